@@ -1,1 +1,6 @@
 #![no_std]
+
+#[cfg(test)]
+extern crate std;
+
+pub mod psnr;
