@@ -1,1 +1,22 @@
-//! placeholder
+//! gpumetrics engine: frame pairs in, scores out. No GStreamer here: the element adapts
+//! caps and buffers to [`FrameLayout`] and [`Frame`], and publishes [`Scores`].
+
+mod backend;
+mod engine;
+mod error;
+mod format;
+mod frame;
+mod metrics;
+mod plan;
+pub mod psnr;
+mod scores;
+mod summary;
+
+pub use engine::{BackendChoice, Engine, EngineConfig};
+pub use error::EngineError;
+pub use format::{ChannelSpec, ColorFamily, FrameLayout, PixelFormat};
+pub use frame::{DeviceFrame, Frame, HostFrame, MAX_PLANES, Plane};
+pub use metrics::MetricSet;
+pub use plan::Plan;
+pub use scores::Scores;
+pub use summary::{FieldSummary, Pooler, Summary};

@@ -1,0 +1,47 @@
+//! Backends run the kernels on a frame pair and return raw sums; the metric host modules
+//! turn those into scores, so both backends share every formula.
+
+pub(crate) mod cpu;
+
+use crate::error::EngineError;
+use crate::frame::Frame;
+use crate::metrics::MetricSet;
+use crate::plan::Plan;
+use gpumetrics_kernels::psnr::MAX_CHANNELS;
+
+/// Raw per-pair results, before any metric formula is applied.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Measurement {
+    /// Sum of squared errors per channel (plan order).
+    pub sse: [u64; MAX_CHANNELS],
+}
+
+pub(crate) trait Backend: Send {
+    fn name(&self) -> &'static str;
+
+    fn measure(
+        &mut self,
+        plan: &Plan,
+        metrics: MetricSet,
+        reference: &Frame,
+        distorted: &Frame,
+    ) -> Result<Measurement, EngineError>;
+}
+
+/// Picks the backend for `config`; the note says why `auto` fell back to the CPU.
+pub(crate) fn select(
+    config: &crate::EngineConfig,
+    _plan: &Plan,
+) -> Result<(Box<dyn Backend>, Option<String>), EngineError> {
+    use crate::BackendChoice;
+    match config.backend {
+        BackendChoice::Cpu => Ok((Box::new(cpu::CpuBackend), None)),
+        BackendChoice::Cuda => Err(EngineError::CudaUnavailable(
+            "this build has no CUDA backend yet".into(),
+        )),
+        BackendChoice::Auto => Ok((
+            Box::new(cpu::CpuBackend),
+            Some("no CUDA backend in this build".into()),
+        )),
+    }
+}

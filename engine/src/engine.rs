@@ -1,0 +1,205 @@
+//! The engine: validates the pair of layouts once, picks a backend, and turns frame pairs
+//! into scores.
+
+use crate::backend::Backend;
+use crate::error::EngineError;
+use crate::format::FrameLayout;
+use crate::frame::Frame;
+use crate::metrics::MetricSet;
+use crate::plan::Plan;
+use crate::psnr;
+use crate::scores::Scores;
+
+/// Which backend runs the kernels.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum BackendChoice {
+    /// CUDA when a device is usable, else the CPU.
+    #[default]
+    Auto,
+    Cuda,
+    Cpu,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EngineConfig {
+    pub metrics: MetricSet,
+    pub backend: BackendChoice,
+    pub device_id: u32,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        EngineConfig {
+            metrics: MetricSet::PSNR,
+            backend: BackendChoice::Auto,
+            device_id: 0,
+        }
+    }
+}
+
+pub struct Engine {
+    plan: Plan,
+    metrics: MetricSet,
+    backend: Box<dyn Backend>,
+    note: Option<String>,
+}
+
+impl Engine {
+    pub fn new(
+        config: &EngineConfig,
+        reference: FrameLayout,
+        distorted: FrameLayout,
+    ) -> Result<Engine, EngineError> {
+        let plan = Plan::new(reference, distorted)?;
+        let (backend, note) = crate::backend::select(config, &plan)?;
+        Ok(Engine {
+            plan,
+            metrics: config.metrics,
+            backend,
+            note,
+        })
+    }
+
+    /// "cuda" or "cpu".
+    pub fn backend_name(&self) -> &'static str {
+        self.backend.name()
+    }
+
+    /// Why `auto` chose the CPU, when it did.
+    pub fn backend_note(&self) -> Option<&str> {
+        self.note.as_deref()
+    }
+
+    pub fn plan(&self) -> &Plan {
+        &self.plan
+    }
+
+    pub fn compare(&mut self, reference: &Frame, distorted: &Frame) -> Result<Scores, EngineError> {
+        let m = self
+            .backend
+            .measure(&self.plan, self.metrics, reference, distorted)?;
+        let mut scores = Scores::new();
+        if self.metrics.contains(MetricSet::PSNR) {
+            psnr::push_fields(&self.plan, &m.sse[..self.plan.channels.len()], &mut scores);
+        }
+        Ok(scores)
+    }
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine")
+            .field("plan", &self.plan)
+            .field("metrics", &self.metrics)
+            .field("backend", &self.backend.name())
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::PixelFormat;
+    use crate::frame::{HostFrame, Plane};
+
+    /// Deterministic test pattern value for (x, y, channel).
+    fn px(x: usize, y: usize, c: usize) -> u8 {
+        ((x * 7 + y * 13 + c * 50) % 251) as u8
+    }
+
+    #[test]
+    fn i420_and_nv12_with_padded_strides_compare_equal() {
+        let (w, h) = (7usize, 5usize);
+        let (cw, chh) = (4usize, 3usize);
+        let y: Vec<u8> = (0..h)
+            .flat_map(|yy| (0..w + 3).map(move |x| px(x, yy, 0)))
+            .collect();
+        let u: Vec<u8> = (0..chh)
+            .flat_map(|yy| (0..cw).map(move |x| px(x, yy, 1)))
+            .collect();
+        let v: Vec<u8> = (0..chh)
+            .flat_map(|yy| (0..cw).map(move |x| px(x, yy, 2)))
+            .collect();
+        let uv: Vec<u8> = (0..chh)
+            .flat_map(|yy| (0..cw).flat_map(move |x| [px(x, yy, 1), px(x, yy, 2)]))
+            .collect();
+        let i420 = HostFrame::new(&[
+            Plane {
+                data: &y,
+                stride: w + 3,
+            },
+            Plane {
+                data: &u,
+                stride: cw,
+            },
+            Plane {
+                data: &v,
+                stride: cw,
+            },
+        ]);
+        let nv12 = HostFrame::new(&[
+            Plane {
+                data: &y,
+                stride: w + 3,
+            },
+            Plane {
+                data: &uv,
+                stride: 2 * cw,
+            },
+        ]);
+        let cfg = EngineConfig {
+            backend: BackendChoice::Cpu,
+            ..Default::default()
+        };
+        let layout = |format| FrameLayout {
+            format,
+            width: w as u32,
+            height: h as u32,
+        };
+        let mut e =
+            Engine::new(&cfg, layout(PixelFormat::I420), layout(PixelFormat::Nv12)).unwrap();
+        let s = e.compare(&Frame::Host(i420), &Frame::Host(nv12)).unwrap();
+        assert_eq!(s.get("psnr-avg"), Some(f64::INFINITY));
+
+        // One U sample off by 3: only mse-u changes, by 9 / (4*3).
+        let mut uv2 = uv.clone();
+        uv2[2] = uv2[2].wrapping_add(3);
+        let nv12b = HostFrame::new(&[
+            Plane {
+                data: &y,
+                stride: w + 3,
+            },
+            Plane {
+                data: &uv2,
+                stride: 2 * cw,
+            },
+        ]);
+        let s = e.compare(&Frame::Host(i420), &Frame::Host(nv12b)).unwrap();
+        assert_eq!(s.get("mse-u"), Some(9.0 / 12.0));
+        assert_eq!(s.get("mse-y"), Some(0.0));
+        assert_eq!(s.get("mse-v"), Some(0.0));
+    }
+
+    #[test]
+    fn short_planes_are_rejected_not_read() {
+        let cfg = EngineConfig {
+            backend: BackendChoice::Cpu,
+            ..Default::default()
+        };
+        let layout = FrameLayout {
+            format: PixelFormat::Gray8,
+            width: 8,
+            height: 8,
+        };
+        let mut e = Engine::new(&cfg, layout, layout).unwrap();
+        let data = [0u8; 63];
+        let f = Frame::Host(HostFrame::new(&[Plane {
+            data: &data,
+            stride: 8,
+        }]));
+        assert!(matches!(
+            e.compare(&f, &f),
+            Err(EngineError::InvalidFrame(_))
+        ));
+    }
+}

@@ -1,0 +1,36 @@
+//! Engine errors. Each message names the problem and how to fix it, because the element
+//! forwards it to the user verbatim.
+
+use thiserror::Error;
+
+#[derive(Debug, Error, Clone, PartialEq)]
+pub enum EngineError {
+    #[error(
+        "reference is {ref_w}x{ref_h} but distorted is {dist_w}x{dist_h}; scale one input to the \
+         other's size first (e.g. insert `videoscale ! video/x-raw,width={ref_w},height={ref_h}` \
+         before dist_sink)"
+    )]
+    SizeMismatch {
+        ref_w: u32,
+        ref_h: u32,
+        dist_w: u32,
+        dist_h: u32,
+    },
+    #[error(
+        "cannot compare {reference} (reference) with {distorted} (distorted): {why}; convert one \
+         input first (e.g. insert `videoconvert ! video/x-raw,format={reference}` before dist_sink)"
+    )]
+    IncompatibleFormats {
+        reference: &'static str,
+        distorted: &'static str,
+        why: &'static str,
+    },
+    #[error("CUDA backend unavailable: {0}; use backend=cpu (or backend=auto to fall back)")]
+    CudaUnavailable(String),
+    #[error("CUDA error: {0}; check the driver and device-id, or use backend=cpu")]
+    Cuda(String),
+    #[error("invalid frame: {0}")]
+    InvalidFrame(String),
+    #[error("{0}")]
+    Unsupported(String),
+}

@@ -1,0 +1,137 @@
+//! What to compare: channel pairs matched by name between the two inputs' formats.
+
+use crate::error::EngineError;
+use crate::format::{ChannelSpec, ColorFamily, FrameLayout};
+use crate::frame::PlanePtrs;
+use gpumetrics_kernels::psnr::{Channel, ChannelPair, MAX_CHANNELS, PsnrPlanes};
+
+/// The channel pairs of a (reference, distorted) layout pair, fixed per caps.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Plan {
+    pub reference: FrameLayout,
+    pub distorted: FrameLayout,
+    pub channels: Vec<(ChannelSpec, ChannelSpec)>,
+}
+
+impl Plan {
+    pub fn new(reference: FrameLayout, distorted: FrameLayout) -> Result<Plan, EngineError> {
+        if (reference.width, reference.height) != (distorted.width, distorted.height) {
+            return Err(EngineError::SizeMismatch {
+                ref_w: reference.width,
+                ref_h: reference.height,
+                dist_w: distorted.width,
+                dist_h: distorted.height,
+            });
+        }
+        if reference.width == 0 || reference.height == 0 {
+            return Err(EngineError::InvalidFrame("frames of zero size".into()));
+        }
+        let (rf, df) = (reference.format, distorted.format);
+        let incompatible = |why| EngineError::IncompatibleFormats {
+            reference: rf.name(),
+            distorted: df.name(),
+            why,
+        };
+        if rf.family() != df.family() {
+            return Err(incompatible(
+                "their colour families (gray / YUV / RGB) differ",
+            ));
+        }
+        if rf.family() == ColorFamily::Yuv && rf.subsampling() != df.subsampling() {
+            return Err(incompatible("their chroma subsampling differs"));
+        }
+        let channels = rf
+            .channels()
+            .iter()
+            .map(|r| {
+                let d = df
+                    .channels()
+                    .iter()
+                    .find(|d| d.name == r.name)
+                    .expect("same family");
+                (*r, *d)
+            })
+            .collect();
+        Ok(Plan {
+            reference,
+            distorted,
+            channels,
+        })
+    }
+
+    /// Samples in each channel, for plane-size weighting.
+    pub fn channel_samples(&self) -> impl Iterator<Item = u64> + '_ {
+        self.channels.iter().map(|(r, _)| {
+            let (w, h) = self.reference.channel_size(r);
+            w as u64 * h as u64
+        })
+    }
+
+    /// Kernel-side description of every channel pair, at the given plane addresses.
+    pub(crate) fn psnr_planes(&self, r: &PlanePtrs, d: &PlanePtrs) -> PsnrPlanes {
+        let mut out = PsnrPlanes {
+            count: self.channels.len() as u32,
+            ..Default::default()
+        };
+        debug_assert!(self.channels.len() <= MAX_CHANNELS);
+        for (slot, (rc, dc)) in out.pairs.iter_mut().zip(&self.channels) {
+            let (width, height) = self.reference.channel_size(rc);
+            *slot = ChannelPair {
+                reference: channel(rc, r, self.reference.format.peak()),
+                distorted: channel(dc, d, self.distorted.format.peak()),
+                width,
+                height,
+            };
+        }
+        out
+    }
+}
+
+fn channel(c: &ChannelSpec, planes: &PlanePtrs, max: u32) -> Channel {
+    Channel {
+        ptr: planes.ptr[c.plane] + c.offset as u64,
+        pitch: planes.pitch[c.plane],
+        step: c.step,
+        sample_bytes: c.sample_bytes,
+        shift: c.shift,
+        max,
+        _pad: 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::PixelFormat::*;
+
+    fn l(format: crate::PixelFormat, width: u32, height: u32) -> FrameLayout {
+        FrameLayout {
+            format,
+            width,
+            height,
+        }
+    }
+
+    #[test]
+    fn mixes_layouts_of_one_family() {
+        let p = Plan::new(l(I420, 8, 8), l(Nv21, 8, 8)).unwrap();
+        assert_eq!(p.channels.len(), 3);
+        assert_eq!(p.channels[2].1.offset, 0); // V comes first in NV21
+        assert!(Plan::new(l(Rgbx, 4, 4), l(Abgr, 4, 4)).is_ok());
+        assert!(Plan::new(l(I420, 4, 4), l(P010_10Le, 4, 4)).is_ok());
+    }
+
+    #[test]
+    fn rejects_size_family_and_subsampling_mismatch() {
+        let e = Plan::new(l(I420, 1920, 1080), l(I420, 1280, 720)).unwrap_err();
+        assert!(e.to_string().contains("1920x1080") && e.to_string().contains("1280x720"));
+        assert!(matches!(
+            Plan::new(l(I420, 4, 4), l(Rgb, 4, 4)),
+            Err(EngineError::IncompatibleFormats { .. })
+        ));
+        assert!(matches!(
+            Plan::new(l(I420, 4, 4), l(Y444, 4, 4)),
+            Err(EngineError::IncompatibleFormats { .. })
+        ));
+    }
+}
