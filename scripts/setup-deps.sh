@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs what building and testing gpumetrics needs on Debian 12: GStreamer development
+# packages and plugins (x264, libav for the example and tests), ffmpeg (reference values),
+# meson, and the nightly toolchain components that build the PTX kernels.
+# Safe to run repeatedly: it only installs what is missing.
+set -euo pipefail
+
+packages=(
+  build-essential pkg-config meson ninja-build ffmpeg
+  libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev libgstreamer-plugins-bad1.0-dev
+  gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good
+  gstreamer1.0-plugins-bad gstreamer1.0-plugins-ugly gstreamer1.0-libav
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}"
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+if ! command -v rustup >/dev/null; then
+  echo "setup: rustup is required (https://rustup.rs): curl https://sh.rustup.rs -sSf | sh" >&2
+  exit 1
+fi
+# The kernels are compiled by the nightly toolchain (nvptx64 target, -Zbuild-std=core) and
+# linked with the LLVM tools shipped as a rustup component.
+rustup toolchain list | grep -q '^nightly' || rustup toolchain install nightly --profile minimal
+rustup component add rust-src llvm-tools --toolchain nightly >/dev/null

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Runs every test that needs no GPU: kernel math (host build), the PTX toolchain checks,
+# the engine, the element (CPU backend) and the meson build.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+./scripts/setup-deps.sh
+
+cargo test --manifest-path kernels/Cargo.toml --workspace
+cargo test --workspace
+# The meson build installs the plugin the way distributions do.
+builddir=target/meson
+[ -d "$builddir" ] || meson setup "$builddir" . --buildtype=release >/dev/null
+meson compile -C "$builddir"
+gst-inspect-1.0 "$builddir/libgstgpumetrics.so" | grep -q 'gpumetrics' && echo "meson build: plugin loads"
