@@ -107,8 +107,57 @@ pub unsafe fn sse_rows(pair: &ChannelPair, y0: u32, y1: u32) -> u64 {
     sum
 }
 
-// KERNEL: the `psnr_sse` device kernel (grid.z = channel, block-reduced, one atomic add
-// per block into `out[channel]`) goes below.
+/// Threads per block of `psnr_sse`.
+pub const PSNR_BLOCK: u32 = 256;
+/// Warps per `psnr_sse` block: its shared array holds one partial sum per warp.
+pub const PSNR_WARPS: usize = 8;
+
+#[cfg(target_arch = "nvptx64")]
+use gpumetrics_device as dev;
+
+gpumetrics_device::kernel! {
+    /// Adds each channel's sum of squared errors to `out[channel]` (which the caller
+    /// zeroes). Launch with `PSNR_BLOCK` threads, grid.z = `planes.count`, any grid.x:
+    /// blocks stride over rows, threads over columns, one atomic add per block.
+    pub unsafe fn psnr_sse(planes: crate::psnr::PsnrPlanes, out: *mut u64) {
+        gpumetrics_device::shared!(static PSNR_WARP_SUMS: [u64; PSNR_WARPS]);
+        let c = dev::block_idx_z();
+        if c >= planes.count {
+            return;
+        }
+        let pair = &planes.pairs[c as usize];
+        let mut sum = 0u64;
+        let mut y = dev::block_idx_x();
+        while y < pair.height {
+            let a_row = (pair.reference.ptr + y as u64 * pair.reference.pitch as u64) as *const u8;
+            let b_row = (pair.distorted.ptr + y as u64 * pair.distorted.pitch as u64) as *const u8;
+            let mut x = dev::thread_idx_x();
+            while x < pair.width {
+                sum += unsafe { pixel_sse(a_row, b_row, x, pair) };
+                x += PSNR_BLOCK;
+            }
+            y += dev::grid_dim_x();
+        }
+        // Warp reduction, then one partial per warp through shared memory.
+        let mut delta = 16;
+        while delta > 0 {
+            sum += unsafe { dev::shfl_down(dev::FULL_MASK, sum, delta) };
+            delta /= 2;
+        }
+        let t = dev::thread_idx_x();
+        if dev::lane_id() == 0 {
+            unsafe { PSNR_WARP_SUMS.write((t / 32) as usize, sum) };
+        }
+        unsafe { dev::sync_threads() };
+        if t == 0 {
+            let mut total = 0u64;
+            for w in 0..PSNR_WARP_SUMS.len() {
+                total += unsafe { PSNR_WARP_SUMS.read(w) };
+            }
+            unsafe { dev::atomic_add_u64(out.add(c as usize), total) };
+        }
+    }
+}
 
 #[cfg(test)]
 mod tests {
