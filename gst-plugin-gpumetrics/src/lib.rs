@@ -1,1 +1,39 @@
-//! placeholder
+// SPDX-License-Identifier: MPL-2.0
+#![allow(clippy::non_send_fields_in_send_ty, unused_doc_comments)]
+
+//! GStreamer plugin `gpumetrics`: the `gpumetrics` element compares a distorted video stream
+//! (`dist_sink`) against a reference stream (`ref_sink`) frame by frame and reports quality
+//! metrics (PSNR now) as bus messages, buffer meta and a stats file.
+//!
+//! Besides the element, this crate offers typed Rust access to what the element produces:
+//! [`message::FrameScores`] (per-pair `gpumetrics` messages and the custom meta),
+//! [`message::Summary`] (the `gpumetrics-summary` message) and [`meta`] (reading the
+//! `GstGpuMetricsMeta` custom meta from buffers).
+
+use gst::glib;
+
+pub mod caps;
+mod gpumetrics;
+pub mod message;
+pub mod meta;
+pub mod pairing;
+pub mod stats;
+
+pub use gpumetrics::{Backend, GpuMetrics, Metrics, Pairing, StatsFormat};
+
+fn plugin_init(plugin: &gst::Plugin) -> Result<(), glib::BoolError> {
+    meta::register();
+    gpumetrics::register(plugin)
+}
+
+gst::plugin_define!(
+    gpumetrics,
+    env!("CARGO_PKG_DESCRIPTION"),
+    plugin_init,
+    concat!(env!("CARGO_PKG_VERSION"), "-", env!("COMMIT_ID")),
+    "MPL",
+    env!("CARGO_PKG_NAME"),
+    env!("CARGO_PKG_NAME"),
+    env!("CARGO_PKG_REPOSITORY"),
+    env!("BUILD_REL_DATE")
+);

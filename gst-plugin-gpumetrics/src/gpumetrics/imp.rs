@@ -1,0 +1,902 @@
+// SPDX-License-Identifier: MPL-2.0
+//! Implementation of the `gpumetrics` element (a `GstAggregator` with two always sink pads).
+//!
+//! Data flow per aggregate() call: look at the head buffer of both sink pads, let
+//! [`crate::pairing::decide`] say what to do, then either compare the pair (engine), drop an
+//! unmatched reference frame, pass an unmatched distorted frame on without scores, or finish
+//! (summary + EOS). The distorted buffer always leaves through `src` unchanged (same memory);
+//! it is only made writable to attach the scores meta.
+
+use std::fs::File;
+use std::io::BufWriter;
+use std::path::PathBuf;
+use std::sync::{LazyLock, Mutex};
+
+use gst::glib;
+use gst::prelude::*;
+use gst::subclass::prelude::*;
+use gst_base::prelude::*;
+use gst_base::subclass::prelude::*;
+use gst_video::prelude::*;
+
+use gpumetrics_engine::{
+    BackendChoice, Engine, EngineConfig, EngineError, Frame, HostFrame, MetricSet, Plane, Pooler,
+};
+
+use super::{Backend, Metrics, Pairing, StatsFormat};
+use crate::message::{FRAME_MESSAGE_NAME, FieldStats, FrameScores, Summary};
+use crate::pairing::{self, Decision, Head, Input};
+use crate::stats::{self, StatsWriter};
+use crate::{caps, meta};
+
+static CAT: LazyLock<gst::DebugCategory> = LazyLock::new(|| {
+    gst::DebugCategory::new(
+        "gpumetrics",
+        gst::DebugColorFlags::empty(),
+        Some("GPU video quality metrics"),
+    )
+});
+
+const DEFAULT_DEVICE_ID: u32 = 0;
+const DEFAULT_POST_MESSAGES: bool = true;
+const DEFAULT_ATTACH_META: bool = true;
+
+#[derive(Debug, Clone)]
+struct Settings {
+    metrics: Metrics,
+    backend: Backend,
+    device_id: u32,
+    stats_file: Option<PathBuf>,
+    stats_format: StatsFormat,
+    post_messages: bool,
+    attach_meta: bool,
+    pairing: Pairing,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            metrics: Metrics::default(),
+            backend: Backend::default(),
+            device_id: DEFAULT_DEVICE_ID,
+            stats_file: None,
+            stats_format: StatsFormat::default(),
+            post_messages: DEFAULT_POST_MESSAGES,
+            attach_meta: DEFAULT_ATTACH_META,
+            pairing: Pairing::default(),
+        }
+    }
+}
+
+/// Negotiated input of one sink pad.
+#[derive(Debug, Default)]
+struct PadState {
+    info: Option<gst_video::VideoInfo>,
+    cuda_memory: bool,
+    /// 1/framerate from the caps, in ns.
+    frame_duration: Option<u64>,
+}
+
+#[derive(Default)]
+struct State {
+    reference: PadState,
+    distorted: PadState,
+    engine: Option<Engine>,
+    pooler: Pooler,
+    /// Index of the next compared pair.
+    frame: u64,
+    unmatched_ref: u64,
+    unmatched_dist: u64,
+    stats: Option<StatsWriter<BufWriter<File>>>,
+    summary_posted: bool,
+    /// A frame of this run was seen (decides whether stop() has something to summarise).
+    active: bool,
+}
+
+pub struct GpuMetrics {
+    ref_pad: gst_base::AggregatorPad,
+    dist_pad: gst_base::AggregatorPad,
+    settings: Mutex<Settings>,
+    state: Mutex<State>,
+}
+
+#[glib::object_subclass]
+impl ObjectSubclass for GpuMetrics {
+    const NAME: &'static str = "GstGpuMetrics";
+    type Type = super::GpuMetrics;
+    type ParentType = gst_base::Aggregator;
+
+    fn with_class(klass: &Self::Class) -> Self {
+        let templ = klass.pad_template("ref_sink").unwrap();
+        let ref_pad = gst::PadBuilder::<gst_base::AggregatorPad>::from_template(&templ).build();
+        let templ = klass.pad_template("dist_sink").unwrap();
+        let dist_pad = gst::PadBuilder::<gst_base::AggregatorPad>::from_template(&templ).build();
+        GpuMetrics {
+            ref_pad,
+            dist_pad,
+            settings: Mutex::new(Settings::default()),
+            state: Mutex::new(State::default()),
+        }
+    }
+}
+
+fn engine_error_kind(e: &EngineError) -> gst::StreamError {
+    match e {
+        EngineError::SizeMismatch { .. } | EngineError::IncompatibleFormats { .. } => {
+            gst::StreamError::Format
+        }
+        _ => gst::StreamError::Failed,
+    }
+}
+
+impl ObjectImpl for GpuMetrics {
+    fn properties() -> &'static [glib::ParamSpec] {
+        static PROPERTIES: LazyLock<Vec<glib::ParamSpec>> = LazyLock::new(|| {
+            vec![
+                glib::ParamSpecFlags::builder::<Metrics>("metrics")
+                    .nick("Metrics")
+                    .blurb(
+                        "Metrics computed for every frame pair (flags; more metrics come in \
+                         later versions). Takes effect when the element starts.",
+                    )
+                    .default_value(Metrics::default())
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecEnum::builder::<Backend>("backend")
+                    .nick("Backend")
+                    .blurb(
+                        "Where the metrics run: auto = CUDA when a device is usable, else the \
+                         CPU (the reason is logged at INFO in category gpumetrics)",
+                    )
+                    .default_value(Backend::default())
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecUInt::builder("device-id")
+                    .nick("CUDA device")
+                    .blurb("Index of the CUDA device used by the cuda (and auto) backend")
+                    .default_value(DEFAULT_DEVICE_ID)
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecString::builder("stats-file")
+                    .nick("Stats file")
+                    .blurb(
+                        "Write one record per frame pair and the pooled summary as the last \
+                         record to this file (created or truncated at start; NULL = none)",
+                    )
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecEnum::builder::<StatsFormat>("stats-format")
+                    .nick("Stats format")
+                    .blurb(
+                        "Layout of stats-file: jsonl, csv or json. Infinite PSNR is written as \
+                         inf (JSON: the string \"inf\"); times are integer nanoseconds",
+                    )
+                    .default_value(StatsFormat::default())
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecBoolean::builder("post-messages")
+                    .nick("Post messages")
+                    .blurb(
+                        "Post a 'gpumetrics' element message per frame pair (the \
+                         'gpumetrics-summary' message is always posted at EOS and on stop)",
+                    )
+                    .default_value(DEFAULT_POST_MESSAGES)
+                    .mutable_playing()
+                    .build(),
+                glib::ParamSpecBoolean::builder("attach-meta")
+                    .nick("Attach meta")
+                    .blurb(
+                        "Attach the scores to each outgoing distorted buffer as custom meta \
+                         'GstGpuMetricsMeta' (same fields as the 'gpumetrics' message)",
+                    )
+                    .default_value(DEFAULT_ATTACH_META)
+                    .mutable_playing()
+                    .build(),
+                glib::ParamSpecEnum::builder::<Pairing>("pairing")
+                    .nick("Pairing")
+                    .blurb(
+                        "How frames are paired: timestamp = equal running time within half a \
+                         frame duration (unpaired frames are counted as unmatched), sequence = \
+                         n-th with n-th",
+                    )
+                    .default_value(Pairing::default())
+                    .mutable_ready()
+                    .build(),
+            ]
+        });
+        PROPERTIES.as_ref()
+    }
+
+    fn set_property(&self, _id: usize, value: &glib::Value, pspec: &glib::ParamSpec) {
+        let mut settings = self.settings.lock().unwrap();
+        match pspec.name() {
+            "metrics" => settings.metrics = value.get().expect("type checked upstream"),
+            "backend" => settings.backend = value.get().expect("type checked upstream"),
+            "device-id" => settings.device_id = value.get().expect("type checked upstream"),
+            "stats-file" => {
+                settings.stats_file = value
+                    .get::<Option<String>>()
+                    .expect("type checked upstream")
+                    .filter(|s| !s.is_empty())
+                    .map(PathBuf::from)
+            }
+            "stats-format" => settings.stats_format = value.get().expect("type checked upstream"),
+            "post-messages" => settings.post_messages = value.get().expect("type checked upstream"),
+            "attach-meta" => settings.attach_meta = value.get().expect("type checked upstream"),
+            "pairing" => settings.pairing = value.get().expect("type checked upstream"),
+            other => unreachable!("unknown property {other}"),
+        }
+    }
+
+    fn property(&self, _id: usize, pspec: &glib::ParamSpec) -> glib::Value {
+        let settings = self.settings.lock().unwrap();
+        match pspec.name() {
+            "metrics" => settings.metrics.to_value(),
+            "backend" => settings.backend.to_value(),
+            "device-id" => settings.device_id.to_value(),
+            "stats-file" => settings
+                .stats_file
+                .as_ref()
+                .map(|p| p.to_string_lossy().into_owned())
+                .to_value(),
+            "stats-format" => settings.stats_format.to_value(),
+            "post-messages" => settings.post_messages.to_value(),
+            "attach-meta" => settings.attach_meta.to_value(),
+            "pairing" => settings.pairing.to_value(),
+            other => unreachable!("unknown property {other}"),
+        }
+    }
+
+    fn constructed(&self) {
+        self.parent_constructed();
+        let obj = self.obj();
+        obj.add_pad(&self.ref_pad).unwrap();
+        obj.add_pad(&self.dist_pad).unwrap();
+    }
+}
+
+impl GstObjectImpl for GpuMetrics {}
+
+impl ElementImpl for GpuMetrics {
+    fn metadata() -> Option<&'static gst::subclass::ElementMetadata> {
+        static ELEMENT_METADATA: LazyLock<gst::subclass::ElementMetadata> = LazyLock::new(|| {
+            gst::subclass::ElementMetadata::new(
+                "GPU video quality metrics",
+                "Filter/Analyzer/Video",
+                "Compares the distorted video (dist_sink) with the reference video (ref_sink) \
+                 frame by frame and reports quality metrics (PSNR) as 'gpumetrics' element \
+                 messages, GstGpuMetricsMeta buffer meta and an optional stats file, plus a \
+                 pooled 'gpumetrics-summary' message at EOS. Frames are paired by running \
+                 time (or by sequence). The distorted stream is passed through on src \
+                 unchanged. Runs on NVIDIA GPUs (CUDA) or the CPU.",
+                "gpumetrics developers <https://github.com/gpumetrics/gpumetrics>",
+            )
+        });
+        Some(&*ELEMENT_METADATA)
+    }
+
+    fn pad_templates() -> &'static [gst::PadTemplate] {
+        static PAD_TEMPLATES: LazyLock<Vec<gst::PadTemplate>> = LazyLock::new(|| {
+            let caps = caps::template_caps();
+            let sink = |name| {
+                gst::PadTemplate::with_gtype(
+                    name,
+                    gst::PadDirection::Sink,
+                    gst::PadPresence::Always,
+                    &caps,
+                    gst_base::AggregatorPad::static_type(),
+                )
+                .unwrap()
+            };
+            let src = gst::PadTemplate::with_gtype(
+                "src",
+                gst::PadDirection::Src,
+                gst::PadPresence::Always,
+                &caps,
+                gst_base::AggregatorPad::static_type(),
+            )
+            .unwrap();
+            // ref_sink: the reference (original) video. dist_sink: the distorted video
+            // (encoded/processed), passed on through src with its caps.
+            vec![sink("ref_sink"), sink("dist_sink"), src]
+        });
+        PAD_TEMPLATES.as_ref()
+    }
+
+    fn request_new_pad(
+        &self,
+        _templ: &gst::PadTemplate,
+        _name: Option<&str>,
+        _caps: Option<&gst::Caps>,
+    ) -> Option<gst::Pad> {
+        gst::error!(CAT, imp = self, "gpumetrics has no request pads");
+        None
+    }
+
+    fn release_pad(&self, _pad: &gst::Pad) {}
+}
+
+/// What aggregate() found at the head of one pad.
+struct HeadInfo {
+    input: Input,
+}
+
+impl GpuMetrics {
+    fn pad_name(&self, pad: &gst_base::AggregatorPad) -> &'static str {
+        if pad == &self.ref_pad {
+            "ref_sink"
+        } else {
+            "dist_sink"
+        }
+    }
+
+    fn running_time(pad: &gst_base::AggregatorPad, buffer: &gst::BufferRef) -> Option<u64> {
+        let segment = pad.segment();
+        let segment = segment.downcast_ref::<gst::ClockTime>()?;
+        segment.to_running_time(buffer.pts()?).map(|t| t.nseconds())
+    }
+
+    fn head(&self, pad: &gst_base::AggregatorPad, caps_duration: Option<u64>) -> HeadInfo {
+        let head = pad.peek_buffer().map(|b| Head {
+            running_time: Self::running_time(pad, &b),
+            duration: b.duration().map(|d| d.nseconds()).or(caps_duration),
+        });
+        HeadInfo {
+            input: Input {
+                head,
+                eos: pad.is_eos(),
+            },
+        }
+    }
+
+    fn engine_config(settings: &Settings) -> EngineConfig {
+        let mut metrics = MetricSet::default();
+        if settings.metrics.contains(Metrics::PSNR) {
+            metrics = metrics | MetricSet::PSNR;
+        }
+        EngineConfig {
+            metrics,
+            backend: match settings.backend {
+                Backend::Auto => BackendChoice::Auto,
+                Backend::Cuda => BackendChoice::Cuda,
+                Backend::Cpu => BackendChoice::Cpu,
+            },
+            device_id: settings.device_id,
+        }
+    }
+
+    /// Creates the engine when both inputs are negotiated and none exists. On failure the
+    /// element error is posted and `Err` returned.
+    fn ensure_engine(&self, state: &mut State) -> Result<(), gst::FlowError> {
+        if state.engine.is_some() {
+            return Ok(());
+        }
+        let (Some(ri), Some(di)) = (&state.reference.info, &state.distorted.info) else {
+            return Ok(());
+        };
+        let layout = |info: &gst_video::VideoInfo, pad: &str| {
+            caps::layout(info).map_err(|msg| {
+                gst::element_imp_error!(self, gst::StreamError::Format, ("{pad}: {msg}"));
+                gst::FlowError::NotNegotiated
+            })
+        };
+        let rl = layout(ri, "ref_sink")?;
+        let dl = layout(di, "dist_sink")?;
+        let settings = self.settings.lock().unwrap().clone();
+        let config = Self::engine_config(&settings);
+        if config.metrics.is_empty() {
+            gst::warning!(
+                CAT,
+                imp = self,
+                "metrics is empty: pairs are counted, no scores"
+            );
+        }
+        match Engine::new(&config, rl, dl) {
+            Ok(engine) => {
+                match engine.backend_note() {
+                    Some(note) => gst::info!(
+                        CAT,
+                        imp = self,
+                        "using backend {} ({note})",
+                        engine.backend_name()
+                    ),
+                    None => {
+                        gst::info!(CAT, imp = self, "using backend {}", engine.backend_name())
+                    }
+                }
+                state.engine = Some(engine);
+                Ok(())
+            }
+            Err(e) => {
+                gst::element_imp_error!(
+                    self,
+                    engine_error_kind(&e),
+                    ("Cannot compare ref_sink with dist_sink: {e}"),
+                    [
+                        "ref_sink: {} {}x{}, dist_sink: {} {}x{}",
+                        ri.format().to_str(),
+                        ri.width(),
+                        ri.height(),
+                        di.format().to_str(),
+                        di.width(),
+                        di.height()
+                    ]
+                );
+                Err(gst::FlowError::NotNegotiated)
+            }
+        }
+    }
+
+    fn map_error(&self, pad: &str, cuda: bool) -> gst::FlowError {
+        if cuda {
+            gst::element_imp_error!(
+                self,
+                gst::StreamError::Format,
+                ("{pad}: cannot map a CUDA memory buffer as system memory; zero-copy CUDA \
+                     input is not supported yet: insert `cudadownload` before {pad}")
+            );
+        } else {
+            gst::element_imp_error!(
+                self,
+                gst::StreamError::Format,
+                ("{pad}: cannot map the buffer as a video frame of the negotiated caps")
+            );
+        }
+        gst::FlowError::Error
+    }
+
+    /// Host frame view of a mapped video frame (strides and plane offsets from the meta/info).
+    fn host_frame<'a>(
+        frame: &'a gst_video::VideoFrameRef<&'a gst::BufferRef>,
+    ) -> Result<HostFrame<'a>, String> {
+        let mut planes = [Plane::default(); 4];
+        let n = frame.n_planes() as usize;
+        if n > planes.len() {
+            return Err(format!("{n} planes are not supported"));
+        }
+        for (i, plane) in planes.iter_mut().enumerate().take(n) {
+            let stride = frame.plane_stride()[i];
+            if stride <= 0 {
+                return Err(format!("plane {i} has unsupported stride {stride}"));
+            }
+            *plane = Plane {
+                data: frame.plane_data(i as u32).map_err(|e| e.to_string())?,
+                stride: stride as usize,
+            };
+        }
+        Ok(HostFrame::new(&planes[..n]))
+    }
+
+    /// Compares one pair and pushes the distorted buffer with its scores.
+    fn compare_and_push(
+        &self,
+        reference: gst::Buffer,
+        mut distorted: gst::Buffer,
+        dist_rt: Option<u64>,
+    ) -> Result<gst::FlowSuccess, gst::FlowError> {
+        let (post_messages, attach_meta) = {
+            let s = self.settings.lock().unwrap();
+            (s.post_messages, s.attach_meta)
+        };
+        let mut state = self.state.lock().unwrap();
+        state.active = true;
+        self.ensure_engine(&mut state)?;
+        let st = &mut *state;
+        let (Some(ri), Some(di)) = (&st.reference.info, &st.distorted.info) else {
+            gst::element_imp_error!(
+                self,
+                gst::CoreError::Negotiation,
+                ("Received buffers before caps on both sink pads")
+            );
+            return Err(gst::FlowError::NotNegotiated);
+        };
+        let engine = st.engine.as_mut().expect("created above");
+        let scores = {
+            let rf = gst_video::VideoFrameRef::from_buffer_ref_readable(reference.as_ref(), ri)
+                .map_err(|_| self.map_error("ref_sink", st.reference.cuda_memory))?;
+            let df = gst_video::VideoFrameRef::from_buffer_ref_readable(distorted.as_ref(), di)
+                .map_err(|_| self.map_error("dist_sink", st.distorted.cuda_memory))?;
+            let invalid = |pad: &str, e: String| {
+                gst::element_imp_error!(self, gst::StreamError::Format, ("{pad}: {e}"));
+                gst::FlowError::Error
+            };
+            let rh = Self::host_frame(&rf).map_err(|e| invalid("ref_sink", e))?;
+            let dh = Self::host_frame(&df).map_err(|e| invalid("dist_sink", e))?;
+            engine
+                .compare(&Frame::Host(rh), &Frame::Host(dh))
+                .map_err(|e| {
+                    gst::element_imp_error!(
+                        self,
+                        engine_error_kind(&e),
+                        ("Comparing frame pair {} failed: {e}", st.frame)
+                    );
+                    gst::FlowError::Error
+                })?
+        };
+        drop(reference);
+
+        let record = FrameScores {
+            frame: st.frame,
+            pts: distorted.pts(),
+            running_time: dist_rt.map(gst::ClockTime::from_nseconds),
+            duration: distorted.duration(),
+            scores: scores.iter().map(|(n, v)| (n.to_string(), v)).collect(),
+        };
+        st.pooler.push(&scores);
+        st.frame += 1;
+        gst::log!(
+            CAT,
+            imp = self,
+            "pair {}: {:?}",
+            record.frame,
+            record.scores
+        );
+        if let Some(w) = st.stats.as_mut()
+            && let Err(e) = w.write_frame(&record)
+        {
+            st.stats = None;
+            gst::element_imp_error!(
+                self,
+                gst::ResourceError::Write,
+                ("Writing the stats file failed: {e}")
+            );
+            return Err(gst::FlowError::Error);
+        }
+        drop(state);
+
+        if post_messages {
+            let msg = gst::message::Element::builder(record.to_structure(FRAME_MESSAGE_NAME))
+                .src(&*self.obj())
+                .build();
+            let _ = self.obj().post_message(msg);
+        }
+        if attach_meta {
+            // Free when we hold the only reference; otherwise copies the buffer struct and
+            // shares the memory.
+            if let Err(e) = meta::add(distorted.make_mut(), &record) {
+                gst::warning!(CAT, imp = self, "could not attach meta: {e}");
+            }
+        }
+        self.push(distorted)
+    }
+
+    fn push(&self, buffer: gst::Buffer) -> Result<gst::FlowSuccess, gst::FlowError> {
+        if let Some(pts) = buffer.pts() {
+            self.obj()
+                .set_position(pts + buffer.duration().unwrap_or(gst::ClockTime::ZERO));
+        }
+        self.obj().finish_buffer(buffer)
+    }
+
+    fn build_summary(state: &State) -> Summary {
+        let s = state.pooler.summary();
+        Summary {
+            frames: s.frames,
+            unmatched_ref: state.unmatched_ref,
+            unmatched_dist: state.unmatched_dist,
+            fields: s
+                .fields
+                .iter()
+                .map(|(name, f)| {
+                    (
+                        name.to_string(),
+                        FieldStats {
+                            mean: f.mean,
+                            min: f.min,
+                            max: f.max,
+                            stddev: f.stddev,
+                            harmonic_mean: f.harmonic_mean,
+                            p1: f.p1,
+                            p5: f.p5,
+                            p50: f.p50,
+                            p95: f.p95,
+                            p99: f.p99,
+                        },
+                    )
+                })
+                .collect(),
+        }
+    }
+
+    /// Posts the summary message and writes it to the stats file, once per run.
+    fn finish_run(&self) {
+        let mut state = self.state.lock().unwrap();
+        if state.summary_posted {
+            return;
+        }
+        state.summary_posted = true;
+        let summary = Self::build_summary(&state);
+        let write_err = state
+            .stats
+            .as_mut()
+            .and_then(|w| w.write_summary(&summary).err());
+        drop(state);
+        gst::info!(
+            CAT,
+            imp = self,
+            "summary: {} pairs, {} unmatched reference, {} unmatched distorted frames",
+            summary.frames,
+            summary.unmatched_ref,
+            summary.unmatched_dist
+        );
+        let _ = self.obj().post_message(summary.to_message(&*self.obj()));
+        if let Some(e) = write_err {
+            gst::element_imp_error!(
+                self,
+                gst::ResourceError::Write,
+                ("Writing the summary to the stats file failed: {e}")
+            );
+        }
+    }
+
+    fn on_caps(&self, pad: &gst_base::AggregatorPad, caps: &gst::Caps) -> bool {
+        let name = self.pad_name(pad);
+        let info = match gst_video::VideoInfo::from_caps(caps) {
+            Ok(info) => info,
+            Err(_) => {
+                gst::element_imp_error!(
+                    self,
+                    gst::CoreError::Negotiation,
+                    ("{name}: invalid video caps {caps}")
+                );
+                return false;
+            }
+        };
+        gst::debug!(CAT, obj = pad, "caps {caps}");
+        let mut state = self.state.lock().unwrap();
+        let ps = if pad == &self.ref_pad {
+            &mut state.reference
+        } else {
+            &mut state.distorted
+        };
+        let changed = ps.info.as_ref() != Some(&info);
+        ps.frame_duration = caps::frame_duration(&info);
+        ps.cuda_memory = caps::is_cuda_memory(caps);
+        ps.info = Some(info);
+        if changed {
+            state.engine = None;
+        }
+        // Validate the size/format mix now, so a mismatch fails at negotiation time.
+        let ok = self.ensure_engine(&mut state).is_ok();
+        drop(state);
+        if ok && pad == &self.dist_pad {
+            self.obj().set_src_caps(caps);
+        }
+        ok
+    }
+}
+
+impl AggregatorImpl for GpuMetrics {
+    fn start(&self) -> Result<(), gst::ErrorMessage> {
+        let settings = self.settings.lock().unwrap().clone();
+        let mut state = State::default();
+        if let Some(path) = &settings.stats_file {
+            let format = match settings.stats_format {
+                StatsFormat::Jsonl => stats::Format::Jsonl,
+                StatsFormat::Csv => stats::Format::Csv,
+                StatsFormat::Json => stats::Format::Json,
+            };
+            let writer = StatsWriter::create(path, format).map_err(|e| {
+                gst::error_msg!(
+                    gst::ResourceError::OpenWrite,
+                    [
+                        "Cannot create stats-file {}: {e}; check the path and its directory's \
+                         permissions",
+                        path.display()
+                    ]
+                )
+            })?;
+            state.stats = Some(writer);
+        }
+        *self.state.lock().unwrap() = state;
+        gst::debug!(CAT, imp = self, "started");
+        Ok(())
+    }
+
+    fn stop(&self) -> Result<(), gst::ErrorMessage> {
+        let active = self.state.lock().unwrap().active;
+        if active {
+            self.finish_run();
+        }
+        let mut state = self.state.lock().unwrap();
+        if let Some(mut w) = state.stats.take() {
+            if !w.is_finished() {
+                let summary = Self::build_summary(&state);
+                let _ = w.write_summary(&summary);
+            }
+            let _ = w.flush();
+        }
+        *state = State::default();
+        gst::debug!(CAT, imp = self, "stopped");
+        Ok(())
+    }
+
+    fn flush(&self) -> Result<gst::FlowSuccess, gst::FlowError> {
+        // A flushing seek: pooled statistics continue; the next EOS posts an updated summary.
+        self.state.lock().unwrap().summary_posted = false;
+        self.parent_flush()
+    }
+
+    fn negotiate(&self) -> bool {
+        // The output caps are the dist_sink caps, set when they arrive.
+        true
+    }
+
+    fn clip(&self, pad: &gst_base::AggregatorPad, buffer: gst::Buffer) -> Option<gst::Buffer> {
+        let Some(pts) = buffer.pts() else {
+            return Some(buffer);
+        };
+        let segment = pad.segment();
+        let Some(segment) = segment.downcast_ref::<gst::ClockTime>() else {
+            return Some(buffer);
+        };
+        let stop = buffer.duration().map(|d| pts + d);
+        if segment.clip(pts, stop).is_none() {
+            gst::log!(
+                CAT,
+                obj = pad,
+                "dropping buffer at {pts} outside the segment"
+            );
+            return None;
+        }
+        Some(buffer)
+    }
+
+    fn sink_event(&self, pad: &gst_base::AggregatorPad, event: gst::Event) -> bool {
+        match event.view() {
+            gst::EventView::Caps(c) => {
+                let caps = c.caps_owned();
+                self.on_caps(pad, &caps)
+            }
+            gst::EventView::Segment(s) => {
+                if pad == &self.dist_pad {
+                    let segment = s.segment();
+                    if segment.format() == gst::Format::Time {
+                        self.obj()
+                            .update_segment(segment.downcast_ref::<gst::ClockTime>().unwrap());
+                    } else {
+                        gst::element_imp_error!(
+                            self,
+                            gst::StreamError::Format,
+                            (
+                                "dist_sink: only TIME segments are supported, got {:?}",
+                                segment.format()
+                            )
+                        );
+                        return false;
+                    }
+                }
+                self.parent_sink_event(pad, event)
+            }
+            _ => self.parent_sink_event(pad, event),
+        }
+    }
+
+    fn sink_query(&self, pad: &gst_base::AggregatorPad, query: &mut gst::QueryRef) -> bool {
+        match query.view_mut() {
+            gst::QueryViewMut::Caps(q) => {
+                let templ = pad.pad_template_caps();
+                let mut result = templ.clone();
+                if pad == &self.dist_pad {
+                    // The distorted stream goes out on src: ask downstream what it takes.
+                    if let Some(peer) = self.obj().src_pad().peer() {
+                        let downstream = peer.query_caps(Some(&templ));
+                        result =
+                            downstream.intersect_with_mode(&templ, gst::CapsIntersectMode::First);
+                    }
+                }
+                if let Some(filter) = q.filter() {
+                    result = filter.intersect_with_mode(&result, gst::CapsIntersectMode::First);
+                }
+                q.set_result(&result);
+                true
+            }
+            gst::QueryViewMut::Allocation(q) => {
+                if pad == &self.dist_pad {
+                    // Buffers leave through src: let downstream decide the allocation.
+                    if self.obj().src_pad().peer_query(query) {
+                        return true;
+                    }
+                    return self.parent_sink_query(pad, query);
+                }
+                // We read strides/offsets from the video meta, so any layout is fine.
+                q.add_allocation_meta::<gst_video::VideoMeta>(None);
+                true
+            }
+            _ => self.parent_sink_query(pad, query),
+        }
+    }
+
+    fn next_time(&self) -> Option<gst::ClockTime> {
+        // Live: the deadline of the earliest waiting frame (its running time + tolerance);
+        // the base class adds the latency and times out if the partner has not arrived.
+        let (rd, dd) = {
+            let state = self.state.lock().unwrap();
+            (
+                state.reference.frame_duration,
+                state.distorted.frame_duration,
+            )
+        };
+        let r = self.head(&self.ref_pad, rd).input.head;
+        let d = self.head(&self.dist_pad, dd).input.head;
+        pairing::deadline(r, d).map(gst::ClockTime::from_nseconds)
+    }
+
+    fn aggregate(&self, timeout: bool) -> Result<gst::FlowSuccess, gst::FlowError> {
+        let (mode, rd, dd) = {
+            let mode = match self.settings.lock().unwrap().pairing {
+                Pairing::Timestamp => pairing::Mode::Timestamp,
+                Pairing::Sequence => pairing::Mode::Sequence,
+            };
+            let state = self.state.lock().unwrap();
+            (
+                mode,
+                state.reference.frame_duration,
+                state.distorted.frame_duration,
+            )
+        };
+        let r = self.head(&self.ref_pad, rd);
+        let d = self.head(&self.dist_pad, dd);
+        let decision = pairing::decide(mode, r.input, d.input, timeout);
+        gst::trace!(
+            CAT,
+            imp = self,
+            "aggregate timeout={timeout} ref={:?} dist={:?} -> {decision:?}",
+            r.input,
+            d.input
+        );
+        match decision {
+            Decision::Pair => {
+                let rb = self.ref_pad.pop_buffer().ok_or(gst::FlowError::Error)?;
+                let db = self.dist_pad.pop_buffer().ok_or(gst::FlowError::Error)?;
+                self.compare_and_push(rb, db, d.input.head.and_then(|h| h.running_time))
+            }
+            Decision::DropRef => {
+                let b = self.ref_pad.pop_buffer();
+                let mut state = self.state.lock().unwrap();
+                state.active = true;
+                state.unmatched_ref += 1;
+                gst::debug!(
+                    CAT,
+                    imp = self,
+                    "reference frame at {:?} has no partner (unmatched-ref {})",
+                    b.as_ref().and_then(|b| b.pts()),
+                    state.unmatched_ref
+                );
+                Ok(gst::FlowSuccess::Ok)
+            }
+            Decision::DropDist => {
+                let b = self.dist_pad.pop_buffer().ok_or(gst::FlowError::Error)?;
+                {
+                    let mut state = self.state.lock().unwrap();
+                    state.active = true;
+                    state.unmatched_dist += 1;
+                    gst::debug!(
+                        CAT,
+                        imp = self,
+                        "distorted frame at {:?} has no partner (unmatched-dist {}); passed on \
+                         without scores",
+                        b.pts(),
+                        state.unmatched_dist
+                    );
+                }
+                self.push(b)
+            }
+            Decision::Eos => {
+                gst::debug!(
+                    CAT,
+                    imp = self,
+                    "{} ended: finishing",
+                    if r.input.eos && r.input.head.is_none() {
+                        "ref_sink"
+                    } else {
+                        "dist_sink"
+                    }
+                );
+                self.finish_run();
+                Err(gst::FlowError::Eos)
+            }
+            Decision::Wait => Err(gst_base::AGGREGATOR_FLOW_NEED_DATA),
+        }
+    }
+}

@@ -1,0 +1,99 @@
+// SPDX-License-Identifier: MPL-2.0
+//! The `gpumetrics` element.
+
+use gst::glib;
+use gst::prelude::*;
+
+mod imp;
+
+/// Metrics computed per pair (`metrics` property, GType `GstGpuMetricsMetrics`).
+#[glib::flags(name = "GstGpuMetricsMetrics")]
+pub enum Metrics {
+    /// PSNR per plane and average, with the per-plane MSE (`psnr-*`, `mse-*`).
+    #[flags_value(
+        name = "PSNR and MSE per plane, and their plane-weighted average",
+        nick = "psnr"
+    )]
+    PSNR = 0b0000_0001,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Metrics::PSNR
+    }
+}
+
+/// Where the metrics run (`backend` property, GType `GstGpuMetricsBackend`).
+#[derive(Debug, Eq, PartialEq, Ord, PartialOrd, Hash, Clone, Copy, Default, glib::Enum)]
+#[repr(u32)]
+#[enum_type(name = "GstGpuMetricsBackend")]
+pub enum Backend {
+    #[default]
+    #[enum_value(
+        name = "Auto: CUDA when a device is usable, else the CPU (logged)",
+        nick = "auto"
+    )]
+    Auto = 0,
+    #[enum_value(name = "CUDA: fail when no CUDA device is usable", nick = "cuda")]
+    Cuda = 1,
+    #[enum_value(name = "CPU: parallel over rows", nick = "cpu")]
+    Cpu = 2,
+}
+
+/// Layout of the stats file (`stats-format` property, GType `GstGpuMetricsStatsFormat`).
+#[derive(Debug, Eq, PartialEq, Ord, PartialOrd, Hash, Clone, Copy, Default, glib::Enum)]
+#[repr(u32)]
+#[enum_type(name = "GstGpuMetricsStatsFormat")]
+pub enum StatsFormat {
+    #[default]
+    #[enum_value(
+        name = "JSON Lines: one object per pair, the summary object last",
+        nick = "jsonl"
+    )]
+    Jsonl = 0,
+    #[enum_value(name = "CSV: one row per pair, the summary rows last", nick = "csv")]
+    Csv = 1,
+    #[enum_value(
+        name = "JSON: one document {\"frames\": [...], \"summary\": {...}}",
+        nick = "json"
+    )]
+    Json = 2,
+}
+
+/// How reference and distorted frames are paired (`pairing` property, GType
+/// `GstGpuMetricsPairing`).
+#[derive(Debug, Eq, PartialEq, Ord, PartialOrd, Hash, Clone, Copy, Default, glib::Enum)]
+#[repr(u32)]
+#[enum_type(name = "GstGpuMetricsPairing")]
+pub enum Pairing {
+    #[default]
+    #[enum_value(
+        name = "Timestamp: frames with equal running time (within half a frame duration)",
+        nick = "timestamp"
+    )]
+    Timestamp = 0,
+    #[enum_value(
+        name = "Sequence: the n-th reference frame with the n-th distorted frame",
+        nick = "sequence"
+    )]
+    Sequence = 1,
+}
+
+glib::wrapper! {
+    /// The `gpumetrics` element (GType `GstGpuMetrics`).
+    pub struct GpuMetrics(ObjectSubclass<imp::GpuMetrics>)
+        @extends gst_base::Aggregator, gst::Element, gst::Object;
+}
+
+pub fn register(plugin: &gst::Plugin) -> Result<(), glib::BoolError> {
+    Metrics::static_type().mark_as_plugin_api(gst::PluginAPIFlags::empty());
+    Backend::static_type().mark_as_plugin_api(gst::PluginAPIFlags::empty());
+    StatsFormat::static_type().mark_as_plugin_api(gst::PluginAPIFlags::empty());
+    Pairing::static_type().mark_as_plugin_api(gst::PluginAPIFlags::empty());
+    gst::Element::register(
+        Some(plugin),
+        "gpumetrics",
+        gst::Rank::NONE,
+        GpuMetrics::static_type(),
+    )
+}

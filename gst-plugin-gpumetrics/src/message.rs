@@ -1,0 +1,352 @@
+// SPDX-License-Identifier: MPL-2.0
+//! Typed access to what the `gpumetrics` element reports.
+//!
+//! * [`FrameScores`]: one compared pair. Posted as an element message named
+//!   [`FRAME_MESSAGE_NAME`] (`gpumetrics`) and attached to the outgoing distorted buffer as
+//!   the custom meta [`crate::meta::META_NAME`]; both carry the same fields:
+//!
+//!   | field          | type                 | meaning                                          |
+//!   |----------------|----------------------|--------------------------------------------------|
+//!   | `frame`        | `guint64`            | pair index, 0 for the first compared pair        |
+//!   | `pts`          | `GstClockTime`       | PTS of the distorted buffer (may be NONE)        |
+//!   | `running-time` | `GstClockTime`       | running time of the distorted buffer             |
+//!   | `duration`     | `GstClockTime`       | duration of the distorted buffer (may be NONE)   |
+//!   | `psnr-y`, ...  | `gdouble`            | one per metric field (docs/METRICS.md names)     |
+//!
+//!   A PSNR of identical planes is `+inf` (a `gdouble` infinity). No score is ever NaN.
+//!
+//! * [`Summary`]: the pooled statistics, posted as element message [`SUMMARY_MESSAGE_NAME`]
+//!   (`gpumetrics-summary`) at EOS and on stop. Layout: `frames`, `unmatched-ref`,
+//!   `unmatched-dist` (`guint64`), then for each metric field one nested `GstStructure`
+//!   named after the field (e.g. `psnr-y`) holding the doubles `mean`, `min`, `max`,
+//!   `stddev`, `harmonic-mean` (left out when undefined), `p1`, `p5`, `p50`, `p95`, `p99`.
+
+use gst::glib;
+
+/// Name of the per-pair element message.
+pub const FRAME_MESSAGE_NAME: &str = "gpumetrics";
+/// Name of the summary element message.
+pub const SUMMARY_MESSAGE_NAME: &str = "gpumetrics-summary";
+
+/// Fields of a per-pair record that are not scores.
+pub const FRAME_FIELD: &str = "frame";
+pub const PTS_FIELD: &str = "pts";
+pub const RUNNING_TIME_FIELD: &str = "running-time";
+pub const DURATION_FIELD: &str = "duration";
+
+/// Why a structure could not be read as a record of this crate.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParseError(pub String);
+
+impl std::fmt::Display for ParseError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ParseError {}
+
+/// Scores of one compared (reference, distorted) pair.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FrameScores {
+    /// Pair index (0, 1, 2, ...), counting compared pairs only.
+    pub frame: u64,
+    /// PTS of the distorted buffer.
+    pub pts: Option<gst::ClockTime>,
+    /// Running time of the distorted buffer.
+    pub running_time: Option<gst::ClockTime>,
+    /// Duration of the distorted buffer.
+    pub duration: Option<gst::ClockTime>,
+    /// Metric fields in the engine's stable order, e.g. `("psnr-y", 38.2)`.
+    pub scores: Vec<(String, f64)>,
+}
+
+impl FrameScores {
+    /// The score of `field` (e.g. `"psnr-avg"`), if present.
+    pub fn get(&self, field: &str) -> Option<f64> {
+        self.scores
+            .iter()
+            .find(|(name, _)| name == field)
+            .map(|(_, v)| *v)
+    }
+
+    /// Writes the record into `s` (existing fields of the same names are replaced).
+    pub fn write_into(&self, s: &mut gst::StructureRef) {
+        s.set(FRAME_FIELD, self.frame);
+        s.set(PTS_FIELD, self.pts);
+        s.set(RUNNING_TIME_FIELD, self.running_time);
+        s.set(DURATION_FIELD, self.duration);
+        for (name, value) in &self.scores {
+            s.set(name.as_str(), *value);
+        }
+    }
+
+    /// The record as a structure named `name`.
+    pub fn to_structure(&self, name: &str) -> gst::Structure {
+        let mut s = gst::Structure::new_empty(name);
+        self.write_into(&mut s);
+        s
+    }
+
+    /// Reads a record from a structure written by [`FrameScores::write_into`] (message or
+    /// meta); every `gdouble` field is taken as a score, in structure order.
+    pub fn from_structure(s: &gst::StructureRef) -> Result<Self, ParseError> {
+        let frame = s
+            .get::<u64>(FRAME_FIELD)
+            .map_err(|e| ParseError(format!("{}: field `frame`: {e}", s.name())))?;
+        let time = |field: &str| {
+            s.get_optional::<Option<gst::ClockTime>>(field)
+                .map(Option::flatten)
+                .map_err(|e| ParseError(format!("{}: field `{field}`: {e}", s.name())))
+        };
+        let pts = time(PTS_FIELD)?;
+        let running_time = time(RUNNING_TIME_FIELD)?;
+        let duration = time(DURATION_FIELD)?;
+        let scores = s
+            .iter()
+            .filter_map(|(name, value)| {
+                value
+                    .get::<f64>()
+                    .ok()
+                    .map(|v| (name.as_str().to_string(), v))
+            })
+            .collect();
+        Ok(FrameScores {
+            frame,
+            pts,
+            running_time,
+            duration,
+            scores,
+        })
+    }
+
+    /// Reads a `gpumetrics` element message; `None` for any other message.
+    pub fn from_message(msg: &gst::MessageRef) -> Option<Self> {
+        match msg.view() {
+            gst::MessageView::Element(e) => {
+                let s = e.structure()?;
+                if s.name() == FRAME_MESSAGE_NAME {
+                    Self::from_structure(s).ok()
+                } else {
+                    None
+                }
+            }
+            _ => None,
+        }
+    }
+}
+
+/// Pooled statistics of one metric field over all compared pairs.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct FieldStats {
+    pub mean: f64,
+    pub min: f64,
+    pub max: f64,
+    pub stddev: f64,
+    /// Only for non-negative scores; `None` when undefined.
+    pub harmonic_mean: Option<f64>,
+    pub p1: f64,
+    pub p5: f64,
+    pub p50: f64,
+    pub p95: f64,
+    pub p99: f64,
+}
+
+impl FieldStats {
+    /// (name, value) of every statistic present, in the documented order.
+    pub fn entries(&self) -> Vec<(&'static str, f64)> {
+        let mut v = vec![
+            ("mean", self.mean),
+            ("min", self.min),
+            ("max", self.max),
+            ("stddev", self.stddev),
+        ];
+        if let Some(h) = self.harmonic_mean {
+            v.push(("harmonic-mean", h));
+        }
+        v.extend([
+            ("p1", self.p1),
+            ("p5", self.p5),
+            ("p50", self.p50),
+            ("p95", self.p95),
+            ("p99", self.p99),
+        ]);
+        v
+    }
+
+    fn from_structure(s: &gst::StructureRef) -> Result<Self, ParseError> {
+        let get = |f: &str| {
+            s.get::<f64>(f)
+                .map_err(|e| ParseError(format!("{}: field `{f}`: {e}", s.name())))
+        };
+        Ok(FieldStats {
+            mean: get("mean")?,
+            min: get("min")?,
+            max: get("max")?,
+            stddev: get("stddev")?,
+            harmonic_mean: s.get_optional::<f64>("harmonic-mean").ok().flatten(),
+            p1: get("p1")?,
+            p5: get("p5")?,
+            p50: get("p50")?,
+            p95: get("p95")?,
+            p99: get("p99")?,
+        })
+    }
+}
+
+/// The pooled summary of a run (`gpumetrics-summary`).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Summary {
+    /// Number of compared pairs.
+    pub frames: u64,
+    /// Reference frames that found no distorted partner (dropped).
+    pub unmatched_ref: u64,
+    /// Distorted frames that found no reference partner (pushed on without meta).
+    pub unmatched_dist: u64,
+    /// Per metric field, in the engine's stable order.
+    pub fields: Vec<(String, FieldStats)>,
+}
+
+impl Summary {
+    pub fn field(&self, name: &str) -> Option<&FieldStats> {
+        self.fields.iter().find(|(n, _)| n == name).map(|(_, s)| s)
+    }
+
+    pub fn to_structure(&self) -> gst::Structure {
+        let mut s = gst::Structure::builder(SUMMARY_MESSAGE_NAME)
+            .field("frames", self.frames)
+            .field("unmatched-ref", self.unmatched_ref)
+            .field("unmatched-dist", self.unmatched_dist)
+            .build();
+        for (name, stats) in &self.fields {
+            let mut sub = gst::Structure::new_empty(name.as_str());
+            for (k, v) in stats.entries() {
+                sub.set(k, v);
+            }
+            s.set(name.as_str(), sub);
+        }
+        s
+    }
+
+    pub fn from_structure(s: &gst::StructureRef) -> Result<Self, ParseError> {
+        let count = |f: &str| {
+            s.get::<u64>(f)
+                .map_err(|e| ParseError(format!("{}: field `{f}`: {e}", s.name())))
+        };
+        let mut fields = Vec::new();
+        for (name, value) in s.iter() {
+            if let Ok(sub) = value.get::<gst::Structure>() {
+                fields.push((name.as_str().to_string(), FieldStats::from_structure(&sub)?));
+            }
+        }
+        Ok(Summary {
+            frames: count("frames")?,
+            unmatched_ref: count("unmatched-ref")?,
+            unmatched_dist: count("unmatched-dist")?,
+            fields,
+        })
+    }
+
+    /// Reads a `gpumetrics-summary` element message; `None` for any other message.
+    pub fn from_message(msg: &gst::MessageRef) -> Option<Self> {
+        match msg.view() {
+            gst::MessageView::Element(e) => {
+                let s = e.structure()?;
+                if s.name() == SUMMARY_MESSAGE_NAME {
+                    Self::from_structure(s).ok()
+                } else {
+                    None
+                }
+            }
+            _ => None,
+        }
+    }
+
+    /// An element message carrying this summary, posted by `src`.
+    pub fn to_message(&self, src: &impl glib::prelude::IsA<gst::Object>) -> gst::Message {
+        gst::message::Element::builder(self.to_structure())
+            .src(src)
+            .build()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn init() {
+        gst::init().unwrap();
+    }
+
+    #[test]
+    fn frame_scores_roundtrip_with_inf() {
+        init();
+        let f = FrameScores {
+            frame: 7,
+            pts: Some(gst::ClockTime::from_mseconds(40)),
+            running_time: Some(gst::ClockTime::from_mseconds(40)),
+            duration: None,
+            scores: vec![
+                ("psnr-y".into(), 41.5),
+                ("psnr-u".into(), f64::INFINITY),
+                ("mse-y".into(), 0.25),
+            ],
+        };
+        let s = f.to_structure(FRAME_MESSAGE_NAME);
+        assert_eq!(s.get::<u64>("frame").unwrap(), 7);
+        assert_eq!(s.get::<f64>("psnr-u").unwrap(), f64::INFINITY);
+        let back = FrameScores::from_structure(&s).unwrap();
+        assert_eq!(back, f);
+        assert_eq!(back.get("mse-y"), Some(0.25));
+        assert_eq!(back.get("nope"), None);
+    }
+
+    #[test]
+    fn summary_roundtrip() {
+        init();
+        let st = FieldStats {
+            mean: 30.0,
+            min: 20.0,
+            max: 40.0,
+            stddev: 5.0,
+            harmonic_mean: Some(29.0),
+            p1: 20.0,
+            p5: 21.0,
+            p50: 30.0,
+            p95: 39.0,
+            p99: 40.0,
+        };
+        let sum = Summary {
+            frames: 10,
+            unmatched_ref: 1,
+            unmatched_dist: 2,
+            fields: vec![
+                ("psnr-y".into(), st),
+                (
+                    "psnr-u".into(),
+                    FieldStats {
+                        harmonic_mean: None,
+                        ..st
+                    },
+                ),
+            ],
+        };
+        let s = sum.to_structure();
+        assert_eq!(s.name(), SUMMARY_MESSAGE_NAME);
+        let sub = s.get::<gst::Structure>("psnr-y").unwrap();
+        assert_eq!(sub.get::<f64>("p95").unwrap(), 39.0);
+        assert!(
+            !s.get::<gst::Structure>("psnr-u")
+                .unwrap()
+                .has_field("harmonic-mean")
+        );
+        assert_eq!(Summary::from_structure(&s).unwrap(), sum);
+    }
+
+    #[test]
+    fn frame_scores_rejects_foreign_structure() {
+        init();
+        let s = gst::Structure::builder("other").field("x", 1.0f64).build();
+        assert!(FrameScores::from_structure(&s).is_err());
+    }
+}

@@ -1,0 +1,417 @@
+// SPDX-License-Identifier: MPL-2.0
+//! Stats file writers (`stats-file`, `stats-format`).
+//!
+//! Times are integers in nanoseconds (JSON `null` / empty CSV cell when unknown). Scores are
+//! numbers; a non-finite score (PSNR of identical planes is `+inf`) is written as `inf`
+//! (JSON: the string `"inf"`, since JSON has no infinity; CSV: the cell `inf`).
+//!
+//! * `jsonl`: one JSON object per line. Per pair:
+//!   `{"type":"frame","frame":0,"pts":0,"running-time":0,"duration":33333333,"psnr-y":38.1,...}`;
+//!   last line: `{"type":"summary","frames":N,"unmatched-ref":R,"unmatched-dist":D,
+//!   "fields":{"psnr-y":{"mean":..,"min":..,"max":..,"stddev":..,"harmonic-mean":..,
+//!   "p1":..,"p5":..,"p50":..,"p95":..,"p99":..},...}}`.
+//! * `json`: one document `{"frames":[<frame objects as in jsonl>],"summary":<summary object>}`,
+//!   streamed (the closing part is written when the summary is written, at EOS or stop).
+//! * `csv`: header `record,frame,pts,running-time,duration,<metric fields...>` (the fields of
+//!   the first pair); per pair a row with `record`=`frame`. The summary is the last rows:
+//!   `record`=`frames`, `unmatched-ref`, `unmatched-dist` with the count in column `frame`,
+//!   then one row per statistic (`record`=`mean`, `min`, `max`, `stddev`, `harmonic-mean`,
+//!   `p1`, `p5`, `p50`, `p95`, `p99`) with that statistic in each metric column (empty
+//!   where undefined).
+
+use std::fs::File;
+use std::io::{self, BufWriter, Write};
+use std::path::Path;
+
+use serde_json::{Map, Value, json};
+
+use crate::message::{FieldStats, FrameScores, Summary};
+
+/// File layout of the stats file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Jsonl,
+    Csv,
+    Json,
+}
+
+/// Text for a score: shortest round-trip decimal, or `inf` / `-inf` / `nan`.
+pub fn format_f64(v: f64) -> String {
+    if v.is_finite() {
+        // `{}` on f64 prints the shortest representation that round-trips.
+        format!("{v}")
+    } else if v.is_nan() {
+        "nan".into()
+    } else if v > 0.0 {
+        "inf".into()
+    } else {
+        "-inf".into()
+    }
+}
+
+/// Parses a score written by this module (accepts `inf`, `-inf`, `nan`).
+pub fn parse_f64(s: &str) -> Option<f64> {
+    match s {
+        "inf" => Some(f64::INFINITY),
+        "-inf" => Some(f64::NEG_INFINITY),
+        "nan" => Some(f64::NAN),
+        _ => s.parse().ok(),
+    }
+}
+
+/// JSON value for a score: a number, or the string `"inf"` (`"-inf"`, `"nan"`).
+pub fn json_f64(v: f64) -> Value {
+    if v.is_finite() {
+        json!(v)
+    } else {
+        Value::String(format_f64(v))
+    }
+}
+
+/// Reads a score from JSON written by [`json_f64`].
+pub fn json_to_f64(v: &Value) -> Option<f64> {
+    match v {
+        Value::Number(n) => n.as_f64(),
+        Value::String(s) => parse_f64(s),
+        _ => None,
+    }
+}
+
+fn time_json(t: Option<gst::ClockTime>) -> Value {
+    t.map_or(Value::Null, |t| json!(t.nseconds()))
+}
+
+fn frame_json(rec: &FrameScores) -> Value {
+    let mut m = Map::new();
+    m.insert("type".into(), json!("frame"));
+    m.insert("frame".into(), json!(rec.frame));
+    m.insert("pts".into(), time_json(rec.pts));
+    m.insert("running-time".into(), time_json(rec.running_time));
+    m.insert("duration".into(), time_json(rec.duration));
+    for (name, v) in &rec.scores {
+        m.insert(name.clone(), json_f64(*v));
+    }
+    Value::Object(m)
+}
+
+fn stats_json(s: &FieldStats) -> Value {
+    let mut m = Map::new();
+    for (k, v) in s.entries() {
+        m.insert(k.into(), json_f64(v));
+    }
+    Value::Object(m)
+}
+
+fn summary_json(s: &Summary) -> Value {
+    let mut fields = Map::new();
+    for (name, st) in &s.fields {
+        fields.insert(name.clone(), stats_json(st));
+    }
+    json!({
+        "type": "summary",
+        "frames": s.frames,
+        "unmatched-ref": s.unmatched_ref,
+        "unmatched-dist": s.unmatched_dist,
+        "fields": Value::Object(fields),
+    })
+}
+
+const CSV_FIXED: [&str; 5] = ["record", "frame", "pts", "running-time", "duration"];
+const CSV_STATS: [&str; 10] = [
+    "mean",
+    "min",
+    "max",
+    "stddev",
+    "harmonic-mean",
+    "p1",
+    "p5",
+    "p50",
+    "p95",
+    "p99",
+];
+
+/// Writes records of one run to `W` in one [`Format`]. Every record is flushed to `W` as it is
+/// written, so a crash or error loses nothing already measured.
+pub struct StatsWriter<W: Write> {
+    format: Format,
+    out: W,
+    /// CSV: metric columns fixed by the first record (or the summary when there was none).
+    csv_fields: Option<Vec<String>>,
+    /// JSON: number of frame objects written so far.
+    json_count: u64,
+    finished: bool,
+}
+
+impl StatsWriter<BufWriter<File>> {
+    /// Creates (truncates) `path`.
+    pub fn create(path: &Path, format: Format) -> io::Result<Self> {
+        Ok(Self::new(BufWriter::new(File::create(path)?), format))
+    }
+}
+
+impl<W: Write> StatsWriter<W> {
+    pub fn new(out: W, format: Format) -> Self {
+        StatsWriter {
+            format,
+            out,
+            csv_fields: None,
+            json_count: 0,
+            finished: false,
+        }
+    }
+
+    pub fn format(&self) -> Format {
+        self.format
+    }
+
+    /// True once the summary (closing record) was written.
+    pub fn is_finished(&self) -> bool {
+        self.finished
+    }
+
+    fn csv_row(&mut self, cells: &[String]) -> io::Result<()> {
+        let mut w = csv::WriterBuilder::new()
+            .has_headers(false)
+            .from_writer(&mut self.out);
+        w.write_record(cells).map_err(io::Error::other)?;
+        w.flush()
+    }
+
+    fn ensure_csv_header(&mut self, fields: Vec<String>) -> io::Result<()> {
+        if self.csv_fields.is_none() {
+            let mut header: Vec<String> = CSV_FIXED.iter().map(|s| s.to_string()).collect();
+            header.extend(fields.iter().cloned());
+            self.csv_fields = Some(fields);
+            self.csv_row(&header)?;
+        }
+        Ok(())
+    }
+
+    pub fn write_frame(&mut self, rec: &FrameScores) -> io::Result<()> {
+        if self.finished {
+            return Ok(());
+        }
+        match self.format {
+            Format::Jsonl => {
+                serde_json::to_writer(&mut self.out, &frame_json(rec))?;
+                self.out.write_all(b"\n")?;
+            }
+            Format::Json => {
+                self.out.write_all(if self.json_count == 0 {
+                    b"{\"frames\":[\n"
+                } else {
+                    b",\n"
+                })?;
+                serde_json::to_writer(&mut self.out, &frame_json(rec))?;
+                self.json_count += 1;
+            }
+            Format::Csv => {
+                self.ensure_csv_header(rec.scores.iter().map(|(n, _)| n.clone()).collect())?;
+                let t = |t: Option<gst::ClockTime>| {
+                    t.map_or(String::new(), |t| t.nseconds().to_string())
+                };
+                let mut row = vec![
+                    "frame".to_string(),
+                    rec.frame.to_string(),
+                    t(rec.pts),
+                    t(rec.running_time),
+                    t(rec.duration),
+                ];
+                for f in self.csv_fields.as_ref().unwrap() {
+                    row.push(rec.get(f).map_or(String::new(), format_f64));
+                }
+                self.csv_row(&row)?;
+            }
+        }
+        self.out.flush()
+    }
+
+    /// Writes the summary as the last record and flushes. Later calls do nothing.
+    pub fn write_summary(&mut self, s: &Summary) -> io::Result<()> {
+        if self.finished {
+            return Ok(());
+        }
+        self.finished = true;
+        match self.format {
+            Format::Jsonl => {
+                serde_json::to_writer(&mut self.out, &summary_json(s))?;
+                self.out.write_all(b"\n")?;
+            }
+            Format::Json => {
+                self.out.write_all(if self.json_count == 0 {
+                    b"{\"frames\":[],\n\"summary\":"
+                } else {
+                    b"\n],\n\"summary\":"
+                })?;
+                serde_json::to_writer(&mut self.out, &summary_json(s))?;
+                self.out.write_all(b"}\n")?;
+            }
+            Format::Csv => {
+                self.ensure_csv_header(s.fields.iter().map(|(n, _)| n.clone()).collect())?;
+                let fields = self.csv_fields.clone().unwrap();
+                let n_fields = fields.len();
+                for (record, count) in [
+                    ("frames", s.frames),
+                    ("unmatched-ref", s.unmatched_ref),
+                    ("unmatched-dist", s.unmatched_dist),
+                ] {
+                    let mut row = vec![record.to_string(), count.to_string()];
+                    row.resize(CSV_FIXED.len() + n_fields, String::new());
+                    self.csv_row(&row)?;
+                }
+                for stat in CSV_STATS {
+                    let mut row = vec![stat.to_string()];
+                    row.resize(CSV_FIXED.len(), String::new());
+                    for f in &fields {
+                        let v = s.field(f).and_then(|st| {
+                            st.entries()
+                                .into_iter()
+                                .find(|(k, _)| *k == stat)
+                                .map(|(_, v)| v)
+                        });
+                        row.push(v.map_or(String::new(), format_f64));
+                    }
+                    self.csv_row(&row)?;
+                }
+            }
+        }
+        self.out.flush()
+    }
+
+    pub fn flush(&mut self) -> io::Result<()> {
+        self.out.flush()
+    }
+
+    pub fn into_inner(self) -> W {
+        self.out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec(i: u64, y: f64) -> FrameScores {
+        FrameScores {
+            frame: i,
+            pts: Some(gst::ClockTime::from_mseconds(40 * i)),
+            running_time: Some(gst::ClockTime::from_mseconds(40 * i)),
+            duration: None,
+            scores: vec![("psnr-y".into(), y), ("mse-y".into(), 1.5)],
+        }
+    }
+
+    fn summary() -> Summary {
+        let st = FieldStats {
+            mean: f64::INFINITY,
+            min: 30.0,
+            max: f64::INFINITY,
+            stddev: 0.0,
+            harmonic_mean: None,
+            p1: 30.0,
+            p5: 30.0,
+            p50: f64::INFINITY,
+            p95: f64::INFINITY,
+            p99: f64::INFINITY,
+        };
+        Summary {
+            frames: 2,
+            unmatched_ref: 1,
+            unmatched_dist: 0,
+            fields: vec![
+                ("psnr-y".into(), st),
+                ("mse-y".into(), FieldStats::default()),
+            ],
+        }
+    }
+
+    fn write(format: Format) -> String {
+        let mut w = StatsWriter::new(Vec::new(), format);
+        w.write_frame(&rec(0, 30.0)).unwrap();
+        w.write_frame(&rec(1, f64::INFINITY)).unwrap();
+        w.write_summary(&summary()).unwrap();
+        w.write_summary(&summary()).unwrap(); // ignored
+        String::from_utf8(w.into_inner()).unwrap()
+    }
+
+    #[test]
+    fn jsonl() {
+        let text = write(Format::Jsonl);
+        let lines: Vec<Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(lines.len(), 3);
+        assert_eq!(lines[0]["type"], "frame");
+        assert_eq!(lines[0]["pts"], 0);
+        assert_eq!(lines[0]["duration"], Value::Null);
+        assert_eq!(json_to_f64(&lines[0]["psnr-y"]), Some(30.0));
+        assert_eq!(lines[1]["psnr-y"], "inf");
+        assert_eq!(lines[1]["running-time"], 40_000_000);
+        assert_eq!(lines[2]["type"], "summary");
+        assert_eq!(lines[2]["unmatched-ref"], 1);
+        assert_eq!(lines[2]["fields"]["psnr-y"]["mean"], "inf");
+        assert_eq!(lines[2]["fields"]["psnr-y"]["min"], 30.0);
+        assert!(lines[2]["fields"]["psnr-y"].get("harmonic-mean").is_none());
+    }
+
+    #[test]
+    fn json_document() {
+        let v: Value = serde_json::from_str(&write(Format::Json)).unwrap();
+        assert_eq!(v["frames"].as_array().unwrap().len(), 2);
+        assert_eq!(v["frames"][1]["psnr-y"], "inf");
+        assert_eq!(v["summary"]["frames"], 2);
+        // Empty run is still a valid document.
+        let mut w = StatsWriter::new(Vec::new(), Format::Json);
+        w.write_summary(&Summary::default()).unwrap();
+        let v: Value = serde_json::from_slice(&w.into_inner()).unwrap();
+        assert_eq!(v["frames"].as_array().unwrap().len(), 0);
+    }
+
+    #[test]
+    fn csv_rows() {
+        let text = write(Format::Csv);
+        let mut r = csv::Reader::from_reader(text.as_bytes());
+        let header: Vec<String> = r.headers().unwrap().iter().map(String::from).collect();
+        assert_eq!(
+            header,
+            [
+                "record",
+                "frame",
+                "pts",
+                "running-time",
+                "duration",
+                "psnr-y",
+                "mse-y"
+            ]
+        );
+        let rows: Vec<csv::StringRecord> = r.records().map(|r| r.unwrap()).collect();
+        assert_eq!(rows.len(), 2 + 3 + 10);
+        assert_eq!(&rows[0][0], "frame");
+        assert_eq!(&rows[0][4], "");
+        assert_eq!(parse_f64(&rows[0][5]), Some(30.0));
+        assert_eq!(&rows[1][5], "inf");
+        assert_eq!(&rows[2][0], "frames");
+        assert_eq!(&rows[2][1], "2");
+        assert_eq!(&rows[3][0], "unmatched-ref");
+        assert_eq!(&rows[3][1], "1");
+        assert_eq!(&rows[5][0], "mean");
+        assert_eq!(&rows[5][5], "inf");
+        assert_eq!(&rows[9][0], "harmonic-mean");
+        assert_eq!(&rows[9][5], "");
+        assert_eq!(&rows[14][0], "p99");
+    }
+
+    #[test]
+    fn f64_text_roundtrip() {
+        for v in [
+            0.1,
+            38.123456789012345,
+            1e-300,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+        ] {
+            assert_eq!(parse_f64(&format_f64(v)), Some(v));
+        }
+    }
+}
