@@ -2,6 +2,7 @@
 //! caps and buffers to [`FrameLayout`] and [`Frame`], and publishes [`Scores`].
 
 mod backend;
+pub mod cuda;
 mod engine;
 mod error;
 mod format;

@@ -1,0 +1,45 @@
+//! Loading the embedded PTX once per CUDA context.
+
+use std::sync::{Arc, Mutex};
+
+use cudarc::driver::{CudaContext, DriverError};
+use cudarc::nvrtc::Ptx;
+
+use super::{Kernels, PTX};
+
+/// Loaded modules, by context handle. An entry keeps its context alive (the module holds
+/// it), which suits the primary contexts the engine uses; [`unload`] drops one.
+static LOADED: Mutex<Vec<(usize, Arc<Kernels>)>> = Mutex::new(Vec::new());
+
+/// The kernels loaded in `ctx`: the first call for a context loads the PTX (the newest
+/// embedded variant that the device supports; the driver JIT-compiles it) and looks every
+/// kernel up; later calls return the same `Arc`.
+pub fn kernels(ctx: &Arc<CudaContext>) -> Result<Arc<Kernels>, DriverError> {
+    let key = ctx.cu_ctx() as usize;
+    let mut loaded = LOADED.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, k)) = loaded.iter().find(|(c, _)| *c == key) {
+        return Ok(k.clone());
+    }
+    let (major, minor) = ctx.compute_capability()?;
+    let cc = (major * 10 + minor).max(0) as u32;
+    let ptx = PTX
+        .iter()
+        .rev()
+        .find(|(sm, _)| *sm <= cc)
+        .unwrap_or(&PTX[0])
+        .1;
+    let module = ctx.load_module(Ptx::from_src(ptx))?;
+    let k = Arc::new(Kernels::from_module(ctx, &module)?);
+    loaded.push((key, k.clone()));
+    Ok(k)
+}
+
+/// Forgets the module loaded in `ctx` (it is unloaded once the last `Arc<Kernels>` goes).
+/// Returns whether one was loaded.
+pub fn unload(ctx: &CudaContext) -> bool {
+    let key = ctx.cu_ctx() as usize;
+    let mut loaded = LOADED.lock().unwrap_or_else(|e| e.into_inner());
+    let before = loaded.len();
+    loaded.retain(|(c, _)| *c != key);
+    loaded.len() != before
+}

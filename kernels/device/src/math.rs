@@ -1,0 +1,192 @@
+//! Float math that works on both targets without libdevice.
+//!
+//! On `nvptx64` the `f32` functions are single PTX instructions (`sqrt.rn`, `fma.rn`) or the
+//! hardware approximations of the special function unit (`rsqrt.approx`, `ex2.approx`,
+//! `lg2.approx`; a few ulp of error, subnormals flushed to zero), which is what CUDA's fast
+//! math gives too. On the host the same names call `std`, so host results can differ from
+//! device results in the last bits for the approximate functions: compare with a tolerance.
+//! Names follow C: an `f` suffix is `f32`, no suffix is `f64`.
+
+#[cfg(target_arch = "nvptx64")]
+use core::arch::asm;
+
+/// Correctly rounded square root (`sqrt.rn.f32`).
+#[inline(always)]
+pub fn sqrtf(x: f32) -> f32 {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let r: f32;
+        // SAFETY: pure arithmetic instruction on registers.
+        unsafe {
+            asm!("sqrt.rn.f32 {r}, {x};", r = out(reg32) r, x = in(reg32) x, options(pure, nomem, nostack))
+        };
+        r
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        x.sqrt()
+    }
+}
+
+/// Approximate reciprocal square root `1/sqrt(x)` (`rsqrt.approx.ftz.f32`).
+#[inline(always)]
+pub fn rsqrtf(x: f32) -> f32 {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let r: f32;
+        // SAFETY: pure arithmetic instruction on registers.
+        unsafe {
+            asm!("rsqrt.approx.ftz.f32 {r}, {x};", r = out(reg32) r, x = in(reg32) x, options(pure, nomem, nostack))
+        };
+        r
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        1.0 / x.sqrt()
+    }
+}
+
+/// Approximate `2^x` (`ex2.approx.ftz.f32`).
+#[inline(always)]
+pub fn exp2f(x: f32) -> f32 {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let r: f32;
+        // SAFETY: pure arithmetic instruction on registers.
+        unsafe {
+            asm!("ex2.approx.ftz.f32 {r}, {x};", r = out(reg32) r, x = in(reg32) x, options(pure, nomem, nostack))
+        };
+        r
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        x.exp2()
+    }
+}
+
+/// Approximate `log2(x)` (`lg2.approx.ftz.f32`).
+#[inline(always)]
+pub fn log2f(x: f32) -> f32 {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let r: f32;
+        // SAFETY: pure arithmetic instruction on registers.
+        unsafe {
+            asm!("lg2.approx.ftz.f32 {r}, {x};", r = out(reg32) r, x = in(reg32) x, options(pure, nomem, nostack))
+        };
+        r
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        x.log2()
+    }
+}
+
+/// Fused multiply-add `a * b + c` with one rounding (`fma.rn.f32`).
+#[inline(always)]
+pub fn fmaf(a: f32, b: f32, c: f32) -> f32 {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let r: f32;
+        // SAFETY: pure arithmetic instruction on registers.
+        unsafe {
+            asm!("fma.rn.f32 {r}, {a}, {b}, {c};", r = out(reg32) r, a = in(reg32) a, b = in(reg32) b,
+                 c = in(reg32) c, options(pure, nomem, nostack))
+        };
+        r
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        a.mul_add(b, c)
+    }
+}
+
+/// Cube root, also of negative numbers: `exp2(log2|x| / 3)` refined by one Newton step
+/// on the device (within a few ulp of `std`'s `cbrt`).
+#[inline(always)]
+pub fn cbrtf(x: f32) -> f32 {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let a = f32::from_bits(x.to_bits() & 0x7fff_ffff);
+        if a == 0.0 || a == f32::INFINITY || x != x {
+            return x;
+        }
+        let y = exp2f(log2f(a) * (1.0 / 3.0));
+        // Newton: y <- y - (y^3 - a) / (3 y^2)
+        let y = fmaf(-(y * y * y - a) / (3.0 * y * y), 1.0, y);
+        f32::from_bits(y.to_bits() | (x.to_bits() & 0x8000_0000))
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        x.cbrt()
+    }
+}
+
+/// `x^y` for `x > 0` as `exp2(y * log2(x))` on the device (`pow(0, y > 0) = 0`; negative
+/// `x` gives NaN on the device, unlike `std`'s `powf` for integer `y`).
+#[inline(always)]
+pub fn powf(x: f32, y: f32) -> f32 {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        if x == 0.0 && y > 0.0 {
+            return 0.0;
+        }
+        exp2f(y * log2f(x))
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        x.powf(y)
+    }
+}
+
+/// Correctly rounded `f64` square root (`sqrt.rn.f64`).
+#[inline(always)]
+pub fn sqrt(x: f64) -> f64 {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let r: f64;
+        // SAFETY: pure arithmetic instruction on registers.
+        unsafe {
+            asm!("sqrt.rn.f64 {r}, {x};", r = out(reg64) r, x = in(reg64) x, options(pure, nomem, nostack))
+        };
+        r
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        x.sqrt()
+    }
+}
+
+/// `f64` fused multiply-add with one rounding (`fma.rn.f64`).
+#[inline(always)]
+pub fn fma(a: f64, b: f64, c: f64) -> f64 {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let r: f64;
+        // SAFETY: pure arithmetic instruction on registers.
+        unsafe {
+            asm!("fma.rn.f64 {r}, {a}, {b}, {c};", r = out(reg64) r, a = in(reg64) a, b = in(reg64) b,
+                 c = in(reg64) c, options(pure, nomem, nostack))
+        };
+        r
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        a.mul_add(b, c)
+    }
+}
+
+#[cfg(all(test, not(target_arch = "nvptx64")))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn host_math_matches_std() {
+        assert_eq!(sqrtf(9.0), 3.0);
+        assert_eq!(cbrtf(-27.0), -3.0);
+        assert!((powf(2.0, 10.0) - 1024.0).abs() < 1e-3);
+        assert_eq!(fma(2.0, 3.0, 1.0), 7.0);
+        assert!((rsqrtf(4.0) - 0.5).abs() < 1e-6);
+        assert!((exp2f(log2f(5.0)) - 5.0).abs() < 1e-5);
+    }
+}
