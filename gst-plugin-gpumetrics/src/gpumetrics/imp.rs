@@ -679,11 +679,11 @@ impl AggregatorImpl for GpuMetrics {
             let writer = StatsWriter::create(path, format).map_err(|e| {
                 gst::error_msg!(
                     gst::ResourceError::OpenWrite,
-                    [
+                    (
                         "Cannot create stats-file {}: {e}; check the path and its directory's \
                          permissions",
                         path.display()
-                    ]
+                    )
                 )
             })?;
             state.stats = Some(writer);
@@ -723,6 +723,12 @@ impl AggregatorImpl for GpuMetrics {
     }
 
     fn clip(&self, pad: &gst_base::AggregatorPad, buffer: gst::Buffer) -> Option<gst::Buffer> {
+        // GAP events arrive as empty GAP buffers: no frame at that time, nothing to compare.
+        // The partner frame (if any) ends up unmatched.
+        if buffer.flags().contains(gst::BufferFlags::GAP) && buffer.size() == 0 {
+            gst::log!(CAT, obj = pad, "skipping gap at {:?}", buffer.pts());
+            return None;
+        }
         let Some(pts) = buffer.pts() else {
             return Some(buffer);
         };
@@ -817,9 +823,13 @@ impl AggregatorImpl for GpuMetrics {
                 state.distorted.frame_duration,
             )
         };
-        let r = self.head(&self.ref_pad, rd).input.head;
-        let d = self.head(&self.dist_pad, dd).input.head;
-        pairing::deadline(r, d).map(gst::ClockTime::from_nseconds)
+        let r = self.head(&self.ref_pad, rd).input;
+        let d = self.head(&self.dist_pad, dd).input;
+        if (r.eos && r.head.is_none()) || (d.eos && d.head.is_none()) {
+            // One input has ended: do not wait for the other one, finish now.
+            return Some(gst::ClockTime::ZERO);
+        }
+        pairing::deadline(r.head, d.head).map(gst::ClockTime::from_nseconds)
     }
 
     fn aggregate(&self, timeout: bool) -> Result<gst::FlowSuccess, gst::FlowError> {

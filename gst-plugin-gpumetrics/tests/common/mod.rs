@@ -1,0 +1,227 @@
+// SPDX-License-Identifier: MPL-2.0
+//! Shared helpers of the element tests: plugin registration, pipeline runner that collects
+//! the element's messages and output buffers, synthetic frames.
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, Once};
+use std::time::{Duration, Instant};
+
+use gst::prelude::*;
+use gstgpumetrics::message::{FrameScores, Summary};
+
+pub fn init() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        gst::init().unwrap();
+        gstgpumetrics::plugin_register_static().expect("register gpumetrics plugin");
+    });
+}
+
+/// What a pipeline run produced.
+#[derive(Debug, Default)]
+pub struct Run {
+    /// `gpumetrics` messages in posting order.
+    pub frames: Vec<FrameScores>,
+    /// `gpumetrics-summary` messages.
+    pub summaries: Vec<Summary>,
+    /// First error: (message, debug).
+    pub error: Option<(String, String)>,
+    /// Buffers that reached the appsink named `out`, if there is one.
+    pub out: Vec<gst::Buffer>,
+    /// Caps of the appsink named `out` at the end.
+    pub out_caps: Option<gst::Caps>,
+    pub eos: bool,
+}
+
+impl Run {
+    pub fn summary(&self) -> &Summary {
+        assert_eq!(
+            self.summaries.len(),
+            1,
+            "exactly one summary expected: {self:#?}"
+        );
+        &self.summaries[0]
+    }
+
+    pub fn expect_ok(&self) -> &Self {
+        assert!(self.error.is_none(), "pipeline error: {:?}", self.error);
+        assert!(self.eos, "pipeline did not reach EOS");
+        self
+    }
+}
+
+/// Runs `desc` to EOS or error (or `timeout`), calling `feed` once the pipeline is PLAYING
+/// (e.g. to push into appsrc elements). Collects messages of the element and the buffers of
+/// an appsink named `out`.
+pub fn run_with(
+    desc: &str,
+    timeout: Duration,
+    feed: impl FnOnce(&gst::Pipeline) + Send + 'static,
+) -> Run {
+    init();
+    let pipeline = gst::parse::launch(desc)
+        .unwrap_or_else(|e| panic!("parse {desc}: {e}"))
+        .downcast::<gst::Pipeline>()
+        .unwrap();
+    let out = Arc::new(Mutex::new(Vec::new()));
+    if let Some(sink) = pipeline.by_name("out") {
+        let sink = sink.downcast::<gst_app::AppSink>().unwrap();
+        sink.set_property("sync", false);
+        let out = out.clone();
+        sink.set_callbacks(
+            gst_app::AppSinkCallbacks::builder()
+                .new_sample(move |s| {
+                    let sample = s.pull_sample().map_err(|_| gst::FlowError::Eos)?;
+                    out.lock().unwrap().push(sample.buffer_owned().unwrap());
+                    Ok(gst::FlowSuccess::Ok)
+                })
+                .build(),
+        );
+    }
+    let bus = pipeline.bus().unwrap();
+    // A failing state change posts its error on the bus, collected below.
+    let _ = pipeline.set_state(gst::State::Playing);
+    let feeder = {
+        let p = pipeline.clone();
+        std::thread::spawn(move || feed(&p))
+    };
+    let mut run = Run::default();
+    let deadline = Instant::now() + timeout;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            break;
+        }
+        let Some(msg) = bus.timed_pop(gst::ClockTime::from_mseconds(left.as_millis() as u64))
+        else {
+            break;
+        };
+        if let Some(f) = FrameScores::from_message(&msg) {
+            run.frames.push(f);
+            continue;
+        }
+        if let Some(s) = Summary::from_message(&msg) {
+            run.summaries.push(s);
+            continue;
+        }
+        match msg.view() {
+            gst::MessageView::Eos(_) => {
+                run.eos = true;
+                break;
+            }
+            gst::MessageView::Error(e) => {
+                run.error = Some((
+                    e.error().to_string(),
+                    e.debug().map(|d| d.to_string()).unwrap_or_default(),
+                ));
+                break;
+            }
+            _ => {}
+        }
+    }
+    if let Some(sink) = pipeline.by_name("out") {
+        run.out_caps = sink.static_pad("sink").unwrap().current_caps();
+    }
+    pipeline.set_state(gst::State::Null).unwrap();
+    let _ = feeder.join();
+    // A summary posted on stop (after EOS was seen) is collected here.
+    while let Some(msg) = bus.pop() {
+        if let Some(s) = Summary::from_message(&msg) {
+            run.summaries.push(s);
+        }
+    }
+    run.out = std::mem::take(&mut *out.lock().unwrap());
+    run
+}
+
+pub fn run(desc: &str) -> Run {
+    run_with(desc, Duration::from_secs(30), |_| {})
+}
+
+pub const MS: u64 = 1_000_000;
+
+/// A solid I420 frame (w x h) with plane values y, u, v, at `pts_ms` lasting `dur_ms`.
+pub fn solid_i420(w: u32, h: u32, yuv: [u8; 3], pts_ms: u64, dur_ms: u64) -> gst::Buffer {
+    init();
+    let info = gst_video::VideoInfo::builder(gst_video::VideoFormat::I420, w, h)
+        .build()
+        .unwrap();
+    let mut buf = gst::Buffer::with_size(info.size()).unwrap();
+    {
+        let b = buf.get_mut().unwrap();
+        b.set_pts(gst::ClockTime::from_nseconds(pts_ms * MS));
+        b.set_duration(gst::ClockTime::from_nseconds(dur_ms * MS));
+        let mut map = b.map_writable().unwrap();
+        let data = map.as_mut_slice();
+        for p in 0..3 {
+            let start = info.offset()[p];
+            let end = if p < 2 {
+                info.offset()[p + 1]
+            } else {
+                info.size()
+            };
+            data[start..end].fill(yuv[p]);
+        }
+    }
+    buf
+}
+
+pub fn i420_caps(w: u32, h: u32, fps: i32) -> String {
+    format!("video/x-raw,format=I420,width={w},height={h},framerate={fps}/1")
+}
+
+/// Pushes `buffers` into the appsrc `name` of `pipeline`, then EOS.
+pub fn push_all(pipeline: &gst::Pipeline, name: &str, buffers: Vec<gst::Buffer>) {
+    let src = pipeline
+        .by_name(name)
+        .unwrap()
+        .downcast::<gst_app::AppSrc>()
+        .unwrap();
+    for b in buffers {
+        if src.push_buffer(b).is_err() {
+            return;
+        }
+    }
+    let _ = src.end_of_stream();
+}
+
+/// A pipeline with two appsrc (`ref`, `dist`) of the given caps into gpumetrics (name `m`,
+/// extra properties `props`) and an appsink `out`.
+pub fn appsrc_pipeline(ref_caps: &str, dist_caps: &str, props: &str) -> String {
+    format!(
+        "appsrc name=ref format=time caps=\"{ref_caps}\" ! m.ref_sink \
+         appsrc name=dist format=time caps=\"{dist_caps}\" ! m.dist_sink \
+         gpumetrics name=m backend=cpu {props} ! appsink name=out"
+    )
+}
+
+/// Runs two appsrc inputs with the given buffers through gpumetrics.
+pub fn run_buffers(
+    caps: &str,
+    props: &str,
+    reference: Vec<gst::Buffer>,
+    distorted: Vec<gst::Buffer>,
+) -> Run {
+    run_with(
+        &appsrc_pipeline(caps, caps, props),
+        Duration::from_secs(30),
+        move |p| {
+            let p2 = p.clone();
+            let t = std::thread::spawn(move || push_all(&p2, "ref", reference));
+            push_all(p, "dist", distorted);
+            t.join().unwrap();
+        },
+    )
+}
+
+/// A unique path in the temp dir.
+pub fn temp_path(name: &str) -> PathBuf {
+    static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    std::env::temp_dir().join(format!("gpumetrics-test-{}-{n}-{name}", std::process::id()))
+}
+
+pub fn psnr(peak: f64, mse: f64) -> f64 {
+    10.0 * (peak * peak / mse).log10()
+}
