@@ -1,0 +1,335 @@
+//! Runs every kernel of `gpumetrics-kernels` on the GPU with random inputs and compares the
+//! results with the host build of the same per-element code. Prints a table; exits 1 on any
+//! mismatch (also when a kernel has no check here), 2 when no GPU can be used.
+//!
+//! ```text
+//! cargo run --release -p gpumetrics-engine --example kernel_check [-- SEED]
+//! ```
+
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use cudarc::driver::{CudaContext, CudaStream, DriverError, LaunchConfig};
+use gpumetrics_engine::cuda::{self, DevPtr, DevPtrMut, Kernels};
+use gpumetrics_kernels::psnr::{self, Channel, ChannelPair, PsnrPlanes};
+use gpumetrics_kernels::selftest::{self, Affine};
+
+/// xorshift64*: deterministic inputs without a dependency.
+struct Rng(u64);
+
+impl Rng {
+    fn next_u64(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+    fn next_u32(&mut self) -> u32 {
+        (self.next_u64() >> 32) as u32
+    }
+    /// Uniform in [lo, hi).
+    fn f32(&mut self, lo: f32, hi: f32) -> f32 {
+        lo + (hi - lo) * (self.next_u32() >> 8) as f32 / (1u32 << 24) as f32
+    }
+    fn bytes(&mut self, n: usize) -> Vec<u8> {
+        (0..n).map(|_| self.next_u32() as u8).collect()
+    }
+}
+
+/// Outcome of one kernel check: elements compared, worst error, tolerance.
+struct Outcome {
+    elements: usize,
+    max_err: f64,
+    tolerance: f64,
+    note: String,
+}
+
+type Check = fn(&Kernels, &Arc<CudaStream>, &mut Rng) -> Result<Outcome, DriverError>;
+
+fn cfg_1d(n: u32, block: u32, shared: u32) -> LaunchConfig {
+    LaunchConfig { grid_dim: (n.div_ceil(block), 1, 1), block_dim: (block, 1, 1), shared_mem_bytes: shared }
+}
+
+fn rel_err(a: f64, b: f64) -> f64 {
+    if a == b { 0.0 } else { (a - b).abs() / b.abs().max(1e-30) }
+}
+
+fn saxpy(k: &Kernels, s: &Arc<CudaStream>, r: &mut Rng) -> Result<Outcome, DriverError> {
+    let n = 100_003u32;
+    let a = r.f32(-2.0, 2.0);
+    let x: Vec<f32> = (0..n).map(|_| r.f32(-100.0, 100.0)).collect();
+    let y: Vec<f32> = (0..n).map(|_| r.f32(-100.0, 100.0)).collect();
+    let dx = s.clone_htod(&x)?;
+    let mut dy = s.clone_htod(&y)?;
+    {
+        let (px, _gx) = DevPtr::of(&dx, s);
+        let (py, _gy) = DevPtrMut::of(&mut dy, s);
+        unsafe { k.selftest_saxpy(s, cfg_1d(n, 256, 0), n, a, px, py)? };
+    }
+    let got = s.clone_dtoh(&dy)?;
+    let max_err = (0..n as usize)
+        .map(|i| rel_err(got[i] as f64, selftest::saxpy_one(a, x[i], y[i]) as f64))
+        .fold(0.0, f64::max);
+    Ok(Outcome { elements: n as usize, max_err, tolerance: 0.0, note: "fma, bit-exact".into() })
+}
+
+fn affine(k: &Kernels, s: &Arc<CudaStream>, r: &mut Rng) -> Result<Outcome, DriverError> {
+    let (len, stride) = (4099u32, 3u32);
+    let input: Vec<f32> = (0..len * stride).map(|_| r.f32(-10.0, 10.0)).collect();
+    let din = s.clone_htod(&input)?;
+    let mut dout = s.alloc_zeros::<f32>(len as usize)?;
+    let mut p = Affine { input: 0, scale: r.f32(0.5, 2.0), offset: r.f32(-1.0, 1.0), len, stride };
+    {
+        let (pin, _g) = DevPtr::of(&din, s);
+        let (pout, _go) = DevPtrMut::of(&mut dout, s);
+        p.input = pin.as_raw();
+        unsafe { k.selftest_affine(s, cfg_1d(len, 128, 0), p, pout)? };
+    }
+    let got = s.clone_dtoh(&dout)?;
+    let max_err = (0..len as usize)
+        .map(|i| rel_err(got[i] as f64, selftest::affine_one(&p, input[i * stride as usize]) as f64))
+        .fold(0.0, f64::max);
+    Ok(Outcome { elements: len as usize, max_err, tolerance: 0.0, note: "struct parameter".into() })
+}
+
+fn math(k: &Kernels, s: &Arc<CudaStream>, r: &mut Rng) -> Result<Outcome, DriverError> {
+    let n = 65_537u32;
+    let x: Vec<f32> = (0..n).map(|_| r.f32(0.01, 1000.0)).collect();
+    let dx = s.clone_htod(&x)?;
+    let mut dout = s.alloc_zeros::<f32>(n as usize * selftest::MATH_OUTPUTS)?;
+    {
+        let (px, _g) = DevPtr::of(&dx, s);
+        let (po, _go) = DevPtrMut::of(&mut dout, s);
+        unsafe { k.selftest_math(s, cfg_1d(n, 256, 0), n, px, po)? };
+    }
+    let got = s.clone_dtoh(&dout)?;
+    let mut max_err = 0.0f64;
+    for i in 0..n as usize {
+        let want = selftest::math_one(x[i]);
+        for (j, w) in want.iter().enumerate() {
+            let g = got[i * selftest::MATH_OUTPUTS + j] as f64;
+            // approximate SFU functions: compare relative to max(|want|, 1)
+            let e = (g - *w as f64).abs() / (w.abs() as f64).max(1.0);
+            max_err = max_err.max(e);
+        }
+    }
+    Ok(Outcome { elements: n as usize * selftest::MATH_OUTPUTS, max_err, tolerance: 2e-5, note: "approx. SFU math".into() })
+}
+
+fn block_sums(x: &[u32], block: usize) -> Vec<u32> {
+    x.chunks(block).map(|c| c.iter().map(|&v| selftest::weight(v)).fold(0u32, u32::wrapping_add)).collect()
+}
+
+fn block_sum_static(k: &Kernels, s: &Arc<CudaStream>, r: &mut Rng) -> Result<Outcome, DriverError> {
+    let n = 1_000_003u32;
+    let x: Vec<u32> = (0..n).map(|_| r.next_u32()).collect();
+    let cfg = cfg_1d(n, selftest::BLOCK, 0);
+    let dx = s.clone_htod(&x)?;
+    let mut dout = s.alloc_zeros::<u32>(cfg.grid_dim.0 as usize)?;
+    {
+        let (px, _g) = DevPtr::of(&dx, s);
+        let (po, _go) = DevPtrMut::of(&mut dout, s);
+        unsafe { k.selftest_block_sum_static(s, cfg, n, px, po)? };
+    }
+    let got = s.clone_dtoh(&dout)?;
+    let want = block_sums(&x, selftest::BLOCK as usize);
+    let bad = got.iter().zip(&want).filter(|(g, w)| g != w).count();
+    Ok(Outcome { elements: want.len(), max_err: bad as f64, tolerance: 0.0, note: "static shared".into() })
+}
+
+fn block_sum_dynamic(k: &Kernels, s: &Arc<CudaStream>, r: &mut Rng) -> Result<Outcome, DriverError> {
+    let n = 777_777u32;
+    let block = 128u32;
+    let x: Vec<u32> = (0..n).map(|_| r.next_u32()).collect();
+    let cfg = cfg_1d(n, block, block * 4);
+    let dx = s.clone_htod(&x)?;
+    let mut dout = s.alloc_zeros::<u32>(cfg.grid_dim.0 as usize)?;
+    {
+        let (px, _g) = DevPtr::of(&dx, s);
+        let (po, _go) = DevPtrMut::of(&mut dout, s);
+        unsafe { k.selftest_block_sum_dynamic(s, cfg, n, px, po)? };
+    }
+    let got = s.clone_dtoh(&dout)?;
+    let want = block_sums(&x, block as usize);
+    let bad = got.iter().zip(&want).filter(|(g, w)| g != w).count();
+    Ok(Outcome { elements: want.len(), max_err: bad as f64, tolerance: 0.0, note: "dynamic shared".into() })
+}
+
+fn warp_atomics(k: &Kernels, s: &Arc<CudaStream>, r: &mut Rng) -> Result<Outcome, DriverError> {
+    let n = 300_001u32;
+    let x: Vec<f32> = (0..n).map(|_| r.f32(0.0, 1.0)).collect();
+    let dx = s.clone_htod(&x)?;
+    let mut totals = s.alloc_zeros::<f32>(1)?;
+    let mut counts = s.alloc_zeros::<u64>(1)?;
+    let mut hits = s.alloc_zeros::<u32>(1)?;
+    {
+        let (px, _g) = DevPtr::of(&dx, s);
+        let (pt, _gt) = DevPtrMut::of(&mut totals, s);
+        let (pc, _gc) = DevPtrMut::of(&mut counts, s);
+        let (ph, _gh) = DevPtrMut::of(&mut hits, s);
+        unsafe { k.selftest_warp_atomics(s, cfg_1d(n, 256, 0), n, px, pt, pc, ph)? };
+    }
+    let total = s.clone_dtoh(&totals)?[0] as f64;
+    let count = s.clone_dtoh(&counts)?[0];
+    let hit = s.clone_dtoh(&hits)?[0];
+    let want_total: f64 = x.iter().map(|&v| v as f64).sum();
+    let want_count: u64 = x.iter().map(|v| selftest::weight(v.to_bits()) as u64).sum();
+    let want_hits = x.iter().filter(|&&v| v > 0.5).count() as u32;
+    let mut err = rel_err(total, want_total);
+    if count != want_count || hit != want_hits {
+        err = f64::INFINITY;
+    }
+    Ok(Outcome {
+        elements: n as usize,
+        max_err: err,
+        tolerance: 1e-4,
+        note: format!("u64 {count}/{want_count}, u32 {hit}/{want_hits}"),
+    })
+}
+
+/// Three channels with different layouts: 8-bit planar, 10-bit MSB-aligned 16-bit
+/// (P010-like, distorted at 8 bits to exercise rescale), 8-bit interleaved (step 3).
+fn psnr_sse(k: &Kernels, s: &Arc<CudaStream>, r: &mut Rng) -> Result<Outcome, DriverError> {
+    struct Layout {
+        w: u32,
+        h: u32,
+        pitch: u32,
+        step: u32,
+        bytes: u32,
+        shift: u32,
+        max: u32,
+    }
+    let layouts = [
+        (Layout { w: 333, h: 211, pitch: 352, step: 1, bytes: 1, shift: 0, max: 255 }, None),
+        (
+            Layout { w: 160, h: 97, pitch: 512, step: 2, bytes: 2, shift: 6, max: 1023 },
+            Some(Layout { w: 160, h: 97, pitch: 160, step: 1, bytes: 1, shift: 0, max: 255 }),
+        ),
+        (Layout { w: 641, h: 5, pitch: 1925, step: 3, bytes: 1, shift: 0, max: 255 }, None),
+    ];
+    let mut host = Vec::new();
+    for (a, b) in &layouts {
+        let b = b.as_ref().unwrap_or(a);
+        host.push((r.bytes((a.pitch * a.h) as usize), r.bytes((b.pitch * b.h) as usize)));
+    }
+    let chan = |ptr: u64, l: &Layout| Channel {
+        ptr,
+        pitch: l.pitch,
+        step: l.step,
+        sample_bytes: l.bytes,
+        shift: l.shift,
+        max: l.max,
+        _pad: 0,
+    };
+    let mut want = [0u64; 3];
+    let mut host_planes = PsnrPlanes { count: 3, ..Default::default() };
+    for (c, ((a, b), (ra, rb))) in layouts.iter().zip(&host).enumerate() {
+        let b = b.as_ref().unwrap_or(a);
+        host_planes.pairs[c] = ChannelPair {
+            reference: chan(ra.as_ptr() as u64, a),
+            distorted: chan(rb.as_ptr() as u64, b),
+            width: a.w,
+            height: a.h,
+        };
+        want[c] = unsafe { psnr::sse_rows(&host_planes.pairs[c], 0, a.h) };
+    }
+    let dev: Vec<_> = host.iter().map(|(a, b)| Ok((s.clone_htod(a)?, s.clone_htod(b)?))).collect::<Result<_, DriverError>>()?;
+    let mut out = s.alloc_zeros::<u64>(3)?;
+    {
+        let mut planes = host_planes;
+        let mut guards = Vec::new();
+        for (c, (da, db)) in dev.iter().enumerate() {
+            let (pa, ga) = DevPtr::of(da, s);
+            let (pb, gb) = DevPtr::of(db, s);
+            planes.pairs[c].reference.ptr = pa.as_raw();
+            planes.pairs[c].distorted.ptr = pb.as_raw();
+            guards.push((ga, gb));
+        }
+        let (po, _go) = DevPtrMut::of(&mut out, s);
+        let cfg = LaunchConfig { grid_dim: (64, 1, 3), block_dim: (psnr::PSNR_BLOCK, 1, 1), shared_mem_bytes: 0 };
+        unsafe { k.psnr_sse(s, cfg, planes, po)? };
+    }
+    let got = s.clone_dtoh(&out)?;
+    let bad = got.iter().zip(&want).filter(|(g, w)| g != w).count();
+    Ok(Outcome { elements: 3, max_err: bad as f64, tolerance: 0.0, note: format!("sse {got:?} vs host {want:?}") })
+}
+
+fn check_for(name: &str) -> Option<Check> {
+    Some(match name {
+        "psnr_sse" => psnr_sse,
+        "selftest_saxpy" => saxpy,
+        "selftest_affine" => affine,
+        "selftest_math" => math,
+        "selftest_block_sum_static" => block_sum_static,
+        "selftest_block_sum_dynamic" => block_sum_dynamic,
+        "selftest_warp_atomics" => warp_atomics,
+        _ => return None,
+    })
+}
+
+fn main() -> ExitCode {
+    let seed = std::env::args().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0x5eed_u64);
+    // SAFETY: only probes whether the driver library can be loaded.
+    if !unsafe { cudarc::driver::sys::is_culib_present() } {
+        eprintln!("kernel_check: no CUDA driver library on this machine");
+        return ExitCode::from(2);
+    }
+    let setup = || -> Result<_, DriverError> {
+        let ctx = CudaContext::new(0)?;
+        let stream = ctx.new_stream()?;
+        let kernels = cuda::kernels(&ctx)?;
+        Ok((ctx, stream, kernels))
+    };
+    let (ctx, stream, kernels) = match setup() {
+        Ok(v) => v,
+        Err(e) => {
+            eprintln!("kernel_check: cannot set up CUDA: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let (major, minor) = ctx.compute_capability().unwrap_or((0, 0));
+    let cc = (major * 10 + minor) as u32;
+    let sm = cuda::PTX.iter().rev().find(|(sm, _)| *sm <= cc).map_or(cuda::PTX[0].0, |p| p.0);
+    println!(
+        "device: {} (sm_{cc}), PTX variants {:?}, loaded sm_{sm}, seed {seed:#x}",
+        ctx.name().unwrap_or_default(),
+        cuda::PTX.iter().map(|p| p.0).collect::<Vec<_>>()
+    );
+    println!("{:<28} {:>9} {:>11} {:>9}  {:<6} note", "kernel", "elements", "max error", "tolerance", "result");
+    let mut failed = 0;
+    let mut rng = Rng(seed | 1);
+    for info in cuda::KERNELS {
+        let (line, ok) = match check_for(info.name) {
+            None => (format!("{:<28} {:>9} {:>11} {:>9}  {:<6} no check in kernel_check.rs", info.name, "-", "-", "-", "FAIL"), false),
+            Some(check) => match check(&kernels, &stream, &mut rng).and_then(|o| stream.synchronize().map(|()| o)) {
+                Ok(o) => {
+                    let ok = o.max_err <= o.tolerance;
+                    (
+                        format!(
+                            "{:<28} {:>9} {:>11.3e} {:>9.1e}  {:<6} {}",
+                            info.name,
+                            o.elements,
+                            o.max_err,
+                            o.tolerance,
+                            if ok { "ok" } else { "FAIL" },
+                            o.note
+                        ),
+                        ok,
+                    )
+                }
+                Err(e) => (format!("{:<28} {:>9} {:>11} {:>9}  {:<6} CUDA error: {e}", info.name, "-", "-", "-", "FAIL"), false),
+            },
+        };
+        println!("{line}");
+        if !ok {
+            failed += 1;
+        }
+    }
+    if failed == 0 {
+        println!("all {} kernels match the host", cuda::KERNELS.len());
+        ExitCode::SUCCESS
+    } else {
+        println!("{failed} of {} kernels FAILED", cuda::KERNELS.len());
+        ExitCode::FAILURE
+    }
+}
