@@ -47,11 +47,19 @@ struct Outcome {
 type Check = fn(&Kernels, &Arc<CudaStream>, &mut Rng) -> Result<Outcome, DriverError>;
 
 fn cfg_1d(n: u32, block: u32, shared: u32) -> LaunchConfig {
-    LaunchConfig { grid_dim: (n.div_ceil(block), 1, 1), block_dim: (block, 1, 1), shared_mem_bytes: shared }
+    LaunchConfig {
+        grid_dim: (n.div_ceil(block), 1, 1),
+        block_dim: (block, 1, 1),
+        shared_mem_bytes: shared,
+    }
 }
 
 fn rel_err(a: f64, b: f64) -> f64 {
-    if a == b { 0.0 } else { (a - b).abs() / b.abs().max(1e-30) }
+    if a == b {
+        0.0
+    } else {
+        (a - b).abs() / b.abs().max(1e-30)
+    }
 }
 
 fn saxpy(k: &Kernels, s: &Arc<CudaStream>, r: &mut Rng) -> Result<Outcome, DriverError> {
@@ -70,7 +78,12 @@ fn saxpy(k: &Kernels, s: &Arc<CudaStream>, r: &mut Rng) -> Result<Outcome, Drive
     let max_err = (0..n as usize)
         .map(|i| rel_err(got[i] as f64, selftest::saxpy_one(a, x[i], y[i]) as f64))
         .fold(0.0, f64::max);
-    Ok(Outcome { elements: n as usize, max_err, tolerance: 0.0, note: "fma, bit-exact".into() })
+    Ok(Outcome {
+        elements: n as usize,
+        max_err,
+        tolerance: 0.0,
+        note: "fma, bit-exact".into(),
+    })
 }
 
 fn affine(k: &Kernels, s: &Arc<CudaStream>, r: &mut Rng) -> Result<Outcome, DriverError> {
@@ -78,7 +91,13 @@ fn affine(k: &Kernels, s: &Arc<CudaStream>, r: &mut Rng) -> Result<Outcome, Driv
     let input: Vec<f32> = (0..len * stride).map(|_| r.f32(-10.0, 10.0)).collect();
     let din = s.clone_htod(&input)?;
     let mut dout = s.alloc_zeros::<f32>(len as usize)?;
-    let mut p = Affine { input: 0, scale: r.f32(0.5, 2.0), offset: r.f32(-1.0, 1.0), len, stride };
+    let mut p = Affine {
+        input: 0,
+        scale: r.f32(0.5, 2.0),
+        offset: r.f32(-1.0, 1.0),
+        len,
+        stride,
+    };
     {
         let (pin, _g) = DevPtr::of(&din, s);
         let (pout, _go) = DevPtrMut::of(&mut dout, s);
@@ -87,9 +106,19 @@ fn affine(k: &Kernels, s: &Arc<CudaStream>, r: &mut Rng) -> Result<Outcome, Driv
     }
     let got = s.clone_dtoh(&dout)?;
     let max_err = (0..len as usize)
-        .map(|i| rel_err(got[i] as f64, selftest::affine_one(&p, input[i * stride as usize]) as f64))
+        .map(|i| {
+            rel_err(
+                got[i] as f64,
+                selftest::affine_one(&p, input[i * stride as usize]) as f64,
+            )
+        })
         .fold(0.0, f64::max);
-    Ok(Outcome { elements: len as usize, max_err, tolerance: 0.0, note: "struct parameter".into() })
+    Ok(Outcome {
+        elements: len as usize,
+        max_err,
+        tolerance: 0.0,
+        note: "struct parameter".into(),
+    })
 }
 
 fn math(k: &Kernels, s: &Arc<CudaStream>, r: &mut Rng) -> Result<Outcome, DriverError> {
@@ -113,11 +142,22 @@ fn math(k: &Kernels, s: &Arc<CudaStream>, r: &mut Rng) -> Result<Outcome, Driver
             max_err = max_err.max(e);
         }
     }
-    Ok(Outcome { elements: n as usize * selftest::MATH_OUTPUTS, max_err, tolerance: 2e-5, note: "approx. SFU math".into() })
+    Ok(Outcome {
+        elements: n as usize * selftest::MATH_OUTPUTS,
+        max_err,
+        tolerance: 2e-5,
+        note: "approx. SFU math".into(),
+    })
 }
 
 fn block_sums(x: &[u32], block: usize) -> Vec<u32> {
-    x.chunks(block).map(|c| c.iter().map(|&v| selftest::weight(v)).fold(0u32, u32::wrapping_add)).collect()
+    x.chunks(block)
+        .map(|c| {
+            c.iter()
+                .map(|&v| selftest::weight(v))
+                .fold(0u32, u32::wrapping_add)
+        })
+        .collect()
 }
 
 fn block_sum_static(k: &Kernels, s: &Arc<CudaStream>, r: &mut Rng) -> Result<Outcome, DriverError> {
@@ -134,10 +174,19 @@ fn block_sum_static(k: &Kernels, s: &Arc<CudaStream>, r: &mut Rng) -> Result<Out
     let got = s.clone_dtoh(&dout)?;
     let want = block_sums(&x, selftest::BLOCK as usize);
     let bad = got.iter().zip(&want).filter(|(g, w)| g != w).count();
-    Ok(Outcome { elements: want.len(), max_err: bad as f64, tolerance: 0.0, note: "static shared".into() })
+    Ok(Outcome {
+        elements: want.len(),
+        max_err: bad as f64,
+        tolerance: 0.0,
+        note: "static shared".into(),
+    })
 }
 
-fn block_sum_dynamic(k: &Kernels, s: &Arc<CudaStream>, r: &mut Rng) -> Result<Outcome, DriverError> {
+fn block_sum_dynamic(
+    k: &Kernels,
+    s: &Arc<CudaStream>,
+    r: &mut Rng,
+) -> Result<Outcome, DriverError> {
     let n = 777_777u32;
     let block = 128u32;
     let x: Vec<u32> = (0..n).map(|_| r.next_u32()).collect();
@@ -152,7 +201,12 @@ fn block_sum_dynamic(k: &Kernels, s: &Arc<CudaStream>, r: &mut Rng) -> Result<Ou
     let got = s.clone_dtoh(&dout)?;
     let want = block_sums(&x, block as usize);
     let bad = got.iter().zip(&want).filter(|(g, w)| g != w).count();
-    Ok(Outcome { elements: want.len(), max_err: bad as f64, tolerance: 0.0, note: "dynamic shared".into() })
+    Ok(Outcome {
+        elements: want.len(),
+        max_err: bad as f64,
+        tolerance: 0.0,
+        note: "dynamic shared".into(),
+    })
 }
 
 fn warp_atomics(k: &Kernels, s: &Arc<CudaStream>, r: &mut Rng) -> Result<Outcome, DriverError> {
@@ -200,17 +254,58 @@ fn psnr_sse(k: &Kernels, s: &Arc<CudaStream>, r: &mut Rng) -> Result<Outcome, Dr
         max: u32,
     }
     let layouts = [
-        (Layout { w: 333, h: 211, pitch: 352, step: 1, bytes: 1, shift: 0, max: 255 }, None),
         (
-            Layout { w: 160, h: 97, pitch: 512, step: 2, bytes: 2, shift: 6, max: 1023 },
-            Some(Layout { w: 160, h: 97, pitch: 160, step: 1, bytes: 1, shift: 0, max: 255 }),
+            Layout {
+                w: 333,
+                h: 211,
+                pitch: 352,
+                step: 1,
+                bytes: 1,
+                shift: 0,
+                max: 255,
+            },
+            None,
         ),
-        (Layout { w: 641, h: 5, pitch: 1925, step: 3, bytes: 1, shift: 0, max: 255 }, None),
+        (
+            Layout {
+                w: 160,
+                h: 97,
+                pitch: 512,
+                step: 2,
+                bytes: 2,
+                shift: 6,
+                max: 1023,
+            },
+            Some(Layout {
+                w: 160,
+                h: 97,
+                pitch: 160,
+                step: 1,
+                bytes: 1,
+                shift: 0,
+                max: 255,
+            }),
+        ),
+        (
+            Layout {
+                w: 641,
+                h: 5,
+                pitch: 1925,
+                step: 3,
+                bytes: 1,
+                shift: 0,
+                max: 255,
+            },
+            None,
+        ),
     ];
     let mut host = Vec::new();
     for (a, b) in &layouts {
         let b = b.as_ref().unwrap_or(a);
-        host.push((r.bytes((a.pitch * a.h) as usize), r.bytes((b.pitch * b.h) as usize)));
+        host.push((
+            r.bytes((a.pitch * a.h) as usize),
+            r.bytes((b.pitch * b.h) as usize),
+        ));
     }
     let chan = |ptr: u64, l: &Layout| Channel {
         ptr,
@@ -222,7 +317,10 @@ fn psnr_sse(k: &Kernels, s: &Arc<CudaStream>, r: &mut Rng) -> Result<Outcome, Dr
         _pad: 0,
     };
     let mut want = [0u64; 3];
-    let mut host_planes = PsnrPlanes { count: 3, ..Default::default() };
+    let mut host_planes = PsnrPlanes {
+        count: 3,
+        ..Default::default()
+    };
     for (c, ((a, b), (ra, rb))) in layouts.iter().zip(&host).enumerate() {
         let b = b.as_ref().unwrap_or(a);
         host_planes.pairs[c] = ChannelPair {
@@ -233,7 +331,10 @@ fn psnr_sse(k: &Kernels, s: &Arc<CudaStream>, r: &mut Rng) -> Result<Outcome, Dr
         };
         want[c] = unsafe { psnr::sse_rows(&host_planes.pairs[c], 0, a.h) };
     }
-    let dev: Vec<_> = host.iter().map(|(a, b)| Ok((s.clone_htod(a)?, s.clone_htod(b)?))).collect::<Result<_, DriverError>>()?;
+    let dev: Vec<_> = host
+        .iter()
+        .map(|(a, b)| Ok((s.clone_htod(a)?, s.clone_htod(b)?)))
+        .collect::<Result<_, DriverError>>()?;
     let mut out = s.alloc_zeros::<u64>(3)?;
     {
         let mut planes = host_planes;
@@ -246,12 +347,21 @@ fn psnr_sse(k: &Kernels, s: &Arc<CudaStream>, r: &mut Rng) -> Result<Outcome, Dr
             guards.push((ga, gb));
         }
         let (po, _go) = DevPtrMut::of(&mut out, s);
-        let cfg = LaunchConfig { grid_dim: (64, 1, 3), block_dim: (psnr::PSNR_BLOCK, 1, 1), shared_mem_bytes: 0 };
+        let cfg = LaunchConfig {
+            grid_dim: (64, 1, 3),
+            block_dim: (psnr::PSNR_BLOCK, 1, 1),
+            shared_mem_bytes: 0,
+        };
         unsafe { k.psnr_sse(s, cfg, planes, po)? };
     }
     let got = s.clone_dtoh(&out)?;
     let bad = got.iter().zip(&want).filter(|(g, w)| g != w).count();
-    Ok(Outcome { elements: 3, max_err: bad as f64, tolerance: 0.0, note: format!("sse {got:?} vs host {want:?}") })
+    Ok(Outcome {
+        elements: 3,
+        max_err: bad as f64,
+        tolerance: 0.0,
+        note: format!("sse {got:?} vs host {want:?}"),
+    })
 }
 
 fn check_for(name: &str) -> Option<Check> {
@@ -268,7 +378,10 @@ fn check_for(name: &str) -> Option<Check> {
 }
 
 fn main() -> ExitCode {
-    let seed = std::env::args().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0x5eed_u64);
+    let seed = std::env::args()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0x5eed_u64);
     // SAFETY: only probes whether the driver library can be loaded.
     if !unsafe { cudarc::driver::sys::is_culib_present() } {
         eprintln!("kernel_check: no CUDA driver library on this machine");
@@ -289,19 +402,34 @@ fn main() -> ExitCode {
     };
     let (major, minor) = ctx.compute_capability().unwrap_or((0, 0));
     let cc = (major * 10 + minor) as u32;
-    let sm = cuda::PTX.iter().rev().find(|(sm, _)| *sm <= cc).map_or(cuda::PTX[0].0, |p| p.0);
+    let sm = cuda::PTX
+        .iter()
+        .rev()
+        .find(|(sm, _)| *sm <= cc)
+        .map_or(cuda::PTX[0].0, |p| p.0);
     println!(
         "device: {} (sm_{cc}), PTX variants {:?}, loaded sm_{sm}, seed {seed:#x}",
         ctx.name().unwrap_or_default(),
         cuda::PTX.iter().map(|p| p.0).collect::<Vec<_>>()
     );
-    println!("{:<28} {:>9} {:>11} {:>9}  {:<6} note", "kernel", "elements", "max error", "tolerance", "result");
+    println!(
+        "{:<28} {:>9} {:>11} {:>9}  {:<6} note",
+        "kernel", "elements", "max error", "tolerance", "result"
+    );
     let mut failed = 0;
     let mut rng = Rng(seed | 1);
     for info in cuda::KERNELS {
         let (line, ok) = match check_for(info.name) {
-            None => (format!("{:<28} {:>9} {:>11} {:>9}  {:<6} no check in kernel_check.rs", info.name, "-", "-", "-", "FAIL"), false),
-            Some(check) => match check(&kernels, &stream, &mut rng).and_then(|o| stream.synchronize().map(|()| o)) {
+            None => (
+                format!(
+                    "{:<28} {:>9} {:>11} {:>9}  {:<6} no check in kernel_check.rs",
+                    info.name, "-", "-", "-", "FAIL"
+                ),
+                false,
+            ),
+            Some(check) => match check(&kernels, &stream, &mut rng)
+                .and_then(|o| stream.synchronize().map(|()| o))
+            {
                 Ok(o) => {
                     let ok = o.max_err <= o.tolerance;
                     (
@@ -317,7 +445,13 @@ fn main() -> ExitCode {
                         ok,
                     )
                 }
-                Err(e) => (format!("{:<28} {:>9} {:>11} {:>9}  {:<6} CUDA error: {e}", info.name, "-", "-", "-", "FAIL"), false),
+                Err(e) => (
+                    format!(
+                        "{:<28} {:>9} {:>11} {:>9}  {:<6} CUDA error: {e}",
+                        info.name, "-", "-", "-", "FAIL"
+                    ),
+                    false,
+                ),
             },
         };
         println!("{line}");

@@ -20,7 +20,9 @@ fn kernel_sources() -> scan::Scan {
 
 /// The text of one entry, from `.entry name(` to the next entry.
 fn entry_body<'a>(ptx: &'a str, name: &str) -> &'a str {
-    let start = ptx.find(&format!(".entry {name}(")).unwrap_or_else(|| panic!("no entry {name}"));
+    let start = ptx
+        .find(&format!(".entry {name}("))
+        .unwrap_or_else(|| panic!("no entry {name}"));
     let rest = &ptx[start + 1..];
     let end = rest.find(".entry ").map_or(rest.len(), |e| e);
     &rest[..end]
@@ -40,7 +42,11 @@ fn every_declared_kernel_is_an_entry_with_its_parameter_sizes() {
     assert_eq!(declared.kernels.len(), KERNELS.len());
     for (sm, text) in PTX {
         let entries = ptx::parse_entries(text).unwrap();
-        assert_eq!(entries.len(), declared.kernels.len(), "sm_{sm}: entries {entries:?}");
+        assert_eq!(
+            entries.len(),
+            declared.kernels.len(),
+            "sm_{sm}: entries {entries:?}"
+        );
         for k in &declared.kernels {
             let e = entries
                 .iter()
@@ -65,18 +71,30 @@ fn shared_memory_is_dot_shared() {
     for (sm, text) in PTX {
         assert!(ptx::uses_shared_memory(text), "sm_{sm}");
         for s in &declared.shared {
-            let decl = format!(".shared .align 16 .b8 gpumetrics_shared_{}[{}]", s.name, s.bytes);
+            let decl = format!(
+                ".shared .align 16 .b8 gpumetrics_shared_{}[{}]",
+                s.name, s.bytes
+            );
             assert!(text.contains(&decl), "sm_{sm}: no `{decl}`");
         }
         let body = entry_body(text, "selftest_block_sum_static");
         assert!(body.contains("gpumetrics_shared_SELFTEST_SUMS"), "sm_{sm}");
-        assert!(body.contains("st.shared") && body.contains("ld.shared"), "sm_{sm}");
+        assert!(
+            body.contains("st.shared") && body.contains("ld.shared"),
+            "sm_{sm}"
+        );
         let body = entry_body(text, "psnr_sse");
-        assert!(body.contains("gpumetrics_shared_PSNR_WARP_SUMS") && body.contains("st.shared"), "sm_{sm}");
+        assert!(
+            body.contains("gpumetrics_shared_PSNR_WARP_SUMS") && body.contains("st.shared"),
+            "sm_{sm}"
+        );
         // dynamic shared memory, sized at launch
         assert!(text.contains(".extern .shared .align 4 .b8 gpu_launch_sized_workgroup_mem[]"));
         let body = entry_body(text, "selftest_block_sum_dynamic");
-        assert!(body.contains("gpu_launch_sized_workgroup_mem") || body.contains("st.shared"), "sm_{sm}");
+        assert!(
+            body.contains("gpu_launch_sized_workgroup_mem") || body.contains("st.shared"),
+            "sm_{sm}"
+        );
     }
 }
 
@@ -84,13 +102,30 @@ fn shared_memory_is_dot_shared() {
 fn warp_shuffles_atomics_and_fast_math_are_single_instructions() {
     let text = PTX[0].1;
     let body = entry_body(text, "selftest_warp_atomics");
-    for insn in ["shfl.sync.down.b32", "shfl.sync.bfly.b32", "atom.add.f32", "atom.add.u64", "atom.add.u32"] {
+    for insn in [
+        "shfl.sync.down.b32",
+        "shfl.sync.bfly.b32",
+        "atom.add.f32",
+        "atom.add.u64",
+        "atom.add.u32",
+    ] {
         assert!(body.contains(insn), "no {insn}");
     }
     let body = entry_body(text, "selftest_math");
-    for insn in ["sqrt.rn.f32", "rsqrt.approx.ftz.f32", "ex2.approx.ftz.f32", "lg2.approx.ftz.f32", "fma.rn.f32", "sqrt.rn.f64", "fma.rn.f64"] {
+    for insn in [
+        "sqrt.rn.f32",
+        "rsqrt.approx.ftz.f32",
+        "ex2.approx.ftz.f32",
+        "lg2.approx.ftz.f32",
+        "fma.rn.f32",
+        "sqrt.rn.f64",
+        "fma.rn.f64",
+    ] {
         assert!(body.contains(insn), "no {insn}");
     }
     // no libdevice or other external functions
-    assert!(!text.contains(".extern .func"), "unresolved external function");
+    assert!(
+        !text.contains(".extern .func"),
+        "unresolved external function"
+    );
 }
