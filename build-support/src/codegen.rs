@@ -299,3 +299,127 @@ pub fn bindings(
     s.push_str("}\n");
     s
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use super::*;
+    use crate::scan::Param;
+
+    fn kernel(name: &str, params: &[(&str, ParamKind)]) -> KernelDecl {
+        KernelDecl {
+            name: name.into(),
+            params: params
+                .iter()
+                .map(|(n, k)| Param {
+                    name: n.to_string(),
+                    device_ty: "T".into(),
+                    kind: k.clone(),
+                })
+                .collect(),
+            docs: vec![" Doc.".into()],
+            file: PathBuf::from("k.rs"),
+        }
+    }
+
+    fn entry(name: &str, sizes: &[usize]) -> PtxEntry {
+        PtxEntry {
+            name: name.into(),
+            param_sizes: sizes.to_vec(),
+        }
+    }
+
+    fn sample() -> Vec<KernelDecl> {
+        vec![kernel(
+            "k",
+            &[
+                (
+                    "stream",
+                    ParamKind::Scalar {
+                        ty: "u32".into(),
+                        size: 4,
+                    },
+                ),
+                (
+                    "x",
+                    ParamKind::ConstPtr {
+                        pointee: "f32".into(),
+                    },
+                ),
+                (
+                    "p",
+                    ParamKind::Struct {
+                        host_path: "::kc::m::P".into(),
+                    },
+                ),
+            ],
+        )]
+    }
+
+    #[test]
+    fn check_reports_every_difference() {
+        let k = sample();
+        assert!(check(&k, &[entry("k", &[4, 8, 24])], "ptx").is_ok());
+        let e = check(&k, &[entry("k", &[8, 8, 24]), entry("extra", &[])], "ptx").unwrap_err();
+        assert!(
+            e.contains("parameter `stream: T` is 4 bytes but 8 bytes"),
+            "{e}"
+        );
+        assert!(
+            e.contains("entry `extra` without a kernel! declaration"),
+            "{e}"
+        );
+        assert!(
+            check(&k, &[entry("k", &[4, 8])], "ptx")
+                .unwrap_err()
+                .contains("3 parameters declared")
+        );
+        assert!(
+            check(&k, &[], "ptx")
+                .unwrap_err()
+                .contains("`k` (declared in k.rs) is not in ptx")
+        );
+        assert!(check_names(&[kernel("module", &[])]).is_err());
+    }
+
+    #[test]
+    fn bindings_are_typed_and_checked() {
+        let b = bindings(
+            &sample(),
+            &[entry("k", &[4, 8, 24])],
+            &[(70, "/o/k.ptx".into())],
+            "crate::rt",
+            "src",
+        );
+        assert!(b.contains("(70, include_str!(\"/o/k.ptx\")),"));
+        assert!(b.contains("pub unsafe fn k(\n        &self,"));
+        assert!(b.contains(
+            "        stream_: u32,\n        x: crate::rt::DevPtr<f32>,\n        p: ::kc::m::P,\n"
+        ));
+        assert!(b.contains("assert!(\n    ::core::mem::size_of::<::kc::m::P>() == 24,"));
+        assert!(b.contains("copy::<::kc::m::P>()"));
+        assert!(b.contains("let mut __p1: u64 = x.as_raw();"));
+        assert!(b.contains("crate::rt::launch(&self.ctx, &self.k, stream, cfg, &mut __params)"));
+        assert!(b.contains("    /// Doc.\n"));
+    }
+
+    #[test]
+    fn shared_definitions() {
+        let ll = shared_ll(
+            &[SharedDecl {
+                name: "T".into(),
+                bytes: 1024,
+                align: 4,
+                file: "k.rs".into(),
+            }],
+            "e-p6:32:32",
+        );
+        assert!(ll.contains(
+            "target datalayout = \"e-p6:32:32\"\ntarget triple = \"nvptx64-nvidia-cuda\""
+        ));
+        assert!(
+            ll.contains("@gpumetrics_shared_T = addrspace(3) global [1024 x i8] undef, align 16")
+        );
+    }
+}

@@ -381,7 +381,11 @@ impl Toolchain {
             if !out.status.success() {
                 return err(format!(
                     "the `{name}` toolchain is missing (needed to build the GPU kernels):\n  {install}\n{}",
-                    String::from_utf8_lossy(&out.stderr).trim()
+                    String::from_utf8_lossy(&out.stderr)
+                        .lines()
+                        .next()
+                        .unwrap_or("")
+                        .trim()
                 ));
             }
             Ok(PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))
@@ -630,6 +634,8 @@ fn watched_paths(crate_dir: &Path) -> Vec<PathBuf> {
     if root == crate_dir {
         out.push(crate_dir.join("src"));
     }
+    // a path that does not exist would make cargo rerun the build script every time
+    out.retain(|p| p.exists());
     out.sort();
     out.dedup();
     out

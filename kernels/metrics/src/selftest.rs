@@ -134,10 +134,10 @@ gpumetrics_device::kernel! {
         }
     }
 
-    /// Warp-shuffle reductions finished with atomics: `totals[0] += sum(x)` (f32),
-    /// `counts[0] += sum(weight(bits))` (u64), `counts[1] += number of elements` (u64 via
-    /// u32 atomics on its low word is not used: plain u64), `hits[0] += number of x > 0.5`.
-    /// Launch with a block size that is a multiple of 32.
+    /// Warp-shuffle reductions finished with one atomic per warp: `totals[0] += sum(x)`
+    /// (f32, `shfl_down`), `counts[0] += sum(weight(x.to_bits()))` (u64, `shfl_down`),
+    /// `hits[0] += count(x > 0.5)` (u32, `shfl_xor` butterfly). Launch with a block size that
+    /// is a multiple of 32; the caller zeroes the outputs.
     pub unsafe fn selftest_warp_atomics(n: u32, x: *const f32, totals: *mut f32, counts: *mut u64, hits: *mut u32) {
         let i = dev::global_idx_x();
         let v = if i < n { unsafe { *x.add(i as usize) } } else { 0.0 };
