@@ -154,14 +154,14 @@ pub fn solid_i420(w: u32, h: u32, yuv: [u8; 3], pts_ms: u64, dur_ms: u64) -> gst
         b.set_duration(gst::ClockTime::from_nseconds(dur_ms * MS));
         let mut map = b.map_writable().unwrap();
         let data = map.as_mut_slice();
-        for p in 0..3 {
+        for (p, value) in yuv.iter().enumerate() {
             let start = info.offset()[p];
             let end = if p < 2 {
                 info.offset()[p + 1]
             } else {
                 info.size()
             };
-            data[start..end].fill(yuv[p]);
+            data[start..end].fill(*value);
         }
     }
     buf
