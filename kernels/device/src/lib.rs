@@ -42,7 +42,7 @@ pub use nvptx::*;
 /// gpumetrics_device::kernel! {
 ///     /// y = a * x + y
 ///     pub unsafe fn saxpy(n: u32, a: f32, x: *const f32, y: *mut f32) {
-///         let i = unsafe { gpumetrics_device::global_idx_x() };
+///         let i = gpumetrics_device::global_idx_x();
 ///         // ...
 ///     }
 /// }
