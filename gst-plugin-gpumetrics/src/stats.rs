@@ -23,7 +23,7 @@ use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::Path;
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use crate::message::{FieldStats, FrameScores, Summary};
 
@@ -81,39 +81,59 @@ fn time_json(t: Option<gst::ClockTime>) -> Value {
     t.map_or(Value::Null, |t| json!(t.nseconds()))
 }
 
-fn frame_json(rec: &FrameScores) -> Value {
-    let mut m = Map::new();
-    m.insert("type".into(), json!("frame"));
-    m.insert("frame".into(), json!(rec.frame));
-    m.insert("pts".into(), time_json(rec.pts));
-    m.insert("running-time".into(), time_json(rec.running_time));
-    m.insert("duration".into(), time_json(rec.duration));
+/// A JSON object with its keys in the given order (values already serialised).
+fn ordered_object(entries: &[(&str, String)]) -> String {
+    let mut out = String::from("{");
+    for (i, (k, v)) in entries.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str(&Value::String((*k).to_string()).to_string());
+        out.push(':');
+        out.push_str(v);
+    }
+    out.push('}');
+    out
+}
+
+/// Frame record: `type`, `frame`, `pts`, `running-time`, `duration`, then the metric fields
+/// in the engine's order.
+fn frame_json(rec: &FrameScores) -> String {
+    let mut e = vec![
+        ("type", json!("frame").to_string()),
+        ("frame", json!(rec.frame).to_string()),
+        ("pts", time_json(rec.pts).to_string()),
+        ("running-time", time_json(rec.running_time).to_string()),
+        ("duration", time_json(rec.duration).to_string()),
+    ];
     for (name, v) in &rec.scores {
-        m.insert(name.clone(), json_f64(*v));
+        e.push((name.as_str(), json_f64(*v).to_string()));
     }
-    Value::Object(m)
+    ordered_object(&e)
 }
 
-fn stats_json(s: &FieldStats) -> Value {
-    let mut m = Map::new();
-    for (k, v) in s.entries() {
-        m.insert(k.into(), json_f64(v));
-    }
-    Value::Object(m)
+fn stats_json(s: &FieldStats) -> String {
+    let e: Vec<(&str, String)> = s
+        .entries()
+        .into_iter()
+        .map(|(k, v)| (k, json_f64(v).to_string()))
+        .collect();
+    ordered_object(&e)
 }
 
-fn summary_json(s: &Summary) -> Value {
-    let mut fields = Map::new();
-    for (name, st) in &s.fields {
-        fields.insert(name.clone(), stats_json(st));
-    }
-    json!({
-        "type": "summary",
-        "frames": s.frames,
-        "unmatched-ref": s.unmatched_ref,
-        "unmatched-dist": s.unmatched_dist,
-        "fields": Value::Object(fields),
-    })
+fn summary_json(s: &Summary) -> String {
+    let fields: Vec<(&str, String)> = s
+        .fields
+        .iter()
+        .map(|(name, st)| (name.as_str(), stats_json(st)))
+        .collect();
+    ordered_object(&[
+        ("type", json!("summary").to_string()),
+        ("frames", json!(s.frames).to_string()),
+        ("unmatched-ref", json!(s.unmatched_ref).to_string()),
+        ("unmatched-dist", json!(s.unmatched_dist).to_string()),
+        ("fields", ordered_object(&fields)),
+    ])
 }
 
 const CSV_FIXED: [&str; 5] = ["record", "frame", "pts", "running-time", "duration"];
@@ -193,7 +213,7 @@ impl<W: Write> StatsWriter<W> {
         }
         match self.format {
             Format::Jsonl => {
-                serde_json::to_writer(&mut self.out, &frame_json(rec))?;
+                self.out.write_all(frame_json(rec).as_bytes())?;
                 self.out.write_all(b"\n")?;
             }
             Format::Json => {
@@ -202,7 +222,7 @@ impl<W: Write> StatsWriter<W> {
                 } else {
                     b",\n"
                 })?;
-                serde_json::to_writer(&mut self.out, &frame_json(rec))?;
+                self.out.write_all(frame_json(rec).as_bytes())?;
                 self.json_count += 1;
             }
             Format::Csv => {
@@ -234,7 +254,7 @@ impl<W: Write> StatsWriter<W> {
         self.finished = true;
         match self.format {
             Format::Jsonl => {
-                serde_json::to_writer(&mut self.out, &summary_json(s))?;
+                self.out.write_all(summary_json(s).as_bytes())?;
                 self.out.write_all(b"\n")?;
             }
             Format::Json => {
@@ -243,7 +263,7 @@ impl<W: Write> StatsWriter<W> {
                 } else {
                     b"\n],\n\"summary\":"
                 })?;
-                serde_json::to_writer(&mut self.out, &summary_json(s))?;
+                self.out.write_all(summary_json(s).as_bytes())?;
                 self.out.write_all(b"}\n")?;
             }
             Format::Csv => {
@@ -342,6 +362,13 @@ mod tests {
             .map(|l| serde_json::from_str(l).unwrap())
             .collect();
         assert_eq!(lines.len(), 3);
+        // Keys keep their documented order.
+        assert!(text.starts_with(
+            "{\"type\":\"frame\",\"frame\":0,\"pts\":0,\"running-time\":0,\"duration\":null,\"psnr-y\":30.0,"
+        ));
+        assert!(text.lines().nth(2).unwrap().starts_with(
+            "{\"type\":\"summary\",\"frames\":2,\"unmatched-ref\":1,\"unmatched-dist\":0,\"fields\":{\"psnr-y\":{\"mean\":\"inf\",\"min\":30.0,"
+        ));
         assert_eq!(lines[0]["type"], "frame");
         assert_eq!(lines[0]["pts"], 0);
         assert_eq!(lines[0]["duration"], Value::Null);
