@@ -859,6 +859,9 @@ impl AggregatorImpl for GpuMetrics {
             Decision::Pair => {
                 let rb = self.ref_pad.pop_buffer().ok_or(gst::FlowError::Error)?;
                 let db = self.dist_pad.pop_buffer().ok_or(gst::FlowError::Error)?;
+                // Lets applications (emit-signals / samples-selected) see what is compared.
+                self.obj()
+                    .selected_samples(db.pts(), db.dts(), db.duration(), None);
                 self.compare_and_push(rb, db, d.input.head.and_then(|h| h.running_time))
             }
             Decision::DropRef => {
