@@ -202,4 +202,31 @@ mod tests {
             Err(EngineError::InvalidFrame(_))
         ));
     }
+
+    #[test]
+    fn auto_falls_back_to_cpu_and_says_why_without_cuda() {
+        // SAFETY: only probes for the driver library.
+        if unsafe { cudarc::driver::sys::is_culib_present() } {
+            return; // a CUDA machine: covered by tests/cuda_vs_cpu.rs
+        }
+        let layout = FrameLayout {
+            format: PixelFormat::I420,
+            width: 16,
+            height: 16,
+        };
+        let e = Engine::new(&EngineConfig::default(), layout, layout).unwrap();
+        assert_eq!(e.backend_name(), "cpu");
+        assert!(
+            e.backend_note().unwrap().contains("libcuda"),
+            "{:?}",
+            e.backend_note()
+        );
+        let cfg = EngineConfig {
+            backend: BackendChoice::Cuda,
+            ..Default::default()
+        };
+        let err = Engine::new(&cfg, layout, layout).unwrap_err();
+        assert!(matches!(err, EngineError::CudaUnavailable(_)));
+        assert!(err.to_string().contains("backend=cpu"));
+    }
 }

@@ -2,6 +2,7 @@
 //! turn those into scores, so both backends share every formula.
 
 pub(crate) mod cpu;
+pub(crate) mod cuda;
 
 use crate::error::EngineError;
 use crate::frame::Frame;
@@ -31,17 +32,18 @@ pub(crate) trait Backend: Send {
 /// Picks the backend for `config`; the note says why `auto` fell back to the CPU.
 pub(crate) fn select(
     config: &crate::EngineConfig,
-    _plan: &Plan,
+    plan: &Plan,
 ) -> Result<(Box<dyn Backend>, Option<String>), EngineError> {
     use crate::BackendChoice;
     match config.backend {
         BackendChoice::Cpu => Ok((Box::new(cpu::CpuBackend), None)),
-        BackendChoice::Cuda => Err(EngineError::CudaUnavailable(
-            "this build has no CUDA backend yet".into(),
+        BackendChoice::Cuda => Ok((
+            Box::new(cuda::CudaBackend::new(config.device_id, plan)?),
+            None,
         )),
-        BackendChoice::Auto => Ok((
-            Box::new(cpu::CpuBackend),
-            Some("no CUDA backend in this build".into()),
-        )),
+        BackendChoice::Auto => match cuda::CudaBackend::new(config.device_id, plan) {
+            Ok(b) => Ok((Box::new(b), None)),
+            Err(e) => Ok((Box::new(cpu::CpuBackend), Some(e.to_string()))),
+        },
     }
 }

@@ -1,0 +1,167 @@
+//! Throughput of every metric per backend, on fixed synthetic frames, printed as a table.
+//!
+//!     cargo bench -p gpumetrics-engine --bench throughput [-- --seconds 2 --sizes 1080p,2160p]
+//!
+//! CUDA rows: "device" frames already in GPU memory (the NVDEC case), "host" frames uploaded
+//! through the engine's pinned staging. Rows for an unavailable backend say why.
+
+use std::time::{Duration, Instant};
+
+use clap::Parser;
+use cudarc::driver::{CudaContext, CudaSlice, DevicePtr};
+use gpumetrics_engine::{
+    BackendChoice, DeviceFrame, Engine, EngineConfig, Frame, FrameLayout, HostFrame, MetricSet,
+    PixelFormat, Plane,
+};
+
+#[derive(Parser)]
+struct Args {
+    /// Seconds per row.
+    #[arg(long, default_value_t = 2.0)]
+    seconds: f64,
+    /// Comma-separated sizes: 720p, 1080p, 2160p.
+    #[arg(long, default_value = "1080p,2160p", value_delimiter = ',')]
+    sizes: Vec<String>,
+    /// Skip the CPU backend.
+    #[arg(long)]
+    no_cpu: bool,
+    #[arg(long)]
+    bench: bool,
+}
+
+/// Deterministic noise so every run measures the same pixels.
+fn pattern(len: usize, seed: u64) -> Vec<u8> {
+    let mut s = seed | 1;
+    (0..len)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            (s >> 56) as u8
+        })
+        .collect()
+}
+
+struct I420 {
+    layout: FrameLayout,
+    data: Vec<u8>,
+    offsets: [usize; 3],
+    strides: [usize; 3],
+}
+
+impl I420 {
+    fn new(width: u32, height: u32, seed: u64) -> I420 {
+        let (w, h) = (width as usize, height as usize);
+        let (cw, ch) = (w.div_ceil(2), h.div_ceil(2));
+        let data = pattern(w * h + 2 * cw * ch, seed);
+        I420 {
+            layout: FrameLayout {
+                format: PixelFormat::I420,
+                width,
+                height,
+            },
+            data,
+            offsets: [0, w * h, w * h + cw * ch],
+            strides: [w, cw, cw],
+        }
+    }
+
+    fn host(&self) -> Frame<'_> {
+        let planes: Vec<Plane> = (0..3)
+            .map(|i| Plane {
+                data: &self.data[self.offsets[i]..],
+                stride: self.strides[i],
+            })
+            .collect();
+        Frame::Host(HostFrame::new(&planes))
+    }
+
+    fn device(&self, base: u64) -> Frame<'static> {
+        let mut f = DeviceFrame {
+            n_planes: 3,
+            ..Default::default()
+        };
+        for i in 0..3 {
+            f.ptrs[i] = base + self.offsets[i] as u64;
+            f.pitches[i] = self.strides[i];
+        }
+        Frame::Device(f)
+    }
+}
+
+fn run(engine: &mut Engine, r: &Frame, d: &Frame, seconds: f64) -> Result<f64, String> {
+    engine.compare(r, d).map_err(|e| e.to_string())?; // warm-up
+    let start = Instant::now();
+    let mut n = 0u64;
+    while start.elapsed() < Duration::from_secs_f64(seconds) {
+        for _ in 0..16 {
+            engine.compare(r, d).map_err(|e| e.to_string())?;
+        }
+        n += 16;
+    }
+    Ok(n as f64 / start.elapsed().as_secs_f64())
+}
+
+fn size(name: &str) -> (u32, u32) {
+    match name {
+        "720p" => (1280, 720),
+        "1080p" => (1920, 1080),
+        "2160p" => (3840, 2160),
+        other => panic!("unknown size {other}"),
+    }
+}
+
+fn main() {
+    let args = Args::parse();
+    let metrics = [("psnr", MetricSet::PSNR)];
+    println!("| metric | size | format | backend | frames | pairs/s |");
+    println!("| --- | --- | --- | --- | --- | --- |");
+    for s in &args.sizes {
+        let (w, h) = size(s);
+        let (r, d) = (I420::new(w, h, 1), I420::new(w, h, 2));
+        for (name, m) in metrics {
+            let row = |backend: &str, frames: &str, result: Result<f64, String>| match result {
+                Ok(fps) => println!("| {name} | {s} | I420 | {backend} | {frames} | {fps:.0} |"),
+                Err(e) => println!("| {name} | {s} | I420 | {backend} | {frames} | n/a: {e} |"),
+            };
+            let cfg = |backend| EngineConfig {
+                metrics: m,
+                backend,
+                device_id: 0,
+            };
+            if !args.no_cpu {
+                let mut e = Engine::new(&cfg(BackendChoice::Cpu), r.layout, d.layout).unwrap();
+                row(
+                    "cpu",
+                    "host",
+                    run(&mut e, &r.host(), &d.host(), args.seconds),
+                );
+            }
+            match Engine::new(&cfg(BackendChoice::Cuda), r.layout, d.layout) {
+                Ok(mut e) => {
+                    row(
+                        "cuda",
+                        "host",
+                        run(&mut e, &r.host(), &d.host(), args.seconds),
+                    );
+                    row("cuda", "device", on_device(&mut e, &r, &d, args.seconds));
+                }
+                Err(err) => row("cuda", "-", Err(err.to_string())),
+            }
+        }
+    }
+}
+
+/// Copies both frames to the GPU once, then measures with device frames.
+fn on_device(engine: &mut Engine, r: &I420, d: &I420, seconds: f64) -> Result<f64, String> {
+    let ctx = CudaContext::new(0).map_err(|e| e.to_string())?;
+    let stream = ctx.default_stream();
+    let upload = |f: &I420| -> Result<CudaSlice<u8>, String> {
+        stream.clone_htod(&f.data).map_err(|e| e.to_string())
+    };
+    let (rb, db) = (upload(r)?, upload(d)?);
+    stream.synchronize().map_err(|e| e.to_string())?;
+    let (rp, _g1) = rb.device_ptr(&stream);
+    let (dp, _g2) = db.device_ptr(&stream);
+    run(engine, &r.device(rp), &d.device(dp), seconds)
+}
