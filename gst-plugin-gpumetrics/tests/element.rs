@@ -587,3 +587,114 @@ fn flushing_seek() {
     }));
     assert!(summary.is_some(), "summary at EOS after the seek");
 }
+
+#[test]
+fn format_mixes_of_the_same_content_are_inf() {
+    // Same frames converted to two layouts of the same kind: every PSNR must be +inf.
+    let pairs = [
+        ("I420", "YV12"),
+        ("I420", "NV21"),
+        ("Y444", "Y444"),
+        ("Y42B", "Y42B"),
+        ("GRAY8", "GRAY8"),
+        ("I420_10LE", "P010_10LE"),
+        ("I420_12LE", "I420_12LE"),
+        ("Y444_16LE", "Y444_16LE"),
+        ("GRAY16_LE", "GRAY16_LE"),
+        ("RGBx", "BGRx"),
+        ("RGBA", "ARGB"),
+        ("RGB", "BGR"),
+        ("xRGB", "xBGR"),
+        ("ABGR", "BGRA"),
+    ];
+    for (a, b) in pairs {
+        // An 8-bit source, so that no conversion needs dithering (which differs per layout).
+        let src = if a.contains('R') { "RGBA" } else { "I420" };
+        let run = run(&format!(
+            "videotestsrc pattern=ball num-buffers=3 ! video/x-raw,format={src},width=34,height=22 \
+             ! tee name=t \
+             t. ! queue ! videoconvert ! video/x-raw,format={a} ! m.ref_sink \
+             t. ! queue ! videoconvert ! video/x-raw,format={b} ! m.dist_sink \
+             gpumetrics name=m backend=cpu ! appsink name=out"
+        ));
+        assert!(run.error.is_none(), "{a} vs {b}: {:?}", run.error);
+        run.expect_ok();
+        assert_eq!(run.frames.len(), 3, "{a} vs {b}");
+        for f in &run.frames {
+            for (name, v) in &f.scores {
+                if name.starts_with("psnr") {
+                    assert_eq!(*v, f64::INFINITY, "{a} vs {b}: {f:?}");
+                }
+            }
+        }
+        let names: Vec<&str> = run.frames[0]
+            .scores
+            .iter()
+            .map(|(n, _)| n.as_str())
+            .collect();
+        assert!(names.contains(&"psnr-avg"), "{a} vs {b}: {names:?}");
+    }
+}
+
+#[test]
+fn error_mid_run_keeps_measured_records_in_the_stats_file() {
+    // The distorted input switches to another size after 3 frames: element error, and the
+    // stats file still holds the 3 records and the summary.
+    let path = temp_path("error.jsonl");
+    let caps = caps();
+    let desc = appsrc_pipeline(
+        &caps,
+        &caps,
+        &format!("stats-file={} stats-format=json", path.display()),
+    );
+    let run = run_with(&desc, Duration::from_secs(20), |p| {
+        let p2 = p.clone();
+        let t = std::thread::spawn(move || push_all(&p2, "ref", frames(0..6, 0)));
+        let src = p
+            .by_name("dist")
+            .unwrap()
+            .downcast::<gst_app::AppSrc>()
+            .unwrap();
+        for b in frames(0..3, 0) {
+            let _ = src.push_buffer(b);
+        }
+        std::thread::sleep(Duration::from_millis(200));
+        src.set_caps(Some(&i420_caps(16, 12, 25).parse::<gst::Caps>().unwrap()));
+        for i in 3..6u64 {
+            let _ = src.push_buffer(solid_i420(16, 12, [1, 2, 3], 40 * i, 40));
+        }
+        let _ = src.end_of_stream();
+        t.join().unwrap();
+    });
+    let (msg, _) = run.error.clone().expect("size change must fail");
+    assert!(msg.contains("16x12") && msg.contains("videoscale"), "{msg}");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert_eq!(v["frames"].as_array().unwrap().len(), 3);
+    assert_eq!(v["summary"]["frames"], 3);
+    assert_eq!(run.summaries.len(), 1, "summary posted on stop");
+    std::fs::remove_file(&path).ok();
+}
+
+#[test]
+fn live_pipeline_reports_latency() {
+    init();
+    let pipeline = gst::parse::launch(&format!(
+        "videotestsrc is-live=true ! {c} ! tee name=t t. ! queue ! m.ref_sink \
+         t. ! queue ! m.dist_sink gpumetrics name=m backend=cpu ! fakesink",
+        c = i420_caps(32, 24, 25)
+    ))
+    .unwrap()
+    .downcast::<gst::Pipeline>()
+    .unwrap();
+    pipeline.set_state(gst::State::Playing).unwrap();
+    let (res, _, _) = pipeline.state(gst::ClockTime::from_seconds(10));
+    res.unwrap();
+    let m = pipeline.by_name("m").unwrap();
+    let mut q = gst::query::Latency::new();
+    assert!(m.static_pad("src").unwrap().query(&mut q));
+    let (live, min, _max) = q.result();
+    pipeline.set_state(gst::State::Null).unwrap();
+    assert!(live);
+    assert!(min >= gst::ClockTime::from_mseconds(40), "{min}");
+}

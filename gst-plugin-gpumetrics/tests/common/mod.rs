@@ -123,14 +123,15 @@ pub fn run_with(
     if let Some(sink) = pipeline.by_name("out") {
         run.out_caps = sink.static_pad("sink").unwrap().current_caps();
     }
-    pipeline.set_state(gst::State::Null).unwrap();
-    let _ = feeder.join();
-    // A summary posted on stop (after EOS was seen) is collected here.
+    // READY first: a summary posted on stop is collected before NULL flushes the bus.
+    let _ = pipeline.set_state(gst::State::Ready);
     while let Some(msg) = bus.pop() {
         if let Some(s) = Summary::from_message(&msg) {
             run.summaries.push(s);
         }
     }
+    pipeline.set_state(gst::State::Null).unwrap();
+    let _ = feeder.join();
     run.out = std::mem::take(&mut *out.lock().unwrap());
     run
 }
