@@ -22,7 +22,7 @@ fn setup(dist_caps: &str) -> Pair {
     init();
     let mut reference = Harness::with_padnames("gpumetrics", Some("ref_sink"), Some("src"));
     let element = reference.element().unwrap();
-    element.set_property_from_str("backend", "cpu");
+    element.set_property_from_str("backend", &test_backend());
     let bus = gst::Bus::new();
     element.set_bus(Some(&bus));
     let mut distorted = Harness::with_element(&element, Some("dist_sink"), None);

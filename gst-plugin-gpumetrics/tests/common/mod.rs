@@ -54,12 +54,19 @@ impl Run {
 /// Runs `desc` to EOS or error (or `timeout`), calling `feed` once the pipeline is PLAYING
 /// (e.g. to push into appsrc elements). Collects messages of the element and the buffers of
 /// an appsink named `out`.
+/// Backend the tests run on: `cpu`, or `$GPUMETRICS_TEST_BACKEND` (e.g. `cuda` on a GPU
+/// machine, to check that both backends give the numbers the tests expect).
+pub fn test_backend() -> String {
+    std::env::var("GPUMETRICS_TEST_BACKEND").unwrap_or_else(|_| "cpu".into())
+}
+
 pub fn run_with(
     desc: &str,
     timeout: Duration,
     feed: impl FnOnce(&gst::Pipeline) + Send + 'static,
 ) -> Run {
     init();
+    let desc = &desc.replace("backend=cpu", &format!("backend={}", test_backend()));
     let pipeline = gst::parse::launch(desc)
         .unwrap_or_else(|e| panic!("parse {desc}: {e}"))
         .downcast::<gst::Pipeline>()
