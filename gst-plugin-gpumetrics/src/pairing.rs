@@ -8,6 +8,8 @@
 //! as unmatched and dropped (a distorted frame is still pushed downstream, without scores).
 //! A frame is never compared with a frame of a different time.
 //!
+//! The property `pairing-tolerance` replaces the automatic tolerance by a fixed one.
+//!
 //! `sequence` mode: the n-th reference frame is compared with the n-th distorted frame,
 //! whatever their timestamps.
 //!
@@ -69,14 +71,27 @@ pub fn tolerance(a: Option<u64>, b: Option<u64>) -> u64 {
     }
 }
 
-/// Decides the next step. `timeout` is true when the aggregator's live deadline has passed.
+/// Decides the next step with the automatic tolerance. `timeout` is true when the
+/// aggregator's live deadline has passed.
 pub fn decide(mode: Mode, reference: Input, distorted: Input, timeout: bool) -> Decision {
+    decide_with(mode, reference, distorted, timeout, None)
+}
+
+/// [`decide`] with a fixed tolerance (nanoseconds) instead of the automatic one, when given
+/// (property `pairing-tolerance`).
+pub fn decide_with(
+    mode: Mode,
+    reference: Input,
+    distorted: Input,
+    timeout: bool,
+    fixed_tolerance: Option<u64>,
+) -> Decision {
     match (reference.head, distorted.head) {
         (Some(r), Some(d)) => match mode {
             Mode::Sequence => Decision::Pair,
             Mode::Timestamp => match (r.running_time, d.running_time) {
                 (Some(rt), Some(dt)) => {
-                    let tol = tolerance(r.duration, d.duration);
+                    let tol = fixed_tolerance.unwrap_or_else(|| tolerance(r.duration, d.duration));
                     if rt.abs_diff(dt) <= tol {
                         Decision::Pair
                     } else if rt < dt {
@@ -121,11 +136,17 @@ pub fn decide(mode: Mode, reference: Input, distorted: Input, timeout: bool) -> 
 
 /// The running time by which the earliest waiting head frame must have found its partner
 /// (live deadline, before the pipeline latency is added); `None` when nothing is waiting.
-pub fn deadline(reference: Option<Head>, distorted: Option<Head>) -> Option<u64> {
-    let tol = tolerance(
-        reference.and_then(|h| h.duration),
-        distorted.and_then(|h| h.duration),
-    );
+pub fn deadline(
+    reference: Option<Head>,
+    distorted: Option<Head>,
+    fixed_tolerance: Option<u64>,
+) -> Option<u64> {
+    let tol = fixed_tolerance.unwrap_or_else(|| {
+        tolerance(
+            reference.and_then(|h| h.duration),
+            distorted.and_then(|h| h.duration),
+        )
+    });
     [reference, distorted]
         .into_iter()
         .flatten()
@@ -292,11 +313,29 @@ mod tests {
     }
 
     #[test]
+    fn fixed_tolerance_overrides_half_a_frame() {
+        // 15 ms apart: paired with the automatic 20 ms, not with a fixed 10 ms.
+        assert_eq!(
+            decide(Mode::Timestamp, at(0), at(15), false),
+            Decision::Pair
+        );
+        assert_eq!(
+            decide_with(Mode::Timestamp, at(0), at(15), false, Some(10 * MS)),
+            Decision::DropRef
+        );
+        assert_eq!(
+            decide_with(Mode::Timestamp, at(0), at(35), false, Some(35 * MS)),
+            Decision::Pair
+        );
+    }
+
+    #[test]
     fn tolerance_and_deadline() {
         assert_eq!(tolerance(Some(40), Some(20)), 10);
         assert_eq!(tolerance(None, Some(20)), 10);
         assert_eq!(tolerance(None, Some(0)), FALLBACK_TOLERANCE);
-        assert_eq!(deadline(at(80).head, at(40).head), Some(60 * MS));
-        assert_eq!(deadline(None, None), None);
+        assert_eq!(deadline(at(80).head, at(40).head, None), Some(60 * MS));
+        assert_eq!(deadline(at(80).head, at(40).head, Some(MS)), Some(41 * MS));
+        assert_eq!(deadline(None, None, None), None);
     }
 }

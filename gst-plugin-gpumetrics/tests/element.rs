@@ -698,3 +698,29 @@ fn live_pipeline_reports_latency() {
     assert!(live);
     assert!(min >= gst::ClockTime::from_mseconds(40), "{min}");
 }
+
+#[test]
+fn pairing_tolerance_property() {
+    // Distorted frames 25 ms late (frames last 40 ms). With the automatic 20 ms, distorted
+    // frame i is closest in time to reference frame i + 1 (15 ms) and is paired with it.
+    let late = || frames(0..5, 25);
+    let run = run_buffers(&caps(), "", frames(0..5, 0), late());
+    run.expect_ok();
+    let s = run.summary();
+    assert_eq!((s.frames, s.unmatched_ref), (4, 1));
+    assert!(
+        run.frames
+            .iter()
+            .all(|f| f.get("psnr-y").unwrap().is_finite())
+    );
+    // A fixed 30 ms pairs frame i with frame i.
+    let run = run_buffers(
+        &caps(),
+        "pairing-tolerance=30000000",
+        frames(0..5, 0),
+        late(),
+    );
+    run.expect_ok();
+    assert_all_inf(&run);
+    assert_eq!(run.summary().frames, 5);
+}

@@ -51,6 +51,8 @@ struct Settings {
     post_messages: bool,
     attach_meta: bool,
     pairing: Pairing,
+    /// Fixed pairing tolerance; `None` = half the shorter frame duration.
+    pairing_tolerance: Option<gst::ClockTime>,
 }
 
 impl Default for Settings {
@@ -64,6 +66,7 @@ impl Default for Settings {
             post_messages: DEFAULT_POST_MESSAGES,
             attach_meta: DEFAULT_ATTACH_META,
             pairing: Pairing::default(),
+            pairing_tolerance: None,
         }
     }
 }
@@ -202,6 +205,16 @@ impl ObjectImpl for GpuMetrics {
                     .default_value(Pairing::default())
                     .mutable_ready()
                     .build(),
+                glib::ParamSpecUInt64::builder("pairing-tolerance")
+                    .nick("Pairing tolerance")
+                    .blurb(
+                        "pairing=timestamp: largest running-time difference (ns) of two frames \
+                         that are compared; -1 (default) = half the shorter frame duration \
+                         (1 ms when no duration is known)",
+                    )
+                    .default_value(u64::MAX)
+                    .mutable_ready()
+                    .build(),
             ]
         });
         PROPERTIES.as_ref()
@@ -224,6 +237,11 @@ impl ObjectImpl for GpuMetrics {
             "post-messages" => settings.post_messages = value.get().expect("type checked upstream"),
             "attach-meta" => settings.attach_meta = value.get().expect("type checked upstream"),
             "pairing" => settings.pairing = value.get().expect("type checked upstream"),
+            "pairing-tolerance" => {
+                let v: u64 = value.get().expect("type checked upstream");
+                settings.pairing_tolerance =
+                    (v != u64::MAX).then(|| gst::ClockTime::from_nseconds(v));
+            }
             other => unreachable!("unknown property {other}"),
         }
     }
@@ -243,6 +261,10 @@ impl ObjectImpl for GpuMetrics {
             "post-messages" => settings.post_messages.to_value(),
             "attach-meta" => settings.attach_meta.to_value(),
             "pairing" => settings.pairing.to_value(),
+            "pairing-tolerance" => settings
+                .pairing_tolerance
+                .map_or(u64::MAX, |t| t.nseconds())
+                .to_value(),
             other => unreachable!("unknown property {other}"),
         }
     }
@@ -322,6 +344,14 @@ struct HeadInfo {
 }
 
 impl GpuMetrics {
+    fn fixed_tolerance(&self) -> Option<u64> {
+        self.settings
+            .lock()
+            .unwrap()
+            .pairing_tolerance
+            .map(|t| t.nseconds())
+    }
+
     fn pad_name(&self, pad: &gst_base::AggregatorPad) -> &'static str {
         if pad == &self.ref_pad {
             "ref_sink"
@@ -816,6 +846,7 @@ impl AggregatorImpl for GpuMetrics {
     fn next_time(&self) -> Option<gst::ClockTime> {
         // Live: the deadline of the earliest waiting frame (its running time + tolerance);
         // the base class adds the latency and times out if the partner has not arrived.
+        let fixed = self.fixed_tolerance();
         let (rd, dd) = {
             let state = self.state.lock().unwrap();
             (
@@ -829,10 +860,11 @@ impl AggregatorImpl for GpuMetrics {
             // One input has ended: do not wait for the other one, finish now.
             return Some(gst::ClockTime::ZERO);
         }
-        pairing::deadline(r.head, d.head).map(gst::ClockTime::from_nseconds)
+        pairing::deadline(r.head, d.head, fixed).map(gst::ClockTime::from_nseconds)
     }
 
     fn aggregate(&self, timeout: bool) -> Result<gst::FlowSuccess, gst::FlowError> {
+        let fixed = self.fixed_tolerance();
         let (mode, rd, dd) = {
             let mode = match self.settings.lock().unwrap().pairing {
                 Pairing::Timestamp => pairing::Mode::Timestamp,
@@ -847,7 +879,7 @@ impl AggregatorImpl for GpuMetrics {
         };
         let r = self.head(&self.ref_pad, rd);
         let d = self.head(&self.dist_pad, dd);
-        let decision = pairing::decide(mode, r.input, d.input, timeout);
+        let decision = pairing::decide_with(mode, r.input, d.input, timeout, fixed);
         gst::trace!(
             CAT,
             imp = self,
