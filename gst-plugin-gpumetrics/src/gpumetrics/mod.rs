@@ -1,6 +1,27 @@
 // SPDX-License-Identifier: MPL-2.0
 //! The `gpumetrics` element.
 
+/**
+ * SECTION:element-gpumetrics
+ *
+ * Compares a distorted video (`dist_sink`) with its reference (`ref_sink`) frame by frame and
+ * reports quality metrics (PSNR) per pair as `gpumetrics` element messages and as
+ * `GstGpuMetricsMeta` custom meta on the outgoing buffer, optionally to a stats file
+ * (jsonl/csv/json), and the pooled `gpumetrics-summary` message at EOS. The distorted stream
+ * leaves through `src` unchanged. Frames are paired by running time (within half a frame
+ * duration, or `pairing-tolerance`) or by sequence; frames without a partner are counted as
+ * unmatched, never compared with another frame.
+ *
+ * ## Example launch line
+ * ```
+ * gst-launch-1.0 -m videotestsrc num-buffers=100 ! video/x-raw,format=I420 ! tee name=t \
+ *   t. ! queue ! m.ref_sink \
+ *   t. ! queue ! x264enc bitrate=300 ! avdec_h264 ! queue ! m.dist_sink \
+ *   gpumetrics name=m stats-file=scores.jsonl ! fakesink
+ * ```
+ *
+ * See gst-plugin-gpumetrics/README.md for the record layouts.
+ */
 use gst::glib;
 use gst::prelude::*;
 
