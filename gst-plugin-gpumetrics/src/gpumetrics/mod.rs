@@ -13,7 +13,7 @@
  * unmatched, never compared with another frame.
  *
  * ## Example launch line
- * ```
+ * ```text
  * gst-launch-1.0 -m videotestsrc num-buffers=100 ! video/x-raw,format=I420 ! tee name=t \
  *   t. ! queue ! m.ref_sink \
  *   t. ! queue ! x264enc bitrate=300 ! avdec_h264 ! queue ! m.dist_sink \
