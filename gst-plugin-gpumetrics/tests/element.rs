@@ -725,3 +725,22 @@ fn pairing_tolerance_property() {
     assert_all_inf(&run);
     assert_eq!(run.summary().frames, 5);
 }
+
+#[test]
+fn meta_survives_downstream_conversion() {
+    // The meta has no tags, so converters and scalers keep it on the buffers they produce.
+    let run = run(&format!(
+        "videotestsrc num-buffers=3 ! {c} ! tee name=t t. ! queue ! m.ref_sink \
+         t. ! queue ! m.dist_sink gpumetrics name=m backend=cpu \
+         ! videoconvert ! video/x-raw,format=RGBA ! videoscale ! video/x-raw,width=16,height=12 \
+         ! appsink name=out",
+        c = i420_caps(32, 24, 30)
+    ));
+    run.expect_ok();
+    assert_eq!(run.out.len(), 3);
+    for (i, b) in run.out.iter().enumerate() {
+        let m = gstgpumetrics::meta::get(b).expect("meta after videoconvert/videoscale");
+        assert_eq!(m.frame, i as u64);
+        assert_eq!(m.get("psnr-y"), Some(f64::INFINITY));
+    }
+}
