@@ -128,6 +128,8 @@ pub(crate) struct CudaBackend {
     _host_sums: PinnedHostSlice<u64>,
     host_sums_ptr: *mut u64,
     grid_x: u32,
+    /// Which half of `sums` the next pair adds into (the kernel clears the other).
+    slot: usize,
 }
 
 // SAFETY: the raw pointers address memory owned by the struct; CUDA objects are used from
@@ -144,7 +146,7 @@ impl CudaBackend {
                 Upload::new(&ctx, &stream, &plan.reference)?,
                 Upload::new(&ctx, &stream, &plan.distorted)?,
             ];
-            let sums = stream.alloc_zeros::<u64>(MAX_CHANNELS)?;
+            let sums = stream.alloc_zeros::<u64>(2 * MAX_CHANNELS)?;
             let sums_ptr = raw_ptr(&sums, &stream);
             // SAFETY: written by the device before it is read.
             let mut host_sums = unsafe { ctx.alloc_pinned_with_flags::<u64>(MAX_CHANNELS, 0) }?;
@@ -166,6 +168,7 @@ impl CudaBackend {
                 _host_sums: host_sums,
                 host_sums_ptr,
                 grid_x: rows.min(2048),
+                slot: 0,
             })
         };
         setup().map_err(cuda_err("setting up the CUDA backend"))
@@ -219,26 +222,27 @@ impl Backend for CudaBackend {
                 block_dim: (PSNR_BLOCK, 1, 1),
                 shared_mem_bytes: 0,
             };
+            let sums = DevPtrMut::<u64>::from_raw(self.sums_ptr);
+            let add_to = sums.wrapping_add(self.slot * MAX_CHANNELS);
+            let clear = sums.wrapping_add((1 - self.slot) * MAX_CHANNELS);
             let s = self.stream.cu_stream();
             // SAFETY: the plane pointers were validated against the layouts (or uploaded
-            // into buffers sized for them); the result slots hold MAX_CHANNELS values.
-            unsafe {
-                cu::memset_d8_async(self.sums_ptr, 0, MAX_CHANNELS * 8, s)
-                    .map_err(cuda_err("clearing sums"))?;
+            // into buffers sized for them); both result slots hold MAX_CHANNELS values.
+            let queued = unsafe {
                 self.kernels
-                    .psnr_sse(
-                        &self.stream,
-                        cfg,
-                        planes,
-                        DevPtrMut::from_raw(self.sums_ptr),
-                    )
-                    .map_err(cuda_err("launching psnr_sse"))?;
-                let host = std::slice::from_raw_parts_mut(self.host_sums_ptr, MAX_CHANNELS);
-                cu::memcpy_dtoh_async(host, self.sums_ptr, s).map_err(cuda_err("reading sums"))?;
+                    .psnr_sse(&self.stream, cfg, planes, add_to, clear)
+                    .and_then(|()| {
+                        let host = std::slice::from_raw_parts_mut(self.host_sums_ptr, MAX_CHANNELS);
+                        cu::memcpy_dtoh_async(host, add_to.as_raw(), s)
+                    })
+            };
+            if let Err(e) = queued.and_then(|()| self.stream.synchronize()) {
+                // Leave no stale sums behind for the next pair, should the stream recover.
+                // SAFETY: both slots lie in `_sums`.
+                let _ = unsafe { cu::memset_d8_async(self.sums_ptr, 0, 2 * MAX_CHANNELS * 8, s) };
+                return Err(EngineError::Cuda(format!("running psnr_sse: {e}")));
             }
-            self.stream
-                .synchronize()
-                .map_err(cuda_err("running psnr_sse"))?;
+            self.slot = 1 - self.slot;
             // SAFETY: the copy above completed (stream synchronised).
             out.sse.copy_from_slice(unsafe {
                 std::slice::from_raw_parts(self.host_sums_ptr, MAX_CHANNELS)

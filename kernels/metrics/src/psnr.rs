@@ -116,16 +116,28 @@ pub const PSNR_WARPS: usize = 8;
 use gpumetrics_device as dev;
 
 gpumetrics_device::kernel! {
-    /// Adds each channel's sum of squared errors to `out[channel]` (which the caller
-    /// zeroes). Launch with `PSNR_BLOCK` threads, grid.z = `planes.count`, any grid.x:
-    /// blocks stride over rows, threads over columns, one atomic add per block.
-    pub unsafe fn psnr_sse(planes: crate::psnr::PsnrPlanes, out: *mut u64) {
+    /// Adds each channel's sum of squared errors to `out[channel]`, and zeroes
+    /// `clear[0..MAX_CHANNELS]` for the next pair (so no separate memset is queued per
+    /// pair: callers alternate two result slots). Launch with `PSNR_BLOCK` threads,
+    /// grid.z = `planes.count`, any grid.x: blocks stride over rows, threads over columns,
+    /// one atomic add per block.
+    pub unsafe fn psnr_sse(planes: crate::psnr::PsnrPlanes, out: *mut u64, clear: *mut u64) {
         gpumetrics_device::shared!(static PSNR_WARP_SUMS: [u64; PSNR_WARPS]);
         let c = dev::block_idx_z();
         if c >= planes.count {
             return;
         }
-        let pair = &planes.pairs[c as usize];
+        if dev::block_idx_x() == 0 && dev::thread_idx_x() < MAX_CHANNELS as u32 && c == 0 {
+            unsafe { *clear.add(dev::thread_idx_x() as usize) = 0 };
+        }
+        // Constant indices keep the parameter struct in registers; indexing it with `c`
+        // would copy it to local memory.
+        let pair = match c {
+            0 => planes.pairs[0],
+            1 => planes.pairs[1],
+            _ => planes.pairs[2],
+        };
+        let pair = &pair;
         let mut sum = 0u64;
         let mut y = dev::block_idx_x();
         while y < pair.height {

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Runs on the GPU machine (see ../shared/docs/GPU-MACHINE.md), from the repo root, with the
+# GStreamer kit in .gpu/gst, the plugin in .gpu/plugin and the binaries in .gpu/bin:
+#   kernel_check (engine example), cuda_vs_cpu (engine test), throughput (engine bench).
+# Logs go to $OUT when set. Each step prints a header; the script stops at the first failure.
+set -uo pipefail
+out=${OUT:-/tmp}
+source .gpu/gst/env.sh
+export GST_PLUGIN_PATH=$PWD/.gpu/plugin
+export PATH=$PATH:/usr/local/cuda/bin
+step() { echo; echo "=== $*"; }
+fail=0
+run() { "$@" || { echo "FAILED ($?): $*"; fail=1; }; }
+
+step "GPU"; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader; date -u
+step "plugin"; run gst-inspect-1.0 gpumetrics | grep -E "Long-name|Version" 
+step "kernel_check"; run .gpu/bin/kernel_check
+step "CUDA vs CPU engine tests"; run .gpu/bin/cuda_vs_cpu --ignored --nocapture --test-threads 1
+if command -v compute-sanitizer >/dev/null; then
+  step "compute-sanitizer memcheck"; run compute-sanitizer --tool memcheck --error-exitcode 9 .gpu/bin/kernel_check
+  step "compute-sanitizer racecheck"; run compute-sanitizer --tool racecheck --error-exitcode 9 .gpu/bin/kernel_check
+  step "compute-sanitizer memcheck (engine)"; run compute-sanitizer --tool memcheck --error-exitcode 9 .gpu/bin/cuda_vs_cpu --ignored device_frames
+else
+  echo "compute-sanitizer not found"; fail=1
+fi
+step "pipeline: backend=cpu vs backend=cuda"
+for fmt in I420 NV12 I420_10LE P010_10LE BGRx; do
+  for b in cpu cuda; do
+    gst-launch-1.0 -q \
+      videotestsrc pattern=zone-plate kx2=20 ky2=20 kt=1 num-buffers=30 ! video/x-raw,format=$fmt,width=640,height=360 ! tee name=t \
+      t. ! queue ! m.ref_sink \
+      t. ! queue ! videoscale ! video/x-raw,width=320,height=180 ! videoscale ! video/x-raw,width=640,height=360 ! queue ! m.dist_sink \
+      gpumetrics name=m backend=$b stats-file=$out/pipe-$fmt-$b.jsonl ! fakesink || fail=1
+  done
+  if cmp -s $out/pipe-$fmt-cpu.jsonl $out/pipe-$fmt-cuda.jsonl; then
+    echo "$fmt: identical stats ($(wc -l < $out/pipe-$fmt-cpu.jsonl) records)"; head -c 300 $out/pipe-$fmt-cuda.jsonl; echo
+  else
+    echo "$fmt: DIFFERENT"; diff $out/pipe-$fmt-cpu.jsonl $out/pipe-$fmt-cuda.jsonl | head -5; fail=1
+  fi
+done
+step "throughput"; run .gpu/bin/throughput --seconds 2
+exit $fail
