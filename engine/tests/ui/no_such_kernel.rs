@@ -3,7 +3,7 @@ use cudarc::driver::{CudaStream, LaunchConfig};
 use gpumetrics_engine::cuda::{DevPtrMut, Kernels};
 
 fn launch(k: &Kernels, stream: &CudaStream, cfg: LaunchConfig, out: DevPtrMut<u64>) {
-    let _ = unsafe { k.psnr_sse_v2(stream, cfg, out) };
+    let _ = unsafe { k.vmaf_motion(stream, cfg, out) };
 }
 
 fn main() {}

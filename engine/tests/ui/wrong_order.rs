@@ -1,10 +1,10 @@
-// The typed launcher of psnr_sse(planes: PsnrPlanes, out: *mut u64), arguments swapped.
+// selftest_affine(p: crate::selftest::Affine, out: *mut f32) with its arguments swapped.
 use cudarc::driver::{CudaStream, LaunchConfig};
 use gpumetrics_engine::cuda::{DevPtrMut, Kernels};
-use gpumetrics_kernels::psnr::PsnrPlanes;
+use gpumetrics_kernels::selftest::Affine;
 
-fn launch(k: &Kernels, stream: &CudaStream, cfg: LaunchConfig, planes: PsnrPlanes, out: DevPtrMut<u64>) {
-    let _ = unsafe { k.psnr_sse(stream, cfg, out, planes) };
+fn launch(k: &Kernels, stream: &CudaStream, cfg: LaunchConfig, p: Affine, out: DevPtrMut<f32>) {
+    let _ = unsafe { k.selftest_affine(stream, cfg, out, p) };
 }
 
 fn main() {}
