@@ -83,11 +83,6 @@ fn shared_memory_is_dot_shared() {
             body.contains("st.shared") && body.contains("ld.shared"),
             "sm_{sm}"
         );
-        let body = entry_body(text, "psnr_sse");
-        assert!(
-            body.contains("gpumetrics_shared_PSNR_WARP_SUMS") && body.contains("st.shared"),
-            "sm_{sm}"
-        );
         // dynamic shared memory, sized at launch
         assert!(text.contains(".extern .shared .align 4 .b8 gpu_launch_sized_workgroup_mem[]"));
         let body = entry_body(text, "selftest_block_sum_dynamic");
