@@ -5,6 +5,7 @@
 # Logs go to $OUT when set. Each step prints a header; the script stops at the first failure.
 set -uo pipefail
 out=${OUT:-/tmp}
+BUILD_ROOT=${BUILD_ROOT:-/work/main}
 source .gpu/gst/env.sh
 export GST_PLUGIN_PATH=$PWD/.gpu/plugin
 export PATH=$PATH:/usr/local/cuda/bin
@@ -38,5 +39,18 @@ for fmt in I420 NV12 I420_10LE P010_10LE BGRx; do
     echo "$fmt: DIFFERENT"; diff $out/pipe-$fmt-cpu.jsonl $out/pipe-$fmt-cuda.jsonl | head -5; fail=1
   fi
 done
+if [ -x .gpu/bin/element ]; then
+  # The element tests read test data through the path they were built at.
+  [ -e "$BUILD_ROOT" ] || { mkdir -p "$(dirname "$BUILD_ROOT")" && ln -s "$PWD" "$BUILD_ROOT"; }
+  for t in element harness psnr_ffmpeg; do
+    step "element tests ($t) with backend=cuda"
+    GPUMETRICS_TEST_BACKEND=cuda run .gpu/bin/$t --test-threads 2
+  done
+fi
 step "throughput"; run .gpu/bin/throughput --seconds 2
+if command -v ncu >/dev/null; then
+  step "ncu: psnr_sse at 1080p (device frames)"
+  ncu --clock-control none -k psnr_sse -c 5 --metrics gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed \
+    .gpu/bin/throughput --seconds 0.1 --sizes 1080p --no-cpu 2>&1 | grep -E "psnr_sse|gpu__time|dram__" | head -12
+fi
 exit $fail

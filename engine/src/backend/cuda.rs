@@ -11,6 +11,8 @@ use cudarc::driver::{
     CudaContext, CudaSlice, CudaStream, DriverError, LaunchConfig, PinnedHostSlice,
 };
 
+use rayon::prelude::*;
+
 use super::{Backend, Measurement};
 use crate::cuda::{DevPtrMut, Kernels};
 use crate::error::EngineError;
@@ -92,17 +94,16 @@ impl Upload {
         for (i, &(offset, pitch, row, rows)) in self.planes.iter().enumerate() {
             let src = frame.planes()[i];
             debug_assert_eq!(src.data.as_ptr() as u64, host.ptr[i]);
-            for y in 0..rows {
+            // Rows in parallel: a single core cannot fill write-combined memory at PCIe speed.
+            let staging = self.staging_ptr as usize + offset;
+            (0..rows).into_par_iter().with_min_len(16).for_each(|y| {
                 let s = &src.data[y * src.stride..y * src.stride + row];
-                // SAFETY: offset + y * pitch + row <= staging length by construction.
+                // SAFETY: offset + y * pitch + row <= staging length by construction, and
+                // rows do not overlap.
                 unsafe {
-                    std::ptr::copy_nonoverlapping(
-                        s.as_ptr(),
-                        self.staging_ptr.add(offset + y * pitch),
-                        row,
-                    )
+                    std::ptr::copy_nonoverlapping(s.as_ptr(), (staging + y * pitch) as *mut u8, row)
                 };
-            }
+            });
             out.ptr[i] = self.device_ptr + offset as u64;
             out.pitch[i] = pitch as u32;
         }
