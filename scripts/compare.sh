@@ -21,9 +21,9 @@ element="gpumetrics name=m metrics=$metrics backend=$backend stats-file=/dev/std
 
 if [ $# -eq 0 ]; then
   frames=${FRAMES:-60}
-  echo "# reference: videotestsrc (chroma zone plate, 640x360, $frames frames); distorted: x264 at 200 kbit/s" >&2
+  echo "# reference: videotestsrc (SMPTE bars scrolling, 640x360, $frames frames); distorted: x264 at 200 kbit/s" >&2
   exec gst-launch-1.0 -q \
-    videotestsrc pattern=chroma-zone-plate kx2=20 ky2=20 kt=1 num-buffers="$frames" \
+    videotestsrc pattern=smpte horizontal-speed=7 num-buffers="$frames" \
       ! video/x-raw,format=I420,width=640,height=360,framerate=30/1 ! tee name=t \
     t. ! queue ! m.ref_sink \
     t. ! queue ! x264enc bitrate=200 speed-preset=ultrafast tune=zerolatency key-int-max=30 \
