@@ -50,8 +50,29 @@ impl Engine {
         reference: FrameLayout,
         distorted: FrameLayout,
     ) -> Result<Engine, EngineError> {
+        Self::build(config, reference, distorted, None)
+    }
+
+    /// Like [`Engine::new`], but the CUDA backend runs in `context` (e.g. the context that
+    /// upstream decoded into, so that its device frames can be read in place); `device_id`
+    /// is ignored. `backend=cpu` ignores the context.
+    pub fn new_on_context(
+        config: &EngineConfig,
+        context: crate::cuda::ExternalContext,
+        reference: FrameLayout,
+        distorted: FrameLayout,
+    ) -> Result<Engine, EngineError> {
+        Self::build(config, reference, distorted, Some(context))
+    }
+
+    fn build(
+        config: &EngineConfig,
+        reference: FrameLayout,
+        distorted: FrameLayout,
+        context: Option<crate::cuda::ExternalContext>,
+    ) -> Result<Engine, EngineError> {
         let plan = Plan::new(reference, distorted)?;
-        let (backend, note) = crate::backend::select(config, &plan)?;
+        let (backend, note) = crate::backend::select(config, &plan, context)?;
         Ok(Engine {
             plan,
             metrics: config.metrics,

@@ -14,6 +14,7 @@ use gst::glib;
 
 pub mod caps;
 mod gpumetrics;
+pub mod gstcuda;
 pub mod message;
 pub mod meta;
 pub mod pairing;

@@ -131,6 +131,8 @@ pub(crate) struct CudaBackend {
     grid_x: u32,
     /// Which half of `sums` the next pair adds into (the kernel clears the other).
     slot: usize,
+    /// Set when running in a context lent by the caller; last, so it goes after the rest.
+    _external: Option<crate::cuda::ExternalGuard>,
 }
 
 // SAFETY: the raw pointers address memory owned by the struct; CUDA objects are used from
@@ -139,7 +141,21 @@ unsafe impl Send for CudaBackend {}
 
 impl CudaBackend {
     pub(crate) fn new(device_id: u32, plan: &Plan) -> Result<CudaBackend, EngineError> {
-        let ctx = open_context(device_id)?;
+        Self::on_context(open_context(device_id)?, plan)
+    }
+
+    /// Runs in a context owned by the caller (e.g. the one upstream decoded into).
+    pub(crate) fn on_external(
+        ext: crate::cuda::ExternalContext,
+        plan: &Plan,
+    ) -> Result<CudaBackend, EngineError> {
+        let ctx = crate::cuda::wrap_external(&ext)?;
+        let mut backend = Self::on_context(ctx.clone(), plan)?;
+        backend._external = Some(crate::cuda::ExternalGuard::new(ctx, ext));
+        Ok(backend)
+    }
+
+    fn on_context(ctx: Arc<CudaContext>, plan: &Plan) -> Result<CudaBackend, EngineError> {
         let setup = || -> Result<CudaBackend, DriverError> {
             let stream = ctx.new_stream()?;
             let kernels = crate::cuda::kernels(&ctx)?;
@@ -170,6 +186,7 @@ impl CudaBackend {
                 host_sums_ptr,
                 grid_x: rows.min(2048),
                 slot: 0,
+                _external: None,
             })
         };
         setup().map_err(cuda_err("setting up the CUDA backend"))

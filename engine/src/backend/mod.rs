@@ -29,12 +29,24 @@ pub(crate) trait Backend: Send {
     ) -> Result<Measurement, EngineError>;
 }
 
-/// Picks the backend for `config`; the note says why `auto` fell back to the CPU.
+/// Picks the backend for `config`; the note says why `auto` fell back to the CPU. With
+/// `external`, the CUDA backend runs in that context instead of `device_id`'s primary one.
 pub(crate) fn select(
     config: &crate::EngineConfig,
     plan: &Plan,
+    external: Option<crate::cuda::ExternalContext>,
 ) -> Result<(Box<dyn Backend>, Option<String>), EngineError> {
     use crate::BackendChoice;
+    if let Some(ext) = external {
+        return match config.backend {
+            BackendChoice::Cpu => Ok((Box::new(cpu::CpuBackend), None)),
+            BackendChoice::Cuda => Ok((Box::new(cuda::CudaBackend::on_external(ext, plan)?), None)),
+            BackendChoice::Auto => match cuda::CudaBackend::on_external(ext, plan) {
+                Ok(b) => Ok((Box::new(b), None)),
+                Err(e) => Ok((Box::new(cpu::CpuBackend), Some(e.to_string()))),
+            },
+        };
+    }
     match config.backend {
         BackendChoice::Cpu => Ok((Box::new(cpu::CpuBackend), None)),
         BackendChoice::Cuda => Ok((

@@ -11,8 +11,12 @@
 //! Nothing here loads the CUDA library: cudarc does that (dynamically) when the caller first
 //! creates a context, so the crate also runs on machines without CUDA.
 
+mod external;
 mod module;
 mod ptr;
+
+pub use external::ExternalContext;
+pub(crate) use external::{ExternalGuard, wrap as wrap_external};
 
 pub use module::{kernels, unload};
 pub use ptr::{DevPtr, DevPtrMut};

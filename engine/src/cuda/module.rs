@@ -43,3 +43,11 @@ pub fn unload(ctx: &CudaContext) -> bool {
     loaded.retain(|(c, _)| *c != key);
     loaded.len() != before
 }
+
+/// Forgets the module loaded in `ctx` when nothing but this cache holds it (an engine in an
+/// external context calls this as it goes, after dropping its own `Arc<Kernels>`).
+pub(crate) fn release_unused(ctx: &CudaContext) {
+    let key = ctx.cu_ctx() as usize;
+    let mut loaded = LOADED.lock().unwrap_or_else(|e| e.into_inner());
+    loaded.retain(|(c, k)| *c != key || Arc::strong_count(k) > 1);
+}
