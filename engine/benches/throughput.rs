@@ -128,6 +128,7 @@ fn main() {
                 metrics: m,
                 backend,
                 device_id: 0,
+                ssim_chroma: false,
             };
             if !args.no_cpu {
                 let mut e = Engine::new(&cfg(BackendChoice::Cpu), r.layout, d.layout).unwrap();

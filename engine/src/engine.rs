@@ -25,6 +25,8 @@ pub struct EngineConfig {
     pub metrics: MetricSet,
     pub backend: BackendChoice,
     pub device_id: u32,
+    /// SSIM on chroma planes too (`ssim-u`/`-v`, `ssim-all`); luma only when false.
+    pub ssim_chroma: bool,
 }
 
 impl Default for EngineConfig {
@@ -33,6 +35,7 @@ impl Default for EngineConfig {
             metrics: MetricSet::PSNR,
             backend: BackendChoice::Auto,
             device_id: 0,
+            ssim_chroma: false,
         }
     }
 }
@@ -71,7 +74,8 @@ impl Engine {
         distorted: FrameLayout,
         context: Option<crate::cuda::ExternalContext>,
     ) -> Result<Engine, EngineError> {
-        let plan = Plan::new(reference, distorted)?;
+        let mut plan = Plan::new(reference, distorted)?;
+        plan.ssim_chroma = config.ssim_chroma;
         let (backend, note) = crate::backend::select(config, &plan, context)?;
         Ok(Engine {
             plan,
@@ -95,6 +99,12 @@ impl Engine {
         &self.plan
     }
 
+    /// Why requested metrics are left out for this layout (e.g. frames too small for
+    /// MS-SSIM), for the caller to log once.
+    pub fn metric_notes(&self) -> Vec<String> {
+        crate::ssim::notes(&self.plan, self.metrics)
+    }
+
     pub fn compare(&mut self, reference: &Frame, distorted: &Frame) -> Result<Scores, EngineError> {
         let m = self
             .backend
@@ -103,6 +113,7 @@ impl Engine {
         if self.metrics.contains(MetricSet::PSNR) {
             psnr::push_fields(&self.plan, &m.sse[..self.plan.channels.len()], &mut scores);
         }
+        crate::ssim::push_fields(&self.plan, self.metrics, &m.ssim, &mut scores);
         Ok(scores)
     }
 }

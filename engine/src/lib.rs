@@ -11,6 +11,7 @@ mod metrics;
 mod plan;
 pub mod psnr;
 mod scores;
+pub mod ssim;
 mod summary;
 
 pub use engine::{BackendChoice, Engine, EngineConfig};

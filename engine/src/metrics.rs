@@ -8,7 +8,11 @@ pub struct MetricSet(u32);
 
 impl MetricSet {
     pub const PSNR: MetricSet = MetricSet(1);
-    pub const ALL: MetricSet = MetricSet(1);
+    /// SSIM (fields `ssim`, `ssim-<plane>`, `ssim-all`).
+    pub const SSIM: MetricSet = MetricSet(1 << 1);
+    /// MS-SSIM (field `ms-ssim`).
+    pub const MS_SSIM: MetricSet = MetricSet(1 << 2);
+    pub const ALL: MetricSet = MetricSet(1 | Self::SSIM.0 | Self::MS_SSIM.0);
 
     pub fn contains(self, other: MetricSet) -> bool {
         self.0 & other.0 == other.0

@@ -11,6 +11,8 @@ pub struct Plan {
     pub reference: FrameLayout,
     pub distorted: FrameLayout,
     pub channels: Vec<(ChannelSpec, ChannelSpec)>,
+    /// SSIM on chroma planes too (`EngineConfig::ssim_chroma`).
+    pub ssim_chroma: bool,
 }
 
 impl Plan {
@@ -56,6 +58,7 @@ impl Plan {
             reference,
             distorted,
             channels,
+            ssim_chroma: false,
         })
     }
 

@@ -72,6 +72,9 @@ impl Backend for CpuBackend {
                 out.sse[c] += s;
             }
         }
+        if let Some(job) = crate::ssim::Job::new(plan, metrics) {
+            out.ssim = super::cpu_ssim::measure(&job, &plan.psnr_planes(&r, &d));
+        }
         Ok(out)
     }
 }

@@ -131,6 +131,8 @@ pub(crate) struct CudaBackend {
     grid_x: u32,
     /// Which half of `sums` the next pair adds into (the kernel clears the other).
     slot: usize,
+    /// SSIM/MS-SSIM buffers, allocated with the first pair that asks for them.
+    ssim: Option<super::cuda_ssim::CudaSsim>,
     /// Set when running in a context lent by the caller; last, so it goes after the rest.
     _external: Option<crate::cuda::ExternalGuard>,
 }
@@ -186,6 +188,7 @@ impl CudaBackend {
                 host_sums_ptr,
                 grid_x: rows.min(2048),
                 slot: 0,
+                ssim: None,
                 _external: None,
             })
         };
@@ -269,6 +272,18 @@ impl Backend for CudaBackend {
             self.stream
                 .synchronize()
                 .map_err(cuda_err("uploading frames"))?;
+        }
+        if let Some(job) = crate::ssim::Job::new(plan, metrics) {
+            out.ssim = super::cuda_ssim::measure(
+                &mut self.ssim,
+                &self.ctx,
+                &self.stream,
+                &self.kernels,
+                &job,
+                plan,
+                &r,
+                &d,
+            )?;
         }
         Ok(out)
     }

@@ -2,7 +2,9 @@
 //! turn those into scores, so both backends share every formula.
 
 pub(crate) mod cpu;
+pub(crate) mod cpu_ssim;
 pub(crate) mod cuda;
+pub(crate) mod cuda_ssim;
 
 use crate::error::EngineError;
 use crate::frame::Frame;
@@ -11,10 +13,12 @@ use crate::plan::Plan;
 use gpumetrics_kernels::psnr::MAX_CHANNELS;
 
 /// Raw per-pair results, before any metric formula is applied.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub(crate) struct Measurement {
     /// Sum of squared errors per channel (plan order).
     pub sse: [u64; MAX_CHANNELS],
+    /// SSIM/MS-SSIM map sums per channel and scale (`crate::ssim::slot_index`).
+    pub ssim: [f64; gpumetrics_kernels::ssim::RESULT_LEN],
 }
 
 pub(crate) trait Backend: Send {

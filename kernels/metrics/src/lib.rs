@@ -12,3 +12,4 @@ extern crate std;
 
 pub mod psnr;
 pub mod selftest;
+pub mod ssim;

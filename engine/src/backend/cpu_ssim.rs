@@ -1,0 +1,130 @@
+//! SSIM / MS-SSIM on the CPU: the kernel crate's per-pixel functions (moments, map values,
+//! pooling) in the same tap order as the `ssim_scale` kernel, parallel over row bands.
+
+use gpumetrics_kernels::psnr::{Channel, ChannelPair, PsnrPlanes};
+use gpumetrics_kernels::ssim::{
+    F32_SAMPLES, Moments, RESULT_LEN, TAPS, WEIGHTS, constants, half, pooled, sample, ssim_cs,
+    valid,
+};
+use rayon::prelude::*;
+
+use crate::ssim::{Job, slot_index};
+
+/// Map rows per rayon task.
+const BAND_ROWS: u32 = 32;
+
+/// Sums of the ssim and cs map values over the valid region of `p`.
+fn map_sums(p: &ChannelPair) -> (f64, f64) {
+    let (vw, vh) = (valid(p.width), valid(p.height));
+    if vw == 0 || vh == 0 {
+        return (0.0, 0.0);
+    }
+    let peak = p.reference.max;
+    let (c1, c2) = constants(peak);
+    let taps = TAPS as u32;
+    (0..vh)
+        .step_by(BAND_ROWS as usize)
+        .collect::<Vec<_>>()
+        .par_iter()
+        .map(|&y0| {
+            let y1 = (y0 + BAND_ROWS).min(vh);
+            // Horizontal pass over the band's input rows y0 .. y1 + 10.
+            let rows = (y1 - y0 + taps - 1) as usize;
+            let mut hm = vec![Moments::default(); rows * vw as usize];
+            let mut xs = vec![0f32; p.width as usize];
+            let mut ys = vec![0f32; p.width as usize];
+            for r in 0..rows {
+                let y = y0 as u64 + r as u64;
+                let a = (p.reference.ptr + y * p.reference.pitch as u64) as *const u8;
+                let b = (p.distorted.ptr + y * p.distorted.pitch as u64) as *const u8;
+                for x in 0..p.width {
+                    // SAFETY: the channel pair describes readable memory of width×height.
+                    unsafe {
+                        xs[x as usize] = sample(a, x, &p.reference, peak);
+                        ys[x as usize] = sample(b, x, &p.distorted, peak);
+                    }
+                }
+                for x in 0..vw as usize {
+                    let m = &mut hm[r * vw as usize + x];
+                    for k in 0..TAPS {
+                        m.add_sample(WEIGHTS[k], xs[x + k], ys[x + k]);
+                    }
+                }
+            }
+            let mut sums = (0.0, 0.0);
+            for r in 0..(y1 - y0) as usize {
+                for x in 0..vw as usize {
+                    let mut m = Moments::default();
+                    for k in 0..TAPS {
+                        m.add_moments(WEIGHTS[k], &hm[(r + k) * vw as usize + x]);
+                    }
+                    let (s, cs) = ssim_cs(&m, c1, c2);
+                    sums.0 += s;
+                    sums.1 += cs;
+                }
+            }
+            sums
+        })
+        .reduce(|| (0.0, 0.0), |a, b| (a.0 + b.0, a.1 + b.1))
+}
+
+/// The 2×2-pooled next scale of one channel of `p`, as an f32 plane.
+fn pool(c: &Channel, w: u32, h: u32, to_max: u32) -> Vec<f32> {
+    let (nw, nh) = (half(w), half(h));
+    let mut out = vec![0f32; nw as usize * nh as usize];
+    out.par_chunks_mut(nw as usize)
+        .enumerate()
+        .for_each(|(j, row)| {
+            for (i, v) in row.iter_mut().enumerate() {
+                // SAFETY: the channel describes readable memory of w×h samples.
+                *v = unsafe { pooled(c, w, h, i as u32, j as u32, to_max) };
+            }
+        });
+    out
+}
+
+fn f32_channel(data: &[f32], width: u32, max: u32) -> Channel {
+    Channel {
+        ptr: data.as_ptr() as u64,
+        pitch: width * 4,
+        step: 4,
+        sample_bytes: F32_SAMPLES,
+        shift: 0,
+        max,
+        _pad: 0,
+    }
+}
+
+/// Every sum the job asks for, laid out as the GPU's result slot.
+pub(crate) fn measure(job: &Job, planes: &PsnrPlanes) -> [f64; RESULT_LEN] {
+    let mut out = [0.0; RESULT_LEN];
+    for (i, &levels) in job.levels.iter().enumerate() {
+        if levels == 0 {
+            continue;
+        }
+        let mut p = planes.pairs[i];
+        let peak = p.reference.max;
+        // Keeps the pooled planes that `p` points into alive.
+        let mut owned: (Vec<f32>, Vec<f32>);
+        for scale in 0..levels as usize {
+            let (s, cs) = map_sums(&p);
+            out[slot_index(i, scale, 0)] = s;
+            out[slot_index(i, scale, 1)] = cs;
+            if scale + 1 < levels as usize {
+                let (w, h) = (p.width, p.height);
+                let (r, d) = rayon::join(
+                    || pool(&p.reference, w, h, peak),
+                    || pool(&p.distorted, w, h, peak),
+                );
+                owned = (r, d);
+                p = ChannelPair {
+                    reference: f32_channel(&owned.0, half(w), peak),
+                    distorted: f32_channel(&owned.1, half(w), peak),
+                    width: half(w),
+                    height: half(h),
+                };
+            }
+        }
+    }
+    out
+}

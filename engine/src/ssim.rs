@@ -1,0 +1,248 @@
+//! SSIM and MS-SSIM fields from per-channel, per-scale sums of the ssim and cs map values
+//! (kernel side: `gpumetrics_kernels::ssim`).
+
+use crate::format::ColorFamily;
+use crate::metrics::MetricSet;
+use crate::plan::Plan;
+use crate::scores::Scores;
+use gpumetrics_kernels::psnr::MAX_CHANNELS;
+use gpumetrics_kernels::ssim::{MS_MIN_SIDE, MS_WEIGHTS, RESULT_LEN, SCALES, half, valid};
+
+/// Scales to compute per plan channel: 0 (none), 1 (SSIM) or `SCALES` (MS-SSIM, whose
+/// first scale is the SSIM map as well).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Job {
+    pub levels: [u32; MAX_CHANNELS],
+}
+
+impl Job {
+    /// `None` when neither metric is enabled or no channel is large enough.
+    pub(crate) fn new(plan: &Plan, metrics: MetricSet) -> Option<Job> {
+        let (want_ssim, want_ms) = (
+            metrics.contains(MetricSet::SSIM),
+            metrics.contains(MetricSet::MS_SSIM),
+        );
+        let rgb = plan.reference.format.family() == ColorFamily::Rgb;
+        let mut job = Job::default();
+        for (i, (c, _)) in plan.channels.iter().enumerate() {
+            let (w, h) = plan.reference.channel_size(c);
+            let luma_like = i == 0 || rgb;
+            let ssim = want_ssim && (luma_like || plan.ssim_chroma);
+            let ms = want_ms && luma_like && w.min(h) > MS_MIN_SIDE;
+            job.levels[i] = if valid(w) == 0 || valid(h) == 0 {
+                0
+            } else if ms {
+                SCALES as u32
+            } else {
+                // MS-SSIM left out (too small, see `notes`): SSIM alone, if wanted.
+                ssim as u32
+            };
+        }
+        job.levels.iter().any(|&l| l > 0).then_some(job)
+    }
+
+    pub(crate) fn max_levels(&self) -> u32 {
+        self.levels.iter().copied().max().unwrap_or(0)
+    }
+}
+
+/// (width, height) of a channel at each MS-SSIM scale.
+pub(crate) fn scale_sizes(w: u32, h: u32) -> [(u32, u32); SCALES] {
+    let mut out = [(w, h); SCALES];
+    for s in 1..SCALES {
+        out[s] = (half(out[s - 1].0), half(out[s - 1].1));
+    }
+    out
+}
+
+/// Index of (channel, scale, ssim = 0 | cs = 1) in a result slot.
+pub(crate) fn slot_index(channel: usize, scale: usize, which: usize) -> usize {
+    (channel * SCALES + scale) * 2 + which
+}
+
+/// Why a requested metric is left out for this plan, if it is (logged once by the caller).
+pub fn notes(plan: &Plan, metrics: MetricSet) -> Vec<String> {
+    let mut out = Vec::new();
+    let (w, h) = (plan.reference.width, plan.reference.height);
+    if metrics.contains(MetricSet::SSIM) && (valid(w) == 0 || valid(h) == 0) {
+        out.push(format!(
+            "ssim needs frames of at least 11x11 (the Gaussian window); {w}x{h} frames get none"
+        ));
+    } else if metrics.contains(MetricSet::SSIM) && plan.ssim_chroma {
+        let small = plan.channels.iter().any(|(c, _)| {
+            let (cw, ch) = plan.reference.channel_size(c);
+            valid(cw) == 0 || valid(ch) == 0
+        });
+        if small {
+            out.push(format!(
+                "ssim on chroma needs chroma planes of at least 11x11; {w}x{h} frames get no \
+                 chroma ssim and no ssim-all"
+            ));
+        }
+    }
+    if metrics.contains(MetricSet::MS_SSIM) && w.min(h) <= MS_MIN_SIDE {
+        out.push(format!(
+            "ms-ssim needs both sides larger than {MS_MIN_SIDE} pixels (5 scales of an 11-pixel \
+             window); {w}x{h} frames get none"
+        ));
+    }
+    out
+}
+
+/// Field name of a channel's SSIM.
+fn name(channel: &str) -> &'static str {
+    match channel {
+        "y" => "ssim-y",
+        "u" => "ssim-u",
+        "v" => "ssim-v",
+        "r" => "ssim-r",
+        "g" => "ssim-g",
+        "b" => "ssim-b",
+        _ => unreachable!("unknown channel {channel}"),
+    }
+}
+
+/// Appends `ssim-<channel>`, `ssim`, `ssim-all` (when more than one plane is computed) and
+/// `ms-ssim`, as METRICS.md defines them, from the sums of one result slot.
+pub(crate) fn push_fields(
+    plan: &Plan,
+    metrics: MetricSet,
+    sums: &[f64; RESULT_LEN],
+    s: &mut Scores,
+) {
+    let Some(job) = Job::new(plan, metrics) else {
+        return;
+    };
+    let rgb = plan.reference.format.family() == ColorFamily::Rgb;
+    let mean = |i: usize, scale: usize, which: usize| {
+        let (c, _) = &plan.channels[i];
+        let (w, h) = plan.reference.channel_size(c);
+        let (sw, sh) = scale_sizes(w, h)[scale];
+        sums[slot_index(i, scale, which)] / (valid(sw) as f64 * valid(sh) as f64)
+    };
+    if metrics.contains(MetricSet::SSIM) && job.levels[0] > 0 {
+        let mut per = Vec::new();
+        for (i, (c, _)) in plan.channels.iter().enumerate() {
+            if job.levels[i] > 0 {
+                let v = mean(i, 0, 0);
+                s.push(name(c.name), v);
+                let (w, h) = plan.reference.channel_size(c);
+                per.push((v, w as f64 * h as f64));
+            }
+        }
+        let computed_all = job.levels[..plan.channels.len()].iter().all(|&l| l > 0);
+        if rgb {
+            s.push(
+                "ssim",
+                per.iter().map(|p| p.0).sum::<f64>() / per.len() as f64,
+            );
+        } else {
+            s.push("ssim", per[0].0);
+        }
+        if per.len() > 1 && computed_all {
+            let total: f64 = per.iter().map(|p| p.1).sum();
+            s.push(
+                "ssim-all",
+                per.iter().map(|p| p.0 * p.1).sum::<f64>() / total,
+            );
+        }
+    }
+    if metrics.contains(MetricSet::MS_SSIM) && job.levels[0] == SCALES as u32 {
+        let channels: Vec<usize> = (0..plan.channels.len())
+            .filter(|&i| job.levels[i] == SCALES as u32)
+            .collect();
+        let ms: f64 = channels
+            .iter()
+            .map(|&i| {
+                (0..SCALES)
+                    .map(|scale| {
+                        // cs at every scale but the last, ssim there.
+                        let v = mean(i, scale, usize::from(scale < SCALES - 1));
+                        v.max(0.0).powf(MS_WEIGHTS[scale])
+                    })
+                    .product::<f64>()
+            })
+            .sum::<f64>()
+            / channels.len() as f64;
+        s.push("ms-ssim", ms);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::{FrameLayout, PixelFormat};
+
+    fn plan(format: PixelFormat, w: u32, h: u32, chroma: bool) -> Plan {
+        let l = FrameLayout {
+            format,
+            width: w,
+            height: h,
+        };
+        let mut p = Plan::new(l, l).unwrap();
+        p.ssim_chroma = chroma;
+        p
+    }
+
+    #[test]
+    fn jobs_follow_the_channel_rules() {
+        let both = MetricSet::SSIM | MetricSet::MS_SSIM;
+        let p = plan(PixelFormat::I420, 400, 300, false);
+        assert_eq!(Job::new(&p, both).unwrap().levels, [5, 0, 0]);
+        assert_eq!(Job::new(&p, MetricSet::SSIM).unwrap().levels, [1, 0, 0]);
+        let p = plan(PixelFormat::I420, 400, 300, true);
+        assert_eq!(Job::new(&p, both).unwrap().levels, [5, 1, 1]);
+        let p = plan(PixelFormat::Rgb, 400, 300, false);
+        assert_eq!(Job::new(&p, MetricSet::MS_SSIM).unwrap().levels, [5, 5, 5]);
+        let p = plan(PixelFormat::I420, 400, 160, false);
+        assert_eq!(Job::new(&p, MetricSet::MS_SSIM), None);
+        assert_eq!(Job::new(&p, both).unwrap().levels, [1, 0, 0]);
+        assert_eq!(notes(&p, both).len(), 1);
+        let p = plan(PixelFormat::I420, 30, 16, true);
+        assert_eq!(Job::new(&p, MetricSet::SSIM).unwrap().levels, [1, 0, 0]);
+        assert_eq!(Job::new(&p, MetricSet::PSNR), None);
+    }
+
+    #[test]
+    fn fields_weight_planes_and_scales() {
+        let p = plan(PixelFormat::I420, 20, 20, true);
+        let mut sums = [0.0; RESULT_LEN];
+        // Luma 10x10 valid, chroma 10x10 planes: 0x0 valid -> chroma left out.
+        sums[slot_index(0, 0, 0)] = 50.0;
+        let mut s = Scores::new();
+        push_fields(&p, MetricSet::SSIM, &sums, &mut s);
+        assert_eq!(s.get("ssim-y"), Some(0.5));
+        assert_eq!(s.get("ssim"), Some(0.5));
+        assert_eq!(s.get("ssim-all"), None);
+
+        let p = plan(PixelFormat::Y444, 12, 12, true);
+        let mut sums = [0.0; RESULT_LEN];
+        for (i, v) in [4.0, 2.0, 0.0].into_iter().enumerate() {
+            sums[slot_index(i, 0, 0)] = v;
+        }
+        let mut s = Scores::new();
+        push_fields(&p, MetricSet::SSIM, &sums, &mut s);
+        assert_eq!(s.get("ssim"), Some(1.0));
+        assert_eq!(s.get("ssim-u"), Some(0.5));
+        assert_eq!(s.get("ssim-all"), Some(0.5));
+
+        let p = plan(PixelFormat::Gray8, 200, 170, false);
+        let mut sums = [0.0; RESULT_LEN];
+        let sizes = scale_sizes(200, 170);
+        for (scale, &(w, h)) in sizes.iter().enumerate() {
+            let n = valid(w) as f64 * valid(h) as f64;
+            sums[slot_index(0, scale, 0)] = 0.5 * n;
+            sums[slot_index(0, scale, 1)] = 0.8 * n;
+        }
+        let mut s = Scores::new();
+        push_fields(&p, MetricSet::MS_SSIM, &sums, &mut s);
+        let want = MS_WEIGHTS[..4]
+            .iter()
+            .map(|w| 0.8f64.powf(*w))
+            .product::<f64>()
+            * 0.5f64.powf(MS_WEIGHTS[4]);
+        assert!((s.get("ms-ssim").unwrap() - want).abs() < 1e-15);
+        assert_eq!(s.get("ssim"), None);
+        assert_eq!(sizes[4], (13, 11));
+    }
+}
