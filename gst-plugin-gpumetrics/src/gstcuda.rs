@@ -19,11 +19,18 @@ pub const LIBRARY: &str = "libgstcuda-1.0.so.0";
 pub const LIBRARY_ENV: &str = "GPUMETRICS_GSTCUDA_LIBRARY";
 /// `GST_CUDA_CONTEXT_TYPE`: the `GstContext` type that carries a `GstCudaContext`.
 pub const CONTEXT_TYPE: &str = "gst.cuda.context";
+/// `GST_CUDA_MEMORY_TYPE_NAME`: the memory type of `GstCudaMemory`.
+pub const MEMORY_TYPE: &str = "gst.cuda.memory";
 /// `GST_MAP_CUDA`: map flag that yields the device address instead of a host copy.
 pub const MAP_CUDA: u32 = gst::ffi::GST_MAP_FLAG_LAST << 1;
 
 type GBool = gst::glib::ffi::gboolean;
 type RawCtx = gst::ffi::GstObject;
+
+/// True when the buffer's first memory is CUDA memory (also without the library).
+pub fn is_cuda_buffer(buffer: &gst::BufferRef) -> bool {
+    buffer.n_memory() > 0 && buffer.peek_memory(0).is_type(MEMORY_TYPE)
+}
 
 /// Public head of `GstCudaMemory` (gstcudamemory.h; the same in 1.22 and later).
 #[repr(C)]

@@ -20,14 +20,15 @@ use gst_base::subclass::prelude::*;
 use gst_video::prelude::*;
 
 use gpumetrics_engine::{
-    BackendChoice, Engine, EngineConfig, EngineError, Frame, HostFrame, MetricSet, Plane, Pooler,
+    BackendChoice, DeviceFrame, Engine, EngineConfig, EngineError, Frame, HostFrame, MetricSet,
+    Plane, Pooler,
 };
 
 use super::{Backend, Metrics, Pairing, StatsFormat};
 use crate::message::{FRAME_MESSAGE_NAME, FieldStats, FrameScores, Summary};
 use crate::pairing::{self, Decision, Head, Input};
 use crate::stats::{self, StatsWriter};
-use crate::{caps, meta};
+use crate::{caps, gstcuda, meta};
 
 static CAT: LazyLock<gst::DebugCategory> = LazyLock::new(|| {
     gst::DebugCategory::new(
@@ -94,6 +95,25 @@ struct State {
     summary_posted: bool,
     /// A frame of this run was seen (decides whether stop() has something to summarise).
     active: bool,
+    /// The GstCudaContext the engine runs in (None: the device's primary context, or CPU).
+    cuda_ctx: Option<gstcuda::Context>,
+    /// How frames reached the backend (the `memory-stats` property).
+    memory: MemoryStats,
+}
+
+/// Frames by the way they were read: in place in device memory (zero-copy), CUDA memory
+/// mapped for the CPU (a device-to-host copy by GStreamer), system memory.
+#[derive(Debug, Default, Clone, Copy)]
+struct MemoryStats {
+    device: u64,
+    downloaded: u64,
+    system: u64,
+}
+
+/// One input frame, mapped the way the backend reads it.
+enum Mapped<'a> {
+    Host(gst_video::VideoFrameRef<&'a gst::BufferRef>),
+    Device(gstcuda::DeviceMap<'a>),
 }
 
 pub struct GpuMetrics {
@@ -101,6 +121,9 @@ pub struct GpuMetrics {
     dist_pad: gst_base::AggregatorPad,
     settings: Mutex<Settings>,
     state: Mutex<State>,
+    /// The GstCudaContext shared with the neighbours (gst.cuda.context), from 1.22's
+    /// libgstcuda when it loads. Never locked while `state` is waited for.
+    cuda: Mutex<Option<gstcuda::Context>>,
 }
 
 #[glib::object_subclass]
@@ -119,6 +142,7 @@ impl ObjectSubclass for GpuMetrics {
             dist_pad,
             settings: Mutex::new(Settings::default()),
             state: Mutex::new(State::default()),
+            cuda: Mutex::new(None),
         }
     }
 }
@@ -215,6 +239,15 @@ impl ObjectImpl for GpuMetrics {
                     .default_value(u64::MAX)
                     .mutable_ready()
                     .build(),
+                glib::ParamSpecBoxed::builder::<gst::Structure>("memory-stats")
+                    .nick("Memory stats")
+                    .blurb(
+                        "How the frames of this run were read: device-frames = CUDA memory read \
+                         in place (zero-copy), downloaded-frames = CUDA memory mapped for the \
+                         CPU (device-to-host copies), system-frames = system memory",
+                    )
+                    .read_only()
+                    .build(),
             ]
         });
         PROPERTIES.as_ref()
@@ -265,6 +298,16 @@ impl ObjectImpl for GpuMetrics {
                 .pairing_tolerance
                 .map_or(u64::MAX, |t| t.nseconds())
                 .to_value(),
+            "memory-stats" => {
+                drop(settings);
+                let m = self.state.lock().unwrap().memory;
+                gst::Structure::builder("gpumetrics-memory")
+                    .field("device-frames", m.device)
+                    .field("downloaded-frames", m.downloaded)
+                    .field("system-frames", m.system)
+                    .build()
+                    .to_value()
+            }
             other => unreachable!("unknown property {other}"),
         }
     }
@@ -336,6 +379,40 @@ impl ElementImpl for GpuMetrics {
     }
 
     fn release_pad(&self, _pad: &gst::Pad) {}
+
+    fn set_context(&self, context: &gst::Context) {
+        if context.context_type() == gstcuda::CONTEXT_TYPE
+            && let Ok(api) = gstcuda::api()
+        {
+            let mut slot = self.cuda.lock().unwrap();
+            if slot.is_none() {
+                *slot = gstcuda::Context::from_gst_context(api, self.obj().upcast_ref(), context);
+                if let Some(c) = slot.as_ref() {
+                    gst::debug!(
+                        CAT,
+                        imp = self,
+                        "got CUDA context of device {}",
+                        c.device_id()
+                    );
+                }
+            }
+        }
+        self.parent_set_context(context)
+    }
+
+    fn change_state(
+        &self,
+        transition: gst::StateChange,
+    ) -> Result<gst::StateChangeSuccess, gst::StateChangeError> {
+        if transition == gst::StateChange::NullToReady {
+            self.ensure_cuda_context();
+        }
+        let ret = self.parent_change_state(transition)?;
+        if transition == gst::StateChange::ReadyToNull {
+            *self.cuda.lock().unwrap() = None;
+        }
+        Ok(ret)
+    }
 }
 
 /// What aggregate() found at the head of one pad.
@@ -344,6 +421,91 @@ struct HeadInfo {
 }
 
 impl GpuMetrics {
+    /// Finds the GstCudaContext of the neighbours (downstream, upstream, then the
+    /// application via need-context) or creates one on `device-id` and announces it, so
+    /// that NVDEC decoders feeding us decode into the context our kernels run in and two
+    /// instances on one GPU share it. Does nothing for backend=cpu or without libgstcuda.
+    fn ensure_cuda_context(&self) {
+        let (backend, device_id) = {
+            let s = self.settings.lock().unwrap();
+            (s.backend, s.device_id)
+        };
+        if backend == Backend::Cpu || self.cuda.lock().unwrap().is_some() {
+            return;
+        }
+        let api = match gstcuda::api() {
+            Ok(api) => api,
+            Err(why) => {
+                gst::info!(
+                    CAT,
+                    imp = self,
+                    "no GstCuda ({why}): CUDA memory cannot be shared"
+                );
+                return;
+            }
+        };
+        let obj = self.obj();
+        let have = || self.cuda.lock().unwrap().is_some();
+        let pads = [
+            obj.src_pad().upcast_ref::<gst::Pad>().clone(),
+            self.ref_pad.clone().upcast(),
+            self.dist_pad.clone().upcast(),
+        ];
+        for pad in pads {
+            let mut q = gst::query::Context::new(gstcuda::CONTEXT_TYPE);
+            if pad.peer_query(&mut q)
+                && let Some(c) = q.context_owned()
+            {
+                obj.set_context(&c);
+                if have() {
+                    gst::debug!(CAT, obj = pad, "using the CUDA context of this pad's peer");
+                    return;
+                }
+            }
+        }
+        let msg = gst::message::NeedContext::builder(gstcuda::CONTEXT_TYPE)
+            .src(&*obj)
+            .build();
+        let _ = obj.post_message(msg);
+        if have() {
+            return;
+        }
+        let Some(ctx) = gstcuda::Context::new(api, device_id) else {
+            gst::info!(
+                CAT,
+                imp = self,
+                "cannot create a CUDA context on device {device_id}"
+            );
+            return;
+        };
+        gst::info!(
+            CAT,
+            imp = self,
+            "created a CUDA context on device {device_id}"
+        );
+        *self.cuda.lock().unwrap() = Some(ctx.clone());
+        if let Some(c) = ctx.to_gst_context(api) {
+            obj.set_context(&c);
+            let msg = gst::message::HaveContext::builder(c).src(&*obj).build();
+            let _ = obj.post_message(msg);
+        }
+    }
+
+    /// Answers a `gst.cuda.context` query with our context.
+    fn answer_cuda_query(&self, query: &mut gst::QueryRef) -> bool {
+        let gst::QueryView::Context(q) = query.view() else {
+            return false;
+        };
+        if q.context_type() != gstcuda::CONTEXT_TYPE {
+            return false;
+        }
+        let Ok(api) = gstcuda::api() else {
+            return false;
+        };
+        let ctx = self.cuda.lock().unwrap().clone();
+        ctx.is_some_and(|c| c.answer_query(api, self.obj().upcast_ref(), query))
+    }
+
     fn fixed_tolerance(&self) -> Option<u64> {
         self.settings
             .lock()
@@ -421,7 +583,32 @@ impl GpuMetrics {
                 "metrics is empty: pairs are counted, no scores"
             );
         }
-        match Engine::new(&config, rl, dl) {
+        // The CUDA backend runs in the shared GstCudaContext (or the one upstream memory
+        // lives in, see adopt_cuda_context), so device frames are read in place.
+        let cuda_ctx = match (config.backend, gstcuda::api()) {
+            (BackendChoice::Cpu, _) | (_, Err(_)) => None,
+            _ => state
+                .cuda_ctx
+                .clone()
+                .or_else(|| self.cuda.lock().unwrap().clone()),
+        };
+        let created = match (&cuda_ctx, gstcuda::api()) {
+            (Some(ctx), Ok(api)) => {
+                // SAFETY: the handle stays valid while the context object lives, and the
+                // engine keeps a reference to it.
+                let ext = unsafe {
+                    gpumetrics_engine::cuda::ExternalContext::new(
+                        ctx.handle(api),
+                        ctx.device_id(),
+                        Box::new(ctx.clone().into_object()),
+                    )
+                };
+                Engine::new_on_context(&config, ext, rl, dl)
+            }
+            _ => Engine::new(&config, rl, dl),
+        };
+        state.cuda_ctx = cuda_ctx;
+        match created {
             Ok(engine) => {
                 match engine.backend_note() {
                     Some(note) => gst::info!(
@@ -462,8 +649,8 @@ impl GpuMetrics {
             gst::element_imp_error!(
                 self,
                 gst::StreamError::Format,
-                ("{pad}: cannot map a CUDA memory buffer as system memory; zero-copy CUDA \
-                     input is not supported yet: insert `cudadownload` before {pad}")
+                ("{pad}: cannot map a CUDA memory buffer for the CPU backend; use \
+                     backend=cuda (reads it in place) or insert `cudadownload` before {pad}")
             );
         } else {
             gst::element_imp_error!(
@@ -497,6 +684,120 @@ impl GpuMetrics {
         Ok(HostFrame::new(&planes[..n]))
     }
 
+    /// Makes the engine run in the context of the inputs' CUDA memory (when upstream decided
+    /// on another one than ours) and says whether CUDA memory can be read in place.
+    fn adopt_cuda_context(
+        &self,
+        st: &mut State,
+        reference: &gst::Buffer,
+        distorted: &gst::Buffer,
+    ) -> Result<bool, gst::FlowError> {
+        let on_cuda = st
+            .engine
+            .as_ref()
+            .is_some_and(|e| e.backend_name() == "cuda");
+        let Ok(api) = gstcuda::api() else {
+            return Ok(false);
+        };
+        if !on_cuda {
+            return Ok(false);
+        }
+        let ctx_of = |b: &gst::Buffer| {
+            (b.n_memory() == 1)
+                .then(|| gstcuda::Context::of_memory(api, b.peek_memory(0)))
+                .flatten()
+        };
+        let (rc, dc) = (ctx_of(reference), ctx_of(distorted));
+        if let (Some(r), Some(d)) = (&rc, &dc)
+            && r.handle(api) != d.handle(api)
+        {
+            gst::element_imp_error!(
+                self,
+                gst::StreamError::Failed,
+                (
+                    "ref_sink and dist_sink carry CUDA memory of different CUDA contexts (devices \
+                     {} and {}); decode both on one GPU (one context is shared when both \
+                     decoders are on the same device) or insert `cudadownload` before one pad",
+                    r.device_id(),
+                    d.device_id()
+                )
+            );
+            return Err(gst::FlowError::Error);
+        }
+        let Some(want) = rc.or(dc) else {
+            return Ok(true);
+        };
+        if st.cuda_ctx.as_ref().map(|c| c.handle(api)) != Some(want.handle(api)) {
+            gst::info!(
+                CAT,
+                imp = self,
+                "running in the CUDA context of the upstream memory (device {})",
+                want.device_id()
+            );
+            st.engine = None;
+            st.cuda_ctx = Some(want);
+            self.ensure_engine(st)?;
+            if st
+                .engine
+                .as_ref()
+                .is_some_and(|e| e.backend_name() != "cuda")
+            {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// Maps one input: CUDA memory in place when the backend reads device memory, else
+    /// for the CPU (GStreamer downloads CUDA memory then, which is counted and logged).
+    fn map_input<'a>(
+        &self,
+        buffer: &'a gst::Buffer,
+        info: &gst_video::VideoInfo,
+        device: bool,
+        pad: &str,
+        stats: &mut MemoryStats,
+    ) -> Result<Mapped<'a>, gst::FlowError> {
+        let cuda = gstcuda::is_cuda_buffer(buffer);
+        if cuda
+            && device
+            && let Ok(api) = gstcuda::api()
+        {
+            let m = gstcuda::DeviceMap::map(api, buffer.as_ref(), info).map_err(|e| {
+                gst::element_imp_error!(self, gst::StreamError::Format, ("{pad}: {e}"));
+                gst::FlowError::Error
+            })?;
+            stats.device += 1;
+            return Ok(Mapped::Device(m));
+        }
+        let f = gst_video::VideoFrameRef::from_buffer_ref_readable(buffer.as_ref(), info)
+            .map_err(|_| self.map_error(pad, cuda))?;
+        if cuda {
+            if stats.downloaded == 0 {
+                gst::warning!(
+                    CAT,
+                    imp = self,
+                    "{pad}: CUDA memory is copied to the host for the CPU backend"
+                );
+            }
+            stats.downloaded += 1;
+        } else {
+            stats.system += 1;
+        }
+        Ok(Mapped::Host(f))
+    }
+
+    fn frame<'a>(m: &'a Mapped<'a>) -> Result<Frame<'a>, String> {
+        Ok(match m {
+            Mapped::Host(f) => Frame::Host(Self::host_frame(f)?),
+            Mapped::Device(d) => Frame::Device(DeviceFrame {
+                ptrs: d.ptrs,
+                pitches: d.pitches,
+                n_planes: d.n_planes,
+            }),
+        })
+    }
+
     /// Compares one pair and pushes the distorted buffer with its scores.
     fn compare_and_push(
         &self,
@@ -512,7 +813,7 @@ impl GpuMetrics {
         state.active = true;
         self.ensure_engine(&mut state)?;
         let st = &mut *state;
-        let (Some(ri), Some(di)) = (&st.reference.info, &st.distorted.info) else {
+        let (Some(ri), Some(di)) = (st.reference.info.clone(), st.distorted.info.clone()) else {
             gst::element_imp_error!(
                 self,
                 gst::CoreError::Negotiation,
@@ -520,28 +821,25 @@ impl GpuMetrics {
             );
             return Err(gst::FlowError::NotNegotiated);
         };
+        let device = self.adopt_cuda_context(st, &reference, &distorted)?;
         let engine = st.engine.as_mut().expect("created above");
         let scores = {
-            let rf = gst_video::VideoFrameRef::from_buffer_ref_readable(reference.as_ref(), ri)
-                .map_err(|_| self.map_error("ref_sink", st.reference.cuda_memory))?;
-            let df = gst_video::VideoFrameRef::from_buffer_ref_readable(distorted.as_ref(), di)
-                .map_err(|_| self.map_error("dist_sink", st.distorted.cuda_memory))?;
             let invalid = |pad: &str, e: String| {
                 gst::element_imp_error!(self, gst::StreamError::Format, ("{pad}: {e}"));
                 gst::FlowError::Error
             };
-            let rh = Self::host_frame(&rf).map_err(|e| invalid("ref_sink", e))?;
-            let dh = Self::host_frame(&df).map_err(|e| invalid("dist_sink", e))?;
-            engine
-                .compare(&Frame::Host(rh), &Frame::Host(dh))
-                .map_err(|e| {
-                    gst::element_imp_error!(
-                        self,
-                        engine_error_kind(&e),
-                        ("Comparing frame pair {} failed: {e}", st.frame)
-                    );
-                    gst::FlowError::Error
-                })?
+            let rm = self.map_input(&reference, &ri, device, "ref_sink", &mut st.memory)?;
+            let dm = self.map_input(&distorted, &di, device, "dist_sink", &mut st.memory)?;
+            let rf = Self::frame(&rm).map_err(|e| invalid("ref_sink", e))?;
+            let df = Self::frame(&dm).map_err(|e| invalid("dist_sink", e))?;
+            engine.compare(&rf, &df).map_err(|e| {
+                gst::element_imp_error!(
+                    self,
+                    engine_error_kind(&e),
+                    ("Comparing frame pair {} failed: {e}", st.frame)
+                );
+                gst::FlowError::Error
+            })?
         };
         drop(reference);
 
@@ -636,6 +934,7 @@ impl GpuMetrics {
         }
         state.summary_posted = true;
         let summary = Self::build_summary(&state);
+        let memory = state.memory;
         let write_err = state
             .stats
             .as_mut()
@@ -648,6 +947,15 @@ impl GpuMetrics {
             summary.frames,
             summary.unmatched_ref,
             summary.unmatched_dist
+        );
+        gst::info!(
+            CAT,
+            imp = self,
+            "frames read in device memory (zero-copy): {}, CUDA memory copied to the host: {}, \
+             system memory: {}",
+            memory.device,
+            memory.downloaded,
+            memory.system
         );
         let _ = self.obj().post_message(summary.to_message(&*self.obj()));
         if let Some(e) = write_err {
@@ -808,7 +1116,14 @@ impl AggregatorImpl for GpuMetrics {
         }
     }
 
+    fn src_query(&self, query: &mut gst::QueryRef) -> bool {
+        self.answer_cuda_query(query) || self.parent_src_query(query)
+    }
+
     fn sink_query(&self, pad: &gst_base::AggregatorPad, query: &mut gst::QueryRef) -> bool {
+        if self.answer_cuda_query(query) {
+            return true;
+        }
         match query.view_mut() {
             gst::QueryViewMut::Caps(q) => {
                 let templ = pad.pad_template_caps();

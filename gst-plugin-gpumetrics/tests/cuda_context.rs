@@ -1,0 +1,142 @@
+// SPDX-License-Identifier: MPL-2.0
+//! CUDA context sharing (`gst.cuda.context`) and the `memory-stats` counters. Where libgstcuda
+//! cannot reach a CUDA driver (CI) the element answers no context query and reads system
+//! memory; on a GPU machine it creates a GstCudaContext on `device-id`, answers queries with
+//! it and shares it between instances. Both cases are checked by the same tests.
+
+mod common;
+
+use common::*;
+use gst::prelude::*;
+use gstgpumetrics::gstcuda;
+
+fn element(backend: &str) -> gst::Element {
+    init();
+    gst::ElementFactory::make("gpumetrics")
+        .property_from_str("backend", backend)
+        .build()
+        .unwrap()
+}
+
+/// The context a `gst.cuda.context` query on `pad` returns.
+fn query(pad: &gst::Pad) -> Option<gst::Context> {
+    let mut q = gst::query::Context::new(gstcuda::CONTEXT_TYPE);
+    pad.query(&mut q).then(|| q.context_owned()).flatten()
+}
+
+fn cuda_object(c: &gst::Context) -> gst::Object {
+    c.structure()
+        .get::<gst::Object>(gstcuda::CONTEXT_TYPE)
+        .unwrap()
+}
+
+#[test]
+fn context_queries_are_answered_with_a_usable_gstcuda_only() {
+    let m = element("auto");
+    m.set_state(gst::State::Ready).unwrap();
+    let answers: Vec<_> = ["ref_sink", "dist_sink", "src"]
+        .iter()
+        .map(|p| query(&m.static_pad(p).unwrap()))
+        .collect();
+    match gstcuda::api() {
+        Err(why) => {
+            eprintln!("no GstCuda here ({why})");
+            assert!(answers.iter().all(Option::is_none), "{answers:?}");
+        }
+        Ok(_) => {
+            let first = answers[0].as_ref().expect("ref_sink answers");
+            assert_eq!(first.context_type(), gstcuda::CONTEXT_TYPE);
+            assert_eq!(first.structure().get::<u32>("cuda-device-id"), Ok(0));
+            for a in &answers[1..] {
+                let a = a.as_ref().expect("every pad answers");
+                assert_eq!(
+                    cuda_object(a),
+                    cuda_object(first),
+                    "one context per element"
+                );
+            }
+        }
+    }
+    // Other context types are not ours to answer.
+    let mut q = gst::query::Context::new("gst.gl.GLDisplay");
+    assert!(!m.static_pad("ref_sink").unwrap().query(&mut q));
+    m.set_state(gst::State::Null).unwrap();
+}
+
+#[test]
+fn backend_cpu_creates_no_context() {
+    let m = element("cpu");
+    m.set_state(gst::State::Ready).unwrap();
+    assert!(query(&m.static_pad("ref_sink").unwrap()).is_none());
+    m.set_state(gst::State::Null).unwrap();
+}
+
+#[test]
+fn a_context_without_a_cuda_context_is_ignored() {
+    let m = element("auto");
+    let bogus = gst::Context::new(gstcuda::CONTEXT_TYPE, true);
+    m.set_context(&bogus);
+    m.set_state(gst::State::Ready).unwrap();
+    // Either none (no GstCuda) or one the element made itself: never the bogus one.
+    if let Some(c) = query(&m.static_pad("ref_sink").unwrap()) {
+        assert!(c.structure().has_field(gstcuda::CONTEXT_TYPE));
+    }
+    m.set_state(gst::State::Null).unwrap();
+}
+
+#[test]
+fn two_instances_in_one_pipeline_share_the_context() {
+    init();
+    let pipeline = gst::parse::launch(
+        "videotestsrc num-buffers=1 ! tee name=t t. ! queue ! a.ref_sink t. ! queue ! a.dist_sink \
+         gpumetrics name=a ! fakesink \
+         videotestsrc num-buffers=1 ! tee name=u u. ! queue ! b.ref_sink u. ! queue ! b.dist_sink \
+         gpumetrics name=b ! fakesink",
+    )
+    .unwrap()
+    .downcast::<gst::Pipeline>()
+    .unwrap();
+    pipeline.set_state(gst::State::Ready).unwrap();
+    let ctx = |name: &str| {
+        let m = pipeline.by_name(name).unwrap();
+        query(&m.static_pad("ref_sink").unwrap()).map(|c| cuda_object(&c))
+    };
+    let (a, b) = (ctx("a"), ctx("b"));
+    if gstcuda::api().is_ok() {
+        assert!(a.is_some());
+        assert_eq!(a, b, "the second instance must get the first one's context");
+    } else {
+        assert!(a.is_none() && b.is_none());
+    }
+    pipeline.set_state(gst::State::Null).unwrap();
+}
+
+#[test]
+fn memory_stats_count_system_memory_frames() {
+    init();
+    let pipeline = gst::parse::launch(&format!(
+        "videotestsrc num-buffers=7 ! {} ! tee name=t t. ! queue ! m.ref_sink \
+         t. ! queue ! m.dist_sink gpumetrics name=m backend={} ! fakesink",
+        i420_caps(64, 48, 30),
+        test_backend()
+    ))
+    .unwrap()
+    .downcast::<gst::Pipeline>()
+    .unwrap();
+    pipeline.set_state(gst::State::Playing).unwrap();
+    let msg = pipeline
+        .bus()
+        .unwrap()
+        .timed_pop_filtered(
+            gst::ClockTime::from_seconds(30),
+            &[gst::MessageType::Eos, gst::MessageType::Error],
+        )
+        .expect("EOS or error");
+    assert!(matches!(msg.view(), gst::MessageView::Eos(_)), "{msg:?}");
+    let m = pipeline.by_name("m").unwrap();
+    let s = m.property::<gst::Structure>("memory-stats");
+    assert_eq!(s.get::<u64>("system-frames"), Ok(14), "{s}");
+    assert_eq!(s.get::<u64>("device-frames"), Ok(0), "{s}");
+    assert_eq!(s.get::<u64>("downloaded-frames"), Ok(0), "{s}");
+    pipeline.set_state(gst::State::Null).unwrap();
+}
