@@ -554,6 +554,7 @@ impl GpuMetrics {
                 Backend::Cpu => BackendChoice::Cpu,
             },
             device_id: settings.device_id,
+            ..EngineConfig::default()
         }
     }
 
