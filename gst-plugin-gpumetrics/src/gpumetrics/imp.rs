@@ -41,6 +41,7 @@ static CAT: LazyLock<gst::DebugCategory> = LazyLock::new(|| {
 const DEFAULT_DEVICE_ID: u32 = 0;
 const DEFAULT_POST_MESSAGES: bool = true;
 const DEFAULT_ATTACH_META: bool = true;
+const DEFAULT_SSIM_CHROMA: bool = false;
 
 #[derive(Debug, Clone)]
 struct Settings {
@@ -51,6 +52,8 @@ struct Settings {
     stats_format: StatsFormat,
     post_messages: bool,
     attach_meta: bool,
+    /// SSIM on the chroma planes of YUV input too.
+    ssim_chroma: bool,
     pairing: Pairing,
     /// Fixed pairing tolerance; `None` = half the shorter frame duration.
     pairing_tolerance: Option<gst::ClockTime>,
@@ -66,6 +69,7 @@ impl Default for Settings {
             stats_format: StatsFormat::default(),
             post_messages: DEFAULT_POST_MESSAGES,
             attach_meta: DEFAULT_ATTACH_META,
+            ssim_chroma: DEFAULT_SSIM_CHROMA,
             pairing: Pairing::default(),
             pairing_tolerance: None,
         }
@@ -219,6 +223,15 @@ impl ObjectImpl for GpuMetrics {
                     .default_value(DEFAULT_ATTACH_META)
                     .mutable_playing()
                     .build(),
+                glib::ParamSpecBoolean::builder("ssim-chroma")
+                    .nick("SSIM on chroma")
+                    .blurb(
+                        "YUV input: also compute ssim-u, ssim-v and the plane-size weighted \
+                         ssim-all (ssim is luma either way; RGB input always has R, G, B)",
+                    )
+                    .default_value(DEFAULT_SSIM_CHROMA)
+                    .mutable_ready()
+                    .build(),
                 glib::ParamSpecEnum::builder::<Pairing>("pairing")
                     .nick("Pairing")
                     .blurb(
@@ -269,6 +282,7 @@ impl ObjectImpl for GpuMetrics {
             "stats-format" => settings.stats_format = value.get().expect("type checked upstream"),
             "post-messages" => settings.post_messages = value.get().expect("type checked upstream"),
             "attach-meta" => settings.attach_meta = value.get().expect("type checked upstream"),
+            "ssim-chroma" => settings.ssim_chroma = value.get().expect("type checked upstream"),
             "pairing" => settings.pairing = value.get().expect("type checked upstream"),
             "pairing-tolerance" => {
                 let v: u64 = value.get().expect("type checked upstream");
@@ -293,6 +307,7 @@ impl ObjectImpl for GpuMetrics {
             "stats-format" => settings.stats_format.to_value(),
             "post-messages" => settings.post_messages.to_value(),
             "attach-meta" => settings.attach_meta.to_value(),
+            "ssim-chroma" => settings.ssim_chroma.to_value(),
             "pairing" => settings.pairing.to_value(),
             "pairing-tolerance" => settings
                 .pairing_tolerance
@@ -546,6 +561,12 @@ impl GpuMetrics {
         if settings.metrics.contains(Metrics::PSNR) {
             metrics = metrics | MetricSet::PSNR;
         }
+        if settings.metrics.contains(Metrics::SSIM) {
+            metrics = metrics | MetricSet::SSIM;
+        }
+        if settings.metrics.contains(Metrics::MS_SSIM) {
+            metrics = metrics | MetricSet::MS_SSIM;
+        }
         EngineConfig {
             metrics,
             backend: match settings.backend {
@@ -554,6 +575,7 @@ impl GpuMetrics {
                 Backend::Cpu => BackendChoice::Cpu,
             },
             device_id: settings.device_id,
+            ssim_chroma: settings.ssim_chroma,
             ..EngineConfig::default()
         }
     }
@@ -611,6 +633,9 @@ impl GpuMetrics {
         state.cuda_ctx = cuda_ctx;
         match created {
             Ok(engine) => {
+                for note in engine.metric_notes() {
+                    gst::warning!(CAT, imp = self, "{note}");
+                }
                 match engine.backend_note() {
                     Some(note) => gst::info!(
                         CAT,

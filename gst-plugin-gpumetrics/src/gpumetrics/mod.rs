@@ -36,6 +36,18 @@ pub enum Metrics {
         nick = "psnr"
     )]
     PSNR = 0b0000_0001,
+    /// SSIM per plane (luma, or R, G, B; chroma with `ssim-chroma`), `ssim`, `ssim-all`.
+    #[flags_value(
+        name = "SSIM (11x11 Gaussian window) of luma, or of R, G, B; chroma and ssim-all with ssim-chroma",
+        nick = "ssim"
+    )]
+    SSIM = 0b0000_0010,
+    /// MS-SSIM (5 scales) of luma, or the mean over R, G, B (`ms-ssim`).
+    #[flags_value(
+        name = "MS-SSIM (5 scales) of luma, or the mean over R, G, B; frames > 160x160",
+        nick = "ms-ssim"
+    )]
+    MS_SSIM = 0b0000_0100,
 }
 
 impl Default for Metrics {
