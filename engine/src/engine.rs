@@ -99,6 +99,24 @@ impl Engine {
         &self.plan
     }
 
+    /// Sets the inputs' colorimetry (default: [`Colorimetry::default_for`] their formats),
+    /// which linear-light metrics (SSIMULACRA2) convert with. Fails when such a metric is
+    /// enabled and a transfer function cannot be linearised (PQ, HLG).
+    ///
+    /// [`Colorimetry::default_for`]: crate::Colorimetry::default_for
+    pub fn with_colorimetry(
+        mut self,
+        reference: crate::Colorimetry,
+        distorted: crate::Colorimetry,
+    ) -> Result<Engine, EngineError> {
+        if self.metrics.contains(MetricSet::SSIMULACRA2) {
+            reference.check_linearizable("reference")?;
+            distorted.check_linearizable("distorted")?;
+        }
+        self.plan.colorimetry = [reference, distorted];
+        Ok(self)
+    }
+
     /// Why requested metrics are left out for this layout (e.g. frames too small for
     /// MS-SSIM), for the caller to log once.
     pub fn metric_notes(&self) -> Vec<String> {
@@ -114,6 +132,9 @@ impl Engine {
             psnr::push_fields(&self.plan, &m.sse[..self.plan.channels.len()], &mut scores);
         }
         crate::ssim::push_fields(&self.plan, self.metrics, &m.ssim, &mut scores);
+        if let Some(s) = &m.ssimulacra2 {
+            crate::ssimulacra2::push_fields(s, &mut scores);
+        }
         Ok(scores)
     }
 }

@@ -2,6 +2,7 @@
 //! caps and buffers to [`FrameLayout`] and [`Frame`], and publishes [`Scores`].
 
 mod backend;
+mod color;
 pub mod cuda;
 mod engine;
 mod error;
@@ -12,8 +13,10 @@ mod plan;
 pub mod psnr;
 mod scores;
 pub mod ssim;
+pub mod ssimulacra2;
 mod summary;
 
+pub use color::{ChromaSiting, Colorimetry, Matrix, Range, Transfer, host_linear_rgb};
 pub use engine::{BackendChoice, Engine, EngineConfig};
 pub use error::EngineError;
 pub use format::{ChannelSpec, ColorFamily, FrameLayout, PixelFormat};

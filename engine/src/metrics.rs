@@ -12,7 +12,9 @@ impl MetricSet {
     pub const SSIM: MetricSet = MetricSet(1 << 1);
     /// MS-SSIM (field `ms-ssim`).
     pub const MS_SSIM: MetricSet = MetricSet(1 << 2);
-    pub const ALL: MetricSet = MetricSet(1 | Self::SSIM.0 | Self::MS_SSIM.0);
+    /// SSIMULACRA2 2.1 on linear RGB (field `ssimulacra2`).
+    pub const SSIMULACRA2: MetricSet = MetricSet(1 << 3);
+    pub const ALL: MetricSet = MetricSet(1 | Self::SSIM.0 | Self::MS_SSIM.0 | Self::SSIMULACRA2.0);
 
     pub fn contains(self, other: MetricSet) -> bool {
         self.0 & other.0 == other.0

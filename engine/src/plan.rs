@@ -1,8 +1,10 @@
 //! What to compare: channel pairs matched by name between the two inputs' formats.
 
+use crate::color::Colorimetry;
 use crate::error::EngineError;
 use crate::format::{ChannelSpec, ColorFamily, FrameLayout};
 use crate::frame::PlanePtrs;
+use gpumetrics_kernels::color::ColorSource;
 use gpumetrics_kernels::psnr::{Channel, ChannelPair, MAX_CHANNELS, PsnrPlanes};
 
 /// The channel pairs of a (reference, distorted) layout pair, fixed per caps.
@@ -13,6 +15,8 @@ pub struct Plan {
     pub channels: Vec<(ChannelSpec, ChannelSpec)>,
     /// SSIM on chroma planes too (`EngineConfig::ssim_chroma`).
     pub ssim_chroma: bool,
+    /// Colorimetry of the reference and distorted inputs (for linear-light metrics).
+    pub colorimetry: [Colorimetry; 2],
 }
 
 impl Plan {
@@ -59,6 +63,10 @@ impl Plan {
             distorted,
             channels,
             ssim_chroma: false,
+            colorimetry: [
+                Colorimetry::default_for(rf.family()),
+                Colorimetry::default_for(df.family()),
+            ],
         })
     }
 
@@ -87,6 +95,16 @@ impl Plan {
             };
         }
         out
+    }
+}
+
+impl Plan {
+    /// Kernel-side descriptions of both frames for the linear-RGB conversion.
+    pub(crate) fn color_sources(&self, r: &PlanePtrs, d: &PlanePtrs) -> (ColorSource, ColorSource) {
+        (
+            self.colorimetry[0].source(&self.reference, r),
+            self.colorimetry[1].source(&self.distorted, d),
+        )
     }
 }
 

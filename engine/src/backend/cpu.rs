@@ -72,6 +72,9 @@ impl Backend for CpuBackend {
                 out.sse[c] += s;
             }
         }
+        if metrics.contains(MetricSet::SSIMULACRA2) {
+            out.ssimulacra2 = Some(super::cpu_ssimulacra2::measure(plan, &r, &d));
+        }
         if let Some(job) = crate::ssim::Job::new(plan, metrics) {
             out.ssim = super::cpu_ssim::measure(&job, &plan.psnr_planes(&r, &d));
         }

@@ -133,6 +133,8 @@ pub(crate) struct CudaBackend {
     slot: usize,
     /// SSIM/MS-SSIM buffers, allocated with the first pair that asks for them.
     ssim: Option<super::cuda_ssim::CudaSsim>,
+    /// SSIMULACRA2 buffers, allocated with the first pair that asks for the metric.
+    ssimu2: Option<super::cuda_ssimulacra2::CudaSsimu2>,
     /// Set when running in a context lent by the caller; last, so it goes after the rest.
     _external: Option<crate::cuda::ExternalGuard>,
 }
@@ -189,6 +191,7 @@ impl CudaBackend {
                 grid_x: rows.min(2048),
                 slot: 0,
                 ssim: None,
+                ssimu2: None,
                 _external: None,
             })
         };
@@ -272,6 +275,17 @@ impl Backend for CudaBackend {
             self.stream
                 .synchronize()
                 .map_err(cuda_err("uploading frames"))?;
+        }
+        if metrics.contains(MetricSet::SSIMULACRA2) {
+            out.ssimulacra2 = Some(super::cuda_ssimulacra2::measure(
+                &mut self.ssimu2,
+                &self.ctx,
+                &self.stream,
+                &self.kernels,
+                plan,
+                &r,
+                &d,
+            )?);
         }
         if let Some(job) = crate::ssim::Job::new(plan, metrics) {
             out.ssim = super::cuda_ssim::measure(

@@ -3,8 +3,10 @@
 
 pub(crate) mod cpu;
 pub(crate) mod cpu_ssim;
+pub(crate) mod cpu_ssimulacra2;
 pub(crate) mod cuda;
 pub(crate) mod cuda_ssim;
+pub(crate) mod cuda_ssimulacra2;
 
 use crate::error::EngineError;
 use crate::frame::Frame;
@@ -19,6 +21,8 @@ pub(crate) struct Measurement {
     pub sse: [u64; MAX_CHANNELS],
     /// SSIM/MS-SSIM map sums per channel and scale (`crate::ssim::slot_index`).
     pub ssim: [f64; gpumetrics_kernels::ssim::RESULT_LEN],
+    /// SSIMULACRA2 map sums per scale.
+    pub ssimulacra2: Option<crate::ssimulacra2::Sums>,
 }
 
 pub(crate) trait Backend: Send {

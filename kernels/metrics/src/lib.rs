@@ -10,6 +10,8 @@
 #[cfg(test)]
 extern crate std;
 
+pub mod color;
 pub mod psnr;
 pub mod selftest;
 pub mod ssim;
+pub mod ssimulacra2;

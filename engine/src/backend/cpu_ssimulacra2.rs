@@ -1,0 +1,148 @@
+//! SSIMULACRA2 on the CPU: the kernel crate's per-pixel and per-row code, rows in parallel
+//! with rayon. Same steps as the GPU: linear RGB, then per scale XYB, the five blurred
+//! moments (horizontal pass into a scratch image, vertical pass fused with the maps) and
+//! the map sums.
+
+use rayon::prelude::*;
+
+use crate::frame::PlanePtrs;
+use crate::plan::Plan;
+use crate::ssimulacra2::{Sums, scale_sizes};
+use gpumetrics_kernels::color::{ColorSource, linear_rgb};
+use gpumetrics_kernels::ssimulacra2::{
+    S2_SUMS_PER_PLANE, blur_row, column_sums, downsample_at, xyb,
+};
+
+/// Six planes (reference R, G, B, distorted R, G, B) of one scale.
+struct Planes {
+    w: usize,
+    h: usize,
+    data: Vec<f32>,
+}
+
+impl Planes {
+    fn plane(&self, i: usize) -> &[f32] {
+        &self.data[i * self.w * self.h..][..self.w * self.h]
+    }
+}
+
+/// Raw pointer that rayon tasks may share (each writes disjoint elements).
+#[derive(Clone, Copy)]
+struct Shared(*mut f32);
+// SAFETY: only used for disjoint writes inside one parallel loop.
+unsafe impl Send for Shared {}
+unsafe impl Sync for Shared {}
+
+fn linearize(src: [&ColorSource; 2], w: usize, h: usize) -> Planes {
+    let mut data = vec![0.0f32; 6 * w * h];
+    let out = Shared(data.as_mut_ptr());
+    (0..2 * h).into_par_iter().for_each(|row| {
+        let (img, y) = (row / h, row % h);
+        let out = out;
+        for x in 0..w {
+            // SAFETY: the sources were validated against the plan's layouts.
+            let rgb = unsafe { linear_rgb(src[img], x as u32, y as u32) };
+            for (c, v) in rgb.into_iter().enumerate() {
+                // SAFETY: (img, c, y, x) indexes a distinct element of `data`.
+                unsafe { *out.0.add((img * 3 + c) * w * h + y * w + x) = v };
+            }
+        }
+    });
+    Planes { w, h, data }
+}
+
+fn downsample(p: &Planes, w: usize, h: usize) -> Planes {
+    let mut data = vec![0.0f32; 6 * w * h];
+    data.par_chunks_mut(w).enumerate().for_each(|(row, out)| {
+        let (i, y) = (row / h, row % h);
+        let src = p.plane(i);
+        for (x, o) in out.iter_mut().enumerate() {
+            // SAFETY: `src` holds the previous scale's p.w * p.h values.
+            *o = unsafe { downsample_at(src.as_ptr(), p.w as u32, p.h as u32, x as u32, y as u32) };
+        }
+    });
+    Planes { w, h, data }
+}
+
+/// Map sums of one scale (plane·6 + map·2 + norm).
+fn scale_sums(p: &Planes) -> [f64; 18] {
+    let (w, h) = (p.w, p.h);
+    // XYB planes: reference X, Y, B, distorted X, Y, B.
+    let mut xyb_data = vec![0.0f32; 6 * w * h];
+    let out = Shared(xyb_data.as_mut_ptr());
+    (0..2 * h).into_par_iter().for_each(|row| {
+        let (img, y) = (row / h, row % h);
+        let out = out;
+        let src = [0, 1, 2].map(|c| &p.plane(img * 3 + c)[y * w..][..w]);
+        for x in 0..w {
+            let v = xyb([src[0][x], src[1][x], src[2][x]]);
+            for (c, v) in v.into_iter().enumerate() {
+                // SAFETY: (img, c, y, x) indexes a distinct element of `xyb_data`.
+                unsafe { *out.0.add((img * 3 + c) * w * h + y * w + x) = v };
+            }
+        }
+    });
+    let plane = |i: usize| &xyb_data[i * w * h..][..w * h];
+    let mut sums = [0.0f64; 18];
+    // Horizontally blurred moments, five planes.
+    let mut hb = vec![0.0f32; 5 * w * h];
+    for c in 0..3 {
+        let (a, b) = (plane(c), plane(3 + c));
+        let out = Shared(hb.as_mut_ptr());
+        (0..h).into_par_iter().for_each(|y| {
+            let out = out;
+            let (ra, rb) = (&a[y * w..][..w], &b[y * w..][..w]);
+            blur_row(
+                w as u32,
+                |x| (ra[x as usize], rb[x as usize]),
+                |x, m| {
+                    for (k, v) in m.into_iter().enumerate() {
+                        // SAFETY: (k, y, x) indexes a distinct element of `hb`.
+                        unsafe { *out.0.add(k * w * h + y * w + x as usize) = v };
+                    }
+                },
+            );
+        });
+        let hb = &hb;
+        let plane_sums = (0..w)
+            .into_par_iter()
+            .map(|x| {
+                column_sums(
+                    h as u32,
+                    |y| std::array::from_fn(|k| hb[k * w * h + y as usize * w + x]),
+                    |y| (a[y as usize * w + x], b[y as usize * w + x]),
+                )
+            })
+            .reduce(
+                || [0.0f64; S2_SUMS_PER_PLANE],
+                |mut x, y| {
+                    x.iter_mut().zip(y).for_each(|(x, y)| *x += y);
+                    x
+                },
+            );
+        sums[c * S2_SUMS_PER_PLANE..][..S2_SUMS_PER_PLANE].copy_from_slice(&plane_sums);
+    }
+    sums
+}
+
+/// SSIMULACRA2 sums of a validated host frame pair.
+pub(crate) fn measure(plan: &Plan, r: &PlanePtrs, d: &PlanePtrs) -> Sums {
+    let src = plan.color_sources(r, d);
+    let sizes = scale_sizes(plan.reference.width, plan.reference.height);
+    let mut out = Sums {
+        scales: sizes.len(),
+        ..Default::default()
+    };
+    let Some(&(w, h)) = sizes.first() else {
+        return out;
+    };
+    let mut planes = linearize([&src.0, &src.1], w as usize, h as usize);
+    for (s, &(w, h)) in sizes.iter().enumerate() {
+        if s > 0 {
+            planes = downsample(&planes, w as usize, h as usize);
+        }
+        out.pixels[s] = w as u64 * h as u64;
+        out.sums[s] = scale_sums(&planes);
+    }
+    out
+}

@@ -1,0 +1,130 @@
+//! SSIMULACRA2 (version 2.1) from per-scale map sums (kernel side:
+//! `gpumetrics_kernels::ssimulacra2`): norms, the 108-weight sum and the final mapping, in
+//! f64.
+
+use crate::scores::Scores;
+use gpumetrics_kernels::ssimulacra2::{
+    S2_MAX_SCALES, S2_MIN_SIZE, S2_SUMS_PER_PLANE, S2_SUMS_PER_SCALE, half,
+};
+
+pub const FIELD: &str = "ssimulacra2";
+
+/// Weights of the 108 sub-scores, in the reference's order (plane X, Y, B; scale; norm L1,
+/// L4; map ssim, artifact, detail lost).
+#[rustfmt::skip]
+pub const WEIGHTS: [f64; 108] = [
+    0.0, 0.0007376606707406586, 0.0, 0.0, 0.0007793481682867309, 0.0,
+    0.0, 0.0004371155730107379, 0.0, 1.1041726426657346, 0.00066284834129271, 0.00015231632783718752,
+    0.0, 0.0016406437456599754, 0.0, 1.8422455520539298, 11.441172603757666, 0.0,
+    0.0007989109436015163, 0.000176816438078653, 0.0, 1.8787594979546387, 10.94906990605142, 0.0,
+    0.0007289346991508072, 0.9677937080626833, 0.0, 0.00014003424285435884, 0.9981766977854967, 0.00031949755934435053,
+    0.0004550992113792063, 0.0, 0.0, 0.0013648766163243398, 0.0, 0.0,
+    0.0, 0.0, 0.0, 7.466890328078848, 0.0, 17.445833984131262,
+    0.0006235601634041466, 0.0, 0.0, 6.683678146179332, 0.00037724407979611296, 1.027889937768264,
+    225.20515300849274, 0.0, 0.0, 19.213238186143016, 0.0011401524586618361, 0.001237755635509985,
+    176.39317598450694, 0.0, 0.0, 24.43300999870476, 0.28520802612117757, 0.0004485436923833408,
+    0.0, 0.0, 0.0, 34.77906344483772, 44.835625328877896, 0.0,
+    0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
+    0.0, 0.0008680556573291698, 0.0, 0.0, 0.0, 0.0,
+    0.0, 0.0005313191874358747, 0.0, 0.00016533814161379112, 0.0, 0.0,
+    0.0, 0.0, 0.0, 0.0004179171803251336, 0.0017290828234722833, 0.0,
+    0.0020827005846636437, 0.0, 0.0, 8.826982764996862, 23.19243343998926, 0.0,
+    95.1080498811086, 0.9863978034400682, 0.9834382792465353, 0.0012286405048278493, 171.2667255897307, 0.9807858872435379,
+    0.0, 0.0, 0.0, 0.0005130064588990679, 0.0, 0.00010854057858411537,
+];
+
+/// Raw sums of one frame pair: per scale, [`S2_SUMS_PER_SCALE`] sums (plane·6 + map·2 +
+/// norm: Σd, Σd⁴ per map), and its pixel count.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Sums {
+    pub scales: usize,
+    pub pixels: [u64; S2_MAX_SCALES],
+    pub sums: [[f64; S2_SUMS_PER_SCALE]; S2_MAX_SCALES],
+}
+
+/// Sizes of the scales that are scored for a `width`×`height` image: halved (rounded up)
+/// while the previous scale is at least 8×8, as the reference checks the size before it
+/// downsamples (so 8×8 gives 8×8 and 4×4); none for an image below 8×8.
+pub fn scale_sizes(width: u32, height: u32) -> Vec<(u32, u32)> {
+    let mut out = Vec::new();
+    let (mut w, mut h) = (width, height);
+    while out.len() < S2_MAX_SCALES && w >= S2_MIN_SIZE && h >= S2_MIN_SIZE {
+        if !out.is_empty() {
+            (w, h) = (half(w), half(h));
+        }
+        out.push((w, h));
+    }
+    out
+}
+
+/// The score from the sums. Weights are taken in order over the scales present, as the
+/// reference implementations (libjxl `tools/ssimulacra2.cc`, the `ssimulacra2` crate) do:
+/// with fewer than six scales, plane Y starts at weight `6 * scales`, not at 36.
+pub fn score(s: &Sums) -> f64 {
+    let mut sum = 0.0f64;
+    let mut i = 0;
+    for c in 0..3 {
+        for (sums, &pixels) in s.sums[..s.scales].iter().zip(&s.pixels) {
+            let n = pixels as f64;
+            let p = &sums[c * S2_SUMS_PER_PLANE..][..S2_SUMS_PER_PLANE];
+            for norm in 0..2 {
+                for map in 0..3 {
+                    let v = p[map * 2 + norm] / n;
+                    let v = if norm == 0 { v } else { v.sqrt().sqrt() };
+                    sum = WEIGHTS[i].mul_add(v.abs(), sum);
+                    i += 1;
+                }
+            }
+        }
+    }
+    let s = sum * 0.956_238_261_683_484_4;
+    let p = (6.248_496_625_763_138e-5 * s * s).mul_add(
+        s,
+        2.326_765_642_916_932f64.mul_add(s, -0.020_884_521_182_843_837 * s * s),
+    );
+    if p > 0.0 {
+        p.powf(0.627_633_646_783_138_7).mul_add(-10.0, 100.0)
+    } else {
+        100.0
+    }
+}
+
+/// Appends `ssimulacra2`, unless the frames are too small to have a scale.
+pub(crate) fn push_fields(s: &Sums, scores: &mut Scores) {
+    if s.scales > 0 {
+        scores.push(FIELD, score(s));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scales_stop_below_eight_pixels() {
+        assert_eq!(scale_sizes(1920, 1080).len(), 6);
+        assert_eq!(scale_sizes(1920, 1080)[5], (60, 34));
+        assert_eq!(scale_sizes(8, 8), vec![(8, 8), (4, 4)]);
+        assert_eq!(scale_sizes(17, 100), vec![(17, 100), (9, 50), (5, 25)]);
+        assert!(scale_sizes(7, 100).is_empty());
+    }
+
+    #[test]
+    fn zero_error_is_exactly_100() {
+        let s = Sums {
+            scales: 6,
+            pixels: [10; 6],
+            ..Default::default()
+        };
+        assert_eq!(score(&s), 100.0);
+        let mut worse = s;
+        worse.sums[1][1] = 1.0; // weight 9: plane X, scale 1, L4 of the SSIM map
+        assert!(score(&worse) < 100.0);
+    }
+
+    #[test]
+    fn weights_are_the_reference_table() {
+        assert_eq!(WEIGHTS.iter().filter(|w| **w == 0.0).count(), 56);
+        assert_eq!(WEIGHTS[48], 225.205_153_008_492_74);
+    }
+}

@@ -1,0 +1,329 @@
+//! SSIMULACRA2 of the engine (CPU backend) against the `ssimulacra2` crate (rust-av, the
+//! reference of ../shared/docs/METRICS.md) on a natural image with real distortions made by
+//! FFmpeg at test time (JPEG and x264 at several qualities, blur, noise), from 8×8 to 1080p,
+//! odd sizes and sizes with fewer than six scales. Tolerance 0.05. Both sides get the same
+//! linear RGB: the engine's documented conversion (`host_linear_rgb`).
+//!
+//! The source, `tests/data/ssimulacra2/natural.jpg`, is made by `generate.sh` there.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use gpumetrics_engine::{
+    BackendChoice, Colorimetry, Engine, EngineConfig, Frame, FrameLayout, HostFrame, MetricSet,
+    PixelFormat, Plane, host_linear_rgb,
+};
+use ssimulacra2::{LinearRgb, compute_frame_ssimulacra2};
+
+const TOLERANCE: f64 = 0.05;
+
+fn source() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/ssimulacra2/natural.jpg")
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("gpumetrics-ssimu2-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+fn ffmpeg(args: &[&str]) -> Vec<u8> {
+    let out = Command::new("ffmpeg")
+        .args(["-hide_banner", "-v", "error", "-threads", "1"])
+        .args(args)
+        .output()
+        .expect("ffmpeg is needed (scripts/setup-deps.sh installs it)");
+    assert!(
+        out.status.success(),
+        "ffmpeg {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
+/// Raw frame of `file` scaled to w×h (lanczos) in `pix_fmt` (with BT.709 limited range
+/// for YUV).
+fn decode(file: &Path, w: u32, h: u32, extra_vf: &str, pix_fmt: &str) -> Vec<u8> {
+    let vf = format!(
+        "scale={w}:{h}:flags=lanczos:out_color_matrix=bt709:out_range=tv{extra_vf},format={pix_fmt}"
+    );
+    ffmpeg(&[
+        "-i",
+        file.to_str().unwrap(),
+        "-vf",
+        &vf,
+        "-frames:v",
+        "1",
+        "-f",
+        "rawvideo",
+        "-",
+    ])
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Distortion {
+    Jpeg(u32),
+    X264(u32),
+    Blur,
+    Noise,
+}
+
+/// The distorted version of the source at w×h, decoded to `pix_fmt`.
+fn distorted(d: Distortion, w: u32, h: u32, pix_fmt: &str) -> Vec<u8> {
+    let src = source();
+    match d {
+        Distortion::Jpeg(q) => {
+            let f = scratch(&format!("{w}x{h}-q{q}.jpg"));
+            ffmpeg(&[
+                "-y",
+                "-i",
+                src.to_str().unwrap(),
+                "-vf",
+                &format!("scale={w}:{h}:flags=lanczos"),
+                "-q:v",
+                &q.to_string(),
+                "-frames:v",
+                "1",
+                f.to_str().unwrap(),
+            ]);
+            decode(&f, w, h, "", pix_fmt)
+        }
+        Distortion::X264(crf) => {
+            let f = scratch(&format!("{w}x{h}-crf{crf}.mkv"));
+            ffmpeg(&[
+                "-y",
+                "-i",
+                src.to_str().unwrap(),
+                "-vf",
+                &format!("scale={w}:{h}:flags=lanczos,format=yuv420p"),
+                "-c:v",
+                "libx264",
+                "-preset",
+                "veryfast",
+                "-crf",
+                &crf.to_string(),
+                "-frames:v",
+                "1",
+                f.to_str().unwrap(),
+            ]);
+            decode(&f, w, h, "", pix_fmt)
+        }
+        Distortion::Blur => decode(&src, w, h, ",gblur=sigma=1.2", pix_fmt),
+        Distortion::Noise => decode(&src, w, h, ",noise=alls=24:allf=u", pix_fmt),
+    }
+}
+
+/// Planes of a raw frame of `format` as ffmpeg writes it (no padding).
+fn planes(format: PixelFormat, w: u32, h: u32, data: &[u8]) -> Vec<Plane<'_>> {
+    let (w, h) = (w as usize, h as usize);
+    let (cw, ch) = (w.div_ceil(2), h.div_ceil(2));
+    match format {
+        PixelFormat::Rgb => vec![Plane {
+            data,
+            stride: 3 * w,
+        }],
+        PixelFormat::I420 => vec![
+            Plane { data, stride: w },
+            Plane {
+                data: &data[w * h..],
+                stride: cw,
+            },
+            Plane {
+                data: &data[w * h + cw * ch..],
+                stride: cw,
+            },
+        ],
+        PixelFormat::Nv12 => vec![
+            Plane { data, stride: w },
+            Plane {
+                data: &data[w * h..],
+                stride: 2 * cw,
+            },
+        ],
+        PixelFormat::P010_10Le => vec![
+            Plane {
+                data,
+                stride: 2 * w,
+            },
+            Plane {
+                data: &data[2 * w * h..],
+                stride: 4 * cw,
+            },
+        ],
+        other => unreachable!("{other:?}"),
+    }
+}
+
+fn engine(format: PixelFormat, w: u32, h: u32) -> Engine {
+    let cfg = EngineConfig {
+        metrics: MetricSet::SSIMULACRA2,
+        backend: BackendChoice::Cpu,
+        ..Default::default()
+    };
+    let l = FrameLayout {
+        format,
+        width: w,
+        height: h,
+    };
+    Engine::new(&cfg, l, l).unwrap()
+}
+
+/// (engine, crate) scores of a pair of raw frames.
+fn both(format: PixelFormat, w: u32, h: u32, r: &[u8], d: &[u8]) -> (f64, f64) {
+    let l = FrameLayout {
+        format,
+        width: w,
+        height: h,
+    };
+    let (rp, dp) = (planes(format, w, h, r), planes(format, w, h, d));
+    let (rf, df) = (HostFrame::new(&rp), HostFrame::new(&dp));
+    let s = engine(format, w, h)
+        .compare(&Frame::Host(rf), &Frame::Host(df))
+        .unwrap();
+    let ours = s.get("ssimulacra2").expect("ssimulacra2 field");
+    let c = Colorimetry::default_for(format.family());
+    let lin = |f| LinearRgb::new(host_linear_rgb(&l, &c, f).unwrap(), w as usize, h as usize);
+    let theirs = compute_frame_ssimulacra2(lin(&rf).unwrap(), lin(&df).unwrap()).unwrap();
+    (ours, theirs)
+}
+
+#[test]
+fn rgb_matches_the_crate_on_real_distortions() {
+    use Distortion::*;
+    let sizes: &[(u32, u32, &[Distortion])] = &[
+        (8, 8, &[Jpeg(20), Noise]),
+        (13, 9, &[Jpeg(25), Blur]),
+        (31, 23, &[Jpeg(15), Noise, Blur]),
+        (64, 48, &[Jpeg(30), X264(40), Blur]),
+        (257, 129, &[Jpeg(10), Noise, Blur]),
+        (
+            512,
+            382,
+            &[Jpeg(3), Jpeg(12), Jpeg(31), X264(26), X264(44), Blur, Noise],
+        ),
+        (1920, 1080, &[Jpeg(20), X264(36)]),
+    ];
+    let mut worst = 0.0f64;
+    for &(w, h, distortions) in sizes {
+        let r = decode(&source(), w, h, "", "rgb24");
+        let (same, _) = both(PixelFormat::Rgb, w, h, &r, &r);
+        assert_eq!(same, 100.0, "{w}x{h} identical");
+        for &d in distortions {
+            let dist = distorted(d, w, h, "rgb24");
+            let (ours, theirs) = both(PixelFormat::Rgb, w, h, &r, &dist);
+            let delta = (ours - theirs).abs();
+            println!("{w}x{h} {d:?}: engine {ours:.6} crate {theirs:.6} |Δ| {delta:.2e}");
+            assert!(delta <= TOLERANCE, "{w}x{h} {d:?}: {ours} vs {theirs}");
+            assert!(ours < 100.0);
+            worst = worst.max(delta);
+        }
+    }
+    println!("largest |Δ| {worst:.2e}");
+}
+
+/// The engine's sRGB conversion equals the crate's own (`yuvxyb`) for RGB input.
+#[test]
+fn srgb_conversion_equals_the_crates() {
+    use ssimulacra2::{ColorPrimaries, Rgb, TransferCharacteristic};
+    let (w, h) = (128, 96);
+    let r = decode(&source(), w, h, "", "rgb24");
+    let d = distorted(Distortion::Jpeg(20), w, h, "rgb24");
+    let (ours, _) = both(PixelFormat::Rgb, w, h, &r, &d);
+    let rgb = |b: &[u8]| {
+        let px = b
+            .chunks(3)
+            .map(|p| [p[0], p[1], p[2]].map(|v| v as f32 / 255.0))
+            .collect::<Vec<[f32; 3]>>();
+        Rgb::new(
+            px,
+            w as usize,
+            h as usize,
+            TransferCharacteristic::SRGB,
+            ColorPrimaries::BT709,
+        )
+        .unwrap()
+    };
+    let theirs = compute_frame_ssimulacra2(rgb(&r), rgb(&d)).unwrap();
+    assert!((ours - theirs).abs() <= TOLERANCE, "{ours} vs {theirs}");
+}
+
+/// I420 as NV12 (interleaved chroma) and as P010 (10-bit codes = 8-bit codes · 4, MSB
+/// aligned), so that all three carry the same colours.
+fn repack(i420: &[u8], w: u32, h: u32) -> (Vec<u8>, Vec<u8>) {
+    let (w, h) = (w as usize, h as usize);
+    let (cw, ch) = (w.div_ceil(2), h.div_ceil(2));
+    let (y, u, v) = (
+        &i420[..w * h],
+        &i420[w * h..][..cw * ch],
+        &i420[w * h + cw * ch..][..cw * ch],
+    );
+    let uv: Vec<u8> = u.iter().zip(v).flat_map(|(a, b)| [*a, *b]).collect();
+    let nv12 = [y, &uv].concat();
+    let p010 = nv12
+        .iter()
+        .flat_map(|&c| (((c as u16) << 2) << 6).to_le_bytes())
+        .collect();
+    (nv12, p010)
+}
+
+#[test]
+fn yuv_inputs_match_the_crate_on_the_same_conversion() {
+    for (w, h) in [(320, 180), (97, 61)] {
+        let r = decode(&source(), w, h, "", "yuv420p");
+        let d = distorted(Distortion::Jpeg(18), w, h, "yuv420p");
+        let (rn, rp) = repack(&r, w, h);
+        let (dn, dp) = repack(&d, w, h);
+        let mut scores = Vec::new();
+        for (format, r, d) in [
+            (PixelFormat::I420, &r, &d),
+            (PixelFormat::Nv12, &rn, &dn),
+            (PixelFormat::P010_10Le, &rp, &dp),
+        ] {
+            let (same, _) = both(format, w, h, r, r);
+            assert_eq!(same, 100.0);
+            let (ours, theirs) = both(format, w, h, r, d);
+            println!("{w}x{h} {format:?}: engine {ours:.6} crate {theirs:.6}");
+            assert!(
+                (ours - theirs).abs() <= TOLERANCE,
+                "{format:?}: {ours} vs {theirs}"
+            );
+            scores.push(ours);
+        }
+        // The same colours in three layouts.
+        assert_eq!(scores[0], scores[1]);
+        assert!((scores[0] - scores[2]).abs() < 1e-3, "{scores:?}");
+    }
+}
+
+#[test]
+fn too_small_frames_have_no_score() {
+    let r = vec![128u8; 3 * 7 * 20];
+    let p = planes(PixelFormat::Rgb, 7, 20, &r);
+    let f = Frame::Host(HostFrame::new(&p));
+    let s = engine(PixelFormat::Rgb, 7, 20).compare(&f, &f).unwrap();
+    assert_eq!(s.get("ssimulacra2"), None);
+}
+
+/// The crate's own test pair (tank_source.png / tank_distorted.png, 1448×1080, 17.398505),
+/// read from `GPUMETRICS_TANK_DIR` (not in this repository: 2.9 MB).
+#[test]
+#[ignore = "needs GPUMETRICS_TANK_DIR with the crate's tank test images"]
+fn tank_pair() {
+    let dir = PathBuf::from(std::env::var("GPUMETRICS_TANK_DIR").expect("GPUMETRICS_TANK_DIR"));
+    let (w, h) = (1448, 1080);
+    let raw = |name: &str| {
+        ffmpeg(&[
+            "-i",
+            dir.join(name).to_str().unwrap(),
+            "-f",
+            "rawvideo",
+            "-pix_fmt",
+            "rgb24",
+            "-",
+        ])
+    };
+    let (r, d) = (raw("tank_source.png"), raw("tank_distorted.png"));
+    let (ours, theirs) = both(PixelFormat::Rgb, w, h, &r, &d);
+    println!("tank: engine {ours:.6} crate {theirs:.6} (published 17.398505)");
+    assert!((ours - 17.398_505).abs() <= TOLERANCE, "{ours}");
+}

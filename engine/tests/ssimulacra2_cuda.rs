@@ -1,0 +1,224 @@
+//! SSIMULACRA2 on the CUDA backend against the CPU backend (within 0.01), for RGB, I420,
+//! NV12 and P010 frames from 8×8 to 1080p, host and device memory. Run on the GPU machine:
+//! `cargo test --release -p gpumetrics-engine --test ssimulacra2_cuda -- --ignored`.
+
+use cudarc::driver::{CudaContext, DevicePtr};
+use gpumetrics_engine::{
+    BackendChoice, DeviceFrame, Engine, EngineConfig, Frame, FrameLayout, HostFrame, MetricSet,
+    PixelFormat, Plane,
+};
+
+/// A smooth pattern with edges and texture, and a distorted copy (blur-like offset,
+/// quantisation and noise), as raw samples of `format` (no padding).
+fn frames(format: PixelFormat, w: usize, h: usize) -> (Vec<u8>, Vec<u8>, Vec<usize>, Vec<usize>) {
+    let (cw, ch) = (w.div_ceil(2), h.div_ceil(2));
+    let mut s = 0x9e37_79b9_7f4a_7c15u64;
+    let mut noise = move || {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        (s >> 60) as f64 - 8.0
+    };
+    let val = |x: f64, y: f64, c: usize| {
+        let v = 128.0
+            + 70.0 * ((x / (9.0 + c as f64)).sin() * (y / 13.0).cos())
+            + if (x as usize / 16 + y as usize / 16) % 2 == 0 {
+                30.0
+            } else {
+                -30.0
+            };
+        v.clamp(0.0, 255.0)
+    };
+    let mut r = Vec::new();
+    let mut d = Vec::new();
+    let mut push = |v: f64, n: f64, wide: bool| {
+        let a = v.round() as u16;
+        let b = ((v + n) / 6.0).round().clamp(0.0, 42.0) as u16 * 6;
+        for (out, s) in [(&mut r, a), (&mut d, b)] {
+            if wide {
+                out.extend(((s << 2) << 6).to_le_bytes());
+            } else {
+                out.push(s as u8);
+            }
+        }
+    };
+    let (strides, offsets);
+    match format {
+        PixelFormat::Rgb => {
+            for y in 0..h {
+                for x in 0..w {
+                    for c in 0..3 {
+                        push(val(x as f64, y as f64, c), noise(), false);
+                    }
+                }
+            }
+            strides = vec![3 * w];
+            offsets = vec![0];
+        }
+        PixelFormat::I420 | PixelFormat::Nv12 | PixelFormat::P010_10Le => {
+            let wide = format == PixelFormat::P010_10Le;
+            let bytes = if wide { 2 } else { 1 };
+            for y in 0..h {
+                for x in 0..w {
+                    push(
+                        16.0 + val(x as f64, y as f64, 0) * 219.0 / 255.0,
+                        noise(),
+                        wide,
+                    );
+                }
+            }
+            let chroma = |x: usize, y: usize, c: usize| {
+                16.0 + val(2.0 * x as f64, 2.0 * y as f64, c + 1) * 224.0 / 255.0
+            };
+            if format == PixelFormat::I420 {
+                for c in 0..2 {
+                    for y in 0..ch {
+                        for x in 0..cw {
+                            push(chroma(x, y, c), noise(), false);
+                        }
+                    }
+                }
+                strides = vec![w, cw, cw];
+                offsets = vec![0, w * h, w * h + cw * ch];
+            } else {
+                for y in 0..ch {
+                    for x in 0..cw {
+                        for c in 0..2 {
+                            push(chroma(x, y, c), noise(), wide);
+                        }
+                    }
+                }
+                strides = vec![w * bytes, 2 * cw * bytes];
+                offsets = vec![0, w * h * bytes];
+            }
+        }
+        other => unreachable!("{other:?}"),
+    }
+    (r, d, strides, offsets)
+}
+
+fn planes<'a>(offsets: &[usize], strides: &[usize], data: &'a [u8]) -> Vec<Plane<'a>> {
+    offsets
+        .iter()
+        .zip(strides)
+        .map(|(o, s)| Plane {
+            data: &data[*o..],
+            stride: *s,
+        })
+        .collect()
+}
+
+fn engine(backend: BackendChoice, format: PixelFormat, w: usize, h: usize) -> Engine {
+    let cfg = EngineConfig {
+        metrics: MetricSet::SSIMULACRA2,
+        backend,
+        ..Default::default()
+    };
+    let l = FrameLayout {
+        format,
+        width: w as u32,
+        height: h as u32,
+    };
+    Engine::new(&cfg, l, l).unwrap()
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn cuda_matches_cpu() {
+    let ctx = CudaContext::new(0).unwrap();
+    let stream = ctx.default_stream();
+    let mut worst = 0.0f64;
+    for format in [
+        PixelFormat::Rgb,
+        PixelFormat::I420,
+        PixelFormat::Nv12,
+        PixelFormat::P010_10Le,
+    ] {
+        for (w, h) in [(8, 8), (31, 23), (257, 129), (640, 360), (1920, 1080)] {
+            let (r, d, strides, offsets) = frames(format, w, h);
+            let (rp, dp) = (
+                planes(&offsets, &strides, &r),
+                planes(&offsets, &strides, &d),
+            );
+            let (rf, df) = (
+                Frame::Host(HostFrame::new(&rp)),
+                Frame::Host(HostFrame::new(&dp)),
+            );
+            let cpu = engine(BackendChoice::Cpu, format, w, h)
+                .compare(&rf, &df)
+                .unwrap()
+                .get("ssimulacra2")
+                .unwrap();
+            let mut cuda_engine = engine(BackendChoice::Cuda, format, w, h);
+            let cuda = cuda_engine
+                .compare(&rf, &df)
+                .unwrap()
+                .get("ssimulacra2")
+                .unwrap();
+            let same = cuda_engine
+                .compare(&rf, &rf)
+                .unwrap()
+                .get("ssimulacra2")
+                .unwrap();
+            // Device frames: the same bytes in GPU memory.
+            let (rb, db) = (
+                stream.clone_htod(&r).unwrap(),
+                stream.clone_htod(&d).unwrap(),
+            );
+            stream.synchronize().unwrap();
+            let (rptr, _g1) = rb.device_ptr(&stream);
+            let (dptr, _g2) = db.device_ptr(&stream);
+            let dev = |base: u64| {
+                let mut f = DeviceFrame {
+                    n_planes: offsets.len(),
+                    ..Default::default()
+                };
+                for (i, (o, s)) in offsets.iter().zip(&strides).enumerate() {
+                    f.ptrs[i] = base + *o as u64;
+                    f.pitches[i] = *s;
+                }
+                Frame::Device(f)
+            };
+            let on_device = cuda_engine
+                .compare(&dev(rptr), &dev(dptr))
+                .unwrap()
+                .get("ssimulacra2")
+                .unwrap();
+            let delta = (cpu - cuda).abs();
+            println!(
+                "{format:?} {w}x{h}: cpu {cpu:.6} cuda {cuda:.6} |Δ| {delta:.2e}, device frames {on_device:.6}, identical {same}"
+            );
+            assert!(delta <= 0.01, "{format:?} {w}x{h}: {cpu} vs {cuda}");
+            assert_eq!(on_device, cuda);
+            assert_eq!(same, 100.0);
+            worst = worst.max(delta);
+        }
+    }
+    println!("largest |Δ| {worst:.2e}");
+}
+
+/// Device memory one 1080p engine takes (printed; the docs record it).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn device_memory_at_1080p() {
+    let ctx = CudaContext::new(0).unwrap();
+    ctx.bind_to_thread().unwrap();
+    let (r, d, strides, offsets) = frames(PixelFormat::I420, 1920, 1080);
+    let (rp, dp) = (
+        planes(&offsets, &strides, &r),
+        planes(&offsets, &strides, &d),
+    );
+    let (free0, _) = cudarc::driver::result::mem_get_info().unwrap();
+    let mut e = engine(BackendChoice::Cuda, PixelFormat::I420, 1920, 1080);
+    e.compare(
+        &Frame::Host(HostFrame::new(&rp)),
+        &Frame::Host(HostFrame::new(&dp)),
+    )
+    .unwrap();
+    ctx.bind_to_thread().unwrap();
+    let (free1, _) = cudarc::driver::result::mem_get_info().unwrap();
+    println!(
+        "1080p I420 engine with ssimulacra2 (incl. upload buffers): {:.1} MiB of device memory",
+        (free0 - free1) as f64 / (1 << 20) as f64
+    );
+}
