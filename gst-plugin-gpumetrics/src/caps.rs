@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MPL-2.0
 //! Caps of the element's pads and their translation to the engine's [`FrameLayout`].
 
-use gpumetrics_engine::{FrameLayout, PixelFormat};
+use gpumetrics_engine::{
+    ChromaSiting, ColorFamily, Colorimetry, FrameLayout, Matrix, PixelFormat, Range, Transfer,
+};
 
 /// Caps feature of CUDA device memory (`video/x-raw(memory:CUDAMemory)`).
 pub const CUDA_MEMORY_FEATURE: &str = "memory:CUDAMemory";
@@ -50,6 +52,53 @@ pub fn layout(info: &gst_video::VideoInfo) -> Result<FrameLayout, String> {
         width: info.width(),
         height: info.height(),
     })
+}
+
+/// The engine's colorimetry for negotiated video info (`colorimetry` and `chroma-site` of
+/// the caps). Fields the caps leave unknown take the engine's defaults for the format
+/// family (BT.709 limited range for YUV, sRGB full range for RGB and gray; left-sited
+/// chroma). PQ, HLG and other transfers map to values the engine refuses with a reason.
+pub fn colorimetry(info: &gst_video::VideoInfo, family: ColorFamily) -> Colorimetry {
+    use gst_video::{VideoChromaSite, VideoColorMatrix as M, VideoColorRange as R};
+    use gst_video::VideoTransferFunction as T;
+    let default = Colorimetry::default_for(family);
+    let c = info.colorimetry();
+    let matrix = match c.matrix() {
+        M::Bt601 | M::Fcc => Matrix::Bt601,
+        M::Bt709 | M::Smpte240m => Matrix::Bt709,
+        M::Bt2020 => Matrix::Bt2020,
+        _ => default.matrix,
+    };
+    let range = match c.range() {
+        R::Range0_255 => Range::Full,
+        R::Range16_235 => Range::Limited,
+        _ => default.range,
+    };
+    let transfer = match c.transfer() {
+        T::Unknown => default.transfer,
+        T::Srgb => Transfer::Srgb,
+        T::Bt709 | T::Bt601 | T::Bt202010 => Transfer::Bt709,
+        T::Bt202012 => Transfer::Bt2020_12,
+        T::Gamma10 => Transfer::Linear,
+        T::Smpte2084 => Transfer::Pq,
+        T::AribStdB67 => Transfer::Hlg,
+        _ => Transfer::Other,
+    };
+    let site = info.chroma_site();
+    let siting = if site.is_empty() {
+        default.siting
+    } else {
+        ChromaSiting {
+            h_cosited: site.contains(VideoChromaSite::H_COSITED),
+            v_cosited: site.contains(VideoChromaSite::V_COSITED),
+        }
+    };
+    Colorimetry {
+        matrix,
+        range,
+        transfer,
+        siting,
+    }
 }
 
 /// Frame duration from the caps' framerate, in nanoseconds (`None` for 0/1 or invalid).
@@ -101,5 +150,31 @@ mod tests {
             .build()
             .unwrap();
         assert!(layout(&rgb16).unwrap_err().contains("RGB16"));
+    }
+
+    #[test]
+    fn colorimetry_from_caps() {
+        gst::init().unwrap();
+        let info = |s: &str| gst_video::VideoInfo::from_caps(&s.parse::<gst::Caps>().unwrap()).unwrap();
+        let c = colorimetry(
+            &info("video/x-raw,format=I420,width=64,height=48,colorimetry=bt2020,chroma-site=jpeg"),
+            ColorFamily::Yuv,
+        );
+        assert_eq!((c.matrix, c.range), (Matrix::Bt2020, Range::Limited));
+        assert_eq!(c.transfer, Transfer::Bt2020_12); // GStreamer's "bt2020" names the 12-bit curve
+        assert!(!c.siting.h_cosited && !c.siting.v_cosited);
+        let c = colorimetry(
+            &info("video/x-raw,format=NV12,width=64,height=48,colorimetry=1:4:0:0,chroma-site=mpeg2"),
+            ColorFamily::Yuv,
+        );
+        assert_eq!((c.matrix, c.range), (Matrix::Bt601, Range::Full));
+        assert!(c.siting.h_cosited && !c.siting.v_cosited);
+        let c = colorimetry(
+            &info("video/x-raw,format=P010_10LE,width=64,height=48,colorimetry=bt2100-pq"),
+            ColorFamily::Yuv,
+        );
+        assert_eq!(c.transfer, Transfer::Pq);
+        let c = colorimetry(&info("video/x-raw,format=RGB,width=4,height=4"), ColorFamily::Rgb);
+        assert_eq!((c.range, c.transfer), (Range::Full, Transfer::Srgb));
     }
 }

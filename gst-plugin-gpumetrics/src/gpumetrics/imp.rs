@@ -567,6 +567,9 @@ impl GpuMetrics {
         if settings.metrics.contains(Metrics::MS_SSIM) {
             metrics = metrics | MetricSet::MS_SSIM;
         }
+        if settings.metrics.contains(Metrics::SSIMULACRA2) {
+            metrics = metrics | MetricSet::SSIMULACRA2;
+        }
         EngineConfig {
             metrics,
             backend: match settings.backend {
@@ -630,6 +633,12 @@ impl GpuMetrics {
             }
             _ => Engine::new(&config, rl, dl),
         };
+        let created = created.and_then(|e| {
+            e.with_colorimetry(
+                caps::colorimetry(ri, rl.format.family()),
+                caps::colorimetry(di, dl.format.family()),
+            )
+        });
         state.cuda_ctx = cuda_ctx;
         match created {
             Ok(engine) => {

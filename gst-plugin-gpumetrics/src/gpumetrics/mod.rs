@@ -48,6 +48,12 @@ pub enum Metrics {
         nick = "ms-ssim"
     )]
     MS_SSIM = 0b0000_0100,
+    /// SSIMULACRA2 2.1 on linear RGB, converted with the caps' colorimetry (`ssimulacra2`).
+    #[flags_value(
+        name = "SSIMULACRA2 (version 2.1) on linear RGB from the caps' colorimetry; frames >= 8x8",
+        nick = "ssimulacra2"
+    )]
+    SSIMULACRA2 = 0b0000_1000,
 }
 
 impl Default for Metrics {
