@@ -121,3 +121,42 @@ impl Drop for ExternalGuard {
         super::module::release_unused(&self.ctx);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{BackendChoice, Engine, EngineConfig, FrameLayout, PixelFormat};
+
+    #[test]
+    fn without_a_driver_an_external_context_falls_back_cleanly() {
+        // SAFETY: only probes for the driver library.
+        if unsafe { sys::is_culib_present() } {
+            return; // a CUDA machine: the GPU runs cover external contexts
+        }
+        let layout = FrameLayout {
+            format: PixelFormat::I420,
+            width: 16,
+            height: 16,
+        };
+        let owner = Arc::new(());
+        let ext = || {
+            // SAFETY: never used as a context: there is no driver.
+            unsafe { ExternalContext::new(0x1234, 0, Box::new(owner.clone())) }
+        };
+        let cfg = |backend| EngineConfig {
+            backend,
+            ..Default::default()
+        };
+        let e = Engine::new_on_context(&cfg(BackendChoice::Auto), ext(), layout, layout).unwrap();
+        assert_eq!(e.backend_name(), "cpu");
+        assert!(e.backend_note().unwrap().contains("libcuda"));
+        let err =
+            Engine::new_on_context(&cfg(BackendChoice::Cuda), ext(), layout, layout).unwrap_err();
+        assert!(matches!(err, EngineError::CudaUnavailable(_)), "{err}");
+        let e = Engine::new_on_context(&cfg(BackendChoice::Cpu), ext(), layout, layout).unwrap();
+        assert_eq!(e.backend_name(), "cpu");
+        drop(e);
+        // Every keep-alive was released.
+        assert_eq!(Arc::strong_count(&owner), 1);
+    }
+}
