@@ -25,6 +25,9 @@ struct Args {
     /// Skip the CPU backend.
     #[arg(long)]
     no_cpu: bool,
+    /// Comma-separated metrics to run (default: all), e.g. ssim,ms-ssim.
+    #[arg(long, value_delimiter = ',')]
+    metrics: Vec<String>,
     #[arg(long)]
     bench: bool,
 }
@@ -113,13 +116,20 @@ fn size(name: &str) -> (u32, u32) {
 
 fn main() {
     let args = Args::parse();
-    let metrics = [("psnr", MetricSet::PSNR)];
+    let metrics = [
+        ("psnr", MetricSet::PSNR),
+        ("ssim", MetricSet::SSIM),
+        ("ms-ssim", MetricSet::MS_SSIM),
+    ];
     println!("| metric | size | format | backend | frames | pairs/s |");
     println!("| --- | --- | --- | --- | --- | --- |");
     for s in &args.sizes {
         let (w, h) = size(s);
         let (r, d) = (I420::new(w, h, 1), I420::new(w, h, 2));
         for (name, m) in metrics {
+            if !args.metrics.is_empty() && !args.metrics.iter().any(|a| a == name) {
+                continue;
+            }
             let row = |backend: &str, frames: &str, result: Result<f64, String>| match result {
                 Ok(fps) => println!("| {name} | {s} | I420 | {backend} | {frames} | {fps:.0} |"),
                 Err(e) => println!("| {name} | {s} | I420 | {backend} | {frames} | n/a: {e} |"),

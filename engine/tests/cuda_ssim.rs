@@ -1,0 +1,172 @@
+//! SSIM / MS-SSIM: the CUDA backend agrees with the CPU backend within 1e-5 for every format
+//! pair, odd sizes, padded strides and frames already in device memory. Needs a GPU: run
+//! with `--ignored` there (see docs/GPU-RUNS.md).
+
+use cudarc::driver::{CudaContext, DevicePtr};
+use gpumetrics_engine::{
+    BackendChoice, DeviceFrame, Engine, EngineConfig, Frame, FrameLayout, HostFrame, MetricSet,
+    PixelFormat, Plane, Scores,
+};
+
+const TOLERANCE: f64 = 1e-5;
+
+/// A frame with padded strides: a smooth pattern plus noise, or that frame with some bytes
+/// nudged (the distorted version), so that SSIM is neither 0 nor 1.
+struct Owned {
+    layout: FrameLayout,
+    data: Vec<u8>,
+    offsets: Vec<usize>,
+    strides: Vec<usize>,
+}
+
+fn frame(format: PixelFormat, width: u32, height: u32, seed: u64, distort: bool) -> Owned {
+    let layout = FrameLayout {
+        format,
+        width,
+        height,
+    };
+    let mut s = 0x9e37_79b9_7f4a_7c15u64;
+    let mut rnd = move || {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        s
+    };
+    let (mut offsets, mut strides, mut total) = (vec![], vec![], 0);
+    for p in 0..format.n_planes() {
+        let stride = layout.min_row_bytes(p) + 8 * (p + 1);
+        offsets.push(total);
+        strides.push(stride);
+        total += stride * layout.plane_rows(p) as usize;
+    }
+    let mut data: Vec<u8> = (0..total)
+        .map(|i| ((i * 7 / 5 + i / 311) % 230) as u8 + (rnd() % 24) as u8)
+        .collect();
+    if distort {
+        let mut d = seed | 1;
+        for v in data.iter_mut() {
+            d ^= d << 13;
+            d ^= d >> 7;
+            d ^= d << 17;
+            if d % 4 == 0 {
+                *v = v.wrapping_add((d >> 32) as u8 % 9).wrapping_sub(4);
+            }
+        }
+    }
+    Owned {
+        layout,
+        data,
+        offsets,
+        strides,
+    }
+}
+
+impl Owned {
+    fn host(&self) -> Frame<'_> {
+        let planes: Vec<Plane> = self
+            .offsets
+            .iter()
+            .zip(&self.strides)
+            .map(|(&o, &stride)| Plane {
+                data: &self.data[o..],
+                stride,
+            })
+            .collect();
+        Frame::Host(HostFrame::new(&planes))
+    }
+
+    fn device(&self, base: u64) -> Frame<'static> {
+        let mut f = DeviceFrame {
+            n_planes: self.offsets.len(),
+            ..Default::default()
+        };
+        for i in 0..f.n_planes {
+            f.ptrs[i] = base + self.offsets[i] as u64;
+            f.pitches[i] = self.strides[i];
+        }
+        Frame::Device(f)
+    }
+}
+
+fn try_engine(backend: BackendChoice, r: &Owned, d: &Owned) -> Option<Engine> {
+    let cfg = EngineConfig {
+        metrics: MetricSet::SSIM | MetricSet::MS_SSIM,
+        backend,
+        ssim_chroma: true,
+        ..Default::default()
+    };
+    Engine::new(&cfg, r.layout, d.layout).ok()
+}
+
+/// Same fields, values within the tolerance; returns the largest difference.
+fn agree(a: &Scores, b: &Scores, what: &str) -> f64 {
+    let names = |s: &Scores| s.iter().map(|(k, _)| k).collect::<Vec<_>>();
+    assert_eq!(names(a), names(b), "{what}");
+    let mut worst = 0.0f64;
+    for ((k, x), (_, y)) in a.iter().zip(b.iter()) {
+        let d = (x - y).abs();
+        assert!(d <= TOLERANCE, "{what} {k}: cpu {x} cuda {y}");
+        worst = worst.max(d);
+    }
+    worst
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn cuda_agrees_with_cpu_for_every_format() {
+    let (mut checked, mut worst, mut fields) = (0, 0.0f64, 0);
+    for &rf in PixelFormat::ALL {
+        for &df in PixelFormat::ALL {
+            for (w, h) in [(17, 9), (199, 171), (641, 361)] {
+                if (w, h) == (641, 361) && rf != df {
+                    continue;
+                }
+                let (r, d) = (frame(rf, w, h, 7, false), frame(df, w, h, 11, true));
+                let Some(mut cpu) = try_engine(BackendChoice::Cpu, &r, &d) else {
+                    continue;
+                };
+                let mut gpu = try_engine(BackendChoice::Cuda, &r, &d).expect("cuda engine");
+                assert_eq!(gpu.backend_name(), "cuda");
+                let a = cpu.compare(&r.host(), &d.host()).unwrap();
+                let b = gpu.compare(&r.host(), &d.host()).unwrap();
+                let what = format!("{} vs {} at {w}x{h}", rf.name(), df.name());
+                worst = worst.max(agree(&a, &b, &what));
+                fields += a.len();
+                // The second pair uses the other result slot.
+                let b2 = gpu.compare(&r.host(), &d.host()).unwrap();
+                assert_eq!(b, b2, "{what}: second pair");
+                checked += 1;
+            }
+        }
+    }
+    println!(
+        "{checked} format/size combinations, {fields} fields, largest |cpu - cuda| {worst:.2e}"
+    );
+    assert!(checked > 100);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn device_frames_equal_host_frames() {
+    let (r, d) = (
+        frame(PixelFormat::Nv12, 1920, 1080, 3, false),
+        frame(PixelFormat::Nv12, 1920, 1080, 5, true),
+    );
+    let mut gpu = try_engine(BackendChoice::Cuda, &r, &d).unwrap();
+    let mut cpu = try_engine(BackendChoice::Cpu, &r, &d).unwrap();
+    let host = gpu.compare(&r.host(), &d.host()).unwrap();
+    let ctx = CudaContext::new(0).unwrap();
+    let stream = ctx.default_stream();
+    let rb = stream.clone_htod(&r.data).unwrap();
+    let db = stream.clone_htod(&d.data).unwrap();
+    stream.synchronize().unwrap();
+    let (rp, _g1) = rb.device_ptr(&stream);
+    let (dp, _g2) = db.device_ptr(&stream);
+    let on_device = gpu.compare(&r.device(rp), &d.device(dp)).unwrap();
+    assert_eq!(host, on_device);
+    let c = cpu.compare(&r.host(), &d.host()).unwrap();
+    let worst = agree(&c, &on_device, "NV12 1080p");
+    let (s, ms) = (host.get("ssim").unwrap(), host.get("ms-ssim").unwrap());
+    println!("1080p NV12: ssim {s:.6} ms-ssim {ms:.6}, largest |cpu - cuda| {worst:.2e}");
+    assert!(s > 0.1 && s < 1.0 && ms > 0.1 && ms < 1.0);
+}

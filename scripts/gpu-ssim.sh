@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# SSIM / MS-SSIM checks on the GPU machine (see ../shared/docs/GPU-MACHINE.md), from the repo
+# root, with in .gpu/ssim: kernel_check (engine example), cuda_ssim and ssim_reference
+# (engine tests), throughput (engine bench), whl/ (the pytorch-msssim wheel).
+# BUILD_ROOT: the tree the tests were built in (they read test data through it).
+set -uo pipefail
+B=.gpu/ssim
+BUILD_ROOT=${BUILD_ROOT:-/work/main}
+export PATH=$PATH:/usr/local/cuda/bin
+step() { echo; echo "=== $*"; }
+fail=0
+run() { "$@" || { echo "FAILED ($?): $*"; fail=1; }; }
+[ -e "$BUILD_ROOT" ] || { mkdir -p "$(dirname "$BUILD_ROOT")" && ln -s "$PWD" "$BUILD_ROOT"; }
+
+step "GPU"; nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader; date -u
+step "kernel_check"; run $B/kernel_check
+step "compute-sanitizer memcheck"; run compute-sanitizer --tool memcheck --error-exitcode 9 $B/kernel_check
+step "compute-sanitizer racecheck"; run compute-sanitizer --tool racecheck --error-exitcode 9 $B/kernel_check
+step "compute-sanitizer memcheck (engine, 1080p device frames)"
+run compute-sanitizer --tool memcheck --error-exitcode 9 $B/cuda_ssim --ignored device_frames
+step "CUDA vs CPU (SSIM, MS-SSIM)"; run $B/cuda_ssim --ignored --nocapture --test-threads 1
+step "CUDA vs references"; run $B/ssim_reference --ignored --nocapture cuda_
+step "throughput"; run $B/throughput --seconds ${SECONDS_PER_ROW:-1} --metrics psnr,ssim,ms-ssim
+step "pytorch-msssim on the same GPU"
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site $B/whl/*.whl \
+  && PYTHONPATH=/tmp/site run python3 scripts/bench_pytorch_msssim.py --seconds ${SECONDS_PER_ROW:-1}
+if command -v ncu >/dev/null; then
+  step "ncu: ssim_scale, 1080p I420 luma (device frames): ssim, then the 5 ms-ssim scales"
+  ncu --clock-control none -k ssim_scale -c 6 \
+    --metrics gpu__time_duration.sum,sm__throughput.avg.pct_of_peak_sustained_elapsed,launch__grid_size,sm__warps_active.avg.pct_of_peak_sustained_active \
+    $B/throughput --seconds 0.05 --sizes 1080p --no-cpu --metrics ssim,ms-ssim 2>&1 \
+    | grep -E "ssim_scale|gpu__time|sm__|launch__" | head -40
+fi
+exit $fail
