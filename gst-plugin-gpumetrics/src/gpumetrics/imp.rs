@@ -114,7 +114,8 @@ struct MemoryStats {
     system: u64,
 }
 
-/// One input frame, mapped the way the backend reads it.
+/// One input frame, mapped the way the backend reads it (on the stack for one pair).
+#[allow(clippy::large_enum_variant)]
 enum Mapped<'a> {
     Host(gst_video::VideoFrameRef<&'a gst::BufferRef>),
     Device(gstcuda::DeviceMap<'a>),
@@ -579,7 +580,6 @@ impl GpuMetrics {
             },
             device_id: settings.device_id,
             ssim_chroma: settings.ssim_chroma,
-            ..EngineConfig::default()
         }
     }
 
