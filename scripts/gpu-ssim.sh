@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SSIM / MS-SSIM checks on the GPU machine (see ../shared/docs/GPU-MACHINE.md), from the repo
 # root, with in .gpu/ssim: kernel_check (engine example), cuda_ssim and ssim_reference
-# (engine tests), throughput (engine bench), whl/ (the pytorch-msssim wheel).
+# (engine tests), throughput (engine bench), whl/ (the pytorch-msssim wheel), optionally
+# ssim_element (element test, run with backend=cuda when .gpu/gst holds the GStreamer kit).
 # BUILD_ROOT: the tree the tests were built in (they read test data through it).
 set -uo pipefail
 B=.gpu/ssim
@@ -20,6 +21,11 @@ step "compute-sanitizer memcheck (engine, 1080p device frames)"
 run compute-sanitizer --tool memcheck --error-exitcode 9 $B/cuda_ssim --ignored device_frames
 step "CUDA vs CPU (SSIM, MS-SSIM)"; run $B/cuda_ssim --ignored --nocapture --test-threads 1
 step "CUDA vs references"; run $B/ssim_reference --ignored --nocapture cuda_
+if [ -x $B/ssim_element ] && [ -f .gpu/gst/env.sh ]; then
+  step "element SSIM tests with backend=cuda (GStreamer kit in .gpu/gst)"
+  ( source .gpu/gst/env.sh && GPUMETRICS_TEST_BACKEND=cuda $B/ssim_element --test-threads 2 ) \
+    || { echo "FAILED: ssim_element"; fail=1; }
+fi
 step "throughput"; run $B/throughput --seconds ${SECONDS_PER_ROW:-1} --metrics psnr,ssim,ms-ssim
 step "pytorch-msssim on the same GPU"
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site $B/whl/*.whl \

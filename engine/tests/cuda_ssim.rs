@@ -9,6 +9,9 @@ use gpumetrics_engine::{
 };
 
 const TOLERANCE: f64 = 1e-5;
+/// Two CUDA runs on the same pair: the blocks' partial sums are added with f64 atomics,
+/// whose order varies, so the last bits may differ.
+const REPEAT_TOLERANCE: f64 = 1e-12;
 
 /// A frame with padded strides: a smooth pattern plus noise, or that frame with some bytes
 /// nudged (the distorted version), so that SSIM is neither 0 nor 1.
@@ -98,14 +101,14 @@ fn try_engine(backend: BackendChoice, r: &Owned, d: &Owned) -> Option<Engine> {
     Engine::new(&cfg, r.layout, d.layout).ok()
 }
 
-/// Same fields, values within the tolerance; returns the largest difference.
-fn agree(a: &Scores, b: &Scores, what: &str) -> f64 {
+/// Same fields, values within `tol`; returns the largest difference.
+fn agree(a: &Scores, b: &Scores, tol: f64, what: &str) -> f64 {
     let names = |s: &Scores| s.iter().map(|(k, _)| k).collect::<Vec<_>>();
     assert_eq!(names(a), names(b), "{what}");
     let mut worst = 0.0f64;
     for ((k, x), (_, y)) in a.iter().zip(b.iter()) {
         let d = (x - y).abs();
-        assert!(d <= TOLERANCE, "{what} {k}: cpu {x} cuda {y}");
+        assert!(d <= tol, "{what} {k}: {x} vs {y}");
         worst = worst.max(d);
     }
     worst
@@ -130,11 +133,11 @@ fn cuda_agrees_with_cpu_for_every_format() {
                 let a = cpu.compare(&r.host(), &d.host()).unwrap();
                 let b = gpu.compare(&r.host(), &d.host()).unwrap();
                 let what = format!("{} vs {} at {w}x{h}", rf.name(), df.name());
-                worst = worst.max(agree(&a, &b, &what));
+                worst = worst.max(agree(&a, &b, TOLERANCE, &what));
                 fields += a.len();
                 // The second pair uses the other result slot.
                 let b2 = gpu.compare(&r.host(), &d.host()).unwrap();
-                assert_eq!(b, b2, "{what}: second pair");
+                agree(&b, &b2, REPEAT_TOLERANCE, &format!("{what}: second pair"));
                 checked += 1;
             }
         }
@@ -163,9 +166,9 @@ fn device_frames_equal_host_frames() {
     let (rp, _g1) = rb.device_ptr(&stream);
     let (dp, _g2) = db.device_ptr(&stream);
     let on_device = gpu.compare(&r.device(rp), &d.device(dp)).unwrap();
-    assert_eq!(host, on_device);
+    agree(&host, &on_device, REPEAT_TOLERANCE, "host vs device frames");
     let c = cpu.compare(&r.host(), &d.host()).unwrap();
-    let worst = agree(&c, &on_device, "NV12 1080p");
+    let worst = agree(&c, &on_device, TOLERANCE, "NV12 1080p");
     let (s, ms) = (host.get("ssim").unwrap(), host.get("ms-ssim").unwrap());
     println!("1080p NV12: ssim {s:.6} ms-ssim {ms:.6}, largest |cpu - cuda| {worst:.2e}");
     assert!(s > 0.1 && s < 1.0 && ms > 0.1 && ms < 1.0);
