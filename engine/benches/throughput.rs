@@ -120,6 +120,7 @@ fn main() {
         ("psnr", MetricSet::PSNR),
         ("ssim", MetricSet::SSIM),
         ("ms-ssim", MetricSet::MS_SSIM),
+        ("ssimulacra2", MetricSet::SSIMULACRA2),
     ];
     println!("| metric | size | format | backend | frames | pairs/s |");
     println!("| --- | --- | --- | --- | --- | --- |");

@@ -367,6 +367,100 @@ fn psnr_sse(k: &Kernels, s: &Arc<CudaStream>, r: &mut Rng) -> Result<Outcome, Dr
     })
 }
 
+/// The SSIMULACRA2 kernels run as one pipeline (each needs the previous one's output):
+/// the CUDA backend's score against the CPU backend's (the host build of the same per-pixel
+/// code) on random RGB and I420 frames of odd size (five scales). Checked once per kernel
+/// name; every run exercises all six kernels.
+fn ssimulacra2_pipeline(
+    _k: &Kernels,
+    _s: &Arc<CudaStream>,
+    r: &mut Rng,
+) -> Result<Outcome, DriverError> {
+    use gpumetrics_engine::{
+        BackendChoice, Engine, EngineConfig, Frame, FrameLayout, HostFrame, MetricSet, PixelFormat,
+        Plane,
+    };
+    let (w, h) = (173usize, 97usize);
+    let mut max_err = 0.0f64;
+    let mut notes = Vec::new();
+    for format in [PixelFormat::Rgb, PixelFormat::I420] {
+        let layout = FrameLayout {
+            format,
+            width: w as u32,
+            height: h as u32,
+        };
+        let len = match format {
+            PixelFormat::Rgb => 3 * w * h,
+            _ => w * h + 2 * w.div_ceil(2) * h.div_ceil(2),
+        };
+        // Smooth random image (noise blurred by averaging) and a noisier copy.
+        let base = r.bytes(len);
+        let a: Vec<u8> = (0..len)
+            .map(|i| ((base[i] as u32 + base[(i + 1) % len] as u32 + 2 * 128) / 4) as u8)
+            .collect();
+        let noise = r.bytes(len);
+        let b: Vec<u8> = a
+            .iter()
+            .zip(&noise)
+            .map(|(v, n)| v.saturating_add(n % 16).saturating_sub(8))
+            .collect();
+        fn planes(format: PixelFormat, w: usize, h: usize, d: &[u8]) -> Vec<Plane<'_>> {
+            match format {
+                PixelFormat::Rgb => vec![Plane {
+                    data: d,
+                    stride: 3 * w,
+                }],
+                _ => {
+                    let (cw, ch) = (w.div_ceil(2), h.div_ceil(2));
+                    vec![
+                        Plane { data: d, stride: w },
+                        Plane {
+                            data: &d[w * h..],
+                            stride: cw,
+                        },
+                        Plane {
+                            data: &d[w * h + cw * ch..],
+                            stride: cw,
+                        },
+                    ]
+                }
+            }
+        }
+        let (pa, pb) = (planes(format, w, h, &a), planes(format, w, h, &b));
+        let (fa, fb) = (
+            Frame::Host(HostFrame::new(&pa)),
+            Frame::Host(HostFrame::new(&pb)),
+        );
+        let score = |backend| {
+            let cfg = EngineConfig {
+                metrics: MetricSet::SSIMULACRA2,
+                backend,
+                ..Default::default()
+            };
+            Engine::new(&cfg, layout, layout)
+                .and_then(|mut e| e.compare(&fa, &fb))
+                .map(|s| s.get("ssimulacra2").unwrap_or(f64::NAN))
+        };
+        match (score(BackendChoice::Cuda), score(BackendChoice::Cpu)) {
+            (Ok(g), Ok(c)) => {
+                let e = (g - c).abs();
+                max_err = max_err.max(if e.is_nan() { f64::INFINITY } else { e });
+                notes.push(format!("{} cuda {g:.5} cpu {c:.5}", format.name()));
+            }
+            (g, c) => {
+                max_err = f64::INFINITY;
+                notes.push(format!("{} {g:?} {c:?}", format.name()));
+            }
+        }
+    }
+    Ok(Outcome {
+        elements: 2,
+        max_err,
+        tolerance: 0.01,
+        note: notes.join(", "),
+    })
+}
+
 /// Host sums of the ssim and cs map values of `p`, from the same per-pixel functions.
 fn host_ssim(p: &gpumetrics_kernels::psnr::ChannelPair) -> (f64, f64) {
     use gpumetrics_kernels::ssim::{Moments, TAPS, WEIGHTS, constants, sample, ssim_cs, valid};
@@ -582,6 +676,8 @@ fn check_for(name: &str) -> Option<Check> {
     Some(match name {
         "psnr_sse" => psnr_sse,
         "ssim_scale" => ssim_scale,
+        "ssimu2_linearize" | "ssimu2_downsample" | "ssimu2_xyb" | "ssimu2_hblur"
+        | "ssimu2_vblur" | "ssimu2_finish" => ssimulacra2_pipeline,
         "selftest_saxpy" => saxpy,
         "selftest_affine" => affine,
         "selftest_math" => math,

@@ -304,8 +304,10 @@ fn too_small_frames_have_no_score() {
     assert_eq!(s.get("ssimulacra2"), None);
 }
 
-/// The crate's own test pair (tank_source.png / tank_distorted.png, 1448×1080, 17.398505),
-/// read from `GPUMETRICS_TANK_DIR` (not in this repository: 2.9 MB).
+/// The crate's own test pair (tank_source.png / tank_distorted.png, 1448×1080; published
+/// score 17.398505), read from `GPUMETRICS_TANK_DIR` (not in this repository: 2.9 MB).
+/// Engine and crate must agree on whatever pixels are there; the published score holds
+/// for the original PNGs only (a re-decode of `tank_distorted.jxl` scores 17.3013 in both).
 #[test]
 #[ignore = "needs GPUMETRICS_TANK_DIR with the crate's tank test images"]
 fn tank_pair() {
@@ -325,5 +327,5 @@ fn tank_pair() {
     let (r, d) = (raw("tank_source.png"), raw("tank_distorted.png"));
     let (ours, theirs) = both(PixelFormat::Rgb, w, h, &r, &d);
     println!("tank: engine {ours:.6} crate {theirs:.6} (published 17.398505)");
-    assert!((ours - 17.398_505).abs() <= TOLERANCE, "{ours}");
+    assert!((ours - theirs).abs() <= TOLERANCE, "{ours} vs {theirs}");
 }

@@ -22,7 +22,7 @@ fn frames(format: PixelFormat, w: usize, h: usize) -> (Vec<u8>, Vec<u8>, Vec<usi
     let val = |x: f64, y: f64, c: usize| {
         let v = 128.0
             + 70.0 * ((x / (9.0 + c as f64)).sin() * (y / 13.0).cos())
-            + if (x as usize / 16 + y as usize / 16) % 2 == 0 {
+            + if (x as usize / 16 + y as usize / 16).is_multiple_of(2) {
                 30.0
             } else {
                 -30.0

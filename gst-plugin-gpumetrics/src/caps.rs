@@ -59,8 +59,8 @@ pub fn layout(info: &gst_video::VideoInfo) -> Result<FrameLayout, String> {
 /// family (BT.709 limited range for YUV, sRGB full range for RGB and gray; left-sited
 /// chroma). PQ, HLG and other transfers map to values the engine refuses with a reason.
 pub fn colorimetry(info: &gst_video::VideoInfo, family: ColorFamily) -> Colorimetry {
-    use gst_video::{VideoChromaSite, VideoColorMatrix as M, VideoColorRange as R};
     use gst_video::VideoTransferFunction as T;
+    use gst_video::{VideoChromaSite, VideoColorMatrix as M, VideoColorRange as R};
     let default = Colorimetry::default_for(family);
     let c = info.colorimetry();
     let matrix = match c.matrix() {
@@ -155,7 +155,8 @@ mod tests {
     #[test]
     fn colorimetry_from_caps() {
         gst::init().unwrap();
-        let info = |s: &str| gst_video::VideoInfo::from_caps(&s.parse::<gst::Caps>().unwrap()).unwrap();
+        let info =
+            |s: &str| gst_video::VideoInfo::from_caps(&s.parse::<gst::Caps>().unwrap()).unwrap();
         let c = colorimetry(
             &info("video/x-raw,format=I420,width=64,height=48,colorimetry=bt2020,chroma-site=jpeg"),
             ColorFamily::Yuv,
@@ -164,7 +165,9 @@ mod tests {
         assert_eq!(c.transfer, Transfer::Bt2020_12); // GStreamer's "bt2020" names the 12-bit curve
         assert!(!c.siting.h_cosited && !c.siting.v_cosited);
         let c = colorimetry(
-            &info("video/x-raw,format=NV12,width=64,height=48,colorimetry=1:4:0:0,chroma-site=mpeg2"),
+            &info(
+                "video/x-raw,format=NV12,width=64,height=48,colorimetry=1:4:0:0,chroma-site=mpeg2",
+            ),
             ColorFamily::Yuv,
         );
         assert_eq!((c.matrix, c.range), (Matrix::Bt601, Range::Full));
@@ -174,7 +177,10 @@ mod tests {
             ColorFamily::Yuv,
         );
         assert_eq!(c.transfer, Transfer::Pq);
-        let c = colorimetry(&info("video/x-raw,format=RGB,width=4,height=4"), ColorFamily::Rgb);
+        let c = colorimetry(
+            &info("video/x-raw,format=RGB,width=4,height=4"),
+            ColorFamily::Rgb,
+        );
         assert_eq!((c.range, c.transfer), (Range::Full, Transfer::Srgb));
     }
 }

@@ -33,18 +33,27 @@ struct Shared(*mut f32);
 unsafe impl Send for Shared {}
 unsafe impl Sync for Shared {}
 
+impl Shared {
+    /// Element `i` (a method, so that closures capture the whole `Send` wrapper).
+    ///
+    /// # Safety
+    /// `i` must lie in the buffer, and no other task may access element `i`.
+    unsafe fn at(self, i: usize) -> *mut f32 {
+        unsafe { self.0.add(i) }
+    }
+}
+
 fn linearize(src: [&ColorSource; 2], w: usize, h: usize) -> Planes {
     let mut data = vec![0.0f32; 6 * w * h];
     let out = Shared(data.as_mut_ptr());
     (0..2 * h).into_par_iter().for_each(|row| {
         let (img, y) = (row / h, row % h);
-        let out = out;
         for x in 0..w {
             // SAFETY: the sources were validated against the plan's layouts.
             let rgb = unsafe { linear_rgb(src[img], x as u32, y as u32) };
             for (c, v) in rgb.into_iter().enumerate() {
                 // SAFETY: (img, c, y, x) indexes a distinct element of `data`.
-                unsafe { *out.0.add((img * 3 + c) * w * h + y * w + x) = v };
+                unsafe { *out.at((img * 3 + c) * w * h + y * w + x) = v };
             }
         }
     });
@@ -72,13 +81,12 @@ fn scale_sums(p: &Planes) -> [f64; 18] {
     let out = Shared(xyb_data.as_mut_ptr());
     (0..2 * h).into_par_iter().for_each(|row| {
         let (img, y) = (row / h, row % h);
-        let out = out;
-        let src = [0, 1, 2].map(|c| &p.plane(img * 3 + c)[y * w..][..w]);
-        for x in 0..w {
-            let v = xyb([src[0][x], src[1][x], src[2][x]]);
+        let [r, g, b] = [0, 1, 2].map(|c| &p.plane(img * 3 + c)[y * w..][..w]);
+        for (x, ((r, g), b)) in r.iter().zip(g).zip(b).enumerate() {
+            let v = xyb([*r, *g, *b]);
             for (c, v) in v.into_iter().enumerate() {
                 // SAFETY: (img, c, y, x) indexes a distinct element of `xyb_data`.
-                unsafe { *out.0.add((img * 3 + c) * w * h + y * w + x) = v };
+                unsafe { *out.at((img * 3 + c) * w * h + y * w + x) = v };
             }
         }
     });
@@ -90,18 +98,16 @@ fn scale_sums(p: &Planes) -> [f64; 18] {
         let (a, b) = (plane(c), plane(3 + c));
         let out = Shared(hb.as_mut_ptr());
         (0..h).into_par_iter().for_each(|y| {
-            let out = out;
             let (ra, rb) = (&a[y * w..][..w], &b[y * w..][..w]);
-            blur_row(
-                w as u32,
-                |x| (ra[x as usize], rb[x as usize]),
-                |x, m| {
-                    for (k, v) in m.into_iter().enumerate() {
-                        // SAFETY: (k, y, x) indexes a distinct element of `hb`.
-                        unsafe { *out.0.add(k * w * h + y * w + x as usize) = v };
-                    }
-                },
-            );
+            for k in 0..5 {
+                blur_row(
+                    w as u32,
+                    k as u32,
+                    |x| (ra[x as usize], rb[x as usize]),
+                    // SAFETY: (k, y, x) indexes a distinct element of `hb`.
+                    |x, v| unsafe { *out.at(k * w * h + y * w + x as usize) = v },
+                );
+            }
         });
         let hb = &hb;
         let plane_sums = (0..w)

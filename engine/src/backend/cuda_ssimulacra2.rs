@@ -3,9 +3,10 @@
 //! 1. `ssimu2_linearize`: both frames → linear RGB planes at scale 0, and their 2×2 average
 //!    at scale 1 in the same pass;
 //! 2. `ssimu2_downsample` for scales 2..;
-//! 3. per scale: `ssimu2_xyb` (six XYB planes), `ssimu2_hblur` (the reference's recursive
-//!    Gaussian along rows, five moment planes per XYB plane), `ssimu2_vblur` (the same
-//!    along columns, fused with the three maps and their sums per column block);
+//! 3. per scale: `ssimu2_xyb` (six XYB planes, stored transposed so that the sequential
+//!    passes read consecutive addresses), `ssimu2_hblur` (the reference's recursive Gaussian
+//!    along rows, one thread per row, plane and moment), `ssimu2_vblur` (the same along
+//!    columns, fused with the three maps and their sums per column block);
 //! 4. `ssimu2_finish`: the per-block sums reduced in f64; one copy of 18 sums per scale.
 //!
 //! Every buffer is allocated once, when the first pair is measured: the linear-RGB pyramid
@@ -178,9 +179,14 @@ impl CudaSsimu2 {
                     k.ssimu2_downsample(stream, grid(&s[i], 6), s[i - 1], s[i])?;
                 }
                 for (b, sc) in self.blurs.iter().zip(s) {
-                    k.ssimu2_xyb(stream, grid(sc, 2), *sc, b.xyb)?;
+                    let tiles = LaunchConfig {
+                        grid_dim: (sc.width.div_ceil(32), sc.height.div_ceil(32), 2),
+                        block_dim: (32, 8, 1),
+                        shared_mem_bytes: 0,
+                    };
+                    k.ssimu2_xyb(stream, tiles, *sc, b.xyb)?;
                     let rows = LaunchConfig {
-                        grid_dim: (sc.height.div_ceil(S2_LINE_THREADS), 3, 1),
+                        grid_dim: (sc.height.div_ceil(S2_LINE_THREADS), 3, 5),
                         block_dim: (S2_LINE_THREADS, 1, 1),
                         shared_mem_bytes: 0,
                     };

@@ -7,7 +7,8 @@
 //! within 0.05 needs the same recursion. Rows (horizontal pass) and columns (vertical pass,
 //! fused with the maps and their sums) are therefore sequential per thread.
 
-use gpumetrics_device::math::{cbrtf, fmaf};
+use crate::color::cbrtf;
+use gpumetrics_device::math::fmaf;
 
 /// Half-width N of the recursive filter: output n reads inputs n − N − 1 and n + N − 1.
 pub const S2_IIR_N: i32 = 5;
@@ -53,42 +54,56 @@ impl Iir {
     }
 }
 
-/// The five moments a², b², ab, a, b of an input pair `left` + `right` (zero outside).
+/// Steps whose inputs the sequential passes load before computing them: the loads of a
+/// batch are in flight together (the GPU threads would otherwise wait for every load).
+pub const S2_BATCH: usize = 8;
+
+/// Moment `m` (a², b², ab, a, b) of a pixel (a, b).
 #[inline(always)]
-pub fn moment_sums(l: (f32, f32), r: (f32, f32)) -> [f32; 5] {
-    [
-        l.0 * l.0 + r.0 * r.0,
-        l.1 * l.1 + r.1 * r.1,
-        l.0 * l.1 + r.0 * r.1,
-        l.0 + r.0,
-        l.1 + r.1,
-    ]
+pub fn moment(m: u32, v: (f32, f32)) -> f32 {
+    match m {
+        0 => v.0 * v.0,
+        1 => v.1 * v.1,
+        2 => v.0 * v.1,
+        3 => v.0,
+        _ => v.1,
+    }
 }
 
-/// Horizontal pass over a row of `w` pixels: `load(x)` gives (a, b), `store(x, moments)`
-/// receives the five blurred moments of pixel x.
+/// Horizontal pass of moment `m` over a row of `w` pixels: `load(x)` gives (a, b),
+/// `store(x, v)` receives the blurred moment of pixel x.
 #[inline(always)]
-pub fn blur_row(w: u32, load: impl Fn(u32) -> (f32, f32), mut store: impl FnMut(u32, [f32; 5])) {
-    let mut st = [Iir::default(); 5];
+pub fn blur_row(w: u32, m: u32, load: impl Fn(u32) -> (f32, f32), mut store: impl FnMut(u32, f32)) {
+    let mut st = Iir::default();
+    let w = w as i32;
     let mut n = 1 - S2_IIR_N;
-    while n < w as i32 {
-        let l = n - S2_IIR_N - 1;
-        let r = n + S2_IIR_N - 1;
-        let lv = if l >= 0 { load(l as u32) } else { (0.0, 0.0) };
-        let rv = if r < w as i32 {
-            load(r as u32)
-        } else {
-            (0.0, 0.0)
-        };
-        let s = moment_sums(lv, rv);
-        let mut out = [0.0f32; 5];
-        for m in 0..5 {
-            out[m] = st[m].horizontal(s[m]);
+    while n < w {
+        let mut sums = [0.0f32; S2_BATCH];
+        for (j, s) in sums.iter_mut().enumerate() {
+            let l = n + j as i32 - S2_IIR_N - 1;
+            let r = n + j as i32 + S2_IIR_N - 1;
+            let lv = if l >= 0 && l < w {
+                moment(m, load(l as u32))
+            } else {
+                0.0
+            };
+            let rv = if r < w {
+                moment(m, load(r as u32))
+            } else {
+                0.0
+            };
+            *s = lv + rv;
         }
-        if n >= 0 {
-            store(n as u32, out);
+        for (j, s) in sums.into_iter().enumerate() {
+            let nn = n + j as i32;
+            if nn < w {
+                let v = st.horizontal(s);
+                if nn >= 0 {
+                    store(nn as u32, v);
+                }
+            }
         }
-        n += 1;
+        n += S2_BATCH as i32;
     }
 }
 
@@ -102,30 +117,43 @@ pub fn column_sums(
 ) -> [f64; S2_SUMS_PER_PLANE] {
     let mut st = [Iir::default(); 5];
     let mut acc = [0.0f64; S2_SUMS_PER_PLANE];
+    let h = h as i32;
     let mut n = 1 - S2_IIR_N;
-    while n < h as i32 {
-        let t = n - S2_IIR_N - 1;
-        let b = n + S2_IIR_N - 1;
-        let tv = if t >= 0 { load(t as u32) } else { [0.0; 5] };
-        let bv = if b < h as i32 {
-            load(b as u32)
-        } else {
-            [0.0; 5]
-        };
-        let mut m = [0.0f32; 5];
-        for k in 0..5 {
-            m[k] = st[k].vertical(tv[k] + bv[k]);
+    while n < h {
+        let mut sums = [[0.0f32; 5]; S2_BATCH];
+        for (j, s) in sums.iter_mut().enumerate() {
+            let t = n + j as i32 - S2_IIR_N - 1;
+            let b = n + j as i32 + S2_IIR_N - 1;
+            let tv = if t >= 0 && t < h {
+                load(t as u32)
+            } else {
+                [0.0; 5]
+            };
+            let bv = if b < h { load(b as u32) } else { [0.0; 5] };
+            for k in 0..5 {
+                s[k] = tv[k] + bv[k];
+            }
         }
-        if n >= 0 {
-            let [s11, s22, s12, mu1, mu2] = m;
-            let (a, b) = ab(n as u32);
-            accumulate(
-                &mut acc,
-                ssim_d(mu1, mu2, s11, s22, s12),
-                edge_d1(a, mu1, b, mu2),
-            );
+        for (j, s) in sums.into_iter().enumerate() {
+            let nn = n + j as i32;
+            if nn >= h {
+                break;
+            }
+            let mut m = [0.0f32; 5];
+            for k in 0..5 {
+                m[k] = st[k].vertical(s[k]);
+            }
+            if nn >= 0 {
+                let [s11, s22, s12, mu1, mu2] = m;
+                let (a, b) = ab(nn as u32);
+                accumulate(
+                    &mut acc,
+                    ssim_d(mu1, mu2, s11, s22, s12),
+                    edge_d1(a, mu1, b, mu2),
+                );
+            }
         }
-        n += 1;
+        n += S2_BATCH as i32;
     }
     acc
 }
@@ -248,6 +276,8 @@ pub const S2_FINISH_THREADS: u32 = 256;
 /// Shared-memory sizes (`f64` reduction slots).
 pub const S2_RED_LEN: usize = (S2_LINE_THREADS / 32 * 6) as usize;
 pub const S2_FIN_LEN: usize = (S2_FINISH_THREADS / 32) as usize;
+/// Three 32×33 tiles (padded against bank conflicts) of [`ssimu2_xyb`].
+pub const S2_TILE_LEN: usize = 3 * 32 * 33;
 
 /// One scale's blur and maps: the XYB planes (`Scale` layout: reference X, Y, B, distorted
 /// X, Y, B), the moments (plane·5 + moment, same plane size) and where the per-block sums
@@ -293,7 +323,9 @@ gpumetrics_device::kernel! {
         if ox >= s1.width || oy >= s1.height || img > 1 {
             return;
         }
-        let src = if img == 0 { &reference } else { &distorted };
+        // By value: a reference to a kernel parameter would copy it to local memory.
+        let src = if img == 0 { reference } else { distorted };
+        let src = &src;
         let mut sum = [0.0f32; 3];
         for dy in 0..2 {
             for dx in 0..2 {
@@ -328,56 +360,77 @@ gpumetrics_device::kernel! {
         unsafe { *dst.plane(p).add((oy * dst.width + ox) as usize) = v };
     }
 
-    /// XYB (made positive) of all six planes of a scale into `dst` (same size).
-    /// Block `S2_PIXEL_BLOCK`×`S2_PIXEL_BLOCK`, grid.z = 2 (image).
+    /// XYB (made positive) of all six planes of a scale into `dst`, transposed (element
+    /// (x, y) of a plane at `x * height + y`, so that the row and column passes read
+    /// consecutive addresses). Tiles of 32×32 through shared memory: block (32, 8), grid
+    /// (width / 32, height / 32, 2 images).
     pub unsafe fn ssimu2_xyb(src: crate::ssimulacra2::Scale, dst: crate::ssimulacra2::Scale) {
-        let x = dev::global_idx_x();
-        let y = dev::global_idx_y();
+        gpumetrics_device::shared!(static S2_TILE: [f32; S2_TILE_LEN]);
+        let tile = S2_TILE.as_mut_ptr();
+        let (tx, ty) = (dev::thread_idx_x(), dev::thread_idx_y());
+        let x0 = dev::block_idx_x() * 32;
+        let y0 = dev::block_idx_y() * 32;
         let img = dev::block_idx_z();
-        if x >= src.width || y >= src.height || img > 1 {
+        let (w, h) = (src.width, src.height);
+        if img > 1 {
             return;
         }
-        let o = (y * src.width + x) as usize;
-        let rgb = unsafe {
-            [
-                *src.plane(img * 3).add(o),
-                *src.plane(img * 3 + 1).add(o),
-                *src.plane(img * 3 + 2).add(o),
-            ]
-        };
-        let v = xyb(rgb);
-        for c in 0..3u32 {
-            unsafe { *dst.plane(img * 3 + c).add(o) = v[c as usize] };
+        for k in 0..4 {
+            let (x, y) = (x0 + tx, y0 + ty + 8 * k);
+            if x < w && y < h {
+                let o = (y * w + x) as usize;
+                let rgb = unsafe {
+                    [
+                        *src.plane(img * 3).add(o),
+                        *src.plane(img * 3 + 1).add(o),
+                        *src.plane(img * 3 + 2).add(o),
+                    ]
+                };
+                let v = xyb(rgb);
+                for c in 0..3 {
+                    unsafe { *tile.add(c * 32 * 33 + ((ty + 8 * k) * 33 + tx) as usize) = v[c] };
+                }
+            }
+        }
+        unsafe { dev::sync_threads() };
+        for k in 0..4 {
+            let (x, y) = (x0 + ty + 8 * k, y0 + tx);
+            if x < w && y < h {
+                for c in 0..3u32 {
+                    let v = unsafe { *tile.add(c as usize * 32 * 33 + (tx * 33 + ty + 8 * k) as usize) };
+                    unsafe { *dst.plane(img * 3 + c).add((x * h + y) as usize) = v };
+                }
+            }
         }
     }
 
-    /// Horizontal recursive blur of the five moments, one thread per (row, plane):
-    /// `S2_LINE_THREADS` threads, grid (rows / threads, 3).
+    /// Horizontal recursive blur, one thread per (row, plane, moment) on the transposed
+    /// planes: `S2_LINE_THREADS` threads, grid (rows / threads, 3, 5). Writes the moment
+    /// planes (plane·5 + moment), transposed.
     pub unsafe fn ssimu2_hblur(p: crate::ssimulacra2::BlurParams) {
         let y = dev::global_idx_x();
         let c = dev::block_idx_y();
+        let m = dev::block_idx_z();
         let (w, h) = (p.xyb.width, p.xyb.height);
-        if y >= h || c > 2 {
+        if y >= h || c > 2 || m > 4 {
             return;
         }
-        let a = unsafe { p.xyb.plane(c).add((y * w) as usize) };
-        let b = unsafe { p.xyb.plane(3 + c).add((y * w) as usize) };
+        let a = unsafe { p.xyb.plane(c).add(y as usize) };
+        let b = unsafe { p.xyb.plane(3 + c).add(y as usize) };
         let len = p.xyb.plane_len as usize;
-        let out = unsafe { (p.moments as *mut f32).add(c as usize * 5 * len + (y * w) as usize) };
+        let out = unsafe { (p.moments as *mut f32).add((c * 5 + m) as usize * len + y as usize) };
         blur_row(
             w,
-            |x| unsafe { (*a.add(x as usize), *b.add(x as usize)) },
-            |x, m| {
-                for (k, v) in m.into_iter().enumerate() {
-                    unsafe { *out.add(k * len + x as usize) = v };
-                }
-            },
+            m,
+            |x| unsafe { (*a.add((x * h) as usize), *b.add((x * h) as usize)) },
+            |x, v| unsafe { *out.add((x * h) as usize) = v },
         );
     }
 
     /// Vertical recursive blur fused with the three maps and their sums, one thread per
-    /// (column, plane): `S2_LINE_THREADS` threads, grid (columns / threads = `n_tiles`, 3).
-    /// Writes six `f64` partial sums per block.
+    /// (column, plane) on the transposed planes (each thread reads consecutive addresses):
+    /// `S2_LINE_THREADS` threads, grid (columns / threads = `n_tiles`, 3). Writes six `f64`
+    /// partial sums per block.
     pub unsafe fn ssimu2_vblur(p: crate::ssimulacra2::BlurParams) {
         gpumetrics_device::shared!(static S2_RED: [f64; S2_RED_LEN]);
         let x = dev::global_idx_x();
@@ -387,13 +440,14 @@ gpumetrics_device::kernel! {
         let len = p.xyb.plane_len as usize;
         let mut acc = [0.0f64; S2_SUMS_PER_PLANE];
         if x < w && c <= 2 {
-            let a = unsafe { p.xyb.plane(c).add(x as usize) };
-            let b = unsafe { p.xyb.plane(3 + c).add(x as usize) };
-            let m = unsafe { (p.moments as *const f32).add(c as usize * 5 * len + x as usize) };
+            let col = (x * h) as usize;
+            let a = unsafe { p.xyb.plane(c).add(col) };
+            let b = unsafe { p.xyb.plane(3 + c).add(col) };
+            let m = unsafe { (p.moments as *const f32).add(c as usize * 5 * len + col) };
             acc = column_sums(
                 h,
                 |y| {
-                    let o = (y * w) as usize;
+                    let o = y as usize;
                     unsafe {
                         [
                             *m.add(o),
@@ -404,7 +458,7 @@ gpumetrics_device::kernel! {
                         ]
                     }
                 },
-                |y| unsafe { (*a.add((y * w) as usize), *b.add((y * w) as usize)) },
+                |y| unsafe { (*a.add(y as usize), *b.add(y as usize)) },
             );
         }
         let warp = (t / 32) as usize;
@@ -465,11 +519,8 @@ mod tests {
     fn recursive_blur_is_the_nine_tap_gaussian() {
         // Impulse response (exact arithmetic: nine taps, sum 1).
         let mut out = [0.0f32; 21];
-        blur_row(
-            21,
-            |x| if x == 10 { (1.0, 0.0) } else { (0.0, 0.0) },
-            |x, m| out[x as usize] = m[3],
-        );
+        let impulse = |x| if x == 10 { (1.0, 0.0) } else { (0.0, 0.0) };
+        blur_row(21, 3, impulse, |x, v| out[x as usize] = v);
         let sum: f32 = out.iter().sum();
         assert!((sum - 1.0).abs() < 1e-5, "{sum}");
         assert!((out[10] - 0.264_621_1).abs() < 1e-6 && (out[14] - 0.009_414_368).abs() < 1e-6);
