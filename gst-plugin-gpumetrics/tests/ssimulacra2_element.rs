@@ -60,6 +60,9 @@ fn pq_is_refused_not_measured() {
     let c = caps("P010_10LE", ",colorimetry=bt2100-pq");
     let run = run(&pipeline(&c, "identity"));
     let (msg, _) = run.error.clone().expect("an error for PQ input");
-    assert!(msg.contains("PQ") && msg.contains("not support yet"), "{msg}");
+    assert!(
+        msg.contains("PQ") && msg.contains("not support yet"),
+        "{msg}"
+    );
     assert!(run.frames.is_empty());
 }
