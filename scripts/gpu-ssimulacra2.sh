@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# SSIMULACRA2 checks on the GPU machine (see ../shared/docs/GPU-MACHINE.md), from the repo
+# root, with in .gpu/ssimu2 (all built here, stripped):
+#   kernel_check              cargo build --release -p gpumetrics-engine --example kernel_check
+#   bench_ssimulacra2_crates  ... --example bench_ssimulacra2_crates
+#   ssimulacra2_cuda          cargo test --release -p gpumetrics-engine --test ssimulacra2_cuda --no-run
+#   throughput                cargo bench -p gpumetrics-engine --bench throughput --no-run
+# Run with `.gpu/ssimu2` carried; docs/GPU-RUNS.md and docs/BENCHMARKS.md record the output.
+set -uo pipefail
+B=.gpu/ssimu2
+export PATH=$PATH:/usr/local/cuda/bin
+step() { echo; echo "=== $*"; }
+fail=0
+run() { "$@" || { echo "FAILED ($?): $*"; fail=1; }; }
+
+step "GPU"; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader; date -u
+step "kernel_check"; run $B/kernel_check
+step "compute-sanitizer memcheck"; run compute-sanitizer --tool memcheck --error-exitcode 9 $B/kernel_check
+step "compute-sanitizer racecheck"; run compute-sanitizer --tool racecheck --error-exitcode 9 $B/kernel_check
+step "CUDA vs CPU, device frames, memory"; run $B/ssimulacra2_cuda --ignored --nocapture --test-threads 1
+step "throughput"; run $B/throughput --seconds 2 --sizes 1080p,2160p --metrics ssimulacra2
+step "crates on all cores"; run $B/bench_ssimulacra2_crates 2
+if command -v ncu >/dev/null; then
+  step "ncu: the ssimu2 kernels of one 1080p pair"
+  ncu --clock-control none -k regex:ssimu2 -c 17 --metrics gpu__time_duration.sum \
+    $B/throughput --seconds 0.05 --sizes 1080p --no-cpu --metrics ssimulacra2 2>&1 \
+    | grep -E "^  ssimu2_|gpu__time"
+fi
+exit $fail
