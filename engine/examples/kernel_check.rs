@@ -463,7 +463,7 @@ fn ssimulacra2_pipeline(
 
 /// Host sums of the ssim and cs map values of `p`, from the same per-pixel functions.
 fn host_ssim(p: &gpumetrics_kernels::psnr::ChannelPair) -> (f64, f64) {
-    use gpumetrics_kernels::ssim::{Moments, TAPS, WEIGHTS, constants, sample, ssim_cs, valid};
+    use gpumetrics_kernels::ssim::{Moments, WEIGHTS, constants, sample, ssim_cs, valid};
     let (vw, vh) = (valid(p.width) as usize, valid(p.height) as usize);
     let peak = p.reference.max;
     let (c1, c2) = constants(peak);
@@ -478,9 +478,9 @@ fn host_ssim(p: &gpumetrics_kernels::psnr::ChannelPair) -> (f64, f64) {
     let mut hm = vec![Moments::default(); p.height as usize * vw];
     for y in 0..p.height as usize {
         for x in 0..vw {
-            for k in 0..TAPS {
+            for (k, &w) in WEIGHTS.iter().enumerate() {
                 let (a, b) = (at(&p.reference, x + k, y), at(&p.distorted, x + k, y));
-                hm[y * vw + x].add_sample(WEIGHTS[k], a, b);
+                hm[y * vw + x].add_sample(w, a, b);
             }
         }
     }
@@ -488,8 +488,8 @@ fn host_ssim(p: &gpumetrics_kernels::psnr::ChannelPair) -> (f64, f64) {
     for y in 0..vh {
         for x in 0..vw {
             let mut m = Moments::default();
-            for k in 0..TAPS {
-                m.add_moments(WEIGHTS[k], &hm[(y + k) * vw + x]);
+            for (k, &w) in WEIGHTS.iter().enumerate() {
+                m.add_moments(w, &hm[(y + k) * vw + x]);
             }
             let (s, cs) = ssim_cs(&m, c1, c2);
             sums.0 += s;
