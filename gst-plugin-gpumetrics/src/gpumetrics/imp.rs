@@ -345,11 +345,11 @@ impl ElementImpl for GpuMetrics {
                 "GPU video quality metrics",
                 "Filter/Analyzer/Video",
                 "Compares the distorted video (dist_sink) with the reference video (ref_sink) \
-                 frame by frame and reports quality metrics (PSNR) as 'gpumetrics' element \
-                 messages, GstGpuMetricsMeta buffer meta and an optional stats file, plus a \
-                 pooled 'gpumetrics-summary' message at EOS. Frames are paired by running \
-                 time (or by sequence). The distorted stream is passed through on src \
-                 unchanged. Runs on NVIDIA GPUs (CUDA) or the CPU.",
+                 frame by frame and reports quality metrics (PSNR, SSIM, MS-SSIM) as \
+                 'gpumetrics' element messages, GstGpuMetricsMeta buffer meta and an optional \
+                 stats file, plus a pooled 'gpumetrics-summary' message at EOS. Frames are \
+                 paired by running time (or by sequence). The distorted stream is passed \
+                 through on src unchanged. Runs on NVIDIA GPUs (CUDA) or the CPU.",
                 "gpumetrics developers <https://github.com/gpumetrics/gpumetrics>",
             )
         });
