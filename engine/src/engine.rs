@@ -120,7 +120,9 @@ impl Engine {
     /// Why requested metrics are left out for this layout (e.g. frames too small for
     /// MS-SSIM), for the caller to log once.
     pub fn metric_notes(&self) -> Vec<String> {
-        crate::ssim::notes(&self.plan, self.metrics)
+        let mut notes = crate::ssim::notes(&self.plan, self.metrics);
+        notes.extend(crate::ssimulacra2::note(&self.plan, self.metrics));
+        notes
     }
 
     pub fn compare(&mut self, reference: &Frame, distorted: &Frame) -> Result<Scores, EngineError> {

@@ -89,6 +89,13 @@ pub fn score(s: &Sums) -> f64 {
     }
 }
 
+/// Why `ssimulacra2` is left out for this plan, if it is.
+pub(crate) fn note(plan: &crate::Plan, metrics: crate::MetricSet) -> Option<String> {
+    let (w, h) = (plan.reference.width, plan.reference.height);
+    (metrics.contains(crate::MetricSet::SSIMULACRA2) && scale_sizes(w, h).is_empty())
+        .then(|| format!("ssimulacra2 needs frames of at least 8x8; {w}x{h} frames get none"))
+}
+
 /// Appends `ssimulacra2`, unless the frames are too small to have a scale.
 pub(crate) fn push_fields(s: &Sums, scores: &mut Scores) {
     if s.scales > 0 {

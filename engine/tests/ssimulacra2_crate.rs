@@ -300,8 +300,14 @@ fn too_small_frames_have_no_score() {
     let r = vec![128u8; 3 * 7 * 20];
     let p = planes(PixelFormat::Rgb, 7, 20, &r);
     let f = Frame::Host(HostFrame::new(&p));
-    let s = engine(PixelFormat::Rgb, 7, 20).compare(&f, &f).unwrap();
+    let mut e = engine(PixelFormat::Rgb, 7, 20);
+    let s = e.compare(&f, &f).unwrap();
     assert_eq!(s.get("ssimulacra2"), None);
+    assert!(
+        e.metric_notes()
+            .iter()
+            .any(|n| n.contains("ssimulacra2 needs"))
+    );
 }
 
 /// The crate's own test pair (tank_source.png / tank_distorted.png, 1448×1080; published
