@@ -58,6 +58,22 @@ impl Iir {
 /// batch are in flight together (the GPU threads would otherwise wait for every load).
 pub const S2_BATCH: usize = 8;
 
+/// `$body` for `$j` = 0..S2_BATCH as straight-line code: with constant indices the per-step
+/// arrays of a batch stay in registers on the GPU (a loop left rolled puts them in local
+/// memory, and then every store of a loaded value waits for its load).
+macro_rules! unroll_batch {
+    ($j:ident => $body:block) => {
+        unroll_batch!(@ $j $body 0 1 2 3 4 5 6 7)
+    };
+    (@ $j:ident $body:block $($i:literal)*) => {
+        $({
+            const $j: usize = $i;
+            $body
+        })*
+    };
+}
+const _: () = assert!(S2_BATCH == 8, "unroll_batch! expands eight steps");
+
 /// Moment `m` (a², b², ab, a, b) of a pixel (a, b).
 #[inline(always)]
 pub fn moment(m: u32, v: (f32, f32)) -> f32 {
@@ -79,9 +95,9 @@ pub fn blur_row(w: u32, m: u32, load: impl Fn(u32) -> (f32, f32), mut store: imp
     let mut n = 1 - S2_IIR_N;
     while n < w {
         let mut sums = [0.0f32; S2_BATCH];
-        for (j, s) in sums.iter_mut().enumerate() {
-            let l = n + j as i32 - S2_IIR_N - 1;
-            let r = n + j as i32 + S2_IIR_N - 1;
+        unroll_batch!(J => {
+            let l = n + J as i32 - S2_IIR_N - 1;
+            let r = n + J as i32 + S2_IIR_N - 1;
             let lv = if l >= 0 && l < w {
                 moment(m, load(l as u32))
             } else {
@@ -92,17 +108,17 @@ pub fn blur_row(w: u32, m: u32, load: impl Fn(u32) -> (f32, f32), mut store: imp
             } else {
                 0.0
             };
-            *s = lv + rv;
-        }
-        for (j, s) in sums.into_iter().enumerate() {
-            let nn = n + j as i32;
+            sums[J] = lv + rv;
+        });
+        unroll_batch!(J => {
+            let nn = n + J as i32;
             if nn < w {
-                let v = st.horizontal(s);
+                let v = st.horizontal(sums[J]);
                 if nn >= 0 {
                     store(nn as u32, v);
                 }
             }
-        }
+        });
         n += S2_BATCH as i32;
     }
 }
@@ -121,38 +137,45 @@ pub fn column_sums(
     let mut n = 1 - S2_IIR_N;
     while n < h {
         let mut sums = [[0.0f32; 5]; S2_BATCH];
-        for (j, s) in sums.iter_mut().enumerate() {
-            let t = n + j as i32 - S2_IIR_N - 1;
-            let b = n + j as i32 + S2_IIR_N - 1;
+        unroll_batch!(J => {
+            let t = n + J as i32 - S2_IIR_N - 1;
+            let b = n + J as i32 + S2_IIR_N - 1;
             let tv = if t >= 0 && t < h {
                 load(t as u32)
             } else {
                 [0.0; 5]
             };
             let bv = if b < h { load(b as u32) } else { [0.0; 5] };
-            for k in 0..5 {
-                s[k] = tv[k] + bv[k];
+            sums[J] = [
+                tv[0] + bv[0],
+                tv[1] + bv[1],
+                tv[2] + bv[2],
+                tv[3] + bv[3],
+                tv[4] + bv[4],
+            ];
+        });
+        unroll_batch!(J => {
+            let nn = n + J as i32;
+            if nn < h {
+                let s = sums[J];
+                let m = [
+                    st[0].vertical(s[0]),
+                    st[1].vertical(s[1]),
+                    st[2].vertical(s[2]),
+                    st[3].vertical(s[3]),
+                    st[4].vertical(s[4]),
+                ];
+                if nn >= 0 {
+                    let [s11, s22, s12, mu1, mu2] = m;
+                    let (a, b) = ab(nn as u32);
+                    accumulate(
+                        &mut acc,
+                        ssim_d(mu1, mu2, s11, s22, s12),
+                        edge_d1(a, mu1, b, mu2),
+                    );
+                }
             }
-        }
-        for (j, s) in sums.into_iter().enumerate() {
-            let nn = n + j as i32;
-            if nn >= h {
-                break;
-            }
-            let mut m = [0.0f32; 5];
-            for k in 0..5 {
-                m[k] = st[k].vertical(s[k]);
-            }
-            if nn >= 0 {
-                let [s11, s22, s12, mu1, mu2] = m;
-                let (a, b) = ab(nn as u32);
-                accumulate(
-                    &mut acc,
-                    ssim_d(mu1, mu2, s11, s22, s12),
-                    edge_d1(a, mu1, b, mu2),
-                );
-            }
-        }
+        });
         n += S2_BATCH as i32;
     }
     acc
