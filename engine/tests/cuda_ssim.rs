@@ -2,11 +2,11 @@
 //! pair, odd sizes, padded strides and frames already in device memory. Needs a GPU: run
 //! with `--ignored` there (see docs/GPU-RUNS.md).
 
+mod common;
+
+use common::{OwnedFrame as Owned, xorshift};
 use cudarc::driver::{CudaContext, DevicePtr};
-use gpumetrics_engine::{
-    BackendChoice, DeviceFrame, Engine, EngineConfig, Frame, FrameLayout, HostFrame, MetricSet,
-    PixelFormat, Plane, Scores,
-};
+use gpumetrics_engine::{BackendChoice, Engine, EngineConfig, MetricSet, PixelFormat, Scores};
 
 const TOLERANCE: f64 = 1e-5;
 /// Two CUDA runs on the same pair: the blocks' partial sums are added with f64 atomics,
@@ -15,80 +15,21 @@ const REPEAT_TOLERANCE: f64 = 1e-12;
 
 /// A frame with padded strides: a smooth pattern plus noise, or that frame with some bytes
 /// nudged (the distorted version), so that SSIM is neither 0 nor 1.
-struct Owned {
-    layout: FrameLayout,
-    data: Vec<u8>,
-    offsets: Vec<usize>,
-    strides: Vec<usize>,
-}
-
 fn frame(format: PixelFormat, width: u32, height: u32, seed: u64, distort: bool) -> Owned {
-    let layout = FrameLayout {
-        format,
-        width,
-        height,
-    };
-    let mut s = 0x9e37_79b9_7f4a_7c15u64;
-    let mut rnd = move || {
-        s ^= s << 13;
-        s ^= s >> 7;
-        s ^= s << 17;
-        s
-    };
-    let (mut offsets, mut strides, mut total) = (vec![], vec![], 0);
-    for p in 0..format.n_planes() {
-        let stride = layout.min_row_bytes(p) + 8 * (p + 1);
-        offsets.push(total);
-        strides.push(stride);
-        total += stride * layout.plane_rows(p) as usize;
-    }
-    let mut data: Vec<u8> = (0..total)
-        .map(|i| ((i * 7 / 5 + i / 311) % 230) as u8 + (rnd() % 24) as u8)
-        .collect();
+    let mut rnd = xorshift(0x9e37_79b9_7f4a_7c15);
+    let mut f = Owned::new(format, width, height, |i| {
+        ((i * 7 / 5 + i / 311) % 230) as u8 + (rnd() % 24) as u8
+    });
     if distort {
-        let mut d = seed | 1;
-        for v in data.iter_mut() {
-            d ^= d << 13;
-            d ^= d >> 7;
-            d ^= d << 17;
+        let mut d = xorshift(seed);
+        for v in f.data.iter_mut() {
+            let d = d();
             if d % 4 == 0 {
                 *v = v.wrapping_add((d >> 32) as u8 % 9).wrapping_sub(4);
             }
         }
     }
-    Owned {
-        layout,
-        data,
-        offsets,
-        strides,
-    }
-}
-
-impl Owned {
-    fn host(&self) -> Frame<'_> {
-        let planes: Vec<Plane> = self
-            .offsets
-            .iter()
-            .zip(&self.strides)
-            .map(|(&o, &stride)| Plane {
-                data: &self.data[o..],
-                stride,
-            })
-            .collect();
-        Frame::Host(HostFrame::new(&planes))
-    }
-
-    fn device(&self, base: u64) -> Frame<'static> {
-        let mut f = DeviceFrame {
-            n_planes: self.offsets.len(),
-            ..Default::default()
-        };
-        for i in 0..f.n_planes {
-            f.ptrs[i] = base + self.offsets[i] as u64;
-            f.pitches[i] = self.strides[i];
-        }
-        Frame::Device(f)
-    }
+    f
 }
 
 fn try_engine(backend: BackendChoice, r: &Owned, d: &Owned) -> Option<Engine> {

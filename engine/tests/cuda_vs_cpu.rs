@@ -2,63 +2,16 @@
 //! strides and frames already in device memory. Needs a GPU: run with `--ignored` there
 //! (see docs/GPU-RUNS.md).
 
+mod common;
+
+use common::{OwnedFrame as Owned, xorshift};
 use cudarc::driver::{CudaContext, DevicePtr};
-use gpumetrics_engine::{
-    BackendChoice, DeviceFrame, Engine, EngineConfig, Frame, FrameLayout, HostFrame, MetricSet,
-    PixelFormat, Plane,
-};
+use gpumetrics_engine::{BackendChoice, Engine, EngineConfig, MetricSet, PixelFormat};
 
-/// A frame of random bytes with padded strides, laid out the way GStreamer would.
-struct Owned {
-    layout: FrameLayout,
-    data: Vec<u8>,
-    offsets: Vec<usize>,
-    strides: Vec<usize>,
-}
-
+/// Random bytes with padded strides.
 fn frame(format: PixelFormat, width: u32, height: u32, seed: u64) -> Owned {
-    let layout = FrameLayout {
-        format,
-        width,
-        height,
-    };
-    let mut s = seed | 1;
-    let (mut offsets, mut strides, mut total) = (vec![], vec![], 0);
-    for p in 0..format.n_planes() {
-        let stride = layout.min_row_bytes(p) + 8 * (p + 1);
-        offsets.push(total);
-        strides.push(stride);
-        total += stride * layout.plane_rows(p) as usize;
-    }
-    let data = (0..total)
-        .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            (s >> 56) as u8
-        })
-        .collect();
-    Owned {
-        layout,
-        data,
-        offsets,
-        strides,
-    }
-}
-
-impl Owned {
-    fn host(&self) -> Frame<'_> {
-        let planes: Vec<Plane> = self
-            .offsets
-            .iter()
-            .zip(&self.strides)
-            .map(|(&o, &stride)| Plane {
-                data: &self.data[o..],
-                stride,
-            })
-            .collect();
-        Frame::Host(HostFrame::new(&planes))
-    }
+    let mut rnd = xorshift(seed);
+    Owned::new(format, width, height, |_| (rnd() >> 56) as u8)
 }
 
 /// `None` for format pairs the engine refuses (covered by the plan tests).
@@ -114,20 +67,9 @@ fn device_frames_equal_host_frames() {
     let rb = stream.clone_htod(&r.data).unwrap();
     let db = stream.clone_htod(&d.data).unwrap();
     stream.synchronize().unwrap();
-    let dev = |o: &Owned, base: u64| {
-        let mut f = DeviceFrame {
-            n_planes: o.offsets.len(),
-            ..Default::default()
-        };
-        for i in 0..f.n_planes {
-            f.ptrs[i] = base + o.offsets[i] as u64;
-            f.pitches[i] = o.strides[i];
-        }
-        Frame::Device(f)
-    };
     let (rp, _g1) = rb.device_ptr(&stream);
     let (dp, _g2) = db.device_ptr(&stream);
-    let on_device = gpu.compare(&dev(&r, rp), &dev(&d, dp)).unwrap();
+    let on_device = gpu.compare(&r.device(rp), &d.device(dp)).unwrap();
     assert_eq!(host, on_device);
     assert!(host.get("psnr-y").unwrap().is_finite());
 }
