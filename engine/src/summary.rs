@@ -3,7 +3,7 @@
 use crate::scores::Scores;
 
 /// Pooled statistics of one field.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct FieldSummary {
     pub mean: f64,
     pub min: f64,
@@ -17,6 +17,30 @@ pub struct FieldSummary {
     pub p50: f64,
     pub p95: f64,
     pub p99: f64,
+}
+
+impl FieldSummary {
+    /// (name, value) of every statistic present, in the documented order (the names used in
+    /// messages and stats files).
+    pub fn entries(&self) -> Vec<(&'static str, f64)> {
+        let mut v = vec![
+            ("mean", self.mean),
+            ("min", self.min),
+            ("max", self.max),
+            ("stddev", self.stddev),
+        ];
+        if let Some(h) = self.harmonic_mean {
+            v.push(("harmonic-mean", h));
+        }
+        v.extend([
+            ("p1", self.p1),
+            ("p5", self.p5),
+            ("p50", self.p50),
+            ("p95", self.p95),
+            ("p99", self.p99),
+        ]);
+        v
+    }
 }
 
 /// Summary of a run.

@@ -136,62 +136,26 @@ impl FrameScores {
     }
 }
 
-/// Pooled statistics of one metric field over all compared pairs.
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
-pub struct FieldStats {
-    pub mean: f64,
-    pub min: f64,
-    pub max: f64,
-    pub stddev: f64,
-    /// Only for non-negative scores; `None` when undefined.
-    pub harmonic_mean: Option<f64>,
-    pub p1: f64,
-    pub p5: f64,
-    pub p50: f64,
-    pub p95: f64,
-    pub p99: f64,
-}
+/// Pooled statistics of one metric field over all compared pairs (the engine's type).
+pub use gpumetrics_engine::FieldSummary as FieldStats;
 
-impl FieldStats {
-    /// (name, value) of every statistic present, in the documented order.
-    pub fn entries(&self) -> Vec<(&'static str, f64)> {
-        let mut v = vec![
-            ("mean", self.mean),
-            ("min", self.min),
-            ("max", self.max),
-            ("stddev", self.stddev),
-        ];
-        if let Some(h) = self.harmonic_mean {
-            v.push(("harmonic-mean", h));
-        }
-        v.extend([
-            ("p1", self.p1),
-            ("p5", self.p5),
-            ("p50", self.p50),
-            ("p95", self.p95),
-            ("p99", self.p99),
-        ]);
-        v
-    }
-
-    fn from_structure(s: &gst::StructureRef) -> Result<Self, ParseError> {
-        let get = |f: &str| {
-            s.get::<f64>(f)
-                .map_err(|e| ParseError(format!("{}: field `{f}`: {e}", s.name())))
-        };
-        Ok(FieldStats {
-            mean: get("mean")?,
-            min: get("min")?,
-            max: get("max")?,
-            stddev: get("stddev")?,
-            harmonic_mean: s.get_optional::<f64>("harmonic-mean").ok().flatten(),
-            p1: get("p1")?,
-            p5: get("p5")?,
-            p50: get("p50")?,
-            p95: get("p95")?,
-            p99: get("p99")?,
-        })
-    }
+fn field_stats_from_structure(s: &gst::StructureRef) -> Result<FieldStats, ParseError> {
+    let get = |f: &str| {
+        s.get::<f64>(f)
+            .map_err(|e| ParseError(format!("{}: field `{f}`: {e}", s.name())))
+    };
+    Ok(FieldStats {
+        mean: get("mean")?,
+        min: get("min")?,
+        max: get("max")?,
+        stddev: get("stddev")?,
+        harmonic_mean: s.get_optional::<f64>("harmonic-mean").ok().flatten(),
+        p1: get("p1")?,
+        p5: get("p5")?,
+        p50: get("p50")?,
+        p95: get("p95")?,
+        p99: get("p99")?,
+    })
 }
 
 /// The pooled summary of a run (`gpumetrics-summary`).
@@ -236,7 +200,7 @@ impl Summary {
         let mut fields = Vec::new();
         for (name, value) in s.iter() {
             if let Ok(sub) = value.get::<gst::Structure>() {
-                fields.push((name.as_str().to_string(), FieldStats::from_structure(&sub)?));
+                fields.push((name.as_str().to_string(), field_stats_from_structure(&sub)?));
             }
         }
         Ok(Summary {

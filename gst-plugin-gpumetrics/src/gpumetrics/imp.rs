@@ -25,7 +25,7 @@ use gpumetrics_engine::{
 };
 
 use super::{Backend, Metrics, Pairing, StatsFormat};
-use crate::message::{FRAME_MESSAGE_NAME, FieldStats, FrameScores, Summary};
+use crate::message::{FRAME_MESSAGE_NAME, FrameScores, Summary};
 use crate::pairing::{self, Decision, Head, Input};
 use crate::stats::{self, StatsWriter};
 use crate::{caps, gstcuda, meta};
@@ -940,23 +940,7 @@ impl GpuMetrics {
             fields: s
                 .fields
                 .iter()
-                .map(|(name, f)| {
-                    (
-                        name.to_string(),
-                        FieldStats {
-                            mean: f.mean,
-                            min: f.min,
-                            max: f.max,
-                            stddev: f.stddev,
-                            harmonic_mean: f.harmonic_mean,
-                            p1: f.p1,
-                            p5: f.p5,
-                            p50: f.p50,
-                            p95: f.p95,
-                            p99: f.p99,
-                        },
-                    )
-                })
+                .map(|(name, f)| (name.to_string(), *f))
                 .collect(),
         }
     }
