@@ -13,7 +13,8 @@ packages=(
 )
 missing=()
 for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
+  status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+  [[ $status == *"ok installed"* ]] || missing+=("$p")
 done
 if [ ${#missing[@]} -gt 0 ]; then
   echo "setup: installing ${missing[*]}"
@@ -29,5 +30,5 @@ if ! command -v rustup >/dev/null; then
 fi
 # The kernels are compiled by the nightly toolchain (nvptx64 target, -Zbuild-std=core) and
 # linked with the LLVM tools shipped as a rustup component.
-rustup toolchain list | grep -q '^nightly' || rustup toolchain install nightly --profile minimal
+[[ $'\n'$(rustup toolchain list) == *$'\n'nightly* ]] || rustup toolchain install nightly --profile minimal
 rustup component add rust-src llvm-tools --toolchain nightly >/dev/null

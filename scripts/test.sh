@@ -11,4 +11,7 @@ cargo test --workspace
 builddir=target/meson
 [ -d "$builddir" ] || meson setup "$builddir" . --buildtype=release >/dev/null
 meson compile -C "$builddir"
-gst-inspect-1.0 "$builddir/libgstgpumetrics.so" | grep -q 'gpumetrics' && echo "meson build: plugin loads"
+# Capture first: `grep -q` would close the pipe early and pipefail would report SIGPIPE.
+inspect=$(gst-inspect-1.0 "$builddir/libgstgpumetrics.so")
+grep -q 'gpumetrics' <<<"$inspect" || { echo "the meson-built plugin does not load" >&2; exit 1; }
+echo "meson build: plugin loads"
