@@ -45,23 +45,14 @@ pub(crate) fn select(
     external: Option<crate::cuda::ExternalContext>,
 ) -> Result<(Box<dyn Backend>, Option<String>), EngineError> {
     use crate::BackendChoice;
-    if let Some(ext) = external {
-        return match config.backend {
-            BackendChoice::Cpu => Ok((Box::new(cpu::CpuBackend), None)),
-            BackendChoice::Cuda => Ok((Box::new(cuda::CudaBackend::on_external(ext, plan)?), None)),
-            BackendChoice::Auto => match cuda::CudaBackend::on_external(ext, plan) {
-                Ok(b) => Ok((Box::new(b), None)),
-                Err(e) => Ok((Box::new(cpu::CpuBackend), Some(e.to_string()))),
-            },
-        };
-    }
+    let open_cuda = || match external {
+        Some(ext) => cuda::CudaBackend::on_external(ext, plan),
+        None => cuda::CudaBackend::new(config.device_id, plan),
+    };
     match config.backend {
         BackendChoice::Cpu => Ok((Box::new(cpu::CpuBackend), None)),
-        BackendChoice::Cuda => Ok((
-            Box::new(cuda::CudaBackend::new(config.device_id, plan)?),
-            None,
-        )),
-        BackendChoice::Auto => match cuda::CudaBackend::new(config.device_id, plan) {
+        BackendChoice::Cuda => Ok((Box::new(open_cuda()?), None)),
+        BackendChoice::Auto => match open_cuda() {
             Ok(b) => Ok((Box::new(b), None)),
             Err(e) => Ok((Box::new(cpu::CpuBackend), Some(e.to_string()))),
         },
