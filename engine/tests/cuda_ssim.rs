@@ -24,7 +24,7 @@ fn frame(format: PixelFormat, width: u32, height: u32, seed: u64, distort: bool)
         let mut d = xorshift(seed);
         for v in f.data.iter_mut() {
             let d = d();
-            if d % 4 == 0 {
+            if d.is_multiple_of(4) {
                 *v = v.wrapping_add((d >> 32) as u8 % 9).wrapping_sub(4);
             }
         }
