@@ -198,7 +198,7 @@ mod tests {
             width: 2,
             height: 2,
         };
-        assert_eq!(unsafe { sse_rows(&pair, 0, 2) }, 9 + 0 + 16 + 1);
+        assert_eq!(unsafe { sse_rows(&pair, 0, 2) }, 9 + 16 + 1); // errors 3, 0, -4, 1
     }
 
     #[test]
