@@ -6,7 +6,6 @@ use crate::error::EngineError;
 use crate::format::{ColorFamily, FrameLayout};
 use crate::frame::PlanePtrs;
 use gpumetrics_kernels::color::{self as k, ColorSource};
-use gpumetrics_kernels::psnr::Channel;
 
 /// Y'CbCr → R'G'B' matrix (ignored for RGB and gray input).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -124,18 +123,8 @@ impl Colorimetry {
     pub(crate) fn source(&self, layout: &FrameLayout, planes: &PlanePtrs) -> ColorSource {
         let f = layout.format;
         let chans = f.channels();
-        let channel = |i: usize| {
-            let c = &chans[i.min(chans.len() - 1)];
-            Channel {
-                ptr: planes.ptr[c.plane] + c.offset as u64,
-                pitch: planes.pitch[c.plane],
-                step: c.step,
-                sample_bytes: c.sample_bytes,
-                shift: c.shift,
-                max: f.peak(),
-                _pad: 0,
-            }
-        };
+        let channel =
+            |i: usize| crate::plan::channel(&chans[i.min(chans.len() - 1)], planes, f.peak());
         let unit = (1u32 << f.depth()) as f32 / 256.0;
         let (y_offset, y_scale, c_offset, c_scale) = match self.range {
             Range::Limited => (16.0 * unit, 219.0 * unit, 128.0 * unit, 224.0 * unit),

@@ -108,7 +108,8 @@ impl Plan {
     }
 }
 
-fn channel(c: &ChannelSpec, planes: &PlanePtrs, max: u32) -> Channel {
+/// Kernel-side description of channel `c` at the given plane addresses.
+pub(crate) fn channel(c: &ChannelSpec, planes: &PlanePtrs, max: u32) -> Channel {
     Channel {
         ptr: planes.ptr[c.plane] + c.offset as u64,
         pitch: planes.pitch[c.plane],
