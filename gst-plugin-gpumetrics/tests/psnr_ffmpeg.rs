@@ -11,7 +11,6 @@ mod common;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::time::Duration;
 
 use common::*;
 
@@ -94,16 +93,7 @@ fn check(pix: &str, format: gst_video::VideoFormat, bps: usize) {
         "video/x-raw,format={},width={w},height={h},framerate=25/1",
         format.to_str()
     );
-    let run = run_with(
-        &appsrc_pipeline(&caps, &caps, ""),
-        Duration::from_secs(30),
-        move |p| {
-            let p2 = p.clone();
-            let t = std::thread::spawn(move || push_all(&p2, "ref", reference));
-            push_all(p, "dist", distorted);
-            t.join().unwrap();
-        },
-    );
+    let run = run_buffers(&caps, "", reference, distorted);
     run.expect_ok();
     assert_eq!(run.frames.len(), expected.len());
     for (got, want) in run.frames.iter().zip(&expected) {
