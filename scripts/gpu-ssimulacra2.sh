@@ -22,7 +22,7 @@ step "throughput"; run $B/throughput --seconds 2 --sizes 1080p,2160p --metrics s
 step "crates on all cores"; run $B/bench_ssimulacra2_crates 2
 if command -v ncu >/dev/null; then
   step "ncu: the ssimu2 kernels of one 1080p pair"
-  ncu --clock-control none -k regex:ssimu2 -c 17 --metrics gpu__time_duration.sum \
+  ncu --clock-control none -k regex:ssimu2 -c 16 --metrics gpu__time_duration.sum \
     $B/throughput --seconds 0.05 --sizes 1080p --no-cpu --metrics ssimulacra2 2>&1 \
     | grep -E "^  ssimu2_|gpu__time"
 fi

@@ -1,17 +1,18 @@
 //! SSIMULACRA2 on the GPU. Per frame pair, on the backend's stream:
 //!
-//! 1. `ssimu2_linearize`: both frames → linear RGB planes at scale 0, and their 2×2 average
-//!    at scale 1 in the same pass;
-//! 2. `ssimu2_downsample` for scales 2..;
-//! 3. per scale: `ssimu2_xyb` (six XYB planes, stored transposed so that the sequential
-//!    passes read consecutive addresses), `ssimu2_hblur` (the reference's recursive Gaussian
-//!    along rows, one thread per row, plane and moment), `ssimu2_vblur` (the same along
-//!    columns, fused with the three maps and their sums per column block);
-//! 4. `ssimu2_finish`: the per-block sums reduced in f64; one copy of 18 sums per scale.
+//! 1. `ssimu2_linearize`: both frames → XYB at scale 0, and their 2×2 average at scale 1
+//!    in linear RGB and XYB, in one pass (scale 0's linear RGB is never stored);
+//! 2. `ssimu2_downsample` for scales 2..: linear RGB and XYB of the next scale;
+//! 3. `ssimu2_hblur`: the reference's recursive Gaussian along rows, of the five moments of
+//!    every plane of every scale in one grid (the recursion is sequential, so parallelism
+//!    comes from rows × planes × moments × scales);
+//! 4. `ssimu2_vblur`: the same along columns, fused with the three maps and their sums,
+//!    again all scales in one grid;
+//! 5. `ssimu2_finish`: the per-block sums reduced in f64; one copy of 18 sums per scale.
 //!
-//! Every buffer is allocated once, when the first pair is measured: the linear-RGB pyramid
-//! (6 planes per scale) and, reused by every scale, 6 XYB + 15 moment planes of scale-0
-//! size: 4 · (6 · 4/3 + 21) = 116 bytes per pixel, 241 MB at 1080p.
+//! Every buffer is allocated once, when the first pair is measured: per scale 6 XYB and 15
+//! moment planes (all scales at once, so that they run concurrently) and, from scale 1, 6
+//! linear-RGB planes: 4 · 4/3 · 21 + 4 · 1/3 · 6 ≈ 120 bytes per pixel, 249 MB at 1080p.
 
 use std::sync::Arc;
 
@@ -24,20 +25,24 @@ use crate::frame::PlanePtrs;
 use crate::plan::Plan;
 use crate::ssimulacra2::{Sums, scale_sizes};
 use gpumetrics_kernels::ssimulacra2::{
-    BlurParams, S2_FINISH_THREADS, S2_LINE_THREADS, S2_MAX_SCALES, S2_PIXEL_BLOCK,
-    S2_SUMS_PER_SCALE, Scale, half,
+    Level, S2_BLUR_THREADS, S2_FINISH_THREADS, S2_MAX_SCALES, S2_PIXEL_BLOCK, S2_SUMS_PER_SCALE,
+    Scale, half,
 };
 
 /// Buffers of one plan, allocated once.
 pub(crate) struct CudaSsimu2 {
-    /// Owns the memory of every `scales[i].base`.
+    /// Owns the memory of every plane below.
     _planes: CudaSlice<f32>,
-    /// Scales 0 and 1 always exist (the linearize kernel writes both); scored: `n_scales`.
-    scales: Vec<Scale>,
+    /// Linear RGB of scales 1.. (index 0 unused: scale 0 is converted straight to XYB).
+    rgb: Vec<Scale>,
+    /// XYB of scales 0.. (scales 0 and 1 always exist: the linearize kernel writes both).
+    xyb: Vec<Scale>,
+    /// Scored scales.
     n_scales: usize,
-    /// Blur and maps of each scored scale.
-    blurs: Vec<BlurParams>,
-    _work: CudaSlice<f32>,
+    _levels: CudaSlice<u8>,
+    levels_ptr: u64,
+    h_blocks: u32,
+    v_blocks: u32,
     _partials: CudaSlice<f64>,
     _meta: CudaSlice<u32>,
     meta_ptr: u64,
@@ -69,50 +74,69 @@ impl CudaSsimu2 {
             let (w, h) = *sizes.last().expect("one size");
             sizes.push((half(w), half(h)));
         }
-        let total: usize = sizes
-            .iter()
-            .map(|&(w, h)| 6 * w as usize * h as usize)
-            .sum();
-        let planes = stream.alloc_zeros::<f32>(total)?;
+        // Plane counts per scale: XYB 6, moments 15 if scored, linear RGB 6 from scale 1.
+        let len = |s: usize| sizes[s].0 as u64 * sizes[s].1 as u64;
+        let planes_of =
+            |s: usize| 6 + if s < n_scales { 15 } else { 0 } + if s > 0 { 6 } else { 0 };
+        let total: u64 = (0..sizes.len()).map(|s| planes_of(s) as u64 * len(s)).sum();
+        let planes = stream.alloc_zeros::<f32>(total as usize)?;
         let base = raw(&planes, stream);
-        let mut scales = Vec::new();
         let mut offset = 0u64;
-        for &(width, height) in &sizes {
-            scales.push(Scale {
-                base: base + offset * 4,
-                width,
-                height,
-                plane_len: width * height,
-                _pad: 0,
-            });
-            offset += 6 * width as u64 * height as u64;
-        }
-        // XYB (6 planes) and moments (15 planes) of scale-0 size, reused by every scale.
-        let len0 = w0 as usize * h0 as usize;
-        let work = stream.alloc_zeros::<f32>(21 * len0)?;
-        let work_ptr = raw(&work, stream);
+        let mut take = |n: u64, s: usize| {
+            let at = base + offset * 4;
+            offset += n * len(s);
+            at
+        };
+        let scale = |base: u64, s: usize| Scale {
+            base,
+            width: sizes[s].0,
+            height: sizes[s].1,
+            plane_len: sizes[s].0 * sizes[s].1,
+            _pad: 0,
+        };
+        let (mut rgb, mut xyb, mut levels) = (Vec::new(), Vec::new(), Vec::new());
         let mut meta = Vec::new();
-        let mut n_partials = 0u32;
-        for s in &scales[..n_scales] {
-            meta.extend([n_partials, s.width.div_ceil(S2_LINE_THREADS)]);
-            n_partials += S2_SUMS_PER_SCALE as u32 * s.width.div_ceil(S2_LINE_THREADS);
+        let (mut n_partials, mut h_blocks, mut v_blocks) = (0u32, 0u32, 0u32);
+        for s in 0..sizes.len() {
+            xyb.push(scale(take(6, s), s));
+            rgb.push(if s > 0 {
+                scale(take(6, s), s)
+            } else {
+                Scale::default()
+            });
+            if s < n_scales {
+                let lv = Level {
+                    xyb: xyb[s].base,
+                    moments: take(15, s),
+                    // An offset until the partials are allocated.
+                    partials: n_partials as u64,
+                    width: sizes[s].0,
+                    height: sizes[s].1,
+                    h_first: h_blocks,
+                    v_first: v_blocks,
+                };
+                let groups = lv.v_blocks_per_plane();
+                meta.extend([n_partials, groups]);
+                n_partials += S2_SUMS_PER_SCALE as u32 * groups;
+                h_blocks += 3 * lv.h_blocks_per_plane();
+                v_blocks += 3 * groups;
+                levels.push(lv);
+            }
         }
         let partials = stream.alloc_zeros::<f64>(n_partials.max(1) as usize)?;
         let partials_ptr = raw(&partials, stream);
-        let blurs = scales[..n_scales]
-            .iter()
-            .zip(meta.chunks(2))
-            .map(|(s, m)| BlurParams {
-                xyb: Scale {
-                    base: work_ptr,
-                    ..*s
-                },
-                moments: work_ptr + 6 * s.plane_len as u64 * 4,
-                partials: partials_ptr + m[0] as u64 * 8,
-                n_tiles: m[1],
-                _pad: 0,
-            })
-            .collect();
+        for lv in &mut levels {
+            lv.partials = partials_ptr + lv.partials * 8;
+        }
+        // SAFETY: `Level` is `repr(C)` plain data without padding (u64 and u32 fields).
+        let bytes = unsafe {
+            std::slice::from_raw_parts(
+                levels.as_ptr().cast::<u8>(),
+                std::mem::size_of_val(&levels[..]),
+            )
+        };
+        let levels_buf = stream.clone_htod(bytes)?;
+        let levels_ptr = raw(&levels_buf, stream);
         meta.resize(2 * S2_MAX_SCALES, 0);
         let meta_buf = stream.clone_htod(&meta)?;
         let meta_ptr = raw(&meta_buf, stream);
@@ -125,10 +149,13 @@ impl CudaSsimu2 {
         stream.synchronize()?;
         Ok(CudaSsimu2 {
             _planes: planes,
-            scales,
+            rgb,
+            xyb,
             n_scales,
-            blurs,
-            _work: work,
+            _levels: levels_buf,
+            levels_ptr,
+            h_blocks,
+            v_blocks,
             _partials: partials,
             _meta: meta_buf,
             meta_ptr,
@@ -157,46 +184,35 @@ impl CudaSsimu2 {
             return Ok(out);
         }
         let (rs, ds) = plan.color_sources(r, d);
-        let grid = |s: &Scale, z: u32| LaunchConfig {
+        let grid = |s: &Scale| LaunchConfig {
             grid_dim: (
                 s.width.div_ceil(S2_PIXEL_BLOCK),
                 s.height.div_ceil(S2_PIXEL_BLOCK),
-                z,
+                2,
             ),
             block_dim: (S2_PIXEL_BLOCK, S2_PIXEL_BLOCK, 1),
             shared_mem_bytes: 0,
         };
+        let blur = |blocks: u32| LaunchConfig {
+            grid_dim: (blocks, 1, 1),
+            block_dim: (S2_BLUR_THREADS, 1, 1),
+            shared_mem_bytes: 0,
+        };
         let n = self.n_scales;
         let values = n * S2_SUMS_PER_SCALE;
+        let levels = DevPtr::from_raw(self.levels_ptr);
         // SAFETY: the frame pointers were validated against the plan's layouts (or are
-        // the backend's upload buffers); every scale buffer, partials and output slot was
+        // the backend's upload buffers); every plane, level, partials and output slot was
         // sized for this plan in `new`.
         let queued = unsafe {
             (|| -> Result<(), DriverError> {
-                let s = &self.scales;
-                k.ssimu2_linearize(stream, grid(&s[1], 2), rs, ds, s[0], s[1])?;
+                let (rgb, xyb) = (&self.rgb, &self.xyb);
+                k.ssimu2_linearize(stream, grid(&rgb[1]), rs, ds, xyb[0], rgb[1], xyb[1])?;
                 for i in 2..n {
-                    k.ssimu2_downsample(stream, grid(&s[i], 6), s[i - 1], s[i])?;
+                    k.ssimu2_downsample(stream, grid(&rgb[i]), rgb[i - 1], rgb[i], xyb[i])?;
                 }
-                for (b, sc) in self.blurs.iter().zip(s) {
-                    let tiles = LaunchConfig {
-                        grid_dim: (sc.width.div_ceil(32), sc.height.div_ceil(32), 2),
-                        block_dim: (32, 8, 1),
-                        shared_mem_bytes: 0,
-                    };
-                    k.ssimu2_xyb(stream, tiles, *sc, b.xyb)?;
-                    let rows = LaunchConfig {
-                        grid_dim: (sc.height.div_ceil(S2_LINE_THREADS), 3, 5),
-                        block_dim: (S2_LINE_THREADS, 1, 1),
-                        shared_mem_bytes: 0,
-                    };
-                    k.ssimu2_hblur(stream, rows, *b)?;
-                    let cols = LaunchConfig {
-                        grid_dim: (b.n_tiles, 3, 1),
-                        ..rows
-                    };
-                    k.ssimu2_vblur(stream, cols, *b)?;
-                }
+                k.ssimu2_hblur(stream, blur(self.h_blocks), levels, n as u32)?;
+                k.ssimu2_vblur(stream, blur(self.v_blocks), levels, n as u32)?;
                 let cfg = LaunchConfig {
                     grid_dim: (S2_SUMS_PER_SCALE as u32, n as u32, 1),
                     block_dim: (S2_FINISH_THREADS, 1, 1),
@@ -219,7 +235,7 @@ impl CudaSsimu2 {
         let host = unsafe { std::slice::from_raw_parts(self.host_out_ptr, values) };
         for (i, chunk) in host.chunks(S2_SUMS_PER_SCALE).enumerate() {
             out.sums[i].copy_from_slice(chunk);
-            out.pixels[i] = self.scales[i].plane_len as u64;
+            out.pixels[i] = self.xyb[i].plane_len as u64;
         }
         Ok(out)
     }

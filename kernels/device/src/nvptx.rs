@@ -73,6 +73,17 @@ pub unsafe fn sync_threads() {
     unsafe { nvptx::_syncthreads() }
 }
 
+/// Warp-wide barrier (`__syncwarp`, `bar.warp.sync`): orders the shared-memory accesses of
+/// the lanes of one warp, which since Volta need not run in lockstep.
+///
+/// # Safety
+/// Every lane of the warp must reach the same call.
+#[inline(always)]
+pub unsafe fn sync_warp() {
+    // SAFETY: forwarded to the caller.
+    unsafe { asm!("bar.warp.sync 0xffffffff;", options(nostack)) };
+}
+
 /// Mask of all 32 lanes, for the shuffle functions.
 pub const FULL_MASK: u32 = 0xffff_ffff;
 
