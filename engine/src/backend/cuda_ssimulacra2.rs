@@ -25,8 +25,8 @@ use crate::frame::PlanePtrs;
 use crate::plan::Plan;
 use crate::ssimulacra2::{Sums, scale_sizes};
 use gpumetrics_kernels::ssimulacra2::{
-    Level, S2_BLUR_THREADS, S2_FINISH_THREADS, S2_MAX_SCALES, S2_PIXEL_BLOCK, S2_SUMS_PER_SCALE,
-    Scale, half,
+    Level, S2_BLUR_THREADS, S2_FINISH_THREADS, S2_LIN_WARPS, S2_MAX_SCALES, S2_PIXEL_BLOCK,
+    S2_SUMS_PER_SCALE, Scale, half,
 };
 
 /// Buffers of one plan, allocated once.
@@ -207,7 +207,16 @@ impl CudaSsimu2 {
         let queued = unsafe {
             (|| -> Result<(), DriverError> {
                 let (rgb, xyb) = (&self.rgb, &self.xyb);
-                k.ssimu2_linearize(stream, grid(&rgb[1]), rs, ds, xyb[0], rgb[1], xyb[1])?;
+                let lin = LaunchConfig {
+                    grid_dim: (
+                        (2 * rgb[1].width).div_ceil(16),
+                        (2 * rgb[1].height).div_ceil(2 * S2_LIN_WARPS),
+                        2,
+                    ),
+                    block_dim: (32, S2_LIN_WARPS, 1),
+                    shared_mem_bytes: 0,
+                };
+                k.ssimu2_linearize(stream, lin, rs, ds, xyb[0], rgb[1], xyb[1])?;
                 for i in 2..n {
                     k.ssimu2_downsample(stream, grid(&rgb[i]), rgb[i - 1], rgb[i], xyb[i])?;
                 }

@@ -82,6 +82,25 @@ pub fn log2f(x: f32) -> f32 {
     }
 }
 
+/// Approximate `f64` reciprocal `1/x` (`rcp.approx.ftz.f64`, about 20 correct bits: for
+/// corrections that are small next to the value they correct).
+#[inline(always)]
+pub fn rcp_approx(x: f64) -> f64 {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let r: f64;
+        // SAFETY: pure arithmetic instruction on registers.
+        unsafe {
+            asm!("rcp.approx.ftz.f64 {r}, {x};", r = out(reg64) r, x = in(reg64) x, options(pure, nomem, nostack))
+        };
+        r
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        1.0 / x
+    }
+}
+
 /// Fused multiply-add `a * b + c` with one rounding (`fma.rn.f32`).
 #[inline(always)]
 pub fn fmaf(a: f32, b: f32, c: f32) -> f32 {

@@ -10,27 +10,61 @@
 
 use crate::psnr::{Channel, load};
 
-/// `x^y` for `x > 0` as the host's `powf` rounds it: `std` on the host; on the GPU
-/// `exp2(y·log2 x)` evaluated in f64 and rounded once, which agrees with the host in all
-/// but rare half-way cases. (SSIMULACRA2 amplifies last-bit differences of its input: the
-/// SFU approximations alone would move GPU scores by up to ~0.08 from the CPU's.)
+/// `x^y` for `x > 0`, where the exponent `y` is the `f32` nearest to `num / den`, rounded
+/// as the host's `powf` rounds it: `std` on the host. On the GPU the `den`-th root of
+/// `x^num` (f64) by two Newton steps from the hardware estimate, times `x^(y − num/den)`
+/// (about 1e-7 from 1, from the estimate's log): within about 1e-13 of the exact power, so
+/// the f32 result differs from the host's only in rare half-way cases. (SSIMULACRA2
+/// amplifies last-bit differences of its input: the hardware approximations alone would
+/// move GPU scores by up to ~0.08 from the CPU's.)
 #[inline(always)]
-pub fn powf(x: f32, y: f32) -> f32 {
+pub fn powf_ratio(x: f32, y: f32, num: u32, den: u32) -> f32 {
     #[cfg(not(target_arch = "nvptx64"))]
     {
+        let _ = (num, den);
         x.powf(y)
     }
     #[cfg(target_arch = "nvptx64")]
     {
+        use gpumetrics_device::math::{exp2f, log2f};
         if x <= 0.0 {
             return 0.0;
         }
-        exp2_f64(y as f64 * log2_f64(x as f64)) as f32
+        let l = log2f(x);
+        let big = powi_f64(x as f64, num);
+        let mut p = exp2f(y * l) as f64;
+        for _ in 0..2 {
+            p = root_step(p, big, den);
+        }
+        let d = (y as f64 - num as f64 / den as f64) * (l as f64 * core::f64::consts::LN_2);
+        (p + p * (d + 0.5 * d * d)) as f32
     }
 }
 
-/// Cube root rounded like the host's `cbrt`: `std` on the host; on the GPU the SFU estimate
-/// refined by one Newton step in f64 (about 44 correct bits), then rounded once.
+/// `b^n` in f64 by squaring (`n` is a constant at every call, so this unrolls).
+#[inline(always)]
+pub fn powi_f64(mut b: f64, mut n: u32) -> f64 {
+    let mut r = 1.0f64;
+    while n > 0 {
+        if n & 1 == 1 {
+            r *= b;
+        }
+        b *= b;
+        n >>= 1;
+    }
+    r
+}
+
+/// One Newton step towards the `n`-th root of `big` from `p`, in f64; the correction is
+/// small next to `p`, so an approximate reciprocal divides it.
+#[inline(always)]
+pub fn root_step(p: f64, big: f64, n: u32) -> f64 {
+    let pn1 = powi_f64(p, n - 1);
+    p - (pn1 * p - big) * gpumetrics_device::math::rcp_approx(n as f64 * pn1)
+}
+
+/// Cube root rounded like the host's `cbrt`: `std` on the host; on the GPU the hardware
+/// estimate refined by two Newton steps in f64, then rounded once.
 #[inline(always)]
 pub fn cbrtf(x: f32) -> f32 {
     #[cfg(not(target_arch = "nvptx64"))]
@@ -39,81 +73,18 @@ pub fn cbrtf(x: f32) -> f32 {
     }
     #[cfg(target_arch = "nvptx64")]
     {
-        if x == 0.0 || x != x {
+        use gpumetrics_device::math::{exp2f, log2f};
+        let a = f32::from_bits(x.to_bits() & 0x7fff_ffff);
+        if a == 0.0 || x != x || a == f32::INFINITY {
             return x;
         }
-        cbrt_refine(gpumetrics_device::math::cbrtf(x), x)
-    }
-}
-
-/// One Newton step for `cbrt(x)` from the estimate `y`, in f64.
-#[inline(always)]
-pub fn cbrt_refine(y: f32, x: f32) -> f32 {
-    let (y, x) = (y as f64, x as f64);
-    (y - (y * y * y - x) / (3.0 * y * y)) as f32
-}
-
-/// log2 of a positive normal f64 (about 1e-16 relative error): `x = m·2^e` with m in
-/// [√½, √2), ln m from the atanh series.
-#[inline(always)]
-pub fn log2_f64(x: f64) -> f64 {
-    let bits = x.to_bits();
-    let mut e = ((bits >> 52) & 0x7ff) as i64 - 1023;
-    let mut m = f64::from_bits((bits & 0x000f_ffff_ffff_ffff) | (1023u64 << 52));
-    if m > core::f64::consts::SQRT_2 {
-        m *= 0.5;
-        e += 1;
-    }
-    let t = (m - 1.0) / (m + 1.0);
-    let t2 = t * t;
-    // 2 / (2k + 1), k = 0..12
-    const C: [f64; 12] = {
-        let mut c = [0.0; 12];
-        let mut k = 0;
-        while k < 12 {
-            c[k] = 2.0 / (2 * k + 1) as f64;
-            k += 1;
+        let big = a as f64;
+        let mut y = exp2f(log2f(a) * (1.0 / 3.0)) as f64;
+        for _ in 0..2 {
+            y = root_step(y, big, 3);
         }
-        c
-    };
-    let mut s = 0.0f64;
-    for c in C.iter().rev() {
-        s = s * t2 + c;
+        f32::from_bits((y as f32).to_bits() | (x.to_bits() & 0x8000_0000))
     }
-    e as f64 + s * t * core::f64::consts::LOG2_E
-}
-
-/// 2^z in f64 (about 1e-16 relative error; 0 below 2^-1022).
-#[inline(always)]
-pub fn exp2_f64(z: f64) -> f64 {
-    if z < -1022.0 {
-        return 0.0;
-    }
-    let mut n = z as i64; // toward zero
-    let mut f = z - n as f64;
-    if f > 0.5 {
-        n += 1;
-        f -= 1.0;
-    } else if f < -0.5 {
-        n -= 1;
-        f += 1.0;
-    }
-    let r = f * core::f64::consts::LN_2;
-    // 1 / k, k = 1..=16
-    const INV: [f64; 16] = {
-        let mut c = [0.0; 16];
-        let mut k = 0;
-        while k < 16 {
-            c[k] = 1.0 / (k + 1) as f64;
-            k += 1;
-        }
-        c
-    };
-    let mut p = 1.0f64;
-    for inv in INV.iter().rev() {
-        p = 1.0 + p * r * inv;
-    }
-    p * f64::from_bits(((n + 1023) as u64) << 52)
 }
 
 /// Colour family of a [`ColorSource`].
@@ -178,7 +149,8 @@ fn taps(x: u32, sub: u32, site: f32) -> (i32, [f32; 4]) {
     if sub == 0 {
         return (x as i32 - 1, [0.0, 1.0, 0.0, 0.0]);
     }
-    let u = (x as f32 - site) / (1u32 << sub) as f32;
+    // × 2^-sub: exact, as the division it stands for, and far cheaper on the GPU.
+    let u = (x as f32 - site) * f32::from_bits((127 - sub) << 23);
     let j = {
         let t = u as i32; // truncates toward zero
         if (t as f32) > u { t - 1 } else { t }
@@ -207,33 +179,50 @@ pub unsafe fn code(c: &Channel, x: u32, y: u32) -> f32 {
     unsafe { load(row, x, c) as f32 }
 }
 
-/// Chroma channel `c` upsampled to luma pixel (x, y), in code values.
-///
-/// # Safety
-/// `s` must describe readable memory.
+/// Where luma pixel (x, y) reads its chroma: sample columns and rows (edge clamped) and
+/// their Catmull-Rom weights. Shared by Cb and Cr.
+#[derive(Clone, Copy, Debug)]
+pub struct ChromaTaps {
+    pub xs: [u32; 4],
+    pub wx: [f32; 4],
+    pub ys: [u32; 4],
+    pub wy: [f32; 4],
+}
+
+/// The [`ChromaTaps`] of luma pixel (x, y) of a subsampled source.
 #[inline(always)]
-pub unsafe fn chroma(s: &ColorSource, c: &Channel, x: u32, y: u32) -> f32 {
-    if s.sub_x == 0 && s.sub_y == 0 {
-        return unsafe { code(c, x, y) };
-    }
+pub fn chroma_taps(s: &ColorSource, x: u32, y: u32) -> ChromaTaps {
     let cw = s.width.div_ceil(1 << s.sub_x);
     let ch = s.height.div_ceil(1 << s.sub_y);
     let (x0, wx) = taps(x, s.sub_x, s.site_x);
     let (y0, wy) = taps(y, s.sub_y, s.site_y);
-    let mut acc = 0.0f32;
-    for (j, wyj) in wy.iter().enumerate() {
-        if *wyj == 0.0 {
-            continue;
-        }
-        let yy = clamp_i(y0 + j as i32, ch);
-        let mut row = 0.0f32;
-        for (i, wxi) in wx.iter().enumerate() {
-            if *wxi != 0.0 {
-                row += *wxi * unsafe { code(c, clamp_i(x0 + i as i32, cw), yy) };
-            }
-        }
-        acc += *wyj * row;
+    ChromaTaps {
+        xs: core::array::from_fn(|i| clamp_i(x0 + i as i32, cw)),
+        wx,
+        ys: core::array::from_fn(|j| clamp_i(y0 + j as i32, ch)),
+        wy,
     }
+}
+
+/// Chroma channel `c` upsampled with taps `t`, in code values (zero weights skipped).
+///
+/// # Safety
+/// `c` must describe readable memory holding every tap.
+#[inline(always)]
+pub unsafe fn chroma(c: &Channel, t: &ChromaTaps) -> f32 {
+    let mut acc = 0.0f32;
+    unroll!(j in [0 1 2 3] {
+        if t.wy[j] != 0.0 {
+            let row = (c.ptr + t.ys[j] as u64 * c.pitch as u64) as *const u8;
+            let mut r = 0.0f32;
+            unroll!(i in [0 1 2 3] {
+                if t.wx[i] != 0.0 {
+                    r += t.wx[i] * unsafe { load(row, t.xs[i], c) } as f32;
+                }
+            });
+            acc += t.wy[j] * r;
+        }
+    });
     acc
 }
 
@@ -254,14 +243,14 @@ pub fn to_linear(v: f32, transfer: u32) -> f32 {
             if v <= 0.04045 {
                 v / 12.92
             } else {
-                powf((v + 0.055) / 1.055, 2.4)
+                powf_ratio((v + 0.055) / 1.055, 2.4, 12, 5)
             }
         }
         TRANSFER_BT709 => {
             if v < 0.081 {
                 v / 4.5
             } else {
-                powf((v + 0.099) / 1.099, 1.0 / 0.45)
+                powf_ratio((v + 0.099) / 1.099, 1.0 / 0.45, 20, 9)
             }
         }
         TRANSFER_BT2020_12 => {
@@ -270,7 +259,7 @@ pub fn to_linear(v: f32, transfer: u32) -> f32 {
             if v < 4.5 * B {
                 v / 4.5
             } else {
-                powf((v + (A - 1.0)) / A, 1.0 / 0.45)
+                powf_ratio((v + (A - 1.0)) / A, 1.0 / 0.45, 20, 9)
             }
         }
         _ => v,
@@ -286,8 +275,14 @@ pub unsafe fn nonlinear_rgb(s: &ColorSource, x: u32, y: u32) -> [f32; 3] {
     match s.family {
         FAMILY_YUV => {
             let yv = (unsafe { code(&s.c[0], x, y) } - s.y_offset) / s.y_scale;
-            let cb = (unsafe { chroma(s, &s.c[1], x, y) } - s.c_offset) / s.c_scale;
-            let cr = (unsafe { chroma(s, &s.c[2], x, y) } - s.c_offset) / s.c_scale;
+            let (cb, cr) = if s.sub_x == 0 && s.sub_y == 0 {
+                unsafe { (code(&s.c[1], x, y), code(&s.c[2], x, y)) }
+            } else {
+                let t = chroma_taps(s, x, y);
+                unsafe { (chroma(&s.c[1], &t), chroma(&s.c[2], &t)) }
+            };
+            let cb = (cb - s.c_offset) / s.c_scale;
+            let cr = (cr - s.c_offset) / s.c_scale;
             [
                 clamp01(yv + s.cr_r * cr),
                 clamp01(yv + s.cb_g * cb + s.cr_g * cr),
@@ -344,19 +339,24 @@ mod tests {
     }
 
     #[test]
-    fn f64_helpers_round_like_std() {
+    fn root_steps_converge_to_the_power() {
+        // The device path's arithmetic, run on the host from a deliberately poor estimate
+        // (relative error 1e-6, worse than the hardware's): two steps reach the f64 power.
         let mut worst = 0.0f64;
         for i in 1..20_000u32 {
-            let x = i as f32 / 20_000.0;
-            let p = exp2_f64(2.4f32 as f64 * log2_f64(x as f64)) as f32;
-            let q = x.powf(2.4);
-            worst = worst.max(((p.to_bits() as i64) - (q.to_bits() as i64)).abs() as f64);
-            let c = cbrt_refine(x.cbrt() * (1.0 + 3e-7), x);
-            assert_eq!(c, x.cbrt(), "{x}");
+            let x = i as f64 / 20_000.0;
+            for (num, den) in [(12u32, 5u32), (20, 9), (1, 3)] {
+                let want = x.powf(num as f64 / den as f64);
+                let big = powi_f64(x, num);
+                let mut p = want * (1.0 + 1e-6);
+                for _ in 0..2 {
+                    p = root_step(p, big, den);
+                }
+                worst = worst.max((p / want - 1.0).abs());
+            }
         }
-        assert!(worst <= 1.0, "{worst} ulp");
-        assert!((exp2_f64(-3.25) - 2f64.powf(-3.25)).abs() < 1e-16);
-        assert!((log2_f64(0.3) - 0.3f64.log2()).abs() < 1e-15);
+        assert!(worst < 1e-13, "{worst}");
+        assert_eq!(powi_f64(1.5, 12), 1.5f64.powi(12));
     }
 
     #[test]

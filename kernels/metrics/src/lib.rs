@@ -10,6 +10,18 @@
 #[cfg(test)]
 extern crate std;
 
+/// `$body` once for each listed index, as straight-line code with `$i` a constant: the GPU
+/// keeps arrays indexed this way in registers (a rolled loop puts them in local memory).
+macro_rules! unroll {
+    ($i:ident in [$($n:literal)*] $body:block) => {
+        $({
+            #[allow(non_upper_case_globals)]
+            const $i: usize = $n;
+            $body
+        })*
+    };
+}
+
 pub mod color;
 pub mod psnr;
 pub mod selftest;

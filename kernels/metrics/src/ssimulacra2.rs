@@ -130,26 +130,39 @@ pub const S2_MAX_SCALES: usize = 6;
 pub const S2_MIN_SIZE: u32 = 8;
 
 const S2_OPSIN_BIAS: f32 = 0.003_793_073_4;
+/// `cbrt(S2_OPSIN_BIAS)` as the host rounds it (a test checks it against `std`).
+const S2_CBRT_BIAS: f32 = 0.155_954_2;
+
+/// Cone response `k` (0: L, 1: M, 2: S) of linear RGB, cube-rooted and bias-corrected:
+/// the per-channel half of [`xyb`].
+#[inline(always)]
+pub fn opsin(k: u32, rgb: [f32; 3]) -> f32 {
+    const S0: f32 = 0.243_422_69;
+    const S1: f32 = 0.204_767_45;
+    let (m0, m1, m2) = match k {
+        0 => (0.30, 1.0 - 0.078 - 0.30, 0.078),
+        1 => (0.23, 1.0 - 0.078 - 0.23, 0.078),
+        _ => (S0, S1, 1.0 - S0 - S1),
+    };
+    let [r, g, b] = rgb;
+    let v = fmaf(m0, r, fmaf(m1, g, fmaf(m2, b, S2_OPSIN_BIAS)));
+    cbrtf(if v < 0.0 { 0.0 } else { v }) - S2_CBRT_BIAS
+}
+
+/// The positive XYB of the three [`opsin`] responses.
+#[inline(always)]
+pub fn xyb_of_lms(l: f32, m: f32, s: f32) -> [f32; 3] {
+    let x = 0.5 * (l - m);
+    let y = 0.5 * (l + m);
+    [fmaf(x, 14.0, 0.42), y + 0.01, (s - y) + 0.55]
+}
 
 /// Linear RGB to the positive XYB of SSIMULACRA2: X' = 14·X + 0.42, Y' = Y + 0.01,
 /// B' = (B − Y) + 0.55. Same f32 operations (fused where the reference fuses) as the
 /// reference's `yuvxyb`.
 #[inline(always)]
 pub fn xyb(rgb: [f32; 3]) -> [f32; 3] {
-    let [r, g, b] = rgb;
-    let cbrt_bias = cbrtf(S2_OPSIN_BIAS);
-    let mix = |m0: f32, m1: f32, m2: f32| {
-        let v = fmaf(m0, r, fmaf(m1, g, fmaf(m2, b, S2_OPSIN_BIAS)));
-        cbrtf(if v < 0.0 { 0.0 } else { v }) - cbrt_bias
-    };
-    const S0: f32 = 0.243_422_69;
-    const S1: f32 = 0.204_767_45;
-    let l = mix(0.30, 1.0 - 0.078 - 0.30, 0.078);
-    let m = mix(0.23, 1.0 - 0.078 - 0.23, 0.078);
-    let s = mix(S0, S1, 1.0 - S0 - S1);
-    let x = 0.5 * (l - m);
-    let y = 0.5 * (l + m);
-    [fmaf(x, 14.0, 0.42), y + 0.01, (s - y) + 0.55]
+    xyb_of_lms(opsin(0, rgb), opsin(1, rgb), opsin(2, rgb))
 }
 
 /// The SSIM error map: 1 − SSIM' without the luminance denominator, clamped at 0 (NaN
@@ -229,28 +242,17 @@ impl Scale {
     }
 }
 
-/// `$body` once for each listed index, as straight-line code with `$i` a constant: the GPU
-/// keeps arrays indexed this way in registers (a rolled loop puts them in local memory).
-#[cfg_attr(not(target_arch = "nvptx64"), allow(unused_macros))]
-macro_rules! unroll {
-    ($i:ident in [$($n:literal)*] $body:block) => {
-        $({
-            #[allow(non_upper_case_globals)]
-            const $i: usize = $n;
-            $body
-        })*
-    };
-}
-
-/// Block size of the linearize and downsample kernels (16×16).
+/// Block size of the downsample kernel (16×16).
 pub const S2_PIXEL_BLOCK: u32 = 16;
+/// Warps per block of [`ssimu2_linearize`] (each covers 16×2 pixels).
+pub const S2_LIN_WARPS: u32 = 4;
 /// Rows of one [`ssimu2_hblur`] block and columns of one [`ssimu2_vblur`] block: one lane each.
 pub const S2_LANES: u32 = 32;
 /// Threads of the blur kernels: one warp per moment.
 pub const S2_BLUR_THREADS: u32 = 5 * S2_LANES;
 /// Output columns per step of [`ssimu2_hblur`]; its input tile adds 8 columns on the left
 /// and 8 on the right (the recursion reads n − 6 and n + 4).
-pub const S2_HCHUNK: u32 = 32;
+pub const S2_HCHUNK: u32 = 48;
 const S2_HTILE_W: u32 = S2_HCHUNK + 16;
 const S2_HTILE_STRIDE: u32 = S2_HTILE_W + 1;
 /// Input tile elements (a and b planes) and how many each thread loads.
@@ -259,7 +261,7 @@ const S2_HTILE_ELEMS: u32 = 2 * S2_LANES * S2_HTILE_W;
 #[cfg_attr(not(target_arch = "nvptx64"), allow(dead_code))]
 const S2_HLOADS: usize = S2_HTILE_ELEMS.div_ceil(S2_BLUR_THREADS) as usize;
 const _: () = assert!(
-    S2_HLOADS == 20 && S2_VCHUNK == 10,
+    S2_HLOADS == 26 && S2_HTILE_W == 64 && S2_HCHUNK == 48 && S2_VCHUNK == 10,
     "the unroll! lists below"
 );
 /// Rows per step of [`ssimu2_vblur`]: the distance between the two inputs of the
@@ -351,9 +353,21 @@ pub unsafe fn hsteps<const M: u32>(
             st.horizontal(0.0 + mom(j));
         }
     }
-    for j in 0..steps {
+    // Four steps per iteration, straight-line: the GPU overlaps their loads and the
+    // resonators of successive steps (a fully unrolled chunk was slower: code size).
+    let mut j = 0;
+    while j + 4 <= steps {
+        unroll!(u in [0 1 2 3] {
+            let jj = j + u as u32;
+            let v = st.horizontal(mom(jj + 2) + mom(jj + 12));
+            unsafe { *out.add(jj as usize) = v };
+        });
+        j += 4;
+    }
+    while j < steps {
         let v = st.horizontal(mom(j + 2) + mom(j + 12));
         unsafe { *out.add(j as usize) = v };
+        j += 1;
     }
 }
 
@@ -390,9 +404,11 @@ unsafe fn warp_sum(mut v: f64) -> f64 {
 
 gpumetrics_device::kernel! {
     /// Both frames to linear RGB and XYB at scale 0 (`xyb0`; the linear RGB is not kept),
-    /// and their 2×2 average at scale 1 in linear RGB (`rgb1`) and XYB (`xyb1`). Block
-    /// `S2_PIXEL_BLOCK`×`S2_PIXEL_BLOCK`, one thread per scale-1 pixel, grid.z = 2
-    /// (0: reference, 1: distorted).
+    /// and their 2×2 average at scale 1 in linear RGB (`rgb1`) and XYB (`xyb1`). One thread
+    /// per scale-0 pixel of the 2·`rgb1` grid (edge pixels repeated); a warp covers 16×2
+    /// pixels, so each 2×2 quad is four lanes that average through shuffles and share the
+    /// three cube roots of the scale-1 pixel. Block (32, `S2_LIN_WARPS`), grid
+    /// (2·w1 / 16, 2·h1 / (2·`S2_LIN_WARPS`), 2 images).
     pub unsafe fn ssimu2_linearize(
         reference: crate::color::ColorSource,
         distorted: crate::color::ColorSource,
@@ -400,40 +416,41 @@ gpumetrics_device::kernel! {
         rgb1: crate::ssimulacra2::Scale,
         xyb1: crate::ssimulacra2::Scale,
     ) {
-        let ox = dev::global_idx_x();
-        let oy = dev::global_idx_y();
+        let lane = dev::thread_idx_x();
+        let x = dev::block_idx_x() * 16 + (lane & 15);
+        let y = (dev::block_idx_y() * S2_LIN_WARPS + dev::thread_idx_y()) * 2 + (lane >> 4);
         let img = dev::block_idx_z();
-        if ox >= rgb1.width || oy >= rgb1.height || img > 1 {
+        if img > 1 || lane > 31 {
             return;
         }
         // By value: a reference to a kernel parameter would copy it to local memory.
         let src = if img == 0 { reference } else { distorted };
-        let src = &src;
         let (w, h) = (xyb0.width, xyb0.height);
-        let mut sum = [0.0f32; 3];
-        for dy in 0..2 {
-            for dx in 0..2 {
-                let (x, y) = (2 * ox + dx, 2 * oy + dy);
-                let cx = if x < w { x } else { w - 1 };
-                let cy = if y < h { y } else { h - 1 };
-                let rgb = unsafe { crate::color::linear_rgb(src, cx, cy) };
-                for c in 0..3 {
-                    sum[c] += rgb[c];
-                }
-                if x < w && y < h {
-                    let v = xyb(rgb);
-                    for c in 0..3 {
-                        unsafe { *xyb0.plane(img * 3 + c as u32).add((y * w + x) as usize) = v[c] };
-                    }
-                }
+        let cx = if x < w { x } else { w - 1 };
+        let cy = if y < h { y } else { h - 1 };
+        let rgb = unsafe { crate::color::linear_rgb(&src, cx, cy) };
+        if x < w && y < h {
+            let v = xyb(rgb);
+            for c in 0..3 {
+                unsafe { *xyb0.plane(img * 3 + c as u32).add((y * w + x) as usize) = v[c] };
             }
         }
-        let avg = sum.map(|v| v * 0.25);
-        let v = xyb(avg);
-        let o = (oy * rgb1.width + ox) as usize;
-        for c in 0..3 {
-            unsafe { *rgb1.plane(img * 3 + c as u32).add(o) = avg[c] };
-            unsafe { *xyb1.plane(img * 3 + c as u32).add(o) = v[c] };
+        // Every lane of a quad gets the quad's pixels in the reference's order.
+        let q = lane & 17;
+        let from = |v: f32, role: u32| unsafe { dev::shfl_xor(dev::FULL_MASK, v, q ^ role) };
+        let avg = rgb.map(|v| (((from(v, 0) + from(v, 1)) + from(v, 16)) + from(v, 17)) * 0.25);
+        let k = (lane & 1) | ((lane >> 3) & 2);
+        let part = opsin(if k < 3 { k } else { 0 }, avg);
+        let m = unsafe { dev::shfl_xor(dev::FULL_MASK, part, 1) };
+        let s = unsafe { dev::shfl_xor(dev::FULL_MASK, part, 16) };
+        let (ox, oy) = (x / 2, y / 2);
+        if q == 0 && ox < rgb1.width && oy < rgb1.height {
+            let v = xyb_of_lms(part, m, s);
+            let o = (oy * rgb1.width + ox) as usize;
+            for c in 0..3 {
+                unsafe { *rgb1.plane(img * 3 + c as u32).add(o) = avg[c] };
+                unsafe { *xyb1.plane(img * 3 + c as u32).add(o) = v[c] };
+            }
         }
     }
 
@@ -487,11 +504,7 @@ gpumetrics_device::kernel! {
         let tin = S2_HIN.as_mut_ptr();
         let tout = unsafe { S2_HOUT.as_mut_ptr().add((m * S2_LANES * (S2_HCHUNK + 1)) as usize) };
         // Element e of a tile: image, row, column; and its place in shared memory.
-        let place = |e: u32| {
-            let img = e / (S2_LANES * S2_HTILE_W);
-            let rem = e % (S2_LANES * S2_HTILE_W);
-            (img, rem / S2_HTILE_W, rem % S2_HTILE_W)
-        };
+        let place = |e: u32| (e >> 11, (e >> 6) & 31, e & 63);
         let load = |k: u32, i: usize| -> f32 {
             let e = t + S2_BLUR_THREADS * i as u32;
             let (img, row, col) = place(e);
@@ -505,7 +518,7 @@ gpumetrics_device::kernel! {
         };
         let chunks = w.div_ceil(S2_HCHUNK);
         let mut pre = [0.0f32; S2_HLOADS];
-        unroll!(i in [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19] {
+        unroll!(i in [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25] {
             pre[i] = load(0, i);
         });
         let mut st = Iir::default();
@@ -514,7 +527,7 @@ gpumetrics_device::kernel! {
         let ro = unsafe { tout.add((lane * (S2_HCHUNK + 1)) as usize) };
         for k in 0..chunks {
             unsafe { dev::sync_threads() };
-            unroll!(i in [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19] {
+            unroll!(i in [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25] {
                 let e = t + S2_BLUR_THREADS * i as u32;
                 if e < S2_HTILE_ELEMS {
                     let (img, row, col) = place(e);
@@ -524,7 +537,7 @@ gpumetrics_device::kernel! {
             });
             unsafe { dev::sync_threads() };
             if k + 1 < chunks {
-                unroll!(i in [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19] {
+                unroll!(i in [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25] {
                     pre[i] = load(k + 1, i);
                 });
             }
@@ -540,12 +553,16 @@ gpumetrics_device::kernel! {
                 }
                 dev::sync_warp();
             }
-            if lane < steps {
-                for i in 0..S2_LANES {
-                    if y0 + i < h {
-                        let v = unsafe { *tout.add((i * (S2_HCHUNK + 1) + lane) as usize) };
-                        unsafe { *out_pl.add(((y0 + i) * w + x0 + lane) as usize) = v };
-                    }
+            for i in 0..S2_LANES {
+                if y0 + i < h {
+                    let row = unsafe { out_pl.add(((y0 + i) * w + x0) as usize) };
+                    let src = unsafe { tout.add((i * (S2_HCHUNK + 1)) as usize) };
+                    unroll!(half in [0 1] {
+                        let col = lane + half as u32 * S2_LANES;
+                        if col < steps {
+                            unsafe { *row.add(col as usize) = *src.add(col as usize) };
+                        }
+                    });
                 }
             }
             unsafe { dev::sync_warp() };
@@ -718,7 +735,7 @@ mod tests {
             .collect()
     }
 
-    /// The tiling of `ssimu2_hblur` (chunks of `S2_HCHUNK` outputs from 48-column tiles)
+    /// The tiling of `ssimu2_hblur` (chunks of `S2_HCHUNK` outputs from 64-column tiles)
     /// gives bit for bit the sequential pass, at every width and moment.
     #[test]
     fn tiled_horizontal_pass_equals_the_row_pass() {
@@ -808,6 +825,11 @@ mod tests {
                 .all(|(x, y)| x.to_bits() == y.to_bits());
             assert!(same, "h {h}: {want:?} vs {got:?}");
         }
+    }
+
+    #[test]
+    fn cbrt_bias_is_the_hosts() {
+        assert_eq!(S2_CBRT_BIAS.to_bits(), S2_OPSIN_BIAS.cbrt().to_bits());
     }
 
     #[test]
