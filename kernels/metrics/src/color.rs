@@ -159,7 +159,7 @@ fn taps(x: u32, sub: u32, site: f32) -> (i32, [f32; 4]) {
 }
 
 #[inline(always)]
-fn clamp_i(v: i32, hi: u32) -> u32 {
+pub fn clamp_i(v: i32, hi: u32) -> u32 {
     if v < 0 {
         0
     } else if v as u32 >= hi {
@@ -179,51 +179,58 @@ pub unsafe fn code(c: &Channel, x: u32, y: u32) -> f32 {
     unsafe { load(row, x, c) as f32 }
 }
 
-/// Where luma pixel (x, y) reads its chroma: sample columns and rows (edge clamped) and
-/// their Catmull-Rom weights. Shared by Cb and Cr.
+/// Where luma pixel (x, y) reads its chroma: the first of four sample columns and rows
+/// (before edge clamping) and their Catmull-Rom weights. Shared by Cb and Cr.
 #[derive(Clone, Copy, Debug)]
 pub struct ChromaTaps {
-    pub xs: [u32; 4],
+    pub x0: i32,
     pub wx: [f32; 4],
-    pub ys: [u32; 4],
+    pub y0: i32,
     pub wy: [f32; 4],
 }
 
 /// The [`ChromaTaps`] of luma pixel (x, y) of a subsampled source.
 #[inline(always)]
 pub fn chroma_taps(s: &ColorSource, x: u32, y: u32) -> ChromaTaps {
-    let cw = s.width.div_ceil(1 << s.sub_x);
-    let ch = s.height.div_ceil(1 << s.sub_y);
     let (x0, wx) = taps(x, s.sub_x, s.site_x);
     let (y0, wy) = taps(y, s.sub_y, s.site_y);
-    ChromaTaps {
-        xs: core::array::from_fn(|i| clamp_i(x0 + i as i32, cw)),
-        wx,
-        ys: core::array::from_fn(|j| clamp_i(y0 + j as i32, ch)),
-        wy,
-    }
+    ChromaTaps { x0, wx, y0, wy }
 }
 
-/// Chroma channel `c` upsampled with taps `t`, in code values (zero weights skipped).
-///
-/// # Safety
-/// `c` must describe readable memory holding every tap.
+/// Size of the chroma planes of a subsampled source.
 #[inline(always)]
-pub unsafe fn chroma(c: &Channel, t: &ChromaTaps) -> f32 {
+pub fn chroma_size(s: &ColorSource) -> (u32, u32) {
+    (
+        s.width.div_ceil(1 << s.sub_x),
+        s.height.div_ceil(1 << s.sub_y),
+    )
+}
+
+/// Chroma upsampled with taps `t` from `sample(column, row)` (unclamped indices), in code
+/// values. All sixteen taps, zero weights included (they add exactly zero): the GPU then
+/// runs it without branches.
+#[inline(always)]
+pub fn upsample(t: &ChromaTaps, sample: impl Fn(i32, i32) -> f32) -> f32 {
     let mut acc = 0.0f32;
     unroll!(j in [0 1 2 3] {
-        if t.wy[j] != 0.0 {
-            let row = (c.ptr + t.ys[j] as u64 * c.pitch as u64) as *const u8;
-            let mut r = 0.0f32;
-            unroll!(i in [0 1 2 3] {
-                if t.wx[i] != 0.0 {
-                    r += t.wx[i] * unsafe { load(row, t.xs[i], c) } as f32;
-                }
-            });
-            acc += t.wy[j] * r;
-        }
+        let mut r = 0.0f32;
+        unroll!(i in [0 1 2 3] {
+            r += t.wx[i] * sample(t.x0 + i as i32, t.y0 + j as i32);
+        });
+        acc += t.wy[j] * r;
     });
     acc
+}
+
+/// Chroma channel `c` (of size `size`) upsampled with taps `t`, read from memory.
+///
+/// # Safety
+/// `c` must describe readable memory of that size.
+#[inline(always)]
+pub unsafe fn chroma(c: &Channel, size: (u32, u32), t: &ChromaTaps) -> f32 {
+    upsample(t, |i, j| unsafe {
+        code(c, clamp_i(i, size.0), clamp_i(j, size.1))
+    })
 }
 
 #[inline(always)]
@@ -266,6 +273,19 @@ pub fn to_linear(v: f32, transfer: u32) -> f32 {
     }
 }
 
+/// Non-linear R'G'B' in [0, 1] (clamped) from Y'CbCr code values.
+#[inline(always)]
+pub fn yuv_to_rgb(s: &ColorSource, y: f32, cb: f32, cr: f32) -> [f32; 3] {
+    let yv = (y - s.y_offset) / s.y_scale;
+    let cb = (cb - s.c_offset) / s.c_scale;
+    let cr = (cr - s.c_offset) / s.c_scale;
+    [
+        clamp01(yv + s.cr_r * cr),
+        clamp01(yv + s.cb_g * cb + s.cr_g * cr),
+        clamp01(yv + s.cb_b * cb),
+    ]
+}
+
 /// Non-linear R'G'B' in [0, 1] of pixel (x, y) (clamped).
 ///
 /// # Safety
@@ -274,20 +294,13 @@ pub fn to_linear(v: f32, transfer: u32) -> f32 {
 pub unsafe fn nonlinear_rgb(s: &ColorSource, x: u32, y: u32) -> [f32; 3] {
     match s.family {
         FAMILY_YUV => {
-            let yv = (unsafe { code(&s.c[0], x, y) } - s.y_offset) / s.y_scale;
             let (cb, cr) = if s.sub_x == 0 && s.sub_y == 0 {
                 unsafe { (code(&s.c[1], x, y), code(&s.c[2], x, y)) }
             } else {
-                let t = chroma_taps(s, x, y);
-                unsafe { (chroma(&s.c[1], &t), chroma(&s.c[2], &t)) }
+                let (t, size) = (chroma_taps(s, x, y), chroma_size(s));
+                unsafe { (chroma(&s.c[1], size, &t), chroma(&s.c[2], size, &t)) }
             };
-            let cb = (cb - s.c_offset) / s.c_scale;
-            let cr = (cr - s.c_offset) / s.c_scale;
-            [
-                clamp01(yv + s.cr_r * cr),
-                clamp01(yv + s.cb_g * cb + s.cr_g * cr),
-                clamp01(yv + s.cb_b * cb),
-            ]
+            yuv_to_rgb(s, unsafe { code(&s.c[0], x, y) }, cb, cr)
         }
         FAMILY_RGB => [
             clamp01((unsafe { code(&s.c[0], x, y) } - s.y_offset) / s.y_scale),
@@ -301,18 +314,23 @@ pub unsafe fn nonlinear_rgb(s: &ColorSource, x: u32, y: u32) -> [f32; 3] {
     }
 }
 
+/// The inverse transfer function of `s` on each channel.
+#[inline(always)]
+pub fn to_linear_rgb(s: &ColorSource, p: [f32; 3]) -> [f32; 3] {
+    [
+        to_linear(p[0], s.transfer),
+        to_linear(p[1], s.transfer),
+        to_linear(p[2], s.transfer),
+    ]
+}
+
 /// Linear RGB in [0, 1] of pixel (x, y).
 ///
 /// # Safety
 /// As [`nonlinear_rgb`].
 #[inline(always)]
 pub unsafe fn linear_rgb(s: &ColorSource, x: u32, y: u32) -> [f32; 3] {
-    let p = unsafe { nonlinear_rgb(s, x, y) };
-    [
-        to_linear(p[0], s.transfer),
-        to_linear(p[1], s.transfer),
-        to_linear(p[2], s.transfer),
-    ]
+    to_linear_rgb(s, unsafe { nonlinear_rgb(s, x, y) })
 }
 
 #[cfg(test)]

@@ -246,6 +246,15 @@ impl Scale {
 pub const S2_PIXEL_BLOCK: u32 = 16;
 /// Warps per block of [`ssimu2_linearize`] (each covers 16×2 pixels).
 pub const S2_LIN_WARPS: u32 = 4;
+/// Chroma tile of [`ssimu2_linearize`] per channel: enough for the taps of 16 × 8 pixels
+/// at any siting with at most 2:1 subsampling (12 × 8 at 4:2:0).
+const S2_CHROMA_W: u32 = 20;
+const S2_CHROMA_H: u32 = 12;
+pub const S2_CHROMA_LEN: usize = (2 * S2_CHROMA_W * S2_CHROMA_H) as usize;
+const _: () = assert!(
+    S2_LIN_WARPS == 4 && S2_CHROMA_LEN <= 4 * 32 * 4,
+    "the unroll! list"
+);
 /// Rows of one [`ssimu2_hblur`] block and columns of one [`ssimu2_vblur`] block: one lane each.
 pub const S2_LANES: u32 = 32;
 /// Threads of the blur kernels: one warp per moment.
@@ -428,7 +437,46 @@ gpumetrics_device::kernel! {
         let (w, h) = (xyb0.width, xyb0.height);
         let cx = if x < w { x } else { w - 1 };
         let cy = if y < h { y } else { h - 1 };
-        let rgb = unsafe { crate::color::linear_rgb(&src, cx, cy) };
+        // Subsampled chroma: the block's footprint (at most 20 × 12 samples per channel
+        // for 16 × 8 pixels) goes through shared memory, read once per block instead of
+        // sixteen times per pixel.
+        let sub = src.family == crate::color::FAMILY_YUV && (src.sub_x | src.sub_y) != 0;
+        let p = if sub {
+            gpumetrics_device::shared!(static S2_CHROMA: [f32; S2_CHROMA_LEN]);
+            let tile = S2_CHROMA.as_mut_ptr();
+            let (x0, y0) = (dev::block_idx_x() * 16, dev::block_idx_y() * S2_LIN_WARPS * 2);
+            let origin = crate::color::chroma_taps(&src, x0, y0);
+            let (cw, ch) = crate::color::chroma_size(&src);
+            let t = dev::thread_idx_y() * 32 + lane;
+            unroll!(i in [0 1 2 3] {
+                let e = t + i as u32 * 32 * S2_LIN_WARPS;
+                if (e as usize) < S2_CHROMA_LEN {
+                    let plane = e / (S2_CHROMA_W * S2_CHROMA_H);
+                    let rem = e % (S2_CHROMA_W * S2_CHROMA_H);
+                    let (r, c) = ((rem / S2_CHROMA_W) as i32, (rem % S2_CHROMA_W) as i32);
+                    let at = (
+                        crate::color::clamp_i(origin.x0 + c, cw),
+                        crate::color::clamp_i(origin.y0 + r, ch),
+                    );
+                    let v = unsafe { crate::color::code(&src.c[1 + plane as usize], at.0, at.1) };
+                    unsafe { *tile.add(e as usize) = v };
+                }
+            });
+            unsafe { dev::sync_threads() };
+            let taps = crate::color::chroma_taps(&src, cx, cy);
+            let from = |plane: u32| {
+                move |i: i32, j: i32| {
+                    let (r, c) = ((j - origin.y0) as u32, (i - origin.x0) as u32);
+                    unsafe { *tile.add(((plane * S2_CHROMA_H + r) * S2_CHROMA_W + c) as usize) }
+                }
+            };
+            let cb = crate::color::upsample(&taps, from(0));
+            let cr = crate::color::upsample(&taps, from(1));
+            crate::color::yuv_to_rgb(&src, unsafe { crate::color::code(&src.c[0], cx, cy) }, cb, cr)
+        } else {
+            unsafe { crate::color::nonlinear_rgb(&src, cx, cy) }
+        };
+        let rgb = crate::color::to_linear_rgb(&src, p);
         if x < w && y < h {
             let v = xyb(rgb);
             for c in 0..3 {
