@@ -193,9 +193,9 @@ impl CudaSsimu2 {
             block_dim: (S2_PIXEL_BLOCK, S2_PIXEL_BLOCK, 1),
             shared_mem_bytes: 0,
         };
-        let blur = |blocks: u32| LaunchConfig {
+        let blur = |blocks: u32, threads: u32| LaunchConfig {
             grid_dim: (blocks, 1, 1),
-            block_dim: (S2_BLUR_THREADS, 1, 1),
+            block_dim: (threads, 1, 1),
             shared_mem_bytes: 0,
         };
         let n = self.n_scales;
@@ -220,8 +220,14 @@ impl CudaSsimu2 {
                 for i in 2..n {
                     k.ssimu2_downsample(stream, grid(&rgb[i]), rgb[i - 1], rgb[i], xyb[i])?;
                 }
-                k.ssimu2_hblur(stream, blur(self.h_blocks), levels, n as u32)?;
-                k.ssimu2_vblur(stream, blur(self.v_blocks), levels, n as u32)?;
+                k.ssimu2_hblur(
+                    stream,
+                    blur(self.h_blocks, S2_BLUR_THREADS),
+                    levels,
+                    n as u32,
+                )?;
+                let v = blur(self.v_blocks, S2_BLUR_THREADS);
+                k.ssimu2_vblur(stream, v, levels, n as u32)?;
                 let cfg = LaunchConfig {
                     grid_dim: (S2_SUMS_PER_SCALE as u32, n as u32, 1),
                     block_dim: (S2_FINISH_THREADS, 1, 1),

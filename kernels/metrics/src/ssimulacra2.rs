@@ -259,18 +259,18 @@ const _: () = assert!(
 pub const S2_LANES: u32 = 32;
 /// Threads of the blur kernels: one warp per moment.
 pub const S2_BLUR_THREADS: u32 = 5 * S2_LANES;
-/// Output columns per step of [`ssimu2_hblur`]; its input tile adds 8 columns on the left
-/// and 8 on the right (the recursion reads n − 6 and n + 4).
-pub const S2_HCHUNK: u32 = 48;
-const S2_HTILE_W: u32 = S2_HCHUNK + 16;
-const S2_HTILE_STRIDE: u32 = S2_HTILE_W + 1;
+/// Inputs per tile of [`ssimu2_hblur`]: four groups of `S2_VCHUNK` steps. Step n reads
+/// inputs n + 4 (from the tile) and n − 6 (the same value ten steps earlier, kept in
+/// registers), so a tile of columns [40k, 40k + 40) yields outputs 40k − 4 .. 40k + 36.
+pub const S2_HCHUNK: u32 = 4 * S2_VCHUNK;
+const S2_HTILE_STRIDE: u32 = S2_HCHUNK + 1;
 /// Input tile elements (a and b planes) and how many each thread loads.
 #[cfg_attr(not(target_arch = "nvptx64"), allow(dead_code))]
-const S2_HTILE_ELEMS: u32 = 2 * S2_LANES * S2_HTILE_W;
+const S2_HTILE_ELEMS: u32 = 2 * S2_LANES * S2_HCHUNK;
 #[cfg_attr(not(target_arch = "nvptx64"), allow(dead_code))]
 const S2_HLOADS: usize = S2_HTILE_ELEMS.div_ceil(S2_BLUR_THREADS) as usize;
 const _: () = assert!(
-    S2_HLOADS == 26 && S2_HTILE_W == 64 && S2_HCHUNK == 48 && S2_VCHUNK == 10,
+    S2_HLOADS == 16 && S2_HCHUNK == 40 && S2_VCHUNK == 10,
     "the unroll! lists below"
 );
 /// Rows per step of [`ssimu2_vblur`]: the distance between the two inputs of the
@@ -281,7 +281,7 @@ pub const S2_FINISH_THREADS: u32 = 256;
 /// Shared-memory sizes: the tiles of the blur kernels (padded against bank conflicts) and
 /// the `f64` reduction slots.
 pub const S2_HIN_LEN: usize = (2 * S2_LANES * S2_HTILE_STRIDE) as usize;
-pub const S2_HOUT_LEN: usize = (5 * S2_LANES * (S2_HCHUNK + 1)) as usize;
+pub const S2_HOUT_LEN: usize = (5 * S2_LANES * S2_HTILE_STRIDE) as usize;
 pub const S2_VM_LEN: usize = (2 * 5 * S2_VCHUNK * (S2_LANES + 1)) as usize;
 pub const S2_RED_LEN: usize = 5 * S2_SUMS_PER_PLANE;
 pub const S2_FIN_LEN: usize = (S2_FINISH_THREADS / 32) as usize;
@@ -341,43 +341,30 @@ pub unsafe fn level_of(
     lv
 }
 
-/// `S2_HCHUNK` steps (fewer at the row end) of the horizontal recursion of moment `M` for
-/// one row, from the row's input tile (`a`, `b`: tile column i is x0 − 8 + i) to `out`
-/// (column j is x0 + j). The first chunk also runs the four steps before pixel 0.
+/// Ten steps of the horizontal recursion of moment `M` for one row: the right inputs are
+/// pixels `a[j]`, `b[j]` (j < 10), the left inputs `ring` (the previous group's right
+/// inputs, replaced by these); `out[j]` receives the step's output. All loads come before
+/// the first store, so the GPU overlaps them.
 ///
 /// # Safety
-/// The tile rows must hold `S2_HTILE_W` values, `out` `steps` values.
+/// `a`, `b` and `out` must hold ten values.
 #[inline(always)]
-pub unsafe fn hsteps<const M: u32>(
+pub unsafe fn hgroup<const M: u32>(
     st: &mut Iir,
+    ring: &mut [f32; S2_VCHUNK as usize],
     a: *const f32,
     b: *const f32,
     out: *mut f32,
-    first: bool,
-    steps: u32,
 ) {
-    let mom = |i: u32| unsafe { moment(M, (*a.add(i as usize), *b.add(i as usize))) };
-    if first {
-        for j in 8..12 {
-            st.horizontal(0.0 + mom(j));
-        }
-    }
-    // Four steps per iteration, straight-line: the GPU overlaps their loads and the
-    // resonators of successive steps (a fully unrolled chunk was slower: code size).
-    let mut j = 0;
-    while j + 4 <= steps {
-        unroll!(u in [0 1 2 3] {
-            let jj = j + u as u32;
-            let v = st.horizontal(mom(jj + 2) + mom(jj + 12));
-            unsafe { *out.add(jj as usize) = v };
-        });
-        j += 4;
-    }
-    while j < steps {
-        let v = st.horizontal(mom(j + 2) + mom(j + 12));
-        unsafe { *out.add(j as usize) = v };
-        j += 1;
-    }
+    let mut right = [0.0f32; S2_VCHUNK as usize];
+    unroll!(j in [0 1 2 3 4 5 6 7 8 9] {
+        right[j] = moment(M, unsafe { (*a.add(j), *b.add(j)) });
+    });
+    unroll!(j in [0 1 2 3 4 5 6 7 8 9] {
+        let v = st.horizontal(ring[j] + right[j]);
+        unsafe { *out.add(j) = v };
+    });
+    *ring = right;
 }
 
 /// One `S2_VCHUNK` of the vertical recursion of a column: `now[j]` is input row 10k + j,
@@ -535,6 +522,7 @@ gpumetrics_device::kernel! {
     pub unsafe fn ssimu2_hblur(levels: *const crate::ssimulacra2::Level, n_levels: u32) {
         gpumetrics_device::shared!(static S2_HIN: [f32; S2_HIN_LEN]);
         gpumetrics_device::shared!(static S2_HOUT: [f32; S2_HOUT_LEN]);
+        const CH: u32 = S2_HCHUNK;
         let t = dev::thread_idx_x();
         let (m, lane) = (t / 32, t % 32);
         let bid = dev::block_idx_x();
@@ -550,32 +538,37 @@ gpumetrics_device::kernel! {
         let b_pl = lv.plane(lv.xyb, 3 + c) as *const f32;
         let out_pl = lv.plane(lv.moments, c * 5 + m);
         let tin = S2_HIN.as_mut_ptr();
-        let tout = unsafe { S2_HOUT.as_mut_ptr().add((m * S2_LANES * (S2_HCHUNK + 1)) as usize) };
-        // Element e of a tile: image, row, column; and its place in shared memory.
-        let place = |e: u32| (e >> 11, (e >> 6) & 31, e & 63);
+        let tout = unsafe { S2_HOUT.as_mut_ptr().add((m * S2_LANES * S2_HTILE_STRIDE) as usize) };
+        // Element e of a tile: image, row, column.
+        let place = |e: u32| {
+            let (img, rem) = (e / (S2_LANES * CH), e % (S2_LANES * CH));
+            (img, rem / CH, rem % CH)
+        };
         let load = |k: u32, i: usize| -> f32 {
             let e = t + S2_BLUR_THREADS * i as u32;
             let (img, row, col) = place(e);
-            let (y, x) = (y0 + row, (k * S2_HCHUNK + col) as i32 - 8);
-            if e < S2_HTILE_ELEMS && y < h && x >= 0 && (x as u32) < w {
+            let (y, x) = (y0 + row, k * CH + col);
+            if e < S2_HTILE_ELEMS && y < h && x < w {
                 let pl = if img == 0 { a_pl } else { b_pl };
-                unsafe { *pl.add((y * w + x as u32) as usize) }
+                unsafe { *pl.add((y * w + x) as usize) }
             } else {
                 0.0
             }
         };
-        let chunks = w.div_ceil(S2_HCHUNK);
+        // Inputs 0 .. w + 3 (outputs up to w − 1; zeros past the edge).
+        let chunks = (w + S2_IIR_N as u32 - 1).div_ceil(CH);
         let mut pre = [0.0f32; S2_HLOADS];
-        unroll!(i in [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25] {
+        unroll!(i in [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15] {
             pre[i] = load(0, i);
         });
         let mut st = Iir::default();
+        let mut ring = [0.0f32; S2_VCHUNK as usize];
         let ra = unsafe { tin.add((lane * S2_HTILE_STRIDE) as usize) };
         let rb = unsafe { tin.add(((S2_LANES + lane) * S2_HTILE_STRIDE) as usize) };
-        let ro = unsafe { tout.add((lane * (S2_HCHUNK + 1)) as usize) };
+        let ro = unsafe { tout.add((lane * S2_HTILE_STRIDE) as usize) };
         for k in 0..chunks {
             unsafe { dev::sync_threads() };
-            unroll!(i in [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25] {
+            unroll!(i in [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15] {
                 let e = t + S2_BLUR_THREADS * i as u32;
                 if e < S2_HTILE_ELEMS {
                     let (img, row, col) = place(e);
@@ -585,33 +578,51 @@ gpumetrics_device::kernel! {
             });
             unsafe { dev::sync_threads() };
             if k + 1 < chunks {
-                unroll!(i in [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25] {
+                unroll!(i in [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15] {
                     pre[i] = load(k + 1, i);
                 });
             }
-            let x0 = k * S2_HCHUNK;
-            let steps = if w - x0 < S2_HCHUNK { w - x0 } else { S2_HCHUNK };
-            unsafe {
-                match m {
-                    0 => hsteps::<0>(&mut st, ra, rb, ro, k == 0, steps),
-                    1 => hsteps::<1>(&mut st, ra, rb, ro, k == 0, steps),
-                    2 => hsteps::<2>(&mut st, ra, rb, ro, k == 0, steps),
-                    3 => hsteps::<3>(&mut st, ra, rb, ro, k == 0, steps),
-                    _ => hsteps::<4>(&mut st, ra, rb, ro, k == 0, steps),
+            for g in 0..CH / S2_VCHUNK {
+                let o = (g * S2_VCHUNK) as usize;
+                let (ga, gb, go) = unsafe { (ra.add(o), rb.add(o), ro.add(o)) };
+                unsafe {
+                    match m {
+                        0 => hgroup::<0>(&mut st, &mut ring, ga, gb, go),
+                        1 => hgroup::<1>(&mut st, &mut ring, ga, gb, go),
+                        2 => hgroup::<2>(&mut st, &mut ring, ga, gb, go),
+                        3 => hgroup::<3>(&mut st, &mut ring, ga, gb, go),
+                        _ => hgroup::<4>(&mut st, &mut ring, ga, gb, go),
+                    }
                 }
-                dev::sync_warp();
             }
-            for i in 0..S2_LANES {
-                if y0 + i < h {
-                    let row = unsafe { out_pl.add(((y0 + i) * w + x0) as usize) };
-                    let src = unsafe { tout.add((i * (S2_HCHUNK + 1)) as usize) };
+            unsafe { dev::sync_warp() };
+            // Tile column j is output pixel k·CH + j − 4. Eight rows at a time, all their
+            // shared-memory reads before the global writes (which the compiler may not
+            // move past one another).
+            for i0 in (0..S2_LANES).step_by(8) {
+                let mut v = [[0.0f32; 2]; 8];
+                unroll!(r in [0 1 2 3 4 5 6 7] {
+                    let src = unsafe { tout.add(((i0 + r as u32) * S2_HTILE_STRIDE) as usize) };
                     unroll!(half in [0 1] {
-                        let col = lane + half as u32 * S2_LANES;
-                        if col < steps {
-                            unsafe { *row.add(col as usize) = *src.add(col as usize) };
+                        let j = lane + half as u32 * S2_LANES;
+                        if j < CH {
+                            v[r][half] = unsafe { *src.add(j as usize) };
                         }
                     });
-                }
+                });
+                unroll!(r in [0 1 2 3 4 5 6 7] {
+                    let y = y0 + i0 + r as u32;
+                    if y < h {
+                        let row = unsafe { out_pl.add((y * w) as usize) };
+                        unroll!(half in [0 1] {
+                            let j = lane + half as u32 * S2_LANES;
+                            let n = (k * CH + j) as i32 - 4;
+                            if j < CH && n >= 0 && (n as u32) < w {
+                                unsafe { *row.add(n as usize) = v[r][half] };
+                            }
+                        });
+                    }
+                });
             }
             unsafe { dev::sync_warp() };
         }
@@ -783,11 +794,12 @@ mod tests {
             .collect()
     }
 
-    /// The tiling of `ssimu2_hblur` (chunks of `S2_HCHUNK` outputs from 64-column tiles)
-    /// gives bit for bit the sequential pass, at every width and moment.
+    /// The tiling of `ssimu2_hblur` (tiles of `S2_HCHUNK` inputs, groups of ten steps with
+    /// the left inputs in a ring) gives bit for bit the sequential pass, at every width and
+    /// moment.
     #[test]
     fn tiled_horizontal_pass_equals_the_row_pass() {
-        for w in [1u32, 3, 4, 5, 10, 31, 32, 33, 47, 64, 100, 257] {
+        for w in [1u32, 3, 4, 5, 10, 31, 36, 37, 40, 41, 64, 100, 257] {
             let (a, b) = (values(w as usize, w), values(w as usize, w + 7));
             for m in 0..5u32 {
                 let mut want = vec![0.0f32; w as usize];
@@ -798,33 +810,33 @@ mod tests {
                     |x, v| want[x as usize] = v,
                 );
                 let mut got = vec![f32::NAN; w as usize];
-                let mut st = Iir::default();
-                for k in 0..w.div_ceil(S2_HCHUNK) {
-                    let x0 = k * S2_HCHUNK;
+                let (mut st, mut ring) = (Iir::default(), [0.0f32; S2_VCHUNK as usize]);
+                for k in 0..(w + 4).div_ceil(S2_HCHUNK) {
                     let tile = |p: &[f32]| -> Vec<f32> {
-                        (0..S2_HTILE_W)
-                            .map(|i| {
-                                let x = (x0 + i) as i32 - 8;
-                                if x >= 0 && (x as u32) < w {
-                                    p[x as usize]
-                                } else {
-                                    0.0
-                                }
-                            })
+                        (0..S2_HCHUNK)
+                            .map(|j| p.get((k * S2_HCHUNK + j) as usize).copied().unwrap_or(0.0))
                             .collect()
                     };
                     let (ta, tb) = (tile(&a), tile(&b));
-                    let steps = (w - x0).min(S2_HCHUNK);
-                    let out = got[x0 as usize..].as_mut_ptr();
-                    let (pa, pb) = (ta.as_ptr(), tb.as_ptr());
-                    // SAFETY: 48-value tiles, `steps` outputs left in `got`.
-                    unsafe {
-                        match m {
-                            0 => hsteps::<0>(&mut st, pa, pb, out, k == 0, steps),
-                            1 => hsteps::<1>(&mut st, pa, pb, out, k == 0, steps),
-                            2 => hsteps::<2>(&mut st, pa, pb, out, k == 0, steps),
-                            3 => hsteps::<3>(&mut st, pa, pb, out, k == 0, steps),
-                            _ => hsteps::<4>(&mut st, pa, pb, out, k == 0, steps),
+                    let mut out = vec![0.0f32; S2_HCHUNK as usize];
+                    for g in (0..S2_HCHUNK as usize).step_by(S2_VCHUNK as usize) {
+                        let (pa, pb, po) =
+                            (ta[g..].as_ptr(), tb[g..].as_ptr(), out[g..].as_mut_ptr());
+                        // SAFETY: ten values from each offset.
+                        unsafe {
+                            match m {
+                                0 => hgroup::<0>(&mut st, &mut ring, pa, pb, po),
+                                1 => hgroup::<1>(&mut st, &mut ring, pa, pb, po),
+                                2 => hgroup::<2>(&mut st, &mut ring, pa, pb, po),
+                                3 => hgroup::<3>(&mut st, &mut ring, pa, pb, po),
+                                _ => hgroup::<4>(&mut st, &mut ring, pa, pb, po),
+                            }
+                        }
+                    }
+                    for (j, v) in out.iter().enumerate() {
+                        let n = (k * S2_HCHUNK + j as u32) as i32 - 4;
+                        if n >= 0 && (n as u32) < w {
+                            got[n as usize] = *v;
                         }
                     }
                 }
