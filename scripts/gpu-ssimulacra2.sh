@@ -25,7 +25,9 @@ if [ -z "${SKIP_SANITIZERS:-}" ]; then
   step "compute-sanitizer memcheck (engine, every size and format, device frames)"
   run compute-sanitizer --tool memcheck --error-exitcode 9 $B/ssimulacra2_cuda --ignored cuda_matches_cpu --test-threads 1
 fi
-step "CUDA vs CPU, device frames, memory"; run $B/ssimulacra2_cuda --ignored --nocapture --test-threads 1
+step "device memory of one 1080p engine (alone in its process)"
+run $B/ssimulacra2_cuda --ignored --nocapture device_memory_at_1080p
+step "CUDA vs CPU, device frames"; run $B/ssimulacra2_cuda --ignored --nocapture cuda_matches_cpu
 step "element tests with backend=cuda"
 (source .gpu/gst/env.sh && GPUMETRICS_TEST_BACKEND=cuda run $B/ssimulacra2_element --test-threads 2)
 step "throughput (frames in GPU memory and in system memory)"
