@@ -11,8 +11,9 @@
 //! 5. `ssimu2_finish`: the per-block sums reduced in f64; one copy of 18 sums per scale.
 //!
 //! Every buffer is allocated once, when the first pair is measured: per scale 6 XYB and 15
-//! moment planes (all scales at once, so that they run concurrently) and, from scale 1, 6
-//! linear-RGB planes: 4 · 4/3 · 21 + 4 · 1/3 · 6 ≈ 120 bytes per pixel, 249 MB at 1080p.
+//! moment planes (all scales at once, so that they run concurrently; the moment planes in
+//! whole strips of 32 rows) and, from scale 1, 6 linear-RGB planes: about 4 · 4/3 · 21 +
+//! 4 · 1/3 · 6 = 120 bytes per pixel, 250 MB at 1080p.
 
 use std::sync::Arc;
 
@@ -74,17 +75,26 @@ impl CudaSsimu2 {
             let (w, h) = *sizes.last().expect("one size");
             sizes.push((half(w), half(h)));
         }
-        // Plane counts per scale: XYB 6, moments 15 if scored, linear RGB 6 from scale 1.
+        // Per scale: XYB 6 planes, linear RGB 6 from scale 1, and if scored 15 moment planes
+        // in whole strips of 32 rows (`Level::moment_len`).
         let len = |s: usize| sizes[s].0 as u64 * sizes[s].1 as u64;
-        let planes_of =
-            |s: usize| 6 + if s < n_scales { 15 } else { 0 } + if s > 0 { 6 } else { 0 };
-        let total: u64 = (0..sizes.len()).map(|s| planes_of(s) as u64 * len(s)).sum();
+        let moment_len = |s: usize| sizes[s].0 as u64 * sizes[s].1.next_multiple_of(32) as u64;
+        // Each region starts 256-byte aligned (the column pass reads 16-byte vectors).
+        const ALIGN: u64 = 64;
+        let total: u64 = (0..sizes.len())
+            .map(|s| {
+                let rgb = if s > 0 { 6 } else { 0 };
+                let moments = if s < n_scales { 15 * moment_len(s) } else { 0 };
+                (6 + rgb) * len(s) + moments + 3 * ALIGN
+            })
+            .sum();
         let planes = stream.alloc_zeros::<f32>(total as usize)?;
         let base = raw(&planes, stream);
         let mut offset = 0u64;
-        let mut take = |n: u64, s: usize| {
+        let mut take = |values: u64| {
+            offset = offset.next_multiple_of(ALIGN);
             let at = base + offset * 4;
-            offset += n * len(s);
+            offset += values;
             at
         };
         let scale = |base: u64, s: usize| Scale {
@@ -98,16 +108,16 @@ impl CudaSsimu2 {
         let mut meta = Vec::new();
         let (mut n_partials, mut h_blocks, mut v_blocks) = (0u32, 0u32, 0u32);
         for s in 0..sizes.len() {
-            xyb.push(scale(take(6, s), s));
+            xyb.push(scale(take(6 * len(s)), s));
             rgb.push(if s > 0 {
-                scale(take(6, s), s)
+                scale(take(6 * len(s)), s)
             } else {
                 Scale::default()
             });
             if s < n_scales {
                 let lv = Level {
                     xyb: xyb[s].base,
-                    moments: take(15, s),
+                    moments: take(15 * moment_len(s)),
                     // An offset until the partials are allocated.
                     partials: n_partials as u64,
                     width: sizes[s].0,
