@@ -534,7 +534,8 @@ gpumetrics_device::kernel! {
     /// Horizontal recursive blur of the five moments of every scale in one grid. Block
     /// (`S2_BLUR_THREADS`): 32 rows of one plane, warp = moment, lane = row. The rows are
     /// read in tiles of `S2_HCHUNK` columns through shared memory (coalesced, the next tile
-    /// loaded while the current one is blurred) and written the same way.
+    /// loaded while the current one is blurred); each step's outputs of the 32 rows are one
+    /// 128-byte line of the moment strip.
     pub unsafe fn ssimu2_hblur(levels: *const crate::ssimulacra2::Level, n_levels: u32) {
         gpumetrics_device::shared!(static S2_HIN: [f32; S2_HIN_LEN]);
         const CH: u32 = S2_HCHUNK;
