@@ -4,8 +4,7 @@
 
 mod common;
 
-use common::{OwnedFrame as Owned, xorshift};
-use cudarc::driver::{CudaContext, DevicePtr};
+use common::{OwnedFrame as Owned, compare_on_device, xorshift};
 use gpumetrics_engine::{BackendChoice, Engine, EngineConfig, MetricSet, PixelFormat};
 
 /// Random bytes with padded strides.
@@ -62,14 +61,7 @@ fn device_frames_equal_host_frames() {
     );
     let mut gpu = engine(BackendChoice::Cuda, &r, &d);
     let host = gpu.compare(&r.host(), &d.host()).unwrap();
-    let ctx = CudaContext::new(0).unwrap();
-    let stream = ctx.default_stream();
-    let rb = stream.clone_htod(&r.data).unwrap();
-    let db = stream.clone_htod(&d.data).unwrap();
-    stream.synchronize().unwrap();
-    let (rp, _g1) = rb.device_ptr(&stream);
-    let (dp, _g2) = db.device_ptr(&stream);
-    let on_device = gpu.compare(&r.device(rp), &d.device(dp)).unwrap();
+    let on_device = compare_on_device(&mut gpu, &r, &d);
     assert_eq!(host, on_device);
     assert!(host.get("psnr-y").unwrap().is_finite());
 }

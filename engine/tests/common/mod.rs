@@ -4,7 +4,10 @@
 
 #![allow(dead_code)] // each test crate uses part of it
 
-use gpumetrics_engine::{DeviceFrame, Frame, FrameLayout, HostFrame, PixelFormat, Plane};
+use cudarc::driver::{CudaContext, DevicePtr};
+use gpumetrics_engine::{
+    DeviceFrame, Engine, Frame, FrameLayout, HostFrame, PixelFormat, Plane, Scores,
+};
 
 pub struct OwnedFrame {
     pub layout: FrameLayout,
@@ -67,6 +70,18 @@ impl OwnedFrame {
         }
         Frame::Device(f)
     }
+}
+
+/// `engine`'s scores for `r` and `d` copied to GPU memory first (the device-frame path).
+pub fn compare_on_device(engine: &mut Engine, r: &OwnedFrame, d: &OwnedFrame) -> Scores {
+    let ctx = CudaContext::new(0).unwrap();
+    let stream = ctx.default_stream();
+    let rb = stream.clone_htod(&r.data).unwrap();
+    let db = stream.clone_htod(&d.data).unwrap();
+    stream.synchronize().unwrap();
+    let (rp, _g1) = rb.device_ptr(&stream);
+    let (dp, _g2) = db.device_ptr(&stream);
+    engine.compare(&r.device(rp), &d.device(dp)).unwrap()
 }
 
 /// xorshift64: deterministic test bytes without a dependency.
