@@ -26,8 +26,8 @@ use crate::frame::PlanePtrs;
 use crate::plan::Plan;
 use crate::ssimulacra2::{Sums, scale_sizes};
 use gpumetrics_kernels::ssimulacra2::{
-    Level, S2_BLUR_THREADS, S2_FINISH_THREADS, S2_LIN_WARPS, S2_MAX_SCALES, S2_PIXEL_BLOCK,
-    S2_SUMS_PER_SCALE, Scale, half,
+    Level, S2_BLUR_THREADS, S2_FINISH_THREADS, S2_LIN_COLS, S2_LIN_WARPS, S2_MAX_SCALES,
+    S2_PIXEL_BLOCK, S2_SUMS_PER_SCALE, Scale, half,
 };
 
 /// Buffers of one plan, allocated once.
@@ -45,9 +45,6 @@ pub(crate) struct CudaSsimu2 {
     h_blocks: u32,
     v_blocks: u32,
     _partials: CudaSlice<f64>,
-    _meta: CudaSlice<u32>,
-    meta_ptr: u64,
-    partials_ptr: u64,
     _out: CudaSlice<f64>,
     out_ptr: u64,
     _host_out: PinnedHostSlice<f64>,
@@ -78,7 +75,15 @@ impl CudaSsimu2 {
         // Per scale: XYB 6 planes, linear RGB 6 from scale 1, and if scored 15 moment planes
         // in whole strips of 32 rows (`Level::moment_len`).
         let len = |s: usize| sizes[s].0 as u64 * sizes[s].1 as u64;
-        let moment_len = |s: usize| sizes[s].0 as u64 * sizes[s].1.next_multiple_of(32) as u64;
+        let moment_len = |s: usize| {
+            let (width, height) = sizes[s];
+            Level {
+                width,
+                height,
+                ..Default::default()
+            }
+            .moment_len()
+        };
         // Each region starts 256-byte aligned (the column pass reads 16-byte vectors).
         const ALIGN: u64 = 64;
         let total: u64 = (0..sizes.len())
@@ -105,7 +110,6 @@ impl CudaSsimu2 {
             _pad: 0,
         };
         let (mut rgb, mut xyb, mut levels) = (Vec::new(), Vec::new(), Vec::new());
-        let mut meta = Vec::new();
         let (mut n_partials, mut h_blocks, mut v_blocks) = (0u32, 0u32, 0u32);
         for s in 0..sizes.len() {
             xyb.push(scale(take(6 * len(s)), s));
@@ -126,7 +130,6 @@ impl CudaSsimu2 {
                     v_first: v_blocks,
                 };
                 let groups = lv.v_blocks_per_plane();
-                meta.extend([n_partials, groups]);
                 n_partials += S2_SUMS_PER_SCALE as u32 * groups;
                 h_blocks += 3 * lv.h_blocks_per_plane();
                 v_blocks += 3 * groups;
@@ -147,9 +150,6 @@ impl CudaSsimu2 {
         };
         let levels_buf = stream.clone_htod(bytes)?;
         let levels_ptr = raw(&levels_buf, stream);
-        meta.resize(2 * S2_MAX_SCALES, 0);
-        let meta_buf = stream.clone_htod(&meta)?;
-        let meta_ptr = raw(&meta_buf, stream);
         let out = stream.alloc_zeros::<f64>(S2_MAX_SCALES * S2_SUMS_PER_SCALE)?;
         let out_ptr = raw(&out, stream);
         // SAFETY: written by the device before it is read.
@@ -167,9 +167,6 @@ impl CudaSsimu2 {
             h_blocks,
             v_blocks,
             _partials: partials,
-            _meta: meta_buf,
-            meta_ptr,
-            partials_ptr,
             _out: out,
             out_ptr,
             _host_out: host_out,
@@ -203,9 +200,9 @@ impl CudaSsimu2 {
             block_dim: (S2_PIXEL_BLOCK, S2_PIXEL_BLOCK, 1),
             shared_mem_bytes: 0,
         };
-        let blur = |blocks: u32, threads: u32| LaunchConfig {
+        let blur = |blocks: u32| LaunchConfig {
             grid_dim: (blocks, 1, 1),
-            block_dim: (threads, 1, 1),
+            block_dim: (S2_BLUR_THREADS, 1, 1),
             shared_mem_bytes: 0,
         };
         let n = self.n_scales;
@@ -219,7 +216,7 @@ impl CudaSsimu2 {
                 let (rgb, xyb) = (&self.rgb, &self.xyb);
                 let lin = LaunchConfig {
                     grid_dim: (
-                        (2 * rgb[1].width).div_ceil(16),
+                        (2 * rgb[1].width).div_ceil(S2_LIN_COLS),
                         (2 * rgb[1].height).div_ceil(2 * S2_LIN_WARPS),
                         2,
                     ),
@@ -230,26 +227,14 @@ impl CudaSsimu2 {
                 for i in 2..n {
                     k.ssimu2_downsample(stream, grid(&rgb[i]), rgb[i - 1], rgb[i], xyb[i])?;
                 }
-                k.ssimu2_hblur(
-                    stream,
-                    blur(self.h_blocks, S2_BLUR_THREADS),
-                    levels,
-                    n as u32,
-                )?;
-                let v = blur(self.v_blocks, S2_BLUR_THREADS);
-                k.ssimu2_vblur(stream, v, levels, n as u32)?;
+                k.ssimu2_hblur(stream, blur(self.h_blocks), levels, n as u32)?;
+                k.ssimu2_vblur(stream, blur(self.v_blocks), levels, n as u32)?;
                 let cfg = LaunchConfig {
                     grid_dim: (S2_SUMS_PER_SCALE as u32, n as u32, 1),
                     block_dim: (S2_FINISH_THREADS, 1, 1),
                     shared_mem_bytes: 0,
                 };
-                k.ssimu2_finish(
-                    stream,
-                    cfg,
-                    DevPtr::from_raw(self.partials_ptr),
-                    DevPtr::from_raw(self.meta_ptr),
-                    DevPtrMut::from_raw(self.out_ptr),
-                )?;
+                k.ssimu2_finish(stream, cfg, levels, DevPtrMut::from_raw(self.out_ptr))?;
                 let host = std::slice::from_raw_parts_mut(self.host_out_ptr, values);
                 cu::memcpy_dtoh_async(host, self.out_ptr, stream.cu_stream())?;
                 stream.synchronize()

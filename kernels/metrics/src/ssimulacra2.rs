@@ -244,8 +244,10 @@ impl Scale {
 
 /// Block size of the downsample kernel (16×16).
 pub const S2_PIXEL_BLOCK: u32 = 16;
-/// Warps per block of [`ssimu2_linearize`] (each covers 16×2 pixels).
+/// Warps per block of [`ssimu2_linearize`] (each covers `S2_LIN_COLS`×2 pixels).
 pub const S2_LIN_WARPS: u32 = 4;
+/// Pixel columns of one [`ssimu2_linearize`] block.
+pub const S2_LIN_COLS: u32 = 16;
 /// Chroma tile of [`ssimu2_linearize`] per channel: enough for the taps of 16 × 8 pixels
 /// at any siting with at most 2:1 subsampling (12 × 8 at 4:2:0).
 const S2_CHROMA_W: u32 = 20;
@@ -429,7 +431,7 @@ gpumetrics_device::kernel! {
         xyb1: crate::ssimulacra2::Scale,
     ) {
         let lane = dev::thread_idx_x();
-        let x = dev::block_idx_x() * 16 + (lane & 15);
+        let x = dev::block_idx_x() * S2_LIN_COLS + (lane & (S2_LIN_COLS - 1));
         let y = (dev::block_idx_y() * S2_LIN_WARPS + dev::thread_idx_y()) * 2 + (lane >> 4);
         let img = dev::block_idx_z();
         if img > 1 || lane > 31 {
@@ -447,7 +449,10 @@ gpumetrics_device::kernel! {
         let p = if sub {
             gpumetrics_device::shared!(static S2_CHROMA: [f32; S2_CHROMA_LEN]);
             let tile = S2_CHROMA.as_mut_ptr();
-            let (x0, y0) = (dev::block_idx_x() * 16, dev::block_idx_y() * S2_LIN_WARPS * 2);
+            let (x0, y0) = (
+                dev::block_idx_x() * S2_LIN_COLS,
+                dev::block_idx_y() * S2_LIN_WARPS * 2,
+            );
             let origin = crate::color::chroma_taps(&src, x0, y0);
             let (cw, ch) = crate::color::chroma_size(&src);
             let t = dev::thread_idx_y() * 32 + lane;
@@ -737,16 +742,17 @@ gpumetrics_device::kernel! {
         }
     }
 
-    /// Sums the per-block partials: block (k, s) adds the `meta[2s + 1]` values of sum `k`
-    /// of scale `s` (starting at `partials + meta[2s] + k * meta[2s + 1]`) into
-    /// `out[s * 18 + k]`. Grid (18, scales), `S2_FINISH_THREADS` threads.
-    pub unsafe fn ssimu2_finish(partials: *const f64, meta: *const u32, out: *mut f64) {
+    /// Sums the per-block partials: block (k, s) adds the column blocks' values of sum `k`
+    /// of scale `s` (`levels[s].partials`, see [`Level`]) into `out[s * 18 + k]`. Grid
+    /// (18, scales), `S2_FINISH_THREADS` threads.
+    pub unsafe fn ssimu2_finish(levels: *const crate::ssimulacra2::Level, out: *mut f64) {
         gpumetrics_device::shared!(static S2_FIN: [f64; S2_FIN_LEN]);
         let k = dev::block_idx_x();
         let s = dev::block_idx_y();
         let t = dev::thread_idx_x();
-        let (off, n) = unsafe { (*meta.add(2 * s as usize), *meta.add(2 * s as usize + 1)) };
-        let base = unsafe { partials.add(off as usize + (k * n) as usize) };
+        let lv = unsafe { *levels.add(s as usize) };
+        let n = lv.v_blocks_per_plane();
+        let base = unsafe { (lv.partials as *const f64).add((k * n) as usize) };
         let mut v = 0.0f64;
         let mut i = t;
         while i < n {
