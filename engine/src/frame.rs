@@ -34,6 +34,29 @@ impl<'a> HostFrame<'a> {
     pub fn planes(&self) -> &[Plane<'a>] {
         &self.planes[..self.n_planes]
     }
+
+    /// The frame inside one mapping of `data.len()` bytes, at the stated plane offsets and
+    /// strides, after [`PlaneOffsets::check`]: each plane's slice holds exactly the bytes the
+    /// layout reads, so no later loop can reach outside the mapping.
+    pub fn from_mapped(
+        data: &'a [u8],
+        layout: &FrameLayout,
+        planes: &PlaneOffsets,
+        what: &str,
+    ) -> Result<Self, EngineError> {
+        let spans = planes.check(layout, data.len(), what)?;
+        let mut f = HostFrame {
+            n_planes: layout.format.n_planes(),
+            ..Default::default()
+        };
+        for (dst, (offset, stride, len)) in f.planes.iter_mut().zip(spans).take(f.n_planes) {
+            *dst = Plane {
+                data: &data[offset..offset + len],
+                stride,
+            };
+        }
+        Ok(f)
+    }
 }
 
 /// A frame already in device memory (e.g. from an NVDEC decoder): device addresses and
@@ -43,6 +66,85 @@ pub struct DeviceFrame {
     pub ptrs: [u64; MAX_PLANES],
     pub pitches: [usize; MAX_PLANES],
     pub n_planes: usize,
+}
+
+/// Where the planes of a mapped frame lie, as the producer states them (a `GstVideoMeta`, or
+/// the caps' default layout): byte offsets from the start of the mapping and row strides.
+/// Nothing here is trusted until [`PlaneOffsets::check`] has compared it with the mapped size.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PlaneOffsets {
+    pub offsets: [usize; MAX_PLANES],
+    /// Signed, as GStreamer stores them; negative strides (bottom-up rows) are refused.
+    pub strides: [i64; MAX_PLANES],
+    pub n_planes: usize,
+}
+
+impl PlaneOffsets {
+    pub fn new(offsets: &[usize], strides: &[i64]) -> Self {
+        let mut p = PlaneOffsets {
+            n_planes: offsets.len().min(strides.len()).min(MAX_PLANES),
+            ..Default::default()
+        };
+        p.offsets[..p.n_planes].copy_from_slice(&offsets[..p.n_planes]);
+        p.strides[..p.n_planes].copy_from_slice(&strides[..p.n_planes]);
+        p
+    }
+
+    /// Checks every plane the layout reads against a mapping of `size` bytes: its last byte,
+    /// `offset + (rows - 1) * stride + row bytes`, must lie inside, with a positive stride of at
+    /// least the row bytes (and below 2^31, the kernels' pitch type). Returns each plane's
+    /// (offset, stride, bytes read). `what` names the input in the error (e.g. "dist_sink").
+    pub fn check(
+        &self,
+        layout: &FrameLayout,
+        size: usize,
+        what: &str,
+    ) -> Result<[(usize, usize, usize); MAX_PLANES], EngineError> {
+        let n = layout.format.n_planes();
+        let fmt = layout.format.name();
+        let (w, h) = (layout.width, layout.height);
+        if self.n_planes < n {
+            return Err(EngineError::InvalidFrame(format!(
+                "{what}: the buffer describes {} planes, but {w}x{h} {fmt} has {n}",
+                self.n_planes
+            )));
+        }
+        let mut out = [(0, 0, 0); MAX_PLANES];
+        for (i, slot) in out.iter_mut().enumerate().take(n) {
+            let (offset, stride) = (self.offsets[i], self.strides[i]);
+            let row = layout.min_row_bytes(i);
+            let rows = layout.plane_rows(i) as usize;
+            let bad = |why: String| {
+                EngineError::InvalidFrame(format!(
+                    "{what}: plane {i} of the {w}x{h} {fmt} buffer has offset {offset} and stride \
+                     {stride}: {why}; the buffer or its video meta does not match the caps"
+                ))
+            };
+            if stride <= 0 {
+                return Err(bad("only positive strides are supported".into()));
+            }
+            let stride = usize::try_from(stride).map_err(|_| bad("stride too large".into()))?;
+            if stride < row || stride > i32::MAX as usize {
+                return Err(bad(format!("the stride must be in {row}..=2147483647")));
+            }
+            let need = rows
+                .checked_sub(1)
+                .and_then(|r| r.checked_mul(stride))
+                .and_then(|b| b.checked_add(row))
+                .filter(|_| rows > 0 && row > 0)
+                .ok_or_else(|| bad(format!("{rows} rows of {row} bytes cannot be read")))?;
+            match offset.checked_add(need) {
+                Some(end) if end <= size => *slot = (offset, stride, need),
+                _ => {
+                    return Err(bad(format!(
+                        "its {rows} rows end at byte {}, past the {size} bytes mapped",
+                        offset as u128 + need as u128
+                    )));
+                }
+            }
+        }
+        Ok(out)
+    }
 }
 
 /// A frame handed to [`crate::Engine::compare`].
@@ -99,6 +201,35 @@ impl HostFrame<'_> {
 }
 
 impl DeviceFrame {
+    /// The frame inside one device mapping at `base` of `size` bytes (e.g. a mapped
+    /// GstCudaMemory), at the stated plane offsets and pitches, after
+    /// [`PlaneOffsets::check`]: a kernel never reads past the allocation.
+    pub fn from_mapped(
+        base: u64,
+        size: usize,
+        layout: &FrameLayout,
+        planes: &PlaneOffsets,
+        what: &str,
+    ) -> Result<Self, EngineError> {
+        if base == 0 {
+            return Err(EngineError::InvalidFrame(format!(
+                "{what}: the device mapping has no address"
+            )));
+        }
+        let spans = planes.check(layout, size, what)?;
+        let mut f = DeviceFrame {
+            n_planes: layout.format.n_planes(),
+            ..Default::default()
+        };
+        for (i, (offset, stride, _)) in spans.into_iter().enumerate().take(f.n_planes) {
+            f.ptrs[i] = base.checked_add(offset as u64).ok_or_else(|| {
+                EngineError::InvalidFrame(format!("{what}: plane {i} lies past the address space"))
+            })?;
+            f.pitches[i] = stride;
+        }
+        Ok(f)
+    }
+
     pub(crate) fn validate(
         &self,
         layout: &FrameLayout,

@@ -20,7 +20,7 @@ pub use color::{ChromaSiting, Colorimetry, Matrix, Range, Transfer, host_linear_
 pub use engine::{BackendChoice, Engine, EngineConfig};
 pub use error::EngineError;
 pub use format::{ChannelSpec, ColorFamily, FrameLayout, PixelFormat};
-pub use frame::{DeviceFrame, Frame, HostFrame, MAX_PLANES, Plane};
+pub use frame::{DeviceFrame, Frame, HostFrame, MAX_PLANES, Plane, PlaneOffsets};
 pub use metrics::MetricSet;
 pub use plan::Plan;
 pub use scores::Scores;

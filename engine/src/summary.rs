@@ -105,26 +105,30 @@ impl Pooler {
 fn summarize(values: &[f64]) -> FieldSummary {
     let mut sorted = values.to_vec();
     sorted.sort_by(f64::total_cmp);
+    let (min, max) = (sorted[0], sorted[sorted.len() - 1]);
     let n = sorted.len() as f64;
-    let mean = sorted.iter().sum::<f64>() / n;
-    let stddev = if mean.is_finite() {
-        (sorted.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / n).sqrt()
-    } else if sorted.first() == sorted.last() {
-        0.0
+    let (mean, stddev) = if min == max {
+        // A constant series (also all +inf): the value itself, no spread. Welford below would
+        // give the same for finite values; this also covers the infinite ones.
+        (min, 0.0)
+    } else if min.is_finite() && max.is_finite() {
+        let (mean, m2) = welford(&sorted);
+        (mean, (m2 / n).sqrt())
     } else {
-        f64::INFINITY
+        // Infinite and finite values mixed (PSNR of identical and of different frames).
+        (sorted.iter().sum::<f64>() / n, f64::INFINITY)
     };
-    let harmonic_mean = (sorted[0] >= 0.0).then(|| {
-        if sorted[0] == 0.0 {
+    let harmonic_mean = (min >= 0.0).then(|| {
+        if min == 0.0 {
             0.0
         } else {
-            n / sorted.iter().map(|v| 1.0 / v).sum::<f64>()
+            clamp_to(n / sorted.iter().map(|v| 1.0 / v).sum::<f64>(), min, max)
         }
     });
     FieldSummary {
-        mean,
-        min: sorted[0],
-        max: sorted[sorted.len() - 1],
+        mean: clamp_to(mean, min, max),
+        min,
+        max,
         stddev,
         harmonic_mean,
         p1: percentile(&sorted, 1.0),
@@ -133,6 +137,24 @@ fn summarize(values: &[f64]) -> FieldSummary {
         p95: percentile(&sorted, 95.0),
         p99: percentile(&sorted, 99.0),
     }
+}
+
+/// Mean and sum of squared deviations by Welford's update, whose mean never drifts from a
+/// repeated value and whose M2 cannot go negative (a naive sum / n of 100,000 equal PSNRs
+/// lands a few ulps off the value, outside [min, max]).
+fn welford(values: &[f64]) -> (f64, f64) {
+    let (mut mean, mut m2) = (0.0f64, 0.0f64);
+    for (i, &v) in values.iter().enumerate() {
+        let delta = v - mean;
+        mean += delta / (i + 1) as f64;
+        m2 += delta * (v - mean);
+    }
+    (mean, m2.max(0.0))
+}
+
+/// Rounding can still put a mean an ulp outside the range of its values: it never is.
+fn clamp_to(v: f64, min: f64, max: f64) -> f64 {
+    if v.is_nan() { v } else { v.clamp(min, max) }
 }
 
 /// Linear interpolation between closest ranks (numpy's default), on sorted values.
@@ -189,6 +211,37 @@ mod tests {
         let all = pool(&[f64::INFINITY, f64::INFINITY]);
         assert_eq!(all.stddev, 0.0);
         assert_eq!(all.p1, f64::INFINITY);
+    }
+
+    #[test]
+    fn constant_series_has_its_value_as_mean_and_no_spread() {
+        // Issue 10: 25.851936562559167 repeated gave a mean above the max and stddev 3.6e-15.
+        let v = 25.851936562542367;
+        let s = pool(&vec![v; 100_000]);
+        assert_eq!((s.mean, s.min, s.max, s.stddev), (v, v, v, 0.0));
+        assert_eq!(s.harmonic_mean, Some(v));
+        assert_eq!((s.p1, s.p50, s.p99), (v, v, v));
+    }
+
+    #[test]
+    fn mean_stays_within_min_and_max() {
+        // Two values one ulp apart, many times over: the naive mean leaves the range.
+        let a = 38.123456789012345f64;
+        let b = f64::from_bits(a.to_bits() + 1);
+        let mut values = vec![a; 99_999];
+        values.push(b);
+        let s = pool(&values);
+        assert!(s.min <= s.mean && s.mean <= s.max, "{s:?}");
+        assert!(s.stddev < 1e-12, "{s:?}");
+        let h = s.harmonic_mean.unwrap();
+        assert!(s.min <= h && h <= s.max, "{s:?}");
+        // A spread series still matches the textbook values.
+        let wide: Vec<f64> = (0..100_000)
+            .map(|i| 20.0 + (i % 1000) as f64 * 0.01)
+            .collect();
+        let s = pool(&wide);
+        let exact_mean = 20.0 + 999.0 * 0.01 / 2.0;
+        assert!((s.mean - exact_mean).abs() < 1e-9, "{}", s.mean);
     }
 
     #[test]

@@ -2,7 +2,8 @@
 //! Caps of the element's pads and their translation to the engine's [`FrameLayout`].
 
 use gpumetrics_engine::{
-    ChromaSiting, ColorFamily, Colorimetry, FrameLayout, Matrix, PixelFormat, Range, Transfer,
+    ChromaSiting, ColorFamily, Colorimetry, FrameLayout, Matrix, PixelFormat, PlaneOffsets, Range,
+    Transfer,
 };
 
 /// Caps feature of CUDA device memory (`video/x-raw(memory:CUDAMemory)`).
@@ -52,6 +53,42 @@ pub fn layout(info: &gst_video::VideoInfo) -> Result<FrameLayout, String> {
         width: info.width(),
         height: info.height(),
     })
+}
+
+/// Where a buffer says its planes are: its `GstVideoMeta`, else `fallback` (e.g. the CUDA
+/// memory's own layout), else the caps' default layout. A meta that describes another
+/// format or size than the caps is refused. Nothing is checked against the buffer's size
+/// here: that is [`PlaneOffsets::check`]'s job, on the mapped size.
+pub fn stated_planes(
+    buffer: &gst::BufferRef,
+    info: &gst_video::VideoInfo,
+    fallback: Option<PlaneOffsets>,
+) -> Result<PlaneOffsets, String> {
+    let n = info.n_planes() as usize;
+    if let Some(meta) = buffer.meta::<gst_video::VideoMeta>() {
+        if meta.format() != info.format()
+            || meta.width() != info.width()
+            || meta.height() != info.height()
+        {
+            return Err(format!(
+                "the buffer's video meta describes a {}x{} {} frame, but the caps say {}x{} {}; \
+                 the producer must send frames of its caps (renegotiate first)",
+                meta.width(),
+                meta.height(),
+                meta.format().to_str(),
+                info.width(),
+                info.height(),
+                info.format().to_str()
+            ));
+        }
+        let strides: Vec<i64> = meta.stride().iter().map(|s| *s as i64).collect();
+        return Ok(PlaneOffsets::new(meta.offset(), &strides));
+    }
+    if let Some(f) = fallback {
+        return Ok(f);
+    }
+    let strides: Vec<i64> = info.stride()[..n].iter().map(|s| *s as i64).collect();
+    Ok(PlaneOffsets::new(&info.offset()[..n], &strides))
 }
 
 /// The engine's colorimetry for negotiated video info (`colorimetry` and `chroma-site` of

@@ -10,6 +10,7 @@
 use std::ffi::{c_int, c_uint, c_void};
 use std::sync::OnceLock;
 
+use gpumetrics_engine::PlaneOffsets;
 use gst::glib::translate::{FromGlibPtrFull, ToGlibPtr};
 use gst::prelude::*;
 
@@ -205,9 +206,12 @@ impl Context {
 pub struct DeviceMap<'a> {
     mem: &'a gst::MemoryRef,
     info: gst::ffi::GstMapInfo,
-    pub ptrs: [u64; 4],
-    pub pitches: [usize; 4],
-    pub n_planes: usize,
+    /// Device address and size of the mapped allocation.
+    pub base: u64,
+    pub size: usize,
+    /// Where the buffer says its planes are (unchecked: the engine checks them against
+    /// `size` before a kernel reads them).
+    pub planes: PlaneOffsets,
 }
 
 impl<'a> DeviceMap<'a> {
@@ -228,24 +232,13 @@ impl<'a> DeviceMap<'a> {
         if !api.is_cuda_memory(mem) {
             return Err("the buffer is not CUDA memory".into());
         }
-        let n = info.n_planes() as usize;
-        let mut offsets = [0usize; 4];
-        let mut strides = [0i32; 4];
-        if let Some(meta) = buffer.meta::<gst_video::VideoMeta>() {
-            if meta.n_planes() as usize != n {
-                return Err(format!(
-                    "video meta has {} planes, caps {n}",
-                    meta.n_planes()
-                ));
-            }
-            offsets[..n].copy_from_slice(&meta.offset()[..n]);
-            strides[..n].copy_from_slice(&meta.stride()[..n]);
-        } else {
+        let own = {
             // SAFETY: CUDA memory (checked above); its info is set at allocation.
             let minfo = unsafe { &(*(mem.as_ptr() as *const RawCudaMemory)).info };
-            offsets[..n].copy_from_slice(&minfo.offset[..n]);
-            strides[..n].copy_from_slice(&minfo.stride[..n]);
-        }
+            let strides = minfo.stride.map(|s| s as i64);
+            PlaneOffsets::new(&minfo.offset, &strides)
+        };
+        let planes = crate::caps::stated_planes(buffer, info, Some(own))?;
         if let Some(sync) = api.memory_sync {
             // SAFETY: CUDA memory; waits for the producer's pending work.
             unsafe { sync(mem.as_ptr() as *mut _) };
@@ -261,26 +254,18 @@ impl<'a> DeviceMap<'a> {
             )
         };
         if ok == 0 || map.data.is_null() {
-            return Err("mapping the CUDA memory for device access failed".into());
+            return Err(format!(
+                "mapping the CUDA memory ({} bytes) for device access failed",
+                mem.size()
+            ));
         }
-        let mut m = DeviceMap {
+        Ok(DeviceMap {
             mem,
+            base: map.data as u64,
+            size: map.size,
             info: map,
-            ptrs: [0; 4],
-            pitches: [0; 4],
-            n_planes: n,
-        };
-        for i in 0..n {
-            if strides[i] <= 0 || offsets[i] >= m.info.size {
-                return Err(format!(
-                    "plane {i} has offset {} and stride {} in {} bytes",
-                    offsets[i], strides[i], m.info.size
-                ));
-            }
-            m.ptrs[i] = m.info.data as u64 + offsets[i] as u64;
-            m.pitches[i] = strides[i] as usize;
-        }
-        Ok(m)
+            planes,
+        })
     }
 }
 

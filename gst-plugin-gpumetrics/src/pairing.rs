@@ -13,12 +13,16 @@
 //! `sequence` mode: the n-th reference frame is compared with the n-th distorted frame,
 //! whatever their timestamps.
 //!
-//! In both modes the element ends (EOS) when either input has ended and has no frame left;
-//! frames still queued on the other input at that point are not compared.
-//! In a live pipeline, when one input has a frame and the other none by the deadline (the
-//! frame's running time + tolerance + pipeline latency), the frame is counted unmatched
-//! instead of stalling the pipeline.
-
+//! Frames without a timestamp (no PTS, or none inside the segment) cannot be placed in time:
+//! in `timestamp` mode a pair with such a frame is compared in sequence
+//! ([`Decision::PairUntimed`]), and the element warns once.
+//!
+//! When one input has ended, the frames still arriving on the other one are counted as
+//! unmatched until it ends too, so that the summary accounts for every frame; the element
+//! ends (EOS) when both inputs have ended. In a live pipeline, when one input has a frame and
+//! the other none by the deadline (the frame's running time + tolerance + pipeline latency),
+//! the frame is counted unmatched instead of stalling the pipeline; an input that stalls
+//! without EOS after the other one ended is given up at the same kind of deadline.
 /// Which pairing rule is used.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
@@ -52,11 +56,13 @@ pub struct Input {
 pub enum Decision {
     /// Compare the two head frames.
     Pair,
+    /// Compare the two head frames, in sequence: at least one of them has no timestamp.
+    PairUntimed,
     /// The reference head has no partner: count it unmatched and drop it.
     DropRef,
     /// The distorted head has no partner: count it unmatched, push it without scores.
     DropDist,
-    /// One input has ended: finish (summary, EOS).
+    /// Both inputs have ended (or, live, the one left stalled): finish (summary, EOS).
     Eos,
     /// Wait for more data.
     Wait,
@@ -71,15 +77,10 @@ pub fn tolerance(a: Option<u64>, b: Option<u64>) -> u64 {
     }
 }
 
-/// Decides the next step with the automatic tolerance. `timeout` is true when the
-/// aggregator's live deadline has passed.
-pub fn decide(mode: Mode, reference: Input, distorted: Input, timeout: bool) -> Decision {
-    decide_with(mode, reference, distorted, timeout, None)
-}
-
-/// [`decide`] with a fixed tolerance (nanoseconds) instead of the automatic one, when given
-/// (property `pairing-tolerance`).
-pub fn decide_with(
+/// Decides the next step. `timeout` is true when the aggregator's live deadline has passed;
+/// `fixed_tolerance` (nanoseconds) replaces the automatic one when given (property
+/// `pairing-tolerance`).
+pub fn decide(
     mode: Mode,
     reference: Input,
     distorted: Input,
@@ -100,45 +101,31 @@ pub fn decide_with(
                         Decision::DropDist
                     }
                 }
-                // Frames without a usable timestamp cannot be placed in time: they are
-                // dropped as unmatched (reference first, so the output keeps flowing).
-                (None, _) => Decision::DropRef,
-                (_, None) => Decision::DropDist,
+                _ => Decision::PairUntimed,
             },
         },
-        (Some(_), None) => {
-            if distorted.eos {
-                Decision::Eos
-            } else if timeout {
-                Decision::DropRef
-            } else {
-                Decision::Wait
-            }
-        }
-        (None, Some(_)) => {
-            if reference.eos {
-                Decision::Eos
-            } else if timeout {
-                Decision::DropDist
-            } else {
-                Decision::Wait
-            }
-        }
-        (None, None) => {
-            if reference.eos || distorted.eos {
-                Decision::Eos
-            } else {
-                Decision::Wait
-            }
-        }
+        // The other input has ended: nothing can ever pair with this frame.
+        (Some(_), None) if distorted.eos || timeout => Decision::DropRef,
+        (None, Some(_)) if reference.eos || timeout => Decision::DropDist,
+        (None, None) if reference.eos && distorted.eos => Decision::Eos,
+        // One input ended, the other (live) delivered nothing by the deadline.
+        (None, None) if (reference.eos || distorted.eos) && timeout => Decision::Eos,
+        _ => Decision::Wait,
     }
 }
 
+/// Largest deadline handed to the aggregator: beyond it (a tolerance of centuries) there is
+/// no deadline at all, so that the base class's `deadline + latency` cannot overflow.
+pub const MAX_DEADLINE: u64 = u64::MAX / 4;
+
 /// The running time by which the earliest waiting head frame must have found its partner
-/// (live deadline, before the pipeline latency is added); `None` when nothing is waiting.
+/// (live deadline, before the pipeline latency is added). With no frame waiting, `last_end`
+/// (where the frames seen so far end) + tolerance: the deadline of an input that stalls.
+/// `None` when there is nothing to wait for or the deadline is out of reach.
 pub fn deadline(
     reference: Option<Head>,
     distorted: Option<Head>,
+    last_end: Option<u64>,
     fixed_tolerance: Option<u64>,
 ) -> Option<u64> {
     let tol = fixed_tolerance.unwrap_or_else(|| {
@@ -147,12 +134,18 @@ pub fn deadline(
             distorted.and_then(|h| h.duration),
         )
     });
-    [reference, distorted]
+    let waiting = [reference, distorted]
         .into_iter()
         .flatten()
         .filter_map(|h| h.running_time)
-        .min()
-        .map(|t| t.saturating_add(tol))
+        .min();
+    let base = if reference.is_none() && distorted.is_none() {
+        last_end
+    } else {
+        waiting
+    };
+    base.map(|t| t.saturating_add(tol))
+        .filter(|t| *t <= MAX_DEADLINE)
 }
 
 #[cfg(test)]
@@ -183,8 +176,8 @@ mod tests {
         loop {
             let ri = if i < r.len() { at(r[i]) } else { empty(true) };
             let di = if j < d.len() { at(d[j]) } else { empty(true) };
-            match decide(mode, ri, di, false) {
-                Decision::Pair => {
+            match decide(mode, ri, di, false, None) {
+                Decision::Pair | Decision::PairUntimed => {
                     pairs.push((r[i], d[j]));
                     i += 1;
                     j += 1;
@@ -231,7 +224,7 @@ mod tests {
         let (p, ur, ud) = run(Mode::Timestamp, &r, &d);
         assert_eq!(p, vec![(80, 80), (120, 120), (160, 160)]);
         assert_eq!(ur, 2);
-        assert_eq!(ud, 0); // 200 is left when the reference ends
+        assert_eq!(ud, 1); // 200 arrives after the reference ended: unmatched
     }
 
     #[test]
@@ -244,7 +237,7 @@ mod tests {
         // 30 ms off is more than half of 40 ms: not the same frame.
         let (p, ur, ud) = run(Mode::Timestamp, &[0, 80], &[30, 110]);
         assert!(p.is_empty());
-        assert_eq!((ur, ud), (2, 1));
+        assert_eq!((ur, ud), (2, 2));
     }
 
     #[test]
@@ -253,61 +246,77 @@ mod tests {
         let d = [1000, 1040, 1080, 1120];
         let (p, ur, ud) = run(Mode::Sequence, &r, &d);
         assert_eq!(p, vec![(0, 1000), (40, 1040), (80, 1080)]);
-        assert_eq!((ur, ud), (0, 0));
+        assert_eq!((ur, ud), (0, 1)); // 1120 has no partner
     }
 
     #[test]
-    fn eos_on_either_input_ends() {
+    fn the_input_left_is_drained_until_it_ends() {
+        // One input ended: the other one's frames are unmatched, not silently dropped.
         assert_eq!(
-            decide(Mode::Timestamp, empty(true), at(0), false),
-            Decision::Eos
+            decide(Mode::Timestamp, empty(true), at(0), false, None),
+            Decision::DropDist
         );
         assert_eq!(
-            decide(Mode::Timestamp, at(0), empty(true), false),
-            Decision::Eos
+            decide(Mode::Sequence, at(0), empty(true), false, None),
+            Decision::DropRef
         );
+        // ... and the element waits for its EOS (non-live), or its deadline (live).
         assert_eq!(
-            decide(Mode::Sequence, empty(true), empty(false), false),
-            Decision::Eos
-        );
-        assert_eq!(
-            decide(Mode::Timestamp, empty(false), empty(false), false),
+            decide(Mode::Sequence, empty(true), empty(false), false, None),
             Decision::Wait
         );
+        assert_eq!(
+            decide(Mode::Sequence, empty(true), empty(false), true, None),
+            Decision::Eos
+        );
+        assert_eq!(
+            decide(Mode::Timestamp, empty(true), empty(true), false, None),
+            Decision::Eos
+        );
+        assert_eq!(
+            decide(Mode::Timestamp, empty(false), empty(false), true, None),
+            Decision::Wait
+        );
+        // Whole streams: 150 reference frames against 90 distorted ones.
+        let r: Vec<u64> = (0..150).map(|i| i * 40).collect();
+        let (p, ur, ud) = run(Mode::Timestamp, &r, &r[..90]);
+        assert_eq!((p.len(), ur, ud), (90, 60, 0));
+        let (p, ur, ud) = run(Mode::Sequence, &r[..90], &r);
+        assert_eq!((p.len(), ur, ud), (90, 0, 60));
     }
 
     #[test]
     fn live_timeout_drops_the_lonely_frame() {
         assert_eq!(
-            decide(Mode::Timestamp, at(0), empty(false), false),
+            decide(Mode::Timestamp, at(0), empty(false), false, None),
             Decision::Wait
         );
         assert_eq!(
-            decide(Mode::Timestamp, at(0), empty(false), true),
+            decide(Mode::Timestamp, at(0), empty(false), true, None),
             Decision::DropRef
         );
         assert_eq!(
-            decide(Mode::Sequence, empty(false), at(0), true),
+            decide(Mode::Sequence, empty(false), at(0), true, None),
             Decision::DropDist
         );
     }
 
     #[test]
-    fn untimed_frames_are_unmatched_in_timestamp_mode() {
+    fn untimed_frames_are_compared_in_sequence() {
         let untimed = Input {
             head: Some(Head::default()),
             eos: false,
         };
         assert_eq!(
-            decide(Mode::Timestamp, untimed, at(0), false),
-            Decision::DropRef
+            decide(Mode::Timestamp, untimed, at(0), false, None),
+            Decision::PairUntimed
         );
         assert_eq!(
-            decide(Mode::Timestamp, at(0), untimed, false),
-            Decision::DropDist
+            decide(Mode::Timestamp, at(0), untimed, false, None),
+            Decision::PairUntimed
         );
         assert_eq!(
-            decide(Mode::Sequence, untimed, untimed, false),
+            decide(Mode::Sequence, untimed, untimed, false, None),
             Decision::Pair
         );
     }
@@ -316,15 +325,15 @@ mod tests {
     fn fixed_tolerance_overrides_half_a_frame() {
         // 15 ms apart: paired with the automatic 20 ms, not with a fixed 10 ms.
         assert_eq!(
-            decide(Mode::Timestamp, at(0), at(15), false),
+            decide(Mode::Timestamp, at(0), at(15), false, None),
             Decision::Pair
         );
         assert_eq!(
-            decide_with(Mode::Timestamp, at(0), at(15), false, Some(10 * MS)),
+            decide(Mode::Timestamp, at(0), at(15), false, Some(10 * MS)),
             Decision::DropRef
         );
         assert_eq!(
-            decide_with(Mode::Timestamp, at(0), at(35), false, Some(35 * MS)),
+            decide(Mode::Timestamp, at(0), at(35), false, Some(35 * MS)),
             Decision::Pair
         );
     }
@@ -334,8 +343,36 @@ mod tests {
         assert_eq!(tolerance(Some(40), Some(20)), 10);
         assert_eq!(tolerance(None, Some(20)), 10);
         assert_eq!(tolerance(None, Some(0)), FALLBACK_TOLERANCE);
-        assert_eq!(deadline(at(80).head, at(40).head, None), Some(60 * MS));
-        assert_eq!(deadline(at(80).head, at(40).head, Some(MS)), Some(41 * MS));
-        assert_eq!(deadline(None, None, None), None);
+        assert_eq!(
+            deadline(at(80).head, at(40).head, None, None),
+            Some(60 * MS)
+        );
+        assert_eq!(
+            deadline(at(80).head, at(40).head, None, Some(MS)),
+            Some(41 * MS)
+        );
+        assert_eq!(deadline(None, None, None, None), None);
+        // Nothing waiting: the end of what was seen, plus the tolerance.
+        assert_eq!(
+            deadline(None, None, Some(200 * MS), None),
+            Some(200 * MS + FALLBACK_TOLERANCE)
+        );
+    }
+
+    #[test]
+    fn huge_tolerances_saturate_to_no_deadline() {
+        // Issue 10: pairing-tolerance=18446744073709551614 made the deadline GST_CLOCK_TIME_NONE.
+        for tol in [u64::MAX - 1, u64::MAX, i64::MAX as u64, MAX_DEADLINE] {
+            let d = deadline(at(80).head, None, None, Some(tol));
+            assert!(d.is_none_or(|d| d <= MAX_DEADLINE), "{tol}: {d:?}");
+            assert_eq!(
+                decide(Mode::Timestamp, at(0), at(1_000_000), false, Some(tol)),
+                Decision::Pair
+            );
+        }
+        assert_eq!(
+            deadline(at(80).head, None, None, Some(MAX_DEADLINE - 80 * MS)),
+            Some(MAX_DEADLINE)
+        );
     }
 }

@@ -189,6 +189,15 @@ impl<W: Write> StatsWriter<W> {
         self.finished
     }
 
+    /// Writes `lead`, `record` and a newline in one piece and flushes, so that a record
+    /// reaches the file whole or not at all (short of a full disk).
+    fn write_line(&mut self, mut lead: String, record: &str) -> io::Result<()> {
+        lead.push_str(record);
+        lead.push('\n');
+        self.out.write_all(lead.as_bytes())?;
+        self.out.flush()
+    }
+
     fn csv_row(&mut self, cells: &[String]) -> io::Result<()> {
         let mut w = csv::WriterBuilder::new()
             .has_headers(false)
@@ -212,17 +221,15 @@ impl<W: Write> StatsWriter<W> {
             return Ok(());
         }
         match self.format {
-            Format::Jsonl => {
-                self.out.write_all(frame_json(rec).as_bytes())?;
-                self.out.write_all(b"\n")?;
-            }
+            Format::Jsonl => self.write_line(String::new(), &frame_json(rec))?,
             Format::Json => {
-                self.out.write_all(if self.json_count == 0 {
-                    b"{\"frames\":[\n"
+                // The separator leads, so that each line is complete when it is written.
+                let lead = if self.json_count == 0 {
+                    "{\"frames\":[\n"
                 } else {
-                    b",\n"
-                })?;
-                self.out.write_all(frame_json(rec).as_bytes())?;
+                    ","
+                };
+                self.write_line(lead.into(), &frame_json(rec))?;
                 self.json_count += 1;
             }
             Format::Csv => {
@@ -253,18 +260,14 @@ impl<W: Write> StatsWriter<W> {
         }
         self.finished = true;
         match self.format {
-            Format::Jsonl => {
-                self.out.write_all(summary_json(s).as_bytes())?;
-                self.out.write_all(b"\n")?;
-            }
+            Format::Jsonl => self.write_line(String::new(), &summary_json(s))?,
             Format::Json => {
-                self.out.write_all(if self.json_count == 0 {
-                    b"{\"frames\":[],\n\"summary\":"
+                let lead = if self.json_count == 0 {
+                    "{\"frames\":[],\n\"summary\":"
                 } else {
-                    b"\n],\n\"summary\":"
-                })?;
-                self.out.write_all(summary_json(s).as_bytes())?;
-                self.out.write_all(b"}\n")?;
+                    "],\n\"summary\":"
+                };
+                self.write_line(lead.into(), &(summary_json(s) + "}"))?;
             }
             Format::Csv => {
                 self.ensure_csv_header(s.fields.iter().map(|(n, _)| n.clone()).collect())?;
@@ -380,6 +383,33 @@ mod tests {
         assert_eq!(lines[2]["fields"]["psnr-y"]["mean"], "inf");
         assert_eq!(lines[2]["fields"]["psnr-y"]["min"], 30.0);
         assert!(lines[2]["fields"]["psnr-y"].get("harmonic-mean").is_none());
+    }
+
+    #[test]
+    fn every_record_is_a_complete_line_when_written() {
+        // What a SIGKILL right after a record leaves: whole lines, each one parseable.
+        for format in [Format::Jsonl, Format::Csv, Format::Json] {
+            let mut w = StatsWriter::new(Vec::new(), format);
+            for i in 0..3 {
+                w.write_frame(&rec(i, 30.0 + i as f64)).unwrap();
+                let text = String::from_utf8(w.out.clone()).unwrap();
+                assert!(text.ends_with('\n'), "{format:?} after frame {i}: {text:?}");
+                let last = text.lines().last().unwrap();
+                match format {
+                    Format::Jsonl => {
+                        let v: Value = serde_json::from_str(last).unwrap();
+                        assert_eq!(v["frame"], i);
+                    }
+                    Format::Json => {
+                        // A frame line is the object, after the separator of the one before.
+                        let v: Value = serde_json::from_str(last.trim_start_matches(','))
+                            .unwrap_or_else(|e| panic!("{last:?}: {e}"));
+                        assert_eq!(v["frame"], i);
+                    }
+                    Format::Csv => assert!(last.starts_with(&format!("frame,{i},"))),
+                }
+            }
+        }
     }
 
     #[test]

@@ -132,8 +132,13 @@ fn gap_event_leaves_the_distorted_frame_unmatched_and_summary_at_eos() {
     assert_eq!((m.frame, m.get("psnr-y")), (1, Some(f64::INFINITY)));
 
     assert!(p.reference.push_event(gst::event::Eos::new()));
-    // Not live: the element finishes when the other input delivers its next item.
-    let _ = p.distorted.push(f(3));
+    // The reference has ended: distorted frames that still arrive are unmatched, passed on
+    // without scores, until the distorted input ends too.
+    p.distorted.push(f(3)).unwrap();
+    let out = p.reference.pull().unwrap();
+    assert_eq!(out.pts(), Some(gst::ClockTime::from_mseconds(120)));
+    assert!(gstgpumetrics::meta::get(&out).is_none());
+    assert!(p.distorted.push_event(gst::event::Eos::new()));
     loop {
         let ev = p.reference.pull_event().unwrap();
         if ev.type_() == gst::EventType::Eos {
@@ -145,6 +150,6 @@ fn gap_event_leaves_the_distorted_frame_unmatched_and_summary_at_eos() {
         .collect();
     assert_eq!(summaries.len(), 1);
     let s = &summaries[0];
-    assert_eq!((s.frames, s.unmatched_ref, s.unmatched_dist), (2, 0, 1));
+    assert_eq!((s.frames, s.unmatched_ref, s.unmatched_dist), (2, 0, 2));
     assert_eq!(s.field("psnr-y").unwrap().min, f64::INFINITY);
 }

@@ -17,11 +17,10 @@ use gst::prelude::*;
 use gst::subclass::prelude::*;
 use gst_base::prelude::*;
 use gst_base::subclass::prelude::*;
-use gst_video::prelude::*;
 
 use gpumetrics_engine::{
     BackendChoice, DeviceFrame, Engine, EngineConfig, EngineError, Frame, HostFrame, MetricSet,
-    Plane, Pooler,
+    PlaneOffsets, Pooler,
 };
 
 use super::{Backend, Metrics, Pairing, StatsFormat};
@@ -55,8 +54,8 @@ struct Settings {
     /// SSIM on the chroma planes of YUV input too.
     ssim_chroma: bool,
     pairing: Pairing,
-    /// Fixed pairing tolerance; `None` = half the shorter frame duration.
-    pairing_tolerance: Option<gst::ClockTime>,
+    /// Fixed pairing tolerance in ns; `None` = half the shorter frame duration.
+    pairing_tolerance: Option<u64>,
 }
 
 impl Default for Settings {
@@ -103,6 +102,28 @@ struct State {
     cuda_ctx: Option<gstcuda::Context>,
     /// How frames reached the backend (the `memory-stats` property).
     memory: MemoryStats,
+    /// The caps (reference, distorted) the engine was built for: a pair of other caps
+    /// rebuilds it.
+    engine_infos: Option<(gst_video::VideoInfo, gst_video::VideoInfo)>,
+    /// An element error was posted: no further pair is measured in this run.
+    failed: bool,
+    /// Running time where the frames seen so far end: the live deadline of an input that
+    /// stalls after the other one ended.
+    last_end: Option<u64>,
+    /// Warnings already posted in this run (each is posted once).
+    warned: Vec<String>,
+    /// Warnings to post once the state lock is released.
+    pending_warnings: Vec<String>,
+}
+
+impl State {
+    /// Queues `text` as an element warning unless this run already posted it.
+    fn warn_once(&mut self, text: String) {
+        if !self.warned.contains(&text) {
+            self.warned.push(text.clone());
+            self.pending_warnings.push(text);
+        }
+    }
 }
 
 /// Frames by the way they were read: in place in device memory (zero-copy), CUDA memory
@@ -115,9 +136,12 @@ struct MemoryStats {
 }
 
 /// One input frame, mapped the way the backend reads it (on the stack for one pair).
-#[allow(clippy::large_enum_variant)]
 enum Mapped<'a> {
-    Host(gst_video::VideoFrameRef<&'a gst::BufferRef>),
+    /// The whole buffer mapped for reading, and where it says its planes are.
+    Host {
+        map: gst::BufferMap<'a, gst::buffer::Readable>,
+        planes: PlaneOffsets,
+    },
     Device(gstcuda::DeviceMap<'a>),
 }
 
@@ -168,8 +192,8 @@ impl ObjectImpl for GpuMetrics {
                 glib::ParamSpecFlags::builder::<Metrics>("metrics")
                     .nick("Metrics")
                     .blurb(
-                        "Metrics computed for every frame pair (flags; more metrics come in \
-                         later versions). Takes effect when the element starts.",
+                        "Metrics computed for every frame pair (flags). Takes effect when the \
+                         element starts.",
                     )
                     .default_value(Metrics::default())
                     .mutable_ready()
@@ -243,14 +267,15 @@ impl ObjectImpl for GpuMetrics {
                     .default_value(Pairing::default())
                     .mutable_ready()
                     .build(),
-                glib::ParamSpecUInt64::builder("pairing-tolerance")
+                glib::ParamSpecInt64::builder("pairing-tolerance")
                     .nick("Pairing tolerance")
                     .blurb(
                         "pairing=timestamp: largest running-time difference (ns) of two frames \
                          that are compared; -1 (default) = half the shorter frame duration \
                          (1 ms when no duration is known)",
                     )
-                    .default_value(u64::MAX)
+                    .minimum(-1)
+                    .default_value(-1)
                     .mutable_ready()
                     .build(),
                 glib::ParamSpecBoxed::builder::<gst::Structure>("memory-stats")
@@ -286,9 +311,9 @@ impl ObjectImpl for GpuMetrics {
             "ssim-chroma" => settings.ssim_chroma = value.get().expect("type checked upstream"),
             "pairing" => settings.pairing = value.get().expect("type checked upstream"),
             "pairing-tolerance" => {
-                let v: u64 = value.get().expect("type checked upstream");
-                settings.pairing_tolerance =
-                    (v != u64::MAX).then(|| gst::ClockTime::from_nseconds(v));
+                // GLib refuses values below -1 with a warning before we are called.
+                let v: i64 = value.get().expect("type checked upstream");
+                settings.pairing_tolerance = u64::try_from(v).ok();
             }
             other => unreachable!("unknown property {other}"),
         }
@@ -312,7 +337,7 @@ impl ObjectImpl for GpuMetrics {
             "pairing" => settings.pairing.to_value(),
             "pairing-tolerance" => settings
                 .pairing_tolerance
-                .map_or(u64::MAX, |t| t.nseconds())
+                .map_or(-1, |t| i64::try_from(t).unwrap_or(i64::MAX))
                 .to_value(),
             "memory-stats" => {
                 drop(settings);
@@ -345,7 +370,7 @@ impl ElementImpl for GpuMetrics {
                 "GPU video quality metrics",
                 "Filter/Analyzer/Video",
                 "Compares the distorted video (dist_sink) with the reference video (ref_sink) \
-                 frame by frame and reports quality metrics (PSNR, SSIM, MS-SSIM) as \
+                 frame by frame and reports quality metrics (PSNR, SSIM, MS-SSIM, SSIMULACRA2) as \
                  'gpumetrics' element messages, GstGpuMetricsMeta buffer meta and an optional \
                  stats file, plus a pooled 'gpumetrics-summary' message at EOS. Frames are \
                  paired by running time (or by sequence). The distorted stream is passed \
@@ -429,11 +454,6 @@ impl ElementImpl for GpuMetrics {
         }
         Ok(ret)
     }
-}
-
-/// What aggregate() found at the head of one pad.
-struct HeadInfo {
-    input: Input,
 }
 
 impl GpuMetrics {
@@ -523,11 +543,7 @@ impl GpuMetrics {
     }
 
     fn fixed_tolerance(&self) -> Option<u64> {
-        self.settings
-            .lock()
-            .unwrap()
-            .pairing_tolerance
-            .map(|t| t.nseconds())
+        self.settings.lock().unwrap().pairing_tolerance
     }
 
     fn pad_name(&self, pad: &gst_base::AggregatorPad) -> &'static str {
@@ -544,16 +560,15 @@ impl GpuMetrics {
         segment.to_running_time(buffer.pts()?).map(|t| t.nseconds())
     }
 
-    fn head(&self, pad: &gst_base::AggregatorPad, caps_duration: Option<u64>) -> HeadInfo {
+    /// What aggregate() finds at the head of one pad.
+    fn head(&self, pad: &gst_base::AggregatorPad, caps_duration: Option<u64>) -> Input {
         let head = pad.peek_buffer().map(|b| Head {
             running_time: Self::running_time(pad, &b),
             duration: b.duration().map(|d| d.nseconds()).or(caps_duration),
         });
-        HeadInfo {
-            input: Input {
-                head,
-                eos: pad.is_eos(),
-            },
+        Input {
+            head,
+            eos: pad.is_eos(),
         }
     }
 
@@ -583,31 +598,55 @@ impl GpuMetrics {
         }
     }
 
-    /// Creates the engine when both inputs are negotiated and none exists. On failure the
-    /// element error is posted and `Err` returned.
+    /// Creates the engine for the caps of the pair about to be compared (the current caps of
+    /// both pads: each pad's caps event is handled when its frames before it are gone), and
+    /// rebuilds it when those caps changed. On failure the element error is posted and `Err`
+    /// returned.
     fn ensure_engine(&self, state: &mut State) -> Result<(), gst::FlowError> {
-        if state.engine.is_some() {
+        let (Some(ri), Some(di)) = (state.reference.info.clone(), state.distorted.info.clone())
+        else {
+            gst::element_imp_error!(
+                self,
+                gst::CoreError::Negotiation,
+                ("Received buffers before caps on both sink pads")
+            );
+            return Err(gst::FlowError::NotNegotiated);
+        };
+        if state.engine.is_some()
+            && state
+                .engine_infos
+                .as_ref()
+                .is_some_and(|(r, d)| *r == ri && *d == di)
+        {
             return Ok(());
         }
-        let (Some(ri), Some(di)) = (&state.reference.info, &state.distorted.info) else {
-            return Ok(());
-        };
+        if state.engine.take().is_some() {
+            gst::info!(
+                CAT,
+                imp = self,
+                "caps changed after {} pairs: ref_sink {} {}x{}, dist_sink {} {}x{}",
+                state.frame,
+                ri.format().to_str(),
+                ri.width(),
+                ri.height(),
+                di.format().to_str(),
+                di.width(),
+                di.height()
+            );
+        }
+        state.engine_infos = None;
         let layout = |info: &gst_video::VideoInfo, pad: &str| {
             caps::layout(info).map_err(|msg| {
                 gst::element_imp_error!(self, gst::StreamError::Format, ("{pad}: {msg}"));
                 gst::FlowError::NotNegotiated
             })
         };
-        let rl = layout(ri, "ref_sink")?;
-        let dl = layout(di, "dist_sink")?;
+        let rl = layout(&ri, "ref_sink")?;
+        let dl = layout(&di, "dist_sink")?;
         let settings = self.settings.lock().unwrap().clone();
         let config = Self::engine_config(&settings);
         if config.metrics.is_empty() {
-            gst::warning!(
-                CAT,
-                imp = self,
-                "metrics is empty: pairs are counted, no scores"
-            );
+            state.warn_once("metrics is empty: pairs are counted, no scores".into());
         }
         // The CUDA backend runs in the shared GstCudaContext (or the one upstream memory
         // lives in, see adopt_cuda_context), so device frames are read in place.
@@ -635,15 +674,15 @@ impl GpuMetrics {
         };
         let created = created.and_then(|e| {
             e.with_colorimetry(
-                caps::colorimetry(ri, rl.format.family()),
-                caps::colorimetry(di, dl.format.family()),
+                caps::colorimetry(&ri, rl.format.family()),
+                caps::colorimetry(&di, dl.format.family()),
             )
         });
         state.cuda_ctx = cuda_ctx;
         match created {
             Ok(engine) => {
                 for note in engine.metric_notes() {
-                    gst::warning!(CAT, imp = self, "{note}");
+                    state.warn_once(note);
                 }
                 match engine.backend_note() {
                     Some(note) => gst::info!(
@@ -657,66 +696,60 @@ impl GpuMetrics {
                     }
                 }
                 state.engine = Some(engine);
+                state.engine_infos = Some((ri, di));
                 Ok(())
             }
             Err(e) => {
-                gst::element_imp_error!(
-                    self,
-                    engine_error_kind(&e),
-                    ("Cannot compare ref_sink with dist_sink: {e}"),
-                    [
-                        "ref_sink: {} {}x{}, dist_sink: {} {}x{}",
-                        ri.format().to_str(),
-                        ri.width(),
-                        ri.height(),
-                        di.format().to_str(),
-                        di.width(),
-                        di.height()
-                    ]
-                );
+                let describe = |i: &gst_video::VideoInfo| {
+                    format!("{} {}x{}", i.format().to_str(), i.width(), i.height())
+                };
+                let (rd, dd) = (describe(&ri), describe(&di));
+                if state.frame > 0 {
+                    // The first pair after a caps change on one input only.
+                    gst::element_imp_error!(
+                        self,
+                        engine_error_kind(&e),
+                        (
+                            "Cannot compare ref_sink with dist_sink after {} pairs: the caps \
+                             changed on one input only (ref_sink: {rd}, dist_sink: {dd}); both \
+                             inputs must change together. {e}",
+                            state.frame
+                        ),
+                        ["ref_sink: {rd}, dist_sink: {dd}"]
+                    );
+                } else {
+                    gst::element_imp_error!(
+                        self,
+                        engine_error_kind(&e),
+                        ("Cannot compare ref_sink with dist_sink: {e}"),
+                        ["ref_sink: {rd}, dist_sink: {dd}"]
+                    );
+                }
                 Err(gst::FlowError::NotNegotiated)
             }
         }
     }
 
-    fn map_error(&self, pad: &str, cuda: bool) -> gst::FlowError {
+    fn map_error(&self, pad: &str, cuda: bool, buffer: &gst::BufferRef) -> gst::FlowError {
+        let memories = buffer.n_memory();
+        let size = buffer.size();
         if cuda {
             gst::element_imp_error!(
                 self,
                 gst::StreamError::Format,
-                ("{pad}: cannot map a CUDA memory buffer for the CPU backend; use \
-                     backend=cuda (reads it in place) or insert `cudadownload` before {pad}")
+                ("{pad}: cannot map a CUDA memory buffer ({size} bytes in {memories} memories) \
+                     for the CPU backend; use backend=cuda (reads it in place) or insert \
+                     `cudadownload` before {pad}")
             );
         } else {
             gst::element_imp_error!(
                 self,
                 gst::StreamError::Format,
-                ("{pad}: cannot map the buffer as a video frame of the negotiated caps")
+                ("{pad}: cannot map the buffer ({size} bytes in {memories} memories) for \
+                     reading; the producer's memory is not readable by the CPU")
             );
         }
         gst::FlowError::Error
-    }
-
-    /// Host frame view of a mapped video frame (strides and plane offsets from the meta/info).
-    fn host_frame<'a>(
-        frame: &'a gst_video::VideoFrameRef<&'a gst::BufferRef>,
-    ) -> Result<HostFrame<'a>, String> {
-        let mut planes = [Plane::default(); 4];
-        let n = frame.n_planes() as usize;
-        if n > planes.len() {
-            return Err(format!("{n} planes are not supported"));
-        }
-        for (i, plane) in planes.iter_mut().enumerate().take(n) {
-            let stride = frame.plane_stride()[i];
-            if stride <= 0 {
-                return Err(format!("plane {i} has unsupported stride {stride}"));
-            }
-            *plane = Plane {
-                data: frame.plane_data(i as u32).map_err(|e| e.to_string())?,
-                stride: stride as usize,
-            };
-        }
-        Ok(HostFrame::new(&planes[..n]))
     }
 
     /// Makes the engine run in the context of the inputs' CUDA memory (when upstream decided
@@ -784,7 +817,9 @@ impl GpuMetrics {
     }
 
     /// Maps one input: CUDA memory in place when the backend reads device memory, else
-    /// for the CPU (GStreamer downloads CUDA memory then, which is counted and logged).
+    /// for the CPU (GStreamer downloads CUDA memory then, which is counted and logged). The
+    /// plane layout the buffer states (its video meta, or the caps) is checked against the
+    /// caps here and against the mapped size in [`Self::frame`].
     fn map_input<'a>(
         &self,
         buffer: &'a gst::Buffer,
@@ -793,20 +828,25 @@ impl GpuMetrics {
         pad: &str,
         stats: &mut MemoryStats,
     ) -> Result<Mapped<'a>, gst::FlowError> {
+        let invalid = |e: String| {
+            gst::element_imp_error!(self, gst::StreamError::Format, ("{pad}: {e}"));
+            gst::FlowError::Error
+        };
         let cuda = gstcuda::is_cuda_buffer(buffer);
         if cuda
             && device
             && let Ok(api) = gstcuda::api()
         {
-            let m = gstcuda::DeviceMap::map(api, buffer.as_ref(), info).map_err(|e| {
-                gst::element_imp_error!(self, gst::StreamError::Format, ("{pad}: {e}"));
-                gst::FlowError::Error
-            })?;
+            let m = gstcuda::DeviceMap::map(api, buffer.as_ref(), info).map_err(invalid)?;
             stats.device += 1;
             return Ok(Mapped::Device(m));
         }
-        let f = gst_video::VideoFrameRef::from_buffer_ref_readable(buffer.as_ref(), info)
-            .map_err(|_| self.map_error(pad, cuda))?;
+        let planes = caps::stated_planes(buffer.as_ref(), info, None).map_err(invalid)?;
+        // The whole buffer in one mapping (several memories are merged by GStreamer), so
+        // every plane offset is relative to one slice whose length is the mapped size.
+        let map = buffer
+            .map_readable()
+            .map_err(|_| self.map_error(pad, cuda, buffer.as_ref()))?;
         if cuda {
             if stats.downloaded == 0 {
                 gst::warning!(
@@ -819,18 +859,26 @@ impl GpuMetrics {
         } else {
             stats.system += 1;
         }
-        Ok(Mapped::Host(f))
+        Ok(Mapped::Host { map, planes })
     }
 
-    fn frame<'a>(m: &'a Mapped<'a>) -> Result<Frame<'a>, String> {
-        Ok(match m {
-            Mapped::Host(f) => Frame::Host(Self::host_frame(f)?),
-            Mapped::Device(d) => Frame::Device(DeviceFrame {
-                ptrs: d.ptrs,
-                pitches: d.pitches,
-                n_planes: d.n_planes,
-            }),
-        })
+    /// The engine's view of a mapped input, after checking every plane against the mapping.
+    fn frame<'a>(
+        m: &'a Mapped<'a>,
+        info: &gst_video::VideoInfo,
+        pad: &str,
+    ) -> Result<Frame<'a>, String> {
+        let layout = caps::layout(info)?;
+        let frame = match m {
+            Mapped::Host { map, planes } => {
+                HostFrame::from_mapped(map.as_slice(), &layout, planes, pad).map(Frame::Host)
+            }
+            Mapped::Device(d) => {
+                DeviceFrame::from_mapped(d.base, d.size, &layout, &d.planes, pad).map(Frame::Device)
+            }
+        };
+        // The engine's message already names the pad.
+        frame.map_err(|e| e.to_string().replacen(&format!("{pad}: "), "", 1))
     }
 
     /// Compares one pair and pushes the distorted buffer with its scores.
@@ -849,15 +897,12 @@ impl GpuMetrics {
         self.ensure_engine(&mut state)?;
         let st = &mut *state;
         let (Some(ri), Some(di)) = (st.reference.info.clone(), st.distorted.info.clone()) else {
-            gst::element_imp_error!(
-                self,
-                gst::CoreError::Negotiation,
-                ("Received buffers before caps on both sink pads")
-            );
             return Err(gst::FlowError::NotNegotiated);
         };
         let device = self.adopt_cuda_context(st, &reference, &distorted)?;
-        let engine = st.engine.as_mut().expect("created above");
+        let Some(engine) = st.engine.as_mut() else {
+            return Err(gst::FlowError::NotNegotiated);
+        };
         let scores = {
             let invalid = |pad: &str, e: String| {
                 gst::element_imp_error!(self, gst::StreamError::Format, ("{pad}: {e}"));
@@ -865,8 +910,8 @@ impl GpuMetrics {
             };
             let rm = self.map_input(&reference, &ri, device, "ref_sink", &mut st.memory)?;
             let dm = self.map_input(&distorted, &di, device, "dist_sink", &mut st.memory)?;
-            let rf = Self::frame(&rm).map_err(|e| invalid("ref_sink", e))?;
-            let df = Self::frame(&dm).map_err(|e| invalid("dist_sink", e))?;
+            let rf = Self::frame(&rm, &ri, "ref_sink").map_err(|e| invalid("ref_sink", e))?;
+            let df = Self::frame(&dm, &di, "dist_sink").map_err(|e| invalid("dist_sink", e))?;
             engine.compare(&rf, &df).map_err(|e| {
                 gst::element_imp_error!(
                     self,
@@ -905,7 +950,9 @@ impl GpuMetrics {
             );
             return Err(gst::FlowError::Error);
         }
+        let warnings = std::mem::take(&mut st.pending_warnings);
         drop(state);
+        self.post_warnings(warnings);
 
         if post_messages {
             let msg = gst::message::Element::builder(record.to_structure(FRAME_MESSAGE_NAME))
@@ -921,6 +968,15 @@ impl GpuMetrics {
             }
         }
         self.push(distorted)
+    }
+
+    /// Posts queued warnings as element warnings (outside the state lock: a bus sync
+    /// handler may read our properties).
+    fn post_warnings(&self, warnings: Vec<String>) {
+        for text in warnings {
+            gst::warning!(CAT, imp = self, "{text}");
+            gst::element_imp_warning!(self, gst::StreamError::Format, ("{text}"));
+        }
     }
 
     fn push(&self, buffer: gst::Buffer) -> Result<gst::FlowSuccess, gst::FlowError> {
@@ -986,6 +1042,9 @@ impl GpuMetrics {
         }
     }
 
+    /// New caps on one pad. They apply to the frames that follow on that pad only: the two
+    /// inputs are checked against each other per pair (see [`Self::ensure_engine`]), so that
+    /// a change on both inputs, whose caps events are handled at different times, works.
     fn on_caps(&self, pad: &gst_base::AggregatorPad, caps: &gst::Caps) -> bool {
         let name = self.pad_name(pad);
         let info = match gst_video::VideoInfo::from_caps(caps) {
@@ -996,9 +1055,15 @@ impl GpuMetrics {
                     gst::CoreError::Negotiation,
                     ("{name}: invalid video caps {caps}")
                 );
+                self.state.lock().unwrap().failed = true;
                 return false;
             }
         };
+        if let Err(msg) = caps::layout(&info) {
+            gst::element_imp_error!(self, gst::StreamError::Format, ("{name}: {msg}"));
+            self.state.lock().unwrap().failed = true;
+            return false;
+        }
         gst::debug!(CAT, obj = pad, "caps {caps}");
         let mut state = self.state.lock().unwrap();
         let ps = if pad == &self.ref_pad {
@@ -1006,20 +1071,39 @@ impl GpuMetrics {
         } else {
             &mut state.distorted
         };
-        let changed = ps.info.as_ref() != Some(&info);
         ps.frame_duration = caps::frame_duration(&info);
         ps.cuda_memory = caps::is_cuda_memory(caps);
         ps.info = Some(info);
-        if changed {
-            state.engine = None;
-        }
-        // Validate the size/format mix now, so a mismatch fails at negotiation time.
-        let ok = self.ensure_engine(&mut state).is_ok();
         drop(state);
-        if ok && pad == &self.dist_pad {
+        if pad == &self.dist_pad {
             self.obj().set_src_caps(caps);
         }
-        ok
+        true
+    }
+
+    /// Head frames of both pads and the frame durations of their caps.
+    fn heads(&self) -> (Input, Input) {
+        let (rd, dd) = {
+            let state = self.state.lock().unwrap();
+            (
+                state.reference.frame_duration,
+                state.distorted.frame_duration,
+            )
+        };
+        (self.head(&self.ref_pad, rd), self.head(&self.dist_pad, dd))
+    }
+
+    /// Notes where a popped frame ends in running time (the stalled-input deadline).
+    fn note_end(&self, input: &Input) {
+        if let Some(Head {
+            running_time: Some(t),
+            duration,
+        }) = input.head
+        {
+            let end = t.saturating_add(duration.unwrap_or(0));
+            let mut state = self.state.lock().unwrap();
+            state.last_end = Some(state.last_end.map_or(end, |e| e.max(end)));
+        }
     }
 }
 
@@ -1181,57 +1265,81 @@ impl AggregatorImpl for GpuMetrics {
         // Live: the deadline of the earliest waiting frame (its running time + tolerance);
         // the base class adds the latency and times out if the partner has not arrived.
         let fixed = self.fixed_tolerance();
-        let (rd, dd) = {
-            let state = self.state.lock().unwrap();
-            (
-                state.reference.frame_duration,
-                state.distorted.frame_duration,
-            )
-        };
-        let r = self.head(&self.ref_pad, rd).input;
-        let d = self.head(&self.dist_pad, dd).input;
-        if (r.eos && r.head.is_none()) || (d.eos && d.head.is_none()) {
-            // One input has ended: do not wait for the other one, finish now.
+        let (r, d) = self.heads();
+        let ended = |i: &Input| i.eos && i.head.is_none();
+        if (ended(&r) && (d.head.is_some() || ended(&d))) || (ended(&d) && r.head.is_some()) {
+            // Something to do right away: drain the input left, or finish.
             return Some(gst::ClockTime::ZERO);
         }
-        pairing::deadline(r.head, d.head, fixed).map(gst::ClockTime::from_nseconds)
+        // One input ended and the other has nothing yet: give it until the end of what was
+        // seen plus the tolerance, then finish (a live input may stall without EOS).
+        let last_end = if ended(&r) || ended(&d) {
+            self.state.lock().unwrap().last_end
+        } else {
+            None
+        };
+        pairing::deadline(r.head, d.head, last_end, fixed).map(gst::ClockTime::from_nseconds)
     }
 
     fn aggregate(&self, timeout: bool) -> Result<gst::FlowSuccess, gst::FlowError> {
+        if self.state.lock().unwrap().failed {
+            // An error was posted: measure nothing more (the pipeline is being shut down).
+            return Err(gst::FlowError::Error);
+        }
+        let result = self.aggregate_step(timeout);
+        if matches!(
+            result,
+            Err(gst::FlowError::Error | gst::FlowError::NotNegotiated)
+        ) {
+            self.state.lock().unwrap().failed = true;
+        }
+        result
+    }
+}
+
+impl GpuMetrics {
+    fn aggregate_step(&self, timeout: bool) -> Result<gst::FlowSuccess, gst::FlowError> {
         let fixed = self.fixed_tolerance();
-        let (mode, rd, dd) = {
-            let mode = match self.settings.lock().unwrap().pairing {
-                Pairing::Timestamp => pairing::Mode::Timestamp,
-                Pairing::Sequence => pairing::Mode::Sequence,
-            };
-            let state = self.state.lock().unwrap();
-            (
-                mode,
-                state.reference.frame_duration,
-                state.distorted.frame_duration,
-            )
+        let mode = match self.settings.lock().unwrap().pairing {
+            Pairing::Timestamp => pairing::Mode::Timestamp,
+            Pairing::Sequence => pairing::Mode::Sequence,
         };
-        let r = self.head(&self.ref_pad, rd);
-        let d = self.head(&self.dist_pad, dd);
-        let decision = pairing::decide_with(mode, r.input, d.input, timeout, fixed);
+        let (r, d) = self.heads();
+        let decision = pairing::decide(mode, r, d, timeout, fixed);
         gst::trace!(
             CAT,
             imp = self,
-            "aggregate timeout={timeout} ref={:?} dist={:?} -> {decision:?}",
-            r.input,
-            d.input
+            "aggregate timeout={timeout} ref={r:?} dist={d:?} -> {decision:?}"
         );
         match decision {
-            Decision::Pair => {
+            Decision::Pair | Decision::PairUntimed => {
+                if decision == Decision::PairUntimed {
+                    let pads = match (
+                        r.head.and_then(|h| h.running_time),
+                        d.head.and_then(|h| h.running_time),
+                    ) {
+                        (None, None) => "ref_sink and dist_sink",
+                        (None, _) => "ref_sink",
+                        _ => "dist_sink",
+                    };
+                    self.state.lock().unwrap().warn_once(format!(
+                        "{pads}: frames without a timestamp (no PTS, or outside the segment) \
+                         cannot be paired by time; they are compared in sequence (n-th with \
+                         n-th). Set pairing=sequence if the inputs are untimed"
+                    ));
+                }
                 let rb = self.ref_pad.pop_buffer().ok_or(gst::FlowError::Error)?;
                 let db = self.dist_pad.pop_buffer().ok_or(gst::FlowError::Error)?;
+                self.note_end(&r);
+                self.note_end(&d);
                 // Lets applications (emit-signals / samples-selected) see what is compared.
                 self.obj()
                     .selected_samples(db.pts(), db.dts(), db.duration(), None);
-                self.compare_and_push(rb, db, d.input.head.and_then(|h| h.running_time))
+                self.compare_and_push(rb, db, d.head.and_then(|h| h.running_time))
             }
             Decision::DropRef => {
                 let b = self.ref_pad.pop_buffer();
+                self.note_end(&r);
                 let mut state = self.state.lock().unwrap();
                 state.active = true;
                 state.unmatched_ref += 1;
@@ -1246,6 +1354,7 @@ impl AggregatorImpl for GpuMetrics {
             }
             Decision::DropDist => {
                 let b = self.dist_pad.pop_buffer().ok_or(gst::FlowError::Error)?;
+                self.note_end(&d);
                 {
                     let mut state = self.state.lock().unwrap();
                     state.active = true;
@@ -1265,11 +1374,11 @@ impl AggregatorImpl for GpuMetrics {
                 gst::debug!(
                     CAT,
                     imp = self,
-                    "{} ended: finishing",
-                    if r.input.eos && r.input.head.is_none() {
-                        "ref_sink"
+                    "{}: finishing",
+                    if r.eos && d.eos {
+                        "both inputs ended"
                     } else {
-                        "dist_sink"
+                        "one input ended and the other stalled"
                     }
                 );
                 self.finish_run();

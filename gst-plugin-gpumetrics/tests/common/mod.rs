@@ -27,6 +27,8 @@ pub struct Run {
     pub summaries: Vec<Summary>,
     /// First error: (message, debug).
     pub error: Option<(String, String)>,
+    /// Element warnings of the gpumetrics element, in posting order.
+    pub warnings: Vec<String>,
     /// Buffers that reached the appsink named `out`, if there is one.
     pub out: Vec<gst::Buffer>,
     /// Caps of the appsink named `out` at the end.
@@ -65,6 +67,16 @@ pub fn run_with(
     timeout: Duration,
     feed: impl FnOnce(&gst::Pipeline) + Send + 'static,
 ) -> Run {
+    run_prepared(desc, timeout, |_| {}, feed)
+}
+
+/// [`run_with`], calling `setup` on the pipeline before it starts (e.g. to add pad probes).
+pub fn run_prepared(
+    desc: &str,
+    timeout: Duration,
+    setup: impl FnOnce(&gst::Pipeline),
+    feed: impl FnOnce(&gst::Pipeline) + Send + 'static,
+) -> Run {
     init();
     let desc = &desc.replace("backend=cpu", &format!("backend={}", test_backend()));
     let pipeline = gst::parse::launch(desc)
@@ -86,6 +98,7 @@ pub fn run_with(
                 .build(),
         );
     }
+    setup(&pipeline);
     let bus = pipeline.bus().unwrap();
     // A failing state change posts its error on the bus, collected below.
     let _ = pipeline.set_state(gst::State::Playing);
@@ -117,6 +130,9 @@ pub fn run_with(
                 run.eos = true;
                 break;
             }
+            gst::MessageView::Warning(w) if w.src().is_some_and(|s| s.name() == "m") => {
+                run.warnings.push(w.error().to_string());
+            }
             gst::MessageView::Error(e) => {
                 run.error = Some((
                     e.error().to_string(),
@@ -132,9 +148,12 @@ pub fn run_with(
     }
     // READY first: a summary posted on stop is collected before NULL flushes the bus.
     let _ = pipeline.set_state(gst::State::Ready);
+    // Also the pairs measured after an error, which must not exist.
     while let Some(msg) = bus.pop() {
         if let Some(s) = Summary::from_message(&msg) {
             run.summaries.push(s);
+        } else if let Some(f) = FrameScores::from_message(&msg) {
+            run.frames.push(f);
         }
     }
     pipeline.set_state(gst::State::Null).unwrap();
