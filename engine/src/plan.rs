@@ -7,6 +7,12 @@ use crate::frame::PlanePtrs;
 use gpumetrics_kernels::color::ColorSource;
 use gpumetrics_kernels::psnr::{Channel, ChannelPair, MAX_CHANNELS, PsnrPlanes};
 
+/// Largest frame side: keeps every sample index and pitch of the kernels inside `u32`.
+pub const MAX_SIDE: u32 = 32768;
+/// Largest frame area (16384x16384): bounds the per-caps allocations (SSIMULACRA2 keeps about
+/// 130 bytes per pixel) so that absurd caps fail cleanly instead of exhausting memory.
+pub const MAX_PIXELS: u64 = 1 << 28;
+
 /// The channel pairs of a (reference, distorted) layout pair, fixed per caps.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Plan {
@@ -31,6 +37,13 @@ impl Plan {
         }
         if reference.width == 0 || reference.height == 0 {
             return Err(EngineError::InvalidFrame("frames of zero size".into()));
+        }
+        let (w, h) = (reference.width, reference.height);
+        if w.max(h) > MAX_SIDE || w as u64 * h as u64 > MAX_PIXELS {
+            return Err(EngineError::Unsupported(format!(
+                "frames of {w}x{h} are larger than supported (sides up to {MAX_SIDE}, at most \
+                 {MAX_PIXELS} pixels, e.g. 16384x16384); scale the inputs down first"
+            )));
         }
         let (rf, df) = (reference.format, distorted.format);
         let incompatible = |why| EngineError::IncompatibleFormats {
@@ -124,6 +137,20 @@ pub(crate) fn channel(c: &ChannelSpec, planes: &PlanePtrs, max: u32) -> Channel 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn absurd_sizes_are_refused_not_allocated() {
+        let at = |width, height| FrameLayout {
+            format: crate::PixelFormat::I420,
+            width,
+            height,
+        };
+        assert!(Plan::new(at(16384, 16384), at(16384, 16384)).is_ok());
+        for (w, h) in [(32769, 8), (16385, 16384), (u32::MAX, u32::MAX)] {
+            let e = Plan::new(at(w, h), at(w, h)).unwrap_err();
+            assert!(e.to_string().contains("larger than supported"), "{e}");
+        }
+    }
     use crate::format::PixelFormat::*;
 
     fn l(format: crate::PixelFormat, width: u32, height: u32) -> FrameLayout {

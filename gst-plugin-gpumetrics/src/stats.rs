@@ -244,7 +244,7 @@ impl<W: Write> StatsWriter<W> {
                     t(rec.running_time),
                     t(rec.duration),
                 ];
-                for f in self.csv_fields.as_ref().unwrap() {
+                for f in self.csv_fields.as_deref().unwrap_or_default() {
                     row.push(rec.get(f).map_or(String::new(), format_f64));
                 }
                 self.csv_row(&row)?;
@@ -271,7 +271,7 @@ impl<W: Write> StatsWriter<W> {
             }
             Format::Csv => {
                 self.ensure_csv_header(s.fields.iter().map(|(n, _)| n.clone()).collect())?;
-                let fields = self.csv_fields.clone().unwrap();
+                let fields = self.csv_fields.clone().unwrap_or_default();
                 let n_fields = fields.len();
                 for (record, count) in [
                     ("frames", s.frames),

@@ -272,8 +272,16 @@ fn run_switching(
     distorted: (Option<u64>, &'static [u64]),
 ) -> Run {
     let c = i420_caps(32, 24, 25);
+    run_switching_in(&appsrc_pipeline(&c, &c, props), reference, distorted)
+}
+
+fn run_switching_in(
+    desc: &str,
+    reference: (Option<u64>, &'static [u64]),
+    distorted: (Option<u64>, &'static [u64]),
+) -> Run {
     run_with(
-        &appsrc_pipeline(&c, &c, props),
+        desc,
         Duration::from_secs(30),
         move |p| {
             let p2 = p.clone();
@@ -318,6 +326,35 @@ fn resolution_change_on_both_inputs_is_followed() {
         run.frames
             .iter()
             .all(|f| f.get("psnr-y") == Some(f64::INFINITY))
+    );
+}
+
+/// The same change in CUDA memory (cudaupload follows the caps), on the GPU machine.
+#[test]
+fn resolution_change_on_both_inputs_in_cuda_memory() {
+    init();
+    if gst::ElementFactory::find("cudaupload").is_none()
+        || gstgpumetrics::gstcuda::api().is_err()
+        || test_backend() != "cuda"
+    {
+        eprintln!("skipped: needs cudaupload, a CUDA device and GPUMETRICS_TEST_BACKEND=cuda");
+        return;
+    }
+    let c = i420_caps(32, 24, 25);
+    let desc = format!(
+        "appsrc name=ref format=time caps=\"{c}\" ! cudaupload ! m.ref_sink \
+         appsrc name=dist format=time caps=\"{c}\" ! cudaupload ! m.dist_sink \
+         gpumetrics name=m backend=cuda ! fakesink"
+    );
+    let run = run_switching_in(&desc, (Some(5), &[]), (Some(5), &[]));
+    run.expect_ok();
+    assert_eq!(run.frames.len(), 10);
+    assert!(
+        run.frames
+            .iter()
+            .all(|f| f.get("psnr-y") == Some(f64::INFINITY)),
+        "{:?}",
+        run.frames
     );
 }
 

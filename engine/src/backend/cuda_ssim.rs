@@ -195,14 +195,16 @@ pub(crate) fn measure(
     r: &PlanePtrs,
     d: &PlanePtrs,
 ) -> Result<[f64; RESULT_LEN], EngineError> {
-    if state.as_ref().is_none_or(|s| s.job != *job) {
-        *state = None;
-        *state = Some(
-            CudaSsim::new(ctx, stream, plan, *job)
-                .map_err(|e| EngineError::Cuda(format!("allocating SSIM buffers: {e}")))?,
-        );
-    }
-    let s = state.as_mut().expect("just set");
+    let s = match state {
+        Some(s) if s.job == *job => s,
+        _ => {
+            *state = None;
+            state.insert(
+                CudaSsim::new(ctx, stream, plan, *job)
+                    .map_err(|e| EngineError::Cuda(format!("allocating SSIM buffers: {e}")))?,
+            )
+        }
+    };
     s.run(stream, kernels, plan, r, d).map_err(|e| {
         // Leave no stale sums behind for the next pair, should the stream recover.
         // SAFETY: both slots lie in `_sums`.

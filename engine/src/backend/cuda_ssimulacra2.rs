@@ -261,11 +261,12 @@ pub(crate) fn measure(
     r: &PlanePtrs,
     d: &PlanePtrs,
 ) -> Result<Sums, EngineError> {
-    if state.is_none() {
-        let s = CudaSsimu2::new(ctx, stream, plan)
-            .map_err(|e| EngineError::Cuda(format!("allocating ssimulacra2 buffers: {e}")))?;
-        *state = Some(s);
-    }
-    let s = state.as_mut().expect("just set");
+    let s = match state {
+        Some(s) => s,
+        None => state.insert(
+            CudaSsimu2::new(ctx, stream, plan)
+                .map_err(|e| EngineError::Cuda(format!("allocating ssimulacra2 buffers: {e}")))?,
+        ),
+    };
     s.measure(kernels, stream, plan, r, d)
 }

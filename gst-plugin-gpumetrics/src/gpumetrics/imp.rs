@@ -981,8 +981,8 @@ impl GpuMetrics {
 
     fn push(&self, buffer: gst::Buffer) -> Result<gst::FlowSuccess, gst::FlowError> {
         if let Some(pts) = buffer.pts() {
-            self.obj()
-                .set_position(pts + buffer.duration().unwrap_or(gst::ClockTime::ZERO));
+            let end = pts.saturating_add(buffer.duration().unwrap_or(gst::ClockTime::ZERO));
+            self.obj().set_position(end);
         }
         self.obj().finish_buffer(buffer)
     }
@@ -1177,7 +1177,8 @@ impl AggregatorImpl for GpuMetrics {
         let Some(segment) = segment.downcast_ref::<gst::ClockTime>() else {
             return Some(buffer);
         };
-        let stop = buffer.duration().map(|d| pts + d);
+        // Saturating: a PTS near the end of the clock range must not overflow.
+        let stop = buffer.duration().map(|d| pts.saturating_add(d));
         if segment.clip(pts, stop).is_none() {
             gst::log!(
                 CAT,
@@ -1198,9 +1199,8 @@ impl AggregatorImpl for GpuMetrics {
             gst::EventView::Segment(s) => {
                 if pad == &self.dist_pad {
                     let segment = s.segment();
-                    if segment.format() == gst::Format::Time {
-                        self.obj()
-                            .update_segment(segment.downcast_ref::<gst::ClockTime>().unwrap());
+                    if let Some(segment) = segment.downcast_ref::<gst::ClockTime>() {
+                        self.obj().update_segment(segment);
                     } else {
                         gst::element_imp_error!(
                             self,
