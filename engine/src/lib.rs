@@ -16,7 +16,10 @@ pub mod ssim;
 pub mod ssimulacra2;
 mod summary;
 
-pub use color::{ChromaSiting, Colorimetry, Matrix, Range, Transfer, host_linear_rgb};
+pub use color::{
+    ChromaSiting, ChromaUpsampling, Colorimetry, Matrix, Primaries, Range, Transfer,
+    host_linear_rgb,
+};
 pub use engine::{BackendChoice, Engine, EngineConfig};
 pub use error::EngineError;
 pub use format::{ChannelSpec, ColorFamily, FrameLayout, PixelFormat};

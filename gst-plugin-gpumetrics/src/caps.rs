@@ -2,8 +2,8 @@
 //! Caps of the element's pads and their translation to the engine's [`FrameLayout`].
 
 use gpumetrics_engine::{
-    ChromaSiting, ColorFamily, Colorimetry, FrameLayout, Matrix, PixelFormat, PlaneOffsets, Range,
-    Transfer,
+    ChromaSiting, ColorFamily, Colorimetry, FrameLayout, Matrix, PixelFormat, PlaneOffsets,
+    Primaries, Range, Transfer,
 };
 
 /// Caps feature of CUDA device memory (`video/x-raw(memory:CUDAMemory)`).
@@ -93,17 +93,21 @@ pub fn stated_planes(
 
 /// The engine's colorimetry for negotiated video info (`colorimetry` and `chroma-site` of
 /// the caps). Fields the caps leave unknown take the engine's defaults for the format
-/// family (BT.709 limited range for YUV, sRGB full range for RGB and gray; left-sited
-/// chroma). PQ, HLG and other transfers map to values the engine refuses with a reason.
+/// family (BT.709 limited range through BT.1886 for YUV, sRGB full range for RGB and gray;
+/// BT.709 primaries; left-sited chroma). Transfers the engine cannot linearise map to
+/// `Transfer::Other`, which it refuses with a reason.
 pub fn colorimetry(info: &gst_video::VideoInfo, family: ColorFamily) -> Colorimetry {
+    use gst_video::VideoColorPrimaries as P;
     use gst_video::VideoTransferFunction as T;
     use gst_video::{VideoChromaSite, VideoColorMatrix as M, VideoColorRange as R};
     let default = Colorimetry::default_for(family);
     let c = info.colorimetry();
     let matrix = match c.matrix() {
-        M::Bt601 | M::Fcc => Matrix::Bt601,
-        M::Bt709 | M::Smpte240m => Matrix::Bt709,
+        M::Bt601 => Matrix::Bt601,
+        M::Bt709 => Matrix::Bt709,
         M::Bt2020 => Matrix::Bt2020,
+        M::Fcc => Matrix::Fcc,
+        M::Smpte240m => Matrix::Smpte240m,
         _ => default.matrix,
     };
     let range = match c.range() {
@@ -111,15 +115,37 @@ pub fn colorimetry(info: &gst_video::VideoInfo, family: ColorFamily) -> Colorime
         R::Range16_235 => Range::Limited,
         _ => default.range,
     };
+    // The SDR video transfers are shown through the BT.1886 display (as the reference
+    // `yuvxyb` maps them), not inverted to camera light.
     let transfer = match c.transfer() {
         T::Unknown => default.transfer,
         T::Srgb => Transfer::Srgb,
-        T::Bt709 | T::Bt601 | T::Bt202010 => Transfer::Bt709,
-        T::Bt202012 => Transfer::Bt2020_12,
+        T::Bt709 | T::Bt601 | T::Smpte240m | T::Bt202010 | T::Bt202012 => Transfer::Bt1886,
         T::Gamma10 => Transfer::Linear,
+        T::Gamma18 => Transfer::Gamma18,
+        T::Gamma20 => Transfer::Gamma20,
+        T::Gamma22 => Transfer::Gamma22,
+        T::Gamma28 => Transfer::Gamma28,
+        T::Adobergb => Transfer::AdobeRgb,
+        T::Log100 => Transfer::Log100,
+        T::Log316 => Transfer::Log316,
         T::Smpte2084 => Transfer::Pq,
         T::AribStdB67 => Transfer::Hlg,
         _ => Transfer::Other,
+    };
+    let primaries = match c.primaries() {
+        P::Bt709 => Primaries::Bt709,
+        P::Bt470m => Primaries::Bt470m,
+        P::Bt470bg => Primaries::Bt470bg,
+        P::Smpte170m | P::Smpte240m => Primaries::Smpte170m,
+        P::Film => Primaries::Film,
+        P::Bt2020 => Primaries::Bt2020,
+        P::Adobergb => Primaries::AdobeRgb,
+        P::Smptest428 => Primaries::Xyz,
+        P::Smpterp431 => Primaries::DciP3,
+        P::Smpteeg432 => Primaries::DisplayP3,
+        P::Ebu3213 => Primaries::Ebu3213,
+        _ => default.primaries,
     };
     let site = info.chroma_site();
     let siting = if site.is_empty() {
@@ -134,7 +160,9 @@ pub fn colorimetry(info: &gst_video::VideoInfo, family: ColorFamily) -> Colorime
         matrix,
         range,
         transfer,
+        primaries,
         siting,
+        upsampling: default.upsampling,
     }
 }
 
@@ -199,7 +227,7 @@ mod tests {
             ColorFamily::Yuv,
         );
         assert_eq!((c.matrix, c.range), (Matrix::Bt2020, Range::Limited));
-        assert_eq!(c.transfer, Transfer::Bt2020_12); // GStreamer's "bt2020" names the 12-bit curve
+        assert_eq!(c.transfer, Transfer::Bt1886); // BT.2020 video is shown through BT.1886
         assert!(!c.siting.h_cosited && !c.siting.v_cosited);
         let c = colorimetry(
             &info(
@@ -213,7 +241,21 @@ mod tests {
             &info("video/x-raw,format=P010_10LE,width=64,height=48,colorimetry=bt2100-pq"),
             ColorFamily::Yuv,
         );
-        assert_eq!(c.transfer, Transfer::Pq);
+        assert_eq!((c.transfer, c.primaries), (Transfer::Pq, Primaries::Bt2020));
+        let c = colorimetry(
+            &info("video/x-raw,format=P010_10LE,width=64,height=48,colorimetry=bt2100-hlg"),
+            ColorFamily::Yuv,
+        );
+        assert_eq!(
+            (c.transfer, c.primaries),
+            (Transfer::Hlg, Primaries::Bt2020)
+        );
+        let c = colorimetry(
+            &info("video/x-raw,format=I420,width=720,height=576,colorimetry=bt601"),
+            ColorFamily::Yuv,
+        );
+        assert_eq!((c.matrix, c.transfer), (Matrix::Bt601, Transfer::Bt1886));
+        assert_eq!(c.primaries, Primaries::Smpte170m);
         let c = colorimetry(
             &info("video/x-raw,format=RGB,width=4,height=4"),
             ColorFamily::Rgb,

@@ -280,17 +280,12 @@ fn run_switching_in(
     reference: (Option<u64>, &'static [u64]),
     distorted: (Option<u64>, &'static [u64]),
 ) -> Run {
-    run_with(
-        desc,
-        Duration::from_secs(30),
-        move |p| {
-            let p2 = p.clone();
-            let t =
-                std::thread::spawn(move || push_switching(&p2, "ref", reference.0, reference.1));
-            push_switching(p, "dist", distorted.0, distorted.1);
-            t.join().unwrap();
-        },
-    )
+    run_with(desc, Duration::from_secs(30), move |p| {
+        let p2 = p.clone();
+        let t = std::thread::spawn(move || push_switching(&p2, "ref", reference.0, reference.1));
+        push_switching(p, "dist", distorted.0, distorted.1);
+        t.join().unwrap();
+    })
 }
 
 #[test]

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MPL-2.0
 //! The `ssimulacra2` metric through the element: exactly 100 for identical frames in every
-//! family, below 100 for a scaled-down-and-up copy, the caps' colorimetry is used, and
-//! HDR transfers are refused with a reason.
+//! family, below 100 for a scaled-down-and-up copy, the caps' colorimetry is used, and HDR
+//! transfers (PQ, HLG) are measured.
 
 mod common;
 
@@ -56,13 +56,41 @@ fn distortion_lowers_the_score_and_colorimetry_is_used() {
 }
 
 #[test]
-fn pq_is_refused_not_measured() {
-    let c = caps("P010_10LE", ",colorimetry=bt2100-pq");
-    let run = run(&pipeline(&c, "identity"));
-    let (msg, _) = run.error.clone().expect("an error for PQ input");
-    assert!(
-        msg.contains("PQ") && msg.contains("not support yet"),
-        "{msg}"
-    );
-    assert!(run.frames.is_empty());
+fn pq_and_hlg_are_measured() {
+    let mut scores = vec![];
+    for colorimetry in ["bt2100-pq", "bt2100-hlg", "bt2020-10"] {
+        let c = caps("P010_10LE", &format!(",colorimetry={colorimetry}"));
+        let same = run(&pipeline(&c, "identity"));
+        same.expect_ok();
+        assert_eq!(
+            same.frames[0].get("ssimulacra2"),
+            Some(100.0),
+            "{colorimetry}"
+        );
+        let scaled = run(&pipeline(&c, &scaled(&c)));
+        scaled.expect_ok();
+        let s = scaled.frames[0].get("ssimulacra2").unwrap();
+        assert!(s < 95.0, "{colorimetry}: {s}");
+        scores.push(s);
+    }
+    // The same code values read through different curves score differently.
+    assert_ne!(scores[0], scores[1]);
+    assert_ne!(scores[0], scores[2]);
+}
+
+#[test]
+fn chroma_upsampling_property_changes_subsampled_scores_only() {
+    let score = |format: &str, up: &str| {
+        let c = caps(format, ",colorimetry=bt709");
+        let desc = pipeline(&c, &scaled(&c)).replace(
+            "metrics=ssimulacra2",
+            &format!("metrics=ssimulacra2 chroma-upsampling={up}"),
+        );
+        let run = run(&desc);
+        run.expect_ok();
+        run.frames[0].get("ssimulacra2").unwrap()
+    };
+    assert_ne!(score("I420", "nearest"), score("I420", "catmull-rom"));
+    // 4:4:4 has nothing to upsample.
+    assert_eq!(score("Y444", "nearest"), score("Y444", "catmull-rom"));
 }

@@ -19,11 +19,11 @@ use gst_base::prelude::*;
 use gst_base::subclass::prelude::*;
 
 use gpumetrics_engine::{
-    BackendChoice, DeviceFrame, Engine, EngineConfig, EngineError, Frame, HostFrame, MetricSet,
-    PlaneOffsets, Pooler,
+    BackendChoice, Colorimetry, DeviceFrame, Engine, EngineConfig, EngineError, Frame, HostFrame,
+    MetricSet, PlaneOffsets, Pooler,
 };
 
-use super::{Backend, Metrics, Pairing, StatsFormat};
+use super::{Backend, ChromaUpsampling, Metrics, Pairing, StatsFormat};
 use crate::message::{FRAME_MESSAGE_NAME, FrameScores, Summary};
 use crate::pairing::{self, Decision, Head, Input};
 use crate::stats::{self, StatsWriter};
@@ -56,6 +56,7 @@ struct Settings {
     pairing: Pairing,
     /// Fixed pairing tolerance in ns; `None` = half the shorter frame duration.
     pairing_tolerance: Option<u64>,
+    chroma_upsampling: ChromaUpsampling,
 }
 
 impl Default for Settings {
@@ -71,6 +72,7 @@ impl Default for Settings {
             ssim_chroma: DEFAULT_SSIM_CHROMA,
             pairing: Pairing::default(),
             pairing_tolerance: None,
+            chroma_upsampling: ChromaUpsampling::default(),
         }
     }
 }
@@ -278,6 +280,17 @@ impl ObjectImpl for GpuMetrics {
                     .default_value(-1)
                     .mutable_ready()
                     .build(),
+                glib::ParamSpecEnum::builder::<ChromaUpsampling>("chroma-upsampling")
+                    .nick("Chroma upsampling")
+                    .blurb(
+                        "Linear-light metrics (ssimulacra2) on 4:2:0 / 4:2:2 input: catmull-rom \
+                         (bicubic at the caps' chroma siting) or nearest (equal to the \
+                         ssimulacra2 crate's video input; catmull-rom scores higher, see the \
+                         README)",
+                    )
+                    .default_value(ChromaUpsampling::default())
+                    .mutable_ready()
+                    .build(),
                 glib::ParamSpecBoxed::builder::<gst::Structure>("memory-stats")
                     .nick("Memory stats")
                     .blurb(
@@ -310,6 +323,9 @@ impl ObjectImpl for GpuMetrics {
             "attach-meta" => settings.attach_meta = value.get().expect("type checked upstream"),
             "ssim-chroma" => settings.ssim_chroma = value.get().expect("type checked upstream"),
             "pairing" => settings.pairing = value.get().expect("type checked upstream"),
+            "chroma-upsampling" => {
+                settings.chroma_upsampling = value.get().expect("type checked upstream")
+            }
             "pairing-tolerance" => {
                 // GLib refuses values below -1 with a warning before we are called.
                 let v: i64 = value.get().expect("type checked upstream");
@@ -335,6 +351,7 @@ impl ObjectImpl for GpuMetrics {
             "attach-meta" => settings.attach_meta.to_value(),
             "ssim-chroma" => settings.ssim_chroma.to_value(),
             "pairing" => settings.pairing.to_value(),
+            "chroma-upsampling" => settings.chroma_upsampling.to_value(),
             "pairing-tolerance" => settings
                 .pairing_tolerance
                 .map_or(-1, |t| i64::try_from(t).unwrap_or(i64::MAX))
@@ -672,12 +689,16 @@ impl GpuMetrics {
             }
             _ => Engine::new(&config, rl, dl),
         };
-        let created = created.and_then(|e| {
-            e.with_colorimetry(
-                caps::colorimetry(&ri, rl.format.family()),
-                caps::colorimetry(&di, dl.format.family()),
-            )
-        });
+        let upsampling = match settings.chroma_upsampling {
+            ChromaUpsampling::CatmullRom => gpumetrics_engine::ChromaUpsampling::CatmullRom,
+            ChromaUpsampling::Nearest => gpumetrics_engine::ChromaUpsampling::Nearest,
+        };
+        let colorimetry = |info, layout: gpumetrics_engine::FrameLayout| Colorimetry {
+            upsampling,
+            ..caps::colorimetry(info, layout.format.family())
+        };
+        let created =
+            created.and_then(|e| e.with_colorimetry(colorimetry(&ri, rl), colorimetry(&di, dl)));
         state.cuda_ctx = cuda_ctx;
         match created {
             Ok(engine) => {

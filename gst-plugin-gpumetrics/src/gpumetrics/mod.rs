@@ -118,6 +118,25 @@ pub enum Pairing {
     Sequence = 1,
 }
 
+/// How subsampled chroma reaches every pixel for the linear-light metrics
+/// (`chroma-upsampling` property, GType `GstGpuMetricsChromaUpsampling`).
+#[derive(Debug, Eq, PartialEq, Ord, PartialOrd, Hash, Clone, Copy, Default, glib::Enum)]
+#[repr(u32)]
+#[enum_type(name = "GstGpuMetricsChromaUpsampling")]
+pub enum ChromaUpsampling {
+    #[default]
+    #[enum_value(
+        name = "Catmull-Rom: 4-tap bicubic at the caps' chroma siting",
+        nick = "catmull-rom"
+    )]
+    CatmullRom = 0,
+    #[enum_value(
+        name = "Nearest: the sample at x/2 (as the ssimulacra2 crate's video input reads it)",
+        nick = "nearest"
+    )]
+    Nearest = 1,
+}
+
 glib::wrapper! {
     /// The `gpumetrics` element (GType `GstGpuMetrics`).
     pub struct GpuMetrics(ObjectSubclass<imp::GpuMetrics>)
@@ -129,6 +148,7 @@ pub fn register(plugin: &gst::Plugin) -> Result<(), glib::BoolError> {
     Backend::static_type().mark_as_plugin_api(gst::PluginAPIFlags::empty());
     StatsFormat::static_type().mark_as_plugin_api(gst::PluginAPIFlags::empty());
     Pairing::static_type().mark_as_plugin_api(gst::PluginAPIFlags::empty());
+    ChromaUpsampling::static_type().mark_as_plugin_api(gst::PluginAPIFlags::empty());
     gst::Element::register(
         Some(plugin),
         "gpumetrics",

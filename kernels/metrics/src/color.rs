@@ -1,45 +1,19 @@
-//! Any accepted pixel format to linear RGB in [0, 1], per pixel: the conversion that
-//! SSIMULACRA2 (and any metric defined on linear light) starts from. The CPU backend and
-//! the GPU kernels call the same [`linear_rgb`].
+//! Any accepted pixel format to linear light with BT.709 primaries, per pixel: the stage
+//! that SSIMULACRA2 (and any metric defined on linear light) starts from. The CPU backend
+//! and the GPU kernels call the same [`linear_rgb`].
 //!
-//! Steps for Y'CbCr: read Y' and the chroma samples around the pixel, upsample chroma with a
-//! 4-tap Catmull-Rom filter at the position given by the chroma siting (edge clamped), remove
-//! the range offsets and scales, apply the matrix (Kr/Kb of BT.601, BT.709 or BT.2020), clamp
-//! R'G'B' to [0, 1], then apply the inverse transfer function. R'G'B' input skips the matrix;
-//! gray input is R' = G' = B' = Y'.
+//! The conversion is display-referred and follows the reference the linear-light metrics
+//! are checked against (the `ssimulacra2` crate's `Yuv`/`Rgb` inputs, i.e. `yuvxyb`): what a
+//! viewer sees, through the display's EOTF, not the camera's inverse OETF. Steps for
+//! Y'CbCr: read Y' and the chroma samples around the pixel, upsample chroma with a 4-tap
+//! Catmull-Rom filter at the position given by the chroma siting (edge clamped; the
+//! reference takes the nearest sample instead), scale the code values to Y' in [0, 1] and
+//! Cb, Cr in [-0.5, 0.5] (clamped there), apply the Y'CbCr → R'G'B' matrix (R'G'B' is not
+//! clamped), apply the transfer function's EOTF (BT.1886 for the SDR video transfers), then
+//! convert the primaries to BT.709. R'G'B' input skips the matrix; gray input is
+//! R' = G' = B' = Y'.
 
 use crate::psnr::{Channel, load};
-
-/// `x^y` for `x > 0`, where the exponent `y` is the `f32` nearest to `num / den`, rounded
-/// as the host's `powf` rounds it: `std` on the host. On the GPU the `den`-th root of
-/// `x^num` (f64) by two Newton steps from the hardware estimate, times `x^(y − num/den)`
-/// (about 1e-7 from 1, from the estimate's log): within about 1e-13 of the exact power, so
-/// the f32 result differs from the host's only in rare half-way cases. (SSIMULACRA2
-/// amplifies last-bit differences of its input: the hardware approximations alone would
-/// move GPU scores by up to ~0.08 from the CPU's.)
-#[inline(always)]
-pub fn powf_ratio(x: f32, y: f32, num: u32, den: u32) -> f32 {
-    #[cfg(not(target_arch = "nvptx64"))]
-    {
-        let _ = (num, den);
-        x.powf(y)
-    }
-    #[cfg(target_arch = "nvptx64")]
-    {
-        use gpumetrics_device::math::{exp2f, log2f};
-        if x <= 0.0 {
-            return 0.0;
-        }
-        let l = log2f(x);
-        let big = powi_f64(x as f64, num);
-        let mut p = exp2f(y * l) as f64;
-        for _ in 0..2 {
-            p = root_step(p, big, den);
-        }
-        let d = (y as f64 - num as f64 / den as f64) * (l as f64 * core::f64::consts::LN_2);
-        (p + p * (d + 0.5 * d * d)) as f32
-    }
-}
 
 /// `b^n` in f64 by squaring (`n` is a constant at every call, so this unrolls).
 #[inline(always)]
@@ -92,14 +66,28 @@ pub const FAMILY_GRAY: u32 = 0;
 pub const FAMILY_YUV: u32 = 1;
 pub const FAMILY_RGB: u32 = 2;
 
-/// Inverse transfer functions ([`ColorSource::transfer`]).
+/// Transfer functions to linear light ([`ColorSource::transfer`]).
 pub const TRANSFER_LINEAR: u32 = 0;
-/// IEC 61966-2-1 (sRGB).
+/// sRGB's EOTF, with the continuous constants of `yuvxyb` (alpha 1.0550107).
 pub const TRANSFER_SRGB: u32 = 1;
-/// BT.709 / BT.601 / BT.2020 (10-bit) OETF, inverted.
-pub const TRANSFER_BT709: u32 = 2;
-/// BT.2020 12-bit OETF (same curve with more precise constants), inverted.
-pub const TRANSFER_BT2020_12: u32 = 3;
+/// BT.1886 display EOTF, L = V^2.4: what BT.709, BT.601, SMPTE 240M and BT.2020 video is
+/// shown with (the reference maps all of them, and "unspecified", to it).
+pub const TRANSFER_BT1886: u32 = 2;
+/// Pure power laws: BT.470 System M (2.2), System B/G (2.8), and GStreamer's gamma 1.8 / 2.0
+/// and Adobe RGB (563/256).
+pub const TRANSFER_GAMMA22: u32 = 3;
+pub const TRANSFER_GAMMA28: u32 = 4;
+pub const TRANSFER_GAMMA18: u32 = 5;
+pub const TRANSFER_GAMMA20: u32 = 6;
+pub const TRANSFER_ADOBE_RGB: u32 = 7;
+/// SMPTE ST 2084 (PQ): EOTF to absolute light, then the reference's inverse OOTF
+/// (BT.1886 inverse and BT.709 inverse OETF of 100·L, divided by 59.490803), scene light.
+pub const TRANSFER_PQ: u32 = 8;
+/// ARIB STD-B67 (HLG): inverse OETF to scene light (no OOTF, as the reference).
+pub const TRANSFER_HLG: u32 = 9;
+/// Logarithmic transfers of H.273 (100:1 and 316.22777:1 range).
+pub const TRANSFER_LOG100: u32 = 10;
+pub const TRANSFER_LOG316: u32 = 11;
 
 /// How to read one frame and turn it into linear RGB. Built by the engine from the format
 /// and the stream's colorimetry; crosses the kernel boundary by value.
@@ -115,19 +103,27 @@ pub struct ColorSource {
     pub sub_y: u32,
     pub family: u32,
     pub transfer: u32,
-    /// Code value of black (Y') and of zero chroma, and the code-value span of 1.0.
-    pub y_offset: f32,
+    /// Y'CbCr code value to normalised value, `code · scale + offset` (fused, as the
+    /// reference): Y' to [0, 1], Cb and Cr to [-0.5, 0.5].
     pub y_scale: f32,
-    pub c_offset: f32,
+    pub y_offset: f32,
     pub c_scale: f32,
-    /// R' = Y' + cr_r·Cr; G' = Y' + cb_g·Cb + cr_g·Cr; B' = Y' + cb_b·Cb.
-    pub cr_r: f32,
-    pub cb_g: f32,
-    pub cr_g: f32,
-    pub cb_b: f32,
+    pub c_offset: f32,
+    /// R'G'B' and gray code value to [0, 1]: `(code − black) / span`.
+    pub black: f32,
+    pub span: f32,
+    /// Y'CbCr → R'G'B', row-major (rows R', G', B'; columns Y', Cb, Cr).
+    pub yuv: [f32; 9],
+    /// Linear RGB in the source's primaries → BT.709 primaries, row-major; applied when
+    /// `convert_primaries` is not 0.
+    pub primaries: [f32; 9],
+    pub convert_primaries: u32,
     /// Position of chroma sample 0 in luma pixels: 0 co-sited, 0.5 centred.
     pub site_x: f32,
     pub site_y: f32,
+    /// Not 0: chroma of luma pixel x is sample x >> sub_x (the nearest sample to the left,
+    /// as the reference `yuvxyb` reads it) instead of the Catmull-Rom interpolation.
+    pub chroma_nearest: u32,
 }
 
 /// Catmull-Rom weights for the taps at -1, 0, 1, 2 of a position `t` in [0, 1).
@@ -145,9 +141,9 @@ pub fn catmull_rom(t: f32) -> [f32; 4] {
 
 /// Where luma pixel `x` falls between chroma samples: (first tap index, weights).
 #[inline(always)]
-fn taps(x: u32, sub: u32, site: f32) -> (i32, [f32; 4]) {
-    if sub == 0 {
-        return (x as i32 - 1, [0.0, 1.0, 0.0, 0.0]);
+fn taps(x: u32, sub: u32, site: f32, nearest: bool) -> (i32, [f32; 4]) {
+    if sub == 0 || nearest {
+        return ((x >> sub) as i32 - 1, [0.0, 1.0, 0.0, 0.0]);
     }
     // × 2^-sub: exact, as the division it stands for, and far cheaper on the GPU.
     let u = (x as f32 - site) * f32::from_bits((127 - sub) << 23);
@@ -192,8 +188,9 @@ pub struct ChromaTaps {
 /// The [`ChromaTaps`] of luma pixel (x, y) of a subsampled source.
 #[inline(always)]
 pub fn chroma_taps(s: &ColorSource, x: u32, y: u32) -> ChromaTaps {
-    let (x0, wx) = taps(x, s.sub_x, s.site_x);
-    let (y0, wy) = taps(y, s.sub_y, s.site_y);
+    let nearest = s.chroma_nearest != 0;
+    let (x0, wx) = taps(x, s.sub_x, s.site_x, nearest);
+    let (y0, wy) = taps(y, s.sub_y, s.site_y, nearest);
     ChromaTaps { x0, wx, y0, wy }
 }
 
@@ -234,59 +231,224 @@ pub unsafe fn chroma(c: &Channel, size: (u32, u32), t: &ChromaTaps) -> f32 {
 }
 
 #[inline(always)]
-fn clamp01(v: f32) -> f32 {
-    if v > 0.0 {
-        if v < 1.0 { v } else { 1.0 }
+fn clamp(v: f32, lo: f32, hi: f32) -> f32 {
+    if v > lo {
+        if v < hi { v } else { hi }
     } else {
-        0.0
+        lo
     }
 }
 
-/// Inverse transfer function: non-linear R', G' or B' in [0, 1] to linear light.
+#[inline(always)]
+fn clamp01(v: f32) -> f32 {
+    clamp(v, 0.0, 1.0)
+}
+
+/// Transfer function `transfer` to linear light, for one non-linear value (which may lie
+/// outside [0, 1]: R'G'B' from Y'CbCr is not clamped). The curves and their arithmetic are
+/// the reference's (`yuvxyb`, as built by default), with its power function [`refmath::powf`].
 #[inline(always)]
 pub fn to_linear(v: f32, transfer: u32) -> f32 {
+    use refmath::powf;
+    const EPS: f32 = f32::EPSILON;
+    // Below EPS the power laws give black (negative R'G'B' included), as the reference.
+    let power = |g: f32| if v < EPS { 0.0 } else { powf(v, g) };
     match transfer {
         TRANSFER_SRGB => {
-            if v <= 0.04045 {
-                v / 12.92
+            const ALPHA: f32 = 1.055_010_7;
+            const BETA: f32 = 0.003_041_282_5;
+            let x = if v > 0.0 { v } else { 0.0 };
+            if x < 12.92 * BETA {
+                x / 12.92
             } else {
-                powf_ratio((v + 0.055) / 1.055, 2.4, 12, 5)
+                powf((x + (ALPHA - 1.0)) / ALPHA, 2.4)
             }
         }
-        TRANSFER_BT709 => {
-            if v < 0.081 {
-                v / 4.5
+        TRANSFER_BT1886 => power(2.4),
+        TRANSFER_GAMMA22 => power(2.2),
+        TRANSFER_GAMMA28 => power(2.8),
+        TRANSFER_GAMMA18 => power(1.8),
+        TRANSFER_GAMMA20 => power(2.0),
+        TRANSFER_ADOBE_RGB => power(563.0 / 256.0),
+        TRANSFER_PQ => refmath::pq(v),
+        TRANSFER_HLG => refmath::hlg(v),
+        TRANSFER_LOG100 => {
+            if v <= EPS {
+                0.01
             } else {
-                powf_ratio((v + 0.099) / 1.099, 1.0 / 0.45, 20, 9)
+                powf(10.0, 2.0 * (v - 1.0))
             }
         }
-        TRANSFER_BT2020_12 => {
-            const A: f32 = 1.099_296_8;
-            const B: f32 = 0.018_053_97;
-            if v < 4.5 * B {
-                v / 4.5
+        TRANSFER_LOG316 => {
+            if v <= EPS {
+                0.003_162_277_6
             } else {
-                powf_ratio((v + (A - 1.0)) / A, 1.0 / 0.45, 20, 9)
+                powf(10.0, 2.5 * (v - 1.0))
             }
         }
         _ => v,
     }
 }
 
-/// Non-linear R'G'B' in [0, 1] (clamped) from Y'CbCr code values.
+/// The reference's transcendental functions, reproduced operation for operation so that
+/// linear light equals the reference's to the last bit, on the host and on the GPU alike
+/// (plain f32 multiplies and adds, no library calls). `yuvxyb` builds by default with its
+/// "fastmath" feature: `powf(x, y) = 2^(y · log2 x)` with degree-5 polynomials for the
+/// mantissa's log2 and for 2^fraction (José Fonseca's), and `a · b + c` unfused on x86-64.
+/// Their error, about 2e-4 relative, is part of the reference's scores: computing the
+/// exact power instead moves SSIMULACRA2 by up to 0.07 on 10-bit BT.2020 video.
+pub mod refmath {
+    /// `a · b + c`, two roundings.
+    #[inline(always)]
+    fn madd(a: f32, b: f32, c: f32) -> f32 {
+        a * b + c
+    }
+
+    #[inline(always)]
+    fn poly5(x: f32, c: [f32; 6]) -> f32 {
+        let mut r = c[5];
+        let mut i = 5;
+        while i > 0 {
+            i -= 1;
+            r = madd(x, r, c[i]);
+        }
+        r
+    }
+
+    /// log2 x: the exponent plus a polynomial in the mantissa m ∈ [1, 2), times (m − 1).
+    #[inline(always)]
+    pub fn log2(x: f32) -> f32 {
+        let bits = x.to_bits() as i32;
+        let exp = (((bits & 0x7F80_0000) >> 23) - 127) as f32;
+        let mant = f32::from_bits(((bits & 0x007F_FFFF) | 1f32.to_bits() as i32) as u32);
+        let p = poly5(
+            mant,
+            [
+                3.115_79,
+                -3.324_199,
+                2.598_845_2,
+                -1.231_530_3,
+                3.182_133_7E-1,
+                -3.443_600_6E-2,
+            ],
+        );
+        p * (mant - 1.0) + exp
+    }
+
+    /// 2^x: 2^i from the exponent bits times a polynomial in the fraction (i = x − ½
+    /// truncated toward zero).
+    #[inline(always)]
+    pub fn exp2(x: f32) -> f32 {
+        let x = x.clamp(-126.999_99, 129.0);
+        let i = (x - 0.5) as i32;
+        let f = x - i as f32;
+        let scale = f32::from_bits(((i + 127) << 23) as u32);
+        scale
+            * poly5(
+                f,
+                [
+                    9.999_999_4E-1,
+                    6.931_531E-1,
+                    2.401_536_1E-1,
+                    5.582_631_8E-2,
+                    8.989_34E-3,
+                    1.877_576_7E-3,
+                ],
+            )
+    }
+
+    /// x^y as the reference computes it.
+    #[inline(always)]
+    pub fn powf(x: f32, y: f32) -> f32 {
+        exp2(log2(x) * y)
+    }
+
+    /// e^x as the reference computes it: 2^⌊t⌋ · 2^(t − ⌊t⌋), t = x · log2 e.
+    #[inline(always)]
+    pub fn expf(x: f32) -> f32 {
+        let t = core::f32::consts::LOG2_E * x;
+        let ft = {
+            let i = t as i32; // toward zero
+            (if (i as f32) > t { i - 1 } else { i }) as f32
+        };
+        exp2(ft) * exp2(t - ft)
+    }
+
+    const BT709_ALPHA: f32 = 1.099_296_8;
+    const BT709_BETA: f32 = 0.018_053_97;
+    const PQ_M1: f32 = 0.159_301_76;
+    const PQ_M2: f32 = 78.843_75;
+    const PQ_C1: f32 = 0.835_937_5;
+    const PQ_C2: f32 = 18.851_563;
+    const PQ_C3: f32 = 18.6875;
+    const PQ_OOTF_SCALE: f32 = 59.490_803;
+    const HLG_A: f32 = 0.178_832_77;
+    const HLG_B: f32 = 0.284_668_92;
+    const HLG_C: f32 = 0.559_910_7;
+
+    /// PQ code value to the reference's linear light: the ST 2084 EOTF (1.0 = 10,000
+    /// cd/m²), then its inverse OOTF: ×100, the BT.1886 inverse, the BT.709 inverse OETF,
+    /// ÷ 59.490803 (scene light).
+    #[inline(always)]
+    pub fn pq(v: f32) -> f32 {
+        let display = if v > 0.0 {
+            let p = powf(v, 1.0 / PQ_M2);
+            let num = if p - PQ_C1 > 0.0 { p - PQ_C1 } else { 0.0 };
+            // The reference fuses this one (`mul_add`).
+            let den = gpumetrics_device::math::fmaf(PQ_C3, -p, PQ_C2);
+            let den = if den > f32::EPSILON {
+                den
+            } else {
+                f32::EPSILON
+            };
+            powf(num / den, 1.0 / PQ_M1)
+        } else {
+            0.0
+        };
+        let d = display * 100.0;
+        let e = if d < f32::EPSILON {
+            0.0
+        } else {
+            powf(d, 1.0 / 2.4)
+        };
+        let e = if e > 0.0 { e } else { 0.0 };
+        let scene = if e < 4.5 * BT709_BETA {
+            e / 4.5
+        } else {
+            powf((e + (BT709_ALPHA - 1.0)) / BT709_ALPHA, 1.0 / 0.45)
+        };
+        scene / PQ_OOTF_SCALE
+    }
+
+    /// HLG code value to scene light (the inverse OETF; 1.0 = nominal peak).
+    #[inline(always)]
+    pub fn hlg(v: f32) -> f32 {
+        let x = if v > 0.0 { v } else { 0.0 };
+        if x <= 0.5 {
+            (x * x) * (1.0 / 3.0)
+        } else {
+            (expf((x - HLG_C) / HLG_A) + HLG_B) / 12.0
+        }
+    }
+}
+
+/// R'G'B' from Y'CbCr code values: Y' scaled to [0, 1] and Cb, Cr to [-0.5, 0.5] (each
+/// clamped), then the matrix. R'G'B' is not clamped: out-of-gamut colours reach the EOTF.
 #[inline(always)]
 pub fn yuv_to_rgb(s: &ColorSource, y: f32, cb: f32, cr: f32) -> [f32; 3] {
-    let yv = (y - s.y_offset) / s.y_scale;
-    let cb = (cb - s.c_offset) / s.c_scale;
-    let cr = (cr - s.c_offset) / s.c_scale;
+    use gpumetrics_device::math::fmaf;
+    let yv = clamp01(fmaf(y, s.y_scale, s.y_offset));
+    let cb = clamp(fmaf(cb, s.c_scale, s.c_offset), -0.5, 0.5);
+    let cr = clamp(fmaf(cr, s.c_scale, s.c_offset), -0.5, 0.5);
+    let m = &s.yuv;
     [
-        clamp01(yv + s.cr_r * cr),
-        clamp01(yv + s.cb_g * cb + s.cr_g * cr),
-        clamp01(yv + s.cb_b * cb),
+        m[0] * yv + (m[1] * cb + m[2] * cr),
+        m[3] * yv + (m[4] * cb + m[5] * cr),
+        m[6] * yv + (m[7] * cb + m[8] * cr),
     ]
 }
 
-/// Non-linear R'G'B' in [0, 1] of pixel (x, y) (clamped).
+/// Non-linear R'G'B' of pixel (x, y) (RGB and gray in [0, 1]).
 ///
 /// # Safety
 /// (x, y) must lie inside the frame that `s` describes, in readable memory.
@@ -303,28 +465,37 @@ pub unsafe fn nonlinear_rgb(s: &ColorSource, x: u32, y: u32) -> [f32; 3] {
             yuv_to_rgb(s, unsafe { code(&s.c[0], x, y) }, cb, cr)
         }
         FAMILY_RGB => [
-            clamp01((unsafe { code(&s.c[0], x, y) } - s.y_offset) / s.y_scale),
-            clamp01((unsafe { code(&s.c[1], x, y) } - s.y_offset) / s.y_scale),
-            clamp01((unsafe { code(&s.c[2], x, y) } - s.y_offset) / s.y_scale),
+            clamp01((unsafe { code(&s.c[0], x, y) } - s.black) / s.span),
+            clamp01((unsafe { code(&s.c[1], x, y) } - s.black) / s.span),
+            clamp01((unsafe { code(&s.c[2], x, y) } - s.black) / s.span),
         ],
         _ => {
-            let v = clamp01((unsafe { code(&s.c[0], x, y) } - s.y_offset) / s.y_scale);
+            let v = clamp01((unsafe { code(&s.c[0], x, y) } - s.black) / s.span);
             [v, v, v]
         }
     }
 }
 
-/// The inverse transfer function of `s` on each channel.
+/// The transfer function of `s` on each channel, then its primaries to BT.709.
 #[inline(always)]
 pub fn to_linear_rgb(s: &ColorSource, p: [f32; 3]) -> [f32; 3] {
-    [
+    let l = [
         to_linear(p[0], s.transfer),
         to_linear(p[1], s.transfer),
         to_linear(p[2], s.transfer),
+    ];
+    if s.convert_primaries == 0 {
+        return l;
+    }
+    let m = &s.primaries;
+    [
+        m[0] * l[0] + (m[1] * l[1] + m[2] * l[2]),
+        m[3] * l[0] + (m[4] * l[1] + m[5] * l[2]),
+        m[6] * l[0] + (m[7] * l[1] + m[8] * l[2]),
     ]
 }
 
-/// Linear RGB in [0, 1] of pixel (x, y).
+/// Linear light (BT.709 primaries) of pixel (x, y).
 ///
 /// # Safety
 /// As [`nonlinear_rgb`].
@@ -351,9 +522,12 @@ mod tests {
                 .sum();
             assert!((v - t).abs() < 1e-6);
         }
-        assert_eq!(taps(5, 1, 0.5), (1, catmull_rom(0.25)));
-        assert_eq!(taps(0, 1, 0.5), (-2, catmull_rom(0.75)));
-        assert_eq!(taps(4, 1, 0.0), (1, [0.0, 1.0, 0.0, 0.0]));
+        assert_eq!(taps(5, 1, 0.5, false), (1, catmull_rom(0.25)));
+        assert_eq!(taps(0, 1, 0.5, false), (-2, catmull_rom(0.75)));
+        assert_eq!(taps(4, 1, 0.0, false), (1, [0.0, 1.0, 0.0, 0.0]));
+        // Nearest: sample x >> sub, whatever the siting.
+        assert_eq!(taps(5, 1, 0.5, true), (1, [0.0, 1.0, 0.0, 0.0]));
+        assert_eq!(taps(0, 1, 0.5, true), (-1, [0.0, 1.0, 0.0, 0.0]));
     }
 
     #[test]
@@ -381,17 +555,99 @@ mod tests {
     fn transfer_functions_are_continuous_and_fixed_at_ends() {
         for t in [
             TRANSFER_SRGB,
-            TRANSFER_BT709,
-            TRANSFER_BT2020_12,
+            TRANSFER_BT1886,
+            TRANSFER_GAMMA22,
+            TRANSFER_GAMMA28,
+            TRANSFER_GAMMA18,
+            TRANSFER_GAMMA20,
+            TRANSFER_ADOBE_RGB,
+            TRANSFER_HLG,
+            TRANSFER_PQ,
             TRANSFER_LINEAR,
         ] {
-            assert_eq!(to_linear(0.0, t), 0.0);
-            assert!((to_linear(1.0, t) - 1.0).abs() < 1e-6);
+            assert_eq!(to_linear(0.0, t), 0.0, "{t}");
+            assert!(to_linear(-0.25, t) <= 0.0, "{t}");
         }
-        let a = to_linear(0.04045, TRANSFER_SRGB);
-        let b = to_linear(0.040451, TRANSFER_SRGB);
-        assert!((a - b).abs() < 1e-6);
-        assert!((to_linear(0.5, TRANSFER_SRGB) - 0.214_041).abs() < 1e-5);
-        assert!((to_linear(0.5, TRANSFER_BT709) - 0.259_589).abs() < 1e-5);
+        for t in [
+            TRANSFER_SRGB,
+            TRANSFER_BT1886,
+            TRANSFER_GAMMA22,
+            TRANSFER_GAMMA28,
+            TRANSFER_GAMMA18,
+            TRANSFER_GAMMA20,
+            TRANSFER_ADOBE_RGB,
+            TRANSFER_LINEAR,
+            TRANSFER_LOG100,
+            TRANSFER_LOG316,
+        ] {
+            assert!(
+                (to_linear(1.0, t) - 1.0).abs() < 2e-4,
+                "{t}: {}",
+                to_linear(1.0, t)
+            );
+        }
+        // sRGB's two pieces meet at 12.92·beta (to the reference power's accuracy).
+        let t = 12.92f32 * 0.003_041_282_5;
+        let (a, b) = (
+            to_linear(t * 0.999_999, TRANSFER_SRGB),
+            to_linear(t, TRANSFER_SRGB),
+        );
+        assert!((a / b - 1.0).abs() < 3e-4, "{a} {b}");
+        assert!((to_linear(0.5, TRANSFER_SRGB) / 0.214_041 - 1.0).abs() < 3e-4);
+        // BT.1886: a 2.4 power, three times the camera curve's values in the dark.
+        assert!((to_linear(0.5, TRANSFER_BT1886) / 0.5f32.powf(2.4) - 1.0).abs() < 3e-4);
+        assert!((to_linear(0.1, TRANSFER_BT1886) / 0.003_981 - 1.0).abs() < 3e-4);
+        // Values above 1 (unclamped R'G'B') keep the curve.
+        assert!(to_linear(1.1, TRANSFER_BT1886) > 1.25);
+    }
+
+    #[test]
+    fn reference_power_is_close_to_the_exact_one() {
+        let mut worst = 0.0f32;
+        for i in 1..10_000 {
+            let x = i as f32 / 5000.0;
+            for y in [2.4f32, 1.0 / 2.4, 2.2, 1.0 / 0.45] {
+                worst = worst.max((refmath::powf(x, y) / x.powf(y) - 1.0).abs());
+            }
+            let e = (i as f32 - 5000.0) / 500.0;
+            worst = worst.max((refmath::expf(e) / e.exp() - 1.0).abs());
+        }
+        assert!(worst < 5e-4, "{worst}");
+        // Exact on powers of two for the log (mantissa 1).
+        assert_eq!(refmath::log2(8.0), 3.0);
+    }
+
+    #[test]
+    fn hdr_curves_match_their_definitions() {
+        // PQ through the reference's inverse OOTF, evaluated exactly in f64.
+        let display = |v: f64| {
+            let (m1, m2, c1, c2, c3) = (
+                2610.0 / 16384.0,
+                2523.0 / 32.0,
+                3424.0 / 4096.0,
+                2413.0 / 128.0,
+                2392.0 / 128.0,
+            );
+            let p = v.powf(1.0 / m2);
+            ((p - c1).max(0.0) / (c2 - c3 * p)).powf(1.0 / m1) * 100.0
+        };
+        for v in [0.1f32, 0.3, 0.58, 0.75, 1.0] {
+            let e = display(v as f64).powf(1.0 / 2.4);
+            let (a, b) = (1.099_296_8f64, 0.018_053_97f64);
+            let scene = if e < 4.5 * b {
+                e / 4.5
+            } else {
+                ((e + a - 1.0) / a).powf(1.0 / 0.45)
+            };
+            let want = scene / 59.490_803;
+            let got = to_linear(v, TRANSFER_PQ) as f64;
+            assert!((got / want - 1.0).abs() < 2e-3, "PQ {v}: {got} vs {want}");
+        }
+        // HLG: x²/3 up to 0.5, continuous there; 1.0 is the nominal peak.
+        assert_eq!(to_linear(0.5, TRANSFER_HLG), 0.25 * (1.0 / 3.0));
+        assert!((to_linear(0.500_01, TRANSFER_HLG) * 12.0 - 1.0).abs() < 1e-3);
+        assert!((to_linear(1.0, TRANSFER_HLG) - 1.0).abs() < 1e-3);
+        assert!((to_linear(0.5, TRANSFER_LOG100) / 0.1 - 1.0).abs() < 3e-4);
+        assert_eq!(to_linear(0.0, TRANSFER_LOG316), 0.003_162_277_6);
     }
 }
