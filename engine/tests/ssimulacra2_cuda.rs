@@ -4,8 +4,8 @@
 
 use cudarc::driver::{CudaContext, DevicePtr};
 use gpumetrics_engine::{
-    BackendChoice, DeviceFrame, Engine, EngineConfig, Frame, FrameLayout, HostFrame, MetricSet,
-    PixelFormat, Plane,
+    BackendChoice, ChromaUpsampling, Colorimetry, DeviceFrame, Engine, EngineConfig, Frame,
+    FrameLayout, HostFrame, Matrix, MetricSet, PixelFormat, Plane, Primaries, Range, Transfer,
 };
 
 /// A smooth pattern with edges and texture, and a distorted copy (blur-like offset,
@@ -192,6 +192,102 @@ fn cuda_matches_cpu() {
             assert_eq!(on_device, cuda);
             assert_eq!(same, 100.0);
             worst = worst.max(delta);
+        }
+    }
+    println!("largest |Δ| {worst:.2e}");
+}
+
+/// Every linear-light conversion (transfer, primaries, matrix, range, chroma upsampling) on
+/// the GPU against the CPU: one kernel-crate code path, so within 0.01 (and in practice the
+/// same to a few 1e-6).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn cuda_matches_cpu_for_every_colorimetry() {
+    let base = Colorimetry::default();
+    let colorimetries = [
+        ("bt709", base),
+        (
+            "bt601 full, 170M primaries",
+            Colorimetry {
+                matrix: Matrix::Bt601,
+                range: Range::Full,
+                primaries: Primaries::Smpte170m,
+                ..base
+            },
+        ),
+        (
+            "bt2020 pq",
+            Colorimetry {
+                matrix: Matrix::Bt2020,
+                transfer: Transfer::Pq,
+                primaries: Primaries::Bt2020,
+                ..base
+            },
+        ),
+        (
+            "bt2020 hlg",
+            Colorimetry {
+                matrix: Matrix::Bt2020,
+                transfer: Transfer::Hlg,
+                primaries: Primaries::Bt2020,
+                ..base
+            },
+        ),
+        (
+            "fcc gamma2.2 470m (C white)",
+            Colorimetry {
+                matrix: Matrix::Fcc,
+                transfer: Transfer::Gamma22,
+                primaries: Primaries::Bt470m,
+                ..base
+            },
+        ),
+        (
+            "log100 dci-p3",
+            Colorimetry {
+                transfer: Transfer::Log100,
+                primaries: Primaries::DciP3,
+                ..base
+            },
+        ),
+        (
+            "bt709 nearest chroma",
+            Colorimetry {
+                upsampling: ChromaUpsampling::Nearest,
+                ..base
+            },
+        ),
+    ];
+    let mut worst = 0.0f64;
+    for format in [PixelFormat::I420, PixelFormat::P010_10Le] {
+        for (w, h) in [(257, 129), (640, 360)] {
+            let (r, d, strides, offsets) = frames(format, w, h);
+            let (rp, dp) = (
+                planes(&offsets, &strides, &r),
+                planes(&offsets, &strides, &d),
+            );
+            let (rf, df) = (
+                Frame::Host(HostFrame::new(&rp)),
+                Frame::Host(HostFrame::new(&dp)),
+            );
+            for (name, c) in colorimetries {
+                let score = |backend| {
+                    engine(backend, format, w, h)
+                        .with_colorimetry(c, c)
+                        .unwrap()
+                        .compare(&rf, &df)
+                        .unwrap()
+                        .get("ssimulacra2")
+                        .unwrap()
+                };
+                let (cpu, cuda) = (score(BackendChoice::Cpu), score(BackendChoice::Cuda));
+                let delta = (cpu - cuda).abs();
+                println!(
+                    "{format:?} {w}x{h} {name}: cpu {cpu:.6} cuda {cuda:.6} |Δ| {delta:.2e}"
+                );
+                assert!(delta <= 0.01, "{format:?} {w}x{h} {name}: {cpu} vs {cuda}");
+                worst = worst.max(delta);
+            }
         }
     }
     println!("largest |Δ| {worst:.2e}");
