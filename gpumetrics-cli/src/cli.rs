@@ -1,0 +1,231 @@
+// SPDX-License-Identifier: MPL-2.0
+//! Command-line arguments (clap derive). Validation that clap cannot express (metric names,
+//! `--fail-below` syntax) happens here too, so that every usage error exits with status 2.
+
+use std::path::PathBuf;
+
+use clap::{Parser, ValueEnum};
+
+/// Exit status when a `--fail-below` threshold is not met.
+pub const EXIT_THRESHOLD: i32 = 3;
+/// Exit status of a run error (missing file, pipeline error).
+pub const EXIT_RUN_ERROR: i32 = 1;
+/// Exit status of a usage error (clap uses the same).
+pub const EXIT_USAGE: i32 = 2;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "gpumetrics",
+    version,
+    about = "Measure a distorted video against its reference: PSNR, SSIM, MS-SSIM, SSIMULACRA2",
+    long_about = "Measure a distorted video against its reference, frame by frame, with the \
+gpumetrics GStreamer element: PSNR, SSIM, MS-SSIM and SSIMULACRA2, on an NVIDIA GPU (CUDA) or \
+the CPU.\n\n\
+Both inputs are decoded by GStreamer (any container and codec it can decode). When the CUDA \
+backend is usable and the codec has an NVIDIA decoder (nvh264dec, nvh265dec, ...), frames are \
+decoded by NVDEC into CUDA memory and measured there (zero-copy); otherwise they are decoded in \
+software. Which one was used is printed on stderr.\n\n\
+Progress goes to stderr; the summary table (mean, harmonic mean, min, p5, p50, p95 per field) \
+to stdout. Per-frame records and the summary can be written as JSON Lines, CSV or JSON, and the \
+per-frame curves plotted to PNG or SVG.",
+    after_help = "Exit status: 0 success, 1 run error (missing or undecodable file, pipeline \
+error), 2 usage error, 3 a --fail-below threshold was not met.\n\n\
+Examples:\n  \
+gpumetrics ref.mp4 dist.mp4\n  \
+gpumetrics ref.mkv dist.mkv --metrics all --plot scores.png\n  \
+gpumetrics ref.y4m dist.mp4 --align auto --scale --format jsonl -o scores.jsonl\n  \
+gpumetrics ref.mp4 dist.mp4 --fail-below psnr-y=35 --fail-below ssim=0.95"
+)]
+pub struct Args {
+    /// Reference video: a file path or a URI (file://, http://, ...).
+    #[arg(value_name = "REF")]
+    pub reference: String,
+
+    /// Distorted video: a file path or a URI.
+    #[arg(value_name = "DIST")]
+    pub distorted: String,
+
+    /// Metrics to compute: a comma-separated list of the element's metric names, or `all`
+    /// (every metric the element offers).
+    #[arg(short, long, default_value = "psnr", value_name = "LIST")]
+    pub metrics: String,
+
+    /// Where the metrics run: auto = CUDA when a device is usable, else the CPU.
+    #[arg(long, value_enum, default_value_t = BackendArg::Auto)]
+    pub backend: BackendArg,
+
+    /// CUDA device index (for --backend cuda and auto).
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    pub device: u32,
+
+    /// How frames are decoded: auto = NVDEC into CUDA memory when the CUDA backend is usable
+    /// and the codec has an NVIDIA decoder, else software.
+    #[arg(long, value_enum, default_value_t = DecodeArg::Auto)]
+    pub decode: DecodeArg,
+
+    /// Layout of the per-frame records and summary: table = the summary table only;
+    /// jsonl, csv, json = one record per compared pair, then the summary.
+    #[arg(short, long, value_enum, default_value_t = FormatArg::Table)]
+    pub format: FormatArg,
+
+    /// Write the --format output to FILE instead of stdout (the summary table is then
+    /// printed on stdout as well).
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+
+    /// Plot the per-frame scores with their means to FILE (.png or .svg).
+    #[arg(long, value_name = "FILE")]
+    pub plot: Option<PathBuf>,
+
+    /// Skip frames at the start of one input: N > 0 skips the first N distorted frames
+    /// (the distorted video starts N frames late), N < 0 skips the first -N reference frames.
+    #[arg(
+        long,
+        default_value_t = 0,
+        allow_negative_numbers = true,
+        value_name = "N",
+        conflicts_with = "align"
+    )]
+    pub offset: i64,
+
+    /// Find the offset: `auto` tries every offset within ±--align-range frames and applies
+    /// the one with the highest PSNR-Y over the first frames.
+    #[arg(long, value_enum, value_name = "MODE")]
+    pub align: Option<AlignArg>,
+
+    /// Largest offset (in frames, either direction) that --align auto tries.
+    #[arg(long, default_value_t = 30, value_name = "N")]
+    pub align_range: u32,
+
+    /// Frames compared per candidate offset by --align auto.
+    #[arg(long, default_value_t = 30, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub align_frames: u32,
+
+    /// Scale the distorted video to the reference size (videoscale, Lanczos) when the sizes
+    /// differ. Without it, differing sizes are an error.
+    #[arg(long)]
+    pub scale: bool,
+
+    /// Score every N-th frame pair only; the others are counted as skipped.
+    #[arg(long, default_value_t = 1, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub every: u64,
+
+    /// Stop after N compared pairs.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub frames: Option<u64>,
+
+    /// Pair frames by timestamp (default; handles differing frame rates) or by sequence
+    /// (the n-th with the n-th, for streams with broken timestamps).
+    #[arg(long, value_enum, default_value_t = PairingArg::Timestamp)]
+    pub pairing: PairingArg,
+
+    /// Exit with status 3 when the mean of FIELD is below VALUE (e.g. psnr-y=35); repeatable.
+    #[arg(long, value_name = "FIELD=VALUE", value_parser = parse_threshold)]
+    pub fail_below: Vec<Threshold>,
+
+    /// No progress display and no notes on stderr (errors are still printed).
+    #[arg(short, long)]
+    pub quiet: bool,
+
+    /// More notes on stderr: decoder elements, the element's memory-stats.
+    #[arg(short, long)]
+    pub verbose: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum BackendArg {
+    Auto,
+    Cuda,
+    Cpu,
+}
+
+impl BackendArg {
+    /// The element's `backend` property nick.
+    pub fn nick(self) -> &'static str {
+        match self {
+            BackendArg::Auto => "auto",
+            BackendArg::Cuda => "cuda",
+            BackendArg::Cpu => "cpu",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum DecodeArg {
+    Auto,
+    Nvdec,
+    Software,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum FormatArg {
+    Table,
+    Jsonl,
+    Csv,
+    Json,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum AlignArg {
+    Auto,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum PairingArg {
+    Timestamp,
+    Sequence,
+}
+
+/// `--fail-below FIELD=VALUE`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Threshold {
+    pub field: String,
+    pub value: f64,
+}
+
+fn parse_threshold(s: &str) -> Result<Threshold, String> {
+    let (field, value) = s
+        .split_once('=')
+        .ok_or_else(|| format!("expected FIELD=VALUE (e.g. psnr-y=35), got `{s}`"))?;
+    let field = field.trim();
+    if field.is_empty() {
+        return Err(format!("no field name in `{s}` (e.g. psnr-y=35)"));
+    }
+    let value: f64 = value
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{}` is not a number (in `{s}`)", value.trim()))?;
+    if !value.is_finite() {
+        return Err(format!("the threshold in `{s}` must be a finite number"));
+    }
+    Ok(Threshold {
+        field: field.to_string(),
+        value,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thresholds() {
+        assert_eq!(
+            parse_threshold("psnr-y=35.5").unwrap(),
+            Threshold {
+                field: "psnr-y".into(),
+                value: 35.5
+            }
+        );
+        assert!(parse_threshold("psnr-y").is_err());
+        assert!(parse_threshold("=3").is_err());
+        assert!(parse_threshold("ssim=high").is_err());
+        assert!(parse_threshold("ssim=inf").is_err());
+    }
+
+    #[test]
+    fn command_is_consistent() {
+        use clap::CommandFactory;
+        Args::command().debug_assert();
+    }
+}

@@ -1,0 +1,448 @@
+// SPDX-License-Identifier: MPL-2.0
+//! `gpumetrics REF DIST [options]`: measures a distorted video against its reference with the
+//! `gpumetrics` element (registered in-process, no GST_PLUGIN_PATH needed) and prints a
+//! summary table, optionally per-frame records and a plot; the exit status says whether
+//! `--fail-below` thresholds were met.
+//!
+//! Modules: [`cli`] arguments, [`input`] what the files are, [`align`] the offset search,
+//! [`gate`] which frames reach the element, [`pipeline`] the GStreamer graph, [`run`] the bus
+//! loop, [`output`] table and records, [`plot`] the curves, [`progress`] stderr display.
+
+mod align;
+mod cli;
+mod gate;
+mod input;
+mod metrics;
+mod output;
+mod pipeline;
+mod plot;
+mod progress;
+mod run;
+
+use std::io::Write;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use anyhow::{Context, Result, anyhow, bail};
+use clap::Parser;
+use gpumetrics_engine::{BackendChoice, Engine, EngineConfig, FrameLayout, MetricSet, PixelFormat};
+
+use cli::{Args, BackendArg, DecodeArg, FormatArg, PairingArg};
+use gate::GateConfig;
+use input::Input;
+use pipeline::{Decoding, PipelineConfig};
+
+/// An error with the exit status it ends the command with.
+struct Failure {
+    status: i32,
+    error: anyhow::Error,
+}
+
+fn usage(error: anyhow::Error) -> Failure {
+    Failure {
+        status: cli::EXIT_USAGE,
+        error,
+    }
+}
+
+impl From<anyhow::Error> for Failure {
+    fn from(error: anyhow::Error) -> Self {
+        Failure {
+            status: cli::EXIT_RUN_ERROR,
+            error,
+        }
+    }
+}
+
+/// Prints notes on stderr unless `--quiet`.
+struct Notes {
+    quiet: bool,
+}
+
+impl Notes {
+    fn say(&self, text: impl AsRef<str>) {
+        if !self.quiet {
+            eprintln!("{}", text.as_ref());
+        }
+    }
+}
+
+/// Whether the element's CUDA backend can run here: the engine opens its CUDA context for a
+/// tiny frame, exactly what the element does at its first caps. The error says why not.
+fn cuda_backend_usable(device: u32) -> Result<(), String> {
+    let layout = FrameLayout {
+        format: PixelFormat::I420,
+        width: 64,
+        height: 64,
+    };
+    let config = EngineConfig {
+        metrics: MetricSet::PSNR,
+        backend: BackendChoice::Cuda,
+        device_id: device,
+        ssim_chroma: false,
+    };
+    Engine::new(&config, layout, layout)
+        .map(drop)
+        .map_err(|e| e.to_string())
+}
+
+/// Picks the decoding of each input and says which.
+fn choose_decoding(
+    args: &Args,
+    inputs: [&Input; 2],
+    cuda: &Result<(), String>,
+    scale_to: Option<(u32, u32)>,
+    notes: &Notes,
+) -> Result<[Decoding; 2]> {
+    let zero_copy = match (cuda, gstgpumetrics::gstcuda::api()) {
+        (Ok(()), Ok(_)) => Ok(()),
+        (Err(e), _) => Err(format!("the CUDA backend is not usable ({e})")),
+        (_, Err(e)) => Err(format!("GStreamer's CUDA library is not usable ({e})")),
+    };
+    let mut out = [Decoding::Software, Decoding::Software];
+    for (i, input) in inputs.iter().enumerate() {
+        let want_nv = args.decode != DecodeArg::Software && args.backend != BackendArg::Cpu;
+        let factory = pipeline::nvdec_factory(input);
+        let scaled = i == 1 && scale_to.is_some();
+        let cudascale = !scaled || gst::ElementFactory::find("cudascale").is_some();
+        let choice = match (&zero_copy, factory) {
+            (Ok(()), Some(f)) if want_nv && cudascale => Ok(Decoding::Nvdec(f)),
+            (Ok(()), Some(_)) if want_nv => Err("cudascale (for --scale) is missing".to_string()),
+            (Ok(()), None) => Err(format!(
+                "GStreamer has no NVIDIA decoder for {}",
+                input.codec().unwrap_or_else(|| "this codec".into())
+            )),
+            (Err(e), _) => Err(e.clone()),
+            _ => Err("not requested".into()),
+        };
+        out[i] = match choice {
+            Ok(d) => d,
+            Err(why) if args.decode == DecodeArg::Nvdec => {
+                bail!(
+                    "--decode nvdec: cannot decode the {} input with NVDEC: {why}",
+                    input.role
+                )
+            }
+            Err(why) => {
+                if args.verbose && args.decode == DecodeArg::Auto {
+                    notes.say(format!("{}: software decoding because {why}", input.role));
+                }
+                Decoding::Software
+            }
+        };
+    }
+    Ok(out)
+}
+
+fn describe_decoding(d: &Decoding, plugged: &[String]) -> String {
+    match d {
+        Decoding::Nvdec(f) => format!("NVDEC ({f}, CUDA memory, zero-copy)"),
+        Decoding::Software if plugged.is_empty() => "software".to_string(),
+        Decoding::Software => format!("software ({})", plugged.join(", ")),
+    }
+}
+
+fn real_main(args: Args) -> Result<i32, Failure> {
+    gst::init().context("cannot initialise GStreamer")?;
+    gstgpumetrics::plugin_register_static().context("cannot register the gpumetrics element")?;
+    let notes = Notes { quiet: args.quiet };
+
+    // Usage errors first, before any decoding.
+    let metrics = metrics::parse(&args.metrics).map_err(|e| usage(anyhow!("--metrics: {e}")))?;
+    if let Some(p) = &args.plot {
+        let ext = p
+            .extension()
+            .and_then(|e| e.to_str())
+            .map(str::to_ascii_lowercase);
+        if !matches!(ext.as_deref(), Some("png" | "svg")) {
+            return Err(usage(anyhow!(
+                "--plot {}: the file name must end in .png or .svg",
+                p.display()
+            )));
+        }
+    }
+
+    let reference = input::discover(&args.reference, "reference")?;
+    let distorted = input::discover(&args.distorted, "distorted")?;
+    notes.say(format!(
+        "reference: {} ({})",
+        reference.given,
+        reference.describe()
+    ));
+    notes.say(format!(
+        "distorted: {} ({})",
+        distorted.given,
+        distorted.describe()
+    ));
+
+    let same_size = (reference.width, reference.height) == (distorted.width, distorted.height);
+    let scale_to = match (same_size, args.scale) {
+        (true, _) => None,
+        (false, true) => {
+            notes.say(format!(
+                "scaling: distorted {}x{} -> {}x{} (videoscale method={}, or cudascale on NVDEC)",
+                distorted.width,
+                distorted.height,
+                reference.width,
+                reference.height,
+                pipeline::SCALE_METHOD
+            ));
+            Some((reference.width, reference.height))
+        }
+        (false, false) => {
+            return Err(anyhow!(
+                "the inputs differ in size (reference {}x{}, distorted {}x{}): add --scale to \
+                 scale the distorted video to the reference size",
+                reference.width,
+                reference.height,
+                distorted.width,
+                distorted.height
+            )
+            .into());
+        }
+    };
+    let pairing = match args.pairing {
+        PairingArg::Timestamp => "timestamp",
+        PairingArg::Sequence => "sequence",
+    };
+    if reference.framerate != distorted.framerate && args.pairing == PairingArg::Timestamp {
+        notes.say(
+            "frame rates differ: frames are paired by timestamp; frames without a partner \
+             are counted as unmatched",
+        );
+    }
+
+    // Backend and decoding.
+    let cuda = if args.backend == BackendArg::Cpu {
+        Err("--backend cpu".to_string())
+    } else {
+        cuda_backend_usable(args.device)
+    };
+    match (&cuda, args.backend) {
+        (Err(e), BackendArg::Cuda) => {
+            return Err(anyhow!("--backend cuda: no usable CUDA device: {e}").into());
+        }
+        (Ok(()), _) => notes.say(format!("backend: cuda (device {})", args.device)),
+        (Err(e), BackendArg::Auto) => notes.say(if args.verbose {
+            format!("backend: cpu (CUDA not usable: {e})")
+        } else {
+            "backend: cpu (no usable CUDA device; -v says why)".to_string()
+        }),
+        (Err(_), _) => notes.say("backend: cpu"),
+    }
+    let decoding = choose_decoding(&args, [&reference, &distorted], &cuda, scale_to, &notes)?;
+
+    // Alignment.
+    let offset = match args.align {
+        Some(cli::AlignArg::Auto) => {
+            let a = align::find(&reference, &distorted, args.align_frames, args.align_range)?;
+            let direction = match a.offset {
+                0 => "the inputs are aligned".to_string(),
+                n if n > 0 => format!("the distorted video starts {n} frames late"),
+                n => format!("the distorted video starts {} frames early", -n),
+            };
+            let margin = a.margin.map_or("no other candidate".into(), |m| {
+                format!("margin {m:.2} dB over the next best")
+            });
+            notes.say(format!(
+                "align: offset {:+} ({direction}); PSNR-Y {:.2} dB, {margin} ({} offsets tried on {} pairs each)",
+                a.offset, a.psnr, a.candidates, a.pairs
+            ));
+            if a.margin.is_some_and(|m| m < 0.5) {
+                notes.say(
+                    "align: warning: the margin is small (little motion?): check the offset or \
+                     give it with --offset",
+                );
+            }
+            a.offset
+        }
+        None => args.offset,
+    };
+    let (ref_skip, dist_skip) = if offset >= 0 {
+        (0, offset as u64)
+    } else {
+        (offset.unsigned_abs(), 0)
+    };
+    let timestamp = args.pairing == PairingArg::Timestamp;
+    let gates = [
+        GateConfig {
+            skip: ref_skip,
+            every: args.every,
+            limit: args.frames,
+            index_duration: None,
+        },
+        GateConfig {
+            skip: dist_skip,
+            every: args.every,
+            limit: args.frames,
+            index_duration: if timestamp {
+                reference.frame_duration()
+            } else {
+                None
+            },
+        },
+    ];
+    // Expected pairs, for the progress bar.
+    let total = reference.estimated_frames().map(|n| {
+        let mut pairs = n.saturating_sub(ref_skip);
+        if let Some(d) = distorted.estimated_frames()
+            && distorted.framerate == reference.framerate
+        {
+            pairs = pairs.min(d.saturating_sub(dist_skip));
+        }
+        let pairs = pairs.div_ceil(args.every);
+        args.frames.map_or(pairs, |f| pairs.min(f))
+    });
+
+    let stop = Arc::new(AtomicBool::new(false));
+    {
+        let stop = stop.clone();
+        // A second Ctrl-C ends at once.
+        let _ = ctrlc::set_handler(move || {
+            if stop.swap(true, Ordering::SeqCst) {
+                std::process::exit(130);
+            }
+        });
+    }
+    let config = PipelineConfig {
+        metrics: metrics.clone(),
+        backend: args.backend.nick(),
+        device: args.device,
+        pairing,
+        scale_to,
+        decoding: decoding.clone(),
+        gates,
+    };
+    let built = pipeline::build(&config, [&reference, &distorted], stop.clone())?;
+    let to_file = args.output.is_some();
+    let mut sink =
+        output::RecordSink::open(args.format, args.output.as_deref()).with_context(|| {
+            format!(
+                "cannot create {}",
+                args.output.as_deref().unwrap_or("-".as_ref()).display()
+            )
+        })?;
+    notes.say(format!("metrics: {}", metrics.replace('+', ", ")));
+    let mut progress = progress::Progress::new(total, args.quiet);
+    let outcome = run::run(&built, &stop, &mut sink, &mut progress, args.verbose)?;
+    drop(sink);
+
+    for (i, d) in decoding.iter().enumerate() {
+        let plugged = built.decoders[i]
+            .lock()
+            .map(|v| v.clone())
+            .unwrap_or_default();
+        notes.say(format!(
+            "decoding {}: {}",
+            ["reference", "distorted"][i],
+            describe_decoding(d, &plugged)
+        ));
+    }
+    if args.verbose
+        && let Some(m) = &outcome.memory_stats
+    {
+        notes.say(format!("memory-stats: {m}"));
+    }
+    if outcome.interrupted {
+        notes.say(format!(
+            "interrupted after {} compared pairs: the summary covers those",
+            outcome.summary.frames
+        ));
+    }
+
+    let counts = output::Counts {
+        skipped: built.gates[0].skipped(),
+        offset_dropped: [
+            built.gates[0].offset_dropped(),
+            built.gates[1].offset_dropped(),
+        ],
+    };
+    let table = output::summary_table(&outcome.summary, &counts);
+    match (args.format, &args.output) {
+        (FormatArg::Table, Some(path)) => {
+            let text = output::frames_table(&outcome.records) + "\n" + &table;
+            std::fs::write(path, text)
+                .with_context(|| format!("cannot write {}", path.display()))?;
+            print!("{table}");
+        }
+        (FormatArg::Table, None) => print!("{table}"),
+        // Records went to the file: the table goes to stdout.
+        (_, Some(_)) => print!("{table}"),
+        // Records went to stdout: the table goes to stderr, so stdout stays machine-readable.
+        (_, None) => {
+            if !args.quiet {
+                eprint!("{table}");
+            }
+        }
+    }
+    let _ = std::io::stdout().flush();
+    if to_file && let Some(path) = &args.output {
+        notes.say(format!("records: {}", path.display()));
+    }
+
+    if let Some(path) = &args.plot {
+        let title = format!(
+            "{} vs {}",
+            short_name(&distorted.given),
+            short_name(&reference.given)
+        );
+        plot::write(path, &outcome.records, &outcome.summary, &title)?;
+        notes.say(format!("plot: {}", path.display()));
+    }
+
+    let mut status = if outcome.interrupted { 130 } else { 0 };
+    for t in &args.fail_below {
+        let Some(stats) = outcome.summary.field(&t.field) else {
+            if outcome.summary.frames == 0 {
+                eprintln!("fail: --fail-below {}: no pair was compared", t.field);
+                status = cli::EXIT_THRESHOLD;
+                continue;
+            }
+            let fields: Vec<&str> = outcome
+                .summary
+                .fields
+                .iter()
+                .map(|(n, _)| n.as_str())
+                .collect();
+            return Err(usage(anyhow!(
+                "--fail-below: this run has no field `{}`; its fields are {}",
+                t.field,
+                fields.join(", ")
+            )));
+        };
+        if stats.mean < t.value || stats.mean.is_nan() {
+            eprintln!(
+                "fail: {} mean {} is below {}",
+                t.field,
+                output::fmt_score(&t.field, stats.mean),
+                t.value
+            );
+            status = cli::EXIT_THRESHOLD;
+        } else {
+            notes.say(format!(
+                "pass: {} mean {} >= {}",
+                t.field,
+                output::fmt_score(&t.field, stats.mean),
+                t.value
+            ));
+        }
+    }
+    Ok(status)
+}
+
+/// The file name of a path or URI, for the plot title.
+fn short_name(given: &str) -> &str {
+    given.rsplit('/').find(|s| !s.is_empty()).unwrap_or(given)
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    match real_main(args) {
+        Ok(status) => ExitCode::from(status as u8),
+        Err(Failure { status, error }) => {
+            eprintln!("gpumetrics: error: {error:#}");
+            ExitCode::from(status as u8)
+        }
+    }
+}

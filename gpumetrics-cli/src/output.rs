@@ -1,0 +1,264 @@
+// SPDX-License-Identifier: MPL-2.0
+//! What the run prints and writes: the summary table (for people) and the per-frame records
+//! plus summary in the element's stats formats (for programs, written by
+//! `gstgpumetrics::stats::StatsWriter` so that the layouts match the element's `stats-file`).
+
+use std::fs::File;
+use std::io::{self, BufWriter, Write};
+use std::path::Path;
+
+use comfy_table::{CellAlignment, ContentArrangement, Table, presets};
+use gstgpumetrics::message::{FieldStats, FrameScores, Summary};
+use gstgpumetrics::stats::{Format, StatsWriter};
+
+use crate::cli::FormatArg;
+
+/// Counts shown under the table besides the element's own.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Counts {
+    /// Pairs left out by `--every`.
+    pub skipped: u64,
+    /// Frames dropped by the offset, per input (reference, distorted).
+    pub offset_dropped: [u64; 2],
+}
+
+/// True for fields whose harmonic mean is customary (it weights bad frames more): PSNR and
+/// the SSIM family (and VMAF, should it come).
+pub fn harmonic_customary(field: &str) -> bool {
+    field.starts_with("psnr") || is_ssim_family(field) || field.starts_with("vmaf")
+}
+
+/// `ssim`, `ssim-u`, `ssim-all`, `ms-ssim`, ... (0..1 scores), not `ssimulacra2`.
+pub fn is_ssim_family(field: &str) -> bool {
+    field == "ssim" || field.starts_with("ssim-") || field == "ms-ssim"
+}
+
+/// Text of a score: 3 decimals for dB and unbounded scales, 5 for the SSIM family (0..1).
+pub fn fmt_score(field: &str, v: f64) -> String {
+    if v.is_nan() {
+        "nan".into()
+    } else if v.is_infinite() {
+        if v > 0.0 { "inf".into() } else { "-inf".into() }
+    } else if is_ssim_family(field) {
+        format!("{v:.5}")
+    } else {
+        format!("{v:.3}")
+    }
+}
+
+/// A time as seconds with millisecond precision (`1.234 s`).
+pub fn fmt_time(t: Option<gst::ClockTime>) -> String {
+    t.map_or("-".into(), |t| {
+        format!("{:.3} s", t.nseconds() as f64 / 1e9)
+    })
+}
+
+/// The summary table: one row per field, then the counts.
+pub fn summary_table(summary: &Summary, counts: &Counts) -> String {
+    let mut table = Table::new();
+    table
+        .load_preset(presets::UTF8_FULL_CONDENSED)
+        .set_content_arrangement(ContentArrangement::Disabled)
+        .set_header(["field", "mean", "harm. mean", "min", "p5", "p50", "p95"]);
+    for (name, st) in &summary.fields {
+        let FieldStats {
+            mean,
+            min,
+            p5,
+            p50,
+            p95,
+            harmonic_mean,
+            ..
+        } = *st;
+        let hm = match harmonic_mean {
+            Some(h) if harmonic_customary(name) => fmt_score(name, h),
+            _ => "-".into(),
+        };
+        table.add_row([
+            name.clone(),
+            fmt_score(name, mean),
+            hm,
+            fmt_score(name, min),
+            fmt_score(name, p5),
+            fmt_score(name, p50),
+            fmt_score(name, p95),
+        ]);
+    }
+    for i in 1..7 {
+        if let Some(c) = table.column_mut(i) {
+            c.set_cell_alignment(CellAlignment::Right);
+        }
+    }
+    let mut out = table.to_string();
+    out.push('\n');
+    let mut line = format!(
+        "compared pairs: {}   unmatched: {} reference, {} distorted",
+        summary.frames, summary.unmatched_ref, summary.unmatched_dist
+    );
+    if counts.skipped > 0 {
+        line.push_str(&format!("   skipped (--every): {}", counts.skipped));
+    }
+    match counts.offset_dropped {
+        [0, 0] => {}
+        [r, 0] => line.push_str(&format!("   offset: first {r} reference frames dropped")),
+        [0, d] => line.push_str(&format!("   offset: first {d} distorted frames dropped")),
+        [r, d] => line.push_str(&format!(
+            "   offset: {r} reference, {d} distorted frames dropped"
+        )),
+    }
+    out.push_str(&line);
+    out.push('\n');
+    out
+}
+
+/// The per-frame table (`--format table -o FILE`): pair index, PTS in seconds, one column
+/// per field.
+pub fn frames_table(records: &[FrameScores]) -> String {
+    let fields: Vec<&str> = records
+        .first()
+        .map(|r| r.scores.iter().map(|(n, _)| n.as_str()).collect())
+        .unwrap_or_default();
+    let mut table = Table::new();
+    let mut header = vec!["frame", "pts"];
+    header.extend(&fields);
+    table
+        .load_preset(presets::ASCII_MARKDOWN)
+        .set_content_arrangement(ContentArrangement::Disabled)
+        .set_header(header);
+    for r in records {
+        let mut row = vec![r.frame.to_string(), fmt_time(r.pts)];
+        row.extend(
+            fields
+                .iter()
+                .map(|f| r.get(f).map_or("-".into(), |v| fmt_score(f, v))),
+        );
+        table.add_row(row);
+    }
+    for i in 0..header_len(&fields) {
+        if let Some(c) = table.column_mut(i) {
+            c.set_cell_alignment(CellAlignment::Right);
+        }
+    }
+    let mut out = table.to_string();
+    out.push('\n');
+    out
+}
+
+fn header_len(fields: &[&str]) -> usize {
+    fields.len() + 2
+}
+
+/// The per-frame records in the chosen layout, written as they arrive.
+pub enum RecordSink {
+    /// `--format table`: records are kept for the plot only.
+    None,
+    Stats(StatsWriter<Box<dyn Write>>),
+}
+
+impl RecordSink {
+    /// Opens `-o FILE` (or stdout) for the machine-readable formats.
+    pub fn open(format: FormatArg, path: Option<&Path>) -> io::Result<RecordSink> {
+        let format = match format {
+            FormatArg::Table => return Ok(RecordSink::None),
+            FormatArg::Jsonl => Format::Jsonl,
+            FormatArg::Csv => Format::Csv,
+            FormatArg::Json => Format::Json,
+        };
+        let out: Box<dyn Write> = match path {
+            Some(p) => Box::new(BufWriter::new(File::create(p)?)),
+            None => Box::new(io::stdout()),
+        };
+        Ok(RecordSink::Stats(StatsWriter::new(out, format)))
+    }
+
+    pub fn frame(&mut self, rec: &FrameScores) -> io::Result<()> {
+        match self {
+            RecordSink::None => Ok(()),
+            RecordSink::Stats(w) => w.write_frame(rec),
+        }
+    }
+
+    pub fn summary(&mut self, s: &Summary) -> io::Result<()> {
+        match self {
+            RecordSink::None => Ok(()),
+            RecordSink::Stats(w) => w.write_summary(s),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stats(mean: f64, hm: Option<f64>) -> FieldStats {
+        FieldStats {
+            mean,
+            min: mean - 2.0,
+            max: mean + 2.0,
+            stddev: 1.0,
+            harmonic_mean: hm,
+            p1: mean - 2.0,
+            p5: mean - 1.5,
+            p50: mean,
+            p95: mean + 1.5,
+            p99: mean + 2.0,
+        }
+    }
+
+    #[test]
+    fn table_rows_and_counts() {
+        let s = Summary {
+            frames: 50,
+            unmatched_ref: 2,
+            unmatched_dist: 0,
+            fields: vec![
+                ("psnr-y".into(), stats(38.25, Some(38.1))),
+                ("mse-y".into(), stats(9.5, Some(9.4))),
+            ],
+        };
+        let t = summary_table(
+            &s,
+            &Counts {
+                skipped: 3,
+                offset_dropped: [0, 4],
+            },
+        );
+        let psnr = t.lines().find(|l| l.contains("psnr-y")).unwrap();
+        assert!(psnr.contains("38.250") && psnr.contains("38.100"), "{t}");
+        // No harmonic mean for MSE.
+        let mse = t.lines().find(|l| l.contains("mse-y")).unwrap();
+        assert!(!mse.contains("9.400") && mse.contains(" - "), "{t}");
+        assert!(t.contains("compared pairs: 50"), "{t}");
+        assert!(t.contains("unmatched: 2 reference, 0 distorted"), "{t}");
+        assert!(t.contains("skipped (--every): 3"), "{t}");
+        assert!(t.contains("first 4 distorted frames dropped"), "{t}");
+    }
+
+    #[test]
+    fn frames_table_has_seconds() {
+        let recs = vec![FrameScores {
+            frame: 3,
+            pts: Some(gst::ClockTime::from_mseconds(100)),
+            running_time: None,
+            duration: None,
+            scores: vec![("psnr-y".into(), 40.0), ("ssim".into(), 0.5)],
+        }];
+        let t = frames_table(&recs);
+        assert!(t.lines().next().unwrap().contains("psnr-y"), "{t}");
+        let row = t.lines().find(|l| l.contains("0.100 s")).expect(&t);
+        assert!(row.contains("40.000") && row.contains("0.50000"), "{t}");
+    }
+
+    #[test]
+    fn score_text() {
+        assert_eq!(fmt_score("ssim", 0.9876543), "0.98765");
+        assert_eq!(fmt_score("psnr-y", f64::INFINITY), "inf");
+        assert_eq!(fmt_score("ssimulacra2", 71.23456), "71.235");
+        assert!(!harmonic_customary("ssimulacra2"));
+        assert!(harmonic_customary("ssim-all") && harmonic_customary("psnr-avg"));
+        assert_eq!(
+            fmt_time(Some(gst::ClockTime::from_mseconds(1234))),
+            "1.234 s"
+        );
+    }
+}

@@ -1,0 +1,270 @@
+// SPDX-License-Identifier: MPL-2.0
+//! The measuring pipeline:
+//!
+//! ```text
+//! NVDEC:    urisourcebin ! parsebin ! nvh264dec [! cudascale ! caps] ! queue ! m.ref_sink
+//! software: uridecodebin ! videoconvert [! videoscale ! caps]       ! queue ! m.dist_sink
+//!           gpumetrics name=m post-messages=true ! fakesink
+//! ```
+//!
+//! Each input gets its own decoder branch; a [`Gate`] on the queue's sink pad applies offset,
+//! `--every`, `--frames` and Ctrl-C. NVDEC keeps the frames in CUDA memory, where the
+//! element's CUDA backend reads them in place.
+
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
+
+use anyhow::{Context, Result, anyhow, bail};
+use gst::prelude::*;
+
+use crate::gate::{Gate, GateConfig};
+use crate::input::Input;
+
+/// How one input is decoded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decoding {
+    /// An NVIDIA decoder element (e.g. `nvh264dec`) into CUDA memory.
+    Nvdec(String),
+    /// `uridecodebin`'s choice, into system memory.
+    Software,
+}
+
+/// The NVIDIA decoder element for a coded format, when GStreamer has one registered (the
+/// nvcodec plugin registers them only where a CUDA device with NVDEC is present).
+pub fn nvdec_factory(input: &Input) -> Option<String> {
+    let caps = input.caps.as_ref()?;
+    let s = caps.structure(0)?;
+    let name = match s.name().as_str() {
+        "video/x-h264" => "nvh264dec",
+        "video/x-h265" => "nvh265dec",
+        "video/x-vp8" => "nvvp8dec",
+        "video/x-vp9" => "nvvp9dec",
+        "video/x-av1" => "nvav1dec",
+        "image/jpeg" => "nvjpegdec",
+        "video/mpeg" => match s.get::<i32>("mpegversion").ok()? {
+            1 | 2 => "nvmpeg2videodec",
+            4 => "nvmpeg4videodec",
+            _ => return None,
+        },
+        _ => return None,
+    };
+    gst::ElementFactory::find(name).map(|_| name.to_string())
+}
+
+/// Everything the run needs to build the pipeline.
+#[derive(Debug, Clone)]
+pub struct PipelineConfig {
+    /// Element `metrics` in its string form (`psnr+ssim`).
+    pub metrics: String,
+    pub backend: &'static str,
+    pub device: u32,
+    pub pairing: &'static str,
+    /// Scale the distorted input to this size.
+    pub scale_to: Option<(u32, u32)>,
+    pub decoding: [Decoding; 2],
+    pub gates: [GateConfig; 2],
+}
+
+/// The built pipeline and the handles the run reads.
+pub struct Built {
+    pub pipeline: gst::Pipeline,
+    pub element: gst::Element,
+    pub gates: [Gate; 2],
+    /// Decoder elements that were plugged, per input (filled while the pipeline starts).
+    pub decoders: [Arc<Mutex<Vec<String>>>; 2],
+}
+
+/// The `videoscale` method used by `--scale`.
+pub const SCALE_METHOD: &str = "lanczos";
+
+fn make(factory: &str) -> Result<gst::Element> {
+    gst::ElementFactory::make(factory).build().map_err(|_| {
+        anyhow!(
+            "the GStreamer element `{factory}` is missing: install the GStreamer plugins \
+             (scripts/setup-deps.sh lists them)"
+        )
+    })
+}
+
+/// Links `src` to `sink` when `sink` is still free; logs nothing on refusal (the pad was
+/// not a video pad).
+fn link_once(src: &gst::Pad, sink: &gst::Pad) -> bool {
+    !sink.is_linked() && src.link(sink).is_ok()
+}
+
+fn is_video_pad(pad: &gst::Pad) -> bool {
+    let caps = pad.current_caps().unwrap_or_else(|| pad.query_caps(None));
+    caps.structure(0)
+        .is_some_and(|s| s.name().starts_with("video/") || s.name().starts_with("image/"))
+}
+
+/// Builds one input's branch; returns the queue feeding the element.
+fn branch(
+    pipeline: &gst::Pipeline,
+    input: &Input,
+    decoding: &Decoding,
+    scale_to: Option<(u32, u32)>,
+    decoders: Arc<Mutex<Vec<String>>>,
+) -> Result<gst::Element> {
+    let queue = make("queue")?;
+    // Enough to decouple the decoders from the element without holding many frames.
+    queue.set_property("max-size-buffers", 8u32);
+    queue.set_property("max-size-bytes", 0u32);
+    queue.set_property("max-size-time", 0u64);
+    let mut chain: Vec<gst::Element> = Vec::new();
+    match decoding {
+        Decoding::Nvdec(factory) => {
+            let src = make("urisourcebin")?;
+            src.set_property("uri", &input.uri);
+            let parse = make("parsebin")?;
+            let dec = make(factory)?;
+            chain.push(dec.clone());
+            if let Some((w, h)) = scale_to {
+                chain.push(make("cudascale")?);
+                let caps = gst::Caps::builder("video/x-raw")
+                    .features(["memory:CUDAMemory"])
+                    .field("width", w as i32)
+                    .field("height", h as i32)
+                    .build();
+                chain.push(
+                    gst::ElementFactory::make("capsfilter")
+                        .property("caps", caps)
+                        .build()?,
+                );
+            }
+            pipeline.add_many([&src, &parse])?;
+            let parse_sink = parse
+                .static_pad("sink")
+                .context("parsebin has no sink pad")?;
+            src.connect_pad_added(move |_, pad| {
+                link_once(pad, &parse_sink);
+            });
+            let dec_sink = dec.static_pad("sink").context("decoder has no sink pad")?;
+            parse.connect_pad_added(move |_, pad| {
+                if is_video_pad(pad) {
+                    link_once(pad, &dec_sink);
+                }
+            });
+            decoders
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(factory.clone());
+        }
+        Decoding::Software => {
+            let src = make("uridecodebin")?;
+            src.set_property("uri", &input.uri);
+            let convert = make("videoconvert")?;
+            chain.push(convert.clone());
+            if let Some((w, h)) = scale_to {
+                let scale = make("videoscale")?;
+                scale.set_property_from_str("method", SCALE_METHOD);
+                chain.push(scale);
+                let caps = gst::Caps::builder("video/x-raw")
+                    .field("width", w as i32)
+                    .field("height", h as i32)
+                    .build();
+                chain.push(
+                    gst::ElementFactory::make("capsfilter")
+                        .property("caps", caps)
+                        .build()?,
+                );
+            }
+            pipeline.add(&src)?;
+            let convert_sink = convert
+                .static_pad("sink")
+                .context("videoconvert has no sink pad")?;
+            src.connect_pad_added(move |_, pad| {
+                if is_video_pad(pad) {
+                    link_once(pad, &convert_sink);
+                }
+            });
+            if let Some(bin) = src.downcast_ref::<gst::Bin>() {
+                bin.connect_deep_element_added(move |_, _, element| {
+                    let Some(factory) = element.factory() else {
+                        return;
+                    };
+                    if factory.klass().contains("Codec/Decoder") {
+                        decoders
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .push(factory.name().to_string());
+                    }
+                });
+            }
+        }
+    }
+    chain.push(queue.clone());
+    pipeline.add_many(&chain)?;
+    gst::Element::link_many(&chain)?;
+    Ok(queue)
+}
+
+/// Builds the pipeline (state NULL).
+pub fn build(config: &PipelineConfig, inputs: [&Input; 2], stop: Arc<AtomicBool>) -> Result<Built> {
+    let pipeline = gst::Pipeline::with_name("gpumetrics-cli");
+    let element = make("gpumetrics")?;
+    element
+        .set_property_from_str_checked("metrics", &config.metrics)
+        .map_err(|e| anyhow!("metrics `{}`: {e}", config.metrics))?;
+    element.set_property_from_str("backend", config.backend);
+    element.set_property("device-id", config.device);
+    element.set_property("post-messages", true);
+    element.set_property_from_str("pairing", config.pairing);
+    let sink = gst::ElementFactory::make("fakesink")
+        .property("sync", false)
+        .property("async", false)
+        .build()?;
+    pipeline.add_many([&element, &sink])?;
+    element.link(&sink)?;
+
+    let decoders = [
+        Arc::new(Mutex::new(Vec::new())),
+        Arc::new(Mutex::new(Vec::new())),
+    ];
+    let mut gates = Vec::new();
+    for (i, pad_name) in ["ref_sink", "dist_sink"].into_iter().enumerate() {
+        let scale = if i == 1 { config.scale_to } else { None };
+        let queue = branch(
+            &pipeline,
+            inputs[i],
+            &config.decoding[i],
+            scale,
+            decoders[i].clone(),
+        )?;
+        let qsink = queue.static_pad("sink").context("queue has no sink pad")?;
+        gates.push(Gate::install(&qsink, config.gates[i], stop.clone()));
+        let sinkpad = element
+            .static_pad(pad_name)
+            .with_context(|| format!("the gpumetrics element has no {pad_name} pad"))?;
+        let qsrc = queue.static_pad("src").context("queue has no src pad")?;
+        qsrc.link(&sinkpad)
+            .map_err(|e| anyhow!("cannot link the {} input: {e:?}", inputs[i].role))?;
+    }
+    let [ref_gate, dist_gate]: [Gate; 2] = match gates.try_into() {
+        Ok(g) => g,
+        Err(_) => bail!("internal error: two gates expected"),
+    };
+    Ok(Built {
+        pipeline,
+        element,
+        gates: [ref_gate, dist_gate],
+        decoders,
+    })
+}
+
+trait SetFromStrChecked {
+    fn set_property_from_str_checked(&self, name: &str, value: &str) -> Result<()>;
+}
+
+impl SetFromStrChecked for gst::Element {
+    /// `set_property_from_str` panics on a bad value; this parses first.
+    fn set_property_from_str_checked(&self, name: &str, value: &str) -> Result<()> {
+        let pspec = self
+            .find_property(name)
+            .with_context(|| format!("no property {name}"))?;
+        let v = gst::glib::Value::deserialize_with_pspec(value, &pspec)
+            .map_err(|e| anyhow!("invalid value `{value}` for {name}: {e}"))?;
+        self.set_property_from_value(name, &v);
+        Ok(())
+    }
+}

@@ -1,0 +1,275 @@
+// SPDX-License-Identifier: MPL-2.0
+//! `--plot FILE.png|FILE.svg`: per-frame curves, one panel per metric family (PSNR in dB,
+//! the SSIM family on its 0..1 scale, SSIMULACRA2, anything else on its own), each field's
+//! mean as a dashed line of the same colour, axes labels and a legend. Drawn with plotters;
+//! text needs a TrueType font, read at run time (pure Rust, no fontconfig): `GPUMETRICS_FONT`
+//! or DejaVu Sans / Liberation Sans / FreeSans from their usual Debian paths.
+
+use std::path::Path;
+use std::sync::OnceLock;
+
+use anyhow::{Result, anyhow, bail};
+use gstgpumetrics::message::{FrameScores, Summary};
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+use crate::output::is_ssim_family;
+
+/// Environment variable naming a .ttf file for the plot's text.
+pub const FONT_ENV: &str = "GPUMETRICS_FONT";
+
+const FONT_PATHS: &[&str] = &[
+    "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
+    "/usr/share/fonts/TTF/DejaVuSans.ttf",
+    "/usr/share/fonts/dejavu/DejaVuSans.ttf",
+    "/usr/share/fonts/truetype/liberation/LiberationSans-Regular.ttf",
+    "/usr/share/fonts/truetype/freefont/FreeSans.ttf",
+];
+
+const WIDTH: u32 = 1100;
+const PANEL_HEIGHT: u32 = 300;
+
+/// Registers a font as plotters' `sans-serif` once.
+fn register_font() -> Result<()> {
+    static DONE: OnceLock<Result<(), String>> = OnceLock::new();
+    DONE.get_or_init(|| {
+        let env = std::env::var(FONT_ENV).ok();
+        let candidates = env
+            .iter()
+            .map(String::as_str)
+            .chain(FONT_PATHS.iter().copied());
+        for path in candidates {
+            if let Ok(bytes) = std::fs::read(path) {
+                // plotters keeps the font for the whole process.
+                let bytes: &'static [u8] = Box::leak(bytes.into_boxed_slice());
+                if plotters::style::register_font("sans-serif", FontStyle::Normal, bytes).is_ok() {
+                    return Ok(());
+                }
+            }
+        }
+        Err(format!(
+            "--plot needs a TrueType font for its text: install fonts-dejavu-core (Debian) or \
+             set {FONT_ENV}=/path/to/font.ttf"
+        ))
+    })
+    .clone()
+    .map_err(|e| anyhow!(e))
+}
+
+/// One panel: a title with the unit and the fields drawn in it.
+#[derive(Debug, PartialEq)]
+pub struct Panel {
+    pub title: String,
+    pub fields: Vec<String>,
+}
+
+/// Groups the fields into panels; MSE fields are left out (PSNR shows the same).
+pub fn panels(fields: &[String]) -> Vec<Panel> {
+    let mut out: Vec<Panel> = Vec::new();
+    let mut add = |title: &str, field: &str| match out.iter_mut().find(|p| p.title == title) {
+        Some(p) => p.fields.push(field.to_string()),
+        None => out.push(Panel {
+            title: title.to_string(),
+            fields: vec![field.to_string()],
+        }),
+    };
+    for f in fields {
+        if f.starts_with("mse") {
+            continue;
+        } else if f.starts_with("psnr") {
+            add("PSNR (dB)", f);
+        } else if is_ssim_family(f) {
+            add("SSIM, MS-SSIM (0..1)", f);
+        } else if f == "ssimulacra2" {
+            add("SSIMULACRA2 (100 = identical)", f);
+        } else {
+            add(f, f);
+        }
+    }
+    out
+}
+
+/// Runs of consecutive finite points (a PSNR of identical frames is +inf: a gap).
+fn finite_runs(points: &[(f64, f64)]) -> Vec<Vec<(f64, f64)>> {
+    let mut runs = vec![Vec::new()];
+    for &(x, y) in points {
+        if y.is_finite() {
+            runs.last_mut().expect("never empty").push((x, y));
+        } else if !runs.last().is_some_and(Vec::is_empty) {
+            runs.push(Vec::new());
+        }
+    }
+    runs.retain(|r| !r.is_empty());
+    runs
+}
+
+fn draw<DB: DrawingBackend>(
+    root: DrawingArea<DB, Shift>,
+    records: &[FrameScores],
+    summary: &Summary,
+    panels: &[Panel],
+    title: &str,
+) -> Result<()>
+where
+    DB::ErrorType: 'static,
+{
+    let err = |e: DrawingAreaErrorKind<DB::ErrorType>| anyhow!("drawing the plot: {e:?}");
+    root.fill(&WHITE).map_err(err)?;
+    let root = root.titled(title, ("sans-serif", 22)).map_err(err)?;
+    let areas = root.split_evenly((panels.len(), 1));
+    let x_max = records.last().map_or(1.0, |r| r.frame as f64).max(1.0);
+    for (panel, area) in panels.iter().zip(areas) {
+        let series: Vec<(&str, Vec<(f64, f64)>)> = panel
+            .fields
+            .iter()
+            .map(|f| {
+                let pts = records
+                    .iter()
+                    .filter_map(|r| r.get(f).map(|v| (r.frame as f64, v)))
+                    .collect();
+                (f.as_str(), pts)
+            })
+            .collect();
+        let finite = series
+            .iter()
+            .flat_map(|(_, p)| p.iter().map(|&(_, y)| y))
+            .filter(|y| y.is_finite());
+        let (lo, hi) = finite.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), y| {
+            (lo.min(y), hi.max(y))
+        });
+        let (lo, hi) = if lo.is_finite() { (lo, hi) } else { (0.0, 1.0) };
+        let pad = ((hi - lo) * 0.08).max(1e-3);
+        let (mut y0, mut y1) = (lo - pad, hi + pad);
+        if panel.fields.iter().all(|f| is_ssim_family(f)) {
+            y1 = y1.min(1.0);
+            y0 = y0.max(0.0).min(y1 - 1e-3);
+        }
+        let mut chart = ChartBuilder::on(&area)
+            .caption(&panel.title, ("sans-serif", 18))
+            .margin(10)
+            .x_label_area_size(40)
+            .y_label_area_size(70)
+            .build_cartesian_2d(0.0..x_max, y0..y1)
+            .map_err(err)?;
+        chart
+            .configure_mesh()
+            .x_desc("frame")
+            .y_desc(&panel.title)
+            .label_style(("sans-serif", 14))
+            .axis_desc_style(("sans-serif", 15))
+            .light_line_style(WHITE.mix(0.0))
+            .draw()
+            .map_err(err)?;
+        for (i, (field, pts)) in series.iter().enumerate() {
+            let color = Palette99::pick(i).to_rgba();
+            let mean = summary.field(field).map(|s| s.mean);
+            let label = match mean {
+                Some(m) if m.is_finite() => format!("{field} (mean {m:.3})"),
+                _ => field.to_string(),
+            };
+            let mut first = true;
+            for run in finite_runs(pts) {
+                let s = chart
+                    .draw_series(LineSeries::new(run, color.stroke_width(2)))
+                    .map_err(err)?;
+                if first {
+                    s.label(label.clone()).legend(move |(x, y)| {
+                        PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
+                    });
+                    first = false;
+                }
+            }
+            if let Some(m) = mean.filter(|m| m.is_finite() && (y0..=y1).contains(m)) {
+                chart
+                    .draw_series(DashedLineSeries::new(
+                        [(0.0, m), (x_max, m)],
+                        8,
+                        5,
+                        color.stroke_width(1),
+                    ))
+                    .map_err(err)?;
+            }
+        }
+        chart
+            .configure_series_labels()
+            .label_font(("sans-serif", 14))
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK.mix(0.4))
+            .position(SeriesLabelPosition::LowerRight)
+            .draw()
+            .map_err(err)?;
+    }
+    root.present().map_err(err)?;
+    Ok(())
+}
+
+/// Draws the plot into `path`; the extension picks PNG or SVG.
+pub fn write(path: &Path, records: &[FrameScores], summary: &Summary, title: &str) -> Result<()> {
+    let fields: Vec<String> = summary.fields.iter().map(|(n, _)| n.clone()).collect();
+    let panels = panels(&fields);
+    if panels.is_empty() || records.is_empty() {
+        bail!("nothing to plot: no pair was compared");
+    }
+    let size = (WIDTH, PANEL_HEIGHT * panels.len() as u32 + 40);
+    let ext = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .map(str::to_ascii_lowercase);
+    match ext.as_deref() {
+        Some("svg") => {
+            register_font()?;
+            draw(
+                SVGBackend::new(path, size).into_drawing_area(),
+                records,
+                summary,
+                &panels,
+                title,
+            )
+        }
+        Some("png") => {
+            register_font()?;
+            draw(
+                BitMapBackend::new(path, size).into_drawing_area(),
+                records,
+                summary,
+                &panels,
+                title,
+            )
+        }
+        _ => bail!(
+            "--plot {}: the file name must end in .png or .svg",
+            path.display()
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn panels_group_families() {
+        let f: Vec<String> = [
+            "psnr-y",
+            "psnr-avg",
+            "mse-y",
+            "ssim",
+            "ms-ssim",
+            "ssimulacra2",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let p = panels(&f);
+        assert_eq!(p.len(), 3, "{p:?}");
+        assert_eq!(p[0].fields, ["psnr-y", "psnr-avg"]);
+        assert_eq!(p[1].fields, ["ssim", "ms-ssim"]);
+        assert_eq!(p[2].fields, ["ssimulacra2"]);
+    }
+
+    #[test]
+    fn infinite_scores_break_the_line() {
+        let r = finite_runs(&[(0.0, 1.0), (1.0, f64::INFINITY), (2.0, 2.0), (3.0, 3.0)]);
+        assert_eq!(r, vec![vec![(0.0, 1.0)], vec![(2.0, 2.0), (3.0, 3.0)]]);
+    }
+}

@@ -1,0 +1,510 @@
+// SPDX-License-Identifier: MPL-2.0
+//! The `gpumetrics` command on clips generated at test time with ffmpeg (testsrc2, 320x180,
+//! H.264): every output format, alignment in both directions, scaling, differing lengths
+//! and frame rates, `--every`/`--frames`, thresholds and bad input. CPU backend, so no GPU
+//! is needed.
+
+use std::path::{Path, PathBuf};
+use std::process::Command as StdCommand;
+use std::sync::OnceLock;
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+use serde_json::Value;
+
+/// Frames of the main reference clip.
+const FRAMES: usize = 45;
+
+struct Clips {
+    _dir: tempfile::TempDir,
+    path: PathBuf,
+}
+
+impl Clips {
+    fn get(&self, name: &str) -> String {
+        self.path.join(name).to_string_lossy().into_owned()
+    }
+}
+
+fn ffmpeg(args: &[&str]) {
+    let out = StdCommand::new("ffmpeg")
+        .args(["-v", "error", "-y"])
+        .args(args)
+        .output()
+        .expect("ffmpeg runs (scripts/setup-deps.sh installs it)");
+    assert!(
+        out.status.success(),
+        "ffmpeg {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Generates the clips once per test binary.
+fn clips() -> &'static Clips {
+    static CLIPS: OnceLock<Clips> = OnceLock::new();
+    CLIPS.get_or_init(|| {
+        let dir = tempfile::tempdir().unwrap();
+        let p = |n: &str| dir.path().join(n).to_string_lossy().into_owned();
+        let lossless = [
+            "-c:v",
+            "libx264",
+            "-qp",
+            "0",
+            "-preset",
+            "ultrafast",
+            "-pix_fmt",
+            "yuv420p",
+        ];
+        let lossy = [
+            "-c:v",
+            "libx264",
+            "-b:v",
+            "80k",
+            "-preset",
+            "ultrafast",
+            "-pix_fmt",
+            "yuv420p",
+        ];
+        let src = |n: usize| format!("testsrc2=size=320x180:rate=30,trim=end_frame={n}");
+        // The source, 50 frames, with 5 frames more than the reference.
+        let long = p("long.mp4");
+        ffmpeg(
+            &[
+                &["-f", "lavfi", "-i", &src(FRAMES + 5)][..],
+                &lossless,
+                &[&long],
+            ]
+            .concat(),
+        );
+        let ref_path = p("ref.mp4");
+        ffmpeg(
+            &[
+                &["-i", &long, "-frames:v", &FRAMES.to_string()][..],
+                &lossless,
+                &[&ref_path],
+            ]
+            .concat(),
+        );
+        let enc = |input: &str, filter: &str, out: &str| {
+            ffmpeg(&[&["-i", input, "-vf", filter][..], &lossy, &[&p(out)]].concat());
+        };
+        enc(&ref_path, "null", "dist.mp4");
+        // Reference starts at source frame 3; the distorted source at 0: it starts 3 late.
+        ffmpeg(
+            &[
+                &["-i", &long, "-vf", "trim=start_frame=3,setpts=PTS-STARTPTS"][..],
+                &lossless,
+                &[&p("ref_from3.mp4")],
+            ]
+            .concat(),
+        );
+        enc(&long, "null", "dist_long.mp4");
+        // Distorted starts at source frame 5: it starts 5 frames early.
+        enc(
+            &long,
+            "trim=start_frame=5,setpts=PTS-STARTPTS",
+            "dist_from5.mp4",
+        );
+        enc(&ref_path, "scale=160:90", "dist_small.mp4");
+        enc(&ref_path, "trim=end_frame=30", "dist_short.mp4");
+        enc(&ref_path, "fps=15", "dist_15fps.mp4");
+        std::fs::write(p("notvideo.mp4"), "this is not a video\n").unwrap();
+        Clips {
+            path: dir.path().to_path_buf(),
+            _dir: dir,
+        }
+    })
+}
+
+fn gpumetrics(args: &[&str]) -> Command {
+    let mut cmd = Command::cargo_bin("gpumetrics").unwrap();
+    cmd.args(["--backend", "cpu"]).args(args);
+    cmd
+}
+
+fn run_ok(args: &[&str]) -> (String, String) {
+    let out = gpumetrics(args).output().unwrap();
+    let (so, se) = (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{args:?}\nstdout:\n{so}\nstderr:\n{se}"
+    );
+    (so, se)
+}
+
+/// The number after `label` in `text` (e.g. `compared pairs: 45`).
+fn number_after(text: &str, label: &str) -> u64 {
+    let rest = &text[text
+        .find(label)
+        .unwrap_or_else(|| panic!("no `{label}` in:\n{text}"))
+        + label.len()..];
+    rest.trim_start()
+        .split(|c: char| !c.is_ascii_digit())
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap_or_else(|_| panic!("no number after `{label}` in:\n{text}"))
+}
+
+/// The mean column of `field` in the summary table.
+fn table_mean(table: &str, field: &str) -> f64 {
+    let row = table
+        .lines()
+        .find(|l| l.split_whitespace().nth(1) == Some(field))
+        .unwrap_or_else(|| panic!("no row {field} in:\n{table}"));
+    row.split(['│', '┆'])
+        .map(str::trim)
+        .filter(|c| !c.is_empty())
+        .nth(1)
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+#[test]
+fn table_summary() {
+    let c = clips();
+    let (out, err) = run_ok(&[&c.get("ref.mp4"), &c.get("dist.mp4")]);
+    assert_eq!(
+        number_after(&out, "compared pairs:"),
+        FRAMES as u64,
+        "{out}"
+    );
+    assert!(out.contains("unmatched: 0 reference, 0 distorted"), "{out}");
+    let psnr = table_mean(&out, "psnr-y");
+    assert!((20.0..45.0).contains(&psnr), "a real encode: {psnr}\n{out}");
+    assert!(out.contains("harm. mean") && out.contains("p95"), "{out}");
+    assert!(err.contains("decoding reference: software"), "{err}");
+    assert!(err.contains("backend: cpu"), "{err}");
+}
+
+#[test]
+fn all_metrics() {
+    let c = clips();
+    let (out, _) = run_ok(&[
+        &c.get("ref.mp4"),
+        &c.get("dist.mp4"),
+        "--metrics",
+        "all",
+        "--frames",
+        "4",
+    ]);
+    for field in ["psnr-y", "ssim", "ms-ssim", "ssimulacra2"] {
+        assert!(table_mean(&out, field).is_finite(), "{field}\n{out}");
+    }
+    let ssim = table_mean(&out, "ssim");
+    assert!(ssim > 0.5 && ssim < 1.0, "{out}");
+}
+
+#[test]
+fn jsonl_on_stdout() {
+    let c = clips();
+    let (out, err) = run_ok(&[&c.get("ref.mp4"), &c.get("dist.mp4"), "--format", "jsonl"]);
+    let lines: Vec<Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), FRAMES + 1, "{out}");
+    assert_eq!(lines[0]["type"], "frame");
+    assert_eq!(lines[1]["pts"], 33_333_333);
+    assert!(lines[0]["psnr-y"].as_f64().unwrap() > 20.0);
+    let summary = &lines[FRAMES];
+    assert_eq!(summary["type"], "summary");
+    assert_eq!(summary["frames"], FRAMES as u64);
+    assert!(summary["fields"]["psnr-y"]["mean"].as_f64().is_some());
+    // The human table went to stderr.
+    assert!(err.contains("compared pairs: 45"), "{err}");
+}
+
+#[test]
+fn csv_and_json_to_files() {
+    let c = clips();
+    let dir = tempfile::tempdir().unwrap();
+    let csv_path = dir.path().join("s.csv");
+    let (out, _) = run_ok(&[
+        &c.get("ref.mp4"),
+        &c.get("dist.mp4"),
+        "-f",
+        "csv",
+        "-o",
+        csv_path.to_str().unwrap(),
+    ]);
+    // With -o, stdout gets the table.
+    assert!(out.contains("compared pairs: 45"), "{out}");
+    let mut r = csv::Reader::from_path(&csv_path).unwrap();
+    let header: Vec<String> = r.headers().unwrap().iter().map(String::from).collect();
+    assert_eq!(header[..3], ["record", "frame", "pts"]);
+    let rows: Vec<csv::StringRecord> = r.records().map(Result::unwrap).collect();
+    assert_eq!(rows.iter().filter(|r| &r[0] == "frame").count(), FRAMES);
+    assert!(rows.iter().any(|r| &r[0] == "mean"));
+
+    let json_path = dir.path().join("s.json");
+    run_ok(&[
+        &c.get("ref.mp4"),
+        &c.get("dist.mp4"),
+        "-f",
+        "json",
+        "-o",
+        json_path.to_str().unwrap(),
+        "--frames",
+        "7",
+    ]);
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&json_path).unwrap()).unwrap();
+    assert_eq!(v["frames"].as_array().unwrap().len(), 7);
+    assert_eq!(v["summary"]["frames"], 7);
+
+    let table_path = dir.path().join("s.txt");
+    run_ok(&[
+        &c.get("ref.mp4"),
+        &c.get("dist.mp4"),
+        "-o",
+        table_path.to_str().unwrap(),
+        "--frames",
+        "3",
+    ]);
+    let t = std::fs::read_to_string(&table_path).unwrap();
+    assert!(
+        t.contains("| 0.067 s |"),
+        "per-frame rows with seconds:\n{t}"
+    );
+    assert!(t.contains("compared pairs: 3"), "{t}");
+}
+
+fn found_offset(err: &str) -> i64 {
+    let at = err
+        .find("align: offset ")
+        .unwrap_or_else(|| panic!("{err}"))
+        + 14;
+    err[at..]
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+#[test]
+fn align_auto_finds_late_start() {
+    let c = clips();
+    let (out, err) = run_ok(&[
+        &c.get("ref_from3.mp4"),
+        &c.get("dist_long.mp4"),
+        "--align",
+        "auto",
+    ]);
+    assert_eq!(found_offset(&err), 3, "{err}");
+    assert!(err.contains("margin"), "{err}");
+    assert!(out.contains("first 3 distorted frames dropped"), "{out}");
+    assert_eq!(
+        number_after(&out, "compared pairs:"),
+        FRAMES as u64 + 2,
+        "{out}"
+    );
+    // Aligned, the scores are those of the encode; misaligned they are much lower.
+    let aligned = table_mean(&out, "psnr-y");
+    let (plain, _) = run_ok(&[&c.get("ref_from3.mp4"), &c.get("dist_long.mp4")]);
+    assert!(
+        aligned > table_mean(&plain, "psnr-y") + 3.0,
+        "{out}\n{plain}"
+    );
+}
+
+#[test]
+fn align_auto_finds_early_start() {
+    let c = clips();
+    let (out, err) = run_ok(&[
+        &c.get("long.mp4"),
+        &c.get("dist_from5.mp4"),
+        "--align",
+        "auto",
+    ]);
+    assert_eq!(found_offset(&err), -5, "{err}");
+    assert!(out.contains("first 5 reference frames dropped"), "{out}");
+    assert_eq!(
+        number_after(&out, "compared pairs:"),
+        FRAMES as u64,
+        "{out}"
+    );
+}
+
+#[test]
+fn manual_offset() {
+    let c = clips();
+    let (out, _) = run_ok(&[&c.get("long.mp4"), &c.get("dist_from5.mp4"), "--offset=-5"]);
+    assert!(table_mean(&out, "psnr-y") > 25.0, "{out}");
+    assert!(out.contains("first 5 reference frames dropped"), "{out}");
+}
+
+#[test]
+fn differing_sizes_need_scale() {
+    let c = clips();
+    gpumetrics(&[&c.get("ref.mp4"), &c.get("dist_small.mp4")])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("--scale").and(predicate::str::contains("160x90")));
+    let (out, err) = run_ok(&[&c.get("ref.mp4"), &c.get("dist_small.mp4"), "--scale"]);
+    assert!(err.contains("videoscale method=lanczos"), "{err}");
+    assert_eq!(
+        number_after(&out, "compared pairs:"),
+        FRAMES as u64,
+        "{out}"
+    );
+    assert!(table_mean(&out, "psnr-y") > 20.0, "{out}");
+}
+
+#[test]
+fn differing_lengths_are_unmatched() {
+    let c = clips();
+    let (out, _) = run_ok(&[&c.get("ref.mp4"), &c.get("dist_short.mp4")]);
+    assert_eq!(number_after(&out, "compared pairs:"), 30, "{out}");
+    assert_eq!(number_after(&out, "unmatched:"), 15, "{out}");
+}
+
+#[test]
+fn differing_frame_rates_pair_by_timestamp() {
+    let c = clips();
+    let (out, err) = run_ok(&[&c.get("ref.mp4"), &c.get("dist_15fps.mp4")]);
+    assert!(err.contains("frame rates differ"), "{err}");
+    let compared = number_after(&out, "compared pairs:");
+    let unmatched_ref = number_after(&out, "unmatched:");
+    assert!((21..=23).contains(&compared), "{out}");
+    assert_eq!(compared + unmatched_ref, FRAMES as u64, "{out}");
+    // Paired by time, the pairs show the same picture: a real score, not a mismatch.
+    assert!(table_mean(&out, "psnr-y") > 25.0, "{out}");
+}
+
+#[test]
+fn every_and_frames() {
+    let c = clips();
+    let (out, _) = run_ok(&[
+        &c.get("ref.mp4"),
+        &c.get("dist.mp4"),
+        "--every",
+        "3",
+        "--frames",
+        "5",
+    ]);
+    assert_eq!(number_after(&out, "compared pairs:"), 5, "{out}");
+    assert_eq!(number_after(&out, "skipped (--every):"), 8, "{out}");
+    assert!(out.contains("unmatched: 0 reference, 0 distorted"), "{out}");
+}
+
+#[test]
+fn fail_below() {
+    let c = clips();
+    let (r, d) = (c.get("ref.mp4"), c.get("dist.mp4"));
+    gpumetrics(&[&r, &d, "--frames", "5", "--fail-below", "psnr-y=99"])
+        .assert()
+        .code(3)
+        .stderr(predicate::str::contains("fail: psnr-y mean"));
+    gpumetrics(&[
+        &r,
+        &d,
+        "--frames",
+        "5",
+        "--fail-below",
+        "psnr-y=10",
+        "--fail-below",
+        "psnr-avg=10",
+    ])
+    .assert()
+    .code(0)
+    .stderr(predicate::str::contains("pass: psnr-y"));
+    gpumetrics(&[&r, &d, "--frames", "5", "--fail-below", "ssim=0.1"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("no field `ssim`"));
+    gpumetrics(&[&r, &d, "--fail-below", "psnr-y"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("FIELD=VALUE"));
+}
+
+#[test]
+fn plots() {
+    let c = clips();
+    let dir = tempfile::tempdir().unwrap();
+    let png = dir.path().join("p.png");
+    let svg = dir.path().join("p.svg");
+    for p in [&png, &svg] {
+        run_ok(&[
+            &c.get("ref.mp4"),
+            &c.get("dist.mp4"),
+            "--metrics",
+            "psnr,ssim",
+            "--frames",
+            "10",
+            "--plot",
+            p.to_str().unwrap(),
+        ]);
+    }
+    let bytes = std::fs::read(&png).unwrap();
+    assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n");
+    let text = std::fs::read_to_string(&svg).unwrap();
+    assert!(text.contains("<svg") && text.contains("psnr-y") && text.contains("frame"));
+    gpumetrics(&[&c.get("ref.mp4"), &c.get("dist.mp4"), "--plot", "x.gif"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(".png or .svg"));
+}
+
+#[test]
+fn bad_input() {
+    let c = clips();
+    let missing = Path::new(&c.path).join("missing.mp4");
+    gpumetrics(&[&c.get("ref.mp4"), missing.to_str().unwrap()])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("cannot read the distorted file"));
+    gpumetrics(&[&c.get("notvideo.mp4"), &c.get("ref.mp4")])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains(
+            "cannot decode the reference input",
+        ));
+    gpumetrics(&[&c.get("ref.mp4"), &c.get("dist.mp4"), "--metrics", "vmaf"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("unknown metric `vmaf`"));
+    Command::cargo_bin("gpumetrics")
+        .unwrap()
+        .arg(c.get("ref.mp4"))
+        .assert()
+        .code(2);
+}
+
+#[test]
+fn help_lists_every_option() {
+    let out = Command::cargo_bin("gpumetrics")
+        .unwrap()
+        .arg("--help")
+        .output()
+        .unwrap();
+    let help = String::from_utf8(out.stdout).unwrap();
+    for opt in [
+        "--metrics",
+        "--backend",
+        "--device",
+        "--decode",
+        "--format",
+        "--output",
+        "--plot",
+        "--offset",
+        "--align",
+        "--align-range",
+        "--scale",
+        "--every",
+        "--frames",
+        "--pairing",
+        "--fail-below",
+        "--quiet",
+        "--verbose",
+        "Exit status",
+    ] {
+        assert!(help.contains(opt), "--help lacks {opt}:\n{help}");
+    }
+}
