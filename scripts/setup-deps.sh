@@ -32,3 +32,7 @@ fi
 # linked with the LLVM tools shipped as a rustup component.
 [[ $'\n'$(rustup toolchain list) == *$'\n'nightly* ]] || rustup toolchain install nightly --profile minimal
 rustup component add rust-src llvm-tools --toolchain nightly >/dev/null
+# scripts/test.sh checks formatting and lints with the stable toolchain's tools.
+for c in rustfmt clippy; do
+  [[ $'\n'$(rustup component list --installed 2>/dev/null) == *$'\n'$c-* ]] || rustup component add $c >/dev/null
+done

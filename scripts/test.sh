@@ -1,9 +1,15 @@
 #!/usr/bin/env bash
-# Runs every test that needs no GPU: kernel math (host build), the PTX toolchain checks,
-# the engine, the element (CPU backend) and the meson build.
+# Runs every check that needs no GPU: formatting and clippy, kernel math (host build), the
+# PTX toolchain checks, the engine, the element (CPU backend) and the meson build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup-deps.sh
+
+# Formatting and lints of both workspaces first: cheap, and they fail with a clear message.
+cargo fmt --all --check
+cargo fmt --manifest-path kernels/Cargo.toml --all --check
+cargo clippy --workspace --all-targets -- -D warnings
+cargo clippy --manifest-path kernels/Cargo.toml --workspace --all-targets -- -D warnings
 
 cargo test --manifest-path kernels/Cargo.toml --workspace
 cargo test --workspace

@@ -1,5 +1,5 @@
 //! SSIMULACRA2 of the engine (CPU backend) against the `ssimulacra2` crate (rust-av, the
-//! reference of ../shared/docs/METRICS.md) on a natural image with real distortions made by
+//! reference of docs/METRICS.md) on a natural image with real distortions made by
 //! FFmpeg at test time (JPEG and x264 at several qualities, blur, noise), from 8×8 to 1080p,
 //! odd sizes and sizes with fewer than six scales. Tolerance 0.05. Both sides get the same
 //! linear RGB: the engine's documented conversion (`host_linear_rgb`).

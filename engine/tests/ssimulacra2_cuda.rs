@@ -282,9 +282,7 @@ fn cuda_matches_cpu_for_every_colorimetry() {
                 };
                 let (cpu, cuda) = (score(BackendChoice::Cpu), score(BackendChoice::Cuda));
                 let delta = (cpu - cuda).abs();
-                println!(
-                    "{format:?} {w}x{h} {name}: cpu {cpu:.6} cuda {cuda:.6} |Δ| {delta:.2e}"
-                );
+                println!("{format:?} {w}x{h} {name}: cpu {cpu:.6} cuda {cuda:.6} |Δ| {delta:.2e}");
                 assert!(delta <= 0.01, "{format:?} {w}x{h} {name}: {cpu} vs {cuda}");
                 worst = worst.max(delta);
             }

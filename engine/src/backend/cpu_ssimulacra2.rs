@@ -10,7 +10,7 @@ use crate::plan::Plan;
 use crate::ssimulacra2::{Sums, scale_sizes};
 use gpumetrics_kernels::color::{ColorSource, linear_rgb};
 use gpumetrics_kernels::ssimulacra2::{
-    S2_SUMS_PER_PLANE, blur_row, column_sums, downsample_at, xyb,
+    S2_SUMS_PER_PLANE, S2_SUMS_PER_SCALE, blur_row, column_sums, downsample_at, xyb,
 };
 
 /// Six planes (reference R, G, B, distorted R, G, B) of one scale.
@@ -74,7 +74,7 @@ fn downsample(p: &Planes, w: usize, h: usize) -> Planes {
 }
 
 /// Map sums of one scale (plane·6 + map·2 + norm).
-fn scale_sums(p: &Planes) -> [f64; 18] {
+fn scale_sums(p: &Planes) -> [f64; S2_SUMS_PER_SCALE] {
     let (w, h) = (p.w, p.h);
     // XYB planes: reference X, Y, B, distorted X, Y, B.
     let mut xyb_data = vec![0.0f32; 6 * w * h];
@@ -91,7 +91,7 @@ fn scale_sums(p: &Planes) -> [f64; 18] {
         }
     });
     let plane = |i: usize| &xyb_data[i * w * h..][..w * h];
-    let mut sums = [0.0f64; 18];
+    let mut sums = [0.0f64; S2_SUMS_PER_SCALE];
     // Horizontally blurred moments, five planes.
     let mut hb = vec![0.0f32; 5 * w * h];
     for c in 0..3 {

@@ -8,7 +8,7 @@
 //!    comes from rows × planes × moments × scales);
 //! 4. `ssimu2_vblur`: the same along columns, fused with the three maps and their sums,
 //!    again all scales in one grid;
-//! 5. `ssimu2_finish`: the per-block sums reduced in f64; one copy of 18 sums per scale.
+//! 5. `ssimu2_finish`: the per-block sums reduced in f64; one copy of `S2_SUMS_PER_SCALE` (18) sums per scale.
 //!
 //! Every buffer is allocated once, when the first pair is measured: per scale 6 XYB and 15
 //! moment planes (all scales at once, so that they run concurrently; the moment planes in

@@ -4,8 +4,9 @@
 //!
 //! ```ignore
 //! let k = gpumetrics_engine::cuda::kernels(&ctx)?;            // Arc<Kernels>, cached
-//! let (out, _guard) = DevPtrMut::of(&mut sums, &stream);      // CudaSlice<u64>
-//! unsafe { k.psnr_sse(&stream, cfg, planes, out)? };          // typed like the kernel
+//! let sums = DevPtrMut::<u64>::from_raw(sums_ptr);          // 2 × MAX_CHANNELS slots
+//! let (add_to, clear) = (sums, sums.wrapping_add(MAX_CHANNELS));
+//! unsafe { k.psnr_sse(&stream, cfg, planes, add_to, clear)? }; // typed like the kernel
 //! ```
 //!
 //! Nothing here loads the CUDA library: cudarc does that (dynamically) when the caller first

@@ -426,18 +426,6 @@ impl ElementImpl for GpuMetrics {
         PAD_TEMPLATES.as_ref()
     }
 
-    fn request_new_pad(
-        &self,
-        _templ: &gst::PadTemplate,
-        _name: Option<&str>,
-        _caps: Option<&gst::Caps>,
-    ) -> Option<gst::Pad> {
-        gst::error!(CAT, imp = self, "gpumetrics has no request pads");
-        None
-    }
-
-    fn release_pad(&self, _pad: &gst::Pad) {}
-
     fn set_context(&self, context: &gst::Context) {
         if context.context_type() == gstcuda::CONTEXT_TYPE
             && let Ok(api) = gstcuda::api()

@@ -434,7 +434,7 @@ gpumetrics_device::kernel! {
         let x = dev::block_idx_x() * S2_LIN_COLS + (lane & (S2_LIN_COLS - 1));
         let y = (dev::block_idx_y() * S2_LIN_WARPS + dev::thread_idx_y()) * 2 + (lane >> 4);
         let img = dev::block_idx_z();
-        if img > 1 || lane > 31 {
+        if img > 1 {
             return;
         }
         // By value: a reference to a kernel parameter would copy it to local memory.
@@ -743,8 +743,9 @@ gpumetrics_device::kernel! {
     }
 
     /// Sums the per-block partials: block (k, s) adds the column blocks' values of sum `k`
-    /// of scale `s` (`levels[s].partials`, see [`Level`]) into `out[s * 18 + k]`. Grid
-    /// (18, scales), `S2_FINISH_THREADS` threads.
+    /// of scale `s` (`levels[s].partials`, see [`Level`]) into
+    /// `out[s * S2_SUMS_PER_SCALE + k]`. Grid (`S2_SUMS_PER_SCALE`, scales),
+    /// `S2_FINISH_THREADS` threads.
     pub unsafe fn ssimu2_finish(levels: *const crate::ssimulacra2::Level, out: *mut f64) {
         gpumetrics_device::shared!(static S2_FIN: [f64; S2_FIN_LEN]);
         let k = dev::block_idx_x();
@@ -769,7 +770,7 @@ gpumetrics_device::kernel! {
             for w in 0..S2_FIN.len() {
                 total += unsafe { S2_FIN.read(w) };
             }
-            unsafe { *out.add((s * 18 + k) as usize) = total };
+            unsafe { *out.add((s * S2_SUMS_PER_SCALE as u32 + k) as usize) = total };
         }
     }
 }
