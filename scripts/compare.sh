@@ -1,41 +1,45 @@
 #!/usr/bin/env bash
-# The main job: measure a distorted video against its reference and print per-frame scores
-# and the pooled summary.
+# The main job: measure a distorted video against its reference with the `gpumetrics`
+# command and print the summary table.
 #
-#   scripts/compare.sh                      built-in example: a test pattern vs the same
-#                                           pattern through x264 at a low bitrate
-#   scripts/compare.sh REF.mp4 DIST.mp4     your two files (any container/codec GStreamer decodes)
+#   scripts/compare.sh                          built-in example: a test pattern (ffmpeg
+#                                               testsrc2, 640x360, 90 frames, lossless FFV1)
+#                                               vs the same video through x264 at 200 kbit/s,
+#                                               every metric, plot in target/compare-example/
+#   scripts/compare.sh REF DIST [OPTIONS...]    your two files (any container/codec GStreamer
+#                                               decodes); OPTIONS go to the command, see
+#                                               `target/release/gpumetrics --help`
 #
-# Environment: METRICS (default "psnr"), BACKEND (auto|cuda|cpu), FORMAT (jsonl|csv|json),
-# FRAMES (example length, default 60).
+# Environment (kept from the earlier script): METRICS (--metrics; the example defaults to
+# all), BACKEND (--backend auto|cuda|cpu), FORMAT (--format table|jsonl|csv|json),
+# FRAMES (example length, default 90).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup-deps.sh
-cargo build --release -p gst-plugin-gpumetrics
-export GST_PLUGIN_PATH=$PWD/target/release${GST_PLUGIN_PATH:+:$GST_PLUGIN_PATH}
+cargo build --release -p gpumetrics-cli
+bin=$PWD/target/release/gpumetrics
 
-metrics=${METRICS:-psnr}
-backend=${BACKEND:-auto}
-format=${FORMAT:-jsonl}
-element="gpumetrics name=m metrics=$metrics backend=$backend stats-file=/dev/stdout stats-format=$format post-messages=false"
+opts=()
+[ -n "${BACKEND:-}" ] && opts+=(--backend "$BACKEND")
+[ -n "${FORMAT:-}" ] && opts+=(--format "$FORMAT")
+[ -n "${METRICS:-}" ] && opts+=(--metrics "$METRICS")
 
 if [ $# -eq 0 ]; then
-  frames=${FRAMES:-60}
-  echo "# reference: videotestsrc (SMPTE bars scrolling, 640x360, $frames frames); distorted: x264 at 200 kbit/s" >&2
-  exec gst-launch-1.0 -q \
-    videotestsrc pattern=smpte horizontal-speed=7 num-buffers="$frames" \
-      ! video/x-raw,format=I420,width=640,height=360,framerate=30/1 ! tee name=t \
-    t. ! queue ! m.ref_sink \
-    t. ! queue ! x264enc bitrate=200 speed-preset=ultrafast tune=zerolatency key-int-max=30 \
-      ! h264parse ! avdec_h264 ! queue ! m.dist_sink \
-    $element ! fakesink
-elif [ $# -eq 2 ]; then
-  for f in "$1" "$2"; do [ -r "$f" ] || { echo "cannot read $f" >&2; exit 1; }; done
-  exec gst-launch-1.0 -q \
-    filesrc location="$1" ! decodebin ! queue ! m.ref_sink \
-    filesrc location="$2" ! decodebin ! queue ! m.dist_sink \
-    $element ! fakesink
+  frames=${FRAMES:-90}
+  dir=target/compare-example
+  ref=$dir/reference-$frames.mkv dist=$dir/x264-200k-$frames.mp4
+  mkdir -p "$dir"
+  if [ ! -s "$ref" ] || [ ! -s "$dist" ]; then
+    echo "# making the example: testsrc2 640x360 ($frames frames, lossless FFV1) and x264 at 200 kbit/s" >&2
+    ffmpeg -v error -y -f lavfi -i "testsrc2=size=640x360:rate=30" -frames:v "$frames" \
+      -pix_fmt yuv420p -c:v ffv1 "$ref"
+    ffmpeg -v error -y -i "$ref" -c:v libx264 -b:v 200k -preset medium -pix_fmt yuv420p "$dist"
+  fi
+  [ -n "${METRICS:-}" ] || opts+=(--metrics all)
+  exec "$bin" "$ref" "$dist" --plot "$dir/scores.png" "${opts[@]}"
+elif [ $# -ge 2 ]; then
+  exec "$bin" "$1" "$2" "${opts[@]}" "${@:3}"
 else
-  echo "usage: $0 [REFERENCE DISTORTED]" >&2
+  echo "usage: $0 [REFERENCE DISTORTED [OPTIONS...]]   (options: $bin --help)" >&2
   exit 2
 fi

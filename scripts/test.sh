@@ -21,3 +21,5 @@ meson compile -C "$builddir"
 inspect=$(gst-inspect-1.0 "$builddir/libgstgpumetrics.so")
 grep -q 'gpumetrics' <<<"$inspect" || { echo "the meson-built plugin does not load" >&2; exit 1; }
 echo "meson build: plugin loads"
+"$builddir/gpumetrics" --version >/dev/null || { echo "the meson-built gpumetrics command does not run" >&2; exit 1; }
+echo "meson build: gpumetrics command runs"

@@ -78,10 +78,10 @@ fn decode_luma(input: &Input, width: u32, height: u32, count: usize) -> Result<V
     let mut frames = Vec::with_capacity(count);
     let result = (|| {
         while frames.len() < count {
-            if let Some(msg) = bus.pop_filtered(&[gst::MessageType::Error]) {
-                if let gst::MessageView::Error(e) = msg.view() {
-                    bail!("decoding {} for --align: {}", input.given, e.error());
-                }
+            if let Some(msg) = bus.pop_filtered(&[gst::MessageType::Error])
+                && let gst::MessageView::Error(e) = msg.view()
+            {
+                bail!("decoding {} for --align: {}", input.given, e.error());
             }
             match sink.try_pull_sample(gst::ClockTime::from_seconds(30)) {
                 Some(sample) => {

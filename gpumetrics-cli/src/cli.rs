@@ -29,7 +29,8 @@ Progress goes to stderr; the summary table (mean, harmonic mean, min, p5, p50, p
 to stdout. Per-frame records and the summary can be written as JSON Lines, CSV or JSON, and the \
 per-frame curves plotted to PNG or SVG.",
     after_help = "Exit status: 0 success, 1 run error (missing or undecodable file, pipeline \
-error), 2 usage error, 3 a --fail-below threshold was not met.\n\n\
+error), 2 usage error, 3 a --fail-below threshold was not met, 130 interrupted by Ctrl-C (after \
+printing the summary of the pairs measured so far).\n\n\
 Examples:\n  \
 gpumetrics ref.mp4 dist.mp4\n  \
 gpumetrics ref.mkv dist.mkv --metrics all --plot scores.png\n  \
@@ -63,8 +64,9 @@ pub struct Args {
     #[arg(long, value_enum, default_value_t = DecodeArg::Auto)]
     pub decode: DecodeArg,
 
-    /// Layout of the per-frame records and summary: table = the summary table only;
-    /// jsonl, csv, json = one record per compared pair, then the summary.
+    /// Layout of the output: table = the summary table (with -o FILE, the file also gets one
+    /// row per pair, times in seconds); jsonl, csv, json = one record per compared pair, then
+    /// the summary (the element's stats-file layouts, times in nanoseconds).
     #[arg(short, long, value_enum, default_value_t = FormatArg::Table)]
     pub format: FormatArg,
 

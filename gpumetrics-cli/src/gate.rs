@@ -117,7 +117,7 @@ pub struct Gate {
 }
 
 impl Gate {
-    /// Installs the gate as a buffer probe on `pad` (a sink pad in front of the element);
+    /// Installs the gate as a buffer probe on `pad` (in front of the element);
     /// `stop` ends the stream at the next buffer (Ctrl-C).
     pub fn install(pad: &gst::Pad, config: GateConfig, stop: Arc<AtomicBool>) -> Gate {
         let gate = Gate {
@@ -152,7 +152,12 @@ impl Gate {
                     ended.store(true, Ordering::SeqCst);
                     // The element pools what it has and posts the summary; upstream gets
                     // FlowError::Eos and stops decoding.
-                    pad.send_event(gst::event::Eos::new());
+                    let eos = gst::event::Eos::new();
+                    if pad.direction() == gst::PadDirection::Src {
+                        pad.push_event(eos);
+                    } else {
+                        pad.send_event(eos);
+                    }
                     info.flow_res = Err(gst::FlowError::Eos);
                     gst::PadProbeReturn::Handled
                 }

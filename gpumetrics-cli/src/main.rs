@@ -25,7 +25,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::{Context, Result, anyhow, bail};
-use clap::Parser;
 use gpumetrics_engine::{BackendChoice, Engine, EngineConfig, FrameLayout, MetricSet, PixelFormat};
 
 use cli::{Args, BackendArg, DecodeArg, FormatArg, PairingArg};
@@ -147,6 +146,17 @@ fn real_main(args: Args) -> Result<i32, Failure> {
     gst::init().context("cannot initialise GStreamer")?;
     gstgpumetrics::plugin_register_static().context("cannot register the gpumetrics element")?;
     let notes = Notes { quiet: args.quiet };
+    // Ctrl-C ends the run at the next frame, with the summary of what was measured; a
+    // second Ctrl-C ends at once.
+    let stop = Arc::new(AtomicBool::new(false));
+    {
+        let stop = stop.clone();
+        let _ = ctrlc::set_handler(move || {
+            if stop.swap(true, Ordering::SeqCst) {
+                std::process::exit(130);
+            }
+        });
+    }
 
     // Usage errors first, before any decoding.
     let metrics = metrics::parse(&args.metrics).map_err(|e| usage(anyhow!("--metrics: {e}")))?;
@@ -295,16 +305,6 @@ fn real_main(args: Args) -> Result<i32, Failure> {
         args.frames.map_or(pairs, |f| pairs.min(f))
     });
 
-    let stop = Arc::new(AtomicBool::new(false));
-    {
-        let stop = stop.clone();
-        // A second Ctrl-C ends at once.
-        let _ = ctrlc::set_handler(move || {
-            if stop.swap(true, Ordering::SeqCst) {
-                std::process::exit(130);
-            }
-        });
-    }
     let config = PipelineConfig {
         metrics: metrics.clone(),
         backend: args.backend.nick(),
@@ -436,8 +436,28 @@ fn short_name(given: &str) -> &str {
     given.rsplit('/').find(|s| !s.is_empty()).unwrap_or(given)
 }
 
+/// Parses the command line, with the metric names of the element in `--metrics`' help.
+fn parse_args() -> Args {
+    use clap::{CommandFactory, FromArgMatches};
+    let names = gst::init()
+        .ok()
+        .and_then(|_| gstgpumetrics::plugin_register_static().ok())
+        .map(|_| metrics::available().join(", "));
+    let mut cmd = Args::command();
+    if let Some(names) = names {
+        cmd = cmd.mut_arg("metrics", |a| {
+            a.help(format!(
+                "Metrics to compute, comma-separated: {names}; or all (every metric the \
+                 element offers)"
+            ))
+        });
+    }
+    let matches = cmd.get_matches();
+    Args::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
+}
+
 fn main() -> ExitCode {
-    let args = Args::parse();
+    let args = parse_args();
     match real_main(args) {
         Ok(status) => ExitCode::from(status as u8),
         Err(Failure { status, error }) => {

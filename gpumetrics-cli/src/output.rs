@@ -134,7 +134,7 @@ pub fn frames_table(records: &[FrameScores]) -> String {
         );
         table.add_row(row);
     }
-    for i in 0..header_len(&fields) {
+    for i in 0..fields.len() + 2 {
         if let Some(c) = table.column_mut(i) {
             c.set_cell_alignment(CellAlignment::Right);
         }
@@ -142,10 +142,6 @@ pub fn frames_table(records: &[FrameScores]) -> String {
     let mut out = table.to_string();
     out.push('\n');
     out
-}
-
-fn header_len(fields: &[&str]) -> usize {
-    fields.len() + 2
 }
 
 /// The per-frame records in the chosen layout, written as they arrive.

@@ -7,7 +7,7 @@
 //!           gpumetrics name=m post-messages=true ! fakesink
 //! ```
 //!
-//! Each input gets its own decoder branch; a [`Gate`] on the queue's sink pad applies offset,
+//! Each input gets its own decoder branch; a [`Gate`] on the queue's src pad applies offset,
 //! `--every`, `--frames` and Ctrl-C. NVDEC keeps the frames in CUDA memory, where the
 //! element's CUDA backend reads them in place.
 
@@ -231,12 +231,12 @@ pub fn build(config: &PipelineConfig, inputs: [&Input; 2], stop: Arc<AtomicBool>
             scale,
             decoders[i].clone(),
         )?;
-        let qsink = queue.static_pad("sink").context("queue has no sink pad")?;
-        gates.push(Gate::install(&qsink, config.gates[i], stop.clone()));
+        // After the queue, so that Ctrl-C also ends the frames waiting in it.
+        let qsrc = queue.static_pad("src").context("queue has no src pad")?;
+        gates.push(Gate::install(&qsrc, config.gates[i], stop.clone()));
         let sinkpad = element
             .static_pad(pad_name)
             .with_context(|| format!("the gpumetrics element has no {pad_name} pad"))?;
-        let qsrc = queue.static_pad("src").context("queue has no src pad")?;
         qsrc.link(&sinkpad)
             .map_err(|e| anyhow!("cannot link the {} input: {e:?}", inputs[i].role))?;
     }

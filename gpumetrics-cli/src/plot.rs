@@ -26,8 +26,20 @@ const FONT_PATHS: &[&str] = &[
     "/usr/share/fonts/truetype/freefont/FreeSans.ttf",
 ];
 
-const WIDTH: u32 = 1100;
-const PANEL_HEIGHT: u32 = 300;
+const WIDTH: u32 = 960;
+
+/// Line colours (the "tab10" palette: distinct, and readable on white).
+const COLOURS: [RGBColor; 8] = [
+    RGBColor(31, 119, 180),
+    RGBColor(214, 39, 40),
+    RGBColor(44, 160, 44),
+    RGBColor(255, 127, 14),
+    RGBColor(148, 103, 189),
+    RGBColor(140, 86, 75),
+    RGBColor(227, 119, 194),
+    RGBColor(23, 190, 207),
+];
+const PANEL_HEIGHT: u32 = 240;
 
 /// Registers a font as plotters' `sans-serif` once.
 fn register_font() -> Result<()> {
@@ -119,17 +131,17 @@ where
     let areas = root.split_evenly((panels.len(), 1));
     let x_max = records.last().map_or(1.0, |r| r.frame as f64).max(1.0);
     for (panel, area) in panels.iter().zip(areas) {
-        let series: Vec<(&str, Vec<(f64, f64)>)> = panel
-            .fields
-            .iter()
-            .map(|f| {
-                let pts = records
-                    .iter()
-                    .filter_map(|r| r.get(f).map(|v| (r.frame as f64, v)))
-                    .collect();
-                (f.as_str(), pts)
-            })
-            .collect();
+        let mut series: Vec<(&str, Vec<(f64, f64)>)> = Vec::new();
+        for f in &panel.fields {
+            let pts: Vec<(f64, f64)> = records
+                .iter()
+                .filter_map(|r| r.get(f).map(|v| (r.frame as f64, v)))
+                .collect();
+            // `ssim` is `ssim-y` under its customary name: draw one line, not two on top.
+            if !series.iter().any(|(_, p)| *p == pts) {
+                series.push((f.as_str(), pts));
+            }
+        }
         let finite = series
             .iter()
             .flat_map(|(_, p)| p.iter().map(|&(_, y)| y))
@@ -154,6 +166,7 @@ where
         chart
             .configure_mesh()
             .x_desc("frame")
+            .x_label_formatter(&|x| format!("{x:.0}"))
             .y_desc(&panel.title)
             .label_style(("sans-serif", 14))
             .axis_desc_style(("sans-serif", 15))
@@ -161,7 +174,7 @@ where
             .draw()
             .map_err(err)?;
         for (i, (field, pts)) in series.iter().enumerate() {
-            let color = Palette99::pick(i).to_rgba();
+            let color = COLOURS[i % COLOURS.len()];
             let mean = summary.field(field).map(|s| s.mean);
             let label = match mean {
                 Some(m) if m.is_finite() => format!("{field} (mean {m:.3})"),

@@ -108,6 +108,15 @@ fn clips() -> &'static Clips {
         enc(&ref_path, "scale=160:90", "dist_small.mp4");
         enc(&ref_path, "trim=end_frame=30", "dist_short.mp4");
         enc(&ref_path, "fps=15", "dist_15fps.mp4");
+        // Long enough that Ctrl-C comes in the middle of the run.
+        ffmpeg(
+            &[
+                &["-f", "lavfi", "-i", &src(600)][..],
+                &lossy,
+                &[&p("long600.mp4")],
+            ]
+            .concat(),
+        );
         std::fs::write(p("notvideo.mp4"), "this is not a video\n").unwrap();
         Clips {
             path: dir.path().to_path_buf(),
@@ -475,6 +484,33 @@ fn bad_input() {
         .arg(c.get("ref.mp4"))
         .assert()
         .code(2);
+}
+
+#[test]
+fn ctrl_c_prints_the_summary_of_what_was_measured() {
+    let c = clips();
+    let long = c.get("long600.mp4");
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("gpumetrics"))
+        .args(["--backend", "cpu", "--metrics", "all", &long, &long])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(2500));
+    let kill = StdCommand::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let out = child.wait_with_output().unwrap();
+    let (so, se) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(out.status.code(), Some(130), "{so}\n{se}");
+    assert!(se.contains("interrupted after"), "{se}");
+    let compared = number_after(&so, "compared pairs:");
+    assert!(compared < 600, "{so}");
 }
 
 #[test]
