@@ -268,3 +268,69 @@ impl SetFromStrChecked for gst::Element {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The NVDEC branch (`urisourcebin ! parsebin ! <decoder>`) with a software decoder in
+    /// the decoder's place, so that its linking and the gates run without a GPU.
+    #[test]
+    fn parsebin_branch_runs() {
+        gst::init().unwrap();
+        gstgpumetrics::plugin_register_static().unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let clip = dir.path().join("clip.mp4");
+        let launch = format!(
+            "videotestsrc num-buffers=12 ! video/x-raw,width=64,height=48,framerate=25/1 ! \
+             x264enc ! h264parse ! mp4mux ! filesink location={}",
+            clip.display()
+        );
+        let p = gst::parse::launch(&launch).unwrap();
+        p.set_state(gst::State::Playing).unwrap();
+        let bus = p.bus().unwrap();
+        bus.timed_pop_filtered(gst::ClockTime::NONE, &[gst::MessageType::Eos]);
+        p.set_state(gst::State::Null).unwrap();
+
+        let input = crate::input::discover(clip.to_str().unwrap(), "reference").unwrap();
+        assert_eq!(input.codec().as_deref(), Some("video/x-h264"));
+        let config = PipelineConfig {
+            metrics: "psnr".into(),
+            backend: "cpu",
+            device: 0,
+            pairing: "timestamp",
+            scale_to: None,
+            decoding: [
+                Decoding::Nvdec("avdec_h264".into()),
+                Decoding::Nvdec("avdec_h264".into()),
+            ],
+            gates: [GateConfig {
+                skip: 0,
+                every: 2,
+                limit: None,
+                index_duration: None,
+            }; 2],
+        };
+        let stop = std::sync::Arc::new(AtomicBool::new(false));
+        let built = build(&config, [&input, &input], stop).unwrap();
+        built.pipeline.set_state(gst::State::Playing).unwrap();
+        let bus = built.pipeline.bus().unwrap();
+        let mut summary = None;
+        for msg in bus.iter_timed(gst::ClockTime::from_seconds(30)) {
+            match msg.view() {
+                gst::MessageView::Eos(_) => break,
+                gst::MessageView::Error(e) => panic!("{}", e.error()),
+                _ => {
+                    if let Some(s) = gstgpumetrics::message::Summary::from_message(&msg) {
+                        summary = Some(s);
+                    }
+                }
+            }
+        }
+        built.pipeline.set_state(gst::State::Null).unwrap();
+        let summary = summary.expect("summary posted");
+        assert_eq!(summary.frames, 6, "{summary:?}");
+        assert_eq!(built.gates[0].skipped(), 6);
+        assert!(summary.field("psnr-y").unwrap().mean.is_infinite());
+    }
+}

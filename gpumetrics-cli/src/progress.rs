@@ -29,12 +29,17 @@ impl Progress {
                 None => ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr()),
             };
             let template = if total.is_some() {
-                "{bar:40.cyan/blue} {pos}/{len} pairs  {per_sec}  ETA {eta}  {msg}"
+                "{bar:40.cyan/blue} {pos}/{len} pairs  {rate}  ETA {eta}  {msg}"
             } else {
-                "{spinner} {pos} pairs  {per_sec}  {elapsed}  {msg}"
+                "{spinner} {pos} pairs  {rate}  {elapsed}  {msg}"
             };
             if let Ok(style) = ProgressStyle::with_template(template) {
-                bar.set_style(style);
+                bar.set_style(style.with_key(
+                    "rate",
+                    |s: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
+                        let _ = write!(w, "{:.1} pairs/s", s.per_sec());
+                    },
+                ));
             }
             bar.enable_steady_tick(Duration::from_millis(200));
             bar
