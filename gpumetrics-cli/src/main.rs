@@ -305,16 +305,16 @@ fn real_main(args: Args) -> Result<i32, Failure> {
         args.frames.map_or(pairs, |f| pairs.min(f))
     });
 
-    let config = PipelineConfig {
+    let mut config = PipelineConfig {
         metrics: metrics.clone(),
         backend: args.backend.nick(),
         device: args.device,
         pairing,
         scale_to,
+        convert_to: None,
         decoding: decoding.clone(),
         gates,
     };
-    let built = pipeline::build(&config, [&reference, &distorted], stop.clone())?;
     let to_file = args.output.is_some();
     let mut sink =
         output::RecordSink::open(args.format, args.output.as_deref()).with_context(|| {
@@ -324,8 +324,37 @@ fn real_main(args: Args) -> Result<i32, Failure> {
             )
         })?;
     notes.say(format!("metrics: {}", metrics.replace('+', ", ")));
-    let mut progress = progress::Progress::new(total, args.quiet);
-    let outcome = run::run(&built, &stop, &mut sink, &mut progress, args.verbose)?;
+    let (built, outcome) = loop {
+        let built = pipeline::build(&config, [&reference, &distorted], stop.clone())?;
+        let mut progress = progress::Progress::new(total, args.quiet);
+        match run::run(&built, &stop, &mut sink, &mut progress, args.verbose) {
+            Ok(outcome) => break (built, outcome),
+            Err(e) => {
+                // Differing raw formats (e.g. 4:2:0 against 4:4:4) fail at the first
+                // frames: run again with the distorted video converted to the reference's
+                // format, as other quality tools do.
+                let formats = built.caps.each_ref().map(|c| {
+                    c.lock()
+                        .ok()
+                        .and_then(|c| c.as_ref().and_then(pipeline::caps_format))
+                });
+                match formats {
+                    [Some(r), Some(d)] if r != d && config.convert_to.is_none() => {
+                        notes.say(format!(
+                            "formats differ (reference {r}, distorted {d}): converting the \
+                             distorted video to {r} ({})",
+                            match config.decoding[1] {
+                                Decoding::Nvdec(_) => "cudaconvert",
+                                Decoding::Software => "videoconvert",
+                            }
+                        ));
+                        config.convert_to = Some(r);
+                    }
+                    _ => return Err(e.into()),
+                }
+            }
+        }
+    };
     drop(sink);
 
     for (i, d) in decoding.iter().enumerate() {

@@ -61,6 +61,8 @@ pub struct PipelineConfig {
     pub pairing: &'static str,
     /// Scale the distorted input to this size.
     pub scale_to: Option<(u32, u32)>,
+    /// Convert the distorted input to this raw format (the reference's, e.g. `I420`).
+    pub convert_to: Option<String>,
     pub decoding: [Decoding; 2],
     pub gates: [GateConfig; 2],
 }
@@ -72,6 +74,38 @@ pub struct Built {
     pub gates: [Gate; 2],
     /// Decoder elements that were plugged, per input (filled while the pipeline starts).
     pub decoders: [Arc<Mutex<Vec<String>>>; 2],
+    /// Caps that reached the element, per input (kept past the pipeline's end).
+    pub caps: [Arc<Mutex<Option<gst::Caps>>>; 2],
+}
+
+/// The raw video format of caps (`I420`, `Y444`, ...).
+pub fn caps_format(caps: &gst::Caps) -> Option<String> {
+    caps.structure(0)?.get::<String>("format").ok()
+}
+
+/// A capsfilter for size and format, in system or CUDA memory.
+fn reshape_filter(
+    size: Option<(u32, u32)>,
+    format: Option<&str>,
+    cuda: bool,
+) -> Result<gst::Element> {
+    let mut st = gst::Structure::new_empty("video/x-raw");
+    if let Some((w, h)) = size {
+        st.set("width", w as i32);
+        st.set("height", h as i32);
+    }
+    if let Some(f) = format {
+        st.set("format", f);
+    }
+    let mut caps = gst::Caps::new_empty();
+    {
+        let caps = caps.get_mut().expect("new caps are writable");
+        let features = cuda.then(|| gst::CapsFeatures::new(["memory:CUDAMemory"]));
+        caps.append_structure_full(st, features);
+    }
+    Ok(gst::ElementFactory::make("capsfilter")
+        .property("caps", caps)
+        .build()?)
 }
 
 /// The `videoscale` method used by `--scale`.
@@ -104,6 +138,7 @@ fn branch(
     input: &Input,
     decoding: &Decoding,
     scale_to: Option<(u32, u32)>,
+    convert_to: Option<&str>,
     decoders: Arc<Mutex<Vec<String>>>,
 ) -> Result<gst::Element> {
     let queue = make("queue")?;
@@ -119,18 +154,14 @@ fn branch(
             let parse = make("parsebin")?;
             let dec = make(factory)?;
             chain.push(dec.clone());
-            if let Some((w, h)) = scale_to {
+            if scale_to.is_some() {
                 chain.push(make("cudascale")?);
-                let caps = gst::Caps::builder("video/x-raw")
-                    .features(["memory:CUDAMemory"])
-                    .field("width", w as i32)
-                    .field("height", h as i32)
-                    .build();
-                chain.push(
-                    gst::ElementFactory::make("capsfilter")
-                        .property("caps", caps)
-                        .build()?,
-                );
+            }
+            if convert_to.is_some() {
+                chain.push(make("cudaconvert")?);
+            }
+            if scale_to.is_some() || convert_to.is_some() {
+                chain.push(reshape_filter(scale_to, convert_to, true)?);
             }
             pipeline.add_many([&src, &parse])?;
             let parse_sink = parse
@@ -155,19 +186,13 @@ fn branch(
             src.set_property("uri", &input.uri);
             let convert = make("videoconvert")?;
             chain.push(convert.clone());
-            if let Some((w, h)) = scale_to {
+            if scale_to.is_some() {
                 let scale = make("videoscale")?;
                 scale.set_property_from_str("method", SCALE_METHOD);
                 chain.push(scale);
-                let caps = gst::Caps::builder("video/x-raw")
-                    .field("width", w as i32)
-                    .field("height", h as i32)
-                    .build();
-                chain.push(
-                    gst::ElementFactory::make("capsfilter")
-                        .property("caps", caps)
-                        .build()?,
-                );
+            }
+            if scale_to.is_some() || convert_to.is_some() {
+                chain.push(reshape_filter(scale_to, convert_to, false)?);
             }
             pipeline.add(&src)?;
             let convert_sink = convert
@@ -221,19 +246,34 @@ pub fn build(config: &PipelineConfig, inputs: [&Input; 2], stop: Arc<AtomicBool>
         Arc::new(Mutex::new(Vec::new())),
         Arc::new(Mutex::new(Vec::new())),
     ];
+    let caps = [Arc::new(Mutex::new(None)), Arc::new(Mutex::new(None))];
     let mut gates = Vec::new();
     for (i, pad_name) in ["ref_sink", "dist_sink"].into_iter().enumerate() {
-        let scale = if i == 1 { config.scale_to } else { None };
+        let (scale, convert) = if i == 1 {
+            (config.scale_to, config.convert_to.as_deref())
+        } else {
+            (None, None)
+        };
         let queue = branch(
             &pipeline,
             inputs[i],
             &config.decoding[i],
             scale,
+            convert,
             decoders[i].clone(),
         )?;
         // After the queue, so that Ctrl-C also ends the frames waiting in it.
         let qsrc = queue.static_pad("src").context("queue has no src pad")?;
         gates.push(Gate::install(&qsrc, config.gates[i], stop.clone()));
+        let seen = caps[i].clone();
+        qsrc.add_probe(gst::PadProbeType::EVENT_DOWNSTREAM, move |_, info| {
+            if let Some(gst::PadProbeData::Event(ev)) = &info.data
+                && let gst::EventView::Caps(c) = ev.view()
+            {
+                *seen.lock().unwrap_or_else(|e| e.into_inner()) = Some(c.caps_owned());
+            }
+            gst::PadProbeReturn::Ok
+        });
         let sinkpad = element
             .static_pad(pad_name)
             .with_context(|| format!("the gpumetrics element has no {pad_name} pad"))?;
@@ -249,6 +289,7 @@ pub fn build(config: &PipelineConfig, inputs: [&Input; 2], stop: Arc<AtomicBool>
         element,
         gates: [ref_gate, dist_gate],
         decoders,
+        caps,
     })
 }
 
@@ -300,6 +341,7 @@ mod tests {
             device: 0,
             pairing: "timestamp",
             scale_to: None,
+            convert_to: None,
             decoding: [
                 Decoding::Nvdec("avdec_h264".into()),
                 Decoding::Nvdec("avdec_h264".into()),

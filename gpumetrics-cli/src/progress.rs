@@ -92,7 +92,8 @@ impl Progress {
         if let Some(bar) = self.bar.take() {
             bar.finish_and_clear();
         }
-        if self.plain {
+        // A run that failed before its first pair says nothing here (its error does).
+        if self.plain && pairs > 0 {
             let secs = self.start.elapsed().as_secs_f64();
             eprintln!(
                 "progress: {pairs} pairs in {secs:.1} s ({:.1} pairs/s)",

@@ -108,6 +108,22 @@ fn clips() -> &'static Clips {
         enc(&ref_path, "scale=160:90", "dist_small.mp4");
         enc(&ref_path, "trim=end_frame=30", "dist_short.mp4");
         enc(&ref_path, "fps=15", "dist_15fps.mp4");
+        ffmpeg(
+            &[
+                &[
+                    "-i",
+                    &ref_path,
+                    "-c:v",
+                    "libx264",
+                    "-b:v",
+                    "80k",
+                    "-preset",
+                    "ultrafast",
+                ][..],
+                &["-pix_fmt", "yuv444p", &p("dist_444.mp4")],
+            ]
+            .concat(),
+        );
         // Long enough that Ctrl-C comes in the middle of the run.
         ffmpeg(
             &[
@@ -363,6 +379,22 @@ fn differing_sizes_need_scale() {
         "{out}"
     );
     assert!(table_mean(&out, "psnr-y") > 20.0, "{out}");
+}
+
+#[test]
+fn differing_formats_are_converted() {
+    let c = clips();
+    let (out, err) = run_ok(&[&c.get("ref.mp4"), &c.get("dist_444.mp4")]);
+    assert!(
+        err.contains("formats differ (reference I420, distorted Y444): converting the distorted video to I420"),
+        "{err}"
+    );
+    assert_eq!(
+        number_after(&out, "compared pairs:"),
+        FRAMES as u64,
+        "{out}"
+    );
+    assert!(table_mean(&out, "psnr-y") > 25.0, "{out}");
 }
 
 #[test]
