@@ -324,10 +324,11 @@ fn real_main(args: Args) -> Result<i32, Failure> {
             )
         })?;
     notes.say(format!("metrics: {}", metrics.replace('+', ", ")));
+    let keep = args.plot.is_some() || (args.format == FormatArg::Table && to_file);
     let (built, outcome) = loop {
         let built = pipeline::build(&config, [&reference, &distorted], stop.clone())?;
         let mut progress = progress::Progress::new(total, args.quiet);
-        match run::run(&built, &stop, &mut sink, &mut progress, args.verbose) {
+        match run::run(&built, &stop, &mut sink, &mut progress, keep, args.verbose) {
             Ok(outcome) => break (built, outcome),
             Err(e) => {
                 // Differing raw formats (e.g. 4:2:0 against 4:4:4) fail at the first
@@ -368,10 +369,22 @@ fn real_main(args: Args) -> Result<i32, Failure> {
             describe_decoding(d, &plugged)
         ));
     }
-    if args.verbose
+    // With NVDEC, whether the frames stayed on the device is the point: always say it.
+    let nvdec = decoding.iter().any(|d| matches!(d, Decoding::Nvdec(_)));
+    if (args.verbose || nvdec)
         && let Some(m) = &outcome.memory_stats
     {
-        notes.say(format!("memory-stats: {m}"));
+        let get = |f: &str| m.get::<u64>(f).unwrap_or(0);
+        notes.say(format!(
+            "memory: {} frames read in CUDA memory (zero-copy), {} downloaded to the host, {} \
+             in system memory",
+            get("device-frames"),
+            get("downloaded-frames"),
+            get("system-frames")
+        ));
+        if args.verbose {
+            notes.say(format!("memory-stats: {m}"));
+        }
     }
     if outcome.interrupted {
         notes.say(format!(

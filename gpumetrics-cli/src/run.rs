@@ -17,6 +17,7 @@ use crate::progress::Progress;
 
 /// What a run measured.
 pub struct Outcome {
+    /// Per-pair records, when asked to keep them (for the plot and the per-frame table).
     pub records: Vec<FrameScores>,
     pub summary: Summary,
     /// The element's `memory-stats` at the end.
@@ -44,6 +45,7 @@ pub fn run(
     stop: &Arc<AtomicBool>,
     sink: &mut RecordSink,
     progress: &mut Progress,
+    keep_records: bool,
     verbose: bool,
 ) -> Result<Outcome> {
     let pipeline = &built.pipeline;
@@ -63,6 +65,7 @@ pub fn run(
     })?;
 
     let mut records = Vec::new();
+    let mut pairs = 0u64;
     let mut summary = None;
     let mut interrupted_at: Option<Instant> = None;
     let mut hard_stopped = false;
@@ -87,8 +90,11 @@ pub fn run(
             gst::MessageView::Element(_) => {
                 if let Some(rec) = FrameScores::from_message(&msg) {
                     sink.frame(&rec).context("writing a per-frame record")?;
-                    records.push(rec);
-                    progress.update(records.len() as u64);
+                    pairs += 1;
+                    if keep_records {
+                        records.push(rec);
+                    }
+                    progress.update(pairs);
                 } else if let Some(s) = Summary::from_message(&msg) {
                     summary = Some(s);
                 }
@@ -109,7 +115,7 @@ pub fn run(
         .element
         .property::<Option<gst::Structure>>("memory-stats");
     let _ = pipeline.set_state(gst::State::Null);
-    progress.finish(records.len() as u64);
+    progress.finish(pairs);
     result?;
     let Some(summary) = summary else {
         bail!("the element posted no summary");
