@@ -1,13 +1,13 @@
 //! The engine: validates the pair of layouts once, picks a backend, and turns frame pairs
 //! into scores.
 
-use crate::backend::Backend;
+use crate::backend::{Backend, BackendKind};
 use crate::error::EngineError;
 use crate::format::FrameLayout;
 use crate::frame::Frame;
+use crate::metric::REGISTRY;
 use crate::metrics::MetricSet;
 use crate::plan::Plan;
-use crate::psnr;
 use crate::scores::Scores;
 
 /// Which backend runs the kernels.
@@ -85,9 +85,14 @@ impl Engine {
         })
     }
 
+    /// Where the kernels run.
+    pub fn backend_kind(&self) -> BackendKind {
+        self.backend.kind()
+    }
+
     /// "cuda" or "cpu".
     pub fn backend_name(&self) -> &'static str {
-        self.backend.name()
+        self.backend.kind().name()
     }
 
     /// Why `auto` chose the CPU, when it did.
@@ -101,7 +106,7 @@ impl Engine {
 
     /// Sets the inputs' colorimetry (default: [`Colorimetry::default_for`] their formats),
     /// which linear-light metrics (SSIMULACRA2) convert with. Fails when such a metric is
-    /// enabled and a transfer function cannot be linearised (PQ, HLG).
+    /// enabled and cannot convert it (a transfer function it cannot linearise).
     ///
     /// [`Colorimetry::default_for`]: crate::Colorimetry::default_for
     pub fn with_colorimetry(
@@ -109,34 +114,27 @@ impl Engine {
         reference: crate::Colorimetry,
         distorted: crate::Colorimetry,
     ) -> Result<Engine, EngineError> {
-        if self.metrics.contains(MetricSet::SSIMULACRA2) {
-            reference.check_linearizable("reference")?;
-            distorted.check_linearizable("distorted")?;
-        }
         self.plan.colorimetry = [reference, distorted];
+        for entry in REGISTRY {
+            (entry.check)(&self.plan, self.metrics)?;
+        }
         Ok(self)
     }
 
     /// Why requested metrics are left out for this layout (e.g. frames too small for
     /// MS-SSIM), for the caller to log once.
     pub fn metric_notes(&self) -> Vec<String> {
-        let mut notes = crate::ssim::notes(&self.plan, self.metrics);
-        notes.extend(crate::ssimulacra2::note(&self.plan, self.metrics));
-        notes
+        REGISTRY
+            .iter()
+            .flat_map(|e| (e.notes)(&self.plan, self.metrics))
+            .collect()
     }
 
+    /// Measures one pair: every requested metric's fields, in registry order.
     pub fn compare(&mut self, reference: &Frame, distorted: &Frame) -> Result<Scores, EngineError> {
-        let m = self
-            .backend
-            .measure(&self.plan, self.metrics, reference, distorted)?;
         let mut scores = Scores::new();
-        if self.metrics.contains(MetricSet::PSNR) {
-            psnr::push_fields(&self.plan, &m.sse[..self.plan.channels.len()], &mut scores);
-        }
-        crate::ssim::push_fields(&self.plan, self.metrics, &m.ssim, &mut scores);
-        if let Some(s) = &m.ssimulacra2 {
-            crate::ssimulacra2::push_fields(s, &mut scores);
-        }
+        self.backend
+            .measure(&self.plan, reference, distorted, &mut scores)?;
         Ok(scores)
     }
 }
@@ -146,7 +144,7 @@ impl std::fmt::Debug for Engine {
         f.debug_struct("Engine")
             .field("plan", &self.plan)
             .field("metrics", &self.metrics)
-            .field("backend", &self.backend.name())
+            .field("backend", &self.backend.kind())
             .finish()
     }
 }

@@ -8,13 +8,14 @@ mod engine;
 mod error;
 mod format;
 mod frame;
+pub mod metric;
 mod metrics;
 mod plan;
-pub mod psnr;
 mod scores;
-pub mod ssim;
-pub mod ssimulacra2;
 mod summary;
+
+pub use backend::BackendKind;
+pub use metric::{psnr, ssim, ssimulacra2};
 
 pub use color::{
     ChromaSiting, ChromaUpsampling, Colorimetry, Matrix, Primaries, Range, Transfer,

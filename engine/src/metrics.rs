@@ -2,7 +2,8 @@
 
 use std::ops::BitOr;
 
-/// A set of metrics, as bit flags (the element's `metrics` property maps onto it).
+/// A set of metrics, as bit flags (the element's `metrics` property maps onto it bit for
+/// bit). Each registered metric ([`crate::metric::all`]) owns one bit.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct MetricSet(u32);
 
@@ -12,24 +13,30 @@ impl MetricSet {
     pub const SSIM: MetricSet = MetricSet(1 << 1);
     /// MS-SSIM (field `ms-ssim`).
     pub const MS_SSIM: MetricSet = MetricSet(1 << 2);
-    /// SSIMULACRA2 2.1 on linear RGB (field `ssimulacra2`).
+    /// SSIMULACRA2 2.1 on linear light (field `ssimulacra2`).
     pub const SSIMULACRA2: MetricSet = MetricSet(1 << 3);
-    pub const ALL: MetricSet = MetricSet(1 | Self::SSIM.0 | Self::MS_SSIM.0 | Self::SSIMULACRA2.0);
+    /// Every registered metric.
+    pub const ALL: MetricSet = MetricSet(crate::metric::all_flags());
 
-    pub fn contains(self, other: MetricSet) -> bool {
+    pub const fn contains(self, other: MetricSet) -> bool {
         self.0 & other.0 == other.0
     }
 
-    pub fn bits(self) -> u32 {
+    /// True when any metric of `other` is in the set.
+    pub const fn intersects(self, other: MetricSet) -> bool {
+        self.0 & other.0 != 0
+    }
+
+    pub const fn bits(self) -> u32 {
         self.0
     }
 
     /// Unknown bits are dropped.
-    pub fn from_bits(bits: u32) -> Self {
+    pub const fn from_bits(bits: u32) -> Self {
         MetricSet(bits & Self::ALL.0)
     }
 
-    pub fn is_empty(self) -> bool {
+    pub const fn is_empty(self) -> bool {
         self.0 == 0
     }
 }

@@ -1,35 +1,28 @@
 //! CUDA backend: the same kernel crate compiled to PTX, on the engine's own stream.
 //!
-//! Everything is allocated once per plan (pinned staging, device frame buffers, result
-//! slots); a frame pair costs at most two host-to-device copies, one memset, one launch and
-//! one 24-byte copy back.
+//! Everything is allocated once per plan (pinned staging and device buffers for host
+//! frames here, each metric's buffers in its own `cuda.rs`); a host frame pair costs two
+//! host-to-device copies, then each metric queues its kernels and copies its sums back.
 
 use std::sync::Arc;
 
 use cudarc::driver::result as cu;
-use cudarc::driver::{
-    CudaContext, CudaSlice, CudaStream, DriverError, LaunchConfig, PinnedHostSlice,
-};
+use cudarc::driver::{CudaContext, CudaStream, DriverError};
 
 use rayon::prelude::*;
 
-use super::{Backend, Measurement};
-use crate::cuda::{DevPtrMut, Kernels};
+use super::{Backend, BackendKind};
+use crate::cuda::{DeviceBuffer, Gpu, PinnedBuffer};
 use crate::error::EngineError;
 use crate::format::FrameLayout;
 use crate::frame::{Frame, HostFrame, MAX_PLANES, PlanePtrs};
+use crate::metric::{CudaMetric, REGISTRY};
 use crate::metrics::MetricSet;
 use crate::plan::Plan;
-use gpumetrics_kernels::psnr::{MAX_CHANNELS, PSNR_BLOCK};
+use crate::scores::Scores;
 
 fn cuda_err(what: &str) -> impl FnOnce(DriverError) -> EngineError + '_ {
     move |e| EngineError::Cuda(format!("{what}: {e}"))
-}
-
-/// The device address of a buffer owned by the backend (used on its one stream only).
-fn raw_ptr<T>(buf: &CudaSlice<T>, stream: &CudaStream) -> u64 {
-    let (ptr, _sync) = cudarc::driver::DevicePtr::device_ptr(buf, stream);
-    ptr
 }
 
 /// Device pitches are multiples of this (coalesced row starts).
@@ -37,17 +30,11 @@ const PITCH_ALIGN: usize = 256;
 
 /// A host frame's way to the device: pinned staging, then one asynchronous copy.
 struct Upload {
-    staging: PinnedHostSlice<u8>,
-    staging_ptr: *mut u8,
-    /// Owns the memory at `device_ptr`.
-    _device: CudaSlice<u8>,
-    device_ptr: u64,
+    staging: PinnedBuffer<u8>,
+    device: DeviceBuffer<u8>,
     /// Per plane: byte offset in both buffers, pitch, row bytes, rows.
     planes: Vec<(usize, usize, usize, usize)>,
 }
-
-// SAFETY: the raw pointers address memory owned by the same struct.
-unsafe impl Send for Upload {}
 
 impl Upload {
     fn new(
@@ -65,20 +52,17 @@ impl Upload {
             total += pitch * rows;
         }
         // SAFETY: the staging memory is written before every copy that reads it.
-        let mut staging = unsafe {
-            ctx.alloc_pinned_with_flags::<u8>(
+        let staging = unsafe {
+            PinnedBuffer::new(
+                ctx,
                 total,
                 cudarc::driver::sys::CU_MEMHOSTALLOC_WRITECOMBINED,
             )
         }?;
-        let staging_ptr = staging.as_mut_ptr()?;
-        let device = stream.alloc_zeros::<u8>(total)?;
-        let device_ptr = raw_ptr(&device, stream);
+        let device = DeviceBuffer::zeroed(stream, total)?;
         Ok(Upload {
             staging,
-            staging_ptr,
-            _device: device,
-            device_ptr,
+            device,
             planes,
         })
     }
@@ -95,7 +79,7 @@ impl Upload {
             let src = frame.planes()[i];
             debug_assert_eq!(src.data.as_ptr() as u64, host.ptr[i]);
             // Rows in parallel: a single core cannot fill write-combined memory at PCIe speed.
-            let staging = self.staging_ptr as usize + offset;
+            let staging = self.staging.as_mut_ptr() as usize + offset;
             (0..rows).into_par_iter().with_min_len(16).for_each(|y| {
                 let s = &src.data[y * src.stride..y * src.stride + row];
                 // SAFETY: offset + y * pitch + row <= staging length by construction, and
@@ -104,62 +88,57 @@ impl Upload {
                     std::ptr::copy_nonoverlapping(s.as_ptr(), (staging + y * pitch) as *mut u8, row)
                 };
             });
-            out.ptr[i] = self.device_ptr + offset as u64;
+            out.ptr[i] = self.device.ptr_at(offset);
             out.pitch[i] = pitch as u32;
         }
-        let len = self.staging.len();
-        // SAFETY: both buffers hold `len` bytes; the stream is synchronised before the
-        // staging buffer is written again.
+        // SAFETY: both buffers hold the same length; the stream is synchronised (every
+        // pair waits for its metrics' sums) before the staging buffer is written again.
         unsafe {
-            let src = std::slice::from_raw_parts(self.staging_ptr, len);
-            cu::memcpy_htod_async(self.device_ptr, src, stream.cu_stream())?;
+            cu::memcpy_htod_async(
+                self.device.ptr(),
+                self.staging.as_slice(),
+                stream.cu_stream(),
+            )?;
         }
         Ok(out)
     }
 }
 
 pub(crate) struct CudaBackend {
-    ctx: Arc<CudaContext>,
-    stream: Arc<CudaStream>,
-    kernels: Arc<Kernels>,
+    gpu: Gpu,
     uploads: [Upload; 2],
-    /// Own the memory at `sums_ptr` / `host_sums_ptr`.
-    _sums: CudaSlice<u64>,
-    sums_ptr: u64,
-    _host_sums: PinnedHostSlice<u64>,
-    host_sums_ptr: *mut u64,
-    grid_x: u32,
-    /// Which half of `sums` the next pair adds into (the kernel clears the other).
-    slot: usize,
-    /// SSIM/MS-SSIM buffers, allocated with the first pair that asks for them.
-    ssim: Option<super::cuda_ssim::CudaSsim>,
-    /// SSIMULACRA2 buffers, allocated with the first pair that asks for the metric.
-    ssimu2: Option<super::cuda_ssimulacra2::CudaSsimu2>,
+    /// Every requested metric's state, allocated for the plan.
+    metrics: Vec<Box<dyn CudaMetric>>,
     /// Set when running in a context lent by the caller; last, so it goes after the rest.
     _external: Option<crate::cuda::ExternalGuard>,
 }
 
-// SAFETY: the raw pointers address memory owned by the struct; CUDA objects are used from
-// one thread at a time (the engine is `&mut`).
-unsafe impl Send for CudaBackend {}
-
 impl CudaBackend {
-    pub(crate) fn new(device_id: u32, plan: &Plan) -> Result<CudaBackend, EngineError> {
-        Self::on_context(open_context(device_id)?, plan)
+    pub(crate) fn new(
+        device_id: u32,
+        plan: &Plan,
+        set: MetricSet,
+    ) -> Result<CudaBackend, EngineError> {
+        Self::on_context(open_context(device_id)?, plan, set)
     }
 
     /// Runs in a context owned by the caller (e.g. the one upstream decoded into).
     pub(crate) fn on_external(
         ext: crate::cuda::ExternalContext,
         plan: &Plan,
+        set: MetricSet,
     ) -> Result<CudaBackend, EngineError> {
         let ctx = crate::cuda::wrap_external(&ext)?;
-        let mut backend = Self::on_context(ctx.clone(), plan)?;
+        let mut backend = Self::on_context(ctx.clone(), plan, set)?;
         backend._external = Some(crate::cuda::ExternalGuard::new(ctx, ext));
         Ok(backend)
     }
 
-    fn on_context(ctx: Arc<CudaContext>, plan: &Plan) -> Result<CudaBackend, EngineError> {
+    fn on_context(
+        ctx: Arc<CudaContext>,
+        plan: &Plan,
+        set: MetricSet,
+    ) -> Result<CudaBackend, EngineError> {
         let setup = || -> Result<CudaBackend, DriverError> {
             let stream = ctx.new_stream()?;
             let kernels = crate::cuda::kernels(&ctx)?;
@@ -167,31 +146,22 @@ impl CudaBackend {
                 Upload::new(&ctx, &stream, &plan.reference)?,
                 Upload::new(&ctx, &stream, &plan.distorted)?,
             ];
-            let sums = stream.alloc_zeros::<u64>(2 * MAX_CHANNELS)?;
-            let sums_ptr = raw_ptr(&sums, &stream);
-            // SAFETY: written by the device before it is read.
-            let mut host_sums = unsafe { ctx.alloc_pinned_with_flags::<u64>(MAX_CHANNELS, 0) }?;
-            let host_sums_ptr = host_sums.as_mut_ptr()?;
-            let rows = plan
-                .channels
-                .iter()
-                .map(|(c, _)| plan.reference.channel_size(c).1)
-                .max()
-                .unwrap_or(1);
-            stream.synchronize()?;
-            Ok(CudaBackend {
+            let gpu = Gpu {
                 ctx: ctx.clone(),
                 stream,
                 kernels,
+            };
+            let mut metrics = Vec::new();
+            for entry in REGISTRY {
+                if let Some(m) = (entry.cuda)(&gpu, plan, set)? {
+                    metrics.push(m);
+                }
+            }
+            gpu.stream.synchronize()?;
+            Ok(CudaBackend {
+                gpu,
                 uploads,
-                _sums: sums,
-                sums_ptr,
-                _host_sums: host_sums,
-                host_sums_ptr,
-                grid_x: rows.min(2048),
-                slot: 0,
-                ssim: None,
-                ssimu2: None,
+                metrics,
                 _external: None,
             })
         };
@@ -213,7 +183,7 @@ impl CudaBackend {
             Frame::Host(f) => {
                 let host = f.validate(layout, what)?;
                 self.uploads[index]
-                    .upload(f, &host, &self.stream)
+                    .upload(f, &host, &self.gpu.stream)
                     .map_err(cuda_err("uploading a frame"))
             }
             Frame::Device(f) => f.validate(layout, what),
@@ -222,84 +192,35 @@ impl CudaBackend {
 }
 
 impl Backend for CudaBackend {
-    fn name(&self) -> &'static str {
-        "cuda"
+    fn kind(&self) -> BackendKind {
+        BackendKind::Cuda
     }
 
     fn measure(
         &mut self,
         plan: &Plan,
-        metrics: MetricSet,
         reference: &Frame,
         distorted: &Frame,
-    ) -> Result<Measurement, EngineError> {
-        self.ctx
+        scores: &mut Scores,
+    ) -> Result<(), EngineError> {
+        self.gpu
+            .ctx
             .bind_to_thread()
             .map_err(cuda_err("binding the CUDA context"))?;
         let r = self.device_planes(reference, plan, 0)?;
         let d = self.device_planes(distorted, plan, 1)?;
-        let mut out = Measurement::default();
-        if metrics.contains(MetricSet::PSNR) {
-            let planes = plan.psnr_planes(&r, &d);
-            let cfg = LaunchConfig {
-                grid_dim: (self.grid_x, 1, planes.count),
-                block_dim: (PSNR_BLOCK, 1, 1),
-                shared_mem_bytes: 0,
-            };
-            let sums = DevPtrMut::<u64>::from_raw(self.sums_ptr);
-            let add_to = sums.wrapping_add(self.slot * MAX_CHANNELS);
-            let clear = sums.wrapping_add((1 - self.slot) * MAX_CHANNELS);
-            let s = self.stream.cu_stream();
-            // SAFETY: the plane pointers were validated against the layouts (or uploaded
-            // into buffers sized for them); both result slots hold MAX_CHANNELS values.
-            let queued = unsafe {
-                self.kernels
-                    .psnr_sse(&self.stream, cfg, planes, add_to, clear)
-                    .and_then(|()| {
-                        let host = std::slice::from_raw_parts_mut(self.host_sums_ptr, MAX_CHANNELS);
-                        cu::memcpy_dtoh_async(host, add_to.as_raw(), s)
-                    })
-            };
-            if let Err(e) = queued.and_then(|()| self.stream.synchronize()) {
-                // Leave no stale sums behind for the next pair, should the stream recover.
-                // SAFETY: both slots lie in `_sums`.
-                let _ = unsafe { cu::memset_d8_async(self.sums_ptr, 0, 2 * MAX_CHANNELS * 8, s) };
-                return Err(EngineError::Cuda(format!("running psnr_sse: {e}")));
-            }
-            self.slot = 1 - self.slot;
-            // SAFETY: the copy above completed (stream synchronised).
-            out.sse.copy_from_slice(unsafe {
-                std::slice::from_raw_parts(self.host_sums_ptr, MAX_CHANNELS)
-            });
-        } else {
-            self.stream
+        if self.metrics.is_empty() {
+            // Nothing waits for the uploads otherwise: surface their errors here.
+            return self
+                .gpu
+                .stream
                 .synchronize()
-                .map_err(cuda_err("uploading frames"))?;
+                .map_err(cuda_err("uploading frames"));
         }
-        if metrics.contains(MetricSet::SSIMULACRA2) {
-            out.ssimulacra2 = Some(super::cuda_ssimulacra2::measure(
-                &mut self.ssimu2,
-                &self.ctx,
-                &self.stream,
-                &self.kernels,
-                plan,
-                &r,
-                &d,
-            )?);
+        for m in &mut self.metrics {
+            m.measure(&self.gpu, plan, &r, &d, scores)?;
         }
-        if let Some(job) = crate::ssim::Job::new(plan, metrics) {
-            out.ssim = super::cuda_ssim::measure(
-                &mut self.ssim,
-                &self.ctx,
-                &self.stream,
-                &self.kernels,
-                &job,
-                plan,
-                &r,
-                &d,
-            )?;
-        }
-        Ok(out)
+        Ok(())
     }
 }
 

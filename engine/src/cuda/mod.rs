@@ -12,9 +12,12 @@
 //! Nothing here loads the CUDA library: cudarc does that (dynamically) when the caller first
 //! creates a context, so the crate also runs on machines without CUDA.
 
+mod buffer;
 mod external;
 mod module;
 mod ptr;
+
+pub(crate) use buffer::{DeviceBuffer, Gpu, PinnedBuffer, ResultSlots};
 
 pub use external::ExternalContext;
 pub(crate) use external::{ExternalGuard, wrap as wrap_external};

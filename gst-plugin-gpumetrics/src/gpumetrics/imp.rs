@@ -19,8 +19,8 @@ use gst_base::prelude::*;
 use gst_base::subclass::prelude::*;
 
 use gpumetrics_engine::{
-    BackendChoice, Colorimetry, DeviceFrame, Engine, EngineConfig, EngineError, Frame, HostFrame,
-    MetricSet, PlaneOffsets, Pooler,
+    BackendChoice, BackendKind, Colorimetry, DeviceFrame, Engine, EngineConfig, EngineError, Frame,
+    HostFrame, MetricSet, PlaneOffsets, Pooler,
 };
 
 use super::{Backend, ChromaUpsampling, Metrics, Pairing, StatsFormat};
@@ -578,21 +578,9 @@ impl GpuMetrics {
     }
 
     fn engine_config(settings: &Settings) -> EngineConfig {
-        let mut metrics = MetricSet::default();
-        if settings.metrics.contains(Metrics::PSNR) {
-            metrics = metrics | MetricSet::PSNR;
-        }
-        if settings.metrics.contains(Metrics::SSIM) {
-            metrics = metrics | MetricSet::SSIM;
-        }
-        if settings.metrics.contains(Metrics::MS_SSIM) {
-            metrics = metrics | MetricSet::MS_SSIM;
-        }
-        if settings.metrics.contains(Metrics::SSIMULACRA2) {
-            metrics = metrics | MetricSet::SSIMULACRA2;
-        }
         EngineConfig {
-            metrics,
+            // The flags carry the engine's bits (checked against the registry in mod.rs).
+            metrics: MetricSet::from_bits(settings.metrics.bits()),
             backend: match settings.backend {
                 Backend::Auto => BackendChoice::Auto,
                 Backend::Cuda => BackendChoice::Cuda,
@@ -772,7 +760,7 @@ impl GpuMetrics {
         let on_cuda = st
             .engine
             .as_ref()
-            .is_some_and(|e| e.backend_name() == "cuda");
+            .is_some_and(|e| e.backend_kind() == BackendKind::Cuda);
         let Ok(api) = gstcuda::api() else {
             return Ok(false);
         };
@@ -817,7 +805,7 @@ impl GpuMetrics {
             if st
                 .engine
                 .as_ref()
-                .is_some_and(|e| e.backend_name() != "cuda")
+                .is_some_and(|e| e.backend_kind() != BackendKind::Cuda)
             {
                 return Ok(false);
             }

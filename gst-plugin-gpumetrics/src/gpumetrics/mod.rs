@@ -27,7 +27,9 @@ use gst::prelude::*;
 
 mod imp;
 
-/// Metrics computed per pair (`metrics` property, GType `GstGpuMetricsMetrics`).
+/// Metrics computed per pair (`metrics` property, GType `GstGpuMetricsMetrics`): one flag per
+/// metric of the engine's registry (`gpumetrics_engine::metric::all`), with its bit, name
+/// and description; the test below keeps them equal.
 #[glib::flags(name = "GstGpuMetricsMetrics")]
 pub enum Metrics {
     /// PSNR per plane and average, with the per-plane MSE (`psnr-*`, `mse-*`).
@@ -50,7 +52,7 @@ pub enum Metrics {
     MS_SSIM = 0b0000_0100,
     /// SSIMULACRA2 2.1 on linear RGB, converted with the caps' colorimetry (`ssimulacra2`).
     #[flags_value(
-        name = "SSIMULACRA2 (version 2.1) on linear RGB from the caps' colorimetry; frames >= 8x8",
+        name = "SSIMULACRA2 (version 2.1) on display-referred linear light from the caps' colorimetry; frames >= 8x8",
         nick = "ssimulacra2"
     )]
     SSIMULACRA2 = 0b0000_1000,
@@ -155,4 +157,24 @@ pub fn register(plugin: &gst::Plugin) -> Result<(), glib::BoolError> {
         gst::Rank::NONE,
         GpuMetrics::static_type(),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn metrics_flags_are_the_engine_registry() {
+        gst::init().unwrap();
+        let class = glib::FlagsClass::with_type(Metrics::static_type()).unwrap();
+        let flags: Vec<_> = class
+            .values()
+            .iter()
+            .map(|v| (v.value(), v.nick(), v.name()))
+            .collect();
+        let registry: Vec<_> = gpumetrics_engine::metric::all()
+            .map(|i| (i.flag.bits(), i.name, i.description))
+            .collect();
+        assert_eq!(flags, registry);
+    }
 }

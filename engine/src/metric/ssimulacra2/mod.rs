@@ -2,12 +2,48 @@
 //! `gpumetrics_kernels::ssimulacra2`): norms, the 108-weight sum and the final mapping, in
 //! f64.
 
+mod cpu;
+mod cuda;
+
+use super::{CpuMetric, CudaMetric, Entry, Info};
+use crate::metrics::MetricSet;
+use crate::plan::Plan;
 use crate::scores::Scores;
 use gpumetrics_kernels::ssimulacra2::{
     S2_MAX_SCALES, S2_MIN_SIZE, S2_SUMS_PER_PLANE, S2_SUMS_PER_SCALE, half,
 };
 
 pub const FIELD: &str = "ssimulacra2";
+
+pub(crate) const ENTRY: Entry = Entry {
+    provides: &[Info {
+        flag: MetricSet::SSIMULACRA2,
+        name: "ssimulacra2",
+        description: "SSIMULACRA2 (version 2.1) on display-referred linear light from the caps' \
+                      colorimetry; frames >= 8x8",
+        fields: "ssimulacra2",
+    }],
+    notes: |plan, set| note(plan, set).into_iter().collect(),
+    check: |plan, set| {
+        if set.contains(MetricSet::SSIMULACRA2) {
+            plan.colorimetry[0].check_linearizable("reference")?;
+            plan.colorimetry[1].check_linearizable("distorted")?;
+        }
+        Ok(())
+    },
+    cpu: |_, set| {
+        set.contains(MetricSet::SSIMULACRA2)
+            .then(|| Box::new(cpu::Ssimu2) as Box<dyn CpuMetric>)
+    },
+    cuda: |gpu, plan, set| {
+        if !set.contains(MetricSet::SSIMULACRA2) {
+            return Ok(None);
+        }
+        Ok(Some(
+            Box::new(cuda::Ssimu2::new(gpu, plan)?) as Box<dyn CudaMetric>
+        ))
+    },
+};
 
 /// Weights of the 108 sub-scores, in the reference's order (plane X, Y, B; scale; norm L1,
 /// L4; map ssim, artifact, detail lost).
@@ -90,14 +126,14 @@ pub fn score(s: &Sums) -> f64 {
 }
 
 /// Why `ssimulacra2` is left out for this plan, if it is.
-pub(crate) fn note(plan: &crate::Plan, metrics: crate::MetricSet) -> Option<String> {
+fn note(plan: &Plan, metrics: MetricSet) -> Option<String> {
     let (w, h) = (plan.reference.width, plan.reference.height);
-    (metrics.contains(crate::MetricSet::SSIMULACRA2) && scale_sizes(w, h).is_empty())
+    (metrics.contains(MetricSet::SSIMULACRA2) && scale_sizes(w, h).is_empty())
         .then(|| format!("ssimulacra2 needs frames of at least 8x8; {w}x{h} frames get none"))
 }
 
 /// Appends `ssimulacra2`, unless the frames are too small to have a scale.
-pub(crate) fn push_fields(s: &Sums, scores: &mut Scores) {
+fn push_fields(s: &Sums, scores: &mut Scores) {
     if s.scales > 0 {
         scores.push(FIELD, score(s));
     }

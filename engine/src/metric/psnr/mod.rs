@@ -1,7 +1,34 @@
-//! PSNR fields from per-channel sums of squared errors (kernel side: `gpumetrics_kernels::psnr`).
+//! PSNR: fields from per-channel sums of squared errors (kernel side:
+//! `gpumetrics_kernels::psnr`), equal to FFmpeg's `psnr` filter.
 
+mod cpu;
+mod cuda;
+
+use super::{Entry, Info};
+use crate::metrics::MetricSet;
 use crate::plan::Plan;
 use crate::scores::Scores;
+
+pub(crate) const ENTRY: Entry = Entry {
+    provides: &[Info {
+        flag: MetricSet::PSNR,
+        name: "psnr",
+        description: "PSNR and MSE per plane, and their plane-weighted average",
+        fields: "psnr-y, psnr-u, psnr-v (psnr-r/g/b for RGB), psnr-avg, mse-*",
+    }],
+    notes: |_, _| Vec::new(),
+    check: |_, _| Ok(()),
+    cpu: |_, set| {
+        set.contains(MetricSet::PSNR)
+            .then(|| Box::new(cpu::Psnr) as Box<dyn super::CpuMetric>)
+    },
+    cuda: |gpu, plan, set| {
+        if !set.contains(MetricSet::PSNR) {
+            return Ok(None);
+        }
+        Ok(Some(Box::new(cuda::Psnr::new(gpu, plan)?)))
+    },
+};
 
 /// Field names per channel, as `(psnr, mse)`.
 fn names(channel: &str) -> (&'static str, &'static str) {

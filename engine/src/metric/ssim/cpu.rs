@@ -8,7 +8,25 @@ use gpumetrics_kernels::ssim::{
 };
 use rayon::prelude::*;
 
-use crate::ssim::{Job, slot_index};
+use super::{Job, slot_index};
+use crate::frame::PlanePtrs;
+use crate::metric::CpuMetric;
+use crate::metrics::MetricSet;
+use crate::plan::Plan;
+use crate::scores::Scores;
+
+/// SSIM / MS-SSIM state of one plan on the CPU.
+pub(super) struct Ssim {
+    pub job: Job,
+    pub set: MetricSet,
+}
+
+impl CpuMetric for Ssim {
+    fn measure(&mut self, plan: &Plan, r: &PlanePtrs, d: &PlanePtrs, scores: &mut Scores) {
+        let sums = sums(&self.job, &plan.psnr_planes(r, d));
+        super::push_fields(plan, self.set, &sums, scores);
+    }
+}
 
 /// Map rows per rayon task.
 const BAND_ROWS: u32 = 32;
@@ -96,7 +114,7 @@ fn f32_channel(data: &[f32], width: u32, max: u32) -> Channel {
 }
 
 /// Every sum the job asks for, laid out as the GPU's result slot.
-pub(crate) fn measure(job: &Job, planes: &PsnrPlanes) -> [f64; RESULT_LEN] {
+fn sums(job: &Job, planes: &PsnrPlanes) -> [f64; RESULT_LEN] {
     let mut out = [0.0; RESULT_LEN];
     for (i, &levels) in job.levels.iter().enumerate() {
         if levels == 0 {

@@ -5,13 +5,24 @@
 
 use rayon::prelude::*;
 
+use super::{Sums, scale_sizes};
 use crate::frame::PlanePtrs;
+use crate::metric::CpuMetric;
 use crate::plan::Plan;
-use crate::ssimulacra2::{Sums, scale_sizes};
+use crate::scores::Scores;
 use gpumetrics_kernels::color::{ColorSource, linear_rgb};
 use gpumetrics_kernels::ssimulacra2::{
     S2_SUMS_PER_PLANE, S2_SUMS_PER_SCALE, blur_row, column_sums, downsample_at, xyb,
 };
+
+/// SSIMULACRA2 on the CPU (no state: scratch images are per pair).
+pub(super) struct Ssimu2;
+
+impl CpuMetric for Ssimu2 {
+    fn measure(&mut self, plan: &Plan, r: &PlanePtrs, d: &PlanePtrs, scores: &mut Scores) {
+        super::push_fields(&sums(plan, r, d), scores);
+    }
+}
 
 /// Six planes (reference R, G, B, distorted R, G, B) of one scale.
 struct Planes {
@@ -132,7 +143,7 @@ fn scale_sums(p: &Planes) -> [f64; S2_SUMS_PER_SCALE] {
 }
 
 /// SSIMULACRA2 sums of a validated host frame pair.
-pub(crate) fn measure(plan: &Plan, r: &PlanePtrs, d: &PlanePtrs) -> Sums {
+fn sums(plan: &Plan, r: &PlanePtrs, d: &PlanePtrs) -> Sums {
     let src = plan.color_sources(r, d);
     let sizes = scale_sizes(plan.reference.width, plan.reference.height);
     let mut out = Sums {

@@ -1,12 +1,46 @@
 //! SSIM and MS-SSIM fields from per-channel, per-scale sums of the ssim and cs map values
 //! (kernel side: `gpumetrics_kernels::ssim`).
 
+mod cpu;
+mod cuda;
+
+use super::{CpuMetric, CudaMetric, Entry, Info};
 use crate::format::ColorFamily;
 use crate::metrics::MetricSet;
 use crate::plan::Plan;
 use crate::scores::Scores;
 use gpumetrics_kernels::psnr::MAX_CHANNELS;
 use gpumetrics_kernels::ssim::{MS_MIN_SIDE, MS_WEIGHTS, RESULT_LEN, SCALES, half, valid};
+
+/// SSIM and MS-SSIM: one pass computes both (MS-SSIM's first scale is the SSIM map).
+pub(crate) const ENTRY: Entry = Entry {
+    provides: &[
+        Info {
+            flag: MetricSet::SSIM,
+            name: "ssim",
+            description: "SSIM (11x11 Gaussian window) of luma, or of R, G, B; chroma and ssim-all \
+                          with ssim-chroma",
+            fields: "ssim, ssim-y (ssim-u, ssim-v with ssim-chroma; ssim-r/g/b for RGB), ssim-all",
+        },
+        Info {
+            flag: MetricSet::MS_SSIM,
+            name: "ms-ssim",
+            description: "MS-SSIM (5 scales) of luma, or the mean over R, G, B; frames > 160x160",
+            fields: "ms-ssim",
+        },
+    ],
+    notes,
+    check: |_, _| Ok(()),
+    cpu: |plan, set| {
+        Job::new(plan, set).map(|job| Box::new(cpu::Ssim { job, set }) as Box<dyn CpuMetric>)
+    },
+    cuda: |gpu, plan, set| match Job::new(plan, set) {
+        None => Ok(None),
+        Some(job) => Ok(Some(
+            Box::new(cuda::Ssim::new(gpu, plan, job, set)?) as Box<dyn CudaMetric>
+        )),
+    },
+};
 
 /// Scales to compute per plan channel: 0 (none), 1 (SSIM) or `SCALES` (MS-SSIM, whose
 /// first scale is the SSIM map as well).

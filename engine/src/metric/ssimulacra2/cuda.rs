@@ -15,56 +15,41 @@
 //! whole strips of 32 rows) and, from scale 1, 6 linear-RGB planes: about 4 · 4/3 · 21 +
 //! 4 · 1/3 · 6 = 120 bytes per pixel, 250 MB at 1080p.
 
-use std::sync::Arc;
+use cudarc::driver::{DriverError, LaunchConfig};
 
-use cudarc::driver::result as cu;
-use cudarc::driver::{CudaSlice, CudaStream, DriverError, LaunchConfig, PinnedHostSlice};
-
-use crate::cuda::{DevPtr, DevPtrMut, Kernels};
+use super::{Sums, scale_sizes};
+use crate::cuda::{DevPtr, DevPtrMut, DeviceBuffer, Gpu, PinnedBuffer};
 use crate::error::EngineError;
 use crate::frame::PlanePtrs;
+use crate::metric::CudaMetric;
 use crate::plan::Plan;
-use crate::ssimulacra2::{Sums, scale_sizes};
+use crate::scores::Scores;
 use gpumetrics_kernels::ssimulacra2::{
     Level, S2_BLUR_THREADS, S2_FINISH_THREADS, S2_LIN_COLS, S2_LIN_WARPS, S2_MAX_SCALES,
     S2_PIXEL_BLOCK, S2_SUMS_PER_SCALE, Scale, half,
 };
 
 /// Buffers of one plan, allocated once.
-pub(crate) struct CudaSsimu2 {
+pub(super) struct Ssimu2 {
     /// Owns the memory of every plane below.
-    _planes: CudaSlice<f32>,
+    _planes: DeviceBuffer<f32>,
     /// Linear RGB of scales 1.. (index 0 unused: scale 0 is converted straight to XYB).
     rgb: Vec<Scale>,
     /// XYB of scales 0.. (scales 0 and 1 always exist: the linearize kernel writes both).
     xyb: Vec<Scale>,
     /// Scored scales.
     n_scales: usize,
-    _levels: CudaSlice<u8>,
-    levels_ptr: u64,
+    levels: DeviceBuffer<u8>,
     h_blocks: u32,
     v_blocks: u32,
-    _partials: CudaSlice<f64>,
-    _out: CudaSlice<f64>,
-    out_ptr: u64,
-    _host_out: PinnedHostSlice<f64>,
-    host_out_ptr: *mut f64,
+    _partials: DeviceBuffer<f64>,
+    out: DeviceBuffer<f64>,
+    host_out: PinnedBuffer<f64>,
 }
 
-// SAFETY: the raw pointers address memory owned by the struct, used from one thread at a time.
-unsafe impl Send for CudaSsimu2 {}
-
-fn raw<T>(buf: &CudaSlice<T>, stream: &CudaStream) -> u64 {
-    let (ptr, _sync) = cudarc::driver::DevicePtr::device_ptr(buf, stream);
-    ptr
-}
-
-impl CudaSsimu2 {
-    pub(crate) fn new(
-        ctx: &Arc<cudarc::driver::CudaContext>,
-        stream: &Arc<CudaStream>,
-        plan: &Plan,
-    ) -> Result<CudaSsimu2, DriverError> {
+impl Ssimu2 {
+    pub(super) fn new(gpu: &Gpu, plan: &Plan) -> Result<Ssimu2, DriverError> {
+        let stream = &gpu.stream;
         let (w0, h0) = (plan.reference.width, plan.reference.height);
         let n_scales = scale_sizes(w0, h0).len();
         let mut sizes = vec![(w0, h0)];
@@ -84,8 +69,9 @@ impl CudaSsimu2 {
             }
             .moment_len()
         };
-        // Each region starts 256-byte aligned (the column pass reads 16-byte vectors).
-        const ALIGN: u64 = 64;
+        // Each region starts 256-byte aligned (the column pass reads 16-byte vectors):
+        // at a multiple of 64 f32 values.
+        const ALIGN: u64 = 256 / 4;
         let total: u64 = (0..sizes.len())
             .map(|s| {
                 let rgb = if s > 0 { 6 } else { 0 };
@@ -93,8 +79,8 @@ impl CudaSsimu2 {
                 (6 + rgb) * len(s) + moments + 3 * ALIGN
             })
             .sum();
-        let planes = stream.alloc_zeros::<f32>(total as usize)?;
-        let base = raw(&planes, stream);
+        let planes = DeviceBuffer::<f32>::zeroed(stream, total as usize)?;
+        let base = planes.ptr();
         let mut offset = 0u64;
         let mut take = |values: u64| {
             offset = offset.next_multiple_of(ALIGN);
@@ -136,8 +122,8 @@ impl CudaSsimu2 {
                 levels.push(lv);
             }
         }
-        let partials = stream.alloc_zeros::<f64>(n_partials.max(1) as usize)?;
-        let partials_ptr = raw(&partials, stream);
+        let partials = DeviceBuffer::<f64>::zeroed(stream, n_partials.max(1) as usize)?;
+        let partials_ptr = partials.ptr();
         for lv in &mut levels {
             lv.partials = partials_ptr + lv.partials * 8;
         }
@@ -148,41 +134,39 @@ impl CudaSsimu2 {
                 std::mem::size_of_val(&levels[..]),
             )
         };
-        let levels_buf = stream.clone_htod(bytes)?;
-        let levels_ptr = raw(&levels_buf, stream);
-        let out = stream.alloc_zeros::<f64>(S2_MAX_SCALES * S2_SUMS_PER_SCALE)?;
-        let out_ptr = raw(&out, stream);
-        // SAFETY: written by the device before it is read.
-        let mut host_out =
-            unsafe { ctx.alloc_pinned_with_flags::<f64>(S2_MAX_SCALES * S2_SUMS_PER_SCALE, 0) }?;
-        let host_out_ptr = host_out.as_mut_ptr()?;
+        let levels_buf = DeviceBuffer::<u8>::zeroed(stream, bytes.len())?;
+        // SAFETY: the buffer holds `bytes.len()` bytes; `bytes` lives until the stream is
+        // synchronised below.
+        unsafe {
+            cudarc::driver::result::memcpy_htod_async(levels_buf.ptr(), bytes, stream.cu_stream())
+        }?;
+        let out = DeviceBuffer::<f64>::zeroed(stream, S2_MAX_SCALES * S2_SUMS_PER_SCALE)?;
+        // SAFETY: written by the copy in `measure` before it is read.
+        let host_out = unsafe { PinnedBuffer::new(&gpu.ctx, out.len(), 0) }?;
         stream.synchronize()?;
-        Ok(CudaSsimu2 {
+        Ok(Ssimu2 {
             _planes: planes,
             rgb,
             xyb,
             n_scales,
-            _levels: levels_buf,
-            levels_ptr,
+            levels: levels_buf,
             h_blocks,
             v_blocks,
             _partials: partials,
-            _out: out,
-            out_ptr,
-            _host_out: host_out,
-            host_out_ptr,
+            out,
+            host_out,
         })
     }
 
     /// Queues the whole pipeline for one pair and waits for its sums.
-    pub(crate) fn measure(
+    fn sums(
         &mut self,
-        k: &Kernels,
-        stream: &Arc<CudaStream>,
+        gpu: &Gpu,
         plan: &Plan,
         r: &PlanePtrs,
         d: &PlanePtrs,
     ) -> Result<Sums, EngineError> {
+        let (k, stream) = (&gpu.kernels, &gpu.stream);
         let mut out = Sums {
             scales: self.n_scales,
             ..Default::default()
@@ -207,7 +191,7 @@ impl CudaSsimu2 {
         };
         let n = self.n_scales;
         let values = n * S2_SUMS_PER_SCALE;
-        let levels = DevPtr::from_raw(self.levels_ptr);
+        let levels = DevPtr::from_raw(self.levels.ptr());
         // SAFETY: the frame pointers were validated against the plan's layouts (or are
         // the backend's upload buffers); every plane, level, partials and output slot was
         // sized for this plan in `new`.
@@ -234,15 +218,14 @@ impl CudaSsimu2 {
                     block_dim: (S2_FINISH_THREADS, 1, 1),
                     shared_mem_bytes: 0,
                 };
-                k.ssimu2_finish(stream, cfg, levels, DevPtrMut::from_raw(self.out_ptr))?;
-                let host = std::slice::from_raw_parts_mut(self.host_out_ptr, values);
-                cu::memcpy_dtoh_async(host, self.out_ptr, stream.cu_stream())?;
+                k.ssimu2_finish(stream, cfg, levels, DevPtrMut::from_raw(self.out.ptr()))?;
+                self.host_out.copy_from_device(self.out.ptr(), stream)?;
                 stream.synchronize()
             })()
         };
         queued.map_err(|e| EngineError::Cuda(format!("running ssimulacra2: {e}")))?;
         // SAFETY: the copy completed (stream synchronised).
-        let host = unsafe { std::slice::from_raw_parts(self.host_out_ptr, values) };
+        let host = unsafe { &self.host_out.as_slice()[..values] };
         for (i, chunk) in host.chunks(S2_SUMS_PER_SCALE).enumerate() {
             out.sums[i].copy_from_slice(chunk);
             out.pixels[i] = self.xyb[i].plane_len as u64;
@@ -251,22 +234,17 @@ impl CudaSsimu2 {
     }
 }
 
-/// Measures with `state`, allocating it on first use (once per plan).
-pub(crate) fn measure(
-    state: &mut Option<CudaSsimu2>,
-    ctx: &Arc<cudarc::driver::CudaContext>,
-    stream: &Arc<CudaStream>,
-    kernels: &Kernels,
-    plan: &Plan,
-    r: &PlanePtrs,
-    d: &PlanePtrs,
-) -> Result<Sums, EngineError> {
-    let s = match state {
-        Some(s) => s,
-        None => state.insert(
-            CudaSsimu2::new(ctx, stream, plan)
-                .map_err(|e| EngineError::Cuda(format!("allocating ssimulacra2 buffers: {e}")))?,
-        ),
-    };
-    s.measure(kernels, stream, plan, r, d)
+impl CudaMetric for Ssimu2 {
+    fn measure(
+        &mut self,
+        gpu: &Gpu,
+        plan: &Plan,
+        r: &PlanePtrs,
+        d: &PlanePtrs,
+        scores: &mut Scores,
+    ) -> Result<(), EngineError> {
+        let sums = self.sums(gpu, plan, r, d)?;
+        super::push_fields(&sums, scores);
+        Ok(())
+    }
 }

@@ -1,0 +1,199 @@
+//! Memory an engine owns: device buffers, pinned host buffers and the result slots that
+//! bring a pair's sums back.
+//!
+//! The single-stream rule: every buffer here is allocated on the engine's one stream and used
+//! only by work queued on that stream, or by the host after synchronising it. Its address is
+//! therefore read once, when it is allocated, and cached: cudarc's per-access event tracking
+//! (the guard of `device_ptr`) has nothing to order here and would cost a call per launch.
+//! The buffers are `Send` for the same reason: whoever owns the engine owns the stream.
+
+use std::sync::Arc;
+
+use cudarc::driver::result as cu;
+use cudarc::driver::{
+    CudaContext, CudaSlice, CudaStream, DeviceRepr, DriverError, PinnedHostSlice, ValidAsZeroBits,
+};
+
+use super::DevPtrMut;
+
+/// Device memory of `len` values of `T`, with its address cached.
+pub(crate) struct DeviceBuffer<T> {
+    /// Owns the memory at `ptr`.
+    _slice: CudaSlice<T>,
+    ptr: u64,
+    len: usize,
+}
+
+impl<T: DeviceRepr + ValidAsZeroBits> DeviceBuffer<T> {
+    /// `len` zeroed values on `stream`.
+    pub(crate) fn zeroed(stream: &Arc<CudaStream>, len: usize) -> Result<Self, DriverError> {
+        let slice = stream.alloc_zeros::<T>(len)?;
+        let ptr = {
+            let (ptr, _sync) = cudarc::driver::DevicePtr::device_ptr(&slice, stream);
+            ptr
+        };
+        Ok(DeviceBuffer {
+            _slice: slice,
+            ptr,
+            len,
+        })
+    }
+}
+
+impl<T> DeviceBuffer<T> {
+    pub(crate) fn ptr(&self) -> u64 {
+        self.ptr
+    }
+
+    /// Address of element `i` (not checked against the length).
+    pub(crate) fn ptr_at(&self, i: usize) -> u64 {
+        self.ptr + (i * size_of::<T>()) as u64
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    pub(crate) fn as_mut(&self) -> DevPtrMut<T> {
+        DevPtrMut::from_raw(self.ptr)
+    }
+}
+
+/// Page-locked host memory of `len` values of `T`, with its address cached.
+pub(crate) struct PinnedBuffer<T> {
+    /// Owns the memory at `ptr`.
+    _slice: PinnedHostSlice<T>,
+    ptr: *mut T,
+    len: usize,
+}
+
+// SAFETY: `ptr` addresses memory owned by the struct; see the single-stream rule above.
+unsafe impl<T: Send> Send for PinnedBuffer<T> {}
+
+impl<T: DeviceRepr + ValidAsZeroBits> PinnedBuffer<T> {
+    /// `len` values allocated with `cuMemHostAlloc` `flags` (e.g. write-combined for
+    /// upload staging).
+    ///
+    /// # Safety
+    /// The memory is uninitialised: it must be written (by the host or by a device copy)
+    /// before it is read.
+    pub(crate) unsafe fn new(
+        ctx: &Arc<CudaContext>,
+        len: usize,
+        flags: u32,
+    ) -> Result<Self, DriverError> {
+        // SAFETY: the caller writes before reading.
+        let mut slice = unsafe { ctx.alloc_pinned_with_flags::<T>(len, flags) }?;
+        let ptr = slice.as_mut_ptr()?;
+        Ok(PinnedBuffer {
+            _slice: slice,
+            ptr,
+            len,
+        })
+    }
+}
+
+impl<T> PinnedBuffer<T> {
+    pub(crate) fn as_mut_ptr(&self) -> *mut T {
+        self.ptr
+    }
+
+    /// The values.
+    ///
+    /// # Safety
+    /// No device copy into the buffer may be pending (the stream was synchronised after
+    /// the last one), and the values were written.
+    pub(crate) unsafe fn as_slice(&self) -> &[T] {
+        // SAFETY: `len` values owned by the struct; the caller rules out concurrent writes.
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
+    }
+
+    /// Queues a copy of `len` values from device address `src` into the buffer.
+    ///
+    /// # Safety
+    /// `src` holds `len` readable values of `T`; the buffer is not read before the stream
+    /// is synchronised.
+    pub(crate) unsafe fn copy_from_device(
+        &self,
+        src: u64,
+        stream: &CudaStream,
+    ) -> Result<(), DriverError> {
+        // SAFETY: see above; the host memory is ours and pinned.
+        unsafe {
+            let host = std::slice::from_raw_parts_mut(self.ptr, self.len);
+            cu::memcpy_dtoh_async(host, src, stream.cu_stream())
+        }
+    }
+}
+
+/// Where a metric's kernels add up one pair's sums: two device slots of `len` values, used
+/// in turn (the pair's first launch clears the *other* slot for the next pair, so no memset
+/// is queued per pair), and a pinned host copy.
+///
+/// Per pair: [`ResultSlots::targets`] gives the launches their addresses, then
+/// [`ResultSlots::finish`] copies the slot back, synchronises and flips the slots; after a
+/// failed launch [`ResultSlots::reset`] zeroes both so that no stale sums reach the next pair.
+pub(crate) struct ResultSlots<T> {
+    device: DeviceBuffer<T>,
+    host: PinnedBuffer<T>,
+    len: usize,
+    slot: usize,
+}
+
+impl<T: DeviceRepr + ValidAsZeroBits> ResultSlots<T> {
+    pub(crate) fn new(
+        ctx: &Arc<CudaContext>,
+        stream: &Arc<CudaStream>,
+        len: usize,
+    ) -> Result<Self, DriverError> {
+        Ok(ResultSlots {
+            device: DeviceBuffer::zeroed(stream, 2 * len)?,
+            // SAFETY: written by the copy in `finish` before it is read.
+            host: unsafe { PinnedBuffer::new(ctx, len, 0) }?,
+            len,
+            slot: 0,
+        })
+    }
+}
+
+impl<T> ResultSlots<T> {
+    /// (slot this pair adds into, slot to clear for the next pair).
+    pub(crate) fn targets(&self) -> (DevPtrMut<T>, DevPtrMut<T>) {
+        let base = self.device.as_mut();
+        (
+            base.wrapping_add(self.slot * self.len),
+            base.wrapping_add((1 - self.slot) * self.len),
+        )
+    }
+
+    /// Copies this pair's slot to the host, waits for the stream and flips the slots.
+    pub(crate) fn finish(&mut self, stream: &CudaStream) -> Result<&[T], DriverError> {
+        let (add_to, _) = self.targets();
+        // SAFETY: the slot holds `len` values; the stream is synchronised before reading.
+        unsafe { self.host.copy_from_device(add_to.as_raw(), stream) }?;
+        stream.synchronize()?;
+        self.slot = 1 - self.slot;
+        // SAFETY: the copy completed.
+        Ok(unsafe { self.host.as_slice() })
+    }
+
+    /// Queues zeroes into both slots (after an error; best effort).
+    pub(crate) fn reset(&self, stream: &CudaStream) {
+        // SAFETY: both slots lie in the device buffer.
+        let _ = unsafe {
+            cu::memset_d8_async(
+                self.device.ptr(),
+                0,
+                self.device.len() * size_of::<T>(),
+                stream.cu_stream(),
+            )
+        };
+    }
+}
+
+/// The GPU an engine runs on: its context, its one stream and the loaded kernels.
+pub(crate) struct Gpu {
+    pub ctx: Arc<CudaContext>,
+    pub stream: Arc<CudaStream>,
+    pub kernels: Arc<super::Kernels>,
+}

@@ -1,0 +1,67 @@
+//! PSNR on the GPU: one `psnr_sse` launch per pair (all channels in one grid) and one
+//! 24-byte copy back.
+
+use cudarc::driver::{DriverError, LaunchConfig};
+
+use crate::cuda::{Gpu, ResultSlots};
+use crate::error::EngineError;
+use crate::frame::PlanePtrs;
+use crate::metric::CudaMetric;
+use crate::plan::Plan;
+use crate::scores::Scores;
+use gpumetrics_kernels::psnr::{MAX_CHANNELS, PSNR_BLOCK};
+
+pub(super) struct Psnr {
+    sums: ResultSlots<u64>,
+    /// Blocks along y: one per row of the tallest channel, at most 2048 (rows stride).
+    grid_x: u32,
+}
+
+impl Psnr {
+    pub(super) fn new(gpu: &Gpu, plan: &Plan) -> Result<Psnr, DriverError> {
+        let rows = plan
+            .channels
+            .iter()
+            .map(|(c, _)| plan.reference.channel_size(c).1)
+            .max()
+            .unwrap_or(1);
+        Ok(Psnr {
+            sums: ResultSlots::new(&gpu.ctx, &gpu.stream, MAX_CHANNELS)?,
+            grid_x: rows.min(2048),
+        })
+    }
+}
+
+impl CudaMetric for Psnr {
+    fn measure(
+        &mut self,
+        gpu: &Gpu,
+        plan: &Plan,
+        r: &PlanePtrs,
+        d: &PlanePtrs,
+        scores: &mut Scores,
+    ) -> Result<(), EngineError> {
+        let planes = plan.psnr_planes(r, d);
+        let cfg = LaunchConfig {
+            grid_dim: (self.grid_x, 1, planes.count),
+            block_dim: (PSNR_BLOCK, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let (add_to, clear) = self.sums.targets();
+        // SAFETY: the plane pointers were validated against the layouts (or uploaded into
+        // buffers sized for them); both result slots hold MAX_CHANNELS values.
+        let queued = unsafe {
+            gpu.kernels
+                .psnr_sse(&gpu.stream, cfg, planes, add_to, clear)
+        };
+        let sse = match queued.and_then(|()| self.sums.finish(&gpu.stream)) {
+            Ok(sse) => sse,
+            Err(e) => {
+                self.sums.reset(&gpu.stream);
+                return Err(EngineError::Cuda(format!("running psnr_sse: {e}")));
+            }
+        };
+        super::push_fields(plan, &sse[..plan.channels.len()], scores);
+        Ok(())
+    }
+}
