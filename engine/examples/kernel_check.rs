@@ -11,7 +11,8 @@ use std::sync::Arc;
 
 use cudarc::driver::{CudaContext, CudaStream, DriverError, LaunchConfig};
 use gpumetrics_engine::cuda::{self, DevPtr, DevPtrMut, Kernels};
-use gpumetrics_kernels::psnr::{self, Channel, ChannelPair, PsnrPlanes};
+use gpumetrics_kernels::channel::{Channel, ChannelPair};
+use gpumetrics_kernels::psnr::{self, PsnrPlanes};
 use gpumetrics_kernels::selftest::{self, Affine};
 
 /// xorshift64*: deterministic inputs without a dependency.
@@ -462,7 +463,7 @@ fn ssimulacra2_pipeline(
 }
 
 /// Host sums of the ssim and cs map values of `p`, from the same per-pixel functions.
-fn host_ssim(p: &gpumetrics_kernels::psnr::ChannelPair) -> (f64, f64) {
+fn host_ssim(p: &ChannelPair) -> (f64, f64) {
     use gpumetrics_kernels::ssim::{Moments, WEIGHTS, constants, sample, ssim_cs, valid};
     let (vw, vh) = (valid(p.width) as usize, valid(p.height) as usize);
     let peak = p.reference.max;

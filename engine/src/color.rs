@@ -370,8 +370,7 @@ impl Colorimetry {
     pub(crate) fn source(&self, layout: &FrameLayout, planes: &PlanePtrs) -> ColorSource {
         let f = layout.format;
         let chans = f.channels();
-        let channel =
-            |i: usize| crate::plan::channel(&chans[i.min(chans.len() - 1)], planes, f.peak());
+        let channel = |i: usize| planes.channel(&chans[i.min(chans.len() - 1)], f.peak());
         // code · scale + offset, as the reference builds it (f64, then f32).
         let depth = f.depth();
         let unit = f64::from(1u32 << depth) / 256.0;

@@ -1,7 +1,8 @@
 //! Frames as the engine sees them: planes with their strides, in host or device memory.
 
 use crate::error::EngineError;
-use crate::format::FrameLayout;
+use crate::format::{ChannelSpec, FrameLayout};
+use gpumetrics_kernels::channel::Channel;
 
 pub const MAX_PLANES: usize = 4;
 
@@ -159,6 +160,21 @@ pub enum Frame<'a> {
 pub(crate) struct PlanePtrs {
     pub ptr: [u64; MAX_PLANES],
     pub pitch: [u32; MAX_PLANES],
+}
+
+impl PlanePtrs {
+    /// Kernel-side description of channel `c` of these planes (samples up to `max`).
+    pub(crate) fn channel(&self, c: &ChannelSpec, max: u32) -> Channel {
+        Channel {
+            ptr: self.ptr[c.plane] + c.offset as u64,
+            pitch: self.pitch[c.plane],
+            step: c.step,
+            sample_bytes: c.sample_bytes,
+            shift: c.shift,
+            max,
+            _pad: 0,
+        }
+    }
 }
 
 impl HostFrame<'_> {

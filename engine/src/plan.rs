@@ -4,8 +4,9 @@ use crate::color::Colorimetry;
 use crate::error::EngineError;
 use crate::format::{ChannelSpec, ColorFamily, FrameLayout};
 use crate::frame::PlanePtrs;
+use gpumetrics_kernels::channel::{ChannelPair, MAX_CHANNELS};
 use gpumetrics_kernels::color::ColorSource;
-use gpumetrics_kernels::psnr::{Channel, ChannelPair, MAX_CHANNELS, PsnrPlanes};
+use gpumetrics_kernels::psnr::PsnrPlanes;
 
 /// Largest frame side: keeps every sample index and pitch of the kernels inside `u32`.
 pub const MAX_SIDE: u32 = 32768;
@@ -101,8 +102,8 @@ impl Plan {
         for (slot, (rc, dc)) in out.pairs.iter_mut().zip(&self.channels) {
             let (width, height) = self.reference.channel_size(rc);
             *slot = ChannelPair {
-                reference: channel(rc, r, self.reference.format.peak()),
-                distorted: channel(dc, d, self.distorted.format.peak()),
+                reference: r.channel(rc, self.reference.format.peak()),
+                distorted: d.channel(dc, self.distorted.format.peak()),
                 width,
                 height,
             };
@@ -118,19 +119,6 @@ impl Plan {
             self.colorimetry[0].source(&self.reference, r),
             self.colorimetry[1].source(&self.distorted, d),
         )
-    }
-}
-
-/// Kernel-side description of channel `c` at the given plane addresses.
-pub(crate) fn channel(c: &ChannelSpec, planes: &PlanePtrs, max: u32) -> Channel {
-    Channel {
-        ptr: planes.ptr[c.plane] + c.offset as u64,
-        pitch: planes.pitch[c.plane],
-        step: c.step,
-        sample_bytes: c.sample_bytes,
-        shift: c.shift,
-        max,
-        _pad: 0,
     }
 }
 

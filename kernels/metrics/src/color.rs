@@ -13,7 +13,7 @@
 //! convert the primaries to BT.709. R'G'B' input skips the matrix; gray input is
 //! R' = G' = B' = Y'.
 
-use crate::psnr::{Channel, load};
+use crate::channel::{Channel, load};
 
 /// `b^n` in f64 by squaring (`n` is a constant at every call, so this unrolls).
 #[inline(always)]

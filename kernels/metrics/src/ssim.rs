@@ -7,7 +7,7 @@
 //! are f32, which holds every integer sample and every 2×2-pooled value of MS-SSIM exactly
 //! (at most 16 integer bits + 2 fractional bits per pooling, 4 poolings: 24 bits).
 
-use crate::psnr::{Channel, ChannelPair, MAX_CHANNELS, load, rescale};
+use crate::channel::{Channel, ChannelPair, MAX_CHANNELS, load, rescale};
 
 /// Window radius: 11 taps.
 pub const RADIUS: u32 = 5;

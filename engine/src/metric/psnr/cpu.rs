@@ -6,7 +6,8 @@ use crate::frame::PlanePtrs;
 use crate::metric::CpuMetric;
 use crate::plan::Plan;
 use crate::scores::Scores;
-use gpumetrics_kernels::psnr::{MAX_CHANNELS, sse_rows};
+use gpumetrics_kernels::channel::MAX_CHANNELS;
+use gpumetrics_kernels::psnr::sse_rows;
 
 /// Rows per rayon task: big enough to amortise scheduling, small enough to balance 4:2:0
 /// chroma planes against luma.

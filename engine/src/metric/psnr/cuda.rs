@@ -9,7 +9,8 @@ use crate::frame::PlanePtrs;
 use crate::metric::CudaMetric;
 use crate::plan::Plan;
 use crate::scores::Scores;
-use gpumetrics_kernels::psnr::{MAX_CHANNELS, PSNR_BLOCK};
+use gpumetrics_kernels::channel::MAX_CHANNELS;
+use gpumetrics_kernels::psnr::PSNR_BLOCK;
 
 pub(super) struct Psnr {
     sums: ResultSlots<u64>,

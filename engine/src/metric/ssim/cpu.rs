@@ -1,7 +1,8 @@
 //! SSIM / MS-SSIM on the CPU: the kernel crate's per-pixel functions (moments, map values,
 //! pooling) in the same tap order as the `ssim_scale` kernel, parallel over row bands.
 
-use gpumetrics_kernels::psnr::{Channel, ChannelPair, PsnrPlanes};
+use gpumetrics_kernels::channel::{Channel, ChannelPair};
+use gpumetrics_kernels::psnr::PsnrPlanes;
 use gpumetrics_kernels::ssim::{
     F32_SAMPLES, Moments, RESULT_LEN, TAPS, WEIGHTS, constants, half, pooled, sample, ssim_cs,
     valid,

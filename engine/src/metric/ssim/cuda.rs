@@ -12,7 +12,7 @@ use crate::metric::CudaMetric;
 use crate::metrics::MetricSet;
 use crate::plan::Plan;
 use crate::scores::Scores;
-use gpumetrics_kernels::psnr::{Channel, ChannelPair, MAX_CHANNELS};
+use gpumetrics_kernels::channel::{Channel, ChannelPair, MAX_CHANNELS};
 use gpumetrics_kernels::ssim::{
     BLOCK_ROWS, F32_SAMPLES, RESULT_LEN, SCALES, ScalePair, SsimPlanes, TILE_W, grid,
 };

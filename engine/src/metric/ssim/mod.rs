@@ -9,7 +9,7 @@ use crate::format::ColorFamily;
 use crate::metrics::MetricSet;
 use crate::plan::Plan;
 use crate::scores::Scores;
-use gpumetrics_kernels::psnr::MAX_CHANNELS;
+use gpumetrics_kernels::channel::MAX_CHANNELS;
 use gpumetrics_kernels::ssim::{MS_MIN_SIDE, MS_WEIGHTS, RESULT_LEN, SCALES, half, valid};
 
 /// SSIM and MS-SSIM: one pass computes both (MS-SSIM's first scale is the SSIM map).
