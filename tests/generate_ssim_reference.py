@@ -11,7 +11,7 @@ values come from the public references named in ../shared/docs/METRICS.md:
   tensors (one channel for luma, three for RGB).
 
 Needs: numpy, scikit-image, pillow, torch, pytorch-msssim, ffmpeg with libx264.
-    python3 tests/generate_ssim_reference.py   # rewrites engine/tests/data/ssim/
+    python3 tests/generate_ssim_reference.py   # rewrites tests/data/ssim/
 """
 
 import io
@@ -27,7 +27,7 @@ from skimage import data
 from skimage.metrics import structural_similarity
 from skimage.transform import resize
 
-OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "engine", "tests", "data", "ssim")
+OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "ssim")
 
 
 def ssim(a, b, peak):

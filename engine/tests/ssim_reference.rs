@@ -25,7 +25,7 @@ struct Case {
 }
 
 fn dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/ssim")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/data/ssim")
 }
 
 fn cases() -> Vec<Case> {

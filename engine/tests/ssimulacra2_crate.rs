@@ -4,7 +4,8 @@
 //! odd sizes and sizes with fewer than six scales. Tolerance 0.05. Both sides get the same
 //! linear RGB: the engine's documented conversion (`host_linear_rgb`).
 //!
-//! The source, `tests/data/ssimulacra2/natural.jpg`, is made by `generate.sh` there.
+//! The source, `tests/data/ssimulacra2/natural.jpg` (at the repository root, with every
+//! test's data), is made by `tests/generate_ssimulacra2_source.sh`.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -18,7 +19,7 @@ use ssimulacra2::{LinearRgb, compute_frame_ssimulacra2};
 const TOLERANCE: f64 = 0.05;
 
 fn source() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/ssimulacra2/natural.jpg")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/data/ssimulacra2/natural.jpg")
 }
 
 fn scratch(name: &str) -> PathBuf {

@@ -147,7 +147,7 @@ fn ffmpeg(args: &[&str]) -> Vec<u8> {
 fn clips(c: &Case) -> (Vec<u8>, Vec<u8>) {
     let size = format!("{W}x{H}");
     let photo = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data/ssimulacra2/natural.jpg")
+        .join("../tests/data/ssimulacra2/natural.jpg")
         .to_str()
         .unwrap()
         .to_string();
