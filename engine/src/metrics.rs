@@ -22,11 +22,6 @@ impl MetricSet {
         self.0 & other.0 == other.0
     }
 
-    /// True when any metric of `other` is in the set.
-    pub const fn intersects(self, other: MetricSet) -> bool {
-        self.0 & other.0 != 0
-    }
-
     pub const fn bits(self) -> u32 {
         self.0
     }

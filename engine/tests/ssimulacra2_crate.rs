@@ -7,8 +7,11 @@
 //! The source, `tests/data/ssimulacra2/natural.jpg` (at the repository root, with every
 //! test's data), is made by `tests/generate_ssimulacra2_source.sh`.
 
+mod common;
+
 use std::path::{Path, PathBuf};
-use std::process::Command;
+
+use common::{ffmpeg, natural_source as source, scratch};
 
 use gpumetrics_engine::{
     BackendChoice, Colorimetry, Engine, EngineConfig, Frame, FrameLayout, HostFrame, MetricSet,
@@ -17,30 +20,6 @@ use gpumetrics_engine::{
 use ssimulacra2::{LinearRgb, compute_frame_ssimulacra2};
 
 const TOLERANCE: f64 = 0.05;
-
-fn source() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/data/ssimulacra2/natural.jpg")
-}
-
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("gpumetrics-ssimu2-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
-}
-
-fn ffmpeg(args: &[&str]) -> Vec<u8> {
-    let out = Command::new("ffmpeg")
-        .args(["-hide_banner", "-v", "error", "-threads", "1"])
-        .args(args)
-        .output()
-        .expect("ffmpeg is needed (scripts/setup-deps.sh installs it)");
-    assert!(
-        out.status.success(),
-        "ffmpeg {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out.stdout
-}
 
 /// Raw frame of `file` scaled to w×h (lanczos) in `pix_fmt` (with BT.709 limited range
 /// for YUV).

@@ -18,8 +18,9 @@
 //! `cargo test -p gpumetrics-engine --test ssimulacra2_video -- --nocapture` prints the
 //! table of scores that docs/COLOUR.md reports.
 
-use std::path::PathBuf;
-use std::process::Command;
+mod common;
+
+use common::{ffmpeg, scratch};
 
 use gpumetrics_engine::{
     BackendChoice, ChromaSiting, ChromaUpsampling, Colorimetry, Engine, EngineConfig, Frame,
@@ -123,34 +124,10 @@ impl Case {
     }
 }
 
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("gpumetrics-video-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
-}
-
-fn ffmpeg(args: &[&str]) -> Vec<u8> {
-    let out = Command::new("ffmpeg")
-        .args(["-hide_banner", "-v", "error", "-threads", "1"])
-        .args(args)
-        .output()
-        .expect("ffmpeg is needed (scripts/setup-deps.sh installs it)");
-    assert!(
-        out.status.success(),
-        "ffmpeg {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out.stdout
-}
-
 /// (reference, distorted) raw frames of a case: the converted source and its decoded encode.
 fn clips(c: &Case) -> (Vec<u8>, Vec<u8>) {
     let size = format!("{W}x{H}");
-    let photo = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../tests/data/ssimulacra2/natural.jpg")
-        .to_str()
-        .unwrap()
-        .to_string();
+    let photo = common::natural_source().to_str().unwrap().to_string();
     let testsrc = format!("testsrc2=size={size}:rate=25");
     let (input, first): (Vec<&str>, String) = match c.content {
         Content::Natural => (

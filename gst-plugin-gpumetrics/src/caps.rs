@@ -81,14 +81,23 @@ pub fn stated_planes(
                 info.format().to_str()
             ));
         }
-        let strides: Vec<i64> = meta.stride().iter().map(|s| *s as i64).collect();
-        return Ok(PlaneOffsets::new(meta.offset(), &strides));
+        return Ok(plane_offsets(meta.offset(), meta.stride()));
     }
     if let Some(f) = fallback {
         return Ok(f);
     }
-    let strides: Vec<i64> = info.stride()[..n].iter().map(|s| *s as i64).collect();
-    Ok(PlaneOffsets::new(&info.offset()[..n], &strides))
+    Ok(plane_offsets(&info.offset()[..n], &info.stride()[..n]))
+}
+
+/// GStreamer's offsets and i32 strides as [`PlaneOffsets`], without allocating (this runs
+/// for every frame).
+fn plane_offsets(offsets: &[usize], strides: &[i32]) -> PlaneOffsets {
+    let mut wide = [0i64; 4];
+    let n = strides.len().min(wide.len());
+    for (w, s) in wide.iter_mut().zip(&strides[..n]) {
+        *w = *s as i64;
+    }
+    PlaneOffsets::new(offsets, &wide[..n])
 }
 
 /// The engine's colorimetry for negotiated video info (`colorimetry` and `chroma-site` of

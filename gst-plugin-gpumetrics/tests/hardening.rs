@@ -324,15 +324,23 @@ fn resolution_change_on_both_inputs_is_followed() {
     );
 }
 
+/// Whether CUDA-memory cases can run here: `cudaupload`, a usable GstCuda and the cuda test
+/// backend (the GPU machine). Says why not otherwise.
+fn cuda_memory_usable() -> bool {
+    init();
+    let usable = gst::ElementFactory::find("cudaupload").is_some()
+        && gstgpumetrics::gstcuda::api().is_ok()
+        && test_backend() == "cuda";
+    if !usable {
+        eprintln!("skipped: needs cudaupload, a CUDA device and GPUMETRICS_TEST_BACKEND=cuda");
+    }
+    usable
+}
+
 /// The same change in CUDA memory (cudaupload follows the caps), on the GPU machine.
 #[test]
 fn resolution_change_on_both_inputs_in_cuda_memory() {
-    init();
-    if gst::ElementFactory::find("cudaupload").is_none()
-        || gstgpumetrics::gstcuda::api().is_err()
-        || test_backend() != "cuda"
-    {
-        eprintln!("skipped: needs cudaupload, a CUDA device and GPUMETRICS_TEST_BACKEND=cuda");
+    if !cuda_memory_usable() {
         return;
     }
     let c = i420_caps(32, 24, 25);
@@ -534,12 +542,7 @@ fn stats_file_lines_survive_sigkill() {
 /// Runs where `cudaupload` and a CUDA device are usable (the GPU machine).
 #[test]
 fn cuda_memory_with_a_bad_meta_is_refused() {
-    init();
-    if gst::ElementFactory::find("cudaupload").is_none()
-        || gstgpumetrics::gstcuda::api().is_err()
-        || test_backend() != "cuda"
-    {
-        eprintln!("skipped: needs cudaupload, a CUDA device and GPUMETRICS_TEST_BACKEND=cuda");
+    if !cuda_memory_usable() {
         return;
     }
     let desc = format!(

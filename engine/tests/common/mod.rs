@@ -1,6 +1,7 @@
-//! Frames for the engine's integration tests: owned bytes laid out the way GStreamer lays
-//! them out, with padded strides, viewable as host frames or (once copied to the GPU) as
-//! device frames.
+//! Shared helpers of the engine's integration tests: owned frames laid out the way GStreamer
+//! lays them out, with padded strides, viewable as host frames or (once copied to the GPU)
+//! as device frames; and the FFmpeg runner, scratch files and natural source image of the
+//! reference tests that make their data at test time.
 
 #![allow(dead_code)] // each test crate uses part of it
 
@@ -93,4 +94,33 @@ pub fn xorshift(seed: u64) -> impl FnMut() -> u64 {
         s ^= s << 17;
         s
     }
+}
+
+/// The natural photograph of the SSIMULACRA2 reference tests
+/// (`tests/data/ssimulacra2/natural.jpg`, made by `tests/generate_ssimulacra2_source.sh`).
+pub fn natural_source() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/data/ssimulacra2/natural.jpg")
+}
+
+/// A path in this test process's scratch directory.
+pub fn scratch(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("gpumetrics-engine-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+/// Runs FFmpeg (quiet, one thread) and returns its standard output; panics with its error
+/// text when it fails.
+pub fn ffmpeg(args: &[&str]) -> Vec<u8> {
+    let out = std::process::Command::new("ffmpeg")
+        .args(["-hide_banner", "-v", "error", "-threads", "1"])
+        .args(args)
+        .output()
+        .expect("ffmpeg is needed (scripts/setup-deps.sh installs it)");
+    assert!(
+        out.status.success(),
+        "ffmpeg {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
 }
