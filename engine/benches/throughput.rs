@@ -140,6 +140,7 @@ fn main() {
                 backend,
                 device_id: 0,
                 ssim_chroma: false,
+                ..Default::default()
             };
             if !args.no_cpu {
                 let mut e = Engine::new(&cfg(BackendChoice::Cpu), r.layout, d.layout).unwrap();

@@ -20,13 +20,15 @@ pub enum BackendChoice {
     Cpu,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct EngineConfig {
     pub metrics: MetricSet,
     pub backend: BackendChoice,
     pub device_id: u32,
     /// SSIM on chroma planes too (`ssim-u`/`-v`, `ssim-all`); luma only when false.
     pub ssim_chroma: bool,
+    /// Butteraugli's intensity target in nits (libjxl's default 80; Vship uses 203).
+    pub butteraugli_intensity: f32,
 }
 
 impl Default for EngineConfig {
@@ -36,6 +38,7 @@ impl Default for EngineConfig {
             backend: BackendChoice::Auto,
             device_id: 0,
             ssim_chroma: false,
+            butteraugli_intensity: crate::metric::butteraugli::DEFAULT_INTENSITY,
         }
     }
 }
@@ -76,6 +79,7 @@ impl Engine {
     ) -> Result<Engine, EngineError> {
         let mut plan = Plan::new(reference, distorted)?;
         plan.ssim_chroma = config.ssim_chroma;
+        plan.butteraugli_intensity = config.butteraugli_intensity;
         let (backend, note) = crate::backend::select(config, &plan, context)?;
         Ok(Engine {
             plan,

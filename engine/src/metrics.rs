@@ -15,6 +15,8 @@ impl MetricSet {
     pub const MS_SSIM: MetricSet = MetricSet(1 << 2);
     /// SSIMULACRA2 2.1 on linear light (field `ssimulacra2`).
     pub const SSIMULACRA2: MetricSet = MetricSet(1 << 3);
+    /// Butteraugli on linear light (fields `butteraugli`, `butteraugli-3norm`).
+    pub const BUTTERAUGLI: MetricSet = MetricSet(1 << 4);
     /// Every registered metric.
     pub const ALL: MetricSet = MetricSet(crate::metric::all_flags());
 

@@ -24,6 +24,9 @@ pub struct Plan {
     pub ssim_chroma: bool,
     /// Colorimetry of the reference and distorted inputs (for linear-light metrics).
     pub colorimetry: [Colorimetry; 2],
+    /// Butteraugli's intensity target: the nits of linear 1.0
+    /// (`EngineConfig::butteraugli_intensity`).
+    pub butteraugli_intensity: f32,
 }
 
 impl Plan {
@@ -77,6 +80,7 @@ impl Plan {
             distorted,
             channels,
             ssim_chroma: false,
+            butteraugli_intensity: crate::metric::butteraugli::DEFAULT_INTENSITY,
             colorimetry: [
                 Colorimetry::default_for(rf.family()),
                 Colorimetry::default_for(df.family()),

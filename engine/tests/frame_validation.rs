@@ -129,6 +129,7 @@ proptest! {
                     backend: BackendChoice::Cpu,
                     device_id: 0,
                     ssim_chroma: true,
+                    ..Default::default()
                 };
                 let mut engine = Engine::new(&config, layout, layout).unwrap();
                 let scores = engine.compare(&Frame::Host(frame), &Frame::Host(frame)).unwrap();

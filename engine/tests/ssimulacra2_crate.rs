@@ -9,130 +9,18 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use common::{ffmpeg, natural_source as source, scratch};
+use common::images::{Distortion, decode, distorted, planes};
+use common::{ffmpeg, natural_source as source};
 
 use gpumetrics_engine::{
     BackendChoice, Colorimetry, Engine, EngineConfig, Frame, FrameLayout, HostFrame, MetricSet,
-    PixelFormat, Plane, host_linear_rgb,
+    PixelFormat, host_linear_rgb,
 };
 use ssimulacra2::{LinearRgb, compute_frame_ssimulacra2};
 
 const TOLERANCE: f64 = 0.05;
-
-/// Raw frame of `file` scaled to w×h (lanczos) in `pix_fmt` (with BT.709 limited range
-/// for YUV).
-fn decode(file: &Path, w: u32, h: u32, extra_vf: &str, pix_fmt: &str) -> Vec<u8> {
-    let vf = format!(
-        "scale={w}:{h}:flags=lanczos:out_color_matrix=bt709:out_range=tv{extra_vf},format={pix_fmt}"
-    );
-    ffmpeg(&[
-        "-i",
-        file.to_str().unwrap(),
-        "-vf",
-        &vf,
-        "-frames:v",
-        "1",
-        "-f",
-        "rawvideo",
-        "-",
-    ])
-}
-
-#[derive(Clone, Copy, Debug)]
-enum Distortion {
-    Jpeg(u32),
-    X264(u32),
-    Blur,
-    Noise,
-}
-
-/// The distorted version of the source at w×h, decoded to `pix_fmt`.
-fn distorted(d: Distortion, w: u32, h: u32, pix_fmt: &str) -> Vec<u8> {
-    let src = source();
-    match d {
-        Distortion::Jpeg(q) => {
-            let f = scratch(&format!("{w}x{h}-q{q}.jpg"));
-            ffmpeg(&[
-                "-y",
-                "-i",
-                src.to_str().unwrap(),
-                "-vf",
-                &format!("scale={w}:{h}:flags=lanczos"),
-                "-q:v",
-                &q.to_string(),
-                "-frames:v",
-                "1",
-                f.to_str().unwrap(),
-            ]);
-            decode(&f, w, h, "", pix_fmt)
-        }
-        Distortion::X264(crf) => {
-            let f = scratch(&format!("{w}x{h}-crf{crf}.mkv"));
-            ffmpeg(&[
-                "-y",
-                "-i",
-                src.to_str().unwrap(),
-                "-vf",
-                &format!("scale={w}:{h}:flags=lanczos,format=yuv420p"),
-                "-c:v",
-                "libx264",
-                "-preset",
-                "veryfast",
-                "-crf",
-                &crf.to_string(),
-                "-frames:v",
-                "1",
-                f.to_str().unwrap(),
-            ]);
-            decode(&f, w, h, "", pix_fmt)
-        }
-        Distortion::Blur => decode(&src, w, h, ",gblur=sigma=1.2", pix_fmt),
-        Distortion::Noise => decode(&src, w, h, ",noise=alls=24:allf=u", pix_fmt),
-    }
-}
-
-/// Planes of a raw frame of `format` as ffmpeg writes it (no padding).
-fn planes(format: PixelFormat, w: u32, h: u32, data: &[u8]) -> Vec<Plane<'_>> {
-    let (w, h) = (w as usize, h as usize);
-    let (cw, ch) = (w.div_ceil(2), h.div_ceil(2));
-    match format {
-        PixelFormat::Rgb => vec![Plane {
-            data,
-            stride: 3 * w,
-        }],
-        PixelFormat::I420 => vec![
-            Plane { data, stride: w },
-            Plane {
-                data: &data[w * h..],
-                stride: cw,
-            },
-            Plane {
-                data: &data[w * h + cw * ch..],
-                stride: cw,
-            },
-        ],
-        PixelFormat::Nv12 => vec![
-            Plane { data, stride: w },
-            Plane {
-                data: &data[w * h..],
-                stride: 2 * cw,
-            },
-        ],
-        PixelFormat::P010_10Le => vec![
-            Plane {
-                data,
-                stride: 2 * w,
-            },
-            Plane {
-                data: &data[2 * w * h..],
-                stride: 4 * cw,
-            },
-        ],
-        other => unreachable!("{other:?}"),
-    }
-}
 
 fn engine(format: PixelFormat, w: u32, h: u32) -> Engine {
     let cfg = EngineConfig {

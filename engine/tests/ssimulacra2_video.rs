@@ -246,8 +246,7 @@ fn engine_score_with(
     let config = EngineConfig {
         metrics: MetricSet::SSIMULACRA2,
         backend: BackendChoice::Cpu,
-        device_id: 0,
-        ssim_chroma: false,
+        ..Default::default()
     };
     let mut e = Engine::new(&config, layout, layout)
         .unwrap()

@@ -79,7 +79,7 @@ fn cuda_backend_usable(device: u32) -> Result<(), String> {
         metrics: MetricSet::PSNR,
         backend: BackendChoice::Cuda,
         device_id: device,
-        ssim_chroma: false,
+        ..Default::default()
     };
     Engine::new(&config, layout, layout)
         .map(drop)

@@ -8,6 +8,7 @@
 //! there. (libvmaf's feature-extractor table is the model: one entry per extractor, which
 //! may provide several metrics, as SSIM and MS-SSIM share one pass here.)
 
+pub mod butteraugli;
 pub mod psnr;
 pub mod ssim;
 pub mod ssimulacra2;
@@ -73,7 +74,12 @@ pub(crate) trait CudaMetric: Send {
 }
 
 /// Every metric implementation, in the order their fields appear in a record.
-pub(crate) const REGISTRY: &[Entry] = &[psnr::ENTRY, ssim::ENTRY, ssimulacra2::ENTRY];
+pub(crate) const REGISTRY: &[Entry] = &[
+    psnr::ENTRY,
+    ssim::ENTRY,
+    ssimulacra2::ENTRY,
+    butteraugli::ENTRY,
+];
 
 /// Every metric the engine offers, in registry order.
 pub fn all() -> impl Iterator<Item = &'static Info> {
@@ -112,7 +118,7 @@ mod tests {
         assert_eq!(MetricSet::ALL.bits(), all_flags());
         assert_eq!(
             infos.iter().map(|i| i.name).collect::<Vec<_>>(),
-            ["psnr", "ssim", "ms-ssim", "ssimulacra2"]
+            ["psnr", "ssim", "ms-ssim", "ssimulacra2", "butteraugli"]
         );
     }
 }

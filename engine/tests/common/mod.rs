@@ -5,6 +5,8 @@
 
 #![allow(dead_code)] // each test crate uses part of it
 
+pub mod images;
+
 use cudarc::driver::{CudaContext, DevicePtr};
 use gpumetrics_engine::{
     DeviceFrame, Engine, Frame, FrameLayout, HostFrame, PixelFormat, Plane, Scores,

@@ -41,6 +41,8 @@ const DEFAULT_DEVICE_ID: u32 = 0;
 const DEFAULT_POST_MESSAGES: bool = true;
 const DEFAULT_ATTACH_META: bool = true;
 const DEFAULT_SSIM_CHROMA: bool = false;
+const DEFAULT_BUTTERAUGLI_INTENSITY: f64 =
+    gpumetrics_engine::metric::butteraugli::DEFAULT_INTENSITY as f64;
 
 #[derive(Debug, Clone)]
 struct Settings {
@@ -53,6 +55,8 @@ struct Settings {
     attach_meta: bool,
     /// SSIM on the chroma planes of YUV input too.
     ssim_chroma: bool,
+    /// Butteraugli's intensity target (nits of linear 1.0).
+    butteraugli_intensity: f64,
     pairing: Pairing,
     /// Fixed pairing tolerance in ns; `None` = half the shorter frame duration.
     pairing_tolerance: Option<u64>,
@@ -70,6 +74,7 @@ impl Default for Settings {
             post_messages: DEFAULT_POST_MESSAGES,
             attach_meta: DEFAULT_ATTACH_META,
             ssim_chroma: DEFAULT_SSIM_CHROMA,
+            butteraugli_intensity: DEFAULT_BUTTERAUGLI_INTENSITY,
             pairing: Pairing::default(),
             pairing_tolerance: None,
             chroma_upsampling: ChromaUpsampling::default(),
@@ -259,6 +264,17 @@ impl ObjectImpl for GpuMetrics {
                     .default_value(DEFAULT_SSIM_CHROMA)
                     .mutable_ready()
                     .build(),
+                glib::ParamSpecDouble::builder("butteraugli-intensity")
+                    .nick("Butteraugli intensity target")
+                    .blurb(
+                        "Butteraugli: the luminance in nits of linear-light 1.0 (peak SDR \
+                         white). 80 = libjxl's default; Vship uses 203, which scores higher",
+                    )
+                    .minimum(1.0)
+                    .maximum(10000.0)
+                    .default_value(DEFAULT_BUTTERAUGLI_INTENSITY)
+                    .mutable_ready()
+                    .build(),
                 glib::ParamSpecEnum::builder::<Pairing>("pairing")
                     .nick("Pairing")
                     .blurb(
@@ -322,6 +338,9 @@ impl ObjectImpl for GpuMetrics {
             "post-messages" => settings.post_messages = value.get().expect("type checked upstream"),
             "attach-meta" => settings.attach_meta = value.get().expect("type checked upstream"),
             "ssim-chroma" => settings.ssim_chroma = value.get().expect("type checked upstream"),
+            "butteraugli-intensity" => {
+                settings.butteraugli_intensity = value.get().expect("type checked upstream")
+            }
             "pairing" => settings.pairing = value.get().expect("type checked upstream"),
             "chroma-upsampling" => {
                 settings.chroma_upsampling = value.get().expect("type checked upstream")
@@ -350,6 +369,7 @@ impl ObjectImpl for GpuMetrics {
             "post-messages" => settings.post_messages.to_value(),
             "attach-meta" => settings.attach_meta.to_value(),
             "ssim-chroma" => settings.ssim_chroma.to_value(),
+            "butteraugli-intensity" => settings.butteraugli_intensity.to_value(),
             "pairing" => settings.pairing.to_value(),
             "chroma-upsampling" => settings.chroma_upsampling.to_value(),
             "pairing-tolerance" => settings
@@ -588,6 +608,7 @@ impl GpuMetrics {
             },
             device_id: settings.device_id,
             ssim_chroma: settings.ssim_chroma,
+            butteraugli_intensity: settings.butteraugli_intensity as f32,
         }
     }
 

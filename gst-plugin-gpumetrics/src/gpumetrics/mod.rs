@@ -5,7 +5,7 @@
  * SECTION:element-gpumetrics
  *
  * Compares a distorted video (`dist_sink`) with its reference (`ref_sink`) frame by frame and
- * reports quality metrics (PSNR, SSIM, MS-SSIM, SSIMULACRA2) per pair as `gpumetrics` element messages
+ * reports quality metrics (PSNR, SSIM, MS-SSIM, SSIMULACRA2, Butteraugli) per pair as `gpumetrics` element messages
  * and as `GstGpuMetricsMeta` custom meta on the outgoing buffer, optionally to a stats file
  * (jsonl/csv/json), and the pooled `gpumetrics-summary` message at EOS. The distorted stream
  * leaves through `src` unchanged. Frames are paired by running time (within half a frame
@@ -56,6 +56,13 @@ pub enum Metrics {
         nick = "ssimulacra2"
     )]
     SSIMULACRA2 = 0b0000_1000,
+    /// Butteraugli (libjxl) on the same linear light: `butteraugli` (max norm) and
+    /// `butteraugli-3norm`; intensity target from `butteraugli-intensity`.
+    #[flags_value(
+        name = "Butteraugli (libjxl) on display-referred linear light: max norm and 3-norm; frames >= 8x8",
+        nick = "butteraugli"
+    )]
+    BUTTERAUGLI = 0b0001_0000,
 }
 
 impl Default for Metrics {

@@ -22,6 +22,7 @@ macro_rules! unroll {
     };
 }
 
+pub mod butteraugli;
 pub mod channel;
 pub mod color;
 pub mod psnr;

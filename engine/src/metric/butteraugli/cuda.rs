@@ -1,0 +1,192 @@
+//! Butteraugli on the GPU: per pair, on the backend's stream, `ba_linearize`, then (when
+//! the frame has a half-resolution level) `ba_downsample`, then for each level the
+//! [`STEPS`] as one launch each (both images or all planes of a stage in one grid, `z`),
+//! and `ba_reduce`, whose per-block maxima and power sums come back in one copy.
+//!
+//! Every buffer is allocated once per plan: per level 38 planes and 6 padded Malta planes
+//! (4 · 38 + 4 · 6 ≈ 176 bytes per pixel, a quarter of that again for the half level:
+//! about 455 MB at 1080p), the filter table and the reduction slots.
+
+use cudarc::driver::{DriverError, LaunchConfig};
+
+use super::{STEPS, Step, filters, level_len, level_sizes, params, plane_lens};
+use crate::cuda::{DevPtr, DevPtrMut, DeviceBuffer, Gpu, PinnedBuffer};
+use crate::error::EngineError;
+use crate::frame::PlanePtrs;
+use crate::metric::CudaMetric;
+use crate::plan::Plan;
+use crate::scores::Scores;
+use gpumetrics_kernels::butteraugli::{
+    BA_BLOCK_ROWS, BA_REDUCE_THREADS, BA_REDUCE_VALUES, Level, Params, Taps, plane,
+};
+
+/// Blocks of `ba_reduce` (fewer for small frames): a few per SM of a large GPU.
+const REDUCE_BLOCKS: u32 = 512;
+
+pub(super) struct Butteraugli {
+    /// Owns the memory of every level.
+    _planes: DeviceBuffer<f32>,
+    levels: Vec<Level>,
+    params: Params,
+    taps: DeviceBuffer<u8>,
+    reduce_blocks: u32,
+    partials: DeviceBuffer<f64>,
+    host_partials: PinnedBuffer<f64>,
+}
+
+impl Butteraugli {
+    pub(super) fn new(gpu: &Gpu, plan: &Plan) -> Result<Butteraugli, DriverError> {
+        let stream = &gpu.stream;
+        let sizes = level_sizes(plan);
+        let total: usize = sizes
+            .iter()
+            .map(|&(w, h)| {
+                let (planes, padded) = level_len(w, h);
+                planes + padded
+            })
+            .sum();
+        // Zeroed: the padded planes' borders must read 0 and are never written.
+        let planes = DeviceBuffer::<f32>::zeroed(stream, total)?;
+        let mut at = planes.ptr();
+        let levels = sizes
+            .iter()
+            .map(|&(w, h)| {
+                let (n_planes, n_padded) = level_len(w, h);
+                let (plane_len, padded_len) = plane_lens(w, h);
+                let lv = Level {
+                    base: at,
+                    padded: at + n_planes as u64 * 4,
+                    width: w,
+                    height: h,
+                    plane_len,
+                    padded_len,
+                };
+                at += (n_planes + n_padded) as u64 * 4;
+                lv
+            })
+            .collect::<Vec<_>>();
+        let filters = filters();
+        // SAFETY: `Taps` is `repr(C)` plain data (u32 and f32 fields, no padding).
+        let bytes = unsafe {
+            std::slice::from_raw_parts(
+                filters.as_ptr().cast::<u8>(),
+                std::mem::size_of_val(&filters),
+            )
+        };
+        let taps = DeviceBuffer::<u8>::zeroed(stream, bytes.len())?;
+        // SAFETY: the buffer holds `bytes.len()` bytes; `filters` lives until the stream is
+        // synchronised below.
+        unsafe {
+            cudarc::driver::result::memcpy_htod_async(taps.ptr(), bytes, stream.cu_stream())
+        }?;
+        let pixels = sizes[0].0 * sizes[0].1;
+        let reduce_blocks = pixels.div_ceil(BA_REDUCE_THREADS).clamp(1, REDUCE_BLOCKS);
+        let slots = reduce_blocks as usize * BA_REDUCE_VALUES;
+        let partials = DeviceBuffer::<f64>::zeroed(stream, slots)?;
+        // SAFETY: written by the copy in `measure` before it is read.
+        let host_partials = unsafe { PinnedBuffer::new(&gpu.ctx, slots, 0) }?;
+        stream.synchronize()?;
+        Ok(Butteraugli {
+            _planes: planes,
+            levels,
+            params: params(plan.butteraugli_intensity),
+            taps,
+            reduce_blocks,
+            partials,
+            host_partials,
+        })
+    }
+
+    /// Queues every stage of one pair and waits for the reduction.
+    fn run(
+        &mut self,
+        gpu: &Gpu,
+        plan: &Plan,
+        r: &PlanePtrs,
+        d: &PlanePtrs,
+    ) -> Result<(), DriverError> {
+        let (k, stream) = (&gpu.kernels, &gpu.stream);
+        let (rs, ds) = plan.color_sources(r, d);
+        let grid = |lv: &Level, z: u32| LaunchConfig {
+            grid_dim: (lv.width.div_ceil(32), lv.height.div_ceil(BA_BLOCK_ROWS), z),
+            block_dim: (32, BA_BLOCK_ROWS, 1),
+            shared_mem_bytes: 0,
+        };
+        let taps = || DevPtr::<Taps>::from_raw(self.taps.ptr());
+        let prm = self.params;
+        let full = self.levels[0];
+        // SAFETY: the frame pointers were validated against the plan's layouts (or are the
+        // backend's upload buffers); every level, the filter table and the reduction slots
+        // were sized for this plan in `new`, and kernels on one stream run in order.
+        unsafe {
+            k.ba_linearize(stream, grid(&full, 2), rs, ds, full)?;
+            if let Some(&half) = self.levels.get(1) {
+                k.ba_downsample(stream, grid(&half, 6), full, half)?;
+            }
+            for &lv in &self.levels {
+                for (step, z) in STEPS {
+                    let cfg = grid(&lv, z);
+                    match step {
+                        Step::Blur5Row => k.ba_blur5_row(stream, cfg, lv, prm)?,
+                        Step::Opsin => k.ba_opsin(stream, cfg, lv, prm)?,
+                        Step::GaussRow { filter, from } => {
+                            k.ba_gauss_row(stream, cfg, lv, taps(), filter, from, plane::tmp(0))?
+                        }
+                        Step::LfCol => k.ba_lf_col(stream, cfg, lv, taps())?,
+                        Step::MfCol => k.ba_mf_col(stream, cfg, lv, taps())?,
+                        Step::UhfCol => k.ba_uhf_col(stream, cfg, lv, taps())?,
+                        Step::MaskCol => k.ba_mask_col(stream, cfg, lv, taps())?,
+                        Step::MaltaInputs => k.ba_malta_inputs(stream, cfg, lv, prm)?,
+                        Step::AcError => k.ba_ac_error(stream, cfg, lv, prm)?,
+                        Step::Diffmap => k.ba_diffmap(stream, cfg, lv, prm)?,
+                    }
+                }
+            }
+            let half = self.levels.get(1).copied();
+            let cfg = LaunchConfig {
+                grid_dim: (self.reduce_blocks, 1, 1),
+                block_dim: (BA_REDUCE_THREADS, 1, 1),
+                shared_mem_bytes: 0,
+            };
+            let out = DevPtrMut::from_raw(self.partials.ptr());
+            k.ba_reduce(
+                stream,
+                cfg,
+                full,
+                half.unwrap_or_default(),
+                half.is_some() as u32,
+                out,
+            )?;
+            self.host_partials
+                .copy_from_device(self.partials.ptr(), stream)?;
+        }
+        stream.synchronize()
+    }
+}
+
+impl CudaMetric for Butteraugli {
+    fn measure(
+        &mut self,
+        gpu: &Gpu,
+        plan: &Plan,
+        r: &PlanePtrs,
+        d: &PlanePtrs,
+        scores: &mut Scores,
+    ) -> Result<(), EngineError> {
+        self.run(gpu, plan, r, d)
+            .map_err(|e| EngineError::Cuda(format!("running butteraugli: {e}")))?;
+        // SAFETY: the copy completed (stream synchronised).
+        let host = unsafe { self.host_partials.as_slice() };
+        let mut acc = [0.0f64; BA_REDUCE_VALUES];
+        for block in host.chunks(BA_REDUCE_VALUES) {
+            acc[0] = acc[0].max(block[0]);
+            acc[1..]
+                .iter_mut()
+                .zip(&block[1..])
+                .for_each(|(a, b)| *a += b);
+        }
+        let full = &self.levels[0];
+        super::push_fields(&acc, full.width as u64 * full.height as u64, scores);
+        Ok(())
+    }
+}
