@@ -2,7 +2,7 @@
 # SSIMULACRA2 checks on the GPU machine (see ../shared/docs/GPU-MACHINE.md), from the repo
 # root, with the GStreamer kit in .gpu/gst and in .gpu/ssimu2 (all built here, stripped):
 #   kernel_check              cargo build --release -p gpumetrics-engine --example kernel_check
-#   bench_ssimulacra2_crates  ... --example bench_ssimulacra2_crates
+#   bench_crates              ... --example bench_crates
 #   ssimulacra2_cuda          cargo test --release -p gpumetrics-engine --test ssimulacra2_cuda --no-run
 #   ssimulacra2_element       cargo test --release -p gst-plugin-gpumetrics --test ssimulacra2_element --no-run
 #   throughput                cargo bench -p gpumetrics-engine --bench throughput --no-run
@@ -32,7 +32,7 @@ step "element tests with backend=cuda"
 (source .gpu/gst/env.sh && GPUMETRICS_TEST_BACKEND=cuda run $B/ssimulacra2_element --test-threads 2)
 step "throughput (frames in GPU memory and in system memory)"
 run $B/throughput --seconds 2 --no-cpu --sizes 1080p,2160p --metrics ssimulacra2
-step "the crates on all cores, same machine, same run"; run $B/bench_ssimulacra2_crates 2
+step "the crates on all cores, same machine, same run"; run $B/bench_crates 2 ssimulacra2
 if command -v ncu >/dev/null; then
   step "ncu: the ssimu2 kernels of one 1080p pair"
   ncu --clock-control none -k regex:ssimu2 -c 8 --metrics gpu__time_duration.sum \

@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 use clap::Parser;
 use cudarc::driver::{CudaContext, CudaSlice, DevicePtr};
 use gpumetrics_engine::{
-    BackendChoice, DeviceFrame, Engine, EngineConfig, Frame, FrameLayout, HostFrame, MetricSet,
-    PixelFormat, Plane,
+    BackendChoice, DeviceFrame, Engine, EngineConfig, Frame, FrameLayout, HostFrame, PixelFormat,
+    Plane,
 };
 
 #[derive(Parser)]
@@ -116,18 +116,15 @@ fn size(name: &str) -> (u32, u32) {
 
 fn main() {
     let args = Args::parse();
-    let metrics = [
-        ("psnr", MetricSet::PSNR),
-        ("ssim", MetricSet::SSIM),
-        ("ms-ssim", MetricSet::MS_SSIM),
-        ("ssimulacra2", MetricSet::SSIMULACRA2),
-    ];
+    let metrics: Vec<_> = gpumetrics_engine::metric::all()
+        .map(|i| (i.name, i.flag))
+        .collect();
     println!("| metric | size | format | backend | frames | pairs/s |");
     println!("| --- | --- | --- | --- | --- | --- |");
     for s in &args.sizes {
         let (w, h) = size(s);
         let (r, d) = (I420::new(w, h, 1), I420::new(w, h, 2));
-        for (name, m) in metrics {
+        for &(name, m) in &metrics {
             if !args.metrics.is_empty() && !args.metrics.iter().any(|a| a == name) {
                 continue;
             }

@@ -6,6 +6,7 @@
 #![allow(dead_code)] // each test crate uses part of it
 
 pub mod images;
+pub mod synthetic;
 
 use cudarc::driver::{CudaContext, DevicePtr};
 use gpumetrics_engine::{

@@ -1,7 +1,8 @@
-//! SSIMULACRA2 throughput of the CPU crates (`ssimulacra2`, rust-av; `fast-ssim2`) on all
-//! cores, on the same fixed frames as the engine's throughput bench, printed as table rows.
+//! Throughput of the reference CPU crates on all cores, on the same fixed frames as the
+//! engine's throughput bench, printed as table rows: SSIMULACRA2 (`ssimulacra2`, rust-av;
+//! `fast-ssim2`) and Butteraugli (`butteraugli`, imazen's port of libjxl).
 //!
-//!     cargo run --release -p gpumetrics-engine --example bench_ssimulacra2_crates [-- SECONDS]
+//!     cargo run --release -p gpumetrics-engine --example bench_crates [-- SECONDS [METRIC]]
 
 use std::time::{Duration, Instant};
 
@@ -36,6 +37,8 @@ fn main() {
         .nth(1)
         .and_then(|s| s.parse().ok())
         .unwrap_or(3.0);
+    let only = std::env::args().nth(2);
+    let wanted = |m: &str| only.as_deref().is_none_or(|o| o == m);
     println!("| crate | size | threads | pairs/s | score |");
     println!("| --- | --- | --- | --- | --- |");
     for (name, w, h) in [("1080p", 1920usize, 1080usize), ("2160p", 3840, 2160)] {
@@ -54,10 +57,34 @@ fn main() {
             )
             .unwrap()
         };
+        let threads = rayon::current_num_threads();
+        if wanted("butteraugli") {
+            let img = |b: &[u8]| {
+                let px = b
+                    .chunks(3)
+                    .map(|p| butteraugli::RGB8::new(p[0], p[1], p[2]))
+                    .collect();
+                butteraugli::Img::new(px, w, h)
+            };
+            let (ri, di) = (img(&r), img(&d));
+            let params = butteraugli::ButteraugliParams::default();
+            let (fps, score) = rate(seconds, || {
+                butteraugli::butteraugli(
+                    butteraugli::ImgVec::as_ref(&ri),
+                    butteraugli::ImgVec::as_ref(&di),
+                    &params,
+                )
+                .unwrap()
+                .score
+            });
+            println!("| butteraugli 0.9 | {name} | {threads} | {fps:.2} | {score:.4} |");
+        }
+        if !wanted("ssimulacra2") {
+            continue;
+        }
         let (fps, score) = rate(seconds, || {
             ssimulacra2::compute_frame_ssimulacra2(lin(&r), lin(&d)).unwrap()
         });
-        let threads = rayon::current_num_threads();
         println!("| ssimulacra2 0.5 | {name} | {threads} | {fps:.2} | {score:.4} |");
         let (fps, score) = rate(seconds, || {
             use fast_ssim2::{PixelDescriptor, PixelSlice};

@@ -1,0 +1,108 @@
+//! Synthetic frame pairs of every layout the CUDA tests cover, without FFmpeg (the GPU
+//! machine has none): a smooth pattern with edges and texture, and a distorted copy.
+
+use gpumetrics_engine::{PixelFormat, Plane};
+
+/// A smooth pattern with edges and texture, and a distorted copy (blur-like offset,
+/// quantisation and noise), as raw samples of `format` (no padding).
+pub fn frames(
+    format: PixelFormat,
+    w: usize,
+    h: usize,
+) -> (Vec<u8>, Vec<u8>, Vec<usize>, Vec<usize>) {
+    let (cw, ch) = (w.div_ceil(2), h.div_ceil(2));
+    let mut s = 0x9e37_79b9_7f4a_7c15u64;
+    let mut noise = move || {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        (s >> 60) as f64 - 8.0
+    };
+    let val = |x: f64, y: f64, c: usize| {
+        let v = 128.0
+            + 70.0 * ((x / (9.0 + c as f64)).sin() * (y / 13.0).cos())
+            + if (x as usize / 16 + y as usize / 16).is_multiple_of(2) {
+                30.0
+            } else {
+                -30.0
+            };
+        v.clamp(0.0, 255.0)
+    };
+    let mut r = Vec::new();
+    let mut d = Vec::new();
+    let mut push = |v: f64, n: f64, wide: bool| {
+        let a = v.round() as u16;
+        let b = ((v + n) / 6.0).round().clamp(0.0, 42.0) as u16 * 6;
+        for (out, s) in [(&mut r, a), (&mut d, b)] {
+            if wide {
+                out.extend(((s << 2) << 6).to_le_bytes());
+            } else {
+                out.push(s as u8);
+            }
+        }
+    };
+    let (strides, offsets);
+    match format {
+        PixelFormat::Rgb => {
+            for y in 0..h {
+                for x in 0..w {
+                    for c in 0..3 {
+                        push(val(x as f64, y as f64, c), noise(), false);
+                    }
+                }
+            }
+            strides = vec![3 * w];
+            offsets = vec![0];
+        }
+        PixelFormat::I420 | PixelFormat::Nv12 | PixelFormat::P010_10Le => {
+            let wide = format == PixelFormat::P010_10Le;
+            let bytes = if wide { 2 } else { 1 };
+            for y in 0..h {
+                for x in 0..w {
+                    push(
+                        16.0 + val(x as f64, y as f64, 0) * 219.0 / 255.0,
+                        noise(),
+                        wide,
+                    );
+                }
+            }
+            let chroma = |x: usize, y: usize, c: usize| {
+                16.0 + val(2.0 * x as f64, 2.0 * y as f64, c + 1) * 224.0 / 255.0
+            };
+            if format == PixelFormat::I420 {
+                for c in 0..2 {
+                    for y in 0..ch {
+                        for x in 0..cw {
+                            push(chroma(x, y, c), noise(), false);
+                        }
+                    }
+                }
+                strides = vec![w, cw, cw];
+                offsets = vec![0, w * h, w * h + cw * ch];
+            } else {
+                for y in 0..ch {
+                    for x in 0..cw {
+                        for c in 0..2 {
+                            push(chroma(x, y, c), noise(), wide);
+                        }
+                    }
+                }
+                strides = vec![w * bytes, 2 * cw * bytes];
+                offsets = vec![0, w * h * bytes];
+            }
+        }
+        other => unreachable!("{other:?}"),
+    }
+    (r, d, strides, offsets)
+}
+
+pub fn planes<'a>(offsets: &[usize], strides: &[usize], data: &'a [u8]) -> Vec<Plane<'a>> {
+    offsets
+        .iter()
+        .zip(strides)
+        .map(|(o, s)| Plane {
+            data: &data[*o..],
+            stride: *s,
+        })
+        .collect()
+}
