@@ -221,22 +221,22 @@ pub unsafe fn blur5_row(lv: &Level, prm: &Params, p: u32, x: u32, y: u32) {
 #[inline(always)]
 pub unsafe fn opsin(lv: &Level, prm: &Params, img: u32, x: u32, y: u32) {
     let it = prm.intensity;
-    let (mut blurred, mut rgb) = ([0.0f32; 3], [0.0f32; 3]);
-    for c in 0..3 {
+    let (mut blurred, mut rgb, mut cur) = ([0.0f32; 3], [0.0f32; 3], [0.0f32; 3]);
+    // Unrolled: the arrays stay in registers on the GPU.
+    unroll!(c in [0 1 2] {
         // SAFETY: reads stay in column x of the image's planes.
         unsafe {
             let tmp = plane::tmp(img * 3 + c as u32);
             blurred[c] = blur5(prm.blur5, y, lv.height, |j| get(lv, tmp, x, j)) * it;
             rgb[c] = get(lv, plane::rgb(img, c as u32), x, y) * it;
         }
-    }
-    let mut cur = [0.0f32; 3];
-    for (c, cur) in cur.iter_mut().enumerate() {
+    });
+    unroll!(c in [0 1 2] {
         let floor = if c == 2 { MIN_2 } else { MIN_01 };
         let pre = max(max(mix(c, blurred[0], blurred[1], blurred[2]), floor), 1e-4);
         let sensitivity = max(gamma(pre) / pre, 1e-4);
-        *cur = max(mix(c, rgb[0], rgb[1], rgb[2]) * sensitivity, floor);
-    }
+        cur[c] = max(mix(c, rgb[0], rgb[1], rgb[2]) * sensitivity, floor);
+    });
     // SAFETY: (x, y) inside the level.
     unsafe {
         put(lv, plane::xyb(img, 0), x, y, cur[0] - cur[1]);
