@@ -352,7 +352,7 @@ fn psnr_sse(k: &Kernels, s: &Arc<CudaStream>, r: &mut Rng) -> Result<Outcome, Dr
         let clear = po.wrapping_add(3);
         let cfg = LaunchConfig {
             grid_dim: (64, 1, 3),
-            block_dim: (psnr::PSNR_BLOCK, 1, 1),
+            block_dim: (psnr::BLOCK, 1, 1),
             shared_mem_bytes: 0,
         };
         unsafe { k.psnr_sse(s, cfg, planes, po, clear)? };
