@@ -14,7 +14,8 @@ pub const MAX_SIDE: u32 = 32768;
 /// 130 bytes per pixel) so that absurd caps fail cleanly instead of exhausting memory.
 pub const MAX_PIXELS: u64 = 1 << 28;
 
-/// The channel pairs of a (reference, distorted) layout pair, fixed per caps.
+/// The channel pairs of a (reference, distorted) layout pair and how to measure them, fixed
+/// per caps: built complete by [`Plan::new`] or [`Plan::with_options`], never changed after.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Plan {
     pub reference: FrameLayout,
@@ -26,8 +27,28 @@ pub struct Plan {
     pub colorimetry: [Colorimetry; 2],
 }
 
+/// What a [`Plan`] is built from besides the two layouts.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PlanOptions {
+    /// SSIM on chroma planes too.
+    pub ssim_chroma: bool,
+    /// Colorimetry of the reference and distorted inputs; `None`:
+    /// [`Colorimetry::default_for`] their formats.
+    pub colorimetry: Option<[Colorimetry; 2]>,
+}
+
 impl Plan {
+    /// The plan of two layouts with the default [`PlanOptions`].
     pub fn new(reference: FrameLayout, distorted: FrameLayout) -> Result<Plan, EngineError> {
+        Self::with_options(reference, distorted, PlanOptions::default())
+    }
+
+    /// The plan of two layouts, measured as `options` say.
+    pub fn with_options(
+        reference: FrameLayout,
+        distorted: FrameLayout,
+        options: PlanOptions,
+    ) -> Result<Plan, EngineError> {
         if (reference.width, reference.height) != (distorted.width, distorted.height) {
             return Err(EngineError::SizeMismatch {
                 ref_w: reference.width,
@@ -76,11 +97,11 @@ impl Plan {
             reference,
             distorted,
             channels,
-            ssim_chroma: false,
-            colorimetry: [
+            ssim_chroma: options.ssim_chroma,
+            colorimetry: options.colorimetry.unwrap_or([
                 Colorimetry::default_for(rf.family()),
                 Colorimetry::default_for(df.family()),
-            ],
+            ]),
         })
     }
 

@@ -650,21 +650,6 @@ impl GpuMetrics {
                 .clone()
                 .or_else(|| self.cuda.lock().unwrap().clone()),
         };
-        let created = match (&cuda_ctx, gstcuda::api()) {
-            (Some(ctx), Ok(api)) => {
-                // SAFETY: the handle stays valid while the context object lives, and the
-                // engine keeps a reference to it.
-                let ext = unsafe {
-                    gpumetrics_engine::cuda::ExternalContext::new(
-                        ctx.handle(api),
-                        ctx.device_id(),
-                        Box::new(ctx.clone().into_object()),
-                    )
-                };
-                Engine::new_on_context(&config, ext, rl, dl)
-            }
-            _ => Engine::new(&config, rl, dl),
-        };
         let upsampling = match settings.chroma_upsampling {
             ChromaUpsampling::CatmullRom => gpumetrics_engine::ChromaUpsampling::CatmullRom,
             ChromaUpsampling::Nearest => gpumetrics_engine::ChromaUpsampling::Nearest,
@@ -673,8 +658,21 @@ impl GpuMetrics {
             upsampling,
             ..caps::colorimetry(info, layout.format.family())
         };
-        let created =
-            created.and_then(|e| e.with_colorimetry(colorimetry(&ri, rl), colorimetry(&di, dl)));
+        let mut builder = Engine::builder(&config, rl, dl)
+            .colorimetry(colorimetry(&ri, rl), colorimetry(&di, dl));
+        if let (Some(ctx), Ok(api)) = (&cuda_ctx, gstcuda::api()) {
+            // SAFETY: the handle stays valid while the context object lives, and the
+            // engine keeps a reference to it.
+            let ext = unsafe {
+                gpumetrics_engine::cuda::ExternalContext::new(
+                    ctx.handle(api),
+                    ctx.device_id(),
+                    Box::new(ctx.clone().into_object()),
+                )
+            };
+            builder = builder.context(ext);
+        }
+        let created = builder.build();
         state.cuda_ctx = cuda_ctx;
         match created {
             Ok(engine) => {

@@ -213,8 +213,11 @@ mod tests {
             width: w,
             height: h,
         };
-        let mut p = Plan::new(l, l).unwrap();
-        p.ssim_chroma = chroma;
+        let options = crate::PlanOptions {
+            ssim_chroma: chroma,
+            ..Default::default()
+        };
+        let p = Plan::with_options(l, l, options).unwrap();
         p
     }
 
