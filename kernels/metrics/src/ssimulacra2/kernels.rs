@@ -256,15 +256,7 @@ unsafe fn hblur(levels: *const Level, n_levels: u32) {
                     unsafe { *out.add((n as u32 * LANES) as usize) = v };
                 }
             };
-            unsafe {
-                match m {
-                    0 => hgroup::<0>(&mut st, &mut ring, ga, gb, store),
-                    1 => hgroup::<1>(&mut st, &mut ring, ga, gb, store),
-                    2 => hgroup::<2>(&mut st, &mut ring, ga, gb, store),
-                    3 => hgroup::<3>(&mut st, &mut ring, ga, gb, store),
-                    _ => hgroup::<4>(&mut st, &mut ring, ga, gb, store),
-                }
-            }
+            unsafe { hgroup_of(m, &mut st, &mut ring, ga, gb, store) };
         }
     }
 }

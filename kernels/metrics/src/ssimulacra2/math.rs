@@ -246,6 +246,30 @@ pub unsafe fn hgroup<const M: u32>(
     *ring = right;
 }
 
+/// [`hgroup`] of moment `m` < 5, chosen at run time (each arm has a constant moment).
+///
+/// # Safety
+/// As [`hgroup`].
+#[inline(always)]
+pub unsafe fn hgroup_of(
+    m: u32,
+    st: &mut Iir,
+    ring: &mut [f32; RING as usize],
+    a: *const f32,
+    b: *const f32,
+    store: impl FnMut(u32, f32),
+) {
+    unsafe {
+        match m {
+            0 => hgroup::<0>(st, ring, a, b, store),
+            1 => hgroup::<1>(st, ring, a, b, store),
+            2 => hgroup::<2>(st, ring, a, b, store),
+            3 => hgroup::<3>(st, ring, a, b, store),
+            _ => hgroup::<4>(st, ring, a, b, store),
+        }
+    }
+}
+
 /// One `VCHUNK` of the vertical recursion of a column: `now[j]` is input row 20k + j,
 /// `ring[j]` input row 20k + j − 10 (replaced by rows 20k + 10 ..); `out(j, v)` receives
 /// output row 20k + j − 4.
@@ -287,6 +311,14 @@ mod tests {
             out[16].abs() < 1e-6 && (out[9] - out[11]).abs() < 1e-6,
             "{out:?}"
         );
+    }
+
+    fn assert_same_bits(want: &[f32], got: &[f32], what: &str) {
+        let same = want
+            .iter()
+            .zip(got)
+            .all(|(x, y)| x.to_bits() == y.to_bits());
+        assert!(same, "{what}: {want:?} vs {got:?}");
     }
 
     /// Deterministic test values in [0.3, 0.7).
@@ -336,22 +368,10 @@ mod tests {
                             }
                         };
                         // SAFETY: ten values from each offset.
-                        unsafe {
-                            match m {
-                                0 => hgroup::<0>(&mut st, &mut ring, pa, pb, store),
-                                1 => hgroup::<1>(&mut st, &mut ring, pa, pb, store),
-                                2 => hgroup::<2>(&mut st, &mut ring, pa, pb, store),
-                                3 => hgroup::<3>(&mut st, &mut ring, pa, pb, store),
-                                _ => hgroup::<4>(&mut st, &mut ring, pa, pb, store),
-                            }
-                        }
+                        unsafe { hgroup_of(m, &mut st, &mut ring, pa, pb, store) };
                     }
                 }
-                let same = want
-                    .iter()
-                    .zip(&got)
-                    .all(|(x, y)| x.to_bits() == y.to_bits());
-                assert!(same, "w {w} m {m}: {want:?} vs {got:?}");
+                assert_same_bits(&want, &got, &std::format!("w {w} m {m}"));
             }
         }
     }
@@ -386,11 +406,7 @@ mod tests {
                     }
                 });
             }
-            let same = want
-                .iter()
-                .zip(&got)
-                .all(|(x, y)| x.to_bits() == y.to_bits());
-            assert!(same, "h {h}: {want:?} vs {got:?}");
+            assert_same_bits(&want, &got, &std::format!("h {h}"));
         }
     }
 
