@@ -20,7 +20,7 @@ use gst_base::subclass::prelude::*;
 
 use gpumetrics_engine::{
     BackendChoice, BackendKind, Colorimetry, DeviceFrame, Engine, EngineConfig, EngineError, Frame,
-    HostFrame, MetricSet, PlaneOffsets, Pooler,
+    HostFrame, PlaneOffsets, Pooler,
 };
 
 use super::{Backend, ChromaUpsampling, Metrics, Pairing, StatsFormat};
@@ -579,8 +579,8 @@ impl GpuMetrics {
 
     fn engine_config(settings: &Settings) -> EngineConfig {
         EngineConfig {
-            // The flags carry the engine's bits (checked against the registry in mod.rs).
-            metrics: MetricSet::from_bits(settings.metrics.bits()),
+            // The flags type is made from the registry (mod.rs): its bits are the engine's.
+            metrics: settings.metrics.set(),
             backend: match settings.backend {
                 Backend::Auto => BackendChoice::Auto,
                 Backend::Cuda => BackendChoice::Cuda,
