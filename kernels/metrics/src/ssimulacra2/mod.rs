@@ -7,9 +7,10 @@
 //! within 0.05 needs the same recursion. Rows (horizontal pass) and columns (vertical pass,
 //! fused with the maps and their sums) are therefore sequential per thread.
 //!
-//! - [`math`]: the colour transform, the recursion, the maps and their sums (host and GPU);
+//! - [`math`]: the colour transform, the recursion (also in the tiled form the kernels run),
+//!   the maps, their sums and the scales (host and GPU);
 //! - [`layout`]: the buffers the kernels share with the engine ([`Scale`](layout::Scale),
-//!   [`Level`](layout::Level)), the sizes of the sums, and the kernels' launch shapes;
+//!   [`Level`](layout::Level)) and the kernels' launch shapes, tiles and shared memory;
 //! - `kernels`: the GPU kernels (`ssimu2_*`), device-only.
 
 pub mod layout;
