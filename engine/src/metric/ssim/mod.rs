@@ -217,8 +217,7 @@ mod tests {
             ssim_chroma: chroma,
             ..Default::default()
         };
-        let p = Plan::with_options(l, l, options).unwrap();
-        p
+        Plan::with_options(l, l, options).unwrap()
     }
 
     #[test]
