@@ -1,25 +1,20 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (see ../shared/docs/GPU-MACHINE.md), from the repo root, with the
-# GStreamer kit in .gpu/gst, the plugin in .gpu/plugin and the binaries in .gpu/bin:
-#   kernel_check (engine example), cuda_vs_cpu (engine test), throughput (engine bench).
-# Logs go to $OUT when set. Each step prints a header; the script stops at the first failure.
-set -uo pipefail
-out=${OUT:-/tmp}
-BUILD_ROOT=${BUILD_ROOT:-/work/main}
-source .gpu/gst/env.sh
-export GST_PLUGIN_PATH=$PWD/.gpu/plugin
-export PATH=$PATH:/usr/local/cuda/bin
-step() { echo; echo "=== $*"; }
-fail=0
-run() { "$@" || { echo "FAILED ($?): $*"; fail=1; }; }
+# GStreamer kit in .gpu/gst, the plugin in .gpu/plugin and the binaries in .gpu/bin
+# (scripts/gpu-pack.sh .gpu/bin gpumetrics-engine:test:cuda_kernels
+# gpumetrics-engine:test:cuda_vs_cpu gpumetrics-engine:bench:throughput, optionally the
+# element tests gst-plugin-gpumetrics:test:{element,harness,psnr_ffmpeg}).
+# Logs go to $OUT when set. Each step prints a header; a failed step fails the script.
+d=.gpu kit=.gpu/gst
+source scripts/gpu-common.sh
+kernels() { "$@" .gpu/bin/cuda_kernels --ignored --test-threads 1; }
 
-step "GPU"; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader; date -u
-step "plugin"; run gst-inspect-1.0 gpumetrics | grep -E "Long-name|Version" 
-step "kernel_check"; run .gpu/bin/kernel_check
+step "plugin"; run gst-inspect-1.0 gpumetrics | grep -E "Long-name|Version"
+step "kernels vs host (cuda_kernels)"; run kernels
 step "CUDA vs CPU engine tests"; run .gpu/bin/cuda_vs_cpu --ignored --nocapture --test-threads 1
 if command -v compute-sanitizer >/dev/null; then
-  step "compute-sanitizer memcheck"; run compute-sanitizer --tool memcheck --error-exitcode 9 .gpu/bin/kernel_check
-  step "compute-sanitizer racecheck"; run compute-sanitizer --tool racecheck --error-exitcode 9 .gpu/bin/kernel_check
+  step "compute-sanitizer memcheck"; run kernels compute-sanitizer --tool memcheck --error-exitcode 9
+  step "compute-sanitizer racecheck"; run kernels compute-sanitizer --tool racecheck --error-exitcode 9
   step "compute-sanitizer memcheck (engine)"; run compute-sanitizer --tool memcheck --error-exitcode 9 .gpu/bin/cuda_vs_cpu --ignored device_frames
 else
   echo "compute-sanitizer not found"; fail=1
@@ -40,8 +35,6 @@ for fmt in I420 NV12 I420_10LE P010_10LE BGRx; do
   fi
 done
 if [ -x .gpu/bin/element ]; then
-  # The element tests read test data through the path they were built at.
-  [ -e "$BUILD_ROOT" ] || { mkdir -p "$(dirname "$BUILD_ROOT")" && ln -s "$PWD" "$BUILD_ROOT"; }
   for t in element harness psnr_ffmpeg; do
     step "element tests ($t) with backend=cuda"
     GPUMETRICS_TEST_BACKEND=cuda run .gpu/bin/$t --test-threads 2

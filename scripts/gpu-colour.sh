@@ -3,25 +3,16 @@
 # root, with .gpu/colour carried:
 #   gst/      ../shared/tools/gpu-kit (nvcodec, videoparsersbad)
 #   plugin/   libgstgpumetrics.so (cargo build --release, stripped)
-#   bin/      kernel_check, ssimulacra2_cuda, ssimulacra2_element, throughput (release, stripped)
+#   bin/      cuda_kernels, ssimulacra2_cuda, ssimulacra2_element, throughput (scripts/gpu-pack.sh)
 #   clips/    {sdr,pq}-q{12,34}.h265: x265 Main10 4:2:0 720p, 60 frames of testsrc2 at two
 #             qualities, tagged BT.709 and BT.2100 PQ (made by scripts/make-colour-clips.sh),
 #             and {sdr,pq}-cpu.jsonl: the same comparison decoded by avdec_h265 and scored by
 #             backend=cpu on the build machine.
 # Logs go to $OUT. SKIP_BENCH=1 leaves out the throughput step.
-set -uo pipefail
-d=.gpu/colour
-out=${OUT:-/tmp}
-source $d/gst/env.sh
-export GST_PLUGIN_PATH=$PWD/$d/plugin
-export PATH=$PATH:/usr/local/cuda/bin
-export GST_DEBUG_NO_COLOR=1
-step() { echo; echo "=== $*"; }
-fail=0
-run() { "$@" || { echo "FAILED ($?): $*"; fail=1; }; }
+d=.gpu/colour kit=.gpu/colour/gst
+source scripts/gpu-common.sh
 
-step "GPU"; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader; date -u
-step "kernel_check"; run $d/bin/kernel_check
+step "kernels vs host (cuda_kernels)"; run $d/bin/cuda_kernels --ignored --test-threads 1
 step "SSIMULACRA2: CUDA vs CPU, every colorimetry"
 run $d/bin/ssimulacra2_cuda --ignored --nocapture --test-threads 1 cuda_matches_cpu
 step "compute-sanitizer memcheck and racecheck (every colorimetry)"

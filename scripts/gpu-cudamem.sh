@@ -6,18 +6,9 @@
 # avdec_h264 and backend=cpu on the build machine). Logs go to $OUT.
 # `cudadownload` is followed by a plain `video/x-raw` filter: it passes CUDA memory through
 # when downstream accepts it, as gpumetrics does.
-set -uo pipefail
-d=.gpu/cudamem
-out=${OUT:-/tmp}
-BUILD_ROOT=${BUILD_ROOT:-/work/main}
-source $d/gst/env.sh
-export GST_PLUGIN_PATH=$PWD/$d/plugin
-export PATH=$PATH:/usr/local/cuda/bin
-export GST_DEBUG_NO_COLOR=1
-step() { echo; echo "=== $*"; }
-fail=0
+d=.gpu/cudamem kit=.gpu/cudamem/gst
+source scripts/gpu-common.sh
 
-step "GPU"; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader; date -u
 step "plugin"; gst-inspect-1.0 gpumetrics | grep -E "Version|memory-stats" || fail=1
 gst-inspect-1.0 nvh264dec | grep -E "Long-name" || fail=1
 
@@ -83,7 +74,6 @@ bench "NVDEC -> fakesink (decode only)" none nvh264dec
 bench "openh264dec -> fakesink (decode only)" none openh264dec
 
 if [ -x $d/bin/cuda_context ]; then
-  [ -e "$BUILD_ROOT" ] || { mkdir -p "$(dirname "$BUILD_ROOT")" && ln -s "$PWD" "$BUILD_ROOT"; }
   for t in cuda_context no_gstcuda element harness; do
     step "element tests ($t) with backend=cuda"
     GPUMETRICS_TEST_BACKEND=cuda $d/bin/$t --test-threads 2 2>&1 | grep -E "^test |test result|panicked" || fail=1

@@ -6,21 +6,9 @@
 # Runs the element tests with backend=cuda (system memory read by the CUDA backend, and CUDA
 # memory from cudaupload with a bad video meta), the bad-meta cases under compute-sanitizer
 # memcheck, and a few launch lines with bad property values and caps changes.
-set -uo pipefail
-d=.gpu/hard
-out=${OUT:-/tmp}
-BUILD_ROOT=${BUILD_ROOT:-/work/main}
-source $d/gst/env.sh
-export GST_PLUGIN_PATH=$PWD/$d/plugin
-export PATH=$PATH:/usr/local/cuda/bin
-export GST_DEBUG_NO_COLOR=1
-step() { echo; echo "=== $*"; }
-fail=0
-run() { "$@" || { echo "FAILED ($?): $*"; fail=1; }; }
-# The element tests read test data through the path they were built at.
-[ -e "$BUILD_ROOT" ] || { mkdir -p "$(dirname "$BUILD_ROOT")" && ln -s "$PWD" "$BUILD_ROOT"; }
+d=.gpu/hard kit=.gpu/hard/gst
+source scripts/gpu-common.sh
 
-step "GPU"; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader; date -u
 step "plugin"; run gst-inspect-1.0 gpumetrics | grep -E "Description|Version|pairing-tolerance" -A1
 for t in hardening element harness; do
   step "element tests ($t) with backend=cuda"

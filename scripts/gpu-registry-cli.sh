@@ -2,25 +2,15 @@
 # The metric registry (issue 12) and the `gpumetrics` command (issue 15) on the GPU machine
 # (see ../shared/docs/GPU-MACHINE.md), from the repo root, with .gpu/cli carried:
 #   gst/    ../shared/tools/gpu-kit (its default plugins: nvcodec, playback, isomp4, ...)
-#   bin/    kernel_check, cuda_vs_cpu, cuda_ssim, ssimulacra2_cuda, cuda_external, throughput
-#           and gpumetrics (release, stripped)
+#   bin/    cuda_kernels, cuda_vs_cpu, cuda_ssim, ssimulacra2_cuda, cuda_external, throughput
+#           and gpumetrics (scripts/gpu-pack.sh)
 #   clips/  ref.mp4 and dist.mp4: 1080p30 H.264, 150 frames of testsrc2 (x264 crf 16 and
 #           800 kbit/s)
 # Logs go to $OUT.
-set -uo pipefail
-d=.gpu/cli
-out=${OUT:-/tmp}
-BUILD_ROOT=${BUILD_ROOT:-/work/main}
-source $d/gst/env.sh
-export PATH=$PATH:/usr/local/cuda/bin
-step() { echo; echo "=== $*"; }
-fail=0
-run() { "$@" || { echo "FAILED ($?): $*"; fail=1; }; }
-[ -e "$BUILD_ROOT" ] || { mkdir -p "$(dirname "$BUILD_ROOT")" && ln -s "$PWD" "$BUILD_ROOT"; }
+d=.gpu/cli kit=.gpu/cli/gst
+source scripts/gpu-common.sh
 
-step "GPU"; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader; date -u
-step "kernel_check"; run $d/bin/kernel_check
-for t in cuda_vs_cpu cuda_ssim cuda_external; do
+for t in cuda_kernels cuda_vs_cpu cuda_ssim cuda_external; do
   step "engine CUDA suite $t"; run $d/bin/$t --ignored --test-threads 1
 done
 step "engine CUDA suite ssimulacra2_cuda"

@@ -1,22 +1,17 @@
 #!/usr/bin/env bash
 # SSIM / MS-SSIM checks on the GPU machine (see ../shared/docs/GPU-MACHINE.md), from the repo
-# root, with in .gpu/ssim: kernel_check (engine example), cuda_ssim and ssim_reference
+# root, with in .gpu/ssim (scripts/gpu-pack.sh): cuda_kernels, cuda_ssim and ssim_reference
 # (engine tests), throughput (engine bench), whl/ (the pytorch-msssim wheel), optionally
 # ssim_element (element test, run with backend=cuda when .gpu/gst holds the GStreamer kit).
 # BUILD_ROOT: the tree the tests were built in (they read test data through it).
-set -uo pipefail
-B=.gpu/ssim
-BUILD_ROOT=${BUILD_ROOT:-/work/main}
-export PATH=$PATH:/usr/local/cuda/bin
-step() { echo; echo "=== $*"; }
-fail=0
-run() { "$@" || { echo "FAILED ($?): $*"; fail=1; }; }
-[ -e "$BUILD_ROOT" ] || { mkdir -p "$(dirname "$BUILD_ROOT")" && ln -s "$PWD" "$BUILD_ROOT"; }
+d=.gpu/ssim
+B=$d
+source scripts/gpu-common.sh
+kernels() { "$@" $B/cuda_kernels --ignored --test-threads 1; }
 
-step "GPU"; nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader; date -u
-step "kernel_check"; run $B/kernel_check
-step "compute-sanitizer memcheck"; run compute-sanitizer --tool memcheck --error-exitcode 9 $B/kernel_check
-step "compute-sanitizer racecheck"; run compute-sanitizer --tool racecheck --error-exitcode 9 $B/kernel_check
+step "kernels vs host (cuda_kernels)"; run kernels
+step "compute-sanitizer memcheck"; run kernels compute-sanitizer --tool memcheck --error-exitcode 9
+step "compute-sanitizer racecheck"; run kernels compute-sanitizer --tool racecheck --error-exitcode 9
 step "compute-sanitizer memcheck (engine, 1080p device frames)"
 run compute-sanitizer --tool memcheck --error-exitcode 9 $B/cuda_ssim --ignored device_frames
 step "CUDA vs CPU (SSIM, MS-SSIM)"; run $B/cuda_ssim --ignored --nocapture --test-threads 1

@@ -1,26 +1,21 @@
 #!/usr/bin/env bash
 # SSIMULACRA2 checks on the GPU machine (see ../shared/docs/GPU-MACHINE.md), from the repo
 # root, with the GStreamer kit in .gpu/gst and in .gpu/ssimu2 (all built here, stripped):
-#   kernel_check              cargo build --release -p gpumetrics-engine --example kernel_check
-#   bench_crates              ... --example bench_crates
-#   ssimulacra2_cuda          cargo test --release -p gpumetrics-engine --test ssimulacra2_cuda --no-run
-#   ssimulacra2_element       cargo test --release -p gst-plugin-gpumetrics --test ssimulacra2_element --no-run
-#   throughput                cargo bench -p gpumetrics-engine --bench throughput --no-run
+#   scripts/gpu-pack.sh .gpu/ssimu2 gpumetrics-engine:test:cuda_kernels \
+#     gpumetrics-engine:example:bench_crates gpumetrics-engine:test:ssimulacra2_cuda \
+#     gst-plugin-gpumetrics:test:ssimulacra2_element gpumetrics-engine:bench:throughput
 # Run with `.gpu/gst` and `.gpu/ssimu2` carried; docs/GPU-RUNS.md and docs/BENCHMARKS.md
 # record the output. SKIP_SANITIZERS=1 leaves out the (slow) compute-sanitizer steps.
-set -uo pipefail
-B=.gpu/ssimu2
-export PATH=$PATH:/usr/local/cuda/bin
-step() { echo; echo "=== $*"; }
-fail=0
-run() { "$@" || { echo "FAILED ($?): $*"; fail=1; }; }
+d=.gpu/ssimu2
+B=$d
+source scripts/gpu-common.sh
+kernels() { "$@" $B/cuda_kernels --ignored --test-threads 1; }
 
-step "GPU"; nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader; date -u
-step "kernel_check"; run $B/kernel_check
+step "kernels vs host (cuda_kernels)"; run kernels
 if [ -z "${SKIP_SANITIZERS:-}" ]; then
   for tool in memcheck racecheck synccheck initcheck; do
-    step "compute-sanitizer $tool (kernel_check)"
-    run compute-sanitizer --tool $tool --error-exitcode 9 $B/kernel_check
+    step "compute-sanitizer $tool (cuda_kernels)"
+    run kernels compute-sanitizer --tool $tool --error-exitcode 9
   done
   step "compute-sanitizer memcheck (engine, every size and format, device frames)"
   run compute-sanitizer --tool memcheck --error-exitcode 9 $B/ssimulacra2_cuda --ignored cuda_matches_cpu --test-threads 1

@@ -86,6 +86,21 @@ fn builds_and_rejects_mismatched_kernels() {
     );
     std::fs::remove_file(metrics.join("src/orphan.rs")).unwrap();
 
+    // a declaration whose parameters differ from its body's does not compile
+    std::fs::write(
+        &selftest,
+        original.replace(
+            "pub unsafe fn selftest_saxpy(n: u32,",
+            "pub unsafe fn selftest_saxpy(n: u64,",
+        ),
+    )
+    .unwrap();
+    let e = build(&metrics, &out).unwrap_err();
+    assert!(
+        e.contains("the device build of") && e.contains("error[E0308]"),
+        "{e}"
+    );
+
     // a device compile error is reported with rustc's message
     std::fs::write(
         &selftest,

@@ -2,12 +2,13 @@
 //! into scores.
 
 use crate::backend::{Backend, BackendKind};
+use crate::color::Colorimetry;
 use crate::error::EngineError;
 use crate::format::FrameLayout;
 use crate::frame::Frame;
 use crate::metric::REGISTRY;
 use crate::metrics::MetricSet;
-use crate::plan::Plan;
+use crate::plan::{Plan, PlanOptions};
 use crate::scores::Scores;
 
 /// Which backend runs the kernels.
@@ -50,43 +51,92 @@ pub struct Engine {
     note: Option<String>,
 }
 
+/// Everything an [`Engine`] is made from, given before it is built: [`Engine::builder`].
+pub struct EngineBuilder<'a> {
+    config: &'a EngineConfig,
+    reference: FrameLayout,
+    distorted: FrameLayout,
+    colorimetry: Option<[Colorimetry; 2]>,
+    context: Option<crate::cuda::ExternalContext>,
+}
+
+impl EngineBuilder<'_> {
+    /// The inputs' colorimetry (default: [`Colorimetry::default_for`] their formats), which
+    /// linear-light metrics (SSIMULACRA2) convert with. [`build`](Self::build) fails when
+    /// such a metric is enabled and cannot convert it (a transfer function it cannot
+    /// linearise).
+    pub fn colorimetry(mut self, reference: Colorimetry, distorted: Colorimetry) -> Self {
+        self.colorimetry = Some([reference, distorted]);
+        self
+    }
+
+    /// Runs the CUDA backend in `context` (e.g. the context that upstream decoded into, so
+    /// that its device frames can be read in place); `device_id` is then ignored.
+    /// `backend=cpu` ignores the context.
+    pub fn context(mut self, context: crate::cuda::ExternalContext) -> Self {
+        self.context = Some(context);
+        self
+    }
+
+    /// The engine: its plan complete, every metric's check passed, its backend chosen.
+    pub fn build(self) -> Result<Engine, EngineError> {
+        let options = PlanOptions {
+            ssim_chroma: self.config.ssim_chroma,
+            butteraugli_intensity: self.config.butteraugli_intensity,
+            colorimetry: self.colorimetry,
+        };
+        let plan = Plan::with_options(self.reference, self.distorted, options)?;
+        for entry in REGISTRY {
+            (entry.check)(&plan, self.config.metrics)?;
+        }
+        let (backend, note) = crate::backend::select(self.config, &plan, self.context)?;
+        Ok(Engine {
+            plan,
+            metrics: self.config.metrics,
+            backend,
+            note,
+        })
+    }
+}
+
 impl Engine {
+    /// An engine with the default colorimetry, on `config.device_id`; the shorthand of
+    /// [`Engine::builder`]`(..).build()`.
     pub fn new(
         config: &EngineConfig,
         reference: FrameLayout,
         distorted: FrameLayout,
     ) -> Result<Engine, EngineError> {
-        Self::build(config, reference, distorted, None)
+        Self::builder(config, reference, distorted).build()
     }
 
-    /// Like [`Engine::new`], but the CUDA backend runs in `context` (e.g. the context that
-    /// upstream decoded into, so that its device frames can be read in place); `device_id`
-    /// is ignored. `backend=cpu` ignores the context.
+    /// Like [`Engine::new`], but the CUDA backend runs in `context`; see
+    /// [`EngineBuilder::context`].
     pub fn new_on_context(
         config: &EngineConfig,
         context: crate::cuda::ExternalContext,
         reference: FrameLayout,
         distorted: FrameLayout,
     ) -> Result<Engine, EngineError> {
-        Self::build(config, reference, distorted, Some(context))
+        Self::builder(config, reference, distorted)
+            .context(context)
+            .build()
     }
 
-    fn build(
+    /// Starts an engine for `config` and the two layouts; set the colorimetry or context,
+    /// then [`build`](EngineBuilder::build).
+    pub fn builder(
         config: &EngineConfig,
         reference: FrameLayout,
         distorted: FrameLayout,
-        context: Option<crate::cuda::ExternalContext>,
-    ) -> Result<Engine, EngineError> {
-        let mut plan = Plan::new(reference, distorted)?;
-        plan.ssim_chroma = config.ssim_chroma;
-        plan.butteraugli_intensity = config.butteraugli_intensity;
-        let (backend, note) = crate::backend::select(config, &plan, context)?;
-        Ok(Engine {
-            plan,
-            metrics: config.metrics,
-            backend,
-            note,
-        })
+    ) -> EngineBuilder<'_> {
+        EngineBuilder {
+            config,
+            reference,
+            distorted,
+            colorimetry: None,
+            context: None,
+        }
     }
 
     /// Where the kernels run.
@@ -106,23 +156,6 @@ impl Engine {
 
     pub fn plan(&self) -> &Plan {
         &self.plan
-    }
-
-    /// Sets the inputs' colorimetry (default: [`Colorimetry::default_for`] their formats),
-    /// which linear-light metrics (SSIMULACRA2) convert with. Fails when such a metric is
-    /// enabled and cannot convert it (a transfer function it cannot linearise).
-    ///
-    /// [`Colorimetry::default_for`]: crate::Colorimetry::default_for
-    pub fn with_colorimetry(
-        mut self,
-        reference: crate::Colorimetry,
-        distorted: crate::Colorimetry,
-    ) -> Result<Engine, EngineError> {
-        self.plan.colorimetry = [reference, distorted];
-        for entry in REGISTRY {
-            (entry.check)(&self.plan, self.metrics)?;
-        }
-        Ok(self)
     }
 
     /// Why requested metrics are left out for this layout (e.g. frames too small for

@@ -21,11 +21,11 @@ pub use color::{
     ChromaSiting, ChromaUpsampling, Colorimetry, Matrix, Primaries, Range, Transfer,
     host_linear_rgb,
 };
-pub use engine::{BackendChoice, Engine, EngineConfig};
+pub use engine::{BackendChoice, Engine, EngineBuilder, EngineConfig};
 pub use error::EngineError;
 pub use format::{ChannelSpec, ColorFamily, FrameLayout, PixelFormat};
 pub use frame::{DeviceFrame, Frame, HostFrame, MAX_PLANES, Plane, PlaneOffsets};
 pub use metrics::MetricSet;
-pub use plan::Plan;
+pub use plan::{Plan, PlanOptions};
 pub use scores::Scores;
 pub use summary::{FieldSummary, Pooler, Summary};

@@ -14,7 +14,8 @@ pub const MAX_SIDE: u32 = 32768;
 /// 130 bytes per pixel) so that absurd caps fail cleanly instead of exhausting memory.
 pub const MAX_PIXELS: u64 = 1 << 28;
 
-/// The channel pairs of a (reference, distorted) layout pair, fixed per caps.
+/// The channel pairs of a (reference, distorted) layout pair and how to measure them, fixed
+/// per caps: built complete by [`Plan::new`] or [`Plan::with_options`], never changed after.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Plan {
     pub reference: FrameLayout,
@@ -29,8 +30,40 @@ pub struct Plan {
     pub butteraugli_intensity: f32,
 }
 
+/// What a [`Plan`] is built from besides the two layouts.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PlanOptions {
+    /// SSIM on chroma planes too.
+    pub ssim_chroma: bool,
+    /// Butteraugli's intensity target in nits.
+    pub butteraugli_intensity: f32,
+    /// Colorimetry of the reference and distorted inputs; `None`:
+    /// [`Colorimetry::default_for`] their formats.
+    pub colorimetry: Option<[Colorimetry; 2]>,
+}
+
+impl Default for PlanOptions {
+    fn default() -> Self {
+        PlanOptions {
+            ssim_chroma: false,
+            butteraugli_intensity: crate::metric::butteraugli::DEFAULT_INTENSITY,
+            colorimetry: None,
+        }
+    }
+}
+
 impl Plan {
+    /// The plan of two layouts with the default [`PlanOptions`].
     pub fn new(reference: FrameLayout, distorted: FrameLayout) -> Result<Plan, EngineError> {
+        Self::with_options(reference, distorted, PlanOptions::default())
+    }
+
+    /// The plan of two layouts, measured as `options` say.
+    pub fn with_options(
+        reference: FrameLayout,
+        distorted: FrameLayout,
+        options: PlanOptions,
+    ) -> Result<Plan, EngineError> {
         if (reference.width, reference.height) != (distorted.width, distorted.height) {
             return Err(EngineError::SizeMismatch {
                 ref_w: reference.width,
@@ -79,12 +112,12 @@ impl Plan {
             reference,
             distorted,
             channels,
-            ssim_chroma: false,
-            butteraugli_intensity: crate::metric::butteraugli::DEFAULT_INTENSITY,
-            colorimetry: [
+            ssim_chroma: options.ssim_chroma,
+            butteraugli_intensity: options.butteraugli_intensity,
+            colorimetry: options.colorimetry.unwrap_or([
                 Colorimetry::default_for(rf.family()),
                 Colorimetry::default_for(df.family()),
-            ],
+            ]),
         })
     }
 

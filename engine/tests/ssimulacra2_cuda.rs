@@ -11,18 +11,25 @@ use gpumetrics_engine::{
     FrameLayout, HostFrame, Matrix, MetricSet, PixelFormat, Primaries, Range, Transfer,
 };
 
-fn engine(backend: BackendChoice, format: PixelFormat, w: usize, h: usize) -> Engine {
-    let cfg = EngineConfig {
+fn config(backend: BackendChoice) -> EngineConfig {
+    EngineConfig {
         metrics: MetricSet::SSIMULACRA2,
         backend,
         ..Default::default()
-    };
-    let l = FrameLayout {
+    }
+}
+
+fn layout(format: PixelFormat, w: usize, h: usize) -> FrameLayout {
+    FrameLayout {
         format,
         width: w as u32,
         height: h as u32,
-    };
-    Engine::new(&cfg, l, l).unwrap()
+    }
+}
+
+fn engine(backend: BackendChoice, format: PixelFormat, w: usize, h: usize) -> Engine {
+    let l = layout(format, w, h);
+    Engine::new(&config(backend), l, l).unwrap()
 }
 
 #[test]
@@ -175,8 +182,10 @@ fn cuda_matches_cpu_for_every_colorimetry() {
             );
             for (name, c) in colorimetries {
                 let score = |backend| {
-                    engine(backend, format, w, h)
-                        .with_colorimetry(c, c)
+                    let l = layout(format, w, h);
+                    Engine::builder(&config(backend), l, l)
+                        .colorimetry(c, c)
+                        .build()
                         .unwrap()
                         .compare(&rf, &df)
                         .unwrap()

@@ -248,9 +248,9 @@ fn engine_score_with(
         backend: BackendChoice::Cpu,
         ..Default::default()
     };
-    let mut e = Engine::new(&config, layout, layout)
-        .unwrap()
-        .with_colorimetry(colorimetry, colorimetry)
+    let mut e = Engine::builder(&config, layout, layout)
+        .colorimetry(colorimetry, colorimetry)
+        .build()
         .unwrap();
     let bytes = if c.bits() > 8 { 2 } else { 1 };
     let sub = {

@@ -88,6 +88,31 @@ pub fn compare_on_device(engine: &mut Engine, r: &OwnedFrame, d: &OwnedFrame) ->
     engine.compare(&r.device(rp), &d.device(dp)).unwrap()
 }
 
+/// xorshift64*: deterministic random inputs without a dependency.
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Self {
+        Rng(seed | 1)
+    }
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+    pub fn next_u32(&mut self) -> u32 {
+        (self.next_u64() >> 32) as u32
+    }
+    /// Uniform in [lo, hi).
+    pub fn f32(&mut self, lo: f32, hi: f32) -> f32 {
+        lo + (hi - lo) * (self.next_u32() >> 8) as f32 / (1u32 << 24) as f32
+    }
+    pub fn bytes(&mut self, n: usize) -> Vec<u8> {
+        (0..n).map(|_| self.next_u32() as u8).collect()
+    }
+}
+
 /// xorshift64: deterministic test bytes without a dependency.
 pub fn xorshift(seed: u64) -> impl FnMut() -> u64 {
     let mut s = seed | 1;

@@ -20,7 +20,7 @@ use gst_base::subclass::prelude::*;
 
 use gpumetrics_engine::{
     BackendChoice, BackendKind, Colorimetry, DeviceFrame, Engine, EngineConfig, EngineError, Frame,
-    HostFrame, MetricSet, PlaneOffsets, Pooler,
+    HostFrame, PlaneOffsets, Pooler,
 };
 
 use super::{Backend, ChromaUpsampling, Metrics, Pairing, StatsFormat};
@@ -599,8 +599,8 @@ impl GpuMetrics {
 
     fn engine_config(settings: &Settings) -> EngineConfig {
         EngineConfig {
-            // The flags carry the engine's bits (checked against the registry in mod.rs).
-            metrics: MetricSet::from_bits(settings.metrics.bits()),
+            // The flags type is made from the registry (mod.rs): its bits are the engine's.
+            metrics: settings.metrics.set(),
             backend: match settings.backend {
                 Backend::Auto => BackendChoice::Auto,
                 Backend::Cuda => BackendChoice::Cuda,
@@ -671,21 +671,6 @@ impl GpuMetrics {
                 .clone()
                 .or_else(|| self.cuda.lock().unwrap().clone()),
         };
-        let created = match (&cuda_ctx, gstcuda::api()) {
-            (Some(ctx), Ok(api)) => {
-                // SAFETY: the handle stays valid while the context object lives, and the
-                // engine keeps a reference to it.
-                let ext = unsafe {
-                    gpumetrics_engine::cuda::ExternalContext::new(
-                        ctx.handle(api),
-                        ctx.device_id(),
-                        Box::new(ctx.clone().into_object()),
-                    )
-                };
-                Engine::new_on_context(&config, ext, rl, dl)
-            }
-            _ => Engine::new(&config, rl, dl),
-        };
         let upsampling = match settings.chroma_upsampling {
             ChromaUpsampling::CatmullRom => gpumetrics_engine::ChromaUpsampling::CatmullRom,
             ChromaUpsampling::Nearest => gpumetrics_engine::ChromaUpsampling::Nearest,
@@ -694,8 +679,21 @@ impl GpuMetrics {
             upsampling,
             ..caps::colorimetry(info, layout.format.family())
         };
-        let created =
-            created.and_then(|e| e.with_colorimetry(colorimetry(&ri, rl), colorimetry(&di, dl)));
+        let mut builder = Engine::builder(&config, rl, dl)
+            .colorimetry(colorimetry(&ri, rl), colorimetry(&di, dl));
+        if let (Some(ctx), Ok(api)) = (&cuda_ctx, gstcuda::api()) {
+            // SAFETY: the handle stays valid while the context object lives, and the
+            // engine keeps a reference to it.
+            let ext = unsafe {
+                gpumetrics_engine::cuda::ExternalContext::new(
+                    ctx.handle(api),
+                    ctx.device_id(),
+                    Box::new(ctx.clone().into_object()),
+                )
+            };
+            builder = builder.context(ext);
+        }
+        let created = builder.build();
         state.cuda_ctx = cuda_ctx;
         match created {
             Ok(engine) => {

@@ -22,52 +22,140 @@
  *
  * See gst-plugin-gpumetrics/README.md for the record layouts.
  */
+use gpumetrics_engine::MetricSet;
 use gst::glib;
 use gst::prelude::*;
 
 mod imp;
 
-/// Metrics computed per pair (`metrics` property, GType `GstGpuMetricsMetrics`): one flag per
-/// metric of the engine's registry (`gpumetrics_engine::metric::all`), with its bit, name
-/// and description; the test below keeps them equal.
-#[glib::flags(name = "GstGpuMetricsMetrics")]
-pub enum Metrics {
-    /// PSNR per plane and average, with the per-plane MSE (`psnr-*`, `mse-*`).
-    #[flags_value(
-        name = "PSNR and MSE per plane, and their plane-weighted average",
-        nick = "psnr"
-    )]
-    PSNR = 0b0000_0001,
-    /// SSIM per plane (luma, or R, G, B; chroma with `ssim-chroma`), `ssim`, `ssim-all`.
-    #[flags_value(
-        name = "SSIM (11x11 Gaussian window) of luma, or of R, G, B; chroma and ssim-all with ssim-chroma",
-        nick = "ssim"
-    )]
-    SSIM = 0b0000_0010,
-    /// MS-SSIM (5 scales) of luma, or the mean over R, G, B (`ms-ssim`).
-    #[flags_value(
-        name = "MS-SSIM (5 scales) of luma, or the mean over R, G, B; frames > 160x160",
-        nick = "ms-ssim"
-    )]
-    MS_SSIM = 0b0000_0100,
-    /// SSIMULACRA2 2.1 on linear RGB, converted with the caps' colorimetry (`ssimulacra2`).
-    #[flags_value(
-        name = "SSIMULACRA2 (version 2.1) on display-referred linear light from the caps' colorimetry; frames >= 8x8",
-        nick = "ssimulacra2"
-    )]
-    SSIMULACRA2 = 0b0000_1000,
-    /// Butteraugli (libjxl) on the same linear light: `butteraugli` (max norm) and
-    /// `butteraugli-3norm`; intensity target from `butteraugli-intensity`.
-    #[flags_value(
-        name = "Butteraugli (libjxl) on display-referred linear light: max norm and 3-norm; frames >= 8x8",
-        nick = "butteraugli"
-    )]
-    BUTTERAUGLI = 0b0001_0000,
+/// Metrics computed per pair (`metrics` property, GType `GstGpuMetricsMetrics`). The flags
+/// type is registered at run time from the engine's registry
+/// ([`gpumetrics_engine::metric::all`]): one value per metric, with its bit, its description
+/// as the value name and its name as the nick, so a new metric needs no edit here.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Metrics(MetricSet);
+
+impl Metrics {
+    /// The metrics as the engine's set.
+    pub fn set(self) -> MetricSet {
+        self.0
+    }
+
+    /// The bits of the flags value (the engine's bits).
+    pub fn bits(self) -> u32 {
+        self.0.bits()
+    }
 }
 
 impl Default for Metrics {
+    /// PSNR, as the engine's default configuration.
     fn default() -> Self {
-        Metrics::PSNR
+        Metrics(gpumetrics_engine::EngineConfig::default().metrics)
+    }
+}
+
+impl From<MetricSet> for Metrics {
+    fn from(set: MetricSet) -> Self {
+        Metrics(set)
+    }
+}
+
+impl glib::prelude::StaticType for Metrics {
+    fn static_type() -> glib::Type {
+        static TYPE: std::sync::OnceLock<glib::Type> = std::sync::OnceLock::new();
+        *TYPE.get_or_init(|| {
+            use glib::gobject_ffi::GFlagsValue;
+            use glib::translate::from_glib;
+            // GLib keeps these for the life of the process.
+            let text = |s: &str| {
+                std::ffi::CString::new(s)
+                    .expect("no NUL in registry text")
+                    .into_raw()
+                    .cast_const()
+            };
+            let values: Vec<GFlagsValue> = gpumetrics_engine::metric::all()
+                .map(|i| GFlagsValue {
+                    value: i.flag.bits(),
+                    value_name: text(i.description),
+                    value_nick: text(i.name),
+                })
+                .chain([GFlagsValue {
+                    value: 0,
+                    value_name: std::ptr::null(),
+                    value_nick: std::ptr::null(),
+                }])
+                .collect();
+            let values: &'static [GFlagsValue] = Vec::leak(values);
+            // SAFETY: a NUL-terminated name and a zero-terminated value table that lives as
+            // long as the process; registered once (OnceLock).
+            let type_: glib::Type = unsafe {
+                from_glib(glib::gobject_ffi::g_flags_register_static(
+                    c"GstGpuMetricsMetrics".as_ptr(),
+                    values.as_ptr(),
+                ))
+            };
+            assert!(type_.is_valid(), "GstGpuMetricsMetrics is registered twice");
+            type_
+        })
+    }
+}
+
+impl glib::translate::IntoGlib for Metrics {
+    type GlibType = u32;
+    fn into_glib(self) -> u32 {
+        self.bits()
+    }
+}
+
+impl glib::translate::FromGlib<u32> for Metrics {
+    unsafe fn from_glib(bits: u32) -> Self {
+        Metrics(MetricSet::from_bits(bits))
+    }
+}
+
+impl glib::value::ValueType for Metrics {
+    type Type = Self;
+}
+
+// SAFETY: the checker admits only values of this flags type.
+unsafe impl<'a> glib::value::FromValue<'a> for Metrics {
+    type Checker = glib::value::GenericValueTypeChecker<Self>;
+
+    unsafe fn from_value(value: &'a glib::Value) -> Self {
+        use glib::translate::ToGlibPtr;
+        // SAFETY: `value` holds flags (checked by the checker).
+        let bits = unsafe { glib::gobject_ffi::g_value_get_flags(value.to_glib_none().0) };
+        Metrics(MetricSet::from_bits(bits))
+    }
+}
+
+impl glib::value::ToValue for Metrics {
+    fn to_value(&self) -> glib::Value {
+        use glib::translate::ToGlibPtrMut;
+        let mut value = glib::Value::for_value_type::<Self>();
+        // SAFETY: `value` is of this flags type.
+        unsafe { glib::gobject_ffi::g_value_set_flags(value.to_glib_none_mut().0, self.bits()) };
+        value
+    }
+
+    fn value_type(&self) -> glib::Type {
+        <Self as glib::prelude::StaticType>::static_type()
+    }
+}
+
+impl From<Metrics> for glib::Value {
+    fn from(m: Metrics) -> Self {
+        glib::value::ToValue::to_value(&m)
+    }
+}
+
+impl glib::HasParamSpec for Metrics {
+    type ParamSpec = glib::ParamSpecFlags;
+    type SetValue = Self;
+    type BuilderFn = fn(&str) -> glib::ParamSpecFlagsBuilder<'_, Self>;
+
+    fn param_spec_builder() -> Self::BuilderFn {
+        |name| glib::ParamSpecFlags::builder(name)
     }
 }
 
@@ -170,6 +258,8 @@ pub fn register(plugin: &gst::Plugin) -> Result<(), glib::BoolError> {
 mod tests {
     use super::*;
 
+    /// The registered flags type lists the registry's metrics, in order, as gst-inspect and
+    /// the `gpumetrics` command show them; values round-trip through `glib::Value`.
     #[test]
     fn metrics_flags_are_the_engine_registry() {
         gst::init().unwrap();
@@ -183,5 +273,8 @@ mod tests {
             .map(|i| (i.flag.bits(), i.name, i.description))
             .collect();
         assert_eq!(flags, registry);
+        let all = Metrics::from(MetricSet::ALL);
+        assert_eq!(all.to_value().get::<Metrics>().unwrap(), all);
+        assert_eq!(Metrics::default().set(), MetricSet::PSNR);
     }
 }

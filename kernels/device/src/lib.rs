@@ -41,32 +41,58 @@ pub use nvptx::*;
 /// ```ignore
 /// gpumetrics_device::kernel! {
 ///     /// y = a * x + y
-///     pub unsafe fn saxpy(n: u32, a: f32, x: *const f32, y: *mut f32) {
-///         let i = gpumetrics_device::global_idx_x();
-///         // ...
-///     }
+///     pub unsafe fn saxpy(n: u32, a: f32, x: *const f32, y: *mut f32) => saxpy_body;
+/// }
+///
+/// #[cfg(target_arch = "nvptx64")]
+/// #[inline(always)]
+/// unsafe fn saxpy_body(n: u32, a: f32, x: *const f32, y: *mut f32) {
+///     let i = gpumetrics_device::global_idx_x();
+///     // ...
 /// }
 /// ```
 ///
-/// On `nvptx64` every function becomes an exported `extern "ptx-kernel"` entry point (the
-/// crate must enable `#![feature(abi_ptx)]` for that target). On the host the kernels expand
-/// to nothing: the host only launches them, through the typed launchers that
-/// `gpumetrics-build` generates from these very declarations. Hence the restricted syntax: a
-/// list of `unsafe fn`s whose parameters are `name: Type` with `Type` a primitive scalar, a
-/// raw pointer, or a `#[repr(C)] Copy` struct named by a `crate::...` path (or a bare name
-/// defined in the same module).
+/// Each declaration is the kernel's signature followed by `=> body;`, the ordinary
+/// (device-only, `#[inline(always)]`) function that does the work: rustfmt and the reader see
+/// plain Rust, and the declaration stays the one list of kernels that `gpumetrics-build`
+/// reads. On `nvptx64` every declaration becomes an exported `extern "ptx-kernel"` entry
+/// point (the crate must enable `#![feature(abi_ptx)]` for that target) that passes its
+/// parameters, in order, to the body: a body whose parameters differ in number or type from
+/// the declaration does not compile. On the host the kernels expand to nothing: the host
+/// only launches them, through the typed launchers that `gpumetrics-build` generates from
+/// these very declarations. Hence the restricted syntax: `unsafe fn`s whose parameters are
+/// `name: Type` with `Type` a primitive scalar, a raw pointer, or a `#[repr(C)] Copy` struct
+/// named by a `crate::...` path (or a name defined or imported in the same module).
+///
+/// The older form with the body inside the macro (`pub unsafe fn k(..) { .. }`) still works
+/// and may be mixed with the new one, but rustfmt does not format code inside macros.
 #[macro_export]
 macro_rules! kernel {
-    ($(
+    () => {};
+    (
+        $(#[$attr:meta])*
+        $vis:vis unsafe fn $name:ident ( $($arg:ident : $ty:ty),* $(,)? ) => $body:path;
+        $($rest:tt)*
+    ) => {
+        #[cfg(target_arch = "nvptx64")]
+        $(#[$attr])*
+        #[unsafe(no_mangle)]
+        $vis unsafe extern "ptx-kernel" fn $name($($arg: $ty),*) {
+            // SAFETY: the kernel's contract is its body's, stated on the declaration.
+            unsafe { $body($($arg),*) }
+        }
+        $crate::kernel! { $($rest)* }
+    };
+    (
         $(#[$attr:meta])*
         $vis:vis unsafe fn $name:ident ( $($arg:ident : $ty:ty),* $(,)? ) $body:block
-    )*) => {
-        $(
-            #[cfg(target_arch = "nvptx64")]
-            $(#[$attr])*
-            #[unsafe(no_mangle)]
-            $vis unsafe extern "ptx-kernel" fn $name($($arg: $ty),*) $body
-        )*
+        $($rest:tt)*
+    ) => {
+        #[cfg(target_arch = "nvptx64")]
+        $(#[$attr])*
+        #[unsafe(no_mangle)]
+        $vis unsafe extern "ptx-kernel" fn $name($($arg: $ty),*) $body
+        $crate::kernel! { $($rest)* }
     };
 }
 

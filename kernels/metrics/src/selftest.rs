@@ -1,5 +1,5 @@
 //! Small kernels that exercise the toolchain itself (parameters of every kind, static and
-//! dynamic shared memory, warp shuffles, atomics, fast math). `engine/examples/kernel_check`
+//! dynamic shared memory, warp shuffles, atomics, fast math). `engine/tests/cuda_kernels.rs`
 //! runs them on the GPU and compares with the host functions below.
 
 use gpumetrics_device::math;
@@ -64,106 +64,150 @@ use gpumetrics_device as dev;
 
 gpumetrics_device::kernel! {
     /// `y[i] = a * x[i] + y[i]` for `i < n`.
-    pub unsafe fn selftest_saxpy(n: u32, a: f32, x: *const f32, y: *mut f32) {
-        let i = dev::global_idx_x();
-        if i < n {
-            let i = i as usize;
-            unsafe { *y.add(i) = saxpy_one(a, *x.add(i), *y.add(i)) };
-        }
-    }
+    pub unsafe fn selftest_saxpy(n: u32, a: f32, x: *const f32, y: *mut f32) => saxpy;
 
     /// `out[i] = affine_one(p, input[i * stride])` for `i < p.len`.
-    pub unsafe fn selftest_affine(p: crate::selftest::Affine, out: *mut f32) {
-        let i = dev::global_idx_x();
-        if i < p.len {
-            let x = unsafe { *(p.input as *const f32).add((i * p.stride) as usize) };
-            unsafe { *out.add(i as usize) = affine_one(&p, x) };
-        }
-    }
+    pub unsafe fn selftest_affine(p: Affine, out: *mut f32) => affine;
 
     /// `out[i * MATH_OUTPUTS + k] = math_one(x[i])[k]`.
-    pub unsafe fn selftest_math(n: u32, x: *const f32, out: *mut f32) {
-        let i = dev::global_idx_x();
-        if i < n {
-            let r = math_one(unsafe { *x.add(i as usize) });
-            for (k, v) in r.into_iter().enumerate() {
-                unsafe { *out.add(i as usize * MATH_OUTPUTS + k) = v };
-            }
-        }
-    }
+    pub unsafe fn selftest_math(n: u32, x: *const f32, out: *mut f32) => math;
 
     /// Per-block sum of `weight(x[i])` through a static shared array; launch with
     /// `BLOCK` threads per block. `out[blockIdx.x]` receives the block's sum.
-    pub unsafe fn selftest_block_sum_static(n: u32, x: *const u32, out: *mut u32) {
-        gpumetrics_device::shared!(static SELFTEST_SUMS: [u32; BLOCK as usize]);
-        let t = dev::thread_idx_x() as usize;
-        let i = dev::global_idx_x();
-        let v = if i < n { weight(unsafe { *x.add(i as usize) }) } else { 0 };
-        unsafe { SELFTEST_SUMS.write(t, v) };
-        let mut stride = BLOCK as usize / 2;
-        while stride > 0 {
-            unsafe { dev::sync_threads() };
-            if t < stride {
-                unsafe { SELFTEST_SUMS.write(t, SELFTEST_SUMS.read(t) + SELFTEST_SUMS.read(t + stride)) };
-            }
-            stride /= 2;
-        }
-        if t == 0 {
-            unsafe { *out.add(dev::block_idx_x() as usize) = SELFTEST_SUMS.read(0) };
-        }
-    }
+    pub unsafe fn selftest_block_sum_static(n: u32, x: *const u32, out: *mut u32) => block_sum_static;
 
     /// Same as `selftest_block_sum_static`, through dynamic shared memory: launch with any
     /// power-of-two block size and `shared_mem_bytes = 4 * blockDim.x`.
-    pub unsafe fn selftest_block_sum_dynamic(n: u32, x: *const u32, out: *mut u32) {
-        let sums = dev::dynamic_shared::<u32>();
-        let t = dev::thread_idx_x() as usize;
-        let i = dev::global_idx_x();
-        let v = if i < n { weight(unsafe { *x.add(i as usize) }) } else { 0 };
-        unsafe { *sums.add(t) = v };
-        let mut stride = dev::block_dim_x() as usize / 2;
-        while stride > 0 {
-            unsafe { dev::sync_threads() };
-            if t < stride {
-                unsafe { *sums.add(t) += *sums.add(t + stride) };
-            }
-            stride /= 2;
-        }
-        if t == 0 {
-            unsafe { *out.add(dev::block_idx_x() as usize) = *sums };
-        }
-    }
+    pub unsafe fn selftest_block_sum_dynamic(n: u32, x: *const u32, out: *mut u32) => block_sum_dynamic;
 
     /// Warp-shuffle reductions finished with one atomic per warp: `totals[0] += sum(x)`
     /// (f32, `shfl_down`), `counts[0] += sum(weight(x.to_bits()))` (u64, `shfl_down`),
     /// `hits[0] += count(x > 0.5)` (u32, `shfl_xor` butterfly). Launch with a block size that
     /// is a multiple of 32; the caller zeroes the outputs.
-    pub unsafe fn selftest_warp_atomics(n: u32, x: *const f32, totals: *mut f32, counts: *mut u64, hits: *mut u32) {
-        let i = dev::global_idx_x();
-        let v = if i < n { unsafe { *x.add(i as usize) } } else { 0.0 };
-        let mut sum = v;
-        let mut w = if i < n { weight(v.to_bits()) as u64 } else { 0 };
-        let mut above = (i < n && v > 0.5) as u32;
-        let mut delta = 16;
-        while delta > 0 {
-            unsafe {
-                sum += dev::shfl_down(dev::FULL_MASK, sum, delta);
-                w += dev::shfl_down(dev::FULL_MASK, w, delta);
-            }
-            delta /= 2;
+    pub unsafe fn selftest_warp_atomics(n: u32, x: *const f32, totals: *mut f32, counts: *mut u64, hits: *mut u32) => warp_atomics;
+}
+
+/// The body of the `selftest_saxpy` kernel (declared above).
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn saxpy(n: u32, a: f32, x: *const f32, y: *mut f32) {
+    let i = dev::global_idx_x();
+    if i < n {
+        let i = i as usize;
+        unsafe { *y.add(i) = saxpy_one(a, *x.add(i), *y.add(i)) };
+    }
+}
+
+/// The body of the `selftest_affine` kernel (declared above).
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn affine(p: Affine, out: *mut f32) {
+    let i = dev::global_idx_x();
+    if i < p.len {
+        let x = unsafe { *(p.input as *const f32).add((i * p.stride) as usize) };
+        unsafe { *out.add(i as usize) = affine_one(&p, x) };
+    }
+}
+
+/// The body of the `selftest_math` kernel (declared above).
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn math(n: u32, x: *const f32, out: *mut f32) {
+    let i = dev::global_idx_x();
+    if i < n {
+        let r = math_one(unsafe { *x.add(i as usize) });
+        for (k, v) in r.into_iter().enumerate() {
+            unsafe { *out.add(i as usize * MATH_OUTPUTS + k) = v };
         }
-        // butterfly: every lane ends with the warp's count
-        let mut mask = 16;
-        while mask > 0 {
-            above += unsafe { dev::shfl_xor(dev::FULL_MASK, above, mask) };
-            mask /= 2;
-        }
-        if dev::lane_id() == 0 {
+    }
+}
+
+/// The body of the `selftest_block_sum_static` kernel (declared above).
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn block_sum_static(n: u32, x: *const u32, out: *mut u32) {
+    gpumetrics_device::shared!(static SELFTEST_SUMS: [u32; BLOCK as usize]);
+    let t = dev::thread_idx_x() as usize;
+    let i = dev::global_idx_x();
+    let v = if i < n {
+        weight(unsafe { *x.add(i as usize) })
+    } else {
+        0
+    };
+    unsafe { SELFTEST_SUMS.write(t, v) };
+    let mut stride = BLOCK as usize / 2;
+    while stride > 0 {
+        unsafe { dev::sync_threads() };
+        if t < stride {
             unsafe {
-                dev::atomic_add_f32(totals, sum);
-                dev::atomic_add_u64(counts, w);
-                dev::atomic_add_u32(hits, above);
-            }
+                SELFTEST_SUMS.write(t, SELFTEST_SUMS.read(t) + SELFTEST_SUMS.read(t + stride))
+            };
+        }
+        stride /= 2;
+    }
+    if t == 0 {
+        unsafe { *out.add(dev::block_idx_x() as usize) = SELFTEST_SUMS.read(0) };
+    }
+}
+
+/// The body of the `selftest_block_sum_dynamic` kernel (declared above).
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn block_sum_dynamic(n: u32, x: *const u32, out: *mut u32) {
+    let sums = dev::dynamic_shared::<u32>();
+    let t = dev::thread_idx_x() as usize;
+    let i = dev::global_idx_x();
+    let v = if i < n {
+        weight(unsafe { *x.add(i as usize) })
+    } else {
+        0
+    };
+    unsafe { *sums.add(t) = v };
+    let mut stride = dev::block_dim_x() as usize / 2;
+    while stride > 0 {
+        unsafe { dev::sync_threads() };
+        if t < stride {
+            unsafe { *sums.add(t) += *sums.add(t + stride) };
+        }
+        stride /= 2;
+    }
+    if t == 0 {
+        unsafe { *out.add(dev::block_idx_x() as usize) = *sums };
+    }
+}
+
+/// The body of the `selftest_warp_atomics` kernel (declared above).
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn warp_atomics(n: u32, x: *const f32, totals: *mut f32, counts: *mut u64, hits: *mut u32) {
+    let i = dev::global_idx_x();
+    let v = if i < n {
+        unsafe { *x.add(i as usize) }
+    } else {
+        0.0
+    };
+    let mut sum = v;
+    let mut w = if i < n { weight(v.to_bits()) as u64 } else { 0 };
+    let mut above = (i < n && v > 0.5) as u32;
+    let mut delta = 16;
+    while delta > 0 {
+        unsafe {
+            sum += dev::shfl_down(dev::FULL_MASK, sum, delta);
+            w += dev::shfl_down(dev::FULL_MASK, w, delta);
+        }
+        delta /= 2;
+    }
+    // butterfly: every lane ends with the warp's count
+    let mut mask = 16;
+    while mask > 0 {
+        above += unsafe { dev::shfl_xor(dev::FULL_MASK, above, mask) };
+        mask /= 2;
+    }
+    if dev::lane_id() == 0 {
+        unsafe {
+            dev::atomic_add_f32(totals, sum);
+            dev::atomic_add_u64(counts, w);
+            dev::atomic_add_u32(hits, above);
         }
     }
 }

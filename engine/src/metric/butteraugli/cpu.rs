@@ -9,7 +9,7 @@ use crate::metric::CpuMetric;
 use crate::plan::Plan;
 use crate::scores::Scores;
 use gpumetrics_kernels::butteraugli::pixel;
-use gpumetrics_kernels::butteraugli::{BA_REDUCE_VALUES, Level, Params, Taps, filter};
+use gpumetrics_kernels::butteraugli::{Level, Params, REDUCE_VALUES, Taps, filter};
 
 pub(super) struct Butteraugli {
     /// Owns the memory the levels point into (planes, then padded planes, per level).
@@ -106,14 +106,14 @@ impl CpuMetric for Butteraugli {
         let acc = (0..full.height)
             .into_par_iter()
             .map(|y| {
-                let mut acc = [0.0f64; BA_REDUCE_VALUES];
+                let mut acc = [0.0f64; REDUCE_VALUES];
                 for x in 0..full.width {
                     pixel::accumulate(&mut acc, unsafe { pixel::final_value(&full, half, x, y) });
                 }
                 acc
             })
             .reduce(
-                || [0.0f64; BA_REDUCE_VALUES],
+                || [0.0f64; REDUCE_VALUES],
                 |mut a, b| {
                     a[0] = a[0].max(b[0]);
                     a[1..].iter_mut().zip(&b[1..]).for_each(|(a, b)| *a += b);

@@ -17,7 +17,7 @@ use crate::metric::CudaMetric;
 use crate::plan::Plan;
 use crate::scores::Scores;
 use gpumetrics_kernels::butteraugli::{
-    BA_BLOCK_ROWS, BA_REDUCE_THREADS, BA_REDUCE_VALUES, Level, Params, Taps, plane,
+    BLOCK_ROWS, Level, Params, REDUCE_THREADS, REDUCE_VALUES, Taps, plane,
 };
 
 /// Blocks of `ba_reduce` (fewer for small frames): a few per SM of a large GPU.
@@ -80,8 +80,8 @@ impl Butteraugli {
             cudarc::driver::result::memcpy_htod_async(taps.ptr(), bytes, stream.cu_stream())
         }?;
         let pixels = sizes[0].0 * sizes[0].1;
-        let reduce_blocks = pixels.div_ceil(BA_REDUCE_THREADS).clamp(1, REDUCE_BLOCKS);
-        let slots = reduce_blocks as usize * BA_REDUCE_VALUES;
+        let reduce_blocks = pixels.div_ceil(REDUCE_THREADS).clamp(1, REDUCE_BLOCKS);
+        let slots = reduce_blocks as usize * REDUCE_VALUES;
         let partials = DeviceBuffer::<f64>::zeroed(stream, slots)?;
         // SAFETY: written by the copy in `measure` before it is read.
         let host_partials = unsafe { PinnedBuffer::new(&gpu.ctx, slots, 0) }?;
@@ -108,8 +108,8 @@ impl Butteraugli {
         let (k, stream) = (&gpu.kernels, &gpu.stream);
         let (rs, ds) = plan.color_sources(r, d);
         let grid = |lv: &Level, z: u32| LaunchConfig {
-            grid_dim: (lv.width.div_ceil(32), lv.height.div_ceil(BA_BLOCK_ROWS), z),
-            block_dim: (32, BA_BLOCK_ROWS, 1),
+            grid_dim: (lv.width.div_ceil(32), lv.height.div_ceil(BLOCK_ROWS), z),
+            block_dim: (32, BLOCK_ROWS, 1),
             shared_mem_bytes: 0,
         };
         let taps = || DevPtr::<Taps>::from_raw(self.taps.ptr());
@@ -145,7 +145,7 @@ impl Butteraugli {
             let half = self.levels.get(1).copied();
             let cfg = LaunchConfig {
                 grid_dim: (self.reduce_blocks, 1, 1),
-                block_dim: (BA_REDUCE_THREADS, 1, 1),
+                block_dim: (REDUCE_THREADS, 1, 1),
                 shared_mem_bytes: 0,
             };
             let out = DevPtrMut::from_raw(self.partials.ptr());
@@ -177,8 +177,8 @@ impl CudaMetric for Butteraugli {
             .map_err(|e| EngineError::Cuda(format!("running butteraugli: {e}")))?;
         // SAFETY: the copy completed (stream synchronised).
         let host = unsafe { self.host_partials.as_slice() };
-        let mut acc = [0.0f64; BA_REDUCE_VALUES];
-        for block in host.chunks(BA_REDUCE_VALUES) {
+        let mut acc = [0.0f64; REDUCE_VALUES];
+        for block in host.chunks(REDUCE_VALUES) {
             acc[0] = acc[0].max(block[0]);
             acc[1..]
                 .iter_mut()

@@ -12,7 +12,7 @@ use crate::plan::Plan;
 use crate::scores::Scores;
 use gpumetrics_kernels::butteraugli::blur::{blur5_weights, taps};
 use gpumetrics_kernels::butteraugli::{
-    BA_MIN_SIZE, BA_MIN_SIZE_FOR_SUBLEVEL, BA_REDUCE_VALUES, Params, Taps, filter, plane,
+    MIN_SIZE, MIN_SIZE_FOR_SUBLEVEL, Params, REDUCE_VALUES, Taps, filter, plane,
 };
 
 pub const FIELD_MAX: &str = "butteraugli";
@@ -57,7 +57,9 @@ fn wanted(plan: &Plan, set: MetricSet) -> bool {
 fn note(plan: &Plan, set: MetricSet) -> Option<String> {
     let (w, h) = (plan.reference.width, plan.reference.height);
     (set.contains(MetricSet::BUTTERAUGLI) && level_sizes(plan).is_empty()).then(|| {
-        format!("butteraugli needs frames of at least {BA_MIN_SIZE}x{BA_MIN_SIZE}; {w}x{h} frames get none")
+        format!(
+            "butteraugli needs frames of at least {MIN_SIZE}x{MIN_SIZE}; {w}x{h} frames get none"
+        )
     })
 }
 
@@ -65,11 +67,11 @@ fn note(plan: &Plan, set: MetricSet) -> Option<String> {
 /// least 15×15; none below 8×8.
 pub fn level_sizes(plan: &Plan) -> Vec<(u32, u32)> {
     let (w, h) = (plan.reference.width, plan.reference.height);
-    if w < BA_MIN_SIZE || h < BA_MIN_SIZE {
+    if w < MIN_SIZE || h < MIN_SIZE {
         return Vec::new();
     }
     let mut out = vec![(w, h)];
-    if w >= BA_MIN_SIZE_FOR_SUBLEVEL && h >= BA_MIN_SIZE_FOR_SUBLEVEL {
+    if w >= MIN_SIZE_FOR_SUBLEVEL && h >= MIN_SIZE_FOR_SUBLEVEL {
         out.push((w.div_ceil(2), h.div_ceil(2)));
     }
     out
@@ -78,7 +80,7 @@ pub fn level_sizes(plan: &Plan) -> Vec<(u32, u32)> {
 /// Values between planes of a `w`×`h` level and between its padded planes (multiples of
 /// 64, so every plane starts 256-byte aligned).
 pub fn plane_lens(w: u32, h: u32) -> (u32, u32) {
-    let pad = 2 * gpumetrics_kernels::butteraugli::BA_MALTA_PAD;
+    let pad = 2 * gpumetrics_kernels::butteraugli::MALTA_PAD;
     (
         (w * h).next_multiple_of(64),
         ((w + pad) * (h + pad)).next_multiple_of(64),
@@ -213,7 +215,7 @@ pub(crate) const STEPS: [(Step, u32); 13] = [
 ];
 
 /// Appends both fields from the final diffmap's maximum and Σd³, Σd⁶, Σd¹² over `pixels`.
-fn push_fields(acc: &[f64; BA_REDUCE_VALUES], pixels: u64, scores: &mut Scores) {
+fn push_fields(acc: &[f64; REDUCE_VALUES], pixels: u64, scores: &mut Scores) {
     let n = 1.0 / pixels as f64;
     let norm3 = ((n * acc[1]).powf(1.0 / 3.0)
         + (n * acc[2]).powf(1.0 / 6.0)

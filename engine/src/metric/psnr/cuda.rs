@@ -10,7 +10,7 @@ use crate::metric::CudaMetric;
 use crate::plan::Plan;
 use crate::scores::Scores;
 use gpumetrics_kernels::channel::MAX_CHANNELS;
-use gpumetrics_kernels::psnr::PSNR_BLOCK;
+use gpumetrics_kernels::psnr;
 
 pub(super) struct Psnr {
     sums: ResultSlots<u64>,
@@ -45,7 +45,7 @@ impl CudaMetric for Psnr {
         let planes = plan.psnr_planes(r, d);
         let cfg = LaunchConfig {
             grid_dim: (self.grid_x, 1, planes.count),
-            block_dim: (PSNR_BLOCK, 1, 1),
+            block_dim: (psnr::BLOCK, 1, 1),
             shared_mem_bytes: 0,
         };
         let (add_to, clear) = self.sums.targets();

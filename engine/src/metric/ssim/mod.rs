@@ -213,9 +213,11 @@ mod tests {
             width: w,
             height: h,
         };
-        let mut p = Plan::new(l, l).unwrap();
-        p.ssim_chroma = chroma;
-        p
+        let options = crate::PlanOptions {
+            ssim_chroma: chroma,
+            ..Default::default()
+        };
+        Plan::with_options(l, l, options).unwrap()
     }
 
     #[test]

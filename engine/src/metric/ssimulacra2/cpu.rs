@@ -11,8 +11,8 @@ use crate::metric::CpuMetric;
 use crate::plan::Plan;
 use crate::scores::Scores;
 use gpumetrics_kernels::color::{ColorSource, linear_rgb};
-use gpumetrics_kernels::ssimulacra2::{
-    S2_SUMS_PER_PLANE, S2_SUMS_PER_SCALE, blur_row, column_sums, downsample_at, xyb,
+use gpumetrics_kernels::ssimulacra2::math::{
+    SUMS_PER_PLANE, SUMS_PER_SCALE, blur_row, column_sums, downsample_at, xyb,
 };
 
 /// SSIMULACRA2 on the CPU (no state: scratch images are per pair).
@@ -85,7 +85,7 @@ fn downsample(p: &Planes, w: usize, h: usize) -> Planes {
 }
 
 /// Map sums of one scale (plane·6 + map·2 + norm).
-fn scale_sums(p: &Planes) -> [f64; S2_SUMS_PER_SCALE] {
+fn scale_sums(p: &Planes) -> [f64; SUMS_PER_SCALE] {
     let (w, h) = (p.w, p.h);
     // XYB planes: reference X, Y, B, distorted X, Y, B.
     let mut xyb_data = vec![0.0f32; 6 * w * h];
@@ -102,7 +102,7 @@ fn scale_sums(p: &Planes) -> [f64; S2_SUMS_PER_SCALE] {
         }
     });
     let plane = |i: usize| &xyb_data[i * w * h..][..w * h];
-    let mut sums = [0.0f64; S2_SUMS_PER_SCALE];
+    let mut sums = [0.0f64; SUMS_PER_SCALE];
     // Horizontally blurred moments, five planes.
     let mut hb = vec![0.0f32; 5 * w * h];
     for c in 0..3 {
@@ -131,13 +131,13 @@ fn scale_sums(p: &Planes) -> [f64; S2_SUMS_PER_SCALE] {
                 )
             })
             .reduce(
-                || [0.0f64; S2_SUMS_PER_PLANE],
+                || [0.0f64; SUMS_PER_PLANE],
                 |mut x, y| {
                     x.iter_mut().zip(y).for_each(|(x, y)| *x += y);
                     x
                 },
             );
-        sums[c * S2_SUMS_PER_PLANE..][..S2_SUMS_PER_PLANE].copy_from_slice(&plane_sums);
+        sums[c * SUMS_PER_PLANE..][..SUMS_PER_PLANE].copy_from_slice(&plane_sums);
     }
     sums
 }

@@ -8,7 +8,7 @@
 //!    comes from rows × planes × moments × scales);
 //! 4. `ssimu2_vblur`: the same along columns, fused with the three maps and their sums,
 //!    again all scales in one grid;
-//! 5. `ssimu2_finish`: the per-block sums reduced in f64; one copy of `S2_SUMS_PER_SCALE` (18) sums per scale.
+//! 5. `ssimu2_finish`: the per-block sums reduced in f64; one copy of `SUMS_PER_SCALE` (18) sums per scale.
 //!
 //! Every buffer is allocated once, when the first pair is measured: per scale 6 XYB and 15
 //! moment planes (all scales at once, so that they run concurrently; the moment planes in
@@ -24,10 +24,10 @@ use crate::frame::PlanePtrs;
 use crate::metric::CudaMetric;
 use crate::plan::Plan;
 use crate::scores::Scores;
-use gpumetrics_kernels::ssimulacra2::{
-    Level, S2_BLUR_THREADS, S2_FINISH_THREADS, S2_LIN_COLS, S2_LIN_WARPS, S2_MAX_SCALES,
-    S2_PIXEL_BLOCK, S2_SUMS_PER_SCALE, Scale, half,
+use gpumetrics_kernels::ssimulacra2::layout::{
+    BLUR_THREADS, FINISH_THREADS, LIN_COLS, LIN_WARPS, Level, PIXEL_BLOCK, Scale,
 };
+use gpumetrics_kernels::ssimulacra2::math::{MAX_SCALES, SUMS_PER_SCALE, half};
 
 /// Buffers of one plan, allocated once.
 pub(super) struct Ssimu2 {
@@ -116,7 +116,7 @@ impl Ssimu2 {
                     v_first: v_blocks,
                 };
                 let groups = lv.v_blocks_per_plane();
-                n_partials += S2_SUMS_PER_SCALE as u32 * groups;
+                n_partials += SUMS_PER_SCALE as u32 * groups;
                 h_blocks += 3 * lv.h_blocks_per_plane();
                 v_blocks += 3 * groups;
                 levels.push(lv);
@@ -140,7 +140,7 @@ impl Ssimu2 {
         unsafe {
             cudarc::driver::result::memcpy_htod_async(levels_buf.ptr(), bytes, stream.cu_stream())
         }?;
-        let out = DeviceBuffer::<f64>::zeroed(stream, S2_MAX_SCALES * S2_SUMS_PER_SCALE)?;
+        let out = DeviceBuffer::<f64>::zeroed(stream, MAX_SCALES * SUMS_PER_SCALE)?;
         // SAFETY: written by the copy in `measure` before it is read.
         let host_out = unsafe { PinnedBuffer::new(&gpu.ctx, out.len(), 0) }?;
         stream.synchronize()?;
@@ -177,20 +177,20 @@ impl Ssimu2 {
         let (rs, ds) = plan.color_sources(r, d);
         let grid = |s: &Scale| LaunchConfig {
             grid_dim: (
-                s.width.div_ceil(S2_PIXEL_BLOCK),
-                s.height.div_ceil(S2_PIXEL_BLOCK),
+                s.width.div_ceil(PIXEL_BLOCK),
+                s.height.div_ceil(PIXEL_BLOCK),
                 2,
             ),
-            block_dim: (S2_PIXEL_BLOCK, S2_PIXEL_BLOCK, 1),
+            block_dim: (PIXEL_BLOCK, PIXEL_BLOCK, 1),
             shared_mem_bytes: 0,
         };
         let blur = |blocks: u32| LaunchConfig {
             grid_dim: (blocks, 1, 1),
-            block_dim: (S2_BLUR_THREADS, 1, 1),
+            block_dim: (BLUR_THREADS, 1, 1),
             shared_mem_bytes: 0,
         };
         let n = self.n_scales;
-        let values = n * S2_SUMS_PER_SCALE;
+        let values = n * SUMS_PER_SCALE;
         let levels = DevPtr::from_raw(self.levels.ptr());
         // SAFETY: the frame pointers were validated against the plan's layouts (or are
         // the backend's upload buffers); every plane, level, partials and output slot was
@@ -200,11 +200,11 @@ impl Ssimu2 {
                 let (rgb, xyb) = (&self.rgb, &self.xyb);
                 let lin = LaunchConfig {
                     grid_dim: (
-                        (2 * rgb[1].width).div_ceil(S2_LIN_COLS),
-                        (2 * rgb[1].height).div_ceil(2 * S2_LIN_WARPS),
+                        (2 * rgb[1].width).div_ceil(LIN_COLS),
+                        (2 * rgb[1].height).div_ceil(2 * LIN_WARPS),
                         2,
                     ),
-                    block_dim: (32, S2_LIN_WARPS, 1),
+                    block_dim: (32, LIN_WARPS, 1),
                     shared_mem_bytes: 0,
                 };
                 k.ssimu2_linearize(stream, lin, rs, ds, xyb[0], rgb[1], xyb[1])?;
@@ -214,8 +214,8 @@ impl Ssimu2 {
                 k.ssimu2_hblur(stream, blur(self.h_blocks), levels, n as u32)?;
                 k.ssimu2_vblur(stream, blur(self.v_blocks), levels, n as u32)?;
                 let cfg = LaunchConfig {
-                    grid_dim: (S2_SUMS_PER_SCALE as u32, n as u32, 1),
-                    block_dim: (S2_FINISH_THREADS, 1, 1),
+                    grid_dim: (SUMS_PER_SCALE as u32, n as u32, 1),
+                    block_dim: (FINISH_THREADS, 1, 1),
                     shared_mem_bytes: 0,
                 };
                 k.ssimu2_finish(stream, cfg, levels, DevPtrMut::from_raw(self.out.ptr()))?;
@@ -226,7 +226,7 @@ impl Ssimu2 {
         queued.map_err(|e| EngineError::Cuda(format!("running ssimulacra2: {e}")))?;
         // SAFETY: the copy completed (stream synchronised).
         let host = unsafe { &self.host_out.as_slice()[..values] };
-        for (i, chunk) in host.chunks(S2_SUMS_PER_SCALE).enumerate() {
+        for (i, chunk) in host.chunks(SUMS_PER_SCALE).enumerate() {
             out.sums[i].copy_from_slice(chunk);
             out.pixels[i] = self.xyb[i].plane_len as u64;
         }

@@ -9,8 +9,8 @@ use super::{CpuMetric, CudaMetric, Entry, Info};
 use crate::metrics::MetricSet;
 use crate::plan::Plan;
 use crate::scores::Scores;
-use gpumetrics_kernels::ssimulacra2::{
-    S2_MAX_SCALES, S2_MIN_SIZE, S2_SUMS_PER_PLANE, S2_SUMS_PER_SCALE, half,
+use gpumetrics_kernels::ssimulacra2::math::{
+    MAX_SCALES, MIN_SIZE, SUMS_PER_PLANE, SUMS_PER_SCALE, half,
 };
 
 pub const FIELD: &str = "ssimulacra2";
@@ -69,13 +69,13 @@ pub const WEIGHTS: [f64; 108] = [
     0.0, 0.0, 0.0, 0.0005130064588990679, 0.0, 0.00010854057858411537,
 ];
 
-/// Raw sums of one frame pair: per scale, [`S2_SUMS_PER_SCALE`] sums (plane·6 + map·2 +
+/// Raw sums of one frame pair: per scale, [`SUMS_PER_SCALE`] sums (plane·6 + map·2 +
 /// norm: Σd, Σd⁴ per map), and its pixel count.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Sums {
     pub scales: usize,
-    pub pixels: [u64; S2_MAX_SCALES],
-    pub sums: [[f64; S2_SUMS_PER_SCALE]; S2_MAX_SCALES],
+    pub pixels: [u64; MAX_SCALES],
+    pub sums: [[f64; SUMS_PER_SCALE]; MAX_SCALES],
 }
 
 /// Sizes of the scales that are scored for a `width`×`height` image: halved (rounded up)
@@ -84,7 +84,7 @@ pub struct Sums {
 pub fn scale_sizes(width: u32, height: u32) -> Vec<(u32, u32)> {
     let mut out = Vec::new();
     let (mut w, mut h) = (width, height);
-    while out.len() < S2_MAX_SCALES && w >= S2_MIN_SIZE && h >= S2_MIN_SIZE {
+    while out.len() < MAX_SCALES && w >= MIN_SIZE && h >= MIN_SIZE {
         if !out.is_empty() {
             (w, h) = (half(w), half(h));
         }
@@ -102,7 +102,7 @@ pub fn score(s: &Sums) -> f64 {
     for c in 0..3 {
         for (sums, &pixels) in s.sums[..s.scales].iter().zip(&s.pixels) {
             let n = pixels as f64;
-            let p = &sums[c * S2_SUMS_PER_PLANE..][..S2_SUMS_PER_PLANE];
+            let p = &sums[c * SUMS_PER_PLANE..][..SUMS_PER_PLANE];
             for norm in 0..2 {
                 for map in 0..3 {
                     let v = p[map * 2 + norm] / n;

@@ -1,5 +1,5 @@
 //! libjxl's Malta filters: sixteen line patterns through a pixel, each summed and squared,
-//! over a plane with a zero border of 4 ([`super::BA_MALTA_PAD`]). `malta_hf` takes nine
+//! over a plane with a zero border of 4 ([`super::MALTA_PAD`]). `malta_hf` takes nine
 //! (or seven, on the diagonals) neighbours per line and filters the UHF band; `malta_lf`
 //! takes five, spread over the same reach, and filters HF and MF.
 

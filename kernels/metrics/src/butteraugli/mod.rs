@@ -26,24 +26,24 @@ pub mod malta;
 pub mod pixel;
 
 /// The smallest frame side Butteraugli scores (libjxl refuses smaller images).
-pub const BA_MIN_SIZE: u32 = 8;
+pub const MIN_SIZE: u32 = 8;
 /// Frames at least this large on both sides are also compared at half resolution.
-pub const BA_MIN_SIZE_FOR_SUBLEVEL: u32 = 15;
+pub const MIN_SIZE_FOR_SUBLEVEL: u32 = 15;
 /// Zero border around the Malta input planes: the filters reach 4 pixels.
-pub const BA_MALTA_PAD: u32 = 4;
+pub const MALTA_PAD: u32 = 4;
 /// Largest Gaussian half-width (σ 7.16 · 2.25 → 16), with room to spare.
-pub const BA_MAX_TAPS: usize = 64;
-/// Threads per block of the per-pixel kernels: 32 × [`BA_BLOCK_ROWS`].
-pub const BA_BLOCK_ROWS: u32 = 8;
+pub const MAX_TAPS: usize = 64;
+/// Threads per block of the per-pixel kernels: 32 × [`BLOCK_ROWS`].
+pub const BLOCK_ROWS: u32 = 8;
 /// Threads of the reduction kernel's blocks.
-pub const BA_REDUCE_THREADS: u32 = 256;
+pub const REDUCE_THREADS: u32 = 256;
 /// Warps of a reduction block.
-pub const BA_REDUCE_WARPS: usize = 8;
-const _: () = assert!(BA_REDUCE_WARPS * 32 == BA_REDUCE_THREADS as usize);
+pub const REDUCE_WARPS: usize = 8;
+const _: () = assert!(REDUCE_WARPS * 32 == REDUCE_THREADS as usize);
 /// Values each reduction block writes: max, Σd³, Σd⁶, Σd¹².
-pub const BA_REDUCE_VALUES: usize = 4;
+pub const REDUCE_VALUES: usize = 4;
 /// Shared slots of the reduction: every value of every warp.
-pub const BA_RED_LEN: usize = BA_REDUCE_VALUES * BA_REDUCE_WARPS;
+pub const RED_LEN: usize = REDUCE_VALUES * REDUCE_WARPS;
 
 /// Plane indices of a [`Level`]. Planes that are dead after a stage are reused by later
 /// ones (linear RGB → masking planes, XYB → diffmap), which keeps a level at 38 planes.
@@ -102,7 +102,7 @@ pub mod plane {
 
 /// One resolution level: [`plane::COUNT`] planes of `width`×`height` at
 /// `base + index · plane_len` (`f32`s, rows `width` apart), and [`plane::PADDED_COUNT`]
-/// planes with a [`BA_MALTA_PAD`] zero border at `padded + index · padded_len` (rows
+/// planes with a [`MALTA_PAD`] zero border at `padded + index · padded_len` (rows
 /// `width + 2·pad` apart; the border is zeroed once and never written).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -125,13 +125,13 @@ impl Level {
     /// Row stride of the padded planes.
     #[inline(always)]
     pub fn padded_stride(&self) -> u32 {
-        self.width + 2 * BA_MALTA_PAD
+        self.width + 2 * MALTA_PAD
     }
 
     /// Pixel (0, 0) of padded plane `index`.
     #[inline(always)]
     pub fn padded_origin(&self, index: u32) -> *mut f32 {
-        let origin = BA_MALTA_PAD * self.padded_stride() + BA_MALTA_PAD;
+        let origin = MALTA_PAD * self.padded_stride() + MALTA_PAD;
         (self.padded + (index as u64 * self.padded_len as u64 + origin as u64) * 4) as *mut f32
     }
 }
@@ -143,8 +143,8 @@ impl Level {
 pub struct Taps {
     pub half: u32,
     pub _pad: [u32; 3],
-    pub kernel: [f32; BA_MAX_TAPS],
-    pub scaled: [f32; BA_MAX_TAPS],
+    pub kernel: [f32; MAX_TAPS],
+    pub scaled: [f32; MAX_TAPS],
 }
 
 impl Default for Taps {
@@ -152,8 +152,8 @@ impl Default for Taps {
         Taps {
             half: 0,
             _pad: [0; 3],
-            kernel: [0.0; BA_MAX_TAPS],
-            scaled: [0.0; BA_MAX_TAPS],
+            kernel: [0.0; MAX_TAPS],
+            scaled: [0.0; MAX_TAPS],
         }
     }
 }

@@ -1,41 +1,19 @@
-//! Runs every kernel of `gpumetrics-kernels` on the GPU with random inputs and compares the
-//! results with the host build of the same per-element code. Prints a table; exits 1 on any
-//! mismatch (also when a kernel has no check here), 2 when no GPU can be used.
-//!
-//! ```text
-//! cargo run --release -p gpumetrics-engine --example kernel_check [-- SEED]
-//! ```
+//! Every kernel of `gpumetrics-kernels` on the GPU with random inputs, compared with the host
+//! build of the same per-element code. Needs a GPU: run with `--ignored` there (see
+//! docs/GPU-RUNS.md), also under `compute-sanitizer`; with `--nocapture` each test prints
+//! its row (elements compared, max error, tolerance). `GPUMETRICS_KERNEL_SEED` sets the
+//! random seed. `every_kernel_has_a_check` runs everywhere: a new kernel needs a check here.
 
-use std::process::ExitCode;
+mod common;
+
 use std::sync::Arc;
 
+use common::Rng;
 use cudarc::driver::{CudaContext, CudaStream, DriverError, LaunchConfig};
 use gpumetrics_engine::cuda::{self, DevPtr, DevPtrMut, Kernels};
 use gpumetrics_kernels::channel::{Channel, ChannelPair};
 use gpumetrics_kernels::psnr::{self, PsnrPlanes};
 use gpumetrics_kernels::selftest::{self, Affine};
-
-/// xorshift64*: deterministic inputs without a dependency.
-struct Rng(u64);
-
-impl Rng {
-    fn next_u64(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn next_u32(&mut self) -> u32 {
-        (self.next_u64() >> 32) as u32
-    }
-    /// Uniform in [lo, hi).
-    fn f32(&mut self, lo: f32, hi: f32) -> f32 {
-        lo + (hi - lo) * (self.next_u32() >> 8) as f32 / (1u32 << 24) as f32
-    }
-    fn bytes(&mut self, n: usize) -> Vec<u8> {
-        (0..n).map(|_| self.next_u32() as u8).collect()
-    }
-}
 
 /// Outcome of one kernel check: elements compared, worst error, tolerance.
 struct Outcome {
@@ -46,6 +24,102 @@ struct Outcome {
 }
 
 type Check = fn(&Kernels, &Arc<CudaStream>, &mut Rng) -> Result<Outcome, DriverError>;
+
+/// The check of each kernel (the SSIMULACRA2 and the Butteraugli kernels run as one
+/// pipeline each).
+fn check_for(name: &str) -> Option<Check> {
+    Some(match name {
+        "psnr_sse" => psnr_sse,
+        "ssim_scale" => ssim_scale,
+        "ssimu2_linearize" | "ssimu2_downsample" | "ssimu2_hblur" | "ssimu2_vblur"
+        | "ssimu2_finish" => ssimulacra2_pipeline,
+        "ba_linearize" | "ba_downsample" | "ba_blur5_row" | "ba_opsin" | "ba_gauss_row"
+        | "ba_lf_col" | "ba_mf_col" | "ba_uhf_col" | "ba_mask_col" | "ba_malta_inputs"
+        | "ba_ac_error" | "ba_diffmap" | "ba_reduce" => butteraugli_pipeline,
+        "selftest_saxpy" => saxpy,
+        "selftest_affine" => affine,
+        "selftest_math" => math,
+        "selftest_block_sum_static" => block_sum_static,
+        "selftest_block_sum_dynamic" => block_sum_dynamic,
+        "selftest_warp_atomics" => warp_atomics,
+        _ => return None,
+    })
+}
+
+#[test]
+fn every_kernel_has_a_check() {
+    let missing: Vec<_> = cuda::KERNELS
+        .iter()
+        .filter(|k| check_for(k.name).is_none())
+        .map(|k| k.name)
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "kernels without a check in engine/tests/cuda_kernels.rs: {missing:?}"
+    );
+}
+
+/// Runs `check` of kernel `name` on device 0 and fails on a CUDA error or an error above the
+/// tolerance.
+fn run(name: &str, check: Check) {
+    let seed = std::env::var("GPUMETRICS_KERNEL_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0x5eed_u64);
+    // SAFETY: only probes whether the driver library can be loaded.
+    let driver = unsafe { cudarc::driver::sys::is_culib_present() };
+    assert!(driver, "needs a CUDA GPU: no CUDA driver library");
+    let ctx = CudaContext::new(0).expect("needs a CUDA GPU");
+    let stream = ctx.new_stream().unwrap();
+    let kernels = cuda::kernels(&ctx).unwrap();
+    let (major, minor) = ctx.compute_capability().unwrap_or((0, 0));
+    let cc = (major * 10 + minor) as u32;
+    let sm = cuda::PTX
+        .iter()
+        .rev()
+        .find(|(sm, _)| *sm <= cc)
+        .map_or(cuda::PTX[0].0, |p| p.0);
+    let o = check(&kernels, &stream, &mut Rng::new(seed))
+        .and_then(|o| stream.synchronize().map(|()| o))
+        .unwrap_or_else(|e| panic!("{name}: CUDA error: {e}"));
+    let ok = o.max_err <= o.tolerance;
+    println!(
+        "{name:<28} {:>9} {:>11.3e} {:>9.1e}  {:<6} {} (sm_{cc}, PTX sm_{sm}, seed {seed:#x})",
+        o.elements,
+        o.max_err,
+        o.tolerance,
+        if ok { "ok" } else { "FAIL" },
+        o.note
+    );
+    assert!(
+        ok,
+        "{name}: max error {:e} above {:e} ({})",
+        o.max_err, o.tolerance, o.note
+    );
+}
+
+macro_rules! gpu_tests {
+    ($($test:ident => $kernel:literal,)*) => {$(
+        #[test]
+        #[ignore = "needs a CUDA GPU"]
+        fn $test() {
+            run($kernel, check_for($kernel).unwrap());
+        }
+    )*};
+}
+
+gpu_tests! {
+    psnr_sse_matches_the_host => "psnr_sse",
+    ssim_scale_matches_the_host => "ssim_scale",
+    ssimulacra2_kernels_match_the_cpu_backend => "ssimu2_linearize",
+    butteraugli_kernels_match_the_cpu_backend => "ba_linearize",
+    selftest_saxpy_matches_the_host => "selftest_saxpy",
+    selftest_affine_matches_the_host => "selftest_affine",
+    selftest_math_matches_the_host => "selftest_math",
+    selftest_block_sum_static_matches_the_host => "selftest_block_sum_static",
+    selftest_block_sum_dynamic_matches_the_host => "selftest_block_sum_dynamic",
+    selftest_warp_atomics_match_the_host => "selftest_warp_atomics",
+}
 
 fn cfg_1d(n: u32, block: u32, shared: u32) -> LaunchConfig {
     LaunchConfig {
@@ -352,7 +426,7 @@ fn psnr_sse(k: &Kernels, s: &Arc<CudaStream>, r: &mut Rng) -> Result<Outcome, Dr
         let clear = po.wrapping_add(3);
         let cfg = LaunchConfig {
             grid_dim: (64, 1, 3),
-            block_dim: (psnr::PSNR_BLOCK, 1, 1),
+            block_dim: (psnr::BLOCK, 1, 1),
             shared_mem_bytes: 0,
         };
         unsafe { k.psnr_sse(s, cfg, planes, po, clear)? };
@@ -377,9 +451,52 @@ fn ssimulacra2_pipeline(
     _s: &Arc<CudaStream>,
     r: &mut Rng,
 ) -> Result<Outcome, DriverError> {
+    Ok(engine_pipeline(
+        r,
+        gpumetrics_engine::MetricSet::SSIMULACRA2,
+        "ssimulacra2",
+        0.01,
+        false,
+    ))
+}
+
+/// The Butteraugli kernels as the engine runs them, against the CPU backend (both fields,
+/// relative error).
+fn butteraugli_pipeline(
+    _k: &Kernels,
+    _s: &Arc<CudaStream>,
+    r: &mut Rng,
+) -> Result<Outcome, DriverError> {
+    let mut out = engine_pipeline(
+        r,
+        gpumetrics_engine::MetricSet::BUTTERAUGLI,
+        "butteraugli",
+        1e-4,
+        true,
+    );
+    let norm = engine_pipeline(
+        r,
+        gpumetrics_engine::MetricSet::BUTTERAUGLI,
+        "butteraugli-3norm",
+        1e-4,
+        true,
+    );
+    out.max_err = out.max_err.max(norm.max_err);
+    out.note = format!("{}; 3-norm: {}", out.note, norm.note);
+    Ok(out)
+}
+
+/// A metric's field from the CUDA and the CPU backend on a 173×97 random pair (RGB and
+/// I420): the kernels as the engine launches them, against the host build of the same code.
+fn engine_pipeline(
+    r: &mut Rng,
+    metric: gpumetrics_engine::MetricSet,
+    field: &str,
+    tolerance: f64,
+    relative: bool,
+) -> Outcome {
     use gpumetrics_engine::{
-        BackendChoice, Engine, EngineConfig, Frame, FrameLayout, HostFrame, MetricSet, PixelFormat,
-        Plane,
+        BackendChoice, Engine, EngineConfig, Frame, FrameLayout, HostFrame, PixelFormat, Plane,
     };
     let (w, h) = (173usize, 97usize);
     let mut max_err = 0.0f64;
@@ -434,17 +551,21 @@ fn ssimulacra2_pipeline(
         );
         let score = |backend| {
             let cfg = EngineConfig {
-                metrics: MetricSet::SSIMULACRA2,
+                metrics: metric,
                 backend,
                 ..Default::default()
             };
             Engine::new(&cfg, layout, layout)
                 .and_then(|mut e| e.compare(&fa, &fb))
-                .map(|s| s.get("ssimulacra2").unwrap_or(f64::NAN))
+                .map(|s| s.get(field).unwrap_or(f64::NAN))
         };
         match (score(BackendChoice::Cuda), score(BackendChoice::Cpu)) {
             (Ok(g), Ok(c)) => {
-                let e = (g - c).abs();
+                let e = if relative {
+                    rel_err(g, c)
+                } else {
+                    (g - c).abs()
+                };
                 max_err = max_err.max(if e.is_nan() { f64::INFINITY } else { e });
                 notes.push(format!("{} cuda {g:.5} cpu {c:.5}", format.name()));
             }
@@ -454,12 +575,12 @@ fn ssimulacra2_pipeline(
             }
         }
     }
-    Ok(Outcome {
+    Outcome {
         elements: 2,
         max_err,
-        tolerance: 0.01,
+        tolerance,
         note: notes.join(", "),
-    })
+    }
 }
 
 /// Host sums of the ssim and cs map values of `p`, from the same per-pixel functions.
@@ -671,111 +792,4 @@ fn ssim_scale(k: &Kernels, s: &Arc<CudaStream>, r: &mut Rng) -> Result<Outcome, 
             "sums vs host; pooled mismatches {bad_pool}, stray {others}, uncleared {dirty}"
         ),
     })
-}
-
-fn check_for(name: &str) -> Option<Check> {
-    Some(match name {
-        "psnr_sse" => psnr_sse,
-        "ssim_scale" => ssim_scale,
-        "ssimu2_linearize" | "ssimu2_downsample" | "ssimu2_hblur" | "ssimu2_vblur"
-        | "ssimu2_finish" => ssimulacra2_pipeline,
-        "selftest_saxpy" => saxpy,
-        "selftest_affine" => affine,
-        "selftest_math" => math,
-        "selftest_block_sum_static" => block_sum_static,
-        "selftest_block_sum_dynamic" => block_sum_dynamic,
-        "selftest_warp_atomics" => warp_atomics,
-        _ => return None,
-    })
-}
-
-fn main() -> ExitCode {
-    let seed = std::env::args()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0x5eed_u64);
-    // SAFETY: only probes whether the driver library can be loaded.
-    if !unsafe { cudarc::driver::sys::is_culib_present() } {
-        eprintln!("kernel_check: no CUDA driver library on this machine");
-        return ExitCode::from(2);
-    }
-    let setup = || -> Result<_, DriverError> {
-        let ctx = CudaContext::new(0)?;
-        let stream = ctx.new_stream()?;
-        let kernels = cuda::kernels(&ctx)?;
-        Ok((ctx, stream, kernels))
-    };
-    let (ctx, stream, kernels) = match setup() {
-        Ok(v) => v,
-        Err(e) => {
-            eprintln!("kernel_check: cannot set up CUDA: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    let (major, minor) = ctx.compute_capability().unwrap_or((0, 0));
-    let cc = (major * 10 + minor) as u32;
-    let sm = cuda::PTX
-        .iter()
-        .rev()
-        .find(|(sm, _)| *sm <= cc)
-        .map_or(cuda::PTX[0].0, |p| p.0);
-    println!(
-        "device: {} (sm_{cc}), PTX variants {:?}, loaded sm_{sm}, seed {seed:#x}",
-        ctx.name().unwrap_or_default(),
-        cuda::PTX.iter().map(|p| p.0).collect::<Vec<_>>()
-    );
-    println!(
-        "{:<28} {:>9} {:>11} {:>9}  {:<6} note",
-        "kernel", "elements", "max error", "tolerance", "result"
-    );
-    let mut failed = 0;
-    let mut rng = Rng(seed | 1);
-    for info in cuda::KERNELS {
-        let (line, ok) = match check_for(info.name) {
-            None => (
-                format!(
-                    "{:<28} {:>9} {:>11} {:>9}  {:<6} no check in kernel_check.rs",
-                    info.name, "-", "-", "-", "FAIL"
-                ),
-                false,
-            ),
-            Some(check) => match check(&kernels, &stream, &mut rng)
-                .and_then(|o| stream.synchronize().map(|()| o))
-            {
-                Ok(o) => {
-                    let ok = o.max_err <= o.tolerance;
-                    (
-                        format!(
-                            "{:<28} {:>9} {:>11.3e} {:>9.1e}  {:<6} {}",
-                            info.name,
-                            o.elements,
-                            o.max_err,
-                            o.tolerance,
-                            if ok { "ok" } else { "FAIL" },
-                            o.note
-                        ),
-                        ok,
-                    )
-                }
-                Err(e) => (
-                    format!(
-                        "{:<28} {:>9} {:>11} {:>9}  {:<6} CUDA error: {e}",
-                        info.name, "-", "-", "-", "FAIL"
-                    ),
-                    false,
-                ),
-            },
-        };
-        println!("{line}");
-        if !ok {
-            failed += 1;
-        }
-    }
-    if failed == 0 {
-        println!("all {} kernels match the host", cuda::KERNELS.len());
-        ExitCode::SUCCESS
-    } else {
-        println!("{failed} of {} kernels FAILED", cuda::KERNELS.len());
-        ExitCode::FAILURE
-    }
 }
