@@ -121,6 +121,11 @@ pub struct Args {
     #[arg(long, value_enum, default_value_t = PairingArg::Timestamp)]
     pub pairing: PairingArg,
 
+    /// Butteraugli's intensity target: the nits of linear-light 1.0 (80 = libjxl's default;
+    /// Vship uses 203, which scores higher).
+    #[arg(long, default_value_t = 80.0, value_name = "NITS", value_parser = parse_nits)]
+    pub butteraugli_intensity: f64,
+
     /// Exit with status 3 when the mean of FIELD is below VALUE (e.g. psnr-y=35); repeatable.
     #[arg(long, value_name = "FIELD=VALUE", value_parser = parse_threshold)]
     pub fail_below: Vec<Threshold>,
@@ -206,6 +211,16 @@ fn parse_threshold(s: &str) -> Result<Threshold, String> {
     })
 }
 
+/// A luminance in nits within the element's range (1 to 10000).
+fn parse_nits(s: &str) -> Result<f64, String> {
+    let v: f64 = s.parse().map_err(|e| format!("`{s}`: {e}"))?;
+    if (1.0..=10000.0).contains(&v) {
+        Ok(v)
+    } else {
+        Err(format!("{v} nits is outside 1 to 10000"))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -229,5 +244,12 @@ mod tests {
     fn command_is_consistent() {
         use clap::CommandFactory;
         Args::command().debug_assert();
+    }
+
+    #[test]
+    fn nits_within_the_elements_range() {
+        assert_eq!(parse_nits("203"), Ok(203.0));
+        assert!(parse_nits("0.5").unwrap_err().contains("outside"));
+        assert!(parse_nits("bright").is_err());
     }
 }

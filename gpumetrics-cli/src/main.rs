@@ -310,6 +310,7 @@ fn real_main(args: Args) -> Result<i32, Failure> {
         backend: args.backend.nick(),
         device: args.device,
         pairing,
+        butteraugli_intensity: args.butteraugli_intensity,
         scale_to,
         convert_to: None,
         decoding: decoding.clone(),
