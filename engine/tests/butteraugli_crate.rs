@@ -16,6 +16,7 @@ mod common;
 use butteraugli::{ButteraugliParams, Img, RGB, RGB8, butteraugli, butteraugli_linear};
 use common::images::{Distortion, decode, distorted, planes};
 use common::natural_source as source;
+use common::synthetic::device_frame;
 use gpumetrics_engine::{
     BackendChoice, Colorimetry, Engine, EngineConfig, Frame, FrameLayout, HostFrame, MetricSet,
     PixelFormat, Scores, host_linear_rgb,
@@ -76,15 +77,12 @@ fn on_device(e: &mut Engine, l: FrameLayout, r: &[u8], d: &[u8]) -> Scores {
     let (dp, _g2) = db.device_ptr(&stream);
     let frame = |base: u64, data: &[u8]| {
         let host = planes(l.format, l.width, l.height, data);
-        let mut f = gpumetrics_engine::DeviceFrame {
-            n_planes: host.len(),
-            ..Default::default()
-        };
-        for (i, p) in host.iter().enumerate() {
-            f.ptrs[i] = base + (p.data.as_ptr() as u64 - data.as_ptr() as u64);
-            f.pitches[i] = p.stride;
-        }
-        Frame::Device(f)
+        let offsets: Vec<usize> = host
+            .iter()
+            .map(|p| p.data.as_ptr() as usize - data.as_ptr() as usize)
+            .collect();
+        let strides: Vec<usize> = host.iter().map(|p| p.stride).collect();
+        device_frame(base, &offsets, &strides)
     };
     e.compare(&frame(rp, r), &frame(dp, d)).unwrap()
 }

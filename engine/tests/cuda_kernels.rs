@@ -496,7 +496,7 @@ fn engine_pipeline(
     relative: bool,
 ) -> Outcome {
     use gpumetrics_engine::{
-        BackendChoice, Engine, EngineConfig, Frame, FrameLayout, HostFrame, PixelFormat, Plane,
+        BackendChoice, Engine, EngineConfig, Frame, FrameLayout, HostFrame, PixelFormat,
     };
     let (w, h) = (173usize, 97usize);
     let mut max_err = 0.0f64;
@@ -522,29 +522,8 @@ fn engine_pipeline(
             .zip(&noise)
             .map(|(v, n)| v.saturating_add(n % 16).saturating_sub(8))
             .collect();
-        fn planes(format: PixelFormat, w: usize, h: usize, d: &[u8]) -> Vec<Plane<'_>> {
-            match format {
-                PixelFormat::Rgb => vec![Plane {
-                    data: d,
-                    stride: 3 * w,
-                }],
-                _ => {
-                    let (cw, ch) = (w.div_ceil(2), h.div_ceil(2));
-                    vec![
-                        Plane { data: d, stride: w },
-                        Plane {
-                            data: &d[w * h..],
-                            stride: cw,
-                        },
-                        Plane {
-                            data: &d[w * h + cw * ch..],
-                            stride: cw,
-                        },
-                    ]
-                }
-            }
-        }
-        let (pa, pb) = (planes(format, w, h, &a), planes(format, w, h, &b));
+        let planes = |d| common::images::planes(format, w as u32, h as u32, d);
+        let (pa, pb) = (planes(&a), planes(&b));
         let (fa, fb) = (
             Frame::Host(HostFrame::new(&pa)),
             Frame::Host(HostFrame::new(&pb)),

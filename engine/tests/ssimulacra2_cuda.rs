@@ -4,11 +4,11 @@
 
 mod common;
 
-use common::synthetic::{frames, planes};
+use common::synthetic::{device_frame, frames, planes};
 use cudarc::driver::{CudaContext, DevicePtr};
 use gpumetrics_engine::{
-    BackendChoice, ChromaUpsampling, Colorimetry, DeviceFrame, Engine, EngineConfig, Frame,
-    FrameLayout, HostFrame, Matrix, MetricSet, PixelFormat, Primaries, Range, Transfer,
+    BackendChoice, ChromaUpsampling, Colorimetry, Engine, EngineConfig, Frame, FrameLayout,
+    HostFrame, Matrix, MetricSet, PixelFormat, Primaries, Range, Transfer,
 };
 
 fn config(backend: BackendChoice) -> EngineConfig {
@@ -78,17 +78,7 @@ fn cuda_matches_cpu() {
             stream.synchronize().unwrap();
             let (rptr, _g1) = rb.device_ptr(&stream);
             let (dptr, _g2) = db.device_ptr(&stream);
-            let dev = |base: u64| {
-                let mut f = DeviceFrame {
-                    n_planes: offsets.len(),
-                    ..Default::default()
-                };
-                for (i, (o, s)) in offsets.iter().zip(&strides).enumerate() {
-                    f.ptrs[i] = base + *o as u64;
-                    f.pitches[i] = *s;
-                }
-                Frame::Device(f)
-            };
+            let dev = |base: u64| device_frame(base, &offsets, &strides);
             let on_device = cuda_engine
                 .compare(&dev(rptr), &dev(dptr))
                 .unwrap()

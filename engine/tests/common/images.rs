@@ -10,14 +10,22 @@ use super::{ffmpeg, natural_source as source, scratch};
 /// Raw frame of `file` scaled to w×h (lanczos) in `pix_fmt` (with BT.709 limited range
 /// for YUV).
 pub fn decode(file: &Path, w: u32, h: u32, extra_vf: &str, pix_fmt: &str) -> Vec<u8> {
-    let vf = format!(
-        "scale={w}:{h}:flags=lanczos:out_color_matrix=bt709:out_range=tv{extra_vf},format={pix_fmt}"
-    );
+    raw_frame(
+        file,
+        &format!(
+            "scale={w}:{h}:flags=lanczos:out_color_matrix=bt709:out_range=tv{extra_vf},format={pix_fmt}"
+        ),
+    )
+}
+
+/// The first frame of `file` through the filter chain `vf`, as raw video.
+fn raw_frame(file: &Path, vf: &str) -> Vec<u8> {
+    let file = file.to_str().unwrap();
     ffmpeg(&[
         "-i",
-        file.to_str().unwrap(),
+        file,
         "-vf",
-        &vf,
+        vf,
         "-frames:v",
         "1",
         "-f",
@@ -80,17 +88,7 @@ fn encoded(w: u32, h: u32, codec: &str, enc_fmt: &str, crf: u32, pix_fmt: &str) 
     let vf = format!(
         "format=yuv444p16le,crop={w}:{h}:0:0,scale=out_color_matrix=bt709:out_range=tv,format={pix_fmt}"
     );
-    ffmpeg(&[
-        "-i",
-        f.to_str().unwrap(),
-        "-vf",
-        &vf,
-        "-frames:v",
-        "1",
-        "-f",
-        "rawvideo",
-        "-",
-    ])
+    raw_frame(&f, &vf)
 }
 
 /// Planes of a raw frame of `format` as ffmpeg writes it (no padding).

@@ -1,7 +1,7 @@
 //! Synthetic frame pairs of every layout the CUDA tests cover, without FFmpeg (the GPU
 //! machine has none): a smooth pattern with edges and texture, and a distorted copy.
 
-use gpumetrics_engine::{PixelFormat, Plane};
+use gpumetrics_engine::{DeviceFrame, Frame, PixelFormat, Plane};
 
 /// A smooth pattern with edges and texture, and a distorted copy (blur-like offset,
 /// quantisation and noise), as raw samples of `format` (no padding).
@@ -105,4 +105,17 @@ pub fn planes<'a>(offsets: &[usize], strides: &[usize], data: &'a [u8]) -> Vec<P
             stride: *s,
         })
         .collect()
+}
+
+/// The frame whose planes start at `base + offsets[i]`, `strides[i]` apart, in GPU memory.
+pub fn device_frame(base: u64, offsets: &[usize], strides: &[usize]) -> Frame<'static> {
+    let mut f = DeviceFrame {
+        n_planes: offsets.len(),
+        ..Default::default()
+    };
+    for (i, (o, s)) in offsets.iter().zip(strides).enumerate() {
+        f.ptrs[i] = base + *o as u64;
+        f.pitches[i] = *s;
+    }
+    Frame::Device(f)
 }
