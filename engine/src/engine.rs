@@ -49,6 +49,8 @@ pub struct Engine {
     metrics: MetricSet,
     backend: Box<dyn Backend>,
     note: Option<String>,
+    /// The fields of the pair a temporal metric holds back, without that metric's.
+    held: Option<Scores>,
 }
 
 /// Everything an [`Engine`] is made from, given before it is built: [`Engine::builder`].
@@ -58,6 +60,7 @@ pub struct EngineBuilder<'a> {
     distorted: FrameLayout,
     colorimetry: Option<[Colorimetry; 2]>,
     context: Option<crate::cuda::ExternalContext>,
+    vmaf: Option<crate::metric::vmaf::VmafOptions>,
 }
 
 impl EngineBuilder<'_> {
@@ -78,12 +81,20 @@ impl EngineBuilder<'_> {
         self
     }
 
+    /// VMAF's model and whether its elementary features are reported (default: the
+    /// built-in `vmaf_v0.6.1`, no features).
+    pub fn vmaf(mut self, options: crate::metric::vmaf::VmafOptions) -> Self {
+        self.vmaf = Some(options);
+        self
+    }
+
     /// The engine: its plan complete, every metric's check passed, its backend chosen.
     pub fn build(self) -> Result<Engine, EngineError> {
         let options = PlanOptions {
             ssim_chroma: self.config.ssim_chroma,
             butteraugli_intensity: self.config.butteraugli_intensity,
             colorimetry: self.colorimetry,
+            vmaf: self.vmaf.unwrap_or_default(),
         };
         let plan = Plan::with_options(self.reference, self.distorted, options)?;
         for entry in REGISTRY {
@@ -95,6 +106,7 @@ impl EngineBuilder<'_> {
             metrics: self.config.metrics,
             backend,
             note,
+            held: None,
         })
     }
 }
@@ -136,6 +148,7 @@ impl Engine {
             distorted,
             colorimetry: None,
             context: None,
+            vmaf: None,
         }
     }
 
@@ -167,12 +180,61 @@ impl Engine {
             .collect()
     }
 
-    /// Measures one pair: every requested metric's fields, in registry order.
+    /// Measures one pair: every requested metric's fields, in registry order. Engines that
+    /// hold pairs back ([`Engine::lag`] > 0, i.e. with VMAF) refuse it: use
+    /// [`Engine::push`] and [`Engine::finish`].
     pub fn compare(&mut self, reference: &Frame, distorted: &Frame) -> Result<Scores, EngineError> {
-        let mut scores = Scores::new();
+        if self.lag() > 0 {
+            return Err(EngineError::Unsupported(
+                "vmaf scores a pair once the next pair is known (motion2); use Engine::push and                  Engine::finish"
+                    .into(),
+            ));
+        }
+        Ok(self.push(reference, distorted)?.unwrap_or_default())
+    }
+
+    /// Pairs the engine holds back before their scores are final: 1 with VMAF (a pair's
+    /// motion needs the next reference frame), else 0.
+    pub fn lag(&self) -> usize {
+        self.backend.lag()
+    }
+
+    /// Measures one pair and returns the complete scores of the pair [`Engine::lag`] pairs
+    /// before it (this one's when the lag is 0), or `None` while the first pair is held.
+    /// Fields of held-back metrics come after the others.
+    pub fn push(
+        &mut self,
+        reference: &Frame,
+        distorted: &Frame,
+    ) -> Result<Option<Scores>, EngineError> {
+        let (mut now, mut late) = (Scores::new(), Scores::new());
         self.backend
-            .measure(&self.plan, reference, distorted, &mut scores)?;
-        Ok(scores)
+            .measure(&self.plan, reference, distorted, &mut now, &mut late)?;
+        if self.backend.lag() == 0 {
+            return Ok(Some(now));
+        }
+        Ok(self.held.replace(now).map(|mut held| {
+            held.append(late);
+            held
+        }))
+    }
+
+    /// End of the sequence (EOS): the scores of the pair still held back, if any, scored as
+    /// libvmaf scores a last frame; the next pair starts a new sequence.
+    pub fn finish(&mut self) -> Option<Scores> {
+        let mut late = Scores::new();
+        self.backend.finish(&self.plan, &mut late);
+        self.held.take().map(|mut held| {
+            held.append(late);
+            held
+        })
+    }
+
+    /// Drops the held pair and every state across pairs (a flush): the next pair starts a
+    /// new sequence.
+    pub fn reset(&mut self) {
+        self.held = None;
+        self.backend.reset();
     }
 }
 

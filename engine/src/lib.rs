@@ -15,7 +15,7 @@ mod scores;
 mod summary;
 
 pub use backend::BackendKind;
-pub use metric::{butteraugli, psnr, ssim, ssimulacra2};
+pub use metric::{butteraugli, psnr, ssim, ssimulacra2, vmaf};
 
 pub use color::{
     ChromaSiting, ChromaUpsampling, Colorimetry, Matrix, Primaries, Range, Transfer,

@@ -17,6 +17,9 @@ impl MetricSet {
     pub const SSIMULACRA2: MetricSet = MetricSet(1 << 3);
     /// Butteraugli on linear light (fields `butteraugli`, `butteraugli-3norm`).
     pub const BUTTERAUGLI: MetricSet = MetricSet(1 << 4);
+    /// VMAF, libvmaf's integer features and model (field `vmaf`, and the features with
+    /// `vmaf-features`).
+    pub const VMAF: MetricSet = MetricSet(1 << 5);
     /// Every registered metric.
     pub const ALL: MetricSet = MetricSet(crate::metric::all_flags());
 

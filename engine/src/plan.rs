@@ -28,10 +28,12 @@ pub struct Plan {
     /// Butteraugli's intensity target: the nits of linear 1.0
     /// (`EngineConfig::butteraugli_intensity`).
     pub butteraugli_intensity: f32,
+    /// VMAF's model and options (`EngineBuilder::vmaf`).
+    pub vmaf: crate::metric::vmaf::VmafOptions,
 }
 
 /// What a [`Plan`] is built from besides the two layouts.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct PlanOptions {
     /// SSIM on chroma planes too.
     pub ssim_chroma: bool,
@@ -40,6 +42,8 @@ pub struct PlanOptions {
     /// Colorimetry of the reference and distorted inputs; `None`:
     /// [`Colorimetry::default_for`] their formats.
     pub colorimetry: Option<[Colorimetry; 2]>,
+    /// VMAF's model and whether it reports its features.
+    pub vmaf: crate::metric::vmaf::VmafOptions,
 }
 
 impl Default for PlanOptions {
@@ -48,6 +52,7 @@ impl Default for PlanOptions {
             ssim_chroma: false,
             butteraugli_intensity: crate::metric::butteraugli::DEFAULT_INTENSITY,
             colorimetry: None,
+            vmaf: Default::default(),
         }
     }
 }
@@ -118,6 +123,7 @@ impl Plan {
                 Colorimetry::default_for(rf.family()),
                 Colorimetry::default_for(df.family()),
             ]),
+            vmaf: options.vmaf,
         })
     }
 

@@ -19,6 +19,11 @@ impl Scores {
         self.entries.iter().copied()
     }
 
+    /// Appends every field of `other`, in its order.
+    pub fn append(&mut self, other: Scores) {
+        self.entries.extend(other.entries);
+    }
+
     pub fn get(&self, field: &str) -> Option<f64> {
         self.entries
             .iter()

@@ -17,7 +17,7 @@ pub const EXIT_USAGE: i32 = 2;
 #[command(
     name = "gpumetrics",
     version,
-    about = "Measure a distorted video against its reference: PSNR, SSIM, MS-SSIM, SSIMULACRA2",
+    about = "Measure a distorted video against its reference: PSNR, SSIM, MS-SSIM, SSIMULACRA2, Butteraugli, VMAF",
     long_about = "Measure a distorted video against its reference, frame by frame, with the \
 gpumetrics GStreamer element: PSNR, SSIM, MS-SSIM and SSIMULACRA2, on an NVIDIA GPU (CUDA) or \
 the CPU.\n\n\

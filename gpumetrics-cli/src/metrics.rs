@@ -66,7 +66,11 @@ mod tests {
         assert!(names.contains(&"ms-ssim".to_string()), "{names:?}");
         assert_eq!(parse("all").unwrap(), names.join("+"));
         assert_eq!(parse("psnr, msssim,psnr").unwrap(), "psnr+ms-ssim");
-        assert!(parse("vmaf").unwrap_err().contains("unknown metric `vmaf`"));
+        assert!(
+            parse("lpips")
+                .unwrap_err()
+                .contains("unknown metric `lpips`")
+        );
         assert!(parse(",").is_err());
     }
 }

@@ -507,10 +507,10 @@ fn bad_input() {
         .stderr(predicate::str::contains(
             "cannot decode the reference input",
         ));
-    gpumetrics(&[&c.get("ref.mp4"), &c.get("dist.mp4"), "--metrics", "vmaf"])
+    gpumetrics(&[&c.get("ref.mp4"), &c.get("dist.mp4"), "--metrics", "lpips"])
         .assert()
         .code(2)
-        .stderr(predicate::str::contains("unknown metric `vmaf`"));
+        .stderr(predicate::str::contains("unknown metric `lpips`"));
     Command::cargo_bin("gpumetrics")
         .unwrap()
         .arg(c.get("ref.mp4"))

@@ -46,12 +46,34 @@ impl Backend for CpuBackend {
         reference: &Frame,
         distorted: &Frame,
         scores: &mut Scores,
+        late: &mut Scores,
     ) -> Result<(), EngineError> {
         let r = host_planes(reference, plan, true)?;
         let d = host_planes(distorted, plan, false)?;
         for m in &mut self.metrics {
-            m.measure(plan, &r, &d, scores);
+            let out = if m.lag() > 0 {
+                &mut *late
+            } else {
+                &mut *scores
+            };
+            m.measure(plan, &r, &d, out);
         }
         Ok(())
+    }
+
+    fn lag(&self) -> usize {
+        self.metrics.iter().map(|m| m.lag()).max().unwrap_or(0)
+    }
+
+    fn finish(&mut self, plan: &Plan, late: &mut Scores) {
+        for m in &mut self.metrics {
+            m.finish(plan, late);
+        }
+    }
+
+    fn reset(&mut self) {
+        for m in &mut self.metrics {
+            m.reset();
+        }
     }
 }

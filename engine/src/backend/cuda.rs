@@ -202,6 +202,7 @@ impl Backend for CudaBackend {
         reference: &Frame,
         distorted: &Frame,
         scores: &mut Scores,
+        late: &mut Scores,
     ) -> Result<(), EngineError> {
         self.gpu
             .ctx
@@ -218,9 +219,30 @@ impl Backend for CudaBackend {
                 .map_err(cuda_err("uploading frames"));
         }
         for m in &mut self.metrics {
-            m.measure(&self.gpu, plan, &r, &d, scores)?;
+            let out = if m.lag() > 0 {
+                &mut *late
+            } else {
+                &mut *scores
+            };
+            m.measure(&self.gpu, plan, &r, &d, out)?;
         }
         Ok(())
+    }
+
+    fn lag(&self) -> usize {
+        self.metrics.iter().map(|m| m.lag()).max().unwrap_or(0)
+    }
+
+    fn finish(&mut self, plan: &Plan, late: &mut Scores) {
+        for m in &mut self.metrics {
+            m.finish(plan, late);
+        }
+    }
+
+    fn reset(&mut self) {
+        for m in &mut self.metrics {
+            m.reset();
+        }
     }
 }
 

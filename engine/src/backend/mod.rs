@@ -30,14 +30,25 @@ pub(crate) trait Backend: Send {
     fn kind(&self) -> BackendKind;
 
     /// Measures one pair with every metric of the plan, appending their fields in registry
-    /// order.
+    /// order: those of metrics without lag to `scores`, those of temporal metrics (the pair
+    /// they held back, see `CpuMetric::lag`) to `late`.
     fn measure(
         &mut self,
         plan: &Plan,
         reference: &Frame,
         distorted: &Frame,
         scores: &mut Scores,
+        late: &mut Scores,
     ) -> Result<(), EngineError>;
+
+    /// The largest lag of the plan's metrics (0 or 1).
+    fn lag(&self) -> usize;
+
+    /// End of a sequence: appends the held-back fields of temporal metrics to `late`.
+    fn finish(&mut self, plan: &Plan, late: &mut Scores);
+
+    /// Drops the temporal metrics' held pair and state (a flush).
+    fn reset(&mut self);
 }
 
 /// Picks the backend for `config`; the note says why `auto` fell back to the CPU. With

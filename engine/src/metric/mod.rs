@@ -12,6 +12,7 @@ pub mod butteraugli;
 pub mod psnr;
 pub mod ssim;
 pub mod ssimulacra2;
+pub mod vmaf;
 
 use cudarc::driver::DriverError;
 
@@ -55,8 +56,24 @@ pub(crate) struct Entry {
 
 /// A metric's per-plan state on the CPU backend.
 pub(crate) trait CpuMetric: Send {
-    /// Measures one validated host pair and appends its fields.
+    /// Measures one validated host pair and appends its fields (a temporal metric, see
+    /// [`CpuMetric::lag`], those of the pair it held back).
     fn measure(&mut self, plan: &Plan, r: &PlanePtrs, d: &PlanePtrs, scores: &mut Scores);
+
+    /// Pairs the metric holds back: 0, or 1 for a temporal metric (VMAF's motion needs the
+    /// next pair), whose `measure` appends the fields of the pair measured one call earlier
+    /// (nothing on the first call of a sequence).
+    fn lag(&self) -> usize {
+        0
+    }
+
+    /// End of a sequence (EOS): appends the fields of the pair still held back, then starts
+    /// a new sequence.
+    fn finish(&mut self, _plan: &Plan, _scores: &mut Scores) {}
+
+    /// Drops the held pair and any state across pairs (a flush): the next pair starts a new
+    /// sequence.
+    fn reset(&mut self) {}
 }
 
 /// A metric's per-plan state on the CUDA backend.
@@ -71,14 +88,27 @@ pub(crate) trait CudaMetric: Send {
         d: &PlanePtrs,
         scores: &mut Scores,
     ) -> Result<(), EngineError>;
+
+    /// As [`CpuMetric::lag`].
+    fn lag(&self) -> usize {
+        0
+    }
+
+    /// As [`CpuMetric::finish`].
+    fn finish(&mut self, _plan: &Plan, _scores: &mut Scores) {}
+
+    /// As [`CpuMetric::reset`].
+    fn reset(&mut self) {}
 }
 
-/// Every metric implementation, in the order their fields appear in a record.
+/// Every metric implementation, in the order their fields appear in a record (the fields of
+/// metrics that hold a pair back, VMAF, come after the others: keep them last).
 pub(crate) const REGISTRY: &[Entry] = &[
     psnr::ENTRY,
     ssim::ENTRY,
     ssimulacra2::ENTRY,
     butteraugli::ENTRY,
+    vmaf::ENTRY,
 ];
 
 /// Every metric the engine offers, in registry order.
@@ -118,7 +148,14 @@ mod tests {
         assert_eq!(MetricSet::ALL.bits(), all_flags());
         assert_eq!(
             infos.iter().map(|i| i.name).collect::<Vec<_>>(),
-            ["psnr", "ssim", "ms-ssim", "ssimulacra2", "butteraugli"]
+            [
+                "psnr",
+                "ssim",
+                "ms-ssim",
+                "ssimulacra2",
+                "butteraugli",
+                "vmaf"
+            ]
         );
     }
 }

@@ -3,7 +3,7 @@ use cudarc::driver::{CudaStream, LaunchConfig};
 use gpumetrics_engine::cuda::{DevPtrMut, Kernels};
 
 fn launch(k: &Kernels, stream: &CudaStream, cfg: LaunchConfig, out: DevPtrMut<u64>) {
-    let _ = unsafe { k.vmaf_motion(stream, cfg, out) };
+    let _ = unsafe { k.undeclared_kernel(stream, cfg, out) };
 }
 
 fn main() {}

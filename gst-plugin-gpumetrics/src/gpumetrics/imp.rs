@@ -43,6 +43,8 @@ const DEFAULT_ATTACH_META: bool = true;
 const DEFAULT_SSIM_CHROMA: bool = false;
 const DEFAULT_BUTTERAUGLI_INTENSITY: f64 =
     gpumetrics_engine::metric::butteraugli::DEFAULT_INTENSITY as f64;
+const DEFAULT_VMAF_MODEL: &str = gpumetrics_engine::vmaf::model::DEFAULT_MODEL;
+const DEFAULT_VMAF_FEATURES: bool = false;
 
 #[derive(Debug, Clone)]
 struct Settings {
@@ -61,6 +63,10 @@ struct Settings {
     /// Fixed pairing tolerance in ns; `None` = half the shorter frame duration.
     pairing_tolerance: Option<u64>,
     chroma_upsampling: ChromaUpsampling,
+    /// VMAF model: a built-in name or a libvmaf JSON model file.
+    vmaf_model: String,
+    /// Report VMAF's elementary features too.
+    vmaf_features: bool,
 }
 
 impl Default for Settings {
@@ -78,8 +84,17 @@ impl Default for Settings {
             pairing: Pairing::default(),
             pairing_tolerance: None,
             chroma_upsampling: ChromaUpsampling::default(),
+            vmaf_model: DEFAULT_VMAF_MODEL.to_string(),
+            vmaf_features: DEFAULT_VMAF_FEATURES,
         }
     }
+}
+
+/// A compared pair whose distorted buffer waits for its scores (VMAF holds one pair back).
+struct Held {
+    buffer: gst::Buffer,
+    frame: u64,
+    running_time: Option<u64>,
 }
 
 /// Negotiated input of one sink pad.
@@ -121,6 +136,15 @@ struct State {
     warned: Vec<String>,
     /// Warnings to post once the state lock is released.
     pending_warnings: Vec<String>,
+    /// The compared pair whose scores wait for the next pair (engines with lag).
+    held: Option<Held>,
+    /// The held pair of an engine replaced on a caps change, scored as its sequence's last.
+    finished: Option<(Held, gpumetrics_engine::Scores)>,
+    /// Unmatched distorted buffers that arrived after the held one: they leave after it, so
+    /// that the output stays in order.
+    behind: Vec<gst::Buffer>,
+    /// Latency to report once the state lock is released (ns).
+    pending_latency: Option<u64>,
 }
 
 impl State {
@@ -237,6 +261,24 @@ impl ObjectImpl for GpuMetrics {
                     .default_value(StatsFormat::default())
                     .mutable_ready()
                     .build(),
+                glib::ParamSpecString::builder("vmaf-model")
+                    .nick("VMAF model")
+                    .blurb(
+                        "VMAF model: vmaf_v0.6.1 (default), vmaf_v0.6.1neg, vmaf_4k_v0.6.1, or \
+                         the path of a libvmaf JSON model file",
+                    )
+                    .default_value(Some(DEFAULT_VMAF_MODEL))
+                    .mutable_ready()
+                    .build(),
+                glib::ParamSpecBoolean::builder("vmaf-features")
+                    .nick("VMAF features")
+                    .blurb(
+                        "With vmaf: also report the elementary features vmaf-adm2, \
+                         vmaf-adm-scale0..3, vmaf-vif-scale0..3, vmaf-motion2",
+                    )
+                    .default_value(DEFAULT_VMAF_FEATURES)
+                    .mutable_ready()
+                    .build(),
                 glib::ParamSpecBoolean::builder("post-messages")
                     .nick("Post messages")
                     .blurb(
@@ -341,6 +383,14 @@ impl ObjectImpl for GpuMetrics {
             "butteraugli-intensity" => {
                 settings.butteraugli_intensity = value.get().expect("type checked upstream")
             }
+            "vmaf-model" => {
+                settings.vmaf_model = value
+                    .get::<Option<String>>()
+                    .expect("type checked upstream")
+                    .filter(|s| !s.is_empty())
+                    .unwrap_or_else(|| DEFAULT_VMAF_MODEL.to_string())
+            }
+            "vmaf-features" => settings.vmaf_features = value.get().expect("type checked upstream"),
             "pairing" => settings.pairing = value.get().expect("type checked upstream"),
             "chroma-upsampling" => {
                 settings.chroma_upsampling = value.get().expect("type checked upstream")
@@ -370,6 +420,8 @@ impl ObjectImpl for GpuMetrics {
             "attach-meta" => settings.attach_meta.to_value(),
             "ssim-chroma" => settings.ssim_chroma.to_value(),
             "butteraugli-intensity" => settings.butteraugli_intensity.to_value(),
+            "vmaf-model" => settings.vmaf_model.to_value(),
+            "vmaf-features" => settings.vmaf_features.to_value(),
             "pairing" => settings.pairing.to_value(),
             "chroma-upsampling" => settings.chroma_upsampling.to_value(),
             "pairing-tolerance" => settings
@@ -407,7 +459,7 @@ impl ElementImpl for GpuMetrics {
                 "GPU video quality metrics",
                 "Filter/Analyzer/Video",
                 "Compares the distorted video (dist_sink) with the reference video (ref_sink) \
-                 frame by frame and reports quality metrics (PSNR, SSIM, MS-SSIM, SSIMULACRA2) as \
+                 frame by frame and reports quality metrics (PSNR, SSIM, MS-SSIM, SSIMULACRA2, Butteraugli, VMAF) as \
                  'gpumetrics' element messages, GstGpuMetricsMeta buffer meta and an optional \
                  stats file, plus a pooled 'gpumetrics-summary' message at EOS. Frames are \
                  paired by running time (or by sequence). The distorted stream is passed \
@@ -634,7 +686,11 @@ impl GpuMetrics {
         {
             return Ok(());
         }
-        if state.engine.take().is_some() {
+        if let Some(mut old) = state.engine.take() {
+            // The held pair ends its sequence: scored as libvmaf scores a last frame.
+            if let (Some(held), Some(scores)) = (state.held.take(), old.finish()) {
+                state.finished = Some((held, scores));
+            }
             gst::info!(
                 CAT,
                 imp = self,
@@ -679,8 +735,25 @@ impl GpuMetrics {
             upsampling,
             ..caps::colorimetry(info, layout.format.family())
         };
+        let vmaf = if config.metrics.contains(gpumetrics_engine::MetricSet::VMAF) {
+            match gpumetrics_engine::vmaf::Model::load(&settings.vmaf_model) {
+                Ok(model) => Some(gpumetrics_engine::vmaf::VmafOptions {
+                    model,
+                    features: settings.vmaf_features,
+                }),
+                Err(e) => {
+                    gst::element_imp_error!(self, gst::LibraryError::Settings, ("vmaf-model: {e}"));
+                    return Err(gst::FlowError::NotNegotiated);
+                }
+            }
+        } else {
+            None
+        };
         let mut builder = Engine::builder(&config, rl, dl)
             .colorimetry(colorimetry(&ri, rl), colorimetry(&di, dl));
+        if let Some(options) = vmaf {
+            builder = builder.vmaf(options);
+        }
         if let (Some(ctx), Ok(api)) = (&cuda_ctx, gstcuda::api()) {
             // SAFETY: the handle stays valid while the context object lives, and the
             // engine keeps a reference to it.
@@ -710,6 +783,11 @@ impl GpuMetrics {
                     None => {
                         gst::info!(CAT, imp = self, "using backend {}", engine.backend_name())
                     }
+                }
+                // A held pair adds one frame of latency (reported in the latency query).
+                if engine.lag() > 0 {
+                    state.pending_latency =
+                        Some(state.distorted.frame_duration.unwrap_or(0) * engine.lag() as u64);
                 }
                 state.engine = Some(engine);
                 state.engine_infos = Some((ri, di));
@@ -897,17 +975,15 @@ impl GpuMetrics {
         frame.map_err(|e| e.to_string().replacen(&format!("{pad}: "), "", 1))
     }
 
-    /// Compares one pair and pushes the distorted buffer with its scores.
+    /// Compares one pair and pushes the distorted buffer with its scores; with an engine
+    /// that holds a pair back (VMAF), pushes the previous pair's buffer with its final
+    /// scores instead, and keeps this one until the next pair (or EOS) completes its scores.
     fn compare_and_push(
         &self,
         reference: gst::Buffer,
-        mut distorted: gst::Buffer,
+        distorted: gst::Buffer,
         dist_rt: Option<u64>,
     ) -> Result<gst::FlowSuccess, gst::FlowError> {
-        let (post_messages, attach_meta) = {
-            let s = self.settings.lock().unwrap();
-            (s.post_messages, s.attach_meta)
-        };
         let mut state = self.state.lock().unwrap();
         state.active = true;
         self.ensure_engine(&mut state)?;
@@ -928,7 +1004,7 @@ impl GpuMetrics {
             let dm = self.map_input(&distorted, &di, device, "dist_sink", &mut st.memory)?;
             let rf = Self::frame(&rm, &ri, "ref_sink").map_err(|e| invalid("ref_sink", e))?;
             let df = Self::frame(&dm, &di, "dist_sink").map_err(|e| invalid("dist_sink", e))?;
-            engine.compare(&rf, &df).map_err(|e| {
+            engine.push(&rf, &df).map_err(|e| {
                 gst::element_imp_error!(
                     self,
                     engine_error_kind(&e),
@@ -938,52 +1014,124 @@ impl GpuMetrics {
             })?
         };
         drop(reference);
-
-        let record = FrameScores {
+        let lag = engine.lag();
+        let current = Held {
+            buffer: distorted,
             frame: st.frame,
-            pts: distorted.pts(),
-            running_time: dist_rt.map(gst::ClockTime::from_nseconds),
-            duration: distorted.duration(),
-            scores: scores.iter().map(|(n, v)| (n.to_string(), v)).collect(),
+            running_time: dist_rt,
         };
-        st.pooler.push(&scores);
         st.frame += 1;
-        gst::log!(
-            CAT,
-            imp = self,
-            "pair {}: {:?}",
-            record.frame,
-            record.scores
-        );
-        if let Some(w) = st.stats.as_mut()
-            && let Err(e) = w.write_frame(&record)
-        {
-            st.stats = None;
-            gst::element_imp_error!(
-                self,
-                gst::ResourceError::Write,
-                ("Writing the stats file failed: {e}")
-            );
-            return Err(gst::FlowError::Error);
+        let mut ready = Vec::new();
+        ready.extend(st.finished.take());
+        if lag == 0 {
+            ready.push((current, scores.unwrap_or_default()));
+        } else if let (Some(previous), Some(scores)) = (st.held.replace(current), scores) {
+            ready.push((previous, scores));
         }
-        let warnings = std::mem::take(&mut st.pending_warnings);
+        self.deliver(state, ready, true)
+    }
+
+    /// Records each scored pair (pooled statistics, stats file) under the state lock, then
+    /// posts its message, attaches its meta and pushes its buffer without it.
+    /// With `push` false (stopping), the buffers are dropped after their message.
+    fn deliver(
+        &self,
+        mut state: std::sync::MutexGuard<'_, State>,
+        ready: Vec<(Held, gpumetrics_engine::Scores)>,
+        push: bool,
+    ) -> Result<gst::FlowSuccess, gst::FlowError> {
+        let (post_messages, attach_meta) = {
+            let s = self.settings.lock().unwrap();
+            (s.post_messages, s.attach_meta)
+        };
+        let mut out = Vec::new();
+        for (held, scores) in ready {
+            let record = FrameScores {
+                frame: held.frame,
+                pts: held.buffer.pts(),
+                running_time: held.running_time.map(gst::ClockTime::from_nseconds),
+                duration: held.buffer.duration(),
+                scores: scores.iter().map(|(n, v)| (n.to_string(), v)).collect(),
+            };
+            state.pooler.push(&scores);
+            gst::log!(
+                CAT,
+                imp = self,
+                "pair {}: {:?}",
+                record.frame,
+                record.scores
+            );
+            if let Some(w) = state.stats.as_mut()
+                && let Err(e) = w.write_frame(&record)
+            {
+                state.stats = None;
+                gst::element_imp_error!(
+                    self,
+                    gst::ResourceError::Write,
+                    ("Writing the stats file failed: {e}")
+                );
+                return Err(gst::FlowError::Error);
+            }
+            out.push((held.buffer, record));
+        }
+        // Unmatched buffers waited behind the held pair delivered here (at most one).
+        let behind = if out.is_empty() {
+            Vec::new()
+        } else {
+            std::mem::take(&mut state.behind)
+        };
+        let warnings = std::mem::take(&mut state.pending_warnings);
+        let latency = state.pending_latency.take();
         drop(state);
         self.post_warnings(warnings);
-
-        if post_messages {
-            let msg = gst::message::Element::builder(record.to_structure(FRAME_MESSAGE_NAME))
-                .src(&*self.obj())
-                .build();
-            let _ = self.obj().post_message(msg);
+        if let Some(l) = latency {
+            let l = gst::ClockTime::from_nseconds(l);
+            self.obj().set_latency(l, Some(l));
         }
-        if attach_meta {
-            // Free when we hold the only reference; otherwise copies the buffer struct and
-            // shares the memory.
-            if let Err(e) = meta::add(distorted.make_mut(), &record) {
-                gst::warning!(CAT, imp = self, "could not attach meta: {e}");
+        let mut result = Ok(gst::FlowSuccess::Ok);
+        for (mut buffer, record) in out {
+            if post_messages {
+                let msg = gst::message::Element::builder(record.to_structure(FRAME_MESSAGE_NAME))
+                    .src(&*self.obj())
+                    .build();
+                let _ = self.obj().post_message(msg);
+            }
+            if attach_meta {
+                // Free when we hold the only reference; otherwise copies the buffer struct and
+                // shares the memory.
+                if let Err(e) = meta::add(buffer.make_mut(), &record) {
+                    gst::warning!(CAT, imp = self, "could not attach meta: {e}");
+                }
+            }
+            if push && result.is_ok() {
+                result = self.push(buffer);
             }
         }
-        self.push(distorted)
+        for buffer in behind {
+            if push && result.is_ok() {
+                result = self.push(buffer);
+            }
+        }
+        result
+    }
+
+    /// At the end of a run (EOS; on stop without pushing): scores the pair still held back,
+    /// if any, and pushes it.
+    fn drain_held(&self, push: bool) -> Result<gst::FlowSuccess, gst::FlowError> {
+        let mut state = self.state.lock().unwrap();
+        let mut ready: Vec<_> = state.finished.take().into_iter().collect();
+        if let Some(held) = state.held.take() {
+            let scores = state
+                .engine
+                .as_mut()
+                .and_then(|e| e.finish())
+                .unwrap_or_default();
+            ready.push((held, scores));
+        }
+        if ready.is_empty() {
+            return Ok(gst::FlowSuccess::Ok);
+        }
+        self.deliver(state, ready, push)
     }
 
     /// Posts queued warnings as element warnings (outside the state lock: a bus sync
@@ -1153,6 +1301,8 @@ impl AggregatorImpl for GpuMetrics {
     fn stop(&self) -> Result<(), gst::ErrorMessage> {
         let active = self.state.lock().unwrap().active;
         if active {
+            // Stopped before EOS: the held pair still gets its message and record.
+            let _ = self.drain_held(false);
             self.finish_run();
         }
         let mut state = self.state.lock().unwrap();
@@ -1170,7 +1320,16 @@ impl AggregatorImpl for GpuMetrics {
 
     fn flush(&self) -> Result<gst::FlowSuccess, gst::FlowError> {
         // A flushing seek: pooled statistics continue; the next EOS posts an updated summary.
-        self.state.lock().unwrap().summary_posted = false;
+        // A held pair is dropped with the flushed data, and motion restarts.
+        let mut state = self.state.lock().unwrap();
+        state.summary_posted = false;
+        state.held = None;
+        state.finished = None;
+        state.behind.clear();
+        if let Some(e) = state.engine.as_mut() {
+            e.reset();
+        }
+        drop(state);
         self.parent_flush()
     }
 
@@ -1373,6 +1532,13 @@ impl GpuMetrics {
                 self.note_end(&d);
                 {
                     let mut state = self.state.lock().unwrap();
+                    if state.held.is_some() {
+                        // Leaves after the held pair's buffer, in order.
+                        state.active = true;
+                        state.unmatched_dist += 1;
+                        state.behind.push(b);
+                        return Ok(gst::FlowSuccess::Ok);
+                    }
                     state.active = true;
                     state.unmatched_dist += 1;
                     gst::debug!(
@@ -1397,8 +1563,9 @@ impl GpuMetrics {
                         "one input ended and the other stalled"
                     }
                 );
+                let drained = self.drain_held(true);
                 self.finish_run();
-                Err(gst::FlowError::Eos)
+                drained.and(Err(gst::FlowError::Eos))
             }
             Decision::Wait => Err(gst_base::AGGREGATOR_FLOW_NEED_DATA),
         }

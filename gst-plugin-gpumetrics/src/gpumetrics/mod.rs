@@ -5,7 +5,7 @@
  * SECTION:element-gpumetrics
  *
  * Compares a distorted video (`dist_sink`) with its reference (`ref_sink`) frame by frame and
- * reports quality metrics (PSNR, SSIM, MS-SSIM, SSIMULACRA2, Butteraugli) per pair as `gpumetrics` element messages
+ * reports quality metrics (PSNR, SSIM, MS-SSIM, SSIMULACRA2, Butteraugli, VMAF) per pair as `gpumetrics` element messages
  * and as `GstGpuMetricsMeta` custom meta on the outgoing buffer, optionally to a stats file
  * (jsonl/csv/json), and the pooled `gpumetrics-summary` message at EOS. The distorted stream
  * leaves through `src` unchanged. Frames are paired by running time (within half a frame

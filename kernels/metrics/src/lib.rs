@@ -29,3 +29,4 @@ pub mod psnr;
 pub mod selftest;
 pub mod ssim;
 pub mod ssimulacra2;
+pub mod vmaf;

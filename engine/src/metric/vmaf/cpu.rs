@@ -1,0 +1,253 @@
+//! VMAF on the CPU: the kernel crate's per-pixel and per-row functions over host buffers
+//! (allocated once per plan), rows in parallel with rayon.
+
+use rayon::prelude::*;
+
+use super::{
+    Frame, Sequence, Sums, adm_scale, adm_sizes, frame_features, luma_bpc, motion_score, vif_sizes,
+};
+use crate::frame::PlanePtrs;
+use crate::metric::CpuMetric;
+use crate::plan::Plan;
+use crate::scores::Scores;
+use gpumetrics_kernels::vmaf::{self as k, Plane, adm, motion, vif};
+
+/// A plane over a host buffer.
+fn plane<T>(buf: &[T], offset: usize, width: u32, height: u32) -> Plane {
+    debug_assert!(offset + width as usize * height as usize <= buf.len());
+    Plane {
+        ptr: buf[offset..].as_ptr() as u64,
+        stride: width,
+        width,
+        height,
+        _pad: 0,
+    }
+}
+
+/// Runs `f(x, y)` for every pixel of a w×h grid, rows in parallel.
+fn for_each_pixel(w: u32, h: u32, f: impl Fn(u32, u32) + Sync) {
+    (0..h).into_par_iter().for_each(|y| {
+        for x in 0..w {
+            f(x, y)
+        }
+    });
+}
+
+pub(super) struct Vmaf {
+    /// Reference and distorted luma as `u16`.
+    luma: [Vec<u16>; 2],
+    /// VIF scales 1..3 (reference, distorted), each its own buffer.
+    vif_images: Vec<[Vec<u16>; 2]>,
+    /// The vertical pass's five planes (sized for scale 0).
+    vif_tmp: Vec<u32>,
+    /// ADM bands per level (8 planes) and the maps of one level (9 planes, sized for level 0).
+    adm_bands: Vec<Vec<i32>>,
+    adm_maps: Vec<i32>,
+    /// Motion: the vertical pass, and the blurred reference of this and the previous pair.
+    blur_tmp: Vec<u16>,
+    blur: [Vec<u16>; 2],
+    /// Which of `blur` holds this pair; whether the other holds the previous pair's.
+    current: usize,
+    has_previous: bool,
+    log2: Vec<u16>,
+    sequence: Sequence,
+}
+
+/// libvmaf's `log_generate` table for the indices it reads (see `vif::LOG2_LEN`).
+pub(super) fn log2_table() -> Vec<u16> {
+    (0..vif::LOG2_LEN as u32)
+        .map(|i| {
+            let v = (i + vif::LOG2_BASE) as f64;
+            ((v.log2() as f32 * 2048.0) as f64).round() as u16
+        })
+        .collect()
+}
+
+impl Vmaf {
+    pub(super) fn new(plan: &Plan) -> Vmaf {
+        let (w, h) = (plan.reference.width, plan.reference.height);
+        let n = w as usize * h as usize;
+        let vif_images = vif_sizes(w, h)[1..]
+            .iter()
+            .map(|&(w, h)| {
+                let n = w as usize * h as usize;
+                [vec![0; n], vec![0; n]]
+            })
+            .collect();
+        let adm_bands = adm_sizes(w, h)
+            .iter()
+            .map(|&(w, h)| vec![0; 8 * w as usize * h as usize])
+            .collect();
+        let (bw, bh) = adm_sizes(w, h)[0];
+        Vmaf {
+            luma: [vec![0; n], vec![0; n]],
+            vif_images,
+            vif_tmp: vec![0; 5 * n],
+            adm_bands,
+            adm_maps: vec![0; adm::MAPS as usize * bw as usize * bh as usize],
+            blur_tmp: vec![0; n],
+            blur: [vec![0; n], vec![0; n]],
+            current: 0,
+            has_previous: false,
+            log2: log2_table(),
+            sequence: Sequence::default(),
+        }
+    }
+
+    /// The integer sums and the SAD to the previous blurred reference of one pair whose
+    /// luma is in `self.luma`.
+    fn sums(&mut self, plan: &Plan) -> (Sums, Option<u64>) {
+        let (w, h) = (plan.reference.width, plan.reference.height);
+        let bpc = luma_bpc(plan);
+        let mut sums = Sums::default();
+
+        // VIF.
+        let vs = vif_sizes(w, h);
+        for scale in 0..4 {
+            let (sw, sh) = vs[scale];
+            let (r, d) = if scale == 0 {
+                (&self.luma[0], &self.luma[1])
+            } else {
+                let im = &self.vif_images[scale - 1];
+                (&im[0], &im[1])
+            };
+            let s = vif::VifScale {
+                reference: plane(r, 0, sw, sh),
+                distorted: plane(d, 0, sw, sh),
+                tmp: plane(&self.vif_tmp, 0, sw, sh),
+                log2: self.log2.as_ptr() as u64,
+                gain_limit: plan.vmaf.model.vif_gain_limit,
+                scale: scale as u32,
+                bpc,
+            };
+            // SAFETY: every plane lies in a buffer of this struct sized for it; the tmp
+            // planes are written one pixel per call, then read.
+            for_each_pixel(sw, sh, |x, y| unsafe { vif::vertical_store(&s, x, y) });
+            let rows: Vec<vif::Sums> = (0..sh)
+                .into_par_iter()
+                .map(|y| {
+                    let mut acc = vif::Sums::default();
+                    for x in 0..sw {
+                        acc.add(&unsafe { vif::pixel(&s, x, y) });
+                    }
+                    acc
+                })
+                .collect();
+            let mut total = vif::Sums::default();
+            rows.iter().for_each(|r| total.add(r));
+            sums.vif[scale] = total.to_array();
+            if scale < 3 {
+                let (nw, nh) = vs[scale + 1];
+                let im = &self.vif_images[scale];
+                let (nr, nd) = (plane(&im[0], 0, nw, nh), plane(&im[1], 0, nw, nh));
+                // SAFETY: as above; the next scale's images are other buffers.
+                for_each_pixel(nw, nh, |x, y| unsafe {
+                    let (a, b) = vif::down(&s, x, y);
+                    nr.set::<u16>(x, y, a);
+                    nd.set::<u16>(x, y, b);
+                });
+            }
+        }
+
+        // ADM.
+        let sizes = adm_sizes(w, h);
+        for scale in 0..4 {
+            let (bw, bh) = sizes[scale];
+            let bands = plane(&self.adm_bands[scale], 0, bw, bh);
+            let dwt = if scale == 0 {
+                adm::Dwt {
+                    src_ref: plane(&self.luma[0], 0, w, h),
+                    src_dis: plane(&self.luma[1], 0, w, h),
+                    bands,
+                    scale: 0,
+                    bpc,
+                }
+            } else {
+                let (pw, ph) = sizes[scale - 1];
+                let prev = plane(&self.adm_bands[scale - 1], 0, pw, ph);
+                adm::Dwt {
+                    src_ref: prev.nth::<i32>(adm::BAND_A),
+                    src_dis: prev.nth::<i32>(adm::DIS + adm::BAND_A),
+                    bands,
+                    scale: scale as u32,
+                    bpc,
+                }
+            };
+            // SAFETY: bands and maps are buffers of this struct sized for the level.
+            for_each_pixel(bw, bh, |x, y| unsafe { adm::dwt_store(&dwt, x, y) });
+            let s = adm::Scale {
+                bands,
+                maps: plane(&self.adm_maps, 0, bw, bh),
+                ..adm_scale(plan, scale)
+            };
+            for_each_pixel(bw, bh, |x, y| unsafe { adm::decouple_store(&s, x, y) });
+            let rows: Vec<([i64; 3], [u64; 3])> = (0..bh)
+                .into_par_iter()
+                .map(|y| unsafe { adm::row(&s, y) })
+                .collect();
+            let mut acc = [0i64; 6];
+            for (num, den) in rows {
+                for k in 0..3 {
+                    acc[k] = acc[k].wrapping_add(num[k]);
+                    acc[3 + k] = acc[3 + k].wrapping_add(den[k] as i64);
+                }
+            }
+            sums.adm[scale] = acc;
+        }
+
+        // Motion.
+        let src = plane(&self.luma[0], 0, w, h);
+        let tmp = plane(&self.blur_tmp, 0, w, h);
+        let cur = plane(&self.blur[self.current], 0, w, h);
+        // SAFETY: three distinct buffers of the frame's size.
+        for_each_pixel(w, h, |x, y| unsafe {
+            tmp.set::<u16>(x, y, motion::blur_y(&src, x, y, bpc))
+        });
+        for_each_pixel(w, h, |x, y| unsafe {
+            cur.set::<u16>(x, y, motion::blur_x(&tmp, x, y))
+        });
+        let sad = self.has_previous.then(|| {
+            let prev = plane(&self.blur[1 - self.current], 0, w, h);
+            (0..h)
+                .into_par_iter()
+                .map(|y| unsafe { motion::sad_row(&cur, &prev, y) })
+                .sum::<u64>()
+        });
+        self.current = 1 - self.current;
+        self.has_previous = true;
+        (sums, sad)
+    }
+}
+
+impl CpuMetric for Vmaf {
+    fn measure(&mut self, plan: &Plan, r: &PlanePtrs, d: &PlanePtrs, late: &mut Scores) {
+        let (w, h) = (plan.reference.width, plan.reference.height);
+        let luma = plan.psnr_planes(r, d).pairs[0];
+        let (rc, dc) = (luma.reference, luma.distorted);
+        let (out_r, out_d) = (plane(&self.luma[0], 0, w, h), plane(&self.luma[1], 0, w, h));
+        // SAFETY: the backend validated both frames against the plan's layouts; the outputs
+        // are this struct's frame-sized buffers.
+        for_each_pixel(w, h, |x, y| unsafe {
+            k::load(&rc, &out_r, x, y, rc.max);
+            k::load(&dc, &out_d, x, y, rc.max);
+        });
+        let (sums, sad) = self.sums(plan);
+        let motion = sad.map_or(0.0, |s| motion_score(s, w, h));
+        let f: Frame = frame_features(plan, &sums, motion);
+        self.sequence.push(plan, f, late);
+    }
+
+    fn lag(&self) -> usize {
+        1
+    }
+
+    fn finish(&mut self, plan: &Plan, late: &mut Scores) {
+        self.sequence.finish(plan, late);
+        self.has_previous = false;
+    }
+
+    fn reset(&mut self) {
+        self.sequence.reset();
+        self.has_previous = false;
+    }
+}

@@ -1,0 +1,272 @@
+//! VMAF on the GPU: the kernel crate's functions as kernels, on the backend's stream. Per
+//! pair: `vmaf_load` (luma to `u16`), per VIF scale `vmaf_vif_vertical` + `vmaf_vif_stat`
+//! (+ `vmaf_vif_down`), per ADM level `vmaf_adm_dwt` + `vmaf_adm_decouple` +
+//! `vmaf_adm_rows`, the motion blur and SAD, then one copy of the 41 integer sums. Every
+//! buffer is allocated once per plan (about 60 bytes per pixel); the sums are zeroed by one
+//! memset per pair.
+
+use cudarc::driver::result as cu;
+use cudarc::driver::{DriverError, LaunchConfig};
+
+use super::{
+    Sequence, Sums, adm_scale, adm_sizes, frame_features, luma_bpc, motion_score, vif_sizes,
+};
+use crate::cuda::{DevPtrMut, DeviceBuffer, Gpu, PinnedBuffer};
+use crate::error::EngineError;
+use crate::frame::PlanePtrs;
+use crate::metric::CudaMetric;
+use crate::plan::Plan;
+use crate::scores::Scores;
+use gpumetrics_kernels::vmaf::{Plane, ROW_BLOCK, TILE, adm, vif};
+
+/// u64 sums per pair: VIF 4×4, ADM 4×6, the SAD.
+const SUMS: usize = 16 + 24 + 1;
+
+pub(super) struct Vmaf {
+    /// Owns every plane below.
+    _memory: DeviceBuffer<u8>,
+    luma: [Plane; 2],
+    /// VIF images of scales 1..3 (reference, distorted).
+    vif_images: Vec<[Plane; 2]>,
+    vif_tmp: Plane,
+    log2: u64,
+    adm_bands: Vec<Plane>,
+    adm_maps: Plane,
+    blur_tmp: Plane,
+    blur: [Plane; 2],
+    current: usize,
+    has_previous: bool,
+    out: u64,
+    host_out: PinnedBuffer<u64>,
+    sequence: Sequence,
+}
+
+impl Vmaf {
+    pub(super) fn new(gpu: &Gpu, plan: &Plan) -> Result<Vmaf, DriverError> {
+        let stream = &gpu.stream;
+        let (w, h) = (plan.reference.width, plan.reference.height);
+        let vs = vif_sizes(w, h);
+        let asz = adm_sizes(w, h);
+        let n = |(w, h): (u32, u32)| w as u64 * h as u64;
+        // Regions, in bytes, each 256-byte aligned.
+        let mut regions: Vec<u64> = vec![2 * 2 * n(vs[0])];
+        regions.extend(vs[1..].iter().map(|&s| 2 * 2 * n(s)));
+        regions.push(5 * 4 * n(vs[0]));
+        regions.push(2 * vif::LOG2_LEN as u64);
+        regions.extend(asz.iter().map(|&s| 8 * 4 * n(s)));
+        regions.push(adm::MAPS as u64 * 4 * n(asz[0]));
+        regions.push(3 * 2 * n(vs[0]));
+        regions.push(8 * SUMS as u64);
+        let total: u64 = regions.iter().map(|r| r.next_multiple_of(256)).sum();
+        let memory = DeviceBuffer::<u8>::zeroed(stream, total as usize)?;
+        let mut at = memory.ptr();
+        let mut starts = Vec::new();
+        for r in &regions {
+            starts.push(at);
+            at += r.next_multiple_of(256);
+        }
+        let plane = |ptr: u64, (width, height): (u32, u32)| Plane {
+            ptr,
+            stride: width,
+            width,
+            height,
+            _pad: 0,
+        };
+        let pair =
+            |ptr: u64, s: (u32, u32), elem: u64| [plane(ptr, s), plane(ptr + elem * n(s), s)];
+        let luma = pair(starts[0], vs[0], 2);
+        let vif_images = (1..4).map(|i| pair(starts[i], vs[i], 2)).collect();
+        let vif_tmp = plane(starts[4], vs[0]);
+        let log2 = starts[5];
+        let adm_bands = (0..4).map(|i| plane(starts[6 + i], asz[i])).collect();
+        let adm_maps = plane(starts[10], asz[0]);
+        let blur_tmp = plane(starts[11], vs[0]);
+        let blur = [
+            plane(starts[11] + 2 * n(vs[0]), vs[0]),
+            plane(starts[11] + 4 * n(vs[0]), vs[0]),
+        ];
+        let out = starts[12];
+        let table = super::cpu::log2_table();
+        // SAFETY: the region holds the table; `table` lives until the synchronisation below.
+        unsafe { cu::memcpy_htod_async(log2, &table[..], stream.cu_stream()) }?;
+        // SAFETY: written by the copy in `sums` before it is read.
+        let host_out = unsafe { PinnedBuffer::new(&gpu.ctx, SUMS, 0) }?;
+        stream.synchronize()?;
+        Ok(Vmaf {
+            _memory: memory,
+            luma,
+            vif_images,
+            vif_tmp,
+            log2,
+            adm_bands,
+            adm_maps,
+            blur_tmp,
+            blur,
+            current: 0,
+            has_previous: false,
+            out,
+            host_out,
+            sequence: Sequence::default(),
+        })
+    }
+
+    /// Queues the pipeline for one pair and waits for its sums and SAD.
+    fn sums(
+        &mut self,
+        gpu: &Gpu,
+        plan: &Plan,
+        r: &PlanePtrs,
+        d: &PlanePtrs,
+    ) -> Result<(Sums, Option<u64>), DriverError> {
+        let (k, stream) = (&gpu.kernels, &gpu.stream);
+        let (w, h) = (plan.reference.width, plan.reference.height);
+        let bpc = luma_bpc(plan);
+        let tiles = |w: u32, h: u32| LaunchConfig {
+            grid_dim: (w.div_ceil(TILE), h.div_ceil(TILE), 1),
+            block_dim: (TILE, TILE, 1),
+            shared_mem_bytes: 0,
+        };
+        let rows = |h: u32| LaunchConfig {
+            grid_dim: (h, 1, 1),
+            block_dim: (ROW_BLOCK, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let out = |i: usize| DevPtrMut::<u64>::from_raw(self.out + 8 * i as u64);
+        let luma = plan.psnr_planes(r, d).pairs[0];
+        let vs = vif_sizes(w, h);
+        let asz = adm_sizes(w, h);
+        let cur = self.blur[self.current];
+        let prev = self.blur[1 - self.current];
+        // SAFETY: the frame pointers were validated against the plan's layouts (or are the
+        // backend's upload buffers); every plane was allocated for this plan in `new`, and
+        // the kernels of one pair run in stream order.
+        unsafe {
+            cu::memset_d8_async(self.out, 0, 8 * SUMS, stream.cu_stream())?;
+            k.vmaf_load(
+                stream,
+                tiles(w, h),
+                luma.reference,
+                luma.distorted,
+                self.luma[0],
+                self.luma[1],
+            )?;
+            for (scale, &(sw, sh)) in vs.iter().enumerate() {
+                let [r, d] = if scale == 0 {
+                    self.luma
+                } else {
+                    self.vif_images[scale - 1]
+                };
+                let s = vif::VifScale {
+                    reference: r,
+                    distorted: d,
+                    tmp: Plane {
+                        stride: sw,
+                        width: sw,
+                        height: sh,
+                        ..self.vif_tmp
+                    },
+                    log2: self.log2,
+                    gain_limit: plan.vmaf.model.vif_gain_limit,
+                    scale: scale as u32,
+                    bpc,
+                };
+                k.vmaf_vif_vertical(stream, tiles(sw, sh), s)?;
+                k.vmaf_vif_stat(stream, rows(sh), s, out(4 * scale))?;
+                if scale < 3 {
+                    let [nr, nd] = self.vif_images[scale];
+                    k.vmaf_vif_down(stream, tiles(nr.width, nr.height), s, nr, nd)?;
+                }
+            }
+            for (scale, &(bw, bh)) in asz.iter().enumerate() {
+                let bands = self.adm_bands[scale];
+                let dwt = if scale == 0 {
+                    adm::Dwt {
+                        src_ref: self.luma[0],
+                        src_dis: self.luma[1],
+                        bands,
+                        scale: 0,
+                        bpc,
+                    }
+                } else {
+                    let p = self.adm_bands[scale - 1];
+                    adm::Dwt {
+                        src_ref: p.nth::<i32>(adm::BAND_A),
+                        src_dis: p.nth::<i32>(adm::DIS + adm::BAND_A),
+                        bands,
+                        scale: scale as u32,
+                        bpc,
+                    }
+                };
+                k.vmaf_adm_dwt(stream, tiles(bw, bh), dwt)?;
+                let s = adm::Scale {
+                    bands,
+                    maps: Plane {
+                        stride: bw,
+                        width: bw,
+                        height: bh,
+                        ..self.adm_maps
+                    },
+                    ..adm_scale(plan, scale)
+                };
+                k.vmaf_adm_decouple(stream, tiles(bw, bh), s)?;
+                k.vmaf_adm_rows(stream, rows(bh), s, out(16 + 6 * scale))?;
+            }
+            k.vmaf_motion_blur_y(stream, tiles(w, h), self.luma[0], self.blur_tmp, bpc)?;
+            k.vmaf_motion_blur_x(stream, tiles(w, h), self.blur_tmp, cur)?;
+            if self.has_previous {
+                k.vmaf_motion_sad(stream, rows(h), cur, prev, out(40))?;
+            }
+            self.host_out.copy_from_device(self.out, stream)?;
+        }
+        stream.synchronize()?;
+        // SAFETY: the copy completed.
+        let host = unsafe { self.host_out.as_slice() };
+        let mut sums = Sums::default();
+        for scale in 0..4 {
+            for i in 0..4 {
+                sums.vif[scale][i] = host[4 * scale + i] as i64;
+            }
+            for i in 0..6 {
+                sums.adm[scale][i] = host[16 + 6 * scale + i] as i64;
+            }
+        }
+        let sad = self.has_previous.then_some(host[40]);
+        self.current = 1 - self.current;
+        self.has_previous = true;
+        Ok((sums, sad))
+    }
+}
+
+impl CudaMetric for Vmaf {
+    fn measure(
+        &mut self,
+        gpu: &Gpu,
+        plan: &Plan,
+        r: &PlanePtrs,
+        d: &PlanePtrs,
+        late: &mut Scores,
+    ) -> Result<(), EngineError> {
+        let (sums, sad) = self
+            .sums(gpu, plan, r, d)
+            .map_err(|e| EngineError::Cuda(format!("running vmaf: {e}")))?;
+        let (w, h) = (plan.reference.width, plan.reference.height);
+        let motion = sad.map_or(0.0, |s| motion_score(s, w, h));
+        self.sequence
+            .push(plan, frame_features(plan, &sums, motion), late);
+        Ok(())
+    }
+
+    fn lag(&self) -> usize {
+        1
+    }
+
+    fn finish(&mut self, plan: &Plan, late: &mut Scores) {
+        self.sequence.finish(plan, late);
+        self.has_previous = false;
+    }
+
+    fn reset(&mut self) {
+        self.sequence.reset();
+        self.has_previous = false;
+    }
+}

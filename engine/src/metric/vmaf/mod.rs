@@ -1,0 +1,401 @@
+//! VMAF (libvmaf v3.1.0): the integer VIF, ADM and motion features (kernel side:
+//! `gpumetrics_kernels::vmaf`, integer sums that are equal on the CPU and the GPU), the
+//! float steps from those sums to libvmaf's feature values (here, once), and the model's
+//! prediction ([`model`]).
+//!
+//! Motion is temporal: a pair's motion2 is min(motion to the previous reference frame,
+//! motion to the next one), so the metric holds each pair back until the next one arrives
+//! (`lag` 1) and scores the last pair of a sequence at `finish` with its own motion, as
+//! libvmaf does.
+
+mod cpu;
+mod cuda;
+pub mod model;
+
+use std::sync::Arc;
+
+use super::{Entry, Info};
+use crate::format::ColorFamily;
+use crate::metrics::MetricSet;
+use crate::plan::Plan;
+use crate::scores::Scores;
+use gpumetrics_kernels::vmaf::MIN_SIDE_EXCLUSIVE;
+use gpumetrics_kernels::vmaf::adm::{self, ceil_log2, region};
+
+pub use model::{Feature, Model};
+
+/// VMAF's settings of a plan ([`crate::EngineBuilder::vmaf`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct VmafOptions {
+    /// The model (default `vmaf_v0.6.1`).
+    pub model: Arc<Model>,
+    /// Also report the elementary features (`vmaf-adm2`, …).
+    pub features: bool,
+}
+
+impl Default for VmafOptions {
+    fn default() -> Self {
+        VmafOptions {
+            model: Model::default_model(),
+            features: false,
+        }
+    }
+}
+
+/// The feature fields, in record order.
+pub const FEATURE_FIELDS: [&str; 10] = [
+    "vmaf-adm2",
+    "vmaf-adm-scale0",
+    "vmaf-adm-scale1",
+    "vmaf-adm-scale2",
+    "vmaf-adm-scale3",
+    "vmaf-vif-scale0",
+    "vmaf-vif-scale1",
+    "vmaf-vif-scale2",
+    "vmaf-vif-scale3",
+    "vmaf-motion2",
+];
+
+pub(crate) const ENTRY: Entry = Entry {
+    provides: &[Info {
+        flag: MetricSet::VMAF,
+        name: "vmaf",
+        description: "VMAF (libvmaf 3.1.0 integer features and model; luma; holds one pair back)",
+        fields: "vmaf; with vmaf-features: vmaf-adm2, vmaf-adm-scale0..3, vmaf-vif-scale0..3, \
+                 vmaf-motion2",
+    }],
+    notes: |plan, set| {
+        if set.contains(MetricSet::VMAF) && plan.reference.format.family() == ColorFamily::Rgb {
+            vec![
+                "vmaf measures luma: RGB inputs get no vmaf (convert them to a YUV format \
+                  first, e.g. with videoconvert)"
+                    .to_string(),
+            ]
+        } else if set.contains(MetricSet::VMAF) && !fits(plan) {
+            vec![format!(
+                "vmaf needs frames larger than {MIN_SIDE_EXCLUSIVE}x{MIN_SIDE_EXCLUSIVE} (as \
+                 libvmaf); {}x{} frames get no vmaf",
+                plan.reference.width, plan.reference.height
+            )]
+        } else {
+            Vec::new()
+        }
+    },
+    check: |_, _| Ok(()),
+    cpu: |plan, set| {
+        (set.contains(MetricSet::VMAF) && fits(plan))
+            .then(|| Box::new(cpu::Vmaf::new(plan)) as Box<dyn super::CpuMetric>)
+    },
+    cuda: |gpu, plan, set| {
+        if !set.contains(MetricSet::VMAF) || !fits(plan) {
+            return Ok(None);
+        }
+        Ok(Some(Box::new(cuda::Vmaf::new(gpu, plan)?)))
+    },
+};
+
+fn fits(plan: &Plan) -> bool {
+    plan.reference.width > MIN_SIDE_EXCLUSIVE
+        && plan.reference.height > MIN_SIDE_EXCLUSIVE
+        && plan.reference.format.family() != ColorFamily::Rgb
+}
+
+/// Bits per luma sample of the plan's reference (the distorted luma is rescaled to it).
+fn luma_bpc(plan: &Plan) -> u32 {
+    plan.reference.format.depth()
+}
+
+/// The integer sums of one pair, from either backend.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Sums {
+    /// Per VIF scale: num_log, den_log, num_non_log, den_non_log.
+    pub vif: [[i64; 4]; 4],
+    /// Per ADM scale: numerator h, v, d (row-shifted), denominator h, v, d (as u64 bits).
+    pub adm: [[i64; 6]; 4],
+}
+
+/// A pair's features without motion2.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(crate) struct Frame {
+    pub adm2: f64,
+    pub adm_scale: [f64; 4],
+    pub vif_scale: [f64; 4],
+    /// motion to the previous reference frame (0 for the first).
+    pub motion: f64,
+}
+
+/// Sizes of the four VIF scales and the four ADM band levels of a w×h frame.
+pub(crate) fn vif_sizes(w: u32, h: u32) -> [(u32, u32); 4] {
+    [(w, h), (w / 2, h / 2), (w / 4, h / 4), (w / 8, h / 8)]
+}
+
+pub(crate) fn adm_sizes(w: u32, h: u32) -> [(u32, u32); 4] {
+    let mut out = [(0, 0); 4];
+    let (mut w, mut h) = (w, h);
+    for o in &mut out {
+        w = w.div_ceil(2);
+        h = h.div_ceil(2);
+        *o = (w, h);
+    }
+    out
+}
+
+/// libvmaf's `dwt_quant_step` (float, with its double intermediates).
+fn quant_step(lambda: usize, theta: usize) -> f32 {
+    const A: f32 = 0.495;
+    const K: f32 = 0.466;
+    const F0: f32 = 0.401;
+    const G: [f32; 4] = [1.501, 1.0, 0.534, 1.0];
+    const AMP: [[f32; 4]; 6] = [
+        [0.62171, 0.67234, 0.72709, 0.67234],
+        [0.34537, 0.41317, 0.49428, 0.41317],
+        [0.18004, 0.22727, 0.28688, 0.22727],
+        [0.091401, 0.11792, 0.15214, 0.11792],
+        [0.045943, 0.059758, 0.077727, 0.059758],
+        [0.023013, 0.030018, 0.039156, 0.030018],
+    ];
+    let r = (3.0f64 * 1080.0 * std::f64::consts::PI / 180.0) as f32;
+    let temp =
+        (2.0f64.powf((lambda + 1) as f64) * F0 as f64 * G[theta] as f64 / r as f64).log10() as f32;
+    (2.0 * A as f64 * 10.0f64.powf((K * temp * temp) as f64) / AMP[lambda][theta] as f64) as f32
+}
+
+/// The contrast sensitivity factors (1/Q) of h, v, d at an ADM scale.
+fn rfactor(scale: usize) -> [f32; 3] {
+    let (f1, f2) = (quant_step(scale, 1), quant_step(scale, 2));
+    [1.0 / f1, 1.0 / f1, 1.0 / f2]
+}
+
+/// The fixed-point factors the kernels multiply by (libvmaf's `i_rfactor`; scale 0 uses its
+/// constants for the default viewing distance and display height).
+pub(crate) fn fixed_rfactor(scale: usize) -> [u32; 3] {
+    if scale == 0 {
+        [36453, 36453, 49417]
+    } else {
+        rfactor(scale).map(|r| (r as f64 * 4294967296.0) as u32)
+    }
+}
+
+/// The kernels' parameters of ADM scale `scale`, with `bands`/`maps` to be filled in.
+pub(crate) fn adm_scale(plan: &Plan, scale: usize) -> adm::Scale {
+    adm::Scale {
+        gain_limit: plan.vmaf.model.adm_gain_limit,
+        rfactor: fixed_rfactor(scale),
+        scale: scale as u32,
+        ..Default::default()
+    }
+}
+
+/// libvmaf's VIF feature of one scale from its sums.
+fn vif_feature(s: &[i64; 4]) -> f64 {
+    let [num_log, den_log, num_non_log, den_non_log] = *s;
+    let num = (num_log as f64 / 2048.0
+        + (den_non_log as f64 - (num_non_log as f64 / 16384.0) / 65025.0)) as f32;
+    let den = (den_log as f64 / 2048.0 + den_non_log as f64) as f32;
+    (num / den) as f64
+}
+
+/// libvmaf's ADM num and den of one scale (band size w×h) from its sums.
+fn adm_scale_num_den(scale: usize, w: u32, h: u32, s: &[i64; 6]) -> (f32, f32) {
+    let (left, top, right, bottom) = region(w, h);
+    let area = ((bottom - top) * (right - left)) as f32 / 32.0;
+    let add = area.powf(1.0 / 3.0);
+    let rf = rfactor(scale);
+    let (num_sh, den_sh) = adm::row_shifts(&adm::Scale {
+        bands: gpumetrics_kernels::vmaf::Plane {
+            width: w,
+            height: h,
+            ..Default::default()
+        },
+        scale: scale as u32,
+        ..Default::default()
+    });
+    let cube_root = |v: f32| v.powf(1.0 / 3.0);
+    let (num, den);
+    if scale == 0 {
+        let cub = ceil_log2(w).wrapping_sub(4);
+        let f = |v: i64, bits: u32| {
+            (v as f64 / 2f64.powf(bits.wrapping_sub(cub).wrapping_sub(num_sh) as f64)) as f32
+        };
+        let fd = |v: i64| {
+            (v as f64 / 2f64.powf(57u32.wrapping_sub(cub + 1).wrapping_sub(num_sh) as f64)) as f32
+        };
+        num = (cube_root(f(s[0], 52)) + add)
+            + (cube_root(f(s[1], 52)) + add)
+            + (cube_root(fd(s[2])) + add);
+        let shift_csf = 2f64.powf(18u32.wrapping_sub(den_sh) as f64);
+        let csf = |v: i64, r: f32| (v as u64 as f64 / shift_csf) * (r as f64).powf(3.0);
+        den = (cube_root(csf(s[3], rf[0]) as f32) + add)
+            + (cube_root(csf(s[4], rf[1]) as f32) + add)
+            + (cube_root(csf(s[5], rf[2]) as f32) + add);
+    } else {
+        let cub = ceil_log2(w);
+        const FINAL: [u32; 3] = [45, 39, 36];
+        let shift =
+            2f64.powf(FINAL[scale - 1].wrapping_sub(cub).wrapping_sub(num_sh) as f64) as f32;
+        let f = |v: i64| v as f32 / shift;
+        num = (cube_root(f(s[0])) + add) + (cube_root(f(s[1])) + add) + (cube_root(f(s[2])) + add);
+        const CONVERT: [u32; 3] = [32, 27, 23];
+        let den_cub = ceil_log2(right - left);
+        let shift_csf = 2f64.powf(
+            CONVERT[scale - 1]
+                .wrapping_sub(den_sh)
+                .wrapping_sub(den_cub) as f64,
+        );
+        let csf = |v: i64, r: f32| (v as u64 as f64 / shift_csf) * (r as f64).powf(3.0);
+        den = (cube_root(csf(s[3], rf[0]) as f32) + add)
+            + (cube_root(csf(s[4], rf[1]) as f32) + add)
+            + (cube_root(csf(s[5], rf[2]) as f32) + add);
+    }
+    (num, den)
+}
+
+/// libvmaf's motion score of a SAD between two blurred w×h frames.
+pub(crate) fn motion_score(sad: u64, w: u32, h: u32) -> f64 {
+    ((sad as f64 / 256.0) as f32 / (w * h) as f32) as f64
+}
+
+/// A pair's features (motion aside) from its sums.
+pub(crate) fn frame_features(plan: &Plan, sums: &Sums, motion: f64) -> Frame {
+    let (w, h) = (plan.reference.width, plan.reference.height);
+    let mut f = Frame {
+        motion,
+        ..Default::default()
+    };
+    for k in 0..4 {
+        f.vif_scale[k] = vif_feature(&sums.vif[k]);
+    }
+    let (mut num, mut den) = (0.0f64, 0.0f64);
+    for (k, &(bw, bh)) in adm_sizes(w, h).iter().enumerate() {
+        let (n, d) = adm_scale_num_den(k, bw, bh, &sums.adm[k]);
+        num += n as f64;
+        den += d as f64;
+        f.adm_scale[k] = n as f64 / d as f64;
+    }
+    let limit = 1e-10 * (w * h) as f64 / (1920.0 * 1080.0);
+    let num = if num < limit { 0.0 } else { num };
+    let den = if den < limit { 0.0 } else { den };
+    f.adm2 = if den == 0.0 { 1.0 } else { num / den };
+    f
+}
+
+/// Appends a pair's fields, given its motion2.
+pub(crate) fn push_fields(plan: &Plan, f: &Frame, motion2: f64, scores: &mut Scores) {
+    let opts = &plan.vmaf;
+    let value = |feature: Feature| match feature {
+        Feature::Adm2 => f.adm2,
+        Feature::AdmScale(k) => f.adm_scale[k],
+        Feature::VifScale(k) => f.vif_scale[k],
+        Feature::Motion2 => motion2,
+    };
+    let inputs: Vec<f64> = opts
+        .model
+        .features
+        .iter()
+        .map(|m| value(m.feature))
+        .collect();
+    scores.push("vmaf", opts.model.predict(&inputs));
+    if opts.features {
+        let values = [
+            f.adm2,
+            f.adm_scale[0],
+            f.adm_scale[1],
+            f.adm_scale[2],
+            f.adm_scale[3],
+            f.vif_scale[0],
+            f.vif_scale[1],
+            f.vif_scale[2],
+            f.vif_scale[3],
+            motion2,
+        ];
+        for (name, v) in FEATURE_FIELDS.iter().zip(values) {
+            scores.push(name, v);
+        }
+    }
+}
+
+/// The temporal part shared by both backends: holds the last pair's features until the
+/// next pair's motion is known.
+#[derive(Default)]
+pub(crate) struct Sequence {
+    held: Option<Frame>,
+}
+
+impl Sequence {
+    /// Takes pair i's features (with motion[i]); appends pair i−1's fields, if any.
+    pub(crate) fn push(&mut self, plan: &Plan, f: Frame, late: &mut Scores) {
+        if let Some(prev) = self.held.replace(f) {
+            let motion2 = if prev.motion < f.motion {
+                prev.motion
+            } else {
+                f.motion
+            };
+            push_fields(plan, &prev, motion2, late);
+        }
+    }
+
+    /// End of the sequence: appends the held pair's fields (motion2 = its own motion).
+    pub(crate) fn finish(&mut self, plan: &Plan, late: &mut Scores) {
+        if let Some(prev) = self.held.take() {
+            push_fields(plan, &prev, prev.motion, late);
+        }
+    }
+
+    pub(crate) fn reset(&mut self) {
+        self.held = None;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fixed_factors_are_the_float_factors_in_fixed_point() {
+        // Scale 0: libvmaf's hard-coded constants, which its float formula misses by a few
+        // units in Q21/Q23 (36451 and 49415); they are used as libvmaf uses them.
+        let rf = rfactor(0);
+        assert_eq!(fixed_rfactor(0), [36453, 36453, 49417]);
+        assert!(((rf[0] as f64 * 2f64.powi(21)) as i64 - 36453).abs() <= 4);
+        assert!(((rf[2] as f64 * 2f64.powi(23)) as i64 - 49417).abs() <= 4);
+        // Scales 1-3: Q32 of the float factors (the reference test checks the features).
+        for s in 1..4 {
+            let q = fixed_rfactor(s);
+            assert_eq!(q[0], q[1]);
+            assert_eq!(q[0], (rfactor(s)[0] as f64 * 4294967296.0) as u32);
+        }
+    }
+
+    #[test]
+    fn cos_1deg_matches_libvmaf() {
+        let c = ((1.0f64 * std::f64::consts::PI / 180.0).cos()
+            * (1.0f64 * std::f64::consts::PI / 180.0).cos()) as f32;
+        assert_eq!(c, gpumetrics_kernels::vmaf::adm::COS_1DEG_SQ);
+    }
+
+    #[test]
+    fn motion2_is_the_smaller_neighbour_and_the_last_pair_keeps_its_own() {
+        let l = crate::FrameLayout {
+            format: crate::PixelFormat::Gray8,
+            width: 64,
+            height: 64,
+        };
+        let mut plan = Plan::new(l, l).unwrap();
+        plan.vmaf.features = true;
+        let mut seq = Sequence::default();
+        let frame = |m| Frame {
+            motion: m,
+            ..Default::default()
+        };
+        let mut out = Vec::new();
+        for m in [0.0, 5.0, 3.0, 4.0] {
+            let mut s = Scores::new();
+            seq.push(&plan, frame(m), &mut s);
+            out.extend(s.get("vmaf-motion2"));
+        }
+        let mut s = Scores::new();
+        seq.finish(&plan, &mut s);
+        out.extend(s.get("vmaf-motion2"));
+        assert_eq!(out, [0.0, 3.0, 3.0, 4.0]);
+    }
+}

@@ -1,0 +1,605 @@
+//! libvmaf JSON models (`model_dict`) and their prediction, as libvmaf v3.1.0 reads and
+//! evaluates them (`read_json_model.c`, `predict.c`, `svm.cpp`): feature normalisation
+//! (linear rescale), libsvm ν-SVR with an RBF kernel, denormalisation, the optional score
+//! transform (only when the model says `"enabled": true`, as libvmaf's default), clipping.
+//! Numbers are parsed correctly rounded (serde_json's `float_roundtrip`, as libvmaf's
+//! `strtod`): the default fast parser is one ulp off for some of the 4k model's slopes,
+//! which moved its scores by 1e-12.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use serde_json::Value;
+
+/// The built-in models (libvmaf v3.1.0's `model/` files, BSD-2-Clause-Patent: see
+/// `engine/models/LICENSE`).
+pub const BUILT_IN: &[(&str, &str)] = &[
+    (
+        "vmaf_v0.6.1",
+        include_str!("../../../models/vmaf_v0.6.1.json"),
+    ),
+    (
+        "vmaf_v0.6.1neg",
+        include_str!("../../../models/vmaf_v0.6.1neg.json"),
+    ),
+    (
+        "vmaf_4k_v0.6.1",
+        include_str!("../../../models/vmaf_4k_v0.6.1.json"),
+    ),
+];
+
+/// The default model.
+pub const DEFAULT_MODEL: &str = "vmaf_v0.6.1";
+
+/// An elementary feature this engine computes (libvmaf's integer extractors).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Feature {
+    Adm2,
+    AdmScale(usize),
+    Motion2,
+    VifScale(usize),
+}
+
+impl Feature {
+    /// From a libvmaf feature name (the model's `feature_names`, or its alias).
+    pub fn from_name(name: &str) -> Option<Feature> {
+        let name = name
+            .strip_prefix("VMAF_integer_feature_")
+            .map(|s| s.strip_suffix("_score").unwrap_or(s))
+            .or_else(|| name.strip_prefix("integer_"))?;
+        Some(match name {
+            "adm2" => Feature::Adm2,
+            "motion2" => Feature::Motion2,
+            _ => {
+                if let Some(k) = name.strip_prefix("vif_scale") {
+                    Feature::VifScale(scale_index(k)?)
+                } else if let Some(k) = name.strip_prefix("adm_scale") {
+                    Feature::AdmScale(scale_index(k)?)
+                } else {
+                    return None;
+                }
+            }
+        })
+    }
+}
+
+fn scale_index(s: &str) -> Option<usize> {
+    s.parse().ok().filter(|&k| k < 4)
+}
+
+/// One input of the model.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ModelFeature {
+    pub feature: Feature,
+    pub slope: f64,
+    pub intercept: f64,
+}
+
+/// libvmaf's optional score transform.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Transform {
+    pub p0: Option<f64>,
+    pub p1: Option<f64>,
+    pub p2: Option<f64>,
+    pub knots: Vec<(f64, f64)>,
+    pub out_lte_in: bool,
+    pub out_gte_in: bool,
+}
+
+/// A support vector: its coefficient and its sparse components (1-based index, value).
+#[derive(Clone, Debug, PartialEq)]
+struct SupportVector {
+    coef: f64,
+    nodes: Vec<(u32, f64)>,
+}
+
+/// A VMAF model: what it reads and how it predicts.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Model {
+    pub name: String,
+    pub features: Vec<ModelFeature>,
+    /// libvmaf's `adm_enhn_gain_limit` and `vif_enhn_gain_limit` for this model's features.
+    pub adm_gain_limit: f64,
+    pub vif_gain_limit: f64,
+    linear_rescale: bool,
+    slope: f64,
+    intercept: f64,
+    clip: Option<(f64, f64)>,
+    transform: Option<Transform>,
+    gamma: f64,
+    rho: f64,
+    svs: Vec<SupportVector>,
+}
+
+/// libvmaf's default enhancement gain limit (ADM and VIF).
+pub const DEFAULT_GAIN_LIMIT: f64 = 100.0;
+
+fn err(name: &str, why: impl std::fmt::Display) -> String {
+    format!("VMAF model {name}: {why}")
+}
+
+fn number(v: &Value, name: &str, what: &str) -> Result<f64, String> {
+    v.as_f64()
+        .ok_or_else(|| err(name, format!("{what} is not a number")))
+}
+
+impl Model {
+    /// A built-in model by name (`vmaf_v0.6.1`, `vmaf_v0.6.1neg`, `vmaf_4k_v0.6.1`).
+    pub fn built_in(name: &str) -> Option<Arc<Model>> {
+        static MODELS: OnceLock<Vec<Arc<Model>>> = OnceLock::new();
+        let models = MODELS.get_or_init(|| {
+            BUILT_IN
+                .iter()
+                .map(|(n, json)| {
+                    Arc::new(Model::from_json(n, json).expect("built-in model parses"))
+                })
+                .collect()
+        });
+        models.iter().find(|m| m.name == name).cloned()
+    }
+
+    /// The default model, `vmaf_v0.6.1`.
+    pub fn default_model() -> Arc<Model> {
+        Model::built_in(DEFAULT_MODEL).expect("the default model is built in")
+    }
+
+    /// A built-in model's name, or a path to a libvmaf JSON model file. Files are parsed once
+    /// per distinct content.
+    pub fn load(name_or_path: &str) -> Result<Arc<Model>, String> {
+        if let Some(m) = Model::built_in(name_or_path) {
+            return Ok(m);
+        }
+        let text = std::fs::read_to_string(name_or_path).map_err(|e| {
+            format!(
+                "VMAF model {name_or_path:?} is neither a built-in model ({}) nor a readable \
+                 file: {e}",
+                BUILT_IN
+                    .iter()
+                    .map(|(n, _)| *n)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        })?;
+        static FILES: OnceLock<Mutex<HashMap<String, Arc<Model>>>> = OnceLock::new();
+        let mut files = FILES
+            .get_or_init(Default::default)
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        if let Some(m) = files.get(&text) {
+            return Ok(m.clone());
+        }
+        let m = Arc::new(Model::from_json(name_or_path, &text)?);
+        files.insert(text, m.clone());
+        Ok(m)
+    }
+
+    /// Parses a libvmaf JSON model (its `model_dict`, as libvmaf reads it).
+    pub fn from_json(name: &str, json: &str) -> Result<Model, String> {
+        let root: Value = serde_json::from_str(json).map_err(|e| err(name, e))?;
+        let dict = root
+            .get("model_dict")
+            .ok_or_else(|| err(name, "no model_dict"))?;
+        let get = |k: &str| dict.get(k);
+        match get("model_type").and_then(Value::as_str) {
+            Some("LIBSVMNUSVR") => {}
+            other => {
+                return Err(err(
+                    name,
+                    format!("model_type {other:?} is not supported (only LIBSVMNUSVR)"),
+                ));
+            }
+        }
+        let linear_rescale = match get("norm_type").and_then(Value::as_str) {
+            Some("linear_rescale") => true,
+            Some("none") | None => false,
+            Some(o) => return Err(err(name, format!("norm_type {o:?} is not supported"))),
+        };
+        let names: Vec<&str> = get("feature_names")
+            .and_then(Value::as_array)
+            .ok_or_else(|| err(name, "no feature_names"))?
+            .iter()
+            .map(|v| {
+                v.as_str()
+                    .ok_or_else(|| err(name, "a feature name is not a string"))
+            })
+            .collect::<Result<_, _>>()?;
+        let numbers = |k: &str| -> Result<Vec<f64>, String> {
+            match get(k) {
+                None => Ok(Vec::new()),
+                Some(v) => v
+                    .as_array()
+                    .ok_or_else(|| err(name, format!("{k} is not an array")))?
+                    .iter()
+                    .map(|x| number(x, name, k))
+                    .collect(),
+            }
+        };
+        let (slopes, intercepts) = (numbers("slopes")?, numbers("intercepts")?);
+        if linear_rescale
+            && (slopes.len() != names.len() + 1 || intercepts.len() != names.len() + 1)
+        {
+            return Err(err(
+                name,
+                "slopes/intercepts need one value per feature plus one",
+            ));
+        }
+        let mut adm_gain = None;
+        let mut vif_gain = None;
+        let opts = get("feature_opts_dicts").and_then(Value::as_array);
+        let mut features = Vec::new();
+        for (i, n) in names.iter().enumerate() {
+            let feature = Feature::from_name(n).ok_or_else(|| {
+                err(
+                    name,
+                    format!(
+                        "feature {n} is not computed here (gpumetrics computes libvmaf's integer \
+                         features: adm2, adm_scale0..3, vif_scale0..3, motion2)"
+                    ),
+                )
+            })?;
+            let (mut adm, mut vif) = (DEFAULT_GAIN_LIMIT, DEFAULT_GAIN_LIMIT);
+            if let Some(o) = opts.and_then(|o| o.get(i)).and_then(Value::as_object) {
+                for (k, v) in o {
+                    match k.as_str() {
+                        "adm_enhn_gain_limit" | "egl"
+                            if matches!(feature, Feature::Adm2 | Feature::AdmScale(_)) =>
+                        {
+                            adm = number(v, name, k)?
+                        }
+                        "vif_enhn_gain_limit" | "egl"
+                            if matches!(feature, Feature::VifScale(_)) =>
+                        {
+                            vif = number(v, name, k)?
+                        }
+                        _ => {
+                            return Err(err(
+                                name,
+                                format!("feature option {k} of {n} is not supported"),
+                            ));
+                        }
+                    }
+                }
+            }
+            for (slot, v, ok) in [
+                (
+                    &mut adm_gain,
+                    adm,
+                    matches!(feature, Feature::Adm2 | Feature::AdmScale(_)),
+                ),
+                (&mut vif_gain, vif, matches!(feature, Feature::VifScale(_))),
+            ] {
+                if !ok {
+                    continue;
+                }
+                if !(1.0..=DEFAULT_GAIN_LIMIT).contains(&v) {
+                    return Err(err(
+                        name,
+                        format!("enhancement gain limit {v} is outside 1..=100"),
+                    ));
+                }
+                match *slot {
+                    Some(prev) if prev != v => {
+                        return Err(err(
+                            name,
+                            "features of one extractor with different options",
+                        ));
+                    }
+                    _ => *slot = Some(v),
+                }
+            }
+            features.push(ModelFeature {
+                feature,
+                slope: slopes.get(i + 1).copied().unwrap_or(1.0),
+                intercept: intercepts.get(i + 1).copied().unwrap_or(0.0),
+            });
+        }
+        let clip = match get("score_clip") {
+            None => None,
+            Some(v) => {
+                let a = v
+                    .as_array()
+                    .filter(|a| a.len() == 2)
+                    .ok_or_else(|| err(name, "score_clip is not [min, max]"))?;
+                Some((
+                    number(&a[0], name, "score_clip")?,
+                    number(&a[1], name, "score_clip")?,
+                ))
+            }
+        };
+        let transform = match get("score_transform").and_then(Value::as_object) {
+            Some(t) if t.get("enabled").and_then(Value::as_bool) == Some(true) => {
+                let p = |k: &str| -> Result<Option<f64>, String> {
+                    t.get(k).map(|v| number(v, name, k)).transpose()
+                };
+                let knots = match t.get("knots").and_then(Value::as_array) {
+                    None => Vec::new(),
+                    Some(a) => a
+                        .iter()
+                        .map(|k| {
+                            let k = k
+                                .as_array()
+                                .filter(|k| k.len() == 2)
+                                .ok_or_else(|| err(name, "a knot is not [x, y]"))?;
+                            Ok((number(&k[0], name, "knot")?, number(&k[1], name, "knot")?))
+                        })
+                        .collect::<Result<_, String>>()?,
+                };
+                let flag = |k: &str| t.get(k).and_then(Value::as_str) == Some("true");
+                Some(Transform {
+                    p0: p("p0")?,
+                    p1: p("p1")?,
+                    p2: p("p2")?,
+                    knots,
+                    out_lte_in: flag("out_lte_in"),
+                    out_gte_in: flag("out_gte_in"),
+                })
+            }
+            _ => None,
+        };
+        let svm = get("model")
+            .and_then(Value::as_str)
+            .ok_or_else(|| err(name, "no libsvm model string"))?;
+        let (gamma, rho, svs) = parse_libsvm(svm).map_err(|e| err(name, e))?;
+        Ok(Model {
+            name: name.to_string(),
+            features,
+            adm_gain_limit: adm_gain.unwrap_or(DEFAULT_GAIN_LIMIT),
+            vif_gain_limit: vif_gain.unwrap_or(DEFAULT_GAIN_LIMIT),
+            linear_rescale,
+            slope: slopes.first().copied().unwrap_or(1.0),
+            intercept: intercepts.first().copied().unwrap_or(0.0),
+            clip,
+            transform,
+            gamma,
+            rho,
+            svs,
+        })
+    }
+
+    /// The score of one frame from its features, in the model's feature order.
+    pub fn predict(&self, features: &[f64]) -> f64 {
+        debug_assert_eq!(features.len(), self.features.len());
+        let x: Vec<f64> = self
+            .features
+            .iter()
+            .zip(features)
+            .map(|(f, &v)| {
+                if self.linear_rescale {
+                    f.slope * v + f.intercept
+                } else {
+                    v
+                }
+            })
+            .collect();
+        let mut sum = 0.0;
+        for sv in &self.svs {
+            sum += sv.coef * (-self.gamma * rbf_distance(&x, &sv.nodes)).exp();
+        }
+        sum -= self.rho;
+        let mut y = if self.linear_rescale {
+            (sum - self.intercept) / self.slope
+        } else {
+            sum
+        };
+        if let Some(t) = &self.transform {
+            y = t.apply(y);
+        }
+        if let Some((lo, hi)) = self.clip {
+            y = if y < lo { lo } else { y };
+            y = if y > hi { hi } else { y };
+        }
+        y
+    }
+}
+
+/// libsvm's RBF squared distance between the dense `x` (indices 1..) and a sparse support
+/// vector, summed in libsvm's merge order.
+fn rbf_distance(x: &[f64], sv: &[(u32, f64)]) -> f64 {
+    let mut sum = 0.0;
+    let (mut i, mut j) = (0usize, 0usize);
+    while i < x.len() && j < sv.len() {
+        let xi = i as u32 + 1;
+        let (yi, yv) = sv[j];
+        if xi == yi {
+            let d = x[i] - yv;
+            sum += d * d;
+            i += 1;
+            j += 1;
+        } else if xi > yi {
+            sum += yv * yv;
+            j += 1;
+        } else {
+            sum += x[i] * x[i];
+            i += 1;
+        }
+    }
+    for &v in &x[i..] {
+        sum += v * v;
+    }
+    for &(_, v) in &sv[j..] {
+        sum += v * v;
+    }
+    sum
+}
+
+impl Transform {
+    /// libvmaf's `transform()`: polynomial, piecewise-linear, rectification.
+    fn apply(&self, y_in: f64) -> f64 {
+        let mut y = y_in;
+        if self.p0.is_some() || self.p1.is_some() || self.p2.is_some() {
+            let mut out = 0.0;
+            if let Some(p0) = self.p0 {
+                out += p0;
+            }
+            if let Some(p1) = self.p1 {
+                out += p1 * y;
+            }
+            if let Some(p2) = self.p2 {
+                out += p2 * y * y;
+            }
+            y = out;
+        }
+        if self.knots.len() > 1 {
+            y = piecewise_linear(y, &self.knots);
+        }
+        if self.out_lte_in && y > y_in {
+            y = y_in;
+        }
+        if self.out_gte_in && y < y_in {
+            y = y_in;
+        }
+        y
+    }
+}
+
+/// libvmaf's `piecewise_linear_mapping`.
+fn piecewise_linear(x: f64, knots: &[(f64, f64)]) -> f64 {
+    let n_seg = knots.len() - 1;
+    let mut y = 0.0;
+    for idx in 0..n_seg {
+        let (p1, p2) = (knots[idx], knots[idx + 1]);
+        if !(p1.0 < p2.0 && p1.1 <= p2.1) {
+            return 0.0;
+        }
+        let in_seg = p1.0 <= x && x <= p2.0;
+        let f = |x: f64| {
+            if p1.1 == p2.1 {
+                p1.1
+            } else {
+                let (slope, offset) = if p1.0 == 0.0 {
+                    ((p2.1 - p1.1) / p2.0, p1.1)
+                } else {
+                    let a = (p2.1 - p1.1) / (p2.0 - p1.0);
+                    (a, p1.1 - p1.0 * a)
+                };
+                slope * x + offset
+            }
+        };
+        if in_seg || (idx == 0 && x < p1.0) || (idx == n_seg - 1 && x > p2.0) {
+            y = f(x);
+        }
+    }
+    y
+}
+
+/// The ν-SVR/ε-SVR RBF model of a libsvm model string: (γ, ρ, support vectors).
+fn parse_libsvm(text: &str) -> Result<(f64, f64, Vec<SupportVector>), String> {
+    let mut lines = text.lines();
+    let (mut gamma, mut rho) = (None, None);
+    for line in lines.by_ref() {
+        let mut w = line.split_whitespace();
+        match (w.next(), w.next()) {
+            (Some("SV"), _) => break,
+            (Some("svm_type"), Some(t)) if t != "nu_svr" && t != "epsilon_svr" => {
+                return Err(format!(
+                    "svm_type {t} is not supported (only nu_svr, epsilon_svr)"
+                ));
+            }
+            (Some("kernel_type"), Some(k)) if k != "rbf" => {
+                return Err(format!("kernel_type {k} is not supported (only rbf)"));
+            }
+            (Some("gamma"), Some(g)) => gamma = g.parse::<f64>().ok(),
+            (Some("rho"), Some(r)) => rho = r.parse::<f64>().ok(),
+            _ => {}
+        }
+    }
+    let mut svs = Vec::new();
+    for line in lines {
+        let mut w = line.split_whitespace();
+        let Some(coef) = w.next() else { continue };
+        let coef: f64 = coef
+            .parse()
+            .map_err(|_| format!("bad support vector line {line:?}"))?;
+        let nodes = w
+            .map(|n| {
+                let (i, v) = n.split_once(':').ok_or(())?;
+                Ok((i.parse().map_err(|_| ())?, v.parse().map_err(|_| ())?))
+            })
+            .collect::<Result<Vec<(u32, f64)>, ()>>()
+            .map_err(|_| format!("bad support vector line {line:?}"))?;
+        svs.push(SupportVector { coef, nodes });
+    }
+    match (gamma, rho) {
+        (Some(g), Some(r)) if !svs.is_empty() => Ok((g, r, svs)),
+        _ => Err("the libsvm model lacks gamma, rho or support vectors".into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn built_in_models_parse_with_their_options() {
+        let m = Model::built_in("vmaf_v0.6.1").unwrap();
+        assert_eq!(m.features.len(), 6);
+        assert_eq!(m.features[0].feature, Feature::Adm2);
+        assert_eq!(m.features[5].feature, Feature::VifScale(3));
+        assert_eq!(m.svs.len(), 211);
+        assert!(
+            m.transform.is_none(),
+            "libvmaf applies it only when enabled"
+        );
+        assert_eq!((m.adm_gain_limit, m.vif_gain_limit), (100.0, 100.0));
+        let neg = Model::built_in("vmaf_v0.6.1neg").unwrap();
+        assert_eq!((neg.adm_gain_limit, neg.vif_gain_limit), (1.0, 1.0));
+        assert_eq!(Model::built_in("vmaf_4k_v0.6.1").unwrap().svs.len(), 262);
+        assert!(Model::built_in("vmaf_v0.6.2").is_none());
+    }
+
+    #[test]
+    fn unsupported_models_are_refused_with_a_reason() {
+        let json = BUILT_IN[0]
+            .1
+            .replace("VMAF_integer_feature_adm2_score", "VMAF_feature_adm2_score");
+        let e = Model::from_json("x", &json).unwrap_err();
+        assert!(e.contains("VMAF_feature_adm2_score"), "{e}");
+        assert!(
+            Model::load("/nonexistent/model.json")
+                .unwrap_err()
+                .contains("vmaf_v0.6.1")
+        );
+    }
+
+    #[test]
+    fn prediction_is_clipped_and_rises_with_quality() {
+        let m = Model::default_model();
+        let good = m.predict(&[0.99, 4.0, 0.9, 0.99, 0.99, 0.99]);
+        let bad = m.predict(&[0.7, 4.0, 0.2, 0.5, 0.6, 0.7]);
+        assert!(good > bad, "{good} {bad}");
+        assert!((0.0..=100.0).contains(&good) && (0.0..=100.0).contains(&bad));
+    }
+
+    #[test]
+    fn transform_and_knots_follow_libvmaf() {
+        let t = Transform {
+            p0: Some(1.0),
+            p1: Some(2.0),
+            p2: Some(0.5),
+            knots: Vec::new(),
+            out_lte_in: false,
+            out_gte_in: true,
+        };
+        assert_eq!(t.apply(2.0), 1.0 + 4.0 + 2.0);
+        assert_eq!(piecewise_linear(5.0, &[(0.0, 0.0), (10.0, 20.0)]), 10.0);
+        assert_eq!(piecewise_linear(-1.0, &[(0.0, 0.0), (10.0, 20.0)]), -2.0);
+    }
+
+    #[test]
+    fn feature_names_and_aliases() {
+        assert_eq!(
+            Feature::from_name("integer_motion2"),
+            Some(Feature::Motion2)
+        );
+        assert_eq!(
+            Feature::from_name("VMAF_integer_feature_vif_scale2_score"),
+            Some(Feature::VifScale(2))
+        );
+        assert_eq!(
+            Feature::from_name("integer_adm_scale3"),
+            Some(Feature::AdmScale(3))
+        );
+        assert_eq!(Feature::from_name("VMAF_feature_motion2_score"), None);
+        assert_eq!(Feature::from_name("integer_vif_scale4"), None);
+    }
+}

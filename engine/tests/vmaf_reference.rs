@@ -1,0 +1,407 @@
+//! VMAF against libvmaf v3.1.0 on real clips (issue 14): per-frame `vmaf` of the three
+//! built-in models within 0.005, the elementary features within 1e-4, on the CPU backend
+//! (the GPU runs the same kernel functions; `vmaf_cuda.rs` compares the two).
+//!
+//! Data: tests/data/vmaf/ (made by tests/generate_vmaf_reference.sh): lossless reference
+//! clips and x264/x265 distortions of them (8, 10 and 12 bit, 4:2:0 and 4:4:4, 320x240,
+//! 333x199 cropped from 334x200, 1920x1080, and a clip against itself; 16-bit 4:4:4 FFV1
+//! with a blur as the distortion), decoded here with FFmpeg,
+//! and libvmaf's per-frame CSV for each pair (6 decimals). The neg model reads libvmaf's
+//! `_egl_1` features (enhancement gain limit 1).
+//!
+//! `cargo test -p gpumetrics-engine --test vmaf_reference -- --nocapture` prints the largest
+//! differences per pair, model and field.
+//!
+//! Bit-exactness: with `GPUMETRICS_VMAF_EXACT_DIR` set to a folder of the same CSVs written
+//! by a `vmaf` tool that prints 17 significant digits (in libvmaf/src/output.c, the CSV
+//! writer's `"%.6f,"` and `"%.16f,"` replaced by `"%.17g,"`; run the generator with that
+//! tool), every feature and every score must be equal to the last bit (they are, on all 113
+//! frames and the 3 models).
+
+mod common;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use common::ffmpeg;
+use gpumetrics_engine::vmaf::{Model, VmafOptions};
+use gpumetrics_engine::{
+    BackendChoice, Engine, EngineConfig, Frame, FrameLayout, HostFrame, MetricSet, PixelFormat,
+    Plane, Scores,
+};
+
+const VMAF_TOLERANCE: f64 = 0.005;
+const FEATURE_TOLERANCE: f64 = 1e-4;
+const MODELS: [&str; 3] = ["vmaf_v0.6.1", "vmaf_v0.6.1neg", "vmaf_4k_v0.6.1"];
+
+/// Full-precision reference CSVs, when given (see the module documentation).
+fn exact_dir() -> Option<PathBuf> {
+    std::env::var_os("GPUMETRICS_VMAF_EXACT_DIR").map(PathBuf::from)
+}
+
+fn data() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/data/vmaf")
+}
+
+struct Pair {
+    name: String,
+    reference: String,
+    distorted: String,
+    width: u32,
+    height: u32,
+    pix_fmt: String,
+}
+
+fn pairs() -> Vec<Pair> {
+    std::fs::read_to_string(data().join("pairs.txt"))
+        .expect("tests/data/vmaf/pairs.txt")
+        .lines()
+        .map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            Pair {
+                name: f[0].into(),
+                reference: f[1].into(),
+                distorted: f[2].into(),
+                width: f[3].parse().unwrap(),
+                height: f[4].parse().unwrap(),
+                pix_fmt: f[5].into(),
+            }
+        })
+        .collect()
+}
+
+/// (our format, bytes per sample, chroma subsampling shift)
+fn layout_of(pix_fmt: &str) -> (PixelFormat, usize, u32) {
+    match pix_fmt {
+        "yuv420p" => (PixelFormat::I420, 1, 1),
+        "yuv420p10le" => (PixelFormat::I420_10Le, 2, 1),
+        "yuv444p" => (PixelFormat::Y444, 1, 0),
+        "yuv420p12le" => (PixelFormat::I420_12Le, 2, 1),
+        "yuv444p16le" => (PixelFormat::Y444_16Le, 2, 0),
+        other => panic!("no layout for {other}"),
+    }
+}
+
+/// A clip's frames, decoded at its (even) coded size and cropped to w×h: per frame the
+/// three planes, tightly packed.
+fn decode(clip: &str, w: u32, h: u32, pix_fmt: &str) -> Vec<[Vec<u8>; 3]> {
+    let path = data().join(format!("{clip}.mkv"));
+    let raw = ffmpeg(&[
+        "-i",
+        path.to_str().unwrap(),
+        "-f",
+        "rawvideo",
+        "-pix_fmt",
+        pix_fmt,
+        "-",
+    ]);
+    let (_, bps, s) = layout_of(pix_fmt);
+    let (ew, eh) = (
+        w.next_multiple_of(2) as usize,
+        h.next_multiple_of(2) as usize,
+    );
+    let (w, h) = (w as usize, h as usize);
+    let planes = [
+        (w, h, ew, eh),
+        (w.div_ceil(1 << s), h.div_ceil(1 << s), ew >> s, eh >> s),
+        (w.div_ceil(1 << s), h.div_ceil(1 << s), ew >> s, eh >> s),
+    ];
+    let frame_bytes: usize = planes.iter().map(|p| p.2 * p.3 * bps).sum();
+    assert_eq!(raw.len() % frame_bytes, 0, "{clip}: partial frame");
+    raw.chunks(frame_bytes)
+        .map(|f| {
+            let mut pos = 0;
+            planes.map(|(cw, ch, pw, ph)| {
+                let mut out = Vec::with_capacity(cw * ch * bps);
+                for y in 0..ch {
+                    let row = pos + y * pw * bps;
+                    out.extend_from_slice(&f[row..row + cw * bps]);
+                }
+                pos += pw * ph * bps;
+                out
+            })
+        })
+        .collect()
+}
+
+fn host(planes: &[Vec<u8>; 3], w: u32, bps: usize, s: u32) -> Frame<'_> {
+    let cw = (w as usize).div_ceil(1 << s);
+    Frame::Host(HostFrame::new(&[
+        Plane {
+            data: &planes[0],
+            stride: w as usize * bps,
+        },
+        Plane {
+            data: &planes[1],
+            stride: cw * bps,
+        },
+        Plane {
+            data: &planes[2],
+            stride: cw * bps,
+        },
+    ]))
+}
+
+/// libvmaf's CSV: one map of column → value per frame.
+fn reference_values(pair: &str) -> Vec<HashMap<String, f64>> {
+    let dir = exact_dir().unwrap_or_else(data);
+    let text = std::fs::read_to_string(dir.join(format!("{pair}.csv"))).unwrap();
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    lines
+        .map(|l| {
+            header
+                .iter()
+                .zip(l.split(','))
+                .filter(|(h, _)| !h.is_empty())
+                .map(|(h, v)| (h.to_string(), v.parse().unwrap()))
+                .collect()
+        })
+        .collect()
+}
+
+/// The engine's records of a pair with one model, on the CPU backend.
+fn run(pair: &Pair, model: &str, refs: &[[Vec<u8>; 3]], dists: &[[Vec<u8>; 3]]) -> Vec<Scores> {
+    let (format, bps, s) = layout_of(&pair.pix_fmt);
+    let layout = FrameLayout {
+        format,
+        width: pair.width,
+        height: pair.height,
+    };
+    let cfg = EngineConfig {
+        metrics: MetricSet::VMAF,
+        backend: BackendChoice::Cpu,
+        ..Default::default()
+    };
+    let mut engine = Engine::builder(&cfg, layout, layout)
+        .vmaf(VmafOptions {
+            model: Model::load(model).unwrap(),
+            features: true,
+        })
+        .build()
+        .unwrap();
+    assert_eq!(engine.lag(), 1);
+    let mut out = Vec::new();
+    for (r, d) in refs.iter().zip(dists) {
+        let rf = host(r, pair.width, bps, s);
+        let df = host(d, pair.width, bps, s);
+        out.extend(engine.push(&rf, &df).unwrap());
+    }
+    out.extend(engine.finish());
+    out
+}
+
+/// (our field, libvmaf's column for the default and 4k models, for the neg model)
+const FEATURES: [(&str, &str, &str); 10] = [
+    ("vmaf-adm2", "integer_adm2", "integer_adm2_egl_1"),
+    (
+        "vmaf-adm-scale0",
+        "integer_adm_scale0",
+        "integer_adm_scale0_egl_1",
+    ),
+    (
+        "vmaf-adm-scale1",
+        "integer_adm_scale1",
+        "integer_adm_scale1_egl_1",
+    ),
+    (
+        "vmaf-adm-scale2",
+        "integer_adm_scale2",
+        "integer_adm_scale2_egl_1",
+    ),
+    (
+        "vmaf-adm-scale3",
+        "integer_adm_scale3",
+        "integer_adm_scale3_egl_1",
+    ),
+    (
+        "vmaf-vif-scale0",
+        "integer_vif_scale0",
+        "integer_vif_scale0_egl_1",
+    ),
+    (
+        "vmaf-vif-scale1",
+        "integer_vif_scale1",
+        "integer_vif_scale1_egl_1",
+    ),
+    (
+        "vmaf-vif-scale2",
+        "integer_vif_scale2",
+        "integer_vif_scale2_egl_1",
+    ),
+    (
+        "vmaf-vif-scale3",
+        "integer_vif_scale3",
+        "integer_vif_scale3_egl_1",
+    ),
+    ("vmaf-motion2", "integer_motion2", "integer_motion2"),
+];
+
+#[test]
+fn vmaf_equals_libvmaf_on_real_clips() {
+    let mut failures = Vec::new();
+    // Largest difference per (model, field) over all pairs.
+    let mut overall: Vec<(String, f64)> = Vec::new();
+    let mut note = |key: String, d: f64| match overall.iter_mut().find(|(k, _)| *k == key) {
+        Some((_, m)) => *m = m.max(d),
+        None => overall.push((key, d)),
+    };
+    for pair in pairs() {
+        let refs = decode(&pair.reference, pair.width, pair.height, &pair.pix_fmt);
+        let dists = decode(&pair.distorted, pair.width, pair.height, &pair.pix_fmt);
+        let expected = reference_values(&pair.name);
+        assert_eq!(refs.len(), expected.len(), "{}: frame count", pair.name);
+        for model in MODELS {
+            let got = run(&pair, model, &refs, &dists);
+            assert_eq!(
+                got.len(),
+                expected.len(),
+                "{} {model}: one record per frame",
+                pair.name
+            );
+            let mut worst = [0.0f64; 11];
+            for (i, (g, e)) in got.iter().zip(&expected).enumerate() {
+                let mut check = |k: usize, field: &str, col: &str, tol: f64| {
+                    let (g, e) = (g.get(field).unwrap(), e[col]);
+                    let d = (g - e).abs();
+                    worst[k] = worst[k].max(d);
+                    if d.is_nan() || d > tol {
+                        failures.push(format!(
+                            "{} {model} frame {i} {field}: {g} vs libvmaf {e}",
+                            pair.name
+                        ));
+                    }
+                };
+                let exact = exact_dir().is_some();
+                check(0, "vmaf", model, if exact { 0.0 } else { VMAF_TOLERANCE });
+                for (k, (field, col, neg_col)) in FEATURES.iter().enumerate() {
+                    let col = if model.ends_with("neg") { neg_col } else { col };
+                    check(
+                        k + 1,
+                        field,
+                        col,
+                        if exact { 0.0 } else { FEATURE_TOLERANCE },
+                    );
+                }
+            }
+            println!(
+                "{:28} {:15} vmaf {:.2e} | {}",
+                pair.name,
+                model,
+                worst[0],
+                FEATURES
+                    .iter()
+                    .zip(&worst[1..])
+                    .map(|((f, _, _), d)| format!("{} {d:.1e}", &f[5..]))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            );
+            note(format!("{model} vmaf"), worst[0]);
+            for ((f, _, _), d) in FEATURES.iter().zip(&worst[1..]) {
+                note(format!("{model} {f}"), *d);
+            }
+        }
+    }
+    println!("largest |engine - libvmaf| over all pairs (libvmaf prints 6 decimals):");
+    for (k, d) in &overall {
+        println!("  {k:32} {d:.2e}");
+    }
+    assert!(
+        failures.is_empty(),
+        "{} mismatches:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn the_first_frame_against_itself_scores_below_100_because_its_motion_is_0() {
+    let pair = pairs()
+        .into_iter()
+        .find(|p| p.name.starts_with("self_"))
+        .unwrap();
+    let refs = decode(&pair.reference, pair.width, pair.height, &pair.pix_fmt);
+    let got = run(&pair, "vmaf_v0.6.1", &refs[..3], &refs[..3]);
+    assert_eq!(got[0].get("vmaf-motion2"), Some(0.0));
+    assert!(got[0].get("vmaf").unwrap() < 99.0, "{:?}", got[0]);
+    assert_eq!(got[1].get("vmaf"), Some(100.0));
+}
+
+#[test]
+fn the_engine_holds_one_pair_back_and_each_record_is_its_own_pair() {
+    let layout = FrameLayout {
+        format: PixelFormat::Gray8,
+        width: 64,
+        height: 48,
+    };
+    let frame = |seed: u64, noise: u64| -> Vec<u8> {
+        let mut next = common::xorshift(seed);
+        (0..64 * 48)
+            .map(|i| (((i % 64) * 3 + (i / 64) * 2) as u64 + next() % (noise + 1)) as u8)
+            .collect()
+    };
+    let refs: Vec<Vec<u8>> = (0..4).map(|i| frame(1 + i, 0)).collect();
+    let dists: Vec<Vec<u8>> = (0..4).map(|i| frame(10 + i, 4 * i)).collect();
+    fn f(d: &[u8]) -> Frame<'_> {
+        Frame::Host(HostFrame::new(&[Plane {
+            data: d,
+            stride: 64,
+        }]))
+    }
+    let engine = |metrics| {
+        let cfg = EngineConfig {
+            metrics,
+            backend: BackendChoice::Cpu,
+            ..Default::default()
+        };
+        Engine::new(&cfg, layout, layout).unwrap()
+    };
+    let mut psnr_only = engine(MetricSet::PSNR);
+    assert_eq!(psnr_only.lag(), 0);
+    let psnr: Vec<f64> = (0..4)
+        .map(|i| {
+            let s = psnr_only.compare(&f(&refs[i]), &f(&dists[i])).unwrap();
+            s.get("psnr-y").unwrap()
+        })
+        .collect();
+    let mut e = engine(MetricSet::PSNR | MetricSet::VMAF);
+    assert_eq!(e.lag(), 1);
+    let err = e.compare(&f(&refs[0]), &f(&dists[0])).unwrap_err();
+    assert!(err.to_string().contains("Engine::push"), "{err}");
+    e.reset();
+    let mut records = Vec::new();
+    for i in 0..4 {
+        let out = e.push(&f(&refs[i]), &f(&dists[i])).unwrap();
+        assert_eq!(out.is_none(), i == 0, "pair {i}");
+        records.extend(out);
+    }
+    records.extend(e.finish());
+    assert!(e.finish().is_none(), "nothing is held after finish");
+    assert_eq!(records.len(), 4);
+    for (i, r) in records.iter().enumerate() {
+        assert_eq!(r.get("psnr-y"), Some(psnr[i]), "record {i} is pair {i}");
+        let names: Vec<_> = r.iter().map(|(n, _)| n).collect();
+        assert_eq!(names.last(), Some(&"vmaf"), "vmaf comes last: {names:?}");
+    }
+    // A flush drops the held pair: the next push starts a sequence again.
+    assert!(e.push(&f(&refs[0]), &f(&dists[0])).unwrap().is_none());
+    e.reset();
+    assert!(e.push(&f(&refs[1]), &f(&dists[1])).unwrap().is_none());
+    // Frames of at most 32 rows get no vmaf, with a note.
+    let small = FrameLayout {
+        height: 32,
+        ..layout
+    };
+    let cfg = EngineConfig {
+        metrics: MetricSet::VMAF,
+        backend: BackendChoice::Cpu,
+        ..Default::default()
+    };
+    let e = Engine::new(&cfg, small, small).unwrap();
+    assert_eq!(e.lag(), 0);
+    assert!(
+        e.metric_notes()[0].contains("larger than 32x32"),
+        "{:?}",
+        e.metric_notes()
+    );
+}

@@ -1,0 +1,358 @@
+//! Integer VIF (libvmaf v3.1.0 `integer_vif.c`) at four scales. Per scale: a vertical pass of
+//! the separable filter over the reference and distorted images gives five planes (μ₁, μ₂ in
+//! 16 bits; x², y², xy in 32 bits), a horizontal pass over them gives σ₁², σ₂², σ₁₂ per
+//! pixel and its contribution to four integer sums (log₂ terms through libvmaf's 2048·log₂
+//! table, and the non-log terms). Between scales the images are filtered and decimated 2:1.
+//! Edges are reflected without repeating the edge sample ([`reflect`]).
+
+use super::{Plane, reflect};
+
+/// Filter taps per scale (Q16), zero-padded.
+pub const FILTERS: [[u16; 17]; 4] = [
+    [
+        489, 935, 1640, 2640, 3896, 5274, 6547, 7455, 7784, 7455, 6547, 5274, 3896, 2640, 1640,
+        935, 489,
+    ],
+    [
+        1244, 3663, 7925, 12590, 14692, 12590, 7925, 3663, 1244, 0, 0, 0, 0, 0, 0, 0, 0,
+    ],
+    [
+        3571, 16004, 26386, 16004, 3571, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    ],
+    [
+        10904, 43728, 10904, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    ],
+];
+/// Taps per scale.
+pub const WIDTHS: [u32; 4] = [17, 9, 5, 3];
+
+/// Entries of the log₂ table: `table[i − LOG2_BASE] = round(2048·log₂ i)` (log₂ in f32, as
+/// libvmaf's `log_generate`) for i in 32768..65536, the only indices libvmaf reads.
+pub const LOG2_LEN: usize = 32768;
+pub const LOG2_BASE: u32 = 32768;
+
+/// σ_N² of libvmaf, in its Q16 units.
+const SIGMA_NSQ: i32 = 65536 << 1;
+
+/// One scale of one pair.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct VifScale {
+    /// The `u16` images at this scale (width, height of this scale).
+    pub reference: Plane,
+    pub distorted: Plane,
+    /// Five consecutive `u32` planes of this scale's size: μ₁, μ₂, x², y², xy after the
+    /// vertical pass.
+    pub tmp: Plane,
+    /// The log₂ table ([`LOG2_LEN`] `u16` values).
+    pub log2: u64,
+    /// libvmaf's `vif_enhn_gain_limit` (100, or 1 for the `neg` models).
+    pub gain_limit: f64,
+    /// 0..=3.
+    pub scale: u32,
+    /// Bits per sample of the scale-0 images.
+    pub bpc: u32,
+}
+
+/// A pixel's or a row's contribution; the engine turns the four sums of a scale into
+/// libvmaf's num/den.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Sums {
+    pub num_log: i64,
+    pub den_log: i64,
+    pub num_non_log: i64,
+    pub den_non_log: i64,
+}
+
+impl Sums {
+    #[inline(always)]
+    pub fn add(&mut self, o: &Sums) {
+        self.num_log = self.num_log.wrapping_add(o.num_log);
+        self.den_log = self.den_log.wrapping_add(o.den_log);
+        self.num_non_log = self.num_non_log.wrapping_add(o.num_non_log);
+        self.den_non_log = self.den_non_log.wrapping_add(o.den_non_log);
+    }
+
+    #[inline(always)]
+    pub fn to_array(self) -> [i64; 4] {
+        [
+            self.num_log,
+            self.den_log,
+            self.num_non_log,
+            self.den_non_log,
+        ]
+    }
+}
+
+/// libvmaf's `log2_32`: 2048·log₂(v) from the table, v ≥ 2^16.
+///
+/// # Safety
+/// `table` must hold [`LOG2_LEN`] values.
+#[inline(always)]
+pub unsafe fn log2_32(table: *const u16, v: u32) -> i32 {
+    let k = 16 - v.leading_zeros() as i32;
+    let t = v >> k;
+    unsafe { *table.add((t - LOG2_BASE) as usize) as i32 + 2048 * k }
+}
+
+/// libvmaf's `log2_64`: 2048·log₂(v) from the table, v ≥ 2^17.
+///
+/// # Safety
+/// `table` must hold [`LOG2_LEN`] values.
+#[inline(always)]
+pub unsafe fn log2_64(table: *const u16, v: u64) -> i32 {
+    let k = 48 - v.leading_zeros() as i32;
+    let t = (v >> k) as u32;
+    unsafe { *table.add((t - LOG2_BASE) as usize) as i32 + 2048 * k }
+}
+
+/// The vertical pass at (x, y): μ₁, μ₂, x², y², xy, rounded as libvmaf rounds them at this
+/// scale (scale 0 normalises `bpc`-bit samples to 8-bit units).
+///
+/// # Safety
+/// The images must be readable.
+#[inline(always)]
+pub unsafe fn vertical(s: &VifScale, x: u32, y: u32) -> [u32; 5] {
+    let scale = s.scale as usize;
+    let fw = WIDTHS[scale] as i32;
+    let h = s.reference.height as i32;
+    let (mut m1, mut m2) = (0u32, 0u32);
+    let (mut xx, mut yy, mut xy) = (0u64, 0u64, 0u64);
+    for k in 0..fw {
+        let row = reflect(y as i32 - fw / 2 + k, h) as u32;
+        let f = FILTERS[scale][k as usize] as u32;
+        let a = unsafe { s.reference.get::<u16>(x, row) } as u32;
+        let b = unsafe { s.distorted.get::<u16>(x, row) } as u32;
+        let (fa, fb) = (f * a, f * b);
+        m1 = m1.wrapping_add(fa);
+        m2 = m2.wrapping_add(fb);
+        xx += fa as u64 * a as u64;
+        yy += fb as u64 * b as u64;
+        xy += fa as u64 * b as u64;
+    }
+    let (shift, round, sq_shift, sq_round) = if scale == 0 {
+        let sq = 2 * (s.bpc - 8);
+        (
+            s.bpc,
+            1u32 << (s.bpc - 1),
+            sq,
+            if sq == 0 { 0 } else { 1u64 << (sq - 1) },
+        )
+    } else {
+        (16, 32768, 16, 32768)
+    };
+    [
+        (m1.wrapping_add(round) >> shift) as u16 as u32,
+        (m2.wrapping_add(round) >> shift) as u16 as u32,
+        ((xx + sq_round) >> sq_shift) as u32,
+        ((yy + sq_round) >> sq_shift) as u32,
+        ((xy + sq_round) >> sq_shift) as u32,
+    ]
+}
+
+/// Writes [`vertical`] at (x, y) into the five `tmp` planes.
+///
+/// # Safety
+/// As [`vertical`]; `tmp` must be writable at (x, y).
+#[inline(always)]
+pub unsafe fn vertical_store(s: &VifScale, x: u32, y: u32) {
+    let v = unsafe { vertical(s, x, y) };
+    for (k, &v) in v.iter().enumerate() {
+        unsafe { s.tmp.nth::<u32>(k as u32).set::<u32>(x, y, v) };
+    }
+}
+
+/// The horizontal pass at (x, y) of the vertical pass's planes, and the pixel's terms.
+///
+/// # Safety
+/// `tmp` must hold the vertical pass of row `y`; `log2` must be the table.
+#[inline(always)]
+pub unsafe fn pixel(s: &VifScale, x: u32, y: u32) -> Sums {
+    let scale = s.scale as usize;
+    let fw = WIDTHS[scale] as i32;
+    let w = s.tmp.width as i32;
+    let (mut m1, mut m2) = (0u32, 0u32);
+    let (mut xx, mut yy, mut xy) = (0u64, 0u64, 0u64);
+    let planes = [
+        s.tmp,
+        s.tmp.nth::<u32>(1),
+        s.tmp.nth::<u32>(2),
+        s.tmp.nth::<u32>(3),
+        s.tmp.nth::<u32>(4),
+    ];
+    for k in 0..fw {
+        let col = reflect(x as i32 - fw / 2 + k, w) as u32;
+        let f = FILTERS[scale][k as usize] as u32;
+        unsafe {
+            m1 = m1.wrapping_add(f * planes[0].get::<u32>(col, y));
+            m2 = m2.wrapping_add(f * planes[1].get::<u32>(col, y));
+            xx += f as u64 * planes[2].get::<u32>(col, y) as u64;
+            yy += f as u64 * planes[3].get::<u32>(col, y) as u64;
+            xy += f as u64 * planes[4].get::<u32>(col, y) as u64;
+        }
+    }
+    unsafe { terms(s, m1, m2, xx, yy, xy) }
+}
+
+/// libvmaf's per-pixel statistic from the filtered moments.
+///
+/// # Safety
+/// `s.log2` must be the table.
+#[inline(always)]
+unsafe fn terms(s: &VifScale, m1: u32, m2: u32, xx: u64, yy: u64, xy: u64) -> Sums {
+    let table = s.log2 as *const u16;
+    let sq = |a: u32, b: u32| ((a as u64 * b as u64 + 2147483648) >> 32) as u32;
+    let filt = |v: u64| ((v + 32768) >> 16) as u32;
+    let sigma1_sq = filt(xx).wrapping_sub(sq(m1, m1)) as i32;
+    let sigma2_sq = (filt(yy).wrapping_sub(sq(m2, m2)) as i32).max(0);
+    let sigma12 = filt(xy).wrapping_sub(sq(m1, m2)) as i32;
+    let mut out = Sums::default();
+    if sigma1_sq >= SIGMA_NSQ {
+        out.den_log = (unsafe { log2_32(table, SIGMA_NSQ.wrapping_add(sigma1_sq) as u32) }
+            - 2048 * 17) as i64;
+        if sigma12 > 0 && sigma2_sq > 0 {
+            const EPS: f64 = 65536.0 * 1.0e-10;
+            let mut g = sigma12 as f64 / (sigma1_sq as f64 + EPS);
+            let sv_sq = ((sigma2_sq as f64 - g * sigma12 as f64) as i32).max(0);
+            if g > s.gain_limit {
+                g = s.gain_limit;
+            }
+            let numer1 = sv_sq.wrapping_add(SIGMA_NSQ) as u32;
+            let numer1_tmp = (g * g * sigma1_sq as f64) as i64 + numer1 as i64;
+            out.num_log =
+                unsafe { log2_64(table, numer1_tmp as u64) - log2_64(table, numer1 as u64) } as i64;
+        }
+    } else {
+        out.num_non_log = sigma2_sq as i64;
+        out.den_non_log = 1;
+    }
+    out
+}
+
+/// The next scale's sample (x, y) of both images: this scale filtered with the next
+/// scale's filter (vertical pass rounded to 16 bits, as libvmaf's `subsample_rd`), taken at
+/// (2x, 2y).
+///
+/// # Safety
+/// The images must be readable.
+#[inline(always)]
+pub unsafe fn down(s: &VifScale, x: u32, y: u32) -> (u16, u16) {
+    let next = s.scale as usize + 1;
+    let fw = WIDTHS[next] as i32;
+    let (w, h) = (s.reference.width as i32, s.reference.height as i32);
+    let (shift, round) = if s.scale == 0 {
+        (s.bpc, 1u32 << (s.bpc - 1))
+    } else {
+        (16, 32768)
+    };
+    let (cx, cy) = (2 * x as i32, 2 * y as i32);
+    let (mut ar, mut ad) = (0u32, 0u32);
+    for j in 0..fw {
+        let col = reflect(cx - fw / 2 + j, w) as u32;
+        let (mut vr, mut vd) = (0u32, 0u32);
+        for k in 0..fw {
+            let row = reflect(cy - fw / 2 + k, h) as u32;
+            let f = FILTERS[next][k as usize] as u32;
+            unsafe {
+                vr = vr.wrapping_add(f * s.reference.get::<u16>(col, row) as u32);
+                vd = vd.wrapping_add(f * s.distorted.get::<u16>(col, row) as u32);
+            }
+        }
+        let f = FILTERS[next][j as usize] as u32;
+        ar = ar.wrapping_add(f * ((vr.wrapping_add(round) >> shift) as u16 as u32));
+        ad = ad.wrapping_add(f * ((vd.wrapping_add(round) >> shift) as u16 as u32));
+    }
+    (
+        (ar.wrapping_add(32768) >> 16) as u16,
+        (ad.wrapping_add(32768) >> 16) as u16,
+    )
+}
+
+#[cfg(target_arch = "nvptx64")]
+use super::{ROW_BLOCK, ROW_WARPS, TILE};
+#[cfg(target_arch = "nvptx64")]
+use gpumetrics_device as dev;
+
+gpumetrics_device::kernel! {
+    /// The vertical pass of one scale into `s.tmp`. `TILE`×`TILE` threads, grid covering
+    /// the scale.
+    pub unsafe fn vmaf_vif_vertical(s: VifScale) => vmaf_vif_vertical_body;
+}
+
+/// The body of the `vmaf_vif_vertical` kernel (declared above).
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn vmaf_vif_vertical_body(s: VifScale) {
+    let x = dev::block_idx_x() * TILE + dev::thread_idx_x();
+    let y = dev::block_idx_y() * TILE + dev::thread_idx_y();
+    if x < s.reference.width && y < s.reference.height {
+        unsafe { vertical_store(&s, x, y) };
+    }
+}
+
+gpumetrics_device::kernel! {
+    /// Adds one scale's four sums to `out[0..4]` (two's complement in `u64`). One block of
+    /// `ROW_BLOCK` threads per row (grid.x = rows).
+    pub unsafe fn vmaf_vif_stat(s: VifScale, out: *mut u64) => vmaf_vif_stat_body;
+}
+
+/// The body of the `vmaf_vif_stat` kernel (declared above).
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn vmaf_vif_stat_body(s: VifScale, out: *mut u64) {
+    gpumetrics_device::shared!(static VMAF_VIF_WARPS: [i64; 4 * ROW_WARPS]);
+    let y = dev::block_idx_x();
+    let t = dev::thread_idx_x();
+    let mut acc = Sums::default();
+    let mut x = t;
+    while x < s.reference.width {
+        acc.add(&unsafe { pixel(&s, x, y) });
+        x += ROW_BLOCK;
+    }
+    let mut v = acc.to_array();
+    let mut delta = 16;
+    while delta > 0 {
+        for k in 0..4 {
+            v[k] = v[k].wrapping_add(unsafe { dev::shfl_down(dev::FULL_MASK, v[k], delta) });
+        }
+        delta /= 2;
+    }
+    if dev::lane_id() == 0 {
+        for k in 0..4 {
+            unsafe { VMAF_VIF_WARPS.write(k * ROW_WARPS + (t / 32) as usize, v[k]) };
+        }
+    }
+    unsafe { dev::sync_threads() };
+    if t < 4 {
+        let mut total = 0i64;
+        for w in 0..ROW_WARPS {
+            total = total.wrapping_add(unsafe { VMAF_VIF_WARPS.read(t as usize * ROW_WARPS + w) });
+        }
+        unsafe { dev::atomic_add_u64(out.add(t as usize), total as u64) };
+    }
+}
+
+gpumetrics_device::kernel! {
+    /// The next scale's images (`next_ref`, `next_dis`, half this scale's size rounded
+    /// down). `TILE`×`TILE` threads, grid covering the next scale.
+    pub unsafe fn vmaf_vif_down(
+        s: VifScale,
+        next_ref: Plane,
+        next_dis: Plane,
+    ) => vmaf_vif_down_body;
+}
+
+/// The body of the `vmaf_vif_down` kernel (declared above).
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn vmaf_vif_down_body(s: VifScale, next_ref: Plane, next_dis: Plane) {
+    let x = dev::block_idx_x() * TILE + dev::thread_idx_x();
+    let y = dev::block_idx_y() * TILE + dev::thread_idx_y();
+    if x < next_ref.width && y < next_ref.height {
+        let (a, b) = unsafe { down(&s, x, y) };
+        unsafe {
+            next_ref.set::<u16>(x, y, a);
+            next_dis.set::<u16>(x, y, b);
+        }
+    }
+}

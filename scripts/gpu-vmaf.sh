@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# VMAF checks on the GPU machine (see ../shared/docs/GPU-MACHINE.md), from the repo root,
+# with the GStreamer kit in .gpu/gst and in .gpu/vmaf (all built here, stripped):
+#   scripts/gpu-pack.sh .gpu/vmaf gpumetrics-engine:test:cuda_kernels \
+#     gpumetrics-engine:test:vmaf_cuda gst-plugin-gpumetrics:test:vmaf_element \
+#     gpumetrics-engine:bench:throughput
+# and, for the CPU comparison, libvmaf v3.1.0's `vmaf` tool as .gpu/vmaf/vmaf (optional;
+# tests/generate_vmaf_reference.sh says how to build it; with SIMD for a fair speed figure).
+# The tests read tests/data/vmaf through BUILD_ROOT. Run with `.gpu/gst` and `.gpu/vmaf`
+# carried; docs/GPU-RUNS.md and docs/BENCHMARKS.md record the output. SKIP_SANITIZERS=1
+# leaves out the (slow) compute-sanitizer steps.
+d=.gpu/vmaf
+B=$d
+source scripts/gpu-common.sh
+kernels() { "$@" $B/cuda_kernels --ignored --test-threads 1 vmaf; }
+
+step "vmaf kernels vs the CPU backend (cuda_kernels)"; run kernels
+if [ -z "${SKIP_SANITIZERS:-}" ]; then
+  for tool in memcheck racecheck synccheck initcheck; do
+    step "compute-sanitizer $tool (cuda_kernels vmaf)"
+    run kernels compute-sanitizer --tool $tool --error-exitcode 9
+  done
+fi
+step "CUDA vs CPU on the reference clips, host and device frames (equal records)"
+run $B/vmaf_cuda --ignored --nocapture
+step "element tests with backend=cuda"
+(source .gpu/gst/env.sh && GPUMETRICS_TEST_BACKEND=cuda run $B/vmaf_element --test-threads 2)
+step "throughput (frames in GPU memory and in system memory)"
+run $B/throughput --seconds 2 --no-cpu --sizes 1080p,2160p --metrics vmaf,all
+if [ -x $B/vmaf ] && command -v ffmpeg >/dev/null; then
+  step "libvmaf's vmaf tool, 16 threads, 1080p (300 frames: the reference clip's 3, repeated)"
+  ffmpeg -v error -stream_loop 99 -i tests/data/vmaf/ref_1920x1080_420p8.mkv -f rawvideo -y $out/r.yuv
+  ffmpeg -v error -stream_loop 99 -i tests/data/vmaf/x264_crf30_1920x1080_420p8.mkv -f rawvideo -y $out/d.yuv
+  run /usr/bin/time -f "%e s" $B/vmaf -q -r $out/r.yuv -d $out/d.yuv -w 1920 -h 1080 -p 420 \
+    -b 8 --threads 16 -m version=vmaf_v0.6.1 -o /dev/null
+  rm -f $out/r.yuv $out/d.yuv
+fi
+if command -v ncu >/dev/null; then
+  step "ncu: the vmaf kernels of one 1080p pair"
+  ncu --clock-control none -k regex:vmaf -c 40 --metrics gpu__time_duration.sum \
+    $B/throughput --seconds 0.05 --sizes 1080p --no-cpu --metrics vmaf 2>&1 \
+    | grep -E "^  vmaf_|gpu__time"
+fi
+exit $fail
