@@ -9,7 +9,8 @@
 //! `butteraugli_linear`; one test also feeds the crate its own sRGB path.
 //!
 //! `BUTTERAUGLI_BACKEND=cuda` runs the same comparisons on the CUDA backend with frames in
-//! device memory (on the GPU machine); CPU otherwise.
+//! device memory (on the GPU machine, which has no FFmpeg: fill `GPUMETRICS_FFMPEG_CACHE`
+//! with a run here and carry it); CPU otherwise.
 
 mod common;
 

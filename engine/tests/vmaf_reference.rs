@@ -10,7 +10,9 @@
 //! `_egl_1` features (enhancement gain limit 1).
 //!
 //! `cargo test -p gpumetrics-engine --test vmaf_reference -- --nocapture` prints the largest
-//! differences per pair, model and field.
+//! differences per pair, model and field. On the GPU machine (no FFmpeg there): a run here
+//! with `GPUMETRICS_FFMPEG_CACHE=DIR` keeps the decoded clips in DIR; carried, the same
+//! variable and `GPUMETRICS_TEST_BACKEND=cuda` run the comparison on the CUDA backend.
 //!
 //! Bit-exactness: with `GPUMETRICS_VMAF_EXACT_DIR` set to a folder of the same CSVs written
 //! by a `vmaf` tool that prints 17 significant digits (in libvmaf/src/output.c, the CSV
@@ -82,11 +84,10 @@ fn layout_of(pix_fmt: &str) -> (PixelFormat, usize, u32) {
     }
 }
 
-/// A clip's frames, decoded at its (even) coded size and cropped to w×h: per frame the
-/// three planes, tightly packed.
-fn decode(clip: &str, w: u32, h: u32, pix_fmt: &str) -> Vec<[Vec<u8>; 3]> {
+/// A clip decoded by FFmpeg to raw `pix_fmt` frames.
+fn raw_frames(clip: &str, pix_fmt: &str) -> Vec<u8> {
     let path = data().join(format!("{clip}.mkv"));
-    let raw = ffmpeg(&[
+    ffmpeg(&[
         "-i",
         path.to_str().unwrap(),
         "-f",
@@ -94,7 +95,22 @@ fn decode(clip: &str, w: u32, h: u32, pix_fmt: &str) -> Vec<[Vec<u8>; 3]> {
         "-pix_fmt",
         pix_fmt,
         "-",
-    ]);
+    ])
+}
+
+/// The backend the comparison runs on: the CPU, or `GPUMETRICS_TEST_BACKEND=cuda` (on the
+/// GPU machine: libvmaf's numbers from the CUDA backend, frames in system memory).
+fn backend() -> BackendChoice {
+    match std::env::var("GPUMETRICS_TEST_BACKEND").as_deref() {
+        Ok("cuda") => BackendChoice::Cuda,
+        _ => BackendChoice::Cpu,
+    }
+}
+
+/// A clip's frames, decoded at its (even) coded size and cropped to w×h: per frame the
+/// three planes, tightly packed.
+fn decode(clip: &str, w: u32, h: u32, pix_fmt: &str) -> Vec<[Vec<u8>; 3]> {
+    let raw = raw_frames(clip, pix_fmt);
     let (_, bps, s) = layout_of(pix_fmt);
     let (ew, eh) = (
         w.next_multiple_of(2) as usize,
@@ -160,7 +176,7 @@ fn reference_values(pair: &str) -> Vec<HashMap<String, f64>> {
         .collect()
 }
 
-/// The engine's records of a pair with one model, on the CPU backend.
+/// The engine's records of a pair with one model, on the CPU backend (or [`backend`]).
 fn run(pair: &Pair, model: &str, refs: &[[Vec<u8>; 3]], dists: &[[Vec<u8>; 3]]) -> Vec<Scores> {
     let (format, bps, s) = layout_of(&pair.pix_fmt);
     let layout = FrameLayout {
@@ -170,7 +186,7 @@ fn run(pair: &Pair, model: &str, refs: &[[Vec<u8>; 3]], dists: &[[Vec<u8>; 3]]) 
     };
     let cfg = EngineConfig {
         metrics: MetricSet::VMAF,
-        backend: BackendChoice::Cpu,
+        backend: backend(),
         ..Default::default()
     };
     let mut engine = Engine::builder(&cfg, layout, layout)

@@ -139,7 +139,26 @@ pub fn scratch(name: &str) -> std::path::PathBuf {
 
 /// Runs FFmpeg (quiet, one thread) and returns its standard output; panics with its error
 /// text when it fails.
+///
+/// With `GPUMETRICS_FFMPEG_CACHE=DIR`, every call's output is kept in DIR under a hash of its
+/// arguments (this process's scratch directory written as `SCRATCH`) and returned from there
+/// when present, without running FFmpeg: a test run here fills DIR, and the GPU machine,
+/// which has no FFmpeg, reruns the same test on it.
 pub fn ffmpeg(args: &[&str]) -> Vec<u8> {
+    let scratch_dir = scratch("").to_string_lossy().into_owned();
+    let cached = std::env::var_os("GPUMETRICS_FFMPEG_CACHE").map(|dir| {
+        // FNV-1a over the arguments, stable across processes.
+        let mut h = 0xcbf2_9ce4_8422_2325u64;
+        for a in args {
+            for b in a.replace(&scratch_dir, "SCRATCH").bytes().chain([0]) {
+                h = (h ^ b as u64).wrapping_mul(0x0100_0000_01b3);
+            }
+        }
+        std::path::PathBuf::from(dir).join(format!("{h:016x}.out"))
+    });
+    if let Some(out) = cached.as_ref().and_then(|p| std::fs::read(p).ok()) {
+        return out;
+    }
     let out = std::process::Command::new("ffmpeg")
         .args(["-hide_banner", "-v", "error", "-threads", "1"])
         .args(args)
@@ -150,5 +169,9 @@ pub fn ffmpeg(args: &[&str]) -> Vec<u8> {
         "ffmpeg {args:?}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
+    if let Some(p) = cached {
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(&p, &out.stdout).unwrap();
+    }
     out.stdout
 }
