@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::synthetic::{device_frame, frames, planes};
+use common::synthetic::{device_frame, device_memory_mib, frames, planes};
 use cudarc::driver::{CudaContext, DevicePtr};
 use gpumetrics_engine::{
     BackendChoice, Engine, EngineConfig, Frame, FrameLayout, HostFrame, MetricSet, PixelFormat,
@@ -110,27 +110,12 @@ fn cuda_matches_cpu() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn device_memory() {
-    let ctx = CudaContext::new(0).unwrap();
     for (w, h) in [(1920, 1080), (3840, 2160)] {
-        ctx.bind_to_thread().unwrap();
-        let (r, d, strides, offsets) = frames(PixelFormat::I420, w, h);
-        let (rp, dp) = (
-            planes(&offsets, &strides, &r),
-            planes(&offsets, &strides, &d),
-        );
-        let (free0, _) = cudarc::driver::result::mem_get_info().unwrap();
-        let mut e = engine(BackendChoice::Cuda, PixelFormat::I420, w, h);
-        e.compare(
-            &Frame::Host(HostFrame::new(&rp)),
-            &Frame::Host(HostFrame::new(&dp)),
-        )
-        .unwrap();
-        ctx.bind_to_thread().unwrap();
-        let (free1, _) = cudarc::driver::result::mem_get_info().unwrap();
+        let mib = device_memory_mib(w, h, || {
+            engine(BackendChoice::Cuda, PixelFormat::I420, w, h)
+        });
         println!(
-            "{w}x{h} I420 engine with butteraugli (incl. upload buffers): {:.1} MiB of device memory",
-            (free0 - free1) as f64 / (1 << 20) as f64
+            "{w}x{h} I420 engine with butteraugli (incl. upload buffers): {mib:.1} MiB of device memory"
         );
-        drop(e);
     }
 }

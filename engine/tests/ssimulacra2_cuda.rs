@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::synthetic::{device_frame, frames, planes};
+use common::synthetic::{device_frame, device_memory_mib, frames, planes};
 use cudarc::driver::{CudaContext, DevicePtr};
 use gpumetrics_engine::{
     BackendChoice, ChromaUpsampling, Colorimetry, Engine, EngineConfig, Frame, FrameLayout,
@@ -199,24 +199,10 @@ fn cuda_matches_cpu_for_every_colorimetry() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn device_memory_at_1080p() {
-    let ctx = CudaContext::new(0).unwrap();
-    ctx.bind_to_thread().unwrap();
-    let (r, d, strides, offsets) = frames(PixelFormat::I420, 1920, 1080);
-    let (rp, dp) = (
-        planes(&offsets, &strides, &r),
-        planes(&offsets, &strides, &d),
-    );
-    let (free0, _) = cudarc::driver::result::mem_get_info().unwrap();
-    let mut e = engine(BackendChoice::Cuda, PixelFormat::I420, 1920, 1080);
-    e.compare(
-        &Frame::Host(HostFrame::new(&rp)),
-        &Frame::Host(HostFrame::new(&dp)),
-    )
-    .unwrap();
-    ctx.bind_to_thread().unwrap();
-    let (free1, _) = cudarc::driver::result::mem_get_info().unwrap();
+    let mib = device_memory_mib(1920, 1080, || {
+        engine(BackendChoice::Cuda, PixelFormat::I420, 1920, 1080)
+    });
     println!(
-        "1080p I420 engine with ssimulacra2 (incl. upload buffers): {:.1} MiB of device memory",
-        (free0 - free1) as f64 / (1 << 20) as f64
+        "1080p I420 engine with ssimulacra2 (incl. upload buffers): {mib:.1} MiB of device memory"
     );
 }

@@ -1,7 +1,7 @@
 //! Synthetic frame pairs of every layout the CUDA tests cover, without FFmpeg (the GPU
 //! machine has none): a smooth pattern with edges and texture, and a distorted copy.
 
-use gpumetrics_engine::{DeviceFrame, Frame, PixelFormat, Plane};
+use gpumetrics_engine::{DeviceFrame, Engine, Frame, HostFrame, PixelFormat, Plane};
 
 /// A smooth pattern with edges and texture, and a distorted copy (blur-like offset,
 /// quantisation and noise), as raw samples of `format` (no padding).
@@ -118,4 +118,27 @@ pub fn device_frame(base: u64, offsets: &[usize], strides: &[usize]) -> Frame<'s
         f.pitches[i] = *s;
     }
     Frame::Device(f)
+}
+
+/// Device memory (MiB) that the CUDA engine `make` builds takes once it has measured one
+/// w×h I420 pair of [`frames`] (its buffers and upload buffers). Run such a test alone:
+/// memory freed by earlier tests stays in the stream-ordered pool and would be reused.
+pub fn device_memory_mib(w: usize, h: usize, make: impl FnOnce() -> Engine) -> f64 {
+    let ctx = cudarc::driver::CudaContext::new(0).unwrap();
+    ctx.bind_to_thread().unwrap();
+    let (r, d, strides, offsets) = frames(PixelFormat::I420, w, h);
+    let (rp, dp) = (
+        planes(&offsets, &strides, &r),
+        planes(&offsets, &strides, &d),
+    );
+    let (free0, _) = cudarc::driver::result::mem_get_info().unwrap();
+    let mut e = make();
+    e.compare(
+        &Frame::Host(HostFrame::new(&rp)),
+        &Frame::Host(HostFrame::new(&dp)),
+    )
+    .unwrap();
+    ctx.bind_to_thread().unwrap();
+    let (free1, _) = cudarc::driver::result::mem_get_info().unwrap();
+    (free0 - free1) as f64 / (1 << 20) as f64
 }
