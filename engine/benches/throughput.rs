@@ -139,7 +139,6 @@ fn main() {
                 metrics: m,
                 backend,
                 device_id: 0,
-                ssim_chroma: false,
                 ..Default::default()
             };
             if !args.no_cpu {

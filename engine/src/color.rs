@@ -311,7 +311,43 @@ pub enum ChromaUpsampling {
     Nearest,
 }
 
-/// Colorimetry of one input, and how its chroma is upsampled.
+impl ChromaUpsampling {
+    /// The values of the `chroma-upsampling` option, in its order.
+    const ALL: [ChromaUpsampling; 2] = [ChromaUpsampling::CatmullRom, ChromaUpsampling::Nearest];
+
+    /// The `chroma-upsampling` option's value.
+    pub(crate) fn from_options(options: &crate::metric::Options) -> ChromaUpsampling {
+        Self::ALL[options.choice(&CHROMA_UPSAMPLING)]
+    }
+}
+
+/// The option of the linear-light metrics (SSIMULACRA2, Butteraugli) that picks the
+/// [`ChromaUpsampling`]; listed by each of their registry entries, one property.
+pub(crate) const CHROMA_UPSAMPLING: crate::metric::OptionSpec = crate::metric::OptionSpec {
+    name: "chroma-upsampling",
+    nick: "Chroma upsampling",
+    doc: "Linear-light metrics (ssimulacra2) on 4:2:0 / 4:2:2 input: catmull-rom (bicubic at \
+          the caps' chroma siting) or nearest (equal to the ssimulacra2 crate's video input; \
+          catmull-rom scores higher, see the README)",
+    kind: crate::metric::OptionKind::Choice {
+        type_name: "GstGpuMetricsChromaUpsampling",
+        values: &[
+            crate::metric::Choice {
+                nick: "catmull-rom",
+                description: "Catmull-Rom: 4-tap bicubic at the caps' chroma siting",
+            },
+            crate::metric::Choice {
+                nick: "nearest",
+                description: "Nearest: the sample at x/2 (as the ssimulacra2 crate's video \
+                              input reads it)",
+            },
+        ],
+        default: 0,
+    },
+};
+
+/// Colorimetry of one input (how its chroma is upsampled is the linear-light metrics'
+/// `chroma-upsampling` option).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Colorimetry {
     pub matrix: Matrix,
@@ -319,7 +355,6 @@ pub struct Colorimetry {
     pub transfer: Transfer,
     pub primaries: Primaries,
     pub siting: ChromaSiting,
-    pub upsampling: ChromaUpsampling,
 }
 
 impl Default for Colorimetry {
@@ -333,7 +368,6 @@ impl Default for Colorimetry {
             transfer: Transfer::Bt1886,
             primaries: Primaries::Bt709,
             siting: ChromaSiting::default(),
-            upsampling: ChromaUpsampling::CatmullRom,
         }
     }
 }
@@ -366,8 +400,14 @@ impl Colorimetry {
         )))
     }
 
-    /// Kernel-side description of a frame with this colorimetry at the given planes.
-    pub(crate) fn source(&self, layout: &FrameLayout, planes: &PlanePtrs) -> ColorSource {
+    /// Kernel-side description of a frame with this colorimetry at the given planes, its
+    /// chroma upsampled as `upsampling` says.
+    pub(crate) fn source(
+        &self,
+        layout: &FrameLayout,
+        planes: &PlanePtrs,
+        upsampling: ChromaUpsampling,
+    ) -> ColorSource {
         let f = layout.format;
         let chans = f.channels();
         let channel = |i: usize| planes.channel(&chans[i.min(chans.len() - 1)], f.peak());
@@ -429,20 +469,21 @@ impl Colorimetry {
             convert_primaries: primaries.is_some() as u32,
             site_x: site(self.siting.h_cosited, sub_x),
             site_y: site(self.siting.v_cosited, sub_y),
-            chroma_nearest: (self.upsampling == ChromaUpsampling::Nearest) as u32,
+            chroma_nearest: (upsampling == ChromaUpsampling::Nearest) as u32,
         }
     }
 }
 
 /// Linear RGB (interleaved, row-major) of a host frame: the documented conversion, e.g. to
-/// feed a reference implementation the same pixels the engine measures.
+/// feed a reference implementation the same pixels the engine measures (subsampled chroma
+/// upsampled with Catmull-Rom, the `chroma-upsampling` default).
 pub fn host_linear_rgb(
     layout: &FrameLayout,
     colorimetry: &Colorimetry,
     frame: &crate::HostFrame,
 ) -> Result<Vec<[f32; 3]>, EngineError> {
     let planes = frame.validate(layout, "input")?;
-    let src = colorimetry.source(layout, &planes);
+    let src = colorimetry.source(layout, &planes, ChromaUpsampling::CatmullRom);
     let mut out = Vec::with_capacity(layout.width as usize * layout.height as usize);
     for y in 0..layout.height {
         for x in 0..layout.width {

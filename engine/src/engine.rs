@@ -6,7 +6,8 @@ use crate::color::Colorimetry;
 use crate::error::EngineError;
 use crate::format::FrameLayout;
 use crate::frame::Frame;
-use crate::metric::REGISTRY;
+use crate::metric::temporal::Pending;
+use crate::metric::{Configured, Options};
 use crate::metrics::MetricSet;
 use crate::plan::{Plan, PlanOptions};
 use crate::scores::Scores;
@@ -21,15 +22,15 @@ pub enum BackendChoice {
     Cpu,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq)]
+/// What to compute and where. How each metric measures is set by its options (declared
+/// in the registry, [`crate::metric::options`]), not by fields here.
+#[derive(Clone, Debug, PartialEq)]
 pub struct EngineConfig {
     pub metrics: MetricSet,
     pub backend: BackendChoice,
     pub device_id: u32,
-    /// SSIM on chroma planes too (`ssim-u`/`-v`, `ssim-all`); luma only when false.
-    pub ssim_chroma: bool,
-    /// Butteraugli's intensity target in nits (libjxl's default 80; Vship uses 203).
-    pub butteraugli_intensity: f32,
+    /// The metrics' options (defaults unless set).
+    pub options: Options,
 }
 
 impl Default for EngineConfig {
@@ -38,8 +39,7 @@ impl Default for EngineConfig {
             metrics: MetricSet::PSNR,
             backend: BackendChoice::Auto,
             device_id: 0,
-            ssim_chroma: false,
-            butteraugli_intensity: crate::metric::butteraugli::DEFAULT_INTENSITY,
+            options: Options::default(),
         }
     }
 }
@@ -47,10 +47,12 @@ impl Default for EngineConfig {
 pub struct Engine {
     plan: Plan,
     metrics: MetricSet,
+    /// The requested metrics' entries with their settings.
+    configured: Vec<Configured>,
     backend: Box<dyn Backend>,
     note: Option<String>,
-    /// The fields of the pair a temporal metric holds back, without that metric's.
-    held: Option<Scores>,
+    /// The instant fields of the pairs temporal metrics hold back.
+    pending: Pending,
 }
 
 /// Everything an [`Engine`] is made from, given before it is built: [`Engine::builder`].
@@ -60,7 +62,6 @@ pub struct EngineBuilder<'a> {
     distorted: FrameLayout,
     colorimetry: Option<[Colorimetry; 2]>,
     context: Option<crate::cuda::ExternalContext>,
-    vmaf: Option<crate::metric::vmaf::VmafOptions>,
 }
 
 impl EngineBuilder<'_> {
@@ -81,32 +82,28 @@ impl EngineBuilder<'_> {
         self
     }
 
-    /// VMAF's model and whether its elementary features are reported (default: the
-    /// built-in `vmaf_v0.6.1`, no features).
-    pub fn vmaf(mut self, options: crate::metric::vmaf::VmafOptions) -> Self {
-        self.vmaf = Some(options);
-        self
-    }
-
-    /// The engine: its plan complete, every metric's check passed, its backend chosen.
+    /// The engine: its plan complete, every requested metric configured from its options
+    /// (an invalid value fails here, naming the option) and its check passed, its backend
+    /// chosen.
     pub fn build(self) -> Result<Engine, EngineError> {
         let options = PlanOptions {
-            ssim_chroma: self.config.ssim_chroma,
-            butteraugli_intensity: self.config.butteraugli_intensity,
             colorimetry: self.colorimetry,
-            vmaf: self.vmaf.unwrap_or_default(),
         };
         let plan = Plan::with_options(self.reference, self.distorted, options)?;
-        for entry in REGISTRY {
-            (entry.check)(&plan, self.config.metrics)?;
+        let set = self.config.metrics;
+        let configured = Configured::all(set, &self.config.options)?;
+        for c in &configured {
+            (c.entry.check)(&c.setup(&plan, set))?;
         }
-        let (backend, note) = crate::backend::select(self.config, &plan, self.context)?;
+        let (backend, note) =
+            crate::backend::select(self.config, &plan, &configured, self.context)?;
         Ok(Engine {
             plan,
-            metrics: self.config.metrics,
+            metrics: set,
+            configured,
             backend,
             note,
-            held: None,
+            pending: Pending::default(),
         })
     }
 }
@@ -148,7 +145,6 @@ impl Engine {
             distorted,
             colorimetry: None,
             context: None,
-            vmaf: None,
         }
     }
 
@@ -174,21 +170,22 @@ impl Engine {
     /// Why requested metrics are left out for this layout (e.g. frames too small for
     /// MS-SSIM), for the caller to log once.
     pub fn metric_notes(&self) -> Vec<String> {
-        REGISTRY
+        self.configured
             .iter()
-            .flat_map(|e| (e.notes)(&self.plan, self.metrics))
+            .flat_map(|c| (c.entry.notes)(&c.setup(&self.plan, self.metrics)))
             .collect()
     }
 
     /// Measures one pair: every requested metric's fields, in registry order. Engines that
-    /// hold pairs back ([`Engine::lag`] > 0, i.e. with VMAF) refuse it: use
+    /// hold pairs back ([`Engine::lag`] > 0, e.g. with VMAF) refuse it: use
     /// [`Engine::push`] and [`Engine::finish`].
     pub fn compare(&mut self, reference: &Frame, distorted: &Frame) -> Result<Scores, EngineError> {
         if self.lag() > 0 {
-            return Err(EngineError::Unsupported(
-                "vmaf scores a pair once the next pair is known (motion2); use Engine::push and                  Engine::finish"
-                    .into(),
-            ));
+            return Err(EngineError::Unsupported(format!(
+                "this engine scores a pair once the {} pair(s) after it are known (vmaf's \
+                 motion2 needs the next one); use Engine::push and Engine::finish",
+                self.lag()
+            )));
         }
         Ok(self.push(reference, distorted)?.unwrap_or_default())
     }
@@ -199,8 +196,13 @@ impl Engine {
         self.backend.lag()
     }
 
+    /// Pairs measured whose scores are not final yet (at most [`Engine::lag`]).
+    pub fn held(&self) -> usize {
+        self.pending.len()
+    }
+
     /// Measures one pair and returns the complete scores of the pair [`Engine::lag`] pairs
-    /// before it (this one's when the lag is 0), or `None` while the first pair is held.
+    /// before it (this one's when the lag is 0), or `None` while the first pairs are held.
     /// Fields of held-back metrics come after the others.
     pub fn push(
         &mut self,
@@ -210,31 +212,26 @@ impl Engine {
         let (mut now, mut late) = (Scores::new(), Scores::new());
         self.backend
             .measure(&self.plan, reference, distorted, &mut now, &mut late)?;
-        if self.backend.lag() == 0 {
-            return Ok(Some(now));
-        }
-        Ok(self.held.replace(now).map(|mut held| {
-            held.append(late);
-            held
-        }))
+        Ok(self.pending.push(self.backend.lag(), now, late))
     }
 
-    /// End of the sequence (EOS): the scores of the pair still held back, if any, scored as
-    /// libvmaf scores a last frame; the next pair starts a new sequence.
-    pub fn finish(&mut self) -> Option<Scores> {
-        let mut late = Scores::new();
-        self.backend.finish(&self.plan, &mut late);
-        self.held.take().map(|mut held| {
-            held.append(late);
-            held
-        })
+    /// End of the sequence (EOS, caps change): the scores of the pairs still held back,
+    /// oldest first, scored as libvmaf scores the last frames; the next pair starts a new
+    /// sequence.
+    pub fn finish(&mut self) -> Vec<Scores> {
+        let mut late = vec![Scores::new(); self.pending.len()];
+        self.backend.lineup().finish(&self.plan, &mut late);
+        self.pending.finish(late)
     }
 
-    /// Drops the held pair and every state across pairs (a flush): the next pair starts a
-    /// new sequence.
-    pub fn reset(&mut self) {
-        self.held = None;
-        self.backend.reset();
+    /// Drops the held pairs and every state across pairs (a flush): the next pair starts a
+    /// new sequence. Returns how many measured pairs were dropped (for the caller to
+    /// count).
+    pub fn reset(&mut self) -> usize {
+        let dropped = self.pending.len();
+        self.pending.reset();
+        self.backend.lineup().reset();
+        dropped
     }
 }
 

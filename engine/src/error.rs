@@ -33,4 +33,8 @@ pub enum EngineError {
     InvalidFrame(String),
     #[error("{0}")]
     Unsupported(String),
+    /// A metric option's value is refused: names the option (the element property or
+    /// command flag of that name) and what it accepts.
+    #[error("{option}: {why}")]
+    InvalidOption { option: &'static str, why: String },
 }

@@ -25,6 +25,7 @@ pub use engine::{BackendChoice, Engine, EngineBuilder, EngineConfig};
 pub use error::EngineError;
 pub use format::{ChannelSpec, ColorFamily, FrameLayout, PixelFormat};
 pub use frame::{DeviceFrame, Frame, HostFrame, MAX_PLANES, Plane, PlaneOffsets};
+pub use metric::{Direction, Field, OptionKind, OptionSpec, OptionValue, Options};
 pub use metrics::MetricSet;
 pub use plan::{Plan, PlanOptions};
 pub use scores::Scores;

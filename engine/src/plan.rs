@@ -1,6 +1,6 @@
 //! What to compare: channel pairs matched by name between the two inputs' formats.
 
-use crate::color::Colorimetry;
+use crate::color::{ChromaUpsampling, Colorimetry};
 use crate::error::EngineError;
 use crate::format::{ChannelSpec, ColorFamily, FrameLayout};
 use crate::frame::PlanePtrs;
@@ -21,40 +21,17 @@ pub struct Plan {
     pub reference: FrameLayout,
     pub distorted: FrameLayout,
     pub channels: Vec<(ChannelSpec, ChannelSpec)>,
-    /// SSIM on chroma planes too (`EngineConfig::ssim_chroma`).
-    pub ssim_chroma: bool,
     /// Colorimetry of the reference and distorted inputs (for linear-light metrics).
     pub colorimetry: [Colorimetry; 2],
-    /// Butteraugli's intensity target: the nits of linear 1.0
-    /// (`EngineConfig::butteraugli_intensity`).
-    pub butteraugli_intensity: f32,
-    /// VMAF's model and options (`EngineBuilder::vmaf`).
-    pub vmaf: crate::metric::vmaf::VmafOptions,
 }
 
-/// What a [`Plan`] is built from besides the two layouts.
-#[derive(Clone, Debug, PartialEq)]
+/// What a [`Plan`] is built from besides the two layouts. (How each metric measures is
+/// its own business: its options, [`crate::metric::Options`].)
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct PlanOptions {
-    /// SSIM on chroma planes too.
-    pub ssim_chroma: bool,
-    /// Butteraugli's intensity target in nits.
-    pub butteraugli_intensity: f32,
     /// Colorimetry of the reference and distorted inputs; `None`:
     /// [`Colorimetry::default_for`] their formats.
     pub colorimetry: Option<[Colorimetry; 2]>,
-    /// VMAF's model and whether it reports its features.
-    pub vmaf: crate::metric::vmaf::VmafOptions,
-}
-
-impl Default for PlanOptions {
-    fn default() -> Self {
-        PlanOptions {
-            ssim_chroma: false,
-            butteraugli_intensity: crate::metric::butteraugli::DEFAULT_INTENSITY,
-            colorimetry: None,
-            vmaf: Default::default(),
-        }
-    }
 }
 
 impl Plan {
@@ -117,13 +94,10 @@ impl Plan {
             reference,
             distorted,
             channels,
-            ssim_chroma: options.ssim_chroma,
-            butteraugli_intensity: options.butteraugli_intensity,
             colorimetry: options.colorimetry.unwrap_or([
                 Colorimetry::default_for(rf.family()),
                 Colorimetry::default_for(df.family()),
             ]),
-            vmaf: options.vmaf,
         })
     }
 
@@ -157,10 +131,15 @@ impl Plan {
 
 impl Plan {
     /// Kernel-side descriptions of both frames for the linear-RGB conversion.
-    pub(crate) fn color_sources(&self, r: &PlanePtrs, d: &PlanePtrs) -> (ColorSource, ColorSource) {
+    pub(crate) fn color_sources(
+        &self,
+        r: &PlanePtrs,
+        d: &PlanePtrs,
+        upsampling: ChromaUpsampling,
+    ) -> (ColorSource, ColorSource) {
         (
-            self.colorimetry[0].source(&self.reference, r),
-            self.colorimetry[1].source(&self.distorted, d),
+            self.colorimetry[0].source(&self.reference, r, upsampling),
+            self.colorimetry[1].source(&self.distorted, d, upsampling),
         )
     }
 }

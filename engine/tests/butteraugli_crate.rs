@@ -45,7 +45,12 @@ fn engine(l: FrameLayout, intensity: f32) -> Engine {
     let cfg = EngineConfig {
         metrics: MetricSet::BUTTERAUGLI,
         backend: backend(),
-        butteraugli_intensity: intensity,
+        options: gpumetrics_engine::Options::new()
+            .with(
+                "butteraugli-intensity",
+                gpumetrics_engine::OptionValue::Float(intensity as f64),
+            )
+            .unwrap(),
         ..Default::default()
     };
     Engine::new(&cfg, l, l).unwrap()

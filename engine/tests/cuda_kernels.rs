@@ -494,7 +494,6 @@ fn butteraugli_pipeline(
 /// pairs of a smooth random odd-sized frame and a noisier copy, 8-bit 4:2:0 and 10-bit
 /// 4:4:4 with features; the features are integer sums on both sides, so they must be equal.
 fn vmaf_pipeline(_k: &Kernels, _s: &Arc<CudaStream>, r: &mut Rng) -> Result<Outcome, DriverError> {
-    use gpumetrics_engine::vmaf::VmafOptions;
     use gpumetrics_engine::{
         BackendChoice, Engine, EngineConfig, Frame, FrameLayout, HostFrame, MetricSet, PixelFormat,
         Plane, Scores,
@@ -552,15 +551,10 @@ fn vmaf_pipeline(_k: &Kernels, _s: &Arc<CudaStream>, r: &mut Rng) -> Result<Outc
             let cfg = EngineConfig {
                 metrics: MetricSet::VMAF,
                 backend,
+                options: common::vmaf_options("vmaf_v0.6.1"),
                 ..Default::default()
             };
-            let mut e = Engine::builder(&cfg, layout, layout)
-                .vmaf(VmafOptions {
-                    features: true,
-                    ..Default::default()
-                })
-                .build()
-                .map_err(|e| e.to_string())?;
+            let mut e = Engine::new(&cfg, layout, layout).map_err(|e| e.to_string())?;
             let mut out = Vec::new();
             for (a, b) in &frames {
                 let pa: Vec<Plane> = planes

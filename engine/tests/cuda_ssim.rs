@@ -35,7 +35,9 @@ fn try_engine(backend: BackendChoice, r: &Owned, d: &Owned) -> Option<Engine> {
     let cfg = EngineConfig {
         metrics: MetricSet::SSIM | MetricSet::MS_SSIM,
         backend,
-        ssim_chroma: true,
+        options: gpumetrics_engine::Options::new()
+            .with("ssim-chroma", gpumetrics_engine::OptionValue::Bool(true))
+            .unwrap(),
         ..Default::default()
     };
     Engine::new(&cfg, r.layout, d.layout).ok()

@@ -19,7 +19,6 @@ fn try_engine(backend: BackendChoice, r: &Owned, d: &Owned) -> Option<Engine> {
         metrics: MetricSet::PSNR,
         backend,
         device_id: 0,
-        ssim_chroma: false,
         ..Default::default()
     };
     Engine::new(&cfg, r.layout, d.layout).ok()

@@ -128,8 +128,9 @@ proptest! {
                     metrics: MetricSet::PSNR | MetricSet::SSIM | MetricSet::SSIMULACRA2,
                     backend: BackendChoice::Cpu,
                     device_id: 0,
-                    ssim_chroma: true,
-                    ..Default::default()
+                    options: gpumetrics_engine::Options::new()
+                        .with("ssim-chroma", gpumetrics_engine::OptionValue::Bool(true))
+                        .unwrap(),
                 };
                 let mut engine = Engine::new(&config, layout, layout).unwrap();
                 let scores = engine.compare(&Frame::Host(frame), &Frame::Host(frame)).unwrap();

@@ -78,7 +78,12 @@ fn engine(backend: BackendChoice, c: &Case) -> Engine {
     let cfg = EngineConfig {
         metrics: MetricSet::SSIM | MetricSet::MS_SSIM,
         backend,
-        ssim_chroma: c.chroma,
+        options: gpumetrics_engine::Options::new()
+            .with(
+                "ssim-chroma",
+                gpumetrics_engine::OptionValue::Bool(c.chroma),
+            )
+            .unwrap(),
         ..Default::default()
     };
     Engine::new(&cfg, c.layout, c.layout).expect("engine")

@@ -7,8 +7,8 @@ mod common;
 use common::synthetic::{device_frame, device_memory_mib, frames, planes};
 use cudarc::driver::{CudaContext, DevicePtr};
 use gpumetrics_engine::{
-    BackendChoice, ChromaUpsampling, Colorimetry, Engine, EngineConfig, Frame, FrameLayout,
-    HostFrame, Matrix, MetricSet, PixelFormat, Primaries, Range, Transfer,
+    BackendChoice, Colorimetry, Engine, EngineConfig, Frame, FrameLayout, HostFrame, Matrix,
+    MetricSet, PixelFormat, Primaries, Range, Transfer,
 };
 
 fn config(backend: BackendChoice) -> EngineConfig {
@@ -150,13 +150,8 @@ fn cuda_matches_cpu_for_every_colorimetry() {
                 ..base
             },
         ),
-        (
-            "bt709 nearest chroma",
-            Colorimetry {
-                upsampling: ChromaUpsampling::Nearest,
-                ..base
-            },
-        ),
+        // chroma-upsampling=nearest (see `upsampling` below).
+        ("bt709 nearest chroma", base),
     ];
     let mut worst = 0.0f64;
     for format in [PixelFormat::I420, PixelFormat::P010_10Le] {
@@ -171,9 +166,18 @@ fn cuda_matches_cpu_for_every_colorimetry() {
                 Frame::Host(HostFrame::new(&dp)),
             );
             for (name, c) in colorimetries {
+                let upsampling = if name.contains("nearest") {
+                    "nearest"
+                } else {
+                    "catmull-rom"
+                };
                 let score = |backend| {
                     let l = layout(format, w, h);
-                    Engine::builder(&config(backend), l, l)
+                    let config = EngineConfig {
+                        options: common::upsampling_options(upsampling),
+                        ..config(backend)
+                    };
+                    Engine::builder(&config, l, l)
                         .colorimetry(c, c)
                         .build()
                         .unwrap()

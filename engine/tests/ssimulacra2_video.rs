@@ -23,8 +23,8 @@ mod common;
 use common::{ffmpeg, scratch};
 
 use gpumetrics_engine::{
-    BackendChoice, ChromaSiting, ChromaUpsampling, Colorimetry, Engine, EngineConfig, Frame,
-    FrameLayout, HostFrame, Matrix, MetricSet, PixelFormat, Plane, Primaries, Range, Transfer,
+    BackendChoice, ChromaSiting, Colorimetry, Engine, EngineConfig, Frame, FrameLayout, HostFrame,
+    Matrix, MetricSet, PixelFormat, Plane, Primaries, Range, Transfer,
 };
 use ssimulacra2::{
     ColorPrimaries, MatrixCoefficients, Pixel, TransferCharacteristic, Yuv, YuvConfig,
@@ -87,7 +87,6 @@ impl Case {
             transfer: self.transfer,
             primaries: self.primaries,
             siting: ChromaSiting::default(),
-            upsampling: ChromaUpsampling::CatmullRom,
         }
     }
 
@@ -228,12 +227,13 @@ fn planes<'a>(p: [&'a [u8]; 3], sizes: [(usize, usize); 3], bytes: usize) -> [Pl
 }
 
 fn engine_score(c: &Case, format: PixelFormat, r: [&[u8]; 3], d: [&[u8]; 3]) -> f64 {
-    engine_score_with(c, c.colorimetry(), format, r, d)
+    engine_score_with(c, c.colorimetry(), "catmull-rom", format, r, d)
 }
 
 fn engine_score_with(
     c: &Case,
     colorimetry: Colorimetry,
+    upsampling: &str,
     format: PixelFormat,
     r: [&[u8]; 3],
     d: [&[u8]; 3],
@@ -246,6 +246,7 @@ fn engine_score_with(
     let config = EngineConfig {
         metrics: MetricSet::SSIMULACRA2,
         backend: BackendChoice::Cpu,
+        options: common::upsampling_options(upsampling),
         ..Default::default()
     };
     let mut e = Engine::builder(&config, layout, layout)
@@ -684,11 +685,7 @@ fn subsampled_yuv_differs_only_by_the_chroma_upsampling() {
             );
             let nearest = engine_score(c, full, as_planes(&rn), as_planes(&dn));
             // The engine's nearest upsampling on the subsampled frame itself.
-            let near = Colorimetry {
-                upsampling: ChromaUpsampling::Nearest,
-                ..c.colorimetry()
-            };
-            let own_nearest = engine_score_with(c, near, c.format, rp, dp);
+            let own_nearest = engine_score_with(c, c.colorimetry(), "nearest", c.format, rp, dp);
             let (diff, diff_n) = ((ours - theirs).abs(), (nearest - theirs).abs());
             println!(
                 "{:<22} {i:>5} {ours:>10.4} {theirs:>10.4} {diff:>9.2e} {nearest:>12.4} {diff_n:>9.2e}",

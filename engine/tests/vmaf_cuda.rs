@@ -7,7 +7,6 @@
 //! semi-planar, 4:2:0 and 4:4:4, at an odd size, 320x240 and 1920x1080, with every model.
 
 use cudarc::driver::{CudaContext, DevicePtr};
-use gpumetrics_engine::vmaf::{Model, VmafOptions};
 use gpumetrics_engine::{
     BackendChoice, Engine, EngineConfig, FrameLayout, HostFrame, MetricSet, PixelFormat, Scores,
 };
@@ -149,15 +148,10 @@ fn cuda_records_equal_cpu_records() {
                 let cfg = EngineConfig {
                     metrics: MetricSet::VMAF,
                     backend,
+                    options: common::vmaf_options(model),
                     ..Default::default()
                 };
-                let mut e = Engine::builder(&cfg, layout, layout)
-                    .vmaf(VmafOptions {
-                        model: Model::load(model).unwrap(),
-                        features: true,
-                    })
-                    .build()
-                    .unwrap();
+                let mut e = Engine::new(&cfg, layout, layout).unwrap();
                 let mut out = Vec::new();
                 for (((r, ro, rs), (d, dofs, ds)), (rb, db)) in frames.iter().zip(&uploads) {
                     let got = if on_device {
@@ -208,16 +202,11 @@ fn synthetic_sequences_score_sensibly_on_the_cpu() {
         let cfg = EngineConfig {
             metrics: MetricSet::VMAF,
             backend: BackendChoice::Cpu,
+            options: common::vmaf_options("vmaf_v0.6.1"),
             ..Default::default()
         };
         let score = |distorted: bool| {
-            let mut e = Engine::builder(&cfg, layout, layout)
-                .vmaf(VmafOptions {
-                    features: true,
-                    ..Default::default()
-                })
-                .build()
-                .unwrap();
+            let mut e = Engine::new(&cfg, layout, layout).unwrap();
             let mut out = Vec::new();
             for i in 0..3 {
                 let (r, ro, rs) = frame(format, w, h, i, false);

@@ -26,7 +26,6 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use common::ffmpeg;
-use gpumetrics_engine::vmaf::{Model, VmafOptions};
 use gpumetrics_engine::{
     BackendChoice, Engine, EngineConfig, Frame, FrameLayout, HostFrame, MetricSet, PixelFormat,
     Plane, Scores,
@@ -187,15 +186,10 @@ fn run(pair: &Pair, model: &str, refs: &[[Vec<u8>; 3]], dists: &[[Vec<u8>; 3]]) 
     let cfg = EngineConfig {
         metrics: MetricSet::VMAF,
         backend: backend(),
+        options: common::vmaf_options(model),
         ..Default::default()
     };
-    let mut engine = Engine::builder(&cfg, layout, layout)
-        .vmaf(VmafOptions {
-            model: Model::load(model).unwrap(),
-            features: true,
-        })
-        .build()
-        .unwrap();
+    let mut engine = Engine::new(&cfg, layout, layout).unwrap();
     assert_eq!(engine.lag(), 1);
     let mut out = Vec::new();
     for (r, d) in refs.iter().zip(dists) {
@@ -392,7 +386,7 @@ fn the_engine_holds_one_pair_back_and_each_record_is_its_own_pair() {
         records.extend(out);
     }
     records.extend(e.finish());
-    assert!(e.finish().is_none(), "nothing is held after finish");
+    assert!(e.finish().is_empty(), "nothing is held after finish");
     assert_eq!(records.len(), 4);
     for (i, r) in records.iter().enumerate() {
         assert_eq!(r.get("psnr-y"), Some(psnr[i]), "record {i} is pair {i}");
@@ -401,7 +395,13 @@ fn the_engine_holds_one_pair_back_and_each_record_is_its_own_pair() {
     }
     // A flush drops the held pair: the next push starts a sequence again.
     assert!(e.push(&f(&refs[0]), &f(&dists[0])).unwrap().is_none());
-    e.reset();
+    assert_eq!(e.held(), 1);
+    assert_eq!(
+        e.reset(),
+        1,
+        "the flush reports the measured pair it dropped"
+    );
+    assert_eq!(e.held(), 0);
     assert!(e.push(&f(&refs[1]), &f(&dists[1])).unwrap().is_none());
     // Frames of at most 32 rows get no vmaf, with a note.
     let small = FrameLayout {

@@ -171,7 +171,6 @@ pub fn colorimetry(info: &gst_video::VideoInfo, family: ColorFamily) -> Colorime
         transfer,
         primaries,
         siting,
-        upsampling: default.upsampling,
     }
 }
 

@@ -1,21 +1,26 @@
 //! CPU backend: the kernel crate's host build, parallel with rayon inside each metric.
 
-use super::{Backend, BackendKind};
+use super::{Backend, BackendKind, Held};
 use crate::error::EngineError;
 use crate::frame::{Frame, PlanePtrs};
-use crate::metric::{CpuMetric, REGISTRY};
+use crate::metric::temporal::Lineup;
+use crate::metric::{Configured, CpuMetric};
 use crate::metrics::MetricSet;
 use crate::plan::Plan;
 use crate::scores::Scores;
 
 pub(crate) struct CpuBackend {
-    metrics: Vec<Box<dyn CpuMetric>>,
+    metrics: Lineup<dyn CpuMetric>,
 }
 
 impl CpuBackend {
-    pub(crate) fn new(plan: &Plan, set: MetricSet) -> CpuBackend {
+    pub(crate) fn new(plan: &Plan, set: MetricSet, configured: &[Configured]) -> CpuBackend {
+        let metrics = configured
+            .iter()
+            .filter_map(|c| (c.entry.cpu)(&c.setup(plan, set)))
+            .collect();
         CpuBackend {
-            metrics: REGISTRY.iter().filter_map(|e| (e.cpu)(plan, set)).collect(),
+            metrics: Lineup::new(metrics),
         }
     }
 }
@@ -50,30 +55,17 @@ impl Backend for CpuBackend {
     ) -> Result<(), EngineError> {
         let r = host_planes(reference, plan, true)?;
         let d = host_planes(distorted, plan, false)?;
-        for m in &mut self.metrics {
-            let out = if m.lag() > 0 {
-                &mut *late
-            } else {
-                &mut *scores
-            };
+        self.metrics.measure(scores, late, |m, out| {
             m.measure(plan, &r, &d, out);
-        }
-        Ok(())
+            Ok(())
+        })
+    }
+
+    fn lineup(&mut self) -> &mut dyn Held {
+        &mut self.metrics
     }
 
     fn lag(&self) -> usize {
-        self.metrics.iter().map(|m| m.lag()).max().unwrap_or(0)
-    }
-
-    fn finish(&mut self, plan: &Plan, late: &mut Scores) {
-        for m in &mut self.metrics {
-            m.finish(plan, late);
-        }
-    }
-
-    fn reset(&mut self) {
-        for m in &mut self.metrics {
-            m.reset();
-        }
+        self.metrics.lag()
     }
 }

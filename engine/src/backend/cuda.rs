@@ -11,12 +11,13 @@ use cudarc::driver::{CudaContext, CudaStream, DriverError};
 
 use rayon::prelude::*;
 
-use super::{Backend, BackendKind};
+use super::{Backend, BackendKind, Held};
 use crate::cuda::{DeviceBuffer, Gpu, PinnedBuffer};
 use crate::error::EngineError;
 use crate::format::FrameLayout;
 use crate::frame::{Frame, HostFrame, MAX_PLANES, PlanePtrs};
-use crate::metric::{CudaMetric, REGISTRY};
+use crate::metric::temporal::Lineup;
+use crate::metric::{Configured, CudaMetric};
 use crate::metrics::MetricSet;
 use crate::plan::Plan;
 use crate::scores::Scores;
@@ -108,7 +109,7 @@ pub(crate) struct CudaBackend {
     gpu: Gpu,
     uploads: [Upload; 2],
     /// Every requested metric's state, allocated for the plan.
-    metrics: Vec<Box<dyn CudaMetric>>,
+    metrics: Lineup<dyn CudaMetric>,
     /// Set when running in a context lent by the caller; last, so it goes after the rest.
     _external: Option<crate::cuda::ExternalGuard>,
 }
@@ -118,8 +119,9 @@ impl CudaBackend {
         device_id: u32,
         plan: &Plan,
         set: MetricSet,
+        configured: &[Configured],
     ) -> Result<CudaBackend, EngineError> {
-        Self::on_context(open_context(device_id)?, plan, set)
+        Self::on_context(open_context(device_id)?, plan, set, configured)
     }
 
     /// Runs in a context owned by the caller (e.g. the one upstream decoded into).
@@ -127,9 +129,10 @@ impl CudaBackend {
         ext: crate::cuda::ExternalContext,
         plan: &Plan,
         set: MetricSet,
+        configured: &[Configured],
     ) -> Result<CudaBackend, EngineError> {
         let ctx = crate::cuda::wrap_external(&ext)?;
-        let mut backend = Self::on_context(ctx.clone(), plan, set)?;
+        let mut backend = Self::on_context(ctx.clone(), plan, set, configured)?;
         backend._external = Some(crate::cuda::ExternalGuard::new(ctx, ext));
         Ok(backend)
     }
@@ -138,6 +141,7 @@ impl CudaBackend {
         ctx: Arc<CudaContext>,
         plan: &Plan,
         set: MetricSet,
+        configured: &[Configured],
     ) -> Result<CudaBackend, EngineError> {
         let setup = || -> Result<CudaBackend, DriverError> {
             let stream = ctx.new_stream()?;
@@ -152,11 +156,12 @@ impl CudaBackend {
                 kernels,
             };
             let mut metrics = Vec::new();
-            for entry in REGISTRY {
-                if let Some(m) = (entry.cuda)(&gpu, plan, set)? {
+            for c in configured {
+                if let Some(m) = (c.entry.cuda)(&gpu, &c.setup(plan, set))? {
                     metrics.push(m);
                 }
             }
+            let metrics = Lineup::new(metrics);
             gpu.stream.synchronize()?;
             Ok(CudaBackend {
                 gpu,
@@ -218,31 +223,17 @@ impl Backend for CudaBackend {
                 .synchronize()
                 .map_err(cuda_err("uploading frames"));
         }
-        for m in &mut self.metrics {
-            let out = if m.lag() > 0 {
-                &mut *late
-            } else {
-                &mut *scores
-            };
-            m.measure(&self.gpu, plan, &r, &d, out)?;
-        }
-        Ok(())
+        let gpu = &self.gpu;
+        self.metrics
+            .measure(scores, late, |m, out| m.measure(gpu, plan, &r, &d, out))
+    }
+
+    fn lineup(&mut self) -> &mut dyn Held {
+        &mut self.metrics
     }
 
     fn lag(&self) -> usize {
-        self.metrics.iter().map(|m| m.lag()).max().unwrap_or(0)
-    }
-
-    fn finish(&mut self, plan: &Plan, late: &mut Scores) {
-        for m in &mut self.metrics {
-            m.finish(plan, late);
-        }
-    }
-
-    fn reset(&mut self) {
-        for m in &mut self.metrics {
-            m.reset();
-        }
+        self.metrics.lag()
     }
 }
 

@@ -6,6 +6,7 @@ pub(crate) mod cuda;
 
 use crate::error::EngineError;
 use crate::frame::Frame;
+pub(crate) use crate::metric::temporal::Held;
 use crate::plan::Plan;
 use crate::scores::Scores;
 
@@ -30,8 +31,8 @@ pub(crate) trait Backend: Send {
     fn kind(&self) -> BackendKind;
 
     /// Measures one pair with every metric of the plan, appending their fields in registry
-    /// order: those of metrics without lag to `scores`, those of temporal metrics (the pair
-    /// they held back, see `CpuMetric::lag`) to `late`.
+    /// order: those of metrics without lag to `scores`, those of temporal metrics (of the
+    /// pair [`Held::lag`] pairs back, `crate::metric::temporal`) to `late`.
     fn measure(
         &mut self,
         plan: &Plan,
@@ -41,14 +42,11 @@ pub(crate) trait Backend: Send {
         late: &mut Scores,
     ) -> Result<(), EngineError>;
 
-    /// The largest lag of the plan's metrics (0 or 1).
+    /// The metrics' held pairs: their lag, the end of a sequence, a flush.
+    fn lineup(&mut self) -> &mut dyn Held;
+
+    /// As [`Held::lag`].
     fn lag(&self) -> usize;
-
-    /// End of a sequence: appends the held-back fields of temporal metrics to `late`.
-    fn finish(&mut self, plan: &Plan, late: &mut Scores);
-
-    /// Drops the temporal metrics' held pair and state (a flush).
-    fn reset(&mut self);
 }
 
 /// Picks the backend for `config`; the note says why `auto` fell back to the CPU. With
@@ -56,15 +54,16 @@ pub(crate) trait Backend: Send {
 pub(crate) fn select(
     config: &crate::EngineConfig,
     plan: &Plan,
+    configured: &[crate::metric::Configured],
     external: Option<crate::cuda::ExternalContext>,
 ) -> Result<(Box<dyn Backend>, Option<String>), EngineError> {
     use crate::BackendChoice;
     let metrics = config.metrics;
     let open_cuda = || match external {
-        Some(ext) => cuda::CudaBackend::on_external(ext, plan, metrics),
-        None => cuda::CudaBackend::new(config.device_id, plan, metrics),
+        Some(ext) => cuda::CudaBackend::on_external(ext, plan, metrics, configured),
+        None => cuda::CudaBackend::new(config.device_id, plan, metrics, configured),
     };
-    let cpu = || Box::new(cpu::CpuBackend::new(plan, metrics));
+    let cpu = || Box::new(cpu::CpuBackend::new(plan, metrics, configured));
     match config.backend {
         BackendChoice::Cpu => Ok((cpu(), None)),
         BackendChoice::Cuda => Ok((Box::new(open_cuda()?), None)),

@@ -9,10 +9,15 @@
 //! may provide several metrics, as SSIM and MS-SSIM share one pass here.)
 
 pub mod butteraugli;
+pub mod field;
+pub mod option;
 pub mod psnr;
 pub mod ssim;
 pub mod ssimulacra2;
+pub(crate) mod temporal;
 pub mod vmaf;
+
+use std::any::Any;
 
 use cudarc::driver::DriverError;
 
@@ -22,62 +27,114 @@ use crate::frame::PlanePtrs;
 use crate::metrics::MetricSet;
 use crate::plan::Plan;
 use crate::scores::Scores;
+pub use field::{Direction, Field, Panel};
+pub use option::{Choice, OptionKind, OptionSpec, OptionValue, Options};
+use temporal::Sequenced;
 
-/// A metric as users name it: the `metrics` flag and its documentation.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// A metric as users name it: the `metrics` flag, its documentation and its fields.
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Info {
     pub flag: MetricSet,
     /// Flag name, e.g. `ms-ssim` (the element's flag nick).
     pub name: &'static str,
     /// One line for `gst-inspect-1.0` and `--help`.
     pub description: &'static str,
-    /// The fields it adds to every record.
-    pub fields: &'static str,
+    /// Every field it can add to a record (which ones a record has depends on the format
+    /// and the options), in record order.
+    pub fields: &'static [Field],
 }
 
 /// A metric's GPU state for a plan, if the plan wants it.
 pub(crate) type CudaState = Result<Option<Box<dyn CudaMetric>>, DriverError>;
 
+/// A metric's own settings, parsed from the [`Options`] by its entry's `configure` (each
+/// metric downcasts to its own type with [`Setup::settings`]).
+pub(crate) type Settings = Box<dyn Any + Send + Sync>;
+
+/// What a metric's state is built from: the plan, the requested metrics and the entry's
+/// parsed settings.
+#[derive(Clone, Copy)]
+pub(crate) struct Setup<'a> {
+    pub plan: &'a Plan,
+    pub set: MetricSet,
+    settings: &'a (dyn Any + Send + Sync),
+}
+
+impl Setup<'_> {
+    /// The entry's settings, as its `configure` made them.
+    pub(crate) fn settings<T: Any>(&self) -> &T {
+        self.settings
+            .downcast_ref()
+            .expect("an entry's functions read the settings its configure made")
+    }
+}
+
 /// One registered metric implementation.
 pub(crate) struct Entry {
     /// The metrics this entry computes.
     pub provides: &'static [Info],
+    /// The options it reads (a shared option, such as `chroma-upsampling`, may be listed by
+    /// several entries: it is one property).
+    pub options: &'static [OptionSpec],
+    /// Its settings from the options; an invalid value is an error naming the option.
+    /// Called only when one of its metrics is requested.
+    pub configure: fn(&Options) -> Result<Settings, EngineError>,
     /// Why requested metrics are left out for this layout (e.g. frames too small), for the
     /// caller to report once.
-    pub notes: fn(&Plan, MetricSet) -> Vec<String>,
+    pub notes: fn(&Setup) -> Vec<String>,
     /// Refuses a plan the metric cannot measure at all (e.g. a colorimetry it cannot
     /// linearise), with a message naming the fix.
-    pub check: fn(&Plan, MetricSet) -> Result<(), EngineError>,
+    pub check: fn(&Setup) -> Result<(), EngineError>,
     /// CPU state for the plan; `None` when none of its metrics is wanted or possible.
-    pub cpu: fn(&Plan, MetricSet) -> Option<Box<dyn CpuMetric>>,
+    pub cpu: fn(&Setup) -> Option<Box<dyn CpuMetric>>,
     /// GPU state for the plan (allocated here, once); `None` as for `cpu`.
-    pub cuda: fn(&Gpu, &Plan, MetricSet) -> CudaState,
+    pub cuda: fn(&Gpu, &Setup) -> CudaState,
+}
+
+/// `configure` of an entry without options.
+pub(crate) fn no_settings(_: &Options) -> Result<Settings, EngineError> {
+    Ok(Box::new(()))
+}
+
+/// An entry with its settings, for the metrics one engine computes.
+pub(crate) struct Configured {
+    pub entry: &'static Entry,
+    settings: Settings,
+}
+
+impl Configured {
+    /// Every entry one of whose metrics is in `set`, configured from `options`.
+    pub(crate) fn all(set: MetricSet, options: &Options) -> Result<Vec<Configured>, EngineError> {
+        REGISTRY
+            .iter()
+            .filter(|e| e.provides.iter().any(|i| set.contains(i.flag)))
+            .map(|entry| {
+                Ok(Configured {
+                    entry,
+                    settings: (entry.configure)(options)?,
+                })
+            })
+            .collect()
+    }
+
+    pub(crate) fn setup<'a>(&'a self, plan: &'a Plan, set: MetricSet) -> Setup<'a> {
+        Setup {
+            plan,
+            set,
+            settings: &*self.settings,
+        }
+    }
 }
 
 /// A metric's per-plan state on the CPU backend.
-pub(crate) trait CpuMetric: Send {
+pub(crate) trait CpuMetric: Send + Sequenced {
     /// Measures one validated host pair and appends its fields (a temporal metric, see
-    /// [`CpuMetric::lag`], those of the pair it held back).
+    /// [`temporal`], those of the pair it held back).
     fn measure(&mut self, plan: &Plan, r: &PlanePtrs, d: &PlanePtrs, scores: &mut Scores);
-
-    /// Pairs the metric holds back: 0, or 1 for a temporal metric (VMAF's motion needs the
-    /// next pair), whose `measure` appends the fields of the pair measured one call earlier
-    /// (nothing on the first call of a sequence).
-    fn lag(&self) -> usize {
-        0
-    }
-
-    /// End of a sequence (EOS): appends the fields of the pair still held back, then starts
-    /// a new sequence.
-    fn finish(&mut self, _plan: &Plan, _scores: &mut Scores) {}
-
-    /// Drops the held pair and any state across pairs (a flush): the next pair starts a new
-    /// sequence.
-    fn reset(&mut self) {}
 }
 
 /// A metric's per-plan state on the CUDA backend.
-pub(crate) trait CudaMetric: Send {
+pub(crate) trait CudaMetric: Send + Sequenced {
     /// Queues the metric's kernels for one pair (in device memory, valid for the plan) on
     /// the engine's stream, waits for its sums and appends its fields.
     fn measure(
@@ -88,17 +145,6 @@ pub(crate) trait CudaMetric: Send {
         d: &PlanePtrs,
         scores: &mut Scores,
     ) -> Result<(), EngineError>;
-
-    /// As [`CpuMetric::lag`].
-    fn lag(&self) -> usize {
-        0
-    }
-
-    /// As [`CpuMetric::finish`].
-    fn finish(&mut self, _plan: &Plan, _scores: &mut Scores) {}
-
-    /// As [`CpuMetric::reset`].
-    fn reset(&mut self) {}
 }
 
 /// Every metric implementation, in the order their fields appear in a record (the fields of
@@ -114,6 +160,37 @@ pub(crate) const REGISTRY: &[Entry] = &[
 /// Every metric the engine offers, in registry order.
 pub fn all() -> impl Iterator<Item = &'static Info> {
     REGISTRY.iter().flat_map(|e| e.provides.iter())
+}
+
+/// Every option of the registered metrics, once each, in registry order.
+pub fn options() -> impl Iterator<Item = &'static OptionSpec> {
+    REGISTRY
+        .iter()
+        .flat_map(|e| e.options.iter())
+        .enumerate()
+        .filter(|(i, o)| {
+            !REGISTRY
+                .iter()
+                .flat_map(|e| e.options.iter())
+                .take(*i)
+                .any(|p| p.name == o.name)
+        })
+        .map(|(_, o)| o)
+}
+
+/// The option called `name`.
+pub fn option_spec(name: &str) -> Option<&'static OptionSpec> {
+    options().find(|o| o.name == name)
+}
+
+/// Every field the registered metrics can produce, in registry order.
+pub fn fields() -> impl Iterator<Item = &'static Field> {
+    all().flat_map(|i| i.fields.iter())
+}
+
+/// The field called `name`.
+pub fn field(name: &str) -> Option<&'static Field> {
+    fields().find(|f| f.name == name)
 }
 
 /// The flags of every registered metric.
@@ -156,6 +233,67 @@ mod tests {
                 "butteraugli",
                 "vmaf"
             ]
+        );
+    }
+
+    #[test]
+    fn every_field_is_declared_once() {
+        let names: Vec<_> = fields().map(|f| f.name).collect();
+        for (i, n) in names.iter().enumerate() {
+            assert!(!names[..i].contains(n), "{n} declared twice");
+        }
+        assert!(field("psnr-y").unwrap().harmonic_mean);
+        assert!(!field("mse-y").unwrap().higher_is_better());
+        assert!(!field("butteraugli").unwrap().higher_is_better());
+        assert_eq!(field("mse-avg").unwrap().panel, None);
+        assert_eq!(field("ssim").unwrap().decimals, 5);
+        assert_eq!(field("no-such-field"), None);
+    }
+
+    #[test]
+    fn options_are_one_spec_per_name_with_valid_defaults() {
+        let all: Vec<_> = REGISTRY.iter().flat_map(|e| e.options.iter()).collect();
+        for o in &all {
+            // An option shared by entries is the same declaration in each.
+            assert_eq!(option_spec(o.name), Some(*o), "{}", o.name);
+            o.check(&o.default_value()).unwrap();
+        }
+        let names: Vec<_> = options().map(|o| o.name).collect();
+        assert_eq!(
+            names,
+            [
+                "ssim-chroma",
+                "chroma-upsampling",
+                "butteraugli-intensity",
+                "vmaf-model",
+                "vmaf-features"
+            ]
+        );
+        // Every entry's configure accepts the defaults.
+        for e in REGISTRY {
+            (e.configure)(&Options::new()).unwrap();
+        }
+    }
+
+    #[test]
+    fn an_invalid_option_value_names_the_option() {
+        let mut o = Options::new();
+        o.set("vmaf-model", OptionValue::Text("/nonexistent.json".into()))
+            .unwrap();
+        let e = Configured::all(MetricSet::VMAF, &o)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.starts_with("vmaf-model: "), "{e}");
+        // Options of metrics that are not requested are not parsed.
+        assert!(Configured::all(MetricSet::PSNR, &o).is_ok());
+        let e = o
+            .parse("butteraugli-intensity", "0")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("butteraugli-intensity") && e.contains("outside"),
+            "{e}"
         );
     }
 }

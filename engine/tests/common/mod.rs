@@ -175,3 +175,20 @@ pub fn ffmpeg(args: &[&str]) -> Vec<u8> {
     }
     out.stdout
 }
+
+/// Options for VMAF with `model` (a built-in name or a JSON path) and its features.
+pub fn vmaf_options(model: &str) -> gpumetrics_engine::Options {
+    use gpumetrics_engine::OptionValue::{Bool, Text};
+    gpumetrics_engine::Options::new()
+        .with("vmaf-model", Text(model.into()))
+        .unwrap()
+        .with("vmaf-features", Bool(true))
+        .unwrap()
+}
+
+/// Options with `chroma-upsampling` set to `nick` (`catmull-rom` or `nearest`).
+pub fn upsampling_options(nick: &str) -> gpumetrics_engine::Options {
+    let mut o = gpumetrics_engine::Options::new();
+    o.parse("chroma-upsampling", nick).unwrap();
+    o
+}

@@ -19,8 +19,8 @@ use gst_base::prelude::*;
 use gst_base::subclass::prelude::*;
 
 use gpumetrics_engine::{
-    BackendChoice, BackendKind, Colorimetry, DeviceFrame, Engine, EngineConfig, EngineError, Frame,
-    HostFrame, PlaneOffsets, Pooler,
+    BackendChoice, BackendKind, DeviceFrame, Engine, EngineConfig, EngineError, Frame, HostFrame,
+    PlaneOffsets, Pooler,
 };
 
 use super::{Backend, ChromaUpsampling, Metrics, Pairing, StatsFormat};
@@ -209,6 +209,7 @@ impl ObjectSubclass for GpuMetrics {
 
 fn engine_error_kind(e: &EngineError) -> gst::StreamError {
     match e {
+        EngineError::InvalidOption { .. } => gst::StreamError::Failed,
         EngineError::SizeMismatch { .. } | EngineError::IncompatibleFormats { .. } => {
             gst::StreamError::Format
         }
@@ -659,8 +660,28 @@ impl GpuMetrics {
                 Backend::Cpu => BackendChoice::Cpu,
             },
             device_id: settings.device_id,
-            ssim_chroma: settings.ssim_chroma,
-            butteraugli_intensity: settings.butteraugli_intensity as f32,
+            options: {
+                use gpumetrics_engine::OptionValue::{Bool, Choice, Float, Text};
+                let mut o = gpumetrics_engine::Options::new();
+                let up = match settings.chroma_upsampling {
+                    ChromaUpsampling::CatmullRom => 0,
+                    ChromaUpsampling::Nearest => 1,
+                };
+                for (name, v) in [
+                    ("ssim-chroma", Bool(settings.ssim_chroma)),
+                    (
+                        "butteraugli-intensity",
+                        Float(settings.butteraugli_intensity),
+                    ),
+                    ("vmaf-model", Text(settings.vmaf_model.clone())),
+                    ("vmaf-features", Bool(settings.vmaf_features)),
+                    ("chroma-upsampling", Choice(up)),
+                ] {
+                    o.set(name, v)
+                        .expect("property values are within the options' ranges");
+                }
+                o
+            },
         }
     }
 
@@ -688,7 +709,7 @@ impl GpuMetrics {
         }
         if let Some(mut old) = state.engine.take() {
             // The held pair ends its sequence: scored as libvmaf scores a last frame.
-            if let (Some(held), Some(scores)) = (state.held.take(), old.finish()) {
+            if let (Some(held), Some(scores)) = (state.held.take(), old.finish().pop()) {
                 state.finished = Some((held, scores));
             }
             gst::info!(
@@ -727,33 +748,11 @@ impl GpuMetrics {
                 .clone()
                 .or_else(|| self.cuda.lock().unwrap().clone()),
         };
-        let upsampling = match settings.chroma_upsampling {
-            ChromaUpsampling::CatmullRom => gpumetrics_engine::ChromaUpsampling::CatmullRom,
-            ChromaUpsampling::Nearest => gpumetrics_engine::ChromaUpsampling::Nearest,
-        };
-        let colorimetry = |info, layout: gpumetrics_engine::FrameLayout| Colorimetry {
-            upsampling,
-            ..caps::colorimetry(info, layout.format.family())
-        };
-        let vmaf = if config.metrics.contains(gpumetrics_engine::MetricSet::VMAF) {
-            match gpumetrics_engine::vmaf::Model::load(&settings.vmaf_model) {
-                Ok(model) => Some(gpumetrics_engine::vmaf::VmafOptions {
-                    model,
-                    features: settings.vmaf_features,
-                }),
-                Err(e) => {
-                    gst::element_imp_error!(self, gst::LibraryError::Settings, ("vmaf-model: {e}"));
-                    return Err(gst::FlowError::NotNegotiated);
-                }
-            }
-        } else {
-            None
+        let colorimetry = |info, layout: gpumetrics_engine::FrameLayout| {
+            caps::colorimetry(info, layout.format.family())
         };
         let mut builder = Engine::builder(&config, rl, dl)
             .colorimetry(colorimetry(&ri, rl), colorimetry(&di, dl));
-        if let Some(options) = vmaf {
-            builder = builder.vmaf(options);
-        }
         if let (Some(ctx), Ok(api)) = (&cuda_ctx, gstcuda::api()) {
             // SAFETY: the handle stays valid while the context object lives, and the
             // engine keeps a reference to it.
@@ -1124,7 +1123,7 @@ impl GpuMetrics {
             let scores = state
                 .engine
                 .as_mut()
-                .and_then(|e| e.finish())
+                .and_then(|e| e.finish().pop())
                 .unwrap_or_default();
             ready.push((held, scores));
         }

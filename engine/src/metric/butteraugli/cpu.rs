@@ -16,11 +16,12 @@ pub(super) struct Butteraugli {
     _buffers: Vec<Vec<f32>>,
     levels: Vec<Level>,
     params: Params,
+    upsampling: crate::color::ChromaUpsampling,
     taps: [Taps; filter::COUNT],
 }
 
 impl Butteraugli {
-    pub(super) fn new(plan: &Plan) -> Butteraugli {
+    pub(super) fn new(plan: &Plan, settings: &super::Settings) -> Butteraugli {
         let mut buffers = Vec::new();
         let mut levels = Vec::new();
         for (w, h) in level_sizes(plan) {
@@ -41,7 +42,8 @@ impl Butteraugli {
         Butteraugli {
             _buffers: buffers,
             levels,
-            params: params(plan.butteraugli_intensity),
+            params: params(settings.intensity),
+            upsampling: settings.upsampling,
             taps: filters(),
         }
     }
@@ -62,9 +64,12 @@ fn for_each_pixel(lv: &Level, count: u32, f: impl Fn(u32, u32, u32) + Sync) {
 // every plane the pixel functions address; the frame sources were validated against the
 // plan's layouts; each pixel function writes only its own pixel of its output planes, and
 // a stage reads only planes that earlier stages finished.
+/// No pairs held back.
+impl crate::metric::temporal::Sequenced for Butteraugli {}
+
 impl CpuMetric for Butteraugli {
     fn measure(&mut self, plan: &Plan, r: &PlanePtrs, d: &PlanePtrs, scores: &mut Scores) {
-        let (rs, ds) = plan.color_sources(r, d);
+        let (rs, ds) = plan.color_sources(r, d, self.upsampling);
         let (levels, prm, taps) = (&self.levels, &self.params, self.taps.as_ptr() as u64);
         let taps = || taps as *const Taps;
         let full = levels[0];

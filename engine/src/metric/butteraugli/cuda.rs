@@ -28,6 +28,7 @@ pub(super) struct Butteraugli {
     _planes: DeviceBuffer<f32>,
     levels: Vec<Level>,
     params: Params,
+    upsampling: crate::color::ChromaUpsampling,
     taps: DeviceBuffer<u8>,
     reduce_blocks: u32,
     partials: DeviceBuffer<f64>,
@@ -35,7 +36,11 @@ pub(super) struct Butteraugli {
 }
 
 impl Butteraugli {
-    pub(super) fn new(gpu: &Gpu, plan: &Plan) -> Result<Butteraugli, DriverError> {
+    pub(super) fn new(
+        gpu: &Gpu,
+        plan: &Plan,
+        settings: &super::Settings,
+    ) -> Result<Butteraugli, DriverError> {
         let stream = &gpu.stream;
         let sizes = level_sizes(plan);
         let total: usize = sizes
@@ -89,7 +94,8 @@ impl Butteraugli {
         Ok(Butteraugli {
             _planes: planes,
             levels,
-            params: params(plan.butteraugli_intensity),
+            params: params(settings.intensity),
+            upsampling: settings.upsampling,
             taps,
             reduce_blocks,
             partials,
@@ -106,7 +112,7 @@ impl Butteraugli {
         d: &PlanePtrs,
     ) -> Result<(), DriverError> {
         let (k, stream) = (&gpu.kernels, &gpu.stream);
-        let (rs, ds) = plan.color_sources(r, d);
+        let (rs, ds) = plan.color_sources(r, d, self.upsampling);
         let grid = |lv: &Level, z: u32| LaunchConfig {
             grid_dim: (lv.width.div_ceil(32), lv.height.div_ceil(BLOCK_ROWS), z),
             block_dim: (32, BLOCK_ROWS, 1),
@@ -163,6 +169,9 @@ impl Butteraugli {
         stream.synchronize()
     }
 }
+
+/// No pairs held back.
+impl crate::metric::temporal::Sequenced for Butteraugli {}
 
 impl CudaMetric for Butteraugli {
     fn measure(

@@ -6,7 +6,8 @@
 mod cpu;
 mod cuda;
 
-use super::{CpuMetric, CudaMetric, Entry, Info};
+use super::{CpuMetric, CudaMetric, Entry, Field, Info, OptionKind, OptionSpec};
+use crate::color::{CHROMA_UPSAMPLING, ChromaUpsampling};
 use crate::metrics::MetricSet;
 use crate::plan::Plan;
 use crate::scores::Scores;
@@ -26,28 +27,59 @@ pub(crate) const ENTRY: Entry = Entry {
         name: "butteraugli",
         description: "Butteraugli (libjxl) on display-referred linear light: max norm and \
                       3-norm; frames >= 8x8",
-        fields: "butteraugli, butteraugli-3norm",
+        fields: &[
+            Field::new(FIELD_MAX, "Butteraugli (0 = identical)").lower_is_better(),
+            Field::new(FIELD_3NORM, "Butteraugli (0 = identical)").lower_is_better(),
+        ],
     }],
-    notes: |plan, set| note(plan, set).into_iter().collect(),
-    check: |plan, set| {
-        if set.contains(MetricSet::BUTTERAUGLI) {
-            plan.colorimetry[0].check_linearizable("reference")?;
-            plan.colorimetry[1].check_linearizable("distorted")?;
+    options: &[INTENSITY, CHROMA_UPSAMPLING],
+    configure: |o| {
+        Ok(Box::new(Settings {
+            intensity: o.float(&INTENSITY) as f32,
+            upsampling: ChromaUpsampling::from_options(o),
+        }))
+    },
+    notes: |s| note(s.plan, s.set).into_iter().collect(),
+    check: |s| {
+        if s.set.contains(MetricSet::BUTTERAUGLI) {
+            s.plan.colorimetry[0].check_linearizable("reference")?;
+            s.plan.colorimetry[1].check_linearizable("distorted")?;
         }
         Ok(())
     },
-    cpu: |plan, set| {
-        wanted(plan, set).then(|| Box::new(cpu::Butteraugli::new(plan)) as Box<dyn CpuMetric>)
+    cpu: |s| {
+        wanted(s.plan, s.set)
+            .then(|| Box::new(cpu::Butteraugli::new(s.plan, s.settings())) as Box<dyn CpuMetric>)
     },
-    cuda: |gpu, plan, set| {
-        if !wanted(plan, set) {
+    cuda: |gpu, s| {
+        if !wanted(s.plan, s.set) {
             return Ok(None);
         }
         Ok(Some(
-            Box::new(cuda::Butteraugli::new(gpu, plan)?) as Box<dyn CudaMetric>
+            Box::new(cuda::Butteraugli::new(gpu, s.plan, s.settings())?) as Box<dyn CudaMetric>,
         ))
     },
 };
+
+/// `butteraugli-intensity`: the nits of linear-light 1.0.
+const INTENSITY: OptionSpec = OptionSpec {
+    name: "butteraugli-intensity",
+    nick: "Butteraugli intensity target",
+    doc: "Butteraugli: the luminance in nits of linear-light 1.0 (peak SDR white). 80 = \
+          libjxl's default; Vship uses 203, which scores higher",
+    kind: OptionKind::Float {
+        min: 1.0,
+        max: 10000.0,
+        default: DEFAULT_INTENSITY as f64,
+    },
+};
+
+/// Butteraugli's settings (from its options).
+pub(crate) struct Settings {
+    /// Intensity target in nits.
+    intensity: f32,
+    upsampling: ChromaUpsampling,
+}
 
 fn wanted(plan: &Plan, set: MetricSet) -> bool {
     set.contains(MetricSet::BUTTERAUGLI) && !level_sizes(plan).is_empty()

@@ -15,6 +15,9 @@ const BAND_ROWS: u32 = 32;
 
 pub(super) struct Psnr;
 
+/// No pairs held back.
+impl crate::metric::temporal::Sequenced for Psnr {}
+
 impl CpuMetric for Psnr {
     fn measure(&mut self, plan: &Plan, r: &PlanePtrs, d: &PlanePtrs, scores: &mut Scores) {
         let planes = plan.psnr_planes(r, d);

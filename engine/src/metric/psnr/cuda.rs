@@ -33,6 +33,9 @@ impl Psnr {
     }
 }
 
+/// No pairs held back.
+impl crate::metric::temporal::Sequenced for Psnr {}
+
 impl CudaMetric for Psnr {
     fn measure(
         &mut self,

@@ -4,7 +4,7 @@
 mod cpu;
 mod cuda;
 
-use super::{Entry, Info};
+use super::{Entry, Field, Info};
 use crate::metrics::MetricSet;
 use crate::plan::Plan;
 use crate::scores::Scores;
@@ -14,21 +14,50 @@ pub(crate) const ENTRY: Entry = Entry {
         flag: MetricSet::PSNR,
         name: "psnr",
         description: "PSNR and MSE per plane, and their plane-weighted average",
-        fields: "psnr-y, psnr-u, psnr-v (psnr-r/g/b for RGB), psnr-avg, mse-*",
+        fields: &FIELDS,
     }],
-    notes: |_, _| Vec::new(),
-    check: |_, _| Ok(()),
-    cpu: |_, set| {
-        set.contains(MetricSet::PSNR)
+    options: &[],
+    configure: super::no_settings,
+    notes: |_| Vec::new(),
+    check: |_| Ok(()),
+    cpu: |s| {
+        s.set
+            .contains(MetricSet::PSNR)
             .then(|| Box::new(cpu::Psnr) as Box<dyn super::CpuMetric>)
     },
-    cuda: |gpu, plan, set| {
-        if !set.contains(MetricSet::PSNR) {
+    cuda: |gpu, s| {
+        if !s.set.contains(MetricSet::PSNR) {
             return Ok(None);
         }
-        Ok(Some(Box::new(cuda::Psnr::new(gpu, plan)?)))
+        Ok(Some(Box::new(cuda::Psnr::new(gpu, s.plan)?)))
     },
 };
+
+const fn psnr(name: &'static str) -> Field {
+    Field::new(name, "PSNR (dB)").unit("dB").harmonic()
+}
+
+const fn mse(name: &'static str) -> Field {
+    Field::new(name, "MSE").unplotted().lower_is_better()
+}
+
+/// Per channel (YUV or RGB, whichever the input has) then the average, in record order.
+const FIELDS: [Field; 14] = [
+    psnr("psnr-y"),
+    mse("mse-y"),
+    psnr("psnr-u"),
+    mse("mse-u"),
+    psnr("psnr-v"),
+    mse("mse-v"),
+    psnr("psnr-r"),
+    mse("mse-r"),
+    psnr("psnr-g"),
+    mse("mse-g"),
+    psnr("psnr-b"),
+    mse("mse-b"),
+    psnr("psnr-avg"),
+    mse("mse-avg"),
+];
 
 /// Field names per channel, as `(psnr, mse)`.
 fn names(channel: &str) -> (&'static str, &'static str) {

@@ -22,10 +22,13 @@ pub(super) struct Ssim {
     pub set: MetricSet,
 }
 
+/// No pairs held back.
+impl crate::metric::temporal::Sequenced for Ssim {}
+
 impl CpuMetric for Ssim {
     fn measure(&mut self, plan: &Plan, r: &PlanePtrs, d: &PlanePtrs, scores: &mut Scores) {
         let sums = sums(&self.job, &plan.psnr_planes(r, d));
-        super::push_fields(plan, self.set, &sums, scores);
+        super::push_fields(plan, &self.job, self.set, &sums, scores);
     }
 }
 

@@ -153,6 +153,9 @@ impl Ssim {
     }
 }
 
+/// No pairs held back.
+impl crate::metric::temporal::Sequenced for Ssim {}
+
 impl CudaMetric for Ssim {
     fn measure(
         &mut self,
@@ -167,7 +170,7 @@ impl CudaMetric for Ssim {
             self.sums.reset(&gpu.stream);
             EngineError::Cuda(format!("running ssim_scale: {e}"))
         })?;
-        super::push_fields(plan, self.set, &sums, scores);
+        super::push_fields(plan, &self.job, self.set, &sums, scores);
         Ok(())
     }
 }

@@ -4,7 +4,7 @@
 mod cpu;
 mod cuda;
 
-use super::{CpuMetric, CudaMetric, Entry, Info};
+use super::{CpuMetric, CudaMetric, Entry, Field, Info, OptionKind, OptionSpec};
 use crate::format::ColorFamily;
 use crate::metrics::MetricSet;
 use crate::plan::Plan;
@@ -20,27 +20,70 @@ pub(crate) const ENTRY: Entry = Entry {
             name: "ssim",
             description: "SSIM (11x11 Gaussian window) of luma, or of R, G, B; chroma and ssim-all \
                           with ssim-chroma",
-            fields: "ssim, ssim-y (ssim-u, ssim-v with ssim-chroma; ssim-r/g/b for RGB), ssim-all",
+            fields: &SSIM_FIELDS,
         },
         Info {
             flag: MetricSet::MS_SSIM,
             name: "ms-ssim",
             description: "MS-SSIM (5 scales) of luma, or the mean over R, G, B; frames > 160x160",
-            fields: "ms-ssim",
+            fields: &[score("ms-ssim")],
         },
     ],
-    notes,
-    check: |_, _| Ok(()),
-    cpu: |plan, set| {
-        Job::new(plan, set).map(|job| Box::new(cpu::Ssim { job, set }) as Box<dyn CpuMetric>)
+    options: &[CHROMA],
+    configure: |o| {
+        Ok(Box::new(Settings {
+            chroma: o.bool(&CHROMA),
+        }))
     },
-    cuda: |gpu, plan, set| match Job::new(plan, set) {
+    notes: |s| notes(s.plan, s.set, s.settings::<Settings>().chroma),
+    check: |_| Ok(()),
+    cpu: |s| {
+        let chroma = s.settings::<Settings>().chroma;
+        Job::new(s.plan, s.set, chroma)
+            .map(|job| Box::new(cpu::Ssim { job, set: s.set }) as Box<dyn CpuMetric>)
+    },
+    cuda: |gpu, s| match Job::new(s.plan, s.set, s.settings::<Settings>().chroma) {
         None => Ok(None),
         Some(job) => Ok(Some(
-            Box::new(cuda::Ssim::new(gpu, plan, job, set)?) as Box<dyn CudaMetric>
+            Box::new(cuda::Ssim::new(gpu, s.plan, job, s.set)?) as Box<dyn CudaMetric>
         )),
     },
 };
+
+/// `ssim-chroma`: SSIM on the chroma planes of YUV input too.
+const CHROMA: OptionSpec = OptionSpec {
+    name: "ssim-chroma",
+    nick: "SSIM on chroma",
+    doc: "YUV input: also compute ssim-u, ssim-v and the plane-size weighted ssim-all (ssim is \
+          luma either way; RGB input always has R, G, B)",
+    kind: OptionKind::Bool { default: false },
+};
+
+/// SSIM's settings (from its options).
+pub(crate) struct Settings {
+    /// SSIM on chroma planes too.
+    chroma: bool,
+}
+
+/// A 0..1 score of the SSIM family.
+const fn score(name: &'static str) -> Field {
+    Field::new(name, "SSIM, MS-SSIM (0..1)")
+        .decimals(5)
+        .harmonic()
+        .unit_interval()
+}
+
+/// In record order: per channel (YUV or RGB), `ssim`, `ssim-all`.
+const SSIM_FIELDS: [Field; 8] = [
+    score("ssim-y"),
+    score("ssim-u"),
+    score("ssim-v"),
+    score("ssim-r"),
+    score("ssim-g"),
+    score("ssim-b"),
+    score("ssim"),
+    score("ssim-all"),
+];
 
 /// Scales to compute per plan channel: 0 (none), 1 (SSIM) or `SCALES` (MS-SSIM, whose
 /// first scale is the SSIM map as well).
@@ -50,8 +93,9 @@ pub(crate) struct Job {
 }
 
 impl Job {
-    /// `None` when neither metric is enabled or no channel is large enough.
-    pub(crate) fn new(plan: &Plan, metrics: MetricSet) -> Option<Job> {
+    /// `None` when neither metric is enabled or no channel is large enough; `chroma`: SSIM
+    /// on the chroma planes of YUV input too.
+    pub(crate) fn new(plan: &Plan, metrics: MetricSet, chroma: bool) -> Option<Job> {
         let (want_ssim, want_ms) = (
             metrics.contains(MetricSet::SSIM),
             metrics.contains(MetricSet::MS_SSIM),
@@ -61,7 +105,7 @@ impl Job {
         for (i, (c, _)) in plan.channels.iter().enumerate() {
             let (w, h) = plan.reference.channel_size(c);
             let luma_like = i == 0 || rgb;
-            let ssim = want_ssim && (luma_like || plan.ssim_chroma);
+            let ssim = want_ssim && (luma_like || chroma);
             let ms = want_ms && luma_like && w.min(h) > MS_MIN_SIDE;
             job.levels[i] = if valid(w) == 0 || valid(h) == 0 {
                 0
@@ -95,14 +139,14 @@ pub(crate) fn slot_index(channel: usize, scale: usize, which: usize) -> usize {
 }
 
 /// Why a requested metric is left out for this plan, if it is (logged once by the caller).
-pub fn notes(plan: &Plan, metrics: MetricSet) -> Vec<String> {
+pub fn notes(plan: &Plan, metrics: MetricSet, chroma: bool) -> Vec<String> {
     let mut out = Vec::new();
     let (w, h) = (plan.reference.width, plan.reference.height);
     if metrics.contains(MetricSet::SSIM) && (valid(w) == 0 || valid(h) == 0) {
         out.push(format!(
             "ssim needs frames of at least 11x11 (the Gaussian window); {w}x{h} frames get none"
         ));
-    } else if metrics.contains(MetricSet::SSIM) && plan.ssim_chroma {
+    } else if metrics.contains(MetricSet::SSIM) && chroma {
         let small = plan.channels.iter().any(|(c, _)| {
             let (cw, ch) = plan.reference.channel_size(c);
             valid(cw) == 0 || valid(ch) == 0
@@ -137,16 +181,14 @@ fn name(channel: &str) -> &'static str {
 }
 
 /// Appends `ssim-<channel>`, `ssim`, `ssim-all` (when more than one plane is computed) and
-/// `ms-ssim`, as METRICS.md defines them, from the sums of one result slot.
+/// `ms-ssim`, as METRICS.md defines them, from the sums of one result slot of `job`.
 pub(crate) fn push_fields(
     plan: &Plan,
+    job: &Job,
     metrics: MetricSet,
     sums: &[f64; RESULT_LEN],
     s: &mut Scores,
 ) {
-    let Some(job) = Job::new(plan, metrics) else {
-        return;
-    };
     let rgb = plan.reference.format.family() == ColorFamily::Rgb;
     let mean = |i: usize, scale: usize, which: usize| {
         let (c, _) = &plan.channels[i];
@@ -207,36 +249,42 @@ mod tests {
     use super::*;
     use crate::format::{FrameLayout, PixelFormat};
 
-    fn plan(format: PixelFormat, w: u32, h: u32, chroma: bool) -> Plan {
+    /// A plan and whether SSIM covers chroma.
+    fn plan(format: PixelFormat, w: u32, h: u32, chroma: bool) -> (Plan, bool) {
         let l = FrameLayout {
             format,
             width: w,
             height: h,
         };
-        let options = crate::PlanOptions {
-            ssim_chroma: chroma,
-            ..Default::default()
-        };
-        Plan::with_options(l, l, options).unwrap()
+        (Plan::new(l, l).unwrap(), chroma)
+    }
+
+    fn job(p: &(Plan, bool), set: MetricSet) -> Option<Job> {
+        Job::new(&p.0, set, p.1)
+    }
+
+    fn fields(p: &(Plan, bool), set: MetricSet, sums: &[f64; RESULT_LEN], s: &mut Scores) {
+        let job = job(p, set).unwrap();
+        push_fields(&p.0, &job, set, sums, s);
     }
 
     #[test]
     fn jobs_follow_the_channel_rules() {
         let both = MetricSet::SSIM | MetricSet::MS_SSIM;
         let p = plan(PixelFormat::I420, 400, 300, false);
-        assert_eq!(Job::new(&p, both).unwrap().levels, [5, 0, 0]);
-        assert_eq!(Job::new(&p, MetricSet::SSIM).unwrap().levels, [1, 0, 0]);
+        assert_eq!(job(&p, both).unwrap().levels, [5, 0, 0]);
+        assert_eq!(job(&p, MetricSet::SSIM).unwrap().levels, [1, 0, 0]);
         let p = plan(PixelFormat::I420, 400, 300, true);
-        assert_eq!(Job::new(&p, both).unwrap().levels, [5, 1, 1]);
+        assert_eq!(job(&p, both).unwrap().levels, [5, 1, 1]);
         let p = plan(PixelFormat::Rgb, 400, 300, false);
-        assert_eq!(Job::new(&p, MetricSet::MS_SSIM).unwrap().levels, [5, 5, 5]);
+        assert_eq!(job(&p, MetricSet::MS_SSIM).unwrap().levels, [5, 5, 5]);
         let p = plan(PixelFormat::I420, 400, 160, false);
-        assert_eq!(Job::new(&p, MetricSet::MS_SSIM), None);
-        assert_eq!(Job::new(&p, both).unwrap().levels, [1, 0, 0]);
-        assert_eq!(notes(&p, both).len(), 1);
+        assert_eq!(job(&p, MetricSet::MS_SSIM), None);
+        assert_eq!(job(&p, both).unwrap().levels, [1, 0, 0]);
+        assert_eq!(notes(&p.0, both, p.1).len(), 1);
         let p = plan(PixelFormat::I420, 30, 16, true);
-        assert_eq!(Job::new(&p, MetricSet::SSIM).unwrap().levels, [1, 0, 0]);
-        assert_eq!(Job::new(&p, MetricSet::PSNR), None);
+        assert_eq!(job(&p, MetricSet::SSIM).unwrap().levels, [1, 0, 0]);
+        assert_eq!(job(&p, MetricSet::PSNR), None);
     }
 
     #[test]
@@ -246,7 +294,7 @@ mod tests {
         // Luma 10x10 valid, chroma 10x10 planes: 0x0 valid -> chroma left out.
         sums[slot_index(0, 0, 0)] = 50.0;
         let mut s = Scores::new();
-        push_fields(&p, MetricSet::SSIM, &sums, &mut s);
+        fields(&p, MetricSet::SSIM, &sums, &mut s);
         assert_eq!(s.get("ssim-y"), Some(0.5));
         assert_eq!(s.get("ssim"), Some(0.5));
         assert_eq!(s.get("ssim-all"), None);
@@ -257,7 +305,7 @@ mod tests {
             sums[slot_index(i, 0, 0)] = v;
         }
         let mut s = Scores::new();
-        push_fields(&p, MetricSet::SSIM, &sums, &mut s);
+        fields(&p, MetricSet::SSIM, &sums, &mut s);
         assert_eq!(s.get("ssim"), Some(1.0));
         assert_eq!(s.get("ssim-u"), Some(0.5));
         assert_eq!(s.get("ssim-all"), Some(0.5));
@@ -271,7 +319,7 @@ mod tests {
             sums[slot_index(0, scale, 1)] = 0.8 * n;
         }
         let mut s = Scores::new();
-        push_fields(&p, MetricSet::MS_SSIM, &sums, &mut s);
+        fields(&p, MetricSet::MS_SSIM, &sums, &mut s);
         let want = MS_WEIGHTS[..4]
             .iter()
             .map(|w| 0.8f64.powf(*w))

@@ -16,11 +16,16 @@ use gpumetrics_kernels::ssimulacra2::math::{
 };
 
 /// SSIMULACRA2 on the CPU (no state: scratch images are per pair).
-pub(super) struct Ssimu2;
+pub(super) struct Ssimu2 {
+    pub upsampling: crate::color::ChromaUpsampling,
+}
+
+/// No pairs held back.
+impl crate::metric::temporal::Sequenced for Ssimu2 {}
 
 impl CpuMetric for Ssimu2 {
     fn measure(&mut self, plan: &Plan, r: &PlanePtrs, d: &PlanePtrs, scores: &mut Scores) {
-        super::push_fields(&sums(plan, r, d), scores);
+        super::push_fields(&sums(plan, r, d, self.upsampling), scores);
     }
 }
 
@@ -143,8 +148,13 @@ fn scale_sums(p: &Planes) -> [f64; SUMS_PER_SCALE] {
 }
 
 /// SSIMULACRA2 sums of a validated host frame pair.
-fn sums(plan: &Plan, r: &PlanePtrs, d: &PlanePtrs) -> Sums {
-    let src = plan.color_sources(r, d);
+fn sums(
+    plan: &Plan,
+    r: &PlanePtrs,
+    d: &PlanePtrs,
+    upsampling: crate::color::ChromaUpsampling,
+) -> Sums {
+    let src = plan.color_sources(r, d, upsampling);
     let sizes = scale_sizes(plan.reference.width, plan.reference.height);
     let mut out = Sums {
         scales: sizes.len(),

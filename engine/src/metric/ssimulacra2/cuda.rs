@@ -31,6 +31,7 @@ use gpumetrics_kernels::ssimulacra2::math::{MAX_SCALES, SUMS_PER_SCALE, half};
 
 /// Buffers of one plan, allocated once.
 pub(super) struct Ssimu2 {
+    upsampling: crate::color::ChromaUpsampling,
     /// Owns the memory of every plane below.
     _planes: DeviceBuffer<f32>,
     /// Linear RGB of scales 1.. (index 0 unused: scale 0 is converted straight to XYB).
@@ -48,7 +49,11 @@ pub(super) struct Ssimu2 {
 }
 
 impl Ssimu2 {
-    pub(super) fn new(gpu: &Gpu, plan: &Plan) -> Result<Ssimu2, DriverError> {
+    pub(super) fn new(
+        gpu: &Gpu,
+        plan: &Plan,
+        upsampling: crate::color::ChromaUpsampling,
+    ) -> Result<Ssimu2, DriverError> {
         let stream = &gpu.stream;
         let (w0, h0) = (plan.reference.width, plan.reference.height);
         let n_scales = scale_sizes(w0, h0).len();
@@ -145,6 +150,7 @@ impl Ssimu2 {
         let host_out = unsafe { PinnedBuffer::new(&gpu.ctx, out.len(), 0) }?;
         stream.synchronize()?;
         Ok(Ssimu2 {
+            upsampling,
             _planes: planes,
             rgb,
             xyb,
@@ -174,7 +180,7 @@ impl Ssimu2 {
         if self.n_scales == 0 {
             return Ok(out);
         }
-        let (rs, ds) = plan.color_sources(r, d);
+        let (rs, ds) = plan.color_sources(r, d, self.upsampling);
         let grid = |s: &Scale| LaunchConfig {
             grid_dim: (
                 s.width.div_ceil(PIXEL_BLOCK),
@@ -233,6 +239,9 @@ impl Ssimu2 {
         Ok(out)
     }
 }
+
+/// No pairs held back.
+impl crate::metric::temporal::Sequenced for Ssimu2 {}
 
 impl CudaMetric for Ssimu2 {
     fn measure(

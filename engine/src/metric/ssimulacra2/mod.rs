@@ -5,7 +5,8 @@
 mod cpu;
 mod cuda;
 
-use super::{CpuMetric, CudaMetric, Entry, Info};
+use super::{CpuMetric, CudaMetric, Entry, Field, Info};
+use crate::color::{CHROMA_UPSAMPLING, ChromaUpsampling};
 use crate::metrics::MetricSet;
 use crate::plan::Plan;
 use crate::scores::Scores;
@@ -21,26 +22,31 @@ pub(crate) const ENTRY: Entry = Entry {
         name: "ssimulacra2",
         description: "SSIMULACRA2 (version 2.1) on display-referred linear light from the caps' \
                       colorimetry; frames >= 8x8",
-        fields: "ssimulacra2",
+        fields: &[Field::new(FIELD, "SSIMULACRA2 (100 = identical)")],
     }],
-    notes: |plan, set| note(plan, set).into_iter().collect(),
-    check: |plan, set| {
-        if set.contains(MetricSet::SSIMULACRA2) {
-            plan.colorimetry[0].check_linearizable("reference")?;
-            plan.colorimetry[1].check_linearizable("distorted")?;
+    options: &[CHROMA_UPSAMPLING],
+    configure: |o| Ok(Box::new(ChromaUpsampling::from_options(o))),
+    notes: |s| note(s.plan, s.set).into_iter().collect(),
+    check: |s| {
+        if s.set.contains(MetricSet::SSIMULACRA2) {
+            s.plan.colorimetry[0].check_linearizable("reference")?;
+            s.plan.colorimetry[1].check_linearizable("distorted")?;
         }
         Ok(())
     },
-    cpu: |_, set| {
-        set.contains(MetricSet::SSIMULACRA2)
-            .then(|| Box::new(cpu::Ssimu2) as Box<dyn CpuMetric>)
+    cpu: |s| {
+        let upsampling = *s.settings::<ChromaUpsampling>();
+        s.set
+            .contains(MetricSet::SSIMULACRA2)
+            .then(|| Box::new(cpu::Ssimu2 { upsampling }) as Box<dyn CpuMetric>)
     },
-    cuda: |gpu, plan, set| {
-        if !set.contains(MetricSet::SSIMULACRA2) {
+    cuda: |gpu, s| {
+        if !s.set.contains(MetricSet::SSIMULACRA2) {
             return Ok(None);
         }
+        let upsampling = *s.settings::<ChromaUpsampling>();
         Ok(Some(
-            Box::new(cuda::Ssimu2::new(gpu, plan)?) as Box<dyn CudaMetric>
+            Box::new(cuda::Ssimu2::new(gpu, s.plan, upsampling)?) as Box<dyn CudaMetric>
         ))
     },
 };

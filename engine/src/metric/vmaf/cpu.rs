@@ -3,13 +3,10 @@
 
 use rayon::prelude::*;
 
-use super::{
-    Frame, Sequence, Sums, adm_scale, adm_sizes, frame_features, luma_bpc, motion_score, vif_sizes,
-};
+use super::{Frame, Sums, adm_scale, adm_sizes, frame_features, luma_bpc, motion_score, vif_sizes};
 use crate::frame::PlanePtrs;
-use crate::metric::CpuMetric;
+use crate::metric::temporal::CpuFrames;
 use crate::plan::Plan;
-use crate::scores::Scores;
 use gpumetrics_kernels::vmaf::{self as k, Plane, adm, motion, vif};
 
 /// A plane over a host buffer.
@@ -50,7 +47,8 @@ pub(super) struct Vmaf {
     current: usize,
     has_previous: bool,
     log2: Vec<u16>,
-    sequence: Sequence,
+    /// The model (its gain limits parameterise the kernels).
+    model: std::sync::Arc<super::Model>,
 }
 
 /// libvmaf's `log_generate` table for the indices it reads (see `vif::LOG2_LEN`).
@@ -64,7 +62,7 @@ pub(super) fn log2_table() -> Vec<u16> {
 }
 
 impl Vmaf {
-    pub(super) fn new(plan: &Plan) -> Vmaf {
+    pub(super) fn new(plan: &Plan, model: std::sync::Arc<super::Model>) -> Vmaf {
         let (w, h) = (plan.reference.width, plan.reference.height);
         let n = w as usize * h as usize;
         let vif_images = vif_sizes(w, h)[1..]
@@ -90,7 +88,7 @@ impl Vmaf {
             current: 0,
             has_previous: false,
             log2: log2_table(),
-            sequence: Sequence::default(),
+            model,
         }
     }
 
@@ -116,7 +114,7 @@ impl Vmaf {
                 distorted: plane(d, 0, sw, sh),
                 tmp: plane(&self.vif_tmp, 0, sw, sh),
                 log2: self.log2.as_ptr() as u64,
-                gain_limit: plan.vmaf.model.vif_gain_limit,
+                gain_limit: self.model.vif_gain_limit,
                 scale: scale as u32,
                 bpc,
             };
@@ -178,7 +176,7 @@ impl Vmaf {
             let s = adm::Scale {
                 bands,
                 maps: plane(&self.adm_maps, 0, bw, bh),
-                ..adm_scale(plan, scale)
+                ..adm_scale(self.model.adm_gain_limit, scale)
             };
             for_each_pixel(bw, bh, |x, y| unsafe { adm::decouple_store(&s, x, y) });
             let rows: Vec<([i64; 3], [u64; 3])> = (0..bh)
@@ -219,8 +217,11 @@ impl Vmaf {
     }
 }
 
-impl CpuMetric for Vmaf {
-    fn measure(&mut self, plan: &Plan, r: &PlanePtrs, d: &PlanePtrs, late: &mut Scores) {
+/// A pair's features; the window (`super::Settings`) holds them for motion2.
+impl CpuFrames for Vmaf {
+    type Frame = Frame;
+
+    fn frame(&mut self, plan: &Plan, r: &PlanePtrs, d: &PlanePtrs) -> Frame {
         let (w, h) = (plan.reference.width, plan.reference.height);
         let luma = plan.psnr_planes(r, d).pairs[0];
         let (rc, dc) = (luma.reference, luma.distorted);
@@ -233,21 +234,11 @@ impl CpuMetric for Vmaf {
         });
         let (sums, sad) = self.sums(plan);
         let motion = sad.map_or(0.0, |s| motion_score(s, w, h));
-        let f: Frame = frame_features(plan, &sums, motion);
-        self.sequence.push(plan, f, late);
+        frame_features(plan, &sums, motion)
     }
 
-    fn lag(&self) -> usize {
-        1
-    }
-
-    fn finish(&mut self, plan: &Plan, late: &mut Scores) {
-        self.sequence.finish(plan, late);
-        self.has_previous = false;
-    }
-
-    fn reset(&mut self) {
-        self.sequence.reset();
+    /// The next pair's motion is measured against nothing (a new sequence).
+    fn restart(&mut self) {
         self.has_previous = false;
     }
 }

@@ -8,15 +8,12 @@
 use cudarc::driver::result as cu;
 use cudarc::driver::{DriverError, LaunchConfig};
 
-use super::{
-    Sequence, Sums, adm_scale, adm_sizes, frame_features, luma_bpc, motion_score, vif_sizes,
-};
+use super::{Frame, Sums, adm_scale, adm_sizes, frame_features, luma_bpc, motion_score, vif_sizes};
 use crate::cuda::{DevPtrMut, DeviceBuffer, Gpu, PinnedBuffer};
 use crate::error::EngineError;
 use crate::frame::PlanePtrs;
-use crate::metric::CudaMetric;
+use crate::metric::temporal::CudaFrames;
 use crate::plan::Plan;
-use crate::scores::Scores;
 use gpumetrics_kernels::vmaf::{Plane, ROW_BLOCK, TILE, adm, vif};
 
 /// u64 sums per pair: VIF 4×4, ADM 4×6, the SAD.
@@ -38,11 +35,16 @@ pub(super) struct Vmaf {
     has_previous: bool,
     out: u64,
     host_out: PinnedBuffer<u64>,
-    sequence: Sequence,
+    /// The model (its gain limits parameterise the kernels).
+    model: std::sync::Arc<super::Model>,
 }
 
 impl Vmaf {
-    pub(super) fn new(gpu: &Gpu, plan: &Plan) -> Result<Vmaf, DriverError> {
+    pub(super) fn new(
+        gpu: &Gpu,
+        plan: &Plan,
+        model: std::sync::Arc<super::Model>,
+    ) -> Result<Vmaf, DriverError> {
         let stream = &gpu.stream;
         let (w, h) = (plan.reference.width, plan.reference.height);
         let vs = vif_sizes(w, h);
@@ -106,7 +108,7 @@ impl Vmaf {
             has_previous: false,
             out,
             host_out,
-            sequence: Sequence::default(),
+            model,
         })
     }
 
@@ -166,7 +168,7 @@ impl Vmaf {
                         ..self.vif_tmp
                     },
                     log2: self.log2,
-                    gain_limit: plan.vmaf.model.vif_gain_limit,
+                    gain_limit: self.model.vif_gain_limit,
                     scale: scale as u32,
                     bpc,
                 };
@@ -206,7 +208,7 @@ impl Vmaf {
                         height: bh,
                         ..self.adm_maps
                     },
-                    ..adm_scale(plan, scale)
+                    ..adm_scale(self.model.adm_gain_limit, scale)
                 };
                 k.vmaf_adm_decouple(stream, tiles(bw, bh), s)?;
                 k.vmaf_adm_rows(stream, rows(bh), s, out(16 + 6 * scale))?;
@@ -237,36 +239,27 @@ impl Vmaf {
     }
 }
 
-impl CudaMetric for Vmaf {
-    fn measure(
+/// A pair's features; the window (`super::Settings`) holds them for motion2.
+impl CudaFrames for Vmaf {
+    type Frame = Frame;
+
+    fn frame(
         &mut self,
         gpu: &Gpu,
         plan: &Plan,
         r: &PlanePtrs,
         d: &PlanePtrs,
-        late: &mut Scores,
-    ) -> Result<(), EngineError> {
+    ) -> Result<Frame, EngineError> {
         let (sums, sad) = self
             .sums(gpu, plan, r, d)
             .map_err(|e| EngineError::Cuda(format!("running vmaf: {e}")))?;
         let (w, h) = (plan.reference.width, plan.reference.height);
         let motion = sad.map_or(0.0, |s| motion_score(s, w, h));
-        self.sequence
-            .push(plan, frame_features(plan, &sums, motion), late);
-        Ok(())
+        Ok(frame_features(plan, &sums, motion))
     }
 
-    fn lag(&self) -> usize {
-        1
-    }
-
-    fn finish(&mut self, plan: &Plan, late: &mut Scores) {
-        self.sequence.finish(plan, late);
-        self.has_previous = false;
-    }
-
-    fn reset(&mut self) {
-        self.sequence.reset();
+    /// The next pair's motion is measured against nothing (a new sequence).
+    fn restart(&mut self) {
         self.has_previous = false;
     }
 }

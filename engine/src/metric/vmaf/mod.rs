@@ -4,9 +4,9 @@
 //! prediction ([`model`]).
 //!
 //! Motion is temporal: a pair's motion2 is min(motion to the previous reference frame,
-//! motion to the next one), so the metric holds each pair back until the next one arrives
-//! (`lag` 1) and scores the last pair of a sequence at `finish` with its own motion, as
-//! libvmaf does.
+//! motion to the next one), so the metric is a [`Window`] of lag 1 over each pair's
+//! features (`super::temporal` holds the pairs; the last of a sequence keeps its own
+//! motion, as libvmaf).
 
 mod cpu;
 mod cuda;
@@ -14,7 +14,9 @@ pub mod model;
 
 use std::sync::Arc;
 
-use super::{Entry, Info};
+use super::temporal::{CudaTemporal, Temporal, Window};
+use super::{Entry, Field, Info, OptionKind, OptionSpec, Options};
+use crate::error::EngineError;
 use crate::format::ColorFamily;
 use crate::metrics::MetricSet;
 use crate::plan::Plan;
@@ -24,22 +26,45 @@ use gpumetrics_kernels::vmaf::adm::{self, ceil_log2, region};
 
 pub use model::{Feature, Model};
 
-/// VMAF's settings of a plan ([`crate::EngineBuilder::vmaf`]).
+/// VMAF's settings (from its options), and its [`Window`]: a pair's fields from its
+/// features and the next pair's motion.
 #[derive(Clone, Debug, PartialEq)]
-pub struct VmafOptions {
-    /// The model (default `vmaf_v0.6.1`).
-    pub model: Arc<Model>,
-    /// Also report the elementary features (`vmaf-adm2`, …).
-    pub features: bool,
+pub(crate) struct Settings {
+    /// The model (`vmaf-model`).
+    model: Arc<Model>,
+    /// Also report the elementary features (`vmaf-features`).
+    features: bool,
 }
 
-impl Default for VmafOptions {
-    fn default() -> Self {
-        VmafOptions {
-            model: Model::default_model(),
-            features: false,
-        }
-    }
+/// `vmaf-model`: a built-in model's name or a libvmaf JSON model file.
+const MODEL: OptionSpec = OptionSpec {
+    name: "vmaf-model",
+    nick: "VMAF model",
+    doc: "VMAF model: vmaf_v0.6.1 (default), vmaf_v0.6.1neg, vmaf_4k_v0.6.1, or the path of a \
+          libvmaf JSON model file",
+    kind: OptionKind::Text {
+        default: model::DEFAULT_MODEL,
+    },
+};
+
+/// `vmaf-features`: report the elementary features too.
+const FEATURES: OptionSpec = OptionSpec {
+    name: "vmaf-features",
+    nick: "VMAF features",
+    doc: "With vmaf: also report the elementary features vmaf-adm2, vmaf-adm-scale0..3, \
+          vmaf-vif-scale0..3, vmaf-motion2",
+    kind: OptionKind::Bool { default: false },
+};
+
+fn configure(o: &Options) -> Result<super::Settings, EngineError> {
+    let model = Model::load(&o.text(&MODEL)).map_err(|why| EngineError::InvalidOption {
+        option: MODEL.name,
+        why,
+    })?;
+    Ok(Box::new(Settings {
+        model,
+        features: o.bool(&FEATURES),
+    }))
 }
 
 /// The feature fields, in record order.
@@ -56,15 +81,37 @@ pub const FEATURE_FIELDS: [&str; 10] = [
     "vmaf-motion2",
 ];
 
+/// A feature field.
+const fn feature(name: &'static str) -> Field {
+    Field::new(name, "VMAF features").decimals(5).harmonic()
+}
+
+/// `vmaf`, then the features with `vmaf-features`, in record order.
+const FIELDS: [Field; 11] = [
+    Field::new("vmaf", "VMAF (0..100)").harmonic(),
+    feature(FEATURE_FIELDS[0]),
+    feature(FEATURE_FIELDS[1]),
+    feature(FEATURE_FIELDS[2]),
+    feature(FEATURE_FIELDS[3]),
+    feature(FEATURE_FIELDS[4]),
+    feature(FEATURE_FIELDS[5]),
+    feature(FEATURE_FIELDS[6]),
+    feature(FEATURE_FIELDS[7]),
+    feature(FEATURE_FIELDS[8]),
+    feature(FEATURE_FIELDS[9]),
+];
+
 pub(crate) const ENTRY: Entry = Entry {
     provides: &[Info {
         flag: MetricSet::VMAF,
         name: "vmaf",
         description: "VMAF (libvmaf 3.1.0 integer features and model; luma; holds one pair back)",
-        fields: "vmaf; with vmaf-features: vmaf-adm2, vmaf-adm-scale0..3, vmaf-vif-scale0..3, \
-                 vmaf-motion2",
+        fields: &FIELDS,
     }],
-    notes: |plan, set| {
+    options: &[MODEL, FEATURES],
+    configure,
+    notes: |s| {
+        let (plan, set) = (s.plan, s.set);
         if set.contains(MetricSet::VMAF) && plan.reference.format.family() == ColorFamily::Rgb {
             vec![
                 "vmaf measures luma: RGB inputs get no vmaf (convert them to a YUV format \
@@ -81,16 +128,24 @@ pub(crate) const ENTRY: Entry = Entry {
             Vec::new()
         }
     },
-    check: |_, _| Ok(()),
-    cpu: |plan, set| {
-        (set.contains(MetricSet::VMAF) && fits(plan))
-            .then(|| Box::new(cpu::Vmaf::new(plan)) as Box<dyn super::CpuMetric>)
+    check: |_| Ok(()),
+    cpu: |s| {
+        let settings: &Settings = s.settings();
+        (s.set.contains(MetricSet::VMAF) && fits(s.plan)).then(|| {
+            let frames = cpu::Vmaf::new(s.plan, settings.model.clone());
+            Box::new(Temporal::new(settings.clone(), frames)) as Box<dyn super::CpuMetric>
+        })
     },
-    cuda: |gpu, plan, set| {
-        if !set.contains(MetricSet::VMAF) || !fits(plan) {
+    cuda: |gpu, s| {
+        let settings: &Settings = s.settings();
+        if !s.set.contains(MetricSet::VMAF) || !fits(s.plan) {
             return Ok(None);
         }
-        Ok(Some(Box::new(cuda::Vmaf::new(gpu, plan)?)))
+        let frames = cuda::Vmaf::new(gpu, s.plan, settings.model.clone())?;
+        Ok(Some(Box::new(CudaTemporal(Temporal::new(
+            settings.clone(),
+            frames,
+        )))))
     },
 };
 
@@ -176,10 +231,11 @@ pub(crate) fn fixed_rfactor(scale: usize) -> [u32; 3] {
     }
 }
 
-/// The kernels' parameters of ADM scale `scale`, with `bands`/`maps` to be filled in.
-pub(crate) fn adm_scale(plan: &Plan, scale: usize) -> adm::Scale {
+/// The kernels' parameters of ADM scale `scale` under the model's ADM gain limit, with
+/// `bands`/`maps` to be filled in.
+pub(crate) fn adm_scale(gain_limit: f64, scale: usize) -> adm::Scale {
     adm::Scale {
-        gain_limit: plan.vmaf.model.adm_gain_limit,
+        gain_limit,
         rfactor: fixed_rfactor(scale),
         scale: scale as u32,
         ..Default::default()
@@ -280,8 +336,7 @@ pub(crate) fn frame_features(plan: &Plan, sums: &Sums, motion: f64) -> Frame {
 }
 
 /// Appends a pair's fields, given its motion2.
-pub(crate) fn push_fields(plan: &Plan, f: &Frame, motion2: f64, scores: &mut Scores) {
-    let opts = &plan.vmaf;
+fn push_fields(opts: &Settings, f: &Frame, motion2: f64, scores: &mut Scores) {
     let value = |feature: Feature| match feature {
         Feature::Adm2 => f.adm2,
         Feature::AdmScale(k) => f.adm_scale[k],
@@ -314,35 +369,18 @@ pub(crate) fn push_fields(plan: &Plan, f: &Frame, motion2: f64, scores: &mut Sco
     }
 }
 
-/// The temporal part shared by both backends: holds the last pair's features until the
-/// next pair's motion is known.
-#[derive(Default)]
-pub(crate) struct Sequence {
-    held: Option<Frame>,
-}
+/// Motion is temporal: a pair's motion2 is min(its motion to the previous reference frame,
+/// the next pair's), and the last pair of a sequence keeps its own (as libvmaf).
+impl Window for Settings {
+    type Frame = Frame;
+    const LAG: usize = 1;
 
-impl Sequence {
-    /// Takes pair i's features (with motion[i]); appends pair i−1's fields, if any.
-    pub(crate) fn push(&mut self, plan: &Plan, f: Frame, late: &mut Scores) {
-        if let Some(prev) = self.held.replace(f) {
-            let motion2 = if prev.motion < f.motion {
-                prev.motion
-            } else {
-                f.motion
-            };
-            push_fields(plan, &prev, motion2, late);
-        }
-    }
-
-    /// End of the sequence: appends the held pair's fields (motion2 = its own motion).
-    pub(crate) fn finish(&mut self, plan: &Plan, late: &mut Scores) {
-        if let Some(prev) = self.held.take() {
-            push_fields(plan, &prev, prev.motion, late);
-        }
-    }
-
-    pub(crate) fn reset(&mut self) {
-        self.held = None;
+    fn fields(&self, _: &Plan, f: &Frame, following: &[Frame], out: &mut Scores) {
+        let motion2 = match following.first() {
+            Some(next) if next.motion < f.motion => next.motion,
+            _ => f.motion,
+        };
+        push_fields(self, f, motion2, out);
     }
 }
 
@@ -380,22 +418,24 @@ mod tests {
             width: 64,
             height: 64,
         };
-        let mut plan = Plan::new(l, l).unwrap();
-        plan.vmaf.features = true;
-        let mut seq = Sequence::default();
+        let plan = Plan::new(l, l).unwrap();
+        let settings = Settings {
+            model: Model::default_model(),
+            features: true,
+        };
         let frame = |m| Frame {
             motion: m,
             ..Default::default()
         };
-        let mut out = Vec::new();
-        for m in [0.0, 5.0, 3.0, 4.0] {
-            let mut s = Scores::new();
-            seq.push(&plan, frame(m), &mut s);
-            out.extend(s.get("vmaf-motion2"));
-        }
-        let mut s = Scores::new();
-        seq.finish(&plan, &mut s);
-        out.extend(s.get("vmaf-motion2"));
+        let motions = [0.0, 5.0, 3.0, 4.0].map(frame);
+        let out: Vec<f64> = (0..motions.len())
+            .map(|i| {
+                let mut s = Scores::new();
+                let following = &motions[i + 1..(i + 2).min(motions.len())];
+                settings.fields(&plan, &motions[i], following, &mut s);
+                s.get("vmaf-motion2").unwrap()
+            })
+            .collect();
         assert_eq!(out, [0.0, 3.0, 3.0, 4.0]);
     }
 }
