@@ -3,7 +3,10 @@
 use std::ops::BitOr;
 
 /// A set of metrics, as bit flags (the element's `metrics` property maps onto it bit for
-/// bit). Each registered metric ([`crate::metric::all`]) owns one bit.
+/// bit). Each registered metric ([`crate::metric::all`]) owns one bit, which its module
+/// declares with [`MetricSet::bit`] (the registry test checks that no two share one); the
+/// named constants below are the first metrics' bits, kept for callers' convenience. A
+/// bit, once released, never changes: it is the flag's value in users' saved pipelines.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct MetricSet(u32);
 
@@ -22,6 +25,16 @@ impl MetricSet {
     pub const VMAF: MetricSet = MetricSet(1 << 5);
     /// Every registered metric.
     pub const ALL: MetricSet = MetricSet(crate::metric::all_flags());
+
+    /// The metric of bit `n` (as a registry entry declares it).
+    pub const fn bit(n: u32) -> MetricSet {
+        MetricSet(1 << n)
+    }
+
+    /// The registered metric called `name` (its flag nick, e.g. `ms-ssim`).
+    pub fn named(name: &str) -> Option<MetricSet> {
+        crate::metric::all().find(|i| i.name == name).map(|i| i.flag)
+    }
 
     pub const fn contains(self, other: MetricSet) -> bool {
         self.0 & other.0 == other.0
