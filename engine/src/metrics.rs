@@ -33,7 +33,9 @@ impl MetricSet {
 
     /// The registered metric called `name` (its flag nick, e.g. `ms-ssim`).
     pub fn named(name: &str) -> Option<MetricSet> {
-        crate::metric::all().find(|i| i.name == name).map(|i| i.flag)
+        crate::metric::all()
+            .find(|i| i.name == name)
+            .map(|i| i.flag)
     }
 
     pub const fn contains(self, other: MetricSet) -> bool {
