@@ -4,12 +4,14 @@
 //! summary table, optionally per-frame records and a plot; the exit status says whether
 //! `--fail-below` thresholds were met.
 //!
-//! Modules: [`cli`] arguments, [`options`] the metrics' options, [`input`] what the files are, [`align`] the offset search,
+//! Modules: [`cli`] arguments, [`options`] the metrics' options, [`fields`] what is
+//! known of each field, [`input`] what the files are, [`align`] the offset search,
 //! [`gate`] which frames reach the element, [`pipeline`] the GStreamer graph, [`run`] the bus
 //! loop, [`output`] table and records, [`plot`] the curves, [`progress`] stderr display.
 
 mod align;
 mod cli;
+mod fields;
 mod gate;
 mod input;
 mod metrics;
