@@ -7,6 +7,7 @@
 use std::path::PathBuf;
 
 use clap::{ArgMatches, Command, CommandFactory, FromArgMatches, Parser, ValueEnum};
+use gpumetrics_engine::metric;
 
 use crate::options;
 
@@ -115,6 +116,7 @@ pub struct Args {
     pub pairing: PairingArg,
 
     /// Exit with status 3 when the mean of FIELD is below VALUE (e.g. psnr-y=35); repeatable.
+    /// FIELD is one whose higher scores are better (not mse-*, butteraugli).
     #[arg(long, value_name = "FIELD=VALUE", value_parser = parse_threshold)]
     pub fail_below: Vec<Threshold>,
 
@@ -190,6 +192,19 @@ fn parse_threshold(s: &str) -> Result<Threshold, String> {
     if field.is_empty() {
         return Err(format!("no field name in `{s}` (e.g. psnr-y=35)"));
     }
+    let Some(meta) = metric::field(field) else {
+        let known: Vec<&str> = metric::fields().map(|f| f.name).collect();
+        return Err(format!(
+            "no field `{field}`; the fields are {}",
+            known.join(", ")
+        ));
+    };
+    if !meta.higher_is_better() {
+        return Err(format!(
+            "`{field}` is lower-is-better: a mean below VALUE is a better result, so a \
+             --fail-below threshold on it makes no sense"
+        ));
+    }
     let value: f64 = value
         .trim()
         .parse()
@@ -232,6 +247,25 @@ mod tests {
         assert!(parse_threshold("=3").is_err());
         assert!(parse_threshold("ssim=high").is_err());
         assert!(parse_threshold("ssim=inf").is_err());
+    }
+
+    #[test]
+    fn threshold_fields_come_from_the_registry() {
+        let e = parse_threshold("nosuch=3").unwrap_err();
+        assert!(e.contains("no field `nosuch`"), "{e}");
+        for f in metric::fields() {
+            assert!(e.contains(f.name), "{e} lacks {}", f.name);
+            let r = parse_threshold(&format!("{}=1", f.name));
+            if f.higher_is_better() {
+                assert_eq!(r.unwrap().field, f.name);
+            } else {
+                let e = r.unwrap_err();
+                assert!(e.contains("lower-is-better"), "{}: {e}", f.name);
+            }
+        }
+        for lower in ["mse-y", "butteraugli"] {
+            assert!(parse_threshold(&format!("{lower}=1")).is_err(), "{lower}");
+        }
     }
 
     #[test]

@@ -121,6 +121,28 @@ fn check_options(metrics: &str, given: &[options::Given]) -> Result<()> {
     }
 }
 
+/// Refuses a `--fail-below` on a field of a metric that is not measured (clap has checked
+/// that the field is the registry's, and higher-is-better). Fields that depend on an option
+/// or on the input (`ssim-u`) are checked after the run.
+fn check_thresholds(metrics: &str, thresholds: &[cli::Threshold]) -> Result<()> {
+    for t in thresholds {
+        let from = metric::all().find(|i| i.fields.iter().any(|f| f.name == t.field));
+        if let Some(info) = from
+            && !metrics.split('+').any(|m| m == info.name)
+        {
+            bail!(
+                "--fail-below {}: no field `{}` with --metrics {}: it comes from {} (add it \
+                 to --metrics)",
+                t.field,
+                t.field,
+                metrics.replace('+', ","),
+                info.name
+            );
+        }
+    }
+    Ok(())
+}
+
 /// Picks the decoding of each input and says which.
 fn choose_decoding(
     args: &Args,
@@ -196,6 +218,7 @@ fn real_main(args: Args) -> Result<i32, Failure> {
     // Usage errors first, before any decoding.
     let metrics = metrics::parse(&args.metrics).map_err(|e| usage(anyhow!("--metrics: {e}")))?;
     check_options(&metrics, &args.metric_options).map_err(usage)?;
+    check_thresholds(&metrics, &args.fail_below).map_err(usage)?;
     if let Some(p) = &args.plot {
         let ext = p
             .extension()
