@@ -218,9 +218,63 @@ fn parse_threshold(s: &str) -> Result<Threshold, String> {
     })
 }
 
-/// The command: the derived arguments, then one flag per metric option of the registry.
+/// One line: what the command does, with the registry's metric names.
+fn about() -> String {
+    let names: Vec<&str> = metric::all().map(|i| i.name).collect();
+    format!(
+        "Measure a distorted video against its reference: {}",
+        names.join(", ")
+    )
+}
+
+/// `--help`'s description, with the registry's metrics and their descriptions.
+fn long_about() -> String {
+    let width = metric::all().map(|i| i.name.len()).max().unwrap_or(0);
+    let metrics: String = metric::all()
+        .map(|i| {
+            // Wrapped here with a hanging indent (clap's wrapping would start the next
+            // line at the margin).
+            let mut lines = vec![String::new()];
+            for word in i.description.split_whitespace() {
+                let line = lines.last_mut().expect("never empty");
+                if !line.is_empty() && width + 4 + line.len() + 1 + word.len() > 96 {
+                    lines.push(word.to_string());
+                } else {
+                    if !line.is_empty() {
+                        line.push(' ');
+                    }
+                    line.push_str(word);
+                }
+            }
+            let indent = " ".repeat(width + 4);
+            format!(
+                "  {:width$}  {}\n",
+                i.name,
+                lines.join(&format!("\n{indent}"))
+            )
+        })
+        .collect();
+    format!(
+        "Measure a distorted video against its reference, frame by frame, with the gpumetrics \
+         GStreamer element, on an NVIDIA GPU (CUDA) or the CPU. The metrics (--metrics):\n\n\
+         {metrics}\n\
+         Both inputs are decoded by GStreamer (any container and codec it can decode). When the \
+         CUDA backend is usable and the codec has an NVIDIA decoder (nvh264dec, nvh265dec, ...), \
+         frames are decoded by NVDEC into CUDA memory and measured there (zero-copy); otherwise \
+         they are decoded in software. Which one was used is printed on stderr.\n\n\
+         Progress goes to stderr; the summary table (mean, harmonic mean where customary, min, \
+         p5, p50, p95 per field) to stdout. Per-frame records and the summary can be written as \
+         JSON Lines, CSV or JSON, and the per-frame curves plotted to PNG or SVG."
+    )
+}
+
+/// The command: the derived arguments, then one flag per metric option of the registry, and
+/// the registry's metrics in the description.
 pub fn command() -> Command {
-    Args::command().args(options::args())
+    Args::command()
+        .about(about())
+        .long_about(long_about())
+        .args(options::args())
 }
 
 /// The arguments from the matches of [`command`].
@@ -265,6 +319,27 @@ mod tests {
         }
         for lower in ["mse-y", "butteraugli"] {
             assert!(parse_threshold(&format!("{lower}=1")).is_err(), "{lower}");
+        }
+    }
+
+    #[test]
+    fn the_description_lists_the_registrys_metrics() {
+        let cmd = command();
+        let about = cmd.get_about().unwrap().to_string();
+        let long = cmd.get_long_about().unwrap().to_string();
+        for i in metric::all() {
+            assert!(about.contains(i.name), "{about}");
+            // The name, then every word of the description, in order (it is wrapped).
+            let words: Vec<&str> = long.split_whitespace().collect();
+            let want: Vec<&str> = i.description.split_whitespace().collect();
+            assert!(
+                words
+                    .windows(want.len() + 1)
+                    .any(|w| w[0] == i.name && w[1..] == want[..]),
+                "{} {}\n{long}",
+                i.name,
+                i.description
+            );
         }
     }
 
