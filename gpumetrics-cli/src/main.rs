@@ -100,16 +100,17 @@ fn check_options(metrics: &str, given: &[options::Given]) -> Result<()> {
     for (spec, value) in given {
         set.set(spec.name, value.clone())?;
     }
-    let bits = metric::all()
-        .filter(|i| metrics.split('+').any(|m| m == i.name))
-        .fold(0, |bits, i| bits | i.flag.bits());
+    let requested = metrics
+        .split('+')
+        .filter_map(MetricSet::named)
+        .fold(MetricSet::default(), |set, m| set | m);
     let layout = FrameLayout {
         format: PixelFormat::I420,
         width: 64,
         height: 64,
     };
     let config = EngineConfig {
-        metrics: MetricSet::from_bits(bits),
+        metrics: requested,
         backend: BackendChoice::Cpu,
         device_id: 0,
         options: set,
