@@ -1,10 +1,15 @@
 // SPDX-License-Identifier: MPL-2.0
-//! Command-line arguments (clap derive). Validation that clap cannot express (metric names,
-//! `--fail-below` syntax) happens here too, so that every usage error exits with status 2.
+//! Command-line arguments (clap derive, with the metrics' options and the list of metrics
+//! added at run time from the engine's registry: [`command`], [`from_matches`]).
+//! Validation that clap cannot express (metric names, `--fail-below` syntax and fields)
+//! happens here too, so that every usage error exits with status 2.
 
 use std::path::PathBuf;
 
-use clap::{Parser, ValueEnum};
+use clap::{ArgMatches, Command, CommandFactory, FromArgMatches, Parser, ValueEnum};
+use gpumetrics_engine::metric;
+
+use crate::options;
 
 /// Exit status when a `--fail-below` threshold is not met.
 pub const EXIT_THRESHOLD: i32 = 3;
@@ -17,17 +22,6 @@ pub const EXIT_USAGE: i32 = 2;
 #[command(
     name = "gpumetrics",
     version,
-    about = "Measure a distorted video against its reference: PSNR, SSIM, MS-SSIM, SSIMULACRA2, Butteraugli, VMAF",
-    long_about = "Measure a distorted video against its reference, frame by frame, with the \
-gpumetrics GStreamer element: PSNR, SSIM, MS-SSIM and SSIMULACRA2, on an NVIDIA GPU (CUDA) or \
-the CPU.\n\n\
-Both inputs are decoded by GStreamer (any container and codec it can decode). When the CUDA \
-backend is usable and the codec has an NVIDIA decoder (nvh264dec, nvh265dec, ...), frames are \
-decoded by NVDEC into CUDA memory and measured there (zero-copy); otherwise they are decoded in \
-software. Which one was used is printed on stderr.\n\n\
-Progress goes to stderr; the summary table (mean, harmonic mean, min, p5, p50, p95 per field) \
-to stdout. Per-frame records and the summary can be written as JSON Lines, CSV or JSON, and the \
-per-frame curves plotted to PNG or SVG.",
     after_help = "Exit status: 0 success, 1 run error (missing or undecodable file, pipeline \
 error), 2 usage error, 3 a --fail-below threshold was not met, 130 interrupted by Ctrl-C (after \
 printing the summary of the pairs measured so far).\n\n\
@@ -121,12 +115,8 @@ pub struct Args {
     #[arg(long, value_enum, default_value_t = PairingArg::Timestamp)]
     pub pairing: PairingArg,
 
-    /// Butteraugli's intensity target: the nits of linear-light 1.0 (80 = libjxl's default;
-    /// Vship uses 203, which scores higher).
-    #[arg(long, default_value_t = 80.0, value_name = "NITS", value_parser = parse_nits)]
-    pub butteraugli_intensity: f64,
-
     /// Exit with status 3 when the mean of FIELD is below VALUE (e.g. psnr-y=35); repeatable.
+    /// FIELD is one whose higher scores are better (not mse-*, butteraugli).
     #[arg(long, value_name = "FIELD=VALUE", value_parser = parse_threshold)]
     pub fail_below: Vec<Threshold>,
 
@@ -137,6 +127,10 @@ pub struct Args {
     /// More notes on stderr: decoder elements, the element's memory-stats.
     #[arg(short, long)]
     pub verbose: bool,
+
+    /// The metrics' options given on the command line (flags made from the registry).
+    #[arg(skip)]
+    pub metric_options: Vec<options::Given>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -198,6 +192,19 @@ fn parse_threshold(s: &str) -> Result<Threshold, String> {
     if field.is_empty() {
         return Err(format!("no field name in `{s}` (e.g. psnr-y=35)"));
     }
+    let Some(meta) = metric::field(field) else {
+        let known: Vec<&str> = metric::fields().map(|f| f.name).collect();
+        return Err(format!(
+            "no field `{field}`; the fields are {}",
+            known.join(", ")
+        ));
+    };
+    if !meta.higher_is_better() {
+        return Err(format!(
+            "`{field}` is lower-is-better: a mean below VALUE is a better result, so a \
+             --fail-below threshold on it makes no sense"
+        ));
+    }
     let value: f64 = value
         .trim()
         .parse()
@@ -211,14 +218,70 @@ fn parse_threshold(s: &str) -> Result<Threshold, String> {
     })
 }
 
-/// A luminance in nits within the element's range (1 to 10000).
-fn parse_nits(s: &str) -> Result<f64, String> {
-    let v: f64 = s.parse().map_err(|e| format!("`{s}`: {e}"))?;
-    if (1.0..=10000.0).contains(&v) {
-        Ok(v)
-    } else {
-        Err(format!("{v} nits is outside 1 to 10000"))
-    }
+/// One line: what the command does, with the registry's metric names.
+fn about() -> String {
+    let names: Vec<&str> = metric::all().map(|i| i.name).collect();
+    format!(
+        "Measure a distorted video against its reference: {}",
+        names.join(", ")
+    )
+}
+
+/// `--help`'s description, with the registry's metrics and their descriptions.
+fn long_about() -> String {
+    let width = metric::all().map(|i| i.name.len()).max().unwrap_or(0);
+    let metrics: String = metric::all()
+        .map(|i| {
+            // Wrapped here with a hanging indent (clap's wrapping would start the next
+            // line at the margin).
+            let mut lines = vec![String::new()];
+            for word in i.description.split_whitespace() {
+                let line = lines.last_mut().expect("never empty");
+                if !line.is_empty() && width + 4 + line.len() + 1 + word.len() > 96 {
+                    lines.push(word.to_string());
+                } else {
+                    if !line.is_empty() {
+                        line.push(' ');
+                    }
+                    line.push_str(word);
+                }
+            }
+            let indent = " ".repeat(width + 4);
+            format!(
+                "  {:width$}  {}\n",
+                i.name,
+                lines.join(&format!("\n{indent}"))
+            )
+        })
+        .collect();
+    format!(
+        "Measure a distorted video against its reference, frame by frame, with the gpumetrics \
+         GStreamer element, on an NVIDIA GPU (CUDA) or the CPU. The metrics (--metrics):\n\n\
+         {metrics}\n\
+         Both inputs are decoded by GStreamer (any container and codec it can decode). When the \
+         CUDA backend is usable and the codec has an NVIDIA decoder (nvh264dec, nvh265dec, ...), \
+         frames are decoded by NVDEC into CUDA memory and measured there (zero-copy); otherwise \
+         they are decoded in software. Which one was used is printed on stderr.\n\n\
+         Progress goes to stderr; the summary table (mean, harmonic mean where customary, min, \
+         p5, p50, p95 per field) to stdout. Per-frame records and the summary can be written as \
+         JSON Lines, CSV or JSON, and the per-frame curves plotted to PNG or SVG."
+    )
+}
+
+/// The command: the derived arguments, then one flag per metric option of the registry, and
+/// the registry's metrics in the description.
+pub fn command() -> Command {
+    Args::command()
+        .about(about())
+        .long_about(long_about())
+        .args(options::args())
+}
+
+/// The arguments from the matches of [`command`].
+pub fn from_matches(matches: &ArgMatches) -> Result<Args, clap::Error> {
+    let mut args = Args::from_arg_matches(matches)?;
+    args.metric_options = options::given(matches);
+    Ok(args)
 }
 
 #[cfg(test)]
@@ -241,15 +304,48 @@ mod tests {
     }
 
     #[test]
-    fn command_is_consistent() {
-        use clap::CommandFactory;
-        Args::command().debug_assert();
+    fn threshold_fields_come_from_the_registry() {
+        let e = parse_threshold("nosuch=3").unwrap_err();
+        assert!(e.contains("no field `nosuch`"), "{e}");
+        for f in metric::fields() {
+            assert!(e.contains(f.name), "{e} lacks {}", f.name);
+            let r = parse_threshold(&format!("{}=1", f.name));
+            if f.higher_is_better() {
+                assert_eq!(r.unwrap().field, f.name);
+            } else {
+                let e = r.unwrap_err();
+                assert!(e.contains("lower-is-better"), "{}: {e}", f.name);
+            }
+        }
+        for lower in ["mse-y", "butteraugli"] {
+            assert!(parse_threshold(&format!("{lower}=1")).is_err(), "{lower}");
+        }
     }
 
     #[test]
-    fn nits_within_the_elements_range() {
-        assert_eq!(parse_nits("203"), Ok(203.0));
-        assert!(parse_nits("0.5").unwrap_err().contains("outside"));
-        assert!(parse_nits("bright").is_err());
+    fn the_description_lists_the_registrys_metrics() {
+        let cmd = command();
+        let about = cmd.get_about().unwrap().to_string();
+        let long = cmd.get_long_about().unwrap().to_string();
+        for i in metric::all() {
+            assert!(about.contains(i.name), "{about}");
+            // The name, then every word of the description, in order (it is wrapped).
+            let words: Vec<&str> = long.split_whitespace().collect();
+            let want: Vec<&str> = i.description.split_whitespace().collect();
+            assert!(
+                words
+                    .windows(want.len() + 1)
+                    .any(|w| w[0] == i.name && w[1..] == want[..]),
+                "{} {}\n{long}",
+                i.name,
+                i.description
+            );
+        }
+    }
+
+    #[test]
+    fn command_is_consistent() {
+        // Also: no registry option takes the name of one of the command's own flags.
+        command().debug_assert();
     }
 }

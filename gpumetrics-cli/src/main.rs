@@ -4,15 +4,18 @@
 //! summary table, optionally per-frame records and a plot; the exit status says whether
 //! `--fail-below` thresholds were met.
 //!
-//! Modules: [`cli`] arguments, [`input`] what the files are, [`align`] the offset search,
+//! Modules: [`cli`] arguments, [`options`] the metrics' options, [`fields`] what is
+//! known of each field, [`input`] what the files are, [`align`] the offset search,
 //! [`gate`] which frames reach the element, [`pipeline`] the GStreamer graph, [`run`] the bus
 //! loop, [`output`] table and records, [`plot`] the curves, [`progress`] stderr display.
 
 mod align;
 mod cli;
+mod fields;
 mod gate;
 mod input;
 mod metrics;
+mod options;
 mod output;
 mod pipeline;
 mod plot;
@@ -25,7 +28,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::{Context, Result, anyhow, bail};
-use gpumetrics_engine::{BackendChoice, Engine, EngineConfig, FrameLayout, MetricSet, PixelFormat};
+use gpumetrics_engine::{
+    BackendChoice, Engine, EngineConfig, EngineError, FrameLayout, MetricSet, Options, PixelFormat,
+    metric,
+};
 
 use cli::{Args, BackendArg, DecodeArg, FormatArg, PairingArg};
 use gate::GateConfig;
@@ -84,6 +90,58 @@ fn cuda_backend_usable(device: u32) -> Result<(), String> {
     Engine::new(&config, layout, layout)
         .map(drop)
         .map_err(|e| e.to_string())
+}
+
+/// Checks the metrics' options as the engine will, before anything is decoded: the values
+/// that only the metric can judge (a VMAF model that does not load) are usage errors too.
+/// `metrics` is the element's form (`psnr+vmaf`).
+fn check_options(metrics: &str, given: &[options::Given]) -> Result<()> {
+    let mut set = Options::new();
+    for (spec, value) in given {
+        set.set(spec.name, value.clone())?;
+    }
+    let requested = metrics
+        .split('+')
+        .filter_map(MetricSet::named)
+        .fold(MetricSet::default(), |set, m| set | m);
+    let layout = FrameLayout {
+        format: PixelFormat::I420,
+        width: 64,
+        height: 64,
+    };
+    let config = EngineConfig {
+        metrics: requested,
+        backend: BackendChoice::Cpu,
+        device_id: 0,
+        options: set,
+    };
+    match Engine::new(&config, layout, layout) {
+        Err(EngineError::InvalidOption { option, why }) => bail!("--{option}: {why}"),
+        // Anything else depends on the real frames: the run says it.
+        _ => Ok(()),
+    }
+}
+
+/// Refuses a `--fail-below` on a field of a metric that is not measured (clap has checked
+/// that the field is the registry's, and higher-is-better). Fields that depend on an option
+/// or on the input (`ssim-u`) are checked after the run.
+fn check_thresholds(metrics: &str, thresholds: &[cli::Threshold]) -> Result<()> {
+    for t in thresholds {
+        let from = metric::all().find(|i| i.fields.iter().any(|f| f.name == t.field));
+        if let Some(info) = from
+            && !metrics.split('+').any(|m| m == info.name)
+        {
+            bail!(
+                "--fail-below {}: no field `{}` with --metrics {}: it comes from {} (add it \
+                 to --metrics)",
+                t.field,
+                t.field,
+                metrics.replace('+', ","),
+                info.name
+            );
+        }
+    }
+    Ok(())
 }
 
 /// Picks the decoding of each input and says which.
@@ -160,6 +218,8 @@ fn real_main(args: Args) -> Result<i32, Failure> {
 
     // Usage errors first, before any decoding.
     let metrics = metrics::parse(&args.metrics).map_err(|e| usage(anyhow!("--metrics: {e}")))?;
+    check_options(&metrics, &args.metric_options).map_err(usage)?;
+    check_thresholds(&metrics, &args.fail_below).map_err(usage)?;
     if let Some(p) = &args.plot {
         let ext = p
             .extension()
@@ -310,7 +370,7 @@ fn real_main(args: Args) -> Result<i32, Failure> {
         backend: args.backend.nick(),
         device: args.device,
         pairing,
-        butteraugli_intensity: args.butteraugli_intensity,
+        options: args.metric_options.clone(),
         scale_to,
         convert_to: None,
         decoding: decoding.clone(),
@@ -481,12 +541,11 @@ fn short_name(given: &str) -> &str {
 
 /// Parses the command line, with the metric names of the element in `--metrics`' help.
 fn parse_args() -> Args {
-    use clap::{CommandFactory, FromArgMatches};
     let names = gst::init()
         .ok()
         .and_then(|_| gstgpumetrics::plugin_register_static().ok())
         .map(|_| metrics::available().join(", "));
-    let mut cmd = Args::command();
+    let mut cmd = cli::command();
     if let Some(names) = names {
         cmd = cmd.mut_arg("metrics", |a| {
             a.help(format!(
@@ -496,7 +555,7 @@ fn parse_args() -> Args {
         });
     }
     let matches = cmd.get_matches();
-    Args::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
+    cli::from_matches(&matches).unwrap_or_else(|e| e.exit())
 }
 
 fn main() -> ExitCode {

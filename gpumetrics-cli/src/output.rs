@@ -12,6 +12,7 @@ use gstgpumetrics::message::{FieldStats, FrameScores, Summary};
 use gstgpumetrics::stats::{Format, StatsWriter};
 
 use crate::cli::FormatArg;
+use crate::fields;
 
 /// Counts shown under the table besides the element's own.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -22,28 +23,9 @@ pub struct Counts {
     pub offset_dropped: [u64; 2],
 }
 
-/// True for fields whose harmonic mean is customary (it weights bad frames more): PSNR and
-/// the SSIM family (and VMAF, should it come).
-pub fn harmonic_customary(field: &str) -> bool {
-    field.starts_with("psnr") || is_ssim_family(field) || field.starts_with("vmaf")
-}
-
-/// `ssim`, `ssim-u`, `ssim-all`, `ms-ssim`, ... (0..1 scores), not `ssimulacra2`.
-pub fn is_ssim_family(field: &str) -> bool {
-    field == "ssim" || field.starts_with("ssim-") || field == "ms-ssim"
-}
-
-/// Text of a score: 3 decimals for dB and unbounded scales, 5 for the SSIM family (0..1).
+/// Text of a score of `field`, with the decimals the registry gives it.
 pub fn fmt_score(field: &str, v: f64) -> String {
-    if v.is_nan() {
-        "nan".into()
-    } else if v.is_infinite() {
-        if v > 0.0 { "inf".into() } else { "-inf".into() }
-    } else if is_ssim_family(field) {
-        format!("{v:.5}")
-    } else {
-        format!("{v:.3}")
-    }
+    fields::format(field, v)
 }
 
 /// A time as seconds with millisecond precision (`1.234 s`).
@@ -70,18 +52,19 @@ pub fn summary_table(summary: &Summary, counts: &Counts) -> String {
             harmonic_mean,
             ..
         } = *st;
+        let field = fields::meta(name);
         let hm = match harmonic_mean {
-            Some(h) if harmonic_customary(name) => fmt_score(name, h),
+            Some(h) if field.harmonic_mean => field.format(h),
             _ => "-".into(),
         };
         table.add_row([
             name.clone(),
-            fmt_score(name, mean),
+            field.format(mean),
             hm,
-            fmt_score(name, min),
-            fmt_score(name, p5),
-            fmt_score(name, p50),
-            fmt_score(name, p95),
+            field.format(min),
+            field.format(p5),
+            field.format(p50),
+            field.format(p95),
         ]);
     }
     for i in 1..7 {
@@ -114,13 +97,14 @@ pub fn summary_table(summary: &Summary, counts: &Counts) -> String {
 /// The per-frame table (`--format table -o FILE`): pair index, PTS in seconds, one column
 /// per field.
 pub fn frames_table(records: &[FrameScores]) -> String {
-    let fields: Vec<&str> = records
+    let columns: Vec<&str> = records
         .first()
         .map(|r| r.scores.iter().map(|(n, _)| n.as_str()).collect())
         .unwrap_or_default();
+    let metas: Vec<_> = columns.iter().map(|c| fields::meta(c)).collect();
     let mut table = Table::new();
     let mut header = vec!["frame", "pts"];
-    header.extend(&fields);
+    header.extend(&columns);
     table
         .load_preset(presets::ASCII_MARKDOWN)
         .set_content_arrangement(ContentArrangement::Disabled)
@@ -128,13 +112,14 @@ pub fn frames_table(records: &[FrameScores]) -> String {
     for r in records {
         let mut row = vec![r.frame.to_string(), fmt_time(r.pts)];
         row.extend(
-            fields
+            columns
                 .iter()
-                .map(|f| r.get(f).map_or("-".into(), |v| fmt_score(f, v))),
+                .zip(&metas)
+                .map(|(c, f)| r.get(c).map_or("-".into(), |v| f.format(v))),
         );
         table.add_row(row);
     }
-    for i in 0..fields.len() + 2 {
+    for i in 0..columns.len() + 2 {
         if let Some(c) = table.column_mut(i) {
             c.set_cell_alignment(CellAlignment::Right);
         }
@@ -245,13 +230,85 @@ mod tests {
         assert!(row.contains("40.000") && row.contains("0.50000"), "{t}");
     }
 
+    /// The cells of the row of `field` (name, mean, harm. mean, min, p5, p50, p95).
+    fn row<'a>(table: &'a str, field: &str) -> Vec<&'a str> {
+        let line = table
+            .lines()
+            .find(|l| l.split_whitespace().nth(1) == Some(field))
+            .unwrap_or_else(|| panic!("no row {field} in:\n{table}"));
+        line.split(['│', '┆'])
+            .map(str::trim)
+            .filter(|c| !c.is_empty())
+            .collect()
+    }
+
+    #[test]
+    fn the_table_uses_each_fields_decimals_and_harmonic_mean() {
+        use gpumetrics_engine::metric;
+        let mut fields: Vec<(String, FieldStats)> = metric::fields()
+            .map(|f| (f.name.to_string(), stats(0.123456789, Some(0.111111111))))
+            .collect();
+        fields.push(("no-such-field".into(), stats(0.123456789, Some(0.1))));
+        let s = Summary {
+            frames: 1,
+            unmatched_ref: 0,
+            unmatched_dist: 0,
+            fields,
+        };
+        let t = summary_table(&s, &Counts::default());
+        let mut seen = std::collections::HashSet::new();
+        for f in metric::fields() {
+            let cells = row(&t, f.name);
+            let d = f.decimals as usize;
+            assert_eq!(cells[1], format!("{:.d$}", 0.123456789), "{}\n{t}", f.name);
+            assert_eq!(cells[6], format!("{:.d$}", 0.123456789 + 1.5), "{}", f.name);
+            let hm = if f.harmonic_mean {
+                format!("{:.d$}", 0.111111111)
+            } else {
+                "-".into()
+            };
+            assert_eq!(cells[2], hm, "{}\n{t}", f.name);
+            seen.insert(f.decimals);
+        }
+        // The registry has fields of more than one precision, so the test can fail.
+        assert!(seen.len() > 1, "{seen:?}");
+        // Unknown to the registry: 3 decimals, no harmonic mean.
+        assert_eq!(row(&t, "no-such-field")[1..3], ["0.123", "-"]);
+
+        let recs = vec![FrameScores {
+            frame: 0,
+            pts: None,
+            running_time: None,
+            duration: None,
+            scores: metric::fields()
+                .map(|f| (f.name.into(), 0.123456789))
+                .collect(),
+        }];
+        let frames = frames_table(&recs);
+        let cells: Vec<&str> = frames
+            .lines()
+            .nth(2)
+            .unwrap()
+            .split('|')
+            .map(str::trim)
+            .filter(|c| !c.is_empty())
+            .collect();
+        for (f, cell) in metric::fields().zip(&cells[2..]) {
+            let d = f.decimals as usize;
+            assert_eq!(
+                *cell,
+                format!("{:.d$}", 0.123456789),
+                "{}\n{frames}",
+                f.name
+            );
+        }
+    }
+
     #[test]
     fn score_text() {
         assert_eq!(fmt_score("ssim", 0.9876543), "0.98765");
         assert_eq!(fmt_score("psnr-y", f64::INFINITY), "inf");
         assert_eq!(fmt_score("ssimulacra2", 71.23456), "71.235");
-        assert!(!harmonic_customary("ssimulacra2"));
-        assert!(harmonic_customary("ssim-all") && harmonic_customary("psnr-avg"));
         assert_eq!(
             fmt_time(Some(gst::ClockTime::from_mseconds(1234))),
             "1.234 s"

@@ -59,8 +59,8 @@ pub struct PipelineConfig {
     pub backend: &'static str,
     pub device: u32,
     pub pairing: &'static str,
-    /// Element `butteraugli-intensity` (nits).
-    pub butteraugli_intensity: f64,
+    /// The metrics' options given, set on the element's properties of the same names.
+    pub options: Vec<crate::options::Given>,
     /// Scale the distorted input to this size.
     pub scale_to: Option<(u32, u32)>,
     /// Convert the distorted input to this raw format (the reference's, e.g. `I420`).
@@ -237,7 +237,7 @@ pub fn build(config: &PipelineConfig, inputs: [&Input; 2], stop: Arc<AtomicBool>
     element.set_property("device-id", config.device);
     element.set_property("post-messages", true);
     element.set_property_from_str("pairing", config.pairing);
-    element.set_property("butteraugli-intensity", config.butteraugli_intensity);
+    crate::options::set_on(&element, &config.options)?;
     let sink = gst::ElementFactory::make("fakesink")
         .property("sync", false)
         .property("async", false)
@@ -343,7 +343,7 @@ mod tests {
             backend: "cpu",
             device: 0,
             pairing: "timestamp",
-            butteraugli_intensity: 80.0,
+            options: Vec::new(),
             scale_to: None,
             convert_to: None,
             decoding: [

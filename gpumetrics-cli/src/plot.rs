@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MPL-2.0
-//! `--plot FILE.png|FILE.svg`: per-frame curves, one panel per metric family (PSNR in dB,
-//! the SSIM family on its 0..1 scale, SSIMULACRA2, anything else on its own), each field's
+//! `--plot FILE.png|FILE.svg`: per-frame curves, one panel per panel the registry gives the
+//! fields (`Field::panel`: PSNR in dB, the SSIM family on its 0..1 scale, ...; fields without
+//! one, MSE, are left out; a field unknown to it gets a panel of its own), each field's
 //! mean as a dashed line of the same colour, axes labels and a legend. Drawn with plotters;
 //! text needs a TrueType font, read at run time (pure Rust, no fontconfig): `GPUMETRICS_FONT`
 //! or DejaVu Sans / Liberation Sans / FreeSans from their usual Debian paths.
@@ -13,7 +14,7 @@ use gstgpumetrics::message::{FrameScores, Summary};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use crate::output::is_ssim_family;
+use crate::fields;
 
 /// Environment variable naming a .ttf file for the plot's text.
 pub const FONT_ENV: &str = "GPUMETRICS_FONT";
@@ -72,30 +73,29 @@ fn register_font() -> Result<()> {
 #[derive(Debug, PartialEq)]
 pub struct Panel {
     pub title: String,
+    /// The y axis is fixed to 0..1 (all its fields say so).
+    pub unit_interval: bool,
     pub fields: Vec<String>,
 }
 
-/// Groups the fields into panels; MSE fields are left out (PSNR shows the same).
+/// Groups the fields into the registry's panels, in the order of their first field; fields
+/// the registry does not plot are left out.
 pub fn panels(fields: &[String]) -> Vec<Panel> {
     let mut out: Vec<Panel> = Vec::new();
-    let mut add = |title: &str, field: &str| match out.iter_mut().find(|p| p.title == title) {
-        Some(p) => p.fields.push(field.to_string()),
-        None => out.push(Panel {
-            title: title.to_string(),
-            fields: vec![field.to_string()],
-        }),
-    };
     for f in fields {
-        if f.starts_with("mse") {
+        let Some((title, unit_interval)) = fields::panel(f) else {
             continue;
-        } else if f.starts_with("psnr") {
-            add("PSNR (dB)", f);
-        } else if is_ssim_family(f) {
-            add("SSIM, MS-SSIM (0..1)", f);
-        } else if f == "ssimulacra2" {
-            add("SSIMULACRA2 (100 = identical)", f);
-        } else {
-            add(f, f);
+        };
+        match out.iter_mut().find(|p| p.title == title) {
+            Some(p) => {
+                p.unit_interval &= unit_interval;
+                p.fields.push(f.clone());
+            }
+            None => out.push(Panel {
+                title,
+                unit_interval,
+                fields: vec![f.clone()],
+            }),
         }
     }
     out
@@ -152,7 +152,7 @@ where
         let (lo, hi) = if lo.is_finite() { (lo, hi) } else { (0.0, 1.0) };
         let pad = ((hi - lo) * 0.08).max(1e-3);
         let (mut y0, mut y1) = (lo - pad, hi + pad);
-        if panel.fields.iter().all(|f| is_ssim_family(f)) {
+        if panel.unit_interval {
             y1 = y1.min(1.0);
             y0 = y0.max(0.0).min(y1 - 1e-3);
         }
@@ -177,7 +177,7 @@ where
             let color = COLOURS[i % COLOURS.len()];
             let mean = summary.field(field).map(|s| s.mean);
             let label = match mean {
-                Some(m) if m.is_finite() => format!("{field} (mean {m:.3})"),
+                Some(m) if m.is_finite() => format!("{field} (mean {})", fields::format(field, m)),
                 _ => field.to_string(),
             };
             let mut first = true;
@@ -261,7 +261,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn panels_group_families() {
+    fn panels_come_from_the_registry() {
+        use gpumetrics_engine::metric;
         let f: Vec<String> = [
             "psnr-y",
             "psnr-avg",
@@ -269,15 +270,49 @@ mod tests {
             "ssim",
             "ms-ssim",
             "ssimulacra2",
+            "butteraugli",
+            "no-such-field",
         ]
         .iter()
         .map(|s| s.to_string())
         .collect();
         let p = panels(&f);
-        assert_eq!(p.len(), 3, "{p:?}");
-        assert_eq!(p[0].fields, ["psnr-y", "psnr-avg"]);
-        assert_eq!(p[1].fields, ["ssim", "ms-ssim"]);
-        assert_eq!(p[2].fields, ["ssimulacra2"]);
+        let title = |f: &str| metric::field(f).unwrap().panel.unwrap().title;
+        let got: Vec<(&str, bool, Vec<&str>)> = p
+            .iter()
+            .map(|p| {
+                let fields = p.fields.iter().map(String::as_str).collect();
+                (p.title.as_str(), p.unit_interval, fields)
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (title("psnr-y"), false, vec!["psnr-y", "psnr-avg"]),
+                (title("ssim"), true, vec!["ssim", "ms-ssim"]),
+                (title("ssimulacra2"), false, vec!["ssimulacra2"]),
+                (title("butteraugli"), false, vec!["butteraugli"]),
+                ("no-such-field", false, vec!["no-such-field"]),
+            ],
+            "{p:?}"
+        );
+        // Every registry field is in the panel it declares, or in none.
+        let all: Vec<String> = metric::fields().map(|f| f.name.to_string()).collect();
+        let p = panels(&all);
+        for f in metric::fields() {
+            let drawn_in: Vec<_> = p
+                .iter()
+                .filter(|p| p.fields.iter().any(|n| n == f.name))
+                .collect();
+            match f.panel {
+                None => assert!(drawn_in.is_empty(), "{}", f.name),
+                Some(panel) => {
+                    assert_eq!(drawn_in.len(), 1, "{}", f.name);
+                    assert_eq!(drawn_in[0].title, panel.title);
+                    assert_eq!(drawn_in[0].unit_interval, panel.unit_interval, "{}", f.name);
+                }
+            }
+        }
     }
 
     #[test]

@@ -9,6 +9,7 @@ use std::process::Command as StdCommand;
 use std::sync::OnceLock;
 
 use assert_cmd::Command;
+use gpumetrics_engine::metric;
 use predicates::prelude::*;
 use serde_json::Value;
 
@@ -575,4 +576,171 @@ fn help_lists_every_option() {
     ] {
         assert!(help.contains(opt), "--help lacks {opt}:\n{help}");
     }
+    // The metrics' options come from the registry, each with its default and, for a choice,
+    // its values.
+    let options: Vec<_> = metric::options().collect();
+    assert!(options.len() >= 5, "{options:?}");
+    for spec in options {
+        let flag = format!("--{}", spec.name);
+        let at = help
+            .find(&format!("{flag} "))
+            .or_else(|| help.find(&format!("{flag}[")))
+            .unwrap_or_else(|| panic!("--help lacks {flag}:\n{help}"));
+        let entry = &help[at..];
+        let entry = &entry[..entry[2..].find("\n      --").map_or(entry.len(), |e| e + 2)];
+        let default = format!("[default: {}]", spec.format(&spec.default_value()));
+        assert!(entry.contains(&default), "{flag} lacks {default}:\n{entry}");
+        let first_words: String = spec
+            .doc
+            .split_whitespace()
+            .take(3)
+            .collect::<Vec<_>>()
+            .join(" ");
+        assert!(
+            entry.contains(&first_words),
+            "{flag} lacks its doc:\n{entry}"
+        );
+        if let metric::OptionKind::Choice { values, .. } = spec.kind {
+            for v in values {
+                assert!(entry.contains(v.nick), "{flag} lacks {}:\n{entry}", v.nick);
+            }
+        }
+    }
+    for flag in [
+        "--vmaf-model",
+        "--vmaf-features",
+        "--ssim-chroma",
+        "--chroma-upsampling",
+        "--butteraugli-intensity",
+    ] {
+        assert!(help.contains(flag), "--help lacks {flag}:\n{help}");
+    }
+    // The description lists the registry's metrics.
+    for info in metric::all() {
+        let line = help
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(info.name))
+            .unwrap_or_else(|| panic!("--help does not describe {}:\n{help}", info.name));
+        let first_word = info.description.split_whitespace().next().unwrap();
+        assert!(line.contains(first_word), "{line}");
+    }
+}
+
+/// A command whose inputs do not exist: a usage error must come before they are read.
+fn before_decoding(args: &[&str]) -> assert_cmd::assert::Assert {
+    gpumetrics(&[&["/nonexistent/ref.mp4", "/nonexistent/dist.mp4"][..], args].concat())
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("cannot read").not())
+}
+
+#[test]
+fn invalid_metric_options_are_usage_errors() {
+    before_decoding(&["--butteraugli-intensity", "0"]).stderr(
+        predicate::str::contains("--butteraugli-intensity").and(predicate::str::contains(
+            "butteraugli-intensity: 0 is outside 1 to 10000",
+        )),
+    );
+    before_decoding(&["--butteraugli-intensity", "bright"]).stderr(predicate::str::contains(
+        "butteraugli-intensity: `bright` is not a number",
+    ));
+    before_decoding(&["--chroma-upsampling", "foo"]).stderr(
+        predicate::str::contains("--chroma-upsampling")
+            .and(predicate::str::contains("catmull-rom, nearest")),
+    );
+    before_decoding(&["--ssim-chroma=maybe"]).stderr(predicate::str::contains(
+        "ssim-chroma: `maybe` is not true or false",
+    ));
+    // What only the metric can judge is judged before decoding too, for a requested metric.
+    before_decoding(&["--metrics", "vmaf", "--vmaf-model", "/nonexistent.json"]).stderr(
+        predicate::str::contains("--vmaf-model: ")
+            .and(predicate::str::contains("/nonexistent.json")),
+    );
+}
+
+#[test]
+fn metric_options_reach_the_element() {
+    let c = clips();
+    let (r, d) = (c.get("ref.mp4"), c.get("dist.mp4"));
+    let base = [&r[..], &d, "--metrics", "ssim", "--frames", "3"];
+    let (out, _) = run_ok(&base);
+    assert!(!out.contains("ssim-u"), "{out}");
+    // A bool alone is true; in front of REF it does not take REF as its value.
+    let (out, _) = run_ok(&[&["--ssim-chroma"][..], &base].concat());
+    assert!(table_mean(&out, "ssim-u") > 0.5, "{out}");
+    assert!(table_mean(&out, "ssim-all") > 0.5, "{out}");
+    let (out, _) = run_ok(&[&base[..], &["--ssim-chroma=false"]].concat());
+    assert!(!out.contains("ssim-u"), "{out}");
+
+    // Butteraugli scores at a higher intensity target differ.
+    let base = [&r[..], &d, "--metrics", "butteraugli", "--frames", "2"];
+    let (default, _) = run_ok(&base);
+    let (bright, _) = run_ok(&[&base[..], &["--butteraugli-intensity", "203"]].concat());
+    let (a, b) = (
+        table_mean(&default, "butteraugli"),
+        table_mean(&bright, "butteraugli"),
+    );
+    assert!(
+        a.is_finite() && b.is_finite() && a != b,
+        "{default}\n{bright}"
+    );
+    let (nearest, _) = run_ok(&[&base[..], &["--chroma-upsampling", "nearest"]].concat());
+    assert!(table_mean(&nearest, "butteraugli").is_finite(), "{nearest}");
+}
+
+#[test]
+fn fail_below_fields_are_checked_before_decoding() {
+    before_decoding(&["--fail-below", "nosuch=3"]).stderr(
+        predicate::str::contains("no field `nosuch`")
+            .and(predicate::str::contains("psnr-y"))
+            .and(predicate::str::contains("ms-ssim")),
+    );
+    for lower in ["mse-y=30", "butteraugli=2"] {
+        before_decoding(&["--metrics", "psnr,butteraugli", "--fail-below", lower])
+            .stderr(predicate::str::contains("lower-is-better"));
+    }
+    before_decoding(&["--fail-below", "ssim=0.9"]).stderr(predicate::str::contains(
+        "no field `ssim` with --metrics psnr",
+    ));
+}
+
+#[test]
+fn table_uses_each_fields_decimals() {
+    let c = clips();
+    let (out, _) = run_ok(&[
+        &c.get("ref.mp4"),
+        &c.get("dist.mp4"),
+        "--metrics",
+        "psnr,ssim",
+        "--frames",
+        "3",
+    ]);
+    let mut checked = Vec::new();
+    for line in out.lines() {
+        let cells: Vec<&str> = line
+            .split(['│', '┆'])
+            .map(str::trim)
+            .filter(|c| !c.is_empty())
+            .collect();
+        let Some(field) = cells.first().and_then(|n| metric::field(n)) else {
+            continue;
+        };
+        assert_eq!(cells.len(), 7, "{line}");
+        for (i, cell) in cells[1..].iter().enumerate() {
+            if i == 1 && !field.harmonic_mean {
+                assert_eq!(*cell, "-", "{} has no harmonic mean:\n{out}", field.name);
+                continue;
+            }
+            let decimals = cell.split_once('.').map_or(0, |(_, d)| d.len());
+            assert_eq!(
+                decimals, field.decimals as usize,
+                "{}: {cell}\n{out}",
+                field.name
+            );
+        }
+        checked.push(field.decimals);
+    }
+    checked.dedup();
+    // psnr (3 decimals), mse, ssim (5): more than one precision, all from the registry.
+    assert!(checked.len() > 1, "{checked:?}\n{out}");
 }
