@@ -20,7 +20,7 @@ pub mod meta;
 pub mod pairing;
 pub mod stats;
 
-pub use gpumetrics::{Backend, ChromaUpsampling, GpuMetrics, Metrics, Pairing, StatsFormat};
+pub use gpumetrics::{Backend, GpuMetrics, Metrics, Pairing, StatsFormat};
 
 fn plugin_init(plugin: &gst::Plugin) -> Result<(), glib::BoolError> {
     meta::register();

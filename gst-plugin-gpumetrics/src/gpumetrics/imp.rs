@@ -9,7 +9,6 @@
 
 use std::fs::File;
 use std::io::BufWriter;
-use std::path::PathBuf;
 use std::sync::{LazyLock, Mutex};
 
 use gst::glib;
@@ -19,76 +18,16 @@ use gst_base::prelude::*;
 use gst_base::subclass::prelude::*;
 
 use gpumetrics_engine::{
-    BackendChoice, BackendKind, DeviceFrame, Engine, EngineConfig, EngineError, Frame, HostFrame,
-    PlaneOffsets, Pooler,
+    BackendChoice, BackendKind, DeviceFrame, Engine, EngineError, Frame, HostFrame, PlaneOffsets,
+    Pooler,
 };
 
-use super::{Backend, ChromaUpsampling, Metrics, Pairing, StatsFormat};
+use super::settings::{self, Settings};
+use super::{Backend, CAT};
 use crate::message::{FRAME_MESSAGE_NAME, FrameScores, Summary};
 use crate::pairing::{self, Decision, Head, Input};
-use crate::stats::{self, StatsWriter};
+use crate::stats::StatsWriter;
 use crate::{caps, gstcuda, meta};
-
-static CAT: LazyLock<gst::DebugCategory> = LazyLock::new(|| {
-    gst::DebugCategory::new(
-        "gpumetrics",
-        gst::DebugColorFlags::empty(),
-        Some("GPU video quality metrics"),
-    )
-});
-
-const DEFAULT_DEVICE_ID: u32 = 0;
-const DEFAULT_POST_MESSAGES: bool = true;
-const DEFAULT_ATTACH_META: bool = true;
-const DEFAULT_SSIM_CHROMA: bool = false;
-const DEFAULT_BUTTERAUGLI_INTENSITY: f64 =
-    gpumetrics_engine::metric::butteraugli::DEFAULT_INTENSITY as f64;
-const DEFAULT_VMAF_MODEL: &str = gpumetrics_engine::vmaf::model::DEFAULT_MODEL;
-const DEFAULT_VMAF_FEATURES: bool = false;
-
-#[derive(Debug, Clone)]
-struct Settings {
-    metrics: Metrics,
-    backend: Backend,
-    device_id: u32,
-    stats_file: Option<PathBuf>,
-    stats_format: StatsFormat,
-    post_messages: bool,
-    attach_meta: bool,
-    /// SSIM on the chroma planes of YUV input too.
-    ssim_chroma: bool,
-    /// Butteraugli's intensity target (nits of linear 1.0).
-    butteraugli_intensity: f64,
-    pairing: Pairing,
-    /// Fixed pairing tolerance in ns; `None` = half the shorter frame duration.
-    pairing_tolerance: Option<u64>,
-    chroma_upsampling: ChromaUpsampling,
-    /// VMAF model: a built-in name or a libvmaf JSON model file.
-    vmaf_model: String,
-    /// Report VMAF's elementary features too.
-    vmaf_features: bool,
-}
-
-impl Default for Settings {
-    fn default() -> Self {
-        Settings {
-            metrics: Metrics::default(),
-            backend: Backend::default(),
-            device_id: DEFAULT_DEVICE_ID,
-            stats_file: None,
-            stats_format: StatsFormat::default(),
-            post_messages: DEFAULT_POST_MESSAGES,
-            attach_meta: DEFAULT_ATTACH_META,
-            ssim_chroma: DEFAULT_SSIM_CHROMA,
-            butteraugli_intensity: DEFAULT_BUTTERAUGLI_INTENSITY,
-            pairing: Pairing::default(),
-            pairing_tolerance: None,
-            chroma_upsampling: ChromaUpsampling::default(),
-            vmaf_model: DEFAULT_VMAF_MODEL.to_string(),
-            vmaf_features: DEFAULT_VMAF_FEATURES,
-        }
-    }
-}
 
 /// A compared pair whose distorted buffer waits for its scores (VMAF holds one pair back).
 struct Held {
@@ -219,228 +158,24 @@ fn engine_error_kind(e: &EngineError) -> gst::StreamError {
 
 impl ObjectImpl for GpuMetrics {
     fn properties() -> &'static [glib::ParamSpec] {
-        static PROPERTIES: LazyLock<Vec<glib::ParamSpec>> = LazyLock::new(|| {
-            vec![
-                glib::ParamSpecFlags::builder::<Metrics>("metrics")
-                    .nick("Metrics")
-                    .blurb(
-                        "Metrics computed for every frame pair (flags). Takes effect when the \
-                         element starts.",
-                    )
-                    .default_value(Metrics::default())
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecEnum::builder::<Backend>("backend")
-                    .nick("Backend")
-                    .blurb(
-                        "Where the metrics run: auto = CUDA when a device is usable, else the \
-                         CPU (the reason is logged at INFO in category gpumetrics)",
-                    )
-                    .default_value(Backend::default())
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecUInt::builder("device-id")
-                    .nick("CUDA device")
-                    .blurb("Index of the CUDA device used by the cuda (and auto) backend")
-                    .default_value(DEFAULT_DEVICE_ID)
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecString::builder("stats-file")
-                    .nick("Stats file")
-                    .blurb(
-                        "Write one record per frame pair and the pooled summary as the last \
-                         record to this file (created or truncated at start; NULL = none)",
-                    )
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecEnum::builder::<StatsFormat>("stats-format")
-                    .nick("Stats format")
-                    .blurb(
-                        "Layout of stats-file: jsonl, csv or json. Infinite PSNR is written as \
-                         inf (JSON: the string \"inf\"); times are integer nanoseconds",
-                    )
-                    .default_value(StatsFormat::default())
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecString::builder("vmaf-model")
-                    .nick("VMAF model")
-                    .blurb(
-                        "VMAF model: vmaf_v0.6.1 (default), vmaf_v0.6.1neg, vmaf_4k_v0.6.1, or \
-                         the path of a libvmaf JSON model file",
-                    )
-                    .default_value(Some(DEFAULT_VMAF_MODEL))
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecBoolean::builder("vmaf-features")
-                    .nick("VMAF features")
-                    .blurb(
-                        "With vmaf: also report the elementary features vmaf-adm2, \
-                         vmaf-adm-scale0..3, vmaf-vif-scale0..3, vmaf-motion2",
-                    )
-                    .default_value(DEFAULT_VMAF_FEATURES)
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecBoolean::builder("post-messages")
-                    .nick("Post messages")
-                    .blurb(
-                        "Post a 'gpumetrics' element message per frame pair (the \
-                         'gpumetrics-summary' message is always posted at EOS and on stop)",
-                    )
-                    .default_value(DEFAULT_POST_MESSAGES)
-                    .mutable_playing()
-                    .build(),
-                glib::ParamSpecBoolean::builder("attach-meta")
-                    .nick("Attach meta")
-                    .blurb(
-                        "Attach the scores to each outgoing distorted buffer as custom meta \
-                         'GstGpuMetricsMeta' (same fields as the 'gpumetrics' message)",
-                    )
-                    .default_value(DEFAULT_ATTACH_META)
-                    .mutable_playing()
-                    .build(),
-                glib::ParamSpecBoolean::builder("ssim-chroma")
-                    .nick("SSIM on chroma")
-                    .blurb(
-                        "YUV input: also compute ssim-u, ssim-v and the plane-size weighted \
-                         ssim-all (ssim is luma either way; RGB input always has R, G, B)",
-                    )
-                    .default_value(DEFAULT_SSIM_CHROMA)
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecDouble::builder("butteraugli-intensity")
-                    .nick("Butteraugli intensity target")
-                    .blurb(
-                        "Butteraugli: the luminance in nits of linear-light 1.0 (peak SDR \
-                         white). 80 = libjxl's default; Vship uses 203, which scores higher",
-                    )
-                    .minimum(1.0)
-                    .maximum(10000.0)
-                    .default_value(DEFAULT_BUTTERAUGLI_INTENSITY)
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecEnum::builder::<Pairing>("pairing")
-                    .nick("Pairing")
-                    .blurb(
-                        "How frames are paired: timestamp = equal running time within half a \
-                         frame duration (unpaired frames are counted as unmatched), sequence = \
-                         n-th with n-th",
-                    )
-                    .default_value(Pairing::default())
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecInt64::builder("pairing-tolerance")
-                    .nick("Pairing tolerance")
-                    .blurb(
-                        "pairing=timestamp: largest running-time difference (ns) of two frames \
-                         that are compared; -1 (default) = half the shorter frame duration \
-                         (1 ms when no duration is known)",
-                    )
-                    .minimum(-1)
-                    .default_value(-1)
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecEnum::builder::<ChromaUpsampling>("chroma-upsampling")
-                    .nick("Chroma upsampling")
-                    .blurb(
-                        "Linear-light metrics (ssimulacra2) on 4:2:0 / 4:2:2 input: catmull-rom \
-                         (bicubic at the caps' chroma siting) or nearest (equal to the \
-                         ssimulacra2 crate's video input; catmull-rom scores higher, see the \
-                         README)",
-                    )
-                    .default_value(ChromaUpsampling::default())
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecBoxed::builder::<gst::Structure>("memory-stats")
-                    .nick("Memory stats")
-                    .blurb(
-                        "How the frames of this run were read: device-frames = CUDA memory read \
-                         in place (zero-copy), downloaded-frames = CUDA memory mapped for the \
-                         CPU (device-to-host copies), system-frames = system memory",
-                    )
-                    .read_only()
-                    .build(),
-            ]
-        });
-        PROPERTIES.as_ref()
+        settings::properties()
     }
 
     fn set_property(&self, _id: usize, value: &glib::Value, pspec: &glib::ParamSpec) {
-        let mut settings = self.settings.lock().unwrap();
-        match pspec.name() {
-            "metrics" => settings.metrics = value.get().expect("type checked upstream"),
-            "backend" => settings.backend = value.get().expect("type checked upstream"),
-            "device-id" => settings.device_id = value.get().expect("type checked upstream"),
-            "stats-file" => {
-                settings.stats_file = value
-                    .get::<Option<String>>()
-                    .expect("type checked upstream")
-                    .filter(|s| !s.is_empty())
-                    .map(PathBuf::from)
-            }
-            "stats-format" => settings.stats_format = value.get().expect("type checked upstream"),
-            "post-messages" => settings.post_messages = value.get().expect("type checked upstream"),
-            "attach-meta" => settings.attach_meta = value.get().expect("type checked upstream"),
-            "ssim-chroma" => settings.ssim_chroma = value.get().expect("type checked upstream"),
-            "butteraugli-intensity" => {
-                settings.butteraugli_intensity = value.get().expect("type checked upstream")
-            }
-            "vmaf-model" => {
-                settings.vmaf_model = value
-                    .get::<Option<String>>()
-                    .expect("type checked upstream")
-                    .filter(|s| !s.is_empty())
-                    .unwrap_or_else(|| DEFAULT_VMAF_MODEL.to_string())
-            }
-            "vmaf-features" => settings.vmaf_features = value.get().expect("type checked upstream"),
-            "pairing" => settings.pairing = value.get().expect("type checked upstream"),
-            "chroma-upsampling" => {
-                settings.chroma_upsampling = value.get().expect("type checked upstream")
-            }
-            "pairing-tolerance" => {
-                // GLib refuses values below -1 with a warning before we are called.
-                let v: i64 = value.get().expect("type checked upstream");
-                settings.pairing_tolerance = u64::try_from(v).ok();
-            }
-            other => unreachable!("unknown property {other}"),
-        }
+        self.settings.lock().unwrap().set(pspec.name(), value);
     }
 
     fn property(&self, _id: usize, pspec: &glib::ParamSpec) -> glib::Value {
-        let settings = self.settings.lock().unwrap();
-        match pspec.name() {
-            "metrics" => settings.metrics.to_value(),
-            "backend" => settings.backend.to_value(),
-            "device-id" => settings.device_id.to_value(),
-            "stats-file" => settings
-                .stats_file
-                .as_ref()
-                .map(|p| p.to_string_lossy().into_owned())
-                .to_value(),
-            "stats-format" => settings.stats_format.to_value(),
-            "post-messages" => settings.post_messages.to_value(),
-            "attach-meta" => settings.attach_meta.to_value(),
-            "ssim-chroma" => settings.ssim_chroma.to_value(),
-            "butteraugli-intensity" => settings.butteraugli_intensity.to_value(),
-            "vmaf-model" => settings.vmaf_model.to_value(),
-            "vmaf-features" => settings.vmaf_features.to_value(),
-            "pairing" => settings.pairing.to_value(),
-            "chroma-upsampling" => settings.chroma_upsampling.to_value(),
-            "pairing-tolerance" => settings
-                .pairing_tolerance
-                .map_or(-1, |t| i64::try_from(t).unwrap_or(i64::MAX))
-                .to_value(),
-            "memory-stats" => {
-                drop(settings);
-                let m = self.state.lock().unwrap().memory;
-                gst::Structure::builder("gpumetrics-memory")
-                    .field("device-frames", m.device)
-                    .field("downloaded-frames", m.downloaded)
-                    .field("system-frames", m.system)
-                    .build()
-                    .to_value()
-            }
-            other => unreachable!("unknown property {other}"),
+        if pspec.name() == settings::MEMORY_STATS {
+            let m = self.state.lock().unwrap().memory;
+            return gst::Structure::builder("gpumetrics-memory")
+                .field("device-frames", m.device)
+                .field("downloaded-frames", m.downloaded)
+                .field("system-frames", m.system)
+                .build()
+                .to_value();
         }
+        self.settings.lock().unwrap().get(pspec.name())
     }
 
     fn constructed(&self) {
@@ -650,41 +385,6 @@ impl GpuMetrics {
         }
     }
 
-    fn engine_config(settings: &Settings) -> EngineConfig {
-        EngineConfig {
-            // The flags type is made from the registry (mod.rs): its bits are the engine's.
-            metrics: settings.metrics.set(),
-            backend: match settings.backend {
-                Backend::Auto => BackendChoice::Auto,
-                Backend::Cuda => BackendChoice::Cuda,
-                Backend::Cpu => BackendChoice::Cpu,
-            },
-            device_id: settings.device_id,
-            options: {
-                use gpumetrics_engine::OptionValue::{Bool, Choice, Float, Text};
-                let mut o = gpumetrics_engine::Options::new();
-                let up = match settings.chroma_upsampling {
-                    ChromaUpsampling::CatmullRom => 0,
-                    ChromaUpsampling::Nearest => 1,
-                };
-                for (name, v) in [
-                    ("ssim-chroma", Bool(settings.ssim_chroma)),
-                    (
-                        "butteraugli-intensity",
-                        Float(settings.butteraugli_intensity),
-                    ),
-                    ("vmaf-model", Text(settings.vmaf_model.clone())),
-                    ("vmaf-features", Bool(settings.vmaf_features)),
-                    ("chroma-upsampling", Choice(up)),
-                ] {
-                    o.set(name, v)
-                        .expect("property values are within the options' ranges");
-                }
-                o
-            },
-        }
-    }
-
     /// Creates the engine for the caps of the pair about to be compared (the current caps of
     /// both pads: each pad's caps event is handled when its frames before it are gone), and
     /// rebuilds it when those caps changed. On failure the element error is posted and `Err`
@@ -735,7 +435,7 @@ impl GpuMetrics {
         let rl = layout(&ri, "ref_sink")?;
         let dl = layout(&di, "dist_sink")?;
         let settings = self.settings.lock().unwrap().clone();
-        let config = Self::engine_config(&settings);
+        let config = settings.engine_config();
         if config.metrics.is_empty() {
             state.warn_once("metrics is empty: pairs are counted, no scores".into());
         }
@@ -1275,12 +975,7 @@ impl AggregatorImpl for GpuMetrics {
         let settings = self.settings.lock().unwrap().clone();
         let mut state = State::default();
         if let Some(path) = &settings.stats_file {
-            let format = match settings.stats_format {
-                StatsFormat::Jsonl => stats::Format::Jsonl,
-                StatsFormat::Csv => stats::Format::Csv,
-                StatsFormat::Json => stats::Format::Json,
-            };
-            let writer = StatsWriter::create(path, format).map_err(|e| {
+            let writer = StatsWriter::create(path, settings.stats_format()).map_err(|e| {
                 gst::error_msg!(
                     gst::ResourceError::OpenWrite,
                     (
@@ -1474,10 +1169,7 @@ impl AggregatorImpl for GpuMetrics {
 impl GpuMetrics {
     fn aggregate_step(&self, timeout: bool) -> Result<gst::FlowSuccess, gst::FlowError> {
         let fixed = self.fixed_tolerance();
-        let mode = match self.settings.lock().unwrap().pairing {
-            Pairing::Timestamp => pairing::Mode::Timestamp,
-            Pairing::Sequence => pairing::Mode::Sequence,
-        };
+        let mode = self.settings.lock().unwrap().pairing_mode();
         let (r, d) = self.heads();
         let decision = pairing::decide(mode, r, d, timeout, fixed);
         gst::trace!(

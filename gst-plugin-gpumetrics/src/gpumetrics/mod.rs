@@ -22,11 +22,24 @@
  *
  * See gst-plugin-gpumetrics/README.md for the record layouts.
  */
+use std::sync::LazyLock;
+
 use gpumetrics_engine::MetricSet;
 use gst::glib;
 use gst::prelude::*;
 
 mod imp;
+mod options;
+mod settings;
+
+/// The element's debug category.
+pub(crate) static CAT: LazyLock<gst::DebugCategory> = LazyLock::new(|| {
+    gst::DebugCategory::new(
+        "gpumetrics",
+        gst::DebugColorFlags::empty(),
+        Some("GPU video quality metrics"),
+    )
+});
 
 /// Metrics computed per pair (`metrics` property, GType `GstGpuMetricsMetrics`). The flags
 /// type is registered at run time from the engine's registry
@@ -215,25 +228,6 @@ pub enum Pairing {
     Sequence = 1,
 }
 
-/// How subsampled chroma reaches every pixel for the linear-light metrics
-/// (`chroma-upsampling` property, GType `GstGpuMetricsChromaUpsampling`).
-#[derive(Debug, Eq, PartialEq, Ord, PartialOrd, Hash, Clone, Copy, Default, glib::Enum)]
-#[repr(u32)]
-#[enum_type(name = "GstGpuMetricsChromaUpsampling")]
-pub enum ChromaUpsampling {
-    #[default]
-    #[enum_value(
-        name = "Catmull-Rom: 4-tap bicubic at the caps' chroma siting",
-        nick = "catmull-rom"
-    )]
-    CatmullRom = 0,
-    #[enum_value(
-        name = "Nearest: the sample at x/2 (as the ssimulacra2 crate's video input reads it)",
-        nick = "nearest"
-    )]
-    Nearest = 1,
-}
-
 glib::wrapper! {
     /// The `gpumetrics` element (GType `GstGpuMetrics`).
     pub struct GpuMetrics(ObjectSubclass<imp::GpuMetrics>)
@@ -245,7 +239,10 @@ pub fn register(plugin: &gst::Plugin) -> Result<(), glib::BoolError> {
     Backend::static_type().mark_as_plugin_api(gst::PluginAPIFlags::empty());
     StatsFormat::static_type().mark_as_plugin_api(gst::PluginAPIFlags::empty());
     Pairing::static_type().mark_as_plugin_api(gst::PluginAPIFlags::empty());
-    ChromaUpsampling::static_type().mark_as_plugin_api(gst::PluginAPIFlags::empty());
+    // The GEnum types of the metrics' choice options (e.g. GstGpuMetricsChromaUpsampling).
+    for (_, type_) in options::choice_types() {
+        type_.mark_as_plugin_api(gst::PluginAPIFlags::empty());
+    }
     gst::Element::register(
         Some(plugin),
         "gpumetrics",
