@@ -70,7 +70,9 @@ fn the_model_and_features_properties_reach_the_engine() {
     assert_ne!(default.get("vmaf"), neg.get("vmaf"));
     let bad = run(&pipeline("vmaf-model=/nonexistent.json", "identity", 2));
     let (msg, _) = bad.error.expect("an unknown model is an error");
-    assert!(msg.contains("vmaf-model"), "{msg}");
+    // The option's own message: the property, then what it accepts.
+    assert!(msg.starts_with("vmaf-model: "), "{msg}");
+    assert!(msg.contains("vmaf_v0.6.1neg"), "{msg}");
 }
 
 #[test]

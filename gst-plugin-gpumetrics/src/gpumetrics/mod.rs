@@ -28,8 +28,12 @@ use gpumetrics_engine::MetricSet;
 use gst::glib;
 use gst::prelude::*;
 
+mod cuda;
 mod imp;
+mod input;
 mod options;
+mod queue;
+mod scorer;
 mod settings;
 
 /// The element's debug category.
