@@ -3,7 +3,8 @@
 //! pads): the GObject, element and aggregator glue over the sibling modules, which hold
 //! each concern ([`super::settings`] and [`super::options`] the properties,
 //! [`super::input`] the caps and the mapping of frames, [`super::cuda`] the CUDA context,
-//! [`super::scorer`] the engine, [`super::queue`] the buffers waiting for their scores).
+//! [`super::scorer`] the engine, [`super::queue`] the buffers waiting for their scores,
+//! [`super::outputs`] where the scores go).
 //!
 //! Data flow per aggregate() call: look at the head buffer of both sink pads, let
 //! [`crate::pairing::decide`] say what to do, then either compare the pair (engine), drop an
@@ -11,11 +12,10 @@
 //! (summary + EOS). The distorted buffer always leaves through `src` unchanged (same memory);
 //! it is only made writable to attach the scores meta.
 //!
-//! Locks: `settings` and `state` are never held together; messages are posted without the
-//! state lock, since a bus sync handler may read properties.
+//! Locks: `settings`, `state` and `outputs` are never held together; the outputs (which
+//! post messages) are called without the state lock, since a bus sync handler may read
+//! properties.
 
-use std::fs::File;
-use std::io::BufWriter;
 use std::sync::{LazyLock, Mutex, MutexGuard};
 
 use gst::glib;
@@ -26,17 +26,15 @@ use gst_base::subclass::prelude::*;
 
 use super::cuda::{self, SharedContext};
 use super::input::{self, MemoryStats, PadCaps};
+use super::outputs::{Env, Outputs, Pair, Side};
 use super::queue::{PairInfo, Queue, Ready};
 use super::scorer::{self, Request, Scorer};
 use super::settings::{self, Settings};
 use super::{Backend, CAT};
 use crate::caps;
 use crate::gstcuda;
-use crate::message::{FRAME_MESSAGE_NAME, FrameScores, Summary};
-use crate::meta;
+use crate::message::FrameScores;
 use crate::pairing::{self, Decision, Head, Input};
-use crate::stats::StatsWriter;
-use gpumetrics_engine::Pooler;
 
 /// Warnings and latency found under the state lock, posted once it is released.
 #[derive(Debug, Default)]
@@ -78,10 +76,6 @@ struct State {
     memory: MemoryStats,
     /// Index of the next compared pair.
     frame: u64,
-    pooler: Pooler,
-    unmatched_ref: u64,
-    unmatched_dist: u64,
-    stats: Option<StatsWriter<BufWriter<File>>>,
     /// A frame of this run was seen (decides whether stop() has something to summarise).
     active: bool,
     /// An element error was posted: no further pair is measured in this run.
@@ -99,6 +93,8 @@ pub struct GpuMetrics {
     dist_pad: gst_base::AggregatorPad,
     settings: Mutex<Settings>,
     state: Mutex<State>,
+    /// The run's outputs: made in start(), ended in stop().
+    outputs: Mutex<Option<Outputs>>,
     /// The GstCudaContext shared with the neighbours (gst.cuda.context).
     cuda: SharedContext,
 }
@@ -119,6 +115,7 @@ impl ObjectSubclass for GpuMetrics {
             dist_pad,
             settings: Mutex::new(Settings::default()),
             state: Mutex::new(State::default()),
+            outputs: Mutex::new(None),
             cuda: SharedContext::default(),
         }
     }
@@ -421,23 +418,38 @@ impl GpuMetrics {
         self.deliver(state, true)
     }
 
-    /// Lets the buffers that are ready leave: each measured pair is recorded (pooled
-    /// statistics, stats file) under the state lock, then its message is posted, its meta
-    /// attached and its buffer (and any unmatched one behind it) pushed. With `push` false
-    /// (stopping), the buffers are dropped after their message. Posts the queued warnings
-    /// and latency first.
+    /// Lets the buffers that are ready leave: each measured pair's record goes to the
+    /// outputs, then its buffer (and any unmatched one behind it) is pushed. With `push`
+    /// false (stopping), the buffers are dropped after their record. Posts the queued
+    /// warnings and latency first.
     fn deliver(
         &self,
         mut state: MutexGuard<'_, State>,
         push: bool,
     ) -> Result<gst::FlowSuccess, gst::FlowError> {
         let ready = state.queue.ready();
-        let mut out = Vec::new();
+        let (warnings, latency) = state.notices.take();
+        drop(state);
+        self.post_warnings(warnings);
+        if let Some(l) = latency {
+            let l = gst::ClockTime::from_nseconds(l);
+            self.obj().set_latency(l, Some(l));
+        }
+        if ready.is_empty() {
+            return Ok(gst::FlowSuccess::Ok);
+        }
+        let settings = self.settings.lock().unwrap().clone();
+        let obj = self.obj();
+        let env = Env {
+            element: obj.upcast_ref(),
+            settings: &settings,
+        };
+        let mut result = Ok(gst::FlowSuccess::Ok);
         for r in ready {
-            match r {
-                Ready::Unmatched(buffer) => out.push((buffer, None)),
+            let buffer = match r {
+                Ready::Unmatched(buffer) => buffer,
                 Ready::Scored {
-                    buffer,
+                    mut buffer,
                     pair,
                     scores,
                 } => {
@@ -448,58 +460,20 @@ impl GpuMetrics {
                         duration: buffer.duration(),
                         scores: scores.iter().map(|(n, v)| (n.to_string(), v)).collect(),
                     };
-                    state.pooler.push(&scores);
-                    gst::log!(
-                        CAT,
-                        imp = self,
-                        "pair {}: {:?}",
-                        record.frame,
-                        record.scores
-                    );
-                    if let Some(w) = state.stats.as_mut()
-                        && let Err(e) = w.write_frame(&record)
-                    {
-                        state.stats = None;
-                        gst::element_imp_error!(
-                            self,
-                            gst::ResourceError::Write,
-                            ("Writing the stats file failed: {e}")
-                        );
-                        return Err(gst::FlowError::Error);
+                    if let Some(outputs) = self.outputs.lock().unwrap().as_mut() {
+                        let mut pair = Pair {
+                            record: &record,
+                            scores: &scores,
+                            buffer: &mut buffer,
+                        };
+                        outputs.record(&env, &mut pair).map_err(|e| {
+                            self.post_error_message(e);
+                            gst::FlowError::Error
+                        })?;
                     }
-                    out.push((buffer, Some(record)));
+                    buffer
                 }
-            }
-        }
-        let (warnings, latency) = state.notices.take();
-        drop(state);
-        self.post_warnings(warnings);
-        if let Some(l) = latency {
-            let l = gst::ClockTime::from_nseconds(l);
-            self.obj().set_latency(l, Some(l));
-        }
-        let (post_messages, attach_meta) = {
-            let s = self.settings.lock().unwrap();
-            (s.post_messages, s.attach_meta)
-        };
-        let mut result = Ok(gst::FlowSuccess::Ok);
-        for (mut buffer, record) in out {
-            if let Some(record) = record {
-                if post_messages {
-                    let msg =
-                        gst::message::Element::builder(record.to_structure(FRAME_MESSAGE_NAME))
-                            .src(&*self.obj())
-                            .build();
-                    let _ = self.obj().post_message(msg);
-                }
-                if attach_meta {
-                    // Free when we hold the only reference; otherwise copies the buffer
-                    // struct and shares the memory.
-                    if let Err(e) = meta::add(buffer.make_mut(), &record) {
-                        gst::warning!(CAT, imp = self, "could not attach meta: {e}");
-                    }
-                }
-            }
+            };
             if push && result.is_ok() {
                 result = self.push(buffer);
             }
@@ -516,6 +490,14 @@ impl GpuMetrics {
             state.queue.finish(finished);
         }
         self.deliver(state, push)
+    }
+
+    /// A frame without a partner, counted by the outputs.
+    fn unmatched(&self, side: Side) {
+        self.state.lock().unwrap().active = true;
+        if let Some(outputs) = self.outputs.lock().unwrap().as_mut() {
+            outputs.unmatched(side);
+        }
     }
 
     /// Posts queued warnings as element warnings (outside the state lock: a bus sync
@@ -535,34 +517,31 @@ impl GpuMetrics {
         self.obj().finish_buffer(buffer)
     }
 
-    fn build_summary(state: &State) -> Summary {
-        let s = state.pooler.summary();
-        Summary {
-            frames: s.frames,
-            unmatched_ref: state.unmatched_ref,
-            unmatched_dist: state.unmatched_dist,
-            fields: s
-                .fields
-                .iter()
-                .map(|(name, f)| (name.to_string(), *f))
-                .collect(),
-        }
-    }
-
-    /// Posts the summary message and writes it to the stats file, once per run.
+    /// Hands the run's summary to the outputs (message, stats file), once per run.
     fn finish_run(&self) {
-        let mut state = self.state.lock().unwrap();
-        if state.summary_posted {
-            return;
-        }
-        state.summary_posted = true;
-        let summary = Self::build_summary(&state);
-        let memory = state.memory;
-        let write_err = state
-            .stats
+        let memory = {
+            let mut state = self.state.lock().unwrap();
+            if state.summary_posted {
+                return;
+            }
+            state.summary_posted = true;
+            state.memory
+        };
+        let settings = self.settings.lock().unwrap().clone();
+        let obj = self.obj();
+        let env = Env {
+            element: obj.upcast_ref(),
+            settings: &settings,
+        };
+        let Some((summary, result)) = self
+            .outputs
+            .lock()
+            .unwrap()
             .as_mut()
-            .and_then(|w| w.write_summary(&summary).err());
-        drop(state);
+            .map(|o| o.summary(&env))
+        else {
+            return;
+        };
         gst::info!(
             CAT,
             imp = self,
@@ -580,13 +559,8 @@ impl GpuMetrics {
             memory.downloaded,
             memory.system
         );
-        let _ = self.obj().post_message(summary.to_message(&*self.obj()));
-        if let Some(e) = write_err {
-            gst::element_imp_error!(
-                self,
-                gst::ResourceError::Write,
-                ("Writing the summary to the stats file failed: {e}")
-            );
+        if let Err(e) = result {
+            self.post_error_message(e);
         }
     }
 
@@ -644,21 +618,9 @@ impl GpuMetrics {
 impl AggregatorImpl for GpuMetrics {
     fn start(&self) -> Result<(), gst::ErrorMessage> {
         let settings = self.settings.lock().unwrap().clone();
-        let mut state = State::default();
-        if let Some(path) = &settings.stats_file {
-            let writer = StatsWriter::create(path, settings.stats_format()).map_err(|e| {
-                gst::error_msg!(
-                    gst::ResourceError::OpenWrite,
-                    (
-                        "Cannot create stats-file {}: {e}; check the path and its directory's \
-                         permissions",
-                        path.display()
-                    )
-                )
-            })?;
-            state.stats = Some(writer);
-        }
-        *self.state.lock().unwrap() = state;
+        let outputs = Outputs::new(&settings)?;
+        *self.outputs.lock().unwrap() = Some(outputs);
+        *self.state.lock().unwrap() = State::default();
         gst::debug!(CAT, imp = self, "started");
         Ok(())
     }
@@ -671,15 +633,11 @@ impl AggregatorImpl for GpuMetrics {
             let _ = self.drain_held(false);
             self.finish_run();
         }
-        let mut state = self.state.lock().unwrap();
-        if let Some(mut w) = state.stats.take() {
-            if !w.is_finished() {
-                let summary = Self::build_summary(&state);
-                let _ = w.write_summary(&summary);
-            }
-            let _ = w.flush();
+        let outputs = self.outputs.lock().unwrap().take();
+        if let Some(outputs) = outputs {
+            outputs.end();
         }
-        *state = State::default();
+        *self.state.lock().unwrap() = State::default();
         gst::debug!(CAT, imp = self, "stopped");
         Ok(())
     }
@@ -884,11 +842,7 @@ impl GpuMetrics {
             Decision::DropRef => {
                 let b = self.ref_pad.pop_buffer();
                 self.note_end(&r);
-                {
-                    let mut state = self.state.lock().unwrap();
-                    state.active = true;
-                    state.unmatched_ref += 1;
-                }
+                self.unmatched(Side::Reference);
                 gst::debug!(
                     CAT,
                     imp = self,
@@ -900,6 +854,7 @@ impl GpuMetrics {
             Decision::DropDist => {
                 let b = self.dist_pad.pop_buffer().ok_or(gst::FlowError::Error)?;
                 self.note_end(&d);
+                self.unmatched(Side::Distorted);
                 gst::debug!(
                     CAT,
                     imp = self,
@@ -909,8 +864,6 @@ impl GpuMetrics {
                 );
                 // It leaves after the buffers of the pairs held back, in order.
                 let mut state = self.state.lock().unwrap();
-                state.active = true;
-                state.unmatched_dist += 1;
                 state.queue.push_unmatched(b);
                 self.deliver(state, true)
             }

@@ -32,6 +32,7 @@ mod cuda;
 mod imp;
 mod input;
 mod options;
+mod outputs;
 mod queue;
 mod scorer;
 mod settings;
