@@ -5,9 +5,10 @@
  * SECTION:element-gpumetrics
  *
  * Compares a distorted video (`dist_sink`) with its reference (`ref_sink`) frame by frame and
- * reports quality metrics (PSNR, SSIM, MS-SSIM, SSIMULACRA2, Butteraugli, VMAF) per pair as `gpumetrics` element messages
- * and as `GstGpuMetricsMeta` custom meta on the outgoing buffer, optionally to a stats file
- * (jsonl/csv/json), and the pooled `gpumetrics-summary` message at EOS. The distorted stream
+ * reports quality metrics (PSNR, SSIM, MS-SSIM, SSIMULACRA2, Butteraugli, VMAF) per pair as
+ * `gpumetrics` element messages and as `GstGpuMetricsMeta` custom meta on the outgoing
+ * buffer, optionally to a stats file (jsonl/csv/json), and the pooled `gpumetrics-summary`
+ * message at EOS. The distorted stream
  * leaves through `src` unchanged. Frames are paired by running time (within half a frame
  * duration, or `pairing-tolerance`) or by sequence; frames without a partner are counted as
  * unmatched, never compared with another frame.
@@ -278,5 +279,26 @@ mod tests {
         let all = Metrics::from(MetricSet::ALL);
         assert_eq!(all.to_value().get::<Metrics>().unwrap(), all);
         assert_eq!(Metrics::default().set(), MetricSet::PSNR);
+    }
+
+    /// The element's and the crate's documentation list the metrics as text: every
+    /// registered metric is named there (the element and plugin descriptions are checked
+    /// by tests/hardening.rs, `descriptions_name_every_metric`).
+    #[test]
+    fn docs_name_every_metric() {
+        let section = |text: &'static str, from: &str, to: &str| {
+            let start = text.find(from).expect("the section's start");
+            let end = start + text[start..].find(to).expect("the section's end");
+            text[start..end].to_lowercase()
+        };
+        let docs = [
+            section(include_str!("mod.rs"), "SECTION:element", "## Example"),
+            section(include_str!("../lib.rs"), "//! GStreamer plugin", "\n//!\n"),
+        ];
+        for i in gpumetrics_engine::metric::all() {
+            for d in &docs {
+                assert!(d.contains(i.name), "{} not named in {d}", i.name);
+            }
+        }
     }
 }
