@@ -101,6 +101,7 @@ fn latency_includes_the_held_frame() {
 
 #[test]
 fn unmatched_distorted_frames_wait_behind_the_held_pair_and_leave_in_order() {
+    init(); // the buffers are made before run_buffers initialises GStreamer
     // 64x48 frames of a moving gradient at 25 fps; the reference misses frames 2 and 5.
     let frame = |i: u64| {
         let (w, h) = (64usize, 48usize);
