@@ -3,7 +3,8 @@
 
 //! GStreamer plugin `gpumetrics`: the `gpumetrics` element compares a distorted video stream
 //! (`dist_sink`) against a reference stream (`ref_sink`) frame by frame and reports quality
-//! metrics (PSNR, SSIM, MS-SSIM, SSIMULACRA2, Butteraugli, VMAF) as bus messages, buffer meta and a stats file.
+//! metrics (PSNR, SSIM, MS-SSIM, SSIMULACRA2, Butteraugli, VMAF) as bus messages, buffer
+//! meta and a stats file.
 //!
 //! Besides the element, this crate offers typed Rust access to what the element produces:
 //! [`message::FrameScores`] (per-pair `gpumetrics` messages and the custom meta),
@@ -20,7 +21,7 @@ pub mod meta;
 pub mod pairing;
 pub mod stats;
 
-pub use gpumetrics::{Backend, ChromaUpsampling, GpuMetrics, Metrics, Pairing, StatsFormat};
+pub use gpumetrics::{Backend, GpuMetrics, Metrics, Pairing, StatsFormat};
 
 fn plugin_init(plugin: &gst::Plugin) -> Result<(), glib::BoolError> {
     meta::register();

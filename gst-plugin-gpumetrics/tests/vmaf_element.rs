@@ -70,7 +70,9 @@ fn the_model_and_features_properties_reach_the_engine() {
     assert_ne!(default.get("vmaf"), neg.get("vmaf"));
     let bad = run(&pipeline("vmaf-model=/nonexistent.json", "identity", 2));
     let (msg, _) = bad.error.expect("an unknown model is an error");
-    assert!(msg.contains("vmaf-model"), "{msg}");
+    // The option's own message: the property, then what it accepts.
+    assert!(msg.starts_with("vmaf-model: "), "{msg}");
+    assert!(msg.contains("vmaf_v0.6.1neg"), "{msg}");
 }
 
 #[test]
@@ -99,6 +101,7 @@ fn latency_includes_the_held_frame() {
 
 #[test]
 fn unmatched_distorted_frames_wait_behind_the_held_pair_and_leave_in_order() {
+    init(); // the buffers are made before run_buffers initialises GStreamer
     // 64x48 frames of a moving gradient at 25 fps; the reference misses frames 2 and 5.
     let frame = |i: u64| {
         let (w, h) = (64usize, 48usize);

@@ -1,16 +1,22 @@
 // SPDX-License-Identifier: MPL-2.0
-//! Implementation of the `gpumetrics` element (a `GstAggregator` with two always sink pads).
+//! The `gpumetrics` element as a GStreamer subclass (a `GstAggregator` with two always sink
+//! pads): the GObject, element and aggregator glue over the sibling modules, which hold
+//! each concern ([`super::settings`] and [`super::options`] the properties,
+//! [`super::input`] the caps and the mapping of frames, [`super::cuda`] the CUDA context,
+//! [`super::scorer`] the engine, [`super::queue`] the buffers waiting for their scores,
+//! [`super::outputs`] where the scores go).
 //!
 //! Data flow per aggregate() call: look at the head buffer of both sink pads, let
 //! [`crate::pairing::decide`] say what to do, then either compare the pair (engine), drop an
 //! unmatched reference frame, pass an unmatched distorted frame on without scores, or finish
 //! (summary + EOS). The distorted buffer always leaves through `src` unchanged (same memory);
 //! it is only made writable to attach the scores meta.
+//!
+//! Locks: `settings`, `state` and `outputs` are never held together; the outputs (which
+//! post messages) are called without the state lock, since a bus sync handler may read
+//! properties.
 
-use std::fs::File;
-use std::io::BufWriter;
-use std::path::PathBuf;
-use std::sync::{LazyLock, Mutex};
+use std::sync::{LazyLock, Mutex, MutexGuard};
 
 use gst::glib;
 use gst::prelude::*;
@@ -18,162 +24,68 @@ use gst::subclass::prelude::*;
 use gst_base::prelude::*;
 use gst_base::subclass::prelude::*;
 
-use gpumetrics_engine::{
-    BackendChoice, BackendKind, DeviceFrame, Engine, EngineConfig, EngineError, Frame, HostFrame,
-    PlaneOffsets, Pooler,
-};
-
-use super::{Backend, ChromaUpsampling, Metrics, Pairing, StatsFormat};
-use crate::message::{FRAME_MESSAGE_NAME, FrameScores, Summary};
+use super::cuda::{self, SharedContext};
+use super::input::{self, MemoryStats, PadCaps};
+use super::outputs::{Env, Outputs, Pair, Side};
+use super::queue::{PairInfo, Queue, Ready};
+use super::scorer::{self, Request, Scorer};
+use super::settings::{self, Settings};
+use super::{Backend, CAT};
+use crate::caps;
+use crate::gstcuda;
+use crate::message::FrameScores;
 use crate::pairing::{self, Decision, Head, Input};
-use crate::stats::{self, StatsWriter};
-use crate::{caps, gstcuda, meta};
 
-static CAT: LazyLock<gst::DebugCategory> = LazyLock::new(|| {
-    gst::DebugCategory::new(
-        "gpumetrics",
-        gst::DebugColorFlags::empty(),
-        Some("GPU video quality metrics"),
-    )
-});
-
-const DEFAULT_DEVICE_ID: u32 = 0;
-const DEFAULT_POST_MESSAGES: bool = true;
-const DEFAULT_ATTACH_META: bool = true;
-const DEFAULT_SSIM_CHROMA: bool = false;
-const DEFAULT_BUTTERAUGLI_INTENSITY: f64 =
-    gpumetrics_engine::metric::butteraugli::DEFAULT_INTENSITY as f64;
-const DEFAULT_VMAF_MODEL: &str = gpumetrics_engine::vmaf::model::DEFAULT_MODEL;
-const DEFAULT_VMAF_FEATURES: bool = false;
-
-#[derive(Debug, Clone)]
-struct Settings {
-    metrics: Metrics,
-    backend: Backend,
-    device_id: u32,
-    stats_file: Option<PathBuf>,
-    stats_format: StatsFormat,
-    post_messages: bool,
-    attach_meta: bool,
-    /// SSIM on the chroma planes of YUV input too.
-    ssim_chroma: bool,
-    /// Butteraugli's intensity target (nits of linear 1.0).
-    butteraugli_intensity: f64,
-    pairing: Pairing,
-    /// Fixed pairing tolerance in ns; `None` = half the shorter frame duration.
-    pairing_tolerance: Option<u64>,
-    chroma_upsampling: ChromaUpsampling,
-    /// VMAF model: a built-in name or a libvmaf JSON model file.
-    vmaf_model: String,
-    /// Report VMAF's elementary features too.
-    vmaf_features: bool,
-}
-
-impl Default for Settings {
-    fn default() -> Self {
-        Settings {
-            metrics: Metrics::default(),
-            backend: Backend::default(),
-            device_id: DEFAULT_DEVICE_ID,
-            stats_file: None,
-            stats_format: StatsFormat::default(),
-            post_messages: DEFAULT_POST_MESSAGES,
-            attach_meta: DEFAULT_ATTACH_META,
-            ssim_chroma: DEFAULT_SSIM_CHROMA,
-            butteraugli_intensity: DEFAULT_BUTTERAUGLI_INTENSITY,
-            pairing: Pairing::default(),
-            pairing_tolerance: None,
-            chroma_upsampling: ChromaUpsampling::default(),
-            vmaf_model: DEFAULT_VMAF_MODEL.to_string(),
-            vmaf_features: DEFAULT_VMAF_FEATURES,
-        }
-    }
-}
-
-/// A compared pair whose distorted buffer waits for its scores (VMAF holds one pair back).
-struct Held {
-    buffer: gst::Buffer,
-    frame: u64,
-    running_time: Option<u64>,
-}
-
-/// Negotiated input of one sink pad.
+/// Warnings and latency found under the state lock, posted once it is released.
 #[derive(Debug, Default)]
-struct PadState {
-    info: Option<gst_video::VideoInfo>,
-    cuda_memory: bool,
-    /// 1/framerate from the caps, in ns.
-    frame_duration: Option<u64>,
-}
-
-#[derive(Default)]
-struct State {
-    reference: PadState,
-    distorted: PadState,
-    engine: Option<Engine>,
-    pooler: Pooler,
-    /// Index of the next compared pair.
-    frame: u64,
-    unmatched_ref: u64,
-    unmatched_dist: u64,
-    stats: Option<StatsWriter<BufWriter<File>>>,
-    summary_posted: bool,
-    /// A frame of this run was seen (decides whether stop() has something to summarise).
-    active: bool,
-    /// The GstCudaContext the engine runs in (None: the device's primary context, or CPU).
-    cuda_ctx: Option<gstcuda::Context>,
-    /// How frames reached the backend (the `memory-stats` property).
-    memory: MemoryStats,
-    /// The caps (reference, distorted) the engine was built for: a pair of other caps
-    /// rebuilds it.
-    engine_infos: Option<(gst_video::VideoInfo, gst_video::VideoInfo)>,
-    /// An element error was posted: no further pair is measured in this run.
-    failed: bool,
-    /// Running time where the frames seen so far end: the live deadline of an input that
-    /// stalls after the other one ended.
-    last_end: Option<u64>,
+struct Notices {
     /// Warnings already posted in this run (each is posted once).
     warned: Vec<String>,
-    /// Warnings to post once the state lock is released.
-    pending_warnings: Vec<String>,
-    /// The compared pair whose scores wait for the next pair (engines with lag).
-    held: Option<Held>,
-    /// The held pair of an engine replaced on a caps change, scored as its sequence's last.
-    finished: Option<(Held, gpumetrics_engine::Scores)>,
-    /// Unmatched distorted buffers that arrived after the held one: they leave after it, so
-    /// that the output stays in order.
-    behind: Vec<gst::Buffer>,
-    /// Latency to report once the state lock is released (ns).
-    pending_latency: Option<u64>,
+    /// Warnings to post.
+    pending: Vec<String>,
+    /// Latency to report (ns).
+    latency: Option<u64>,
 }
 
-impl State {
+impl Notices {
     /// Queues `text` as an element warning unless this run already posted it.
     fn warn_once(&mut self, text: String) {
         if !self.warned.contains(&text) {
             self.warned.push(text.clone());
-            self.pending_warnings.push(text);
+            self.pending.push(text);
         }
+    }
+
+    fn take(&mut self) -> (Vec<String>, Option<u64>) {
+        (std::mem::take(&mut self.pending), self.latency.take())
     }
 }
 
-/// Frames by the way they were read: in place in device memory (zero-copy), CUDA memory
-/// mapped for the CPU (a device-to-host copy by GStreamer), system memory.
-#[derive(Debug, Default, Clone, Copy)]
-struct MemoryStats {
-    device: u64,
-    downloaded: u64,
-    system: u64,
-}
-
-/// One input frame, mapped the way the backend reads it (on the stack for one pair).
-enum Mapped<'a> {
-    /// The whole buffer mapped for reading, and where it says its planes are.
-    Host {
-        map: gst::BufferMap<'a, gst::buffer::Readable>,
-        planes: PlaneOffsets,
-    },
-    Device(gstcuda::DeviceMap<'a>),
+/// A run, from start to stop.
+#[derive(Default)]
+struct State {
+    /// Negotiated caps of ref_sink and dist_sink (applying to the frames after them).
+    reference: Option<PadCaps>,
+    distorted: Option<PadCaps>,
+    /// The engine for the current caps.
+    scorer: Scorer,
+    /// Distorted buffers on their way to src: measured pairs waiting for their scores and
+    /// unmatched buffers behind them.
+    queue: Queue<gst::Buffer>,
+    /// How frames reached the backend (the `memory-stats` property).
+    memory: MemoryStats,
+    /// Index of the next compared pair.
+    frame: u64,
+    /// A frame of this run was seen (decides whether stop() has something to summarise).
+    active: bool,
+    /// An element error was posted: no further pair is measured in this run.
+    failed: bool,
+    /// The summary of this run was posted (again after a flushing seek).
+    summary_posted: bool,
+    /// Running time where the frames seen so far end: the live deadline of an input that
+    /// stalls after the other one ended.
+    last_end: Option<u64>,
+    notices: Notices,
 }
 
 pub struct GpuMetrics {
@@ -181,9 +93,10 @@ pub struct GpuMetrics {
     dist_pad: gst_base::AggregatorPad,
     settings: Mutex<Settings>,
     state: Mutex<State>,
-    /// The GstCudaContext shared with the neighbours (gst.cuda.context), from 1.22's
-    /// libgstcuda when it loads. Never locked while `state` is waited for.
-    cuda: Mutex<Option<gstcuda::Context>>,
+    /// The run's outputs: made in start(), ended in stop().
+    outputs: Mutex<Option<Outputs>>,
+    /// The GstCudaContext shared with the neighbours (gst.cuda.context).
+    cuda: SharedContext,
 }
 
 #[glib::object_subclass]
@@ -202,245 +115,26 @@ impl ObjectSubclass for GpuMetrics {
             dist_pad,
             settings: Mutex::new(Settings::default()),
             state: Mutex::new(State::default()),
-            cuda: Mutex::new(None),
+            outputs: Mutex::new(None),
+            cuda: SharedContext::default(),
         }
-    }
-}
-
-fn engine_error_kind(e: &EngineError) -> gst::StreamError {
-    match e {
-        EngineError::InvalidOption { .. } => gst::StreamError::Failed,
-        EngineError::SizeMismatch { .. } | EngineError::IncompatibleFormats { .. } => {
-            gst::StreamError::Format
-        }
-        _ => gst::StreamError::Failed,
     }
 }
 
 impl ObjectImpl for GpuMetrics {
     fn properties() -> &'static [glib::ParamSpec] {
-        static PROPERTIES: LazyLock<Vec<glib::ParamSpec>> = LazyLock::new(|| {
-            vec![
-                glib::ParamSpecFlags::builder::<Metrics>("metrics")
-                    .nick("Metrics")
-                    .blurb(
-                        "Metrics computed for every frame pair (flags). Takes effect when the \
-                         element starts.",
-                    )
-                    .default_value(Metrics::default())
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecEnum::builder::<Backend>("backend")
-                    .nick("Backend")
-                    .blurb(
-                        "Where the metrics run: auto = CUDA when a device is usable, else the \
-                         CPU (the reason is logged at INFO in category gpumetrics)",
-                    )
-                    .default_value(Backend::default())
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecUInt::builder("device-id")
-                    .nick("CUDA device")
-                    .blurb("Index of the CUDA device used by the cuda (and auto) backend")
-                    .default_value(DEFAULT_DEVICE_ID)
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecString::builder("stats-file")
-                    .nick("Stats file")
-                    .blurb(
-                        "Write one record per frame pair and the pooled summary as the last \
-                         record to this file (created or truncated at start; NULL = none)",
-                    )
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecEnum::builder::<StatsFormat>("stats-format")
-                    .nick("Stats format")
-                    .blurb(
-                        "Layout of stats-file: jsonl, csv or json. Infinite PSNR is written as \
-                         inf (JSON: the string \"inf\"); times are integer nanoseconds",
-                    )
-                    .default_value(StatsFormat::default())
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecString::builder("vmaf-model")
-                    .nick("VMAF model")
-                    .blurb(
-                        "VMAF model: vmaf_v0.6.1 (default), vmaf_v0.6.1neg, vmaf_4k_v0.6.1, or \
-                         the path of a libvmaf JSON model file",
-                    )
-                    .default_value(Some(DEFAULT_VMAF_MODEL))
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecBoolean::builder("vmaf-features")
-                    .nick("VMAF features")
-                    .blurb(
-                        "With vmaf: also report the elementary features vmaf-adm2, \
-                         vmaf-adm-scale0..3, vmaf-vif-scale0..3, vmaf-motion2",
-                    )
-                    .default_value(DEFAULT_VMAF_FEATURES)
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecBoolean::builder("post-messages")
-                    .nick("Post messages")
-                    .blurb(
-                        "Post a 'gpumetrics' element message per frame pair (the \
-                         'gpumetrics-summary' message is always posted at EOS and on stop)",
-                    )
-                    .default_value(DEFAULT_POST_MESSAGES)
-                    .mutable_playing()
-                    .build(),
-                glib::ParamSpecBoolean::builder("attach-meta")
-                    .nick("Attach meta")
-                    .blurb(
-                        "Attach the scores to each outgoing distorted buffer as custom meta \
-                         'GstGpuMetricsMeta' (same fields as the 'gpumetrics' message)",
-                    )
-                    .default_value(DEFAULT_ATTACH_META)
-                    .mutable_playing()
-                    .build(),
-                glib::ParamSpecBoolean::builder("ssim-chroma")
-                    .nick("SSIM on chroma")
-                    .blurb(
-                        "YUV input: also compute ssim-u, ssim-v and the plane-size weighted \
-                         ssim-all (ssim is luma either way; RGB input always has R, G, B)",
-                    )
-                    .default_value(DEFAULT_SSIM_CHROMA)
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecDouble::builder("butteraugli-intensity")
-                    .nick("Butteraugli intensity target")
-                    .blurb(
-                        "Butteraugli: the luminance in nits of linear-light 1.0 (peak SDR \
-                         white). 80 = libjxl's default; Vship uses 203, which scores higher",
-                    )
-                    .minimum(1.0)
-                    .maximum(10000.0)
-                    .default_value(DEFAULT_BUTTERAUGLI_INTENSITY)
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecEnum::builder::<Pairing>("pairing")
-                    .nick("Pairing")
-                    .blurb(
-                        "How frames are paired: timestamp = equal running time within half a \
-                         frame duration (unpaired frames are counted as unmatched), sequence = \
-                         n-th with n-th",
-                    )
-                    .default_value(Pairing::default())
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecInt64::builder("pairing-tolerance")
-                    .nick("Pairing tolerance")
-                    .blurb(
-                        "pairing=timestamp: largest running-time difference (ns) of two frames \
-                         that are compared; -1 (default) = half the shorter frame duration \
-                         (1 ms when no duration is known)",
-                    )
-                    .minimum(-1)
-                    .default_value(-1)
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecEnum::builder::<ChromaUpsampling>("chroma-upsampling")
-                    .nick("Chroma upsampling")
-                    .blurb(
-                        "Linear-light metrics (ssimulacra2) on 4:2:0 / 4:2:2 input: catmull-rom \
-                         (bicubic at the caps' chroma siting) or nearest (equal to the \
-                         ssimulacra2 crate's video input; catmull-rom scores higher, see the \
-                         README)",
-                    )
-                    .default_value(ChromaUpsampling::default())
-                    .mutable_ready()
-                    .build(),
-                glib::ParamSpecBoxed::builder::<gst::Structure>("memory-stats")
-                    .nick("Memory stats")
-                    .blurb(
-                        "How the frames of this run were read: device-frames = CUDA memory read \
-                         in place (zero-copy), downloaded-frames = CUDA memory mapped for the \
-                         CPU (device-to-host copies), system-frames = system memory",
-                    )
-                    .read_only()
-                    .build(),
-            ]
-        });
-        PROPERTIES.as_ref()
+        settings::properties()
     }
 
     fn set_property(&self, _id: usize, value: &glib::Value, pspec: &glib::ParamSpec) {
-        let mut settings = self.settings.lock().unwrap();
-        match pspec.name() {
-            "metrics" => settings.metrics = value.get().expect("type checked upstream"),
-            "backend" => settings.backend = value.get().expect("type checked upstream"),
-            "device-id" => settings.device_id = value.get().expect("type checked upstream"),
-            "stats-file" => {
-                settings.stats_file = value
-                    .get::<Option<String>>()
-                    .expect("type checked upstream")
-                    .filter(|s| !s.is_empty())
-                    .map(PathBuf::from)
-            }
-            "stats-format" => settings.stats_format = value.get().expect("type checked upstream"),
-            "post-messages" => settings.post_messages = value.get().expect("type checked upstream"),
-            "attach-meta" => settings.attach_meta = value.get().expect("type checked upstream"),
-            "ssim-chroma" => settings.ssim_chroma = value.get().expect("type checked upstream"),
-            "butteraugli-intensity" => {
-                settings.butteraugli_intensity = value.get().expect("type checked upstream")
-            }
-            "vmaf-model" => {
-                settings.vmaf_model = value
-                    .get::<Option<String>>()
-                    .expect("type checked upstream")
-                    .filter(|s| !s.is_empty())
-                    .unwrap_or_else(|| DEFAULT_VMAF_MODEL.to_string())
-            }
-            "vmaf-features" => settings.vmaf_features = value.get().expect("type checked upstream"),
-            "pairing" => settings.pairing = value.get().expect("type checked upstream"),
-            "chroma-upsampling" => {
-                settings.chroma_upsampling = value.get().expect("type checked upstream")
-            }
-            "pairing-tolerance" => {
-                // GLib refuses values below -1 with a warning before we are called.
-                let v: i64 = value.get().expect("type checked upstream");
-                settings.pairing_tolerance = u64::try_from(v).ok();
-            }
-            other => unreachable!("unknown property {other}"),
-        }
+        self.settings.lock().unwrap().set(pspec.name(), value);
     }
 
     fn property(&self, _id: usize, pspec: &glib::ParamSpec) -> glib::Value {
-        let settings = self.settings.lock().unwrap();
-        match pspec.name() {
-            "metrics" => settings.metrics.to_value(),
-            "backend" => settings.backend.to_value(),
-            "device-id" => settings.device_id.to_value(),
-            "stats-file" => settings
-                .stats_file
-                .as_ref()
-                .map(|p| p.to_string_lossy().into_owned())
-                .to_value(),
-            "stats-format" => settings.stats_format.to_value(),
-            "post-messages" => settings.post_messages.to_value(),
-            "attach-meta" => settings.attach_meta.to_value(),
-            "ssim-chroma" => settings.ssim_chroma.to_value(),
-            "butteraugli-intensity" => settings.butteraugli_intensity.to_value(),
-            "vmaf-model" => settings.vmaf_model.to_value(),
-            "vmaf-features" => settings.vmaf_features.to_value(),
-            "pairing" => settings.pairing.to_value(),
-            "chroma-upsampling" => settings.chroma_upsampling.to_value(),
-            "pairing-tolerance" => settings
-                .pairing_tolerance
-                .map_or(-1, |t| i64::try_from(t).unwrap_or(i64::MAX))
-                .to_value(),
-            "memory-stats" => {
-                drop(settings);
-                let m = self.state.lock().unwrap().memory;
-                gst::Structure::builder("gpumetrics-memory")
-                    .field("device-frames", m.device)
-                    .field("downloaded-frames", m.downloaded)
-                    .field("system-frames", m.system)
-                    .build()
-                    .to_value()
-            }
-            other => unreachable!("unknown property {other}"),
+        if pspec.name() == settings::MEMORY_STATS {
+            return self.state.lock().unwrap().memory.to_structure().to_value();
         }
+        self.settings.lock().unwrap().get(pspec.name())
     }
 
     fn constructed(&self) {
@@ -500,22 +194,7 @@ impl ElementImpl for GpuMetrics {
     }
 
     fn set_context(&self, context: &gst::Context) {
-        if context.context_type() == gstcuda::CONTEXT_TYPE
-            && let Ok(api) = gstcuda::api()
-        {
-            let mut slot = self.cuda.lock().unwrap();
-            if slot.is_none() {
-                *slot = gstcuda::Context::from_gst_context(api, self.obj().upcast_ref(), context);
-                if let Some(c) = slot.as_ref() {
-                    gst::debug!(
-                        CAT,
-                        imp = self,
-                        "got CUDA context of device {}",
-                        c.device_id()
-                    );
-                }
-            }
-        }
+        self.cuda.offer(self.obj().upcast_ref(), context);
         self.parent_set_context(context)
     }
 
@@ -524,102 +203,29 @@ impl ElementImpl for GpuMetrics {
         transition: gst::StateChange,
     ) -> Result<gst::StateChangeSuccess, gst::StateChangeError> {
         if transition == gst::StateChange::NullToReady {
-            self.ensure_cuda_context();
+            let (backend, device_id) = {
+                let s = self.settings.lock().unwrap();
+                (s.backend, s.device_id)
+            };
+            if backend != Backend::Cpu {
+                let obj = self.obj();
+                let pads = [
+                    obj.src_pad().clone().upcast::<gst::Pad>(),
+                    self.ref_pad.clone().upcast(),
+                    self.dist_pad.clone().upcast(),
+                ];
+                self.cuda.ensure(obj.upcast_ref(), &pads, device_id);
+            }
         }
         let ret = self.parent_change_state(transition)?;
         if transition == gst::StateChange::ReadyToNull {
-            *self.cuda.lock().unwrap() = None;
+            self.cuda.clear();
         }
         Ok(ret)
     }
 }
 
 impl GpuMetrics {
-    /// Finds the GstCudaContext of the neighbours (downstream, upstream, then the
-    /// application via need-context) or creates one on `device-id` and announces it, so
-    /// that NVDEC decoders feeding us decode into the context our kernels run in and two
-    /// instances on one GPU share it. Does nothing for backend=cpu or without libgstcuda.
-    fn ensure_cuda_context(&self) {
-        let (backend, device_id) = {
-            let s = self.settings.lock().unwrap();
-            (s.backend, s.device_id)
-        };
-        if backend == Backend::Cpu || self.cuda.lock().unwrap().is_some() {
-            return;
-        }
-        let api = match gstcuda::api() {
-            Ok(api) => api,
-            Err(why) => {
-                gst::info!(
-                    CAT,
-                    imp = self,
-                    "no GstCuda ({why}): CUDA memory cannot be shared"
-                );
-                return;
-            }
-        };
-        let obj = self.obj();
-        let have = || self.cuda.lock().unwrap().is_some();
-        let pads = [
-            obj.src_pad().upcast_ref::<gst::Pad>().clone(),
-            self.ref_pad.clone().upcast(),
-            self.dist_pad.clone().upcast(),
-        ];
-        for pad in pads {
-            let mut q = gst::query::Context::new(gstcuda::CONTEXT_TYPE);
-            if pad.peer_query(&mut q)
-                && let Some(c) = q.context_owned()
-            {
-                obj.set_context(&c);
-                if have() {
-                    gst::debug!(CAT, obj = pad, "using the CUDA context of this pad's peer");
-                    return;
-                }
-            }
-        }
-        let msg = gst::message::NeedContext::builder(gstcuda::CONTEXT_TYPE)
-            .src(&*obj)
-            .build();
-        let _ = obj.post_message(msg);
-        if have() {
-            return;
-        }
-        let Some(ctx) = gstcuda::Context::new(api, device_id) else {
-            gst::info!(
-                CAT,
-                imp = self,
-                "cannot create a CUDA context on device {device_id}"
-            );
-            return;
-        };
-        gst::info!(
-            CAT,
-            imp = self,
-            "created a CUDA context on device {device_id}"
-        );
-        *self.cuda.lock().unwrap() = Some(ctx.clone());
-        if let Some(c) = ctx.to_gst_context(api) {
-            obj.set_context(&c);
-            let msg = gst::message::HaveContext::builder(c).src(&*obj).build();
-            let _ = obj.post_message(msg);
-        }
-    }
-
-    /// Answers a `gst.cuda.context` query with our context.
-    fn answer_cuda_query(&self, query: &mut gst::QueryRef) -> bool {
-        let gst::QueryView::Context(q) = query.view() else {
-            return false;
-        };
-        if q.context_type() != gstcuda::CONTEXT_TYPE {
-            return false;
-        }
-        let Ok(api) = gstcuda::api() else {
-            return false;
-        };
-        let ctx = self.cuda.lock().unwrap().clone();
-        ctx.is_some_and(|c| c.answer_query(api, self.obj().upcast_ref(), query))
-    }
-
     fn fixed_tolerance(&self) -> Option<u64> {
         self.settings.lock().unwrap().pairing_tolerance
     }
@@ -650,463 +256,224 @@ impl GpuMetrics {
         }
     }
 
-    fn engine_config(settings: &Settings) -> EngineConfig {
-        EngineConfig {
-            // The flags type is made from the registry (mod.rs): its bits are the engine's.
-            metrics: settings.metrics.set(),
-            backend: match settings.backend {
-                Backend::Auto => BackendChoice::Auto,
-                Backend::Cuda => BackendChoice::Cuda,
-                Backend::Cpu => BackendChoice::Cpu,
-            },
-            device_id: settings.device_id,
-            options: {
-                use gpumetrics_engine::OptionValue::{Bool, Choice, Float, Text};
-                let mut o = gpumetrics_engine::Options::new();
-                let up = match settings.chroma_upsampling {
-                    ChromaUpsampling::CatmullRom => 0,
-                    ChromaUpsampling::Nearest => 1,
-                };
-                for (name, v) in [
-                    ("ssim-chroma", Bool(settings.ssim_chroma)),
-                    (
-                        "butteraugli-intensity",
-                        Float(settings.butteraugli_intensity),
-                    ),
-                    ("vmaf-model", Text(settings.vmaf_model.clone())),
-                    ("vmaf-features", Bool(settings.vmaf_features)),
-                    ("chroma-upsampling", Choice(up)),
-                ] {
-                    o.set(name, v)
-                        .expect("property values are within the options' ranges");
-                }
-                o
-            },
-        }
-    }
-
-    /// Creates the engine for the caps of the pair about to be compared (the current caps of
-    /// both pads: each pad's caps event is handled when its frames before it are gone), and
-    /// rebuilds it when those caps changed. On failure the element error is posted and `Err`
-    /// returned.
-    fn ensure_engine(&self, state: &mut State) -> Result<(), gst::FlowError> {
-        let (Some(ri), Some(di)) = (state.reference.info.clone(), state.distorted.info.clone())
-        else {
-            gst::element_imp_error!(
-                self,
-                gst::CoreError::Negotiation,
-                ("Received buffers before caps on both sink pads")
-            );
-            return Err(gst::FlowError::NotNegotiated);
-        };
-        if state.engine.is_some()
-            && state
-                .engine_infos
-                .as_ref()
-                .is_some_and(|(r, d)| *r == ri && *d == di)
-        {
-            return Ok(());
-        }
-        if let Some(mut old) = state.engine.take() {
-            // The held pair ends its sequence: scored as libvmaf scores a last frame.
-            if let (Some(held), Some(scores)) = (state.held.take(), old.finish().pop()) {
-                state.finished = Some((held, scores));
-            }
-            gst::info!(
-                CAT,
-                imp = self,
-                "caps changed after {} pairs: ref_sink {} {}x{}, dist_sink {} {}x{}",
-                state.frame,
-                ri.format().to_str(),
-                ri.width(),
-                ri.height(),
-                di.format().to_str(),
-                di.width(),
-                di.height()
-            );
-        }
-        state.engine_infos = None;
-        let layout = |info: &gst_video::VideoInfo, pad: &str| {
-            caps::layout(info).map_err(|msg| {
-                gst::element_imp_error!(self, gst::StreamError::Format, ("{pad}: {msg}"));
-                gst::FlowError::NotNegotiated
-            })
-        };
-        let rl = layout(&ri, "ref_sink")?;
-        let dl = layout(&di, "dist_sink")?;
-        let settings = self.settings.lock().unwrap().clone();
-        let config = Self::engine_config(&settings);
-        if config.metrics.is_empty() {
-            state.warn_once("metrics is empty: pairs are counted, no scores".into());
-        }
-        // The CUDA backend runs in the shared GstCudaContext (or the one upstream memory
-        // lives in, see adopt_cuda_context), so device frames are read in place.
-        let cuda_ctx = match (config.backend, gstcuda::api()) {
-            (BackendChoice::Cpu, _) | (_, Err(_)) => None,
-            _ => state
-                .cuda_ctx
-                .clone()
-                .or_else(|| self.cuda.lock().unwrap().clone()),
-        };
-        let colorimetry = |info, layout: gpumetrics_engine::FrameLayout| {
-            caps::colorimetry(info, layout.format.family())
-        };
-        let mut builder = Engine::builder(&config, rl, dl)
-            .colorimetry(colorimetry(&ri, rl), colorimetry(&di, dl));
-        if let (Some(ctx), Ok(api)) = (&cuda_ctx, gstcuda::api()) {
-            // SAFETY: the handle stays valid while the context object lives, and the
-            // engine keeps a reference to it.
-            let ext = unsafe {
-                gpumetrics_engine::cuda::ExternalContext::new(
-                    ctx.handle(api),
-                    ctx.device_id(),
-                    Box::new(ctx.clone().into_object()),
-                )
-            };
-            builder = builder.context(ext);
-        }
-        let created = builder.build();
-        state.cuda_ctx = cuda_ctx;
-        match created {
-            Ok(engine) => {
-                for note in engine.metric_notes() {
-                    state.warn_once(note);
-                }
-                match engine.backend_note() {
-                    Some(note) => gst::info!(
-                        CAT,
-                        imp = self,
-                        "using backend {} ({note})",
-                        engine.backend_name()
-                    ),
-                    None => {
-                        gst::info!(CAT, imp = self, "using backend {}", engine.backend_name())
-                    }
-                }
-                // A held pair adds one frame of latency (reported in the latency query).
-                if engine.lag() > 0 {
-                    state.pending_latency =
-                        Some(state.distorted.frame_duration.unwrap_or(0) * engine.lag() as u64);
-                }
-                state.engine = Some(engine);
-                state.engine_infos = Some((ri, di));
-                Ok(())
-            }
-            Err(e) => {
-                let describe = |i: &gst_video::VideoInfo| {
-                    format!("{} {}x{}", i.format().to_str(), i.width(), i.height())
-                };
-                let (rd, dd) = (describe(&ri), describe(&di));
-                if state.frame > 0 {
-                    // The first pair after a caps change on one input only.
-                    gst::element_imp_error!(
-                        self,
-                        engine_error_kind(&e),
-                        (
-                            "Cannot compare ref_sink with dist_sink after {} pairs: the caps \
-                             changed on one input only (ref_sink: {rd}, dist_sink: {dd}); both \
-                             inputs must change together. {e}",
-                            state.frame
-                        ),
-                        ["ref_sink: {rd}, dist_sink: {dd}"]
-                    );
-                } else {
-                    gst::element_imp_error!(
-                        self,
-                        engine_error_kind(&e),
-                        ("Cannot compare ref_sink with dist_sink: {e}"),
-                        ["ref_sink: {rd}, dist_sink: {dd}"]
-                    );
-                }
-                Err(gst::FlowError::NotNegotiated)
-            }
-        }
-    }
-
-    fn map_error(&self, pad: &str, cuda: bool, buffer: &gst::BufferRef) -> gst::FlowError {
-        let memories = buffer.n_memory();
-        let size = buffer.size();
-        if cuda {
-            gst::element_imp_error!(
-                self,
-                gst::StreamError::Format,
-                ("{pad}: cannot map a CUDA memory buffer ({size} bytes in {memories} memories) \
-                     for the CPU backend; use backend=cuda (reads it in place) or insert \
-                     `cudadownload` before {pad}")
-            );
-        } else {
-            gst::element_imp_error!(
-                self,
-                gst::StreamError::Format,
-                ("{pad}: cannot map the buffer ({size} bytes in {memories} memories) for \
-                     reading; the producer's memory is not readable by the CPU")
-            );
-        }
-        gst::FlowError::Error
-    }
-
-    /// Makes the engine run in the context of the inputs' CUDA memory (when upstream decided
-    /// on another one than ours) and says whether CUDA memory can be read in place.
-    fn adopt_cuda_context(
+    /// Makes the engine the one for this pair: built for the current caps of both pads
+    /// (each pad's caps event is handled when its frames before it are gone), rebuilt when
+    /// they changed or when the inputs' CUDA memory lives in another context than the
+    /// engine's (upstream decided on another one). The pairs the replaced engine held are
+    /// scored as its sequence's last. Returns whether CUDA memory is read in place. On
+    /// failure the element error is posted.
+    fn prepare_engine(
         &self,
         st: &mut State,
+        settings: &Settings,
         reference: &gst::Buffer,
         distorted: &gst::Buffer,
     ) -> Result<bool, gst::FlowError> {
-        let on_cuda = st
-            .engine
-            .as_ref()
-            .is_some_and(|e| e.backend_kind() == BackendKind::Cuda);
+        let current = match (&st.reference, &st.distorted) {
+            (Some(r), Some(d)) => st.scorer.is_for(r, d),
+            _ => {
+                gst::element_imp_error!(
+                    self,
+                    gst::CoreError::Negotiation,
+                    ("Received buffers before caps on both sink pads")
+                );
+                return Err(gst::FlowError::NotNegotiated);
+            }
+        };
+        if !current {
+            if st.scorer.engine().is_some() {
+                let finished = st.scorer.retire();
+                st.queue.finish(finished);
+                gst::info!(
+                    CAT,
+                    imp = self,
+                    "caps changed after {} pairs: ref_sink {}, dist_sink {}",
+                    st.frame,
+                    st.reference
+                        .as_ref()
+                        .map(PadCaps::describe)
+                        .unwrap_or_default(),
+                    st.distorted
+                        .as_ref()
+                        .map(PadCaps::describe)
+                        .unwrap_or_default()
+                );
+            }
+            self.build_engine(st, settings)?;
+        }
         let Ok(api) = gstcuda::api() else {
             return Ok(false);
         };
-        if !on_cuda {
+        if !st.scorer.on_cuda() {
             return Ok(false);
         }
-        let ctx_of = |b: &gst::Buffer| {
-            (b.n_memory() == 1)
-                .then(|| gstcuda::Context::of_memory(api, b.peek_memory(0)))
-                .flatten()
-        };
-        let (rc, dc) = (ctx_of(reference), ctx_of(distorted));
-        if let (Some(r), Some(d)) = (&rc, &dc)
-            && r.handle(api) != d.handle(api)
+        let memory = cuda::memory_context(reference, distorted).map_err(|e| {
+            self.post_error_message(e);
+            gst::FlowError::Error
+        })?;
+        if let Some(want) = memory
+            && st.scorer.runs_outside(&want, api)
         {
-            gst::element_imp_error!(
-                self,
-                gst::StreamError::Failed,
-                (
-                    "ref_sink and dist_sink carry CUDA memory of different CUDA contexts (devices \
-                     {} and {}); decode both on one GPU (one context is shared when both \
-                     decoders are on the same device) or insert `cudadownload` before one pad",
-                    r.device_id(),
-                    d.device_id()
-                )
-            );
-            return Err(gst::FlowError::Error);
-        }
-        let Some(want) = rc.or(dc) else {
-            return Ok(true);
-        };
-        if st.cuda_ctx.as_ref().map(|c| c.handle(api)) != Some(want.handle(api)) {
             gst::info!(
                 CAT,
                 imp = self,
                 "running in the CUDA context of the upstream memory (device {})",
                 want.device_id()
             );
-            st.engine = None;
-            st.cuda_ctx = Some(want);
-            self.ensure_engine(st)?;
-            if st
-                .engine
-                .as_ref()
-                .is_some_and(|e| e.backend_kind() != BackendKind::Cuda)
-            {
-                return Ok(false);
-            }
+            let finished = st.scorer.retire();
+            st.queue.finish(finished);
+            st.scorer.use_context(want);
+            self.build_engine(st, settings)?;
         }
-        Ok(true)
+        Ok(st.scorer.on_cuda())
     }
 
-    /// Maps one input: CUDA memory in place when the backend reads device memory, else
-    /// for the CPU (GStreamer downloads CUDA memory then, which is counted and logged). The
-    /// plane layout the buffer states (its video meta, or the caps) is checked against the
-    /// caps here and against the mapped size in [`Self::frame`].
-    fn map_input<'a>(
-        &self,
-        buffer: &'a gst::Buffer,
-        info: &gst_video::VideoInfo,
-        device: bool,
-        pad: &str,
-        stats: &mut MemoryStats,
-    ) -> Result<Mapped<'a>, gst::FlowError> {
-        let invalid = |e: String| {
-            gst::element_imp_error!(self, gst::StreamError::Format, ("{pad}: {e}"));
-            gst::FlowError::Error
+    /// Builds the engine for the current caps; its notes become warnings (once per run).
+    fn build_engine(&self, st: &mut State, settings: &Settings) -> Result<(), gst::FlowError> {
+        let (Some(reference), Some(distorted)) = (&st.reference, &st.distorted) else {
+            return Err(gst::FlowError::NotNegotiated);
         };
-        let cuda = gstcuda::is_cuda_buffer(buffer);
-        if cuda
-            && device
-            && let Ok(api) = gstcuda::api()
-        {
-            let m = gstcuda::DeviceMap::map(api, buffer.as_ref(), info).map_err(invalid)?;
-            stats.device += 1;
-            return Ok(Mapped::Device(m));
-        }
-        let planes = caps::stated_planes(buffer.as_ref(), info, None).map_err(invalid)?;
-        // The whole buffer in one mapping (several memories are merged by GStreamer), so
-        // every plane offset is relative to one slice whose length is the mapped size.
-        let map = buffer
-            .map_readable()
-            .map_err(|_| self.map_error(pad, cuda, buffer.as_ref()))?;
-        if cuda {
-            if stats.downloaded == 0 {
-                gst::warning!(
-                    CAT,
-                    imp = self,
-                    "{pad}: CUDA memory is copied to the host for the CPU backend"
-                );
-            }
-            stats.downloaded += 1;
-        } else {
-            stats.system += 1;
-        }
-        Ok(Mapped::Host { map, planes })
-    }
-
-    /// The engine's view of a mapped input, after checking every plane against the mapping.
-    fn frame<'a>(
-        m: &'a Mapped<'a>,
-        info: &gst_video::VideoInfo,
-        pad: &str,
-    ) -> Result<Frame<'a>, String> {
-        let layout = caps::layout(info)?;
-        let frame = match m {
-            Mapped::Host { map, planes } => {
-                HostFrame::from_mapped(map.as_slice(), &layout, planes, pad).map(Frame::Host)
-            }
-            Mapped::Device(d) => {
-                DeviceFrame::from_mapped(d.base, d.size, &layout, &d.planes, pad).map(Frame::Device)
-            }
+        let obj = self.obj();
+        let req = Request {
+            element: obj.upcast_ref(),
+            settings,
+            reference,
+            distorted,
+            shared: self.cuda.get(),
+            pairs: st.frame,
         };
-        // The engine's message already names the pad.
-        frame.map_err(|e| e.to_string().replacen(&format!("{pad}: "), "", 1))
+        match st.scorer.build(&req) {
+            Ok(built) => {
+                for note in built.notes {
+                    st.notices.warn_once(note);
+                }
+                if built.latency.is_some() {
+                    st.notices.latency = built.latency;
+                }
+                Ok(())
+            }
+            Err(e) => {
+                self.post_error_message(e);
+                Err(gst::FlowError::NotNegotiated)
+            }
+        }
     }
 
-    /// Compares one pair and pushes the distorted buffer with its scores; with an engine
-    /// that holds a pair back (VMAF), pushes the previous pair's buffer with its final
-    /// scores instead, and keeps this one until the next pair (or EOS) completes its scores.
+    /// Measures one pair; its distorted buffer leaves with its scores, or waits in the
+    /// queue while the engine holds the pair back (then the engine's scores of an earlier
+    /// pair let that one leave).
     fn compare_and_push(
         &self,
         reference: gst::Buffer,
         distorted: gst::Buffer,
         dist_rt: Option<u64>,
     ) -> Result<gst::FlowSuccess, gst::FlowError> {
+        let settings = self.settings.lock().unwrap().clone();
         let mut state = self.state.lock().unwrap();
         state.active = true;
-        self.ensure_engine(&mut state)?;
         let st = &mut *state;
-        let (Some(ri), Some(di)) = (st.reference.info.clone(), st.distorted.info.clone()) else {
+        let device = self.prepare_engine(st, &settings, &reference, &distorted)?;
+        let (Some(rc), Some(dc), Some(engine)) = (&st.reference, &st.distorted, st.scorer.engine())
+        else {
             return Err(gst::FlowError::NotNegotiated);
         };
-        let device = self.adopt_cuda_context(st, &reference, &distorted)?;
-        let Some(engine) = st.engine.as_mut() else {
-            return Err(gst::FlowError::NotNegotiated);
+        let invalid = |e: String| {
+            gst::element_imp_error!(self, gst::StreamError::Format, ("{e}"));
+            gst::FlowError::Error
         };
         let scores = {
-            let invalid = |pad: &str, e: String| {
-                gst::element_imp_error!(self, gst::StreamError::Format, ("{pad}: {e}"));
-                gst::FlowError::Error
-            };
-            let rm = self.map_input(&reference, &ri, device, "ref_sink", &mut st.memory)?;
-            let dm = self.map_input(&distorted, &di, device, "dist_sink", &mut st.memory)?;
-            let rf = Self::frame(&rm, &ri, "ref_sink").map_err(|e| invalid("ref_sink", e))?;
-            let df = Self::frame(&dm, &di, "dist_sink").map_err(|e| invalid("dist_sink", e))?;
+            let obj = self.obj();
+            let memory = &mut st.memory;
+            let rm = input::map_input(&reference, rc, device, "ref_sink", memory, &*obj)
+                .map_err(invalid)?;
+            let dm = input::map_input(&distorted, dc, device, "dist_sink", memory, &*obj)
+                .map_err(invalid)?;
+            let rf = input::frame(&rm, rc, "ref_sink").map_err(invalid)?;
+            let df = input::frame(&dm, dc, "dist_sink").map_err(invalid)?;
             engine.push(&rf, &df).map_err(|e| {
                 gst::element_imp_error!(
                     self,
-                    engine_error_kind(&e),
+                    scorer::stream_error(&e),
                     ("Comparing frame pair {} failed: {e}", st.frame)
                 );
                 gst::FlowError::Error
             })?
         };
         drop(reference);
-        let lag = engine.lag();
-        let current = Held {
-            buffer: distorted,
-            frame: st.frame,
-            running_time: dist_rt,
-        };
-        st.frame += 1;
-        let mut ready = Vec::new();
-        ready.extend(st.finished.take());
-        if lag == 0 {
-            ready.push((current, scores.unwrap_or_default()));
-        } else if let (Some(previous), Some(scores)) = (st.held.replace(current), scores) {
-            ready.push((previous, scores));
+        st.queue.push_pair(
+            distorted,
+            PairInfo {
+                frame: st.frame,
+                running_time: dist_rt,
+            },
+        );
+        if let Some(scores) = scores {
+            let matched = st.queue.score(scores);
+            debug_assert!(
+                matched,
+                "the engine returned scores for a pair it did not hold"
+            );
         }
-        self.deliver(state, ready, true)
+        st.frame += 1;
+        self.deliver(state, true)
     }
 
-    /// Records each scored pair (pooled statistics, stats file) under the state lock, then
-    /// posts its message, attaches its meta and pushes its buffer without it.
-    /// With `push` false (stopping), the buffers are dropped after their message.
+    /// Lets the buffers that are ready leave: each measured pair's record goes to the
+    /// outputs, then its buffer (and any unmatched one behind it) is pushed. With `push`
+    /// false (stopping), the buffers are dropped after their record. Posts the queued
+    /// warnings and latency first.
     fn deliver(
         &self,
-        mut state: std::sync::MutexGuard<'_, State>,
-        ready: Vec<(Held, gpumetrics_engine::Scores)>,
+        mut state: MutexGuard<'_, State>,
         push: bool,
     ) -> Result<gst::FlowSuccess, gst::FlowError> {
-        let (post_messages, attach_meta) = {
-            let s = self.settings.lock().unwrap();
-            (s.post_messages, s.attach_meta)
-        };
-        let mut out = Vec::new();
-        for (held, scores) in ready {
-            let record = FrameScores {
-                frame: held.frame,
-                pts: held.buffer.pts(),
-                running_time: held.running_time.map(gst::ClockTime::from_nseconds),
-                duration: held.buffer.duration(),
-                scores: scores.iter().map(|(n, v)| (n.to_string(), v)).collect(),
-            };
-            state.pooler.push(&scores);
-            gst::log!(
-                CAT,
-                imp = self,
-                "pair {}: {:?}",
-                record.frame,
-                record.scores
-            );
-            if let Some(w) = state.stats.as_mut()
-                && let Err(e) = w.write_frame(&record)
-            {
-                state.stats = None;
-                gst::element_imp_error!(
-                    self,
-                    gst::ResourceError::Write,
-                    ("Writing the stats file failed: {e}")
-                );
-                return Err(gst::FlowError::Error);
-            }
-            out.push((held.buffer, record));
-        }
-        // Unmatched buffers waited behind the held pair delivered here (at most one).
-        let behind = if out.is_empty() {
-            Vec::new()
-        } else {
-            std::mem::take(&mut state.behind)
-        };
-        let warnings = std::mem::take(&mut state.pending_warnings);
-        let latency = state.pending_latency.take();
+        let ready = state.queue.ready();
+        let (warnings, latency) = state.notices.take();
         drop(state);
         self.post_warnings(warnings);
         if let Some(l) = latency {
             let l = gst::ClockTime::from_nseconds(l);
             self.obj().set_latency(l, Some(l));
         }
-        let mut result = Ok(gst::FlowSuccess::Ok);
-        for (mut buffer, record) in out {
-            if post_messages {
-                let msg = gst::message::Element::builder(record.to_structure(FRAME_MESSAGE_NAME))
-                    .src(&*self.obj())
-                    .build();
-                let _ = self.obj().post_message(msg);
-            }
-            if attach_meta {
-                // Free when we hold the only reference; otherwise copies the buffer struct and
-                // shares the memory.
-                if let Err(e) = meta::add(buffer.make_mut(), &record) {
-                    gst::warning!(CAT, imp = self, "could not attach meta: {e}");
-                }
-            }
-            if push && result.is_ok() {
-                result = self.push(buffer);
-            }
+        if ready.is_empty() {
+            return Ok(gst::FlowSuccess::Ok);
         }
-        for buffer in behind {
+        let settings = self.settings.lock().unwrap().clone();
+        let obj = self.obj();
+        let env = Env {
+            element: obj.upcast_ref(),
+            settings: &settings,
+        };
+        let mut result = Ok(gst::FlowSuccess::Ok);
+        for r in ready {
+            let buffer = match r {
+                Ready::Unmatched(buffer) => buffer,
+                Ready::Scored {
+                    mut buffer,
+                    pair,
+                    scores,
+                } => {
+                    let record = FrameScores {
+                        frame: pair.frame,
+                        pts: buffer.pts(),
+                        running_time: pair.running_time.map(gst::ClockTime::from_nseconds),
+                        duration: buffer.duration(),
+                        scores: scores.iter().map(|(n, v)| (n.to_string(), v)).collect(),
+                    };
+                    if let Some(outputs) = self.outputs.lock().unwrap().as_mut() {
+                        let mut pair = Pair {
+                            record: &record,
+                            scores: &scores,
+                            buffer: &mut buffer,
+                        };
+                        outputs.record(&env, &mut pair).map_err(|e| {
+                            self.post_error_message(e);
+                            gst::FlowError::Error
+                        })?;
+                    }
+                    buffer
+                }
+            };
             if push && result.is_ok() {
                 result = self.push(buffer);
             }
@@ -1114,23 +481,23 @@ impl GpuMetrics {
         result
     }
 
-    /// At the end of a run (EOS; on stop without pushing): scores the pair still held back,
-    /// if any, and pushes it.
+    /// At the end of a run (EOS; on stop without pushing): scores the pairs still held
+    /// back, if any, and lets them leave.
     fn drain_held(&self, push: bool) -> Result<gst::FlowSuccess, gst::FlowError> {
         let mut state = self.state.lock().unwrap();
-        let mut ready: Vec<_> = state.finished.take().into_iter().collect();
-        if let Some(held) = state.held.take() {
-            let scores = state
-                .engine
-                .as_mut()
-                .and_then(|e| e.finish().pop())
-                .unwrap_or_default();
-            ready.push((held, scores));
+        if state.queue.waiting() > 0 {
+            let finished = state.scorer.finish();
+            state.queue.finish(finished);
         }
-        if ready.is_empty() {
-            return Ok(gst::FlowSuccess::Ok);
+        self.deliver(state, push)
+    }
+
+    /// A frame without a partner, counted by the outputs.
+    fn unmatched(&self, side: Side) {
+        self.state.lock().unwrap().active = true;
+        if let Some(outputs) = self.outputs.lock().unwrap().as_mut() {
+            outputs.unmatched(side);
         }
-        self.deliver(state, ready, push)
     }
 
     /// Posts queued warnings as element warnings (outside the state lock: a bus sync
@@ -1150,34 +517,31 @@ impl GpuMetrics {
         self.obj().finish_buffer(buffer)
     }
 
-    fn build_summary(state: &State) -> Summary {
-        let s = state.pooler.summary();
-        Summary {
-            frames: s.frames,
-            unmatched_ref: state.unmatched_ref,
-            unmatched_dist: state.unmatched_dist,
-            fields: s
-                .fields
-                .iter()
-                .map(|(name, f)| (name.to_string(), *f))
-                .collect(),
-        }
-    }
-
-    /// Posts the summary message and writes it to the stats file, once per run.
+    /// Hands the run's summary to the outputs (message, stats file), once per run.
     fn finish_run(&self) {
-        let mut state = self.state.lock().unwrap();
-        if state.summary_posted {
-            return;
-        }
-        state.summary_posted = true;
-        let summary = Self::build_summary(&state);
-        let memory = state.memory;
-        let write_err = state
-            .stats
+        let memory = {
+            let mut state = self.state.lock().unwrap();
+            if state.summary_posted {
+                return;
+            }
+            state.summary_posted = true;
+            state.memory
+        };
+        let settings = self.settings.lock().unwrap().clone();
+        let obj = self.obj();
+        let env = Env {
+            element: obj.upcast_ref(),
+            settings: &settings,
+        };
+        let Some((summary, result)) = self
+            .outputs
+            .lock()
+            .unwrap()
             .as_mut()
-            .and_then(|w| w.write_summary(&summary).err());
-        drop(state);
+            .map(|o| o.summary(&env))
+        else {
+            return;
+        };
         gst::info!(
             CAT,
             imp = self,
@@ -1195,48 +559,31 @@ impl GpuMetrics {
             memory.downloaded,
             memory.system
         );
-        let _ = self.obj().post_message(summary.to_message(&*self.obj()));
-        if let Some(e) = write_err {
-            gst::element_imp_error!(
-                self,
-                gst::ResourceError::Write,
-                ("Writing the summary to the stats file failed: {e}")
-            );
+        if let Err(e) = result {
+            self.post_error_message(e);
         }
     }
 
     /// New caps on one pad. They apply to the frames that follow on that pad only: the two
-    /// inputs are checked against each other per pair (see [`Self::ensure_engine`]), so that
-    /// a change on both inputs, whose caps events are handled at different times, works.
+    /// inputs are checked against each other per pair (see [`Self::prepare_engine`]), so
+    /// that a change on both inputs, whose caps events are handled at different times,
+    /// works.
     fn on_caps(&self, pad: &gst_base::AggregatorPad, caps: &gst::Caps) -> bool {
-        let name = self.pad_name(pad);
-        let info = match gst_video::VideoInfo::from_caps(caps) {
-            Ok(info) => info,
-            Err(_) => {
-                gst::element_imp_error!(
-                    self,
-                    gst::CoreError::Negotiation,
-                    ("{name}: invalid video caps {caps}")
-                );
+        let caps_of = match PadCaps::new(caps, self.pad_name(pad)) {
+            Ok(c) => c,
+            Err(e) => {
+                self.post_error_message(e);
                 self.state.lock().unwrap().failed = true;
                 return false;
             }
         };
-        if let Err(msg) = caps::layout(&info) {
-            gst::element_imp_error!(self, gst::StreamError::Format, ("{name}: {msg}"));
-            self.state.lock().unwrap().failed = true;
-            return false;
-        }
         gst::debug!(CAT, obj = pad, "caps {caps}");
         let mut state = self.state.lock().unwrap();
-        let ps = if pad == &self.ref_pad {
-            &mut state.reference
+        if pad == &self.ref_pad {
+            state.reference = Some(caps_of);
         } else {
-            &mut state.distorted
-        };
-        ps.frame_duration = caps::frame_duration(&info);
-        ps.cuda_memory = caps::is_cuda_memory(caps);
-        ps.info = Some(info);
+            state.distorted = Some(caps_of);
+        }
         drop(state);
         if pad == &self.dist_pad {
             self.obj().set_src_caps(caps);
@@ -1248,10 +595,8 @@ impl GpuMetrics {
     fn heads(&self) -> (Input, Input) {
         let (rd, dd) = {
             let state = self.state.lock().unwrap();
-            (
-                state.reference.frame_duration,
-                state.distorted.frame_duration,
-            )
+            let duration = |c: &Option<PadCaps>| c.as_ref().and_then(|c| c.frame_duration);
+            (duration(&state.reference), duration(&state.distorted))
         };
         (self.head(&self.ref_pad, rd), self.head(&self.dist_pad, dd))
     }
@@ -1273,26 +618,9 @@ impl GpuMetrics {
 impl AggregatorImpl for GpuMetrics {
     fn start(&self) -> Result<(), gst::ErrorMessage> {
         let settings = self.settings.lock().unwrap().clone();
-        let mut state = State::default();
-        if let Some(path) = &settings.stats_file {
-            let format = match settings.stats_format {
-                StatsFormat::Jsonl => stats::Format::Jsonl,
-                StatsFormat::Csv => stats::Format::Csv,
-                StatsFormat::Json => stats::Format::Json,
-            };
-            let writer = StatsWriter::create(path, format).map_err(|e| {
-                gst::error_msg!(
-                    gst::ResourceError::OpenWrite,
-                    (
-                        "Cannot create stats-file {}: {e}; check the path and its directory's \
-                         permissions",
-                        path.display()
-                    )
-                )
-            })?;
-            state.stats = Some(writer);
-        }
-        *self.state.lock().unwrap() = state;
+        let outputs = Outputs::new(&settings)?;
+        *self.outputs.lock().unwrap() = Some(outputs);
+        *self.state.lock().unwrap() = State::default();
         gst::debug!(CAT, imp = self, "started");
         Ok(())
     }
@@ -1300,35 +628,36 @@ impl AggregatorImpl for GpuMetrics {
     fn stop(&self) -> Result<(), gst::ErrorMessage> {
         let active = self.state.lock().unwrap().active;
         if active {
-            // Stopped before EOS: the held pair still gets its message and record.
+            // Stopped before EOS: the held pairs still get their records, and the summary
+            // is posted if it was not.
             let _ = self.drain_held(false);
             self.finish_run();
         }
-        let mut state = self.state.lock().unwrap();
-        if let Some(mut w) = state.stats.take() {
-            if !w.is_finished() {
-                let summary = Self::build_summary(&state);
-                let _ = w.write_summary(&summary);
-            }
-            let _ = w.flush();
+        let outputs = self.outputs.lock().unwrap().take();
+        if let Some(outputs) = outputs {
+            outputs.end();
         }
-        *state = State::default();
+        *self.state.lock().unwrap() = State::default();
         gst::debug!(CAT, imp = self, "stopped");
         Ok(())
     }
 
     fn flush(&self) -> Result<gst::FlowSuccess, gst::FlowError> {
         // A flushing seek: pooled statistics continue; the next EOS posts an updated summary.
-        // A held pair is dropped with the flushed data, and motion restarts.
+        // The pairs the engine holds back are dropped with the flushed data (no record, not
+        // in the summary), and temporal metrics start a new sequence.
         let mut state = self.state.lock().unwrap();
         state.summary_posted = false;
-        state.held = None;
-        state.finished = None;
-        state.behind.clear();
-        if let Some(e) = state.engine.as_mut() {
-            e.reset();
-        }
+        state.queue.clear();
+        let dropped = state.scorer.reset();
         drop(state);
+        if dropped > 0 {
+            gst::info!(
+                CAT,
+                imp = self,
+                "flush: {dropped} measured pair(s) held back by the engine are dropped unscored"
+            );
+        }
         self.parent_flush()
     }
 
@@ -1394,11 +723,11 @@ impl AggregatorImpl for GpuMetrics {
     }
 
     fn src_query(&self, query: &mut gst::QueryRef) -> bool {
-        self.answer_cuda_query(query) || self.parent_src_query(query)
+        self.cuda.answer(self.obj().upcast_ref(), query) || self.parent_src_query(query)
     }
 
     fn sink_query(&self, pad: &gst_base::AggregatorPad, query: &mut gst::QueryRef) -> bool {
-        if self.answer_cuda_query(query) {
+        if self.cuda.answer(self.obj().upcast_ref(), query) {
             return true;
         }
         match query.view_mut() {
@@ -1473,10 +802,9 @@ impl AggregatorImpl for GpuMetrics {
 
 impl GpuMetrics {
     fn aggregate_step(&self, timeout: bool) -> Result<gst::FlowSuccess, gst::FlowError> {
-        let fixed = self.fixed_tolerance();
-        let mode = match self.settings.lock().unwrap().pairing {
-            Pairing::Timestamp => pairing::Mode::Timestamp,
-            Pairing::Sequence => pairing::Mode::Sequence,
+        let (fixed, mode) = {
+            let s = self.settings.lock().unwrap();
+            (s.pairing_tolerance, s.pairing_mode())
         };
         let (r, d) = self.heads();
         let decision = pairing::decide(mode, r, d, timeout, fixed);
@@ -1496,7 +824,7 @@ impl GpuMetrics {
                         (None, _) => "ref_sink",
                         _ => "dist_sink",
                     };
-                    self.state.lock().unwrap().warn_once(format!(
+                    self.state.lock().unwrap().notices.warn_once(format!(
                         "{pads}: frames without a timestamp (no PTS, or outside the segment) \
                          cannot be paired by time; they are compared in sequence (n-th with \
                          n-th). Set pairing=sequence if the inputs are untimed"
@@ -1514,42 +842,30 @@ impl GpuMetrics {
             Decision::DropRef => {
                 let b = self.ref_pad.pop_buffer();
                 self.note_end(&r);
-                let mut state = self.state.lock().unwrap();
-                state.active = true;
-                state.unmatched_ref += 1;
+                self.unmatched(Side::Reference);
                 gst::debug!(
                     CAT,
                     imp = self,
-                    "reference frame at {:?} has no partner (unmatched-ref {})",
-                    b.as_ref().and_then(|b| b.pts()),
-                    state.unmatched_ref
+                    "reference frame at {:?} has no partner (unmatched)",
+                    b.as_ref().and_then(|b| b.pts())
                 );
                 Ok(gst::FlowSuccess::Ok)
             }
             Decision::DropDist => {
                 let b = self.dist_pad.pop_buffer().ok_or(gst::FlowError::Error)?;
                 self.note_end(&d);
-                {
-                    let mut state = self.state.lock().unwrap();
-                    if state.held.is_some() {
-                        // Leaves after the held pair's buffer, in order.
-                        state.active = true;
-                        state.unmatched_dist += 1;
-                        state.behind.push(b);
-                        return Ok(gst::FlowSuccess::Ok);
-                    }
-                    state.active = true;
-                    state.unmatched_dist += 1;
-                    gst::debug!(
-                        CAT,
-                        imp = self,
-                        "distorted frame at {:?} has no partner (unmatched-dist {}); passed on \
-                         without scores",
-                        b.pts(),
-                        state.unmatched_dist
-                    );
-                }
-                self.push(b)
+                self.unmatched(Side::Distorted);
+                gst::debug!(
+                    CAT,
+                    imp = self,
+                    "distorted frame at {:?} has no partner (unmatched); passed on without \
+                     scores",
+                    b.pts()
+                );
+                // It leaves after the buffers of the pairs held back, in order.
+                let mut state = self.state.lock().unwrap();
+                state.queue.push_unmatched(b);
+                self.deliver(state, true)
             }
             Decision::Eos => {
                 gst::debug!(

@@ -5,9 +5,10 @@
  * SECTION:element-gpumetrics
  *
  * Compares a distorted video (`dist_sink`) with its reference (`ref_sink`) frame by frame and
- * reports quality metrics (PSNR, SSIM, MS-SSIM, SSIMULACRA2, Butteraugli, VMAF) per pair as `gpumetrics` element messages
- * and as `GstGpuMetricsMeta` custom meta on the outgoing buffer, optionally to a stats file
- * (jsonl/csv/json), and the pooled `gpumetrics-summary` message at EOS. The distorted stream
+ * reports quality metrics (PSNR, SSIM, MS-SSIM, SSIMULACRA2, Butteraugli, VMAF) per pair as
+ * `gpumetrics` element messages and as `GstGpuMetricsMeta` custom meta on the outgoing
+ * buffer, optionally to a stats file (jsonl/csv/json), and the pooled `gpumetrics-summary`
+ * message at EOS. The distorted stream
  * leaves through `src` unchanged. Frames are paired by running time (within half a frame
  * duration, or `pairing-tolerance`) or by sequence; frames without a partner are counted as
  * unmatched, never compared with another frame.
@@ -22,11 +23,29 @@
  *
  * See gst-plugin-gpumetrics/README.md for the record layouts.
  */
+use std::sync::LazyLock;
+
 use gpumetrics_engine::MetricSet;
 use gst::glib;
 use gst::prelude::*;
 
+mod cuda;
 mod imp;
+mod input;
+mod options;
+mod outputs;
+mod queue;
+mod scorer;
+mod settings;
+
+/// The element's debug category.
+pub(crate) static CAT: LazyLock<gst::DebugCategory> = LazyLock::new(|| {
+    gst::DebugCategory::new(
+        "gpumetrics",
+        gst::DebugColorFlags::empty(),
+        Some("GPU video quality metrics"),
+    )
+});
 
 /// Metrics computed per pair (`metrics` property, GType `GstGpuMetricsMetrics`). The flags
 /// type is registered at run time from the engine's registry
@@ -215,25 +234,6 @@ pub enum Pairing {
     Sequence = 1,
 }
 
-/// How subsampled chroma reaches every pixel for the linear-light metrics
-/// (`chroma-upsampling` property, GType `GstGpuMetricsChromaUpsampling`).
-#[derive(Debug, Eq, PartialEq, Ord, PartialOrd, Hash, Clone, Copy, Default, glib::Enum)]
-#[repr(u32)]
-#[enum_type(name = "GstGpuMetricsChromaUpsampling")]
-pub enum ChromaUpsampling {
-    #[default]
-    #[enum_value(
-        name = "Catmull-Rom: 4-tap bicubic at the caps' chroma siting",
-        nick = "catmull-rom"
-    )]
-    CatmullRom = 0,
-    #[enum_value(
-        name = "Nearest: the sample at x/2 (as the ssimulacra2 crate's video input reads it)",
-        nick = "nearest"
-    )]
-    Nearest = 1,
-}
-
 glib::wrapper! {
     /// The `gpumetrics` element (GType `GstGpuMetrics`).
     pub struct GpuMetrics(ObjectSubclass<imp::GpuMetrics>)
@@ -245,7 +245,10 @@ pub fn register(plugin: &gst::Plugin) -> Result<(), glib::BoolError> {
     Backend::static_type().mark_as_plugin_api(gst::PluginAPIFlags::empty());
     StatsFormat::static_type().mark_as_plugin_api(gst::PluginAPIFlags::empty());
     Pairing::static_type().mark_as_plugin_api(gst::PluginAPIFlags::empty());
-    ChromaUpsampling::static_type().mark_as_plugin_api(gst::PluginAPIFlags::empty());
+    // The GEnum types of the metrics' choice options (e.g. GstGpuMetricsChromaUpsampling).
+    for (_, type_) in options::choice_types() {
+        type_.mark_as_plugin_api(gst::PluginAPIFlags::empty());
+    }
     gst::Element::register(
         Some(plugin),
         "gpumetrics",
@@ -276,5 +279,26 @@ mod tests {
         let all = Metrics::from(MetricSet::ALL);
         assert_eq!(all.to_value().get::<Metrics>().unwrap(), all);
         assert_eq!(Metrics::default().set(), MetricSet::PSNR);
+    }
+
+    /// The element's and the crate's documentation list the metrics as text: every
+    /// registered metric is named there (the element and plugin descriptions are checked
+    /// by tests/hardening.rs, `descriptions_name_every_metric`).
+    #[test]
+    fn docs_name_every_metric() {
+        let section = |text: &'static str, from: &str, to: &str| {
+            let start = text.find(from).expect("the section's start");
+            let end = start + text[start..].find(to).expect("the section's end");
+            text[start..end].to_lowercase()
+        };
+        let docs = [
+            section(include_str!("mod.rs"), "SECTION:element", "## Example"),
+            section(include_str!("../lib.rs"), "//! GStreamer plugin", "\n//!\n"),
+        ];
+        for i in gpumetrics_engine::metric::all() {
+            for d in &docs {
+                assert!(d.contains(i.name), "{} not named in {d}", i.name);
+            }
+        }
     }
 }

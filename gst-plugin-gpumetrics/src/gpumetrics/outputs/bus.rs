@@ -1,0 +1,77 @@
+// SPDX-License-Identifier: MPL-2.0
+//! Bus messages: the `gpumetrics` element message per pair (with `post-messages`) and the
+//! `gpumetrics-summary` message (always).
+
+use gst::prelude::*;
+
+use super::{Env, Pair, Sink};
+use crate::gpumetrics::CAT;
+use crate::message::{FRAME_MESSAGE_NAME, Summary};
+
+pub(crate) struct Bus;
+
+impl Sink for Bus {
+    fn record(&mut self, env: &Env<'_>, pair: &mut Pair<'_>) -> Result<(), gst::ErrorMessage> {
+        gst::log!(
+            CAT,
+            obj = env.element,
+            "pair {}: {:?}",
+            pair.record.frame,
+            pair.record.scores
+        );
+        if env.settings.post_messages {
+            let msg = gst::message::Element::builder(pair.record.to_structure(FRAME_MESSAGE_NAME))
+                .src(env.element)
+                .build();
+            let _ = env.element.post_message(msg);
+        }
+        Ok(())
+    }
+
+    fn summary(&mut self, env: &Env<'_>, summary: &Summary) -> Result<(), gst::ErrorMessage> {
+        let _ = env.element.post_message(summary.to_message(env.element));
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::pair_of;
+    use super::*;
+    use crate::gpumetrics::settings::Settings;
+    use crate::message::FrameScores;
+
+    #[test]
+    fn posts_records_when_asked_and_the_summary_always() {
+        gst::init().unwrap();
+        let pipeline = gst::Pipeline::new();
+        let element = gst::Bin::new().upcast::<gst::Element>();
+        pipeline.add(&element).unwrap();
+        let bus = pipeline.bus().unwrap();
+        let mut settings = Settings::default();
+        for post in [true, false] {
+            settings.post_messages = post;
+            let env = Env {
+                element: &element,
+                settings: &settings,
+            };
+            let (record, scores, mut buffer) = pair_of(4, 33.0);
+            let mut pair = Pair {
+                record: &record,
+                scores: &scores,
+                buffer: &mut buffer,
+            };
+            Bus.record(&env, &mut pair).unwrap();
+            Bus.summary(&env, &Summary::default()).unwrap();
+            let mut frames = Vec::new();
+            let mut summaries = Vec::new();
+            while let Some(msg) = bus.pop() {
+                assert_eq!(msg.src(), Some(element.upcast_ref::<gst::Object>()));
+                frames.extend(FrameScores::from_message(&msg));
+                summaries.extend(Summary::from_message(&msg));
+            }
+            assert_eq!(frames, if post { vec![record] } else { vec![] });
+            assert_eq!(summaries, [Summary::default()]);
+        }
+    }
+}

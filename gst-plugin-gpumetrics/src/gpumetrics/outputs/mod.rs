@@ -1,0 +1,285 @@
+// SPDX-License-Identifier: MPL-2.0
+//! Where the scores go: every measured pair's record, every unmatched frame, the run's
+//! pooled summary and the end of the run are handed to a list of [`Sink`]s, one file each:
+//!
+//! | sink | file | does |
+//! |------|------|------|
+//! | [`pool::Pool`] | `pool.rs` | pools the scores and counts the unmatched frames: makes the [`Summary`] the others receive |
+//! | [`stats_file::StatsFile`] | `stats_file.rs` | `stats-file`: a line per record, the summary last |
+//! | [`bus::Bus`] | `bus.rs` | the `gpumetrics` message per pair (`post-messages`), the `gpumetrics-summary` message |
+//! | [`buffer_meta::BufferMeta`] | `buffer_meta.rs` | `GstGpuMetricsMeta` on the distorted buffer (`attach-meta`) |
+//!
+//! A new output (a sliding window, alert rules, an exporter) is one more file with a
+//! `Sink` and one line in [`Outputs::new`]. The element calls the outputs without its
+//! state lock, so that a sink may post messages (a bus sync handler may read properties).
+
+mod buffer_meta;
+mod bus;
+mod pool;
+mod stats_file;
+
+use gpumetrics_engine::Scores;
+
+use super::settings::Settings;
+use crate::message::{FrameScores, Summary};
+
+/// What every sink call may use besides its own state.
+pub(crate) struct Env<'a> {
+    /// The element: messages are posted from it.
+    pub element: &'a gst::Element,
+    /// The properties as they are now (some, e.g. `post-messages`, change while playing).
+    pub settings: &'a Settings,
+}
+
+/// A measured pair, as the sinks receive it.
+pub(crate) struct Pair<'a> {
+    /// The record as messages, meta and files carry it.
+    pub record: &'a FrameScores,
+    /// The same scores as the engine made them (field names from its registry).
+    pub scores: &'a Scores,
+    /// The distorted buffer, pushed on `src` once every sink has had it.
+    pub buffer: &'a mut gst::Buffer,
+}
+
+/// Which input a frame without a partner came on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Side {
+    Reference,
+    Distorted,
+}
+
+/// One output of the element. Errors are element errors: the element posts the first one
+/// and stops measuring.
+pub(crate) trait Sink: Send {
+    /// A measured pair, in pair order, before its buffer leaves.
+    fn record(&mut self, env: &Env<'_>, pair: &mut Pair<'_>) -> Result<(), gst::ErrorMessage>;
+
+    /// A frame without a partner (counted, never compared).
+    fn unmatched(&mut self, _side: Side) {}
+
+    /// The run's summary: at EOS, or when the element stops before one; again at the
+    /// next EOS after a flushing seek (pooled statistics continue across it).
+    fn summary(&mut self, _env: &Env<'_>, _summary: &Summary) -> Result<(), gst::ErrorMessage> {
+        Ok(())
+    }
+
+    /// The element stops: the run's summary as it stands (also when none was posted,
+    /// e.g. no frame arrived); nothing reaches the sink after this.
+    fn end(&mut self, _summary: &Summary) {}
+}
+
+/// The sinks of a run, in the order they receive everything.
+pub(crate) struct Outputs {
+    /// The pooled summary: first, so that the others receive what it has counted.
+    pool: pool::Pool,
+    sinks: Vec<Box<dyn Sink>>,
+}
+
+impl Outputs {
+    /// The outputs `settings` ask for; opening the stats file can fail (the element's
+    /// start fails with the error).
+    pub(crate) fn new(settings: &Settings) -> Result<Outputs, gst::ErrorMessage> {
+        let mut sinks: Vec<Box<dyn Sink>> = Vec::new();
+        if let Some(path) = &settings.stats_file {
+            // Before the messages: a record is on disk when its message is posted.
+            sinks.push(Box::new(stats_file::StatsFile::create(
+                path,
+                settings.stats_format(),
+            )?));
+        }
+        sinks.push(Box::new(bus::Bus));
+        sinks.push(Box::new(buffer_meta::BufferMeta));
+        Ok(Outputs::with_sinks(sinks))
+    }
+
+    fn with_sinks(sinks: Vec<Box<dyn Sink>>) -> Outputs {
+        Outputs {
+            pool: pool::Pool::default(),
+            sinks,
+        }
+    }
+
+    fn all(&mut self) -> impl Iterator<Item = &mut dyn Sink> {
+        std::iter::once(&mut self.pool as &mut dyn Sink)
+            .chain(self.sinks.iter_mut().map(|s| &mut **s as &mut dyn Sink))
+    }
+
+    /// Hands a measured pair to every sink; stops at the first error.
+    pub(crate) fn record(
+        &mut self,
+        env: &Env<'_>,
+        pair: &mut Pair<'_>,
+    ) -> Result<(), gst::ErrorMessage> {
+        self.all().try_for_each(|s| s.record(env, pair))
+    }
+
+    pub(crate) fn unmatched(&mut self, side: Side) {
+        self.all().for_each(|s| s.unmatched(side));
+    }
+
+    /// The summary of what the run measured so far.
+    pub(crate) fn current_summary(&self) -> Summary {
+        self.pool.summary()
+    }
+
+    /// Makes the run's summary and hands it to every sink (each gets it, whatever the
+    /// others return); returns it with the first error.
+    pub(crate) fn summary(&mut self, env: &Env<'_>) -> (Summary, Result<(), gst::ErrorMessage>) {
+        let summary = self.current_summary();
+        let mut result = Ok(());
+        for s in self.all() {
+            let r = s.summary(env, &summary);
+            if result.is_ok() {
+                result = r;
+            }
+        }
+        (summary, result)
+    }
+
+    /// The element stops: every sink's [`Sink::end`].
+    pub(crate) fn end(mut self) {
+        let summary = self.current_summary();
+        self.all().for_each(|s| s.end(&summary));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use gst::prelude::*;
+    use std::sync::{Arc, Mutex};
+
+    use super::*;
+
+    /// A sink that writes down what it receives.
+    struct Log(Arc<Mutex<Vec<String>>>, &'static str);
+
+    impl Sink for Log {
+        fn record(&mut self, _: &Env<'_>, pair: &mut Pair<'_>) -> Result<(), gst::ErrorMessage> {
+            self.0
+                .lock()
+                .unwrap()
+                .push(format!("{} record {}", self.1, pair.record.frame));
+            if self.1 == "failing" {
+                return Err(gst::error_msg!(gst::ResourceError::Write, ("failed")));
+            }
+            Ok(())
+        }
+        fn unmatched(&mut self, side: Side) {
+            self.0
+                .lock()
+                .unwrap()
+                .push(format!("{} unmatched {side:?}", self.1));
+        }
+        fn summary(&mut self, _: &Env<'_>, s: &Summary) -> Result<(), gst::ErrorMessage> {
+            self.0
+                .lock()
+                .unwrap()
+                .push(format!("{} summary {}", self.1, s.frames));
+            if self.1 == "failing" {
+                return Err(gst::error_msg!(gst::ResourceError::Write, ("failed")));
+            }
+            Ok(())
+        }
+        fn end(&mut self, s: &Summary) {
+            self.0
+                .lock()
+                .unwrap()
+                .push(format!("{} end {}", self.1, s.unmatched_dist));
+        }
+    }
+
+    pub(super) fn pair_of(frame: u64, psnr: f64) -> (FrameScores, Scores, gst::Buffer) {
+        let mut scores = Scores::new();
+        scores.push("psnr-y", psnr);
+        let record = FrameScores {
+            frame,
+            pts: Some(gst::ClockTime::from_mseconds(40 * frame)),
+            running_time: Some(gst::ClockTime::from_mseconds(40 * frame)),
+            duration: Some(gst::ClockTime::from_mseconds(40)),
+            scores: scores.iter().map(|(n, v)| (n.to_string(), v)).collect(),
+        };
+        (record, scores, gst::Buffer::with_size(8).unwrap())
+    }
+
+    #[test]
+    fn every_sink_gets_everything_in_order_and_the_pool_makes_the_summary() {
+        gst::init().unwrap();
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let mut outputs = Outputs::with_sinks(vec![
+            Box::new(Log(log.clone(), "a")),
+            Box::new(Log(log.clone(), "b")),
+        ]);
+        let element = gst::Bin::new().upcast::<gst::Element>();
+        let settings = Settings::default();
+        let env = Env {
+            element: &element,
+            settings: &settings,
+        };
+        for i in 0..2 {
+            let (record, scores, mut buffer) = pair_of(i, 30.0 + i as f64);
+            let mut pair = Pair {
+                record: &record,
+                scores: &scores,
+                buffer: &mut buffer,
+            };
+            outputs.record(&env, &mut pair).unwrap();
+        }
+        outputs.unmatched(Side::Distorted);
+        let (summary, result) = outputs.summary(&env);
+        result.unwrap();
+        assert_eq!(
+            (
+                summary.frames,
+                summary.unmatched_ref,
+                summary.unmatched_dist
+            ),
+            (2, 0, 1)
+        );
+        assert_eq!(summary.field("psnr-y").unwrap().mean, 30.5);
+        outputs.end();
+        assert_eq!(
+            *log.lock().unwrap(),
+            [
+                "a record 0",
+                "b record 0",
+                "a record 1",
+                "b record 1",
+                "a unmatched Distorted",
+                "b unmatched Distorted",
+                "a summary 2",
+                "b summary 2",
+                "a end 1",
+                "b end 1"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_failing_record_stops_the_pair_but_every_sink_gets_the_summary() {
+        gst::init().unwrap();
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let mut outputs = Outputs::with_sinks(vec![
+            Box::new(Log(log.clone(), "failing")),
+            Box::new(Log(log.clone(), "b")),
+        ]);
+        let element = gst::Bin::new().upcast::<gst::Element>();
+        let settings = Settings::default();
+        let env = Env {
+            element: &element,
+            settings: &settings,
+        };
+        let (record, scores, mut buffer) = pair_of(0, 30.0);
+        let mut pair = Pair {
+            record: &record,
+            scores: &scores,
+            buffer: &mut buffer,
+        };
+        assert!(outputs.record(&env, &mut pair).is_err());
+        let (_, result) = outputs.summary(&env);
+        assert!(result.is_err());
+        assert_eq!(
+            *log.lock().unwrap(),
+            ["failing record 0", "failing summary 1", "b summary 1"]
+        );
+    }
+}

@@ -1,0 +1,83 @@
+// SPDX-License-Identifier: MPL-2.0
+//! The pooled summary: every score of the run (exact percentiles need them all, see the
+//! README's "Summary") and the frames without a partner.
+
+use gpumetrics_engine::Pooler;
+
+use super::{Env, Pair, Side, Sink};
+use crate::message::Summary;
+
+#[derive(Default)]
+pub(crate) struct Pool {
+    pooler: Pooler,
+    unmatched_ref: u64,
+    unmatched_dist: u64,
+}
+
+impl Pool {
+    /// The summary of what was recorded and counted so far.
+    pub(crate) fn summary(&self) -> Summary {
+        let s = self.pooler.summary();
+        Summary {
+            frames: s.frames,
+            unmatched_ref: self.unmatched_ref,
+            unmatched_dist: self.unmatched_dist,
+            fields: s
+                .fields
+                .iter()
+                .map(|(name, f)| (name.to_string(), *f))
+                .collect(),
+        }
+    }
+}
+
+impl Sink for Pool {
+    fn record(&mut self, _: &Env<'_>, pair: &mut Pair<'_>) -> Result<(), gst::ErrorMessage> {
+        self.pooler.push(pair.scores);
+        Ok(())
+    }
+
+    fn unmatched(&mut self, side: Side) {
+        match side {
+            Side::Reference => self.unmatched_ref += 1,
+            Side::Distorted => self.unmatched_dist += 1,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::pair_of;
+    use super::*;
+    use crate::gpumetrics::settings::Settings;
+    use gst::prelude::*;
+
+    #[test]
+    fn pools_scores_and_counts_unmatched_frames() {
+        gst::init().unwrap();
+        let element = gst::Bin::new().upcast::<gst::Element>();
+        let settings = Settings::default();
+        let env = Env {
+            element: &element,
+            settings: &settings,
+        };
+        let mut pool = Pool::default();
+        assert_eq!(pool.summary(), Summary::default());
+        for (i, v) in [10.0, 20.0, f64::INFINITY].into_iter().enumerate() {
+            let (record, scores, mut buffer) = pair_of(i as u64, v);
+            let mut pair = Pair {
+                record: &record,
+                scores: &scores,
+                buffer: &mut buffer,
+            };
+            pool.record(&env, &mut pair).unwrap();
+        }
+        pool.unmatched(Side::Reference);
+        pool.unmatched(Side::Distorted);
+        pool.unmatched(Side::Distorted);
+        let s = pool.summary();
+        assert_eq!((s.frames, s.unmatched_ref, s.unmatched_dist), (3, 1, 2));
+        let y = s.field("psnr-y").unwrap();
+        assert_eq!((y.min, y.max, y.p50), (10.0, f64::INFINITY, 20.0));
+    }
+}

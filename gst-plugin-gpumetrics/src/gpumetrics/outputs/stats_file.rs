@@ -1,0 +1,163 @@
+// SPDX-License-Identifier: MPL-2.0
+//! The `stats-file`: one line per record, flushed as it is written, and the summary as the
+//! last record ([`crate::stats::StatsWriter`] has the layouts).
+
+use std::fs::File;
+use std::io::BufWriter;
+use std::path::Path;
+
+use super::{Env, Pair, Sink};
+use crate::message::Summary;
+use crate::stats::{Format, StatsWriter};
+
+pub(crate) struct StatsFile {
+    /// `None` after a write failed (the element stops measuring then).
+    writer: Option<StatsWriter<BufWriter<File>>>,
+}
+
+impl StatsFile {
+    /// Creates (truncates) `path`; the error names it.
+    pub(crate) fn create(path: &Path, format: Format) -> Result<StatsFile, gst::ErrorMessage> {
+        let writer = StatsWriter::create(path, format).map_err(|e| {
+            gst::error_msg!(
+                gst::ResourceError::OpenWrite,
+                (
+                    "Cannot create stats-file {}: {e}; check the path and its directory's \
+                     permissions",
+                    path.display()
+                )
+            )
+        })?;
+        Ok(StatsFile {
+            writer: Some(writer),
+        })
+    }
+}
+
+impl Sink for StatsFile {
+    fn record(&mut self, _: &Env<'_>, pair: &mut Pair<'_>) -> Result<(), gst::ErrorMessage> {
+        let Some(w) = self.writer.as_mut() else {
+            return Ok(());
+        };
+        w.write_frame(pair.record).map_err(|e| {
+            self.writer = None;
+            gst::error_msg!(
+                gst::ResourceError::Write,
+                ("Writing the stats file failed: {e}")
+            )
+        })
+    }
+
+    /// The first summary is the file's last record (later ones, after a flushing seek,
+    /// are not written).
+    fn summary(&mut self, _: &Env<'_>, summary: &Summary) -> Result<(), gst::ErrorMessage> {
+        let Some(w) = self.writer.as_mut() else {
+            return Ok(());
+        };
+        w.write_summary(summary).map_err(|e| {
+            gst::error_msg!(
+                gst::ResourceError::Write,
+                ("Writing the summary to the stats file failed: {e}")
+            )
+        })
+    }
+
+    /// Closes the file with the summary if it has none yet (a run that posted none).
+    fn end(&mut self, summary: &Summary) {
+        if let Some(mut w) = self.writer.take() {
+            if !w.is_finished() {
+                let _ = w.write_summary(summary);
+            }
+            let _ = w.flush();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use gst::prelude::*;
+
+    use super::super::tests::pair_of;
+    use super::*;
+    use crate::gpumetrics::settings::Settings;
+
+    fn temp(name: &str) -> std::path::PathBuf {
+        std::env::temp_dir().join(format!("gpumetrics-{}-{name}", std::process::id()))
+    }
+
+    #[test]
+    fn a_line_per_record_and_the_summary_once_at_the_end() {
+        gst::init().unwrap();
+        let element = gst::Bin::new().upcast::<gst::Element>();
+        let settings = Settings::default();
+        let env = Env {
+            element: &element,
+            settings: &settings,
+        };
+        let path = temp("sink.jsonl");
+        let mut sink = StatsFile::create(&path, Format::Jsonl).unwrap();
+        let (record, scores, mut buffer) = pair_of(0, 30.0);
+        let mut pair = Pair {
+            record: &record,
+            scores: &scores,
+            buffer: &mut buffer,
+        };
+        sink.record(&env, &mut pair).unwrap();
+        let on_disk = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(on_disk.lines().count(), 1, "flushed per record: {on_disk}");
+        let first = Summary {
+            frames: 1,
+            ..Default::default()
+        };
+        sink.summary(&env, &first).unwrap();
+        sink.summary(&env, &Summary::default()).unwrap();
+        sink.end(&Summary::default());
+        let text = std::fs::read_to_string(&path).unwrap();
+        let lines: Vec<_> = text.lines().collect();
+        assert_eq!(lines.len(), 2, "{text}");
+        assert!(lines[1].contains("\"frames\":1"), "{text}");
+        std::fs::remove_file(&path).unwrap();
+    }
+
+    #[test]
+    fn end_writes_the_summary_of_a_run_that_posted_none() {
+        gst::init().unwrap();
+        let path = temp("end.csv");
+        let mut sink = StatsFile::create(&path, Format::Csv).unwrap();
+        sink.end(&Summary::default());
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.contains("unmatched-dist"), "{text}");
+        std::fs::remove_file(&path).unwrap();
+    }
+
+    #[test]
+    fn errors_name_the_file_or_the_failed_write() {
+        gst::init().unwrap();
+        let e = StatsFile::create(Path::new("/nonexistent-dir/x.jsonl"), Format::Jsonl)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("/nonexistent-dir/x.jsonl"), "{e}");
+        if !Path::new("/dev/full").exists() {
+            return;
+        }
+        let element = gst::Bin::new().upcast::<gst::Element>();
+        let settings = Settings::default();
+        let env = Env {
+            element: &element,
+            settings: &settings,
+        };
+        let mut sink = StatsFile::create(Path::new("/dev/full"), Format::Jsonl).unwrap();
+        let (record, scores, mut buffer) = pair_of(0, 30.0);
+        let mut pair = Pair {
+            record: &record,
+            scores: &scores,
+            buffer: &mut buffer,
+        };
+        let e = sink.record(&env, &mut pair).unwrap_err().to_string();
+        assert!(e.contains("Writing the stats file failed"), "{e}");
+        // The file is given up: nothing more is written, no further error.
+        assert!(sink.record(&env, &mut pair).is_ok());
+        assert!(sink.summary(&env, &Summary::default()).is_ok());
+    }
+}

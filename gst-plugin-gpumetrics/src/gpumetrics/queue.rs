@@ -1,0 +1,243 @@
+// SPDX-License-Identifier: MPL-2.0
+//! The distorted buffers on their way to `src`, in arrival order: a measured pair's buffer
+//! waits until the engine has its scores (an engine with lag holds pairs back, see
+//! [`gpumetrics_engine::Engine::lag`]; [`Queue::score`] gives the oldest waiting pair the
+//! scores the engine returns, [`Queue::finish`] those of `Engine::finish`), and an
+//! unmatched distorted buffer that arrives meanwhile waits behind it, so that the output
+//! stays in order. Generic over the buffer type, for the tests.
+
+use std::collections::VecDeque;
+
+use gpumetrics_engine::Scores;
+
+/// What a record says about its pair besides the scores.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct PairInfo {
+    /// Index of the pair, counting compared pairs.
+    pub frame: u64,
+    /// Running time of the distorted buffer.
+    pub running_time: Option<u64>,
+}
+
+/// A buffer ready to leave.
+#[derive(Debug, PartialEq)]
+pub(crate) enum Ready<B> {
+    /// A measured pair with its scores.
+    Scored {
+        buffer: B,
+        pair: PairInfo,
+        scores: Scores,
+    },
+    /// A distorted frame without a partner: no scores.
+    Unmatched(B),
+}
+
+#[derive(Debug)]
+enum Entry<B> {
+    Pair {
+        buffer: B,
+        pair: PairInfo,
+        scores: Option<Scores>,
+    },
+    Unmatched(B),
+}
+
+#[derive(Debug)]
+pub(crate) struct Queue<B> {
+    entries: VecDeque<Entry<B>>,
+}
+
+impl<B> Default for Queue<B> {
+    fn default() -> Self {
+        Queue {
+            entries: VecDeque::new(),
+        }
+    }
+}
+
+impl<B> Queue<B> {
+    /// A measured pair's buffer, waiting for its scores.
+    pub(crate) fn push_pair(&mut self, buffer: B, pair: PairInfo) {
+        self.entries.push_back(Entry::Pair {
+            buffer,
+            pair,
+            scores: None,
+        });
+    }
+
+    /// An unmatched distorted buffer: it leaves after the buffers before it.
+    pub(crate) fn push_unmatched(&mut self, buffer: B) {
+        self.entries.push_back(Entry::Unmatched(buffer));
+    }
+
+    /// Measured pairs still waiting for their scores (the engine's [`held`] pairs).
+    ///
+    /// [`held`]: gpumetrics_engine::Engine::held
+    pub(crate) fn waiting(&self) -> usize {
+        self.entries
+            .iter()
+            .filter(|e| matches!(e, Entry::Pair { scores: None, .. }))
+            .count()
+    }
+
+    /// The scores of the oldest waiting pair (what [`Engine::push`] returns). `false` when
+    /// no pair waits (the scores are dropped: the engine and the queue disagree).
+    ///
+    /// [`Engine::push`]: gpumetrics_engine::Engine::push
+    pub(crate) fn score(&mut self, scores: Scores) -> bool {
+        match self.entries.iter_mut().find_map(|e| match e {
+            Entry::Pair {
+                scores: s @ None, ..
+            } => Some(s),
+            _ => None,
+        }) {
+            Some(slot) => {
+                *slot = Some(scores);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// End of a sequence: the waiting pairs get `scores` (what [`Engine::finish`] returns,
+    /// oldest first); any pair left over gets no scores (an empty record), so that every
+    /// buffer leaves.
+    ///
+    /// [`Engine::finish`]: gpumetrics_engine::Engine::finish
+    pub(crate) fn finish(&mut self, scores: Vec<Scores>) {
+        for s in scores {
+            if !self.score(s) {
+                break;
+            }
+        }
+        while self.score(Scores::new()) {}
+    }
+
+    /// Takes the buffers that can leave now: from the front, up to the first pair still
+    /// waiting for its scores.
+    pub(crate) fn ready(&mut self) -> Vec<Ready<B>> {
+        let mut out = Vec::new();
+        while let Some(front) = self.entries.front() {
+            if matches!(front, Entry::Pair { scores: None, .. }) {
+                break;
+            }
+            match self.entries.pop_front() {
+                Some(Entry::Pair {
+                    buffer,
+                    pair,
+                    scores: Some(scores),
+                }) => out.push(Ready::Scored {
+                    buffer,
+                    pair,
+                    scores,
+                }),
+                Some(Entry::Unmatched(b)) => out.push(Ready::Unmatched(b)),
+                _ => unreachable!("the front was checked"),
+            }
+        }
+        out
+    }
+
+    /// Drops everything (a flush); returns how many measured pairs were dropped.
+    pub(crate) fn clear(&mut self) -> usize {
+        let pairs = self
+            .entries
+            .iter()
+            .filter(|e| matches!(e, Entry::Pair { .. }))
+            .count();
+        self.entries.clear();
+        pairs
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn info(frame: u64) -> PairInfo {
+        PairInfo {
+            frame,
+            running_time: Some(frame * 40),
+        }
+    }
+
+    fn scores(v: f64) -> Scores {
+        let mut s = Scores::new();
+        s.push("x", v);
+        s
+    }
+
+    /// What left: `buffer=x` for a scored pair (`buffer=-` without scores), `buffer:u` for
+    /// an unmatched buffer.
+    fn left(q: &mut Queue<u32>) -> Vec<String> {
+        q.ready()
+            .into_iter()
+            .map(|r| match r {
+                Ready::Scored {
+                    buffer,
+                    pair,
+                    scores,
+                } => {
+                    assert_eq!(pair.running_time, Some(pair.frame * 40));
+                    let x = scores.get("x").map_or("-".into(), |v| v.to_string());
+                    format!("{buffer}={x}")
+                }
+                Ready::Unmatched(b) => format!("{b}:u"),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn without_lag_every_pair_leaves_at_once() {
+        let mut q = Queue::default();
+        q.push_pair(0, info(0));
+        assert!(q.score(scores(1.0)));
+        assert_eq!(left(&mut q), ["0=1"]);
+        q.push_unmatched(1);
+        assert_eq!(left(&mut q), ["1:u"]);
+        assert!(!q.score(scores(2.0)), "no pair waits");
+    }
+
+    #[test]
+    fn held_pairs_keep_unmatched_buffers_behind_them_in_order() {
+        // Lag 2: the engine returns pair n's scores when pair n + 2 is pushed.
+        let mut q = Queue::default();
+        q.push_pair(0, info(0));
+        q.push_unmatched(1);
+        q.push_pair(2, info(1));
+        assert_eq!(q.waiting(), 2);
+        assert!(left(&mut q).is_empty());
+        q.push_pair(3, info(2));
+        assert!(q.score(scores(10.0)));
+        assert_eq!(left(&mut q), ["0=10", "1:u"]);
+        q.push_unmatched(4);
+        q.push_pair(5, info(3));
+        assert!(q.score(scores(11.0)));
+        assert_eq!(left(&mut q), ["2=11"]);
+        // End of the sequence: the engine finishes the two held pairs.
+        assert_eq!(q.waiting(), 2);
+        q.finish(vec![scores(12.0), scores(13.0)]);
+        assert_eq!(left(&mut q), ["3=12", "4:u", "5=13"]);
+        assert_eq!(q.waiting(), 0);
+    }
+
+    #[test]
+    fn pairs_the_engine_did_not_finish_leave_without_scores() {
+        let mut q = Queue::default();
+        q.push_pair(0, info(0));
+        q.push_pair(1, info(1));
+        q.finish(vec![scores(1.0)]);
+        assert_eq!(left(&mut q), ["0=1", "1=-"]);
+    }
+
+    #[test]
+    fn a_flush_drops_everything_and_counts_the_pairs() {
+        let mut q = Queue::default();
+        q.push_pair(0, info(0));
+        q.push_unmatched(1);
+        q.push_pair(2, info(1));
+        assert_eq!(q.clear(), 2);
+        assert_eq!(q.waiting(), 0);
+        assert!(left(&mut q).is_empty());
+    }
+}

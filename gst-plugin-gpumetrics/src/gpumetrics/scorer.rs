@@ -1,0 +1,336 @@
+// SPDX-License-Identifier: MPL-2.0
+//! The engine of a run: built from the settings for the caps of both pads (and the CUDA
+//! context their memory lives in), retired when they change, and the element errors that
+//! say why one cannot be built.
+
+use gpumetrics_engine::{BackendChoice, BackendKind, Engine, EngineError, Scores};
+
+use super::CAT;
+use super::input::PadCaps;
+use super::settings::Settings;
+use crate::gstcuda;
+
+/// The engine, what it was built for and where it runs.
+#[derive(Default)]
+pub(crate) struct Scorer {
+    engine: Option<Engine>,
+    /// The caps (reference, distorted) the engine was built for.
+    built_for: Option<(gst_video::VideoInfo, gst_video::VideoInfo)>,
+    /// The GstCudaContext the engine runs in (None: the device's primary context, or CPU).
+    context: Option<gstcuda::Context>,
+}
+
+/// What an engine is built from.
+pub(crate) struct Request<'a> {
+    /// The element, for the log.
+    pub element: &'a gst::Element,
+    pub settings: &'a Settings,
+    pub reference: &'a PadCaps,
+    pub distorted: &'a PadCaps,
+    /// The CUDA context shared with the neighbours, if any.
+    pub shared: Option<gstcuda::Context>,
+    /// Pairs measured before (for the message of a caps change on one input).
+    pub pairs: u64,
+}
+
+/// What the element does with a new engine.
+#[derive(Debug, Default, PartialEq)]
+pub(crate) struct Built {
+    /// Warnings to post once per run (metrics left out for these caps, or none requested).
+    pub notes: Vec<String>,
+    /// The latency its held pairs add (ns), for an engine with lag.
+    pub latency: Option<u64>,
+}
+
+impl Scorer {
+    /// The engine, if one is built.
+    pub(crate) fn engine(&mut self) -> Option<&mut Engine> {
+        self.engine.as_mut()
+    }
+
+    /// An engine is built for these caps.
+    pub(crate) fn is_for(&self, reference: &PadCaps, distorted: &PadCaps) -> bool {
+        self.engine.is_some()
+            && self
+                .built_for
+                .as_ref()
+                .is_some_and(|(r, d)| *r == reference.info && *d == distorted.info)
+    }
+
+    /// The engine runs on the CUDA backend.
+    pub(crate) fn on_cuda(&self) -> bool {
+        self.engine
+            .as_ref()
+            .is_some_and(|e| e.backend_kind() == BackendKind::Cuda)
+    }
+
+    /// The engine runs in another CUDA context than `context`.
+    pub(crate) fn runs_outside(&self, context: &gstcuda::Context, api: &gstcuda::Api) -> bool {
+        self.context.as_ref().map(|c| c.handle(api)) != Some(context.handle(api))
+    }
+
+    /// The next engine runs in `context` (the one the inputs' CUDA memory lives in).
+    pub(crate) fn use_context(&mut self, context: gstcuda::Context) {
+        self.context = Some(context);
+    }
+
+    /// Ends the engine's sequence and drops it: the scores of the pairs it still held,
+    /// oldest first (scored as the last pairs of a sequence).
+    pub(crate) fn retire(&mut self) -> Vec<Scores> {
+        self.built_for = None;
+        self.engine
+            .take()
+            .map(|mut e| e.finish())
+            .unwrap_or_default()
+    }
+
+    /// End of the run: the scores of the pairs the engine still holds; it stays for the
+    /// next sequence.
+    pub(crate) fn finish(&mut self) -> Vec<Scores> {
+        self.engine.as_mut().map(Engine::finish).unwrap_or_default()
+    }
+
+    /// A flush: drops the held pairs; returns how many measured pairs were dropped.
+    pub(crate) fn reset(&mut self) -> usize {
+        self.engine.as_mut().map_or(0, Engine::reset)
+    }
+
+    /// Builds the engine for `req`, replacing any; `Err` is the element error to post.
+    pub(crate) fn build(&mut self, req: &Request) -> Result<Built, gst::ErrorMessage> {
+        let mut built = Built::default();
+        self.engine = None;
+        self.built_for = None;
+        let config = req.settings.engine_config();
+        if config.metrics.is_empty() {
+            built
+                .notes
+                .push("metrics is empty: pairs are counted, no scores".into());
+        }
+        // The CUDA backend runs in the shared GstCudaContext (or the one upstream memory
+        // lives in, see use_context), so device frames are read in place.
+        let context = match (config.backend, gstcuda::api()) {
+            (BackendChoice::Cpu, _) | (_, Err(_)) => None,
+            _ => self.context.clone().or_else(|| req.shared.clone()),
+        };
+        let (r, d) = (req.reference, req.distorted);
+        let mut builder =
+            Engine::builder(&config, r.layout, d.layout).colorimetry(r.colorimetry, d.colorimetry);
+        if let (Some(ctx), Ok(api)) = (&context, gstcuda::api()) {
+            // SAFETY: the handle stays valid while the context object lives, and the
+            // engine keeps a reference to it.
+            let ext = unsafe {
+                gpumetrics_engine::cuda::ExternalContext::new(
+                    ctx.handle(api),
+                    ctx.device_id(),
+                    Box::new(ctx.clone().into_object()),
+                )
+            };
+            builder = builder.context(ext);
+        }
+        let created = builder.build();
+        self.context = context;
+        let engine = created.map_err(|e| build_error(&e, req))?;
+        built.notes.extend(engine.metric_notes());
+        match engine.backend_note() {
+            Some(note) => gst::info!(
+                CAT,
+                obj = req.element,
+                "using backend {} ({note})",
+                engine.backend_name()
+            ),
+            None => gst::info!(
+                CAT,
+                obj = req.element,
+                "using backend {}",
+                engine.backend_name()
+            ),
+        }
+        if engine.lag() > 0 {
+            // Held pairs add their frames' time (reported in the latency query).
+            built.latency = Some(d.frame_duration.unwrap_or(0) * engine.lag() as u64);
+        }
+        self.engine = Some(engine);
+        self.built_for = Some((r.info.clone(), d.info.clone()));
+        Ok(built)
+    }
+}
+
+/// The element error of an engine that cannot be built for `req`.
+fn build_error(e: &EngineError, req: &Request) -> gst::ErrorMessage {
+    let (rd, dd) = (req.reference.describe(), req.distorted.describe());
+    match e {
+        // A metric option's value: the message names the property and what it accepts.
+        EngineError::InvalidOption { .. } => gst::error_msg!(
+            gst::LibraryError::Settings,
+            ("{e}"),
+            ["ref_sink: {rd}, dist_sink: {dd}"]
+        ),
+        // The first pair after a caps change on one input only.
+        _ if req.pairs > 0 => gst::error_msg!(
+            stream_error(e),
+            (
+                "Cannot compare ref_sink with dist_sink after {} pairs: the caps changed on one \
+                 input only (ref_sink: {rd}, dist_sink: {dd}); both inputs must change together. \
+                 {e}",
+                req.pairs
+            ),
+            ["ref_sink: {rd}, dist_sink: {dd}"]
+        ),
+        _ => gst::error_msg!(
+            stream_error(e),
+            ("Cannot compare ref_sink with dist_sink: {e}"),
+            ["ref_sink: {rd}, dist_sink: {dd}"]
+        ),
+    }
+}
+
+/// The stream error of an engine error about the inputs.
+pub(crate) fn stream_error(e: &EngineError) -> gst::StreamError {
+    match e {
+        EngineError::SizeMismatch { .. } | EngineError::IncompatibleFormats { .. } => {
+            gst::StreamError::Format
+        }
+        _ => gst::StreamError::Failed,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gpumetrics_engine::OptionValue;
+    use gst::prelude::*;
+
+    fn caps(format: gst_video::VideoFormat, w: u32, h: u32) -> PadCaps {
+        let c = gst_video::VideoInfo::builder(format, w, h)
+            .fps(gst::Fraction::new(25, 1))
+            .build()
+            .unwrap()
+            .to_caps()
+            .unwrap();
+        PadCaps::new(&c, "test").unwrap()
+    }
+
+    fn request<'a>(
+        element: &'a gst::Element,
+        settings: &'a Settings,
+        r: &'a PadCaps,
+        d: &'a PadCaps,
+        pairs: u64,
+    ) -> Request<'a> {
+        Request {
+            element,
+            settings,
+            reference: r,
+            distorted: d,
+            shared: None,
+            pairs,
+        }
+    }
+
+    fn cpu() -> Settings {
+        Settings {
+            backend: super::super::Backend::Cpu,
+            ..Settings::default()
+        }
+    }
+
+    #[test]
+    fn built_for_the_caps_until_retired() {
+        gst::init().unwrap();
+        let element = gst::Bin::new().upcast::<gst::Element>();
+        let settings = cpu();
+        let (a, b) = (
+            caps(gst_video::VideoFormat::I420, 32, 32),
+            caps(gst_video::VideoFormat::I420, 64, 32),
+        );
+        let mut s = Scorer::default();
+        assert!(!s.is_for(&a, &a));
+        let built = s.build(&request(&element, &settings, &a, &a, 0)).unwrap();
+        assert_eq!(built, Built::default(), "PSNR: no notes, no lag");
+        assert!(s.is_for(&a, &a) && !s.is_for(&a, &b) && !s.on_cuda());
+        assert!(s.retire().is_empty());
+        assert!(!s.is_for(&a, &a) && s.engine().is_none());
+        assert_eq!(s.reset(), 0);
+    }
+
+    #[test]
+    fn errors_say_what_to_change() {
+        gst::init().unwrap();
+        let element = gst::Bin::new().upcast::<gst::Element>();
+        let (a, b) = (
+            caps(gst_video::VideoFormat::I420, 32, 32),
+            caps(gst_video::VideoFormat::I420, 64, 32),
+        );
+        let mut s = Scorer::default();
+        let settings = cpu();
+        let e = s
+            .build(&request(&element, &settings, &a, &b, 0))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("Cannot compare ref_sink with dist_sink: reference is 32x32"),
+            "{e}"
+        );
+        let e = s
+            .build(&request(&element, &settings, &a, &b, 7))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("after 7 pairs") && e.contains("one input only"),
+            "{e}"
+        );
+        // An option's value the engine refuses: the option's message, a settings error.
+        let o = gpumetrics_engine::metric::options()
+            .find(|o| matches!(o.kind, gpumetrics_engine::OptionKind::Text { .. }));
+        if let Some(o) = o {
+            let mut settings = cpu();
+            settings.metrics = super::super::Metrics::from(gpumetrics_engine::MetricSet::ALL);
+            settings
+                .options
+                .set(o.name, OptionValue::Text("/nonexistent/x".into()))
+                .unwrap();
+            let e = s
+                .build(&request(&element, &settings, &a, &a, 0))
+                .unwrap_err();
+            let text = e.to_string();
+            assert!(text.contains(&format!("\"{}: ", o.name)), "{text}");
+            assert!(s.engine().is_none());
+        }
+    }
+
+    #[test]
+    fn an_engine_with_lag_reports_its_latency_and_finishes_its_pairs() {
+        gst::init().unwrap();
+        let element = gst::Bin::new().upcast::<gst::Element>();
+        let a = caps(gst_video::VideoFormat::I420, 64, 64);
+        let mut settings = cpu();
+        settings.metrics = super::super::Metrics::from(gpumetrics_engine::MetricSet::ALL);
+        let mut s = Scorer::default();
+        let built = s.build(&request(&element, &settings, &a, &a, 0)).unwrap();
+        let lag = s.engine().unwrap().lag() as u64;
+        if lag == 0 {
+            return; // no registered metric holds pairs back
+        }
+        assert_eq!(built.latency, Some(40_000_000 * lag));
+        let data = vec![16u8; 64 * 64 * 3 / 2];
+        let planes = [
+            gpumetrics_engine::Plane {
+                data: &data[..64 * 64],
+                stride: 64,
+            },
+            gpumetrics_engine::Plane {
+                data: &data[64 * 64..64 * 64 * 5 / 4],
+                stride: 32,
+            },
+            gpumetrics_engine::Plane {
+                data: &data[64 * 64 * 5 / 4..],
+                stride: 32,
+            },
+        ];
+        let f = gpumetrics_engine::Frame::Host(gpumetrics_engine::HostFrame::new(&planes));
+        assert_eq!(s.engine().unwrap().push(&f, &f).unwrap(), None);
+        let finished = s.retire();
+        assert_eq!(finished.len(), 1, "the held pair is scored when retired");
+        assert!(!finished[0].is_empty());
+    }
+}

@@ -1,0 +1,310 @@
+// SPDX-License-Identifier: MPL-2.0
+//! The element's properties: its own (what to compute, where, how to pair, where the
+//! scores go) and, from [`super::options`], one per metric option of the engine's registry,
+//! kept together in one [`gpumetrics_engine::Options`].
+
+use std::path::PathBuf;
+use std::sync::LazyLock;
+
+use gpumetrics_engine::{BackendChoice, EngineConfig, Options};
+use gst::glib;
+use gst::prelude::*;
+
+use super::{Backend, Metrics, Pairing, StatsFormat, options};
+use crate::stats;
+
+const DEFAULT_DEVICE_ID: u32 = 0;
+const DEFAULT_POST_MESSAGES: bool = true;
+const DEFAULT_ATTACH_META: bool = true;
+/// `pairing-tolerance`: half the shorter frame duration.
+const AUTO_TOLERANCE: i64 = -1;
+
+/// The properties' values (a snapshot is taken where a run needs them).
+#[derive(Debug, Clone)]
+pub(crate) struct Settings {
+    pub metrics: Metrics,
+    pub backend: Backend,
+    pub device_id: u32,
+    pub stats_file: Option<PathBuf>,
+    pub stats_format: StatsFormat,
+    pub post_messages: bool,
+    pub attach_meta: bool,
+    pub pairing: Pairing,
+    /// Fixed pairing tolerance in ns; `None` = half the shorter frame duration.
+    pub pairing_tolerance: Option<u64>,
+    /// The metrics' options (one property each), defaults unless set.
+    pub options: Options,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            metrics: Metrics::default(),
+            backend: Backend::default(),
+            device_id: DEFAULT_DEVICE_ID,
+            stats_file: None,
+            stats_format: StatsFormat::default(),
+            post_messages: DEFAULT_POST_MESSAGES,
+            attach_meta: DEFAULT_ATTACH_META,
+            pairing: Pairing::default(),
+            pairing_tolerance: None,
+            options: Options::new(),
+        }
+    }
+}
+
+/// Every property of the element: its own, then one per metric option (gst-inspect-1.0
+/// lists them sorted by name).
+pub(super) fn properties() -> &'static [glib::ParamSpec] {
+    static PROPERTIES: LazyLock<Vec<glib::ParamSpec>> = LazyLock::new(|| {
+        let mut specs = own_properties();
+        specs.extend(options::param_specs());
+        specs
+    });
+    PROPERTIES.as_ref()
+}
+
+fn own_properties() -> Vec<glib::ParamSpec> {
+    vec![
+        glib::ParamSpecFlags::builder::<Metrics>("metrics")
+            .nick("Metrics")
+            .blurb(
+                "Metrics computed for every frame pair (flags). Takes effect when the element \
+                 starts.",
+            )
+            .default_value(Metrics::default())
+            .mutable_ready()
+            .build(),
+        glib::ParamSpecEnum::builder::<Backend>("backend")
+            .nick("Backend")
+            .blurb(
+                "Where the metrics run: auto = CUDA when a device is usable, else the CPU (the \
+                 reason is logged at INFO in category gpumetrics)",
+            )
+            .default_value(Backend::default())
+            .mutable_ready()
+            .build(),
+        glib::ParamSpecUInt::builder("device-id")
+            .nick("CUDA device")
+            .blurb("Index of the CUDA device used by the cuda (and auto) backend")
+            .default_value(DEFAULT_DEVICE_ID)
+            .mutable_ready()
+            .build(),
+        glib::ParamSpecString::builder("stats-file")
+            .nick("Stats file")
+            .blurb(
+                "Write one record per frame pair and the pooled summary as the last record to \
+                 this file (created or truncated at start; NULL = none)",
+            )
+            .mutable_ready()
+            .build(),
+        glib::ParamSpecEnum::builder::<StatsFormat>("stats-format")
+            .nick("Stats format")
+            .blurb(
+                "Layout of stats-file: jsonl, csv or json. Infinite PSNR is written as inf \
+                 (JSON: the string \"inf\"); times are integer nanoseconds",
+            )
+            .default_value(StatsFormat::default())
+            .mutable_ready()
+            .build(),
+        glib::ParamSpecBoolean::builder("post-messages")
+            .nick("Post messages")
+            .blurb(
+                "Post a 'gpumetrics' element message per frame pair (the 'gpumetrics-summary' \
+                 message is always posted at EOS and on stop)",
+            )
+            .default_value(DEFAULT_POST_MESSAGES)
+            .mutable_playing()
+            .build(),
+        glib::ParamSpecBoolean::builder("attach-meta")
+            .nick("Attach meta")
+            .blurb(
+                "Attach the scores to each outgoing distorted buffer as custom meta \
+                 'GstGpuMetricsMeta' (same fields as the 'gpumetrics' message)",
+            )
+            .default_value(DEFAULT_ATTACH_META)
+            .mutable_playing()
+            .build(),
+        glib::ParamSpecEnum::builder::<Pairing>("pairing")
+            .nick("Pairing")
+            .blurb(
+                "How frames are paired: timestamp = equal running time within half a frame \
+                 duration (unpaired frames are counted as unmatched), sequence = n-th with n-th",
+            )
+            .default_value(Pairing::default())
+            .mutable_ready()
+            .build(),
+        glib::ParamSpecInt64::builder("pairing-tolerance")
+            .nick("Pairing tolerance")
+            .blurb(
+                "pairing=timestamp: largest running-time difference (ns) of two frames that are \
+                 compared; -1 (default) = half the shorter frame duration (1 ms when no duration \
+                 is known)",
+            )
+            .minimum(AUTO_TOLERANCE)
+            .default_value(AUTO_TOLERANCE)
+            .mutable_ready()
+            .build(),
+        glib::ParamSpecBoxed::builder::<gst::Structure>(MEMORY_STATS)
+            .nick("Memory stats")
+            .blurb(
+                "How the frames of this run were read: device-frames = CUDA memory read in place \
+                 (zero-copy), downloaded-frames = CUDA memory mapped for the CPU (device-to-host \
+                 copies), system-frames = system memory",
+            )
+            .read_only()
+            .build(),
+    ]
+}
+
+/// The read-only property that is no setting (the element answers it from its state).
+pub(super) const MEMORY_STATS: &str = "memory-stats";
+
+const CHECKED: &str = "GLib checks the value type of a property";
+
+impl Settings {
+    /// Sets property `name` (GLib has checked the value's type and range).
+    pub(super) fn set(&mut self, name: &str, value: &glib::Value) {
+        match name {
+            "metrics" => self.metrics = value.get().expect(CHECKED),
+            "backend" => self.backend = value.get().expect(CHECKED),
+            "device-id" => self.device_id = value.get().expect(CHECKED),
+            "stats-file" => {
+                self.stats_file = value
+                    .get::<Option<String>>()
+                    .expect(CHECKED)
+                    .filter(|s| !s.is_empty())
+                    .map(PathBuf::from)
+            }
+            "stats-format" => self.stats_format = value.get().expect(CHECKED),
+            "post-messages" => self.post_messages = value.get().expect(CHECKED),
+            "attach-meta" => self.attach_meta = value.get().expect(CHECKED),
+            "pairing" => self.pairing = value.get().expect(CHECKED),
+            "pairing-tolerance" => {
+                // GLib refuses values below -1 with a warning before we are called.
+                let v: i64 = value.get().expect(CHECKED);
+                self.pairing_tolerance = u64::try_from(v).ok();
+            }
+            _ => {
+                let spec = options::spec(name).expect("a property of the element");
+                self.options
+                    .set(spec.name, options::from_value(spec, value))
+                    .expect("GLib checked the type and range the option declares");
+            }
+        }
+    }
+
+    /// The value of property `name` (not [`MEMORY_STATS`]).
+    pub(super) fn get(&self, name: &str) -> glib::Value {
+        match name {
+            "metrics" => self.metrics.to_value(),
+            "backend" => self.backend.to_value(),
+            "device-id" => self.device_id.to_value(),
+            "stats-file" => self
+                .stats_file
+                .as_ref()
+                .map(|p| p.to_string_lossy().into_owned())
+                .to_value(),
+            "stats-format" => self.stats_format.to_value(),
+            "post-messages" => self.post_messages.to_value(),
+            "attach-meta" => self.attach_meta.to_value(),
+            "pairing" => self.pairing.to_value(),
+            "pairing-tolerance" => self
+                .pairing_tolerance
+                .map_or(AUTO_TOLERANCE, |t| i64::try_from(t).unwrap_or(i64::MAX))
+                .to_value(),
+            _ => {
+                let spec = options::spec(name).expect("a property of the element");
+                let value = self.options.get(spec.name).expect("a registered option");
+                options::to_value(spec, &value)
+            }
+        }
+    }
+
+    /// What the engine computes, where, and the metrics' options.
+    pub(super) fn engine_config(&self) -> EngineConfig {
+        EngineConfig {
+            // The flags type is made from the registry (mod.rs): its bits are the engine's.
+            metrics: self.metrics.set(),
+            backend: match self.backend {
+                Backend::Auto => BackendChoice::Auto,
+                Backend::Cuda => BackendChoice::Cuda,
+                Backend::Cpu => BackendChoice::Cpu,
+            },
+            device_id: self.device_id,
+            options: self.options.clone(),
+        }
+    }
+
+    pub(super) fn pairing_mode(&self) -> crate::pairing::Mode {
+        match self.pairing {
+            Pairing::Timestamp => crate::pairing::Mode::Timestamp,
+            Pairing::Sequence => crate::pairing::Mode::Sequence,
+        }
+    }
+
+    pub(super) fn stats_format(&self) -> stats::Format {
+        match self.stats_format {
+            StatsFormat::Jsonl => stats::Format::Jsonl,
+            StatsFormat::Csv => stats::Format::Csv,
+            StatsFormat::Json => stats::Format::Json,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every property but memory-stats reads back what was set, the metric options through
+    /// the one `Options` the engine gets.
+    #[test]
+    fn properties_round_trip_and_options_reach_the_engine_config() {
+        gst::init().unwrap();
+        let mut s = Settings::default();
+        for p in properties() {
+            if p.name() == MEMORY_STATS {
+                continue;
+            }
+            let default = p.default_value().clone();
+            s.set(p.name(), &default);
+            assert_eq!(
+                format!("{:?}", s.get(p.name())),
+                format!("{default:?}"),
+                "{}",
+                p.name()
+            );
+        }
+        let config = s.engine_config();
+        for o in gpumetrics_engine::metric::options() {
+            assert_eq!(
+                config.options.get(o.name),
+                Some(o.default_value()),
+                "{}",
+                o.name
+            );
+        }
+        let names: Vec<_> = properties().iter().map(|p| p.name()).collect();
+        for (i, n) in names.iter().enumerate() {
+            assert!(!names[..i].contains(n), "{n} twice");
+        }
+        // A float option set through its property is the engine's value.
+        let float = gpumetrics_engine::metric::options()
+            .find(|o| matches!(o.kind, gpumetrics_engine::OptionKind::Float { .. }));
+        if let Some(o) = float {
+            let gpumetrics_engine::OptionKind::Float { max, .. } = o.kind else {
+                unreachable!()
+            };
+            s.set(o.name, &max.to_value());
+            assert_eq!(s.get(o.name).get::<f64>().unwrap(), max);
+            assert_eq!(
+                s.engine_config().options.get(o.name),
+                Some(gpumetrics_engine::OptionValue::Float(max))
+            );
+        }
+        s.set("pairing-tolerance", &5i64.to_value());
+        assert_eq!(s.pairing_tolerance, Some(5));
+        s.set("stats-file", &"".to_value());
+        assert_eq!(s.stats_file, None);
+    }
+}
