@@ -175,10 +175,14 @@ impl Options {
     }
 
     /// Sets option `name` (any registered metric's, [`crate::metric::options`]), after
-    /// checking its type and range.
+    /// checking its type and range. Empty text sets a text option back to its default.
     pub fn set(&mut self, name: &str, value: OptionValue) -> Result<(), EngineError> {
         let spec = crate::metric::option_spec(name).ok_or_else(|| unknown(name))?;
         spec.check(&value)?;
+        if matches!(&value, OptionValue::Text(t) if t.is_empty()) {
+            self.set.retain(|(n, _)| *n != spec.name);
+            return Ok(());
+        }
         match self.set.iter_mut().find(|(n, _)| *n == spec.name) {
             Some((_, v)) => *v = value,
             None => self.set.push((spec.name, value)),
@@ -312,5 +316,13 @@ mod tests {
         assert!(e.contains("no option `no-such-option`"), "{e}");
         assert!(e.contains(spec.name), "{e}");
         assert_eq!(o.get("no-such-option"), None);
+        o.set("vmaf-model", OptionValue::Text("x.json".into()))
+            .unwrap();
+        o.set("vmaf-model", OptionValue::Text(String::new()))
+            .unwrap();
+        assert_eq!(
+            o.get("vmaf-model"),
+            crate::metric::option_spec("vmaf-model").map(|s| s.default_value())
+        );
     }
 }
