@@ -8,9 +8,12 @@
 #    builds what the steps need and lays it out in .gpu/all: bin/ (test, bench and example
 #    binaries, stripped, by scripts/gpu-pack.sh), plugin/libgstgpumetrics.so and gst/ (the
 #    GStreamer runtime of ../shared/tools/gpu-kit) when a step uses GStreamer, build-root (the
-#    tree the tests were built in: they read tests/data through it), and data/ for the steps
-#    that take inputs (see below). No STEP: every step. It prints the size: the device tool
-#    carries at most 64 MiB, so pack only the steps of one call when everything is too large.
+#    tree the tests were built in: they read tests/data through it), and data/ with the inputs
+#    of the steps packed, copied from .gpu/inputs/ (which pack fills where it can; see the
+#    steps). No STEP: every step. The device tool carries 64 MiB in all (working tree
+#    included), which every step at once exceeds: pack fails when too large. Four calls that
+#    fit, with every input made (about 57, 48, 50 and 49 MiB with the working tree):
+#      selftest psnr ssim butteraugli | vmaf throughput | ssimulacra2 element | cudamem colour cli
 # 2. There, with the device tool: `run` with carry [".gpu/all"] and the command
 #      bash scripts/gpu-all.sh [STEP...]
 #    (no STEP: the steps last packed; a step whose inputs were not packed says "skipped"). Each
@@ -28,9 +31,9 @@
 #   ssimulacra2  cuda_kernels ssimulacra2::, ssimulacra2_cuda (every colorimetry, device
 #                memory), ssimulacra2_element, the crates on all cores (bench_crates)
 #   butteraugli  cuda_kernels butteraugli::, butteraugli_cuda, butteraugli_element, the crate
-#                on all cores; butteraugli_crate on device frames when data/ffmpeg-cache exists
+#                on all cores; butteraugli_crate on device frames with the FFmpeg cache
 #   vmaf         cuda_kernels vmaf::, vmaf_cuda, vmaf_element; vmaf_reference on the CUDA
-#                backend when data/ffmpeg-cache exists
+#                backend with the FFmpeg cache
 #   element      the element's suites with backend=cuda (element, harness, hardening,
 #                cuda_context, no_gstcuda), cpu-vs-cuda pipelines, bad property values,
 #                cudaupload memory under memcheck
@@ -40,9 +43,14 @@
 #   cli          the gpumetrics command on two 1080p files (data/cli: pack makes the clips)
 #   libvmaf      libvmaf 3.1.0 built with CUDA there and timed (data/lv: laid out by hand,
 #                see step_libvmaf)
-# data/ffmpeg-cache: the FFmpeg outputs of the reference tests, which the machine cannot
-# make: `scripts/gpu-all.sh pack-ffmpeg-cache` runs vmaf_reference and butteraugli_crate here
-# with GPUMETRICS_FFMPEG_CACHE (engine/tests/common) pointing at it.
+# Inputs (.gpu/inputs/NAME, copied to .gpu/all/data/NAME for the steps that use them):
+#   cudamem, colour, cli  clips and their CPU-backend stats, made by pack when absent
+#   ffmpeg-cache-vmaf.tar.xz, ffmpeg-cache-butteraugli.tar.xz  (vmaf, butteraugli) the
+#                 FFmpeg outputs of vmaf_reference and butteraugli_crate, which the machine
+#                 cannot make (11 and 4 MiB): `scripts/gpu-all.sh pack-ffmpeg-cache` runs those
+#                 tests here with GPUMETRICS_FFMPEG_CACHE (engine/tests/common)
+#   whl           (ssim) the pytorch-msssim wheel
+#   lv            (libvmaf) laid out by hand, see step_libvmaf
 #
 # Examples:
 #   scripts/gpu-all.sh pack vmaf                  # here; then on the GPU machine:
@@ -79,22 +87,40 @@ bins() {
   esac
 }
 
+# The inputs of a step (folders of .gpu/inputs).
+inputs() {
+  case $1 in
+    cudamem | colour | cli) echo "$1" ;;
+    ssim) echo whl ;;
+    butteraugli | vmaf) echo "ffmpeg-cache-$1.tar.xz" ;;
+    libvmaf) echo lv ;;
+  esac
+}
+
 # Whether a step runs GStreamer (the plugin and the kit are packed for it).
 uses_gst() { case $1 in selftest | throughput | libvmaf) return 1 ;; *) return 0 ;; esac; }
 
 pack() {
   set -e
-  local steps=("$@") specs=() s gst=0 plugins=""
+  local steps=("$@") specs=() s gst=0
+  # The GStreamer plugins of the kit: what the element tests and the videotestsrc pipelines
+  # use (a lean kit, 18 MiB); decoding files adds gpu-kit's defaults, cudamem openh264.
+  local plugins="coreelements videotestsrc videoconvertscale videorate app nvcodec"
   [ ${#steps[@]} -gt 0 ] || read -ra steps <<<"$ALL_STEPS"
   for s in "${steps[@]}"; do bins "$s" >/dev/null; done
   for s in "${steps[@]}"; do
     read -ra more <<<"$(bins "$s")"
     specs+=("${more[@]}")
     if uses_gst "$s"; then gst=1; fi
-    [ "$s" = cudamem ] && plugins=openh264
+    case $s in
+      cudamem | colour | cli)
+        plugins="$plugins debug playback typefindfunctions matroska isomp4 videoparsersbad rawparse"
+        plugins="$plugins y4mdec png pbtypes" ;;
+    esac
+    [ "$s" = cudamem ] && plugins="$plugins openh264"
   done
   mkdir -p $d
-  rm -rf $B
+  rm -rf $B $d/plugin $d/gst $d/data
   if [ ${#specs[@]} -gt 0 ]; then
     read -ra specs <<<"$(printf '%s\n' "${specs[@]}" | sort -u | tr '\n' ' ')"
     scripts/gpu-pack.sh $B "${specs[@]}"
@@ -108,42 +134,58 @@ pack() {
     local extra
     extra=$(ls $B/*_element $B/element $B/harness $B/hardening $B/cuda_context $B/no_gstcuda \
       $B/psnr_ffmpeg $B/gpumetrics 2>/dev/null | tr '\n' ' ' || true)
-    rm -rf $d/gst
-    EXTRA="$extra" PLUGINS="${PLUGINS:-coreelements videotestsrc videoconvertscale videorate app
-      nvcodec debug playback typefindfunctions matroska isomp4 videoparsersbad rawparse y4mdec png
-      pbtypes $plugins}" ../shared/tools/gpu-kit $d/gst
+    read -ra plugins <<<"$(printf '%s\n' $plugins | sort -u | tr '\n' ' ')"
+    EXTRA="$extra" PLUGINS="${PLUGINS:-${plugins[*]}}" ../shared/tools/gpu-kit $d/gst
   fi
   pwd >$d/build-root
   echo "${steps[*]}" >$d/steps
+  # Inputs: made in .gpu/inputs where a script can make them, then copied in for the steps
+  # packed (only those travel).
+  local in=.gpu/inputs name
   for s in "${steps[@]}"; do
     case $s in
-      cudamem) [ -f $d/data/cudamem/avdec.jsonl ] || make_cudamem_clips $d/data/cudamem ;;
-      colour) [ -f $d/data/colour/pq-cpu.jsonl ] || scripts/make-colour-clips.sh $d/data/colour ;;
-      cli) [ -f $d/data/cli/dist.mp4 ] || make_cli_clips $d/data/cli ;;
-      libvmaf) [ -d $d/data/lv/src ] || echo "gpu-all: libvmaf needs $d/data/lv laid out by hand (see step_libvmaf)" ;;
+      cudamem) [ -f $in/cudamem/avdec.jsonl ] || make_cudamem_clips $in/cudamem ;;
+      colour) [ -f $in/colour/pq-cpu.jsonl ] || scripts/make-colour-clips.sh $in/colour ;;
+      cli) [ -f $in/cli/dist.mp4 ] || make_cli_clips $in/cli ;;
     esac
+    for name in $(inputs "$s"); do
+      if [ -e $d/data/$name ]; then
+        :
+      elif [ -e $in/$name ]; then
+        mkdir -p $d/data && cp -r $in/$name $d/data/
+      else
+        echo "gpu-all: no $in/$name: step $s runs without it (see the header)"
+      fi
+    done
   done
-  du -sh $d
-  local kib
-  kib=$(du -sk $d | cut -f1)
-  if [ "$kib" -gt $((64 * 1024)) ]; then
-    echo "gpu-all: $d is $((kib / 1024)) MiB, more than the 64 MiB the device tool carries:" \
-      "pack fewer steps per call" >&2
+  # The device tool carries at most 64 MiB: the working tree that travels (tracked and
+  # untracked, not ignored files) and the carried folders together.
+  local tree packed
+  tree=$( (git ls-files -z; git ls-files -z -o --exclude-standard) | xargs -0 du -cb 2>/dev/null | tail -1 | cut -f1)
+  packed=$(du -sb $d | cut -f1)
+  echo "gpu-all: $d is $((packed / 1048576)) MiB, the working tree $((tree / 1048576)) MiB" \
+    "(the device tool carries 64 MiB in all); steps: ${steps[*]}"
+  if [ $((packed + tree)) -gt $((64 * 1048576)) ]; then
+    echo "gpu-all: too large for one call: pack fewer steps per call (the header lists a split)" >&2
     exit 1
   fi
 }
 
-# cudamem's clips: x264 constrained-baseline 1080p30, 10 s of moving SMPTE bars with a time
-# overlay, 4000 (reference) and 800 (distorted) kbit/s in MP4, and the stats of their
-# comparison decoded by avdec_h264 on the CPU backend here, for the GPU run to equal.
+# cudamem's clips: x264 constrained-baseline 1080p30, 10 s of moving SMPTE bars (with a time
+# overlay where GStreamer has pango), 4000 (reference) and 800 (distorted) kbit/s in MP4, and
+# the stats of their comparison decoded by avdec_h264 on the CPU backend here, for the GPU
+# run to equal.
 make_cudamem_clips() {
-  local dir=$1 c rate
+  local dir=$1 c rate overlay=""
   mkdir -p "$dir"
-  export GST_PLUGIN_PATH=$PWD/${CARGO_TARGET_DIR:-target}/release
+  # The recorded runs' clips had a time overlay (pango); without it the bars still move.
+  gst-inspect-1.0 timeoverlay >/dev/null 2>&1 && overlay="timeoverlay !"
+  GST_PLUGIN_PATH=$(cd "${CARGO_TARGET_DIR:-target}/release" && pwd)
+  export GST_PLUGIN_PATH
   for c in ref dist; do
     rate=4000; [ $c = dist ] && rate=800
     gst-launch-1.0 -q videotestsrc pattern=smpte horizontal-speed=7 num-buffers=300 ! \
-      video/x-raw,width=1920,height=1080,framerate=30/1,format=I420 ! timeoverlay ! \
+      video/x-raw,width=1920,height=1080,framerate=30/1,format=I420 ! $overlay \
       x264enc speed-preset=veryfast key-int-max=60 bitrate=$rate ! \
       video/x-h264,profile=constrained-baseline ! mp4mux ! filesink location="$dir/$c.mp4"
   done
@@ -169,11 +211,14 @@ case ${1:-} in
   pack) shift; pack "$@"; exit ;;
   pack-ffmpeg-cache)
     set -e
-    cache=$PWD/$d/data/ffmpeg-cache
-    mkdir -p "$cache"
-    GPUMETRICS_FFMPEG_CACHE=$cache cargo test --release -p gpumetrics-engine \
-      --test vmaf_reference --test butteraugli_crate
-    du -sh "$cache"
+    mkdir -p .gpu/inputs
+    for t in vmaf:vmaf_reference butteraugli:butteraugli_crate; do
+      cache=$(mktemp -d)
+      GPUMETRICS_FFMPEG_CACHE=$cache cargo test --release -p gpumetrics-engine --test "${t#*:}"
+      tar -cJf ".gpu/inputs/ffmpeg-cache-${t%%:*}.tar.xz" -C "$cache" .
+      rm -rf "$cache"
+    done
+    ls -l .gpu/inputs/ffmpeg-cache-*.tar.xz
     exit ;;
 esac
 
@@ -245,6 +290,12 @@ throughput() {
   bench && need $B/throughput || return 0
   step "throughput of $1 (frames in GPU memory and in system memory)"
   run $B/throughput --seconds 2 --no-cpu --sizes 1080p,2160p --metrics "$1"
+}
+# ffmpeg_cache NAME: unpacks data/ffmpeg-cache-NAME.tar.xz and prints its folder, if packed.
+ffmpeg_cache() {
+  local f=$d/data/ffmpeg-cache-$1.tar.xz dir=/tmp/ffmpeg-cache-$1
+  [ -f "$f" ] || { echo "skipped: no $f (scripts/gpu-all.sh pack-ffmpeg-cache)" >&2; return 1; }
+  mkdir -p $dir && tar -xJf "$f" -C $dir && echo $dir
 }
 # ncu_kernels REGEX COUNT METRIC [NCU_METRICS]: ncu's time of each kernel of one 1080p pair.
 ncu_kernels() {
@@ -329,9 +380,10 @@ step_butteraugli() {
     BUTTERAUGLI_MAX_SIDE=257 sanitize "memcheck racecheck synccheck" \
       $B/butteraugli_cuda --ignored cuda_matches_cpu
   fi
-  if [ -d $d/data/ffmpeg-cache ] && need $B/butteraugli_crate; then
+  local cache
+  if cache=$(ffmpeg_cache butteraugli) && need $B/butteraugli_crate; then
     step "Butteraugli on device frames vs the butteraugli crate (butteraugli_crate, cached FFmpeg outputs)"
-    GPUMETRICS_FFMPEG_CACHE=$PWD/$d/data/ffmpeg-cache BUTTERAUGLI_BACKEND=cuda \
+    GPUMETRICS_FFMPEG_CACHE=$cache BUTTERAUGLI_BACKEND=cuda \
       run $B/butteraugli_crate --nocapture --test-threads 1
   fi
   element_tests butteraugli_element
@@ -349,9 +401,10 @@ step_vmaf() {
     step "VMAF: CUDA vs CPU on synthetic sequences, host and device frames (equal records)"
     run $B/vmaf_cuda --ignored --nocapture
   fi
-  if [ -d $d/data/ffmpeg-cache ] && need $B/vmaf_reference; then
+  local cache
+  if cache=$(ffmpeg_cache vmaf) && need $B/vmaf_reference; then
     step "VMAF on the CUDA backend vs libvmaf's vmaf tool (vmaf_reference, cached FFmpeg outputs)"
-    GPUMETRICS_FFMPEG_CACHE=$PWD/$d/data/ffmpeg-cache GPUMETRICS_TEST_BACKEND=cuda \
+    GPUMETRICS_FFMPEG_CACHE=$cache GPUMETRICS_TEST_BACKEND=cuda \
       run $B/vmaf_reference --nocapture --test-threads 1
   fi
   element_tests vmaf_element

@@ -8,7 +8,8 @@
 set -euo pipefail
 dir=${1:-.gpu/all/data/colour}
 mkdir -p "$dir"
-export GST_PLUGIN_PATH=$PWD/${CARGO_TARGET_DIR:-target}/release
+GST_PLUGIN_PATH=$(cd "${CARGO_TARGET_DIR:-target}/release" && pwd)
+export GST_PLUGIN_PATH
 for q in 12 34; do
   for kind in sdr pq; do
     if [ $kind = sdr ]; then tags=colorprim=bt709:transfer=bt709:colormatrix=bt709
