@@ -1,39 +1,629 @@
 #!/usr/bin/env bash
-# Every GPU check of the engine and the element in one run on the GPU machine (see
-# ../shared/docs/GPU-MACHINE.md), from the repo root, with .gpu/all carried:
-#   scripts/gpu-pack.sh .gpu/all/bin gpumetrics-engine:test:cuda_kernels \
-#     gpumetrics-engine:test:cuda_vs_cpu gpumetrics-engine:test:cuda_ssim \
-#     gpumetrics-engine:test:ssimulacra2_cuda gpumetrics-engine:test:butteraugli_cuda \
-#     gpumetrics-engine:test:cuda_external gpumetrics-engine:bench:throughput \
-#     gst-plugin-gpumetrics:test:element gst-plugin-gpumetrics:test:ssimulacra2_element \
-#     gst-plugin-gpumetrics:test:butteraugli_element
-#   EXTRA=.gpu/all/bin/element ../shared/tools/gpu-kit .gpu/all/gst
-# Kernels against the host build (and under memcheck, racecheck, synccheck), each metric's
-# CUDA suite, the element tests with backend=cuda, and the throughput of every metric.
-# SKIP_SANITIZERS=1 leaves the sanitizers out. Logs go to $OUT.
-d=.gpu/all kit=.gpu/all/gst
-source scripts/gpu-common.sh
+# The one entry point for the GPU machine: every GPU check and benchmark of gpumetrics, as
+# named steps. The machine has no Rust, no FFmpeg and no network (../shared/docs/GPU-MACHINE.md),
+# so the script has two halves: `pack` on this machine, the steps there.
+#
+# 1. Here, from the repository root (release build; /.gpu/ is ignored by .gitignore):
+#      scripts/gpu-all.sh pack [STEP...]
+#    builds what the steps need and lays it out in .gpu/all: bin/ (test, bench and example
+#    binaries, stripped, by scripts/gpu-pack.sh), plugin/libgstgpumetrics.so and gst/ (the
+#    GStreamer runtime of ../shared/tools/gpu-kit) when a step uses GStreamer, build-root (the
+#    tree the tests were built in: they read tests/data through it), and data/ with the inputs
+#    of the steps packed, copied from .gpu/inputs/ (which pack fills where it can; see the
+#    steps). No STEP: every step. The device tool carries 64 MiB in all (working tree
+#    included), which every step at once exceeds: pack fails when too large. Four calls that
+#    fit, with every input made (about 57, 48, 50 and 49 MiB with the working tree):
+#      selftest psnr ssim butteraugli | vmaf throughput | ssimulacra2 element | cudamem colour cli
+# 2. There, with the device tool: `run` with carry [".gpu/all"] and the command
+#      bash scripts/gpu-all.sh [STEP...]
+#    (no STEP: the steps last packed; a step whose inputs were not packed says "skipped"). Each
+#    step prints a "=== title" header; a failed command prints FAILED and the script goes on,
+#    exiting 1 at the end. The whole output is also written to $OUT/gpu-all.log.
+#    Record what it printed in docs/GPU-RUNS.md and docs/BENCHMARKS.md (newest run first).
+#
+# Steps (the per-metric ones: that metric's kernel checks under compute-sanitizer, its CUDA
+# suite against the CPU backend, its element tests with backend=cuda, its throughput, ncu's
+# time per kernel of one 1080p pair, and its comparisons with other implementations):
+#   selftest     the toolchain's own kernels (cuda_kernels selftest::), every kernel has a check
+#   psnr         cuda_kernels psnr::, cuda_vs_cpu, cuda_external, psnr_ffmpeg
+#   ssim         cuda_kernels ssim::, cuda_ssim, ssim_reference, ssim_element; pytorch-msssim
+#                on the same GPU when data/whl/ holds its wheel (pip download pytorch-msssim)
+#   ssimulacra2  cuda_kernels ssimulacra2::, ssimulacra2_cuda (every colorimetry, device
+#                memory), ssimulacra2_element, the crates on all cores (bench_crates)
+#   butteraugli  cuda_kernels butteraugli::, butteraugli_cuda, butteraugli_element, the crate
+#                on all cores; butteraugli_crate on device frames with the FFmpeg cache
+#   vmaf         cuda_kernels vmaf::, vmaf_cuda, vmaf_element; vmaf_reference on the CUDA
+#                backend with the FFmpeg cache
+#   element      the element's suites with backend=cuda (element, harness, hardening,
+#                cuda_context, no_gstcuda), cpu-vs-cuda pipelines, bad property values,
+#                cudaupload memory under memcheck
+#   throughput   every metric and all together, 1080p and 2160p, device and host frames
+#   cudamem      NVDEC zero-copy into the element (data/cudamem: pack makes the clips)
+#   colour       NVDEC HEVC Main10 against the CPU backend (data/colour: pack makes the clips)
+#   cli          the gpumetrics command on two 1080p files (data/cli: pack makes the clips)
+#   libvmaf      libvmaf 3.1.0 built with CUDA there and timed (data/lv: laid out by hand,
+#                see step_libvmaf)
+# Inputs (.gpu/inputs/NAME, copied to .gpu/all/data/NAME for the steps that use them):
+#   cudamem, colour, cli  clips and their CPU-backend stats, made by pack when absent
+#   ffmpeg-cache-vmaf.tar.xz, ffmpeg-cache-butteraugli.tar.xz  (vmaf, butteraugli) the
+#                 FFmpeg outputs of vmaf_reference and butteraugli_crate, which the machine
+#                 cannot make (11 and 4 MiB): `scripts/gpu-all.sh pack-ffmpeg-cache` runs those
+#                 tests here with GPUMETRICS_FFMPEG_CACHE (engine/tests/common)
+#   whl           (ssim) the pytorch-msssim wheel
+#   lv            (libvmaf) laid out by hand, see step_libvmaf
+#
+# Examples:
+#   scripts/gpu-all.sh pack vmaf                  # here; then on the GPU machine:
+#   bash scripts/gpu-all.sh vmaf                  # VMAF only
+#   SKIP_SANITIZERS=1 SKIP_BENCH=1 bash scripts/gpu-all.sh   # correctness only, faster
+# Variables: SKIP_SANITIZERS=1 (no compute-sanitizer), SANITIZERS="memcheck racecheck"
+# (the tools for the kernel checks; default memcheck racecheck synccheck initcheck),
+# SKIP_BENCH=1 (no throughput, crates, pytorch, ncu), BUILD_ROOT (default: .gpu/all/build-root),
+# GPUMETRICS_KERNEL_SEED (cuda_kernels' random seed).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+d=.gpu/all
 B=$d/bin
-kernels() { "$@" $B/cuda_kernels --ignored --test-threads 1; }
+ALL_STEPS="selftest psnr ssim ssimulacra2 butteraugli vmaf element throughput cudamem colour cli libvmaf"
 
-step "kernels vs host (cuda_kernels)"; run $B/cuda_kernels --ignored --test-threads 1 --nocapture
-if [ -z "${SKIP_SANITIZERS:-}" ]; then
-  for tool in memcheck racecheck synccheck; do
-    step "compute-sanitizer $tool (cuda_kernels)"
-    run kernels compute-sanitizer --tool $tool --error-exitcode 9
+# ---------------------------------------------------------------------------------------------
+# Packing (this machine)
+
+# The binaries of a step, as scripts/gpu-pack.sh specs.
+bins() {
+  local e=gpumetrics-engine g=gst-plugin-gpumetrics
+  case $1 in
+    selftest) echo $e:test:cuda_kernels ;;
+    psnr) echo $e:test:cuda_kernels $e:test:cuda_vs_cpu $e:test:cuda_external $e:bench:throughput $g:test:psnr_ffmpeg ;;
+    ssim) echo $e:test:cuda_kernels $e:test:cuda_ssim $e:test:ssim_reference $e:bench:throughput $g:test:ssim_element ;;
+    ssimulacra2) echo $e:test:cuda_kernels $e:test:ssimulacra2_cuda $e:bench:throughput $e:example:bench_crates $g:test:ssimulacra2_element ;;
+    butteraugli) echo $e:test:cuda_kernels $e:test:butteraugli_cuda $e:test:butteraugli_crate $e:bench:throughput $e:example:bench_crates $g:test:butteraugli_element ;;
+    vmaf) echo $e:test:cuda_kernels $e:test:vmaf_cuda $e:test:vmaf_reference $e:bench:throughput $g:test:vmaf_element ;;
+    element) echo $g:test:element $g:test:harness $g:test:hardening $g:test:cuda_context $g:test:no_gstcuda ;;
+    throughput) echo $e:bench:throughput ;;
+    cli) echo gpumetrics-cli:bin:gpumetrics ;;
+    cudamem | colour | libvmaf) ;;
+    *) echo "gpu-all: unknown step '$1' (steps: $ALL_STEPS)" >&2; exit 2 ;;
+  esac
+}
+
+# The inputs of a step (folders of .gpu/inputs).
+inputs() {
+  case $1 in
+    cudamem | colour | cli) echo "$1" ;;
+    ssim) echo whl ;;
+    butteraugli | vmaf) echo "ffmpeg-cache-$1.tar.xz" ;;
+    libvmaf) echo lv ;;
+  esac
+}
+
+# Whether a step runs GStreamer (the plugin and the kit are packed for it).
+uses_gst() { case $1 in selftest | throughput | libvmaf) return 1 ;; *) return 0 ;; esac; }
+
+pack() {
+  set -e
+  local steps=("$@") specs=() s gst=0
+  # The GStreamer plugins of the kit: what the element tests and the videotestsrc pipelines
+  # use (a lean kit, 18 MiB); decoding files adds gpu-kit's defaults, cudamem openh264.
+  local plugins="coreelements videotestsrc videoconvertscale videorate app nvcodec"
+  [ ${#steps[@]} -gt 0 ] || read -ra steps <<<"$ALL_STEPS"
+  for s in "${steps[@]}"; do bins "$s" >/dev/null; done
+  for s in "${steps[@]}"; do
+    read -ra more <<<"$(bins "$s")"
+    specs+=("${more[@]}")
+    if uses_gst "$s"; then gst=1; fi
+    case $s in
+      cudamem | colour | cli)
+        plugins="$plugins debug playback typefindfunctions matroska isomp4 videoparsersbad rawparse"
+        plugins="$plugins y4mdec png pbtypes" ;;
+    esac
+    [ "$s" = cudamem ] && plugins="$plugins openh264"
   done
+  mkdir -p $d
+  rm -rf $B $d/plugin $d/gst $d/data
+  if [ ${#specs[@]} -gt 0 ]; then
+    read -ra specs <<<"$(printf '%s\n' "${specs[@]}" | sort -u | tr '\n' ' ')"
+    scripts/gpu-pack.sh $B "${specs[@]}"
+  fi
+  if [ $gst = 1 ]; then
+    local lib=${CARGO_TARGET_DIR:-target}/release/libgstgpumetrics.so
+    cargo build --release -p gst-plugin-gpumetrics
+    mkdir -p $d/plugin
+    cp "$lib" $d/plugin/ && strip $d/plugin/libgstgpumetrics.so
+    # The element test binaries link libgstcheck and friends: the kit takes their libraries.
+    local extra
+    extra=$(ls $B/*_element $B/element $B/harness $B/hardening $B/cuda_context $B/no_gstcuda \
+      $B/psnr_ffmpeg $B/gpumetrics 2>/dev/null | tr '\n' ' ' || true)
+    read -ra plugins <<<"$(printf '%s\n' $plugins | sort -u | tr '\n' ' ')"
+    EXTRA="$extra" PLUGINS="${PLUGINS:-${plugins[*]}}" ../shared/tools/gpu-kit $d/gst
+  fi
+  pwd >$d/build-root
+  echo "${steps[*]}" >$d/steps
+  # Inputs: made in .gpu/inputs where a script can make them, then copied in for the steps
+  # packed (only those travel).
+  local in=.gpu/inputs name
+  for s in "${steps[@]}"; do
+    case $s in
+      cudamem) [ -f $in/cudamem/avdec.jsonl ] || make_cudamem_clips $in/cudamem ;;
+      colour) [ -f $in/colour/pq-cpu.jsonl ] || scripts/make-colour-clips.sh $in/colour ;;
+      cli) [ -f $in/cli/dist.mp4 ] || make_cli_clips $in/cli ;;
+    esac
+    for name in $(inputs "$s"); do
+      if [ -e $d/data/$name ]; then
+        :
+      elif [ -e $in/$name ]; then
+        mkdir -p $d/data && cp -r $in/$name $d/data/
+      else
+        echo "gpu-all: no $in/$name: step $s runs without it (see the header)"
+      fi
+    done
+  done
+  # The device tool carries at most 64 MiB: the working tree that travels (tracked and
+  # untracked, not ignored files) and the carried folders together.
+  local tree packed
+  tree=$( (git ls-files -z; git ls-files -z -o --exclude-standard) | xargs -0 du -cb 2>/dev/null | tail -1 | cut -f1)
+  packed=$(du -sb $d | cut -f1)
+  echo "gpu-all: $d is $((packed / 1048576)) MiB, the working tree $((tree / 1048576)) MiB" \
+    "(the device tool carries 64 MiB in all); steps: ${steps[*]}"
+  if [ $((packed + tree)) -gt $((64 * 1048576)) ]; then
+    echo "gpu-all: too large for one call: pack fewer steps per call (the header lists a split)" >&2
+    exit 1
+  fi
+}
+
+# cudamem's clips: x264 constrained-baseline 1080p30, 10 s of moving SMPTE bars (with a time
+# overlay where GStreamer has pango), 4000 (reference) and 800 (distorted) kbit/s in MP4, and
+# the stats of their comparison decoded by avdec_h264 on the CPU backend here, for the GPU
+# run to equal.
+make_cudamem_clips() {
+  local dir=$1 c rate overlay=""
+  mkdir -p "$dir"
+  # The recorded runs' clips had a time overlay (pango); without it the bars still move.
+  gst-inspect-1.0 timeoverlay >/dev/null 2>&1 && overlay="timeoverlay !"
+  GST_PLUGIN_PATH=$(cd "${CARGO_TARGET_DIR:-target}/release" && pwd)
+  export GST_PLUGIN_PATH
+  for c in ref dist; do
+    rate=4000; [ $c = dist ] && rate=800
+    gst-launch-1.0 -q videotestsrc pattern=smpte horizontal-speed=7 num-buffers=300 ! \
+      video/x-raw,width=1920,height=1080,framerate=30/1,format=I420 ! $overlay \
+      x264enc speed-preset=veryfast key-int-max=60 bitrate=$rate ! \
+      video/x-h264,profile=constrained-baseline ! mp4mux ! filesink location="$dir/$c.mp4"
+  done
+  gst-launch-1.0 -q \
+    filesrc location="$dir/ref.mp4" ! parsebin ! avdec_h264 ! queue ! m.ref_sink \
+    filesrc location="$dir/dist.mp4" ! parsebin ! avdec_h264 ! queue ! m.dist_sink \
+    gpumetrics name=m backend=cpu stats-file="$dir/avdec.jsonl" ! fakesink
+  ls -l "$dir"
+}
+
+# cli's clips: 150 frames of FFmpeg's testsrc2, 1080p30, x264 crf 16 and 800 kbit/s.
+make_cli_clips() {
+  local dir=$1
+  mkdir -p "$dir"
+  ffmpeg -hide_banner -v error -y -f lavfi -i testsrc2=size=1920x1080:rate=30 -frames:v 150 \
+    -pix_fmt yuv420p -c:v libx264 -preset veryfast -crf 16 "$dir/ref.mp4"
+  ffmpeg -hide_banner -v error -y -f lavfi -i testsrc2=size=1920x1080:rate=30 -frames:v 150 \
+    -pix_fmt yuv420p -c:v libx264 -preset veryfast -b:v 800k "$dir/dist.mp4"
+  ls -l "$dir"
+}
+
+case ${1:-} in
+  pack) shift; pack "$@"; exit ;;
+  pack-ffmpeg-cache)
+    set -e
+    mkdir -p .gpu/inputs
+    for t in vmaf:vmaf_reference butteraugli:butteraugli_crate; do
+      cache=$(mktemp -d)
+      GPUMETRICS_FFMPEG_CACHE=$cache cargo test --release -p gpumetrics-engine --test "${t#*:}"
+      tar -cJf ".gpu/inputs/ffmpeg-cache-${t%%:*}.tar.xz" -C "$cache" .
+      rm -rf "$cache"
+    done
+    ls -l .gpu/inputs/ffmpeg-cache-*.tar.xz
+    exit ;;
+esac
+
+# ---------------------------------------------------------------------------------------------
+# Steps (the GPU machine)
+
+out=${OUT:-/tmp}
+exec > >(tee "$out/gpu-all.log") 2>&1
+BUILD_ROOT=${BUILD_ROOT:-$(cat $d/build-root 2>/dev/null || echo /work/main)}
+# The tests read their data through the tree they were built in: link it to this one.
+[ -e "$BUILD_ROOT" ] || { mkdir -p "$(dirname "$BUILD_ROOT")" && ln -s "$PWD" "$BUILD_ROOT"; }
+export PATH=$PATH:/usr/local/cuda/bin
+export GST_DEBUG_NO_COLOR=1
+if [ -f $d/gst/env.sh ]; then
+  source $d/gst/env.sh
+  export GST_PLUGIN_PATH=$PWD/$d/plugin
 fi
-for t in cuda_vs_cpu cuda_ssim cuda_external; do
-  step "engine CUDA suite $t"; run $B/$t --ignored --test-threads 1
+
+fail=0
+step() { echo; echo "=== $*"; }
+# run COMMAND...: runs it; a failure is printed and recorded, and the script goes on.
+run() { "$@" || { echo "FAILED ($?): $*"; fail=1; }; }
+# need FILE...: whether every file was packed (binaries, plugin, kit); a missing one fails.
+need() {
+  local f
+  for f in "$@"; do
+    [ -e "$f" ] || { echo "FAILED: $f was not packed (scripts/gpu-all.sh pack ${current:-})"; fail=1; return 1; }
+  done
+}
+# have FILE...: whether the optional inputs are there; otherwise says what is skipped.
+have() {
+  local f
+  for f in "$@"; do
+    [ -e "$f" ] || { echo "skipped: no $f (see the header of scripts/gpu-all.sh)"; return 1; }
+  done
+}
+bench() { [ -z "${SKIP_BENCH:-}" ]; }
+# sanitize TOOLS COMMAND...: COMMAND under each compute-sanitizer tool in TOOLS.
+sanitize() {
+  local tools=$1 tool
+  shift
+  [ -n "${SKIP_SANITIZERS:-}" ] && return 0
+  command -v compute-sanitizer >/dev/null || { echo "FAILED: no compute-sanitizer"; fail=1; return 0; }
+  for tool in $tools; do
+    step "compute-sanitizer $tool: ${*#"$B"/}"
+    run compute-sanitizer --tool "$tool" --error-exitcode 9 "$@"
+  done
+}
+# kernels MODULE: MODULE's checks of cuda_kernels (every kernel against the host build of the
+# same code; one row per check), then under compute-sanitizer.
+kernels() {
+  need $B/cuda_kernels || return 0
+  step "$1 kernels against the host build (cuda_kernels --ignored $1::)"
+  run $B/cuda_kernels --ignored --test-threads 1 --nocapture "$1::"
+  sanitize "${SANITIZERS:-memcheck racecheck synccheck initcheck}" \
+    $B/cuda_kernels --ignored --test-threads 1 "$1::"
+}
+# element_tests NAME...: the element's test binaries with backend=cuda.
+element_tests() {
+  local t
+  for t in "$@"; do
+    need $B/$t $d/gst/env.sh || continue
+    step "element tests ($t) with backend=cuda"
+    GPUMETRICS_TEST_BACKEND=cuda run $B/$t --test-threads 2
+  done
+}
+# throughput METRICS: pairs/s at 1080p and 2160p, frames in GPU memory and in system memory.
+throughput() {
+  bench && need $B/throughput || return 0
+  step "throughput of $1 (frames in GPU memory and in system memory)"
+  run $B/throughput --seconds 2 --no-cpu --sizes 1080p,2160p --metrics "$1"
+}
+# ffmpeg_cache NAME: unpacks data/ffmpeg-cache-NAME.tar.xz and prints its folder, if packed.
+ffmpeg_cache() {
+  local f=$d/data/ffmpeg-cache-$1.tar.xz dir=/tmp/ffmpeg-cache-$1
+  [ -f "$f" ] || { echo "skipped: no $f (scripts/gpu-all.sh pack-ffmpeg-cache)" >&2; return 1; }
+  mkdir -p $dir && tar -xJf "$f" -C $dir && echo $dir
+}
+# ncu_kernels REGEX COUNT METRIC [NCU_METRICS]: ncu's time of each kernel of one 1080p pair.
+ncu_kernels() {
+  bench && need $B/throughput || return 0
+  command -v ncu >/dev/null || { echo "skipped: no ncu"; return 0; }
+  step "ncu: the $1 kernels of one 1080p pair ($3)"
+  ncu --clock-control none -k "regex:$1" -c "$2" --metrics "${4:-gpu__time_duration.sum}" \
+    $B/throughput --seconds 0.05 --sizes 1080p --no-cpu --metrics "$3" 2>&1 |
+    grep -E "^  $1|gpu__time|dram__|sm__|launch__" | head -80
+}
+
+step_selftest() {
+  need $B/cuda_kernels || return 0
+  step "every kernel has a check, every check a kernel (cuda_kernels, no GPU needed)"
+  run $B/cuda_kernels --test-threads 1
+  kernels selftest
+}
+
+step_psnr() {
+  kernels psnr
+  if need $B/cuda_vs_cpu; then
+    step "PSNR: CUDA vs CPU, every format pair and size, host and device frames (cuda_vs_cpu)"
+    run $B/cuda_vs_cpu --ignored --nocapture --test-threads 1
+    sanitize memcheck $B/cuda_vs_cpu --ignored device_frames
+  fi
+  if need $B/cuda_external; then
+    step "the engine in an external CUDA context, device and host frames (cuda_external)"
+    run $B/cuda_external --ignored --test-threads 1
+  fi
+  element_tests psnr_ffmpeg
+  throughput psnr
+  ncu_kernels psnr_sse 5 psnr gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed
+}
+
+step_ssim() {
+  kernels ssim
+  if need $B/cuda_ssim; then
+    step "SSIM, MS-SSIM: CUDA vs CPU, every format (cuda_ssim)"
+    run $B/cuda_ssim --ignored --nocapture --test-threads 1
+    sanitize memcheck $B/cuda_ssim --ignored device_frames
+  fi
+  if need $B/ssim_reference; then
+    step "SSIM, MS-SSIM on the CUDA backend vs scikit-image and pytorch-msssim (ssim_reference)"
+    run $B/ssim_reference --ignored --nocapture cuda_
+  fi
+  element_tests ssim_element
+  throughput ssim,ms-ssim
+  if bench && ls $d/data/whl/*.whl >/dev/null 2>&1; then
+    step "pytorch-msssim on the same GPU"
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site \
+      $d/data/whl/*.whl && PYTHONPATH=/tmp/site run python3 scripts/bench_pytorch_msssim.py --seconds 1
+  fi
+  ncu_kernels ssim_scale 5 ms-ssim gpu__time_duration.sum,sm__throughput.avg.pct_of_peak_sustained_elapsed,launch__grid_size,sm__warps_active.avg.pct_of_peak_sustained_active
+}
+
+step_ssimulacra2() {
+  kernels ssimulacra2
+  if need $B/ssimulacra2_cuda; then
+    step "SSIMULACRA2: device memory of one 1080p engine (alone in its process)"
+    run $B/ssimulacra2_cuda --ignored --nocapture device_memory_at_1080p
+    step "SSIMULACRA2: CUDA vs CPU, every format and size, every colorimetry, device frames"
+    run $B/ssimulacra2_cuda --ignored --nocapture --test-threads 1 cuda_matches_cpu
+    sanitize memcheck $B/ssimulacra2_cuda --ignored --test-threads 1 cuda_matches_cpu
+    sanitize racecheck $B/ssimulacra2_cuda --ignored every_colorimetry
+  fi
+  element_tests ssimulacra2_element
+  throughput ssimulacra2
+  if bench && need $B/bench_crates; then
+    step "the ssimulacra2 and fast-ssim2 crates on all cores, same machine"
+    run $B/bench_crates 2 ssimulacra2
+  fi
+  ncu_kernels ssimu2 8 ssimulacra2
+}
+
+step_butteraugli() {
+  kernels butteraugli
+  if need $B/butteraugli_cuda; then
+    step "Butteraugli: device memory per engine (alone in its process)"
+    run $B/butteraugli_cuda --ignored --nocapture device_memory
+    step "Butteraugli: CUDA vs CPU, 8x8 to 2160p, host and device frames"
+    run $B/butteraugli_cuda --ignored --nocapture cuda_matches_cpu
+    BUTTERAUGLI_MAX_SIDE=257 sanitize "memcheck racecheck synccheck" \
+      $B/butteraugli_cuda --ignored cuda_matches_cpu
+  fi
+  local cache
+  if cache=$(ffmpeg_cache butteraugli) && need $B/butteraugli_crate; then
+    step "Butteraugli on device frames vs the butteraugli crate (butteraugli_crate, cached FFmpeg outputs)"
+    GPUMETRICS_FFMPEG_CACHE=$cache BUTTERAUGLI_BACKEND=cuda \
+      run $B/butteraugli_crate --nocapture --test-threads 1
+  fi
+  element_tests butteraugli_element
+  throughput butteraugli
+  if bench && need $B/bench_crates; then
+    step "the butteraugli crate on all cores, same machine"
+    run $B/bench_crates 3 butteraugli
+  fi
+  ncu_kernels ba_ 29 butteraugli
+}
+
+step_vmaf() {
+  kernels vmaf
+  if need $B/vmaf_cuda; then
+    step "VMAF: CUDA vs CPU on synthetic sequences, host and device frames (equal records)"
+    run $B/vmaf_cuda --ignored --nocapture
+  fi
+  local cache
+  if cache=$(ffmpeg_cache vmaf) && need $B/vmaf_reference; then
+    step "VMAF on the CUDA backend vs libvmaf's vmaf tool (vmaf_reference, cached FFmpeg outputs)"
+    GPUMETRICS_FFMPEG_CACHE=$cache GPUMETRICS_TEST_BACKEND=cuda \
+      run $B/vmaf_reference --nocapture --test-threads 1
+  fi
+  element_tests vmaf_element
+  throughput vmaf
+  ncu_kernels vmaf 40 vmaf
+}
+
+step_element() {
+  need $d/gst/env.sh $d/plugin/libgstgpumetrics.so || return 0
+  step "plugin"
+  gst-inspect-1.0 gpumetrics | grep -E "Long-name|Version" || fail=1
+  element_tests element harness hardening cuda_context no_gstcuda
+  if need $B/hardening; then
+    step "the CUDA-memory hardening cases, with their output (they say 'skipped' where they cannot run)"
+    GPUMETRICS_TEST_BACKEND=cuda run $B/hardening --test-threads 1 --nocapture cuda_memory
+    GPUMETRICS_TEST_BACKEND=cuda sanitize memcheck $B/hardening --test-threads 1 refused
+  fi
+  step "pipelines: backend=cpu vs backend=cuda give identical stats files"
+  local fmt b
+  for fmt in I420 NV12 I420_10LE P010_10LE BGRx; do
+    for b in cpu cuda; do
+      gst-launch-1.0 -q \
+        videotestsrc pattern=zone-plate kx2=20 ky2=20 kt=1 num-buffers=30 ! video/x-raw,format=$fmt,width=640,height=360 ! tee name=t \
+        t. ! queue ! m.ref_sink \
+        t. ! queue ! videoscale ! video/x-raw,width=320,height=180 ! videoscale ! video/x-raw,width=640,height=360 ! queue ! m.dist_sink \
+        gpumetrics name=m backend=$b stats-file=$out/pipe-$fmt-$b.jsonl ! fakesink || fail=1
+    done
+    if cmp -s $out/pipe-$fmt-cpu.jsonl $out/pipe-$fmt-cuda.jsonl; then
+      echo "$fmt: identical stats ($(wc -l <$out/pipe-$fmt-cpu.jsonl) records)"
+    else
+      echo "$fmt: DIFFERENT"; diff $out/pipe-$fmt-cpu.jsonl $out/pipe-$fmt-cuda.jsonl | head -5; fail=1
+    fi
+  done
+  step "pairing-tolerance=-5 and 2^64-2 (refused with a message, no panic)"
+  local v
+  for v in -5 18446744073709551614; do
+    gst-launch-1.0 -q videotestsrc num-buffers=3 ! video/x-raw,width=64,height=48 ! tee name=t \
+      t. ! queue ! m.ref_sink t. ! queue ! m.dist_sink \
+      gpumetrics name=m backend=cuda pairing-tolerance=$v ! fakesink 2>&1 | head -3
+    echo "exit status: ${PIPESTATUS[0]}"
+  done
+  [ -n "${SKIP_SANITIZERS:-}" ] && return 0
+  step "compute-sanitizer memcheck: cudaupload (pitched CUDA memory, 1080p NV12) into backend=cuda"
+  run timeout 120 compute-sanitizer --tool memcheck --error-exitcode 9 gst-launch-1.0 -q \
+    videotestsrc num-buffers=20 ! video/x-raw,format=NV12,width=1920,height=1080 ! tee name=t \
+    t. ! queue ! cudaupload ! m.ref_sink t. ! queue ! cudaupload ! m.dist_sink \
+    gpumetrics name=m backend=cuda ! fakesink
+}
+
+step_throughput() {
+  bench && need $B/throughput || return 0
+  step "throughput of every metric and of all together (frames in GPU memory and in system memory)"
+  run $B/throughput --seconds 2 --no-cpu --sizes 1080p,2160p
+}
+
+step_cudamem() {
+  local c=$d/data/cudamem
+  need $d/gst/env.sh $d/plugin/libgstgpumetrics.so || return 0
+  have $c/ref.mp4 $c/dist.mp4 $c/avdec.jsonl || return 0
+  gst-inspect-1.0 nvh264dec | grep -E "Long-name" || fail=1
+  # compare NAME BACKEND REF_DECODE DIST_DECODE: stats into $out/NAME.jsonl (equal to
+  # avdec_h264 + backend=cpu), the element's INFO log (backend, contexts, memory counters).
+  compare() {
+    local name=$1 backend=$2
+    GST_DEBUG=gpumetrics:4 gst-launch-1.0 -q \
+      filesrc location=$c/ref.mp4 ! parsebin ! $3 ! queue ! m.ref_sink \
+      filesrc location=$c/dist.mp4 ! parsebin ! $4 ! queue ! m.dist_sink \
+      gpumetrics name=m backend=$backend stats-file=$out/$name.jsonl ! fakesink 2>&1 |
+      grep -E "using backend|CUDA context|frames read|copied to the host|ERROR" | sed -e 's/.*:<m> /  /'
+    if cmp -s $out/$name.jsonl $c/avdec.jsonl; then
+      echo "$name: stats identical to avdec_h264 + backend=cpu ($(wc -l <$out/$name.jsonl) records)"
+    else
+      echo "$name: stats DIFFER from avdec_h264 + backend=cpu"
+      diff <(head -3 $out/$name.jsonl) <(head -3 $c/avdec.jsonl); fail=1
+    fi
+  }
+  # `cudadownload` passes CUDA memory through when downstream accepts it (as gpumetrics
+  # does): a plain video/x-raw filter after it makes system memory.
+  step "NVDEC (CUDA memory on both pads) into backend=cuda: zero-copy"
+  compare nvdec cuda nvh264dec nvh264dec
+  step "NVDEC + cudadownload (system memory) into backend=cuda"
+  compare nvdec-download cuda "nvh264dec ! cudadownload ! video/x-raw" "nvh264dec ! cudadownload ! video/x-raw"
+  step "mixed: ref_sink CUDA memory, dist_sink system memory"
+  compare mixed cuda nvh264dec "nvh264dec ! cudadownload ! video/x-raw"
+  step "CPU decoding (openh264dec) into backend=cuda"
+  compare openh264 cuda "h264parse ! openh264dec" "h264parse ! openh264dec"
+  step "NVDEC into backend=cpu (CUDA memory mapped for the CPU: counted downloads)"
+  compare nvdec-cpu cpu nvh264dec nvh264dec
+  step "NVDEC into backend=auto"
+  compare nvdec-auto auto nvh264dec nvh264dec
+  bench || return 0
+  step "throughput: 1080p H.264, 4 x 300 frames per input, PSNR, pairing=sequence (wall time)"
+  local f
+  for f in ref dist; do
+    gst-launch-1.0 -q filesrc location=$c/$f.mp4 ! qtdemux ! h264parse ! \
+      video/x-h264,stream-format=byte-stream ! filesink location=/tmp/$f.h264
+    cat /tmp/$f.h264 /tmp/$f.h264 /tmp/$f.h264 /tmp/$f.h264 >/tmp/${f}4.h264
+  done
+  timed() {
+    local label=$1 backend=$2 dec=$3 i t0 ms
+    for i in 1 2 3; do
+      t0=$(date +%s%N)
+      if [ "$backend" = none ]; then
+        gst-launch-1.0 -q filesrc location=/tmp/ref4.h264 ! h264parse ! $dec ! fakesink \
+          filesrc location=/tmp/dist4.h264 ! h264parse ! $dec ! fakesink || fail=1
+      else
+        gst-launch-1.0 -q filesrc location=/tmp/ref4.h264 ! h264parse ! $dec ! queue ! m.ref_sink \
+          filesrc location=/tmp/dist4.h264 ! h264parse ! $dec ! queue ! m.dist_sink \
+          gpumetrics name=m backend=$backend pairing=sequence stats-file=/tmp/bench.jsonl ! fakesink || fail=1
+      fi
+      ms=$((($(date +%s%N) - t0) / 1000000))
+      echo "  $label, run $i: $ms ms = $((1200 * 1000 / ms)) pairs/s"
+    done
+  }
+  timed "NVDEC -> gpumetrics cuda (zero-copy)" cuda nvh264dec
+  timed "NVDEC -> cudadownload -> gpumetrics cuda" cuda "nvh264dec ! cudadownload ! video/x-raw"
+  timed "openh264dec -> gpumetrics cuda" cuda openh264dec
+  timed "openh264dec -> gpumetrics cpu" cpu openh264dec
+  timed "NVDEC -> fakesink (decode only)" none nvh264dec
+  timed "openh264dec -> fakesink (decode only)" none openh264dec
+}
+
+step_colour() {
+  local c=$d/data/colour kind
+  need $d/gst/env.sh $d/plugin/libgstgpumetrics.so || return 0
+  have $c/sdr-q12.h265 $c/pq-cpu.jsonl || return 0
+  # NVDEC Main10 (P010 in CUDA memory) into backend=cuda against avdec_h265 + backend=cpu.
+  for kind in sdr pq; do
+    step "NVDEC HEVC Main10 $kind: nvh265dec (CUDA memory) + backend=cuda vs avdec_h265 + backend=cpu"
+    GST_DEBUG=gpumetrics:4 gst-launch-1.0 -v \
+      filesrc location=$c/$kind-q12.h265 ! h265parse ! nvh265dec ! queue ! m.ref_sink \
+      filesrc location=$c/$kind-q34.h265 ! h265parse ! nvh265dec ! queue ! m.dist_sink \
+      gpumetrics name=m backend=cuda metrics=psnr+ssimulacra2 pairing=sequence \
+      stats-file=$out/$kind-cuda.jsonl ! fakesink 2>&1 |
+      grep -E "nvh265dec0.GstPad:src: caps|using backend|frames read|ERROR" | sed -e 's/.*:<m> /  /' | cut -c1-260
+    python3 - "$out/$kind-cuda.jsonl" "$c/$kind-cpu.jsonl" <<'PY' || fail=1
+import json, sys
+def load(p):
+    return [json.loads(l) for l in open(p) if '"frame"' in l and '"type":"frame"' in l]
+gpu, cpu = load(sys.argv[1]), load(sys.argv[2])
+assert len(gpu) == len(cpu) == 60, (len(gpu), len(cpu))
+def num(v):
+    return float("inf") if v == "inf" else float(v)
+ds = max(abs(num(g["ssimulacra2"]) - num(c["ssimulacra2"])) for g, c in zip(gpu, cpu))
+dp = max(abs(num(g["psnr-avg"]) - num(c["psnr-avg"])) for g, c in zip(gpu, cpu))
+mean = sum(num(g["ssimulacra2"]) for g in gpu) / len(gpu)
+print(f"  {len(gpu)} pairs: ssimulacra2 mean {mean:.4f}, max |gpu - cpu| ssimulacra2 {ds:.2e}, psnr-avg {dp:.2e}")
+sys.exit(0 if ds <= 0.01 and dp == 0 else 1)
+PY
+  done
+}
+
+step_cli() {
+  local c=$d/data/cli
+  need $d/gst/env.sh $B/gpumetrics || return 0
+  have $c/ref.mp4 $c/dist.mp4 || return 0
+  step "gpumetrics command: two 1080p H.264 files, all metrics"
+  /usr/bin/time -f "wall %e s" $B/gpumetrics $c/ref.mp4 $c/dist.mp4 --metrics all -v \
+    -o $out/cli.jsonl --format jsonl 2>&1 | tail -40 || fail=1
+  step "gpumetrics command: PSNR only (decode-bound), and --fail-below"
+  /usr/bin/time -f "wall %e s" $B/gpumetrics $c/ref.mp4 $c/dist.mp4 --fail-below psnr-avg=60 2>&1 | tail -20
+  echo "exit status (expected 3): ${PIPESTATUS[0]}"
+}
+
+# libvmaf v3.1.0 (CUDA build, asm on) built and timed there next to gpumetrics' figures.
+# data/lv, laid out by hand: src/ (libvmaf's libvmaf/ and model/ folders of v3.1.0), bin/
+# (nasm and xxd from this machine: apt-get install nasm xxd), tool/ (a copy of
+# ../shared/tools/vmaf-cuda). The frames are made there without FFmpeg: windows of one random
+# buffer (motion), the distorted copy quantised to multiples of 8.
+step_libvmaf() {
+  local lv=$PWD/$d/data/lv mode extra
+  have $lv/src $lv/bin $lv/tool/build-on-gpu.sh || return 0
+  step "libvmaf 3.1.0 built with CUDA on this machine"
+  PATH=$lv/bin:$PATH bash $lv/tool/build-on-gpu.sh $lv/src /tmp/lvb 2>&1 | tail -3
+  local V=/tmp/lvb/libvmaf/build/tools/vmaf
+  run $V --version
+  nproc
+  python3 - <<'PY'
+import os
+w, h, n = 1920, 1080, 300
+size = w * h * 3 // 2
+base = os.urandom(size + 64 * n)
+table = bytes((v // 8) * 8 for v in range(256))
+with open('/tmp/r.yuv', 'wb') as r, open('/tmp/d.yuv', 'wb') as d:
+    for i in range(n):
+        f = base[64 * i : 64 * i + size]
+        r.write(f)
+        d.write(f.translate(table))
+PY
+  for mode in cuda cpu; do
+    extra=""; [ $mode = cpu ] && extra="--gpumask 1"
+    step "libvmaf $mode, 16 threads, 300 frames 1080p"
+    /usr/bin/time -f "wall %e s" $V -r /tmp/r.yuv -d /tmp/d.yuv -w 1920 -h 1080 -p 420 -b 8 \
+      --threads 16 -m version=vmaf_v0.6.1 $extra -o /tmp/$mode.json --json -q 2>&1 | tail -3
+    python3 -c "import json; d=json.load(open('/tmp/$mode.json')); print('pooled vmaf', d['pooled_metrics']['vmaf']['mean'], 'frames', len(d['frames']))"
+  done
+  step "the same, 30 frames (start-up share)"
+  head -c $((1920 * 1080 * 3 / 2 * 30)) /tmp/r.yuv >/tmp/r30.yuv
+  head -c $((1920 * 1080 * 3 / 2 * 30)) /tmp/d.yuv >/tmp/d30.yuv
+  for mode in cuda cpu; do
+    extra=""; [ $mode = cpu ] && extra="--gpumask 1"
+    /usr/bin/time -f "$mode 30 frames: wall %e s" $V -r /tmp/r30.yuv -d /tmp/d30.yuv -w 1920 -h 1080 \
+      -p 420 -b 8 --threads 16 -m version=vmaf_v0.6.1 $extra -o /dev/null -q 2>&1 | tail -1
+  done
+}
+
+steps=("$@")
+[ ${#steps[@]} -gt 0 ] || read -ra steps <<<"$(cat $d/steps 2>/dev/null || echo "$ALL_STEPS")"
+for current in "${steps[@]}"; do
+  bins "$current" >/dev/null || exit 2
 done
-step "engine CUDA suite ssimulacra2_cuda"
-run $B/ssimulacra2_cuda --ignored --test-threads 1 cuda_matches
-step "engine CUDA suite butteraugli_cuda"
-run $B/butteraugli_cuda --ignored --test-threads 1 cuda_matches_cpu
-for t in element ssimulacra2_element butteraugli_element; do
-  step "element tests ($t) with backend=cuda"
-  GPUMETRICS_TEST_BACKEND=cuda run $B/$t --test-threads 2
+step "GPU"
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader
+date -u
+echo "steps: ${steps[*]}; built in $BUILD_ROOT"
+for current in "${steps[@]}"; do
+  echo; echo "######## $current"
+  "step_$current"
 done
-step "throughput of every metric (frames in GPU memory and in system memory)"
-run $B/throughput --seconds 2 --no-cpu --sizes 1080p,2160p
+echo
+[ $fail = 0 ] && echo "gpu-all: every step passed" || echo "gpu-all: FAILURES (search the log for FAILED)"
 exit $fail

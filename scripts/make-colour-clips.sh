@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
-# Makes the clips of scripts/gpu-colour.sh in DIR (default .gpu/colour/clips): x265 Main10
+# Makes the clips of the `colour` step of scripts/gpu-all.sh in DIR (default
+# .gpu/all/data/colour; `scripts/gpu-all.sh pack colour` calls it): x265 Main10
 # 4:2:0 720p, 60 frames of FFmpeg's testsrc2 at crf 12 (reference) and 34 (distorted),
 # tagged BT.709 ("sdr") and BT.2100 PQ ("pq"), and the CPU backend's stats of each comparison
 # (avdec_h265 software decoding) for the GPU run to compare with. Needs ffmpeg and the
-# release plugin in target/release.
+# release plugin (cargo build --release -p gst-plugin-gpumetrics).
 set -euo pipefail
-dir=${1:-.gpu/colour/clips}
+dir=${1:-.gpu/all/data/colour}
 mkdir -p "$dir"
-export GST_PLUGIN_PATH=$PWD/target/release
+GST_PLUGIN_PATH=$(cd "${CARGO_TARGET_DIR:-target}/release" && pwd)
+export GST_PLUGIN_PATH
 for q in 12 34; do
   for kind in sdr pq; do
     if [ $kind = sdr ]; then tags=colorprim=bt709:transfer=bt709:colormatrix=bt709

@@ -15,52 +15,6 @@
 
 use crate::channel::{Channel, load};
 
-/// `b^n` in f64 by squaring (`n` is a constant at every call, so this unrolls).
-#[inline(always)]
-pub fn powi_f64(mut b: f64, mut n: u32) -> f64 {
-    let mut r = 1.0f64;
-    while n > 0 {
-        if n & 1 == 1 {
-            r *= b;
-        }
-        b *= b;
-        n >>= 1;
-    }
-    r
-}
-
-/// One Newton step towards the `n`-th root of `big` from `p`, in f64; the correction is
-/// small next to `p`, so an approximate reciprocal divides it.
-#[inline(always)]
-pub fn root_step(p: f64, big: f64, n: u32) -> f64 {
-    let pn1 = powi_f64(p, n - 1);
-    p - (pn1 * p - big) * gpumetrics_device::math::rcp_approx(n as f64 * pn1)
-}
-
-/// Cube root rounded like the host's `cbrt`: `std` on the host; on the GPU the hardware
-/// estimate refined by two Newton steps in f64, then rounded once.
-#[inline(always)]
-pub fn cbrtf(x: f32) -> f32 {
-    #[cfg(not(target_arch = "nvptx64"))]
-    {
-        x.cbrt()
-    }
-    #[cfg(target_arch = "nvptx64")]
-    {
-        use gpumetrics_device::math::{exp2f, log2f};
-        let a = f32::from_bits(x.to_bits() & 0x7fff_ffff);
-        if a == 0.0 || x != x || a == f32::INFINITY {
-            return x;
-        }
-        let big = a as f64;
-        let mut y = exp2f(log2f(a) * (1.0 / 3.0)) as f64;
-        for _ in 0..2 {
-            y = root_step(y, big, 3);
-        }
-        f32::from_bits((y as f32).to_bits() | (x.to_bits() & 0x8000_0000))
-    }
-}
-
 /// Colour family of a [`ColorSource`].
 pub const FAMILY_GRAY: u32 = 0;
 pub const FAMILY_YUV: u32 = 1;
@@ -528,27 +482,6 @@ mod tests {
         // Nearest: sample x >> sub, whatever the siting.
         assert_eq!(taps(5, 1, 0.5, true), (1, [0.0, 1.0, 0.0, 0.0]));
         assert_eq!(taps(0, 1, 0.5, true), (-1, [0.0, 1.0, 0.0, 0.0]));
-    }
-
-    #[test]
-    fn root_steps_converge_to_the_power() {
-        // The device path's arithmetic, run on the host from a deliberately poor estimate
-        // (relative error 1e-6, worse than the hardware's): two steps reach the f64 power.
-        let mut worst = 0.0f64;
-        for i in 1..20_000u32 {
-            let x = i as f64 / 20_000.0;
-            for (num, den) in [(12u32, 5u32), (20, 9), (1, 3)] {
-                let want = x.powf(num as f64 / den as f64);
-                let big = powi_f64(x, num);
-                let mut p = want * (1.0 + 1e-6);
-                for _ in 0..2 {
-                    p = root_step(p, big, den);
-                }
-                worst = worst.max((p / want - 1.0).abs());
-            }
-        }
-        assert!(worst < 1e-13, "{worst}");
-        assert_eq!(powi_f64(1.5, 12), 1.5f64.powi(12));
     }
 
     #[test]

@@ -1,8 +1,10 @@
 //! gpumetrics metric kernels.
 //!
-//! Each metric module holds plain per-pixel / per-row functions that build for the host (the
-//! CPU backend and `cargo test` run them) and, at its bottom, the `kernel!` declarations that
-//! `gpumetrics-build` compiles to PTX and turns into typed host launchers. See
+//! Each metric is a folder module: plain per-pixel / per-row functions that build for the
+//! host (the CPU backend and `cargo test` run them), and its `kernels.rs`, the one place of
+//! its `kernel!` declarations (with their device-only bodies) that `gpumetrics-build`
+//! compiles to PTX and turns into typed host launchers. [`selftest`], which checks the
+//! toolchain rather than a metric, declares its few kernels at its bottom. See
 //! docs/KERNELS.md.
 #![no_std]
 #![cfg_attr(target_arch = "nvptx64", feature(abi_ptx))]

@@ -1,6 +1,6 @@
 //! Small kernels that exercise the toolchain itself (parameters of every kind, static and
-//! dynamic shared memory, warp shuffles, atomics, fast math). `engine/tests/cuda_kernels.rs`
-//! runs them on the GPU and compares with the host functions below.
+//! dynamic shared memory, warp shuffles, atomics, fast math). `engine/tests/cuda_kernels/`
+//! (`selftest.rs`) runs them on the GPU and compares with the host functions below.
 
 use gpumetrics_device::math;
 

@@ -2,8 +2,7 @@
 //! GPU kernels, the tiled forms of the recursion that the kernels run included.
 
 use super::layout::{RING, VCHUNK};
-use crate::color::cbrtf;
-use gpumetrics_device::math::fmaf;
+use gpumetrics_device::math::{cbrtf, fmaf};
 
 /// Half-width N of the recursive filter: output n reads inputs n − N − 1 and n + N − 1.
 pub const IIR_N: i32 = 5;

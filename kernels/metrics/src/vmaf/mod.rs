@@ -10,8 +10,14 @@
 //! whose addresses cross the kernel boundary as `u64` in `#[repr(C)]` parameter structs.
 //! The functions compute one output pixel or one row; the CPU backend loops over them, the
 //! kernels run one thread per pixel or one block per row.
+//!
+//! - this module: [`Plane`], the edge rules, [`load`] and the kernels' block sizes;
+//! - [`vif`], [`adm`], [`motion`]: each feature's per-pixel and per-row functions and the
+//!   parameter structs of its kernels (host and GPU);
+//! - `kernels`: the GPU kernels (`vmaf_*`), device-only.
 
 pub mod adm;
+mod kernels;
 pub mod motion;
 pub mod vif;
 
@@ -104,40 +110,12 @@ pub unsafe fn load(c: &Channel, out: &Plane, x: u32, y: u32, max: u32) {
     unsafe { out.set::<u16>(x, y, v as u16) };
 }
 
-#[cfg(target_arch = "nvptx64")]
-use gpumetrics_device as dev;
-
 /// Threads per block of the per-pixel kernels (16×16 tiles).
 pub const TILE: u32 = 16;
 /// Threads per block of the per-row kernels.
 pub const ROW_BLOCK: u32 = 256;
 /// Warps per row block.
 pub const ROW_WARPS: usize = 8;
-
-gpumetrics_device::kernel! {
-    /// Copies the luma channels of a pair into `u16` planes. Launch `TILE`×`TILE` threads on
-    /// a grid covering the frame.
-    pub unsafe fn vmaf_load(
-        reference: Channel,
-        distorted: Channel,
-        ref_out: Plane,
-        dis_out: Plane,
-    ) => vmaf_load_body;
-}
-
-/// The body of the `vmaf_load` kernel (declared above).
-#[cfg(target_arch = "nvptx64")]
-#[inline(always)]
-unsafe fn vmaf_load_body(reference: Channel, distorted: Channel, ref_out: Plane, dis_out: Plane) {
-    let x = dev::block_idx_x() * TILE + dev::thread_idx_x();
-    let y = dev::block_idx_y() * TILE + dev::thread_idx_y();
-    if x < ref_out.width && y < ref_out.height {
-        unsafe {
-            load(&reference, &ref_out, x, y, reference.max);
-            load(&distorted, &dis_out, x, y, reference.max);
-        }
-    }
-}
 
 #[cfg(test)]
 mod tests {

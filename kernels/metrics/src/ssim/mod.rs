@@ -1,11 +1,14 @@
 //! SSIM and MS-SSIM: Gaussian-window moments, the ssim/cs map values and the 2×2 average
 //! pool between MS-SSIM scales. The per-pixel functions here are the only copy: the CPU
-//! backend calls them on host memory, the `ssim_scale` kernel on shared-memory tiles.
+//! backend calls them on host memory, the `ssim_scale` kernel (`kernels.rs`) on shared-memory
+//! tiles.
 //!
 //! Moments and maps are computed in f64: σ² = E[x²] − μ² cancels badly in f32 (16-bit
 //! samples square to 2^32), and the references compute in float64. The samples themselves
 //! are f32, which holds every integer sample and every 2×2-pooled value of MS-SSIM exactly
 //! (at most 16 integer bits + 2 fractional bits per pooling, 4 poolings: 24 bits).
+
+mod kernels;
 
 use crate::channel::{Channel, ChannelPair, MAX_CHANNELS, load, rescale};
 
@@ -215,182 +218,6 @@ pub fn grid(w: u32, h: u32, pool: bool) -> (u32, u32) {
         gy = gy.max(half(h).div_ceil(TILE_H / 2));
     }
     (gx, gy)
-}
-
-#[cfg(target_arch = "nvptx64")]
-use gpumetrics_device as dev;
-
-gpumetrics_device::kernel! {
-    /// SSIM at one scale: adds each pair's sums of the ssim and cs map values over its
-    /// valid region to `out[(index * SCALES + scale) * 2 ..]`, and writes the 2×2-pooled
-    /// next scale where `down_*` is set. Launch with `TILE_W`×`BLOCK_ROWS` threads and the
-    /// largest [`grid`] of the pairs, grid.z = `planes.count`. When `clear` is not null, its
-    /// first `RESULT_LEN` values are zeroed (the other result slot, for the next frame).
-    pub unsafe fn ssim_scale(planes: SsimPlanes, out: *mut f64, clear: *mut f64) => scale;
-}
-
-/// The body of the `ssim_scale` kernel (declared above).
-#[cfg(target_arch = "nvptx64")]
-#[inline(always)]
-unsafe fn scale(planes: SsimPlanes, out: *mut f64, clear: *mut f64) {
-    gpumetrics_device::shared!(static SSIM_X: [f32; IN_LEN]);
-    gpumetrics_device::shared!(static SSIM_Y: [f32; IN_LEN]);
-    gpumetrics_device::shared!(static SSIM_H: [f64; 5 * H_LEN]);
-    gpumetrics_device::shared!(static SSIM_WARP_SUMS: [f64; 2 * WARPS]);
-    let z = dev::block_idx_z();
-    if z >= planes.count {
-        return;
-    }
-    let t = dev::thread_idx_y() * TILE_W + dev::thread_idx_x();
-    if !clear.is_null() && z == 0 && dev::block_idx_x() == 0 && dev::block_idx_y() == 0 {
-        let mut i = t as usize;
-        while i < RESULT_LEN {
-            unsafe { *clear.add(i) = 0.0 };
-            i += (TILE_W * BLOCK_ROWS) as usize;
-        }
-    }
-    // Constant indices keep the parameter struct in registers.
-    let sp = match z {
-        0 => planes.pairs[0],
-        1 => planes.pairs[1],
-        _ => planes.pairs[2],
-    };
-    let p = &sp.pair;
-    let (w, h) = (p.width, p.height);
-    let (vw, vh) = (valid(w), valid(h));
-    let (bx, by) = (dev::block_idx_x(), dev::block_idx_y());
-    let x0 = (bx * TILE_W) as i64 - 1;
-    let y0 = (by * TILE_H) as i64 - 1;
-    let has_map = bx * TILE_W < vw && by * TILE_H < vh;
-    let pool = sp.down_reference != 0;
-    let has_pool = pool && bx * (TILE_W / 2) < sp.down_width && by * (TILE_H / 2) < sp.down_height;
-    if !has_map && !has_pool {
-        return; // the whole block: no barrier is skipped by part of it
-    }
-    let peak = p.reference.max;
-    let mut i = t;
-    while i < IN_W * IN_H {
-        let (ty, tx) = (i / IN_W, i % IN_W);
-        let (gx, gy) = (x0 + tx as i64, y0 + ty as i64);
-        unsafe {
-            SSIM_X.write(i as usize, sample_or_zero(&p.reference, w, h, gx, gy, peak));
-            SSIM_Y.write(i as usize, sample_or_zero(&p.distorted, w, h, gx, gy, peak));
-        }
-        i += TILE_W * BLOCK_ROWS;
-    }
-    unsafe { dev::sync_threads() };
-
-    if has_pool && t < (TILE_W / 2) * (TILE_H / 2) {
-        let (dj, di) = (t / (TILE_W / 2), t % (TILE_W / 2));
-        let (ox, oy) = (bx * (TILE_W / 2) + di, by * (TILE_H / 2) + dj);
-        if ox < sp.down_width && oy < sp.down_height {
-            // Tile column of the pooling window's first sample: 2·ox − (w % 2) − x0.
-            let cx = (2 * di + 1 - w % 2) as usize;
-            let cy = (2 * dj + 1 - h % 2) as usize;
-            let a = cy * IN_W as usize + cx;
-            let b = a + IN_W as usize;
-            let off = oy as u64 * sp.down_width as u64 + ox as u64;
-            unsafe {
-                let r = pool2(
-                    SSIM_X.read(a),
-                    SSIM_X.read(a + 1),
-                    SSIM_X.read(b),
-                    SSIM_X.read(b + 1),
-                );
-                let d = pool2(
-                    SSIM_Y.read(a),
-                    SSIM_Y.read(a + 1),
-                    SSIM_Y.read(b),
-                    SSIM_Y.read(b + 1),
-                );
-                *(sp.down_reference as *mut f32).add(off as usize) = r;
-                *(sp.down_distorted as *mut f32).add(off as usize) = d;
-            }
-        }
-    }
-    if !has_map {
-        return; // uniform per block, after the last barrier
-    }
-
-    // Horizontal pass: input rows 1.. (row 0 is the pooling's extra row), map columns.
-    let mut i = t;
-    while i < HROWS * TILE_W {
-        let (r, c) = (i / TILE_W, i % TILE_W);
-        let base = ((r + 1) * IN_W + c + 1) as usize;
-        let mut m = Moments::default();
-        for k in 0..TAPS {
-            unsafe { m.add_sample(WEIGHTS[k], SSIM_X.read(base + k), SSIM_Y.read(base + k)) };
-        }
-        let o = i as usize;
-        unsafe {
-            SSIM_H.write(o, m.x);
-            SSIM_H.write(H_LEN + o, m.y);
-            SSIM_H.write(2 * H_LEN + o, m.xx);
-            SSIM_H.write(3 * H_LEN + o, m.yy);
-            SSIM_H.write(4 * H_LEN + o, m.xy);
-        }
-        i += TILE_W * BLOCK_ROWS;
-    }
-    unsafe { dev::sync_threads() };
-
-    // Vertical pass and map values.
-    let (c1, c2) = constants(peak);
-    let c = dev::thread_idx_x();
-    let mut sums = (0.0f64, 0.0f64);
-    let mut r = dev::thread_idx_y();
-    while r < TILE_H {
-        let (vx, vy) = (bx * TILE_W + c, by * TILE_H + r);
-        if vx < vw && vy < vh {
-            let mut m = Moments::default();
-            for k in 0..TAPS {
-                let o = ((r + k as u32) * TILE_W + c) as usize;
-                let hm = unsafe {
-                    Moments {
-                        x: SSIM_H.read(o),
-                        y: SSIM_H.read(H_LEN + o),
-                        xx: SSIM_H.read(2 * H_LEN + o),
-                        yy: SSIM_H.read(3 * H_LEN + o),
-                        xy: SSIM_H.read(4 * H_LEN + o),
-                    }
-                };
-                m.add_moments(WEIGHTS[k], &hm);
-            }
-            let (s, cs) = ssim_cs(&m, c1, c2);
-            sums.0 += s;
-            sums.1 += cs;
-        }
-        r += BLOCK_ROWS;
-    }
-
-    // Block reduction: warps by shuffles, then one pair of atomics per block.
-    let mut delta = 16;
-    while delta > 0 {
-        sums.0 += unsafe { dev::shfl_down(dev::FULL_MASK, sums.0, delta) };
-        sums.1 += unsafe { dev::shfl_down(dev::FULL_MASK, sums.1, delta) };
-        delta /= 2;
-    }
-    if dev::lane_id() == 0 {
-        let warp = (t / 32) as usize;
-        unsafe {
-            SSIM_WARP_SUMS.write(2 * warp, sums.0);
-            SSIM_WARP_SUMS.write(2 * warp + 1, sums.1);
-        }
-    }
-    unsafe { dev::sync_threads() };
-    if t == 0 {
-        let mut total = (0.0f64, 0.0f64);
-        for wi in 0..WARPS {
-            unsafe {
-                total.0 += SSIM_WARP_SUMS.read(2 * wi);
-                total.1 += SSIM_WARP_SUMS.read(2 * wi + 1);
-            }
-        }
-        let o = ((sp.index as usize * SCALES) + planes.scale as usize) * 2;
-        unsafe {
-            dev::atomic_add_f64(out.add(o), total.0);
-            dev::atomic_add_f64(out.add(o + 1), total.1);
-        }
-    }
 }
 
 #[cfg(test)]

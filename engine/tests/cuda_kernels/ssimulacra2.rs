@@ -1,0 +1,44 @@
+//! The SSIMULACRA2 kernels (`ssimu2_*`), as one pipeline through the engine.
+
+use std::sync::Arc;
+
+use cudarc::driver::{CudaStream, DriverError};
+use gpumetrics_engine::cuda::Kernels;
+
+use crate::common::Rng;
+use crate::engine::engine_pipeline;
+use crate::{Check, Outcome};
+
+/// The checks of this module and the kernels each covers.
+pub(crate) const CHECKS: &[(&[&str], Check)] = &[(
+    &[
+        "ssimu2_linearize",
+        "ssimu2_downsample",
+        "ssimu2_hblur",
+        "ssimu2_vblur",
+        "ssimu2_finish",
+    ],
+    ssimulacra2_pipeline,
+)];
+
+crate::gpu_tests! {
+    ssimulacra2_kernels_match_the_cpu_backend => "ssimu2_linearize",
+}
+
+/// The SSIMULACRA2 kernels run as one pipeline (each needs the previous one's output):
+/// the CUDA backend's score against the CPU backend's (the host build of the same per-pixel
+/// code) on random RGB and I420 frames of odd size (five scales). Checked once per kernel
+/// name; every run exercises all five kernels.
+fn ssimulacra2_pipeline(
+    _k: &Kernels,
+    _s: &Arc<CudaStream>,
+    r: &mut Rng,
+) -> Result<Outcome, DriverError> {
+    Ok(engine_pipeline(
+        r,
+        gpumetrics_engine::MetricSet::SSIMULACRA2,
+        "ssimulacra2",
+        0.01,
+        false,
+    ))
+}
