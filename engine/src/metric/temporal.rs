@@ -5,8 +5,8 @@
 //! * A temporal metric is written as two halves: a [`Window`] (in the metric's `mod.rs`,
 //!   once) that turns a pair's per-frame values and those of the pairs after it into
 //!   fields, and per backend a source of those per-frame values ([`CpuFrames`],
-//!   [`CudaFrames`]). [`Temporal`] joins them into a [`CpuMetric`] or [`CudaMetric`] and
-//!   does the holding, the end of a sequence and the flush.
+//!   [`CudaFrames`], both [`Restart`]). [`Temporal`] joins them into a [`CpuMetric`] or a
+//!   [`CudaMetric`] and does the holding, the end of a sequence and the flush.
 //! * A backend keeps its metrics in a [`Lineup`], which routes each metric's fields to
 //!   the pair they belong to and aligns every temporal metric to the largest lag, so that
 //!   the late fields of one call always belong to one pair.
@@ -54,16 +54,20 @@ pub(crate) trait Window: Send {
     fn fields(&self, plan: &Plan, frame: &Self::Frame, following: &[Self::Frame], out: &mut Scores);
 }
 
-/// The CPU half of a temporal metric: one pair's per-frame values.
-pub(crate) trait CpuFrames: Send {
-    type Frame;
-    fn frame(&mut self, plan: &Plan, r: &PlanePtrs, d: &PlanePtrs) -> Self::Frame;
+/// What both backends' halves of a temporal metric have.
+pub(crate) trait Restart {
     /// Forgets state across pairs (e.g. the previous frame a motion is measured against).
     fn restart(&mut self);
 }
 
+/// The CPU half of a temporal metric: one pair's per-frame values.
+pub(crate) trait CpuFrames: Send + Restart {
+    type Frame;
+    fn frame(&mut self, plan: &Plan, r: &PlanePtrs, d: &PlanePtrs) -> Self::Frame;
+}
+
 /// The CUDA half of a temporal metric: one pair's per-frame values.
-pub(crate) trait CudaFrames: Send {
+pub(crate) trait CudaFrames: Send + Restart {
     type Frame;
     fn frame(
         &mut self,
@@ -72,10 +76,10 @@ pub(crate) trait CudaFrames: Send {
         r: &PlanePtrs,
         d: &PlanePtrs,
     ) -> Result<Self::Frame, EngineError>;
-    fn restart(&mut self);
 }
 
-/// A temporal metric: its window, its backend's frame source and the frames held.
+/// A temporal metric: its window, its backend's frame source and the frames held; a
+/// [`CpuMetric`] or a [`CudaMetric`] by its source.
 pub(crate) struct Temporal<W: Window, S> {
     window: W,
     source: S,
@@ -120,7 +124,7 @@ impl<W: Window, S> Temporal<W, S> {
     }
 }
 
-impl<W: Window, S: CpuFrames<Frame = W::Frame>> Sequenced for Temporal<W, S> {
+impl<W: Window, S: Restart> Sequenced for Temporal<W, S> {
     fn lag(&self) -> usize {
         W::LAG
     }
@@ -144,28 +148,7 @@ impl<W: Window, S: CpuFrames<Frame = W::Frame>> CpuMetric for Temporal<W, S> {
     }
 }
 
-/// The CUDA twin of [`Temporal`]'s CPU impls (a separate type so that one `Temporal` type
-/// cannot be both).
-pub(crate) struct CudaTemporal<W: Window, S>(pub(crate) Temporal<W, S>);
-
-impl<W: Window, S: CudaFrames<Frame = W::Frame>> Sequenced for CudaTemporal<W, S> {
-    fn lag(&self) -> usize {
-        W::LAG
-    }
-    fn align(&mut self, lag: usize) {
-        self.0.delay = lag.max(W::LAG);
-    }
-    fn finish(&mut self, plan: &Plan, late: &mut [Scores]) {
-        self.0.drain(plan, late);
-        self.0.source.restart();
-    }
-    fn reset(&mut self) {
-        self.0.frames.clear();
-        self.0.source.restart();
-    }
-}
-
-impl<W: Window, S: CudaFrames<Frame = W::Frame>> CudaMetric for CudaTemporal<W, S> {
+impl<W: Window, S: CudaFrames<Frame = W::Frame>> CudaMetric for Temporal<W, S> {
     fn measure(
         &mut self,
         gpu: &Gpu,
@@ -174,8 +157,8 @@ impl<W: Window, S: CudaFrames<Frame = W::Frame>> CudaMetric for CudaTemporal<W, 
         d: &PlanePtrs,
         late: &mut Scores,
     ) -> Result<(), EngineError> {
-        let frame = self.0.source.frame(gpu, plan, r, d)?;
-        self.0.take(plan, frame, late);
+        let frame = self.source.frame(gpu, plan, r, d)?;
+        self.take(plan, frame, late);
         Ok(())
     }
 }
@@ -309,6 +292,8 @@ mod tests {
             self.0 += 1.0;
             self.0
         }
+    }
+    impl Restart for Count {
         fn restart(&mut self) {
             self.0 = 0.0;
         }

@@ -5,7 +5,7 @@ use rayon::prelude::*;
 
 use super::{Frame, Sums, adm_scale, adm_sizes, frame_features, luma_bpc, motion_score, vif_sizes};
 use crate::frame::PlanePtrs;
-use crate::metric::temporal::CpuFrames;
+use crate::metric::temporal::{CpuFrames, Restart};
 use crate::plan::Plan;
 use gpumetrics_kernels::vmaf::{self as k, Plane, adm, motion, vif};
 
@@ -236,7 +236,9 @@ impl CpuFrames for Vmaf {
         let motion = sad.map_or(0.0, |s| motion_score(s, w, h));
         frame_features(plan, &sums, motion)
     }
+}
 
+impl Restart for Vmaf {
     /// The next pair's motion is measured against nothing (a new sequence).
     fn restart(&mut self) {
         self.has_previous = false;

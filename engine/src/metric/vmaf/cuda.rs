@@ -12,7 +12,7 @@ use super::{Frame, Sums, adm_scale, adm_sizes, frame_features, luma_bpc, motion_
 use crate::cuda::{DevPtrMut, DeviceBuffer, Gpu, PinnedBuffer};
 use crate::error::EngineError;
 use crate::frame::PlanePtrs;
-use crate::metric::temporal::CudaFrames;
+use crate::metric::temporal::{CudaFrames, Restart};
 use crate::plan::Plan;
 use gpumetrics_kernels::vmaf::{Plane, ROW_BLOCK, TILE, adm, vif};
 
@@ -257,7 +257,9 @@ impl CudaFrames for Vmaf {
         let motion = sad.map_or(0.0, |s| motion_score(s, w, h));
         Ok(frame_features(plan, &sums, motion))
     }
+}
 
+impl Restart for Vmaf {
     /// The next pair's motion is measured against nothing (a new sequence).
     fn restart(&mut self) {
         self.has_previous = false;

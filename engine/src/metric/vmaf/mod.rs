@@ -14,7 +14,7 @@ pub mod model;
 
 use std::sync::Arc;
 
-use super::temporal::{CudaTemporal, Temporal, Window};
+use super::temporal::{Temporal, Window};
 use super::{Entry, Field, Info, OptionKind, OptionSpec, Options};
 use crate::error::EngineError;
 use crate::format::ColorFamily;
@@ -142,10 +142,7 @@ pub(crate) const ENTRY: Entry = Entry {
             return Ok(None);
         }
         let frames = cuda::Vmaf::new(gpu, s.plan, settings.model.clone())?;
-        Ok(Some(Box::new(CudaTemporal(Temporal::new(
-            settings.clone(),
-            frames,
-        )))))
+        Ok(Some(Box::new(Temporal::new(settings.clone(), frames))))
     },
 };
 
