@@ -4,7 +4,8 @@
 //! taken before the properties came from the engine's registry): names, blurbs, flags,
 //! types, ranges, defaults and enum values stay as users know them. Runs the plugin cargo
 //! built for this test (the cdylib next to the test executable, in target/<profile>/deps:
-//! `cargo test` builds it there and does not copy it up) in a fresh registry; skipped, with
+//! `cargo test` builds it there and does not copy it up), alone in a temporary directory,
+//! in a fresh registry; skipped, with
 //! a note, where gst-inspect-1.0 is not installed.
 
 use std::path::PathBuf;
@@ -12,28 +13,34 @@ use std::process::Command;
 
 const EXPECTED: &str = include_str!("data/gst-inspect-properties.txt");
 
-/// The directory of the built plugin: target/<profile>, the parent of the test's deps/.
-fn plugin_dir() -> PathBuf {
+/// The plugin cargo built with this test: the cdylib next to the test executable
+/// (target/<profile>/deps/, where `cargo test` builds it; `cargo build` also copies it up to
+/// target/<profile>/, but a fresh `cargo test` does not).
+fn built_plugin() -> PathBuf {
     let exe = std::env::current_exe().expect("the test executable's path");
     let deps = exe.parent().expect("the test executable lies in deps/");
-    deps.parent()
-        .expect("deps/ lies in the profile directory")
-        .to_path_buf()
+    let name = format!(
+        "{}gstgpumetrics{}",
+        std::env::consts::DLL_PREFIX,
+        std::env::consts::DLL_SUFFIX
+    );
+    deps.join(&name)
 }
 
 #[test]
 fn gst_inspect_shows_the_properties_unchanged() {
-    let dir = plugin_dir();
-    let plugin = dir.join(format!(
-        "{}gstgpumetrics{}",
-        std::env::consts::DLL_PREFIX,
-        std::env::consts::DLL_SUFFIX
-    ));
+    let built = built_plugin();
     assert!(
-        plugin.exists(),
+        built.exists(),
         "{} is missing: cargo builds the cdylib with the tests",
-        plugin.display()
+        built.display()
     );
+    // A directory holding only this plugin (deps/ holds other shared objects, proc macros
+    // among them, that the registry scan would try to load).
+    let dir = std::env::temp_dir().join(format!("gpumetrics-inspect-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a temporary plugin directory");
+    let plugin = dir.join(built.file_name().expect("a file name"));
+    std::fs::copy(&built, &plugin).expect("copying the plugin");
     let registry = std::env::temp_dir().join(format!(
         "gpumetrics-inspect-registry-{}.bin",
         std::process::id()
@@ -48,6 +55,7 @@ fn gst_inspect_shows_the_properties_unchanged() {
         .env("GST_INSPECT_NO_COLORS", "1")
         .output();
     let _ = std::fs::remove_file(&registry);
+    let _ = std::fs::remove_dir_all(&dir);
     let output = match output {
         Ok(o) => o,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
