@@ -104,18 +104,7 @@ fn check_options(metrics: &str, given: &[options::Given]) -> Result<()> {
         .split('+')
         .filter_map(MetricSet::named)
         .fold(MetricSet::default(), |set, m| set | m);
-    let layout = FrameLayout {
-        format: PixelFormat::I420,
-        width: 64,
-        height: 64,
-    };
-    let config = EngineConfig {
-        metrics: requested,
-        backend: BackendChoice::Cpu,
-        device_id: 0,
-        options: set,
-    };
-    match Engine::new(&config, layout, layout) {
+    match gpumetrics_engine::metric::check_options(requested, &set) {
         Err(EngineError::InvalidOption { option, why }) => bail!("--{option}: {why}"),
         // Anything else depends on the real frames: the run says it.
         _ => Ok(()),

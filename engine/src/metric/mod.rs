@@ -178,6 +178,13 @@ pub fn options() -> impl Iterator<Item = &'static OptionSpec> {
         .map(|(_, o)| o)
 }
 
+/// Configures every metric of `set` from `options` without building an engine: the errors
+/// [`crate::EngineBuilder::build`] would give for these options (e.g. a `vmaf-model` that
+/// is neither built in nor a readable file), for a front end to report before it starts.
+pub fn check_options(set: MetricSet, options: &Options) -> Result<(), EngineError> {
+    Configured::all(set, options).map(|_| ())
+}
+
 /// The option called `name`.
 pub fn option_spec(name: &str) -> Option<&'static OptionSpec> {
     options().find(|o| o.name == name)
