@@ -92,18 +92,23 @@ fn cuda_backend_usable(device: u32) -> Result<(), String> {
         .map_err(|e| e.to_string())
 }
 
+/// The metrics of the element's form (`psnr+vmaf`).
+fn metric_set(metrics: &str) -> MetricSet {
+    metrics
+        .split('+')
+        .filter_map(MetricSet::named)
+        .fold(MetricSet::default(), |set, m| set | m)
+}
+
 /// Checks the metrics' options as the engine will, before anything is decoded: the values
 /// that only the metric can judge (a VMAF model that does not load) are usage errors too.
 /// `metrics` is the element's form (`psnr+vmaf`).
 fn check_options(metrics: &str, given: &[options::Given]) -> Result<()> {
+    let requested = metric_set(metrics);
     let mut set = Options::new();
     for (spec, value) in given {
         set.set(spec.name, value.clone())?;
     }
-    let requested = metrics
-        .split('+')
-        .filter_map(MetricSet::named)
-        .fold(MetricSet::default(), |set, m| set | m);
     match gpumetrics_engine::metric::check_options(requested, &set) {
         Err(EngineError::InvalidOption { option, why }) => bail!("--{option}: {why}"),
         // Anything else depends on the real frames: the run says it.
@@ -367,12 +372,13 @@ fn real_main(args: Args) -> Result<i32, Failure> {
     };
     let to_file = args.output.is_some();
     let mut sink =
-        output::RecordSink::open(args.format, args.output.as_deref()).with_context(|| {
-            format!(
-                "cannot create {}",
-                args.output.as_deref().unwrap_or("-".as_ref()).display()
-            )
-        })?;
+        output::RecordSink::open(args.format, args.output.as_deref(), metric_set(&metrics))
+            .with_context(|| {
+                format!(
+                    "cannot create {}",
+                    args.output.as_deref().unwrap_or("-".as_ref()).display()
+                )
+            })?;
     notes.say(format!("metrics: {}", metrics.replace('+', ", ")));
     let keep = args.plot.is_some() || (args.format == FormatArg::Table && to_file);
     let (built, outcome) = loop {

@@ -8,8 +8,9 @@ use std::io::{self, BufWriter, Write};
 use std::path::Path;
 
 use comfy_table::{CellAlignment, ContentArrangement, Table, presets};
+use gpumetrics_engine::MetricSet;
 use gstgpumetrics::message::{FieldStats, FrameScores, Summary};
-use gstgpumetrics::stats::{Format, StatsWriter};
+use gstgpumetrics::stats::{self, Format, StatsWriter};
 
 use crate::cli::FormatArg;
 use crate::fields;
@@ -138,7 +139,13 @@ pub enum RecordSink {
 
 impl RecordSink {
     /// Opens `-o FILE` (or stdout) for the machine-readable formats.
-    pub fn open(format: FormatArg, path: Option<&Path>) -> io::Result<RecordSink> {
+    /// The CSV columns are every field `metrics` can produce (the element's `stats-file`
+    /// has the same).
+    pub fn open(
+        format: FormatArg,
+        path: Option<&Path>,
+        metrics: MetricSet,
+    ) -> io::Result<RecordSink> {
         let format = match format {
             FormatArg::Table => return Ok(RecordSink::None),
             FormatArg::Jsonl => Format::Jsonl,
@@ -149,7 +156,9 @@ impl RecordSink {
             Some(p) => Box::new(BufWriter::new(File::create(p)?)),
             None => Box::new(io::stdout()),
         };
-        Ok(RecordSink::Stats(StatsWriter::new(out, format)))
+        Ok(RecordSink::Stats(
+            StatsWriter::new(out, format).columns(stats::columns_for(metrics)),
+        ))
     }
 
     pub fn frame(&mut self, rec: &FrameScores) -> io::Result<()> {

@@ -12,15 +12,23 @@
 //!   "p1":..,"p5":..,"p50":..,"p95":..,"p99":..},...}}`.
 //! * `json`: one document `{"frames":[<frame objects as in jsonl>],"summary":<summary object>}`,
 //!   streamed (the closing part is written when the summary is written, at EOS or stop).
-//! * `csv`: header `record,frame,pts,running-time,duration,<metric fields...>` (the fields of
-//!   the first pair); per pair a row with `record`=`frame`. The summary is the last rows:
-//!   `record`=`frames`, `unmatched-ref`, `unmatched-dist` with the count in column `frame`,
-//!   then one row per statistic (`record`=`mean`, `min`, `max`, `stddev`, `harmonic-mean`,
-//!   `p1`, `p5`, `p50`, `p95`, `p99`) with that statistic in each metric column (empty
-//!   where undefined).
+//! * `csv`: header `record,frame,pts,running-time,duration,<metric fields...>`: every field
+//!   the run's metrics can produce (declared with [`StatsWriter::columns`]; cells of fields
+//!   a pair lacks are empty), so a field that first appears later has its column. Per pair a
+//!   row with `record`=`frame`. The summary is the last rows: `record`=`frames`,
+//!   `unmatched-ref`, `unmatched-dist` with the count in column `frame`, then one row per
+//!   statistic (`record`=`mean`, `min`, `max`, `stddev`, `harmonic-mean`, `p1`, `p5`, `p50`,
+//!   `p95`, `p99`) with that statistic in each metric column (empty where undefined). A
+//!   record with a field outside the columns (none of the registered metrics makes one)
+//!   starts a new section: a new header row, `record` in its first cell, naming the wider
+//!   columns.
+//!
+//! After a summary the run may go on (a flushing seek after EOS): its records follow the
+//! summary and the next summary follows them (in JSON Lines and CSV the last summary is the
+//! run's; in JSON the summary is replaced, the document stays one document).
 
 use std::fs::File;
-use std::io::{self, BufWriter, Write};
+use std::io::{self, BufWriter, Seek, SeekFrom, Write};
 use std::path::Path;
 
 use serde_json::{Value, json};
@@ -150,22 +158,73 @@ const CSV_STATS: [&str; 10] = [
     "p99",
 ];
 
+/// The CSV columns of a run of `metrics`: every field they can produce, in registry order.
+pub fn columns_for(metrics: gpumetrics_engine::MetricSet) -> Vec<&'static str> {
+    gpumetrics_engine::metric::all()
+        .filter(|m| metrics.contains(m.flag))
+        .flat_map(|m| m.fields.iter().map(|f| f.name))
+        .collect()
+}
+
+/// Removes the last `n` bytes written to `W` (a JSON document's closing part, replaced when
+/// records follow a summary).
+type Rewind<W> = fn(&mut W, u64) -> io::Result<()>;
+
 /// Writes records of one run to `W` in one [`Format`]. Every record is flushed to `W` as it is
 /// written, so a crash or error loses nothing already measured.
+///
+/// A run may go on after a summary (a flushing seek after EOS replays part of the input):
+/// its records follow, and the next summary is written after them. JSON Lines and CSV then
+/// hold several summaries (the last one is the run's); a JSON document has its closing part
+/// (the summary) replaced, so that it stays one document with the latest summary.
 pub struct StatsWriter<W: Write> {
     format: Format,
     out: W,
-    /// CSV: metric columns fixed by the first record (or the summary when there was none).
+    /// CSV: the columns every record is written with, declared before the first record
+    /// ([`StatsWriter::columns`]: every field the run can produce).
+    planned: Vec<String>,
+    /// CSV: metric columns of the current section, once its header is written.
     csv_fields: Option<Vec<String>>,
     /// JSON: number of frame objects written so far.
     json_count: u64,
-    finished: bool,
+    /// JSON: length of the closing part the last summary wrote.
+    json_tail: u64,
+    rewind: Option<Rewind<W>>,
+    /// The summary written last, if no record followed it.
+    last_summary: Option<Summary>,
+}
+
+fn rewind_file(w: &mut BufWriter<File>, n: u64) -> io::Result<()> {
+    w.flush()?;
+    let file = w.get_mut();
+    let end = file.seek(SeekFrom::End(0))?;
+    let to = end
+        .checked_sub(n)
+        .ok_or_else(|| io::Error::other("the stats file is shorter than what was written to it"))?;
+    file.set_len(to)?;
+    file.seek(SeekFrom::Start(to))?;
+    Ok(())
 }
 
 impl StatsWriter<BufWriter<File>> {
     /// Creates (truncates) `path`.
     pub fn create(path: &Path, format: Format) -> io::Result<Self> {
-        Ok(Self::new(BufWriter::new(File::create(path)?), format))
+        let mut w = Self::new(BufWriter::new(File::create(path)?), format);
+        w.rewind = Some(rewind_file);
+        Ok(w)
+    }
+}
+
+impl StatsWriter<Vec<u8>> {
+    /// A writer into memory (what a file would hold, for tests and callers that buffer).
+    pub fn in_memory(format: Format) -> Self {
+        let mut w = Self::new(Vec::new(), format);
+        w.rewind = Some(|v: &mut Vec<u8>, n| {
+            let len = v.len().saturating_sub(n as usize);
+            v.truncate(len);
+            Ok(())
+        });
+        w
     }
 }
 
@@ -174,19 +233,32 @@ impl<W: Write> StatsWriter<W> {
         StatsWriter {
             format,
             out,
+            planned: Vec::new(),
             csv_fields: None,
             json_count: 0,
-            finished: false,
+            json_tail: 0,
+            rewind: None,
+            last_summary: None,
         }
+    }
+
+    /// Declares the CSV columns: every field the run's metrics can produce, in this order,
+    /// so that a field that first appears after the first record (MS-SSIM once the frames
+    /// are large enough, psnr-r/g/b after a change to RGB) has its column. A record with a
+    /// field outside them still loses nothing: it starts a new section (see
+    /// [`StatsWriter::write_frame`]). No effect on the JSON layouts.
+    pub fn columns<S: Into<String>>(mut self, fields: impl IntoIterator<Item = S>) -> Self {
+        self.planned = fields.into_iter().map(Into::into).collect();
+        self
     }
 
     pub fn format(&self) -> Format {
         self.format
     }
 
-    /// True once the summary (closing record) was written.
+    /// True when the last record written is a summary.
     pub fn is_finished(&self) -> bool {
-        self.finished
+        self.last_summary.is_some()
     }
 
     /// Writes `lead`, `record` and a newline in one piece and flushes, so that a record
@@ -206,19 +278,45 @@ impl<W: Write> StatsWriter<W> {
         w.flush()
     }
 
-    fn ensure_csv_header(&mut self, fields: Vec<String>) -> io::Result<()> {
-        if self.csv_fields.is_none() {
-            let mut header: Vec<String> = CSV_FIXED.iter().map(|s| s.to_string()).collect();
-            header.extend(fields.iter().cloned());
-            self.csv_fields = Some(fields);
-            self.csv_row(&header)?;
+    /// Makes the CSV columns hold `fields`: the first header (the planned columns and any
+    /// of `fields` beyond them), or a new header row, starting a new section, when `fields`
+    /// has one the current columns lack.
+    fn ensure_csv_columns<'a>(&mut self, fields: impl Iterator<Item = &'a str>) -> io::Result<()> {
+        let mut columns = self
+            .csv_fields
+            .clone()
+            .unwrap_or_else(|| self.planned.clone());
+        let before = columns.len();
+        for f in fields {
+            if !columns.iter().any(|c| c == f) {
+                columns.push(f.to_string());
+            }
         }
+        if self.csv_fields.is_some() && columns.len() == before {
+            return Ok(());
+        }
+        let mut header: Vec<String> = CSV_FIXED.iter().map(|s| s.to_string()).collect();
+        header.extend(columns.iter().cloned());
+        self.csv_fields = Some(columns);
+        self.csv_row(&header)
+    }
+
+    /// Removes the JSON closing part the last summary wrote, so that records can follow.
+    fn reopen_json(&mut self) -> io::Result<()> {
+        let rewind = self.rewind.ok_or_else(|| {
+            io::Error::other(
+                "this JSON output cannot be rewritten: records cannot follow its summary",
+            )
+        })?;
+        self.out.flush()?;
+        rewind(&mut self.out, self.json_tail)?;
+        self.json_tail = 0;
         Ok(())
     }
 
     pub fn write_frame(&mut self, rec: &FrameScores) -> io::Result<()> {
-        if self.finished {
-            return Ok(());
+        if self.last_summary.take().is_some() && self.format == Format::Json {
+            self.reopen_json()?;
         }
         match self.format {
             Format::Jsonl => self.write_line(String::new(), &frame_json(rec))?,
@@ -233,7 +331,7 @@ impl<W: Write> StatsWriter<W> {
                 self.json_count += 1;
             }
             Format::Csv => {
-                self.ensure_csv_header(rec.scores.iter().map(|(n, _)| n.clone()).collect())?;
+                self.ensure_csv_columns(rec.scores.iter().map(|(n, _)| n.as_str()))?;
                 let t = |t: Option<gst::ClockTime>| {
                     t.map_or(String::new(), |t| t.nseconds().to_string())
                 };
@@ -253,12 +351,15 @@ impl<W: Write> StatsWriter<W> {
         self.out.flush()
     }
 
-    /// Writes the summary as the last record and flushes. Later calls do nothing.
+    /// Writes the summary after the records and flushes. A summary equal to the one written
+    /// last, with no record since, is not written again (the element's stop after EOS).
     pub fn write_summary(&mut self, s: &Summary) -> io::Result<()> {
-        if self.finished {
+        if self.last_summary.as_ref() == Some(s) {
             return Ok(());
         }
-        self.finished = true;
+        if self.last_summary.is_some() && self.format == Format::Json {
+            self.reopen_json()?;
+        }
         match self.format {
             Format::Jsonl => self.write_line(String::new(), &summary_json(s))?,
             Format::Json => {
@@ -267,10 +368,12 @@ impl<W: Write> StatsWriter<W> {
                 } else {
                     "],\n\"summary\":"
                 };
-                self.write_line(lead.into(), &(summary_json(s) + "}"))?;
+                let tail = summary_json(s) + "}";
+                self.write_line(lead.into(), &tail)?;
+                self.json_tail = (lead.len() + tail.len() + 1) as u64;
             }
             Format::Csv => {
-                self.ensure_csv_header(s.fields.iter().map(|(n, _)| n.clone()).collect())?;
+                self.ensure_csv_columns(s.fields.iter().map(|(n, _)| n.as_str()))?;
                 let fields = self.csv_fields.clone().unwrap_or_default();
                 let n_fields = fields.len();
                 for (record, count) in [
@@ -298,6 +401,7 @@ impl<W: Write> StatsWriter<W> {
                 }
             }
         }
+        self.last_summary = Some(s.clone());
         self.out.flush()
     }
 
@@ -349,7 +453,7 @@ mod tests {
     }
 
     fn write(format: Format) -> String {
-        let mut w = StatsWriter::new(Vec::new(), format);
+        let mut w = StatsWriter::in_memory(format);
         w.write_frame(&rec(0, 30.0)).unwrap();
         w.write_frame(&rec(1, f64::INFINITY)).unwrap();
         w.write_summary(&summary()).unwrap();
@@ -457,6 +561,137 @@ mod tests {
         assert_eq!(&rows[9][0], "harmonic-mean");
         assert_eq!(&rows[9][5], "");
         assert_eq!(&rows[14][0], "p99");
+    }
+
+    fn late(i: u64) -> FrameScores {
+        let mut r = rec(i, 31.0);
+        r.scores.push(("ms-ssim".into(), 0.97));
+        r
+    }
+
+    #[test]
+    fn csv_columns_are_fixed_for_the_run_so_a_late_field_is_kept() {
+        // Issue 20: MS-SSIM appears after a caps change; the file kept the first columns.
+        let mut w = StatsWriter::in_memory(Format::Csv).columns(["psnr-y", "mse-y", "ms-ssim"]);
+        w.write_frame(&rec(0, 30.0)).unwrap();
+        w.write_frame(&late(1)).unwrap();
+        w.write_summary(&summary()).unwrap();
+        let text = String::from_utf8(w.into_inner()).unwrap();
+        let mut r = csv::Reader::from_reader(text.as_bytes());
+        assert_eq!(&r.headers().unwrap()[7], "ms-ssim");
+        let rows: Vec<csv::StringRecord> = r.records().map(|r| r.unwrap()).collect();
+        assert_eq!((&rows[0][7], &rows[1][7]), ("", "0.97"), "{text}");
+        assert_eq!(rows.iter().filter(|r| &r[0] == "record").count(), 0);
+    }
+
+    #[test]
+    fn csv_field_outside_the_columns_starts_a_new_section() {
+        let mut w = StatsWriter::in_memory(Format::Csv).columns(["psnr-y"]);
+        w.write_frame(&rec(0, 30.0)).unwrap();
+        w.write_frame(&late(1)).unwrap();
+        w.write_frame(&late(2)).unwrap();
+        let text = String::from_utf8(w.into_inner()).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        // The first record's fields beyond the declared columns widen the first header.
+        assert_eq!(
+            lines[0], "record,frame,pts,running-time,duration,psnr-y,mse-y",
+            "{text}"
+        );
+        assert_eq!(lines[1], "frame,0,0,0,,30,1.5");
+        assert_eq!(
+            lines[2],
+            "record,frame,pts,running-time,duration,psnr-y,mse-y,ms-ssim"
+        );
+        assert_eq!(lines[3], "frame,1,40000000,40000000,,31,1.5,0.97");
+        assert_eq!(lines.len(), 5, "one header per section: {text}");
+    }
+
+    #[test]
+    fn records_after_a_summary_continue_the_file() {
+        // A flushing seek after EOS: the replayed pairs and a second summary follow.
+        let second = Summary {
+            frames: 3,
+            ..summary()
+        };
+        for format in [Format::Jsonl, Format::Csv, Format::Json] {
+            let mut w = StatsWriter::in_memory(format).columns(["psnr-y", "mse-y"]);
+            w.write_frame(&rec(0, 30.0)).unwrap();
+            w.write_frame(&rec(1, 31.0)).unwrap();
+            w.write_summary(&summary()).unwrap();
+            assert!(w.is_finished());
+            w.write_frame(&rec(2, 32.0)).unwrap();
+            assert!(!w.is_finished());
+            w.write_summary(&second).unwrap();
+            w.write_summary(&second).unwrap(); // the same again: not repeated
+            let text = String::from_utf8(w.into_inner()).unwrap();
+            match format {
+                Format::Jsonl => {
+                    let types: Vec<String> = text
+                        .lines()
+                        .map(|l| serde_json::from_str::<Value>(l).unwrap()["type"].to_string())
+                        .collect();
+                    assert_eq!(
+                        types,
+                        [
+                            "\"frame\"",
+                            "\"frame\"",
+                            "\"summary\"",
+                            "\"frame\"",
+                            "\"summary\""
+                        ]
+                    );
+                    assert!(text.lines().last().unwrap().contains("\"frames\":3"));
+                }
+                Format::Json => {
+                    let v: Value =
+                        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"));
+                    assert_eq!(v["frames"].as_array().unwrap().len(), 3, "{text}");
+                    assert_eq!(v["frames"][2]["frame"], 2);
+                    assert_eq!(v["summary"]["frames"], 3);
+                }
+                Format::Csv => {
+                    let records: Vec<&str> = text
+                        .lines()
+                        .map(|l| l.split(',').next().unwrap())
+                        .filter(|r| *r == "frame" || *r == "frames")
+                        .collect();
+                    assert_eq!(records, ["frame", "frame", "frames", "frame", "frames"]);
+                    assert!(text.contains("\nframes,3,"), "{text}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn json_summary_without_records_after_it_is_replaced() {
+        let mut w = StatsWriter::in_memory(Format::Json);
+        w.write_summary(&summary()).unwrap();
+        w.write_summary(&Summary {
+            unmatched_dist: 4,
+            ..summary()
+        })
+        .unwrap();
+        let v: Value = serde_json::from_slice(&w.into_inner()).unwrap();
+        assert_eq!(v["summary"]["unmatched-dist"], 4);
+        // A writer that cannot rewrite (stdout) says so instead of writing an invalid document.
+        let mut w = StatsWriter::new(Vec::new(), Format::Json);
+        w.write_summary(&summary()).unwrap();
+        assert!(w.write_frame(&rec(0, 1.0)).is_err());
+    }
+
+    #[test]
+    fn a_file_is_rewritten_in_place() {
+        let path =
+            std::env::temp_dir().join(format!("gpumetrics-stats-{}.json", std::process::id()));
+        let mut w = StatsWriter::create(&path, Format::Json).unwrap();
+        w.write_frame(&rec(0, 30.0)).unwrap();
+        w.write_summary(&summary()).unwrap();
+        w.write_frame(&rec(1, 30.0)).unwrap();
+        w.write_summary(&summary()).unwrap();
+        drop(w);
+        let v: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        assert_eq!(v["frames"].as_array().unwrap().len(), 2);
+        std::fs::remove_file(&path).unwrap();
     }
 
     #[test]

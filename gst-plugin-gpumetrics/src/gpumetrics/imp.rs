@@ -16,6 +16,7 @@
 //! post messages) are called without the state lock, since a bus sync handler may read
 //! properties.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{LazyLock, Mutex, MutexGuard};
 
 use gst::glib;
@@ -85,6 +86,9 @@ struct State {
     /// Running time where the frames seen so far end: the live deadline of an input that
     /// stalls after the other one ended.
     last_end: Option<u64>,
+    /// The first frame taken from ref_sink and from dist_sink (what a run that paired
+    /// nothing says).
+    first: [Option<Head>; 2],
     notices: Notices,
 }
 
@@ -97,6 +101,9 @@ pub struct GpuMetrics {
     outputs: Mutex<Option<Outputs>>,
     /// The GstCudaContext shared with the neighbours (gst.cuda.context).
     cuda: SharedContext,
+    /// Between start() and stop(): the properties that are not `GST_PARAM_MUTABLE_PLAYING`
+    /// are in effect for the run and refuse changes.
+    running: AtomicBool,
 }
 
 #[glib::object_subclass]
@@ -117,6 +124,7 @@ impl ObjectSubclass for GpuMetrics {
             state: Mutex::new(State::default()),
             outputs: Mutex::new(None),
             cuda: SharedContext::default(),
+            running: AtomicBool::new(false),
         }
     }
 }
@@ -127,6 +135,27 @@ impl ObjectImpl for GpuMetrics {
     }
 
     fn set_property(&self, _id: usize, value: &glib::Value, pspec: &glib::ParamSpec) {
+        if self.running.load(Ordering::SeqCst)
+            && !pspec.flags().contains(gst::PARAM_FLAG_MUTABLE_PLAYING)
+        {
+            // The run was set up with the value in effect (outputs, engine, pairing): a new
+            // one would apply to part of the run only, or never. Refused, so that reading
+            // the property back gives what is in effect.
+            let current = self.settings.lock().unwrap().get(pspec.name());
+            gst::element_imp_warning!(
+                self,
+                gst::CoreError::StateChange,
+                (
+                    "Property '{}' can be changed only in the NULL or READY state: the new \
+                     value {:?} is ignored while the element runs (it keeps {:?}). Set it \
+                     before starting the pipeline, or set the pipeline to READY first",
+                    pspec.name(),
+                    value,
+                    current
+                )
+            );
+            return;
+        }
         self.settings.lock().unwrap().set(pspec.name(), value);
     }
 
@@ -142,6 +171,27 @@ impl ObjectImpl for GpuMetrics {
         let obj = self.obj();
         obj.add_pad(&self.ref_pad).unwrap();
         obj.add_pad(&self.dist_pad).unwrap();
+        // An application that removes a sink pad would leave the element waiting for its
+        // frames forever: end the run with an error that names the pad.
+        obj.connect_pad_removed(|obj, pad| {
+            let imp = obj.imp();
+            if pad != imp.ref_pad.upcast_ref::<gst::Pad>()
+                && pad != imp.dist_pad.upcast_ref::<gst::Pad>()
+            {
+                return;
+            }
+            imp.state.lock().unwrap().failed = true;
+            gst::element_imp_error!(
+                imp,
+                gst::CoreError::Pad,
+                (
+                    "{} was removed from the element: gpumetrics compares ref_sink with \
+                     dist_sink and needs both for the whole run. To end one input, send EOS \
+                     on it (or unlink its upstream element) instead of removing the pad",
+                    pad.name()
+                )
+            );
+        });
     }
 }
 
@@ -519,13 +569,13 @@ impl GpuMetrics {
 
     /// Hands the run's summary to the outputs (message, stats file), once per run.
     fn finish_run(&self) {
-        let memory = {
+        let (memory, first) = {
             let mut state = self.state.lock().unwrap();
             if state.summary_posted {
                 return;
             }
             state.summary_posted = true;
-            state.memory
+            (state.memory, state.first)
         };
         let settings = self.settings.lock().unwrap().clone();
         let obj = self.obj();
@@ -559,6 +609,11 @@ impl GpuMetrics {
             memory.downloaded,
             memory.system
         );
+        if summary.frames == 0 && summary.unmatched_ref + summary.unmatched_dist > 0 {
+            let text = nothing_paired(first, &settings, &summary);
+            gst::warning!(CAT, imp = self, "{text}");
+            gst::element_imp_warning!(self, gst::StreamError::Failed, ("{text}"));
+        }
         if let Err(e) = result {
             self.post_error_message(e);
         }
@@ -601,22 +656,76 @@ impl GpuMetrics {
         (self.head(&self.ref_pad, rd), self.head(&self.dist_pad, dd))
     }
 
-    /// Notes where a popped frame ends in running time (the stalled-input deadline).
-    fn note_end(&self, input: &Input) {
+    /// Notes where a popped frame ends in running time (the stalled-input deadline), and
+    /// the first frame of each input.
+    fn note_end(&self, side: Side, input: &Input) {
+        let mut state = self.state.lock().unwrap();
+        let first = &mut state.first[side as usize];
+        if first.is_none() {
+            *first = input.head;
+        }
         if let Some(Head {
             running_time: Some(t),
             duration,
         }) = input.head
         {
             let end = t.saturating_add(duration.unwrap_or(0));
-            let mut state = self.state.lock().unwrap();
             state.last_end = Some(state.last_end.map_or(end, |e| e.max(end)));
         }
     }
 }
 
+/// Why a run with frames compared none: each input's first frame and the tolerance in
+/// force.
+fn nothing_paired(
+    first: [Option<Head>; 2],
+    settings: &Settings,
+    summary: &crate::message::Summary,
+) -> String {
+    let time = |h: &Option<Head>| match h {
+        None => "no frame".to_string(),
+        Some(Head {
+            running_time: Some(t),
+            duration,
+        }) => format!(
+            "first frame at running time {} (duration {})",
+            gst::ClockTime::from_nseconds(*t),
+            duration.map_or("unknown".into(), |d| gst::ClockTime::from_nseconds(d)
+                .to_string())
+        ),
+        Some(_) => "first frame without a timestamp".to_string(),
+    };
+    let tolerance = match settings.pairing_tolerance {
+        Some(t) => format!("pairing-tolerance {}", gst::ClockTime::from_nseconds(t)),
+        None => {
+            let t = pairing::tolerance(
+                first[0].and_then(|h| h.duration),
+                first[1].and_then(|h| h.duration),
+            );
+            format!(
+                "automatic pairing tolerance {} (half the shorter frame duration, {} when no \
+                 duration is known)",
+                gst::ClockTime::from_nseconds(t),
+                gst::ClockTime::from_nseconds(pairing::FALLBACK_TOLERANCE)
+            )
+        }
+    };
+    format!(
+        "No frame pair was compared ({} reference and {} distorted frames had no partner): \
+         ref_sink: {}; dist_sink: {}; {tolerance}. Frames pair when their running times are \
+         within the tolerance: check the inputs' timestamps and segments, set \
+         pairing-tolerance, or pairing=sequence for inputs that are not timed alike",
+        summary.unmatched_ref,
+        summary.unmatched_dist,
+        time(&first[0]),
+        time(&first[1])
+    )
+}
+
 impl AggregatorImpl for GpuMetrics {
     fn start(&self) -> Result<(), gst::ErrorMessage> {
+        // From here the run's settings are fixed (see set_property).
+        self.running.store(true, Ordering::SeqCst);
         let settings = self.settings.lock().unwrap().clone();
         let outputs = Outputs::new(&settings)?;
         *self.outputs.lock().unwrap() = Some(outputs);
@@ -638,27 +747,34 @@ impl AggregatorImpl for GpuMetrics {
             outputs.end();
         }
         *self.state.lock().unwrap() = State::default();
+        self.running.store(false, Ordering::SeqCst);
         gst::debug!(CAT, imp = self, "stopped");
         Ok(())
     }
 
     fn flush(&self) -> Result<gst::FlowSuccess, gst::FlowError> {
         // A flushing seek: pooled statistics continue; the next EOS posts an updated summary.
-        // The pairs the engine holds back are dropped with the flushed data (no record, not
-        // in the summary), and temporal metrics start a new sequence.
+        // The pairs the engine holds back were measured: they are scored as the last of
+        // their sequence and recorded (messages, stats file, summary), and only their
+        // buffers go with the flushed data. Temporal metrics start a new sequence.
         let mut state = self.state.lock().unwrap();
         state.summary_posted = false;
-        state.queue.clear();
-        let dropped = state.scorer.reset();
-        drop(state);
-        if dropped > 0 {
+        let held = state.queue.waiting();
+        if held > 0 {
+            let finished = state.scorer.finish();
+            state.queue.finish(finished);
             gst::info!(
                 CAT,
                 imp = self,
-                "flush: {dropped} measured pair(s) held back by the engine are dropped unscored"
+                "flush: {held} measured pair(s) held back by the engine are recorded; their \
+                 buffers are flushed"
             );
         }
-        self.parent_flush()
+        let dropped = state.scorer.reset();
+        debug_assert_eq!(dropped, 0, "finish() left no pair held");
+        let delivered = self.deliver(state, false);
+        self.parent_flush()?;
+        delivered
     }
 
     fn negotiate(&self) -> bool {
@@ -807,6 +923,17 @@ impl GpuMetrics {
             (s.pairing_tolerance, s.pairing_mode())
         };
         let (r, d) = self.heads();
+        if timeout && (r.head.is_none() || d.head.is_none()) {
+            // Live, and an input missed its deadline: the sequence of pairs is interrupted.
+            // The pairs the engine holds back are finished now (as a caps change does),
+            // not when that input resumes or the run ends.
+            let state = self.state.lock().unwrap();
+            if state.queue.waiting() > 0 {
+                drop(state);
+                gst::debug!(CAT, imp = self, "live timeout: finishing the held pairs");
+                self.drain_held(true)?;
+            }
+        }
         let decision = pairing::decide(mode, r, d, timeout, fixed);
         gst::trace!(
             CAT,
@@ -832,8 +959,8 @@ impl GpuMetrics {
                 }
                 let rb = self.ref_pad.pop_buffer().ok_or(gst::FlowError::Error)?;
                 let db = self.dist_pad.pop_buffer().ok_or(gst::FlowError::Error)?;
-                self.note_end(&r);
-                self.note_end(&d);
+                self.note_end(Side::Reference, &r);
+                self.note_end(Side::Distorted, &d);
                 // Lets applications (emit-signals / samples-selected) see what is compared.
                 self.obj()
                     .selected_samples(db.pts(), db.dts(), db.duration(), None);
@@ -841,7 +968,7 @@ impl GpuMetrics {
             }
             Decision::DropRef => {
                 let b = self.ref_pad.pop_buffer();
-                self.note_end(&r);
+                self.note_end(Side::Reference, &r);
                 self.unmatched(Side::Reference);
                 gst::debug!(
                     CAT,
@@ -853,7 +980,7 @@ impl GpuMetrics {
             }
             Decision::DropDist => {
                 let b = self.dist_pad.pop_buffer().ok_or(gst::FlowError::Error)?;
-                self.note_end(&d);
+                self.note_end(Side::Distorted, &d);
                 self.unmatched(Side::Distorted);
                 gst::debug!(
                     CAT,

@@ -137,17 +137,6 @@ impl<B> Queue<B> {
         }
         out
     }
-
-    /// Drops everything (a flush); returns how many measured pairs were dropped.
-    pub(crate) fn clear(&mut self) -> usize {
-        let pairs = self
-            .entries
-            .iter()
-            .filter(|e| matches!(e, Entry::Pair { .. }))
-            .count();
-        self.entries.clear();
-        pairs
-    }
 }
 
 #[cfg(test)]
@@ -228,16 +217,5 @@ mod tests {
         q.push_pair(1, info(1));
         q.finish(vec![scores(1.0)]);
         assert_eq!(left(&mut q), ["0=1", "1=-"]);
-    }
-
-    #[test]
-    fn a_flush_drops_everything_and_counts_the_pairs() {
-        let mut q = Queue::default();
-        q.push_pair(0, info(0));
-        q.push_unmatched(1);
-        q.push_pair(2, info(1));
-        assert_eq!(q.clear(), 2);
-        assert_eq!(q.waiting(), 0);
-        assert!(left(&mut q).is_empty());
     }
 }

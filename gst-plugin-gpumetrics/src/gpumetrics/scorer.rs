@@ -18,6 +18,9 @@ pub(crate) struct Scorer {
     built_for: Option<(gst_video::VideoInfo, gst_video::VideoInfo)>,
     /// The GstCudaContext the engine runs in (None: the device's primary context, or CPU).
     context: Option<gstcuda::Context>,
+    /// The caps the last engine was built for (kept when it is retired): what changed when
+    /// the next one cannot be built.
+    previous: Option<(gst_video::VideoInfo, gst_video::VideoInfo)>,
 }
 
 /// What an engine is built from.
@@ -129,7 +132,7 @@ impl Scorer {
         }
         let created = builder.build();
         self.context = context;
-        let engine = created.map_err(|e| build_error(&e, req))?;
+        let engine = created.map_err(|e| build_error(&e, req, self.previous.as_ref()))?;
         built.notes.extend(engine.metric_notes());
         match engine.backend_note() {
             Some(note) => gst::info!(
@@ -151,34 +154,62 @@ impl Scorer {
         }
         self.engine = Some(engine);
         self.built_for = Some((r.info.clone(), d.info.clone()));
+        self.previous = self.built_for.clone();
         Ok(built)
     }
 }
 
-/// The element error of an engine that cannot be built for `req`.
-fn build_error(e: &EngineError, req: &Request) -> gst::ErrorMessage {
+/// The element error of an engine that cannot be built for `req`; `previous` is what the
+/// last engine was built for (the message says what changed since).
+fn build_error(
+    e: &EngineError,
+    req: &Request,
+    previous: Option<&(gst_video::VideoInfo, gst_video::VideoInfo)>,
+) -> gst::ErrorMessage {
     let (rd, dd) = (req.reference.describe(), req.distorted.describe());
-    match e {
+    let changed = previous.map(|(r, d)| (*r != req.reference.info, *d != req.distorted.info));
+    let after = if req.pairs > 0 {
+        format!(" after {} pairs", req.pairs)
+    } else {
+        String::new()
+    };
+    match (e, changed) {
         // A metric option's value: the message names the property and what it accepts.
-        EngineError::InvalidOption { .. } => gst::error_msg!(
+        (EngineError::InvalidOption { .. }, _) => gst::error_msg!(
             gst::LibraryError::Settings,
             ("{e}"),
             ["ref_sink: {rd}, dist_sink: {dd}"]
         ),
-        // The first pair after a caps change on one input only.
-        _ if req.pairs > 0 => gst::error_msg!(
+        (_, Some((true, false) | (false, true))) => {
+            let (which, other) = if changed == Some((true, false)) {
+                ("ref_sink", "dist_sink")
+            } else {
+                ("dist_sink", "ref_sink")
+            };
+            gst::error_msg!(
+                stream_error(e),
+                ("Cannot compare ref_sink with dist_sink{after}: the caps changed on {which} \
+                     only (ref_sink: {rd}, dist_sink: {dd}), {other} kept its caps; both inputs \
+                     must change together. {e}"),
+                ["ref_sink: {rd}, dist_sink: {dd}"]
+            )
+        }
+        (_, Some((true, true))) => gst::error_msg!(
             stream_error(e),
-            (
-                "Cannot compare ref_sink with dist_sink after {} pairs: the caps changed on one \
-                 input only (ref_sink: {rd}, dist_sink: {dd}); both inputs must change together. \
-                 {e}",
-                req.pairs
-            ),
+            ("Cannot compare ref_sink with dist_sink{after}: both inputs changed caps (now \
+                 ref_sink: {rd}, dist_sink: {dd}) and the new caps cannot be compared: {e}"),
             ["ref_sink: {rd}, dist_sink: {dd}"]
         ),
-        _ => gst::error_msg!(
+        (_, Some((false, false))) => gst::error_msg!(
             stream_error(e),
-            ("Cannot compare ref_sink with dist_sink: {e}"),
+            ("Cannot compare ref_sink with dist_sink{after}: the caps did not change (ref_sink: \
+                 {rd}, dist_sink: {dd}), but the engine could not be rebuilt in the CUDA context \
+                 of the inputs' memory: {e}"),
+            ["ref_sink: {rd}, dist_sink: {dd}"]
+        ),
+        (_, None) => gst::error_msg!(
+            stream_error(e),
+            ("Cannot compare ref_sink with dist_sink{after}: {e}"),
             ["ref_sink: {rd}, dist_sink: {dd}"]
         ),
     }
@@ -271,12 +302,28 @@ mod tests {
             e.contains("Cannot compare ref_sink with dist_sink: reference is 32x32"),
             "{e}"
         );
+        // After an engine for (a, a): what changed is named.
+        s.build(&request(&element, &settings, &a, &a, 0)).unwrap();
+        s.retire();
         let e = s
             .build(&request(&element, &settings, &a, &b, 7))
             .unwrap_err()
             .to_string();
         assert!(
-            e.contains("after 7 pairs") && e.contains("one input only"),
+            e.contains("after 7 pairs: the caps changed on dist_sink only"),
+            "{e}"
+        );
+        // Issue 20: both inputs changed together to sizes that differ.
+        let (c, d) = (
+            caps(gst_video::VideoFormat::I420, 48, 32),
+            caps(gst_video::VideoFormat::I420, 64, 48),
+        );
+        let e = s
+            .build(&request(&element, &settings, &c, &d, 9))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("after 9 pairs: both inputs changed caps") && !e.contains("only"),
             "{e}"
         );
         // An option's value the engine refuses: the option's message, a settings error.

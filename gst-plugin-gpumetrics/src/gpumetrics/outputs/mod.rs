@@ -85,6 +85,7 @@ impl Outputs {
             sinks.push(Box::new(stats_file::StatsFile::create(
                 path,
                 settings.stats_format(),
+                settings.metrics.set(),
             )?));
         }
         sinks.push(Box::new(bus::Bus));

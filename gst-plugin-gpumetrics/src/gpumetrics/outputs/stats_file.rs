@@ -1,23 +1,33 @@
 // SPDX-License-Identifier: MPL-2.0
 //! The `stats-file`: one line per record, flushed as it is written, and the summary as the
-//! last record ([`crate::stats::StatsWriter`] has the layouts).
+//! last record, again after the records of a replay ([`crate::stats::StatsWriter`] has the
+//! layouts).
 
 use std::fs::File;
 use std::io::BufWriter;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+use gpumetrics_engine::MetricSet;
 
 use super::{Env, Pair, Sink};
 use crate::message::Summary;
-use crate::stats::{Format, StatsWriter};
+use crate::stats::{self, Format, StatsWriter};
 
 pub(crate) struct StatsFile {
     /// `None` after a write failed (the element stops measuring then).
     writer: Option<StatsWriter<BufWriter<File>>>,
+    /// For the errors.
+    path: PathBuf,
 }
 
 impl StatsFile {
-    /// Creates (truncates) `path`; the error names it.
-    pub(crate) fn create(path: &Path, format: Format) -> Result<StatsFile, gst::ErrorMessage> {
+    /// Creates (truncates) `path`, with the CSV columns of every field `metrics` can
+    /// produce; the error names it.
+    pub(crate) fn create(
+        path: &Path,
+        format: Format,
+        metrics: MetricSet,
+    ) -> Result<StatsFile, gst::ErrorMessage> {
         let writer = StatsWriter::create(path, format).map_err(|e| {
             gst::error_msg!(
                 gst::ResourceError::OpenWrite,
@@ -29,8 +39,22 @@ impl StatsFile {
             )
         })?;
         Ok(StatsFile {
-            writer: Some(writer),
+            writer: Some(writer.columns(stats::columns_for(metrics))),
+            path: path.to_path_buf(),
         })
+    }
+
+    /// The element error of a failed write of `what`; the file is given up.
+    fn failed(&mut self, what: &str, e: std::io::Error) -> gst::ErrorMessage {
+        self.writer = None;
+        gst::error_msg!(
+            gst::ResourceError::Write,
+            (
+                "Writing {what} to stats-file {} failed: {e}; check the free space and the \
+                 file system",
+                self.path.display()
+            )
+        )
     }
 }
 
@@ -39,35 +63,25 @@ impl Sink for StatsFile {
         let Some(w) = self.writer.as_mut() else {
             return Ok(());
         };
-        w.write_frame(pair.record).map_err(|e| {
-            self.writer = None;
-            gst::error_msg!(
-                gst::ResourceError::Write,
-                ("Writing the stats file failed: {e}")
-            )
-        })
+        w.write_frame(pair.record)
+            .map_err(|e| self.failed("a record", e))
     }
 
-    /// The first summary is the file's last record (later ones, after a flushing seek,
-    /// are not written).
+    /// Each summary the bus gets is written after the records before it: after a flushing
+    /// seek past EOS, the replayed pairs' records and the updated summary follow the first
+    /// (see [`StatsWriter`]), so that the file and the bus agree.
     fn summary(&mut self, _: &Env<'_>, summary: &Summary) -> Result<(), gst::ErrorMessage> {
         let Some(w) = self.writer.as_mut() else {
             return Ok(());
         };
-        w.write_summary(summary).map_err(|e| {
-            gst::error_msg!(
-                gst::ResourceError::Write,
-                ("Writing the summary to the stats file failed: {e}")
-            )
-        })
+        w.write_summary(summary)
+            .map_err(|e| self.failed("the summary", e))
     }
 
-    /// Closes the file with the summary if it has none yet (a run that posted none).
+    /// Closes the file with the summary as it stands, unless it already ends with it.
     fn end(&mut self, summary: &Summary) {
         if let Some(mut w) = self.writer.take() {
-            if !w.is_finished() {
-                let _ = w.write_summary(summary);
-            }
+            let _ = w.write_summary(summary);
             let _ = w.flush();
         }
     }
@@ -95,7 +109,7 @@ mod tests {
             settings: &settings,
         };
         let path = temp("sink.jsonl");
-        let mut sink = StatsFile::create(&path, Format::Jsonl).unwrap();
+        let mut sink = StatsFile::create(&path, Format::Jsonl, MetricSet::PSNR).unwrap();
         let (record, scores, mut buffer) = pair_of(0, 30.0);
         let mut pair = Pair {
             record: &record,
@@ -110,8 +124,8 @@ mod tests {
             ..Default::default()
         };
         sink.summary(&env, &first).unwrap();
-        sink.summary(&env, &Summary::default()).unwrap();
-        sink.end(&Summary::default());
+        // stop() after EOS: the same summary, not written twice.
+        sink.end(&first);
         let text = std::fs::read_to_string(&path).unwrap();
         let lines: Vec<_> = text.lines().collect();
         assert_eq!(lines.len(), 2, "{text}");
@@ -123,7 +137,7 @@ mod tests {
     fn end_writes_the_summary_of_a_run_that_posted_none() {
         gst::init().unwrap();
         let path = temp("end.csv");
-        let mut sink = StatsFile::create(&path, Format::Csv).unwrap();
+        let mut sink = StatsFile::create(&path, Format::Csv, MetricSet::PSNR).unwrap();
         sink.end(&Summary::default());
         let text = std::fs::read_to_string(&path).unwrap();
         assert!(text.contains("unmatched-dist"), "{text}");
@@ -133,10 +147,14 @@ mod tests {
     #[test]
     fn errors_name_the_file_or_the_failed_write() {
         gst::init().unwrap();
-        let e = StatsFile::create(Path::new("/nonexistent-dir/x.jsonl"), Format::Jsonl)
-            .err()
-            .unwrap()
-            .to_string();
+        let e = StatsFile::create(
+            Path::new("/nonexistent-dir/x.jsonl"),
+            Format::Jsonl,
+            MetricSet::PSNR,
+        )
+        .err()
+        .unwrap()
+        .to_string();
         assert!(e.contains("/nonexistent-dir/x.jsonl"), "{e}");
         if !Path::new("/dev/full").exists() {
             return;
@@ -147,7 +165,8 @@ mod tests {
             element: &element,
             settings: &settings,
         };
-        let mut sink = StatsFile::create(Path::new("/dev/full"), Format::Jsonl).unwrap();
+        let mut sink =
+            StatsFile::create(Path::new("/dev/full"), Format::Jsonl, MetricSet::PSNR).unwrap();
         let (record, scores, mut buffer) = pair_of(0, 30.0);
         let mut pair = Pair {
             record: &record,
@@ -155,7 +174,10 @@ mod tests {
             buffer: &mut buffer,
         };
         let e = sink.record(&env, &mut pair).unwrap_err().to_string();
-        assert!(e.contains("Writing the stats file failed"), "{e}");
+        assert!(
+            e.contains("Writing a record to stats-file /dev/full failed"),
+            "{e}"
+        );
         // The file is given up: nothing more is written, no further error.
         assert!(sink.record(&env, &mut pair).is_ok());
         assert!(sink.summary(&env, &Summary::default()).is_ok());
