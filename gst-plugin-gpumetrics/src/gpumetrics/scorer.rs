@@ -188,9 +188,9 @@ fn build_error(
             };
             gst::error_msg!(
                 stream_error(e),
-                ("Cannot compare ref_sink with dist_sink{after}: the caps changed on {which} \
-                     only (ref_sink: {rd}, dist_sink: {dd}), {other} kept its caps; both inputs \
-                     must change together. {e}"),
+                ("Cannot compare ref_sink with dist_sink{after}: the caps changed on one input \
+                     only, {which} ({other} kept its caps; now ref_sink: {rd}, dist_sink: {dd}); \
+                     both inputs must change together. {e}"),
                 ["ref_sink: {rd}, dist_sink: {dd}"]
             )
         }
@@ -310,7 +310,7 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(
-            e.contains("after 7 pairs: the caps changed on dist_sink only"),
+            e.contains("after 7 pairs: the caps changed on one input only, dist_sink"),
             "{e}"
         );
         // Issue 20: both inputs changed together to sizes that differ.
