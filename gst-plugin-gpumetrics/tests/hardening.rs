@@ -196,14 +196,38 @@ fn pairing_tolerance_takes_minus_one_and_never_panics() {
     let pspec = m.find_property("pairing-tolerance").unwrap();
     let pspec = pspec.downcast::<glib::ParamSpecInt64>().unwrap();
     assert_eq!(pspec.minimum(), -1, "values below -1 are refused by GLib");
-    // gst-launch syntax: -5 and 2^64 - 2 are refused with a message, the default stays.
+    // gst-launch syntax: -5 and 2^64 - 2 (which GStreamer 1.22 reads as -2) are refused with
+    // a message, the default stays. GStreamer 1.22 returns the element and GLib warns; a
+    // parser that refuses the value itself returns an error naming the property instead.
+    let warnings = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let handler = {
+        let warnings = warnings.clone();
+        glib::log_set_handler(
+            Some("GLib-GObject"),
+            glib::LogLevels::LEVEL_WARNING,
+            false,
+            false,
+            move |_, _, text| warnings.lock().unwrap().push(text.to_string()),
+        )
+    };
     for bad in ["-5", "18446744073709551614"] {
+        warnings.lock().unwrap().clear();
         // A single element: parse returns it (or an error saying the value is refused).
         let desc = format!("gpumetrics pairing-tolerance={bad}");
-        if let Ok(m) = gst::parse::launch(&desc) {
-            assert_eq!(m.property::<i64>("pairing-tolerance"), -1, "{bad}");
+        match gst::parse::launch(&desc) {
+            Ok(m) => {
+                assert_eq!(m.property::<i64>("pairing-tolerance"), -1, "{bad}");
+                let said = warnings.lock().unwrap().clone();
+                assert!(
+                    said.iter()
+                        .any(|w| w.contains("out of range for property 'pairing-tolerance'")),
+                    "{bad}: accepted without a warning: {said:?}"
+                );
+            }
+            Err(e) => assert!(e.message().contains("pairing-tolerance"), "{bad}: {e}"),
         }
     }
+    glib::log_remove_handler(Some("GLib-GObject"), handler);
 }
 
 #[test]
