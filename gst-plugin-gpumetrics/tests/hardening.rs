@@ -3,7 +3,9 @@
 //! landed main (caa0b6a) and must now end in a clear element error, a warning or correct
 //! counts, never a crash, a hang or a score computed from memory outside a buffer. The tests
 //! run on the CPU backend in CI and on `$GPUMETRICS_TEST_BACKEND` (cuda) on a GPU machine;
-//! the CUDA-memory case runs only where `cudaupload` and a CUDA device are usable.
+//! the CUDA-memory cases are `#[ignore]`d GPU-only tests (`--include-ignored` on the GPU
+//! machine, scripts/gpu-all.sh's element step), which fail where `cudaupload` or a CUDA
+//! device is missing.
 
 mod common;
 
@@ -348,25 +350,25 @@ fn resolution_change_on_both_inputs_is_followed() {
     );
 }
 
-/// Whether CUDA-memory cases can run here: `cudaupload`, a usable GstCuda and the cuda test
-/// backend (the GPU machine). Says why not otherwise.
-fn cuda_memory_usable() -> bool {
+/// What the CUDA-memory cases need: `cudaupload` (the nvcodec plugin, registered only where
+/// a CUDA device is found) and a GstCuda that reaches the driver. Fails the test, saying
+/// which is missing, rather than letting a GPU-only test pass having run nothing.
+fn require_cuda_memory() {
     init();
-    let usable = gst::ElementFactory::find("cudaupload").is_some()
-        && gstgpumetrics::gstcuda::api().is_ok()
-        && test_backend() == "cuda";
-    if !usable {
-        eprintln!("skipped: needs cudaupload, a CUDA device and GPUMETRICS_TEST_BACKEND=cuda");
+    assert!(
+        gst::ElementFactory::find("cudaupload").is_some(),
+        "GPU-only test: no cudaupload element (nvcodec plugin without a CUDA device?)"
+    );
+    if let Err(why) = gstgpumetrics::gstcuda::api() {
+        panic!("GPU-only test: GstCuda is unusable: {why}");
     }
-    usable
 }
 
 /// The same change in CUDA memory (cudaupload follows the caps), on the GPU machine.
 #[test]
+#[ignore = "GPU-only: needs cudaupload and a CUDA device (scripts/gpu-all.sh element)"]
 fn resolution_change_on_both_inputs_in_cuda_memory() {
-    if !cuda_memory_usable() {
-        return;
-    }
+    require_cuda_memory();
     let c = i420_caps(32, 24, 25);
     let desc = format!(
         "appsrc name=ref format=time caps=\"{c}\" ! cudaupload ! m.ref_sink \
@@ -563,12 +565,10 @@ fn stats_file_lines_survive_sigkill() {
 }
 
 /// CUDA memory whose meta does not fit the allocation: refused before a kernel reads it.
-/// Runs where `cudaupload` and a CUDA device are usable (the GPU machine).
 #[test]
+#[ignore = "GPU-only: needs cudaupload and a CUDA device (scripts/gpu-all.sh element)"]
 fn cuda_memory_with_a_bad_meta_is_refused() {
-    if !cuda_memory_usable() {
-        return;
-    }
+    require_cuda_memory();
     let desc = format!(
         "videotestsrc num-buffers=5 ! {c} ! tee name=t \
          t. ! queue ! cudaupload ! m.ref_sink \
