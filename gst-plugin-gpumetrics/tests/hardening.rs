@@ -353,15 +353,13 @@ fn resolution_change_on_both_inputs_is_followed() {
 /// What the CUDA-memory cases need: `cudaupload` (the nvcodec plugin, registered only where
 /// a CUDA device is found) and a GstCuda that reaches the driver. Fails the test, saying
 /// which is missing, rather than letting a GPU-only test pass having run nothing.
+#[track_caller]
 fn require_cuda_memory() {
-    init();
+    require_gstcuda();
     assert!(
         gst::ElementFactory::find("cudaupload").is_some(),
         "GPU-only test: no cudaupload element (nvcodec plugin without a CUDA device?)"
     );
-    if let Err(why) = gstgpumetrics::gstcuda::api() {
-        panic!("GPU-only test: GstCuda is unusable: {why}");
-    }
 }
 
 /// The same change in CUDA memory (cudaupload follows the caps), on the GPU machine.
