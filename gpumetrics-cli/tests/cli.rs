@@ -4,9 +4,11 @@
 //! and frame rates, `--every`/`--frames`, thresholds and bad input. CPU backend, so no GPU
 //! is needed.
 
+use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
-use std::process::Command as StdCommand;
-use std::sync::OnceLock;
+use std::process::{Command as StdCommand, ExitStatus, Stdio};
+use std::sync::{OnceLock, mpsc};
+use std::time::{Duration, Instant};
 
 use assert_cmd::Command;
 use gpumetrics_engine::metric;
@@ -564,31 +566,98 @@ fn bad_input() {
         .code(2);
 }
 
+/// Polls `child` until it exits or `limit` passes; kills it and fails on a hang.
+fn wait_with_limit(child: &mut std::process::Child, limit: Duration, what: &str) -> ExitStatus {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{what}: still running after {limit:?}, killed");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 #[test]
 fn ctrl_c_prints_the_summary_of_what_was_measured() {
     let c = clips();
     let long = c.get("long600.mp4");
-    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("gpumetrics"))
+    let mut child = StdCommand::new(assert_cmd::cargo::cargo_bin("gpumetrics"))
         .args(["--backend", "cpu", "--metrics", "all", &long, &long])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(2500));
+    // Stderr line by line: without a terminal, progress is a plain `progress: K/600 pairs,
+    // ...` line every 5 s, printed from the run loop, so Ctrl-C's handler is in place and
+    // pairs are being measured when it appears.
+    let (lines_tx, lines) = mpsc::channel();
+    let stderr = BufReader::new(child.stderr.take().unwrap());
+    std::thread::spawn(move || {
+        for line in stderr.lines().map_while(Result::ok) {
+            if lines_tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut stdout = child.stdout.take().unwrap();
+    let stdout = std::thread::spawn(move || {
+        let mut text = String::new();
+        stdout.read_to_string(&mut text).map(|_| text)
+    });
+    let mut seen = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let progress = loop {
+        match lines.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+            Ok(line) if line.starts_with("progress: ") => break line,
+            Ok(line) => seen.push(line),
+            Err(e) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!(
+                    "no progress line ({e}: the run ended first, or hangs); stderr:\n{}",
+                    seen.join("\n")
+                );
+            }
+        }
+    };
+    // `progress: K/600 pairs, ...`: K pairs were measured before the signal.
+    let before = number_after(&progress, "progress:");
+    assert!(progress.contains("/600 pairs"), "{progress}");
     let kill = StdCommand::new("kill")
         .args(["-INT", &child.id().to_string()])
         .status()
         .unwrap();
     assert!(kill.success());
-    let out = child.wait_with_output().unwrap();
-    let (so, se) = (
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr),
+    // The pairs in flight drain within the command's 10 s grace, then it stops hard.
+    let status = wait_with_limit(&mut child, Duration::from_secs(60), "after Ctrl-C");
+    seen.push(progress.clone());
+    seen.extend(lines.iter()); // to EOF: the child has exited
+    let se = seen.join("\n");
+    let so = stdout.join().unwrap().unwrap();
+    assert_eq!(status.code(), Some(130), "{so}\n{se}");
+    assert!(
+        se.contains("interrupted: finishing the pairs in flight"),
+        "{se}"
     );
-    assert_eq!(out.status.code(), Some(130), "{so}\n{se}");
-    assert!(se.contains("interrupted after"), "{se}");
+    // The summary covers what was measured up to the signal, and only that.
     let compared = number_after(&so, "compared pairs:");
-    assert!(compared < 600, "{so}");
+    assert_eq!(
+        number_after(&se, "interrupted after"),
+        compared,
+        "{so}\n{se}"
+    );
+    assert!(
+        (before..600).contains(&compared),
+        "{before} pairs at the progress line, {compared} in the summary\n{so}"
+    );
+    // The same file on both sides: the pairs measured are whole and paired right.
+    assert_eq!(table_mean(&so, "psnr-y"), f64::INFINITY, "{so}");
+    assert_eq!(table_mean(&so, "ssimulacra2"), 100.0, "{so}");
 }
 
 #[test]
