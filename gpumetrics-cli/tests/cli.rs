@@ -786,7 +786,8 @@ fn metric_options_reach_the_element() {
     let (out, _) = run_ok(&[&base[..], &["--ssim-chroma=false"]].concat());
     assert!(!out.contains("ssim-u"), "{out}");
 
-    // Butteraugli scores at a higher intensity target differ.
+    // A higher intensity target makes the same differences more visible: a higher score.
+    // Measured: 10.862 at the default 80 nits, 13.287 at 203 (2.4 higher).
     let base = [&r[..], &d, "--metrics", "butteraugli", "--frames", "2"];
     let (default, _) = run_ok(&base);
     let (bright, _) = run_ok(&[&base[..], &["--butteraugli-intensity", "203"]].concat());
@@ -795,7 +796,7 @@ fn metric_options_reach_the_element() {
         table_mean(&bright, "butteraugli"),
     );
     assert!(
-        a.is_finite() && b.is_finite() && a != b,
+        a.is_finite() && b.is_finite() && b - a > 1.0,
         "{default}\n{bright}"
     );
     let (nearest, _) = run_ok(&[&base[..], &["--chroma-upsampling", "nearest"]].concat());
