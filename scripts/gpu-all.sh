@@ -276,13 +276,14 @@ kernels() {
   sanitize "${SANITIZERS:-memcheck racecheck synccheck initcheck}" \
     $B/cuda_kernels --ignored --test-threads 1 "$1::"
 }
-# element_tests NAME...: the element's test binaries with backend=cuda.
+# element_tests NAME...: the element's test binaries with backend=cuda, their GPU-only
+# (#[ignore]d) tests included.
 element_tests() {
   local t
   for t in "$@"; do
     need $B/$t $d/gst/env.sh || continue
     step "element tests ($t) with backend=cuda"
-    GPUMETRICS_TEST_BACKEND=cuda run $B/$t --test-threads 2
+    GPUMETRICS_TEST_BACKEND=cuda run $B/$t --include-ignored --test-threads 2
   done
 }
 # throughput METRICS: pairs/s at 1080p and 2160p, frames in GPU memory and in system memory.
@@ -418,9 +419,9 @@ step_element() {
   gst-inspect-1.0 gpumetrics | grep -E "Long-name|Version" || fail=1
   element_tests element harness hardening cuda_context no_gstcuda
   if need $B/hardening; then
-    step "the CUDA-memory hardening cases, with their output (they say 'skipped' where they cannot run)"
-    GPUMETRICS_TEST_BACKEND=cuda run $B/hardening --test-threads 1 --nocapture cuda_memory
-    GPUMETRICS_TEST_BACKEND=cuda sanitize memcheck $B/hardening --test-threads 1 refused
+    step "the CUDA-memory hardening cases (GPU-only: they fail without cudaupload or CUDA)"
+    GPUMETRICS_TEST_BACKEND=cuda run $B/hardening --include-ignored --test-threads 1 --nocapture cuda_memory
+    GPUMETRICS_TEST_BACKEND=cuda sanitize memcheck $B/hardening --include-ignored --test-threads 1 refused
   fi
   step "pipelines: backend=cpu vs backend=cuda give identical stats files"
   local fmt b

@@ -317,6 +317,67 @@ impl SetFromStrChecked for gst::Element {
 mod tests {
     use super::*;
 
+    /// Runs `pipeline` (already PLAYING) to EOS, handing every other message to `each`;
+    /// fails with the error's text on an error message and on `limit` without EOS, instead
+    /// of waiting forever.
+    fn wait_for_eos(
+        pipeline: &gst::Pipeline,
+        limit: std::time::Duration,
+        mut each: impl FnMut(&gst::Message),
+    ) {
+        let bus = pipeline.bus().unwrap();
+        let deadline = std::time::Instant::now() + limit;
+        loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            let Some(msg) = bus.timed_pop(gst::ClockTime::from_nseconds(left.as_nanos() as u64))
+            else {
+                let _ = pipeline.set_state(gst::State::Null);
+                panic!("{}: no EOS within {limit:?}", pipeline.name());
+            };
+            match msg.view() {
+                gst::MessageView::Eos(_) => return,
+                gst::MessageView::Error(e) => {
+                    let _ = pipeline.set_state(gst::State::Null);
+                    panic!(
+                        "{}: {} ({:?})",
+                        pipeline.name(),
+                        e.error(),
+                        e.debug().unwrap_or_default()
+                    );
+                }
+                _ => each(&msg),
+            }
+        }
+    }
+
+    /// A pipeline that errors instead of ending: the wait fails with the error (waiting for
+    /// EOS alone, as this module's test once did, never returns).
+    #[test]
+    #[should_panic(expected = "Resource not found")]
+    fn wait_for_eos_fails_on_an_error_message() {
+        gst::init().unwrap();
+        let p = gst::parse::launch("filesrc location=/nonexistent/clip.mp4 ! fakesink")
+            .unwrap()
+            .downcast::<gst::Pipeline>()
+            .unwrap();
+        // The state change fails; its error is on the bus.
+        let _ = p.set_state(gst::State::Playing);
+        wait_for_eos(&p, std::time::Duration::from_secs(30), |_| {});
+    }
+
+    #[test]
+    #[should_panic(expected = "no EOS within")]
+    fn wait_for_eos_fails_on_a_timeout() {
+        gst::init().unwrap();
+        // A live source without num-buffers never ends.
+        let p = gst::parse::launch("videotestsrc is-live=true ! fakesink")
+            .unwrap()
+            .downcast::<gst::Pipeline>()
+            .unwrap();
+        p.set_state(gst::State::Playing).unwrap();
+        wait_for_eos(&p, std::time::Duration::from_millis(500), |_| {});
+    }
+
     /// The NVDEC branch (`urisourcebin ! parsebin ! <decoder>`) with a software decoder in
     /// the decoder's place, so that its linking and the gates run without a GPU.
     #[test]
@@ -330,10 +391,12 @@ mod tests {
              x264enc ! h264parse ! mp4mux ! filesink location={}",
             clip.display()
         );
-        let p = gst::parse::launch(&launch).unwrap();
+        let p = gst::parse::launch(&launch)
+            .unwrap()
+            .downcast::<gst::Pipeline>()
+            .unwrap();
         p.set_state(gst::State::Playing).unwrap();
-        let bus = p.bus().unwrap();
-        bus.timed_pop_filtered(gst::ClockTime::NONE, &[gst::MessageType::Eos]);
+        wait_for_eos(&p, std::time::Duration::from_secs(30), |_| {});
         p.set_state(gst::State::Null).unwrap();
 
         let input = crate::input::discover(clip.to_str().unwrap(), "reference").unwrap();
@@ -360,21 +423,14 @@ mod tests {
         let stop = std::sync::Arc::new(AtomicBool::new(false));
         let built = build(&config, [&input, &input], stop).unwrap();
         built.pipeline.set_state(gst::State::Playing).unwrap();
-        let bus = built.pipeline.bus().unwrap();
         let mut summary = None;
-        for msg in bus.iter_timed(gst::ClockTime::from_seconds(30)) {
-            match msg.view() {
-                gst::MessageView::Eos(_) => break,
-                gst::MessageView::Error(e) => panic!("{}", e.error()),
-                _ => {
-                    if let Some(s) = gstgpumetrics::message::Summary::from_message(&msg) {
-                        summary = Some(s);
-                    }
-                }
+        wait_for_eos(&built.pipeline, std::time::Duration::from_secs(30), |msg| {
+            if let Some(s) = gstgpumetrics::message::Summary::from_message(msg) {
+                summary = Some(s);
             }
-        }
+        });
         built.pipeline.set_state(gst::State::Null).unwrap();
-        let summary = summary.expect("summary posted");
+        let summary = summary.expect("summary posted before EOS");
         assert_eq!(summary.frames, 6, "{summary:?}");
         assert_eq!(built.gates[0].skipped(), 6);
         assert!(summary.field("psnr-y").unwrap().mean.is_infinite());

@@ -31,8 +31,16 @@ fn caps() -> String {
     i420_caps(W, H, 25)
 }
 
+/// Every pair measured (at least one) has PSNR-Y, and every PSNR field is +inf.
+#[track_caller]
 fn assert_all_inf(run: &Run) {
+    assert!(!run.frames.is_empty(), "no pair was measured: {run:#?}");
     for f in &run.frames {
+        assert!(
+            f.get("psnr-y").is_some(),
+            "frame {} has no psnr-y: {f:?}",
+            f.frame
+        );
         for (name, v) in &f.scores {
             if name.starts_with("psnr") {
                 assert_eq!(
@@ -413,6 +421,7 @@ fn known_run(props: &str) -> Run {
         .collect();
     let run = run_buffers(&caps(), props, reference, dist);
     run.expect_ok();
+    assert_eq!(run.frames.len(), 4, "a message per pair");
     run
 }
 

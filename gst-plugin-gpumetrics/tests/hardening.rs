@@ -3,7 +3,9 @@
 //! landed main (caa0b6a) and must now end in a clear element error, a warning or correct
 //! counts, never a crash, a hang or a score computed from memory outside a buffer. The tests
 //! run on the CPU backend in CI and on `$GPUMETRICS_TEST_BACKEND` (cuda) on a GPU machine;
-//! the CUDA-memory case runs only where `cudaupload` and a CUDA device are usable.
+//! the CUDA-memory cases are `#[ignore]`d GPU-only tests (`--include-ignored` on the GPU
+//! machine, scripts/gpu-all.sh's element step), which fail where `cudaupload` or a CUDA
+//! device is missing.
 
 mod common;
 
@@ -176,6 +178,7 @@ fn padded_planes_of_a_valid_meta_are_read_where_the_meta_says() {
     run.expect_ok();
     assert_eq!(run.frames.len(), 3);
     for f in &run.frames {
+        assert!(f.get("psnr-y").is_some(), "{f:?}");
         for (name, v) in &f.scores {
             if name.starts_with("psnr") {
                 assert_eq!(*v, f64::INFINITY, "{name} of {f:?}");
@@ -196,14 +199,38 @@ fn pairing_tolerance_takes_minus_one_and_never_panics() {
     let pspec = m.find_property("pairing-tolerance").unwrap();
     let pspec = pspec.downcast::<glib::ParamSpecInt64>().unwrap();
     assert_eq!(pspec.minimum(), -1, "values below -1 are refused by GLib");
-    // gst-launch syntax: -5 and 2^64 - 2 are refused with a message, the default stays.
+    // gst-launch syntax: -5 and 2^64 - 2 (which GStreamer 1.22 reads as -2) are refused with
+    // a message, the default stays. GStreamer 1.22 returns the element and GLib warns; a
+    // parser that refuses the value itself returns an error naming the property instead.
+    let warnings = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let handler = {
+        let warnings = warnings.clone();
+        glib::log_set_handler(
+            Some("GLib-GObject"),
+            glib::LogLevels::LEVEL_WARNING,
+            false,
+            false,
+            move |_, _, text| warnings.lock().unwrap().push(text.to_string()),
+        )
+    };
     for bad in ["-5", "18446744073709551614"] {
+        warnings.lock().unwrap().clear();
         // A single element: parse returns it (or an error saying the value is refused).
         let desc = format!("gpumetrics pairing-tolerance={bad}");
-        if let Ok(m) = gst::parse::launch(&desc) {
-            assert_eq!(m.property::<i64>("pairing-tolerance"), -1, "{bad}");
+        match gst::parse::launch(&desc) {
+            Ok(m) => {
+                assert_eq!(m.property::<i64>("pairing-tolerance"), -1, "{bad}");
+                let said = warnings.lock().unwrap().clone();
+                assert!(
+                    said.iter()
+                        .any(|w| w.contains("out of range for property 'pairing-tolerance'")),
+                    "{bad}: accepted without a warning: {said:?}"
+                );
+            }
+            Err(e) => assert!(e.message().contains("pairing-tolerance"), "{bad}: {e}"),
         }
     }
+    glib::log_remove_handler(Some("GLib-GObject"), handler);
 }
 
 #[test]
@@ -324,25 +351,23 @@ fn resolution_change_on_both_inputs_is_followed() {
     );
 }
 
-/// Whether CUDA-memory cases can run here: `cudaupload`, a usable GstCuda and the cuda test
-/// backend (the GPU machine). Says why not otherwise.
-fn cuda_memory_usable() -> bool {
-    init();
-    let usable = gst::ElementFactory::find("cudaupload").is_some()
-        && gstgpumetrics::gstcuda::api().is_ok()
-        && test_backend() == "cuda";
-    if !usable {
-        eprintln!("skipped: needs cudaupload, a CUDA device and GPUMETRICS_TEST_BACKEND=cuda");
-    }
-    usable
+/// What the CUDA-memory cases need: `cudaupload` (the nvcodec plugin, registered only where
+/// a CUDA device is found) and a GstCuda that reaches the driver. Fails the test, saying
+/// which is missing, rather than letting a GPU-only test pass having run nothing.
+#[track_caller]
+fn require_cuda_memory() {
+    require_gstcuda();
+    assert!(
+        gst::ElementFactory::find("cudaupload").is_some(),
+        "GPU-only test: no cudaupload element (nvcodec plugin without a CUDA device?)"
+    );
 }
 
 /// The same change in CUDA memory (cudaupload follows the caps), on the GPU machine.
 #[test]
+#[ignore = "GPU-only: needs cudaupload and a CUDA device (scripts/gpu-all.sh element)"]
 fn resolution_change_on_both_inputs_in_cuda_memory() {
-    if !cuda_memory_usable() {
-        return;
-    }
+    require_cuda_memory();
     let c = i420_caps(32, 24, 25);
     let desc = format!(
         "appsrc name=ref format=time caps=\"{c}\" ! cudaupload ! m.ref_sink \
@@ -539,12 +564,10 @@ fn stats_file_lines_survive_sigkill() {
 }
 
 /// CUDA memory whose meta does not fit the allocation: refused before a kernel reads it.
-/// Runs where `cudaupload` and a CUDA device are usable (the GPU machine).
 #[test]
+#[ignore = "GPU-only: needs cudaupload and a CUDA device (scripts/gpu-all.sh element)"]
 fn cuda_memory_with_a_bad_meta_is_refused() {
-    if !cuda_memory_usable() {
-        return;
-    }
+    require_cuda_memory();
     let desc = format!(
         "videotestsrc num-buffers=5 ! {c} ! tee name=t \
          t. ! queue ! cudaupload ! m.ref_sink \

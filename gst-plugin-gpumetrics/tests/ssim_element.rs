@@ -39,6 +39,7 @@ fn identical_frames_give_exactly_one() {
 fn chroma_fields_follow_the_property() {
     let luma = run(&pipeline("metrics=psnr+ssim+ms-ssim", SCALED));
     luma.expect_ok();
+    assert_eq!(luma.frames.len(), 3);
     for f in &luma.frames {
         let (s, ms) = (f.get("ssim-y").unwrap(), f.get("ms-ssim").unwrap());
         assert!(s > 0.0 && s < 1.0 && ms > 0.0 && ms < 1.0, "{f:?}");
@@ -49,6 +50,7 @@ fn chroma_fields_follow_the_property() {
     }
     let chroma = run(&pipeline("metrics=ssim ssim-chroma=true", SCALED));
     chroma.expect_ok();
+    assert_eq!(chroma.frames.len(), 3);
     for f in &chroma.frames {
         let [y, u, v] = ["ssim-y", "ssim-u", "ssim-v"].map(|k| f.get(k).unwrap());
         let all = f.get("ssim-all").unwrap();
@@ -67,6 +69,7 @@ fn frames_too_small_for_ms_ssim_get_only_ssim() {
         i420_caps(200, 120, 30)
     ));
     run.expect_ok();
+    assert_eq!(run.frames.len(), 2);
     for f in &run.frames {
         assert_eq!(f.get("ssim"), Some(1.0));
         assert_eq!(f.get("ms-ssim"), None);

@@ -67,7 +67,9 @@ fn the_model_and_features_properties_reach_the_engine() {
     );
     let neg = score("vmaf-model=vmaf_v0.6.1neg vmaf-features=true");
     assert!(neg.get("vmaf-adm2").is_some());
-    assert_ne!(default.get("vmaf"), neg.get("vmaf"));
+    // Measured on the CPU backend: 71.63 with the default model, 69.41 with NEG (2.2 apart).
+    let (d, n) = (default.get("vmaf").unwrap(), neg.get("vmaf").unwrap());
+    assert!((d - n).abs() > 1.0, "the model changes the score: {d} {n}");
     let bad = run(&pipeline("vmaf-model=/nonexistent.json", "identity", 2));
     let (msg, _) = bad.error.expect("an unknown model is an error");
     // The option's own message: the property, then what it accepts.

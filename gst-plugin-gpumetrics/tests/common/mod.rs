@@ -62,6 +62,15 @@ pub fn test_backend() -> String {
     std::env::var("GPUMETRICS_TEST_BACKEND").unwrap_or_else(|_| "cpu".into())
 }
 
+/// For a GPU-only (`#[ignore]`d) test: the GstCuda API, or a failure saying why it is
+/// unusable, so that such a test run without CUDA fails instead of passing having run nothing.
+#[track_caller]
+pub fn require_gstcuda() -> &'static gstgpumetrics::gstcuda::Api {
+    init();
+    gstgpumetrics::gstcuda::api()
+        .unwrap_or_else(|why| panic!("GPU-only test: GstCuda is unusable here: {why}"))
+}
+
 pub fn run_with(
     desc: &str,
     timeout: Duration,
