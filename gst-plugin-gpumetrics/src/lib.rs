@@ -13,6 +13,7 @@
 
 use gst::glib;
 
+pub mod alerts;
 pub mod caps;
 mod gpumetrics;
 pub mod gstcuda;

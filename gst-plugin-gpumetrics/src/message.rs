@@ -20,6 +20,17 @@
 //!   `unmatched-dist` (`guint64`), then for each metric field one nested `GstStructure`
 //!   named after the field (e.g. `psnr-y`) holding the doubles `mean`, `min`, `max`,
 //!   `stddev`, `harmonic-mean` (left out when undefined), `p1`, `p5`, `p50`, `p95`, `p99`.
+//!   Also `skipped` (`guint64`, pairs `subsample` left unscored) and, with `alerts`, an array
+//!   `alerts` of `alert` structures (`rule` string, `episodes` guint64, `seconds` double).
+//!
+//! * [`Window`]: the same statistics over one tumbling window of running time (`window`),
+//!   posted as [`WINDOW_MESSAGE_NAME`] (`gpumetrics-window`) with `start` and `end`
+//!   (running time, `guint64` ns) in front of the summary's fields.
+//!
+//! * [`AlertChange`]: an alert rule raised or cleared, posted as [`ALERT_MESSAGE_NAME`]
+//!   (`gpumetrics-alert`): `rule` (as written), `field`, `state` (`raised` / `cleared`),
+//!   `value` (double, the pair that changed it), `running-time` (`guint64` ns, that pair's),
+//!   and when cleared `since` (running time it was raised at) and `worst` (double).
 
 use gst::glib;
 
@@ -27,6 +38,10 @@ use gst::glib;
 pub const FRAME_MESSAGE_NAME: &str = "gpumetrics";
 /// Name of the summary element message.
 pub const SUMMARY_MESSAGE_NAME: &str = "gpumetrics-summary";
+/// Name of the per-window element message.
+pub const WINDOW_MESSAGE_NAME: &str = "gpumetrics-window";
+/// Name of the alert element message.
+pub const ALERT_MESSAGE_NAME: &str = "gpumetrics-alert";
 
 /// Fields of a per-pair record that are not scores.
 pub const FRAME_FIELD: &str = "frame";
@@ -167,8 +182,42 @@ pub struct Summary {
     pub unmatched_ref: u64,
     /// Distorted frames that found no reference partner (pushed on without meta).
     pub unmatched_dist: u64,
+    /// Matched pairs left unscored by `subsample` (not in `frames`).
+    pub skipped: u64,
     /// Per metric field, in the engine's stable order.
     pub fields: Vec<(String, FieldStats)>,
+    /// Per alert rule, in the order of the `alerts` property.
+    pub alerts: Vec<AlertCount>,
+}
+
+/// Time in alert of one rule, over a run or a window.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct AlertCount {
+    /// The rule as written in `alerts`.
+    pub rule: String,
+    /// Times it was raised.
+    pub episodes: u64,
+    /// Seconds of running time it was raised for.
+    pub seconds: f64,
+}
+
+impl AlertCount {
+    fn to_structure(&self) -> gst::Structure {
+        gst::Structure::builder("alert")
+            .field("rule", &self.rule)
+            .field("episodes", self.episodes)
+            .field("seconds", self.seconds)
+            .build()
+    }
+
+    fn from_structure(s: &gst::StructureRef) -> Result<Self, ParseError> {
+        let e = |f: &str, e: &dyn std::fmt::Display| ParseError(format!("alert: field `{f}`: {e}"));
+        Ok(AlertCount {
+            rule: s.get::<String>("rule").map_err(|x| e("rule", &x))?,
+            episodes: s.get::<u64>("episodes").map_err(|x| e("episodes", &x))?,
+            seconds: s.get::<f64>("seconds").map_err(|x| e("seconds", &x))?,
+        })
+    }
 }
 
 impl Summary {
@@ -177,11 +226,17 @@ impl Summary {
     }
 
     pub fn to_structure(&self) -> gst::Structure {
-        let mut s = gst::Structure::builder(SUMMARY_MESSAGE_NAME)
-            .field("frames", self.frames)
-            .field("unmatched-ref", self.unmatched_ref)
-            .field("unmatched-dist", self.unmatched_dist)
-            .build();
+        let mut s = gst::Structure::new_empty(SUMMARY_MESSAGE_NAME);
+        self.write_into(&mut s);
+        s
+    }
+
+    /// The summary's fields, appended to `s` (a window's message has them too).
+    fn write_into(&self, s: &mut gst::StructureRef) {
+        s.set("frames", self.frames);
+        s.set("unmatched-ref", self.unmatched_ref);
+        s.set("unmatched-dist", self.unmatched_dist);
+        s.set("skipped", self.skipped);
         for (name, stats) in &self.fields {
             let mut sub = gst::Structure::new_empty(name.as_str());
             for (k, v) in stats.entries() {
@@ -189,7 +244,12 @@ impl Summary {
             }
             s.set(name.as_str(), sub);
         }
-        s
+        if !self.alerts.is_empty() {
+            s.set(
+                "alerts",
+                gst::Array::new(self.alerts.iter().map(|a| a.to_structure())),
+            );
+        }
     }
 
     pub fn from_structure(s: &gst::StructureRef) -> Result<Self, ParseError> {
@@ -203,11 +263,22 @@ impl Summary {
                 fields.push((name.as_str().to_string(), field_stats_from_structure(&sub)?));
             }
         }
+        let mut alerts = Vec::new();
+        if let Ok(list) = s.get::<gst::Array>("alerts") {
+            for v in list.iter() {
+                let a = v
+                    .get::<gst::Structure>()
+                    .map_err(|e| ParseError(format!("{}: field `alerts`: {e}", s.name())))?;
+                alerts.push(AlertCount::from_structure(&a)?);
+            }
+        }
         Ok(Summary {
             frames: count("frames")?,
             unmatched_ref: count("unmatched-ref")?,
             unmatched_dist: count("unmatched-dist")?,
+            skipped: s.get_optional::<u64>("skipped").ok().flatten().unwrap_or(0),
             fields,
+            alerts,
         })
     }
 
@@ -231,6 +302,134 @@ impl Summary {
         gst::message::Element::builder(self.to_structure())
             .src(src)
             .build()
+    }
+}
+
+/// The statistics of one tumbling window `[start, end)` of running time (`window`).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Window {
+    /// Running time where the window starts (ns, a multiple of `window`).
+    pub start: u64,
+    /// Running time where it ends (ns, `start + window`).
+    pub end: u64,
+    /// What the window holds, in the summary's layout.
+    pub stats: Summary,
+}
+
+impl Window {
+    pub fn to_structure(&self) -> gst::Structure {
+        let mut s = gst::Structure::builder(WINDOW_MESSAGE_NAME)
+            .field("start", self.start)
+            .field("end", self.end)
+            .build();
+        self.stats.write_into(&mut s);
+        s
+    }
+
+    pub fn from_structure(s: &gst::StructureRef) -> Result<Self, ParseError> {
+        let time = |f: &str| {
+            s.get::<u64>(f)
+                .map_err(|e| ParseError(format!("{}: field `{f}`: {e}", s.name())))
+        };
+        Ok(Window {
+            start: time("start")?,
+            end: time("end")?,
+            stats: Summary::from_structure(s)?,
+        })
+    }
+
+    /// Reads a `gpumetrics-window` element message; `None` for any other message.
+    pub fn from_message(msg: &gst::MessageRef) -> Option<Self> {
+        element_structure(msg, WINDOW_MESSAGE_NAME).and_then(|s| Self::from_structure(s).ok())
+    }
+}
+
+/// Whether an alert rule went up or down.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AlertState {
+    Raised,
+    Cleared,
+}
+
+impl AlertState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AlertState::Raised => "raised",
+            AlertState::Cleared => "cleared",
+        }
+    }
+}
+
+/// An alert rule raised or cleared (`gpumetrics-alert`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct AlertChange {
+    /// The rule as written in `alerts`.
+    pub rule: String,
+    pub field: String,
+    pub state: AlertState,
+    /// The value of the pair that changed the state.
+    pub value: f64,
+    /// Running time of that pair (ns).
+    pub running_time: u64,
+    /// Cleared: the running time it was raised at.
+    pub since: Option<u64>,
+    /// Cleared: the worst value while raised.
+    pub worst: Option<f64>,
+}
+
+impl AlertChange {
+    pub fn to_structure(&self) -> gst::Structure {
+        let mut s = gst::Structure::builder(ALERT_MESSAGE_NAME)
+            .field("rule", &self.rule)
+            .field("field", &self.field)
+            .field("state", self.state.as_str())
+            .field("value", self.value)
+            .field("running-time", self.running_time)
+            .build();
+        if let Some(since) = self.since {
+            s.set("since", since);
+        }
+        if let Some(worst) = self.worst {
+            s.set("worst", worst);
+        }
+        s
+    }
+
+    pub fn from_structure(s: &gst::StructureRef) -> Result<Self, ParseError> {
+        let err = |f: &str, e: &dyn std::fmt::Display| {
+            ParseError(format!("{}: field `{f}`: {e}", s.name()))
+        };
+        let state = match s
+            .get::<String>("state")
+            .map_err(|e| err("state", &e))?
+            .as_str()
+        {
+            "raised" => AlertState::Raised,
+            "cleared" => AlertState::Cleared,
+            other => return Err(err("state", &other)),
+        };
+        Ok(AlertChange {
+            rule: s.get("rule").map_err(|e| err("rule", &e))?,
+            field: s.get("field").map_err(|e| err("field", &e))?,
+            state,
+            value: s.get("value").map_err(|e| err("value", &e))?,
+            running_time: s.get("running-time").map_err(|e| err("running-time", &e))?,
+            since: s.get_optional("since").ok().flatten(),
+            worst: s.get_optional("worst").ok().flatten(),
+        })
+    }
+
+    /// Reads a `gpumetrics-alert` element message; `None` for any other message.
+    pub fn from_message(msg: &gst::MessageRef) -> Option<Self> {
+        element_structure(msg, ALERT_MESSAGE_NAME).and_then(|s| Self::from_structure(s).ok())
+    }
+}
+
+/// The structure of an element message named `name`.
+fn element_structure<'a>(msg: &'a gst::MessageRef, name: &str) -> Option<&'a gst::StructureRef> {
+    match msg.view() {
+        gst::MessageView::Element(e) => e.structure().filter(|s| s.name() == name),
+        _ => None,
     }
 }
 
@@ -284,6 +483,12 @@ mod tests {
             frames: 10,
             unmatched_ref: 1,
             unmatched_dist: 2,
+            skipped: 3,
+            alerts: vec![AlertCount {
+                rule: "vmaf<70:2s".into(),
+                episodes: 2,
+                seconds: 3.5,
+            }],
             fields: vec![
                 ("psnr-y".into(), st),
                 (
@@ -305,6 +510,25 @@ mod tests {
                 .has_field("harmonic-mean")
         );
         assert_eq!(Summary::from_structure(&s).unwrap(), sum);
+        let w = Window {
+            start: 1_000_000_000,
+            end: 2_000_000_000,
+            stats: sum.clone(),
+        };
+        let ws = w.to_structure();
+        assert_eq!(ws.name(), WINDOW_MESSAGE_NAME);
+        assert_eq!(ws.get::<u64>("skipped").unwrap(), 3);
+        assert_eq!(Window::from_structure(&ws).unwrap(), w);
+        let a = AlertChange {
+            rule: "vmaf<70:2s".into(),
+            field: "vmaf".into(),
+            state: AlertState::Cleared,
+            value: 80.0,
+            running_time: 5,
+            since: Some(2),
+            worst: Some(40.0),
+        };
+        assert_eq!(AlertChange::from_structure(&a.to_structure()).unwrap(), a);
     }
 
     #[test]

@@ -33,7 +33,7 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-use crate::message::{FieldStats, FrameScores, Summary};
+use crate::message::{FieldStats, FrameScores, Summary, Window};
 
 /// File layout of the stats file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -129,19 +129,45 @@ fn stats_json(s: &FieldStats) -> String {
     ordered_object(&e)
 }
 
-fn summary_json(s: &Summary) -> String {
+/// The summary's entries after `type` (a window's object has them too).
+fn summary_entries(s: &Summary) -> Vec<(&'static str, String)> {
     let fields: Vec<(&str, String)> = s
         .fields
         .iter()
         .map(|(name, st)| (name.as_str(), stats_json(st)))
         .collect();
-    ordered_object(&[
-        ("type", json!("summary").to_string()),
+    let mut e = vec![
         ("frames", json!(s.frames).to_string()),
         ("unmatched-ref", json!(s.unmatched_ref).to_string()),
         ("unmatched-dist", json!(s.unmatched_dist).to_string()),
+        ("skipped", json!(s.skipped).to_string()),
         ("fields", ordered_object(&fields)),
-    ])
+    ];
+    if !s.alerts.is_empty() {
+        let alerts: Vec<Value> = s
+            .alerts
+            .iter()
+            .map(|a| json!({"rule": a.rule, "episodes": a.episodes, "seconds": a.seconds}))
+            .collect();
+        e.push(("alerts", Value::Array(alerts).to_string()));
+    }
+    e
+}
+
+fn summary_json(s: &Summary) -> String {
+    let mut e = vec![("type", json!("summary").to_string())];
+    e.extend(summary_entries(s));
+    ordered_object(&e)
+}
+
+fn window_json(w: &Window) -> String {
+    let mut e = vec![
+        ("type", json!("window").to_string()),
+        ("start", json!(w.start).to_string()),
+        ("end", json!(w.end).to_string()),
+    ];
+    e.extend(summary_entries(&w.stats));
+    ordered_object(&e)
 }
 
 const CSV_FIXED: [&str; 5] = ["record", "frame", "pts", "running-time", "duration"];
@@ -301,6 +327,59 @@ impl<W: Write> StatsWriter<W> {
         self.csv_row(&header)
     }
 
+    /// The rows of a summary (or, with `prefix` `window-`, a window): the counts in column
+    /// `frame`, one row per statistic, one row per alert rule (`alert:RULE`, its episodes in
+    /// `frame` and its time in alert in `duration`, ns). `span` (start, length) fills
+    /// `running-time` and `duration` of the count and statistic rows.
+    fn csv_stats(&mut self, prefix: &str, s: &Summary, span: Option<(u64, u64)>) -> io::Result<()> {
+        self.ensure_csv_columns(s.fields.iter().map(|(n, _)| n.as_str()))?;
+        let fields = self.csv_fields.clone().unwrap_or_default();
+        let width = CSV_FIXED.len() + fields.len();
+        let lead = |record: String, frame: String| {
+            let mut row = vec![record, frame, String::new()];
+            match span {
+                Some((start, len)) => row.extend([start.to_string(), len.to_string()]),
+                None => row.extend([String::new(), String::new()]),
+            }
+            row
+        };
+        for (record, count) in [
+            ("frames", s.frames),
+            ("unmatched-ref", s.unmatched_ref),
+            ("unmatched-dist", s.unmatched_dist),
+            ("skipped", s.skipped),
+        ] {
+            let mut row = lead(format!("{prefix}{record}"), count.to_string());
+            row.resize(width, String::new());
+            self.csv_row(&row)?;
+        }
+        for stat in CSV_STATS {
+            let mut row = lead(format!("{prefix}{stat}"), String::new());
+            for f in &fields {
+                let v = s.field(f).and_then(|st| {
+                    st.entries()
+                        .into_iter()
+                        .find(|(k, _)| *k == stat)
+                        .map(|(_, v)| v)
+                });
+                row.push(v.map_or(String::new(), format_f64));
+            }
+            self.csv_row(&row)?;
+        }
+        for a in &s.alerts {
+            let mut row = vec![
+                format!("{prefix}alert:{}", a.rule),
+                a.episodes.to_string(),
+                String::new(),
+                span.map_or(String::new(), |(start, _)| start.to_string()),
+                ((a.seconds * 1e9).round() as u64).to_string(),
+            ];
+            row.resize(width, String::new());
+            self.csv_row(&row)?;
+        }
+        Ok(())
+    }
+
     /// Removes the JSON closing part the last summary wrote, so that records can follow.
     fn reopen_json(&mut self) -> io::Result<()> {
         let rewind = self.rewind.ok_or_else(|| {
@@ -314,12 +393,14 @@ impl<W: Write> StatsWriter<W> {
         Ok(())
     }
 
-    pub fn write_frame(&mut self, rec: &FrameScores) -> io::Result<()> {
+    /// A record object of the JSON layouts (a frame or a window): a line of JSON Lines, or
+    /// the next element of the JSON document's `frames` array.
+    fn write_object(&mut self, object: &str) -> io::Result<()> {
         if self.last_summary.take().is_some() && self.format == Format::Json {
             self.reopen_json()?;
         }
         match self.format {
-            Format::Jsonl => self.write_line(String::new(), &frame_json(rec))?,
+            Format::Jsonl => self.write_line(String::new(), object),
             Format::Json => {
                 // The separator leads, so that each line is complete when it is written.
                 let lead = if self.json_count == 0 {
@@ -327,10 +408,36 @@ impl<W: Write> StatsWriter<W> {
                 } else {
                     ","
                 };
-                self.write_line(lead.into(), &frame_json(rec))?;
                 self.json_count += 1;
+                self.write_line(lead.into(), object)
             }
+            Format::Csv => unreachable!("CSV rows are written by the callers"),
+        }
+    }
+
+    /// A window's record: in JSON an object with `"type":"window"` (among the frames of the
+    /// JSON document), in CSV the summary's rows prefixed `window-`, with the window's start
+    /// in `running-time` and its length in `duration`.
+    pub fn write_window(&mut self, w: &Window) -> io::Result<()> {
+        match self.format {
+            Format::Jsonl | Format::Json => self.write_object(&window_json(w))?,
             Format::Csv => {
+                self.last_summary = None;
+                self.csv_stats(
+                    "window-",
+                    &w.stats,
+                    Some((w.start, w.end.saturating_sub(w.start))),
+                )?
+            }
+        }
+        self.out.flush()
+    }
+
+    pub fn write_frame(&mut self, rec: &FrameScores) -> io::Result<()> {
+        match self.format {
+            Format::Jsonl | Format::Json => self.write_object(&frame_json(rec))?,
+            Format::Csv => {
+                self.last_summary = None;
                 self.ensure_csv_columns(rec.scores.iter().map(|(n, _)| n.as_str()))?;
                 let t = |t: Option<gst::ClockTime>| {
                     t.map_or(String::new(), |t| t.nseconds().to_string())
@@ -372,34 +479,7 @@ impl<W: Write> StatsWriter<W> {
                 self.write_line(lead.into(), &tail)?;
                 self.json_tail = (lead.len() + tail.len() + 1) as u64;
             }
-            Format::Csv => {
-                self.ensure_csv_columns(s.fields.iter().map(|(n, _)| n.as_str()))?;
-                let fields = self.csv_fields.clone().unwrap_or_default();
-                let n_fields = fields.len();
-                for (record, count) in [
-                    ("frames", s.frames),
-                    ("unmatched-ref", s.unmatched_ref),
-                    ("unmatched-dist", s.unmatched_dist),
-                ] {
-                    let mut row = vec![record.to_string(), count.to_string()];
-                    row.resize(CSV_FIXED.len() + n_fields, String::new());
-                    self.csv_row(&row)?;
-                }
-                for stat in CSV_STATS {
-                    let mut row = vec![stat.to_string()];
-                    row.resize(CSV_FIXED.len(), String::new());
-                    for f in &fields {
-                        let v = s.field(f).and_then(|st| {
-                            st.entries()
-                                .into_iter()
-                                .find(|(k, _)| *k == stat)
-                                .map(|(_, v)| v)
-                        });
-                        row.push(v.map_or(String::new(), format_f64));
-                    }
-                    self.csv_row(&row)?;
-                }
-            }
+            Format::Csv => self.csv_stats("", s, None)?,
         }
         self.last_summary = Some(s.clone());
         self.out.flush()
@@ -449,6 +529,7 @@ mod tests {
                 ("psnr-y".into(), st),
                 ("mse-y".into(), FieldStats::default()),
             ],
+            ..Default::default()
         }
     }
 
@@ -474,7 +555,7 @@ mod tests {
             "{\"type\":\"frame\",\"frame\":0,\"pts\":0,\"running-time\":0,\"duration\":null,\"psnr-y\":30.0,"
         ));
         assert!(text.lines().nth(2).unwrap().starts_with(
-            "{\"type\":\"summary\",\"frames\":2,\"unmatched-ref\":1,\"unmatched-dist\":0,\"fields\":{\"psnr-y\":{\"mean\":\"inf\",\"min\":30.0,"
+            "{\"type\":\"summary\",\"frames\":2,\"unmatched-ref\":1,\"unmatched-dist\":0,\"skipped\":0,\"fields\":{\"psnr-y\":{\"mean\":\"inf\",\"min\":30.0,"
         ));
         assert_eq!(lines[0]["type"], "frame");
         assert_eq!(lines[0]["pts"], 0);
@@ -547,7 +628,7 @@ mod tests {
             ]
         );
         let rows: Vec<csv::StringRecord> = r.records().map(|r| r.unwrap()).collect();
-        assert_eq!(rows.len(), 2 + 3 + 10);
+        assert_eq!(rows.len(), 2 + 4 + 10);
         assert_eq!(&rows[0][0], "frame");
         assert_eq!(&rows[0][4], "");
         assert_eq!(parse_f64(&rows[0][5]), Some(30.0));
@@ -556,11 +637,12 @@ mod tests {
         assert_eq!(&rows[2][1], "2");
         assert_eq!(&rows[3][0], "unmatched-ref");
         assert_eq!(&rows[3][1], "1");
-        assert_eq!(&rows[5][0], "mean");
-        assert_eq!(&rows[5][5], "inf");
-        assert_eq!(&rows[9][0], "harmonic-mean");
-        assert_eq!(&rows[9][5], "");
-        assert_eq!(&rows[14][0], "p99");
+        assert_eq!(&rows[5][0], "skipped");
+        assert_eq!(&rows[6][0], "mean");
+        assert_eq!(&rows[6][5], "inf");
+        assert_eq!(&rows[10][0], "harmonic-mean");
+        assert_eq!(&rows[10][5], "");
+        assert_eq!(&rows[15][0], "p99");
     }
 
     fn late(i: u64) -> FrameScores {
@@ -692,6 +774,61 @@ mod tests {
         let v: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
         assert_eq!(v["frames"].as_array().unwrap().len(), 2);
         std::fs::remove_file(&path).unwrap();
+    }
+
+    #[test]
+    fn windows_are_records_marked_as_such() {
+        let window = Window {
+            start: 1_000_000_000,
+            end: 2_000_000_000,
+            stats: Summary {
+                alerts: vec![crate::message::AlertCount {
+                    rule: "psnr-y<35:1s".into(),
+                    episodes: 1,
+                    seconds: 0.5,
+                }],
+                ..summary()
+            },
+        };
+        for format in [Format::Jsonl, Format::Json, Format::Csv] {
+            let mut w = StatsWriter::in_memory(format).columns(["psnr-y", "mse-y"]);
+            w.write_frame(&rec(0, 30.0)).unwrap();
+            w.write_window(&window).unwrap();
+            w.write_summary(&summary()).unwrap();
+            let text = String::from_utf8(w.into_inner()).unwrap();
+            match format {
+                Format::Jsonl => {
+                    let v: Value = serde_json::from_str(text.lines().nth(1).unwrap()).unwrap();
+                    assert_eq!(v["type"], "window");
+                    assert_eq!(
+                        (v["start"].as_u64(), v["end"].as_u64()),
+                        (Some(1_000_000_000), Some(2_000_000_000))
+                    );
+                    assert_eq!(v["fields"]["psnr-y"]["min"], 30.0);
+                    assert_eq!(v["alerts"][0]["rule"], "psnr-y<35:1s");
+                    assert_eq!(v["alerts"][0]["seconds"], 0.5);
+                }
+                Format::Json => {
+                    let v: Value = serde_json::from_str(&text).unwrap();
+                    assert_eq!(v["frames"][1]["type"], "window");
+                    assert_eq!(v["summary"]["frames"], 2);
+                }
+                Format::Csv => {
+                    let rows: Vec<&str> = text.lines().collect();
+                    assert_eq!(rows[2], "window-frames,2,,1000000000,1000000000,,");
+                    assert!(
+                        rows.contains(&"window-alert:psnr-y<35:1s,1,,1000000000,500000000,,"),
+                        "{text}"
+                    );
+                    assert!(
+                        rows.iter()
+                            .any(|r| r.starts_with("window-p99,,,1000000000,1000000000,inf")),
+                        "{text}"
+                    );
+                    assert!(rows.iter().any(|r| r.starts_with("frames,2,")), "{text}");
+                }
+            }
+        }
     }
 
     #[test]

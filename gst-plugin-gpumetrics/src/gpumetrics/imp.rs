@@ -418,6 +418,7 @@ impl GpuMetrics {
         distorted: gst::Buffer,
         dist_rt: Option<u64>,
     ) -> Result<gst::FlowSuccess, gst::FlowError> {
+        let arrived = std::time::Instant::now();
         let settings = self.settings.lock().unwrap().clone();
         let mut state = self.state.lock().unwrap();
         state.active = true;
@@ -427,6 +428,21 @@ impl GpuMetrics {
         else {
             return Err(gst::FlowError::NotNegotiated);
         };
+        let pair = PairInfo {
+            frame: st.frame,
+            running_time: dist_rt,
+            arrived,
+            // `subsample`: every N-th matched pair is scored, from the first.
+            skip: !st
+                .frame
+                .is_multiple_of(u64::from(settings.subsample.max(1))),
+        };
+        st.frame += 1;
+        if pair.skip && engine.lag() == 0 {
+            // No metric needs every frame: a skipped pair costs nothing.
+            st.queue.push_skipped(distorted, pair);
+            return self.deliver(state, true);
+        }
         let invalid = |e: String| {
             gst::element_imp_error!(self, gst::StreamError::Format, ("{e}"));
             gst::FlowError::Error
@@ -444,19 +460,13 @@ impl GpuMetrics {
                 gst::element_imp_error!(
                     self,
                     scorer::stream_error(&e),
-                    ("Comparing frame pair {} failed: {e}", st.frame)
+                    ("Comparing frame pair {} failed: {e}", pair.frame)
                 );
                 gst::FlowError::Error
             })?
         };
         drop(reference);
-        st.queue.push_pair(
-            distorted,
-            PairInfo {
-                frame: st.frame,
-                running_time: dist_rt,
-            },
-        );
+        st.queue.push_pair(distorted, pair);
         if let Some(scores) = scores {
             let matched = st.queue.score(scores);
             debug_assert!(
@@ -464,7 +474,6 @@ impl GpuMetrics {
                 "the engine returned scores for a pair it did not hold"
             );
         }
-        st.frame += 1;
         self.deliver(state, true)
     }
 
@@ -495,9 +504,29 @@ impl GpuMetrics {
             settings: &settings,
         };
         let mut result = Ok(gst::FlowSuccess::Ok);
+        let failed = |e: gst::ErrorMessage| {
+            self.post_error_message(e);
+            gst::FlowError::Error
+        };
         for r in ready {
+            let mut outputs = self.outputs.lock().unwrap();
             let buffer = match r {
-                Ready::Unmatched(buffer) => buffer,
+                Ready::Unmatched {
+                    buffer,
+                    side,
+                    running_time,
+                } => {
+                    if let Some(o) = outputs.as_mut() {
+                        o.unmatched(&env, side, running_time).map_err(failed)?;
+                    }
+                    buffer
+                }
+                Ready::Skipped { buffer, pair } => {
+                    if let Some(o) = outputs.as_mut() {
+                        o.skipped(&env, pair.running_time).map_err(failed)?;
+                    }
+                    Some(buffer)
+                }
                 Ready::Scored {
                     mut buffer,
                     pair,
@@ -510,21 +539,23 @@ impl GpuMetrics {
                         duration: buffer.duration(),
                         scores: scores.iter().map(|(n, v)| (n.to_string(), v)).collect(),
                     };
-                    if let Some(outputs) = self.outputs.lock().unwrap().as_mut() {
+                    if let Some(o) = outputs.as_mut() {
                         let mut pair = Pair {
                             record: &record,
                             scores: &scores,
                             buffer: &mut buffer,
+                            arrived: pair.arrived,
                         };
-                        outputs.record(&env, &mut pair).map_err(|e| {
-                            self.post_error_message(e);
-                            gst::FlowError::Error
-                        })?;
+                        o.record(&env, &mut pair).map_err(failed)?;
                     }
-                    buffer
+                    Some(buffer)
                 }
             };
-            if push && result.is_ok() {
+            drop(outputs);
+            if let Some(buffer) = buffer
+                && push
+                && result.is_ok()
+            {
                 result = self.push(buffer);
             }
         }
@@ -540,14 +571,6 @@ impl GpuMetrics {
             state.queue.finish(finished);
         }
         self.deliver(state, push)
-    }
-
-    /// A frame without a partner, counted by the outputs.
-    fn unmatched(&self, side: Side) {
-        self.state.lock().unwrap().active = true;
-        if let Some(outputs) = self.outputs.lock().unwrap().as_mut() {
-            outputs.unmatched(side);
-        }
     }
 
     /// Posts queued warnings as element warnings (outside the state lock: a bus sync
@@ -969,19 +992,22 @@ impl GpuMetrics {
             Decision::DropRef => {
                 let b = self.ref_pad.pop_buffer();
                 self.note_end(Side::Reference, &r);
-                self.unmatched(Side::Reference);
                 gst::debug!(
                     CAT,
                     imp = self,
                     "reference frame at {:?} has no partner (unmatched)",
                     b.as_ref().and_then(|b| b.pts())
                 );
-                Ok(gst::FlowSuccess::Ok)
+                // Counted in order with the pairs before it (the windows follow time).
+                let mut state = self.state.lock().unwrap();
+                state.active = true;
+                let rt = r.head.and_then(|h| h.running_time);
+                state.queue.push_unmatched(None, Side::Reference, rt);
+                self.deliver(state, true)
             }
             Decision::DropDist => {
                 let b = self.dist_pad.pop_buffer().ok_or(gst::FlowError::Error)?;
                 self.note_end(Side::Distorted, &d);
-                self.unmatched(Side::Distorted);
                 gst::debug!(
                     CAT,
                     imp = self,
@@ -991,7 +1017,9 @@ impl GpuMetrics {
                 );
                 // It leaves after the buffers of the pairs held back, in order.
                 let mut state = self.state.lock().unwrap();
-                state.queue.push_unmatched(b);
+                state.active = true;
+                let rt = d.head.and_then(|h| h.running_time);
+                state.queue.push_unmatched(Some(b), Side::Distorted, rt);
                 self.deliver(state, true)
             }
             Decision::Eos => {

@@ -4,22 +4,32 @@
 //! [`gpumetrics_engine::Engine::lag`]; [`Queue::score`] gives the oldest waiting pair the
 //! scores the engine returns, [`Queue::finish`] those of `Engine::finish`), and an
 //! unmatched distorted buffer that arrives meanwhile waits behind it, so that the output
-//! stays in order. Generic over the buffer type, for the tests.
+//! stays in order. Frames without a partner and pairs `subsample` skips queue up the same
+//! way, so that the outputs (whose windows follow running time) receive every event in
+//! order. Generic over the buffer type, for the tests.
 
 use std::collections::VecDeque;
+use std::time::Instant;
 
 use gpumetrics_engine::Scores;
+
+use super::outputs::Side;
 
 /// What a record says about its pair besides the scores.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct PairInfo {
-    /// Index of the pair, counting compared pairs.
+    /// Index of the pair, counting matched pairs (scored or skipped).
     pub frame: u64,
     /// Running time of the distorted buffer.
     pub running_time: Option<u64>,
+    /// When the pair was taken from the inputs.
+    pub arrived: Instant,
+    /// `subsample` leaves it unscored: the engine sees it (temporal features need every
+    /// frame), its scores are dropped.
+    pub skip: bool,
 }
 
-/// A buffer ready to leave.
+/// A buffer ready to leave, or an event for the outputs.
 #[derive(Debug, PartialEq)]
 pub(crate) enum Ready<B> {
     /// A measured pair with its scores.
@@ -28,8 +38,15 @@ pub(crate) enum Ready<B> {
         pair: PairInfo,
         scores: Scores,
     },
-    /// A distorted frame without a partner: no scores.
-    Unmatched(B),
+    /// A matched pair `subsample` left unscored.
+    Skipped { buffer: B, pair: PairInfo },
+    /// A frame without a partner: a distorted one leaves without scores, a reference one
+    /// has no buffer here.
+    Unmatched {
+        buffer: Option<B>,
+        side: Side,
+        running_time: Option<u64>,
+    },
 }
 
 #[derive(Debug)]
@@ -39,7 +56,7 @@ enum Entry<B> {
         pair: PairInfo,
         scores: Option<Scores>,
     },
-    Unmatched(B),
+    Ready(Ready<B>),
 }
 
 #[derive(Debug)]
@@ -65,9 +82,25 @@ impl<B> Queue<B> {
         });
     }
 
-    /// An unmatched distorted buffer: it leaves after the buffers before it.
-    pub(crate) fn push_unmatched(&mut self, buffer: B) {
-        self.entries.push_back(Entry::Unmatched(buffer));
+    /// A frame without a partner (a distorted one with its buffer): it leaves after the
+    /// entries before it.
+    pub(crate) fn push_unmatched(
+        &mut self,
+        buffer: Option<B>,
+        side: Side,
+        running_time: Option<u64>,
+    ) {
+        self.entries.push_back(Entry::Ready(Ready::Unmatched {
+            buffer,
+            side,
+            running_time,
+        }));
+    }
+
+    /// A pair `subsample` skips without the engine (no metric needs every frame).
+    pub(crate) fn push_skipped(&mut self, buffer: B, pair: PairInfo) {
+        self.entries
+            .push_back(Entry::Ready(Ready::Skipped { buffer, pair }));
     }
 
     /// Measured pairs still waiting for their scores (the engine's [`held`] pairs).
@@ -125,13 +158,18 @@ impl<B> Queue<B> {
                 Some(Entry::Pair {
                     buffer,
                     pair,
+                    scores: Some(_),
+                }) if pair.skip => out.push(Ready::Skipped { buffer, pair }),
+                Some(Entry::Pair {
+                    buffer,
+                    pair,
                     scores: Some(scores),
                 }) => out.push(Ready::Scored {
                     buffer,
                     pair,
                     scores,
                 }),
-                Some(Entry::Unmatched(b)) => out.push(Ready::Unmatched(b)),
+                Some(Entry::Ready(r)) => out.push(r),
                 _ => unreachable!("the front was checked"),
             }
         }
@@ -147,6 +185,8 @@ mod tests {
         PairInfo {
             frame,
             running_time: Some(frame * 40),
+            arrived: Instant::now(),
+            skip: false,
         }
     }
 
@@ -171,7 +211,11 @@ mod tests {
                     let x = scores.get("x").map_or("-".into(), |v| v.to_string());
                     format!("{buffer}={x}")
                 }
-                Ready::Unmatched(b) => format!("{b}:u"),
+                Ready::Unmatched {
+                    buffer: Some(b), ..
+                } => format!("{b}:u"),
+                Ready::Unmatched { side, .. } => format!("{side:?}:u"),
+                Ready::Skipped { buffer, pair } => format!("{buffer}:s{}", pair.frame),
             })
             .collect()
     }
@@ -182,7 +226,7 @@ mod tests {
         q.push_pair(0, info(0));
         assert!(q.score(scores(1.0)));
         assert_eq!(left(&mut q), ["0=1"]);
-        q.push_unmatched(1);
+        q.push_unmatched(Some(1), Side::Distorted, Some(40));
         assert_eq!(left(&mut q), ["1:u"]);
         assert!(!q.score(scores(2.0)), "no pair waits");
     }
@@ -192,14 +236,14 @@ mod tests {
         // Lag 2: the engine returns pair n's scores when pair n + 2 is pushed.
         let mut q = Queue::default();
         q.push_pair(0, info(0));
-        q.push_unmatched(1);
+        q.push_unmatched(Some(1), Side::Distorted, Some(40));
         q.push_pair(2, info(1));
         assert_eq!(q.waiting(), 2);
         assert!(left(&mut q).is_empty());
         q.push_pair(3, info(2));
         assert!(q.score(scores(10.0)));
         assert_eq!(left(&mut q), ["0=10", "1:u"]);
-        q.push_unmatched(4);
+        q.push_unmatched(Some(4), Side::Distorted, Some(160));
         q.push_pair(5, info(3));
         assert!(q.score(scores(11.0)));
         assert_eq!(left(&mut q), ["2=11"]);
@@ -208,6 +252,27 @@ mod tests {
         q.finish(vec![scores(12.0), scores(13.0)]);
         assert_eq!(left(&mut q), ["3=12", "4:u", "5=13"]);
         assert_eq!(q.waiting(), 0);
+    }
+
+    #[test]
+    fn skipped_pairs_and_unmatched_reference_frames_keep_their_place() {
+        let mut q = Queue::default();
+        q.push_pair(0, info(0));
+        q.push_unmatched(None, Side::Reference, Some(40));
+        // Skipped with the engine (lag): its scores are dropped when they come.
+        q.push_pair(
+            1,
+            PairInfo {
+                skip: true,
+                ..info(1)
+            },
+        );
+        q.push_skipped(2, info(2));
+        assert!(left(&mut q).is_empty());
+        assert!(q.score(scores(5.0)));
+        assert_eq!(left(&mut q), ["0=5", "Reference:u"]);
+        assert!(q.score(scores(6.0)));
+        assert_eq!(left(&mut q), ["1:s1", "2:s2"]);
     }
 
     #[test]

@@ -34,6 +34,16 @@ pub(crate) struct Settings {
     pub pairing_tolerance: Option<u64>,
     /// The metrics' options (one property each), defaults unless set.
     pub options: Options,
+    /// `window`: length of the tumbling windows in ns of running time; 0 = none.
+    pub window: u64,
+    /// `alerts`: the rules as written (parsed when the element starts).
+    pub alerts: Option<String>,
+    /// `subsample`: score every N-th matched pair.
+    pub subsample: u32,
+    /// `roi`: `x,y,width,height` as written (checked against the caps).
+    pub roi: Option<String>,
+    /// `prometheus-address`: `host:port` of the metrics endpoint.
+    pub prometheus_address: Option<String>,
 }
 
 impl Default for Settings {
@@ -49,6 +59,11 @@ impl Default for Settings {
             pairing: Pairing::default(),
             pairing_tolerance: None,
             options: Options::new(),
+            window: 0,
+            alerts: None,
+            subsample: 1,
+            roi: None,
+            prometheus_address: None,
         }
     }
 }
@@ -145,6 +160,54 @@ fn own_properties() -> Vec<glib::ParamSpec> {
             .default_value(AUTO_TOLERANCE)
             .mutable_ready()
             .build(),
+        glib::ParamSpecUInt64::builder("window")
+            .nick("Window")
+            .blurb(
+                "Length of tumbling windows of running time (ns), aligned to running time 0: at \
+                 the end of each a 'gpumetrics-window' message with the window's pooled \
+                 statistics (also in the stats file); 0 = no windows",
+            )
+            .default_value(0)
+            .mutable_ready()
+            .build(),
+        glib::ParamSpecString::builder("alerts")
+            .nick("Alert rules")
+            .blurb(
+                "Comma-separated rules FIELD<VALUE[:HOLD] or FIELD>VALUE[:HOLD] (HOLD in ms or \
+                 s, default 0), e.g. vmaf<70:2s,psnr-y<30:500ms: raised when the condition has \
+                 held for HOLD of running time, cleared when it has been false for HOLD; each \
+                 change posts a 'gpumetrics-alert' message (and a warning when raised)",
+            )
+            .mutable_ready()
+            .build(),
+        glib::ParamSpecUInt::builder("subsample")
+            .nick("Subsample")
+            .blurb(
+                "Score every N-th matched pair; the others pass through unscored (no meta, no \
+                 record) and are counted as 'skipped'. Temporal features (VMAF's motion) still \
+                 see every frame, so a scored pair has the value of a full run",
+            )
+            .minimum(1)
+            .default_value(1)
+            .mutable_ready()
+            .build(),
+        glib::ParamSpecString::builder("roi")
+            .nick("Region of interest")
+            .blurb(
+                "x,y,width,height in pixels of the reference: both inputs are measured on this \
+                 rectangle only (read in place); NULL = the whole frame",
+            )
+            .mutable_ready()
+            .build(),
+        glib::ParamSpecString::builder("prometheus-address")
+            .nick("Prometheus address")
+            .blurb(
+                "host:port to serve Prometheus' text format at http://host:port/metrics; \
+                 elements of one process with the same address share the endpoint, their \
+                 series labelled element=<name>; NULL = none",
+            )
+            .mutable_ready()
+            .build(),
         glib::ParamSpecBoxed::builder::<gst::Structure>(MEMORY_STATS)
             .nick("Memory stats")
             .blurb(
@@ -161,6 +224,14 @@ fn own_properties() -> Vec<glib::ParamSpec> {
 pub(super) const MEMORY_STATS: &str = "memory-stats";
 
 const CHECKED: &str = "GLib checks the value type of a property";
+
+/// A string property's value; NULL and "" are none.
+fn text(value: &glib::Value) -> Option<String> {
+    value
+        .get::<Option<String>>()
+        .expect(CHECKED)
+        .filter(|s| !s.trim().is_empty())
+}
 
 impl Settings {
     /// Sets property `name` (GLib has checked the value's type and range).
@@ -185,6 +256,11 @@ impl Settings {
                 let v: i64 = value.get().expect(CHECKED);
                 self.pairing_tolerance = u64::try_from(v).ok();
             }
+            "window" => self.window = value.get().expect(CHECKED),
+            "alerts" => self.alerts = text(value),
+            "subsample" => self.subsample = value.get().expect(CHECKED),
+            "roi" => self.roi = text(value),
+            "prometheus-address" => self.prometheus_address = text(value),
             _ => {
                 let spec = options::spec(name).expect("a property of the element");
                 self.options
@@ -213,6 +289,11 @@ impl Settings {
                 .pairing_tolerance
                 .map_or(AUTO_TOLERANCE, |t| i64::try_from(t).unwrap_or(i64::MAX))
                 .to_value(),
+            "window" => self.window.to_value(),
+            "alerts" => self.alerts.to_value(),
+            "subsample" => self.subsample.to_value(),
+            "roi" => self.roi.to_value(),
+            "prometheus-address" => self.prometheus_address.to_value(),
             _ => {
                 let spec = options::spec(name).expect("a property of the element");
                 let value = self.options.get(spec.name).expect("a registered option");

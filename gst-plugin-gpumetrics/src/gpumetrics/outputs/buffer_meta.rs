@@ -46,6 +46,7 @@ mod tests {
                 record: &record,
                 scores: &scores,
                 buffer: &mut buffer,
+                arrived: std::time::Instant::now(),
             };
             BufferMeta.record(&env, &mut pair).unwrap();
             assert_eq!(buffer.peek_memory(0).as_ptr(), memory);

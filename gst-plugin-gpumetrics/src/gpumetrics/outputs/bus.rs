@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: MPL-2.0
-//! Bus messages: the `gpumetrics` element message per pair (with `post-messages`) and the
+//! Bus messages: the `gpumetrics` element message per pair (with `post-messages`), the
+//! `gpumetrics-window` message per window, the `gpumetrics-alert` message per alert change
+//! (with an element warning when a rule is raised, so that gst-launch users see it) and the
 //! `gpumetrics-summary` message (always).
 
 use gst::prelude::*;
 
 use super::{Env, Pair, Sink};
 use crate::gpumetrics::CAT;
-use crate::message::{FRAME_MESSAGE_NAME, Summary};
+use crate::message::{AlertChange, AlertState, FRAME_MESSAGE_NAME, Summary, Window};
 
 pub(crate) struct Bus;
 
@@ -15,8 +17,9 @@ impl Sink for Bus {
         gst::log!(
             CAT,
             obj = env.element,
-            "pair {}: {:?}",
+            "pair {} scored {:?} after it arrived: {:?}",
             pair.record.frame,
+            pair.arrived.elapsed(),
             pair.record.scores
         );
         if env.settings.post_messages {
@@ -24,6 +27,45 @@ impl Sink for Bus {
                 .src(env.element)
                 .build();
             let _ = env.element.post_message(msg);
+        }
+        Ok(())
+    }
+
+    fn window(&mut self, env: &Env<'_>, window: &Window) -> Result<(), gst::ErrorMessage> {
+        let msg = gst::message::Element::builder(window.to_structure())
+            .src(env.element)
+            .build();
+        let _ = env.element.post_message(msg);
+        Ok(())
+    }
+
+    fn alert(&mut self, env: &Env<'_>, change: &AlertChange) -> Result<(), gst::ErrorMessage> {
+        let msg = gst::message::Element::builder(change.to_structure())
+            .src(env.element)
+            .build();
+        let _ = env.element.post_message(msg);
+        let at = gst::ClockTime::from_nseconds(change.running_time);
+        match change.state {
+            AlertState::Raised => {
+                let text = format!(
+                    "alert raised: {} ({} = {} at running time {at})",
+                    change.rule, change.field, change.value
+                );
+                gst::warning!(CAT, obj = env.element, "{text}");
+                let warning = gst::message::Warning::builder(gst::StreamError::Failed, &text)
+                    .src(env.element)
+                    .build();
+                let _ = env.element.post_message(warning);
+            }
+            AlertState::Cleared => gst::info!(
+                CAT,
+                obj = env.element,
+                "alert cleared: {} ({} = {} at running time {at}, worst {})",
+                change.rule,
+                change.field,
+                change.value,
+                change.worst.unwrap_or(change.value)
+            ),
         }
         Ok(())
     }
@@ -60,6 +102,7 @@ mod tests {
                 record: &record,
                 scores: &scores,
                 buffer: &mut buffer,
+                arrived: std::time::Instant::now(),
             };
             Bus.record(&env, &mut pair).unwrap();
             Bus.summary(&env, &Summary::default()).unwrap();

@@ -9,19 +9,29 @@
 //! | [`bus::Bus`] | `bus.rs` | the `gpumetrics` message per pair (`post-messages`), the `gpumetrics-summary` message |
 //! | [`buffer_meta::BufferMeta`] | `buffer_meta.rs` | `GstGpuMetricsMeta` on the distorted buffer (`attach-meta`) |
 //!
-//! A new output (a sliding window, alert rules, an exporter) is one more file with a
-//! `Sink` and one line in [`Outputs::new`]. The element calls the outputs without its
-//! state lock, so that a sink may post messages (a bus sync handler may read properties).
+//! Besides the records, the outputs make two kinds of events from them, handed to every
+//! sink too: complete tumbling windows (`window`, [`window::Windows`]) and alert changes
+//! (`alerts`, [`crate::alerts`]). A window that a pair's running time completes reaches the
+//! sinks before that pair's record; an alert change after it.
+//!
+//! A new output (an exporter) is one more file with a `Sink` and one line in
+//! [`Outputs::new`]. The element calls the outputs without its state lock, so that a sink
+//! may post messages (a bus sync handler may read properties).
 
 mod buffer_meta;
 mod bus;
 mod pool;
 mod stats_file;
+mod window;
+
+use std::time::Instant;
 
 use gpumetrics_engine::Scores;
 
 use super::settings::Settings;
-use crate::message::{FrameScores, Summary};
+use crate::alerts::{self, Alerts};
+use crate::message::{AlertChange, FrameScores, Summary, Window};
+use crate::stats;
 
 /// What every sink call may use besides its own state.
 pub(crate) struct Env<'a> {
@@ -39,6 +49,8 @@ pub(crate) struct Pair<'a> {
     pub scores: &'a Scores,
     /// The distorted buffer, pushed on `src` once every sink has had it.
     pub buffer: &'a mut gst::Buffer,
+    /// When the pair was taken from the inputs (its scores are ready now).
+    pub arrived: Instant,
 }
 
 /// Which input a frame without a partner came on.
@@ -57,6 +69,19 @@ pub(crate) trait Sink: Send {
     /// A frame without a partner (counted, never compared).
     fn unmatched(&mut self, _side: Side) {}
 
+    /// A matched pair that `subsample` left unscored.
+    fn skipped(&mut self) {}
+
+    /// A complete tumbling window (`window`), in order, before the records after it.
+    fn window(&mut self, _env: &Env<'_>, _window: &Window) -> Result<(), gst::ErrorMessage> {
+        Ok(())
+    }
+
+    /// An alert rule raised or cleared, after the record of the pair that changed it.
+    fn alert(&mut self, _env: &Env<'_>, _change: &AlertChange) -> Result<(), gst::ErrorMessage> {
+        Ok(())
+    }
+
     /// The run's summary: at EOS, or when the element stops before one; again at the
     /// next EOS after a flushing seek (pooled statistics continue across it).
     fn summary(&mut self, _env: &Env<'_>, _summary: &Summary) -> Result<(), gst::ErrorMessage> {
@@ -72,13 +97,22 @@ pub(crate) trait Sink: Send {
 pub(crate) struct Outputs {
     /// The pooled summary: first, so that the others receive what it has counted.
     pool: pool::Pool,
+    /// `window`: the window being filled.
+    windows: Option<window::Windows>,
+    /// `alerts`: the rules' states.
+    alerts: Alerts,
     sinks: Vec<Box<dyn Sink>>,
 }
 
 impl Outputs {
-    /// The outputs `settings` ask for; opening the stats file can fail (the element's
-    /// start fails with the error).
+    /// The outputs `settings` ask for; opening the stats file or an alert rule can fail (the
+    /// element's start fails with the error).
     pub(crate) fn new(settings: &Settings) -> Result<Outputs, gst::ErrorMessage> {
+        let rules = match &settings.alerts {
+            Some(text) => alerts::parse(text, &stats::columns_for(settings.metrics.set()))
+                .map_err(|e| gst::error_msg!(gst::LibraryError::Settings, ("{e}")))?,
+            None => Vec::new(),
+        };
         let mut sinks: Vec<Box<dyn Sink>> = Vec::new();
         if let Some(path) = &settings.stats_file {
             // Before the messages: a record is on disk when its message is posted.
@@ -90,12 +124,17 @@ impl Outputs {
         }
         sinks.push(Box::new(bus::Bus));
         sinks.push(Box::new(buffer_meta::BufferMeta));
-        Ok(Outputs::with_sinks(sinks))
+        let mut outputs = Outputs::with_sinks(sinks);
+        outputs.alerts = Alerts::new(rules);
+        outputs.windows = (settings.window > 0).then(|| window::Windows::new(settings.window));
+        Ok(outputs)
     }
 
     fn with_sinks(sinks: Vec<Box<dyn Sink>>) -> Outputs {
         Outputs {
             pool: pool::Pool::default(),
+            windows: None,
+            alerts: Alerts::default(),
             sinks,
         }
     }
@@ -105,29 +144,93 @@ impl Outputs {
             .chain(self.sinks.iter_mut().map(|s| &mut **s as &mut dyn Sink))
     }
 
-    /// Hands a measured pair to every sink; stops at the first error.
+    /// Hands the windows an event at `t` completes to every sink; stops at the first error.
+    fn advance(&mut self, env: &Env<'_>, t: Option<u64>) -> Result<(), gst::ErrorMessage> {
+        let Some(windows) = &mut self.windows else {
+            return Ok(());
+        };
+        let alerts = &mut self.alerts;
+        for w in windows.advance(t, |end| alerts.close_window(end)) {
+            self.all().try_for_each(|s| s.window(env, &w))?;
+        }
+        Ok(())
+    }
+
+    fn add_to_window(&mut self, event: window::Event<'_>) {
+        if let Some(w) = &mut self.windows {
+            w.add(event);
+        }
+    }
+
+    /// Hands a measured pair to every sink, then the alert changes it makes; stops at the
+    /// first error.
     pub(crate) fn record(
         &mut self,
         env: &Env<'_>,
         pair: &mut Pair<'_>,
     ) -> Result<(), gst::ErrorMessage> {
-        self.all().try_for_each(|s| s.record(env, pair))
+        let t = pair.record.running_time.map(gst::ClockTime::nseconds);
+        self.advance(env, t)?;
+        self.add_to_window(window::Event::Pair(pair.scores));
+        self.all().try_for_each(|s| s.record(env, pair))?;
+        let record = pair.record;
+        for change in self.alerts.observe(t, |f| record.get(f)) {
+            self.all().try_for_each(|s| s.alert(env, &change))?;
+        }
+        Ok(())
     }
 
-    pub(crate) fn unmatched(&mut self, side: Side) {
+    /// A frame without a partner at running time `t`.
+    pub(crate) fn unmatched(
+        &mut self,
+        env: &Env<'_>,
+        side: Side,
+        t: Option<u64>,
+    ) -> Result<(), gst::ErrorMessage> {
+        self.advance(env, t)?;
+        self.add_to_window(window::Event::Unmatched(side));
         self.all().for_each(|s| s.unmatched(side));
+        Ok(())
+    }
+
+    /// A matched pair at running time `t` that `subsample` left unscored.
+    pub(crate) fn skipped(
+        &mut self,
+        env: &Env<'_>,
+        t: Option<u64>,
+    ) -> Result<(), gst::ErrorMessage> {
+        self.advance(env, t)?;
+        self.add_to_window(window::Event::Skipped);
+        self.all().for_each(|s| s.skipped());
+        Ok(())
     }
 
     /// The summary of what the run measured so far.
     pub(crate) fn current_summary(&self) -> Summary {
-        self.pool.summary()
+        Summary {
+            alerts: self.alerts.totals(),
+            ..self.pool.summary()
+        }
     }
 
     /// Makes the run's summary and hands it to every sink (each gets it, whatever the
-    /// others return); returns it with the first error.
+    /// others return), after the last window; returns it with the first error.
     pub(crate) fn summary(&mut self, env: &Env<'_>) -> (Summary, Result<(), gst::ErrorMessage>) {
-        let summary = self.current_summary();
         let mut result = Ok(());
+        let alerts = &mut self.alerts;
+        if let Some(w) = self
+            .windows
+            .as_mut()
+            .and_then(|w| w.finish(|end| alerts.close_window(end)))
+        {
+            for s in self.all() {
+                let r = s.window(env, &w);
+                if result.is_ok() {
+                    result = r;
+                }
+            }
+        }
+        let summary = self.current_summary();
         for s in self.all() {
             let r = s.summary(env, &summary);
             if result.is_ok() {
@@ -222,10 +325,11 @@ mod tests {
                 record: &record,
                 scores: &scores,
                 buffer: &mut buffer,
+                arrived: Instant::now(),
             };
             outputs.record(&env, &mut pair).unwrap();
         }
-        outputs.unmatched(Side::Distorted);
+        outputs.unmatched(&env, Side::Distorted, None).unwrap();
         let (summary, result) = outputs.summary(&env);
         result.unwrap();
         assert_eq!(
@@ -274,6 +378,7 @@ mod tests {
             record: &record,
             scores: &scores,
             buffer: &mut buffer,
+            arrived: Instant::now(),
         };
         assert!(outputs.record(&env, &mut pair).is_err());
         let (_, result) = outputs.summary(&env);

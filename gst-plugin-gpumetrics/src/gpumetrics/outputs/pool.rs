@@ -12,21 +12,32 @@ pub(crate) struct Pool {
     pooler: Pooler,
     unmatched_ref: u64,
     unmatched_dist: u64,
+    skipped: u64,
+}
+
+/// The pooled statistics of `pooler` in the summary's layout (no counts besides `frames`).
+pub(crate) fn summary_of(pooler: &Pooler) -> Summary {
+    let s = pooler.summary();
+    Summary {
+        frames: s.frames,
+        fields: s
+            .fields
+            .iter()
+            .map(|(name, f)| (name.to_string(), *f))
+            .collect(),
+        ..Default::default()
+    }
 }
 
 impl Pool {
-    /// The summary of what was recorded and counted so far.
+    /// The summary of what was recorded and counted so far (without the alert counts, which
+    /// the outputs add).
     pub(crate) fn summary(&self) -> Summary {
-        let s = self.pooler.summary();
         Summary {
-            frames: s.frames,
             unmatched_ref: self.unmatched_ref,
             unmatched_dist: self.unmatched_dist,
-            fields: s
-                .fields
-                .iter()
-                .map(|(name, f)| (name.to_string(), *f))
-                .collect(),
+            skipped: self.skipped,
+            ..summary_of(&self.pooler)
         }
     }
 }
@@ -42,6 +53,10 @@ impl Sink for Pool {
             Side::Reference => self.unmatched_ref += 1,
             Side::Distorted => self.unmatched_dist += 1,
         }
+    }
+
+    fn skipped(&mut self) {
+        self.skipped += 1;
     }
 }
 
@@ -69,14 +84,19 @@ mod tests {
                 record: &record,
                 scores: &scores,
                 buffer: &mut buffer,
+                arrived: std::time::Instant::now(),
             };
             pool.record(&env, &mut pair).unwrap();
         }
         pool.unmatched(Side::Reference);
         pool.unmatched(Side::Distorted);
         pool.unmatched(Side::Distorted);
+        pool.skipped();
         let s = pool.summary();
-        assert_eq!((s.frames, s.unmatched_ref, s.unmatched_dist), (3, 1, 2));
+        assert_eq!(
+            (s.frames, s.unmatched_ref, s.unmatched_dist, s.skipped),
+            (3, 1, 2, 1)
+        );
         let y = s.field("psnr-y").unwrap();
         assert_eq!((y.min, y.max, y.p50), (10.0, f64::INFINITY, 20.0));
     }

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use gpumetrics_engine::MetricSet;
 
 use super::{Env, Pair, Sink};
-use crate::message::Summary;
+use crate::message::{Summary, Window};
 use crate::stats::{self, Format, StatsWriter};
 
 pub(crate) struct StatsFile {
@@ -67,6 +67,14 @@ impl Sink for StatsFile {
             .map_err(|e| self.failed("a record", e))
     }
 
+    fn window(&mut self, _: &Env<'_>, window: &Window) -> Result<(), gst::ErrorMessage> {
+        let Some(w) = self.writer.as_mut() else {
+            return Ok(());
+        };
+        w.write_window(window)
+            .map_err(|e| self.failed("a window", e))
+    }
+
     /// Each summary the bus gets is written after the records before it: after a flushing
     /// seek past EOS, the replayed pairs' records and the updated summary follow the first
     /// (see [`StatsWriter`]), so that the file and the bus agree.
@@ -115,6 +123,7 @@ mod tests {
             record: &record,
             scores: &scores,
             buffer: &mut buffer,
+            arrived: std::time::Instant::now(),
         };
         sink.record(&env, &mut pair).unwrap();
         let on_disk = std::fs::read_to_string(&path).unwrap();
@@ -172,6 +181,7 @@ mod tests {
             record: &record,
             scores: &scores,
             buffer: &mut buffer,
+            arrived: std::time::Instant::now(),
         };
         let e = sink.record(&env, &mut pair).unwrap_err().to_string();
         assert!(
