@@ -23,6 +23,13 @@
 //!   starts a new section: a new header row, `record` in its first cell, naming the wider
 //!   columns.
 //!
+//! Windows (`window`) are records between the pairs: a `{"type":"window","start":..,"end":..,
+//! <the summary's entries>}` object (JSON Lines; among the `frames` of the JSON document), or
+//! in CSV the summary's rows prefixed `window-`, with the window's start in `running-time`
+//! and its length in `duration`. Summaries and windows have `skipped`, and with alert rules
+//! their counts (`alerts`: rule, episodes, seconds; CSV: a row `alert:RULE` with the
+//! episodes in `frame` and the time in alert in `duration`, ns).
+//!
 //! After a summary the run may go on (a flushing seek after EOS): its records follow the
 //! summary and the next summary follows them (in JSON Lines and CSV the last summary is the
 //! run's; in JSON the summary is replaced, the document stays one document).
