@@ -1,5 +1,7 @@
 //! Pooled statistics over all measured pairs (METRICS.md, "Pooled summary").
 
+use sketches_ddsketch::{Config, DDSketch};
+
 use crate::scores::Scores;
 
 /// Pooled statistics of one field.
@@ -59,11 +61,36 @@ impl Summary {
     }
 }
 
-/// Collects every value so that percentiles are exact (8 bytes per field and frame).
+/// Values per field kept for exact percentiles (numpy's, on the values themselves): 65,536,
+/// 18 minutes of 60 fps video or 45 of 24 fps. That far they stay affordable: 512 KiB per
+/// field (about 12 MiB with every metric's fields) and a few milliseconds of sorting per
+/// summary. Past it the field's values move into a sketch of bounded size
+/// ([`PERCENTILE_RELATIVE_ERROR`]), so that a run of any length pools in bounded memory.
+pub const EXACT_PERCENTILES_UP_TO: usize = 65_536;
+
+/// Relative error bound of a percentile past [`EXACT_PERCENTILES_UP_TO`] values: each of the
+/// two values numpy's interpolation reads (the order statistics around the percentile's rank)
+/// is replaced by one within this fraction of its magnitude (DDSketch's guarantee), so the
+/// percentile is within 0.1 % of the exact one (of the larger magnitude of the two when they
+/// differ in sign). Magnitudes up to 1e-9 count as 0.
+pub const PERCENTILE_RELATIVE_ERROR: f64 = 1e-3;
+
+/// Bins of each of the sketch's two stores (positive and negative values), 128 KiB each: at
+/// 0.1 % they span magnitudes 1.7e14 apart (1e-4 to 1.7e10, say); a field spread wider
+/// merges its smallest magnitudes into one bin, and only those lose the bound.
+const SKETCH_BINS: u32 = 16_384;
+
+/// Magnitudes at or below this are counted as 0 by the sketch.
+const SKETCH_ZERO: f64 = 1e-9;
+
+/// Pools the scores of a run: per field, exact streaming mean, standard deviation (Welford),
+/// min, max and harmonic mean, and percentiles that are exact up to
+/// [`EXACT_PERCENTILES_UP_TO`] values and within [`PERCENTILE_RELATIVE_ERROR`] beyond, in
+/// memory that stays bounded however long the run ([`Pooler::retained`]).
 #[derive(Clone, Debug, Default)]
 pub struct Pooler {
     frames: u64,
-    fields: Vec<(&'static str, Vec<f64>)>,
+    fields: Vec<(&'static str, FieldPool)>,
 }
 
 impl Pooler {
@@ -75,8 +102,12 @@ impl Pooler {
         self.frames += 1;
         for (name, value) in scores.iter() {
             match self.fields.iter_mut().find(|(f, _)| *f == name) {
-                Some((_, values)) => values.push(value),
-                None => self.fields.push((name, vec![value])),
+                Some((_, pool)) => pool.push(value),
+                None => {
+                    let mut pool = FieldPool::default();
+                    pool.push(value);
+                    self.fields.push((name, pool));
+                }
             }
         }
     }
@@ -89,67 +120,224 @@ impl Pooler {
         *self = Self::default();
     }
 
+    /// Values and sketch bins held, over all fields (8 bytes each): at most
+    /// [`EXACT_PERCENTILES_UP_TO`] per field, whatever the number of pairs pushed.
+    pub fn retained(&self) -> usize {
+        self.fields.iter().map(|(_, p)| p.values.retained()).sum()
+    }
+
     pub fn summary(&self) -> Summary {
         Summary {
             frames: self.frames,
             fields: self
                 .fields
                 .iter()
-                .filter(|(_, v)| !v.is_empty())
-                .map(|(name, values)| (*name, summarize(values)))
+                .filter(|(_, p)| p.moments.n > 0)
+                .map(|(name, pool)| (*name, pool.summary()))
                 .collect(),
         }
     }
 }
 
-fn summarize(values: &[f64]) -> FieldSummary {
-    let mut sorted = values.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    let (min, max) = (sorted[0], sorted[sorted.len() - 1]);
-    let n = sorted.len() as f64;
-    let (mean, stddev) = if min == max {
-        // A constant series (also all +inf): the value itself, no spread. Welford below would
-        // give the same for finite values; this also covers the infinite ones.
-        (min, 0.0)
-    } else if min.is_finite() && max.is_finite() {
-        let (mean, m2) = welford(&sorted);
-        (mean, (m2 / n).sqrt())
-    } else {
-        // Infinite and finite values mixed (PSNR of identical and of different frames).
-        (sorted.iter().sum::<f64>() / n, f64::INFINITY)
-    };
-    let harmonic_mean = (min >= 0.0).then(|| {
-        if min == 0.0 {
-            0.0
-        } else {
-            clamp_to(n / sorted.iter().map(|v| 1.0 / v).sum::<f64>(), min, max)
+/// One field's pooled values.
+#[derive(Clone, Debug, Default)]
+struct FieldPool {
+    moments: Moments,
+    values: Values,
+}
+
+/// What is streamed exactly, value by value.
+#[derive(Clone, Debug)]
+struct Moments {
+    n: u64,
+    min: f64,
+    max: f64,
+    /// +inf and −inf values (PSNR of identical frames): counted, outside the sums.
+    pos_inf: u64,
+    neg_inf: u64,
+    /// Welford's mean and sum of squared deviations of the finite values: the mean never
+    /// drifts from a repeated value and M2 cannot go negative (a naive sum / n of 100,000
+    /// equal PSNRs lands a few ulps off the value, outside [min, max]).
+    finite: u64,
+    mean: f64,
+    m2: f64,
+    /// Σ 1/v, the harmonic mean's sum (+inf adds 0); used only while min ≥ 0.
+    reciprocals: f64,
+}
+
+impl Default for Moments {
+    fn default() -> Self {
+        Moments {
+            n: 0,
+            min: f64::INFINITY,
+            max: f64::NEG_INFINITY,
+            pos_inf: 0,
+            neg_inf: 0,
+            finite: 0,
+            mean: 0.0,
+            m2: 0.0,
+            reciprocals: 0.0,
         }
-    });
-    FieldSummary {
-        mean: clamp_to(mean, min, max),
-        min,
-        max,
-        stddev,
-        harmonic_mean,
-        p1: percentile(&sorted, 1.0),
-        p5: percentile(&sorted, 5.0),
-        p50: percentile(&sorted, 50.0),
-        p95: percentile(&sorted, 95.0),
-        p99: percentile(&sorted, 99.0),
     }
 }
 
-/// Mean and sum of squared deviations by Welford's update, whose mean never drifts from a
-/// repeated value and whose M2 cannot go negative (a naive sum / n of 100,000 equal PSNRs
-/// lands a few ulps off the value, outside [min, max]).
-fn welford(values: &[f64]) -> (f64, f64) {
-    let (mut mean, mut m2) = (0.0f64, 0.0f64);
-    for (i, &v) in values.iter().enumerate() {
-        let delta = v - mean;
-        mean += delta / (i + 1) as f64;
-        m2 += delta * (v - mean);
+impl Moments {
+    fn push(&mut self, v: f64) {
+        self.n += 1;
+        self.min = self.min.min(v);
+        self.max = self.max.max(v);
+        self.reciprocals += 1.0 / v;
+        if v == f64::INFINITY {
+            self.pos_inf += 1;
+        } else if v == f64::NEG_INFINITY {
+            self.neg_inf += 1;
+        } else {
+            self.finite += 1;
+            let delta = v - self.mean;
+            self.mean += delta / self.finite as f64;
+            self.m2 += delta * (v - self.mean);
+        }
     }
-    (mean, m2.max(0.0))
+}
+
+/// The values percentiles are read from: all of them while they are few, then a sketch of
+/// the finite ones (the infinities are counted in [`Moments`]).
+#[derive(Clone)]
+enum Values {
+    Exact(Vec<f64>),
+    Sketch(Box<DDSketch>),
+}
+
+impl Default for Values {
+    fn default() -> Self {
+        Values::Exact(Vec::new())
+    }
+}
+
+impl std::fmt::Debug for Values {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Values::Exact(v) => write!(f, "Exact({} values)", v.len()),
+            Values::Sketch(s) => write!(f, "Sketch({} values in {} bins)", s.count(), s.length()),
+        }
+    }
+}
+
+impl Values {
+    fn push(&mut self, v: f64) {
+        match self {
+            Values::Exact(values) if values.len() < EXACT_PERCENTILES_UP_TO => values.push(v),
+            Values::Exact(values) => {
+                let config = Config::new(PERCENTILE_RELATIVE_ERROR, SKETCH_BINS, SKETCH_ZERO);
+                let mut sketch = Box::new(DDSketch::new(config));
+                for &x in values.iter().chain([&v]) {
+                    if x.is_finite() {
+                        sketch.add(x);
+                    }
+                }
+                // The exact values' memory goes with them.
+                *self = Values::Sketch(sketch);
+            }
+            Values::Sketch(sketch) => {
+                if v.is_finite() {
+                    sketch.add(v);
+                }
+            }
+        }
+    }
+
+    fn retained(&self) -> usize {
+        match self {
+            Values::Exact(v) => v.capacity(),
+            Values::Sketch(s) => s.length(),
+        }
+    }
+}
+
+/// The percentiles of the summary, in its order.
+const PERCENTILES: [f64; 5] = [1.0, 5.0, 50.0, 95.0, 99.0];
+
+impl FieldPool {
+    fn push(&mut self, v: f64) {
+        self.moments.push(v);
+        self.values.push(v);
+    }
+
+    fn summary(&self) -> FieldSummary {
+        let m = &self.moments;
+        let (min, max) = (m.min, m.max);
+        let n = m.n as f64;
+        let (mean, stddev) = if min == max {
+            // A constant series (also all +inf): the value itself, no spread. Welford gives
+            // the same for finite values; this also covers the infinite ones.
+            (min, 0.0)
+        } else if m.pos_inf == 0 && m.neg_inf == 0 {
+            (m.mean, (m.m2.max(0.0) / n).sqrt())
+        } else {
+            // Infinite and finite values mixed (PSNR of identical and of different frames):
+            // the mean is the infinity's (undefined, as their sum, when both signs occur).
+            let mean = match (m.pos_inf > 0, m.neg_inf > 0) {
+                (true, false) => f64::INFINITY,
+                (false, true) => f64::NEG_INFINITY,
+                _ => f64::NAN,
+            };
+            (mean, f64::INFINITY)
+        };
+        let harmonic_mean = (min >= 0.0).then(|| {
+            if min == 0.0 {
+                0.0
+            } else {
+                clamp_to(n / m.reciprocals, min, max)
+            }
+        });
+        let [p1, p5, p50, p95, p99] = match &self.values {
+            Values::Exact(values) => {
+                let mut sorted = values.clone();
+                sorted.sort_by(f64::total_cmp);
+                PERCENTILES.map(|p| percentile(m.n, p, |rank| sorted[rank as usize]))
+            }
+            Values::Sketch(sketch) => {
+                PERCENTILES.map(|p| percentile(m.n, p, |rank| sketch_rank(m, sketch, rank)))
+            }
+        };
+        FieldSummary {
+            mean: clamp_to(mean, min, max),
+            min,
+            max,
+            stddev,
+            harmonic_mean,
+            p1,
+            p5,
+            p50,
+            p95,
+            p99,
+        }
+    }
+}
+
+/// The value of rank `rank` (0 = the smallest) of a sketched field: the −inf values first,
+/// the sketch's finite values, the +inf values last. The finite smallest and largest are
+/// exact; the others within [`PERCENTILE_RELATIVE_ERROR`] of the value of that rank.
+fn sketch_rank(m: &Moments, sketch: &DDSketch, rank: u64) -> f64 {
+    if rank < m.neg_inf {
+        return f64::NEG_INFINITY;
+    }
+    let r = rank - m.neg_inf;
+    if r >= m.finite {
+        return f64::INFINITY;
+    }
+    let (lo, hi) = (sketch.min().unwrap_or(0.0), sketch.max().unwrap_or(0.0));
+    if r == 0 {
+        return lo;
+    }
+    if r + 1 == m.finite {
+        return hi;
+    }
+    // The sketch reads rank ⌊q · (count − 1)⌋: half a rank up, so that rounding cannot
+    // land on the rank below.
+    let q = (r as f64 + 0.5) / (m.finite - 1) as f64;
+    let v = sketch.quantile(q).ok().flatten().unwrap_or(0.0);
+    v.clamp(lo, hi)
 }
 
 /// Rounding can still put a mean an ulp outside the range of its values: it never is.
@@ -157,14 +345,18 @@ fn clamp_to(v: f64, min: f64, max: f64) -> f64 {
     if v.is_nan() { v } else { v.clamp(min, max) }
 }
 
-/// Linear interpolation between closest ranks (numpy's default), on sorted values.
-fn percentile(sorted: &[f64], p: f64) -> f64 {
-    let pos = p / 100.0 * (sorted.len() - 1) as f64;
-    let (lo, hi) = (pos.floor() as usize, pos.ceil() as usize);
-    if lo == hi || sorted[lo] == sorted[hi] {
-        sorted[lo]
+/// Linear interpolation between closest ranks (numpy's default) of `n` values, the value of
+/// each rank read from `at`. Next to an infinity the infinity is the result (never NaN).
+fn percentile(n: u64, p: f64, at: impl Fn(u64) -> f64) -> f64 {
+    let pos = p / 100.0 * (n - 1) as f64;
+    let (lo, hi) = (pos.floor() as u64, pos.ceil() as u64);
+    let (a, b) = (at(lo), at(hi));
+    if lo == hi || a == b || a.is_infinite() {
+        a
+    } else if b.is_infinite() {
+        b
     } else {
-        sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - lo as f64)
+        a + (b - a) * (pos - lo as f64)
     }
 }
 
@@ -242,6 +434,168 @@ mod tests {
         let s = pool(&wide);
         let exact_mean = 20.0 + 999.0 * 0.01 / 2.0;
         assert!((s.mean - exact_mean).abs() < 1e-9, "{}", s.mean);
+    }
+
+    /// A deterministic stream of `n` values: 5 % zeros, `inf_share` +inf, 0.5 % −inf when
+    /// `neg_inf`, the rest spread around 20 (±30, so a third negative, some tiny).
+    fn mixture(n: usize, inf_share: f64, neg_inf: bool) -> Vec<f64> {
+        let mut s = 0x2545_f491_4f6c_dd1du64;
+        let mut uniform = move || {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            (s >> 11) as f64 / (1u64 << 53) as f64
+        };
+        (0..n)
+            .map(|_| {
+                let u = uniform();
+                if u < 0.05 {
+                    0.0
+                } else if u < 0.05 + inf_share {
+                    f64::INFINITY
+                } else if neg_inf && u < 0.055 + inf_share {
+                    f64::NEG_INFINITY
+                } else {
+                    // Sum of four uniforms: roughly normal, σ ≈ 30.
+                    let g = (0..4).map(|_| uniform()).sum::<f64>() - 2.0;
+                    20.0 + 52.0 * g
+                }
+            })
+            .collect()
+    }
+
+    fn pool_all(values: &[f64]) -> Pooler {
+        let mut p = Pooler::new();
+        for &v in values {
+            let mut s = Scores::new();
+            s.push("x", v);
+            p.push(&s);
+        }
+        p
+    }
+
+    /// numpy's percentile of `values` from all of them, and the two values it interpolates.
+    fn exact(values: &[f64], p: f64) -> (f64, f64, f64) {
+        let mut sorted = values.to_vec();
+        sorted.sort_by(f64::total_cmp);
+        let pos = p / 100.0 * (sorted.len() - 1) as f64;
+        let (lo, hi) = (pos.floor() as usize, pos.ceil() as usize);
+        let want = percentile(sorted.len() as u64, p, |r| sorted[r as usize]);
+        (want, sorted[lo], sorted[hi])
+    }
+
+    #[test]
+    fn percentiles_past_the_exact_limit_are_within_the_stated_bound() {
+        // A million values with negatives, zeros, 1.5 % +inf (so p99 is +inf) and −inf.
+        let values = mixture(1_000_000, 0.015, true);
+        let s = *pool_all(&values).summary().get("x").unwrap();
+        let mut worst = 0.0f64;
+        for (p, got) in [
+            (1.0, s.p1),
+            (5.0, s.p5),
+            (50.0, s.p50),
+            (95.0, s.p95),
+            (99.0, s.p99),
+        ] {
+            let (want, a, b) = exact(&values, p);
+            if want.is_infinite() {
+                assert_eq!(got, want, "p{p}");
+                continue;
+            }
+            let scale = a.abs().max(b.abs());
+            let err = (got - want).abs();
+            assert!(
+                err <= PERCENTILE_RELATIVE_ERROR * scale * (1.0 + 1e-9) + SKETCH_ZERO,
+                "p{p}: {got} vs exact {want} (between {a} and {b})"
+            );
+            worst = worst.max(err / scale);
+        }
+        assert_eq!(s.p99, f64::INFINITY);
+        assert!(s.p1 < 0.0 && s.p50 > 0.0, "{s:?}");
+        // The sketch answered (exact percentiles would have no error), and its error is of
+        // the order of the bound.
+        assert!(worst > PERCENTILE_RELATIVE_ERROR / 10.0, "{worst:e}");
+        println!("largest relative percentile error past the exact limit: {worst:.2e}");
+        // min and max stay exact.
+        assert_eq!((s.min, s.max), (f64::NEG_INFINITY, f64::INFINITY));
+    }
+
+    #[test]
+    fn percentiles_are_exact_up_to_the_limit() {
+        let values = mixture(EXACT_PERCENTILES_UP_TO, 0.0, false);
+        let s = *pool_all(&values).summary().get("x").unwrap();
+        for (p, got) in [
+            (1.0, s.p1),
+            (5.0, s.p5),
+            (50.0, s.p50),
+            (95.0, s.p95),
+            (99.0, s.p99),
+        ] {
+            assert_eq!(got, exact(&values, p).0, "p{p}");
+        }
+    }
+
+    #[test]
+    fn streamed_statistics_stay_exact_on_a_million_values() {
+        // PSNR-like values, no infinities: mean, stddev and harmonic mean against two-pass
+        // sums over all of them.
+        let values: Vec<f64> = mixture(1_000_000, 0.0, false)
+            .into_iter()
+            .map(|v| 40.0 + v.abs() / 10.0)
+            .collect();
+        let s = *pool_all(&values).summary().get("x").unwrap();
+        let n = values.len() as f64;
+        let mean = values.iter().sum::<f64>() / n;
+        let var = values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / n;
+        let hmean = n / values.iter().map(|v| 1.0 / v).sum::<f64>();
+        assert!((s.mean / mean - 1.0).abs() < 1e-12, "{} {mean}", s.mean);
+        assert!(
+            (s.stddev / var.sqrt() - 1.0).abs() < 1e-9,
+            "{} {}",
+            s.stddev,
+            var.sqrt()
+        );
+        assert!((s.harmonic_mean.unwrap() / hmean - 1.0).abs() < 1e-12);
+        let (lo, hi) = values
+            .iter()
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &v| {
+                (a.min(v), b.max(v))
+            });
+        assert_eq!((s.min, s.max), (lo, hi));
+    }
+
+    #[test]
+    fn memory_stays_bounded_however_long_the_run() {
+        // Values spread over 14 decades, both signs: the widest the sketch holds.
+        let mut p = Pooler::new();
+        let mut at_limit = 0;
+        for (i, v) in mixture(1_000_000, 0.01, true).into_iter().enumerate() {
+            let mut s = Scores::new();
+            s.push("x", v * 10f64.powi((i % 15) as i32 - 5));
+            s.push("y", v);
+            p.push(&s);
+            if i + 1 == EXACT_PERCENTILES_UP_TO {
+                at_limit = p.retained();
+            }
+        }
+        // Up to the limit every value is kept (two fields); past it no more than the limit
+        // per field, whatever the number of pairs (a pooler keeping every value: 2,000,000).
+        assert_eq!(at_limit, 2 * EXACT_PERCENTILES_UP_TO);
+        let retained = p.retained();
+        println!("after 1,000,000 pairs of two fields: {retained} values and bins retained");
+        assert!(retained <= 2 * EXACT_PERCENTILES_UP_TO, "{retained}");
+        assert_eq!(p.frames(), 1_000_000);
+    }
+
+    #[test]
+    fn negative_infinity_gives_no_nan() {
+        let s = pool(&[f64::NEG_INFINITY, 1.0, 2.0]);
+        let ninf = f64::NEG_INFINITY;
+        assert_eq!((s.min, s.mean, s.stddev), (ninf, ninf, f64::INFINITY));
+        // p1 lies between −inf and 1, p99 between 1 and 2.
+        assert_eq!(s.p1, ninf);
+        assert!((s.p99 - 1.98).abs() < 1e-12, "{}", s.p99);
+        assert_eq!(s.harmonic_mean, None);
     }
 
     #[test]

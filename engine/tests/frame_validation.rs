@@ -2,7 +2,8 @@
 //! strides and mapping sizes, as a hostile or buggy producer could state them in a
 //! `GstVideoMeta`. A frame is accepted exactly when every plane's last read byte lies inside
 //! the mapping, and an accepted frame is measured by the CPU backend without a panic or a
-//! NaN. The number of cases is bounded (`PROPTEST_CASES` overrides it) so that CI stays fast.
+//! NaN. The number of cases is bounded ([`DEFAULT_CASES`]; `PROPTEST_CASES` overrides it) so
+//! that CI stays fast.
 
 use gpumetrics_engine::{
     BackendChoice, Engine, EngineConfig, Frame, FrameLayout, HostFrame, MetricSet, PixelFormat,
@@ -87,8 +88,18 @@ fn layout_strategy() -> impl Strategy<Value = FrameLayout> {
     })
 }
 
+/// Cases of the property when `PROPTEST_CASES` is unset. The variable overrides the number
+/// the test sets (proptest 1.2 and later let `PROPTEST_*` variables take precedence over a
+/// test's configuration; `proptest_cases_sets_the_number_of_cases` checks it).
+const DEFAULT_CASES: u32 = 400;
+
+/// Set in the environment of [`proptest_cases_sets_the_number_of_cases`]'s child run: each
+/// case of the property prints [`CASE_LINE`].
+const COUNT_CASES: &str = "GPUMETRICS_COUNT_PROPTEST_CASES";
+const CASE_LINE: &str = "frame-validation case";
+
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(400))]
+    #![proptest_config(ProptestConfig::with_cases(DEFAULT_CASES))]
 
     #[test]
     fn accepted_exactly_when_every_plane_fits(
@@ -98,6 +109,9 @@ proptest! {
         slack in -64..256i64,
         seed in any::<u8>(),
     ) {
+        if std::env::var_os(COUNT_CASES).is_some() {
+            println!("{CASE_LINE}");
+        }
         let (mut offsets, mut strides, tight_size) = tight(&layout);
         let size = (tight_size as i64 + slack).max(0) as usize;
         let n = offsets.len();
@@ -187,4 +201,35 @@ fn the_issue_examples_are_refused_with_the_sizes() {
         gpumetrics_engine::DeviceFrame::from_mapped(1 << 32, size - 1, &layout, &planes, "x")
             .is_err()
     );
+}
+
+/// The property's cases in a run of this test binary with `PROPTEST_CASES` set to `cases`
+/// (or unset).
+fn cases_run(cases: Option<&str>) -> usize {
+    let mut run = std::process::Command::new(std::env::current_exe().unwrap());
+    run.args([
+        "accepted_exactly_when_every_plane_fits",
+        "--exact",
+        "--nocapture",
+        "--test-threads",
+        "1",
+    ])
+    .env(COUNT_CASES, "1");
+    match cases {
+        Some(n) => run.env("PROPTEST_CASES", n),
+        None => run.env_remove("PROPTEST_CASES"),
+    };
+    let out = run.output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    stdout.matches(CASE_LINE).count()
+}
+
+#[test]
+fn proptest_cases_sets_the_number_of_cases() {
+    if std::env::var_os(COUNT_CASES).is_some() {
+        return; // the child run
+    }
+    assert_eq!(cases_run(Some("7")), 7);
+    assert_eq!(cases_run(None), DEFAULT_CASES as usize);
 }

@@ -142,3 +142,67 @@ pub fn device_memory_mib(w: usize, h: usize, make: impl FnOnce() -> Engine) -> f
     let (free1, _) = cudarc::driver::result::mem_get_info().unwrap();
     (free0 - free1) as f64 / (1 << 20) as f64
 }
+
+/// Legal limited-range codes (8-bit scale) whose R'G'B' leaves [0, 1] after the Y'CbCr
+/// matrix, with the copy the distorted frame gets: Y' 235 with Cb = Cr = 240 (R' ≈ 1.7 under
+/// BT.2020), Y' 16 with extreme chroma (R'G'B' below 0), and saturated colours.
+const OUT_OF_RANGE: [([u8; 3], [u8; 3]); 6] = [
+    ([235, 240, 240], [229, 236, 233]),
+    ([235, 16, 16], [231, 22, 19]),
+    ([16, 240, 240], [21, 235, 238]),
+    ([16, 16, 240], [19, 20, 234]),
+    ([235, 240, 16], [232, 233, 20]),
+    ([126, 16, 240], [122, 21, 236]),
+];
+
+/// [`frames`] (I420 or P010) with a third of its 8×8 blocks (4×4 chroma samples) set to
+/// [`OUT_OF_RANGE`] colours: a pair whose R'G'B' goes above 1 and below 0 although every code
+/// value is legal, as saturated colours and codec overshoot give.
+pub fn out_of_range_frames(
+    format: PixelFormat,
+    w: usize,
+    h: usize,
+) -> (Vec<u8>, Vec<u8>, Vec<usize>, Vec<usize>) {
+    let (mut r, mut d, strides, offsets) = frames(format, w, h);
+    let wide = match format {
+        PixelFormat::I420 => false,
+        PixelFormat::P010_10Le => true,
+        other => unreachable!("{other:?}"),
+    };
+    // 8-bit code at sample index `i` of plane `p` (P010: interleaved chroma, `c` = 0 or 1).
+    let set = |buf: &mut Vec<u8>, at: usize, code: u8| {
+        if wide {
+            buf[at..at + 2].copy_from_slice(&(((code as u16) << 2) << 6).to_le_bytes());
+        } else {
+            buf[at] = code;
+        }
+    };
+    let bytes = if wide { 2 } else { 1 };
+    let (cw, ch) = (w.div_ceil(2), h.div_ceil(2));
+    for cy in 0..ch {
+        for cx in 0..cw {
+            let (tx, ty) = (cx / 4, cy / 4);
+            if (tx + 2 * ty) % 3 != 0 {
+                continue;
+            }
+            let (a, b) = OUT_OF_RANGE[(tx * 7 + ty * 3) % OUT_OF_RANGE.len()];
+            for (buf, c) in [(&mut r, a), (&mut d, b)] {
+                for (dx, dy) in [(0, 0), (1, 0), (0, 1), (1, 1)] {
+                    let (x, y) = (2 * cx + dx, 2 * cy + dy);
+                    if x < w && y < h {
+                        set(buf, offsets[0] + y * strides[0] + x * bytes, c[0]);
+                    }
+                }
+                if wide {
+                    let at = offsets[1] + cy * strides[1] + cx * 2 * bytes;
+                    set(buf, at, c[1]);
+                    set(buf, at + bytes, c[2]);
+                } else {
+                    set(buf, offsets[1] + cy * strides[1] + cx, c[1]);
+                    set(buf, offsets[2] + cy * strides[2] + cx, c[2]);
+                }
+            }
+        }
+    }
+    (r, d, strides, offsets)
+}

@@ -6,7 +6,7 @@ use cudarc::driver::{CudaStream, DriverError};
 use gpumetrics_engine::cuda::Kernels;
 
 use crate::common::Rng;
-use crate::engine::engine_pipeline;
+use crate::engine::{engine_pipeline, merge, out_of_range_pipeline};
 use crate::{Check, Outcome};
 
 /// The checks of this module and the kernels each covers.
@@ -34,27 +34,22 @@ crate::gpu_tests! {
 }
 
 /// The Butteraugli kernels as the engine runs them, against the CPU backend (both fields,
-/// relative error).
+/// relative error), on random frames and on I420 and P010 frames whose R'G'B' leaves [0, 1],
+/// tagged PQ and HLG (clipped before the EOTF on both backends).
 fn butteraugli_pipeline(
     _k: &Kernels,
     _s: &Arc<CudaStream>,
     r: &mut Rng,
 ) -> Result<Outcome, DriverError> {
-    let mut out = engine_pipeline(
-        r,
-        gpumetrics_engine::MetricSet::BUTTERAUGLI,
-        "butteraugli",
-        1e-4,
-        true,
-    );
-    let norm = engine_pipeline(
-        r,
-        gpumetrics_engine::MetricSet::BUTTERAUGLI,
-        "butteraugli-3norm",
-        1e-4,
-        true,
-    );
-    out.max_err = out.max_err.max(norm.max_err);
-    out.note = format!("{}; 3-norm: {}", out.note, norm.note);
+    let metric = gpumetrics_engine::MetricSet::BUTTERAUGLI;
+    let max = engine_pipeline(r, metric, "butteraugli", 1e-4, true);
+    let norm = engine_pipeline(r, metric, "butteraugli-3norm", 1e-4, true);
+    let mut out = merge(max, norm, "3-norm");
+    for (label, field) in [
+        ("out-of-range R'G'B'", "butteraugli"),
+        ("out-of-range R'G'B', 3-norm", "butteraugli-3norm"),
+    ] {
+        out = merge(out, out_of_range_pipeline(metric, field, 1e-4, true), label);
+    }
     Ok(out)
 }

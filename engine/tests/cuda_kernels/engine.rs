@@ -1,5 +1,10 @@
-//! The engine-level check the pipeline kernels share: a metric's field from the CUDA backend
+//! The engine-level checks the pipeline kernels share: a metric's field from the CUDA backend
 //! against the CPU backend's on the same frames.
+
+use gpumetrics_engine::{
+    BackendChoice, Colorimetry, Engine, EngineConfig, EngineError, Frame, FrameLayout, HostFrame,
+    Matrix, MetricSet, PixelFormat, Primaries, Transfer,
+};
 
 use crate::common::{self, Rng};
 use crate::{Outcome, rel_err};
@@ -8,17 +13,13 @@ use crate::{Outcome, rel_err};
 /// I420): the kernels as the engine launches them, against the host build of the same code.
 pub(crate) fn engine_pipeline(
     r: &mut Rng,
-    metric: gpumetrics_engine::MetricSet,
+    metric: MetricSet,
     field: &str,
     tolerance: f64,
     relative: bool,
 ) -> Outcome {
-    use gpumetrics_engine::{
-        BackendChoice, Engine, EngineConfig, Frame, FrameLayout, HostFrame, PixelFormat,
-    };
     let (w, h) = (173usize, 97usize);
-    let mut max_err = 0.0f64;
-    let mut notes = Vec::new();
+    let mut out = Comparison::new(tolerance, relative);
     for format in [PixelFormat::Rgb, PixelFormat::I420] {
         let layout = FrameLayout {
             format,
@@ -46,36 +47,132 @@ pub(crate) fn engine_pipeline(
             Frame::Host(HostFrame::new(&pa)),
             Frame::Host(HostFrame::new(&pb)),
         );
-        let score = |backend| {
-            let cfg = EngineConfig {
-                metrics: metric,
-                backend,
-                ..Default::default()
-            };
-            Engine::new(&cfg, layout, layout)
-                .and_then(|mut e| e.compare(&fa, &fb))
-                .map(|s| s.get(field).unwrap_or(f64::NAN))
+        let c = Colorimetry::default_for(format.family());
+        out.add(format.name(), both(metric, field, layout, c, &fa, &fb));
+    }
+    out.outcome()
+}
+
+/// A metric's field from both backends on the pair of
+/// `common::synthetic::out_of_range_frames` (I420 and P010, 96×64: legal codes whose R'G'B'
+/// goes above 1 and below 0) tagged BT.2100 PQ and HLG: the GPU clips R'G'B' before the
+/// EOTF as the CPU does (without the clip, the CPU's SSIMULACRA2 was −4e8 there).
+pub(crate) fn out_of_range_pipeline(
+    metric: MetricSet,
+    field: &str,
+    tolerance: f64,
+    relative: bool,
+) -> Outcome {
+    let (w, h) = (96usize, 64usize);
+    let mut out = Comparison::new(tolerance, relative);
+    for format in [PixelFormat::I420, PixelFormat::P010_10Le] {
+        let layout = FrameLayout {
+            format,
+            width: w as u32,
+            height: h as u32,
         };
-        match (score(BackendChoice::Cuda), score(BackendChoice::Cpu)) {
+        let (a, b, strides, offsets) = common::synthetic::out_of_range_frames(format, w, h);
+        let (pa, pb) = (
+            common::synthetic::planes(&offsets, &strides, &a),
+            common::synthetic::planes(&offsets, &strides, &b),
+        );
+        let (fa, fb) = (
+            Frame::Host(HostFrame::new(&pa)),
+            Frame::Host(HostFrame::new(&pb)),
+        );
+        for (name, transfer) in [("pq", Transfer::Pq), ("hlg", Transfer::Hlg)] {
+            let c = Colorimetry {
+                matrix: Matrix::Bt2020,
+                transfer,
+                primaries: Primaries::Bt2020,
+                ..Colorimetry::default()
+            };
+            let label = format!("{} {name}", format.name());
+            out.add(&label, both(metric, field, layout, c, &fa, &fb));
+        }
+    }
+    out.outcome()
+}
+
+/// `field` of `metric` from the CUDA and the CPU backend on (a, b), both tagged `c`.
+fn both(
+    metric: MetricSet,
+    field: &str,
+    layout: FrameLayout,
+    c: Colorimetry,
+    a: &Frame,
+    b: &Frame,
+) -> [Result<f64, EngineError>; 2] {
+    [BackendChoice::Cuda, BackendChoice::Cpu].map(|backend| {
+        let cfg = EngineConfig {
+            metrics: metric,
+            backend,
+            ..Default::default()
+        };
+        Engine::builder(&cfg, layout, layout)
+            .colorimetry(c, c)
+            .build()
+            .and_then(|mut e| e.compare(a, b))
+            .map(|s| s.get(field).unwrap_or(f64::NAN))
+    })
+}
+
+/// The worst CUDA-versus-CPU error over several frame pairs, with a note per pair.
+struct Comparison {
+    tolerance: f64,
+    relative: bool,
+    max_err: f64,
+    elements: usize,
+    notes: Vec<String>,
+}
+
+impl Comparison {
+    fn new(tolerance: f64, relative: bool) -> Self {
+        Comparison {
+            tolerance,
+            relative,
+            max_err: 0.0,
+            elements: 0,
+            notes: Vec::new(),
+        }
+    }
+
+    /// One pair's [cuda, cpu] scores; an error or a NaN counts as an infinite error.
+    fn add(&mut self, label: &str, [cuda, cpu]: [Result<f64, EngineError>; 2]) {
+        self.elements += 1;
+        match (cuda, cpu) {
             (Ok(g), Ok(c)) => {
-                let e = if relative {
+                let e = if self.relative {
                     rel_err(g, c)
                 } else {
                     (g - c).abs()
                 };
-                max_err = max_err.max(if e.is_nan() { f64::INFINITY } else { e });
-                notes.push(format!("{} cuda {g:.5} cpu {c:.5}", format.name()));
+                self.max_err = self.max_err.max(if e.is_nan() { f64::INFINITY } else { e });
+                self.notes.push(format!("{label} cuda {g:.5} cpu {c:.5}"));
             }
             (g, c) => {
-                max_err = f64::INFINITY;
-                notes.push(format!("{} {g:?} {c:?}", format.name()));
+                self.max_err = f64::INFINITY;
+                self.notes.push(format!("{label} {g:?} {c:?}"));
             }
         }
     }
+
+    fn outcome(self) -> Outcome {
+        Outcome {
+            elements: self.elements,
+            max_err: self.max_err,
+            tolerance: self.tolerance,
+            note: self.notes.join(", "),
+        }
+    }
+}
+
+/// `a` and `b` as one outcome: the larger error, both notes (under `b_label`).
+pub(crate) fn merge(a: Outcome, b: Outcome, b_label: &str) -> Outcome {
     Outcome {
-        elements: 2,
-        max_err,
-        tolerance,
-        note: notes.join(", "),
+        elements: a.elements + b.elements,
+        max_err: a.max_err.max(b.max_err),
+        tolerance: a.tolerance.min(b.tolerance),
+        note: format!("{}; {b_label}: {}", a.note, b.note),
     }
 }

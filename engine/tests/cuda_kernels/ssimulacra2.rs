@@ -6,7 +6,7 @@ use cudarc::driver::{CudaStream, DriverError};
 use gpumetrics_engine::cuda::Kernels;
 
 use crate::common::Rng;
-use crate::engine::engine_pipeline;
+use crate::engine::{engine_pipeline, merge, out_of_range_pipeline};
 use crate::{Check, Outcome};
 
 /// The checks of this module and the kernels each covers.
@@ -27,18 +27,18 @@ crate::gpu_tests! {
 
 /// The SSIMULACRA2 kernels run as one pipeline (each needs the previous one's output):
 /// the CUDA backend's score against the CPU backend's (the host build of the same per-pixel
-/// code) on random RGB and I420 frames of odd size (five scales). Checked once per kernel
-/// name; every run exercises all five kernels.
+/// code) on random RGB and I420 frames of odd size (five scales), and on I420 and P010
+/// frames whose R'G'B' leaves [0, 1], tagged PQ and HLG (clipped before the EOTF on both).
+/// Checked once per kernel name; every run exercises all five kernels.
 fn ssimulacra2_pipeline(
     _k: &Kernels,
     _s: &Arc<CudaStream>,
     r: &mut Rng,
 ) -> Result<Outcome, DriverError> {
-    Ok(engine_pipeline(
-        r,
-        gpumetrics_engine::MetricSet::SSIMULACRA2,
-        "ssimulacra2",
-        0.01,
-        false,
+    let metric = gpumetrics_engine::MetricSet::SSIMULACRA2;
+    Ok(merge(
+        engine_pipeline(r, metric, "ssimulacra2", 0.01, false),
+        out_of_range_pipeline(metric, "ssimulacra2", 0.01, false),
+        "out-of-range R'G'B'",
     ))
 }

@@ -8,9 +8,11 @@
 //! Y'CbCr: read Y' and the chroma samples around the pixel, upsample chroma with a 4-tap
 //! Catmull-Rom filter at the position given by the chroma siting (edge clamped; the
 //! reference takes the nearest sample instead), scale the code values to Y' in [0, 1] and
-//! Cb, Cr in [-0.5, 0.5] (clamped there), apply the Y'CbCr → R'G'B' matrix (R'G'B' is not
-//! clamped), apply the transfer function's EOTF (BT.1886 for the SDR video transfers), then
-//! convert the primaries to BT.709. R'G'B' input skips the matrix; gray input is
+//! Cb, Cr in [-0.5, 0.5] (clamped there), apply the Y'CbCr → R'G'B' matrix, apply the
+//! transfer function's EOTF (BT.1886 for the SDR video transfers), then convert the primaries
+//! to BT.709. R'G'B' outside [0, 1] (legal codes of saturated colours, codec overshoot) is
+//! clipped to [0, 1] for PQ and HLG, as their displays do, and reaches the SDR curves
+//! unclipped, as in the reference. R'G'B' input skips the matrix; gray input is
 //! R' = G' = B' = Y'.
 
 use crate::channel::{Channel, load};
@@ -199,7 +201,8 @@ fn clamp01(v: f32) -> f32 {
 }
 
 /// Transfer function `transfer` to linear light, for one non-linear value (which may lie
-/// outside [0, 1]: R'G'B' from Y'CbCr is not clamped). The curves and their arithmetic are
+/// outside [0, 1]: R'G'B' from Y'CbCr is not clamped). PQ and HLG clip it to [0, 1] first;
+/// the other curves take it as it is, as the reference does. The curves and their arithmetic are
 /// the reference's (`yuvxyb`, as built by default), with its power function [`refmath::powf`].
 #[inline(always)]
 pub fn to_linear(v: f32, transfer: u32) -> f32 {
@@ -224,8 +227,13 @@ pub fn to_linear(v: f32, transfer: u32) -> f32 {
         TRANSFER_GAMMA18 => power(1.8),
         TRANSFER_GAMMA20 => power(2.0),
         TRANSFER_ADOBE_RGB => power(563.0 / 256.0),
-        TRANSFER_PQ => refmath::pq(v),
-        TRANSFER_HLG => refmath::hlg(v),
+        // A PQ or HLG display clips the signal to [0, 1]: past 1.0 the PQ EOTF runs into its
+        // pole near 2 (R' 1.74, from Y' 235 and Cb = Cr = 240 under BT.2020, is 32,000
+        // times its 10,000 cd/m² peak) and HLG's exponential to 60 times its peak: light no
+        // display shows, which made the scores unbounded (SSIMULACRA2 −6.7e9).
+        // The SDR curves take such values as the reference does (docs/METRICS.md says why).
+        TRANSFER_PQ => refmath::pq(clamp01(v)),
+        TRANSFER_HLG => refmath::hlg(clamp01(v)),
         TRANSFER_LOG100 => {
             if v <= EPS {
                 0.01
@@ -387,7 +395,8 @@ pub mod refmath {
 }
 
 /// R'G'B' from Y'CbCr code values: Y' scaled to [0, 1] and Cb, Cr to [-0.5, 0.5] (each
-/// clamped), then the matrix. R'G'B' is not clamped: out-of-gamut colours reach the EOTF.
+/// clamped), then the matrix. R'G'B' is not clamped here: out-of-gamut colours reach
+/// [`to_linear`], which clips them for PQ and HLG only.
 #[inline(always)]
 pub fn yuv_to_rgb(s: &ColorSource, y: f32, cb: f32, cr: f32) -> [f32; 3] {
     use gpumetrics_device::math::fmaf;
@@ -538,6 +547,81 @@ mod tests {
         assert!(worst < 5e-4, "{worst}");
         // Exact on powers of two for the log (mantissa 1).
         assert_eq!(refmath::log2(8.0), 3.0);
+    }
+
+    /// A BT.2020 limited-range 8-bit Y'CbCr source of `transfer`, primaries left as they
+    /// are: [`to_linear_rgb`] gives the transfer's output itself.
+    fn bt2020_source(transfer: u32) -> ColorSource {
+        let (kr, kb) = (0.2627f32, 0.0593f32);
+        let kg = 1.0 - kr - kb;
+        ColorSource {
+            family: FAMILY_YUV,
+            transfer,
+            y_scale: 1.0 / 219.0,
+            y_offset: -16.0 / 219.0,
+            c_scale: 1.0 / 224.0,
+            c_offset: -128.0 / 224.0,
+            yuv: [
+                1.0,
+                0.0,
+                2.0 * (1.0 - kr),
+                1.0,
+                -2.0 * kb * (1.0 - kb) / kg,
+                -2.0 * kr * (1.0 - kr) / kg,
+                1.0,
+                2.0 * (1.0 - kb),
+                0.0,
+            ],
+            ..ColorSource::default()
+        }
+    }
+
+    fn linear_of_codes(s: &ColorSource, y: f32, cb: f32, cr: f32) -> [f32; 3] {
+        to_linear_rgb(s, yuv_to_rgb(s, y, cb, cr))
+    }
+
+    #[test]
+    fn out_of_range_rgb_is_clipped_for_pq_and_hlg() {
+        // Y' 235, Cb = Cr = 240: R' = 1 + 2(1 − Kr)·0.5 ≈ 1.74, B' ≈ 1.94, G' ≈ 0.23.
+        let rgb = yuv_to_rgb(&bt2020_source(TRANSFER_PQ), 235.0, 240.0, 240.0);
+        assert!(rgb[0] > 1.7 && rgb[2] > 1.9, "{rgb:?}");
+        for t in [TRANSFER_PQ, TRANSFER_HLG] {
+            let s = bt2020_source(t);
+            let peak = to_linear(1.0, t);
+            let l = linear_of_codes(&s, 235.0, 240.0, 240.0);
+            // R' and B' at the display's peak, G' on the curve.
+            assert_eq!([l[0], l[2]], [peak, peak], "{t}: {l:?}");
+            assert_eq!(l[1], to_linear(rgb[1], t), "{t}: {l:?}");
+            // R' and B' below 0 (Y' 16, Cb = Cr = 16): black.
+            let dark = linear_of_codes(&s, 16.0, 16.0, 16.0);
+            assert_eq!([dark[0], dark[2]], [0.0, 0.0], "{t}: {dark:?}");
+            // Every legal code (every third value of each) stays in [0, peak].
+            for y in (16..=235).step_by(3) {
+                for cb in (16..=240).step_by(3) {
+                    for cr in (16..=240).step_by(3) {
+                        let l = linear_of_codes(&s, y as f32, cb as f32, cr as f32);
+                        assert!(
+                            l.iter().all(|v| (0.0..=peak).contains(v)),
+                            "{t}: Y' {y} Cb {cb} Cr {cr}: {l:?} (peak {peak})"
+                        );
+                    }
+                }
+            }
+        }
+        // BT.1886 takes R'G'B' unclipped, as the reference (the `ssimulacra2` crate's video
+        // input) does: V^2.4 of 1.74, bounded by the largest R'G'B' legal codes give
+        // (1 + 2(1 − Kb)·0.5 ≈ 1.94, so below 1.94^2.4 ≈ 4.9).
+        let s = bt2020_source(TRANSFER_BT1886);
+        let l = linear_of_codes(&s, 235.0, 240.0, 240.0);
+        assert_eq!(l[0], refmath::powf(rgb[0], 2.4), "{l:?}");
+        for y in (16..=235).step_by(3) {
+            for cb in (16..=240).step_by(3) {
+                for cr in (16..=240).step_by(3) {
+                    let l = linear_of_codes(&s, y as f32, cb as f32, cr as f32);
+                    assert!(l.iter().all(|v| (0.0..4.9).contains(v)), "{l:?}");
+                }
+            }
+        }
     }
 
     #[test]
