@@ -35,7 +35,8 @@
 #   vmaf         cuda_kernels vmaf::, vmaf_cuda, vmaf_element; vmaf_reference on the CUDA
 #                backend with the FFmpeg cache
 #   element      the element's suites with backend=cuda (element, harness, hardening,
-#                cuda_context, no_gstcuda), cpu-vs-cuda pipelines, bad property values,
+#                cuda_context, no_gstcuda, reliability, monitoring), the latency tracer,
+#                cpu-vs-cuda pipelines, bad property values,
 #                cudaupload memory under memcheck
 #   throughput   every metric and all together, 1080p and 2160p, device and host frames
 #   cudamem      NVDEC zero-copy into the element (data/cudamem: pack makes the clips)
@@ -79,7 +80,7 @@ bins() {
     ssimulacra2) echo $e:test:cuda_kernels $e:test:ssimulacra2_cuda $e:bench:throughput $e:example:bench_crates $g:test:ssimulacra2_element ;;
     butteraugli) echo $e:test:cuda_kernels $e:test:butteraugli_cuda $e:test:butteraugli_crate $e:bench:throughput $e:example:bench_crates $g:test:butteraugli_element ;;
     vmaf) echo $e:test:cuda_kernels $e:test:vmaf_cuda $e:test:vmaf_reference $e:bench:throughput $g:test:vmaf_element ;;
-    element) echo $g:test:element $g:test:harness $g:test:hardening $g:test:cuda_context $g:test:no_gstcuda ;;
+    element) echo $g:test:element $g:test:harness $g:test:hardening $g:test:cuda_context $g:test:no_gstcuda $g:test:reliability $g:test:monitoring ;;
     throughput) echo $e:bench:throughput ;;
     cli) echo gpumetrics-cli:bin:gpumetrics ;;
     cudamem | colour | libvmaf) ;;
@@ -105,7 +106,7 @@ pack() {
   local steps=("$@") specs=() s gst=0
   # The GStreamer plugins of the kit: what the element tests and the videotestsrc pipelines
   # use (a lean kit, 18 MiB); decoding files adds gpu-kit's defaults, cudamem openh264.
-  local plugins="coreelements videotestsrc videoconvertscale videorate app nvcodec"
+  local plugins="coreelements coretracers videotestsrc videoconvertscale videorate app nvcodec"
   [ ${#steps[@]} -gt 0 ] || read -ra steps <<<"$ALL_STEPS"
   for s in "${steps[@]}"; do bins "$s" >/dev/null; done
   for s in "${steps[@]}"; do
@@ -133,7 +134,7 @@ pack() {
     # The element test binaries link libgstcheck and friends: the kit takes their libraries.
     local extra
     extra=$(ls $B/*_element $B/element $B/harness $B/hardening $B/cuda_context $B/no_gstcuda \
-      $B/psnr_ffmpeg $B/gpumetrics 2>/dev/null | tr '\n' ' ' || true)
+      $B/reliability $B/monitoring $B/psnr_ffmpeg $B/gpumetrics 2>/dev/null | tr '\n' ' ' || true)
     read -ra plugins <<<"$(printf '%s\n' $plugins | sort -u | tr '\n' ' ')"
     EXTRA="$extra" PLUGINS="${PLUGINS:-${plugins[*]}}" ../shared/tools/gpu-kit $d/gst
   fi
@@ -417,7 +418,7 @@ step_element() {
   need $d/gst/env.sh $d/plugin/libgstgpumetrics.so || return 0
   step "plugin"
   gst-inspect-1.0 gpumetrics | grep -E "Long-name|Version" || fail=1
-  element_tests element harness hardening cuda_context no_gstcuda
+  element_tests element harness hardening cuda_context no_gstcuda reliability monitoring
   if need $B/hardening; then
     step "the CUDA-memory hardening cases (GPU-only: they fail without cudaupload or CUDA)"
     GPUMETRICS_TEST_BACKEND=cuda run $B/hardening --include-ignored --test-threads 1 --nocapture cuda_memory
@@ -439,6 +440,8 @@ step_element() {
       echo "$fmt: DIFFERENT"; diff $out/pipe-$fmt-cpu.jsonl $out/pipe-$fmt-cuda.jsonl | head -5; fail=1
     fi
   done
+  step "latency added by the element with and without monitoring (GST_TRACERS=latency, backend=cuda)"
+  BACKEND=cuda run bash scripts/latency.sh $d/plugin
   step "pairing-tolerance=-5 and 2^64-2 (refused with a message, no panic)"
   local v
   for v in -5 18446744073709551614; do

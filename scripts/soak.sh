@@ -5,4 +5,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup-deps.sh
-cargo test --release -p gst-plugin-gpumetrics --test soak -- --ignored --nocapture
+cargo test -p gst-plugin-gpumetrics --test soak -- --ignored --nocapture
