@@ -81,6 +81,8 @@ fn collect(bus: &gst::Bus, timeout: Duration, seen: &mut Seen) {
 
 fn launch(desc: &str) -> gst::Pipeline {
     init();
+    // GPUMETRICS_TEST_BACKEND=cuda runs the same cases on the CUDA backend.
+    let desc = &desc.replace("backend=cpu", &format!("backend={}", test_backend()));
     gst::parse::launch(desc)
         .unwrap_or_else(|e| panic!("{desc}: {e}"))
         .downcast()
