@@ -365,10 +365,22 @@ fn a_live_element_is_scraped_with_its_series_labels_and_values() {
     assert_eq!(the(&skipped, "element", "live").value, "0", "{skipped:#?}");
 
     // The scoring-time histogram: every scored pair observed, each within its buckets.
-    let count = prometheus.query(r#"gpumetrics_scoring_seconds_count{element="live"}"#);
-    let count = the(&count, "element", "live").number();
-    assert!(count > 0.0);
-    let buckets = prometheus.query(r#"gpumetrics_scoring_seconds_bucket{element="live"}"#);
+    // One query, so that counts, buckets and sum are of one scrape.
+    let histogram = prometheus
+        .query(r#"{__name__=~"gpumetrics_scoring_seconds_(count|sum|bucket)",element="live"}"#);
+    let series = |name: &str| -> Vec<&Sample> {
+        let name = format!("gpumetrics_scoring_seconds_{name}");
+        histogram
+            .iter()
+            .filter(|s| s.label("__name__") == name)
+            .collect()
+    };
+    let count = match series("count")[..] {
+        [c] => c.number(),
+        _ => panic!("one count expected: {histogram:#?}"),
+    };
+    assert!(count > 0.0, "{histogram:#?}");
+    let buckets = series("bucket");
     assert_eq!(buckets.len(), 14, "{buckets:#?}");
     // Cumulative counts by upper bound (`le` as a number: its spelling is the scraper's).
     let le = |bound: f64| {
@@ -388,8 +400,10 @@ fn a_live_element_is_scraped_with_its_series_labels_and_values() {
         "{buckets:#?}"
     );
     assert_eq!(le(f64::INFINITY), count, "{buckets:#?}");
-    let sum = prometheus.query(r#"gpumetrics_scoring_seconds_sum{element="live"}"#);
-    assert!(the(&sum, "element", "live").number() > 0.0, "{sum:#?}");
+    assert!(
+        matches!(series("sum")[..], [s] if s.number() > 0.0),
+        "{histogram:#?}"
+    );
 
     eprintln!(
         "seen: pairs {before} then more, psnr-y {psnr}, window mean {mean}, ssim {ssim}, \
