@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs what building and testing gpumetrics needs on Debian 12: GStreamer development
 # packages and plugins (x264, libav for the example and tests), ffmpeg (reference values),
-# meson, and the nightly toolchain components that build the PTX kernels.
+# meson, Prometheus (the server that gst-plugin-gpumetrics/tests/prometheus.rs scrapes the
+# element with; the test starts its own instance, /usr/bin/prometheus), and the nightly
+# toolchain components that build the PTX kernels.
 # Safe to run repeatedly: it only installs what is missing.
 set -euo pipefail
 
@@ -10,6 +12,7 @@ packages=(
   libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev libgstreamer-plugins-bad1.0-dev
   gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good
   gstreamer1.0-plugins-bad gstreamer1.0-plugins-ugly gstreamer1.0-libav
+  prometheus
 )
 missing=()
 for p in "${packages[@]}"; do

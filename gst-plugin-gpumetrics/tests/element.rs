@@ -502,7 +502,7 @@ fn stats_file_csv() {
     );
     let col = |name: &str| header.iter().position(|h| h == name).unwrap();
     let rows: Vec<csv::StringRecord> = r.records().map(|r| r.unwrap()).collect();
-    assert_eq!(rows.len(), 4 + 3 + 10);
+    assert_eq!(rows.len(), 4 + 4 + 10);
     for (row, f) in rows.iter().zip(&run.frames) {
         assert_eq!(&row[0], "frame");
         assert_eq!(row[1].parse::<u64>().unwrap(), f.frame);
@@ -515,13 +515,14 @@ fn stats_file_csv() {
     assert_eq!((&rows[4][0], &rows[4][1]), ("frames", "4"));
     assert_eq!((&rows[5][0], &rows[5][1]), ("unmatched-ref", "0"));
     assert_eq!((&rows[6][0], &rows[6][1]), ("unmatched-dist", "0"));
-    assert_eq!(&rows[7][0], "mean");
+    assert_eq!((&rows[7][0], &rows[7][1]), ("skipped", "0"));
+    assert_eq!(&rows[8][0], "mean");
     let sum = run.summary();
     assert_eq!(
-        stats::parse_f64(&rows[7][col("mse-y")]),
+        stats::parse_f64(&rows[8][col("mse-y")]),
         Some(sum.field("mse-y").unwrap().mean)
     );
-    assert_eq!(&rows[16][0], "p99");
+    assert_eq!(&rows[17][0], "p99");
     std::fs::remove_file(&path).ok();
 }
 

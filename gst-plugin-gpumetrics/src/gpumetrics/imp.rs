@@ -750,7 +750,7 @@ impl AggregatorImpl for GpuMetrics {
         // From here the run's settings are fixed (see set_property).
         self.running.store(true, Ordering::SeqCst);
         let settings = self.settings.lock().unwrap().clone();
-        let outputs = Outputs::new(&settings)?;
+        let outputs = Outputs::new(&settings, self.obj().upcast_ref())?;
         *self.outputs.lock().unwrap() = Some(outputs);
         *self.state.lock().unwrap() = State::default();
         gst::debug!(CAT, imp = self, "started");

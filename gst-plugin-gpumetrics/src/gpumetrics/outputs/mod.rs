@@ -8,6 +8,7 @@
 //! | [`stats_file::StatsFile`] | `stats_file.rs` | `stats-file`: a line per record, the summary last |
 //! | [`bus::Bus`] | `bus.rs` | the `gpumetrics` message per pair (`post-messages`), the `gpumetrics-summary` message |
 //! | [`buffer_meta::BufferMeta`] | `buffer_meta.rs` | `GstGpuMetricsMeta` on the distorted buffer (`attach-meta`) |
+//! | [`prometheus::Prometheus`] | `prometheus.rs` | `prometheus-address`: the element's series on the process's endpoint of that address |
 //!
 //! Besides the records, the outputs make two kinds of events from them, handed to every
 //! sink too: complete tumbling windows (`window`, [`window::Windows`]) and alert changes
@@ -21,12 +22,14 @@
 mod buffer_meta;
 mod bus;
 mod pool;
+mod prometheus;
 mod stats_file;
 mod window;
 
 use std::time::Instant;
 
 use gpumetrics_engine::Scores;
+use gst::prelude::*;
 
 use super::settings::Settings;
 use crate::alerts::{self, Alerts};
@@ -105,13 +108,29 @@ pub(crate) struct Outputs {
 }
 
 impl Outputs {
-    /// The outputs `settings` ask for; opening the stats file or an alert rule can fail (the
-    /// element's start fails with the error).
-    pub(crate) fn new(settings: &Settings) -> Result<Outputs, gst::ErrorMessage> {
+    /// The outputs `settings` ask for, of `element`; an alert rule, opening the stats file
+    /// or listening on `prometheus-address` can fail (the element's start fails with the
+    /// error).
+    pub(crate) fn new(
+        settings: &Settings,
+        element: &gst::Element,
+    ) -> Result<Outputs, gst::ErrorMessage> {
         let rules = match &settings.alerts {
             Some(text) => alerts::parse(text, &stats::columns_for(settings.metrics.set()))
                 .map_err(|e| gst::error_msg!(gst::LibraryError::Settings, ("{e}")))?,
             None => Vec::new(),
+        };
+        // Before the stats file, so that a bind error leaves no empty file behind.
+        let prometheus = match &settings.prometheus_address {
+            Some(address) => {
+                let rules: Vec<&str> = rules.iter().map(|r| r.text.as_str()).collect();
+                Some(prometheus::Prometheus::open(
+                    address,
+                    &element.name(),
+                    &rules,
+                )?)
+            }
+            None => None,
         };
         let mut sinks: Vec<Box<dyn Sink>> = Vec::new();
         if let Some(path) = &settings.stats_file {
@@ -124,6 +143,9 @@ impl Outputs {
         }
         sinks.push(Box::new(bus::Bus));
         sinks.push(Box::new(buffer_meta::BufferMeta));
+        if let Some(p) = prometheus {
+            sinks.push(Box::new(p));
+        }
         let mut outputs = Outputs::with_sinks(sinks);
         outputs.alerts = Alerts::new(rules);
         outputs.windows = (settings.window > 0).then(|| window::Windows::new(settings.window));

@@ -1,0 +1,872 @@
+// SPDX-License-Identifier: MPL-2.0
+//! `prometheus-address`: the run's counters, latest scores, window means and alert states as
+//! Prometheus series at `http://host:port/metrics`.
+//!
+//! An endpoint (a listening socket, a thread answering its requests, one registry of metric
+//! families) exists once per address in the process: every element started with the same
+//! `prometheus-address` (as written) joins it and adds its own series, labelled
+//! `element="<name>"`. The endpoint is made when the first of them starts, and goes away
+//! (thread stopped, port released) when the last of them stops; an element that stops
+//! takes its series with it. Bind errors fail the element's start.
+//!
+//! The families are `prometheus-client`'s; the server is `tiny_http`, whose requests are
+//! answered by one thread per endpoint. GET `/metrics` gets the OpenMetrics text format
+//! when the client accepts it (Prometheus does), else the Prometheus text format 0.0.4.
+
+use std::collections::HashMap;
+use std::collections::hash_map::Entry;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, LazyLock, Mutex, PoisonError};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::encoding::{prometheus_text, text};
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::{Registry, Unit};
+
+use super::{Env, Pair, Side, Sink};
+use crate::gpumetrics::CAT;
+use crate::message::{AlertChange, AlertState, Window};
+
+/// Upper bounds (seconds) of `gpumetrics_scoring_seconds`: 0.1 ms to 1 s, three per decade.
+const SCORING_BUCKETS: [f64; 13] = [
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0,
+];
+
+/// Content type of the OpenMetrics text format that `text::encode` writes.
+const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+const EXAMPLES: &str = "e.g. 127.0.0.1:9464, [::1]:9464, or 0.0.0.0:9464 for every interface";
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ElementLabels {
+    element: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct PadLabels {
+    element: String,
+    pad: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct FieldLabels {
+    element: String,
+    field: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RuleLabels {
+    element: String,
+    rule: String,
+}
+
+/// A gauge holding a double (a score may be +inf).
+type Value = Gauge<f64, AtomicU64>;
+
+fn scoring_histogram() -> Histogram {
+    Histogram::new(SCORING_BUCKETS)
+}
+
+/// The metric families of one endpoint, shared by its elements (each a handle on the same
+/// family).
+#[derive(Clone)]
+struct Families {
+    pairs: Family<ElementLabels, Counter>,
+    unmatched: Family<PadLabels, Counter>,
+    skipped: Family<ElementLabels, Counter>,
+    score: Family<FieldLabels, Value>,
+    window_mean: Family<FieldLabels, Value>,
+    alert_active: Family<RuleLabels, Gauge>,
+    alerts: Family<RuleLabels, Counter>,
+    scoring: Family<ElementLabels, Histogram, fn() -> Histogram>,
+}
+
+impl Families {
+    /// New families, registered in `registry` under their series names (a counter's
+    /// `_total` and the histogram's `_seconds` are added by the encoder).
+    fn register(registry: &mut Registry) -> Families {
+        let f = Families {
+            pairs: Family::default(),
+            unmatched: Family::default(),
+            skipped: Family::default(),
+            score: Family::default(),
+            window_mean: Family::default(),
+            alert_active: Family::default(),
+            alerts: Family::default(),
+            scoring: Family::new_with_constructor(scoring_histogram),
+        };
+        registry.register("gpumetrics_pairs", "Frame pairs scored", f.pairs.clone());
+        registry.register(
+            "gpumetrics_unmatched",
+            "Frames without a partner (never compared), per input pad",
+            f.unmatched.clone(),
+        );
+        registry.register(
+            "gpumetrics_skipped",
+            "Matched pairs that subsample left unscored",
+            f.skipped.clone(),
+        );
+        registry.register(
+            "gpumetrics_score",
+            "The latest scored pair's value of each field (+Inf: identical planes)",
+            f.score.clone(),
+        );
+        registry.register(
+            "gpumetrics_window_mean",
+            "Mean of each field over the last complete window (property window)",
+            f.window_mean.clone(),
+        );
+        registry.register(
+            "gpumetrics_alert_active",
+            "1 while the alert rule is raised, else 0",
+            f.alert_active.clone(),
+        );
+        registry.register(
+            "gpumetrics_alerts",
+            "Times the alert rule was raised",
+            f.alerts.clone(),
+        );
+        registry.register_with_unit(
+            "gpumetrics_scoring",
+            "Time from a pair's arrival (taken from both inputs) to its scores",
+            Unit::Seconds,
+            f.scoring.clone(),
+        );
+        f
+    }
+}
+
+/// What the endpoint answers a request with.
+#[derive(Debug)]
+struct Reply {
+    status: u16,
+    content_type: &'static str,
+    body: String,
+}
+
+fn reply(
+    registry: &Registry,
+    method: &tiny_http::Method,
+    url: &str,
+    accept: Option<&str>,
+) -> Reply {
+    let plain = |status, body: &str| Reply {
+        status,
+        content_type: "text/plain; charset=utf-8",
+        body: format!("{body}\n"),
+    };
+    let path = url.split_once('?').map_or(url, |(p, _)| p);
+    if path != "/metrics" {
+        return plain(404, "not found: the metrics are at /metrics");
+    }
+    if *method != tiny_http::Method::Get {
+        return plain(405, "method not allowed: GET /metrics");
+    }
+    let mut body = String::new();
+    // Prometheus asks for OpenMetrics first; curl and older scrapers get the 0.0.4 format.
+    let (encoded, content_type) =
+        if accept.is_some_and(|a| a.contains("application/openmetrics-text")) {
+            (text::encode(&mut body, registry), OPENMETRICS)
+        } else {
+            (
+                prometheus_text::encode(&mut body, registry),
+                prometheus_text::CONTENT_TYPE,
+            )
+        };
+    match encoded {
+        Ok(()) => Reply {
+            status: 200,
+            content_type,
+            body,
+        },
+        Err(_) => plain(500, "the metrics could not be encoded"),
+    }
+}
+
+/// Answers the requests of `http` until it is unblocked (or its socket fails).
+fn serve(http: &tiny_http::Server, registry: &Registry) {
+    loop {
+        let request = match http.recv() {
+            Ok(r) => r,
+            Err(e) => {
+                gst::debug!(CAT, "prometheus endpoint: no more requests: {e}");
+                return;
+            }
+        };
+        let accept = request
+            .headers()
+            .iter()
+            .find(|h| h.field.equiv("Accept"))
+            .map(|h| h.value.as_str().to_string());
+        let r = reply(registry, request.method(), request.url(), accept.as_deref());
+        let header =
+            tiny_http::Header::from_bytes("Content-Type", r.content_type).expect("a valid header");
+        let response = tiny_http::Response::from_string(r.body)
+            .with_status_code(r.status)
+            .with_header(header);
+        if let Err(e) = request.respond(response) {
+            gst::debug!(CAT, "prometheus endpoint: a reply failed: {e}");
+        }
+    }
+}
+
+/// The first address of `address` that can be listened on.
+fn bind(address: &str) -> Result<TcpListener, gst::ErrorMessage> {
+    let addrs: Vec<SocketAddr> = address
+        .to_socket_addrs()
+        .map_err(|e| {
+            gst::error_msg!(
+                gst::ResourceError::Settings,
+                ("prometheus-address '{address}' is not a usable host:port ({e}); {EXAMPLES}")
+            )
+        })?
+        .collect();
+    let mut failures = Vec::new();
+    for a in &addrs {
+        match TcpListener::bind(a) {
+            Ok(listener) => return Ok(listener),
+            Err(e) => failures.push((a, e)),
+        }
+    }
+    if failures.is_empty() {
+        return Err(gst::error_msg!(
+            gst::ResourceError::Settings,
+            ("prometheus-address '{address}' resolves to no address; {EXAMPLES}")
+        ));
+    }
+    let in_use = failures
+        .iter()
+        .any(|(_, e)| e.kind() == std::io::ErrorKind::AddrInUse);
+    let why = failures
+        .iter()
+        .map(|(a, e)| format!("{a}: {e}"))
+        .collect::<Vec<_>>()
+        .join("; ");
+    Err(if in_use {
+        gst::error_msg!(
+            gst::ResourceError::Busy,
+            ("prometheus-address '{address}': cannot listen there ({why}): the port is \
+                 taken, by another program or process (or by an endpoint of this process \
+                 under another spelling of the address); choose another port, or give the \
+                 elements that are to share one endpoint the same address")
+        )
+    } else {
+        gst::error_msg!(
+            gst::ResourceError::OpenReadWrite,
+            ("prometheus-address '{address}': cannot listen there ({why}); {EXAMPLES}")
+        )
+    })
+}
+
+/// A listening socket and the thread answering it.
+struct Server {
+    http: Option<Arc<tiny_http::Server>>,
+    thread: Option<JoinHandle<()>>,
+    /// Where it listens (the port chosen by the system when the address gave 0).
+    local: SocketAddr,
+}
+
+impl Server {
+    fn start(address: &str, registry: Registry) -> Result<Server, gst::ErrorMessage> {
+        let listener = bind(address)?;
+        let failed = |e: &dyn std::fmt::Display| {
+            gst::error_msg!(
+                gst::ResourceError::OpenReadWrite,
+                ("prometheus-address '{address}': cannot serve there: {e}")
+            )
+        };
+        let local = listener.local_addr().map_err(|e| failed(&e))?;
+        let http =
+            Arc::new(tiny_http::Server::from_listener(listener, None).map_err(|e| failed(&e))?);
+        let thread = std::thread::Builder::new()
+            .name("gpumetrics-prom".into())
+            .spawn({
+                let http = http.clone();
+                move || serve(&http, &registry)
+            })
+            .map_err(|e| failed(&e))?;
+        gst::info!(
+            CAT,
+            "prometheus-address {address}: serving http://{local}/metrics"
+        );
+        Ok(Server {
+            http: Some(http),
+            thread: Some(thread),
+            local,
+        })
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(http) = self.http.take() {
+            // Requests taken before this are still answered, then the thread returns.
+            http.unblock();
+            if let Some(thread) = self.thread.take() {
+                let _ = thread.join();
+            }
+            // The last handle: tiny_http stops accepting, and its accept thread closes the
+            // socket right after.
+            drop(http);
+        }
+        // That close happens on tiny_http's thread: wait for it (connections are refused
+        // then), so that the port is free once the element has stopped and a restart on
+        // the same address binds again.
+        let target = match self.local.ip() {
+            IpAddr::V4(ip) if ip.is_unspecified() => {
+                SocketAddr::new(Ipv4Addr::LOCALHOST.into(), self.local.port())
+            }
+            IpAddr::V6(ip) if ip.is_unspecified() => {
+                SocketAddr::new(Ipv6Addr::LOCALHOST.into(), self.local.port())
+            }
+            _ => self.local,
+        };
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while TcpStream::connect_timeout(&target, Duration::from_millis(100)).is_ok() {
+            if Instant::now() > deadline {
+                gst::warning!(
+                    CAT,
+                    "prometheus endpoint {target}: still listening 2 s after it stopped"
+                );
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+}
+
+/// One address's endpoint, while elements use it.
+struct Endpoint {
+    families: Families,
+    /// Names of the elements whose series it serves; it goes away when none is left.
+    elements: Vec<String>,
+    _server: Server,
+}
+
+/// The endpoints of the process, by address as written.
+static ENDPOINTS: LazyLock<Mutex<HashMap<String, Endpoint>>> = LazyLock::new(Default::default);
+
+/// One rule's series, by the rule's text.
+struct RuleSeries {
+    rule: String,
+    active: Gauge,
+    raised: Counter,
+}
+
+/// The sink of one element: handles on its series of its address's endpoint.
+pub(crate) struct Prometheus {
+    address: String,
+    element: String,
+    families: Families,
+    pairs: Counter,
+    skipped: Counter,
+    unmatched_ref: Counter,
+    unmatched_dist: Counter,
+    scoring: Histogram,
+    /// `gpumetrics_score` per field of the latest pair, in its order.
+    scores: Vec<(String, Value)>,
+    /// `gpumetrics_window_mean` per field of the latest window.
+    means: Vec<(String, Value)>,
+    rules: Vec<RuleSeries>,
+}
+
+impl Prometheus {
+    /// Joins (or makes) the endpoint of `address` with the series of `element`, the rules'
+    /// at 0. Fails when the address cannot be listened on, or when another element of the
+    /// same name already exports there.
+    pub(crate) fn open(
+        address: &str,
+        element: &str,
+        rules: &[&str],
+    ) -> Result<Prometheus, gst::ErrorMessage> {
+        let address = address.trim();
+        let mut endpoints = ENDPOINTS.lock().unwrap_or_else(PoisonError::into_inner);
+        let endpoint = match endpoints.entry(address.to_string()) {
+            Entry::Occupied(e) => {
+                let endpoint = e.into_mut();
+                if endpoint.elements.iter().any(|e| e == element) {
+                    return Err(gst::error_msg!(
+                        gst::ResourceError::Busy,
+                        ("prometheus-address '{address}': an element named '{element}' of \
+                             this process already exports its series there (labelled \
+                             element=\"{element}\"); give the elements different names")
+                    ));
+                }
+                endpoint
+            }
+            Entry::Vacant(v) => {
+                let mut registry = Registry::default();
+                let families = Families::register(&mut registry);
+                let server = Server::start(address, registry)?;
+                v.insert(Endpoint {
+                    families,
+                    elements: Vec::new(),
+                    _server: server,
+                })
+            }
+        };
+        endpoint.elements.push(element.to_string());
+        let f = endpoint.families.clone();
+        let of_element = ElementLabels {
+            element: element.to_string(),
+        };
+        let pad = |pad: &str| {
+            f.unmatched.get_or_create_owned(&PadLabels {
+                element: element.to_string(),
+                pad: pad.to_string(),
+            })
+        };
+        let rules = rules
+            .iter()
+            .map(|&rule| {
+                let labels = RuleLabels {
+                    element: element.to_string(),
+                    rule: rule.to_string(),
+                };
+                RuleSeries {
+                    rule: rule.to_string(),
+                    active: f.alert_active.get_or_create_owned(&labels),
+                    raised: f.alerts.get_or_create_owned(&labels),
+                }
+            })
+            .collect();
+        Ok(Prometheus {
+            address: address.to_string(),
+            element: element.to_string(),
+            pairs: f.pairs.get_or_create_owned(&of_element),
+            skipped: f.skipped.get_or_create_owned(&of_element),
+            unmatched_ref: pad("ref_sink"),
+            unmatched_dist: pad("dist_sink"),
+            scoring: f.scoring.get_or_create_owned(&of_element),
+            scores: Vec::new(),
+            means: Vec::new(),
+            rules,
+            families: f,
+        })
+    }
+
+    fn field_labels(&self, field: &str) -> FieldLabels {
+        FieldLabels {
+            element: self.element.clone(),
+            field: field.to_string(),
+        }
+    }
+
+    /// Makes `series` one gauge of `family` per name of `names`, in order; the series of
+    /// names no longer there are removed.
+    fn follow<'a>(
+        &self,
+        family: &Family<FieldLabels, Value>,
+        series: &mut Vec<(String, Value)>,
+        names: impl Iterator<Item = &'a str> + Clone,
+    ) {
+        for (name, _) in series.iter() {
+            if !names.clone().any(|n| n == name) {
+                family.remove(&self.field_labels(name));
+            }
+        }
+        *series = names
+            .map(|n| {
+                let gauge = family.get_or_create_owned(&self.field_labels(n));
+                (n.to_string(), gauge)
+            })
+            .collect();
+    }
+
+    fn rule(&mut self, rule: &str) -> &RuleSeries {
+        let i = match self.rules.iter().position(|r| r.rule == rule) {
+            Some(i) => i,
+            None => {
+                // Every rule was given at the start; this keeps a change of another one.
+                let labels = RuleLabels {
+                    element: self.element.clone(),
+                    rule: rule.to_string(),
+                };
+                self.rules.push(RuleSeries {
+                    rule: rule.to_string(),
+                    active: self.families.alert_active.get_or_create_owned(&labels),
+                    raised: self.families.alerts.get_or_create_owned(&labels),
+                });
+                self.rules.len() - 1
+            }
+        };
+        &self.rules[i]
+    }
+}
+
+fn names<T>(list: &[(String, T)]) -> impl Iterator<Item = &str> + Clone {
+    list.iter().map(|(n, _)| n.as_str())
+}
+
+impl Sink for Prometheus {
+    fn record(&mut self, _env: &Env<'_>, pair: &mut Pair<'_>) -> Result<(), gst::ErrorMessage> {
+        self.scoring.observe(pair.arrived.elapsed().as_secs_f64());
+        let fields = &pair.record.scores;
+        if !names(&self.scores).eq(names(fields)) {
+            let mut scores = std::mem::take(&mut self.scores);
+            self.follow(&self.families.score, &mut scores, names(fields));
+            self.scores = scores;
+        }
+        for ((_, gauge), (_, value)) in self.scores.iter().zip(fields) {
+            gauge.set(*value);
+        }
+        self.pairs.inc();
+        Ok(())
+    }
+
+    fn unmatched(&mut self, side: Side) {
+        match side {
+            Side::Reference => self.unmatched_ref.inc(),
+            Side::Distorted => self.unmatched_dist.inc(),
+        };
+    }
+
+    fn skipped(&mut self) {
+        self.skipped.inc();
+    }
+
+    fn window(&mut self, _env: &Env<'_>, window: &Window) -> Result<(), gst::ErrorMessage> {
+        // A window without pairs has no means: its fields' series go until the next one.
+        let fields = &window.stats.fields;
+        let mut means = std::mem::take(&mut self.means);
+        self.follow(&self.families.window_mean, &mut means, names(fields));
+        for ((_, gauge), (_, stats)) in means.iter().zip(fields) {
+            gauge.set(stats.mean);
+        }
+        self.means = means;
+        Ok(())
+    }
+
+    fn alert(&mut self, _env: &Env<'_>, change: &AlertChange) -> Result<(), gst::ErrorMessage> {
+        let series = self.rule(&change.rule);
+        match change.state {
+            AlertState::Raised => {
+                series.active.set(1);
+                series.raised.inc();
+            }
+            AlertState::Cleared => {
+                series.active.set(0);
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Prometheus {
+    /// The element stops: its series leave the endpoint, and the endpoint goes when it was
+    /// the last element there.
+    fn drop(&mut self) {
+        let mut endpoints = ENDPOINTS.lock().unwrap_or_else(PoisonError::into_inner);
+        let f = &self.families;
+        let of_element = ElementLabels {
+            element: self.element.clone(),
+        };
+        f.pairs.remove(&of_element);
+        f.skipped.remove(&of_element);
+        f.scoring.remove(&of_element);
+        for pad in ["ref_sink", "dist_sink"] {
+            f.unmatched.remove(&PadLabels {
+                element: self.element.clone(),
+                pad: pad.to_string(),
+            });
+        }
+        for (name, _) in &self.scores {
+            f.score.remove(&self.field_labels(name));
+        }
+        for (name, _) in &self.means {
+            f.window_mean.remove(&self.field_labels(name));
+        }
+        for r in &self.rules {
+            let labels = RuleLabels {
+                element: self.element.clone(),
+                rule: r.rule.clone(),
+            };
+            f.alert_active.remove(&labels);
+            f.alerts.remove(&labels);
+        }
+        if let Some(endpoint) = endpoints.get_mut(&self.address) {
+            endpoint.elements.retain(|e| *e != self.element);
+            if endpoint.elements.is_empty() {
+                // Under the lock: an element starting on this address meanwhile binds after
+                // the port is free.
+                endpoints.remove(&self.address);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::{Read, Write};
+
+    use gst::prelude::*;
+
+    use super::super::tests::pair_of;
+    use super::*;
+    use crate::gpumetrics::settings::Settings;
+    use crate::message::{FieldStats, Summary};
+
+    /// A loopback address whose port was free a moment ago.
+    fn free_address() -> String {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("127.0.0.1:{}", l.local_addr().unwrap().port())
+    }
+
+    /// GET `path` from `address` (HTTP/1.0, as a scraper may): status line and body, or the
+    /// connection error.
+    fn get(address: &str, path: &str) -> std::io::Result<(String, String)> {
+        let mut s = TcpStream::connect(address)?;
+        s.set_read_timeout(Some(Duration::from_secs(10)))?;
+        write!(s, "GET {path} HTTP/1.0\r\nHost: {address}\r\n\r\n")?;
+        let mut text = String::new();
+        s.read_to_string(&mut text)?;
+        let (head, body) = text.split_once("\r\n\r\n").expect("a head and a body");
+        Ok((head.lines().next().unwrap().to_string(), body.to_string()))
+    }
+
+    fn metrics(address: &str) -> String {
+        let (status, body) = get(address, "/metrics").expect("the endpoint answers");
+        assert!(status.contains(" 200 "), "{status}\n{body}");
+        body
+    }
+
+    fn open_err(address: &str, element: &str) -> String {
+        match Prometheus::open(address, element, &[]) {
+            Ok(_) => panic!("{address} for {element}: expected an error"),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    fn with_env<R>(f: impl FnOnce(&Env<'_>) -> R) -> R {
+        gst::init().unwrap();
+        let element = gst::Bin::new().upcast::<gst::Element>();
+        let settings = Settings::default();
+        f(&Env {
+            element: &element,
+            settings: &settings,
+        })
+    }
+
+    fn record(sink: &mut Prometheus, env: &Env<'_>, frame: u64, psnr: f64) {
+        let (record, scores, mut buffer) = pair_of(frame, psnr);
+        let mut pair = Pair {
+            record: &record,
+            scores: &scores,
+            buffer: &mut buffer,
+            arrived: Instant::now(),
+        };
+        sink.record(env, &mut pair).unwrap();
+    }
+
+    #[test]
+    fn replies_in_the_format_the_client_accepts_and_only_at_get_metrics() {
+        let mut registry = Registry::default();
+        let f = Families::register(&mut registry);
+        let labels = ElementLabels {
+            element: "m".into(),
+        };
+        f.pairs.get_or_create(&labels).inc();
+        f.scoring.get_or_create(&labels).observe(0.003);
+        let psnr = FieldLabels {
+            element: "m".into(),
+            field: "psnr-y".into(),
+        };
+        f.score.get_or_create(&psnr).set(f64::INFINITY);
+        let get = tiny_http::Method::Get;
+        let om = reply(
+            &registry,
+            &get,
+            "/metrics",
+            Some("application/openmetrics-text;version=1.0.0,text/plain;q=0.5"),
+        );
+        assert_eq!((om.status, om.content_type), (200, OPENMETRICS));
+        assert!(om.body.ends_with("# EOF\n"), "{}", om.body);
+        for line in [
+            "# TYPE gpumetrics_pairs counter",
+            "gpumetrics_pairs_total{element=\"m\"} 1",
+            "# UNIT gpumetrics_scoring_seconds seconds",
+            "gpumetrics_scoring_seconds_bucket{le=\"0.0025\",element=\"m\"} 0",
+            "gpumetrics_scoring_seconds_bucket{le=\"0.005\",element=\"m\"} 1",
+            "gpumetrics_scoring_seconds_count{element=\"m\"} 1",
+            "gpumetrics_score{element=\"m\",field=\"psnr-y\"} inf",
+        ] {
+            assert!(om.body.lines().any(|l| l == line), "{line}:\n{}", om.body);
+        }
+        let plain = reply(&registry, &get, "/metrics?x=1", None);
+        assert_eq!(
+            (plain.status, plain.content_type),
+            (200, prometheus_text::CONTENT_TYPE)
+        );
+        assert!(!plain.body.contains("# EOF"), "{}", plain.body);
+        assert!(
+            plain
+                .body
+                .lines()
+                .any(|l| l == "gpumetrics_pairs_total{element=\"m\"} 1"),
+            "{}",
+            plain.body
+        );
+        assert_eq!(reply(&registry, &get, "/", None).status, 404);
+        assert_eq!(reply(&registry, &get, "/metricsx", None).status, 404);
+        let post = tiny_http::Method::Post;
+        assert_eq!(reply(&registry, &post, "/metrics", None).status, 405);
+    }
+
+    #[test]
+    fn an_element_exports_its_events_and_takes_the_endpoint_along_when_it_stops() {
+        let address = free_address();
+        with_env(|env| {
+            let mut sink = Prometheus::open(&address, "m", &["psnr-y<35", "psnr-y>100"]).unwrap();
+            let body = metrics(&address);
+            for line in [
+                "gpumetrics_pairs_total{element=\"m\"} 0",
+                "gpumetrics_skipped_total{element=\"m\"} 0",
+                "gpumetrics_unmatched_total{element=\"m\",pad=\"ref_sink\"} 0",
+                "gpumetrics_alert_active{element=\"m\",rule=\"psnr-y<35\"} 0",
+                "gpumetrics_alerts_total{element=\"m\",rule=\"psnr-y>100\"} 0",
+            ] {
+                assert!(body.lines().any(|l| l == line), "{line}:\n{body}");
+            }
+            assert!(!body.contains("gpumetrics_score{"), "{body}");
+            record(&mut sink, env, 0, 30.0);
+            record(&mut sink, env, 1, f64::INFINITY);
+            sink.unmatched(Side::Reference);
+            sink.unmatched(Side::Distorted);
+            sink.unmatched(Side::Distorted);
+            sink.skipped();
+            let stats = |mean| FieldStats {
+                mean,
+                min: mean,
+                max: mean,
+                stddev: 0.0,
+                harmonic_mean: None,
+                p1: mean,
+                p5: mean,
+                p50: mean,
+                p95: mean,
+                p99: mean,
+            };
+            let window = Window {
+                start: 0,
+                end: 500_000_000,
+                stats: Summary {
+                    frames: 2,
+                    fields: vec![("psnr-y".into(), stats(30.5)), ("mse-y".into(), stats(2.0))],
+                    ..Summary::default()
+                },
+            };
+            sink.window(env, &window).unwrap();
+            let raised = AlertChange {
+                rule: "psnr-y<35".into(),
+                field: "psnr-y".into(),
+                state: AlertState::Raised,
+                value: 30.0,
+                running_time: 0,
+                since: None,
+                worst: None,
+            };
+            sink.alert(env, &raised).unwrap();
+            let body = metrics(&address);
+            for line in [
+                "gpumetrics_pairs_total{element=\"m\"} 2",
+                "gpumetrics_skipped_total{element=\"m\"} 1",
+                "gpumetrics_unmatched_total{element=\"m\",pad=\"ref_sink\"} 1",
+                "gpumetrics_unmatched_total{element=\"m\",pad=\"dist_sink\"} 2",
+                "gpumetrics_score{element=\"m\",field=\"psnr-y\"} +Inf",
+                "gpumetrics_window_mean{element=\"m\",field=\"psnr-y\"} 30.5",
+                "gpumetrics_window_mean{element=\"m\",field=\"mse-y\"} 2.0",
+                "gpumetrics_alert_active{element=\"m\",rule=\"psnr-y<35\"} 1",
+                "gpumetrics_alerts_total{element=\"m\",rule=\"psnr-y<35\"} 1",
+                "gpumetrics_alert_active{element=\"m\",rule=\"psnr-y>100\"} 0",
+                "gpumetrics_scoring_seconds_count{element=\"m\"} 2",
+            ] {
+                assert!(body.lines().any(|l| l == line), "{line}:\n{body}");
+            }
+            // A window without pairs has no means; a cleared rule reads 0, its count stays.
+            sink.window(env, &Window::default()).unwrap();
+            let cleared = AlertChange {
+                state: AlertState::Cleared,
+                since: Some(0),
+                worst: Some(30.0),
+                ..raised
+            };
+            sink.alert(env, &cleared).unwrap();
+            let body = metrics(&address);
+            assert!(!body.contains("gpumetrics_window_mean{"), "{body}");
+            for line in [
+                "gpumetrics_alert_active{element=\"m\",rule=\"psnr-y<35\"} 0",
+                "gpumetrics_alerts_total{element=\"m\",rule=\"psnr-y<35\"} 1",
+            ] {
+                assert!(body.lines().any(|l| l == line), "{line}:\n{body}");
+            }
+            drop(sink);
+            let e = get(&address, "/metrics").expect_err("the endpoint is gone");
+            assert_eq!(e.kind(), std::io::ErrorKind::ConnectionRefused, "{e}");
+        });
+    }
+
+    #[test]
+    fn elements_share_an_endpoint_until_the_last_one_stops() {
+        let address = free_address();
+        with_env(|env| {
+            let mut a = Prometheus::open(&address, "a", &[]).unwrap();
+            let mut b = Prometheus::open(&address, "b", &[]).unwrap();
+            record(&mut a, env, 0, 31.0);
+            record(&mut b, env, 0, 32.0);
+            record(&mut b, env, 1, 33.0);
+            let body = metrics(&address);
+            for line in [
+                "gpumetrics_pairs_total{element=\"a\"} 1",
+                "gpumetrics_pairs_total{element=\"b\"} 2",
+                "gpumetrics_score{element=\"a\",field=\"psnr-y\"} 31.0",
+                "gpumetrics_score{element=\"b\",field=\"psnr-y\"} 33.0",
+            ] {
+                assert!(body.lines().any(|l| l == line), "{line}:\n{body}");
+            }
+            assert_eq!(
+                body.matches("# TYPE gpumetrics_pairs_total counter")
+                    .count(),
+                1
+            );
+            let e = open_err(&address, "a");
+            assert!(e.contains(&address) && e.contains("'a'"), "{e}");
+            drop(a);
+            let body = metrics(&address);
+            assert!(!body.contains("element=\"a\""), "{body}");
+            assert!(
+                body.contains("gpumetrics_pairs_total{element=\"b\"} 2"),
+                "{body}"
+            );
+            drop(b);
+            let e = get(&address, "/metrics").expect_err("the endpoint is gone");
+            assert_eq!(e.kind(), std::io::ErrorKind::ConnectionRefused, "{e}");
+            // The port is free again at once: a new element binds it.
+            let c = Prometheus::open(&address, "a", &[]).unwrap();
+            assert!(metrics(&address).contains("gpumetrics_pairs_total{element=\"a\"} 0"));
+            drop(c);
+        });
+    }
+
+    #[test]
+    fn an_address_that_cannot_be_listened_on_is_an_error_naming_it() {
+        let taken = TcpListener::bind("127.0.0.1:0").unwrap();
+        let address = taken.local_addr().unwrap().to_string();
+        let e = open_err(&address, "m");
+        assert!(e.contains(&address) && e.contains("in use"), "{e}");
+        for bad in ["9464", "127.0.0.1:99999", "127.0.0.1"] {
+            let e = open_err(bad, "m");
+            assert!(
+                e.contains(&format!("'{bad}'")) && e.contains("host:port"),
+                "{e}"
+            );
+        }
+        // Nothing was left behind: the address is not an endpoint.
+        assert!(!ENDPOINTS.lock().unwrap().contains_key(&address));
+    }
+}
