@@ -499,6 +499,24 @@ step_cudamem() {
   compare nvdec-cpu cpu nvh264dec nvh264dec
   step "NVDEC into backend=auto"
   compare nvdec-auto auto nvh264dec nvh264dec
+  step "monitoring on NVDEC frames: window, alerts, subsample, roi (backend=cuda) = openh264dec + backend=cpu"
+  local mon="window=500000000 alerts=psnr-y<40:200ms,psnr-y>45 subsample=2 roi=640,360,960,540"
+  local how dec backend
+  for how in "mon-nvdec cuda nvh264dec" "mon-cpu cpu h264parse!openh264dec"; do
+    read -r name backend dec <<<"$how"
+    dec=${dec//!/ ! }
+    gst-launch-1.0 -q \
+      filesrc location=$c/ref.mp4 ! parsebin ! $dec ! queue ! m.ref_sink \
+      filesrc location=$c/dist.mp4 ! parsebin ! $dec ! queue ! m.dist_sink \
+      gpumetrics name=m backend=$backend $mon stats-file=$out/$name.jsonl ! fakesink >/dev/null 2>&1 || fail=1
+  done
+  if cmp -s $out/mon-nvdec.jsonl $out/mon-cpu.jsonl; then
+    echo "monitoring: identical stats ($(grep -c '"type":"frame"' $out/mon-nvdec.jsonl) pairs, \
+$(grep -c '"type":"window"' $out/mon-nvdec.jsonl) windows); summary: $(tail -1 $out/mon-nvdec.jsonl | cut -c1-160)"
+    grep -o '"alerts":\[[^]]*\]' $out/mon-nvdec.jsonl | tail -1
+  else
+    echo "monitoring: stats DIFFER"; diff <(head -3 $out/mon-nvdec.jsonl) <(head -3 $out/mon-cpu.jsonl); fail=1
+  fi
   bench || return 0
   step "throughput: 1080p H.264, 4 x 300 frames per input, PSNR, pairing=sequence (wall time)"
   local f
