@@ -92,7 +92,7 @@ def window_line(s, fields):
     shown = [f"{f} {fmt(v)}" for f, v in means.items() if not fields or f in fields]
     line = (
         f"window {clock(count(s, 'start'))}–{clock(count(s, 'end'))}: "
-        f"{count(s, 'frames')} pairs"
+        f"{count(s, 'frames')} pair{'' if count(s, 'frames') == 1 else 's'}"
     )
     if shown:
         line += ", " + ", ".join(shown)

@@ -218,10 +218,11 @@ pub fn window_values(w: &Window, fields: &[String]) -> String {
 pub fn window_line(w: &Window, fields: &[String]) -> String {
     let s = &w.stats;
     let mut line = format!(
-        "window {}–{}: {} pairs",
+        "window {}–{}: {} pair{}",
         clock(w.start),
         clock(w.end),
-        s.frames
+        s.frames,
+        if s.frames == 1 { "" } else { "s" }
     );
     let values = window_values(w, fields);
     if !values.is_empty() {
@@ -450,6 +451,17 @@ mod tests {
             since: None,
             worst: None,
         };
+        let one = Window {
+            stats: Summary {
+                frames: 1,
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        assert_eq!(
+            window_line(&one, &fields),
+            "window 00:00:00.000–00:00:00.000: 1 pair"
+        );
         let decimals = fields::meta("vmaf").decimals as usize;
         assert_eq!(
             alert_line(&raised),

@@ -894,13 +894,14 @@ fn window_lines(text: &str) -> Vec<(String, String, u64, String)> {
             let rest = l.strip_prefix("window ")?;
             let (span, rest) = rest.split_once(": ")?;
             let (start, end) = span.split_once('–')?;
-            let (pairs, rest) = rest.split_once(" pairs")?;
-            Some((
-                start.to_string(),
-                end.to_string(),
-                pairs.parse().ok()?,
-                rest.to_string(),
-            ))
+            let (pairs, rest) = rest.split_once(" pair")?;
+            let pairs: u64 = pairs.parse().ok()?;
+            let rest = if pairs == 1 {
+                rest
+            } else {
+                rest.strip_prefix('s')?
+            };
+            Some((start.to_string(), end.to_string(), pairs, rest.to_string()))
         })
         .collect()
 }
@@ -1179,20 +1180,23 @@ fn live_udp_inputs_run_until_ctrl_c_with_windows_and_alerts() {
     let uri = |p: u16| format!("udp://127.0.0.1:{p}");
     let mut child = StdCommand::new(assert_cmd::cargo::cargo_bin("gpumetrics"))
         .args(["--backend", "cpu", &uri(ports[0]), &uri(ports[1])])
-        .args(["--window", "500ms", "--alert", "psnr-y<45"])
+        .args(["--window", "500ms", "--alert", "psnr-y<45:200ms"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
     let stdout = line_channel(child.stdout.take().unwrap());
     let stderr = line_channel(child.stderr.take().unwrap());
-    // SIGINT after the first window with pairs: the run is live and measuring.
+    // SIGINT after the first window with pairs in alert: the run is live and measuring, and
+    // the rule has been raised.
     let mut out = Vec::new();
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
         match stdout.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
             Ok(line) => {
-                let first = window_lines(&line).first().is_some_and(|w| w.2 > 0);
+                let first = window_lines(&line)
+                    .first()
+                    .is_some_and(|w| w.2 > 0 && w.3.contains("; in alert psnr-y<45:200ms: "));
                 out.push(line);
                 if first {
                     break;
@@ -1227,9 +1231,10 @@ fn live_udp_inputs_run_until_ctrl_c_with_windows_and_alerts() {
     );
     assert!(se.contains(", live, video/x-h264)"), "{se}");
     assert!(!se.contains("ETA"), "{se}");
-    // A 100 kbit/s encode against a 2 Mbit/s one: below 45 dB from the first pairs.
+    // A 100 kbit/s encode against a 2 Mbit/s one: below 45 dB from the first pairs (the
+    // hold keeps a stray pair from clearing the rule).
     assert_eq!(
-        lines_with(&se, "ALERT raised psnr-y<45: psnr-y = ").len(),
+        lines_with(&se, "ALERT raised psnr-y<45:200ms: psnr-y = ").len(),
         1,
         "{se}"
     );
@@ -1247,9 +1252,12 @@ fn live_udp_inputs_run_until_ctrl_c_with_windows_and_alerts() {
     for (_, _, pairs, rest) in &windows {
         if *pairs > 0 {
             assert!(rest.starts_with(", psnr-y "), "{so}");
-            assert!(rest.contains("; in alert psnr-y<45: "), "{so}");
         }
     }
-    assert!(so.contains("alert psnr-y<45: 1 episode, "), "{so}");
+    // Raised once, never cleared: in alert from that window to the end.
+    let last = windows.last().unwrap();
+    assert!(last.3.contains("; in alert psnr-y<45:200ms: "), "{so}");
+    assert!(!se.contains("ALERT cleared"), "{se}");
+    assert!(so.contains("alert psnr-y<45:200ms: 1 episode, "), "{so}");
     assert!(table_mean(&so, "psnr-y") < 45.0, "{so}");
 }
