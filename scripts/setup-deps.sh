@@ -13,6 +13,7 @@ packages=(
   gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good
   gstreamer1.0-plugins-bad gstreamer1.0-plugins-ugly gstreamer1.0-libav
   prometheus
+  python3-gi gir1.2-gstreamer-1.0
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -9,7 +9,10 @@ use std::path::PathBuf;
 use clap::{ArgMatches, Command, CommandFactory, FromArgMatches, Parser, ValueEnum};
 use gpumetrics_engine::metric;
 
-use crate::options;
+use crate::{monitor, options};
+
+/// The help heading of the monitoring options.
+const MONITORING: &str = "Monitoring";
 
 /// Exit status when a `--fail-below` threshold is not met.
 pub const EXIT_THRESHOLD: i32 = 3;
@@ -24,15 +27,20 @@ pub const EXIT_USAGE: i32 = 2;
     version,
     after_help = "Exit status: 0 success, 1 run error (missing or undecodable file, pipeline \
 error), 2 usage error, 3 a --fail-below threshold was not met, 130 interrupted by Ctrl-C (after \
-printing the summary of the pairs measured so far).\n\n\
+printing the summary of the pairs measured so far; also how a live run ends).\n\n\
 Examples:\n  \
 gpumetrics ref.mp4 dist.mp4\n  \
 gpumetrics ref.mkv dist.mkv --metrics all --plot scores.png\n  \
 gpumetrics ref.y4m dist.mp4 --align auto --scale --format jsonl -o scores.jsonl\n  \
-gpumetrics ref.mp4 dist.mp4 --fail-below psnr-y=35 --fail-below ssim=0.95"
+gpumetrics ref.mp4 dist.mp4 --fail-below psnr-y=35 --fail-below ssim=0.95\n  \
+gpumetrics udp://127.0.0.1:5000 udp://127.0.0.1:5001 --window 1s --alert psnr-y<30:2s\n\n\
+A live input (udp://, srt://, rtsp://, ... or a source that does not preroll) runs until \
+Ctrl-C or the end of its stream; progress then shows the running time and the latest \
+window instead of an ETA."
 )]
 pub struct Args {
-    /// Reference video: a file path or a URI (file://, http://, ...).
+    /// Reference video: a file path or a URI (file://, http://, or a live stream: udp://,
+    /// srt://, rtsp://, anything GStreamer's urisourcebin opens).
     #[arg(value_name = "REF")]
     pub reference: String,
 
@@ -119,6 +127,34 @@ pub struct Args {
     /// FIELD is one whose higher scores are better (not mse-*, butteraugli).
     #[arg(long, value_name = "FIELD=VALUE", value_parser = parse_threshold)]
     pub fail_below: Vec<Threshold>,
+
+    /// Tumbling windows of running time (e.g. 500ms, 1s, 2.5s, 1m): each one, as it completes,
+    /// is a line with its pairs and means (a record in the jsonl, csv and json formats).
+    #[arg(long, value_name = "DURATION", value_parser = monitor::parse_duration, help_heading = MONITORING)]
+    pub window: Option<u64>,
+
+    /// Alert rule FIELD<VALUE[:HOLD] or FIELD>VALUE[:HOLD], HOLD in ms or s (e.g.
+    /// vmaf<70:2s): raised when the condition has held for HOLD of running time, cleared when
+    /// it has been false for HOLD; each change is printed on stderr as it happens, the summary
+    /// counts episodes and seconds per rule. Repeatable; FIELD must be a field of --metrics.
+    #[arg(long = "alert", value_name = "RULE", help_heading = MONITORING)]
+    pub alerts: Vec<String>,
+
+    /// Score every N-th matched pair in the element; the others are counted as skipped.
+    /// Unlike --every, temporal metrics (VMAF's motion) still see every frame, so a scored
+    /// pair has the value of a full run.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..), help_heading = MONITORING)]
+    pub subsample: Option<u32>,
+
+    /// Measure only this rectangle of the reference, x,y,width,height in pixels (the same
+    /// rectangle of the distorted video).
+    #[arg(long, value_name = "X,Y,W,H", value_parser = monitor::Roi::parse, help_heading = MONITORING)]
+    pub roi: Option<monitor::Roi>,
+
+    /// Serve the scores, window means and alert states in Prometheus' text format at
+    /// http://HOST:PORT/metrics while the command runs (e.g. 127.0.0.1:9100).
+    #[arg(long, value_name = "HOST:PORT", value_parser = monitor::parse_address, help_heading = MONITORING)]
+    pub prometheus: Option<String>,
 
     /// No progress display and no notes on stderr (errors are still printed).
     #[arg(short, long)]

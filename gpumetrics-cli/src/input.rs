@@ -25,6 +25,9 @@ pub struct Input {
     pub duration: Option<gst::ClockTime>,
     /// Caps of the coded video stream (e.g. `video/x-h264, ...`).
     pub caps: Option<gst::Caps>,
+    /// A live source (a network or capture URI, or what the discoverer found live): no
+    /// duration, runs until Ctrl-C or the end of its stream.
+    pub live: bool,
 }
 
 impl Input {
@@ -43,8 +46,11 @@ impl Input {
         ))
     }
 
-    /// Frames in the input, estimated from duration and frame rate.
+    /// Frames in the input, estimated from duration and frame rate (none for a live input).
     pub fn estimated_frames(&self) -> Option<u64> {
+        if self.live {
+            return None;
+        }
         let dur = self.duration?.nseconds();
         let fd = self.frame_duration()?.nseconds();
         Some((dur + fd / 2) / fd)
@@ -64,9 +70,11 @@ impl Input {
             .map_or("variable frame rate".to_string(), |f| {
                 format!("{:.3} fps", f.numer() as f64 / f.denom() as f64)
             });
-        let dur = self.duration.map_or("unknown duration".to_string(), |d| {
-            format!("{:.3} s", d.nseconds() as f64 / 1e9)
-        });
+        let dur = match self.duration {
+            _ if self.live => "live".to_string(),
+            Some(d) => format!("{:.3} s", d.nseconds() as f64 / 1e9),
+            None => "unknown duration".to_string(),
+        };
         format!(
             "{}x{}, {rate}, {dur}, {}",
             self.width,
@@ -101,16 +109,28 @@ pub fn to_uri(given: &str, role: &str) -> Result<String> {
         .map_err(|e| anyhow!("cannot turn {given} into a URI: {e}"))
 }
 
-/// Opens the input and reads its first video stream's properties.
+/// How long the discoverer waits for an input (a live one: for its first frames).
+const DISCOVER_SECS: u64 = 30;
+
+/// Opens the input and reads its first video stream's properties (of a live input, from
+/// the first frames that arrive; the run then opens it again).
 pub fn discover(given: &str, role: &'static str) -> Result<Input> {
     let uri = to_uri(given, role)?;
-    let discoverer = gst_pbutils::Discoverer::new(gst::ClockTime::from_seconds(30))
+    let live_uri = crate::monitor::is_live_uri(&uri);
+    let discoverer = gst_pbutils::Discoverer::new(gst::ClockTime::from_seconds(DISCOVER_SECS))
         .context("cannot create a GStreamer discoverer")?;
     let info = discoverer.discover_uri(&uri).map_err(|e| {
-        anyhow!(
-            "cannot decode the {role} input {given}: {e} (is it a video file GStreamer can \
-             decode? `gst-discoverer-1.0 {given}` shows what it sees)"
-        )
+        if live_uri {
+            anyhow!(
+                "cannot read the {role} live input {given}: {e} (no decodable video within \
+                 {DISCOVER_SECS} s: is the sender running, and is it video GStreamer can decode?)"
+            )
+        } else {
+            anyhow!(
+                "cannot decode the {role} input {given}: {e} (is it a video file GStreamer can \
+                 decode? `gst-discoverer-1.0 {given}` shows what it sees)"
+            )
+        }
     })?;
     let Some(video) = info.video_streams().into_iter().next() else {
         bail!("the {role} input {given} has no video stream");
@@ -129,5 +149,6 @@ pub fn discover(given: &str, role: &'static str) -> Result<Input> {
         framerate,
         duration: info.duration(),
         caps: video.caps(),
+        live: live_uri || info.is_live(),
     })
 }

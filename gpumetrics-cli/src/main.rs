@@ -6,8 +6,9 @@
 //!
 //! Modules: [`cli`] arguments, [`options`] the metrics' options, [`fields`] what is
 //! known of each field, [`input`] what the files are, [`align`] the offset search,
-//! [`gate`] which frames reach the element, [`pipeline`] the GStreamer graph, [`run`] the bus
-//! loop, [`output`] table and records, [`plot`] the curves, [`progress`] stderr display.
+//! [`gate`] which frames reach the element, [`monitor`] windows, alerts and live inputs,
+//! [`pipeline`] the GStreamer graph, [`run`] the bus loop, [`output`] table and records,
+//! [`plot`] the curves, [`progress`] stderr display.
 
 mod align;
 mod cli;
@@ -15,6 +16,7 @@ mod fields;
 mod gate;
 mod input;
 mod metrics;
+mod monitor;
 mod options;
 mod output;
 mod pipeline;
@@ -37,6 +39,9 @@ use cli::{Args, BackendArg, DecodeArg, FormatArg, PairingArg};
 use gate::GateConfig;
 use input::Input;
 use pipeline::{Decoding, PipelineConfig};
+
+/// Two SIGINTs closer than this are one Ctrl-C (see `real_main`).
+const SIGINT_TWICE: std::time::Duration = std::time::Duration::from_millis(250);
 
 /// An error with the exit status it ends the command with.
 struct Failure {
@@ -199,12 +204,16 @@ fn real_main(args: Args) -> Result<i32, Failure> {
     gstgpumetrics::plugin_register_static().context("cannot register the gpumetrics element")?;
     let notes = Notes { quiet: args.quiet };
     // Ctrl-C ends the run at the next frame, with the summary of what was measured; a
-    // second Ctrl-C ends at once.
+    // second Ctrl-C ends at once. A second SIGINT within SIGINT_TWICE of the first is the
+    // same one delivered twice (`timeout -s INT` signals the command and its process group),
+    // not a second Ctrl-C.
     let stop = Arc::new(AtomicBool::new(false));
     {
         let stop = stop.clone();
+        let first = std::sync::OnceLock::new();
         let _ = ctrlc::set_handler(move || {
-            if stop.swap(true, Ordering::SeqCst) {
+            let at = *first.get_or_init(std::time::Instant::now);
+            if stop.swap(true, Ordering::SeqCst) && at.elapsed() >= SIGINT_TWICE {
                 std::process::exit(130);
             }
         });
@@ -214,6 +223,8 @@ fn real_main(args: Args) -> Result<i32, Failure> {
     let metrics = metrics::parse(&args.metrics).map_err(|e| usage(anyhow!("--metrics: {e}")))?;
     check_options(&metrics, &args.metric_options).map_err(usage)?;
     check_thresholds(&metrics, &args.fail_below).map_err(usage)?;
+    let alerts =
+        monitor::check_alerts(&args.alerts, metric_set(&metrics)).map_err(|e| usage(anyhow!(e)))?;
     if let Some(p) = &args.plot {
         let ext = p
             .extension()
@@ -239,6 +250,30 @@ fn real_main(args: Args) -> Result<i32, Failure> {
         distorted.given,
         distorted.describe()
     ));
+
+    if let Some(roi) = &args.roi {
+        roi.check_within(reference.width, reference.height)
+            .map_err(|e| usage(anyhow!("--roi: {e}")))?;
+    }
+    let live = reference.live || distorted.live;
+    if live {
+        if args.align.is_some() {
+            return Err(usage(anyhow!(
+                "--align auto decodes the first frames of both inputs twice, which a live \
+                 input cannot replay: give the offset with --offset"
+            )));
+        }
+        let which: Vec<&str> = [&reference, &distorted]
+            .into_iter()
+            .filter(|i| i.live)
+            .map(|i| i.role)
+            .collect();
+        notes.say(format!(
+            "live: the {} input{} live; running until Ctrl-C or the end of the stream",
+            which.join(" and "),
+            if which.len() == 1 { " is" } else { "s are" }
+        ));
+    }
 
     let same_size = (reference.width, reference.height) == (distorted.width, distorted.height);
     let scale_to = match (same_size, args.scale) {
@@ -369,6 +404,13 @@ fn real_main(args: Args) -> Result<i32, Failure> {
         convert_to: None,
         decoding: decoding.clone(),
         gates,
+        monitoring: monitor::Monitoring {
+            window: args.window,
+            alerts: alerts.as_ref().map(|(joined, _)| joined.clone()),
+            subsample: args.subsample,
+            roi: args.roi,
+            prometheus: args.prometheus.clone(),
+        },
     };
     let to_file = args.output.is_some();
     let mut sink =
@@ -381,10 +423,27 @@ fn real_main(args: Args) -> Result<i32, Failure> {
             })?;
     notes.say(format!("metrics: {}", metrics.replace('+', ", ")));
     let keep = args.plot.is_some() || (args.format == FormatArg::Table && to_file);
+    let report = run::Report {
+        fields: monitor::main_fields(
+            metric_set(&metrics),
+            alerts.as_ref().map_or(&[][..], |(_, rules)| rules),
+        ),
+        // Where the summary table goes (stderr when the records are on stdout).
+        windows_to_stdout: args.format == FormatArg::Table || to_file,
+        alerts: alerts.is_some(),
+    };
     let (built, outcome) = loop {
         let built = pipeline::build(&config, [&reference, &distorted], stop.clone())?;
-        let mut progress = progress::Progress::new(total, args.quiet);
-        match run::run(&built, &stop, &mut sink, &mut progress, keep, args.verbose) {
+        let mut progress = progress::Progress::new(total, args.quiet, live);
+        match run::run(
+            &built,
+            &stop,
+            &mut sink,
+            &mut progress,
+            keep,
+            &report,
+            args.verbose,
+        ) {
             Ok(outcome) => break (built, outcome),
             Err(e) => {
                 // Differing raw formats (e.g. 4:2:0 against 4:4:4) fail at the first

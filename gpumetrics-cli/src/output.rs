@@ -9,7 +9,7 @@ use std::path::Path;
 
 use comfy_table::{CellAlignment, ContentArrangement, Table, presets};
 use gpumetrics_engine::MetricSet;
-use gstgpumetrics::message::{FieldStats, FrameScores, Summary};
+use gstgpumetrics::message::{FieldStats, FrameScores, Summary, Window};
 use gstgpumetrics::stats::{self, Format, StatsWriter};
 
 use crate::cli::FormatArg;
@@ -82,6 +82,9 @@ pub fn summary_table(summary: &Summary, counts: &Counts) -> String {
     if counts.skipped > 0 {
         line.push_str(&format!("   skipped (--every): {}", counts.skipped));
     }
+    if summary.skipped > 0 {
+        line.push_str(&format!("   skipped (--subsample): {}", summary.skipped));
+    }
     match counts.offset_dropped {
         [0, 0] => {}
         [r, 0] => line.push_str(&format!("   offset: first {r} reference frames dropped")),
@@ -92,6 +95,15 @@ pub fn summary_table(summary: &Summary, counts: &Counts) -> String {
     }
     out.push_str(&line);
     out.push('\n');
+    for a in &summary.alerts {
+        out.push_str(&format!(
+            "alert {}: {} episode{}, {:.3} s in alert\n",
+            a.rule,
+            a.episodes,
+            if a.episodes == 1 { "" } else { "s" },
+            a.seconds
+        ));
+    }
     out
 }
 
@@ -168,6 +180,14 @@ impl RecordSink {
         }
     }
 
+    /// A window record (`--window`), in the order the element posted it.
+    pub fn window(&mut self, w: &Window) -> io::Result<()> {
+        match self {
+            RecordSink::None => Ok(()),
+            RecordSink::Stats(writer) => writer.write_window(w),
+        }
+    }
+
     pub fn summary(&mut self, s: &Summary) -> io::Result<()> {
         match self {
             RecordSink::None => Ok(()),
@@ -179,6 +199,7 @@ impl RecordSink {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use gstgpumetrics::message::AlertCount;
 
     fn stats(mean: f64, hm: Option<f64>) -> FieldStats {
         FieldStats {
@@ -201,9 +222,22 @@ mod tests {
             frames: 50,
             unmatched_ref: 2,
             unmatched_dist: 0,
+            skipped: 7,
             fields: vec![
                 ("psnr-y".into(), stats(38.25, Some(38.1))),
                 ("mse-y".into(), stats(9.5, Some(9.4))),
+            ],
+            alerts: vec![
+                AlertCount {
+                    rule: "psnr-y<30:1s".into(),
+                    episodes: 1,
+                    seconds: 2.5,
+                },
+                AlertCount {
+                    rule: "mse-y>50".into(),
+                    episodes: 0,
+                    seconds: 0.0,
+                },
             ],
         };
         let t = summary_table(
@@ -222,6 +256,14 @@ mod tests {
         assert!(t.contains("unmatched: 2 reference, 0 distorted"), "{t}");
         assert!(t.contains("skipped (--every): 3"), "{t}");
         assert!(t.contains("first 4 distorted frames dropped"), "{t}");
+        assert!(t.contains("skipped (--subsample): 7"), "{t}");
+        assert!(
+            t.ends_with(
+                "alert psnr-y<30:1s: 1 episode, 2.500 s in alert\n\
+                 alert mse-y>50: 0 episodes, 0.000 s in alert\n"
+            ),
+            "{t}"
+        );
     }
 
     #[test]
@@ -260,9 +302,8 @@ mod tests {
         fields.push(("no-such-field".into(), stats(0.123456789, Some(0.1))));
         let s = Summary {
             frames: 1,
-            unmatched_ref: 0,
-            unmatched_dist: 0,
             fields,
+            ..Default::default()
         };
         let t = summary_table(&s, &Counts::default());
         let mut seen = std::collections::HashSet::new();

@@ -4,7 +4,7 @@
 //! ```text
 //! NVDEC:    urisourcebin ! parsebin ! nvh264dec [! cudascale ! caps] ! queue ! m.ref_sink
 //! software: uridecodebin ! videoconvert [! videoscale ! caps]       ! queue ! m.dist_sink
-//!           gpumetrics name=m post-messages=true ! fakesink
+//!           gpumetrics name=m post-messages=true [window=... alerts=... ...] ! fakesink
 //! ```
 //!
 //! Each input gets its own decoder branch; a [`Gate`] on the queue's src pad applies offset,
@@ -67,6 +67,9 @@ pub struct PipelineConfig {
     pub convert_to: Option<String>,
     pub decoding: [Decoding; 2],
     pub gates: [GateConfig; 2],
+    /// The monitoring properties (`window`, `alerts`, `subsample`, `roi`,
+    /// `prometheus-address`).
+    pub monitoring: crate::monitor::Monitoring,
 }
 
 /// The built pipeline and the handles the run reads.
@@ -238,6 +241,7 @@ pub fn build(config: &PipelineConfig, inputs: [&Input; 2], stop: Arc<AtomicBool>
     element.set_property("post-messages", true);
     element.set_property_from_str("pairing", config.pairing);
     crate::options::set_on(&element, &config.options)?;
+    config.monitoring.set_on(&element);
     let sink = gst::ElementFactory::make("fakesink")
         .property("sync", false)
         .property("async", false)
@@ -378,6 +382,84 @@ mod tests {
         wait_for_eos(&p, std::time::Duration::from_millis(500), |_| {});
     }
 
+    /// PSNR on the CPU, every pair, both inputs decoded by `decoding`.
+    fn psnr_config(decoding: Decoding) -> PipelineConfig {
+        PipelineConfig {
+            metrics: "psnr".into(),
+            backend: "cpu",
+            device: 0,
+            pairing: "timestamp",
+            options: Vec::new(),
+            scale_to: None,
+            convert_to: None,
+            decoding: [decoding.clone(), decoding],
+            gates: [GateConfig {
+                every: 1,
+                ..Default::default()
+            }; 2],
+            monitoring: Default::default(),
+        }
+    }
+
+    #[test]
+    fn monitoring_options_are_the_elements_properties() {
+        gst::init().unwrap();
+        gstgpumetrics::plugin_register_static().unwrap();
+        // Built, never started: the input need not exist.
+        let input = Input {
+            role: "reference",
+            given: "clip.mp4".into(),
+            uri: "file:///nonexistent/clip.mp4".into(),
+            width: 64,
+            height: 48,
+            framerate: None,
+            duration: None,
+            caps: None,
+            live: false,
+        };
+        let stop = Arc::new(AtomicBool::new(false));
+        let built = build(
+            &psnr_config(Decoding::Software),
+            [&input, &input],
+            stop.clone(),
+        )
+        .unwrap();
+        let e = &built.element;
+        // Unset options leave the element's defaults.
+        assert_eq!(e.property::<u64>("window"), 0);
+        assert_eq!(e.property::<Option<String>>("alerts"), None);
+        assert_eq!(e.property::<u32>("subsample"), 1);
+        assert_eq!(e.property::<Option<String>>("roi"), None);
+        assert_eq!(e.property::<Option<String>>("prometheus-address"), None);
+        let config = PipelineConfig {
+            monitoring: crate::monitor::Monitoring {
+                window: Some(500_000_000),
+                alerts: Some("psnr-y<30:1s,mse-y>50".into()),
+                subsample: Some(4),
+                roi: Some(crate::monitor::Roi::parse("8,4,32,16").unwrap()),
+                prometheus: Some("127.0.0.1:9464".into()),
+            },
+            ..psnr_config(Decoding::Software)
+        };
+        let built = build(&config, [&input, &input], stop).unwrap();
+        let e = &built.element;
+        assert_eq!(e.property::<u64>("window"), 500_000_000);
+        assert_eq!(
+            e.property::<Option<String>>("alerts").as_deref(),
+            Some("psnr-y<30:1s,mse-y>50")
+        );
+        assert_eq!(e.property::<u32>("subsample"), 4);
+        assert_eq!(
+            e.property::<Option<String>>("roi").as_deref(),
+            Some("8,4,32,16")
+        );
+        assert_eq!(
+            e.property::<Option<String>>("prometheus-address")
+                .as_deref(),
+            Some("127.0.0.1:9464")
+        );
+    }
+
     /// The NVDEC branch (`urisourcebin ! parsebin ! <decoder>`) with a software decoder in
     /// the decoder's place, so that its linking and the gates run without a GPU.
     #[test]
@@ -402,23 +484,13 @@ mod tests {
         let input = crate::input::discover(clip.to_str().unwrap(), "reference").unwrap();
         assert_eq!(input.codec().as_deref(), Some("video/x-h264"));
         let config = PipelineConfig {
-            metrics: "psnr".into(),
-            backend: "cpu",
-            device: 0,
-            pairing: "timestamp",
-            options: Vec::new(),
-            scale_to: None,
-            convert_to: None,
-            decoding: [
-                Decoding::Nvdec("avdec_h264".into()),
-                Decoding::Nvdec("avdec_h264".into()),
-            ],
             gates: [GateConfig {
                 skip: 0,
                 every: 2,
                 limit: None,
                 index_duration: None,
             }; 2],
+            ..psnr_config(Decoding::Nvdec("avdec_h264".into()))
         };
         let stop = std::sync::Arc::new(AtomicBool::new(false));
         let built = build(&config, [&input, &input], stop).unwrap();

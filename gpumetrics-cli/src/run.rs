@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MPL-2.0
-//! Runs the built pipeline to the end: reads the per-pair and summary messages from the bus,
-//! feeds the progress display and the record writer, and turns Ctrl-C into an orderly end
-//! (the gates send EOS, the element posts the summary of what was measured).
+//! Runs the built pipeline to the end: reads the per-pair, window, alert and summary messages
+//! from the bus, feeds the progress display and the record writer, prints windows and alert
+//! changes as they arrive, and turns Ctrl-C into an orderly end (the gates send EOS, the
+//! element posts the last window and the summary of what was measured). A pipeline that
+//! does not preroll is live: the display switches to running time instead of an ETA.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -9,8 +11,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow, bail};
 use gst::prelude::*;
-use gstgpumetrics::message::{FrameScores, Summary};
+use gstgpumetrics::message::{AlertChange, FrameScores, Summary, Window};
 
+use crate::monitor;
 use crate::output::RecordSink;
 use crate::pipeline::Built;
 use crate::progress::Progress;
@@ -24,6 +27,29 @@ pub struct Outcome {
     pub memory_stats: Option<gst::Structure>,
     /// Ended by Ctrl-C.
     pub interrupted: bool,
+}
+
+/// What the run prints as the element's windows and alerts arrive.
+pub struct Report {
+    /// The fields whose means a window line shows ([`monitor::main_fields`]).
+    pub fields: Vec<String>,
+    /// Window lines go to stdout (with the summary table); else to stderr.
+    pub windows_to_stdout: bool,
+    /// Alert rules are set: the element's warning for a raised alert is left out (its
+    /// `ALERT raised` line says it).
+    pub alerts: bool,
+}
+
+impl Report {
+    fn window(&self, w: &Window, progress: &mut Progress) {
+        let line = monitor::window_line(w, &self.fields);
+        if self.windows_to_stdout {
+            progress.out(&line);
+        } else {
+            progress.note(&line);
+        }
+        progress.window(line);
+    }
 }
 
 /// How long an interrupted run may take to drain before the pipeline is stopped hard.
@@ -40,20 +66,14 @@ fn error_text(e: &gst::message::Error) -> String {
     }
 }
 
-pub fn run(
-    built: &Built,
-    stop: &Arc<AtomicBool>,
-    sink: &mut RecordSink,
-    progress: &mut Progress,
-    keep_records: bool,
-    verbose: bool,
-) -> Result<Outcome> {
-    let pipeline = &built.pipeline;
-    let bus = pipeline.bus().context("pipeline without bus")?;
-    pipeline.set_state(gst::State::Playing).map_err(|_| {
+/// Sets `pipeline` PLAYING, through PAUSED: whether it is live (a live source answers
+/// NO_PREROLL in PAUSED: it produces data only when playing).
+fn start(pipeline: &gst::Pipeline) -> Result<bool> {
+    let cannot_start = |_| {
         // The reason is on the bus.
-        let msg = bus
-            .pop_filtered(&[gst::MessageType::Error])
+        let msg = pipeline
+            .bus()
+            .and_then(|bus| bus.pop_filtered(&[gst::MessageType::Error]))
             .and_then(|m| match m.view() {
                 gst::MessageView::Error(e) => Some(error_text(e)),
                 _ => None,
@@ -62,7 +82,35 @@ pub fn run(
             "cannot start the pipeline: {}",
             msg.unwrap_or_else(|| "see GST_DEBUG=3 for details".into())
         )
-    })?;
+    };
+    let paused = pipeline
+        .set_state(gst::State::Paused)
+        .map_err(cannot_start)?;
+    pipeline
+        .set_state(gst::State::Playing)
+        .map_err(cannot_start)?;
+    Ok(paused == gst::StateChangeSuccess::NoPreroll)
+}
+
+pub fn run(
+    built: &Built,
+    stop: &Arc<AtomicBool>,
+    sink: &mut RecordSink,
+    progress: &mut Progress,
+    keep_records: bool,
+    report: &Report,
+    verbose: bool,
+) -> Result<Outcome> {
+    let pipeline = &built.pipeline;
+    let bus = pipeline.bus().context("pipeline without bus")?;
+    let live = start(pipeline)?;
+    if live && !progress.is_live() {
+        progress.set_live();
+        progress.note(
+            "live: the pipeline does not preroll; running until Ctrl-C or the end of the stream",
+        );
+    }
+    let element = built.element.upcast_ref::<gst::Object>();
 
     let mut records = Vec::new();
     let mut pairs = 0u64;
@@ -91,14 +139,24 @@ pub fn run(
                 if let Some(rec) = FrameScores::from_message(&msg) {
                     sink.frame(&rec).context("writing a per-frame record")?;
                     pairs += 1;
+                    let running_time = rec.running_time.map(|t| t.nseconds());
                     if keep_records {
                         records.push(rec);
                     }
-                    progress.update(pairs);
+                    progress.update(pairs, running_time);
+                } else if let Some(w) = Window::from_message(&msg) {
+                    sink.window(&w).context("writing a window record")?;
+                    report.window(&w, progress);
+                } else if let Some(a) = AlertChange::from_message(&msg) {
+                    progress.note(&monitor::alert_line(&a));
                 } else if let Some(s) = Summary::from_message(&msg) {
                     summary = Some(s);
                 }
             }
+            gst::MessageView::Warning(w)
+                if report.alerts
+                    && msg.src() == Some(element)
+                    && monitor::is_alert_warning(&w.error().to_string()) => {}
             gst::MessageView::Warning(w) => {
                 let mut text = format!("warning: {}", w.error());
                 if verbose && let Some(d) = w.debug() {
@@ -128,4 +186,35 @@ pub fn run(
         memory_stats,
         interrupted: interrupted_at.is_some(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pipeline_that_does_not_preroll_is_live() {
+        gst::init().unwrap();
+        for (launch, live) in [
+            ("videotestsrc is-live=true ! fakesink", true),
+            ("videotestsrc ! fakesink", false),
+        ] {
+            let p = gst::parse::launch(launch)
+                .unwrap()
+                .downcast::<gst::Pipeline>()
+                .unwrap();
+            assert_eq!(start(&p).unwrap(), live, "{launch}");
+            p.set_state(gst::State::Null).unwrap();
+        }
+        let p = gst::parse::launch("filesrc location=/nonexistent/clip.mp4 ! fakesink")
+            .unwrap()
+            .downcast::<gst::Pipeline>()
+            .unwrap();
+        let e = start(&p).unwrap_err().to_string();
+        assert!(
+            e.contains("cannot start the pipeline: ") && e.contains("nonexistent"),
+            "{e}"
+        );
+        p.set_state(gst::State::Null).unwrap();
+    }
 }

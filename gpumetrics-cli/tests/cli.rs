@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MPL-2.0
 //! The `gpumetrics` command on clips generated at test time with ffmpeg (testsrc2, 320x180,
 //! H.264): every output format, alignment in both directions, scaling, differing lengths
-//! and frame rates, `--every`/`--frames`, thresholds and bad input. CPU backend, so no GPU
-//! is needed.
+//! and frame rates, `--every`/`--frames`, thresholds and bad input; the monitoring options
+//! (`--window`, `--alert`, `--subsample`, `--roi`) and live inputs (UDP streams from a
+//! gst-launch-1.0 sender on this machine). CPU backend, so no GPU is needed.
 
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
@@ -124,6 +125,21 @@ fn clips() -> &'static Clips {
                     "ultrafast",
                 ][..],
                 &["-pix_fmt", "yuv444p", &p("dist_444.mp4")],
+            ]
+            .concat(),
+        );
+        // Frames 15 to 29 (0.5 s to 1 s) blurred, the others identical to the reference
+        // (lossless): PSNR inf, then about 23 dB, then inf.
+        ffmpeg(
+            &[
+                &[
+                    "-i",
+                    &ref_path,
+                    "-vf",
+                    "boxblur=luma_radius=6:enable='between(n,15,29)'",
+                ][..],
+                &lossless,
+                &[&p("dist_blur_middle.mp4")],
             ]
             .concat(),
         );
@@ -684,6 +700,12 @@ fn help_lists_every_option() {
         "--frames",
         "--pairing",
         "--fail-below",
+        "--window",
+        "--alert",
+        "--subsample",
+        "--roi",
+        "--prometheus",
+        "udp://",
         "--quiet",
         "--verbose",
         "Exit status",
@@ -863,4 +885,379 @@ fn table_uses_each_fields_decimals() {
     checked.dedup();
     // psnr (3 decimals), mse, ssim (5): more than one precision, all from the registry.
     assert!(checked.len() > 1, "{checked:?}\n{out}");
+}
+
+/// The window lines of `text`: (start, end, pairs, the rest of the line).
+fn window_lines(text: &str) -> Vec<(String, String, u64, String)> {
+    text.lines()
+        .filter_map(|l| {
+            let rest = l.strip_prefix("window ")?;
+            let (span, rest) = rest.split_once(": ")?;
+            let (start, end) = span.split_once('–')?;
+            let (pairs, rest) = rest.split_once(" pair")?;
+            let pairs: u64 = pairs.parse().ok()?;
+            let rest = if pairs == 1 {
+                rest
+            } else {
+                rest.strip_prefix('s')?
+            };
+            Some((start.to_string(), end.to_string(), pairs, rest.to_string()))
+        })
+        .collect()
+}
+
+/// The lines of `text` that start with `prefix`.
+fn lines_with<'a>(text: &'a str, prefix: &str) -> Vec<&'a str> {
+    text.lines().filter(|l| l.starts_with(prefix)).collect()
+}
+
+#[test]
+fn windows_and_alerts_on_files() {
+    let c = clips();
+    let (out, err) = run_ok(&[
+        &c.get("ref.mp4"),
+        &c.get("dist_blur_middle.mp4"),
+        "--window",
+        "500ms",
+        "--alert",
+        "psnr-y<30",
+        "--alert",
+        "psnr-y<30:100ms",
+    ]);
+    // 45 frames at 30 fps: three windows of 15 pairs; the middle one is the blurred part.
+    let windows = window_lines(&out);
+    let spans: Vec<(&str, &str, u64)> = windows
+        .iter()
+        .map(|(s, e, n, _)| (s.as_str(), e.as_str(), *n))
+        .collect();
+    assert_eq!(
+        spans,
+        [
+            ("00:00:00.000", "00:00:00.500", 15),
+            ("00:00:00.500", "00:00:01.000", 15),
+            ("00:00:01.000", "00:00:01.500", 15),
+        ],
+        "{out}"
+    );
+    assert_eq!(windows[0].3, ", psnr-y inf", "{out}");
+    let middle = &windows[1].3;
+    let psnr: f64 = middle
+        .strip_prefix(", psnr-y ")
+        .and_then(|r| r.split(';').next())
+        .unwrap_or_else(|| panic!("{middle}"))
+        .parse()
+        .unwrap();
+    assert!((15.0..30.0).contains(&psnr), "{out}");
+    // Without a hold the rule is raised for exactly the middle window; with 100 ms it is
+    // raised 3 frames later and cleared 3 frames into the last window.
+    assert!(
+        middle.ends_with("; in alert psnr-y<30: 0.500 s; in alert psnr-y<30:100ms: 0.400 s"),
+        "{out}"
+    );
+    assert_eq!(
+        windows[2].3, ", psnr-y inf; in alert psnr-y<30:100ms: 0.100 s",
+        "{out}"
+    );
+    // The changes as they happened, in order, on stderr; the element's warning for a raised
+    // alert is not printed besides.
+    let changes: Vec<String> = lines_with(&err, "ALERT ")
+        .iter()
+        .map(|l| {
+            // The value and worst depend on the blur; the rest is exact.
+            l.split(' ')
+                .map(|w| {
+                    if w.trim_end_matches([',', ')'])
+                        .parse::<f64>()
+                        .is_ok_and(f64::is_finite)
+                    {
+                        "V"
+                    } else {
+                        w
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .collect();
+    assert_eq!(
+        changes,
+        [
+            "ALERT raised psnr-y<30: psnr-y = V at 00:00:00.500",
+            "ALERT raised psnr-y<30:100ms: psnr-y = V at 00:00:00.600",
+            "ALERT cleared psnr-y<30: psnr-y = inf at 00:00:01.000 (since 00:00:00.500, worst V",
+            "ALERT cleared psnr-y<30:100ms: psnr-y = inf at 00:00:01.100 (since 00:00:00.600, \
+             worst V",
+        ],
+        "{err}"
+    );
+    assert!(!err.contains("warning: alert raised"), "{err}");
+    assert!(
+        out.ends_with(
+            "alert psnr-y<30: 1 episode, 0.500 s in alert\n\
+             alert psnr-y<30:100ms: 1 episode, 0.500 s in alert\n"
+        ),
+        "{out}"
+    );
+
+    // The machine formats get the windows as records, between the frames they close.
+    let (out, err) = run_ok(&[
+        &c.get("ref.mp4"),
+        &c.get("dist_blur_middle.mp4"),
+        "--window",
+        "500ms",
+        "--format",
+        "jsonl",
+    ]);
+    let records: Vec<Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let kinds: Vec<&str> = records
+        .iter()
+        .map(|r| r["type"].as_str().unwrap())
+        .collect();
+    let expected: Vec<&str> = [
+        vec!["frame"; 15],
+        vec!["window"],
+        vec!["frame"; 15],
+        vec!["window"],
+        vec!["frame"; 15],
+        vec!["window", "summary"],
+    ]
+    .concat();
+    assert_eq!(kinds, expected, "{out}");
+    let w = &records[31];
+    assert_eq!(
+        (&w["start"], &w["end"], &w["frames"]),
+        (&500_000_000.into(), &1_000_000_000.into(), &15.into())
+    );
+    // The window lines go with the table, to stderr.
+    assert_eq!(window_lines(&err).len(), 3, "{err}");
+}
+
+#[test]
+fn subsample_counts_the_skipped_pairs() {
+    let c = clips();
+    let (out, _) = run_ok(&[
+        &c.get("ref.mp4"),
+        &c.get("dist.mp4"),
+        "--subsample",
+        "3",
+        "--window",
+        "500ms",
+    ]);
+    // Pairs 0, 3, 6, ... scored: 15 of 45, the other 30 skipped; 5 and 10 per window.
+    assert_eq!(number_after(&out, "compared pairs:"), 15, "{out}");
+    assert_eq!(number_after(&out, "skipped (--subsample):"), 30, "{out}");
+    assert!(!out.contains("skipped (--every)"), "{out}");
+    let windows = window_lines(&out);
+    assert_eq!(windows.len(), 3, "{out}");
+    for (_, _, pairs, rest) in &windows {
+        assert_eq!(*pairs, 5, "{out}");
+        assert!(rest.ends_with(", 10 skipped"), "{out}");
+    }
+}
+
+#[test]
+fn bad_monitoring_options_are_usage_errors() {
+    before_decoding(&["--alert", "vmaf<70"]).stderr(predicate::str::contains(
+        "--alert: rule 'vmaf<70' names the field 'vmaf', which no enabled metric produces",
+    ));
+    before_decoding(&["--alert", "psnr-y=30"]).stderr(predicate::str::contains("no '<' or '>'"));
+    before_decoding(&["--alert", "psnr-y<30:2"])
+        .stderr(predicate::str::contains("the hold time '2' needs a unit"));
+    before_decoding(&["--alert", "psnr-y<30", "--alert", "psnr-y<30"])
+        .stderr(predicate::str::contains("given twice"));
+    before_decoding(&["--roi", "1,2,3"]).stderr(predicate::str::contains("x,y,width,height"));
+    before_decoding(&["--roi", "0,0,0,10"]).stderr(predicate::str::contains(
+        "width and height must be at least 1",
+    ));
+    before_decoding(&["--window", "5"]).stderr(predicate::str::contains("needs a unit"));
+    before_decoding(&["--window", "0s"]).stderr(predicate::str::contains("--window"));
+    before_decoding(&["--subsample", "0"]).stderr(predicate::str::contains("--subsample"));
+    before_decoding(&["--prometheus", "9100"]).stderr(predicate::str::contains("HOST:PORT"));
+    // A rectangle past the reference is known once the inputs are: a usage error too.
+    let c = clips();
+    gpumetrics(&[
+        &c.get("ref.mp4"),
+        &c.get("dist.mp4"),
+        "--roi",
+        "300,0,100,100",
+    ])
+    .assert()
+    .code(2)
+    .stderr(predicate::str::contains(
+        "--roi: 300,0,100,100 reaches past the reference's 320x180 frame",
+    ));
+    let (out, _) = run_ok(&[
+        &c.get("ref.mp4"),
+        &c.get("dist.mp4"),
+        "--roi",
+        "0,0,320,180",
+    ]);
+    assert_eq!(
+        number_after(&out, "compared pairs:"),
+        FRAMES as u64,
+        "{out}"
+    );
+}
+
+/// A UDP port free on 127.0.0.1 now.
+fn free_udp_port() -> u16 {
+    std::net::UdpSocket::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A gst-launch-1.0 sending one live test picture as two MPEG-TS streams over UDP: the
+/// reference at 2 Mbit/s to `ports[0]`, the distorted at 100 kbit/s to `ports[1]`. Killed
+/// when dropped.
+struct Sender(std::process::Child);
+
+impl Sender {
+    fn start(ports: [u16; 2]) -> Sender {
+        let stream = |bitrate: u32, port: u16| {
+            format!(
+                "t. ! queue ! x264enc tune=zerolatency speed-preset=ultrafast key-int-max=15 \
+                 bitrate={bitrate} ! mpegtsmux ! udpsink host=127.0.0.1 port={port}"
+            )
+        };
+        let launch = format!(
+            "videotestsrc is-live=true ! video/x-raw,format=I420,width=320,height=180,\
+             framerate=30/1 ! tee name=t {} {}",
+            stream(2000, ports[0]),
+            stream(100, ports[1])
+        );
+        let child = StdCommand::new("gst-launch-1.0")
+            .arg("-q")
+            .args(launch.split_whitespace())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| {
+                panic!(
+                    "gst-launch-1.0 runs ({e}; gstreamer1.0-tools and the x264enc of \
+                     gstreamer1.0-plugins-ugly: scripts/setup-deps.sh installs them)"
+                )
+            });
+        Sender(child)
+    }
+}
+
+impl Drop for Sender {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Reads `reader` line by line into a channel (ends when the stream does).
+fn line_channel(reader: impl Read + Send + 'static) -> mpsc::Receiver<String> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(reader).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    rx
+}
+
+#[test]
+fn live_udp_inputs_run_until_ctrl_c_with_windows_and_alerts() {
+    let ports = [free_udp_port(), free_udp_port()];
+    let mut sender = Sender::start(ports);
+    // The sender is running before the command opens the streams.
+    std::thread::sleep(Duration::from_millis(500));
+    if let Some(status) = sender.0.try_wait().unwrap() {
+        let mut e = String::new();
+        let _ = sender.0.stderr.take().unwrap().read_to_string(&mut e);
+        panic!("the sender ended at once ({status}): {e}");
+    }
+    let uri = |p: u16| format!("udp://127.0.0.1:{p}");
+    let mut child = StdCommand::new(assert_cmd::cargo::cargo_bin("gpumetrics"))
+        .args(["--backend", "cpu", &uri(ports[0]), &uri(ports[1])])
+        .args(["--window", "500ms", "--alert", "psnr-y<45:200ms"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = line_channel(child.stdout.take().unwrap());
+    let stderr = line_channel(child.stderr.take().unwrap());
+    // SIGINT after the first window with pairs in alert: the run is live and measuring, and
+    // the rule has been raised.
+    let mut out = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        match stdout.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+            Ok(line) => {
+                let first = window_lines(&line)
+                    .first()
+                    .is_some_and(|w| w.2 > 0 && w.3.contains("; in alert psnr-y<45:200ms: "));
+                out.push(line);
+                if first {
+                    break;
+                }
+            }
+            Err(e) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                let err: Vec<String> = stderr.try_iter().collect();
+                panic!(
+                    "no window line ({e}); stdout:\n{}\nstderr:\n{}",
+                    out.join("\n"),
+                    err.join("\n")
+                );
+            }
+        }
+    }
+    let kill = StdCommand::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let status = wait_with_limit(&mut child, Duration::from_secs(60), "after Ctrl-C");
+    drop(sender);
+    out.extend(stdout.iter());
+    let so = out.join("\n") + "\n";
+    let se = stderr.iter().collect::<Vec<_>>().join("\n");
+    assert_eq!(status.code(), Some(130), "{so}\n{se}");
+    assert!(
+        se.contains("live: the reference and distorted inputs are live"),
+        "{se}"
+    );
+    assert!(se.contains(", live, video/x-h264)"), "{se}");
+    assert!(!se.contains("ETA"), "{se}");
+    // A 100 kbit/s encode against a 2 Mbit/s one: below 45 dB from the first pairs (the
+    // hold keeps a stray pair from clearing the rule).
+    assert_eq!(
+        lines_with(&se, "ALERT raised psnr-y<45:200ms: psnr-y = ").len(),
+        1,
+        "{se}"
+    );
+    let compared = number_after(&so, "compared pairs:");
+    assert!(compared > 0, "{so}");
+    assert_eq!(
+        number_after(&se, "interrupted after"),
+        compared,
+        "{so}\n{se}"
+    );
+    // Every pair falls in one window, the last one closed at the end of the run.
+    let windows = window_lines(&so);
+    assert!(windows.len() >= 2, "{so}");
+    assert_eq!(windows.iter().map(|w| w.2).sum::<u64>(), compared, "{so}");
+    for (_, _, pairs, rest) in &windows {
+        if *pairs > 0 {
+            assert!(rest.starts_with(", psnr-y "), "{so}");
+        }
+    }
+    // Raised once, never cleared: in alert from that window to the end.
+    let last = windows.last().unwrap();
+    assert!(last.3.contains("; in alert psnr-y<45:200ms: "), "{so}");
+    assert!(!se.contains("ALERT cleared"), "{se}");
+    assert!(so.contains("alert psnr-y<45:200ms: 1 episode, "), "{so}");
+    assert!(table_mean(&so, "psnr-y") < 45.0, "{so}");
 }
