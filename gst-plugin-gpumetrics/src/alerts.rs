@@ -282,9 +282,24 @@ impl Alerts {
     /// Closes a window ending at `end`: its counts per rule (an episode in progress counts up
     /// to `end`), and the next window starts from zero.
     pub fn close_window(&mut self, end: u64) -> Vec<AlertCount> {
+        self.close(end, false)
+    }
+
+    /// Closes the run's last window (at EOS): an episode in progress counts up to its rule's
+    /// latest pair, as in [`Alerts::totals`], not to the window's nominal end.
+    pub fn close_last_window(&mut self, end: u64) -> Vec<AlertCount> {
+        self.close(end, true)
+    }
+
+    fn close(&mut self, end: u64, last: bool) -> Vec<AlertCount> {
         self.rules
             .iter_mut()
             .map(|st| {
+                let end = if last {
+                    st.last.map_or(end, |t| t.min(end))
+                } else {
+                    end
+                };
                 if let Some(r) = &mut st.raised
                     && end > r.counted_until
                 {
@@ -470,5 +485,12 @@ mod tests {
         assert_eq!((w[0].episodes, w[0].seconds), (0, 0.0));
         assert_eq!(a.totals()[0].seconds, 1.2);
         assert_eq!(a.active().collect::<Vec<_>>(), [("x<10", false)]);
+        // Raised again at 3.2 s, last pair at 3.5 s: the run's last window (to 4 s) counts
+        // 0.3 s, as the totals do.
+        a.observe(Some(3200 * MS), |_| Some(1.0));
+        a.observe(Some(3500 * MS), |_| Some(1.0));
+        let w = a.close_last_window(4000 * MS);
+        assert_eq!((w[0].episodes, w[0].seconds), (1, 0.3));
+        assert!((a.totals()[0].seconds - 1.5).abs() < 1e-12);
     }
 }

@@ -243,7 +243,7 @@ impl Outputs {
         if let Some(w) = self
             .windows
             .as_mut()
-            .and_then(|w| w.finish(|end| alerts.close_window(end)))
+            .and_then(|w| w.finish(|end| alerts.close_last_window(end)))
         {
             for s in self.all() {
                 let r = s.window(env, &w);
