@@ -321,11 +321,11 @@ fn rectangles_that_do_not_fit_are_element_errors_with_the_nearest_valid_one() {
         assert_eq!(run.frames.len(), 2);
     }
     // Odd sides are valid where they end at the frame's edge.
-    let run = run(&format!(
+    let run = run(
         "videotestsrc num-buffers=2 ! video/x-raw,format=I420,width=101,height=51 ! \
          tee name=t t. ! queue ! m.ref_sink t. ! queue ! m.dist_sink \
-         gpumetrics name=m backend=cpu roi=\"40,20,61,31\" ! appsink name=out"
-    ));
+         gpumetrics name=m backend=cpu roi=\"40,20,61,31\" ! appsink name=out",
+    );
     run.expect_ok();
     assert_eq!(run.frames.len(), 2);
 }
