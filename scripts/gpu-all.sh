@@ -35,8 +35,8 @@
 #   vmaf         cuda_kernels vmaf::, vmaf_cuda, vmaf_element; vmaf_reference on the CUDA
 #                backend with the FFmpeg cache
 #   element      the element's suites with backend=cuda (element, harness, hardening,
-#                cuda_context, no_gstcuda, reliability, monitoring), the latency tracer,
-#                cpu-vs-cuda pipelines, bad property values,
+#                cuda_context, no_gstcuda, reliability, monitoring, roi), the latency
+#                tracer, cpu-vs-cuda pipelines, bad property values,
 #                cudaupload memory under memcheck
 #   throughput   every metric and all together, 1080p and 2160p, device and host frames
 #   cudamem      NVDEC zero-copy into the element (data/cudamem: pack makes the clips)
@@ -80,7 +80,7 @@ bins() {
     ssimulacra2) echo $e:test:cuda_kernels $e:test:ssimulacra2_cuda $e:bench:throughput $e:example:bench_crates $g:test:ssimulacra2_element ;;
     butteraugli) echo $e:test:cuda_kernels $e:test:butteraugli_cuda $e:test:butteraugli_crate $e:bench:throughput $e:example:bench_crates $g:test:butteraugli_element ;;
     vmaf) echo $e:test:cuda_kernels $e:test:vmaf_cuda $e:test:vmaf_reference $e:bench:throughput $g:test:vmaf_element ;;
-    element) echo $g:test:element $g:test:harness $g:test:hardening $g:test:cuda_context $g:test:no_gstcuda $g:test:reliability $g:test:monitoring ;;
+    element) echo $g:test:element $g:test:harness $g:test:hardening $g:test:cuda_context $g:test:no_gstcuda $g:test:reliability $g:test:monitoring $g:test:roi ;;
     throughput) echo $e:bench:throughput ;;
     cli) echo gpumetrics-cli:bin:gpumetrics ;;
     cudamem | colour | libvmaf) ;;
@@ -119,6 +119,8 @@ pack() {
         plugins="$plugins y4mdec png pbtypes" ;;
     esac
     [ "$s" = cudamem ] && plugins="$plugins openh264"
+    # roi compares the element's rectangle with videocrop's.
+    [ "$s" = element ] && plugins="$plugins videocrop"
   done
   mkdir -p $d
   rm -rf $B $d/plugin $d/gst $d/data
@@ -134,7 +136,7 @@ pack() {
     # The element test binaries link libgstcheck and friends: the kit takes their libraries.
     local extra
     extra=$(ls $B/*_element $B/element $B/harness $B/hardening $B/cuda_context $B/no_gstcuda \
-      $B/reliability $B/monitoring $B/psnr_ffmpeg $B/gpumetrics 2>/dev/null | tr '\n' ' ' || true)
+      $B/reliability $B/monitoring $B/roi $B/psnr_ffmpeg $B/gpumetrics 2>/dev/null | tr '\n' ' ' || true)
     read -ra plugins <<<"$(printf '%s\n' $plugins | sort -u | tr '\n' ' ')"
     EXTRA="$extra" PLUGINS="${PLUGINS:-${plugins[*]}}" ../shared/tools/gpu-kit $d/gst
   fi
@@ -418,7 +420,7 @@ step_element() {
   need $d/gst/env.sh $d/plugin/libgstgpumetrics.so || return 0
   step "plugin"
   gst-inspect-1.0 gpumetrics | grep -E "Long-name|Version" || fail=1
-  element_tests element harness hardening cuda_context no_gstcuda reliability monitoring
+  element_tests element harness hardening cuda_context no_gstcuda reliability monitoring roi
   if need $B/hardening; then
     step "the CUDA-memory hardening cases (GPU-only: they fail without cudaupload or CUDA)"
     GPUMETRICS_TEST_BACKEND=cuda run $B/hardening --include-ignored --test-threads 1 --nocapture cuda_memory

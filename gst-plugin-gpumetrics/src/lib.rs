@@ -20,6 +20,7 @@ pub mod gstcuda;
 pub mod message;
 pub mod meta;
 pub mod pairing;
+pub mod roi;
 pub mod stats;
 
 pub use gpumetrics::{Backend, GpuMetrics, Metrics, Pairing, StatsFormat};

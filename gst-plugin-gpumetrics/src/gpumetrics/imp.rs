@@ -36,6 +36,7 @@ use crate::caps;
 use crate::gstcuda;
 use crate::message::FrameScores;
 use crate::pairing::{self, Decision, Head, Input};
+use crate::roi::Rect;
 
 /// Warnings and latency found under the state lock, posted once it is released.
 #[derive(Debug, Default)]
@@ -65,6 +66,8 @@ impl Notices {
 /// A run, from start to stop.
 #[derive(Default)]
 struct State {
+    /// The `roi` rectangle of the run (parsed at start, checked against each pad's caps).
+    roi: Option<Rect>,
     /// Negotiated caps of ref_sink and dist_sink (applying to the frames after them).
     reference: Option<PadCaps>,
     distorted: Option<PadCaps>,
@@ -647,7 +650,8 @@ impl GpuMetrics {
     /// that a change on both inputs, whose caps events are handled at different times,
     /// works.
     fn on_caps(&self, pad: &gst_base::AggregatorPad, caps: &gst::Caps) -> bool {
-        let caps_of = match PadCaps::new(caps, self.pad_name(pad)) {
+        let roi = self.state.lock().unwrap().roi;
+        let caps_of = match PadCaps::new(caps, self.pad_name(pad), roi) {
             Ok(c) => c,
             Err(e) => {
                 self.post_error_message(e);
@@ -750,9 +754,20 @@ impl AggregatorImpl for GpuMetrics {
         // From here the run's settings are fixed (see set_property).
         self.running.store(true, Ordering::SeqCst);
         let settings = self.settings.lock().unwrap().clone();
+        // A `roi` that is no rectangle fails the start; one that does not fit the frames
+        // fails their caps (PadCaps::new).
+        let roi = settings
+            .roi
+            .as_deref()
+            .map(Rect::parse)
+            .transpose()
+            .map_err(|e| gst::error_msg!(gst::LibraryError::Settings, ("{e}")))?;
         let outputs = Outputs::new(&settings, self.obj().upcast_ref())?;
         *self.outputs.lock().unwrap() = Some(outputs);
-        *self.state.lock().unwrap() = State::default();
+        *self.state.lock().unwrap() = State {
+            roi,
+            ..State::default()
+        };
         gst::debug!(CAT, imp = self, "started");
         Ok(())
     }

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MPL-2.0
-//! The inputs: what a sink pad's caps say ([`PadCaps`], made once per caps event), each
-//! buffer mapped the way the backend reads it ([`map_input`]: CUDA memory in place, else
-//! for the CPU) and checked into the engine's [`Frame`] ([`frame`]), counting how frames
-//! were read ([`MemoryStats`], the `memory-stats` property).
+//! The inputs: what a sink pad's caps say ([`PadCaps`], made once per caps event, with the
+//! `roi` checked against them), each buffer mapped the way the backend reads it
+//! ([`map_input`]: CUDA memory in place, else for the CPU) and checked into the engine's
+//! [`Frame`] ([`frame`]: the whole buffer, then its `roi` rectangle in place), counting how
+//! frames were read ([`MemoryStats`], the `memory-stats` property).
 //!
 //! Errors name the pad once, first (a frame's are the text of a stream/format element
 //! error).
@@ -12,14 +13,17 @@ use gpumetrics_engine::{
 };
 
 use super::CAT;
+use crate::roi::{Rect, Roi};
 use crate::{caps, gstcuda};
 
 /// One sink pad's negotiated caps, as the engine reads them.
 #[derive(Debug, Clone)]
 pub(crate) struct PadCaps {
     pub info: gst_video::VideoInfo,
-    /// The engine's layout of `info`.
+    /// The engine's layout of `info`: the whole frames, as the buffers are checked.
     pub layout: FrameLayout,
+    /// The `roi` rectangle in these frames (None: the whole frame is measured).
+    pub roi: Option<Roi>,
     /// The caps' `colorimetry` and `chroma-site` as the engine converts them.
     pub colorimetry: Colorimetry,
     /// 1/framerate in ns.
@@ -27,8 +31,14 @@ pub(crate) struct PadCaps {
 }
 
 impl PadCaps {
-    /// The caps of pad `pad`, or the element error that refuses them.
-    pub(crate) fn new(caps: &gst::CapsRef, pad: &str) -> Result<PadCaps, gst::ErrorMessage> {
+    /// The caps of pad `pad` with the `roi` rectangle, or the element error that refuses
+    /// them (a rectangle that does not fit these frames: the message names the frame and
+    /// the nearest valid rectangle).
+    pub(crate) fn new(
+        caps: &gst::CapsRef,
+        pad: &str,
+        roi: Option<Rect>,
+    ) -> Result<PadCaps, gst::ErrorMessage> {
         let info = gst_video::VideoInfo::from_caps(caps).map_err(|_| {
             gst::error_msg!(
                 gst::CoreError::Negotiation,
@@ -37,12 +47,22 @@ impl PadCaps {
         })?;
         let layout = caps::layout(&info)
             .map_err(|e| gst::error_msg!(gst::StreamError::Format, ("{pad}: {e}")))?;
+        let roi = roi
+            .map(|r| Roi::new(r, &layout))
+            .transpose()
+            .map_err(|e| gst::error_msg!(gst::LibraryError::Settings, ("{pad}: {e}")))?;
         Ok(PadCaps {
             colorimetry: caps::colorimetry(&info, layout.format.family()),
             frame_duration: caps::frame_duration(&info),
             layout,
+            roi,
             info,
         })
+    }
+
+    /// The layout the engine measures: the `roi` rectangle's, else the whole frames'.
+    pub(crate) fn measured(&self) -> FrameLayout {
+        self.roi.map_or(self.layout, |r| r.layout())
     }
 
     /// `I420 64x48`, for messages.
@@ -145,8 +165,9 @@ fn map_error(pad: &str, cuda: bool, buffer: &gst::BufferRef) -> String {
     }
 }
 
-/// The engine's view of a mapped input of pad `pad`, after checking every plane against
-/// the mapping.
+/// The engine's view of a mapped input of pad `pad`, after checking every plane of the
+/// whole frame against the mapping: the `roi` rectangle of it, in place (same memory, same
+/// strides), when one is set.
 pub(crate) fn frame<'a>(m: &'a Mapped<'a>, caps: &PadCaps, pad: &str) -> Result<Frame<'a>, String> {
     let frame = match m {
         Mapped::Host { map, planes } => {
@@ -155,10 +176,14 @@ pub(crate) fn frame<'a>(m: &'a Mapped<'a>, caps: &PadCaps, pad: &str) -> Result<
         Mapped::Device(d) => DeviceFrame::from_mapped(d.base, d.size, &caps.layout, &d.planes, pad)
             .map(Frame::Device),
     };
-    frame.map_err(|e| match e {
+    let frame = frame.map_err(|e| match e {
         // The engine's frame checks name the input (`pad`) first.
         EngineError::InvalidFrame(text) => text,
         other => format!("{pad}: {other}"),
+    })?;
+    Ok(match &caps.roi {
+        Some(roi) => roi.crop(frame),
+        None => frame,
     })
 }
 
@@ -178,7 +203,7 @@ mod tests {
     #[test]
     fn caps_are_read_once_with_their_layout_and_duration() {
         gst::init().unwrap();
-        let c = PadCaps::new(&i420(16, 8), "ref_sink").unwrap();
+        let c = PadCaps::new(&i420(16, 8), "ref_sink", None).unwrap();
         assert_eq!((c.layout.width, c.layout.height), (16, 8));
         assert_eq!(c.layout.format.name(), "I420");
         assert_eq!(c.frame_duration, Some(40_000_000));
@@ -188,10 +213,14 @@ mod tests {
             .unwrap()
             .to_caps()
             .unwrap();
-        let e = PadCaps::new(&uyvy, "dist_sink").unwrap_err().to_string();
+        let e = PadCaps::new(&uyvy, "dist_sink", None)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("\"dist_sink: format UYVY"), "{e}");
         let bad = gst::Caps::builder("video/x-raw").build();
-        let e = PadCaps::new(&bad, "ref_sink").unwrap_err().to_string();
+        let e = PadCaps::new(&bad, "ref_sink", None)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("\"ref_sink: invalid video caps"), "{e}");
     }
 
@@ -199,7 +228,7 @@ mod tests {
     fn system_memory_is_mapped_counted_and_checked_naming_the_pad_once() {
         gst::init().unwrap();
         let log = gst::Bin::new();
-        let caps = PadCaps::new(&i420(16, 8), "ref_sink").unwrap();
+        let caps = PadCaps::new(&i420(16, 8), "ref_sink", None).unwrap();
         let mut stats = MemoryStats::default();
         let whole = gst::Buffer::from_mut_slice(vec![0u8; 16 * 8 * 3 / 2]);
         let m = map_input(&whole, &caps, true, "ref_sink", &mut stats, &log).unwrap();
@@ -236,6 +265,58 @@ mod tests {
         assert!(e.starts_with("ref_sink: the buffer's video meta"), "{e}");
         assert_eq!(e.matches("ref_sink").count(), 1, "{e}");
         assert_eq!(stats.system, 2, "a refused buffer is not counted");
+    }
+
+    #[test]
+    fn the_roi_is_checked_with_the_caps_and_cut_from_the_checked_buffer() {
+        gst::init().unwrap();
+        let log = gst::Bin::new();
+        let rect = |x, y, width, height| Rect {
+            x,
+            y,
+            width,
+            height,
+        };
+        let caps = PadCaps::new(&i420(16, 8), "ref_sink", Some(rect(2, 4, 6, 4))).unwrap();
+        assert_eq!(caps.layout.width, 16, "the buffers are checked in full");
+        assert_eq!((caps.measured().width, caps.measured().height), (6, 4));
+        assert_eq!(caps.describe(), "I420 16x8");
+        let e = PadCaps::new(&i420(16, 8), "dist_sink", Some(rect(1, 4, 6, 4)))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains(
+                "\"dist_sink: roi 1,4,6,4 is not aligned to the 4:2:0 chroma subsampling of \
+                 I420 16x8"
+            ),
+            "{e}"
+        );
+        assert!(e.contains("the nearest valid rectangle is 0,4,8,4"), "{e}");
+        let mut stats = MemoryStats::default();
+        let data: Vec<u8> = (0..16 * 8 * 3 / 2).map(|i| i as u8).collect();
+        let whole = gst::Buffer::from_slice(data.clone());
+        let m = map_input(&whole, &caps, false, "ref_sink", &mut stats, &log).unwrap();
+        let Ok(Frame::Host(f)) = frame(&m, &caps, "ref_sink") else {
+            panic!("a host frame");
+        };
+        let [y, u, v] = f.planes() else {
+            panic!("three planes");
+        };
+        // Row 4, column 2 of luma; row 2, column 1 of each chroma plane; the caps' strides.
+        assert_eq!((y.data[0], y.stride), (data[4 * 16 + 2], 16));
+        assert_eq!((u.data[0], u.stride), (data[128 + 2 * 8 + 1], 8));
+        assert_eq!((v.data[0], v.stride), (data[128 + 32 + 2 * 8 + 1], 8));
+        // The whole buffer is still checked: one byte short of the whole frame is refused,
+        // although the rectangle's bytes are all there.
+        let short = gst::Buffer::from_slice(data[..data.len() - 1].to_vec());
+        let m = map_input(&short, &caps, false, "ref_sink", &mut stats, &log).unwrap();
+        let Err(e) = frame(&m, &caps, "ref_sink") else {
+            panic!("a short buffer was accepted");
+        };
+        assert!(
+            e.starts_with("ref_sink: plane 2 of the 16x8 I420 buffer"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -116,8 +116,21 @@ impl Scorer {
             _ => self.context.clone().or_else(|| req.shared.clone()),
         };
         let (r, d) = (req.reference, req.distorted);
-        let mut builder =
-            Engine::builder(&config, r.layout, d.layout).colorimetry(r.colorimetry, d.colorimetry);
+        if (r.layout.width, r.layout.height) != (d.layout.width, d.layout.height) {
+            // With a `roi`, the engine sees two rectangles of equal size: the whole frames
+            // must still match, as without one.
+            let e = EngineError::SizeMismatch {
+                ref_w: r.layout.width,
+                ref_h: r.layout.height,
+                dist_w: d.layout.width,
+                dist_h: d.layout.height,
+            };
+            return Err(build_error(&e, req, self.previous.as_ref()));
+        }
+        // The engine measures the `roi` rectangle when one is set (the frames are cut in
+        // place, see input::frame).
+        let mut builder = Engine::builder(&config, r.measured(), d.measured())
+            .colorimetry(r.colorimetry, d.colorimetry);
         if let (Some(ctx), Ok(api)) = (&context, gstcuda::api()) {
             // SAFETY: the handle stays valid while the context object lives, and the
             // engine keeps a reference to it.
@@ -238,7 +251,7 @@ mod tests {
             .unwrap()
             .to_caps()
             .unwrap();
-        PadCaps::new(&c, "test").unwrap()
+        PadCaps::new(&c, "test", None).unwrap()
     }
 
     fn request<'a>(
