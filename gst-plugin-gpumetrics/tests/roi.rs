@@ -133,8 +133,16 @@ enum Memory {
 fn roi_equals_videocrop(format: &str, props: &str, memory: Memory) -> Vec<String> {
     let desc = |crop| match memory {
         Memory::System => pipeline(format, ROI, crop, props, ""),
-        Memory::Cuda => pipeline(format, ROI, crop, props, "cudaupload !")
-            .replace("backend=cpu", "backend=cuda"),
+        // cudaupload passes system memory through unless CUDA memory is asked for: its
+        // output caps list system memory first.
+        Memory::Cuda => pipeline(
+            format,
+            ROI,
+            crop,
+            props,
+            "cudaupload ! video/x-raw(memory:CUDAMemory) !",
+        )
+        .replace("backend=cpu", "backend=cuda"),
     };
     let (roi, stats) = run_reading_memory_stats(&desc(Crop::Roi));
     let cropped = run(&desc(Crop::Videocrop));
