@@ -33,6 +33,27 @@ pub fn template_caps() -> gst::Caps {
     caps
 }
 
+/// `caps` with the structures in CUDA memory first (the order a caps query answers in is
+/// the order of preference: upstream elements that can give either, such as `cudaupload`
+/// or `cudaconvert`, then hand over CUDA memory, which the CUDA backend reads in place).
+pub fn cuda_memory_first(caps: &gst::Caps) -> gst::Caps {
+    if caps.is_any() || caps.is_empty() {
+        return caps.clone();
+    }
+    let mut cuda = gst::Caps::new_empty();
+    let mut other = gst::Caps::new_empty();
+    for (s, f) in caps.iter_with_features() {
+        let target = if f.contains(CUDA_MEMORY_FEATURE) {
+            cuda.get_mut().unwrap()
+        } else {
+            other.get_mut().unwrap()
+        };
+        target.append_structure_full(s.to_owned(), Some(f.to_owned()));
+    }
+    cuda.get_mut().unwrap().append(other);
+    cuda
+}
+
 /// True when the caps carry the CUDA memory feature.
 pub fn is_cuda_memory(caps: &gst::CapsRef) -> bool {
     caps.features(0)
@@ -188,6 +209,26 @@ pub fn frame_duration(info: &gst_video::VideoInfo) -> Option<u64> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn cuda_memory_comes_first_when_preferred() {
+        gst::init().unwrap();
+        let t = template_caps();
+        assert!(!is_cuda_memory(&t), "system memory first in the template");
+        let c = cuda_memory_first(&t);
+        assert_eq!(c.size(), t.size());
+        assert!(is_cuda_memory(&c));
+        assert!(
+            !c.features(c.size() - 1)
+                .unwrap()
+                .contains(CUDA_MEMORY_FEATURE)
+        );
+        assert!(
+            c.can_intersect(&t) && c.is_subset(&t) && t.is_subset(&c),
+            "the same caps, in another order"
+        );
+    }
+
     use super::*;
 
     #[test]

@@ -896,8 +896,18 @@ impl AggregatorImpl for GpuMetrics {
                             downstream.intersect_with_mode(&templ, gst::CapsIntersectMode::First);
                     }
                 }
+                let prefer_cuda = self.settings.lock().unwrap().backend != Backend::Cpu;
+                if prefer_cuda {
+                    // The CUDA backend reads CUDA memory in place: ask for it first, so that
+                    // an upstream element that can give either (cudaupload) gives it.
+                    result = caps::cuda_memory_first(&result);
+                }
                 if let Some(filter) = q.filter() {
-                    result = filter.intersect_with_mode(&result, gst::CapsIntersectMode::First);
+                    result = if prefer_cuda {
+                        result.intersect_with_mode(filter, gst::CapsIntersectMode::First)
+                    } else {
+                        filter.intersect_with_mode(&result, gst::CapsIntersectMode::First)
+                    };
                 }
                 q.set_result(&result);
                 true
