@@ -583,12 +583,17 @@ fn cuda_memory_with_a_bad_meta_is_refused() {
                 if let Some(gst::PadProbeData::Buffer(b)) = &mut info.data {
                     let pts = b.pts().unwrap_or_default();
                     if pts >= gst::ClockTime::from_mseconds(80) {
-                        let b = b.make_mut();
-                        while let Some(m) = b.meta_mut::<gst_video::VideoMeta>() {
-                            m.remove().unwrap();
+                        // A copy sharing the memory: the metas of a pooled CUDA buffer are
+                        // locked (cannot be removed), the copy's are not.
+                        let mut copy = b.copy();
+                        let cb = copy.get_mut().unwrap();
+                        while let Some(m) = cb.meta_mut::<gst_video::VideoMeta>() {
+                            if m.remove().is_err() {
+                                break;
+                            }
                         }
                         gst_video::VideoMeta::add_full(
-                            b,
+                            cb,
                             gst_video::VideoFrameFlags::empty(),
                             I420,
                             W,
@@ -597,6 +602,7 @@ fn cuda_memory_with_a_bad_meta_is_refused() {
                             &[1 << 20, 32, 32],
                         )
                         .unwrap();
+                        *b = copy;
                     }
                 }
                 gst::PadProbeReturn::Ok
