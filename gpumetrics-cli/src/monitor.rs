@@ -25,31 +25,14 @@ pub fn is_live_uri(uri: &str) -> bool {
         .is_some_and(|(scheme, _)| LIVE_SCHEMES.contains(&scheme.to_ascii_lowercase().as_str()))
 }
 
-/// `--window`: a duration with its unit (`500ms`, `1s`, `2.5s`, `1m`), in nanoseconds.
+/// `--window`: a duration with its unit (`500ms`, `1s`, `2.5s`, `1m`), in nanoseconds, as
+/// the alert rules' HOLD reads it ([`gstgpumetrics::alerts::parse_duration`]); not 0.
 pub fn parse_duration(text: &str) -> Result<u64, String> {
-    let t = text.trim();
-    let (number, scale) = if let Some(n) = t.strip_suffix("ms") {
-        (n, 1e6)
-    } else if let Some(n) = t.strip_suffix('s') {
-        (n, 1e9)
-    } else if let Some(n) = t.strip_suffix('m') {
-        (n, 60e9)
-    } else {
-        return Err(format!(
-            "`{text}` needs a unit: ms, s or m (e.g. 500ms, 1s, 2.5s, 1m)"
-        ));
-    };
-    let v: f64 = number
-        .trim()
-        .parse()
-        .map_err(|_| format!("`{text}` is not a number of ms, s or m (e.g. 500ms, 1s)"))?;
-    let ns = v * scale;
-    if !(1.0..=1e18).contains(&ns) {
-        return Err(format!(
-            "`{text}` must be a duration from 1 ns to about 31 years (e.g. 500ms, 1s)"
-        ));
+    match gstgpumetrics::alerts::parse_duration(text) {
+        Ok(0) => Err(format!("`{text}` must be longer than 0 (e.g. 500ms, 1s)")),
+        Ok(ns) => Ok(ns),
+        Err(why) => Err(format!("`{text}` {why}")),
     }
-    Ok(ns.round() as u64)
 }
 
 /// `--roi x,y,w,h`: a rectangle of the reference, in pixels.
@@ -62,27 +45,18 @@ pub struct Roi {
 }
 
 impl Roi {
+    /// The element's `roi` syntax ([`gstgpumetrics::roi::Rect::parse`]), and not empty.
     pub fn parse(text: &str) -> Result<Roi, String> {
-        let parts: Vec<&str> = text.split(',').map(str::trim).collect();
-        let [x, y, w, h] = parts[..] else {
-            return Err(format!(
-                "`{text}` is not x,y,width,height (four numbers of pixels, e.g. 0,0,640,360)"
-            ));
-        };
-        let n = |name: &str, v: &str| {
-            v.parse::<u32>()
-                .map_err(|_| format!("{name} `{v}` in `{text}` is not a whole number of pixels"))
-        };
-        let roi = Roi {
-            x: n("x", x)?,
-            y: n("y", y)?,
-            width: n("width", w)?,
-            height: n("height", h)?,
-        };
-        if roi.width == 0 || roi.height == 0 {
+        let r = gstgpumetrics::roi::Rect::parse(text)?;
+        if r.width == 0 || r.height == 0 {
             return Err(format!("`{text}`: width and height must be at least 1"));
         }
-        Ok(roi)
+        Ok(Roi {
+            x: r.x,
+            y: r.y,
+            width: r.width,
+            height: r.height,
+        })
     }
 
     /// Refuses a rectangle that reaches past a `width`x`height` frame.

@@ -51,29 +51,35 @@ impl Rule {
     }
 }
 
-/// A duration: `500ms`, `2s`, `1.5s` or `0`.
-fn parse_hold(text: &str) -> Result<u64, String> {
-    let (number, scale) = if let Some(n) = text.strip_suffix("ms") {
+/// A duration with its unit, in nanoseconds: `500ms`, `2s`, `1.5s`, `1m`, or `0` alone (the
+/// alert rules' HOLD, the command's `--window`). `Err` says what is wrong, for the caller to
+/// put after the text it quotes.
+pub fn parse_duration(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    if t == "0" {
+        return Ok(0);
+    }
+    let (number, scale) = if let Some(n) = t.strip_suffix("ms") {
         (n, 1e6)
-    } else if let Some(n) = text.strip_suffix('s') {
+    } else if let Some(n) = t.strip_suffix('s') {
         (n, 1e9)
-    } else if text == "0" {
-        ("0", 0.0)
+    } else if let Some(n) = t.strip_suffix('m') {
+        (n, 60e9)
     } else {
-        return Err(format!(
-            "the hold time '{text}' needs a unit: ms or s (e.g. 500ms, 2s)"
-        ));
+        return Err("needs a unit: ms, s or m (e.g. 500ms, 2s, 1m)".into());
     };
     let v: f64 = number
         .trim()
         .parse()
-        .map_err(|_| format!("the hold time '{text}' is not a number of ms or s"))?;
+        .map_err(|_| "is not a number of ms, s or m".to_string())?;
     if !v.is_finite() || v < 0.0 || v * scale > 1e18 {
-        return Err(format!(
-            "the hold time '{text}' must be a non-negative duration"
-        ));
+        return Err("must be a non-negative duration below about 31 years".into());
     }
     Ok((v * scale).round() as u64)
+}
+
+fn parse_hold(text: &str) -> Result<u64, String> {
+    parse_duration(text).map_err(|why| format!("the hold time '{text}' {why}"))
 }
 
 fn parse_rule(text: &str) -> Result<Rule, String> {
@@ -389,6 +395,7 @@ mod tests {
             ),
             ("vmaf<70:2", "the hold time '2' needs a unit"),
             ("vmaf<70:-1s", "must be a non-negative duration"),
+            ("vmaf<70:1e30s", "must be a non-negative duration"),
             ("<70", "'' is not a field name"),
             ("VMAF<70", "'VMAF' is not a field name"),
             (
