@@ -14,13 +14,11 @@ use crate::gstcuda;
 #[derive(Default)]
 pub(crate) struct Scorer {
     engine: Option<Engine>,
-    /// The caps (reference, distorted) the engine was built for.
+    /// The caps (reference, distorted) the last engine was built for, kept when it is
+    /// retired: what changed when the next one cannot be built.
     built_for: Option<(gst_video::VideoInfo, gst_video::VideoInfo)>,
     /// The GstCudaContext the engine runs in (None: the device's primary context, or CPU).
     context: Option<gstcuda::Context>,
-    /// The caps the last engine was built for (kept when it is retired): what changed when
-    /// the next one cannot be built.
-    previous: Option<(gst_video::VideoInfo, gst_video::VideoInfo)>,
 }
 
 /// What an engine is built from.
@@ -80,7 +78,6 @@ impl Scorer {
     /// Ends the engine's sequence and drops it: the scores of the pairs it still held,
     /// oldest first (scored as the last pairs of a sequence).
     pub(crate) fn retire(&mut self) -> Vec<Scores> {
-        self.built_for = None;
         self.engine
             .take()
             .map(|mut e| e.finish())
@@ -102,7 +99,6 @@ impl Scorer {
     pub(crate) fn build(&mut self, req: &Request) -> Result<Built, gst::ErrorMessage> {
         let mut built = Built::default();
         self.engine = None;
-        self.built_for = None;
         let config = req.settings.engine_config();
         if config.metrics.is_empty() {
             built
@@ -125,7 +121,7 @@ impl Scorer {
                 dist_w: d.layout.width,
                 dist_h: d.layout.height,
             };
-            return Err(build_error(&e, req, self.previous.as_ref()));
+            return Err(build_error(&e, req, self.built_for.as_ref()));
         }
         // The engine measures the `roi` rectangle when one is set (the frames are cut in
         // place, see input::frame).
@@ -145,7 +141,7 @@ impl Scorer {
         }
         let created = builder.build();
         self.context = context;
-        let engine = created.map_err(|e| build_error(&e, req, self.previous.as_ref()))?;
+        let engine = created.map_err(|e| build_error(&e, req, self.built_for.as_ref()))?;
         built.notes.extend(engine.metric_notes());
         match engine.backend_note() {
             Some(note) => gst::info!(
@@ -167,7 +163,6 @@ impl Scorer {
         }
         self.engine = Some(engine);
         self.built_for = Some((r.info.clone(), d.info.clone()));
-        self.previous = self.built_for.clone();
         Ok(built)
     }
 }
