@@ -6,7 +6,7 @@
 mod cpu;
 mod cuda;
 
-use super::{CpuMetric, CudaMetric, Entry, Field, Info, OptionKind, OptionSpec};
+use super::{CpuMetric, CudaMetric, Entry, Field, Info, OptionKind, OptionSpec, Reference};
 use crate::color::{CHROMA_UPSAMPLING, ChromaUpsampling};
 use crate::metrics::MetricSet;
 use crate::plan::Plan;
@@ -51,14 +51,15 @@ pub(crate) const ENTRY: Entry = Entry {
         wanted(s.plan, s.set)
             .then(|| Box::new(cpu::Butteraugli::new(s.plan, s.settings())) as Box<dyn CpuMetric>)
     },
-    cuda: |gpu, s| {
+    reference: Reference::Full,
+    cuda: Some(|gpu, s| {
         if !wanted(s.plan, s.set) {
             return Ok(None);
         }
         Ok(Some(
             Box::new(cuda::Butteraugli::new(gpu, s.plan, s.settings())?) as Box<dyn CudaMetric>,
         ))
-    },
+    }),
 };
 
 /// `butteraugli-intensity`: the nits of linear-light 1.0.

@@ -4,7 +4,7 @@
 mod cpu;
 mod cuda;
 
-use super::{Entry, Field, Info};
+use super::{Entry, Field, Info, Reference};
 use crate::metrics::MetricSet;
 use crate::plan::Plan;
 use crate::scores::Scores;
@@ -25,12 +25,13 @@ pub(crate) const ENTRY: Entry = Entry {
             .contains(MetricSet::PSNR)
             .then(|| Box::new(cpu::Psnr) as Box<dyn super::CpuMetric>)
     },
-    cuda: |gpu, s| {
+    reference: Reference::Full,
+    cuda: Some(|gpu, s| {
         if !s.set.contains(MetricSet::PSNR) {
             return Ok(None);
         }
         Ok(Some(Box::new(cuda::Psnr::new(gpu, s.plan)?)))
-    },
+    }),
 };
 
 const fn psnr(name: &'static str) -> Field {

@@ -4,7 +4,7 @@
 mod cpu;
 mod cuda;
 
-use super::{CpuMetric, CudaMetric, Entry, Field, Info, OptionKind, OptionSpec};
+use super::{CpuMetric, CudaMetric, Entry, Field, Info, OptionKind, OptionSpec, Reference};
 use crate::format::ColorFamily;
 use crate::metrics::MetricSet;
 use crate::plan::Plan;
@@ -42,12 +42,15 @@ pub(crate) const ENTRY: Entry = Entry {
         Job::new(s.plan, s.set, chroma)
             .map(|job| Box::new(cpu::Ssim { job, set: s.set }) as Box<dyn CpuMetric>)
     },
-    cuda: |gpu, s| match Job::new(s.plan, s.set, s.settings::<Settings>().chroma) {
-        None => Ok(None),
-        Some(job) => Ok(Some(
-            Box::new(cuda::Ssim::new(gpu, s.plan, job, s.set)?) as Box<dyn CudaMetric>
-        )),
-    },
+    reference: Reference::Full,
+    cuda: Some(
+        |gpu, s| match Job::new(s.plan, s.set, s.settings::<Settings>().chroma) {
+            None => Ok(None),
+            Some(job) => Ok(Some(
+                Box::new(cuda::Ssim::new(gpu, s.plan, job, s.set)?) as Box<dyn CudaMetric>
+            )),
+        },
+    ),
 };
 
 /// `ssim-chroma`: SSIM on the chroma planes of YUV input too.

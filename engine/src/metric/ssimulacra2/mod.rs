@@ -5,7 +5,7 @@
 mod cpu;
 mod cuda;
 
-use super::{CpuMetric, CudaMetric, Entry, Field, Info};
+use super::{CpuMetric, CudaMetric, Entry, Field, Info, Reference};
 use crate::color::{CHROMA_UPSAMPLING, ChromaUpsampling};
 use crate::metrics::MetricSet;
 use crate::plan::Plan;
@@ -40,7 +40,8 @@ pub(crate) const ENTRY: Entry = Entry {
             .contains(MetricSet::SSIMULACRA2)
             .then(|| Box::new(cpu::Ssimu2 { upsampling }) as Box<dyn CpuMetric>)
     },
-    cuda: |gpu, s| {
+    reference: Reference::Full,
+    cuda: Some(|gpu, s| {
         if !s.set.contains(MetricSet::SSIMULACRA2) {
             return Ok(None);
         }
@@ -48,7 +49,7 @@ pub(crate) const ENTRY: Entry = Entry {
         Ok(Some(
             Box::new(cuda::Ssimu2::new(gpu, s.plan, upsampling)?) as Box<dyn CudaMetric>
         ))
-    },
+    }),
 };
 
 /// Weights of the 108 sub-scores, in the reference's order (plane X, Y, B; scale; norm L1,

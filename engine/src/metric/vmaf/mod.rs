@@ -15,7 +15,7 @@ pub mod model;
 use std::sync::Arc;
 
 use super::temporal::{Temporal, Window};
-use super::{Entry, Field, Info, OptionKind, OptionSpec, Options};
+use super::{Entry, Field, Info, OptionKind, OptionSpec, Options, Reference};
 use crate::error::EngineError;
 use crate::format::ColorFamily;
 use crate::metrics::MetricSet;
@@ -136,14 +136,15 @@ pub(crate) const ENTRY: Entry = Entry {
             Box::new(Temporal::new(settings.clone(), frames)) as Box<dyn super::CpuMetric>
         })
     },
-    cuda: |gpu, s| {
+    reference: Reference::Full,
+    cuda: Some(|gpu, s| {
         let settings: &Settings = s.settings();
         if !s.set.contains(MetricSet::VMAF) || !fits(s.plan) {
             return Ok(None);
         }
         let frames = cuda::Vmaf::new(gpu, s.plan, settings.model.clone())?;
         Ok(Some(Box::new(Temporal::new(settings.clone(), frames))))
-    },
+    }),
 };
 
 fn fits(plan: &Plan) -> bool {
