@@ -14,10 +14,38 @@
 //!   f64 then rounded to f32 ([`stddev`]).
 //!
 //! One code path for the host and the GPU (raw pointers, `gpumetrics_device::math`): the
-//! CPU backend calls the row functions on host pointers. The GPU kernels over them are not
-//! written yet (no `kernels.rs`): the CUDA backend refuses `siti` (see docs/METRICS.md).
+//! CPU backend calls the row functions ([`sobel_row`], [`motion_row`]) on host pointers and
+//! sums each map in row order; the GPU kernels (`kernels.rs`: `siti_sums` then
+//! `siti_deviations`, each over [`thread_sums`]) compute the same per-pixel values,
+//! bit for bit, and sum them per thread, per warp and per block ([`BLOCK`] threads,
+//! [`blocks`] blocks) into f64 partials that the host adds in block order. Only the order
+//! of the f64 additions differs: the mean by about 1e-15 relative, so a deviation's f32
+//! rounding may differ by one ulp in rare pixels and the results by about 1e-7 relative
+//! (the f32 rounding of the root). The host test `gpu_order_agrees_with_the_cpu_order`
+//! emulates the GPU's order.
+
+mod kernels;
 
 use crate::channel::{Channel, load};
+
+/// Threads per block of the SI/TI kernels.
+pub const BLOCK: u32 = 256;
+/// Warps per block.
+pub const WARPS: usize = BLOCK as usize / 32;
+/// Most blocks of one launch: blocks stride over the rows, so this bounds the partials.
+pub const MAX_BLOCKS: u32 = 1024;
+
+/// Blocks of the SI/TI launches for a frame of `height` rows (one per row, at most
+/// [`MAX_BLOCKS`]); both kernels write two partial sums per block (gradient, motion).
+pub const fn blocks(height: u32) -> u32 {
+    if height == 0 {
+        1
+    } else if height > MAX_BLOCKS {
+        MAX_BLOCKS
+    } else {
+        height
+    }
+}
 
 /// One frame's luma plane as SI/TI read it. Crosses the kernel boundary by value.
 #[repr(C)]
@@ -106,16 +134,90 @@ pub unsafe fn motion_row(l: &Luma, y: u32, first: bool, prev: *mut u16, out: *mu
     for x in 0..l.width as usize {
         let cur = unsafe { sample(row, x as u32, l) };
         let p = unsafe { prev.add(x) };
-        let m = if first {
-            0.0
-        } else {
-            (cur as i32 - unsafe { *p } as i32) as f32
-        };
         unsafe {
+            *out.add(x) = motion(cur, *p, first);
             *p = cur as u16;
-            *out.add(x) = m;
         }
     }
+}
+
+/// One pixel's motion: its full-range sample `cur` minus the previous frame's `prev`, 0
+/// on the first frame.
+#[inline(always)]
+pub fn motion(cur: u32, prev: u16, first: bool) -> f32 {
+    if first {
+        0.0
+    } else {
+        (cur as i32 - prev as i32) as f32
+    }
+}
+
+/// One GPU thread's share of a frame: thread `thread` of block `block` of `blocks` visits
+/// rows `block, block + blocks, ..` and in each the columns `thread, thread + BLOCK, ..`,
+/// summing over its pixels (gradient of the inner ones, motion of all) either the values
+/// themselves (`means` `None`: the first pass) or their squared deviations from `means`
+/// (gradient, motion) as [`sq_dev`] (the second pass, which also stores each sample in
+/// `prev`, the previous frame for the next one). Returns (gradient, motion) sums.
+///
+/// # Safety
+/// `l` must describe readable memory of at least 3×3 samples; `prev` must hold
+/// `l.width · l.height` values (row pitch `l.width`), and no other thread may touch this
+/// thread's pixels of `prev` during the call.
+#[inline(always)]
+pub unsafe fn thread_sums(
+    l: &Luma,
+    prev: *mut u16,
+    first: bool,
+    means: Option<(f64, f64)>,
+    block: u32,
+    blocks: u32,
+    thread: u32,
+) -> (f64, f64) {
+    let (w, h) = (l.width, l.height);
+    let (mut g, mut m) = (0.0f64, 0.0f64);
+    let mut y = block;
+    while y < h {
+        let here = row_ptr(l, y);
+        let inner_row = y >= 1 && y + 1 < h;
+        let (above, below) = if inner_row {
+            (row_ptr(l, y - 1), row_ptr(l, y + 1))
+        } else {
+            (here, here)
+        };
+        let prev_row = unsafe { prev.add(y as usize * w as usize) };
+        let mut x = thread;
+        while x < w {
+            let cur = unsafe { sample(here, x, l) };
+            let p = unsafe { prev_row.add(x as usize) };
+            let mv = motion(cur, unsafe { *p }, first);
+            let grad = (inner_row && x >= 1 && x + 1 < w)
+                .then(|| unsafe { sobel(above, here, below, x, l) });
+            match means {
+                None => {
+                    m += mv as f64;
+                    if let Some(v) = grad {
+                        g += v as f64;
+                    }
+                }
+                Some((mean_g, mean_m)) => {
+                    m += sq_dev(mv, mean_m);
+                    if let Some(v) = grad {
+                        g += sq_dev(v, mean_g);
+                    }
+                    unsafe { *p = cur as u16 };
+                }
+            }
+            x += BLOCK;
+        }
+        y += blocks;
+    }
+    (g, m)
+}
+
+/// Values of the gradient map and of the motion map of a `w`×`h` frame.
+#[inline(always)]
+pub fn counts(w: u32, h: u32) -> (u64, u64) {
+    ((w as u64 - 2) * (h as u64 - 2), w as u64 * h as u64)
 }
 
 /// One value's squared deviation from `mean`, as FFmpeg's `std_deviation`: the difference
@@ -253,5 +355,180 @@ mod tests {
         assert_eq!(mean, 5.0);
         let sq = unsafe { sq_dev_sum(v.as_ptr(), v.len(), mean) };
         assert_eq!(stddev(sq, v.len() as u64), 2.0);
+    }
+
+    /// The GPU kernels' order of additions, emulated: per thread ([`thread_sums`]), the
+    /// shuffle-down tree of each warp, the warps in order, the partials of the means by
+    /// lane then the butterfly, the deviation partials added by the host in block order.
+    fn gpu_order(l: &Luma, prev: &mut [u16], first: bool) -> (f32, f32) {
+        let blocks = blocks(l.height);
+        let warp_down = |v: &mut [f64]| {
+            for delta in [16, 8, 4, 2, 1] {
+                let old = v.to_vec();
+                for (i, x) in v.iter_mut().enumerate() {
+                    *x += if i + delta < 32 {
+                        old[i + delta]
+                    } else {
+                        old[i]
+                    };
+                }
+            }
+            v[0]
+        };
+        let pass = |prev: &mut [u16], means: Option<(f64, f64)>| -> Vec<(f64, f64)> {
+            (0..blocks)
+                .map(|b| {
+                    let t: Vec<(f64, f64)> = (0..BLOCK)
+                        .map(|t| unsafe {
+                            thread_sums(l, prev.as_mut_ptr(), first, means, b, blocks, t)
+                        })
+                        .collect();
+                    let (mut g, mut m) = (0.0, 0.0);
+                    for w in t.chunks(32) {
+                        g += warp_down(&mut w.iter().map(|p| p.0).collect::<Vec<_>>());
+                        m += warp_down(&mut w.iter().map(|p| p.1).collect::<Vec<_>>());
+                    }
+                    (g, m)
+                })
+                .collect()
+        };
+        let sums = pass(prev, None);
+        let butterfly = |f: &dyn Fn(&(f64, f64)) -> f64| {
+            let mut v: Vec<f64> = (0..32)
+                .map(|lane| sums.iter().skip(lane).step_by(32).map(f).sum())
+                .collect();
+            for mask in [16, 8, 4, 2, 1] {
+                let old = v.clone();
+                for (i, x) in v.iter_mut().enumerate() {
+                    *x += old[i ^ mask];
+                }
+            }
+            assert!(v.iter().all(|x| x.to_bits() == v[0].to_bits()));
+            v[0]
+        };
+        let (ng, nm) = counts(l.width, l.height);
+        let means = (
+            butterfly(&|p| p.0) / ng as f64,
+            butterfly(&|p| p.1) / nm as f64,
+        );
+        let dev = pass(prev, Some(means));
+        let (mut g, mut m) = (0.0, 0.0);
+        for p in &dev {
+            g += p.0;
+            m += p.1;
+        }
+        (stddev(g, ng), stddev(m, nm))
+    }
+
+    /// The CPU backend's order (`engine/src/metric/siti/cpu.rs`): the row functions, each
+    /// map summed in bands of 32 rows, the bands in order.
+    fn cpu_order(l: &Luma, prev: &mut [u16], first: bool) -> (f32, f32) {
+        let (w, h) = (l.width as usize, l.height as usize);
+        let mut grad = vec![0f32; (w - 2) * (h - 2)];
+        let mut mot = vec![0f32; w * h];
+        for y in 0..h - 2 {
+            unsafe { sobel_row(l, y as u32, grad[y * (w - 2)..].as_mut_ptr()) };
+        }
+        for y in 0..h {
+            unsafe {
+                motion_row(
+                    l,
+                    y as u32,
+                    first,
+                    prev[y * w..].as_mut_ptr(),
+                    mot[y * w..].as_mut_ptr(),
+                )
+            };
+        }
+        let dev = |map: &[f32], row: usize| {
+            let band = row * 32;
+            let mean = map
+                .chunks(band)
+                .map(|c| unsafe { sum(c.as_ptr(), c.len()) })
+                .sum::<f64>()
+                / map.len() as f64;
+            let sq: f64 = map
+                .chunks(band)
+                .map(|c| unsafe { sq_dev_sum(c.as_ptr(), c.len(), mean) })
+                .sum();
+            stddev(sq, map.len() as u64)
+        };
+        (dev(&grad, w - 2), dev(&mot, w))
+    }
+
+    #[test]
+    fn gpu_order_agrees_with_the_cpu_order() {
+        let mut seed = 0x5eedu64;
+        let mut rnd = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let mut worst = 0f64;
+        // (w, h, 16-bit samples, full range, smooth)
+        for &(w, h, wide, full, smooth) in &[
+            (3u32, 3u32, false, true, false),
+            (4, 3, false, false, false),
+            (5, 7, true, false, false),
+            (97, 61, false, false, true),
+            (333, 211, true, true, false),
+            (257, 1030, true, false, true),
+            (1920, 1080, false, true, true),
+        ] {
+            let (bytes, max) = if wide { (2u32, 1023u32) } else { (1, 255) };
+            let pitch = w * bytes + 3;
+            let frames: Vec<Vec<u8>> = (0..3)
+                .map(|k| {
+                    let mut d = vec![0u8; (pitch * h) as usize];
+                    for y in 0..h {
+                        for x in 0..w {
+                            let v = if smooth {
+                                ((x * 3 + y * 2 + k * 5) as u64 + rnd() % 4) % (max as u64 + 1)
+                            } else {
+                                rnd() % (max as u64 + 1)
+                            } as u32;
+                            let at = (y * pitch + x * bytes) as usize;
+                            d[at] = v as u8;
+                            if wide {
+                                d[at + 1] = (v >> 8) as u8;
+                            }
+                        }
+                    }
+                    d
+                })
+                .collect();
+            let mut prev_gpu = vec![0u16; (w * h) as usize];
+            let mut prev_cpu = prev_gpu.clone();
+            for (k, f) in frames.iter().enumerate() {
+                let l = Luma {
+                    chan: Channel {
+                        ptr: f.as_ptr() as u64,
+                        pitch,
+                        step: bytes,
+                        sample_bytes: bytes,
+                        shift: 0,
+                        max,
+                        _pad: 0,
+                    },
+                    width: w,
+                    height: h,
+                    full_range: full as u32,
+                    factor: if wide { 4 } else { 1 },
+                };
+                let g = gpu_order(&l, &mut prev_gpu, k == 0);
+                let c = cpu_order(&l, &mut prev_cpu, k == 0);
+                assert_eq!(prev_gpu, prev_cpu);
+                for (a, b) in [(g.0, c.0), (g.1, c.1)] {
+                    let e = ((a - b) as f64).abs() / (b as f64).abs().max(1e-30);
+                    assert!(e <= 1e-6, "{w}x{h} frame {k}: {g:?} vs {c:?}");
+                    worst = worst.max(e);
+                }
+                if k == 0 {
+                    assert_eq!((g.1, c.1), (0.0, 0.0));
+                }
+            }
+        }
+        std::println!("largest relative difference GPU vs CPU order: {worst:e}");
     }
 }
