@@ -156,10 +156,8 @@ impl CudaBackend {
                 kernels,
             };
             let mut metrics = Vec::new();
-            // `select` refused the entries without a CUDA path before this.
             for c in configured {
-                let Some(cuda) = c.entry.cuda else { continue };
-                if let Some(m) = cuda(&gpu, &c.setup(plan, set))? {
+                if let Some(m) = (c.entry.cuda)(&gpu, &c.setup(plan, set))? {
                     metrics.push(m);
                 }
             }

@@ -59,18 +59,9 @@ pub(crate) fn select(
 ) -> Result<(Box<dyn Backend>, Option<String>), EngineError> {
     use crate::BackendChoice;
     let metrics = config.metrics;
-    let cpu_only = crate::metric::cpu_only(metrics, configured);
-    let open_cuda = || {
-        if !cpu_only.is_empty() {
-            return Err(EngineError::CudaUnavailable(format!(
-                "{} has no CUDA kernels yet (CPU only, docs/METRICS.md)",
-                cpu_only.join(", ")
-            )));
-        }
-        match external {
-            Some(ext) => cuda::CudaBackend::on_external(ext, plan, metrics, configured),
-            None => cuda::CudaBackend::new(config.device_id, plan, metrics, configured),
-        }
+    let open_cuda = || match external {
+        Some(ext) => cuda::CudaBackend::on_external(ext, plan, metrics, configured),
+        None => cuda::CudaBackend::new(config.device_id, plan, metrics, configured),
     };
     let cpu = || Box::new(cpu::CpuBackend::new(plan, metrics, configured));
     match config.backend {

@@ -112,11 +112,8 @@ pub(crate) struct Entry {
     pub cpu: fn(&Setup) -> Option<Box<dyn CpuMetric>>,
     /// Whether its metrics need the reference frame ([`Reference`]).
     pub reference: Reference,
-    /// GPU state for the plan (allocated here, once); `None` as for `cpu`. An entry without
-    /// a CUDA path (`cuda: None`, e.g. `siti` until its kernels are written) makes the CUDA
-    /// backend refuse a run that requests one of its metrics: `backend=cuda` fails naming
-    /// them, `backend=auto` falls back to the CPU and says why.
-    pub cuda: Option<fn(&Gpu, &Setup) -> CudaState>,
+    /// GPU state for the plan (allocated here, once); `None` as for `cpu`.
+    pub cuda: fn(&Gpu, &Setup) -> CudaState,
 }
 
 /// `configure` of an entry without options.
@@ -199,18 +196,6 @@ pub fn no_reference() -> MetricSet {
         .filter(|e| e.reference == Reference::None)
         .flat_map(|e| e.provides.iter())
         .fold(MetricSet::default(), |set, i| set | i.flag)
-}
-
-/// The requested metrics of `configured` that have no CUDA path, by name (empty when the
-/// CUDA backend can run them all).
-pub(crate) fn cpu_only(set: MetricSet, configured: &[Configured]) -> Vec<&'static str> {
-    configured
-        .iter()
-        .filter(|c| c.entry.cuda.is_none())
-        .flat_map(|c| c.entry.provides.iter())
-        .filter(|i| set.contains(i.flag))
-        .map(|i| i.name)
-        .collect()
 }
 
 /// Every option of the registered metrics, once each, in registry order.

@@ -2,19 +2,21 @@
 //! out, computed on the distorted frame and on the reference frame, with their own state
 //! for each (SI/TI's previous frame is per input).
 //!
-//! A no-reference metric is written as a [`CpuSingle`] (one frame of one [`Side`]) and its
-//! entry wraps it in [`NoReference`], which is the [`CpuMetric`] the backend runs: it
-//! measures the distorted frame, then the reference frame, so a record holds the metric's
-//! distorted fields followed by its `ref-` fields. The metric picks the field names of a
-//! side with [`Side::name`]. It has no lag: state across frames (the previous frame) is
-//! restarted at the end of a sequence and at a flush, as the temporal metrics' is.
-//!
-//! The CUDA half (a `CudaSingle` with the same shape, wrapped the same way) comes with the
-//! first no-reference metric that has GPU kernels.
+//! A no-reference metric is written per backend as a [`CpuSingle`] or a [`CudaSingle`]
+//! (one frame of one [`Side`]) and its entry wraps it in [`NoReference`], which is the
+//! [`CpuMetric`] or [`CudaMetric`] the backend runs: it measures the distorted frame, then
+//! the reference frame, so a record holds the metric's distorted fields followed by its
+//! `ref-` fields. The metric picks the field names of a side with [`Side::name`]. It has
+//! no lag: state across frames (the previous frame, [`Restart`]) is restarted at the end of
+//! a sequence and at a flush, as the temporal metrics' is.
 
-use super::CpuMetric;
-use super::temporal::Sequenced;
+use cudarc::driver::DriverError;
+
+use super::temporal::{Restart, Sequenced};
+use super::{CpuMetric, CudaMetric, CudaState};
 use crate::color::Colorimetry;
+use crate::cuda::Gpu;
+use crate::error::EngineError;
 use crate::format::FrameLayout;
 use crate::frame::PlanePtrs;
 use crate::plan::Plan;
@@ -54,12 +56,24 @@ impl Side {
 }
 
 /// A no-reference metric's per-plan state for one side, on the CPU backend.
-pub(crate) trait CpuSingle: Send {
+pub(crate) trait CpuSingle: Send + Restart {
     /// Measures one validated host frame of `side` and appends its fields.
     fn measure(&mut self, plan: &Plan, side: Side, frame: &PlanePtrs, out: &mut Scores);
+}
 
-    /// Forgets state across frames (a new sequence).
-    fn restart(&mut self) {}
+/// A no-reference metric's per-plan state for one side, on the CUDA backend (its buffers
+/// allocated once, for the side's layout).
+pub(crate) trait CudaSingle: Send + Restart {
+    /// Queues the metric's kernels for one validated device frame of `side` on the
+    /// engine's stream, waits for its sums and appends its fields.
+    fn measure(
+        &mut self,
+        gpu: &Gpu,
+        plan: &Plan,
+        side: Side,
+        frame: &PlanePtrs,
+        out: &mut Scores,
+    ) -> Result<(), EngineError>;
 }
 
 /// A no-reference metric on both inputs: a [`CpuMetric`] without lag.
@@ -81,7 +95,23 @@ impl<S: CpuSingle + 'static> NoReference<S> {
     }
 }
 
-impl<S: CpuSingle> Sequenced for NoReference<S> {
+impl<S: CudaSingle + 'static> NoReference<S> {
+    /// The metric on the CUDA backend, one state per side from `make` (as
+    /// [`NoReference::boxed`]).
+    pub(crate) fn cuda_boxed(
+        mut make: impl FnMut(Side) -> Result<Option<S>, DriverError>,
+    ) -> CudaState {
+        let Some(distorted) = make(Side::Distorted)? else {
+            return Ok(None);
+        };
+        Ok(Some(Box::new(NoReference {
+            distorted,
+            reference: make(Side::Reference)?,
+        })))
+    }
+}
+
+impl<S: Restart> Sequenced for NoReference<S> {
     fn finish(&mut self, _plan: &Plan, _late: &mut [Scores]) {
         self.reset();
     }
@@ -100,5 +130,23 @@ impl<S: CpuSingle> CpuMetric for NoReference<S> {
         if let Some(s) = &mut self.reference {
             s.measure(plan, Side::Reference, r, scores);
         }
+    }
+}
+
+impl<S: CudaSingle> CudaMetric for NoReference<S> {
+    fn measure(
+        &mut self,
+        gpu: &Gpu,
+        plan: &Plan,
+        r: &PlanePtrs,
+        d: &PlanePtrs,
+        scores: &mut Scores,
+    ) -> Result<(), EngineError> {
+        self.distorted
+            .measure(gpu, plan, Side::Distorted, d, scores)?;
+        if let Some(s) = &mut self.reference {
+            s.measure(gpu, plan, Side::Reference, r, scores)?;
+        }
+        Ok(())
     }
 }

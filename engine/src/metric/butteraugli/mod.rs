@@ -52,14 +52,14 @@ pub(crate) const ENTRY: Entry = Entry {
             .then(|| Box::new(cpu::Butteraugli::new(s.plan, s.settings())) as Box<dyn CpuMetric>)
     },
     reference: Reference::Full,
-    cuda: Some(|gpu, s| {
+    cuda: |gpu, s| {
         if !wanted(s.plan, s.set) {
             return Ok(None);
         }
         Ok(Some(
             Box::new(cuda::Butteraugli::new(gpu, s.plan, s.settings())?) as Box<dyn CudaMetric>,
         ))
-    }),
+    },
 };
 
 /// `butteraugli-intensity`: the nits of linear-light 1.0.

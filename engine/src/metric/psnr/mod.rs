@@ -26,12 +26,12 @@ pub(crate) const ENTRY: Entry = Entry {
             .then(|| Box::new(cpu::Psnr) as Box<dyn super::CpuMetric>)
     },
     reference: Reference::Full,
-    cuda: Some(|gpu, s| {
+    cuda: |gpu, s| {
         if !s.set.contains(MetricSet::PSNR) {
             return Ok(None);
         }
         Ok(Some(Box::new(cuda::Psnr::new(gpu, s.plan)?)))
-    }),
+    },
 };
 
 const fn psnr(name: &'static str) -> Field {

@@ -7,6 +7,7 @@ use super::{SI, TI};
 use crate::format::FrameLayout;
 use crate::frame::PlanePtrs;
 use crate::metric::single::{CpuSingle, Side};
+use crate::metric::temporal::Restart;
 use crate::plan::Plan;
 use crate::scores::Scores;
 use gpumetrics_kernels::siti;
@@ -85,7 +86,9 @@ impl CpuSingle for Siti {
         out.push(side.name(SI), deviation(&self.gradient, gw) as f64);
         out.push(side.name(TI), deviation(&self.motion, w) as f64);
     }
+}
 
+impl Restart for Siti {
     fn restart(&mut self) {
         self.first = true;
     }

@@ -4,11 +4,11 @@
 //! `ref-si`, `ref-ti` on the reference frame. TI needs the previous frame of the same
 //! input: it is 0 on the first frame of a sequence (as FFmpeg's first frame), and after a
 //! flush or caps change. No lag: a frame's fields are known when it is measured.
-//!
-//! CPU only so far (`cuda: None`): the GPU kernels over the same row functions are the next
-//! step (docs/METRICS.md).
+//! Both backends run the kernel crate's per-pixel functions; they differ only in the order
+//! of the f64 additions (`gpumetrics_kernels::siti` says by how much).
 
 mod cpu;
+mod cuda;
 
 use super::single::{NoReference, Side};
 use super::{Entry, Field, Info, Reference};
@@ -59,7 +59,12 @@ pub(crate) const ENTRY: Entry = Entry {
         NoReference::boxed(|side| Some(cpu::Siti::new(side.layout(s.plan))))
     },
     reference: Reference::None,
-    cuda: None,
+    cuda: |gpu, s| {
+        if !s.set.contains(FLAG) || why_not(s.plan).is_some() {
+            return Ok(None);
+        }
+        NoReference::cuda_boxed(|side| cuda::Siti::new(gpu, s.plan, side).map(Some))
+    },
 };
 
 /// Why a plan gets no SI/TI, if it does not.
@@ -99,7 +104,6 @@ pub(crate) fn luma(plan: &Plan, side: Side, frame: &PlanePtrs) -> Luma {
 #[cfg(test)]
 mod tests {
     use crate::engine::{BackendChoice, Engine, EngineConfig};
-    use crate::error::EngineError;
     use crate::format::{FrameLayout, PixelFormat};
     use crate::frame::{Frame, HostFrame, Plane};
 
@@ -257,10 +261,10 @@ mod tests {
     }
 
     #[test]
-    fn rgb_and_tiny_frames_get_a_note_and_cuda_refuses_siti() {
-        let cfg = |backend| EngineConfig {
+    fn rgb_and_tiny_frames_get_a_note() {
+        let cfg = EngineConfig {
             metrics: super::FLAG | crate::metrics::MetricSet::PSNR,
-            backend,
+            backend: BackendChoice::Cpu,
             ..Default::default()
         };
         let at = |format, width, height| FrameLayout {
@@ -268,37 +272,18 @@ mod tests {
             width,
             height,
         };
-        let e = Engine::new(
-            &cfg(BackendChoice::Cpu),
-            at(PixelFormat::Rgb, 8, 8),
-            at(PixelFormat::Rgb, 8, 8),
-        )
-        .unwrap();
+        let e = Engine::new(&cfg, at(PixelFormat::Rgb, 8, 8), at(PixelFormat::Rgb, 8, 8)).unwrap();
         assert!(
             e.metric_notes()[0].contains("siti measures luma"),
             "{:?}",
             e.metric_notes()
         );
         let l = at(PixelFormat::I420, 2, 8);
-        let e = Engine::new(&cfg(BackendChoice::Cpu), l, l).unwrap();
+        let e = Engine::new(&cfg, l, l).unwrap();
         assert!(
             e.metric_notes()[0].contains("at least 3x3"),
             "{:?}",
             e.metric_notes()
-        );
-        let l = at(PixelFormat::I420, 16, 16);
-        let err = Engine::new(&cfg(BackendChoice::Cuda), l, l).unwrap_err();
-        assert!(matches!(err, EngineError::CudaUnavailable(_)), "{err}");
-        assert!(
-            err.to_string().contains("siti has no CUDA kernels"),
-            "{err}"
-        );
-        let e = Engine::new(&cfg(BackendChoice::Auto), l, l).unwrap();
-        assert_eq!(e.backend_name(), "cpu");
-        assert!(
-            e.backend_note().unwrap().contains("siti"),
-            "{:?}",
-            e.backend_note()
         );
     }
 }

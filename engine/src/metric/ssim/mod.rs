@@ -43,14 +43,12 @@ pub(crate) const ENTRY: Entry = Entry {
             .map(|job| Box::new(cpu::Ssim { job, set: s.set }) as Box<dyn CpuMetric>)
     },
     reference: Reference::Full,
-    cuda: Some(
-        |gpu, s| match Job::new(s.plan, s.set, s.settings::<Settings>().chroma) {
-            None => Ok(None),
-            Some(job) => Ok(Some(
-                Box::new(cuda::Ssim::new(gpu, s.plan, job, s.set)?) as Box<dyn CudaMetric>
-            )),
-        },
-    ),
+    cuda: |gpu, s| match Job::new(s.plan, s.set, s.settings::<Settings>().chroma) {
+        None => Ok(None),
+        Some(job) => Ok(Some(
+            Box::new(cuda::Ssim::new(gpu, s.plan, job, s.set)?) as Box<dyn CudaMetric>
+        )),
+    },
 };
 
 /// `ssim-chroma`: SSIM on the chroma planes of YUV input too.

@@ -41,7 +41,7 @@ pub(crate) const ENTRY: Entry = Entry {
             .then(|| Box::new(cpu::Ssimu2 { upsampling }) as Box<dyn CpuMetric>)
     },
     reference: Reference::Full,
-    cuda: Some(|gpu, s| {
+    cuda: |gpu, s| {
         if !s.set.contains(MetricSet::SSIMULACRA2) {
             return Ok(None);
         }
@@ -49,7 +49,7 @@ pub(crate) const ENTRY: Entry = Entry {
         Ok(Some(
             Box::new(cuda::Ssimu2::new(gpu, s.plan, upsampling)?) as Box<dyn CudaMetric>
         ))
-    }),
+    },
 };
 
 /// Weights of the 108 sub-scores, in the reference's order (plane X, Y, B; scale; norm L1,

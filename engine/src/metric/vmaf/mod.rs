@@ -137,14 +137,14 @@ pub(crate) const ENTRY: Entry = Entry {
         })
     },
     reference: Reference::Full,
-    cuda: Some(|gpu, s| {
+    cuda: |gpu, s| {
         let settings: &Settings = s.settings();
         if !s.set.contains(MetricSet::VMAF) || !fits(s.plan) {
             return Ok(None);
         }
         let frames = cuda::Vmaf::new(gpu, s.plan, settings.model.clone())?;
         Ok(Some(Box::new(Temporal::new(settings.clone(), frames))))
-    }),
+    },
 };
 
 fn fits(plan: &Plan) -> bool {
