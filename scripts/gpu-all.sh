@@ -13,7 +13,7 @@
 #    steps). No STEP: every step. The device tool carries 64 MiB in all (working tree
 #    included), which every step at once exceeds: pack fails when too large. Four calls that
 #    fit, with every input made (about 57, 48, 50 and 49 MiB with the working tree):
-#      selftest psnr ssim butteraugli | vmaf throughput | ssimulacra2 element | cudamem colour cli
+#      selftest psnr ssim butteraugli siti | vmaf throughput | ssimulacra2 element | cudamem colour cli
 # 2. There, with the device tool: `run` with carry [".gpu/all"] and the command
 #      bash scripts/gpu-all.sh [STEP...]
 #    (no STEP: the steps last packed; a step whose inputs were not packed says "skipped"). Each
@@ -32,6 +32,8 @@
 #                memory), ssimulacra2_element, the crates on all cores (bench_crates)
 #   butteraugli  cuda_kernels butteraugli::, butteraugli_cuda, butteraugli_element, the crate
 #                on all cores; butteraugli_crate on device frames with the FFmpeg cache
+#   siti         cuda_kernels siti:: (the kernels against the host, the CUDA engine against
+#                the CPU engine over several frames), its throughput and ncu's kernel times
 #   vmaf         cuda_kernels vmaf::, vmaf_cuda, vmaf_element; vmaf_reference on the CUDA
 #                backend with the FFmpeg cache
 #   element      the element's suites with backend=cuda (element, harness, hardening,
@@ -65,7 +67,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 d=.gpu/all
 B=$d/bin
-ALL_STEPS="selftest psnr ssim ssimulacra2 butteraugli vmaf element throughput cudamem colour cli libvmaf"
+ALL_STEPS="selftest psnr ssim ssimulacra2 butteraugli siti vmaf element throughput cudamem colour cli libvmaf"
 
 # ---------------------------------------------------------------------------------------------
 # Packing (this machine)
@@ -79,6 +81,7 @@ bins() {
     ssim) echo $e:test:cuda_kernels $e:test:cuda_ssim $e:test:ssim_reference $e:bench:throughput $g:test:ssim_element ;;
     ssimulacra2) echo $e:test:cuda_kernels $e:test:ssimulacra2_cuda $e:bench:throughput $e:example:bench_crates $g:test:ssimulacra2_element ;;
     butteraugli) echo $e:test:cuda_kernels $e:test:butteraugli_cuda $e:test:butteraugli_crate $e:bench:throughput $e:example:bench_crates $g:test:butteraugli_element ;;
+    siti) echo $e:test:cuda_kernels $e:bench:throughput ;;
     vmaf) echo $e:test:cuda_kernels $e:test:vmaf_cuda $e:test:vmaf_reference $e:bench:throughput $g:test:vmaf_element ;;
     element) echo $g:test:element $g:test:harness $g:test:hardening $g:test:cuda_context $g:test:no_gstcuda $g:test:reliability $g:test:monitoring $g:test:roi ;;
     throughput) echo $e:bench:throughput ;;
@@ -316,6 +319,12 @@ step_selftest() {
   step "every kernel has a check, every check a kernel (cuda_kernels, no GPU needed)"
   run $B/cuda_kernels --test-threads 1
   kernels selftest
+}
+
+step_siti() {
+  kernels siti
+  throughput siti
+  ncu_kernels siti_ 4 siti
 }
 
 step_psnr() {

@@ -12,6 +12,8 @@ pub mod butteraugli;
 pub mod field;
 pub mod option;
 pub mod psnr;
+pub(crate) mod single;
+pub mod siti;
 pub mod ssim;
 pub mod ssimulacra2;
 pub(crate) mod temporal;
@@ -43,6 +45,27 @@ pub struct Info {
     /// and the options), in record order.
     pub fields: &'static [Field],
 }
+
+/// What a metric compares: a (reference, distorted) pair, or one frame.
+///
+/// A no-reference metric ([`Reference::None`]: SI/TI, and later blur, blockiness, black,
+/// freeze) measures one frame. The engine computes it on the distorted frame and, when
+/// there is a reference frame (today: always), on the reference too, whose fields carry
+/// the prefix `ref-` (`si`, `ref-si`). Both names are declared in the metric's
+/// [`Info::fields`] (the registry test checks the pairs), so that [`fields`] and every
+/// output know them. The per-side state and the order (the distorted frame's fields, then
+/// the reference's) are [`single`]'s, not the metric's. See docs/METRICS.md, "No-reference
+/// metrics".
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reference {
+    /// Needs the reference: PSNR, SSIM, SSIMULACRA2, Butteraugli, VMAF.
+    Full,
+    /// One frame, no reference.
+    None,
+}
+
+/// The prefix of the fields a no-reference metric computes on the reference frame.
+pub const REF_PREFIX: &str = "ref-";
 
 /// A metric's GPU state for a plan, if the plan wants it.
 pub(crate) type CudaState = Result<Option<Box<dyn CudaMetric>>, DriverError>;
@@ -87,6 +110,8 @@ pub(crate) struct Entry {
     pub check: fn(&Setup) -> Result<(), EngineError>,
     /// CPU state for the plan; `None` when none of its metrics is wanted or possible.
     pub cpu: fn(&Setup) -> Option<Box<dyn CpuMetric>>,
+    /// Whether its metrics need the reference frame ([`Reference`]).
+    pub reference: Reference,
     /// GPU state for the plan (allocated here, once); `None` as for `cpu`.
     pub cuda: fn(&Gpu, &Setup) -> CudaState,
 }
@@ -154,12 +179,23 @@ pub(crate) const REGISTRY: &[Entry] = &[
     ssim::ENTRY,
     ssimulacra2::ENTRY,
     butteraugli::ENTRY,
+    siti::ENTRY,
     vmaf::ENTRY,
 ];
 
 /// Every metric the engine offers, in registry order.
 pub fn all() -> impl Iterator<Item = &'static Info> {
     REGISTRY.iter().flat_map(|e| e.provides.iter())
+}
+
+/// The metrics that need no reference frame ([`Reference::None`]): what a single-input run
+/// can compute.
+pub fn no_reference() -> MetricSet {
+    REGISTRY
+        .iter()
+        .filter(|e| e.reference == Reference::None)
+        .flat_map(|e| e.provides.iter())
+        .fold(MetricSet::default(), |set, i| set | i.flag)
 }
 
 /// Every option of the registered metrics, once each, in registry order.
@@ -256,6 +292,34 @@ mod tests {
         assert_eq!(field("mse-avg").unwrap().panel, None);
         assert_eq!(field("ssim").unwrap().decimals, 5);
         assert_eq!(field("no-such-field"), None);
+    }
+
+    #[test]
+    fn no_reference_fields_come_in_pairs_and_only_there() {
+        for e in REGISTRY {
+            for i in e.provides {
+                let names: Vec<_> = i.fields.iter().map(|f| f.name).collect();
+                for n in &names {
+                    let prefixed = n.starts_with(REF_PREFIX);
+                    match e.reference {
+                        Reference::Full => assert!(!prefixed, "{}: {n}", i.name),
+                        Reference::None if prefixed => assert!(
+                            names.contains(&&n[REF_PREFIX.len()..]),
+                            "{}: {n} without its distorted field",
+                            i.name
+                        ),
+                        Reference::None => assert!(
+                            names.contains(&format!("{REF_PREFIX}{n}").as_str()),
+                            "{}: {n} without its ref- field",
+                            i.name
+                        ),
+                    }
+                }
+            }
+        }
+        assert!(no_reference().contains(siti::FLAG));
+        assert!(!no_reference().contains(MetricSet::PSNR));
+        assert!(field("ref-si").is_some() && field("ti").is_some());
     }
 
     #[test]

@@ -35,6 +35,7 @@ mod butteraugli;
 mod engine;
 mod psnr;
 mod selftest;
+mod siti;
 mod ssim;
 mod ssimulacra2;
 mod vmaf;
@@ -56,6 +57,7 @@ const CHECKS: &[&[(&[&str], Check)]] = &[
     ssim::CHECKS,
     ssimulacra2::CHECKS,
     butteraugli::CHECKS,
+    siti::CHECKS,
     vmaf::CHECKS,
     selftest::CHECKS,
 ];

@@ -29,6 +29,7 @@ pub mod channel;
 pub mod color;
 pub mod psnr;
 pub mod selftest;
+pub mod siti;
 pub mod ssim;
 pub mod ssimulacra2;
 pub mod vmaf;

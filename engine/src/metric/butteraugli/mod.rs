@@ -6,7 +6,7 @@
 mod cpu;
 mod cuda;
 
-use super::{CpuMetric, CudaMetric, Entry, Field, Info, OptionKind, OptionSpec};
+use super::{CpuMetric, CudaMetric, Entry, Field, Info, OptionKind, OptionSpec, Reference};
 use crate::color::{CHROMA_UPSAMPLING, ChromaUpsampling};
 use crate::metrics::MetricSet;
 use crate::plan::Plan;
@@ -51,6 +51,7 @@ pub(crate) const ENTRY: Entry = Entry {
         wanted(s.plan, s.set)
             .then(|| Box::new(cpu::Butteraugli::new(s.plan, s.settings())) as Box<dyn CpuMetric>)
     },
+    reference: Reference::Full,
     cuda: |gpu, s| {
         if !wanted(s.plan, s.set) {
             return Ok(None);

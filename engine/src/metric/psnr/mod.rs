@@ -4,7 +4,7 @@
 mod cpu;
 mod cuda;
 
-use super::{Entry, Field, Info};
+use super::{Entry, Field, Info, Reference};
 use crate::metrics::MetricSet;
 use crate::plan::Plan;
 use crate::scores::Scores;
@@ -25,6 +25,7 @@ pub(crate) const ENTRY: Entry = Entry {
             .contains(MetricSet::PSNR)
             .then(|| Box::new(cpu::Psnr) as Box<dyn super::CpuMetric>)
     },
+    reference: Reference::Full,
     cuda: |gpu, s| {
         if !s.set.contains(MetricSet::PSNR) {
             return Ok(None);

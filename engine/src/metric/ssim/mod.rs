@@ -4,7 +4,7 @@
 mod cpu;
 mod cuda;
 
-use super::{CpuMetric, CudaMetric, Entry, Field, Info, OptionKind, OptionSpec};
+use super::{CpuMetric, CudaMetric, Entry, Field, Info, OptionKind, OptionSpec, Reference};
 use crate::format::ColorFamily;
 use crate::metrics::MetricSet;
 use crate::plan::Plan;
@@ -42,6 +42,7 @@ pub(crate) const ENTRY: Entry = Entry {
         Job::new(s.plan, s.set, chroma)
             .map(|job| Box::new(cpu::Ssim { job, set: s.set }) as Box<dyn CpuMetric>)
     },
+    reference: Reference::Full,
     cuda: |gpu, s| match Job::new(s.plan, s.set, s.settings::<Settings>().chroma) {
         None => Ok(None),
         Some(job) => Ok(Some(

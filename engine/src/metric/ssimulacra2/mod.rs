@@ -5,7 +5,7 @@
 mod cpu;
 mod cuda;
 
-use super::{CpuMetric, CudaMetric, Entry, Field, Info};
+use super::{CpuMetric, CudaMetric, Entry, Field, Info, Reference};
 use crate::color::{CHROMA_UPSAMPLING, ChromaUpsampling};
 use crate::metrics::MetricSet;
 use crate::plan::Plan;
@@ -40,6 +40,7 @@ pub(crate) const ENTRY: Entry = Entry {
             .contains(MetricSet::SSIMULACRA2)
             .then(|| Box::new(cpu::Ssimu2 { upsampling }) as Box<dyn CpuMetric>)
     },
+    reference: Reference::Full,
     cuda: |gpu, s| {
         if !s.set.contains(MetricSet::SSIMULACRA2) {
             return Ok(None);

@@ -15,7 +15,7 @@ pub mod model;
 use std::sync::Arc;
 
 use super::temporal::{Temporal, Window};
-use super::{Entry, Field, Info, OptionKind, OptionSpec, Options};
+use super::{Entry, Field, Info, OptionKind, OptionSpec, Options, Reference};
 use crate::error::EngineError;
 use crate::format::ColorFamily;
 use crate::metrics::MetricSet;
@@ -136,6 +136,7 @@ pub(crate) const ENTRY: Entry = Entry {
             Box::new(Temporal::new(settings.clone(), frames)) as Box<dyn super::CpuMetric>
         })
     },
+    reference: Reference::Full,
     cuda: |gpu, s| {
         let settings: &Settings = s.settings();
         if !s.set.contains(MetricSet::VMAF) || !fits(s.plan) {

@@ -1,0 +1,136 @@
+//! SI/TI on the GPU, one state per input: per frame `siti_sums` (the gradient's and the
+//! motion's f64 partial sums per block), `siti_deviations` (every block adds those into the
+//! means, then its squared deviations; the frame's luma becomes the previous frame), one
+//! copy of the deviation partials, which the host adds in block order. The previous
+//! frame's luma stays on the device. Buffers are allocated once, for the side's layout.
+
+use cudarc::driver::{DriverError, LaunchConfig};
+
+use super::{SI, TI};
+use crate::cuda::{DeviceBuffer, Gpu, PinnedBuffer};
+use crate::error::EngineError;
+use crate::frame::PlanePtrs;
+use crate::metric::single::{CudaSingle, Side};
+use crate::metric::temporal::Restart;
+use crate::plan::Plan;
+use crate::scores::Scores;
+use gpumetrics_kernels::siti::{self, Luma};
+
+pub(super) struct Siti {
+    /// The previous frame's full-range luma, `width · height` values (pitch `width`).
+    previous: DeviceBuffer<u16>,
+    /// Per block two sums (gradient, motion), then per block two sums of squared
+    /// deviations: `4 · blocks` values.
+    partials: DeviceBuffer<f64>,
+    /// The deviation partials, back on the host.
+    host: PinnedBuffer<f64>,
+    width: u32,
+    height: u32,
+    blocks: u32,
+    /// No previous frame on the device yet (or a failed frame left it unknown): TI is 0.
+    first: bool,
+}
+
+impl Siti {
+    /// The state for `side`'s frames (the entry checked that they are at least 3×3).
+    pub(super) fn new(gpu: &Gpu, plan: &Plan, side: Side) -> Result<Siti, DriverError> {
+        let layout = side.layout(plan);
+        let (width, height) = (layout.width, layout.height);
+        debug_assert!(width >= super::MIN_SIDE && height >= super::MIN_SIDE);
+        let blocks = siti::blocks(height);
+        Ok(Siti {
+            previous: DeviceBuffer::zeroed(&gpu.stream, width as usize * height as usize)?,
+            partials: DeviceBuffer::zeroed(&gpu.stream, 4 * blocks as usize)?,
+            // SAFETY: written by the copy in `deviations` before it is read.
+            host: unsafe { PinnedBuffer::new(&gpu.ctx, 2 * blocks as usize, 0) }?,
+            width,
+            height,
+            blocks,
+            first: true,
+        })
+    }
+
+    /// Why `l` is not a frame these buffers were made for, if it is not.
+    fn mismatch(&self, l: &Luma) -> Option<String> {
+        if (l.width, l.height) != (self.width, self.height) {
+            return Some(format!(
+                "a {}x{} luma plane for buffers of {}x{}",
+                l.width, l.height, self.width, self.height
+            ));
+        }
+        let c = &l.chan;
+        let row = (l.width as u64 - 1) * c.step as u64 + c.sample_bytes as u64;
+        if c.ptr == 0 || (l.height > 1 && (c.pitch as u64) < row) {
+            return Some(format!(
+                "a luma plane at {:#x} with pitch {} (rows need {row} bytes)",
+                c.ptr, c.pitch
+            ));
+        }
+        None
+    }
+
+    /// Queues both passes and waits for the deviation sums (gradient, motion), added in
+    /// block order.
+    fn deviations(&mut self, gpu: &Gpu, l: Luma) -> Result<(f64, f64), DriverError> {
+        let (k, stream) = (&gpu.kernels, &gpu.stream);
+        let cfg = LaunchConfig {
+            grid_dim: (self.blocks, 1, 1),
+            block_dim: (siti::BLOCK, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let first = self.first as u32;
+        let sums = self.partials.as_mut();
+        let deviations = sums.wrapping_add(2 * self.blocks as usize);
+        let previous = self.previous.as_mut();
+        // SAFETY: `l` was validated against the plan's layout by the backend and against
+        // these buffers' size by `mismatch`; `previous` holds width·height values, each
+        // partials region 2·blocks, the grid has `blocks` blocks; the two kernels and the
+        // copy run in stream order, and the host reads after the synchronisation.
+        unsafe {
+            k.siti_sums(stream, cfg, l, previous.as_const(), first, sums)?;
+            k.siti_deviations(stream, cfg, l, previous, first, sums.as_const(), deviations)?;
+            self.host.copy_from_device(deviations.as_raw(), stream)?;
+        }
+        stream.synchronize()?;
+        // SAFETY: the copy completed.
+        let host = unsafe { self.host.as_slice() };
+        let (mut g, mut m) = (0.0f64, 0.0f64);
+        for p in host.chunks_exact(2) {
+            g += p[0];
+            m += p[1];
+        }
+        Ok((g, m))
+    }
+}
+
+impl CudaSingle for Siti {
+    fn measure(
+        &mut self,
+        gpu: &Gpu,
+        plan: &Plan,
+        side: Side,
+        frame: &PlanePtrs,
+        out: &mut Scores,
+    ) -> Result<(), EngineError> {
+        let l = super::luma(plan, side, frame);
+        if let Some(why) = self.mismatch(&l) {
+            return Err(EngineError::InvalidFrame(format!("siti: {why}")));
+        }
+        let (g, m) = self.deviations(gpu, l).map_err(|e| {
+            // `previous` may hold part of this frame: measure the next against nothing.
+            self.first = true;
+            EngineError::Cuda(format!("running siti: {e}"))
+        })?;
+        self.first = false;
+        let (ng, nm) = siti::counts(self.width, self.height);
+        out.push(side.name(SI), siti::stddev(g, ng) as f64);
+        out.push(side.name(TI), siti::stddev(m, nm) as f64);
+        Ok(())
+    }
+}
+
+impl Restart for Siti {
+    fn restart(&mut self) {
+        self.first = true;
+    }
+}

@@ -1,0 +1,534 @@
+//! SI and TI (ITU-T P.910 spatial and temporal information) on one frame's luma, computed
+//! as FFmpeg 5.1's `siti` filter computes them:
+//!
+//! * luma samples are first brought to full range when the frame is limited range:
+//!   `y' = (2^depth − 1) · clamp(y − 16·f, 0, 219·f) / (219·f)` in integers (truncating),
+//!   `f = 2^(depth − 8)` ([`to_full_range`]);
+//! * SI: the population standard deviation of the Sobel gradient magnitude
+//!   `sqrt(gx² + gy²)` (f32), over the pixels whose 3×3 neighbourhood lies inside the frame
+//!   (the one-pixel border is left out: a `(w − 2)·(h − 2)` map, [`sobel_row`]);
+//! * TI: the same standard deviation of the per-pixel difference with the previous frame's
+//!   full-range luma (`w·h` values, [`motion_row`]); 0 on the first frame;
+//! * both deviations as FFmpeg's: the mean in f64 over the f32 values, each deviation
+//!   rounded to f32 and squared in f32, the squares summed in f64 ([`sq_dev`]), the root in
+//!   f64 then rounded to f32 ([`stddev`]).
+//!
+//! One code path for the host and the GPU (raw pointers, `gpumetrics_device::math`): the
+//! CPU backend calls the row functions ([`sobel_row`], [`motion_row`]) on host pointers and
+//! sums each map in row order; the GPU kernels (`kernels.rs`: `siti_sums` then
+//! `siti_deviations`, each over [`thread_sums`]) compute the same per-pixel values,
+//! bit for bit, and sum them per thread, per warp and per block ([`BLOCK`] threads,
+//! [`blocks`] blocks) into f64 partials that the host adds in block order. Only the order
+//! of the f64 additions differs: the mean by about 1e-15 relative, so a deviation's f32
+//! rounding may differ by one ulp in rare pixels and the results by about 1e-7 relative
+//! (the f32 rounding of the root). The host test `gpu_order_agrees_with_the_cpu_order`
+//! emulates the GPU's order.
+
+mod kernels;
+
+use crate::channel::{Channel, load};
+
+/// Threads per block of the SI/TI kernels.
+pub const BLOCK: u32 = 256;
+/// Warps per block.
+pub const WARPS: usize = BLOCK as usize / 32;
+/// Most blocks of one launch: blocks stride over the rows, so this bounds the partials.
+pub const MAX_BLOCKS: u32 = 1024;
+
+/// Blocks of the SI/TI launches for a frame of `height` rows (one per row, at most
+/// [`MAX_BLOCKS`]); both kernels write two partial sums per block (gradient, motion).
+pub const fn blocks(height: u32) -> u32 {
+    if height == 0 {
+        1
+    } else if height > MAX_BLOCKS {
+        MAX_BLOCKS
+    } else {
+        height
+    }
+}
+
+/// One frame's luma plane as SI/TI read it. Crosses the kernel boundary by value.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Luma {
+    /// The luma channel (`max` = 2^depth − 1).
+    pub chan: Channel,
+    pub width: u32,
+    pub height: u32,
+    /// 1: samples are full range as they are; 0: limited range, converted by
+    /// [`to_full_range`].
+    pub full_range: u32,
+    /// 2^(depth − 8): 1 for 8-bit, 4 for 10-bit.
+    pub factor: u32,
+}
+
+/// A limited-range luma sample brought to full range, as FFmpeg's `siti` does: clamp
+/// `y − 16f` to `[0, 219f]`, then `(256f − 1)·y / (219f)` truncated.
+#[inline(always)]
+pub fn to_full_range(y: u32, factor: u32) -> u32 {
+    let shift = 16 * factor as i64;
+    let limit_upper = 235 * factor as i64 - shift;
+    let full_upper = 256 * factor as i64 - 1;
+    let limited = (y as i64 - shift).clamp(0, limit_upper);
+    (full_upper * limited / limit_upper) as u32
+}
+
+/// Full-range luma sample `x` of the row starting at `row`.
+///
+/// # Safety
+/// The row must hold `x + 1` samples of `l.chan`.
+#[inline(always)]
+pub unsafe fn sample(row: *const u8, x: u32, l: &Luma) -> u32 {
+    let y = unsafe { load(row, x, &l.chan) };
+    if l.full_range != 0 {
+        y
+    } else {
+        to_full_range(y, l.factor)
+    }
+}
+
+/// Start of row `y` of `l`.
+#[inline(always)]
+pub fn row_ptr(l: &Luma, y: u32) -> *const u8 {
+    (l.chan.ptr + y as u64 * l.chan.pitch as u64) as *const u8
+}
+
+/// Sobel gradient magnitude at the inner pixel (x, y) (1 ≤ x < w − 1, 1 ≤ y < h − 1), given
+/// the three rows around it: `sqrt(gx² + gy²)` of the integer sums, in f64 rounded to f32.
+///
+/// # Safety
+/// The three rows must hold `x + 2` samples.
+#[inline(always)]
+pub unsafe fn sobel(above: *const u8, here: *const u8, below: *const u8, x: u32, l: &Luma) -> f32 {
+    let s = |row, x| unsafe { sample(row, x, l) } as i64;
+    let (a0, a1, a2) = (s(above, x - 1), s(above, x), s(above, x + 1));
+    let (h0, h2) = (s(here, x - 1), s(here, x + 1));
+    let (b0, b1, b2) = (s(below, x - 1), s(below, x), s(below, x + 1));
+    // x: columns left minus right (1 2 1); y: row above minus row below (1 2 1).
+    let gx = (a0 - a2) + 2 * (h0 - h2) + (b0 - b2);
+    let gy = (a0 + 2 * a1 + a2) - (b0 + 2 * b1 + b2);
+    gpumetrics_device::math::sqrt((gx * gx + gy * gy) as f64) as f32
+}
+
+/// Row `y` (0 ≤ y < h − 2) of the `(w − 2)·(h − 2)` gradient map: frame row `y + 1`, its
+/// `w − 2` inner pixels, written to `out[0..w − 2]`.
+///
+/// # Safety
+/// `l` must describe readable memory, `out` must hold `w − 2` values, and `w, h ≥ 3`.
+#[inline]
+pub unsafe fn sobel_row(l: &Luma, y: u32, out: *mut f32) {
+    let (above, here, below) = (row_ptr(l, y), row_ptr(l, y + 1), row_ptr(l, y + 2));
+    for x in 1..l.width - 1 {
+        unsafe { *out.add(x as usize - 1) = sobel(above, here, below, x, l) };
+    }
+}
+
+/// Row `y` of the motion map: each full-range sample minus `prev[x]` (the previous
+/// frame's, 0 when `first`), written to `out[x]`; `prev[x]` becomes this frame's sample.
+///
+/// # Safety
+/// `l` must describe readable memory; `prev` and `out` must hold `w` values.
+#[inline]
+pub unsafe fn motion_row(l: &Luma, y: u32, first: bool, prev: *mut u16, out: *mut f32) {
+    let row = row_ptr(l, y);
+    for x in 0..l.width as usize {
+        let cur = unsafe { sample(row, x as u32, l) };
+        let p = unsafe { prev.add(x) };
+        unsafe {
+            *out.add(x) = motion(cur, *p, first);
+            *p = cur as u16;
+        }
+    }
+}
+
+/// One pixel's motion: its full-range sample `cur` minus the previous frame's `prev`, 0
+/// on the first frame.
+#[inline(always)]
+pub fn motion(cur: u32, prev: u16, first: bool) -> f32 {
+    if first {
+        0.0
+    } else {
+        (cur as i32 - prev as i32) as f32
+    }
+}
+
+/// One GPU thread's share of a frame: thread `thread` of block `block` of `blocks` visits
+/// rows `block, block + blocks, ..` and in each the columns `thread, thread + BLOCK, ..`,
+/// summing over its pixels (gradient of the inner ones, motion of all) either the values
+/// themselves (`means` `None`: the first pass) or their squared deviations from `means`
+/// (gradient, motion) as [`sq_dev`] (the second pass, which also stores each sample in
+/// `prev`, the previous frame for the next one). Returns (gradient, motion) sums.
+///
+/// # Safety
+/// `l` must describe readable memory of at least 3×3 samples; `prev` must hold
+/// `l.width · l.height` values (row pitch `l.width`), and no other thread may touch this
+/// thread's pixels of `prev` during the call.
+#[inline(always)]
+pub unsafe fn thread_sums(
+    l: &Luma,
+    prev: *mut u16,
+    first: bool,
+    means: Option<(f64, f64)>,
+    block: u32,
+    blocks: u32,
+    thread: u32,
+) -> (f64, f64) {
+    let (w, h) = (l.width, l.height);
+    let (mut g, mut m) = (0.0f64, 0.0f64);
+    let mut y = block;
+    while y < h {
+        let here = row_ptr(l, y);
+        let inner_row = y >= 1 && y + 1 < h;
+        let (above, below) = if inner_row {
+            (row_ptr(l, y - 1), row_ptr(l, y + 1))
+        } else {
+            (here, here)
+        };
+        let prev_row = unsafe { prev.add(y as usize * w as usize) };
+        let mut x = thread;
+        while x < w {
+            let cur = unsafe { sample(here, x, l) };
+            let p = unsafe { prev_row.add(x as usize) };
+            let mv = motion(cur, unsafe { *p }, first);
+            let grad = (inner_row && x >= 1 && x + 1 < w)
+                .then(|| unsafe { sobel(above, here, below, x, l) });
+            match means {
+                None => {
+                    m += mv as f64;
+                    if let Some(v) = grad {
+                        g += v as f64;
+                    }
+                }
+                Some((mean_g, mean_m)) => {
+                    m += sq_dev(mv, mean_m);
+                    if let Some(v) = grad {
+                        g += sq_dev(v, mean_g);
+                    }
+                    unsafe { *p = cur as u16 };
+                }
+            }
+            x += BLOCK;
+        }
+        y += blocks;
+    }
+    (g, m)
+}
+
+/// Values of the gradient map and of the motion map of a `w`×`h` frame.
+#[inline(always)]
+pub fn counts(w: u32, h: u32) -> (u64, u64) {
+    ((w as u64 - 2) * (h as u64 - 2), w as u64 * h as u64)
+}
+
+/// One value's squared deviation from `mean`, as FFmpeg's `std_deviation`: the difference
+/// rounded to f32, squared in f32.
+#[inline(always)]
+pub fn sq_dev(v: f32, mean: f64) -> f64 {
+    let d = (v as f64 - mean) as f32;
+    (d * d) as f64
+}
+
+/// The sum of `n` values (f64).
+///
+/// # Safety
+/// `p` must hold `n` values.
+#[inline]
+pub unsafe fn sum(p: *const f32, n: usize) -> f64 {
+    let mut s = 0.0;
+    for i in 0..n {
+        s += unsafe { *p.add(i) } as f64;
+    }
+    s
+}
+
+/// The sum of the squared deviations of `n` values from `mean` ([`sq_dev`]).
+///
+/// # Safety
+/// `p` must hold `n` values.
+#[inline]
+pub unsafe fn sq_dev_sum(p: *const f32, n: usize, mean: f64) -> f64 {
+    let mut s = 0.0;
+    for i in 0..n {
+        s += sq_dev(unsafe { *p.add(i) }, mean);
+    }
+    s
+}
+
+/// The population standard deviation from the sum of squared deviations of `n` values,
+/// rounded to f32 as FFmpeg returns it.
+#[inline(always)]
+pub fn stddev(sq_dev_sum: f64, n: u64) -> f32 {
+    gpumetrics_device::math::sqrt(sq_dev_sum / n as f64) as f32
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::vec;
+    use std::vec::Vec;
+
+    fn luma(data: &[u8], w: u32, h: u32, full: bool) -> Luma {
+        Luma {
+            chan: Channel {
+                ptr: data.as_ptr() as u64,
+                pitch: w,
+                step: 1,
+                sample_bytes: 1,
+                shift: 0,
+                max: 255,
+                _pad: 0,
+            },
+            width: w,
+            height: h,
+            full_range: full as u32,
+            factor: 1,
+        }
+    }
+
+    #[test]
+    fn limited_range_is_stretched_and_clamped_as_ffmpeg() {
+        assert_eq!(to_full_range(16, 1), 0);
+        assert_eq!(to_full_range(235, 1), 255);
+        assert_eq!(to_full_range(0, 1), 0);
+        assert_eq!(to_full_range(255, 1), 255);
+        assert_eq!(to_full_range(128, 1), 255 * 112 / 219); // 130, truncated
+        assert_eq!(to_full_range(64, 4), 0);
+        assert_eq!(to_full_range(940, 4), 1023);
+        assert_eq!(to_full_range(512, 4), 1023 * 448 / 876);
+        assert_eq!(to_full_range(65535, 256), 65535);
+    }
+
+    #[test]
+    fn sobel_of_a_vertical_edge() {
+        // 4x3, columns 0 0 100 100: the inner pixels (1,1) and (2,1) see the edge.
+        let d: Vec<u8> = [0u8, 0, 100, 100].repeat(3);
+        let l = luma(&d, 4, 3, true);
+        let mut out = [0f32; 2];
+        unsafe { sobel_row(&l, 0, out.as_mut_ptr()) };
+        // gx = (0 - 100) * (1 + 2 + 1) at x = 1, the same at x = 2; gy = 0.
+        assert_eq!(out, [400.0, 400.0]);
+    }
+
+    #[test]
+    fn sobel_of_a_horizontal_edge_and_range_conversion() {
+        // 3x3, rows 16 16 235 (limited): full range 0 0 255; gy = -(255 * 4).
+        let d: Vec<u8> = [[16u8; 3], [16; 3], [235; 3]].concat();
+        let l = luma(&d, 3, 3, false);
+        let mut out = [0f32; 1];
+        unsafe { sobel_row(&l, 0, out.as_mut_ptr()) };
+        assert_eq!(out, [1020.0]);
+    }
+
+    #[test]
+    fn motion_is_zero_first_then_the_difference() {
+        let a = [10u8, 20, 30];
+        let b = [12u8, 15, 30];
+        let mut prev = vec![0u16; 3];
+        let mut out = [1f32; 3];
+        unsafe {
+            motion_row(
+                &luma(&a, 3, 1, true),
+                0,
+                true,
+                prev.as_mut_ptr(),
+                out.as_mut_ptr(),
+            )
+        };
+        assert_eq!(out, [0.0; 3]);
+        assert_eq!(prev, [10, 20, 30]);
+        unsafe {
+            motion_row(
+                &luma(&b, 3, 1, true),
+                0,
+                false,
+                prev.as_mut_ptr(),
+                out.as_mut_ptr(),
+            )
+        };
+        assert_eq!(out, [2.0, -5.0, 0.0]);
+    }
+
+    #[test]
+    fn stddev_is_the_population_one() {
+        let v = [2f32, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0];
+        let mean = unsafe { sum(v.as_ptr(), v.len()) } / v.len() as f64;
+        assert_eq!(mean, 5.0);
+        let sq = unsafe { sq_dev_sum(v.as_ptr(), v.len(), mean) };
+        assert_eq!(stddev(sq, v.len() as u64), 2.0);
+    }
+
+    /// The GPU kernels' order of additions, emulated: per thread ([`thread_sums`]), the
+    /// shuffle-down tree of each warp, the warps in order, the partials of the means by
+    /// lane then the butterfly, the deviation partials added by the host in block order.
+    fn gpu_order(l: &Luma, prev: &mut [u16], first: bool) -> (f32, f32) {
+        let blocks = blocks(l.height);
+        let warp_down = |v: &mut [f64]| {
+            for delta in [16, 8, 4, 2, 1] {
+                let old = v.to_vec();
+                for (i, x) in v.iter_mut().enumerate() {
+                    *x += if i + delta < 32 {
+                        old[i + delta]
+                    } else {
+                        old[i]
+                    };
+                }
+            }
+            v[0]
+        };
+        let pass = |prev: &mut [u16], means: Option<(f64, f64)>| -> Vec<(f64, f64)> {
+            (0..blocks)
+                .map(|b| {
+                    let t: Vec<(f64, f64)> = (0..BLOCK)
+                        .map(|t| unsafe {
+                            thread_sums(l, prev.as_mut_ptr(), first, means, b, blocks, t)
+                        })
+                        .collect();
+                    let (mut g, mut m) = (0.0, 0.0);
+                    for w in t.chunks(32) {
+                        g += warp_down(&mut w.iter().map(|p| p.0).collect::<Vec<_>>());
+                        m += warp_down(&mut w.iter().map(|p| p.1).collect::<Vec<_>>());
+                    }
+                    (g, m)
+                })
+                .collect()
+        };
+        let sums = pass(prev, None);
+        let butterfly = |f: &dyn Fn(&(f64, f64)) -> f64| {
+            let mut v: Vec<f64> = (0..32)
+                .map(|lane| sums.iter().skip(lane).step_by(32).map(f).sum())
+                .collect();
+            for mask in [16, 8, 4, 2, 1] {
+                let old = v.clone();
+                for (i, x) in v.iter_mut().enumerate() {
+                    *x += old[i ^ mask];
+                }
+            }
+            assert!(v.iter().all(|x| x.to_bits() == v[0].to_bits()));
+            v[0]
+        };
+        let (ng, nm) = counts(l.width, l.height);
+        let means = (
+            butterfly(&|p| p.0) / ng as f64,
+            butterfly(&|p| p.1) / nm as f64,
+        );
+        let dev = pass(prev, Some(means));
+        let (mut g, mut m) = (0.0, 0.0);
+        for p in &dev {
+            g += p.0;
+            m += p.1;
+        }
+        (stddev(g, ng), stddev(m, nm))
+    }
+
+    /// The CPU backend's order (`engine/src/metric/siti/cpu.rs`): the row functions, each
+    /// map summed in bands of 32 rows, the bands in order.
+    fn cpu_order(l: &Luma, prev: &mut [u16], first: bool) -> (f32, f32) {
+        let (w, h) = (l.width as usize, l.height as usize);
+        let mut grad = vec![0f32; (w - 2) * (h - 2)];
+        let mut mot = vec![0f32; w * h];
+        for y in 0..h - 2 {
+            unsafe { sobel_row(l, y as u32, grad[y * (w - 2)..].as_mut_ptr()) };
+        }
+        for y in 0..h {
+            unsafe {
+                motion_row(
+                    l,
+                    y as u32,
+                    first,
+                    prev[y * w..].as_mut_ptr(),
+                    mot[y * w..].as_mut_ptr(),
+                )
+            };
+        }
+        let dev = |map: &[f32], row: usize| {
+            let band = row * 32;
+            let mean = map
+                .chunks(band)
+                .map(|c| unsafe { sum(c.as_ptr(), c.len()) })
+                .sum::<f64>()
+                / map.len() as f64;
+            let sq: f64 = map
+                .chunks(band)
+                .map(|c| unsafe { sq_dev_sum(c.as_ptr(), c.len(), mean) })
+                .sum();
+            stddev(sq, map.len() as u64)
+        };
+        (dev(&grad, w - 2), dev(&mot, w))
+    }
+
+    #[test]
+    fn gpu_order_agrees_with_the_cpu_order() {
+        let mut seed = 0x5eedu64;
+        let mut rnd = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let mut worst = 0f64;
+        // (w, h, 16-bit samples, full range, smooth)
+        for &(w, h, wide, full, smooth) in &[
+            (3u32, 3u32, false, true, false),
+            (4, 3, false, false, false),
+            (5, 7, true, false, false),
+            (97, 61, false, false, true),
+            (333, 211, true, true, false),
+            (257, 1030, true, false, true),
+            (1920, 1080, false, true, true),
+        ] {
+            let (bytes, max) = if wide { (2u32, 1023u32) } else { (1, 255) };
+            let pitch = w * bytes + 3;
+            let frames: Vec<Vec<u8>> = (0..3)
+                .map(|k| {
+                    let mut d = vec![0u8; (pitch * h) as usize];
+                    for y in 0..h {
+                        for x in 0..w {
+                            let v = if smooth {
+                                ((x * 3 + y * 2 + k * 5) as u64 + rnd() % 4) % (max as u64 + 1)
+                            } else {
+                                rnd() % (max as u64 + 1)
+                            } as u32;
+                            let at = (y * pitch + x * bytes) as usize;
+                            d[at] = v as u8;
+                            if wide {
+                                d[at + 1] = (v >> 8) as u8;
+                            }
+                        }
+                    }
+                    d
+                })
+                .collect();
+            let mut prev_gpu = vec![0u16; (w * h) as usize];
+            let mut prev_cpu = prev_gpu.clone();
+            for (k, f) in frames.iter().enumerate() {
+                let l = Luma {
+                    chan: Channel {
+                        ptr: f.as_ptr() as u64,
+                        pitch,
+                        step: bytes,
+                        sample_bytes: bytes,
+                        shift: 0,
+                        max,
+                        _pad: 0,
+                    },
+                    width: w,
+                    height: h,
+                    full_range: full as u32,
+                    factor: if wide { 4 } else { 1 },
+                };
+                let g = gpu_order(&l, &mut prev_gpu, k == 0);
+                let c = cpu_order(&l, &mut prev_cpu, k == 0);
+                assert_eq!(prev_gpu, prev_cpu);
+                for (a, b) in [(g.0, c.0), (g.1, c.1)] {
+                    let e = ((a - b) as f64).abs() / (b as f64).abs().max(1e-30);
+                    assert!(e <= 1e-6, "{w}x{h} frame {k}: {g:?} vs {c:?}");
+                    worst = worst.max(e);
+                }
+                if k == 0 {
+                    assert_eq!((g.1, c.1), (0.0, 0.0));
+                }
+            }
+        }
+        std::println!("largest relative difference GPU vs CPU order: {worst:e}");
+    }
+}
