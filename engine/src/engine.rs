@@ -58,7 +58,8 @@ pub struct Engine {
 /// Everything an [`Engine`] is made from, given before it is built: [`Engine::builder`].
 pub struct EngineBuilder<'a> {
     config: &'a EngineConfig,
-    reference: FrameLayout,
+    /// `None`: the distorted input alone ([`Engine::single_builder`]).
+    reference: Option<FrameLayout>,
     distorted: FrameLayout,
     colorimetry: Option<[Colorimetry; 2]>,
     context: Option<crate::cuda::ExternalContext>,
@@ -68,7 +69,8 @@ impl EngineBuilder<'_> {
     /// The inputs' colorimetry (default: [`Colorimetry::default_for`] their formats), which
     /// linear-light metrics (SSIMULACRA2) convert with. [`build`](Self::build) fails when
     /// such a metric is enabled and cannot convert it (a transfer function it cannot
-    /// linearise).
+    /// linearise). An engine without a reference input ([`Engine::single_builder`]) uses
+    /// `distorted` only.
     pub fn colorimetry(mut self, reference: Colorimetry, distorted: Colorimetry) -> Self {
         self.colorimetry = Some([reference, distorted]);
         self
@@ -89,8 +91,19 @@ impl EngineBuilder<'_> {
         let options = PlanOptions {
             colorimetry: self.colorimetry,
         };
-        let plan = Plan::with_options(self.reference, self.distorted, options)?;
         let set = self.config.metrics;
+        let plan = match self.reference {
+            Some(reference) => Plan::with_options(reference, self.distorted, options)?,
+            None => {
+                let full: Vec<&str> = crate::metric::needing_reference(set)
+                    .map(|i| i.name)
+                    .collect();
+                if !full.is_empty() {
+                    return Err(EngineError::NeedsReference(full.join(", ")));
+                }
+                Plan::single(self.distorted, options)?
+            }
+        };
         let configured = Configured::all(set, &self.config.options)?;
         for c in &configured {
             (c.entry.check)(&c.setup(&plan, set))?;
@@ -141,11 +154,30 @@ impl Engine {
     ) -> EngineBuilder<'_> {
         EngineBuilder {
             config,
-            reference,
+            reference: Some(reference),
             distorted,
             colorimetry: None,
             context: None,
         }
+    }
+
+    /// Starts an engine that measures one input alone, with no reference: only
+    /// no-reference metrics ([`crate::metric::no_reference`]); [`build`](EngineBuilder::build)
+    /// refuses others, naming them. Its frames go to [`Engine::push_single`], and its
+    /// records carry no `ref-` fields.
+    pub fn single_builder(config: &EngineConfig, distorted: FrameLayout) -> EngineBuilder<'_> {
+        EngineBuilder {
+            config,
+            reference: None,
+            distorted,
+            colorimetry: None,
+            context: None,
+        }
+    }
+
+    /// Whether the engine compares pairs (else it measures one input alone).
+    pub fn has_reference(&self) -> bool {
+        self.plan.has_reference
     }
 
     /// Where the kernels run.
@@ -209,6 +241,31 @@ impl Engine {
         reference: &Frame,
         distorted: &Frame,
     ) -> Result<Option<Scores>, EngineError> {
+        if !self.plan.has_reference {
+            return Err(EngineError::Unsupported(
+                "this engine measures one input alone (it was built without a reference);                  give it frames with Engine::push_single"
+                    .into(),
+            ));
+        }
+        self.measure(reference, distorted)
+    }
+
+    /// Measures one frame of an engine without reference ([`Engine::single_builder`]), as
+    /// [`Engine::push`] measures a pair.
+    pub fn push_single(&mut self, frame: &Frame) -> Result<Option<Scores>, EngineError> {
+        if self.plan.has_reference {
+            return Err(EngineError::Unsupported(
+                "this engine compares pairs; give it both frames with Engine::push".into(),
+            ));
+        }
+        self.measure(frame, frame)
+    }
+
+    fn measure(
+        &mut self,
+        reference: &Frame,
+        distorted: &Frame,
+    ) -> Result<Option<Scores>, EngineError> {
         let (mut now, mut late) = (Scores::new(), Scores::new());
         self.backend
             .measure(&self.plan, reference, distorted, &mut now, &mut late)?;
@@ -250,6 +307,7 @@ mod tests {
     use super::*;
     use crate::format::PixelFormat;
     use crate::frame::{HostFrame, Plane};
+    use crate::metrics::MetricSet;
 
     /// Deterministic test pattern value for (x, y, channel).
     fn px(x: usize, y: usize, c: usize) -> u8 {
@@ -327,6 +385,50 @@ mod tests {
         assert_eq!(s.get("mse-u"), Some(9.0 / 12.0));
         assert_eq!(s.get("mse-y"), Some(0.0));
         assert_eq!(s.get("mse-v"), Some(0.0));
+    }
+
+    #[test]
+    fn one_input_alone_measures_no_reference_metrics_and_names_the_others() {
+        let layout = FrameLayout {
+            format: PixelFormat::Gray8,
+            width: 9,
+            height: 7,
+        };
+        let data: Vec<u8> = (0..63).map(|i| (i * 37 % 251) as u8).collect();
+        let f = Frame::Host(HostFrame::new(&[Plane {
+            data: &data,
+            stride: 9,
+        }]));
+        let cfg = |metrics| EngineConfig {
+            metrics,
+            backend: BackendChoice::Cpu,
+            ..Default::default()
+        };
+        let siti = crate::metric::siti::FLAG;
+        let mut e = Engine::single_builder(&cfg(siti), layout).build().unwrap();
+        assert!(!e.has_reference());
+        let s = e.push_single(&f).unwrap().unwrap();
+        let names: Vec<_> = s.iter().map(|(n, _)| n).collect();
+        assert_eq!(names, ["si", "ti"]);
+        // The same frame as a pair: its ref- fields equal the distorted ones.
+        let mut pair = Engine::new(&cfg(siti), layout, layout).unwrap();
+        let both = pair.compare(&f, &f).unwrap();
+        assert_eq!(both.get("ref-si"), s.get("si"));
+        assert!(matches!(e.push(&f, &f), Err(EngineError::Unsupported(_))));
+        assert!(matches!(
+            pair.push_single(&f),
+            Err(EngineError::Unsupported(_))
+        ));
+
+        let full = MetricSet::PSNR | MetricSet::VMAF | siti;
+        let err = Engine::single_builder(&cfg(full), layout)
+            .build()
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("psnr, vmaf need a reference input") && err.contains("siti"),
+            "{err}"
+        );
     }
 
     #[test]

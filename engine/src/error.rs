@@ -29,6 +29,13 @@ pub enum EngineError {
     CudaUnavailable(String),
     #[error("CUDA error: {0}; check the driver and device-id, or use backend=cpu")]
     Cuda(String),
+    /// Full-reference metrics requested without a reference input: names them.
+    #[error(
+        "{0} need a reference input (link ref_sink, or give the command a reference file); \
+         without one only the no-reference metrics can run: {refs}",
+        refs = crate::metric::no_reference_names()
+    )]
+    NeedsReference(String),
     #[error("invalid frame: {0}")]
     InvalidFrame(String),
     #[error("{0}")]

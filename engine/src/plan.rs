@@ -23,6 +23,10 @@ pub struct Plan {
     pub channels: Vec<(ChannelSpec, ChannelSpec)>,
     /// Colorimetry of the reference and distorted inputs (for linear-light metrics).
     pub colorimetry: [Colorimetry; 2],
+    /// Whether there is a reference input. A plan without one ([`Plan::single`]) measures
+    /// the distorted input alone, with no-reference metrics only; its `reference` layout
+    /// and colorimetry are the distorted input's, so that code reading them stays valid.
+    pub has_reference: bool,
 }
 
 /// What a [`Plan`] is built from besides the two layouts. (How each metric measures is
@@ -98,7 +102,27 @@ impl Plan {
                 Colorimetry::default_for(rf.family()),
                 Colorimetry::default_for(df.family()),
             ]),
+            has_reference: true,
         })
+    }
+
+    /// The plan of one input measured alone (no reference): the distorted input's layout,
+    /// checked as [`Plan::with_options`] checks a pair; `options.colorimetry`'s distorted
+    /// entry is its colorimetry.
+    pub fn single(distorted: FrameLayout, options: PlanOptions) -> Result<Plan, EngineError> {
+        let colorimetry = options
+            .colorimetry
+            .map(|[_, d]| d)
+            .unwrap_or_else(|| Colorimetry::default_for(distorted.format.family()));
+        let mut plan = Self::with_options(
+            distorted,
+            distorted,
+            PlanOptions {
+                colorimetry: Some([colorimetry, colorimetry]),
+            },
+        )?;
+        plan.has_reference = false;
+        Ok(plan)
     }
 
     /// Samples in each channel, for plane-size weighting.

@@ -107,7 +107,8 @@ impl Upload {
 
 pub(crate) struct CudaBackend {
     gpu: Gpu,
-    uploads: [Upload; 2],
+    /// Staging for host frames: the reference's (when the plan has one), the distorted's.
+    uploads: [Option<Upload>; 2],
     /// Every requested metric's state, allocated for the plan.
     metrics: Lineup<dyn CudaMetric>,
     /// Set when running in a context lent by the caller; last, so it goes after the rest.
@@ -147,8 +148,11 @@ impl CudaBackend {
             let stream = ctx.new_stream()?;
             let kernels = crate::cuda::kernels(&ctx)?;
             let uploads = [
-                Upload::new(&ctx, &stream, &plan.reference)?,
-                Upload::new(&ctx, &stream, &plan.distorted)?,
+                match plan.has_reference {
+                    true => Some(Upload::new(&ctx, &stream, &plan.reference)?),
+                    false => None,
+                },
+                Some(Upload::new(&ctx, &stream, &plan.distorted)?),
             ];
             let gpu = Gpu {
                 ctx: ctx.clone(),
@@ -188,6 +192,8 @@ impl CudaBackend {
             Frame::Host(f) => {
                 let host = f.validate(layout, what)?;
                 self.uploads[index]
+                    .as_mut()
+                    .expect("a staging buffer for each input of the plan")
                     .upload(f, &host, &self.gpu.stream)
                     .map_err(cuda_err("uploading a frame"))
             }
@@ -213,8 +219,14 @@ impl Backend for CudaBackend {
             .ctx
             .bind_to_thread()
             .map_err(cuda_err("binding the CUDA context"))?;
-        let r = self.device_planes(reference, plan, 0)?;
         let d = self.device_planes(distorted, plan, 1)?;
+        // One input alone: its frame stands for both (uploaded once); the no-reference
+        // metrics measure only the distorted side.
+        let r = if plan.has_reference {
+            self.device_planes(reference, plan, 0)?
+        } else {
+            d.clone()
+        };
         if self.metrics.is_empty() {
             // Nothing waits for the uploads otherwise: surface their errors here.
             return self

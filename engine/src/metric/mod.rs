@@ -50,7 +50,7 @@ pub struct Info {
 ///
 /// A no-reference metric ([`Reference::None`]: SI/TI, and later blur, blockiness, black,
 /// freeze) measures one frame. The engine computes it on the distorted frame and, when
-/// there is a reference frame (today: always), on the reference too, whose fields carry
+/// there is a reference input ([`Plan::has_reference`]), on the reference too, whose fields carry
 /// the prefix `ref-` (`si`, `ref-si`). Both names are declared in the metric's
 /// [`Info::fields`] (the registry test checks the pairs), so that [`fields`] and every
 /// output know them. The per-side state and the order (the distorted frame's fields, then
@@ -196,6 +196,24 @@ pub fn no_reference() -> MetricSet {
         .filter(|e| e.reference == Reference::None)
         .flat_map(|e| e.provides.iter())
         .fold(MetricSet::default(), |set, i| set | i.flag)
+}
+
+/// The metrics of `set` that need a reference frame ([`Reference::Full`]).
+pub fn needing_reference(set: MetricSet) -> impl Iterator<Item = &'static Info> {
+    REGISTRY
+        .iter()
+        .filter(|e| e.reference == Reference::Full)
+        .flat_map(|e| e.provides.iter())
+        .filter(move |i| set.contains(i.flag))
+}
+
+/// The names of the no-reference metrics, for messages (`blur, siti, ...`).
+pub fn no_reference_names() -> String {
+    all()
+        .filter(|i| no_reference().contains(i.flag))
+        .map(|i| i.name)
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Every option of the registered metrics, once each, in registry order.

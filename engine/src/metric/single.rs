@@ -83,14 +83,21 @@ pub(crate) struct NoReference<S> {
 }
 
 impl<S: CpuSingle + 'static> NoReference<S> {
-    /// The metric, one state per side from `make`; `None` when the distorted
-    /// side cannot be measured. (A run without a reference frame will build no reference
-    /// state here: the next step of single-input mode, see docs/METRICS.md.)
-    pub(crate) fn boxed(make: impl Fn(Side) -> Option<S>) -> Option<Box<dyn CpuMetric>> {
+    /// The metric, one state per side from `make` (none for the reference side when the
+    /// plan has no reference input, [`Plan::single`]); `None` when the distorted side
+    /// cannot be measured.
+    pub(crate) fn boxed(
+        plan: &Plan,
+        make: impl Fn(Side) -> Option<S>,
+    ) -> Option<Box<dyn CpuMetric>> {
         let distorted = make(Side::Distorted)?;
         Some(Box::new(NoReference {
             distorted,
-            reference: make(Side::Reference),
+            reference: if plan.has_reference {
+                make(Side::Reference)
+            } else {
+                None
+            },
         }))
     }
 }
@@ -99,14 +106,20 @@ impl<S: CudaSingle + 'static> NoReference<S> {
     /// The metric on the CUDA backend, one state per side from `make` (as
     /// [`NoReference::boxed`]).
     pub(crate) fn cuda_boxed(
+        plan: &Plan,
         mut make: impl FnMut(Side) -> Result<Option<S>, DriverError>,
     ) -> CudaState {
         let Some(distorted) = make(Side::Distorted)? else {
             return Ok(None);
         };
+        let reference = if plan.has_reference {
+            make(Side::Reference)?
+        } else {
+            None
+        };
         Ok(Some(Box::new(NoReference {
             distorted,
-            reference: make(Side::Reference)?,
+            reference,
         })))
     }
 }

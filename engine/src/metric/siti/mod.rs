@@ -56,14 +56,14 @@ pub(crate) const ENTRY: Entry = Entry {
         if !s.set.contains(FLAG) || why_not(s.plan).is_some() {
             return None;
         }
-        NoReference::boxed(|side| Some(cpu::Siti::new(side.layout(s.plan))))
+        NoReference::boxed(s.plan, |side| Some(cpu::Siti::new(side.layout(s.plan))))
     },
     reference: Reference::None,
     cuda: |gpu, s| {
         if !s.set.contains(FLAG) || why_not(s.plan).is_some() {
             return Ok(None);
         }
-        NoReference::cuda_boxed(|side| cuda::Siti::new(gpu, s.plan, side).map(Some))
+        NoReference::cuda_boxed(s.plan, |side| cuda::Siti::new(gpu, s.plan, side).map(Some))
     },
 };
 
