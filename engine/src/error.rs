@@ -31,8 +31,9 @@ pub enum EngineError {
     Cuda(String),
     /// Full-reference metrics requested without a reference input: names them.
     #[error(
-        "{0} need a reference input (link ref_sink, or give the command a reference file); \
+        "{0} {verb} a reference input (link ref_sink, or give the command a reference file); \
          without one only the no-reference metrics can run: {refs}",
+        verb = if .0.contains(", ") { "need" } else { "needs" },
         refs = crate::metric::no_reference_names()
     )]
     NeedsReference(String),

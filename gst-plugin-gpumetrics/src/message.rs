@@ -42,6 +42,8 @@ pub const SUMMARY_MESSAGE_NAME: &str = "gpumetrics-summary";
 pub const WINDOW_MESSAGE_NAME: &str = "gpumetrics-window";
 /// Name of the alert element message.
 pub const ALERT_MESSAGE_NAME: &str = "gpumetrics-alert";
+/// Element message of a black or freeze interval starting or ending.
+pub const EVENT_MESSAGE_NAME: &str = "gpumetrics-event";
 
 /// Fields of a per-pair record that are not scores.
 pub const FRAME_FIELD: &str = "frame";
@@ -188,6 +190,105 @@ pub struct Summary {
     pub fields: Vec<(String, FieldStats)>,
     /// Per alert rule, in the order of the `alerts` property.
     pub alerts: Vec<AlertCount>,
+    /// Per event kind and input that had intervals (black, freeze), in the order of their
+    /// first interval.
+    pub events: Vec<EventCount>,
+}
+
+/// The black or freeze intervals of one input, over a run.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct EventCount {
+    /// `black` or `freeze`.
+    pub event: String,
+    /// `dist` or `ref`.
+    pub input: String,
+    /// Intervals that ended (at EOS too).
+    pub intervals: u64,
+    /// Their total length in seconds of running time.
+    pub seconds: f64,
+}
+
+impl EventCount {
+    fn to_structure(&self) -> gst::Structure {
+        gst::Structure::builder("event")
+            .field("event", &self.event)
+            .field("input", &self.input)
+            .field("intervals", self.intervals)
+            .field("seconds", self.seconds)
+            .build()
+    }
+
+    fn from_structure(s: &gst::StructureRef) -> Result<Self, ParseError> {
+        let e = |f: &str, e: &dyn std::fmt::Display| ParseError(format!("event: field `{f}`: {e}"));
+        Ok(EventCount {
+            event: s.get::<String>("event").map_err(|x| e("event", &x))?,
+            input: s.get::<String>("input").map_err(|x| e("input", &x))?,
+            intervals: s.get::<u64>("intervals").map_err(|x| e("intervals", &x))?,
+            seconds: s.get::<f64>("seconds").map_err(|x| e("seconds", &x))?,
+        })
+    }
+}
+
+/// A black or freeze interval starting or ending on one input (`gpumetrics-event`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct EventRecord {
+    /// `black` or `freeze`.
+    pub event: String,
+    /// `start` or `end`.
+    pub state: String,
+    /// The input it was seen on: `dist` or `ref`.
+    pub input: String,
+    /// Running time (ns) of the interval's first frame (`start`), or of the first frame
+    /// after it (`end`; at EOS, where the last frame ends).
+    pub running_time: u64,
+    /// `end`: the interval's length (ns).
+    pub duration: Option<u64>,
+}
+
+impl EventRecord {
+    /// The record of an engine event.
+    pub fn of(e: &gpumetrics_engine::events::Event) -> EventRecord {
+        EventRecord {
+            event: e.kind.name().into(),
+            state: e.state.name().into(),
+            input: e.input.name().into(),
+            running_time: e.running_time,
+            duration: e.duration,
+        }
+    }
+
+    pub fn to_structure(&self) -> gst::Structure {
+        let mut s = gst::Structure::builder(EVENT_MESSAGE_NAME)
+            .field("event", &self.event)
+            .field("state", &self.state)
+            .field("input", &self.input)
+            .field(RUNNING_TIME_FIELD, self.running_time)
+            .build();
+        if let Some(d) = self.duration {
+            s.set(DURATION_FIELD, d);
+        }
+        s
+    }
+
+    pub fn from_structure(s: &gst::StructureRef) -> Result<Self, ParseError> {
+        let err = |f: &str, e: &dyn std::fmt::Display| {
+            ParseError(format!("{}: field `{f}`: {e}", s.name()))
+        };
+        Ok(EventRecord {
+            event: s.get("event").map_err(|e| err("event", &e))?,
+            state: s.get("state").map_err(|e| err("state", &e))?,
+            input: s.get("input").map_err(|e| err("input", &e))?,
+            running_time: s
+                .get(RUNNING_TIME_FIELD)
+                .map_err(|e| err(RUNNING_TIME_FIELD, &e))?,
+            duration: s.get_optional(DURATION_FIELD).ok().flatten(),
+        })
+    }
+
+    /// Reads a `gpumetrics-event` element message; `None` for any other message.
+    pub fn from_message(msg: &gst::MessageRef) -> Option<Self> {
+        element_structure(msg, EVENT_MESSAGE_NAME).and_then(|s| Self::from_structure(s).ok())
+    }
 }
 
 /// Time in alert of one rule, over a run or a window.
@@ -250,6 +351,12 @@ impl Summary {
                 gst::Array::new(self.alerts.iter().map(|a| a.to_structure())),
             );
         }
+        if !self.events.is_empty() {
+            s.set(
+                "events",
+                gst::Array::new(self.events.iter().map(|a| a.to_structure())),
+            );
+        }
     }
 
     pub fn from_structure(s: &gst::StructureRef) -> Result<Self, ParseError> {
@@ -272,7 +379,17 @@ impl Summary {
                 alerts.push(AlertCount::from_structure(&a)?);
             }
         }
+        let mut events = Vec::new();
+        if let Ok(list) = s.get::<gst::Array>("events") {
+            for v in list.iter() {
+                let a = v
+                    .get::<gst::Structure>()
+                    .map_err(|e| ParseError(format!("{}: field `events`: {e}", s.name())))?;
+                events.push(EventCount::from_structure(&a)?);
+            }
+        }
         Ok(Summary {
+            events,
             frames: count("frames")?,
             unmatched_ref: count("unmatched-ref")?,
             unmatched_dist: count("unmatched-dist")?,

@@ -30,6 +30,14 @@
 //! their counts (`alerts`: rule, episodes, seconds; CSV: a row `alert:RULE` with the
 //! episodes in `frame` and the time in alert in `duration`, ns).
 //!
+//! Black and freeze intervals (the `black` and `freeze` metrics) are event records between
+//! the pairs, after the record of the frame that decided them: `{"type":"event","event":
+//! "black","state":"start","input":"dist","running-time":..}` (`end` adds `"duration"`), in
+//! CSV a row `black-start` / `black-end` (`ref-black-start` for the reference input) with the
+//! time in `running-time` and the length in `duration`. Summaries count them per event and
+//! input (`events`: event, input, intervals, seconds; CSV: a row `events:black` or
+//! `events:ref-freeze` with the intervals in `frame` and their total length in `duration`).
+//!
 //! After a summary the run may go on (a flushing seek after EOS): its records follow the
 //! summary and the next summary follows them (in JSON Lines and CSV the last summary is the
 //! run's; in JSON the summary is replaced, the document stays one document).
@@ -40,7 +48,7 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-use crate::message::{FieldStats, FrameScores, Summary, Window};
+use crate::message::{EventRecord, FieldStats, FrameScores, Summary, Window};
 
 /// File layout of the stats file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -158,7 +166,32 @@ fn summary_entries(s: &Summary) -> Vec<(&'static str, String)> {
             .collect();
         e.push(("alerts", Value::Array(alerts).to_string()));
     }
+    if !s.events.is_empty() {
+        let events: Vec<Value> = s
+            .events
+            .iter()
+            .map(|a| {
+                json!({"event": a.event, "input": a.input, "intervals": a.intervals,
+                       "seconds": a.seconds})
+            })
+            .collect();
+        e.push(("events", Value::Array(events).to_string()));
+    }
     e
+}
+
+fn event_json(ev: &EventRecord) -> String {
+    let mut e = vec![
+        ("type", json!("event").to_string()),
+        ("event", json!(ev.event).to_string()),
+        ("state", json!(ev.state).to_string()),
+        ("input", json!(ev.input).to_string()),
+        ("running-time", json!(ev.running_time).to_string()),
+    ];
+    if let Some(d) = ev.duration {
+        e.push(("duration", json!(d).to_string()));
+    }
+    ordered_object(&e)
 }
 
 fn summary_json(s: &Summary) -> String {
@@ -384,6 +417,21 @@ impl<W: Write> StatsWriter<W> {
             row.resize(width, String::new());
             self.csv_row(&row)?;
         }
+        for e in &s.events {
+            let prefix = format!(
+                "{prefix}events:{}",
+                if e.input == "ref" { "ref-" } else { "" }
+            );
+            let mut row = vec![
+                format!("{prefix}{}", e.event),
+                e.intervals.to_string(),
+                String::new(),
+                span.map_or(String::new(), |(start, _)| start.to_string()),
+                ((e.seconds * 1e9).round() as u64).to_string(),
+            ];
+            row.resize(width, String::new());
+            self.csv_row(&row)?;
+        }
         Ok(())
     }
 
@@ -435,6 +483,38 @@ impl<W: Write> StatsWriter<W> {
                     &w.stats,
                     Some((w.start, w.end.saturating_sub(w.start))),
                 )?
+            }
+        }
+        self.out.flush()
+    }
+
+    /// An event's record (a black or freeze interval starting or ending): in JSON an object
+    /// with `"type":"event"` (among the frames of the JSON document), in CSV a row whose
+    /// `record` is `EVENT-STATE` (`black-start`, `freeze-end`; `ref-` before it for the
+    /// reference input) with the time in `running-time` and, at the end, the length in
+    /// `duration`.
+    pub fn write_event(&mut self, ev: &EventRecord) -> io::Result<()> {
+        match self.format {
+            Format::Jsonl | Format::Json => self.write_object(&event_json(ev))?,
+            Format::Csv => {
+                self.last_summary = None;
+                self.ensure_csv_columns(std::iter::empty())?;
+                let prefix = if ev.input == "ref" { "ref-" } else { "" };
+                let mut row = vec![
+                    format!("{prefix}{}-{}", ev.event, ev.state),
+                    String::new(),
+                    String::new(),
+                    ev.running_time.to_string(),
+                    ev.duration.map_or(String::new(), |d| d.to_string()),
+                ];
+                row.extend(
+                    self.csv_fields
+                        .as_deref()
+                        .unwrap_or_default()
+                        .iter()
+                        .map(|_| String::new()),
+                );
+                self.csv_row(&row)?;
             }
         }
         self.out.flush()

@@ -63,9 +63,28 @@ impl Notices {
     }
 }
 
+/// Which inputs a run measures: decided when the first distorted frame arrives (see
+/// [`GpuMetrics::decide_inputs`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+enum Inputs {
+    #[default]
+    Undecided,
+    /// ref_sink is linked: pairs are compared.
+    Both,
+    /// Only dist_sink is linked: its frames are measured alone (no-reference metrics).
+    DistortedOnly,
+}
+
+/// How long the first distorted frame waits for ref_sink to be linked before the run
+/// measures dist_sink alone: decodebin and other elements with dynamic pads link ref_sink
+/// while the pipeline prerolls, possibly after the first distorted frame has arrived.
+const LINK_GRACE: std::time::Duration = std::time::Duration::from_millis(1000);
+
 /// A run, from start to stop.
 #[derive(Default)]
 struct State {
+    /// Both inputs, or dist_sink alone.
+    inputs: Inputs,
     /// The `roi` rectangle of the run (parsed at start, checked against each pad's caps).
     roi: Option<Rect>,
     /// Negotiated caps of ref_sink and dist_sink (applying to the frames after them).
@@ -174,6 +193,19 @@ impl ObjectImpl for GpuMetrics {
         let obj = self.obj();
         obj.add_pad(&self.ref_pad).unwrap();
         obj.add_pad(&self.dist_pad).unwrap();
+        // The first distorted frame decides whether ref_sink takes part, on dist_sink's
+        // streaming thread, before the aggregator queues it (the aggregator's own thread
+        // must not wait for the link, nor send ref_sink its EOS).
+        let weak = obj.downgrade();
+        self.dist_pad.add_probe(
+            gst::PadProbeType::BUFFER | gst::PadProbeType::BUFFER_LIST,
+            move |_, _| {
+                if let Some(obj) = weak.upgrade() {
+                    obj.imp().decide_inputs();
+                }
+                gst::PadProbeReturn::Ok
+            },
+        );
         // An application that removes a sink pad would leave the element waiting for its
         // frames forever: end the run with an error that names the pad.
         obj.connect_pad_removed(|obj, pad| {
@@ -322,8 +354,20 @@ impl GpuMetrics {
         reference: &gst::Buffer,
         distorted: &gst::Buffer,
     ) -> Result<bool, gst::FlowError> {
+        if st.inputs == Inputs::DistortedOnly {
+            // One input: its caps stand for both (the engine measures it alone).
+            st.reference = st.distorted.clone();
+        }
         let current = match (&st.reference, &st.distorted) {
             (Some(r), Some(d)) => st.scorer.is_for(r, d),
+            (None, None) if st.inputs == Inputs::DistortedOnly => {
+                gst::element_imp_error!(
+                    self,
+                    gst::CoreError::Negotiation,
+                    ("Received buffers before caps on dist_sink")
+                );
+                return Err(gst::FlowError::NotNegotiated);
+            }
             _ => {
                 gst::element_imp_error!(
                     self,
@@ -392,6 +436,7 @@ impl GpuMetrics {
             settings,
             reference,
             distorted,
+            single: st.inputs == Inputs::DistortedOnly,
             shared: self.cuda.get(),
             pairs: st.frame,
         };
@@ -417,7 +462,7 @@ impl GpuMetrics {
     /// pair let that one leave).
     fn compare_and_push(
         &self,
-        reference: gst::Buffer,
+        reference: Option<gst::Buffer>,
         distorted: gst::Buffer,
         dist_rt: Option<u64>,
     ) -> Result<gst::FlowSuccess, gst::FlowError> {
@@ -426,7 +471,10 @@ impl GpuMetrics {
         let mut state = self.state.lock().unwrap();
         state.active = true;
         let st = &mut *state;
-        let device = self.prepare_engine(st, &settings, &reference, &distorted)?;
+        let device = {
+            let r = reference.as_ref().unwrap_or(&distorted);
+            self.prepare_engine(st, &settings, r, &distorted)?
+        };
         let (Some(rc), Some(dc), Some(engine)) = (&st.reference, &st.distorted, st.scorer.engine())
         else {
             return Err(gst::FlowError::NotNegotiated);
@@ -453,20 +501,26 @@ impl GpuMetrics {
         let scores = {
             let obj = self.obj();
             let memory = &mut st.memory;
-            let rm = input::map_input(&reference, rc, device, "ref_sink", memory, &*obj)
-                .map_err(invalid)?;
             let dm = input::map_input(&distorted, dc, device, "dist_sink", memory, &*obj)
                 .map_err(invalid)?;
-            let rf = input::frame(&rm, rc, "ref_sink").map_err(invalid)?;
             let df = input::frame(&dm, dc, "dist_sink").map_err(invalid)?;
-            engine.push(&rf, &df).map_err(|e| {
+            let failed = |e: gpumetrics_engine::EngineError| {
                 gst::element_imp_error!(
                     self,
                     scorer::stream_error(&e),
-                    ("Comparing frame pair {} failed: {e}", pair.frame)
+                    ("Measuring frame {} failed: {e}", pair.frame)
                 );
                 gst::FlowError::Error
-            })?
+            };
+            match &reference {
+                Some(reference) => {
+                    let rm = input::map_input(reference, rc, device, "ref_sink", memory, &*obj)
+                        .map_err(invalid)?;
+                    let rf = input::frame(&rm, rc, "ref_sink").map_err(invalid)?;
+                    engine.push(&rf, &df).map_err(failed)?
+                }
+                None => engine.push_single(&df).map_err(failed)?,
+            }
         };
         drop(reference);
         st.queue.push_pair(distorted, pair);
@@ -965,7 +1019,88 @@ impl AggregatorImpl for GpuMetrics {
 }
 
 impl GpuMetrics {
+    /// Decides, at the first distorted frame, whether ref_sink takes part in the run: it
+    /// does when it is linked (or has had a frame) within [`LINK_GRACE`]. Otherwise the run
+    /// measures dist_sink alone, and ref_sink is ended (stream-start, segment, EOS) so that
+    /// the aggregator stops waiting for it.
+    fn decide_inputs(&self) {
+        if self.state.lock().unwrap().inputs != Inputs::Undecided {
+            return;
+        }
+        let linked = || {
+            self.ref_pad.is_linked()
+                || self
+                    .ref_pad
+                    .sticky_event::<gst::event::StreamStart>(0)
+                    .is_some()
+        };
+        let deadline = std::time::Instant::now() + LINK_GRACE;
+        while !linked() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        let inputs = if linked() {
+            Inputs::Both
+        } else {
+            Inputs::DistortedOnly
+        };
+        {
+            let mut state = self.state.lock().unwrap();
+            if state.inputs != Inputs::Undecided {
+                return;
+            }
+            state.inputs = inputs;
+        }
+        if inputs == Inputs::Both {
+            return;
+        }
+        gst::info!(
+            CAT,
+            imp = self,
+            "ref_sink is not linked: measuring dist_sink alone (no-reference metrics)"
+        );
+        let group = gst::GroupId::next();
+        let ended = self.ref_pad.send_event(
+            gst::event::StreamStart::builder("gpumetrics-no-reference")
+                .group_id(group)
+                .build(),
+        ) && self.ref_pad.send_event(gst::event::Segment::new(
+            &gst::FormattedSegment::<gst::ClockTime>::new(),
+        )) && self.ref_pad.send_event(gst::event::Eos::new());
+        if !ended {
+            gst::warning!(CAT, imp = self, "could not end the unlinked ref_sink");
+        }
+    }
+
+    /// One step of a run of dist_sink alone: measure its next frame, or finish at its EOS.
+    fn measure_alone(&self) -> Result<gst::FlowSuccess, gst::FlowError> {
+        let dd = self
+            .state
+            .lock()
+            .unwrap()
+            .distorted
+            .as_ref()
+            .and_then(|c| c.frame_duration);
+        let d = self.head(&self.dist_pad, dd);
+        if d.head.is_some() {
+            let db = self.dist_pad.pop_buffer().ok_or(gst::FlowError::Error)?;
+            self.note_end(Side::Distorted, &d);
+            self.obj()
+                .selected_samples(db.pts(), db.dts(), db.duration(), None);
+            return self.compare_and_push(None, db, d.head.and_then(|h| h.running_time));
+        }
+        if d.eos {
+            gst::debug!(CAT, imp = self, "dist_sink ended: finishing");
+            let drained = self.drain_held(true);
+            self.finish_run();
+            return drained.and(Err(gst::FlowError::Eos));
+        }
+        Err(gst_base::AGGREGATOR_FLOW_NEED_DATA)
+    }
+
     fn aggregate_step(&self, timeout: bool) -> Result<gst::FlowSuccess, gst::FlowError> {
+        if self.state.lock().unwrap().inputs == Inputs::DistortedOnly {
+            return self.measure_alone();
+        }
         let (fixed, mode) = {
             let s = self.settings.lock().unwrap();
             (s.pairing_tolerance, s.pairing_mode())
@@ -1012,7 +1147,7 @@ impl GpuMetrics {
                 // Lets applications (emit-signals / samples-selected) see what is compared.
                 self.obj()
                     .selected_samples(db.pts(), db.dts(), db.duration(), None);
-                self.compare_and_push(rb, db, d.head.and_then(|h| h.running_time))
+                self.compare_and_push(Some(rb), db, d.head.and_then(|h| h.running_time))
             }
             Decision::DropRef => {
                 let b = self.ref_pad.pop_buffer();

@@ -28,6 +28,9 @@ pub(crate) struct Request<'a> {
     pub settings: &'a Settings,
     pub reference: &'a PadCaps,
     pub distorted: &'a PadCaps,
+    /// No reference input: the engine measures `distorted` alone (`reference` is the same
+    /// caps).
+    pub single: bool,
     /// The CUDA context shared with the neighbours, if any.
     pub shared: Option<gstcuda::Context>,
     /// Pairs measured before (for the message of a caps change on one input).
@@ -125,8 +128,12 @@ impl Scorer {
         }
         // The engine measures the `roi` rectangle when one is set (the frames are cut in
         // place, see input::frame).
-        let mut builder = Engine::builder(&config, r.measured(), d.measured())
-            .colorimetry(r.colorimetry, d.colorimetry);
+        let mut builder = if req.single {
+            Engine::single_builder(&config, d.measured())
+        } else {
+            Engine::builder(&config, r.measured(), d.measured())
+        }
+        .colorimetry(r.colorimetry, d.colorimetry);
         if let (Some(ctx), Ok(api)) = (&context, gstcuda::api()) {
             // SAFETY: the handle stays valid while the context object lives, and the
             // engine keeps a reference to it.
@@ -181,6 +188,13 @@ fn build_error(
     } else {
         String::new()
     };
+    if req.single {
+        return gst::error_msg!(
+            stream_error(e),
+            ("Cannot measure dist_sink alone{after}: {e}"),
+            ["dist_sink: {dd}; ref_sink is not linked"]
+        );
+    }
     match (e, changed) {
         // A metric option's value: the message names the property and what it accepts.
         (EngineError::InvalidOption { .. }, _) => gst::error_msg!(
@@ -261,6 +275,7 @@ mod tests {
             settings,
             reference: r,
             distorted: d,
+            single: false,
             shared: None,
             pairs,
         }

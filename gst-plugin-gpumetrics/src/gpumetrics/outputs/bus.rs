@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MPL-2.0
 //! Bus messages: the `gpumetrics` element message per pair (with `post-messages`), the
-//! `gpumetrics-window` message per window, the `gpumetrics-alert` message per alert change
+//! `gpumetrics-window` message per window, the `gpumetrics-event` message per black or freeze
+//! interval start and end, the `gpumetrics-alert` message per alert change
 //! (with an element warning when a rule is raised, so that gst-launch users see it) and the
 //! `gpumetrics-summary` message (always).
 
@@ -8,7 +9,7 @@ use gst::prelude::*;
 
 use super::{Env, Pair, Sink};
 use crate::gpumetrics::CAT;
-use crate::message::{AlertChange, AlertState, FRAME_MESSAGE_NAME, Summary, Window};
+use crate::message::{AlertChange, AlertState, EventRecord, FRAME_MESSAGE_NAME, Summary, Window};
 
 pub(crate) struct Bus;
 
@@ -33,6 +34,29 @@ impl Sink for Bus {
 
     fn window(&mut self, env: &Env<'_>, window: &Window) -> Result<(), gst::ErrorMessage> {
         let msg = gst::message::Element::builder(window.to_structure())
+            .src(env.element)
+            .build();
+        let _ = env.element.post_message(msg);
+        Ok(())
+    }
+
+    /// The `gpumetrics-event` message (always: intervals are rare and each matters), and
+    /// an INFO line for gst-launch users' logs.
+    fn event(&mut self, env: &Env<'_>, event: &EventRecord) -> Result<(), gst::ErrorMessage> {
+        gst::info!(
+            CAT,
+            obj = env.element,
+            "{} {} on {} at running time {}{}",
+            event.event,
+            event.state,
+            event.input,
+            gst::ClockTime::from_nseconds(event.running_time),
+            event.duration.map_or(String::new(), |d| format!(
+                ", duration {}",
+                gst::ClockTime::from_nseconds(d)
+            ))
+        );
+        let msg = gst::message::Element::builder(event.to_structure())
             .src(env.element)
             .build();
         let _ = env.element.post_message(msg);

@@ -29,11 +29,12 @@ mod window;
 use std::time::Instant;
 
 use gpumetrics_engine::Scores;
+use gpumetrics_engine::events::Events;
 use gst::prelude::*;
 
 use super::settings::Settings;
 use crate::alerts::{self, Alerts};
-use crate::message::{AlertChange, FrameScores, Summary, Window};
+use crate::message::{AlertChange, EventRecord, FrameScores, Summary, Window};
 use crate::stats;
 
 /// What every sink call may use besides its own state.
@@ -80,6 +81,12 @@ pub(crate) trait Sink: Send {
         Ok(())
     }
 
+    /// A black or freeze interval started or ended, after the record of the frame that
+    /// decided it (an interval still open at EOS ends before the summary).
+    fn event(&mut self, _env: &Env<'_>, _event: &EventRecord) -> Result<(), gst::ErrorMessage> {
+        Ok(())
+    }
+
     /// An alert rule raised or cleared, after the record of the pair that changed it.
     fn alert(&mut self, _env: &Env<'_>, _change: &AlertChange) -> Result<(), gst::ErrorMessage> {
         Ok(())
@@ -104,6 +111,10 @@ pub(crate) struct Outputs {
     windows: Option<window::Windows>,
     /// `alerts`: the rules' states.
     alerts: Alerts,
+    /// The black and freeze intervals of the records' fields (the engine's detectors).
+    events: Option<Events>,
+    /// Running time where the last record's frame ends: where an open interval ends at EOS.
+    last_end: Option<u64>,
     sinks: Vec<Box<dyn Sink>>,
 }
 
@@ -147,6 +158,11 @@ impl Outputs {
             sinks.push(Box::new(p));
         }
         let mut outputs = Outputs::with_sinks(sinks);
+        // Both inputs: a run of one input has no `ref-` fields, and a detector without its
+        // fields finds nothing.
+        let events = Events::new(settings.metrics.set(), &settings.options, true)
+            .map_err(|e| gst::error_msg!(gst::LibraryError::Settings, ("{e}")))?;
+        outputs.events = (!events.is_empty()).then_some(events);
         outputs.alerts = Alerts::new(rules);
         outputs.windows = (settings.window > 0).then(|| window::Windows::new(settings.window));
         Ok(outputs)
@@ -157,8 +173,23 @@ impl Outputs {
             pool: pool::Pool::default(),
             windows: None,
             alerts: Alerts::default(),
+            events: None,
+            last_end: None,
             sinks,
         }
+    }
+
+    /// Hands `events` to every sink, in order; stops at the first error.
+    fn publish(
+        &mut self,
+        env: &Env<'_>,
+        events: Vec<gpumetrics_engine::events::Event>,
+    ) -> Result<(), gst::ErrorMessage> {
+        for e in events {
+            let record = EventRecord::of(&e);
+            self.all().try_for_each(|s| s.event(env, &record))?;
+        }
+        Ok(())
     }
 
     fn all(&mut self) -> impl Iterator<Item = &mut dyn Sink> {
@@ -195,6 +226,13 @@ impl Outputs {
         self.advance(env, t)?;
         self.add_to_window(window::Event::Pair(pair.scores));
         self.all().try_for_each(|s| s.record(env, pair))?;
+        if let (Some(events), Some(t)) = (&mut self.events, t) {
+            let duration = pair.record.duration.map(gst::ClockTime::nseconds);
+            let mut found = Vec::new();
+            events.frame(pair.scores, t, duration, &mut found);
+            self.last_end = Some(t.saturating_add(duration.unwrap_or(0)));
+            self.publish(env, found)?;
+        }
         let record = pair.record;
         for change in self.alerts.observe(t, |f| record.get(f)) {
             self.all().try_for_each(|s| s.alert(env, &change))?;
@@ -238,7 +276,13 @@ impl Outputs {
     /// Makes the run's summary and hands it to every sink (each gets it, whatever the
     /// others return), after the last window; returns it with the first error.
     pub(crate) fn summary(&mut self, env: &Env<'_>) -> (Summary, Result<(), gst::ErrorMessage>) {
+        // Intervals still open end where the last frame ends.
         let mut result = Ok(());
+        if let (Some(events), Some(end)) = (&mut self.events, self.last_end) {
+            let mut found = Vec::new();
+            events.finish(end, &mut found);
+            result = self.publish(env, found);
+        }
         let alerts = &mut self.alerts;
         if let Some(w) = self
             .windows

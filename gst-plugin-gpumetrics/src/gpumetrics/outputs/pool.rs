@@ -5,7 +5,7 @@
 use gpumetrics_engine::Pooler;
 
 use super::{Env, Pair, Side, Sink};
-use crate::message::Summary;
+use crate::message::{EventCount, EventRecord, Summary};
 
 #[derive(Default)]
 pub(crate) struct Pool {
@@ -13,6 +13,8 @@ pub(crate) struct Pool {
     unmatched_ref: u64,
     unmatched_dist: u64,
     skipped: u64,
+    /// Intervals that ended, per event and input.
+    events: Vec<EventCount>,
 }
 
 /// The pooled statistics of `pooler` in the summary's layout (no counts besides `frames`).
@@ -37,6 +39,7 @@ impl Pool {
             unmatched_ref: self.unmatched_ref,
             unmatched_dist: self.unmatched_dist,
             skipped: self.skipped,
+            events: self.events.clone(),
             ..summary_of(&self.pooler)
         }
     }
@@ -57,6 +60,30 @@ impl Sink for Pool {
 
     fn skipped(&mut self) {
         self.skipped += 1;
+    }
+
+    fn event(&mut self, _: &Env<'_>, e: &EventRecord) -> Result<(), gst::ErrorMessage> {
+        let Some(duration) = e.duration else {
+            return Ok(());
+        };
+        let count = match self
+            .events
+            .iter_mut()
+            .find(|c| c.event == e.event && c.input == e.input)
+        {
+            Some(c) => c,
+            None => {
+                self.events.push(EventCount {
+                    event: e.event.clone(),
+                    input: e.input.clone(),
+                    ..Default::default()
+                });
+                self.events.last_mut().expect("just pushed")
+            }
+        };
+        count.intervals += 1;
+        count.seconds += duration as f64 / 1e9;
+        Ok(())
     }
 }
 

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use gpumetrics_engine::MetricSet;
 
 use super::{Env, Pair, Sink};
-use crate::message::{Summary, Window};
+use crate::message::{EventRecord, Summary, Window};
 use crate::stats::{self, Format, StatsWriter};
 
 pub(crate) struct StatsFile {
@@ -73,6 +73,13 @@ impl Sink for StatsFile {
         };
         w.write_window(window)
             .map_err(|e| self.failed("a window", e))
+    }
+
+    fn event(&mut self, _: &Env<'_>, event: &EventRecord) -> Result<(), gst::ErrorMessage> {
+        let Some(w) = self.writer.as_mut() else {
+            return Ok(());
+        };
+        w.write_event(event).map_err(|e| self.failed("an event", e))
     }
 
     /// Each summary the bus gets is written after the records before it: after a flushing
