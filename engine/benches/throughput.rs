@@ -4,6 +4,11 @@
 //!
 //! CUDA rows: "device" frames already in GPU memory (the NVDEC case), "host" frames uploaded
 //! through the engine's pinned staging. Rows for an unavailable backend say why.
+//!
+//! Rows: every metric alone, `all`; the no-reference metrics also on one input alone
+//! (`inputs` = dist: frames/s), and together (`no-reference`); `full-reference` (every
+//! metric that needs the reference) and `full-reference+M` for each no-reference metric M,
+//! which show what M adds to a comparison.
 
 use std::time::{Duration, Instant};
 
@@ -94,12 +99,16 @@ impl I420 {
 
 /// Pairs per second; `push`, so that metrics holding a pair back (VMAF) run as in a stream.
 fn run(engine: &mut Engine, r: &Frame, d: &Frame, seconds: f64) -> Result<f64, String> {
-    engine.push(r, d).map_err(|e| e.to_string())?; // warm-up
+    let push = |engine: &mut Engine| match engine.has_reference() {
+        true => engine.push(r, d).map(|_| ()),
+        false => engine.push_single(d).map(|_| ()),
+    };
+    push(engine).map_err(|e| e.to_string())?; // warm-up
     let start = Instant::now();
     let mut n = 0u64;
     while start.elapsed() < Duration::from_secs_f64(seconds) {
         for _ in 0..16 {
-            engine.push(r, d).map_err(|e| e.to_string())?;
+            push(engine).map_err(|e| e.to_string())?;
         }
         n += 16;
     }
@@ -116,40 +125,66 @@ fn size(name: &str) -> (u32, u32) {
 }
 
 fn main() {
+    use gpumetrics_engine::MetricSet;
+    use gpumetrics_engine::metric::{all, needing_reference, no_reference};
     let args = Args::parse();
-    // Every metric alone, then all of them in one engine.
-    let metrics: Vec<_> = gpumetrics_engine::metric::all()
-        .map(|i| (i.name, i.flag))
-        .chain([("all", gpumetrics_engine::MetricSet::ALL)])
-        .collect();
-    println!("| metric | size | format | backend | frames | pairs/s |");
-    println!("| --- | --- | --- | --- | --- | --- |");
+    let nr = no_reference();
+    let fr = needing_reference(MetricSet::ALL).fold(MetricSet::default(), |s, i| s | i.flag);
+    // (name, metrics, one input alone)
+    let mut rows: Vec<(String, MetricSet, bool)> = Vec::new();
+    for i in all() {
+        rows.push((i.name.into(), i.flag, false));
+        if nr.contains(i.flag) {
+            rows.push((i.name.into(), i.flag, true));
+        }
+    }
+    rows.push(("all".into(), MetricSet::ALL, false));
+    rows.push(("no-reference".into(), nr, true));
+    rows.push(("no-reference".into(), nr, false));
+    rows.push(("full-reference".into(), fr, false));
+    for i in all().filter(|i| nr.contains(i.flag)) {
+        rows.push((format!("full-reference+{}", i.name), fr | i.flag, false));
+    }
+    println!("| metric | inputs | size | format | backend | frames | pairs/s |");
+    println!("| --- | --- | --- | --- | --- | --- | --- |");
     for s in &args.sizes {
         let (w, h) = size(s);
         let (r, d) = (I420::new(w, h, 1), I420::new(w, h, 2));
-        for &(name, m) in &metrics {
+        for (name, m, single) in &rows {
             if !args.metrics.is_empty() && !args.metrics.iter().any(|a| a == name) {
                 continue;
             }
+            let inputs = if *single { "dist" } else { "both" };
             let row = |backend: &str, frames: &str, result: Result<f64, String>| match result {
-                Ok(fps) => println!("| {name} | {s} | I420 | {backend} | {frames} | {fps:.0} |"),
-                Err(e) => println!("| {name} | {s} | I420 | {backend} | {frames} | n/a: {e} |"),
+                Ok(fps) => {
+                    println!("| {name} | {inputs} | {s} | I420 | {backend} | {frames} | {fps:.0} |")
+                }
+                Err(e) => {
+                    println!("| {name} | {inputs} | {s} | I420 | {backend} | {frames} | n/a: {e} |")
+                }
             };
             let cfg = |backend| EngineConfig {
-                metrics: m,
+                metrics: *m,
                 backend,
                 device_id: 0,
                 ..Default::default()
             };
+            let build = |backend| {
+                if *single {
+                    Engine::single_builder(&cfg(backend), d.layout).build()
+                } else {
+                    Engine::new(&cfg(backend), r.layout, d.layout)
+                }
+            };
             if !args.no_cpu {
-                let mut e = Engine::new(&cfg(BackendChoice::Cpu), r.layout, d.layout).unwrap();
+                let mut e = build(BackendChoice::Cpu).unwrap();
                 row(
                     "cpu",
                     "host",
                     run(&mut e, &r.host(), &d.host(), args.seconds),
                 );
             }
-            match Engine::new(&cfg(BackendChoice::Cuda), r.layout, d.layout) {
+            match build(BackendChoice::Cuda) {
                 Ok(mut e) => {
                     row(
                         "cuda",
