@@ -6,6 +6,7 @@ mod color;
 pub mod cuda;
 mod engine;
 mod error;
+pub mod events;
 mod format;
 mod frame;
 pub mod metric;
