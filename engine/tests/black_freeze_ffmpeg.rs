@@ -159,7 +159,26 @@ fn layout_of(pix_fmt: &str) -> (PixelFormat, usize, u32, u32) {
 }
 
 /// FFmpeg with `args`: (stdout, stderr).
+///
+/// With `GPUMETRICS_FFMPEG_CACHE=DIR`, both outputs are kept in DIR under a hash of the
+/// arguments and read from there when present, without running FFmpeg: a run here fills
+/// DIR, and the GPU machine, which has no FFmpeg, runs the CUDA test on it
+/// (`scripts/gpu-all.sh pack-ffmpeg-cache`, step `blackfreeze`).
 fn ffmpeg(args: &[&str]) -> (Vec<u8>, String) {
+    let cached = std::env::var_os("GPUMETRICS_FFMPEG_CACHE").map(|dir| {
+        // FNV-1a over the arguments, stable across processes (as common::ffmpeg).
+        let mut h = 0xcbf2_9ce4_8422_2325u64;
+        for b in args.iter().flat_map(|a| a.bytes().chain([0])) {
+            h = (h ^ b as u64).wrapping_mul(0x0100_0000_01b3);
+        }
+        let base = std::path::PathBuf::from(dir).join(format!("bf-{h:016x}"));
+        (base.with_extension("out"), base.with_extension("err"))
+    });
+    if let Some((out, err)) = &cached
+        && let (Ok(o), Ok(e)) = (std::fs::read(out), std::fs::read_to_string(err))
+    {
+        return (o, e);
+    }
     let out = std::process::Command::new("ffmpeg")
         .args(["-hide_banner", "-nostdin", "-threads", "1"])
         .args(args)
@@ -167,6 +186,17 @@ fn ffmpeg(args: &[&str]) -> (Vec<u8>, String) {
         .expect("ffmpeg is needed (scripts/setup-deps.sh installs it)");
     let err = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(out.status.success(), "ffmpeg {args:?}: {err}");
+    if let Some((o, e)) = &cached {
+        std::fs::create_dir_all(o.parent().unwrap()).unwrap();
+        std::fs::write(o, &out.stdout).unwrap();
+        // Only the lines the test reads: the debug log is large.
+        let kept: String = err
+            .lines()
+            .filter(|l| l.contains("picture_black_ratio:") || l.contains("black_start:"))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        std::fs::write(e, kept).unwrap();
+    }
     (out.stdout, err)
 }
 
