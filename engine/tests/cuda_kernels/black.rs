@@ -73,7 +73,7 @@ fn frame(c: &Case, pitch: u32, threshold: u32, r: &mut Rng) -> Vec<u8> {
     let mut d = r.bytes((pitch * c.h) as usize);
     for y in 0..c.h {
         for x in 0..c.w {
-            let v = if r.next_u32() % 4 == 0 {
+            let v = if r.next_u32().is_multiple_of(4) {
                 r.next_u32() % (max + 1)
             } else {
                 (threshold + r.next_u32() % 9).saturating_sub(4).min(max)
@@ -193,7 +193,7 @@ fn engine(_k: &Kernels, _s: &Arc<CudaStream>, r: &mut Rng) -> Result<Outcome, Dr
                 if f == 0 {
                     return 0;
                 }
-                let b = if r.next_u32() % 2 == 0 {
+                let b = if r.next_u32().is_multiple_of(2) {
                     20 + (r.next_u32() % 24) as u8
                 } else {
                     r.next_u32() as u8

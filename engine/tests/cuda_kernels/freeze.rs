@@ -102,7 +102,7 @@ fn channels(c: &Case, prev: Option<&[Samples; 3]>, k: usize, r: &mut Rng) -> [Sa
             (2 | 3, Some(p)) => p[i]
                 .iter()
                 .map(|&v| {
-                    if r.next_u32() % 4096 == 0 {
+                    if r.next_u32().is_multiple_of(4096) {
                         (v + 1).min(max)
                     } else {
                         v
@@ -195,8 +195,13 @@ fn kernels(k: &Kernels, s: &Arc<CudaStream>, r: &mut Rng) -> Result<Outcome, Dri
             {
                 let guards: Vec<_> = devs.iter().map(|d| DevPtr::of(d, s)).collect();
                 let mut dev_frame = frame;
-                for i in 0..planes as usize {
-                    dev_frame.chans[i].ptr = guards[i].0.as_raw();
+                for (chan, (ptr, _)) in dev_frame
+                    .chans
+                    .iter_mut()
+                    .zip(&guards)
+                    .take(planes as usize)
+                {
+                    chan.ptr = ptr.as_raw();
                 }
                 let [a, b] = &mut bufs;
                 let (reference, _g1) = DevPtr::of(&*a, s);

@@ -119,7 +119,7 @@ pub fn row_ptr(ch: &Channel, y: u32) -> *const u8 {
 #[inline(always)]
 pub fn abs_diff(cur: u32, reference: u16) -> u32 {
     let r = reference as u32;
-    if cur > r { cur - r } else { r - cur }
+    cur.abs_diff(r)
 }
 
 /// Row `y` of channel `c`: the sum of `|cur − reference[x]|` (0 when `first`: there is no
