@@ -34,6 +34,10 @@
 #                on all cores; butteraugli_crate on device frames with the FFmpeg cache
 #   siti         cuda_kernels siti:: (the kernels against the host, the CUDA engine against
 #                the CPU engine over several frames), its throughput and ncu's kernel times
+#   blackfreeze  cuda_kernels black:: and freeze:: (the kernels against the host, the CUDA
+#                engine against the CPU engine, the freeze reference frame kept across
+#                frames), black_freeze_ffmpeg on the CUDA backend with the FFmpeg cache,
+#                their throughput and ncu's kernel times
 #   vmaf         cuda_kernels vmaf::, vmaf_cuda, vmaf_element; vmaf_reference on the CUDA
 #                backend with the FFmpeg cache
 #   element      the element's suites with backend=cuda (element, harness, hardening,
@@ -52,6 +56,8 @@
 #                 FFmpeg outputs of vmaf_reference and butteraugli_crate, which the machine
 #                 cannot make (11 and 4 MiB): `scripts/gpu-all.sh pack-ffmpeg-cache` runs those
 #                 tests here with GPUMETRICS_FFMPEG_CACHE (engine/tests/common)
+#   ffmpeg-cache-blackfreeze.tar.xz  (blackfreeze) the FFmpeg outputs of black_freeze_ffmpeg
+#                 (1.5 MiB), made the same way
 #   whl           (ssim) the pytorch-msssim wheel
 #   lv            (libvmaf) laid out by hand, see step_libvmaf
 #
@@ -67,7 +73,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 d=.gpu/all
 B=$d/bin
-ALL_STEPS="selftest psnr ssim ssimulacra2 butteraugli siti vmaf element throughput cudamem colour cli libvmaf"
+ALL_STEPS="selftest psnr ssim ssimulacra2 butteraugli siti blackfreeze vmaf element throughput cudamem colour cli libvmaf"
 
 # ---------------------------------------------------------------------------------------------
 # Packing (this machine)
@@ -82,6 +88,7 @@ bins() {
     ssimulacra2) echo $e:test:cuda_kernels $e:test:ssimulacra2_cuda $e:bench:throughput $e:example:bench_crates $g:test:ssimulacra2_element ;;
     butteraugli) echo $e:test:cuda_kernels $e:test:butteraugli_cuda $e:test:butteraugli_crate $e:bench:throughput $e:example:bench_crates $g:test:butteraugli_element ;;
     siti) echo $e:test:cuda_kernels $e:bench:throughput ;;
+    blackfreeze) echo $e:test:cuda_kernels $e:test:black_freeze_ffmpeg $e:bench:throughput ;;
     vmaf) echo $e:test:cuda_kernels $e:test:vmaf_cuda $e:test:vmaf_reference $e:bench:throughput $g:test:vmaf_element ;;
     element) echo $g:test:element $g:test:harness $g:test:hardening $g:test:cuda_context $g:test:no_gstcuda $g:test:reliability $g:test:monitoring $g:test:roi ;;
     throughput) echo $e:bench:throughput ;;
@@ -96,13 +103,13 @@ inputs() {
   case $1 in
     cudamem | colour | cli) echo "$1" ;;
     ssim) echo whl ;;
-    butteraugli | vmaf) echo "ffmpeg-cache-$1.tar.xz" ;;
+    butteraugli | vmaf | blackfreeze) echo "ffmpeg-cache-$1.tar.xz" ;;
     libvmaf) echo lv ;;
   esac
 }
 
 # Whether a step runs GStreamer (the plugin and the kit are packed for it).
-uses_gst() { case $1 in selftest | throughput | libvmaf) return 1 ;; *) return 0 ;; esac; }
+uses_gst() { case $1 in selftest | throughput | libvmaf | blackfreeze) return 1 ;; *) return 0 ;; esac; }
 
 pack() {
   set -e
@@ -218,7 +225,7 @@ case ${1:-} in
   pack-ffmpeg-cache)
     set -e
     mkdir -p .gpu/inputs
-    for t in vmaf:vmaf_reference butteraugli:butteraugli_crate; do
+    for t in vmaf:vmaf_reference butteraugli:butteraugli_crate blackfreeze:black_freeze_ffmpeg; do
       cache=$(mktemp -d)
       GPUMETRICS_FFMPEG_CACHE=$cache cargo test --release -p gpumetrics-engine --test "${t#*:}"
       tar -cJf ".gpu/inputs/ffmpeg-cache-${t%%:*}.tar.xz" -C "$cache" .
@@ -325,6 +332,18 @@ step_siti() {
   kernels siti
   throughput siti
   ncu_kernels siti_ 4 siti
+}
+
+step_blackfreeze() {
+  kernels black
+  kernels freeze
+  local cache
+  if cache=$(ffmpeg_cache blackfreeze) && need $B/black_freeze_ffmpeg; then
+    step "black and freeze on the CUDA backend vs FFmpeg 5.1 (black_freeze_ffmpeg, cached FFmpeg outputs)"
+    GPUMETRICS_FFMPEG_CACHE=$cache run $B/black_freeze_ffmpeg --ignored --nocapture --test-threads 1
+  fi
+  throughput black,freeze
+  ncu_kernels "(black|freeze)_" 4 black,freeze
 }
 
 step_psnr() {

@@ -1,16 +1,35 @@
-//! PLACEHOLDER until the black/freeze detectors land (branch nr-bf replaces this file).
+//! Events: intervals that the no-reference metrics find in a stream, as FFmpeg 5.1's
+//! detectors report them: black intervals (`blackdetect`'s `black_start` / `black_end`)
+//! and frozen intervals (`freezedetect`'s `freeze_start` / `freeze_end`), on each input.
+//!
+//! The detectors read the records the engine produces (the `black` and `freeze-diff`
+//! fields and their `ref-` twins) with the frames' running times: a front end (the element,
+//! the command) feeds every record to [`Events::frame`], in order, and posts the events it
+//! gets. Each detector lives next to its metric (`metric::black::events`,
+//! `metric::freeze::events`, where their rules are written out); this module is the front
+//! that builds them for the requested metrics.
+//!
+//! An interval's [`EventState::Start`] comes as soon as the interval is known to be
+//! reported (it always precedes its [`EventState::End`], and no `Start` comes for an
+//! interval that will not be reported); its `End` comes at the first frame after it, or at
+//! [`Events::finish`] for an interval still open at the end of the stream.
 
 use crate::error::EngineError;
-use crate::metric::Options;
+use crate::metric::{Options, black, freeze};
 use crate::metrics::MetricSet;
 use crate::scores::Scores;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// What an interval is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum EventKind {
+    /// Black frames (blackdetect).
     Black,
+    /// Frozen frames (freezedetect).
     Freeze,
 }
+
 impl EventKind {
+    /// `black` or `freeze`.
     pub fn name(self) -> &'static str {
         match self {
             EventKind::Black => "black",
@@ -18,12 +37,16 @@ impl EventKind {
         }
     }
 }
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+
+/// Which end of an interval an event marks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum EventState {
     Start,
     End,
 }
+
 impl EventState {
+    /// `start` or `end`.
     pub fn name(self) -> &'static str {
         match self {
             EventState::Start => "start",
@@ -31,36 +54,231 @@ impl EventState {
         }
     }
 }
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+
+/// The input an interval was found on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Input {
     Reference,
     Distorted,
 }
+
 impl Input {
+    /// `ref` or `dist`.
     pub fn name(self) -> &'static str {
         match self {
             Input::Reference => "ref",
             Input::Distorted => "dist",
         }
     }
+
+    /// The name of a no-reference field on this input: `field` on the distorted input,
+    /// `ref-field` on the reference.
+    pub(crate) fn field(self, names: [&'static str; 2]) -> &'static str {
+        match self {
+            Input::Distorted => names[0],
+            Input::Reference => names[1],
+        }
+    }
 }
-#[derive(Clone, Debug, PartialEq)]
+
+/// One end of an interval.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Event {
     pub kind: EventKind,
     pub state: EventState,
     pub input: Input,
+    /// ns. `Start`: the running time of the interval's first frame; `End`: that of the
+    /// first frame after the interval (or the end of the stream).
     pub running_time: u64,
+    /// ns, the interval's length (`End` minus `Start` running time): on `End` only.
     pub duration: Option<u64>,
 }
-pub struct Events;
+
+/// One detector: one metric's intervals on one input.
+pub(crate) trait Detector: Send {
+    /// One record, with its frame's running time and duration (ns).
+    fn frame(
+        &mut self,
+        scores: &Scores,
+        running_time: u64,
+        duration: Option<u64>,
+        out: &mut Vec<Event>,
+    );
+    /// End of stream at `end` (ns).
+    fn finish(&mut self, end: u64, out: &mut Vec<Event>);
+    /// A flush: forget open intervals.
+    fn reset(&mut self);
+}
+
+/// The detectors of one metric for the inputs given, if the metric is in the set.
+type Source = fn(MetricSet, &Options, &[Input]) -> Result<Vec<Box<dyn Detector>>, EngineError>;
+
+/// The metrics with events, in registry order.
+const SOURCES: &[Source] = &[black::events::detectors, freeze::events::detectors];
+
+/// The event detectors of an engine's metrics.
+pub struct Events {
+    detectors: Vec<Box<dyn Detector>>,
+}
+
 impl Events {
-    pub fn new(_set: MetricSet, _o: &Options, _r: bool) -> Result<Events, EngineError> {
-        Ok(Events)
+    /// Detectors for the requested metrics that have events (black, freeze), on the
+    /// distorted input and, when `with_reference`, on the reference input too.
+    pub fn new(
+        set: MetricSet,
+        options: &Options,
+        with_reference: bool,
+    ) -> Result<Events, EngineError> {
+        let inputs: &[Input] = if with_reference {
+            &[Input::Distorted, Input::Reference]
+        } else {
+            &[Input::Distorted]
+        };
+        let mut detectors = Vec::new();
+        for source in SOURCES {
+            detectors.extend(source(set, options, inputs)?);
+        }
+        Ok(Events { detectors })
     }
+
+    /// No detector: no metric with events was requested.
     pub fn is_empty(&self) -> bool {
-        true
+        self.detectors.is_empty()
     }
-    pub fn frame(&mut self, _s: &Scores, _t: u64, _d: Option<u64>, _out: &mut Vec<Event>) {}
-    pub fn finish(&mut self, _end: u64, _out: &mut Vec<Event>) {}
-    pub fn reset(&mut self) {}
+
+    /// One record (a frame of each input), in order: its fields, the frame's running time
+    /// and duration (ns).
+    pub fn frame(
+        &mut self,
+        scores: &Scores,
+        running_time: u64,
+        duration: Option<u64>,
+        out: &mut Vec<Event>,
+    ) {
+        for d in &mut self.detectors {
+            d.frame(scores, running_time, duration, out);
+        }
+    }
+
+    /// End of stream at `end` (ns): intervals still open that qualify end here.
+    pub fn finish(&mut self, end: u64, out: &mut Vec<Event>) {
+        for d in &mut self.detectors {
+            d.finish(end, out);
+        }
+    }
+
+    /// A flush: forget open intervals (no events).
+    pub fn reset(&mut self) {
+        for d in &mut self.detectors {
+            d.reset();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metric::OptionValue;
+
+    fn scores(fields: &[(&'static str, f64)]) -> Scores {
+        let mut s = Scores::new();
+        for &(n, v) in fields {
+            s.push(n, v);
+        }
+        s
+    }
+
+    #[test]
+    fn detectors_per_metric_and_input_in_record_order() {
+        let o = Options::new();
+        assert!(Events::new(MetricSet::PSNR, &o, true).unwrap().is_empty());
+        let both = black::FLAG | freeze::FLAG;
+        assert_eq!(Events::new(both, &o, true).unwrap().detectors.len(), 4);
+        assert_eq!(Events::new(both, &o, false).unwrap().detectors.len(), 2);
+        assert_eq!(
+            Events::new(freeze::FLAG, &o, false)
+                .unwrap()
+                .detectors
+                .len(),
+            1
+        );
+        assert_eq!(
+            (
+                EventKind::Freeze.name(),
+                EventState::End.name(),
+                Input::Reference.name()
+            ),
+            ("freeze", "end", "ref")
+        );
+    }
+
+    #[test]
+    fn both_inputs_at_once_and_eos() {
+        let o = Options::new()
+            .with("black-min-duration", OptionValue::Float(0.0))
+            .unwrap()
+            .with("freeze-min-duration", OptionValue::Float(0.0))
+            .unwrap();
+        let mut e = Events::new(black::FLAG | freeze::FLAG, &o, true).unwrap();
+        let mut out = Vec::new();
+        // Frame 0: the distorted is black, the reference not; no freeze value yet.
+        e.frame(
+            &scores(&[("black", 1.0), ("ref-black", 0.0)]),
+            0,
+            Some(10),
+            &mut out,
+        );
+        assert_eq!(out.len(), 1);
+        assert_eq!(
+            (out[0].kind, out[0].input, out[0].state),
+            (EventKind::Black, Input::Distorted, EventState::Start)
+        );
+        out.clear();
+        // Frame 1: both frozen; the reference is black now.
+        let s = scores(&[
+            ("black", 1.0),
+            ("ref-black", 0.99),
+            ("freeze-diff", 0.0),
+            ("ref-freeze-diff", 0.0005),
+        ]);
+        e.frame(&s, 10, Some(10), &mut out);
+        let got: Vec<_> = out
+            .iter()
+            .map(|v| (v.kind, v.input, v.state, v.running_time))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (EventKind::Black, Input::Reference, EventState::Start, 10),
+                (EventKind::Freeze, Input::Distorted, EventState::Start, 0),
+                (EventKind::Freeze, Input::Reference, EventState::Start, 0),
+            ]
+        );
+        out.clear();
+        e.finish(20, &mut out);
+        let got: Vec<_> = out
+            .iter()
+            .map(|v| (v.kind, v.input, v.running_time, v.duration))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (EventKind::Black, Input::Distorted, 20, Some(20)),
+                (EventKind::Black, Input::Reference, 20, Some(10)),
+                (EventKind::Freeze, Input::Distorted, 20, Some(20)),
+                (EventKind::Freeze, Input::Reference, 20, Some(20)),
+            ]
+        );
+        // Without the reference input its fields are not read.
+        let mut e = Events::new(black::FLAG, &o, false).unwrap();
+        out.clear();
+        e.frame(
+            &scores(&[("black", 0.0), ("ref-black", 1.0)]),
+            0,
+            None,
+            &mut out,
+        );
+        e.finish(5, &mut out);
+        assert!(out.is_empty(), "{out:?}");
+    }
 }

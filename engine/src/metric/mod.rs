@@ -8,8 +8,10 @@
 //! there. (libvmaf's feature-extractor table is the model: one entry per extractor, which
 //! may provide several metrics, as SSIM and MS-SSIM share one pass here.)
 
+pub mod black;
 pub mod butteraugli;
 pub mod field;
+pub mod freeze;
 pub mod option;
 pub mod psnr;
 pub(crate) mod single;
@@ -180,6 +182,8 @@ pub(crate) const REGISTRY: &[Entry] = &[
     ssimulacra2::ENTRY,
     butteraugli::ENTRY,
     siti::ENTRY,
+    black::ENTRY,
+    freeze::ENTRY,
     vmaf::ENTRY,
 ];
 

@@ -31,8 +31,10 @@ macro_rules! gpu_tests {
 }
 pub(crate) use gpu_tests;
 
+mod black;
 mod butteraugli;
 mod engine;
+mod freeze;
 mod psnr;
 mod selftest;
 mod siti;
@@ -58,6 +60,8 @@ const CHECKS: &[&[(&[&str], Check)]] = &[
     ssimulacra2::CHECKS,
     butteraugli::CHECKS,
     siti::CHECKS,
+    black::CHECKS,
+    freeze::CHECKS,
     vmaf::CHECKS,
     selftest::CHECKS,
 ];

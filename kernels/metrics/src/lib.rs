@@ -24,9 +24,11 @@ macro_rules! unroll {
     };
 }
 
+pub mod black;
 pub mod butteraugli;
 pub mod channel;
 pub mod color;
+pub mod freeze;
 pub mod psnr;
 pub mod selftest;
 pub mod siti;

@@ -1,0 +1,114 @@
+//! Black on the GPU, one state per input: per frame one `black_count` launch (a partial
+//! count per block) and one copy of those counts, which the host adds. Buffers are
+//! allocated once, for the side's layout.
+
+use cudarc::driver::{DriverError, LaunchConfig};
+
+use super::BLACK;
+use crate::cuda::{DeviceBuffer, Gpu, PinnedBuffer};
+use crate::error::EngineError;
+use crate::frame::PlanePtrs;
+use crate::metric::single::{CudaSingle, Side};
+use crate::metric::temporal::Restart;
+use crate::plan::Plan;
+use crate::scores::Scores;
+use gpumetrics_kernels::black::{self, BlackLuma};
+
+pub(super) struct Black {
+    /// One count per block.
+    partials: DeviceBuffer<u32>,
+    /// The counts, back on the host.
+    host: PinnedBuffer<u32>,
+    width: u32,
+    height: u32,
+    blocks: u32,
+    threshold: u32,
+}
+
+impl Black {
+    pub(super) fn new(
+        gpu: &Gpu,
+        plan: &Plan,
+        side: Side,
+        threshold: u32,
+    ) -> Result<Black, DriverError> {
+        let layout = side.layout(plan);
+        let blocks = black::blocks(layout.height);
+        Ok(Black {
+            partials: DeviceBuffer::zeroed(&gpu.stream, blocks as usize)?,
+            // SAFETY: written by the copy in `count` before it is read.
+            host: unsafe { PinnedBuffer::new(&gpu.ctx, blocks as usize, 0) }?,
+            width: layout.width,
+            height: layout.height,
+            blocks,
+            threshold,
+        })
+    }
+
+    /// Why `l` is not a frame these buffers were made for, if it is not.
+    fn mismatch(&self, l: &BlackLuma) -> Option<String> {
+        if (l.width, l.height) != (self.width, self.height) {
+            return Some(format!(
+                "a {}x{} luma plane for buffers of {}x{}",
+                l.width, l.height, self.width, self.height
+            ));
+        }
+        let c = &l.chan;
+        let row = (l.width as u64 - 1) * c.step as u64 + c.sample_bytes as u64;
+        if c.ptr == 0 || (l.height > 1 && (c.pitch as u64) < row) {
+            return Some(format!(
+                "a luma plane at {:#x} with pitch {} (rows need {row} bytes)",
+                c.ptr, c.pitch
+            ));
+        }
+        None
+    }
+
+    /// Queues the count and its copy, waits, and adds the blocks' counts.
+    fn count(&mut self, gpu: &Gpu, l: BlackLuma) -> Result<u64, DriverError> {
+        let cfg = LaunchConfig {
+            grid_dim: (self.blocks, 1, 1),
+            block_dim: (black::BLOCK, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let out = self.partials.as_mut();
+        // SAFETY: `l` was validated against the plan's layout by the backend and against
+        // these buffers by `mismatch`; `partials` holds one value per block of the grid; the
+        // copy follows the kernel on the stream and the host reads after synchronising.
+        unsafe {
+            gpu.kernels.black_count(&gpu.stream, cfg, l, out)?;
+            self.host.copy_from_device(out.as_raw(), &gpu.stream)?;
+        }
+        gpu.stream.synchronize()?;
+        // SAFETY: the copy completed.
+        Ok(unsafe { self.host.as_slice() }
+            .iter()
+            .map(|&n| n as u64)
+            .sum())
+    }
+}
+
+impl CudaSingle for Black {
+    fn measure(
+        &mut self,
+        gpu: &Gpu,
+        plan: &Plan,
+        side: Side,
+        frame: &PlanePtrs,
+        out: &mut Scores,
+    ) -> Result<(), EngineError> {
+        let l = super::luma(plan, side, frame, self.threshold);
+        if let Some(why) = self.mismatch(&l) {
+            return Err(EngineError::InvalidFrame(format!("black: {why}")));
+        }
+        let n = self
+            .count(gpu, l)
+            .map_err(|e| EngineError::Cuda(format!("running black: {e}")))?;
+        out.push(side.name(BLACK), black::ratio(n, self.width, self.height));
+        Ok(())
+    }
+}
+
+impl Restart for Black {
+    fn restart(&mut self) {}
+}

@@ -1,0 +1,345 @@
+//! Freeze: the mean absolute difference of a frame against a reference frame, FFmpeg 5.1's
+//! `freezedetect` measure (`is_frozen`):
+//!
+//! * over every plane: each channel of the format, `width` samples per row (chroma widths
+//!   rounded up, as FFmpeg's line sizes are) and `height` rows (chroma heights
+//!   `h >> log2_chroma_h`, rounded **down**, as freezedetect takes them: the last chroma row
+//!   of an odd-height 4:2:0 frame is left out);
+//! * the integer sum of `|cur − ref|` over those samples, divided in f64 by their count and
+//!   by 2^depth ([`mafd`]).
+//!
+//! The reference frame is the last frame that was not frozen (the engine decides, from the
+//! value and the noise threshold); it is kept as u16 samples, channel after channel, row
+//! pitch `width` ([`FreezeFrame::offset`]). While summing, every sample of the frame is also
+//! written into a spare buffer of the same layout, so a frame that becomes the reference
+//! costs no second pass: the caller swaps the two buffers.
+//!
+//! One code path for the host and the GPU: [`sad_row`] is one row on the CPU backend; the
+//! GPU kernel (`kernels.rs`: `freeze_sad`) runs [`thread_sad`] in every thread ([`BLOCK`]
+//! threads per block, [`blocks`] blocks striding over the rows of all channels in turn) and
+//! writes one partial sum per block. Sums are integers, so both backends agree bit for bit.
+
+mod kernels;
+
+use crate::channel::{Channel, load};
+
+/// Threads per block of `freeze_sad`.
+pub const BLOCK: u32 = 256;
+/// Warps per block.
+pub const WARPS: usize = BLOCK as usize / 32;
+/// Most blocks of one launch: blocks stride over the rows, so this bounds the partials.
+pub const MAX_BLOCKS: u32 = 1024;
+
+/// Blocks of the `freeze_sad` launch for `rows` rows in all (one per row, at most
+/// [`MAX_BLOCKS`]); each writes one partial sum.
+pub const fn blocks(rows: u32) -> u32 {
+    if rows == 0 {
+        1
+    } else if rows > MAX_BLOCKS {
+        MAX_BLOCKS
+    } else {
+        rows
+    }
+}
+
+/// One frame's channels as freeze reads them. Crosses the kernel boundary by value.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FreezeFrame {
+    /// The channels (samples at their depth: `Channel::shift` applied); the first
+    /// `planes` are used.
+    pub chans: [Channel; 3],
+    /// Samples per row of each channel.
+    pub width: [u32; 3],
+    /// Rows of each channel that are measured.
+    pub height: [u32; 3],
+    /// Channels used: 1 (gray) or 3.
+    pub planes: u32,
+    /// Rows of all used channels together, `Σ height`.
+    pub rows: u32,
+    /// Where each channel starts in the reference and spare buffers, in samples.
+    pub offset: [u32; 3],
+    pub _pad: u32,
+}
+
+impl FreezeFrame {
+    /// Samples measured: `Σ width · height` (FFmpeg's `count`), also the length of the
+    /// reference buffer.
+    pub fn count(&self) -> u64 {
+        (0..self.planes as usize)
+            .map(|c| self.width[c] as u64 * self.height[c] as u64)
+            .sum()
+    }
+
+    /// Sets `rows` and `offset` from `planes`, `width` and `height`.
+    pub fn with_offsets(mut self) -> FreezeFrame {
+        let (mut rows, mut at) = (0u32, 0u32);
+        for c in 0..self.planes as usize {
+            self.offset[c] = at;
+            at += self.width[c] * self.height[c];
+            rows += self.height[c];
+        }
+        self.rows = rows;
+        self
+    }
+
+    /// The channel and its row of row `r` of all channels in turn (`r < rows`). Written
+    /// with constant indices (no loop over the arrays), so that the GPU keeps the struct in
+    /// registers and parameter space rather than copying it to local memory.
+    #[inline(always)]
+    pub fn locate(&self, r: u32) -> (usize, u32) {
+        if r < self.height[0] {
+            (0, r)
+        } else if r - self.height[0] < self.height[1] {
+            (1, r - self.height[0])
+        } else {
+            (2, r - self.height[0] - self.height[1])
+        }
+    }
+
+    /// Channel `c`, its width and its offset in the reference layout (constant indices, as
+    /// [`FreezeFrame::locate`]).
+    #[inline(always)]
+    pub fn plane(&self, c: usize) -> (Channel, u32, u32) {
+        match c {
+            0 => (self.chans[0], self.width[0], self.offset[0]),
+            1 => (self.chans[1], self.width[1], self.offset[1]),
+            _ => (self.chans[2], self.width[2], self.offset[2]),
+        }
+    }
+}
+
+/// Start of row `y` of channel `ch`.
+#[inline(always)]
+pub fn row_ptr(ch: &Channel, y: u32) -> *const u8 {
+    (ch.ptr + y as u64 * ch.pitch as u64) as *const u8
+}
+
+/// One sample's absolute difference.
+#[inline(always)]
+pub fn abs_diff(cur: u32, reference: u16) -> u32 {
+    let r = reference as u32;
+    cur.abs_diff(r)
+}
+
+/// Row `y` of channel `c`: the sum of `|cur − reference[x]|` (0 when `first`: there is no
+/// reference), and every sample written to `spare[x]`.
+///
+/// # Safety
+/// `f` must describe readable memory, `y < f.height[c]`; `reference` (unless `first`) and
+/// `spare` must hold `f.width[c]` values.
+#[inline]
+pub unsafe fn sad_row(
+    f: &FreezeFrame,
+    c: usize,
+    y: u32,
+    reference: *const u16,
+    spare: *mut u16,
+    first: bool,
+) -> u64 {
+    let (ch, width, _) = f.plane(c);
+    let row = row_ptr(&ch, y);
+    let mut s = 0u64;
+    for x in 0..width as usize {
+        let cur = unsafe { load(row, x as u32, &ch) };
+        if !first {
+            s += abs_diff(cur, unsafe { *reference.add(x) }) as u64;
+        }
+        unsafe { *spare.add(x) = cur as u16 };
+    }
+    s
+}
+
+/// One GPU thread's share of a frame: thread `thread` of block `block` of `blocks` visits
+/// rows `block, block + blocks, ..` of all channels in turn ([`FreezeFrame::locate`]) and
+/// in each the columns `thread, thread + BLOCK, ..`, summing the absolute differences with
+/// `reference` (none when `first`) and writing each sample to `spare`.
+///
+/// # Safety
+/// `f` must describe readable memory; `reference` (unless `first`) and `spare` must hold
+/// [`FreezeFrame::count`] values laid out as [`FreezeFrame::offset`] says, and no other
+/// thread may write this thread's samples of `spare` during the call.
+#[inline(always)]
+pub unsafe fn thread_sad(
+    f: &FreezeFrame,
+    reference: *const u16,
+    spare: *mut u16,
+    first: bool,
+    block: u32,
+    blocks: u32,
+    thread: u32,
+) -> u64 {
+    let mut s = 0u64;
+    let mut r = block;
+    while r < f.rows {
+        let (c, y) = f.locate(r);
+        let (ch, width, offset) = f.plane(c);
+        let row = row_ptr(&ch, y);
+        let at = offset as usize + y as usize * width as usize;
+        let mut x = thread;
+        while x < width {
+            let cur = unsafe { load(row, x, &ch) };
+            let i = at + x as usize;
+            if !first {
+                s += abs_diff(cur, unsafe { *reference.add(i) }) as u64;
+            }
+            unsafe { *spare.add(i) = cur as u16 };
+            x += BLOCK;
+        }
+        r += blocks;
+    }
+    s
+}
+
+/// FFmpeg's `mafd`: the sum of absolute differences over `count` samples of `depth` bits,
+/// `sad / count / 2^depth` in f64.
+#[inline(always)]
+pub fn mafd(sad: u64, count: u64, depth: u32) -> f64 {
+    sad as f64 / count as f64 / (1u64 << depth) as f64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::vec;
+    use std::vec::Vec;
+
+    fn chan(data: &[u8], pitch: u32, bytes: u32) -> Channel {
+        Channel {
+            ptr: data.as_ptr() as u64,
+            pitch,
+            step: bytes,
+            sample_bytes: bytes,
+            shift: 0,
+            max: if bytes == 1 { 255 } else { 1023 },
+            _pad: 0,
+        }
+    }
+
+    /// A 3-channel frame: luma `w`×`h`, chroma `cw`×`ch`, 8-bit, tight pitches.
+    fn frame(y: &[u8], u: &[u8], v: &[u8], w: u32, h: u32, cw: u32, ch: u32) -> FreezeFrame {
+        FreezeFrame {
+            chans: [chan(y, w, 1), chan(u, cw, 1), chan(v, cw, 1)],
+            width: [w, cw, cw],
+            height: [h, ch, ch],
+            planes: 3,
+            ..Default::default()
+        }
+        .with_offsets()
+    }
+
+    fn host_sad(f: &FreezeFrame, reference: &[u16], spare: &mut [u16], first: bool) -> u64 {
+        let mut s = 0;
+        for c in 0..f.planes as usize {
+            for y in 0..f.height[c] {
+                let at = f.offset[c] as usize + (y * f.width[c]) as usize;
+                s += unsafe {
+                    sad_row(
+                        f,
+                        c,
+                        y,
+                        reference[at..].as_ptr(),
+                        spare[at..].as_mut_ptr(),
+                        first,
+                    )
+                };
+            }
+        }
+        s
+    }
+
+    #[test]
+    fn layout_rows_and_count() {
+        let (y, u) = (vec![0u8; 35], vec![0u8; 8]);
+        // 7x5 4:2:0 as freezedetect reads it: chroma 4 wide, 5 >> 1 = 2 rows.
+        let f = frame(&y, &u, &u, 7, 5, 4, 2);
+        assert_eq!(f.rows, 9);
+        assert_eq!(f.offset, [0, 35, 43]);
+        assert_eq!(f.count(), 35 + 8 + 8);
+        assert_eq!(f.locate(4), (0, 4));
+        assert_eq!(f.locate(5), (1, 0));
+        assert_eq!(f.locate(8), (2, 1));
+    }
+
+    #[test]
+    fn sad_against_the_reference_and_the_spare_copy() {
+        let y0 = [10u8, 20, 30, 40];
+        let y1 = [12u8, 20, 25, 40];
+        let c0 = [128u8];
+        let c1 = [130u8];
+        let f0 = frame(&y0, &c0, &c0, 2, 2, 1, 1);
+        let f1 = frame(&y1, &c1, &c0, 2, 2, 1, 1);
+        let n = f0.count() as usize;
+        let (mut reference, mut spare) = (vec![0u16; n], vec![0u16; n]);
+        assert_eq!(host_sad(&f0, &reference, &mut spare, true), 0);
+        core::mem::swap(&mut reference, &mut spare);
+        assert_eq!(reference, [10, 20, 30, 40, 128, 128]);
+        let s = host_sad(&f1, &reference, &mut spare, false);
+        assert_eq!(s, 2 + 5 + 2);
+        assert_eq!(spare, [12, 20, 25, 40, 130, 128]);
+        assert_eq!(mafd(s, 6, 8), 9.0 / 6.0 / 256.0);
+    }
+
+    #[test]
+    fn threads_cover_every_sample_once_as_the_rows() {
+        let (w, h) = (301u32, 1400u32);
+        let (cw, ch) = (151u32, 700u32);
+        let mk = |n: u32, k: u32| -> Vec<u8> { (0..n).map(|i| (i * k % 251) as u8).collect() };
+        let (y, u, v) = (mk(w * h, 7), mk(cw * ch, 3), mk(cw * ch, 5));
+        let (y2, u2, v2) = (mk(w * h, 11), mk(cw * ch, 13), mk(cw * ch, 2));
+        let f = frame(&y, &u, &v, w, h, cw, ch);
+        let g = frame(&y2, &u2, &v2, w, h, cw, ch);
+        let n = f.count() as usize;
+        let mut reference = vec![0u16; n];
+        let mut spare = vec![0u16; n];
+        host_sad(&f, &reference, &mut spare, true);
+        core::mem::swap(&mut reference, &mut spare);
+        let want = host_sad(&g, &reference, &mut spare, false);
+        let mut spare_gpu = vec![0u16; n];
+        let b = blocks(g.rows);
+        assert_eq!(b, MAX_BLOCKS);
+        let mut got = 0;
+        for blk in 0..b {
+            for t in 0..BLOCK {
+                got += unsafe {
+                    thread_sad(
+                        &g,
+                        reference.as_ptr(),
+                        spare_gpu.as_mut_ptr(),
+                        false,
+                        blk,
+                        b,
+                        t,
+                    )
+                };
+            }
+        }
+        assert_eq!(got, want);
+        assert_eq!(spare_gpu, spare);
+        assert!(want > 0);
+    }
+
+    #[test]
+    fn sixteen_bit_extremes() {
+        let a: Vec<u8> = [0u16, 65535].iter().flat_map(|s| s.to_le_bytes()).collect();
+        let b: Vec<u8> = [65535u16, 0].iter().flat_map(|s| s.to_le_bytes()).collect();
+        let one = |d: &[u8]| {
+            FreezeFrame {
+                chans: [chan(d, 4, 2), Channel::default(), Channel::default()],
+                width: [2, 0, 0],
+                height: [1, 0, 0],
+                planes: 1,
+                ..Default::default()
+            }
+            .with_offsets()
+        };
+        let (fa, fb) = (one(&a), one(&b));
+        let mut reference = vec![0u16; 2];
+        let mut spare = vec![0u16; 2];
+        host_sad(&fa, &reference, &mut spare, true);
+        core::mem::swap(&mut reference, &mut spare);
+        let s = host_sad(&fb, &reference, &mut spare, false);
+        assert_eq!(s, 2 * 65535);
+        assert_eq!(mafd(s, 2, 16), 65535.0 / 65536.0);
+    }
+}
