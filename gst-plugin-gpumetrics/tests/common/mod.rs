@@ -25,6 +25,8 @@ pub struct Run {
     pub frames: Vec<FrameScores>,
     /// `gpumetrics-summary` messages.
     pub summaries: Vec<Summary>,
+    /// `gpumetrics-event` messages (black and freeze intervals).
+    pub events: Vec<gstgpumetrics::message::EventRecord>,
     /// First error: (message, debug).
     pub error: Option<(String, String)>,
     /// Element warnings of the gpumetrics element, in posting order.
@@ -132,6 +134,10 @@ pub fn run_prepared(
         }
         if let Some(s) = Summary::from_message(&msg) {
             run.summaries.push(s);
+            continue;
+        }
+        if let Some(e) = gstgpumetrics::message::EventRecord::from_message(&msg) {
+            run.events.push(e);
             continue;
         }
         match msg.view() {
