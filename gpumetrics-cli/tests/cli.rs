@@ -258,7 +258,7 @@ fn all_metrics() {
         .filter(|n| !n.ends_with("-r") && !n.ends_with("-g") && !n.ends_with("-b"))
         .map(String::from)
         .collect();
-    assert_eq!(metric::all().count(), 7, "the registry's metrics changed");
+    assert_eq!(metric::all().count(), 11, "the registry's metrics changed");
     assert_eq!(table_fields(&out), expected, "{out}");
     // A real encode (80 kbit/s H.264): every mean finite and off its metric's identical
     // value. Measured here: PSNR 35.0-37.0 dB, MSE 13-21, SSIM 0.960-0.972, MS-SSIM 0.992,
@@ -275,6 +275,12 @@ fn all_metrics() {
             // SI/TI of each input (no reference); TI's mean includes the first frame's 0.
             "si" | "ref-si" => 1.0..300.0,
             "ti" | "ref-ti" => 0.01..100.0,
+            // No black pixels in this content; the frames move (freeze-diff is absent on the
+            // first frame), are sharp-edged (blur in pixels) and mildly blocky.
+            "black" | "ref-black" => 0.0..0.5,
+            "freeze-diff" | "ref-freeze-diff" => 0.001..0.5,
+            "blur" | "ref-blur" => 1.0..30.0,
+            "blockiness" | "ref-blockiness" => 0.5..10.0,
             "vmaf-motion2" => 0.1..20.0,
             "ssim" | "ms-ssim" => 0.5..1.0,
             _ if f.starts_with("psnr-") => 25.0..50.0,

@@ -5,13 +5,16 @@
  * SECTION:element-gpumetrics
  *
  * Compares a distorted video (`dist_sink`) with its reference (`ref_sink`) frame by frame and
- * reports quality metrics (PSNR, SSIM, MS-SSIM, SSIMULACRA2, Butteraugli, VMAF) per pair as
+ * reports quality metrics (PSNR, SSIM, MS-SSIM, SSIMULACRA2, Butteraugli, VMAF) per pair, and
+ * no-reference checks on each input (blur, blockiness, SITI, black, freeze; `ref-` fields for
+ * the reference; black and freeze intervals as `gpumetrics-event` messages), as
  * `gpumetrics` element messages and as `GstGpuMetricsMeta` custom meta on the outgoing
  * buffer, optionally to a stats file (jsonl/csv/json), and the pooled `gpumetrics-summary`
  * message at EOS. The distorted stream
  * leaves through `src` unchanged. Frames are paired by running time (within half a frame
  * duration, or `pairing-tolerance`) or by sequence; frames without a partner are counted as
- * unmatched, never compared with another frame.
+ * unmatched, never compared with another frame. With `ref_sink` not linked, `dist_sink` is
+ * measured alone with the no-reference metrics.
  *
  * ## Example launch line
  * ```text
