@@ -606,6 +606,12 @@ mod tests {
                 episodes: 2,
                 seconds: 3.5,
             }],
+            events: vec![EventCount {
+                event: "black".into(),
+                input: "ref".into(),
+                intervals: 2,
+                seconds: 4.8,
+            }],
             fields: vec![
                 ("psnr-y".into(), st),
                 (
@@ -627,6 +633,19 @@ mod tests {
                 .has_field("harmonic-mean")
         );
         assert_eq!(Summary::from_structure(&s).unwrap(), sum);
+        for duration in [None, Some(2_400_000_000)] {
+            let e = EventRecord {
+                event: "freeze".into(),
+                state: if duration.is_some() { "end" } else { "start" }.into(),
+                input: "dist".into(),
+                running_time: 40_000_000,
+                duration,
+            };
+            let es = e.to_structure();
+            assert_eq!(es.name(), EVENT_MESSAGE_NAME);
+            assert_eq!(es.has_field("duration"), duration.is_some());
+            assert_eq!(EventRecord::from_structure(&es).unwrap(), e);
+        }
         let w = Window {
             start: 1_000_000_000,
             end: 2_000_000_000,

@@ -31,7 +31,7 @@ use prometheus_client::registry::{Registry, Unit};
 
 use super::{Env, Pair, Side, Sink};
 use crate::gpumetrics::CAT;
-use crate::message::{AlertChange, AlertState, Window};
+use crate::message::{AlertChange, AlertState, EventRecord, Window};
 
 /// Upper bounds (seconds) of `gpumetrics_scoring_seconds`: 0.1 ms to 1 s, three per decade.
 const SCORING_BUCKETS: [f64; 13] = [
@@ -66,6 +66,15 @@ struct RuleLabels {
     rule: String,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct EventLabels {
+    element: String,
+    /// `black` or `freeze`.
+    event: String,
+    /// `dist` or `ref`.
+    input: String,
+}
+
 /// A gauge holding a double (a score may be +inf).
 type Value = Gauge<f64, AtomicU64>;
 
@@ -84,6 +93,8 @@ struct Families {
     window_mean: Family<FieldLabels, Value>,
     alert_active: Family<RuleLabels, Gauge>,
     alerts: Family<RuleLabels, Counter>,
+    event_active: Family<EventLabels, Gauge>,
+    events: Family<EventLabels, Counter>,
     scoring: Family<ElementLabels, Histogram, fn() -> Histogram>,
 }
 
@@ -99,6 +110,8 @@ impl Families {
             window_mean: Family::default(),
             alert_active: Family::default(),
             alerts: Family::default(),
+            event_active: Family::default(),
+            events: Family::default(),
             scoring: Family::new_with_constructor(scoring_histogram),
         };
         registry.register("gpumetrics_pairs", "Frame pairs scored", f.pairs.clone());
@@ -131,6 +144,16 @@ impl Families {
             "gpumetrics_alerts",
             "Times the alert rule was raised",
             f.alerts.clone(),
+        );
+        registry.register(
+            "gpumetrics_event_active",
+            "1 while a black or freeze interval is open on the input, else 0",
+            f.event_active.clone(),
+        );
+        registry.register(
+            "gpumetrics_events",
+            "Black or freeze intervals started on the input",
+            f.events.clone(),
         );
         registry.register_with_unit(
             "gpumetrics_scoring",
@@ -374,6 +397,8 @@ pub(crate) struct Prometheus {
     /// `gpumetrics_window_mean` per field of the latest window.
     means: Vec<(String, Value)>,
     rules: Vec<RuleSeries>,
+    /// The (event, input) series this element has set, to remove at its stop.
+    event_series: Vec<EventLabels>,
 }
 
 impl Prometheus {
@@ -447,6 +472,7 @@ impl Prometheus {
             scores: Vec::new(),
             means: Vec::new(),
             rules,
+            event_series: Vec::new(),
             families: f,
         })
     }
@@ -543,6 +569,25 @@ impl Sink for Prometheus {
         Ok(())
     }
 
+    fn event(&mut self, _env: &Env<'_>, event: &EventRecord) -> Result<(), gst::ErrorMessage> {
+        let labels = EventLabels {
+            element: self.element.clone(),
+            event: event.event.clone(),
+            input: event.input.clone(),
+        };
+        if !self.event_series.contains(&labels) {
+            self.event_series.push(labels.clone());
+        }
+        let active = self.families.event_active.get_or_create(&labels);
+        if event.state == "start" {
+            active.set(1);
+            self.families.events.get_or_create(&labels).inc();
+        } else {
+            active.set(0);
+        }
+        Ok(())
+    }
+
     fn alert(&mut self, _env: &Env<'_>, change: &AlertChange) -> Result<(), gst::ErrorMessage> {
         let series = self.rule(&change.rule);
         match change.state {
@@ -589,6 +634,10 @@ impl Drop for Prometheus {
             };
             f.alert_active.remove(&labels);
             f.alerts.remove(&labels);
+        }
+        for labels in &self.event_series {
+            f.event_active.remove(labels);
+            f.events.remove(labels);
         }
         if let Some(endpoint) = endpoints.get_mut(&self.address) {
             endpoint.elements.retain(|e| *e != self.element);
@@ -797,11 +846,26 @@ mod tests {
                 ..raised
             };
             sink.alert(env, &cleared).unwrap();
+            // A black interval on the reference: open, then closed; the count stays.
+            let black = |state: &str| EventRecord {
+                event: "black".into(),
+                state: state.into(),
+                input: "ref".into(),
+                running_time: 0,
+                duration: (state == "end").then_some(2_400_000_000),
+            };
+            sink.event(env, &black("start")).unwrap();
+            let body = metrics(&address);
+            let open = "gpumetrics_event_active{element=\"m\",event=\"black\",input=\"ref\"} 1";
+            assert!(body.lines().any(|l| l == open), "{body}");
+            sink.event(env, &black("end")).unwrap();
             let body = metrics(&address);
             assert!(!body.contains("gpumetrics_window_mean{"), "{body}");
             for line in [
                 "gpumetrics_alert_active{element=\"m\",rule=\"psnr-y<35\"} 0",
                 "gpumetrics_alerts_total{element=\"m\",rule=\"psnr-y<35\"} 1",
+                "gpumetrics_event_active{element=\"m\",event=\"black\",input=\"ref\"} 0",
+                "gpumetrics_events_total{element=\"m\",event=\"black\",input=\"ref\"} 1",
             ] {
                 assert!(body.lines().any(|l| l == line), "{line}:\n{body}");
             }
