@@ -832,6 +832,65 @@ mod tests {
     }
 
     #[test]
+    fn events_are_records_and_counted_in_the_summary() {
+        let ev = |state: &str, input: &str, duration| EventRecord {
+            event: "black".into(),
+            state: state.into(),
+            input: input.into(),
+            running_time: 2_000_000_000,
+            duration,
+        };
+        let with_events = Summary {
+            events: vec![crate::message::EventCount {
+                event: "black".into(),
+                input: "ref".into(),
+                intervals: 1,
+                seconds: 2.5,
+            }],
+            ..summary()
+        };
+        for format in [Format::Jsonl, Format::Json, Format::Csv] {
+            let mut w = StatsWriter::in_memory(format).columns(["psnr-y"]);
+            w.write_frame(&rec(0, 30.0)).unwrap();
+            w.write_event(&ev("start", "dist", None)).unwrap();
+            w.write_event(&ev("end", "ref", Some(2_500_000_000)))
+                .unwrap();
+            w.write_summary(&with_events).unwrap();
+            let text = String::from_utf8(w.into_inner()).unwrap();
+            match format {
+                Format::Csv => {
+                    assert!(text.contains("\nblack-start,,,2000000000,,,\n"), "{text}");
+                    assert!(
+                        text.contains("\nref-black-end,,,2000000000,2500000000,,\n"),
+                        "{text}"
+                    );
+                    assert!(
+                        text.contains("\nevents:ref-black,1,,,2500000000,"),
+                        "{text}"
+                    );
+                }
+                Format::Jsonl => {
+                    let v: Vec<Value> = text
+                        .lines()
+                        .map(|l| serde_json::from_str(l).unwrap())
+                        .collect();
+                    assert_eq!(v[1]["type"], "event");
+                    assert_eq!(v[1]["state"], "start");
+                    assert!(v[1].get("duration").is_none());
+                    assert_eq!(v[2]["input"], "ref");
+                    assert_eq!(v[2]["duration"], 2_500_000_000u64);
+                    assert_eq!(v[3]["events"][0]["intervals"], 1);
+                }
+                Format::Json => {
+                    let v: Value = serde_json::from_str(&text).unwrap();
+                    assert_eq!(v["frames"][1]["event"], "black");
+                    assert_eq!(v["summary"]["events"][0]["seconds"], 2.5);
+                }
+            }
+        }
+    }
+
+    #[test]
     fn json_summary_without_records_after_it_is_replaced() {
         let mut w = StatsWriter::in_memory(Format::Json);
         w.write_summary(&summary()).unwrap();
