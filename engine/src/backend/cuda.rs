@@ -225,7 +225,7 @@ impl Backend for CudaBackend {
         let r = if plan.has_reference {
             self.device_planes(reference, plan, 0)?
         } else {
-            d.clone()
+            d
         };
         if self.metrics.is_empty() {
             // Nothing waits for the uploads otherwise: surface their errors here.
@@ -236,6 +236,7 @@ impl Backend for CudaBackend {
                 .map_err(cuda_err("uploading frames"));
         }
         let gpu = &self.gpu;
+        self.metrics.each(|m| m.queue(gpu, plan, &r, &d))?;
         self.metrics
             .measure(scores, late, |m, out| m.measure(gpu, plan, &r, &d, out))
     }

@@ -64,6 +64,18 @@ pub(crate) trait CpuSingle: Send + Restart {
 /// A no-reference metric's per-plan state for one side, on the CUDA backend (its buffers
 /// allocated once, for the side's layout).
 pub(crate) trait CudaSingle: Send + Restart {
+    /// Queues the frame's kernels and result copy without waiting ([`CudaMetric::queue`]);
+    /// `measure` then waits and reads. The default queues nothing (all in `measure`).
+    fn queue(
+        &mut self,
+        _gpu: &Gpu,
+        _plan: &Plan,
+        _side: Side,
+        _frame: &PlanePtrs,
+    ) -> Result<(), EngineError> {
+        Ok(())
+    }
+
     /// Queues the metric's kernels for one validated device frame of `side` on the
     /// engine's stream, waits for its sums and appends its fields.
     fn measure(
@@ -147,6 +159,20 @@ impl<S: CpuSingle> CpuMetric for NoReference<S> {
 }
 
 impl<S: CudaSingle> CudaMetric for NoReference<S> {
+    fn queue(
+        &mut self,
+        gpu: &Gpu,
+        plan: &Plan,
+        r: &PlanePtrs,
+        d: &PlanePtrs,
+    ) -> Result<(), EngineError> {
+        self.distorted.queue(gpu, plan, Side::Distorted, d)?;
+        if let Some(s) = &mut self.reference {
+            s.queue(gpu, plan, Side::Reference, r)?;
+        }
+        Ok(())
+    }
+
     fn measure(
         &mut self,
         gpu: &Gpu,

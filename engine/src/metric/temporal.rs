@@ -182,6 +182,14 @@ impl<M: ?Sized + Sequenced> Lineup<M> {
         self.metrics.is_empty()
     }
 
+    /// Every metric, in order (e.g. to queue their work before any of them waits).
+    pub(crate) fn each(
+        &mut self,
+        mut f: impl FnMut(&mut M) -> Result<(), EngineError>,
+    ) -> Result<(), EngineError> {
+        self.metrics.iter_mut().try_for_each(|m| f(m))
+    }
+
     /// Lets every metric measure one pair: `f(metric, out)` with `out` the scores of this
     /// pair for metrics without lag, the late scores (of the pair `lag` pairs back) for
     /// temporal ones.

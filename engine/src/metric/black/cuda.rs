@@ -23,6 +23,8 @@ pub(super) struct Black {
     height: u32,
     blocks: u32,
     threshold: u32,
+    /// This frame's count and copy are queued ([`CudaSingle::queue`]), not read yet.
+    queued: bool,
 }
 
 impl Black {
@@ -42,6 +44,7 @@ impl Black {
             height: layout.height,
             blocks,
             threshold,
+            queued: false,
         })
     }
 
@@ -64,8 +67,8 @@ impl Black {
         None
     }
 
-    /// Queues the count and its copy, waits, and adds the blocks' counts.
-    fn count(&mut self, gpu: &Gpu, l: BlackLuma) -> Result<u64, DriverError> {
+    /// Queues the count and its copy to the host.
+    fn launch(&mut self, gpu: &Gpu, l: BlackLuma) -> Result<(), DriverError> {
         let cfg = LaunchConfig {
             grid_dim: (self.blocks, 1, 1),
             block_dim: (black::BLOCK, 1, 1),
@@ -79,6 +82,11 @@ impl Black {
             gpu.kernels.black_count(&gpu.stream, cfg, l, out)?;
             self.host.copy_from_device(out.as_raw(), &gpu.stream)?;
         }
+        Ok(())
+    }
+
+    /// Waits for the queued count and adds the blocks' counts.
+    fn count(&mut self, gpu: &Gpu) -> Result<u64, DriverError> {
         gpu.stream.synchronize()?;
         // SAFETY: the copy completed.
         Ok(unsafe { self.host.as_slice() }
@@ -89,6 +97,24 @@ impl Black {
 }
 
 impl CudaSingle for Black {
+    fn queue(
+        &mut self,
+        gpu: &Gpu,
+        plan: &Plan,
+        side: Side,
+        frame: &PlanePtrs,
+    ) -> Result<(), EngineError> {
+        let l = super::luma(plan, side, frame, self.threshold);
+        if let Some(why) = self.mismatch(&l) {
+            return Err(EngineError::InvalidFrame(format!("black: {why}")));
+        }
+        self.queued = false;
+        self.launch(gpu, l)
+            .map_err(|e| EngineError::Cuda(format!("running black: {e}")))?;
+        self.queued = true;
+        Ok(())
+    }
+
     fn measure(
         &mut self,
         gpu: &Gpu,
@@ -97,12 +123,12 @@ impl CudaSingle for Black {
         frame: &PlanePtrs,
         out: &mut Scores,
     ) -> Result<(), EngineError> {
-        let l = super::luma(plan, side, frame, self.threshold);
-        if let Some(why) = self.mismatch(&l) {
-            return Err(EngineError::InvalidFrame(format!("black: {why}")));
+        if !self.queued {
+            self.queue(gpu, plan, side, frame)?;
         }
+        self.queued = false;
         let n = self
-            .count(gpu, l)
+            .count(gpu)
             .map_err(|e| EngineError::Cuda(format!("running black: {e}")))?;
         out.push(side.name(BLACK), black::ratio(n, self.width, self.height));
         Ok(())
@@ -110,5 +136,7 @@ impl CudaSingle for Black {
 }
 
 impl Restart for Black {
-    fn restart(&mut self) {}
+    fn restart(&mut self) {
+        self.queued = false;
+    }
 }

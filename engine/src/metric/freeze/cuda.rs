@@ -33,6 +33,8 @@ pub(super) struct Freeze {
     first: bool,
     noise: f64,
     depth: u32,
+    /// This frame's sums and copy are queued ([`CudaSingle::queue`]), not read yet.
+    queued: bool,
 }
 
 impl Freeze {
@@ -56,6 +58,7 @@ impl Freeze {
             first: true,
             noise,
             depth: side.layout(plan).format.depth(),
+            queued: false,
         })
     }
 
@@ -84,8 +87,8 @@ impl Freeze {
         None
     }
 
-    /// Queues the sums and their copy, waits, and adds the blocks' sums.
-    fn sad(&mut self, gpu: &Gpu, f: FreezeFrame) -> Result<u64, DriverError> {
+    /// Queues the sums and their copy to the host.
+    fn launch(&mut self, gpu: &Gpu, f: FreezeFrame) -> Result<(), DriverError> {
         let cfg = LaunchConfig {
             grid_dim: (self.blocks, 1, 1),
             block_dim: (freeze::BLOCK, 1, 1),
@@ -108,6 +111,11 @@ impl Freeze {
             )?;
             self.host.copy_from_device(out.as_raw(), &gpu.stream)?;
         }
+        Ok(())
+    }
+
+    /// Waits for the queued sums and adds the blocks' sums.
+    fn sad(&mut self, gpu: &Gpu) -> Result<u64, DriverError> {
         gpu.stream.synchronize()?;
         // SAFETY: the copy completed.
         Ok(unsafe { self.host.as_slice() }.iter().sum())
@@ -115,6 +123,26 @@ impl Freeze {
 }
 
 impl CudaSingle for Freeze {
+    fn queue(
+        &mut self,
+        gpu: &Gpu,
+        plan: &Plan,
+        side: Side,
+        frame: &PlanePtrs,
+    ) -> Result<(), EngineError> {
+        let f = super::frame(plan, side, frame);
+        if let Some(why) = self.mismatch(&f) {
+            return Err(EngineError::InvalidFrame(format!("freeze: {why}")));
+        }
+        self.queued = false;
+        self.launch(gpu, f).map_err(|e| {
+            self.first = true;
+            EngineError::Cuda(format!("running freeze: {e}"))
+        })?;
+        self.queued = true;
+        Ok(())
+    }
+
     fn measure(
         &mut self,
         gpu: &Gpu,
@@ -123,11 +151,12 @@ impl CudaSingle for Freeze {
         frame: &PlanePtrs,
         out: &mut Scores,
     ) -> Result<(), EngineError> {
-        let f = super::frame(plan, side, frame);
-        if let Some(why) = self.mismatch(&f) {
-            return Err(EngineError::InvalidFrame(format!("freeze: {why}")));
+        if !self.queued {
+            self.queue(gpu, plan, side, frame)?;
         }
-        let sad = self.sad(gpu, f).map_err(|e| {
+        self.queued = false;
+        let f = super::frame(plan, side, frame);
+        let sad = self.sad(gpu).map_err(|e| {
             // The spare buffer may hold part of this frame; the reference is intact, but
             // which frame comes next is unknown: start again from the next frame.
             self.first = true;
@@ -151,5 +180,6 @@ impl CudaSingle for Freeze {
 impl Restart for Freeze {
     fn restart(&mut self) {
         self.first = true;
+        self.queued = false;
     }
 }

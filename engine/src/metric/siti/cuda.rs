@@ -29,6 +29,8 @@ pub(super) struct Siti {
     blocks: u32,
     /// No previous frame on the device yet (or a failed frame left it unknown): TI is 0.
     first: bool,
+    /// This frame's passes and copy are queued ([`CudaSingle::queue`]), not read yet.
+    queued: bool,
 }
 
 impl Siti {
@@ -47,6 +49,7 @@ impl Siti {
             height,
             blocks,
             first: true,
+            queued: false,
         })
     }
 
@@ -69,9 +72,8 @@ impl Siti {
         None
     }
 
-    /// Queues both passes and waits for the deviation sums (gradient, motion), added in
-    /// block order.
-    fn deviations(&mut self, gpu: &Gpu, l: Luma) -> Result<(f64, f64), DriverError> {
+    /// Queues both passes and the copy of the deviation partials to the host.
+    fn launch(&mut self, gpu: &Gpu, l: Luma) -> Result<(), DriverError> {
         let (k, stream) = (&gpu.kernels, &gpu.stream);
         let cfg = LaunchConfig {
             grid_dim: (self.blocks, 1, 1),
@@ -91,7 +93,13 @@ impl Siti {
             k.siti_deviations(stream, cfg, l, previous, first, sums.as_const(), deviations)?;
             self.host.copy_from_device(deviations.as_raw(), stream)?;
         }
-        stream.synchronize()?;
+        Ok(())
+    }
+
+    /// Waits for the queued passes and adds the deviation sums (gradient, motion) in block
+    /// order.
+    fn deviations(&mut self, gpu: &Gpu) -> Result<(f64, f64), DriverError> {
+        gpu.stream.synchronize()?;
         // SAFETY: the copy completed.
         let host = unsafe { self.host.as_slice() };
         let (mut g, mut m) = (0.0f64, 0.0f64);
@@ -104,6 +112,26 @@ impl Siti {
 }
 
 impl CudaSingle for Siti {
+    fn queue(
+        &mut self,
+        gpu: &Gpu,
+        plan: &Plan,
+        side: Side,
+        frame: &PlanePtrs,
+    ) -> Result<(), EngineError> {
+        let l = super::luma(plan, side, frame);
+        if let Some(why) = self.mismatch(&l) {
+            return Err(EngineError::InvalidFrame(format!("siti: {why}")));
+        }
+        self.queued = false;
+        self.launch(gpu, l).map_err(|e| {
+            self.first = true;
+            EngineError::Cuda(format!("running siti: {e}"))
+        })?;
+        self.queued = true;
+        Ok(())
+    }
+
     fn measure(
         &mut self,
         gpu: &Gpu,
@@ -112,11 +140,11 @@ impl CudaSingle for Siti {
         frame: &PlanePtrs,
         out: &mut Scores,
     ) -> Result<(), EngineError> {
-        let l = super::luma(plan, side, frame);
-        if let Some(why) = self.mismatch(&l) {
-            return Err(EngineError::InvalidFrame(format!("siti: {why}")));
+        if !self.queued {
+            self.queue(gpu, plan, side, frame)?;
         }
-        let (g, m) = self.deviations(gpu, l).map_err(|e| {
+        self.queued = false;
+        let (g, m) = self.deviations(gpu).map_err(|e| {
             // `previous` may hold part of this frame: measure the next against nothing.
             self.first = true;
             EngineError::Cuda(format!("running siti: {e}"))
@@ -132,5 +160,6 @@ impl CudaSingle for Siti {
 impl Restart for Siti {
     fn restart(&mut self) {
         self.first = true;
+        self.queued = false;
     }
 }
