@@ -92,17 +92,19 @@ pub fn parse_address(text: &str) -> Result<String, String> {
 }
 
 /// The `--alert` rules joined as the element's `alerts` property, parsed as the element will
-/// parse them against the fields `metrics` can produce; `None` without rules. The error is
-/// the element's, naming `--alert`.
+/// parse them against the fields `metrics` can produce (with one input, `single`: not the
+/// reference's `ref-` fields); `None` without rules. The error is the element's, naming
+/// `--alert`.
 pub fn check_alerts(
     rules: &[String],
     metrics: MetricSet,
+    single: bool,
 ) -> Result<Option<(String, Vec<Rule>)>, String> {
     if rules.is_empty() {
         return Ok(None);
     }
     let joined = rules.join(",");
-    let fields = gstgpumetrics::stats::columns_for(metrics);
+    let fields = fields::of_run(metrics, single);
     match alerts::parse(&joined, &fields) {
         Ok(parsed) => Ok(Some((joined, parsed))),
         Err(e) => Err(format!(
@@ -308,22 +310,28 @@ mod tests {
     #[test]
     fn alert_rules_are_the_elements() {
         let psnr = MetricSet::named("psnr").unwrap();
-        assert_eq!(check_alerts(&[], psnr), Ok(None));
-        let (joined, rules) = check_alerts(&["psnr-y<30:1s".into(), "mse-y>50".into()], psnr)
+        assert_eq!(check_alerts(&[], psnr, false), Ok(None));
+        let (joined, rules) = check_alerts(&["psnr-y<30:1s".into(), "mse-y>50".into()], psnr, false)
             .unwrap()
             .unwrap();
         assert_eq!(joined, "psnr-y<30:1s,mse-y>50");
         assert_eq!(rules.len(), 2);
-        let e = check_alerts(&["vmaf<70".into()], psnr).unwrap_err();
+        let e = check_alerts(&["vmaf<70".into()], psnr, false).unwrap_err();
         assert!(
             e.starts_with("--alert: rule 'vmaf<70' names the field 'vmaf'"),
             "{e}"
         );
         assert!(e.contains("psnr-y"), "{e}");
-        let e = check_alerts(&["psnr-y=3".into()], psnr).unwrap_err();
+        let e = check_alerts(&["psnr-y=3".into()], psnr, false).unwrap_err();
         assert!(e.contains("no '<' or '>'"), "{e}");
-        let e = check_alerts(&["psnr-y<3".into(), "psnr-y<3".into()], psnr).unwrap_err();
+        let e = check_alerts(&["psnr-y<3".into(), "psnr-y<3".into()], psnr, false).unwrap_err();
         assert!(e.contains("given twice"), "{e}");
+        // One input: the no-reference metrics' own fields, not the reference's.
+        let nr = metric::no_reference();
+        assert!(check_alerts(&["si<10".into()], nr, true).unwrap().is_some());
+        assert!(check_alerts(&["ref-si<10".into()], nr, false).unwrap().is_some());
+        let e = check_alerts(&["ref-si<10".into()], nr, true).unwrap_err();
+        assert!(e.contains("'ref-si'"), "{e}");
     }
 
     #[test]
@@ -408,6 +416,7 @@ mod tests {
                         seconds: 0.0,
                     },
                 ],
+                events: Vec::new(),
             },
         };
         let fields = ["psnr-y".to_string(), "ssim-y".into(), "vmaf".into()];

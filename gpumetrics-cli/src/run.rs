@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MPL-2.0
-//! Runs the built pipeline to the end: reads the per-pair, window, alert and summary messages
-//! from the bus, feeds the progress display and the record writer, prints windows and alert
-//! changes as they arrive, and turns Ctrl-C into an orderly end (the gates send EOS, the
+//! Runs the built pipeline to the end: reads the per-pair, window, event, alert and summary
+//! messages from the bus, feeds the progress display and the record writer, prints windows,
+//! black/freeze intervals and alert changes as they arrive, and turns Ctrl-C into an orderly end (the gates send EOS, the
 //! element posts the last window and the summary of what was measured). A pipeline that
 //! does not preroll is live: the display switches to running time instead of an ETA.
 
@@ -11,10 +11,10 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow, bail};
 use gst::prelude::*;
-use gstgpumetrics::message::{AlertChange, FrameScores, Summary, Window};
+use gstgpumetrics::message::{AlertChange, EventRecord, FrameScores, Summary, Window};
 
 use crate::monitor;
-use crate::output::RecordSink;
+use crate::output::{self, RecordSink};
 use crate::pipeline::Built;
 use crate::progress::Progress;
 
@@ -23,6 +23,8 @@ pub struct Outcome {
     /// Per-pair records, when asked to keep them (for the plot and the per-frame table).
     pub records: Vec<FrameScores>,
     pub summary: Summary,
+    /// The black and freeze intervals' starts and ends, in the order the element posted them.
+    pub events: Vec<EventRecord>,
     /// The element's `memory-stats` at the end.
     pub memory_stats: Option<gst::Structure>,
     /// Ended by Ctrl-C.
@@ -113,6 +115,7 @@ pub fn run(
     let element = built.element.upcast_ref::<gst::Object>();
 
     let mut records = Vec::new();
+    let mut events = Vec::new();
     let mut pairs = 0u64;
     let mut summary = None;
     let mut interrupted_at: Option<Instant> = None;
@@ -147,6 +150,10 @@ pub fn run(
                 } else if let Some(w) = Window::from_message(&msg) {
                     sink.window(&w).context("writing a window record")?;
                     report.window(&w, progress);
+                } else if let Some(e) = EventRecord::from_message(&msg) {
+                    sink.event(&e).context("writing an event record")?;
+                    progress.note(&output::event_line(&e));
+                    events.push(e);
                 } else if let Some(a) = AlertChange::from_message(&msg) {
                     progress.note(&monitor::alert_line(&a));
                 } else if let Some(s) = Summary::from_message(&msg) {
@@ -183,6 +190,7 @@ pub fn run(
     Ok(Outcome {
         records,
         summary,
+        events,
         memory_stats,
         interrupted: interrupted_at.is_some(),
     })
