@@ -287,7 +287,8 @@ fn real_main(args: Args) -> Result<i32, Failure> {
     let sized = reference.as_ref().unwrap_or(&distorted);
 
     if let Some(roi) = &args.roi {
-        roi.check_within(sized.width, sized.height)
+        let what = if single { "the input's" } else { "the reference's" };
+        roi.check_within(sized.width, sized.height, what)
             .map_err(|e| usage(anyhow!("--roi: {e}")))?;
     }
     let inputs = [reference.as_ref(), Some(&distorted)];
@@ -475,6 +476,7 @@ fn real_main(args: Args) -> Result<i32, Failure> {
     });
     let keep = args.plot.is_some() || (args.format == FormatArg::Table && to_file);
     let report = run::Report {
+        unit: if single { "frame" } else { "pair" },
         fields: monitor::main_fields(
             metric_set(&metrics),
             alerts.as_ref().map_or(&[][..], |(_, rules)| rules),

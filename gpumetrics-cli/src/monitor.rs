@@ -59,14 +59,14 @@ impl Roi {
         })
     }
 
-    /// Refuses a rectangle that reaches past a `width`x`height` frame.
-    pub fn check_within(&self, width: u32, height: u32) -> Result<(), String> {
+    /// Refuses a rectangle that reaches past a `width`x`height` frame of `what` (`the
+    /// reference's`).
+    pub fn check_within(&self, width: u32, height: u32, what: &str) -> Result<(), String> {
         let right = u64::from(self.x) + u64::from(self.width);
         let bottom = u64::from(self.y) + u64::from(self.height);
         if right > u64::from(width) || bottom > u64::from(height) {
             return Err(format!(
-                "{self} reaches past the reference's {width}x{height} frame (to x {right}, y \
-                 {bottom})"
+                "{self} reaches past {what} {width}x{height} frame (to x {right}, y {bottom})"
             ));
         }
         Ok(())
@@ -189,12 +189,12 @@ pub fn window_values(w: &Window, fields: &[String]) -> String {
         .join(", ")
 }
 
-/// One line per window: its span, pairs, the means of `fields`, what it did not score and
-/// its time in alert.
-pub fn window_line(w: &Window, fields: &[String]) -> String {
+/// One line per window: its span, pairs (`unit`: `pair`, or `frame` for one input), the
+/// means of `fields`, what it did not score and its time in alert.
+pub fn window_line(w: &Window, fields: &[String], unit: &str) -> String {
     let s = &w.stats;
     let mut line = format!(
-        "window {}–{}: {} pair{}",
+        "window {}–{}: {} {unit}{}",
         clock(w.start),
         clock(w.end),
         s.frames,
@@ -274,9 +274,15 @@ mod tests {
         let r = Roi::parse("10, 20,300,100").unwrap();
         assert_eq!((r.x, r.y, r.width, r.height), (10, 20, 300, 100));
         assert_eq!(r.to_string(), "10,20,300,100");
-        assert!(r.check_within(320, 180).is_ok());
-        assert!(r.check_within(320, 119).unwrap_err().contains("320x119"));
-        assert!(r.check_within(309, 180).unwrap_err().contains("to x 310"));
+        assert!(r.check_within(320, 180, "the reference's").is_ok());
+        assert!(r
+            .check_within(320, 119, "the reference's")
+            .unwrap_err()
+            .contains("past the reference's 320x119"));
+        assert!(r
+            .check_within(309, 180, "the input's")
+            .unwrap_err()
+            .contains("to x 310"));
         for bad in [
             "1,2,3",
             "1,2,3,4,5",
@@ -421,7 +427,7 @@ mod tests {
         };
         let fields = ["psnr-y".to_string(), "ssim-y".into(), "vmaf".into()];
         assert_eq!(
-            window_line(&w, &fields),
+            window_line(&w, &fields, "pair"),
             "window 00:00:01.500–00:00:02.000: 15 pairs, psnr-y 35.123, ssim-y 0.95123, 3 \
              skipped, unmatched 1 reference, 0 distorted; in alert psnr-y<36: 0.250 s"
         );
@@ -442,8 +448,13 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(
-            window_line(&one, &fields),
+            window_line(&one, &fields, "pair"),
             "window 00:00:00.000–00:00:00.000: 1 pair"
+        );
+        assert_eq!(
+            window_line(&w, &fields, "frame"),
+            "window 00:00:01.500–00:00:02.000: 15 frames, psnr-y 35.123, ssim-y 0.95123, 3 \
+             skipped, unmatched 1 reference, 0 distorted; in alert psnr-y<36: 0.250 s"
         );
         let decimals = fields::meta("vmaf").decimals as usize;
         assert_eq!(

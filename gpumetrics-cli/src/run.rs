@@ -35,6 +35,8 @@ pub struct Outcome {
 pub struct Report {
     /// The fields whose means a window line shows ([`monitor::main_fields`]).
     pub fields: Vec<String>,
+    /// What a window counts: `pair`, or `frame` for one input measured alone.
+    pub unit: &'static str,
     /// Window lines go to stdout (with the summary table); else to stderr.
     pub windows_to_stdout: bool,
     /// Alert rules are set: the element's warning for a raised alert is left out (its
@@ -44,7 +46,7 @@ pub struct Report {
 
 impl Report {
     fn window(&self, w: &Window, progress: &mut Progress) {
-        let line = monitor::window_line(w, &self.fields);
+        let line = monitor::window_line(w, &self.fields, self.unit);
         if self.windows_to_stdout {
             progress.out(&line);
         } else {
