@@ -202,6 +202,155 @@ pub fn run(
 mod tests {
     use super::*;
 
+    /// One input measured alone (ref_sink unlinked), with `gpumetrics-event` messages from
+    /// the element (posted here, from its dist_sink, as the element posts its detectors'):
+    /// the run keeps them, writes them as event records among the frames, and the frames
+    /// have the distorted fields only.
+    #[test]
+    fn one_input_runs_alone_and_keeps_the_event_records() {
+        use crate::cli::FormatArg;
+        use crate::gate::GateConfig;
+        use crate::pipeline::{self, Decoding, PipelineConfig};
+        use std::sync::atomic::AtomicU64;
+
+        gst::init().unwrap();
+        gstgpumetrics::plugin_register_static().unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let clip = dir.path().join("clip.y4m");
+        let launch = format!(
+            "videotestsrc num-buffers=8 pattern=ball ! video/x-raw,format=I420,width=64,\
+             height=48,framerate=10/1 ! y4menc ! filesink location={}",
+            clip.display()
+        );
+        let p = gst::parse::launch(&launch)
+            .unwrap()
+            .downcast::<gst::Pipeline>()
+            .unwrap();
+        p.set_state(gst::State::Playing).unwrap();
+        let bus = p.bus().unwrap();
+        let done = bus.timed_pop_filtered(
+            gst::ClockTime::from_seconds(30),
+            &[gst::MessageType::Eos, gst::MessageType::Error],
+        );
+        assert!(matches!(done.unwrap().view(), gst::MessageView::Eos(_)));
+        p.set_state(gst::State::Null).unwrap();
+
+        let input = crate::input::discover(clip.to_str().unwrap(), "distorted").unwrap();
+        let config = PipelineConfig {
+            metrics: "siti".into(),
+            backend: "cpu",
+            device: 0,
+            pairing: "timestamp",
+            options: Vec::new(),
+            scale_to: None,
+            convert_to: None,
+            decoding: [Decoding::Software, Decoding::Software],
+            gates: [GateConfig {
+                every: 1,
+                ..Default::default()
+            }; 2],
+            monitoring: Default::default(),
+        };
+        let stop = Arc::new(AtomicBool::new(false));
+        let built = pipeline::build(&config, [None, Some(&input)], stop.clone()).unwrap();
+        assert!(built.gates[0].is_none());
+        let element = built.element.clone();
+        assert!(!element.static_pad("ref_sink").unwrap().is_linked());
+        // A black interval from the 3rd frame (0.2 s) to the 6th (0.5 s).
+        let seen = AtomicU64::new(0);
+        element.static_pad("dist_sink").unwrap().add_probe(
+            gst::PadProbeType::BUFFER,
+            move |pad, _| {
+                let n = seen.fetch_add(1, Ordering::SeqCst);
+                let record = |state: &str, at: u64, duration| EventRecord {
+                    event: "black".into(),
+                    state: state.into(),
+                    input: "dist".into(),
+                    running_time: at,
+                    duration,
+                };
+                let event = match n {
+                    2 => Some(record("start", 200_000_000, None)),
+                    5 => Some(record("end", 500_000_000, Some(300_000_000))),
+                    _ => None,
+                };
+                if let (Some(e), Some(el)) = (event, pad.parent_element()) {
+                    let msg = gst::message::Element::builder(e.to_structure())
+                        .src(&el)
+                        .build();
+                    let _ = el.post_message(msg);
+                }
+                gst::PadProbeReturn::Ok
+            },
+        );
+        let path = dir.path().join("records.jsonl");
+        let mut sink = RecordSink::open(
+            FormatArg::Jsonl,
+            Some(&path),
+            crate::fields::of_run(gpumetrics_engine::metric::no_reference(), true),
+        )
+        .unwrap();
+        let mut progress = Progress::new(None, true, false, "frames");
+        let report = Report {
+            fields: vec!["si".into()],
+            unit: "frame",
+            windows_to_stdout: false,
+            alerts: false,
+        };
+        let outcome = run(
+            &built,
+            &stop,
+            &mut sink,
+            &mut progress,
+            true,
+            &report,
+            false,
+        )
+        .unwrap();
+        drop(sink);
+        assert_eq!(outcome.summary.frames, 8, "{:?}", outcome.summary);
+        let fields: Vec<&str> = outcome
+            .summary
+            .fields
+            .iter()
+            .map(|(n, _)| n.as_str())
+            .collect();
+        assert_eq!(fields, ["si", "ti"]);
+        assert_eq!(outcome.records.len(), 8);
+        assert!(
+            outcome.records.iter().all(|r| r
+                .scores
+                .iter()
+                .all(|(n, _)| !n.starts_with("ref-"))),
+            "{:?}",
+            outcome.records
+        );
+        let states: Vec<&str> = outcome.events.iter().map(|e| e.state.as_str()).collect();
+        assert_eq!(states, ["start", "end"], "{:?}", outcome.events);
+        assert_eq!(
+            output::event_line(&outcome.events[1]),
+            "black: 0.200–0.500 s (0.300 s) on dist"
+        );
+        // In the file: the event records among the frames, in the element's layout.
+        let text = std::fs::read_to_string(&path).unwrap();
+        let types: Vec<String> = text
+            .lines()
+            .map(|l| {
+                let v: serde_json::Value = serde_json::from_str(l).unwrap();
+                v["type"].as_str().unwrap().to_string()
+            })
+            .collect();
+        assert_eq!(types.iter().filter(|t| *t == "frame").count(), 8, "{text}");
+        assert_eq!(types.iter().filter(|t| *t == "event").count(), 2, "{text}");
+        assert_eq!(types.last().map(String::as_str), Some("summary"), "{text}");
+        let end = text.lines().find(|l| l.contains("\"end\"")).expect(&text);
+        assert!(
+            end.contains("\"type\":\"event\",\"event\":\"black\",\"state\":\"end\",\
+                          \"input\":\"dist\",\"running-time\":500000000,\"duration\":300000000"),
+            "{end}"
+        );
+    }
+
     #[test]
     fn a_pipeline_that_does_not_preroll_is_live() {
         gst::init().unwrap();
