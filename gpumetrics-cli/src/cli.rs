@@ -367,9 +367,7 @@ pub fn from_matches(matches: &ArgMatches) -> Result<Args, clap::Error> {
     }
     args.reference_only = REFERENCE_ONLY
         .iter()
-        .filter(|(id, _)| {
-            matches.value_source(id) == Some(clap::parser::ValueSource::CommandLine)
-        })
+        .filter(|(id, _)| matches.value_source(id) == Some(clap::parser::ValueSource::CommandLine))
         .map(|&(_, flag)| flag)
         .collect();
     Ok(args)

@@ -287,7 +287,11 @@ fn real_main(args: Args) -> Result<i32, Failure> {
     let sized = reference.as_ref().unwrap_or(&distorted);
 
     if let Some(roi) = &args.roi {
-        let what = if single { "the input's" } else { "the reference's" };
+        let what = if single {
+            "the input's"
+        } else {
+            "the reference's"
+        };
         roi.check_within(sized.width, sized.height, what)
             .map_err(|e| usage(anyhow!("--roi: {e}")))?;
     }

@@ -31,11 +31,7 @@ pub fn no_reference() -> Vec<String> {
 /// The `--metrics` a run gets when none is given: `psnr` for two inputs; every no-reference
 /// metric for one.
 pub fn default_list(single: bool) -> String {
-    if single {
-        "all".into()
-    } else {
-        "psnr".into()
-    }
+    if single { "all".into() } else { "psnr".into() }
 }
 
 /// Turns `--metrics` (`psnr,ssim` or `all`) into the element's string form (`psnr+ssim`).

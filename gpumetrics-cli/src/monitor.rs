@@ -275,14 +275,16 @@ mod tests {
         assert_eq!((r.x, r.y, r.width, r.height), (10, 20, 300, 100));
         assert_eq!(r.to_string(), "10,20,300,100");
         assert!(r.check_within(320, 180, "the reference's").is_ok());
-        assert!(r
-            .check_within(320, 119, "the reference's")
-            .unwrap_err()
-            .contains("past the reference's 320x119"));
-        assert!(r
-            .check_within(309, 180, "the input's")
-            .unwrap_err()
-            .contains("to x 310"));
+        assert!(
+            r.check_within(320, 119, "the reference's")
+                .unwrap_err()
+                .contains("past the reference's 320x119")
+        );
+        assert!(
+            r.check_within(309, 180, "the input's")
+                .unwrap_err()
+                .contains("to x 310")
+        );
         for bad in [
             "1,2,3",
             "1,2,3,4,5",
@@ -317,9 +319,10 @@ mod tests {
     fn alert_rules_are_the_elements() {
         let psnr = MetricSet::named("psnr").unwrap();
         assert_eq!(check_alerts(&[], psnr, false), Ok(None));
-        let (joined, rules) = check_alerts(&["psnr-y<30:1s".into(), "mse-y>50".into()], psnr, false)
-            .unwrap()
-            .unwrap();
+        let (joined, rules) =
+            check_alerts(&["psnr-y<30:1s".into(), "mse-y>50".into()], psnr, false)
+                .unwrap()
+                .unwrap();
         assert_eq!(joined, "psnr-y<30:1s,mse-y>50");
         assert_eq!(rules.len(), 2);
         let e = check_alerts(&["vmaf<70".into()], psnr, false).unwrap_err();
@@ -335,7 +338,11 @@ mod tests {
         // One input: the no-reference metrics' own fields, not the reference's.
         let nr = metric::no_reference();
         assert!(check_alerts(&["si<10".into()], nr, true).unwrap().is_some());
-        assert!(check_alerts(&["ref-si<10".into()], nr, false).unwrap().is_some());
+        assert!(
+            check_alerts(&["ref-si<10".into()], nr, false)
+                .unwrap()
+                .is_some()
+        );
         let e = check_alerts(&["ref-si<10".into()], nr, true).unwrap_err();
         assert!(e.contains("'ref-si'"), "{e}");
     }

@@ -111,7 +111,10 @@ pub fn summary_table(summary: &Summary, counts: &Counts) -> String {
     let mut out = table.to_string();
     out.push('\n');
     let mut line = if counts.single {
-        format!("measured frames: {} (one input, no reference)", summary.frames)
+        format!(
+            "measured frames: {} (one input, no reference)",
+            summary.frames
+        )
     } else {
         format!(
             "compared pairs: {}   unmatched: {} reference, {} distorted",

@@ -223,6 +223,10 @@ mod tests {
         assert!(p.is_live() && p.total.is_none());
         // One input: frames.
         let p = Progress::new(Some(100), true, false, "frames");
-        assert!(p.line(10).starts_with("progress: 10/100 frames"), "{}", p.line(10));
+        assert!(
+            p.line(10).starts_with("progress: 10/100 frames"),
+            "{}",
+            p.line(10)
+        );
     }
 }

@@ -318,10 +318,10 @@ mod tests {
         assert_eq!(fields, ["si", "ti"]);
         assert_eq!(outcome.records.len(), 8);
         assert!(
-            outcome.records.iter().all(|r| r
-                .scores
+            outcome
+                .records
                 .iter()
-                .all(|(n, _)| !n.starts_with("ref-"))),
+                .all(|r| r.scores.iter().all(|(n, _)| !n.starts_with("ref-"))),
             "{:?}",
             outcome.records
         );
@@ -345,8 +345,10 @@ mod tests {
         assert_eq!(types.last().map(String::as_str), Some("summary"), "{text}");
         let end = text.lines().find(|l| l.contains("\"end\"")).expect(&text);
         assert!(
-            end.contains("\"type\":\"event\",\"event\":\"black\",\"state\":\"end\",\
-                          \"input\":\"dist\",\"running-time\":500000000,\"duration\":300000000"),
+            end.contains(
+                "\"type\":\"event\",\"event\":\"black\",\"state\":\"end\",\
+                          \"input\":\"dist\",\"running-time\":500000000,\"duration\":300000000"
+            ),
             "{end}"
         );
     }

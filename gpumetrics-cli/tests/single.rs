@@ -114,7 +114,12 @@ fn score_fields(record: &Value) -> Vec<String> {
 
 /// The fields of the summary's `fields` object, sorted.
 fn summary_fields(summary: &Value) -> Vec<String> {
-    summary["fields"].as_object().unwrap().keys().cloned().collect()
+    summary["fields"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .cloned()
+        .collect()
 }
 
 /// The mean of `field` in a JSON summary.
@@ -186,7 +191,15 @@ fn one_input_uri_with_every_frames_and_csv() {
     let header: Vec<String> = r.headers().unwrap().iter().map(String::from).collect();
     assert_eq!(
         header,
-        ["record", "frame", "pts", "running-time", "duration", "si", "ti"]
+        [
+            "record",
+            "frame",
+            "pts",
+            "running-time",
+            "duration",
+            "si",
+            "ti"
+        ]
     );
     let rows: Vec<csv::StringRecord> = r.records().map(Result::unwrap).collect();
     let pts: Vec<&str> = rows
@@ -195,7 +208,11 @@ fn one_input_uri_with_every_frames_and_csv() {
         .map(|r| &r[2])
         .collect();
     // Every other frame of 10 fps: 0, 0.2, 0.4, 0.6 s.
-    assert_eq!(pts, ["0", "200000000", "400000000", "600000000"], "{rows:?}");
+    assert_eq!(
+        pts,
+        ["0", "200000000", "400000000", "600000000"],
+        "{rows:?}"
+    );
 }
 
 #[test]
@@ -210,7 +227,10 @@ fn one_input_without_metrics_uses_the_no_reference_metrics() {
     // (the default with two inputs).
     let got = summary_fields(&summary);
     assert!(got.iter().all(|f| want.contains(&f.as_str())), "{got:?}");
-    assert!(got.contains(&"si".into()) && got.contains(&"ti".into()), "{got:?}");
+    assert!(
+        got.contains(&"si".into()) && got.contains(&"ti".into()),
+        "{got:?}"
+    );
     assert!(!out.contains("psnr"), "{out}");
     let names: Vec<&str> = metric::all()
         .filter(|m| metric::no_reference().contains(m.flag))
@@ -254,13 +274,17 @@ fn one_input_with_a_full_reference_metric_is_a_usage_error() {
         .filter(|m| metric::no_reference().contains(m.flag))
         .map(|m| m.name)
         .collect();
-    let lists = format!("only the no-reference metrics can run: {}", names.join(", "));
+    let lists = format!(
+        "only the no-reference metrics can run: {}",
+        names.join(", ")
+    );
     refused_before_decoding(&["--metrics", "psnr"]).stderr(
         predicate::str::contains("psnr needs a reference input")
             .and(predicate::str::contains(lists.as_str())),
     );
-    refused_before_decoding(&["--metrics", "siti,psnr,ssim"])
-        .stderr(predicate::str::contains("psnr, ssim need a reference input"));
+    refused_before_decoding(&["--metrics", "siti,psnr,ssim"]).stderr(predicate::str::contains(
+        "psnr, ssim need a reference input",
+    ));
     // Fields of the reference, in thresholds and alert rules.
     refused_before_decoding(&["--metrics", "siti", "--fail-below", "ref-si=1"])
         .stderr(predicate::str::contains("--fail-below ref-si"));
@@ -289,10 +313,15 @@ fn one_input_refuses_the_reference_only_options() {
     ));
     // With two inputs the same options are accepted (the run then fails on the missing
     // files, with a run error).
-    gpumetrics(&["/nonexistent/ref.mp4", "/nonexistent/dist.mp4", "--offset", "3"])
-        .assert()
-        .code(1)
-        .stderr(predicate::str::contains("cannot read the reference file"));
+    gpumetrics(&[
+        "/nonexistent/ref.mp4",
+        "/nonexistent/dist.mp4",
+        "--offset",
+        "3",
+    ])
+    .assert()
+    .code(1)
+    .stderr(predicate::str::contains("cannot read the reference file"));
     // No input, or three: clap's usage errors.
     gpumetrics(&[]).assert().code(2);
     gpumetrics(&["a.mp4", "b.mp4", "c.mp4"]).assert().code(2);
