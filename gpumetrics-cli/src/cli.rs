@@ -25,6 +25,7 @@ pub const EXIT_USAGE: i32 = 2;
 #[command(
     name = "gpumetrics",
     version,
+    override_usage = "gpumetrics [OPTIONS] REF DIST\n       gpumetrics [OPTIONS] DIST",
     after_help = "Exit status: 0 success, 1 run error (missing or undecodable file, pipeline \
 error), 2 usage error, 3 a --fail-below threshold was not met, 130 interrupted by Ctrl-C (after \
 printing the summary of the pairs measured so far; also how a live run ends).\n\n\
@@ -33,25 +34,36 @@ gpumetrics ref.mp4 dist.mp4\n  \
 gpumetrics ref.mkv dist.mkv --metrics all --plot scores.png\n  \
 gpumetrics ref.y4m dist.mp4 --align auto --scale --format jsonl -o scores.jsonl\n  \
 gpumetrics ref.mp4 dist.mp4 --fail-below psnr-y=35 --fail-below ssim=0.95\n  \
+gpumetrics dist.mp4 --metrics siti\n  \
 gpumetrics udp://127.0.0.1:5000 udp://127.0.0.1:5001 --window 1s --alert psnr-y<30:2s\n\n\
 A live input (udp://, srt://, rtsp://, ... or a source that does not preroll) runs until \
 Ctrl-C or the end of its stream; progress then shows the running time and the latest \
-window instead of an ETA."
+window instead of an ETA.\n\n\
+One input (gpumetrics DIST) is measured alone with the no-reference metrics (by default all \
+of them); a full-reference metric, and the options that need a reference (--offset, --align, \
+--align-range, --align-frames, --scale, --pairing), are then usage errors."
 )]
 pub struct Args {
-    /// Reference video: a file path or a URI (file://, http://, or a live stream: udp://,
+    /// REF DIST: the reference video, then the distorted one, compared frame by frame. DIST
+    /// alone: the distorted video measured without a reference, with the no-reference
+    /// metrics. Each a file path or a URI (file://, http://, or a live stream: udp://,
     /// srt://, rtsp://, anything GStreamer's urisourcebin opens).
-    #[arg(value_name = "REF")]
-    pub reference: String,
+    #[arg(value_name = "INPUT", num_args = 1..=2, required = true)]
+    pub inputs: Vec<String>,
 
-    /// Distorted video: a file path or a URI.
-    #[arg(value_name = "DIST")]
+    /// The reference input (the first of two inputs; none with one input).
+    #[arg(skip)]
+    pub reference: Option<String>,
+
+    /// The distorted input (the second of two inputs, or the only one).
+    #[arg(skip)]
     pub distorted: String,
 
     /// Metrics to compute: a comma-separated list of the element's metric names, or `all`
-    /// (every metric the element offers).
-    #[arg(short, long, default_value = "psnr", value_name = "LIST")]
-    pub metrics: String,
+    /// (every metric the element offers; with one input, every no-reference metric).
+    /// Default: psnr; with one input, every no-reference metric.
+    #[arg(short, long, value_name = "LIST")]
+    pub metrics: Option<String>,
 
     /// Where the metrics run: auto = CUDA when a device is usable, else the CPU.
     #[arg(long, value_enum, default_value_t = BackendArg::Auto)]
@@ -110,11 +122,12 @@ pub struct Args {
     #[arg(long)]
     pub scale: bool,
 
-    /// Score every N-th frame pair only; the others are counted as skipped.
+    /// Score every N-th frame pair only (with one input: every N-th frame); the others are
+    /// counted as skipped.
     #[arg(long, default_value_t = 1, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub every: u64,
 
-    /// Stop after N compared pairs.
+    /// Stop after N compared pairs (with one input: N measured frames).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub frames: Option<u64>,
 
@@ -147,7 +160,7 @@ pub struct Args {
     pub subsample: Option<u32>,
 
     /// Measure only this rectangle of the reference, x,y,width,height in pixels (the same
-    /// rectangle of the distorted video).
+    /// rectangle of the distorted video; with one input, of that input).
     #[arg(long, value_name = "X,Y,W,H", value_parser = monitor::Roi::parse, help_heading = MONITORING)]
     pub roi: Option<monitor::Roi>,
 
@@ -167,6 +180,29 @@ pub struct Args {
     /// The metrics' options given on the command line (flags made from the registry).
     #[arg(skip)]
     pub metric_options: Vec<options::Given>,
+
+    /// The flags given on the command line that need a reference input ([`REFERENCE_ONLY`]),
+    /// as written (`--offset`): refused with one input.
+    #[arg(skip)]
+    pub reference_only: Vec<&'static str>,
+}
+
+/// The flags that apply to a reference input only (clap's id, the flag as written): with one
+/// input, giving any of them is a usage error.
+pub const REFERENCE_ONLY: &[(&str, &str)] = &[
+    ("offset", "--offset"),
+    ("align", "--align"),
+    ("align_range", "--align-range"),
+    ("align_frames", "--align-frames"),
+    ("scale", "--scale"),
+    ("pairing", "--pairing"),
+];
+
+impl Args {
+    /// One input: the distorted one, measured alone.
+    pub fn single(&self) -> bool {
+        self.reference.is_none()
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -258,7 +294,7 @@ fn parse_threshold(s: &str) -> Result<Threshold, String> {
 fn about() -> String {
     let names: Vec<&str> = metric::all().map(|i| i.name).collect();
     format!(
-        "Measure a distorted video against its reference: {}",
+        "Measure a distorted video against its reference, or alone: {}",
         names.join(", ")
     )
 }
@@ -292,7 +328,8 @@ fn long_about() -> String {
         .collect();
     format!(
         "Measure a distorted video against its reference, frame by frame, with the gpumetrics \
-         GStreamer element, on an NVIDIA GPU (CUDA) or the CPU. The metrics (--metrics):\n\n\
+         GStreamer element, on an NVIDIA GPU (CUDA) or the CPU; or one video alone (gpumetrics \
+         DIST) with the no-reference metrics ({no_reference}). The metrics (--metrics):\n\n\
          {metrics}\n\
          Both inputs are decoded by GStreamer (any container and codec it can decode). When the \
          CUDA backend is usable and the codec has an NVIDIA decoder (nvh264dec, nvh265dec, ...), \
@@ -300,7 +337,10 @@ fn long_about() -> String {
          they are decoded in software. Which one was used is printed on stderr.\n\n\
          Progress goes to stderr; the summary table (mean, harmonic mean where customary, min, \
          p5, p50, p95 per field) to stdout. Per-frame records and the summary can be written as \
-         JSON Lines, CSV or JSON, and the per-frame curves plotted to PNG or SVG."
+         JSON Lines, CSV or JSON, and the per-frame curves plotted to PNG or SVG. Black and \
+         freeze intervals (the black and freeze metrics) are notes while the command runs, \
+         event records in those outputs and counted under the table.",
+        no_reference = metric::no_reference_names()
     )
 }
 
@@ -317,6 +357,19 @@ pub fn command() -> Command {
 pub fn from_matches(matches: &ArgMatches) -> Result<Args, clap::Error> {
     let mut args = Args::from_arg_matches(matches)?;
     args.metric_options = options::given(matches);
+    match args.inputs.as_slice() {
+        [dist] => args.distorted = dist.clone(),
+        [reference, dist] => {
+            args.reference = Some(reference.clone());
+            args.distorted = dist.clone();
+        }
+        _ => unreachable!("clap takes one or two inputs"),
+    }
+    args.reference_only = REFERENCE_ONLY
+        .iter()
+        .filter(|(id, _)| matches.value_source(id) == Some(clap::parser::ValueSource::CommandLine))
+        .map(|&(_, flag)| flag)
+        .collect();
     Ok(args)
 }
 

@@ -3,6 +3,7 @@
 //! (`gpumetrics_engine::metric::field`): decimals, harmonic mean, plot panel, direction.
 //! Nothing is guessed from field names.
 
+use gpumetrics_engine::MetricSet;
 use gpumetrics_engine::metric::{self, Field};
 
 /// A field the registry does not declare (it should not happen): 3 decimals, no harmonic
@@ -28,9 +29,37 @@ pub fn panel(name: &str) -> Option<(String, bool)> {
     }
 }
 
+/// Every field a run of `metrics` can produce, in registry order (the element's
+/// `stats::columns_for`); with one input (`single`) without the reference's fields of the
+/// no-reference metrics (`ref-si`), which only a run with a reference has.
+pub fn of_run(metrics: MetricSet, single: bool) -> Vec<&'static str> {
+    let no_reference = metric::no_reference();
+    metric::all()
+        .filter(|m| metrics.contains(m.flag))
+        .flat_map(|m| {
+            let nr = no_reference.contains(m.flag);
+            m.fields
+                .iter()
+                .map(|f| f.name)
+                .filter(move |n| !(single && nr && n.starts_with(metric::REF_PREFIX)))
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_input_has_no_reference_fields() {
+        let all = metric::all().fold(MetricSet::default(), |s, m| s | m.flag);
+        assert_eq!(of_run(all, false), gstgpumetrics::stats::columns_for(all));
+        let one = of_run(metric::no_reference(), true);
+        assert!(one.contains(&"si") && one.contains(&"ti"), "{one:?}");
+        assert!(!one.iter().any(|f| f.starts_with("ref-")), "{one:?}");
+        let two = of_run(metric::no_reference(), false);
+        assert!(two.contains(&"ref-si"), "{two:?}");
+    }
 
     #[test]
     fn registry_fields_and_the_fallback() {

@@ -2,7 +2,8 @@
 //! `gpumetrics REF DIST [options]`: measures a distorted video against its reference with the
 //! `gpumetrics` element (registered in-process, no GST_PLUGIN_PATH needed) and prints a
 //! summary table, optionally per-frame records and a plot; the exit status says whether
-//! `--fail-below` thresholds were met.
+//! `--fail-below` thresholds were met. `gpumetrics DIST [options]`: the same for one input
+//! measured alone, with the no-reference metrics (the element's ref_sink left unlinked).
 //!
 //! Modules: [`cli`] arguments, [`options`] the metrics' options, [`fields`] what is
 //! known of each field, [`input`] what the files are, [`align`] the offset search,
@@ -122,9 +123,11 @@ fn check_options(metrics: &str, given: &[options::Given]) -> Result<()> {
 }
 
 /// Refuses a `--fail-below` on a field of a metric that is not measured (clap has checked
-/// that the field is the registry's, and higher-is-better). Fields that depend on an option
-/// or on the input (`ssim-u`) are checked after the run.
-fn check_thresholds(metrics: &str, thresholds: &[cli::Threshold]) -> Result<()> {
+/// that the field is the registry's, and higher-is-better), and with one input (`single`) on
+/// a field of the reference (`ref-si`). Fields that depend on an option or on the input
+/// (`ssim-u`) are checked after the run.
+fn check_thresholds(metrics: &str, thresholds: &[cli::Threshold], single: bool) -> Result<()> {
+    let run_fields = fields::of_run(metric_set(metrics), single);
     for t in thresholds {
         let from = metric::all().find(|i| i.fields.iter().any(|f| f.name == t.field));
         if let Some(info) = from
@@ -139,14 +142,23 @@ fn check_thresholds(metrics: &str, thresholds: &[cli::Threshold]) -> Result<()> 
                 info.name
             );
         }
+        if single && from.is_some() && !run_fields.contains(&t.field.as_str()) {
+            bail!(
+                "--fail-below {}: a field of the reference input, and there is one input only \
+                 (gpumetrics REF DIST measures the reference too); the fields of this run are {}",
+                t.field,
+                run_fields.join(", ")
+            );
+        }
     }
     Ok(())
 }
 
-/// Picks the decoding of each input and says which.
+/// Picks the decoding of each input (reference, distorted; software for an absent one) and
+/// says which.
 fn choose_decoding(
     args: &Args,
-    inputs: [&Input; 2],
+    inputs: [Option<&Input>; 2],
     cuda: &Result<(), String>,
     scale_to: Option<(u32, u32)>,
     notes: &Notes,
@@ -158,6 +170,9 @@ fn choose_decoding(
     };
     let mut out = [Decoding::Software, Decoding::Software];
     for (i, input) in inputs.iter().enumerate() {
+        let Some(input) = input else {
+            continue;
+        };
         let want_nv = args.decode != DecodeArg::Software && args.backend != BackendArg::Cpu;
         let factory = pipeline::nvdec_factory(input);
         let scaled = i == 1 && scale_to.is_some();
@@ -220,11 +235,27 @@ fn real_main(args: Args) -> Result<i32, Failure> {
     }
 
     // Usage errors first, before any decoding.
-    let metrics = metrics::parse(&args.metrics).map_err(|e| usage(anyhow!("--metrics: {e}")))?;
+    let single = args.single();
+    if single && !args.reference_only.is_empty() {
+        let flags = &args.reference_only;
+        return Err(usage(anyhow!(
+            "{} {} a reference input, and there is one input only: DIST alone is measured \
+             with the no-reference metrics, with nothing to align, scale or pair it with (give \
+             the reference first to compare: gpumetrics REF DIST)",
+            flags.join(", "),
+            if flags.len() == 1 { "needs" } else { "need" }
+        )));
+    }
+    let list = args
+        .metrics
+        .clone()
+        .unwrap_or_else(|| metrics::default_list(single));
+    let metrics =
+        metrics::parse(&list, single).map_err(|e| usage(anyhow!("--metrics {list}: {e}")))?;
     check_options(&metrics, &args.metric_options).map_err(usage)?;
-    check_thresholds(&metrics, &args.fail_below).map_err(usage)?;
-    let alerts =
-        monitor::check_alerts(&args.alerts, metric_set(&metrics)).map_err(|e| usage(anyhow!(e)))?;
+    check_thresholds(&metrics, &args.fail_below, single).map_err(usage)?;
+    let alerts = monitor::check_alerts(&args.alerts, metric_set(&metrics), single)
+        .map_err(|e| usage(anyhow!(e)))?;
     if let Some(p) = &args.plot {
         let ext = p
             .extension()
@@ -238,24 +269,34 @@ fn real_main(args: Args) -> Result<i32, Failure> {
         }
     }
 
-    let reference = input::discover(&args.reference, "reference")?;
+    let reference = match &args.reference {
+        Some(r) => Some(input::discover(r, "reference")?),
+        None => None,
+    };
     let distorted = input::discover(&args.distorted, "distorted")?;
-    notes.say(format!(
-        "reference: {} ({})",
-        reference.given,
-        reference.describe()
-    ));
+    match &reference {
+        Some(r) => notes.say(format!("reference: {} ({})", r.given, r.describe())),
+        None => notes.say("reference: none (one input: measured alone, no-reference metrics)"),
+    }
     notes.say(format!(
         "distorted: {} ({})",
         distorted.given,
         distorted.describe()
     ));
+    // The input whose size the measured frames have.
+    let sized = reference.as_ref().unwrap_or(&distorted);
 
     if let Some(roi) = &args.roi {
-        roi.check_within(reference.width, reference.height)
+        let what = if single {
+            "the input's"
+        } else {
+            "the reference's"
+        };
+        roi.check_within(sized.width, sized.height, what)
             .map_err(|e| usage(anyhow!("--roi: {e}")))?;
     }
-    let live = reference.live || distorted.live;
+    let inputs = [reference.as_ref(), Some(&distorted)];
+    let live = inputs.iter().flatten().any(|i| i.live);
     if live {
         if args.align.is_some() {
             return Err(usage(anyhow!(
@@ -263,8 +304,9 @@ fn real_main(args: Args) -> Result<i32, Failure> {
                  input cannot replay: give the offset with --offset"
             )));
         }
-        let which: Vec<&str> = [&reference, &distorted]
-            .into_iter()
+        let which: Vec<&str> = inputs
+            .iter()
+            .flatten()
             .filter(|i| i.live)
             .map(|i| i.role)
             .collect();
@@ -275,7 +317,7 @@ fn real_main(args: Args) -> Result<i32, Failure> {
         ));
     }
 
-    let same_size = (reference.width, reference.height) == (distorted.width, distorted.height);
+    let same_size = (sized.width, sized.height) == (distorted.width, distorted.height);
     let scale_to = match (same_size, args.scale) {
         (true, _) => None,
         (false, true) => {
@@ -283,18 +325,18 @@ fn real_main(args: Args) -> Result<i32, Failure> {
                 "scaling: distorted {}x{} -> {}x{} (videoscale method={}, or cudascale on NVDEC)",
                 distorted.width,
                 distorted.height,
-                reference.width,
-                reference.height,
+                sized.width,
+                sized.height,
                 pipeline::SCALE_METHOD
             ));
-            Some((reference.width, reference.height))
+            Some((sized.width, sized.height))
         }
         (false, false) => {
             return Err(anyhow!(
                 "the inputs differ in size (reference {}x{}, distorted {}x{}): add --scale to \
                  scale the distorted video to the reference size",
-                reference.width,
-                reference.height,
+                sized.width,
+                sized.height,
                 distorted.width,
                 distorted.height
             )
@@ -305,7 +347,10 @@ fn real_main(args: Args) -> Result<i32, Failure> {
         PairingArg::Timestamp => "timestamp",
         PairingArg::Sequence => "sequence",
     };
-    if reference.framerate != distorted.framerate && args.pairing == PairingArg::Timestamp {
+    if let Some(reference) = &reference
+        && reference.framerate != distorted.framerate
+        && args.pairing == PairingArg::Timestamp
+    {
         notes.say(
             "frame rates differ: frames are paired by timestamp; frames without a partner \
              are counted as unmatched",
@@ -330,12 +375,12 @@ fn real_main(args: Args) -> Result<i32, Failure> {
         }),
         (Err(_), _) => notes.say("backend: cpu"),
     }
-    let decoding = choose_decoding(&args, [&reference, &distorted], &cuda, scale_to, &notes)?;
+    let decoding = choose_decoding(&args, inputs, &cuda, scale_to, &notes)?;
 
-    // Alignment.
-    let offset = match args.align {
-        Some(cli::AlignArg::Auto) => {
-            let a = align::find(&reference, &distorted, args.align_frames, args.align_range)?;
+    // Alignment (two inputs: with one, --align and --offset were refused above).
+    let offset = match (args.align, &reference) {
+        (Some(cli::AlignArg::Auto), Some(reference)) => {
+            let a = align::find(reference, &distorted, args.align_frames, args.align_range)?;
             let direction = match a.offset {
                 0 => "the inputs are aligned".to_string(),
                 n if n > 0 => format!("the distorted video starts {n} frames late"),
@@ -356,7 +401,7 @@ fn real_main(args: Args) -> Result<i32, Failure> {
             }
             a.offset
         }
-        None => args.offset,
+        _ => args.offset,
     };
     let (ref_skip, dist_skip) = if offset >= 0 {
         (0, offset as u64)
@@ -375,18 +420,20 @@ fn real_main(args: Args) -> Result<i32, Failure> {
             skip: dist_skip,
             every: args.every,
             limit: args.frames,
+            // One input counts its own frames.
             index_duration: if timestamp {
-                reference.frame_duration()
+                reference.as_ref().and_then(Input::frame_duration)
             } else {
                 None
             },
         },
     ];
-    // Expected pairs, for the progress bar.
-    let total = reference.estimated_frames().map(|n| {
+    // Expected pairs (with one input, frames), for the progress bar.
+    let total = sized.estimated_frames().map(|n| {
         let mut pairs = n.saturating_sub(ref_skip);
-        if let Some(d) = distorted.estimated_frames()
-            && distorted.framerate == reference.framerate
+        if reference.is_some()
+            && let Some(d) = distorted.estimated_frames()
+            && distorted.framerate == sized.framerate
         {
             pairs = pairs.min(d.saturating_sub(dist_skip));
         }
@@ -413,17 +460,27 @@ fn real_main(args: Args) -> Result<i32, Failure> {
         },
     };
     let to_file = args.output.is_some();
-    let mut sink =
-        output::RecordSink::open(args.format, args.output.as_deref(), metric_set(&metrics))
-            .with_context(|| {
-                format!(
-                    "cannot create {}",
-                    args.output.as_deref().unwrap_or("-".as_ref()).display()
-                )
-            })?;
-    notes.say(format!("metrics: {}", metrics.replace('+', ", ")));
+    let mut sink = output::RecordSink::open(
+        args.format,
+        args.output.as_deref(),
+        fields::of_run(metric_set(&metrics), single),
+    )
+    .with_context(|| {
+        format!(
+            "cannot create {}",
+            args.output.as_deref().unwrap_or("-".as_ref()).display()
+        )
+    })?;
+    notes.say(match (&args.metrics, single) {
+        (None, true) => format!(
+            "metrics: {} (one input, no --metrics: every no-reference metric)",
+            metrics.replace('+', ", ")
+        ),
+        _ => format!("metrics: {}", metrics.replace('+', ", ")),
+    });
     let keep = args.plot.is_some() || (args.format == FormatArg::Table && to_file);
     let report = run::Report {
+        unit: if single { "frame" } else { "pair" },
         fields: monitor::main_fields(
             metric_set(&metrics),
             alerts.as_ref().map_or(&[][..], |(_, rules)| rules),
@@ -433,8 +490,9 @@ fn real_main(args: Args) -> Result<i32, Failure> {
         alerts: alerts.is_some(),
     };
     let (built, outcome) = loop {
-        let built = pipeline::build(&config, [&reference, &distorted], stop.clone())?;
-        let mut progress = progress::Progress::new(total, args.quiet, live);
+        let built = pipeline::build(&config, inputs, stop.clone())?;
+        let unit = if single { "frames" } else { "pairs" };
+        let mut progress = progress::Progress::new(total, args.quiet, live, unit);
         match run::run(
             &built,
             &stop,
@@ -474,6 +532,9 @@ fn real_main(args: Args) -> Result<i32, Failure> {
     drop(sink);
 
     for (i, d) in decoding.iter().enumerate() {
+        if inputs[i].is_none() {
+            continue;
+        }
         let plugged = built.decoders[i]
             .lock()
             .map(|v| v.clone())
@@ -503,22 +564,34 @@ fn real_main(args: Args) -> Result<i32, Failure> {
     }
     if outcome.interrupted {
         notes.say(format!(
-            "interrupted after {} compared pairs: the summary covers those",
-            outcome.summary.frames
+            "interrupted after {} {}: the summary covers those",
+            outcome.summary.frames,
+            if single {
+                "measured frames"
+            } else {
+                "compared pairs"
+            }
         ));
     }
 
+    let gate = |i: usize, f: fn(&gate::Gate) -> u64| built.gates[i].as_ref().map_or(0, f);
     let counts = output::Counts {
-        skipped: built.gates[0].skipped(),
+        // The first input's gate counts the instants --every leaves out.
+        skipped: gate(if single { 1 } else { 0 }, gate::Gate::skipped),
         offset_dropped: [
-            built.gates[0].offset_dropped(),
-            built.gates[1].offset_dropped(),
+            gate(0, gate::Gate::offset_dropped),
+            gate(1, gate::Gate::offset_dropped),
         ],
+        single,
     };
     let table = output::summary_table(&outcome.summary, &counts);
     match (args.format, &args.output) {
         (FormatArg::Table, Some(path)) => {
-            let text = output::frames_table(&outcome.records) + "\n" + &table;
+            let mut text = output::frames_table(&outcome.records) + "\n";
+            if !outcome.events.is_empty() {
+                text += &(output::events_text(&outcome.events) + "\n");
+            }
+            text += &table;
             std::fs::write(path, text)
                 .with_context(|| format!("cannot write {}", path.display()))?;
             print!("{table}");
@@ -539,11 +612,14 @@ fn real_main(args: Args) -> Result<i32, Failure> {
     }
 
     if let Some(path) = &args.plot {
-        let title = format!(
-            "{} vs {}",
-            short_name(&distorted.given),
-            short_name(&reference.given)
-        );
+        let title = match &reference {
+            Some(r) => format!(
+                "{} vs {}",
+                short_name(&distorted.given),
+                short_name(&r.given)
+            ),
+            None => format!("{} (no reference)", short_name(&distorted.given)),
+        };
         plot::write(path, &outcome.records, &outcome.summary, &title)?;
         notes.say(format!("plot: {}", path.display()));
     }
@@ -598,13 +674,20 @@ fn parse_args() -> Args {
     let names = gst::init()
         .ok()
         .and_then(|_| gstgpumetrics::plugin_register_static().ok())
-        .map(|_| metrics::available().join(", "));
+        .map(|_| {
+            (
+                metrics::available().join(", "),
+                metrics::no_reference().join(", "),
+            )
+        });
     let mut cmd = cli::command();
-    if let Some(names) = names {
+    if let Some((names, no_reference)) = names {
         cmd = cmd.mut_arg("metrics", |a| {
             a.help(format!(
                 "Metrics to compute, comma-separated: {names}; or all (every metric the \
-                 element offers)"
+                 element offers; with one input, every no-reference metric). Default: psnr; \
+                 with one input (DIST alone), the no-reference metrics ({no_reference}), the \
+                 only ones it can run"
             ))
         });
     }

@@ -3,6 +3,7 @@
 //! rather than written down here, so that a metric added to the element is offered by the
 //! command (and by `--metrics all`) without a change to it.
 
+use gpumetrics_engine::{MetricSet, metric};
 use gst::glib;
 use gst::prelude::*;
 
@@ -17,9 +18,28 @@ pub fn available() -> Vec<String> {
         .collect()
 }
 
+/// The nicks of the element's metrics that need no reference (what one input can be
+/// measured with), in flag order.
+pub fn no_reference() -> Vec<String> {
+    let set = metric::no_reference();
+    available()
+        .into_iter()
+        .filter(|n| MetricSet::named(n).is_some_and(|m| set.contains(m)))
+        .collect()
+}
+
+/// The `--metrics` a run gets when none is given: `psnr` for two inputs; every no-reference
+/// metric for one.
+pub fn default_list(single: bool) -> String {
+    if single { "all".into() } else { "psnr".into() }
+}
+
 /// Turns `--metrics` (`psnr,ssim` or `all`) into the element's string form (`psnr+ssim`).
-pub fn parse(list: &str) -> Result<String, String> {
-    let available = available();
+/// With one input (`single`), `all` is every no-reference metric, and a metric that needs a
+/// reference is an error naming it (and the no-reference metrics).
+pub fn parse(list: &str, single: bool) -> Result<String, String> {
+    let available = if single { no_reference() } else { available() };
+    let known = self::available();
     let mut chosen: Vec<String> = Vec::new();
     for name in list
         .split([',', '+'])
@@ -32,13 +52,13 @@ pub fn parse(list: &str) -> Result<String, String> {
             break;
         }
         // Accept `msssim` / `ms_ssim` for `ms-ssim`.
-        let canon = available
+        let canon = known
             .iter()
             .find(|a| a.replace('-', "") == name.replace(['-', '_'], ""))
             .ok_or_else(|| {
                 format!(
                     "unknown metric `{name}`: choose from {} or all",
-                    available.join(", ")
+                    known.join(", ")
                 )
             })?;
         if !chosen.contains(canon) {
@@ -50,6 +70,23 @@ pub fn parse(list: &str) -> Result<String, String> {
             "no metric given: choose from {} or all",
             available.join(", ")
         ));
+    }
+    if single {
+        let set = chosen
+            .iter()
+            .filter_map(|n| MetricSet::named(n))
+            .fold(MetricSet::default(), |s, m| s | m);
+        let needing: Vec<&str> = metric::needing_reference(set).map(|i| i.name).collect();
+        if !needing.is_empty() {
+            return Err(format!(
+                "{} {} a reference input, and there is one input only (give the reference \
+                 first: gpumetrics REF DIST); with one input only the no-reference metrics can \
+                 run: {}",
+                needing.join(", "),
+                if needing.len() == 1 { "needs" } else { "need" },
+                available.join(", ")
+            ));
+        }
     }
     Ok(chosen.join("+"))
 }
@@ -64,13 +101,30 @@ mod tests {
         let names = available();
         assert!(names.contains(&"psnr".to_string()), "{names:?}");
         assert!(names.contains(&"ms-ssim".to_string()), "{names:?}");
-        assert_eq!(parse("all").unwrap(), names.join("+"));
-        assert_eq!(parse("psnr, msssim,psnr").unwrap(), "psnr+ms-ssim");
+        assert_eq!(parse("all", false).unwrap(), names.join("+"));
+        assert_eq!(parse("psnr, msssim,psnr", false).unwrap(), "psnr+ms-ssim");
         assert!(
-            parse("lpips")
+            parse("lpips", false)
                 .unwrap_err()
                 .contains("unknown metric `lpips`")
         );
-        assert!(parse(",").is_err());
+        assert!(parse(",", false).is_err());
+    }
+
+    #[test]
+    fn one_input_gets_the_no_reference_metrics() {
+        gst::init().unwrap();
+        let nr = no_reference();
+        assert!(nr.contains(&"siti".to_string()), "{nr:?}");
+        assert!(!nr.contains(&"psnr".to_string()), "{nr:?}");
+        assert_eq!(parse("all", true).unwrap(), nr.join("+"));
+        assert_eq!(parse(&default_list(true), true).unwrap(), nr.join("+"));
+        assert_eq!(parse(&default_list(false), false).unwrap(), "psnr");
+        assert_eq!(parse("siti", true).unwrap(), "siti");
+        let e = parse("psnr,siti,ssim", true).unwrap_err();
+        assert!(e.starts_with("psnr, ssim need a reference input"), "{e}");
+        assert!(e.ends_with(&format!("can run: {}", nr.join(", "))), "{e}");
+        assert!(parse("vmaf", true).unwrap_err().starts_with("vmaf needs a"));
+        assert!(parse("psnr", false).is_ok());
     }
 }

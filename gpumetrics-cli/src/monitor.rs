@@ -59,14 +59,14 @@ impl Roi {
         })
     }
 
-    /// Refuses a rectangle that reaches past a `width`x`height` frame.
-    pub fn check_within(&self, width: u32, height: u32) -> Result<(), String> {
+    /// Refuses a rectangle that reaches past a `width`x`height` frame of `what` (`the
+    /// reference's`).
+    pub fn check_within(&self, width: u32, height: u32, what: &str) -> Result<(), String> {
         let right = u64::from(self.x) + u64::from(self.width);
         let bottom = u64::from(self.y) + u64::from(self.height);
         if right > u64::from(width) || bottom > u64::from(height) {
             return Err(format!(
-                "{self} reaches past the reference's {width}x{height} frame (to x {right}, y \
-                 {bottom})"
+                "{self} reaches past {what} {width}x{height} frame (to x {right}, y {bottom})"
             ));
         }
         Ok(())
@@ -92,17 +92,19 @@ pub fn parse_address(text: &str) -> Result<String, String> {
 }
 
 /// The `--alert` rules joined as the element's `alerts` property, parsed as the element will
-/// parse them against the fields `metrics` can produce; `None` without rules. The error is
-/// the element's, naming `--alert`.
+/// parse them against the fields `metrics` can produce (with one input, `single`: not the
+/// reference's `ref-` fields); `None` without rules. The error is the element's, naming
+/// `--alert`.
 pub fn check_alerts(
     rules: &[String],
     metrics: MetricSet,
+    single: bool,
 ) -> Result<Option<(String, Vec<Rule>)>, String> {
     if rules.is_empty() {
         return Ok(None);
     }
     let joined = rules.join(",");
-    let fields = gstgpumetrics::stats::columns_for(metrics);
+    let fields = fields::of_run(metrics, single);
     match alerts::parse(&joined, &fields) {
         Ok(parsed) => Ok(Some((joined, parsed))),
         Err(e) => Err(format!(
@@ -187,12 +189,12 @@ pub fn window_values(w: &Window, fields: &[String]) -> String {
         .join(", ")
 }
 
-/// One line per window: its span, pairs, the means of `fields`, what it did not score and
-/// its time in alert.
-pub fn window_line(w: &Window, fields: &[String]) -> String {
+/// One line per window: its span, pairs (`unit`: `pair`, or `frame` for one input), the
+/// means of `fields`, what it did not score and its time in alert.
+pub fn window_line(w: &Window, fields: &[String], unit: &str) -> String {
     let s = &w.stats;
     let mut line = format!(
-        "window {}–{}: {} pair{}",
+        "window {}–{}: {} {unit}{}",
         clock(w.start),
         clock(w.end),
         s.frames,
@@ -272,9 +274,17 @@ mod tests {
         let r = Roi::parse("10, 20,300,100").unwrap();
         assert_eq!((r.x, r.y, r.width, r.height), (10, 20, 300, 100));
         assert_eq!(r.to_string(), "10,20,300,100");
-        assert!(r.check_within(320, 180).is_ok());
-        assert!(r.check_within(320, 119).unwrap_err().contains("320x119"));
-        assert!(r.check_within(309, 180).unwrap_err().contains("to x 310"));
+        assert!(r.check_within(320, 180, "the reference's").is_ok());
+        assert!(
+            r.check_within(320, 119, "the reference's")
+                .unwrap_err()
+                .contains("past the reference's 320x119")
+        );
+        assert!(
+            r.check_within(309, 180, "the input's")
+                .unwrap_err()
+                .contains("to x 310")
+        );
         for bad in [
             "1,2,3",
             "1,2,3,4,5",
@@ -308,22 +318,33 @@ mod tests {
     #[test]
     fn alert_rules_are_the_elements() {
         let psnr = MetricSet::named("psnr").unwrap();
-        assert_eq!(check_alerts(&[], psnr), Ok(None));
-        let (joined, rules) = check_alerts(&["psnr-y<30:1s".into(), "mse-y>50".into()], psnr)
-            .unwrap()
-            .unwrap();
+        assert_eq!(check_alerts(&[], psnr, false), Ok(None));
+        let (joined, rules) =
+            check_alerts(&["psnr-y<30:1s".into(), "mse-y>50".into()], psnr, false)
+                .unwrap()
+                .unwrap();
         assert_eq!(joined, "psnr-y<30:1s,mse-y>50");
         assert_eq!(rules.len(), 2);
-        let e = check_alerts(&["vmaf<70".into()], psnr).unwrap_err();
+        let e = check_alerts(&["vmaf<70".into()], psnr, false).unwrap_err();
         assert!(
             e.starts_with("--alert: rule 'vmaf<70' names the field 'vmaf'"),
             "{e}"
         );
         assert!(e.contains("psnr-y"), "{e}");
-        let e = check_alerts(&["psnr-y=3".into()], psnr).unwrap_err();
+        let e = check_alerts(&["psnr-y=3".into()], psnr, false).unwrap_err();
         assert!(e.contains("no '<' or '>'"), "{e}");
-        let e = check_alerts(&["psnr-y<3".into(), "psnr-y<3".into()], psnr).unwrap_err();
+        let e = check_alerts(&["psnr-y<3".into(), "psnr-y<3".into()], psnr, false).unwrap_err();
         assert!(e.contains("given twice"), "{e}");
+        // One input: the no-reference metrics' own fields, not the reference's.
+        let nr = metric::no_reference();
+        assert!(check_alerts(&["si<10".into()], nr, true).unwrap().is_some());
+        assert!(
+            check_alerts(&["ref-si<10".into()], nr, false)
+                .unwrap()
+                .is_some()
+        );
+        let e = check_alerts(&["ref-si<10".into()], nr, true).unwrap_err();
+        assert!(e.contains("'ref-si'"), "{e}");
     }
 
     #[test]
@@ -408,11 +429,12 @@ mod tests {
                         seconds: 0.0,
                     },
                 ],
+                events: Vec::new(),
             },
         };
         let fields = ["psnr-y".to_string(), "ssim-y".into(), "vmaf".into()];
         assert_eq!(
-            window_line(&w, &fields),
+            window_line(&w, &fields, "pair"),
             "window 00:00:01.500–00:00:02.000: 15 pairs, psnr-y 35.123, ssim-y 0.95123, 3 \
              skipped, unmatched 1 reference, 0 distorted; in alert psnr-y<36: 0.250 s"
         );
@@ -433,8 +455,13 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(
-            window_line(&one, &fields),
+            window_line(&one, &fields, "pair"),
             "window 00:00:00.000–00:00:00.000: 1 pair"
+        );
+        assert_eq!(
+            window_line(&w, &fields, "frame"),
+            "window 00:00:01.500–00:00:02.000: 15 frames, psnr-y 35.123, ssim-y 0.95123, 3 \
+             skipped, unmatched 1 reference, 0 distorted; in alert psnr-y<36: 0.250 s"
         );
         let decimals = fields::meta("vmaf").decimals as usize;
         assert_eq!(

@@ -1,16 +1,16 @@
 // SPDX-License-Identifier: MPL-2.0
 //! What the run prints and writes: the summary table (for people) and the per-frame records
 //! plus summary in the element's stats formats (for programs, written by
-//! `gstgpumetrics::stats::StatsWriter` so that the layouts match the element's `stats-file`).
+//! `gstgpumetrics::stats::StatsWriter` so that the layouts match the element's `stats-file`),
+//! with the black and freeze intervals as event records among them and as lines.
 
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::Path;
 
 use comfy_table::{CellAlignment, ContentArrangement, Table, presets};
-use gpumetrics_engine::MetricSet;
-use gstgpumetrics::message::{FieldStats, FrameScores, Summary, Window};
-use gstgpumetrics::stats::{self, Format, StatsWriter};
+use gstgpumetrics::message::{EventRecord, FieldStats, FrameScores, Summary, Window};
+use gstgpumetrics::stats::{Format, StatsWriter};
 
 use crate::cli::FormatArg;
 use crate::fields;
@@ -22,6 +22,41 @@ pub struct Counts {
     pub skipped: u64,
     /// Frames dropped by the offset, per input (reference, distorted).
     pub offset_dropped: [u64; 2],
+    /// One input, measured alone: frames, not pairs, and nothing unmatched.
+    pub single: bool,
+}
+
+/// Seconds of a running time in ns, with millisecond precision (`2.500`).
+fn secs(ns: u64) -> String {
+    format!("{:.3}", ns as f64 / 1e9)
+}
+
+/// The line of an event as it happens: `black: from 2.000 s on dist` when an interval
+/// starts, `black: 2.000–4.500 s (2.500 s) on dist` when it ends.
+pub fn event_line(e: &EventRecord) -> String {
+    match e.duration {
+        Some(d) if e.state == "end" => format!(
+            "{}: {}–{} s ({} s) on {}",
+            e.event,
+            secs(e.running_time.saturating_sub(d)),
+            secs(e.running_time),
+            secs(d),
+            e.input
+        ),
+        _ if e.state == "start" => format!(
+            "{}: from {} s on {}",
+            e.event,
+            secs(e.running_time),
+            e.input
+        ),
+        _ => format!(
+            "{}: {} at {} s on {}",
+            e.event,
+            e.state,
+            secs(e.running_time),
+            e.input
+        ),
+    }
 }
 
 /// Text of a score of `field`, with the decimals the registry gives it.
@@ -75,10 +110,17 @@ pub fn summary_table(summary: &Summary, counts: &Counts) -> String {
     }
     let mut out = table.to_string();
     out.push('\n');
-    let mut line = format!(
-        "compared pairs: {}   unmatched: {} reference, {} distorted",
-        summary.frames, summary.unmatched_ref, summary.unmatched_dist
-    );
+    let mut line = if counts.single {
+        format!(
+            "measured frames: {} (one input, no reference)",
+            summary.frames
+        )
+    } else {
+        format!(
+            "compared pairs: {}   unmatched: {} reference, {} distorted",
+            summary.frames, summary.unmatched_ref, summary.unmatched_dist
+        )
+    };
     if counts.skipped > 0 {
         line.push_str(&format!("   skipped (--every): {}", counts.skipped));
     }
@@ -104,7 +146,23 @@ pub fn summary_table(summary: &Summary, counts: &Counts) -> String {
             a.seconds
         ));
     }
+    for e in &summary.events {
+        out.push_str(&format!(
+            "{} on {}: {} interval{}, {:.3} s in all\n",
+            e.event,
+            e.input,
+            e.intervals,
+            if e.intervals == 1 { "" } else { "s" },
+            e.seconds
+        ));
+    }
     out
+}
+
+/// The event lines of a run, for the per-frame table's file (`--format table -o FILE`):
+/// each interval's end (or its start, when it has not ended).
+pub fn events_text(events: &[EventRecord]) -> String {
+    events.iter().map(|e| event_line(e) + "\n").collect()
 }
 
 /// The per-frame table (`--format table -o FILE`): pair index, PTS in seconds, one column
@@ -151,12 +209,12 @@ pub enum RecordSink {
 
 impl RecordSink {
     /// Opens `-o FILE` (or stdout) for the machine-readable formats.
-    /// The CSV columns are every field `metrics` can produce (the element's `stats-file`
-    /// has the same).
+    /// The CSV columns are `columns`: every field the run can produce
+    /// ([`crate::fields::of_run`]; the element's `stats-file` has the same).
     pub fn open(
         format: FormatArg,
         path: Option<&Path>,
-        metrics: MetricSet,
+        columns: Vec<&'static str>,
     ) -> io::Result<RecordSink> {
         let format = match format {
             FormatArg::Table => return Ok(RecordSink::None),
@@ -169,7 +227,7 @@ impl RecordSink {
             None => Box::new(io::stdout()),
         };
         Ok(RecordSink::Stats(
-            StatsWriter::new(out, format).columns(stats::columns_for(metrics)),
+            StatsWriter::new(out, format).columns(columns),
         ))
     }
 
@@ -185,6 +243,15 @@ impl RecordSink {
         match self {
             RecordSink::None => Ok(()),
             RecordSink::Stats(writer) => writer.write_window(w),
+        }
+    }
+
+    /// An event record (a black or freeze interval starting or ending), in the order the
+    /// element posted it: the element's `stats-file` layout.
+    pub fn event(&mut self, e: &EventRecord) -> io::Result<()> {
+        match self {
+            RecordSink::None => Ok(()),
+            RecordSink::Stats(w) => w.write_event(e),
         }
     }
 
@@ -239,12 +306,14 @@ mod tests {
                     seconds: 0.0,
                 },
             ],
+            events: Vec::new(),
         };
         let t = summary_table(
             &s,
             &Counts {
                 skipped: 3,
                 offset_dropped: [0, 4],
+                single: false,
             },
         );
         let psnr = t.lines().find(|l| l.contains("psnr-y")).unwrap();
@@ -264,6 +333,104 @@ mod tests {
             ),
             "{t}"
         );
+    }
+
+    #[test]
+    fn one_input_events_and_their_counts() {
+        use gstgpumetrics::message::EventCount;
+        let s = Summary {
+            frames: 12,
+            unmatched_ref: 0,
+            unmatched_dist: 0,
+            fields: vec![("si".into(), stats(40.0, None))],
+            events: vec![
+                EventCount {
+                    event: "black".into(),
+                    input: "dist".into(),
+                    intervals: 2,
+                    seconds: 2.5,
+                },
+                EventCount {
+                    event: "freeze".into(),
+                    input: "ref".into(),
+                    intervals: 1,
+                    seconds: 0.25,
+                },
+            ],
+            ..Default::default()
+        };
+        let t = summary_table(
+            &s,
+            &Counts {
+                single: true,
+                ..Default::default()
+            },
+        );
+        assert!(t.contains("measured frames: 12 (one input"), "{t}");
+        assert!(!t.contains("unmatched") && !t.contains("pairs"), "{t}");
+        assert!(
+            t.ends_with(
+                "black on dist: 2 intervals, 2.500 s in all\n\
+                 freeze on ref: 1 interval, 0.250 s in all\n"
+            ),
+            "{t}"
+        );
+        let start = EventRecord {
+            event: "black".into(),
+            state: "start".into(),
+            input: "dist".into(),
+            running_time: 2_000_000_000,
+            duration: None,
+        };
+        assert_eq!(event_line(&start), "black: from 2.000 s on dist");
+        let end = EventRecord {
+            state: "end".into(),
+            running_time: 4_500_000_000,
+            duration: Some(2_500_000_000),
+            ..start.clone()
+        };
+        assert_eq!(event_line(&end), "black: 2.000–4.500 s (2.500 s) on dist");
+        assert_eq!(
+            events_text(&[start, end]),
+            "black: from 2.000 s on dist\nblack: 2.000–4.500 s (2.500 s) on dist\n"
+        );
+    }
+
+    /// Event records reach the machine-readable outputs in the element's layout.
+    #[test]
+    fn event_records_in_the_stats_layouts() {
+        let dir = tempfile::tempdir().unwrap();
+        let ev = EventRecord {
+            event: "freeze".into(),
+            state: "end".into(),
+            input: "ref".into(),
+            running_time: 3_000_000_000,
+            duration: Some(1_000_000_000),
+        };
+        for (format, name) in [(FormatArg::Jsonl, "e.jsonl"), (FormatArg::Csv, "e.csv")] {
+            let path = dir.path().join(name);
+            let mut sink = RecordSink::open(format, Some(&path), vec!["si", "ti"]).unwrap();
+            sink.event(&ev).unwrap();
+            sink.summary(&Summary::default()).unwrap();
+            drop(sink);
+            let text = std::fs::read_to_string(&path).unwrap();
+            let first = text.lines().find(|l| l.contains("freeze")).expect(&text);
+            match format {
+                FormatArg::Jsonl => {
+                    let v: serde_json::Value = serde_json::from_str(first).unwrap();
+                    assert_eq!(v["type"], "event", "{first}");
+                    assert_eq!(v["event"], "freeze");
+                    assert_eq!(v["state"], "end");
+                    assert_eq!(v["input"], "ref");
+                    assert_eq!(v["running-time"], 3_000_000_000u64);
+                    assert_eq!(v["duration"], 1_000_000_000u64);
+                }
+                _ => assert!(
+                    first.starts_with("ref-freeze-end,,,3000000000,1000000000"),
+                    "{text}"
+                ),
+            }
+        }
     }
 
     #[test]

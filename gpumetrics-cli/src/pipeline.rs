@@ -9,7 +9,9 @@
 //!
 //! Each input gets its own decoder branch; a [`Gate`] on the queue's src pad applies offset,
 //! `--every`, `--frames` and Ctrl-C. NVDEC keeps the frames in CUDA memory, where the
-//! element's CUDA backend reads them in place.
+//! element's CUDA backend reads them in place. With one input (no reference) only the
+//! distorted branch is built: ref_sink stays unlinked, and the element measures dist_sink
+//! alone with the no-reference metrics.
 
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
@@ -76,7 +78,8 @@ pub struct PipelineConfig {
 pub struct Built {
     pub pipeline: gst::Pipeline,
     pub element: gst::Element,
-    pub gates: [Gate; 2],
+    /// Per input (reference, distorted); none for an input the run does not have.
+    pub gates: [Option<Gate>; 2],
     /// Decoder elements that were plugged, per input (filled while the pipeline starts).
     pub decoders: [Arc<Mutex<Vec<String>>>; 2],
     /// Caps that reached the element, per input (kept past the pipeline's end).
@@ -229,8 +232,13 @@ fn branch(
     Ok(queue)
 }
 
-/// Builds the pipeline (state NULL).
-pub fn build(config: &PipelineConfig, inputs: [&Input; 2], stop: Arc<AtomicBool>) -> Result<Built> {
+/// Builds the pipeline (state NULL) for the inputs (reference, distorted); without a
+/// reference, ref_sink is left unlinked.
+pub fn build(
+    config: &PipelineConfig,
+    inputs: [Option<&Input>; 2],
+    stop: Arc<AtomicBool>,
+) -> Result<Built> {
     let pipeline = gst::Pipeline::with_name("gpumetrics-cli");
     let element = make("gpumetrics")?;
     element
@@ -254,8 +262,11 @@ pub fn build(config: &PipelineConfig, inputs: [&Input; 2], stop: Arc<AtomicBool>
         Arc::new(Mutex::new(Vec::new())),
     ];
     let caps = [Arc::new(Mutex::new(None)), Arc::new(Mutex::new(None))];
-    let mut gates = Vec::new();
+    let mut gates = [None, None];
     for (i, pad_name) in ["ref_sink", "dist_sink"].into_iter().enumerate() {
+        let Some(input) = inputs[i] else {
+            continue;
+        };
         let (scale, convert) = if i == 1 {
             (config.scale_to, config.convert_to.as_deref())
         } else {
@@ -263,7 +274,7 @@ pub fn build(config: &PipelineConfig, inputs: [&Input; 2], stop: Arc<AtomicBool>
         };
         let queue = branch(
             &pipeline,
-            inputs[i],
+            input,
             &config.decoding[i],
             scale,
             convert,
@@ -271,7 +282,7 @@ pub fn build(config: &PipelineConfig, inputs: [&Input; 2], stop: Arc<AtomicBool>
         )?;
         // After the queue, so that Ctrl-C also ends the frames waiting in it.
         let qsrc = queue.static_pad("src").context("queue has no src pad")?;
-        gates.push(Gate::install(&qsrc, config.gates[i], stop.clone()));
+        gates[i] = Some(Gate::install(&qsrc, config.gates[i], stop.clone()));
         let seen = caps[i].clone();
         qsrc.add_probe(gst::PadProbeType::EVENT_DOWNSTREAM, move |_, info| {
             if let Some(gst::PadProbeData::Event(ev)) = &info.data
@@ -285,16 +296,15 @@ pub fn build(config: &PipelineConfig, inputs: [&Input; 2], stop: Arc<AtomicBool>
             .static_pad(pad_name)
             .with_context(|| format!("the gpumetrics element has no {pad_name} pad"))?;
         qsrc.link(&sinkpad)
-            .map_err(|e| anyhow!("cannot link the {} input: {e:?}", inputs[i].role))?;
+            .map_err(|e| anyhow!("cannot link the {} input: {e:?}", input.role))?;
     }
-    let [ref_gate, dist_gate]: [Gate; 2] = match gates.try_into() {
-        Ok(g) => g,
-        Err(_) => bail!("internal error: two gates expected"),
-    };
+    if gates[1].is_none() {
+        bail!("internal error: no distorted input");
+    }
     Ok(Built {
         pipeline,
         element,
-        gates: [ref_gate, dist_gate],
+        gates,
         decoders,
         caps,
     })
@@ -420,7 +430,7 @@ mod tests {
         let stop = Arc::new(AtomicBool::new(false));
         let built = build(
             &psnr_config(Decoding::Software),
-            [&input, &input],
+            [Some(&input), Some(&input)],
             stop.clone(),
         )
         .unwrap();
@@ -441,7 +451,7 @@ mod tests {
             },
             ..psnr_config(Decoding::Software)
         };
-        let built = build(&config, [&input, &input], stop).unwrap();
+        let built = build(&config, [Some(&input), Some(&input)], stop).unwrap();
         let e = &built.element;
         assert_eq!(e.property::<u64>("window"), 500_000_000);
         assert_eq!(
@@ -493,7 +503,7 @@ mod tests {
             ..psnr_config(Decoding::Nvdec("avdec_h264".into()))
         };
         let stop = std::sync::Arc::new(AtomicBool::new(false));
-        let built = build(&config, [&input, &input], stop).unwrap();
+        let built = build(&config, [Some(&input), Some(&input)], stop).unwrap();
         built.pipeline.set_state(gst::State::Playing).unwrap();
         let mut summary = None;
         wait_for_eos(&built.pipeline, std::time::Duration::from_secs(30), |msg| {
@@ -504,7 +514,7 @@ mod tests {
         built.pipeline.set_state(gst::State::Null).unwrap();
         let summary = summary.expect("summary posted before EOS");
         assert_eq!(summary.frames, 6, "{summary:?}");
-        assert_eq!(built.gates[0].skipped(), 6);
+        assert_eq!(built.gates[0].as_ref().unwrap().skipped(), 6);
         assert!(summary.field("psnr-y").unwrap().mean.is_infinite());
     }
 }

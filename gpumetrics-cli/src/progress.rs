@@ -21,6 +21,8 @@ pub struct Progress {
     quiet: bool,
     total: Option<u64>,
     live: bool,
+    /// What is counted: `pairs`, or `frames` for one input measured alone.
+    unit: &'static str,
     pairs: u64,
     /// Running time of the latest pair (ns).
     running_time: Option<u64>,
@@ -32,30 +34,33 @@ pub struct Progress {
 
 const RATE_KEY: &str = "rate";
 
-fn style(total: Option<u64>, live: bool) -> Option<ProgressStyle> {
+fn style(total: Option<u64>, live: bool, unit: &'static str) -> Option<ProgressStyle> {
     let template = match (total, live) {
-        (_, true) => "{spinner} live  {msg}",
-        (Some(_), false) => "{bar:40.cyan/blue} {pos}/{len} pairs  {rate}  ETA {eta}  {msg}",
-        (None, false) => "{spinner} {pos} pairs  {rate}  {elapsed}  {msg}",
+        (_, true) => "{spinner} live  {msg}".to_string(),
+        (Some(_), false) => {
+            format!("{{bar:40.cyan/blue}} {{pos}}/{{len}} {unit}  {{rate}}  ETA {{eta}}  {{msg}}")
+        }
+        (None, false) => format!("{{spinner}} {{pos}} {unit}  {{rate}}  {{elapsed}}  {{msg}}"),
     };
-    let style = ProgressStyle::with_template(template).ok()?;
+    let style = ProgressStyle::with_template(&template).ok()?;
     Some(style.with_key(
         RATE_KEY,
-        |s: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
-            let _ = write!(w, "{:.1} pairs/s", s.per_sec());
+        move |s: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
+            let _ = write!(w, "{:.1} {unit}/s", s.per_sec());
         },
     ))
 }
 
 impl Progress {
-    /// `total`: the expected number of compared pairs, when the duration is known; `live`:
-    /// an input is live (no total, no ETA).
-    pub fn new(total: Option<u64>, quiet: bool, live: bool) -> Progress {
+    /// `total`: the expected number of compared pairs (`unit`: `pairs`; or of frames,
+    /// `frames`, for one input measured alone), when the duration is known; `live`: an input
+    /// is live (no total, no ETA).
+    pub fn new(total: Option<u64>, quiet: bool, live: bool, unit: &'static str) -> Progress {
         let terminal = std::io::stderr().is_terminal();
         let total = total.filter(|_| !live);
         let bar = (!quiet && terminal).then(|| {
             let bar = ProgressBar::with_draw_target(total, ProgressDrawTarget::stderr());
-            if let Some(style) = style(total, live) {
+            if let Some(style) = style(total, live, unit) {
                 bar.set_style(style);
             }
             bar.enable_steady_tick(Duration::from_millis(200));
@@ -67,6 +72,7 @@ impl Progress {
             quiet,
             total,
             live,
+            unit,
             pairs: 0,
             running_time: None,
             window: None,
@@ -85,7 +91,7 @@ impl Progress {
         self.total = None;
         if let Some(bar) = &self.bar {
             bar.unset_length();
-            if let Some(style) = style(None, true) {
+            if let Some(style) = style(None, true, self.unit) {
                 bar.set_style(style);
             }
         }
@@ -147,8 +153,9 @@ impl Progress {
 
     /// Running time, pairs, rate and the latest window (the live display's text).
     fn live_text(&self) -> String {
+        let unit = self.unit;
         let mut text = format!(
-            "running time {}, {} pairs, {:.1} pairs/s",
+            "running time {}, {} {unit}, {:.1} {unit}/s",
             self.running_time.map_or("-".into(), monitor::clock),
             self.pairs,
             self.rate(self.pairs)
@@ -162,13 +169,14 @@ impl Progress {
 
     fn line(&self, pairs: u64) -> String {
         let rate = self.rate(pairs);
+        let unit = self.unit;
         match self.total {
             _ if self.live => format!("progress: live, {}", self.live_text()),
             Some(t) if rate > 0.0 && t >= pairs => format!(
-                "progress: {pairs}/{t} pairs, {rate:.1} pairs/s, ETA {:.0} s",
+                "progress: {pairs}/{t} {unit}, {rate:.1} {unit}/s, ETA {:.0} s",
                 (t - pairs) as f64 / rate
             ),
-            _ => format!("progress: {pairs} pairs, {rate:.1} pairs/s"),
+            _ => format!("progress: {pairs} {unit}, {rate:.1} {unit}/s"),
         }
     }
 
@@ -180,8 +188,9 @@ impl Progress {
         // A run that failed before its first pair says nothing here (its error does).
         if self.plain && pairs > 0 {
             let secs = self.start.elapsed().as_secs_f64();
+            let unit = self.unit;
             eprintln!(
-                "progress: {pairs} pairs in {secs:.1} s ({:.1} pairs/s)",
+                "progress: {pairs} {unit} in {secs:.1} s ({:.1} {unit}/s)",
                 pairs as f64 / secs.max(1e-3)
             );
         }
@@ -194,7 +203,7 @@ mod tests {
 
     #[test]
     fn live_lines_show_running_time_and_the_last_window_not_an_eta() {
-        let mut p = Progress::new(Some(100), true, false);
+        let mut p = Progress::new(Some(100), true, false, "pairs");
         assert!(p.line(10).contains("10/100 pairs"), "{}", p.line(10));
         p.set_live();
         p.update(42, Some(12_345_000_000));
@@ -210,7 +219,14 @@ mod tests {
         );
         assert!(!line.contains("ETA") && !line.contains("/100"), "{line}");
         // Live from the start: no total even when one is given.
-        let p = Progress::new(Some(100), true, true);
+        let p = Progress::new(Some(100), true, true, "pairs");
         assert!(p.is_live() && p.total.is_none());
+        // One input: frames.
+        let p = Progress::new(Some(100), true, false, "frames");
+        assert!(
+            p.line(10).starts_with("progress: 10/100 frames"),
+            "{}",
+            p.line(10)
+        );
     }
 }

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MPL-2.0
-//! Runs the built pipeline to the end: reads the per-pair, window, alert and summary messages
-//! from the bus, feeds the progress display and the record writer, prints windows and alert
-//! changes as they arrive, and turns Ctrl-C into an orderly end (the gates send EOS, the
+//! Runs the built pipeline to the end: reads the per-pair, window, event, alert and summary
+//! messages from the bus, feeds the progress display and the record writer, prints windows,
+//! black/freeze intervals and alert changes as they arrive, and turns Ctrl-C into an orderly end (the gates send EOS, the
 //! element posts the last window and the summary of what was measured). A pipeline that
 //! does not preroll is live: the display switches to running time instead of an ETA.
 
@@ -11,10 +11,10 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow, bail};
 use gst::prelude::*;
-use gstgpumetrics::message::{AlertChange, FrameScores, Summary, Window};
+use gstgpumetrics::message::{AlertChange, EventRecord, FrameScores, Summary, Window};
 
 use crate::monitor;
-use crate::output::RecordSink;
+use crate::output::{self, RecordSink};
 use crate::pipeline::Built;
 use crate::progress::Progress;
 
@@ -23,6 +23,8 @@ pub struct Outcome {
     /// Per-pair records, when asked to keep them (for the plot and the per-frame table).
     pub records: Vec<FrameScores>,
     pub summary: Summary,
+    /// The black and freeze intervals' starts and ends, in the order the element posted them.
+    pub events: Vec<EventRecord>,
     /// The element's `memory-stats` at the end.
     pub memory_stats: Option<gst::Structure>,
     /// Ended by Ctrl-C.
@@ -33,6 +35,8 @@ pub struct Outcome {
 pub struct Report {
     /// The fields whose means a window line shows ([`monitor::main_fields`]).
     pub fields: Vec<String>,
+    /// What a window counts: `pair`, or `frame` for one input measured alone.
+    pub unit: &'static str,
     /// Window lines go to stdout (with the summary table); else to stderr.
     pub windows_to_stdout: bool,
     /// Alert rules are set: the element's warning for a raised alert is left out (its
@@ -42,7 +46,7 @@ pub struct Report {
 
 impl Report {
     fn window(&self, w: &Window, progress: &mut Progress) {
-        let line = monitor::window_line(w, &self.fields);
+        let line = monitor::window_line(w, &self.fields, self.unit);
         if self.windows_to_stdout {
             progress.out(&line);
         } else {
@@ -113,6 +117,7 @@ pub fn run(
     let element = built.element.upcast_ref::<gst::Object>();
 
     let mut records = Vec::new();
+    let mut events = Vec::new();
     let mut pairs = 0u64;
     let mut summary = None;
     let mut interrupted_at: Option<Instant> = None;
@@ -147,6 +152,10 @@ pub fn run(
                 } else if let Some(w) = Window::from_message(&msg) {
                     sink.window(&w).context("writing a window record")?;
                     report.window(&w, progress);
+                } else if let Some(e) = EventRecord::from_message(&msg) {
+                    sink.event(&e).context("writing an event record")?;
+                    progress.note(&output::event_line(&e));
+                    events.push(e);
                 } else if let Some(a) = AlertChange::from_message(&msg) {
                     progress.note(&monitor::alert_line(&a));
                 } else if let Some(s) = Summary::from_message(&msg) {
@@ -183,6 +192,7 @@ pub fn run(
     Ok(Outcome {
         records,
         summary,
+        events,
         memory_stats,
         interrupted: interrupted_at.is_some(),
     })
@@ -191,6 +201,157 @@ pub fn run(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// One input measured alone (ref_sink unlinked), with `gpumetrics-event` messages from
+    /// the element (posted here, from its dist_sink, as the element posts its detectors'):
+    /// the run keeps them, writes them as event records among the frames, and the frames
+    /// have the distorted fields only.
+    #[test]
+    fn one_input_runs_alone_and_keeps_the_event_records() {
+        use crate::cli::FormatArg;
+        use crate::gate::GateConfig;
+        use crate::pipeline::{self, Decoding, PipelineConfig};
+        use std::sync::atomic::AtomicU64;
+
+        gst::init().unwrap();
+        gstgpumetrics::plugin_register_static().unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let clip = dir.path().join("clip.y4m");
+        let launch = format!(
+            "videotestsrc num-buffers=8 pattern=ball ! video/x-raw,format=I420,width=64,\
+             height=48,framerate=10/1 ! y4menc ! filesink location={}",
+            clip.display()
+        );
+        let p = gst::parse::launch(&launch)
+            .unwrap()
+            .downcast::<gst::Pipeline>()
+            .unwrap();
+        p.set_state(gst::State::Playing).unwrap();
+        let bus = p.bus().unwrap();
+        let done = bus.timed_pop_filtered(
+            gst::ClockTime::from_seconds(30),
+            &[gst::MessageType::Eos, gst::MessageType::Error],
+        );
+        assert!(matches!(done.unwrap().view(), gst::MessageView::Eos(_)));
+        p.set_state(gst::State::Null).unwrap();
+
+        let input = crate::input::discover(clip.to_str().unwrap(), "distorted").unwrap();
+        let config = PipelineConfig {
+            metrics: "siti".into(),
+            backend: "cpu",
+            device: 0,
+            pairing: "timestamp",
+            options: Vec::new(),
+            scale_to: None,
+            convert_to: None,
+            decoding: [Decoding::Software, Decoding::Software],
+            gates: [GateConfig {
+                every: 1,
+                ..Default::default()
+            }; 2],
+            monitoring: Default::default(),
+        };
+        let stop = Arc::new(AtomicBool::new(false));
+        let built = pipeline::build(&config, [None, Some(&input)], stop.clone()).unwrap();
+        assert!(built.gates[0].is_none());
+        let element = built.element.clone();
+        assert!(!element.static_pad("ref_sink").unwrap().is_linked());
+        // A black interval from the 3rd frame (0.2 s) to the 6th (0.5 s).
+        let seen = AtomicU64::new(0);
+        element.static_pad("dist_sink").unwrap().add_probe(
+            gst::PadProbeType::BUFFER,
+            move |pad, _| {
+                let n = seen.fetch_add(1, Ordering::SeqCst);
+                let record = |state: &str, at: u64, duration| EventRecord {
+                    event: "black".into(),
+                    state: state.into(),
+                    input: "dist".into(),
+                    running_time: at,
+                    duration,
+                };
+                let event = match n {
+                    2 => Some(record("start", 200_000_000, None)),
+                    5 => Some(record("end", 500_000_000, Some(300_000_000))),
+                    _ => None,
+                };
+                if let (Some(e), Some(el)) = (event, pad.parent_element()) {
+                    let msg = gst::message::Element::builder(e.to_structure())
+                        .src(&el)
+                        .build();
+                    let _ = el.post_message(msg);
+                }
+                gst::PadProbeReturn::Ok
+            },
+        );
+        let path = dir.path().join("records.jsonl");
+        let mut sink = RecordSink::open(
+            FormatArg::Jsonl,
+            Some(&path),
+            crate::fields::of_run(gpumetrics_engine::metric::no_reference(), true),
+        )
+        .unwrap();
+        let mut progress = Progress::new(None, true, false, "frames");
+        let report = Report {
+            fields: vec!["si".into()],
+            unit: "frame",
+            windows_to_stdout: false,
+            alerts: false,
+        };
+        let outcome = run(
+            &built,
+            &stop,
+            &mut sink,
+            &mut progress,
+            true,
+            &report,
+            false,
+        )
+        .unwrap();
+        drop(sink);
+        assert_eq!(outcome.summary.frames, 8, "{:?}", outcome.summary);
+        let fields: Vec<&str> = outcome
+            .summary
+            .fields
+            .iter()
+            .map(|(n, _)| n.as_str())
+            .collect();
+        assert_eq!(fields, ["si", "ti"]);
+        assert_eq!(outcome.records.len(), 8);
+        assert!(
+            outcome
+                .records
+                .iter()
+                .all(|r| r.scores.iter().all(|(n, _)| !n.starts_with("ref-"))),
+            "{:?}",
+            outcome.records
+        );
+        let states: Vec<&str> = outcome.events.iter().map(|e| e.state.as_str()).collect();
+        assert_eq!(states, ["start", "end"], "{:?}", outcome.events);
+        assert_eq!(
+            output::event_line(&outcome.events[1]),
+            "black: 0.200–0.500 s (0.300 s) on dist"
+        );
+        // In the file: the event records among the frames, in the element's layout.
+        let text = std::fs::read_to_string(&path).unwrap();
+        let types: Vec<String> = text
+            .lines()
+            .map(|l| {
+                let v: serde_json::Value = serde_json::from_str(l).unwrap();
+                v["type"].as_str().unwrap().to_string()
+            })
+            .collect();
+        assert_eq!(types.iter().filter(|t| *t == "frame").count(), 8, "{text}");
+        assert_eq!(types.iter().filter(|t| *t == "event").count(), 2, "{text}");
+        assert_eq!(types.last().map(String::as_str), Some("summary"), "{text}");
+        let end = text.lines().find(|l| l.contains("\"end\"")).expect(&text);
+        assert!(
+            end.contains(
+                "\"type\":\"event\",\"event\":\"black\",\"state\":\"end\",\
+                          \"input\":\"dist\",\"running-time\":500000000,\"duration\":300000000"
+            ),
+            "{end}"
+        );
+    }
 
     #[test]
     fn a_pipeline_that_does_not_preroll_is_live() {
