@@ -73,7 +73,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 d=.gpu/all
 B=$d/bin
-ALL_STEPS="selftest psnr ssim ssimulacra2 butteraugli siti blackfreeze vmaf element throughput cudamem colour cli libvmaf"
+ALL_STEPS="selftest psnr ssim ssimulacra2 butteraugli siti blackfreeze nr vmaf element throughput cudamem colour cli libvmaf"
 
 # ---------------------------------------------------------------------------------------------
 # Packing (this machine)
@@ -89,6 +89,7 @@ bins() {
     butteraugli) echo $e:test:cuda_kernels $e:test:butteraugli_cuda $e:test:butteraugli_crate $e:bench:throughput $e:example:bench_crates $g:test:butteraugli_element ;;
     siti) echo $e:test:cuda_kernels $e:bench:throughput ;;
     blackfreeze) echo $e:test:cuda_kernels $e:test:black_freeze_ffmpeg $e:bench:throughput ;;
+    nr) echo $e:bench:throughput $g:test:no_reference ;;
     vmaf) echo $e:test:cuda_kernels $e:test:vmaf_cuda $e:test:vmaf_reference $e:bench:throughput $g:test:vmaf_element ;;
     element) echo $g:test:element $g:test:harness $g:test:hardening $g:test:cuda_context $g:test:no_gstcuda $g:test:reliability $g:test:monitoring $g:test:roi ;;
     throughput) echo $e:bench:throughput ;;
@@ -344,6 +345,18 @@ step_blackfreeze() {
   fi
   throughput black,freeze
   ncu_kernels "(black|freeze)_" 4 black,freeze
+}
+
+# The no-reference metrics together: the element on dist_sink alone and with both inputs
+# (backend=cuda), and their throughput at 1080p on one input and next to the full-reference
+# metrics (the issue's table: what each adds).
+step_nr() {
+  element_tests no_reference
+  bench && need $B/throughput || return 0
+  local rows=no-reference,full-reference m
+  for m in siti black freeze blur blockiness; do rows="$rows,$m,full-reference+$m"; done
+  step "throughput of the no-reference metrics, one input and both, 1080p"
+  run $B/throughput --seconds 2 --no-cpu --sizes 1080p --metrics "$rows"
 }
 
 step_psnr() {
