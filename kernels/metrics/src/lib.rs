@@ -24,9 +24,12 @@ macro_rules! unroll {
     };
 }
 
+pub mod blockiness;
+pub mod blur;
 pub mod butteraugli;
 pub mod channel;
 pub mod color;
+pub mod luma8;
 pub mod psnr;
 pub mod selftest;
 pub mod siti;

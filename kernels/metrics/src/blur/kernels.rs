@@ -1,0 +1,106 @@
+//! The blur kernels, one frame per launch sequence: `blur_gauss` (the blurred plane),
+//! `blur_suppress` (the suppressed gradient plane, from the blurred one), `blur_widths`
+//! (per CUDA block, the sum and count of the edge widths of one row chunk of one block).
+//! The plane kernels run one thread per pixel on 32×8 thread blocks; the width kernel
+//! reduces its thread sums through warp shuffles and shared memory in a fixed order and
+//! writes one (sum, count) pair per CUDA block: no atomics.
+
+#[cfg(target_arch = "nvptx64")]
+use super::{Plane, WARPS, gauss, suppressed, thread_sums};
+#[cfg(target_arch = "nvptx64")]
+use super::Params;
+#[cfg(target_arch = "nvptx64")]
+use gpumetrics_device as dev;
+
+gpumetrics_device::kernel! {
+    /// `blurred[y·w + x]` = the Gaussian of the luma at (x, y). Launch 32×8 threads on a
+    /// grid covering width × height.
+    pub unsafe fn blur_gauss(p: Params, blurred: *mut u8) => gauss_body;
+
+    /// `out[y·w + x]` = the suppressed gradient of `blurred` at (x, y). Same grid.
+    pub unsafe fn blur_suppress(p: Params, blurred: *const u8, out: *mut u8) => suppress_body;
+
+    /// `out[2b]`, `out[2b + 1]` = the sum and the count of the counted edge widths of CUDA
+    /// block b's share: block `b / chunks`, row chunk `b % chunks`. Launch `BLOCK` threads
+    /// on grid.x = cols · rows · chunks.
+    pub unsafe fn blur_widths(
+        p: Params,
+        blurred: *const u8,
+        suppressed: *const u8,
+        out: *mut f64,
+    ) => widths_body;
+}
+
+/// The body of `blur_gauss`.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn gauss_body(p: Params, blurred: *mut u8) {
+    let (x, y) = (dev::global_idx_x(), dev::global_idx_y());
+    let l = p.luma;
+    if x < l.width && y < l.height {
+        let v = unsafe { gauss(&l, x, y) };
+        unsafe { *blurred.add(y as usize * l.width as usize + x as usize) = v };
+    }
+}
+
+/// The body of `blur_suppress`.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn suppress_body(p: Params, blurred: *const u8, out: *mut u8) {
+    let (x, y) = (dev::global_idx_x(), dev::global_idx_y());
+    let (w, h) = (p.luma.width, p.luma.height);
+    if x < w && y < h {
+        let b = Plane { ptr: blurred, w, h };
+        let v = unsafe { suppressed(&b, x, y) };
+        unsafe { *out.add(y as usize * w as usize + x as usize) = v };
+    }
+}
+
+/// The body of `blur_widths`.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn widths_body(p: Params, blurred: *const u8, suppressed: *const u8, out: *mut f64) {
+    gpumetrics_device::shared!(static BLUR_WARP_SUMS: [f64; 2 * WARPS]);
+    let (w, h) = (p.luma.width, p.luma.height);
+    let b = Plane { ptr: blurred, w, h };
+    let n = Plane { ptr: suppressed, w, h };
+    let id = dev::block_idx_x();
+    let (mut sum, count) = unsafe {
+        thread_sums(
+            &p,
+            &b,
+            &n,
+            id / p.chunks,
+            id % p.chunks,
+            dev::thread_idx_x(),
+            dev::block_dim_x(),
+        )
+    };
+    let mut count = count as f64;
+    let mut delta = 16;
+    while delta > 0 {
+        sum += unsafe { dev::shfl_down(dev::FULL_MASK, sum, delta) };
+        count += unsafe { dev::shfl_down(dev::FULL_MASK, count, delta) };
+        delta /= 2;
+    }
+    let t = dev::thread_idx_x();
+    if dev::lane_id() == 0 {
+        let warp = (t / 32) as usize;
+        unsafe {
+            BLUR_WARP_SUMS.write(2 * warp, sum);
+            BLUR_WARP_SUMS.write(2 * warp + 1, count);
+        }
+    }
+    unsafe { dev::sync_threads() };
+    if t == 0 {
+        let (mut s, mut c) = (0.0f64, 0.0f64);
+        for warp in 0..WARPS {
+            s += unsafe { BLUR_WARP_SUMS.read(2 * warp) };
+            c += unsafe { BLUR_WARP_SUMS.read(2 * warp + 1) };
+        }
+        unsafe {
+            *out.add(2 * id as usize) = s;
+            *out.add(2 * id as usize + 1) = c;
+        }
+    }
+}

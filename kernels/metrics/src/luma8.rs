@@ -1,0 +1,163 @@
+//! Luma as FFmpeg 5.1's 8-bit-only filters (`blurdetect`, `blockdetect`) see it.
+//!
+//! Those filters accept 8-bit formats only, so FFmpeg's automatically inserted scaler
+//! converts deeper luma to 8 bit before them. For planar YUV of the same size that is
+//! libswscale's unscaled plane copy, which adds an 8×8 ordered dither before the shift:
+//! for limited-range luma `t = (v + d) >> s; t − (t >> 8)`, for full-range luma
+//! `(v − (v >> 8) + d) >> s`, with `s` = depth − 8 and `d` = [`DITHER`]`[s − 1][y & 7][x & 7]`.
+//! (Checked bit for bit against Debian's `ffmpeg` 5.1 on random 10- and 12-bit planes,
+//! `-vf format=yuv420p`.) 8-bit samples are read as they are. [`sample`] is the one function
+//! both metrics, on both backends, read luma through.
+
+use crate::channel::{Channel, load};
+
+/// libswscale's ordered-dither matrices of its unscaled depth reduction, one per shift
+/// (depth − 8 = 1..8): the values added before the right shift.
+pub const DITHER: [[[u8; 8]; 8]; 8] = [
+    [
+        [0, 1, 0, 1, 0, 1, 0, 1],
+        [1, 0, 1, 0, 1, 0, 1, 0],
+        [0, 1, 0, 1, 0, 1, 0, 1],
+        [1, 0, 1, 0, 1, 0, 1, 0],
+        [0, 1, 0, 1, 0, 1, 0, 1],
+        [1, 0, 1, 0, 1, 0, 1, 0],
+        [0, 1, 0, 1, 0, 1, 0, 1],
+        [1, 0, 1, 0, 1, 0, 1, 0],
+    ],
+    [
+        [1, 2, 1, 2, 1, 2, 1, 2],
+        [3, 0, 3, 0, 3, 0, 3, 0],
+        [1, 2, 1, 2, 1, 2, 1, 2],
+        [3, 0, 3, 0, 3, 0, 3, 0],
+        [1, 2, 1, 2, 1, 2, 1, 2],
+        [3, 0, 3, 0, 3, 0, 3, 0],
+        [1, 2, 1, 2, 1, 2, 1, 2],
+        [3, 0, 3, 0, 3, 0, 3, 0],
+    ],
+    [
+        [2, 4, 3, 5, 2, 4, 3, 5],
+        [6, 0, 7, 1, 6, 0, 7, 1],
+        [3, 5, 2, 4, 3, 5, 2, 4],
+        [7, 1, 6, 0, 7, 1, 6, 0],
+        [2, 4, 3, 5, 2, 4, 3, 5],
+        [6, 0, 7, 1, 6, 0, 7, 1],
+        [3, 5, 2, 4, 3, 5, 2, 4],
+        [7, 1, 6, 0, 7, 1, 6, 0],
+    ],
+    [
+        [4, 8, 7, 11, 4, 8, 7, 11],
+        [12, 0, 15, 3, 12, 0, 15, 3],
+        [6, 10, 5, 9, 6, 10, 5, 9],
+        [14, 2, 13, 1, 14, 2, 13, 1],
+        [4, 8, 7, 11, 4, 8, 7, 11],
+        [12, 0, 15, 3, 12, 0, 15, 3],
+        [6, 10, 5, 9, 6, 10, 5, 9],
+        [14, 2, 13, 1, 14, 2, 13, 1],
+    ],
+    [
+        [9, 17, 15, 23, 8, 16, 14, 22],
+        [25, 1, 31, 7, 24, 0, 30, 6],
+        [13, 21, 11, 19, 12, 20, 10, 18],
+        [29, 5, 27, 3, 28, 4, 26, 2],
+        [8, 16, 14, 22, 9, 17, 15, 23],
+        [24, 0, 30, 6, 25, 1, 31, 7],
+        [12, 20, 10, 18, 13, 21, 11, 19],
+        [28, 4, 26, 2, 29, 5, 27, 3],
+    ],
+    [
+        [18, 34, 30, 46, 17, 33, 29, 45],
+        [50, 2, 62, 14, 49, 1, 61, 13],
+        [26, 42, 22, 38, 25, 41, 21, 37],
+        [58, 10, 54, 6, 57, 9, 53, 5],
+        [16, 32, 28, 44, 19, 35, 31, 47],
+        [48, 0, 60, 12, 51, 3, 63, 15],
+        [24, 40, 20, 36, 27, 43, 23, 39],
+        [56, 8, 52, 4, 59, 11, 55, 7],
+    ],
+    [
+        [18, 34, 30, 46, 17, 33, 29, 45],
+        [50, 2, 62, 14, 49, 1, 61, 13],
+        [26, 42, 22, 38, 25, 41, 21, 37],
+        [58, 10, 54, 6, 57, 9, 53, 5],
+        [16, 32, 28, 44, 19, 35, 31, 47],
+        [48, 0, 60, 12, 51, 3, 63, 15],
+        [24, 40, 20, 36, 27, 43, 23, 39],
+        [56, 8, 52, 4, 59, 11, 55, 7],
+    ],
+    [
+        [36, 68, 60, 92, 34, 66, 58, 90],
+        [100, 4, 124, 28, 98, 2, 122, 26],
+        [52, 84, 44, 76, 50, 82, 42, 74],
+        [116, 20, 108, 12, 114, 18, 106, 10],
+        [32, 64, 56, 88, 38, 70, 62, 94],
+        [96, 0, 120, 24, 102, 6, 126, 30],
+        [48, 80, 40, 72, 54, 86, 46, 78],
+        [112, 16, 104, 8, 118, 22, 110, 14],
+    ],
+];
+
+/// One frame's luma plane, read as 8-bit samples. Crosses the kernel boundary by value.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Luma8 {
+    /// The luma channel at its own depth.
+    pub chan: Channel,
+    pub width: u32,
+    pub height: u32,
+    /// depth − 8 (0 for 8-bit samples, at most 8).
+    pub shift: u32,
+    /// 1: full-range luma (libswscale's non-"shift only" rounding), 0: limited range.
+    pub full_range: u32,
+}
+
+/// A sample `v` of `shift + 8` bits at (x, y) brought to 8 bits as libswscale does.
+#[inline(always)]
+pub fn to_8bit(v: u32, shift: u32, full_range: bool, x: u32, y: u32) -> u32 {
+    if shift == 0 {
+        return v;
+    }
+    let d = DITHER[(shift as usize - 1) & 7][(y & 7) as usize][(x & 7) as usize] as u32;
+    if full_range {
+        (v - (v >> 8) + d) >> shift
+    } else {
+        let t = (v + d) >> shift;
+        t - (t >> 8)
+    }
+}
+
+/// Start of row `y` of `l`.
+#[inline(always)]
+pub fn row_ptr(l: &Luma8, y: u32) -> *const u8 {
+    (l.chan.ptr + y as u64 * l.chan.pitch as u64) as *const u8
+}
+
+/// The 8-bit luma sample (x, y) of `l`.
+///
+/// # Safety
+/// (x, y) must lie in the plane `l` describes, and that plane must be readable.
+#[inline(always)]
+pub unsafe fn sample(l: &Luma8, x: u32, y: u32) -> u32 {
+    let v = unsafe { load(row_ptr(l, y), x, &l.chan) };
+    to_8bit(v, l.shift, l.full_range != 0, x, y)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn eight_bit_samples_pass_and_deeper_ones_are_dithered() {
+        assert_eq!(to_8bit(200, 0, false, 3, 5), 200);
+        // 10-bit limited: (v + d) >> 2, d = 1 or 2 on even rows, 3 or 0 on odd rows.
+        assert_eq!(to_8bit(1023, 2, false, 0, 0), 255); // (1023 + 1) >> 2 = 256 → 255
+        assert_eq!(to_8bit(402, 2, false, 0, 1), 101); // (402 + 3) >> 2
+        assert_eq!(to_8bit(402, 2, false, 1, 1), 100); // (402 + 0) >> 2
+        assert_eq!(to_8bit(0, 2, false, 7, 7), 0);
+        // 10-bit full range: (v − v/256 + d) >> 2.
+        assert_eq!(to_8bit(1023, 2, true, 0, 1), 255); // (1023 − 3 + 3) >> 2
+        assert_eq!(to_8bit(512, 2, true, 1, 0), 128); // (512 − 2 + 2) >> 2
+        // 16-bit: the largest sample stays 255.
+        assert_eq!(to_8bit(65535, 8, false, 5, 3), 255);
+        assert_eq!(to_8bit(65535, 8, true, 5, 3), 255);
+    }
+}
