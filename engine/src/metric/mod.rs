@@ -8,6 +8,8 @@
 //! there. (libvmaf's feature-extractor table is the model: one entry per extractor, which
 //! may provide several metrics, as SSIM and MS-SSIM share one pass here.)
 
+pub mod blockiness;
+pub mod blur;
 pub mod butteraugli;
 pub mod field;
 pub mod option;
@@ -180,6 +182,8 @@ pub(crate) const REGISTRY: &[Entry] = &[
     ssimulacra2::ENTRY,
     butteraugli::ENTRY,
     siti::ENTRY,
+    blur::ENTRY,
+    blockiness::ENTRY,
     vmaf::ENTRY,
 ];
 

@@ -13,7 +13,7 @@
 
 #[cfg(target_arch = "nvptx64")]
 use super::{
-    LANES, PERIOD_THREADS, STRIDE, TILE, col_grad, keep_larger, period_ratio, periods,
+    LANES, PERIOD_SLOTS, STRIDE, TILE, TILE_LEN, col_grad, keep_larger, period_ratio, periods,
     profile_blocks, row_grad, span,
 };
 #[cfg(target_arch = "nvptx64")]
@@ -41,7 +41,7 @@ gpumetrics_device::kernel! {
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 unsafe fn profiles(p: Params, cols: *mut f32, rows: *mut f32) {
-    gpumetrics_device::shared!(static BLK_TILE: [f32; LANES * STRIDE]);
+    gpumetrics_device::shared!(static BLK_TILE: [f32; TILE_LEN]);
     let l = p.luma;
     let (w, h) = (l.width, l.height);
     let t = dev::thread_idx_x();
@@ -130,8 +130,8 @@ unsafe fn profiles(p: Params, cols: *mut f32, rows: *mut f32) {
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 unsafe fn periods_body(p: Params, cols: *const f32, rows: *const f32, out: *mut f32) {
-    gpumetrics_device::shared!(static BLK_RATIOS: [f32; PERIOD_THREADS]);
-    gpumetrics_device::shared!(static BLK_VALID: [u32; PERIOD_THREADS]);
+    gpumetrics_device::shared!(static BLK_RATIOS: [f32; PERIOD_SLOTS]);
+    gpumetrics_device::shared!(static BLK_VALID: [u32; PERIOD_SLOTS]);
     let np = periods(&p);
     let t = dev::thread_idx_x();
     if t < 2 * np {

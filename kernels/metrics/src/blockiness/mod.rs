@@ -35,6 +35,12 @@ pub const TILE: u32 = 64;
 pub const STRIDE: u32 = TILE + 1;
 /// Threads of the period kernel: two directions of at most 63 periods.
 pub const PERIOD_THREADS: u32 = 128;
+/// Shared values of the profile kernel's tile (`LANES · STRIDE`, the larger of its two
+/// shapes) and of the period kernel (`PERIOD_THREADS`).
+pub const TILE_LEN: usize = 32 * 65;
+pub const PERIOD_SLOTS: usize = 128;
+const _: () = assert!(TILE_LEN == (LANES * STRIDE) as usize && TILE_LEN >= (TILE * LANES) as usize);
+const _: () = assert!(PERIOD_SLOTS == PERIOD_THREADS as usize);
 
 /// One frame and the options, as the kernels take them. Crosses the kernel boundary by value.
 #[repr(C)]
@@ -128,16 +134,17 @@ fn normalised(v: &[u32; 8]) -> f32 {
     g / if t > 1.0 { t } else { 1.0 }
 }
 
-/// Adds row y's column gradients to the column profile `cols` (w values; columns outside
-/// [`span`] untouched), one f32 addition per column, as FFmpeg's row loop.
+/// Adds row y's column gradients of columns `from..to` to the column profile, whose
+/// column `from` is `cols[0]` (columns outside [`span`] untouched), one f32 addition per
+/// column, as FFmpeg's row loop.
 ///
 /// # Safety
-/// `cols` holds `w` values; row y and its samples are readable.
+/// `cols` holds `to − from` values; row y is readable.
 #[inline]
-pub unsafe fn add_col_row(l: &Luma8, y: u32, cols: *mut f32) {
+pub unsafe fn add_col_row(l: &Luma8, y: u32, from: u32, to: u32, cols: *mut f32) {
     let (a, b) = span(l.width);
-    for x in a..b {
-        unsafe { *cols.add(x as usize) += col_grad(l, x, y) };
+    for x in from.max(a)..to.min(b) {
+        unsafe { *cols.add((x - from) as usize) += col_grad(l, x, y) };
     }
 }
 
@@ -306,7 +313,7 @@ mod tests {
         let l = luma(&d, w, h);
         let mut cols = vec![0f32; w as usize];
         for y in 1..h {
-            unsafe { add_col_row(&l, y, cols.as_mut_ptr()) };
+            unsafe { add_col_row(&l, y, 0, w, cols.as_mut_ptr()) };
         }
         let mut want = 0f32;
         for y in 1..h {
