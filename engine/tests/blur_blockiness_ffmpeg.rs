@@ -6,7 +6,7 @@
 //! mandelbrot, black segments, 10-bit noise, Gaussian and box blur, a nearest-neighbour
 //! down-up scale) or the natural photograph of the SSIMULACRA2 tests (a frozen segment),
 //! some through an MPEG-2 round trip at the coarsest quantiser (real blocking), at odd
-//! sizes, 8, 10 and 12 bit, 4:2:0 and 4:2:2, limited and (8-bit) full range, with
+//! sizes, 8, 10 and 12 bit, 4:2:0 and 4:2:2, limited and full range, with
 //! FFmpeg's default options and one case with other block and period options. Each clip
 //! is written as raw frames; FFmpeg reads them back through
 //! `blurdetect,blockdetect,metadata=print` (converting deeper luma to 8 bit on the way, as
@@ -84,6 +84,8 @@ fn input_args(name: &str, which: usize) -> Vec<String> {
         ("natural", _) => photo(25),
         ("options", 0) => l("testsrc2=s=64x37:r=10"),
         ("options", _) => l("mandelbrot=s=64x37:r=10"),
+        ("10-bit full range", 0) => l("testsrc2=s=97x61:r=10"),
+        ("10-bit full range", _) => l("mandelbrot=s=97x61:r=10"),
         ("12-bit", 0) => l("mandelbrot=s=33x17:r=10"),
         ("12-bit", _) => l("testsrc2=s=34x18:r=10"),
         ("hd", 0) => l("testsrc2=s=1280x720:r=25"),
@@ -185,6 +187,22 @@ const CASES: &[Case] = &[
             ("blockiness-period-min", 2.0),
             ("blockiness-period-max", 12.0),
         ],
+    },
+    Case {
+        // Full-range 10 bit: FFmpeg's scaler converts it to limited-range 8 bit.
+        name: "10-bit full range",
+        distorted: lavfi(
+            "format=yuv420p10le,geq=lum='clip(lum(X\\,Y)+(random(1)-0.5)*64\\,0\\,1023)':cb='cb(X\\,Y)':cr='cr(X\\,Y)'",
+        ),
+        reference: lavfi("gblur=sigma=1.5,format=yuv420p10le"),
+        pix_fmt: "yuv420p10le",
+        width: 97,
+        height: 61,
+        frames: 6,
+        full_range: true,
+        blur_args: "",
+        block_args: "",
+        options: NO_OPTIONS,
     },
     Case {
         // 12-bit at odd sizes, noisy (the dither's table for a shift of 4).

@@ -1,18 +1,26 @@
 //! Luma as FFmpeg 5.1's 8-bit-only filters (`blurdetect`, `blockdetect`) see it.
 //!
 //! Those filters accept 8-bit formats only, so FFmpeg's automatically inserted scaler
-//! converts deeper luma to 8 bit before them. For planar YUV of the same size that is
-//! libswscale's unscaled plane copy, which adds an 8×8 ordered dither before the shift:
-//! for limited-range luma `t = (v + d) >> s; t − (t >> 8)`, for full-range luma
-//! `(v − (v >> 8) + d) >> s`, with `s` = depth − 8 and `d` = [`DITHER`]`[s − 1][y & 7][x & 7]`.
-//! (Checked bit for bit against Debian's `ffmpeg` 5.1 on random 10- and 12-bit planes,
-//! `-vf format=yuv420p`.) 8-bit samples are read as they are. [`sample`] is the one function
-//! both metrics, on both backends, read luma through.
+//! converts deeper luma to 8 bit before them (to `yuv420p`, `yuv422p`, ..: limited range).
+//! libswscale does it in one of two ways, both with an 8×8 ordered dither, `s` = depth − 8:
+//!
+//! * limited-range luma: its unscaled plane copy, `t = (v + d) >> s; t − (t >> 8)` with
+//!   `d` = [`DITHER`]`[s − 1][y & 7][x & 7]`;
+//! * full-range luma: its scaler, which also converts to limited range: the sample
+//!   widened to 15 bits (`v · 2^14 >> (depth − 1)`, at most 2^15 − 1), the range
+//!   converted (`(t · 14071 + 33561947) >> 14`), then `(t + d) >> 7` clipped to 0..255
+//!   with `d` = [`DITHER`]`[7][y & 7][x & 7]` (its 128-scale matrix).
+//!
+//! Both were checked bit for bit against Debian's `ffmpeg` 5.1 (`-vf format=yuv420p`) on
+//! random 10- and 12-bit planes (and P010, which takes the first way). 8-bit samples are
+//! read as they are, whatever their range: FFmpeg hands them to the filters unchanged.
+//! [`sample`] is the one function both metrics, on both backends, read luma through.
 
 use crate::channel::{Channel, load};
 
 /// libswscale's ordered-dither matrices of its unscaled depth reduction, one per shift
-/// (depth − 8 = 1..8): the values added before the right shift.
+/// (depth − 8 = 1..8): the values added before the right shift. The last is also its
+/// scaler's 128-scale matrix.
 pub const DITHER: [[[u8; 8]; 8]; 8] = [
     [
         [0, 1, 0, 1, 0, 1, 0, 1],
@@ -106,21 +114,26 @@ pub struct Luma8 {
     pub height: u32,
     /// depth − 8 (0 for 8-bit samples, at most 8).
     pub shift: u32,
-    /// 1: full-range luma (libswscale's non-"shift only" rounding), 0: limited range.
+    /// 1: full-range luma (converted to limited range on the way, as FFmpeg does), 0:
+    /// limited range.
     pub full_range: u32,
 }
 
-/// A sample `v` of `shift + 8` bits at (x, y) brought to 8 bits as libswscale does.
+/// A sample `v` of `shift + 8` bits at (x, y) brought to 8 bits as FFmpeg's scaler does
+/// before the filters (see the module).
 #[inline(always)]
 pub fn to_8bit(v: u32, shift: u32, full_range: bool, x: u32, y: u32) -> u32 {
     if shift == 0 {
         return v;
     }
-    let d = DITHER[(shift as usize - 1) & 7][(y & 7) as usize][(x & 7) as usize] as u32;
+    let (row, col) = ((y & 7) as usize, (x & 7) as usize);
     if full_range {
-        (v - (v >> 8) + d) >> shift
+        let wide = ((v << 14) >> (shift + 7)).min(32767);
+        let limited = (wide * 14071 + 33561947) >> 14;
+        let t = (limited + DITHER[7][row][col] as u32) >> 7;
+        if t > 255 { 255 } else { t }
     } else {
-        let t = (v + d) >> shift;
+        let t = (v + DITHER[(shift as usize - 1) & 7][row][col] as u32) >> shift;
         t - (t >> 8)
     }
 }
@@ -153,11 +166,12 @@ mod tests {
         assert_eq!(to_8bit(402, 2, false, 0, 1), 101); // (402 + 3) >> 2
         assert_eq!(to_8bit(402, 2, false, 1, 1), 100); // (402 + 0) >> 2
         assert_eq!(to_8bit(0, 2, false, 7, 7), 0);
-        // 10-bit full range: (v − v/256 + d) >> 2.
-        assert_eq!(to_8bit(1023, 2, true, 0, 1), 255); // (1023 − 3 + 3) >> 2
-        assert_eq!(to_8bit(512, 2, true, 1, 0), 128); // (512 − 2 + 2) >> 2
-        // 16-bit: the largest sample stays 255.
+        // 10-bit full range, to limited range: 0 → 16, 1023 → about 235.
+        assert_eq!(to_8bit(0, 2, true, 0, 0), 16); // (2048 + 36) >> 7
+        assert_eq!(to_8bit(1023, 2, true, 1, 0), 236); // (30162 + 68) >> 7
+        assert_eq!(to_8bit(512, 2, true, 1, 1), 125); // (16119 + 4) >> 7
+        // 16-bit: the largest sample stays 255 (235 once full range is made limited).
         assert_eq!(to_8bit(65535, 8, false, 5, 3), 255);
-        assert_eq!(to_8bit(65535, 8, true, 5, 3), 255);
+        assert_eq!(to_8bit(65535, 8, true, 5, 3), 235);
     }
 }
