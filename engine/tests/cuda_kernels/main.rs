@@ -31,6 +31,8 @@ macro_rules! gpu_tests {
 }
 pub(crate) use gpu_tests;
 
+mod blockiness;
+mod blur;
 mod butteraugli;
 mod engine;
 mod psnr;
@@ -58,6 +60,8 @@ const CHECKS: &[&[(&[&str], Check)]] = &[
     ssimulacra2::CHECKS,
     butteraugli::CHECKS,
     siti::CHECKS,
+    blur::CHECKS,
+    blockiness::CHECKS,
     vmaf::CHECKS,
     selftest::CHECKS,
 ];
