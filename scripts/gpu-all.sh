@@ -13,7 +13,7 @@
 #    steps). No STEP: every step. The device tool carries 64 MiB in all (working tree
 #    included), which every step at once exceeds: pack fails when too large. Four calls that
 #    fit, with every input made (about 57, 48, 50 and 49 MiB with the working tree):
-#      selftest psnr ssim butteraugli siti | vmaf throughput | ssimulacra2 element | cudamem colour cli
+#      selftest psnr ssim butteraugli siti blur blockiness | vmaf throughput | ssimulacra2 element | cudamem colour cli
 # 2. There, with the device tool: `run` with carry [".gpu/all"] and the command
 #      bash scripts/gpu-all.sh [STEP...]
 #    (no STEP: the steps last packed; a step whose inputs were not packed says "skipped"). Each
@@ -34,6 +34,9 @@
 #                on all cores; butteraugli_crate on device frames with the FFmpeg cache
 #   siti         cuda_kernels siti:: (the kernels against the host, the CUDA engine against
 #                the CPU engine over several frames), its throughput and ncu's kernel times
+#   blur         cuda_kernels blur:: (the kernels against the host, exact; the CUDA engine
+#                against the CPU engine), its throughput and ncu's kernel times
+#   blockiness   cuda_kernels blockiness:: (the same, over sequences), its throughput, ncu
 #   vmaf         cuda_kernels vmaf::, vmaf_cuda, vmaf_element; vmaf_reference on the CUDA
 #                backend with the FFmpeg cache
 #   element      the element's suites with backend=cuda (element, harness, hardening,
@@ -67,7 +70,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 d=.gpu/all
 B=$d/bin
-ALL_STEPS="selftest psnr ssim ssimulacra2 butteraugli siti vmaf element throughput cudamem colour cli libvmaf"
+ALL_STEPS="selftest psnr ssim ssimulacra2 butteraugli siti blur blockiness vmaf element throughput cudamem colour cli libvmaf"
 
 # ---------------------------------------------------------------------------------------------
 # Packing (this machine)
@@ -81,7 +84,7 @@ bins() {
     ssim) echo $e:test:cuda_kernels $e:test:cuda_ssim $e:test:ssim_reference $e:bench:throughput $g:test:ssim_element ;;
     ssimulacra2) echo $e:test:cuda_kernels $e:test:ssimulacra2_cuda $e:bench:throughput $e:example:bench_crates $g:test:ssimulacra2_element ;;
     butteraugli) echo $e:test:cuda_kernels $e:test:butteraugli_cuda $e:test:butteraugli_crate $e:bench:throughput $e:example:bench_crates $g:test:butteraugli_element ;;
-    siti) echo $e:test:cuda_kernels $e:bench:throughput ;;
+    siti | blur | blockiness) echo $e:test:cuda_kernels $e:bench:throughput ;;
     vmaf) echo $e:test:cuda_kernels $e:test:vmaf_cuda $e:test:vmaf_reference $e:bench:throughput $g:test:vmaf_element ;;
     element) echo $g:test:element $g:test:harness $g:test:hardening $g:test:cuda_context $g:test:no_gstcuda $g:test:reliability $g:test:monitoring $g:test:roi ;;
     throughput) echo $e:bench:throughput ;;
@@ -325,6 +328,18 @@ step_siti() {
   kernels siti
   throughput siti
   ncu_kernels siti_ 4 siti
+}
+
+step_blur() {
+  kernels blur
+  throughput blur
+  ncu_kernels blur_ 6 blur
+}
+
+step_blockiness() {
+  kernels blockiness
+  throughput blockiness
+  ncu_kernels blockiness_ 4 blockiness
 }
 
 step_psnr() {
