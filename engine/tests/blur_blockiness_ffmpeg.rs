@@ -14,8 +14,8 @@
 //! `GPUMETRICS_FFMPEG_CACHE=DIR` keeps FFmpeg's outputs (common::ffmpeg).
 //!
 //! FFmpeg prints `%f` (6 decimals): a value is checked within 1e-3 absolute + 0.5 %
-//! relative plus half the printed step; a frame FFmpeg prints as `nan` or `inf` must have no
-//! field.
+//! relative plus half the printed step; a frame FFmpeg prints as `nan` must have no field,
+//! one it prints as `inf` the value +inf.
 //! The test prints how many values print exactly as FFmpeg's and the largest difference.
 
 mod common;
@@ -370,17 +370,23 @@ struct Tally {
     compared: usize,
     same_print: usize,
     absent: usize,
+    infinite: usize,
     largest: (f64, String),
 }
 
 impl Tally {
     /// Checks one field against FFmpeg's printed value.
     fn check(&mut self, what: String, got: Option<f64>, printed: &str) {
-        // 0/0 (`nan`, `-nan`) and x/0 (`inf`, blockdetect on a grid with flat blocks):
-        // no field.
-        if printed.contains("nan") || printed.contains("inf") {
+        // 0/0 (`nan`, `-nan`): no field.
+        if printed.contains("nan") {
             assert_eq!(got, None, "{what}: FFmpeg prints {printed}, the engine {got:?}");
             self.absent += 1;
+            return;
+        }
+        // x/0 (blockdetect on a grid of flat blocks): +inf, as FFmpeg.
+        if printed == "inf" {
+            assert_eq!(got, Some(f64::INFINITY), "{what}: FFmpeg prints inf");
+            self.infinite += 1;
             return;
         }
         let want: f64 = printed.parse().unwrap();
@@ -453,9 +459,9 @@ fn blur_and_blockiness_equal_ffmpeg_5_1_on_both_inputs() {
     }
     for (name, t) in ["blur", "blockiness"].iter().zip(&tally) {
         println!(
-            "{name}: {} values, {} print as FFmpeg's, {} nan (no field); largest difference \
-             {:.6} ({})",
-            t.compared, t.same_print, t.absent, t.largest.0, t.largest.1
+            "{name}: {} values, {} print as FFmpeg's, {} nan (no field), {} inf; largest \
+             difference {:.6} ({})",
+            t.compared, t.same_print, t.absent, t.infinite, t.largest.0, t.largest.1
         );
         assert!(t.compared > 0);
     }

@@ -9,7 +9,8 @@
 //! repeats the value of the frame before). The state here does the same, per input, and
 //! starts again with a sequence (a flush, the end of a stream, a caps change), as a new
 //! FFmpeg filter instance would. A frame whose value is NaN (flat profiles: FFmpeg prints
-//! `nan`) or infinite (a profile that is zero off the grid) has no `blockiness` field.
+//! `nan`) has no `blockiness` field; one whose profile is zero off the grid is +inf, as
+//! FFmpeg prints it (`inf`).
 
 mod cpu;
 mod cuda;
@@ -133,9 +134,10 @@ impl Settings {
     }
 }
 
-/// The field's value: FFmpeg's number when it is one.
+/// The field's value: FFmpeg's, unless it is NaN (+inf, a grid with flat blocks, is kept
+/// as FFmpeg prints it, as PSNR's +inf of identical planes).
 fn value(v: f32) -> Option<f64> {
-    v.is_finite().then_some(v as f64)
+    (!v.is_nan()).then_some(v as f64)
 }
 
 #[cfg(test)]
@@ -222,7 +224,7 @@ mod tests {
         let e = configure(&o).err().unwrap().to_string();
         assert!(e.starts_with("blockiness-period-max: "), "{e}");
         assert_eq!(value(f32::NAN), None);
-        assert_eq!(value(f32::INFINITY), None);
+        assert_eq!(value(f32::INFINITY), Some(f64::INFINITY));
         assert_eq!(value(1.5), Some(1.5));
     }
 }
