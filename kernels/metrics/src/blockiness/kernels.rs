@@ -4,17 +4,19 @@
 //! # Thread mapping
 //! `blockiness_profiles` runs `BLOCK` threads per CUDA block; the first
 //! `profile_blocks(w, h).0` blocks own `LANES` profile columns each, the others `LANES`
-//! profile rows each. A block walks its columns' rows (its rows' columns) in tiles of
-//! `TILE`: all threads compute the tile's gradients into shared memory (coalesced reads
-//! along rows), then warp 0, one lane per column (row), adds the tile's values to its
-//! running f32 sum in row (column) order: FFmpeg's order of additions. `blockiness_periods`
-//! is one block: thread t < 2·periods computes the ratio of one (direction, period), thread
-//! 0 keeps the largest in FFmpeg's order.
+//! profile rows each (`part`). A block walks its columns' rows (its rows' columns) in tiles
+//! of `TILE` (`tile`): all threads stage the tile's 8-bit samples in shared memory
+//! (coalesced reads, each sample converted once: `stage`), then compute its gradients
+//! (`tile_grads`), then one thread per column (row) adds them to its running f32 sum in
+//! row (column) order (`tile_sum`): FFmpeg's order of additions. The kernel crate's host
+//! test `the_kernels_tiles_add_as_the_cpu_backend` runs the same steps thread by thread.
+//! `blockiness_periods` is one block: thread t < 2·periods computes the ratio of one
+//! (direction, period), thread 0 keeps the largest in FFmpeg's order.
 
 #[cfg(target_arch = "nvptx64")]
 use super::{
-    LANES, PERIOD_SLOTS, STRIDE, TILE, TILE_LEN, col_grad, keep_larger, period_ratio, periods,
-    profile_blocks, row_grad, span,
+    GRADS_LEN, PERIOD_SLOTS, SAMPLES_LEN, keep_larger, part, period_ratio, periods, stage,
+    tile, tile_grads, tile_sum,
 };
 #[cfg(target_arch = "nvptx64")]
 use super::Params;
@@ -23,8 +25,8 @@ use gpumetrics_device as dev;
 
 gpumetrics_device::kernel! {
     /// Adds the frame's gradients to `cols` (w values) and `rows` (h values), starting
-    /// from 0 when `p.first` ≠ 0. Launch `BLOCK` threads on grid.x = the sum of
-    /// `profile_blocks(w, h)`.
+    /// from 0 when `p.first` ≠ 0. Launch `BLOCK` threads (at least `LANES`) on grid.x =
+    /// the sum of `profile_blocks(w, h)`.
     pub unsafe fn blockiness_profiles(p: Params, cols: *mut f32, rows: *mut f32) => profiles;
 
     /// `out[0]` = the frame's blockiness (possibly NaN) from the profiles. Launch one block
@@ -41,88 +43,35 @@ gpumetrics_device::kernel! {
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 unsafe fn profiles(p: Params, cols: *mut f32, rows: *mut f32) {
-    gpumetrics_device::shared!(static BLK_TILE: [f32; TILE_LEN]);
+    gpumetrics_device::shared!(static BLK_SAMPLES: [u32; SAMPLES_LEN]);
+    gpumetrics_device::shared!(static BLK_GRADS: [f32; GRADS_LEN]);
     let l = p.luma;
-    let (w, h) = (l.width, l.height);
     let t = dev::thread_idx_x();
-    let b = dev::block_idx_x();
-    let (col_blocks, _) = profile_blocks(w, h);
-    let warp0 = t < 32;
-    if b < col_blocks {
-        let (_, end) = span(w);
-        let lane = t % LANES;
-        let x = 3 + b * LANES + lane;
-        let mine = x < end;
-        let mut acc = if warp0 && mine && p.first == 0 {
-            unsafe { *cols.add(x as usize) }
-        } else {
-            0.0
-        };
-        let mut y0 = 1;
-        while y0 < h {
-            let mut r = t / LANES;
-            while r < TILE {
-                let y = y0 + r;
-                let v = if mine && y < h {
-                    unsafe { col_grad(&l, x, y) }
-                } else {
-                    0.0
-                };
-                unsafe { BLK_TILE.write((r * LANES + lane) as usize, v) };
-                r += dev::block_dim_x() / LANES;
-            }
-            unsafe { dev::sync_threads() };
-            if warp0 {
-                let n = if h - y0 < TILE { h - y0 } else { TILE };
-                for r in 0..n {
-                    acc += unsafe { BLK_TILE.read((r * LANES + lane) as usize) };
-                }
-            }
-            unsafe { dev::sync_threads() };
-            y0 += TILE;
-        }
-        if warp0 && mine {
-            unsafe { *cols.add(x as usize) = acc };
-        }
+    let threads = dev::block_dim_x();
+    let part = part(l.width, l.height, dev::block_idx_x());
+    let prof = if part.columns { cols } else { rows };
+    let mine = t < part.lanes;
+    let at = (part.first + t) as usize;
+    let mut acc = if mine && p.first == 0 {
+        unsafe { *prof.add(at) }
     } else {
-        let (_, end) = span(h);
-        let first_row = 3 + (b - col_blocks) * LANES;
-        let lane_row = first_row + t % LANES;
-        let mine = warp0 && lane_row < end;
-        let mut acc = if mine && p.first == 0 {
-            unsafe { *rows.add(lane_row as usize) }
-        } else {
-            0.0
-        };
-        let c = t % TILE;
-        let mut x0 = 1;
-        while x0 < w {
-            let x = x0 + c;
-            let mut r = t / TILE;
-            while r < LANES {
-                let y = first_row + r;
-                let v = if y < end && x < w {
-                    unsafe { row_grad(&l, x, y) }
-                } else {
-                    0.0
-                };
-                unsafe { BLK_TILE.write((r * STRIDE + c) as usize, v) };
-                r += dev::block_dim_x() / TILE;
-            }
-            unsafe { dev::sync_threads() };
-            if warp0 {
-                let n = if w - x0 < TILE { w - x0 } else { TILE };
-                let lane = t % LANES;
-                for c in 0..n {
-                    acc += unsafe { BLK_TILE.read((lane * STRIDE + c) as usize) };
-                }
-            }
-            unsafe { dev::sync_threads() };
-            x0 += TILE;
-        }
+        0.0
+    };
+    let (s, g) = (BLK_SAMPLES.as_mut_ptr(), BLK_GRADS.as_mut_ptr());
+    let mut k = 0;
+    while let Some(tl) = tile(&l, &part, k) {
+        unsafe { stage(&l, &part, tl, s, t, threads) };
+        unsafe { dev::sync_threads() };
+        unsafe { tile_grads(&part, tl, s, g, t, threads) };
+        unsafe { dev::sync_threads() };
         if mine {
-            unsafe { *rows.add(lane_row as usize) = acc };
+            acc = unsafe { tile_sum(&part, tl, g, t, acc) };
         }
+        unsafe { dev::sync_threads() };
+        k += 1;
+    }
+    if mine {
+        unsafe { *prof.add(at) = acc };
     }
 }
 

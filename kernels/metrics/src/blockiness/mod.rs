@@ -26,20 +26,32 @@ mod kernels;
 use crate::luma8::{self, Luma8};
 
 /// Threads per block of the profile kernel.
-pub const BLOCK: u32 = 256;
-/// Columns (or rows) per block of the profile kernel.
-pub const LANES: u32 = 32;
-/// Rows (or columns) per shared-memory tile of the profile kernel.
-pub const TILE: u32 = 64;
-/// Tile row stride in the row part (one more than [`TILE`]: no bank conflicts).
-pub const STRIDE: u32 = TILE + 1;
+pub const BLOCK: u32 = 512;
+/// Profile columns (or rows) per block of the profile kernel: one sequential f32 sum each.
+pub const LANES: u32 = 16;
+/// Rows (or columns) per tile of the profile kernel.
+pub const TILE: u32 = 128;
+/// Samples a tile reads on each side of a gradient: 3 before, 4 after.
+pub const HALO: u32 = 7;
+/// Row stride of the column part's sample tile (`LANES + HALO`, rounded up).
+pub const COL_STRIDE: u32 = 24;
+/// Row stride of the row part's gradient tile (one more than [`TILE`]: the summing lanes,
+/// one per row, hit distinct banks).
+pub const ROW_STRIDE: u32 = TILE + 1;
+/// Shared values of the profile kernel: the staged 8-bit samples (`TILE · COL_STRIDE` in
+/// the column part, `(LANES + HALO) · TILE` in the row part) and the gradients
+/// (`TILE · LANES`, `LANES · ROW_STRIDE`).
+pub const SAMPLES_LEN: usize = 128 * 24;
+pub const GRADS_LEN: usize = 16 * 129;
+const _: () = assert!(
+    SAMPLES_LEN == (TILE * COL_STRIDE) as usize
+        && SAMPLES_LEN >= ((LANES + HALO) * TILE) as usize
+        && COL_STRIDE >= LANES + HALO
+);
+const _: () = assert!(GRADS_LEN == (LANES * ROW_STRIDE) as usize && GRADS_LEN >= (TILE * LANES) as usize);
 /// Threads of the period kernel: two directions of at most 63 periods.
 pub const PERIOD_THREADS: u32 = 128;
-/// Shared values of the profile kernel's tile (`LANES · STRIDE`, the larger of its two
-/// shapes) and of the period kernel (`PERIOD_THREADS`).
-pub const TILE_LEN: usize = 32 * 65;
 pub const PERIOD_SLOTS: usize = 128;
-const _: () = assert!(TILE_LEN == (LANES * STRIDE) as usize && TILE_LEN >= (TILE * LANES) as usize);
 const _: () = assert!(PERIOD_SLOTS == PERIOD_THREADS as usize);
 
 /// One frame and the options, as the kernels take them. Crosses the kernel boundary by value.
@@ -228,6 +240,151 @@ pub unsafe fn ratio(p: &Params, cols: *const f32, rows: *const f32) -> f32 {
     ret
 }
 
+
+/// The profile kernel's share of block `b` (see `kernels.rs`): the column part for the first
+/// `profile_blocks(w, h).0` blocks, the row part for the others.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Part {
+    /// Columns (true) or rows.
+    pub columns: bool,
+    /// First profile column (row) of the block, and how many (≤ [`LANES`]).
+    pub first: u32,
+    pub lanes: u32,
+}
+
+/// Block `b`'s part of the profile kernel.
+#[inline(always)]
+pub fn part(w: u32, h: u32, b: u32) -> Part {
+    let (col_blocks, _) = profile_blocks(w, h);
+    let (columns, n, k) = if b < col_blocks {
+        (true, w, b)
+    } else {
+        (false, h, b - col_blocks)
+    };
+    let first = 3 + k * LANES;
+    let (_, end) = span(n);
+    let lanes = if end > first { (end - first).min(LANES) } else { 0 };
+    Part {
+        columns,
+        first,
+        lanes,
+    }
+}
+
+/// The tiles of a part: (first row, rows) for columns, from row 1; (first column, columns)
+/// for rows, from column 1; each at most [`TILE`].
+#[inline(always)]
+pub fn tile(p: &Luma8, part: &Part, k: u32) -> Option<(u32, u32)> {
+    let n = if part.columns { p.height } else { p.width };
+    let start = 1 + k * TILE;
+    (start < n).then(|| (start, (n - start).min(TILE)))
+}
+
+/// Stages the 8-bit samples of one tile in `s` (thread `thread` of `threads` takes every
+/// `threads`-th one): for columns, rows `start..start + len`, columns `first − 3 ..
+/// first + lanes + 4` at `s[r · COL_STRIDE + c]`; for rows, rows `first − 3 .. first +
+/// lanes + 4`, columns `start..start + len` at `s[r · TILE + c]`. Outside the part, 0.
+///
+/// # Safety
+/// `l` readable; `s` holds [`SAMPLES_LEN`] values.
+#[inline(always)]
+pub unsafe fn stage(
+    l: &Luma8,
+    part: &Part,
+    (start, len): (u32, u32),
+    s: *mut u32,
+    thread: u32,
+    threads: u32,
+) {
+    let (rows, cols, stride) = if part.columns {
+        (TILE, LANES + HALO, COL_STRIDE)
+    } else {
+        (LANES + HALO, TILE, TILE)
+    };
+    let mut i = thread;
+    while i < rows * cols {
+        let (r, c) = (i / cols, i % cols);
+        let (x, y, inside) = if part.columns {
+            let x = part.first - 3 + c;
+            (x, start + r, r < len && c < part.lanes + HALO)
+        } else {
+            let y = part.first - 3 + r;
+            (start + c, y, c < len && r < part.lanes + HALO)
+        };
+        let v = if inside && x < l.width && y < l.height {
+            unsafe { luma8::sample(l, x, y) }
+        } else {
+            0
+        };
+        unsafe { *s.add((r * stride + c) as usize) = v };
+        i += threads;
+    }
+}
+
+/// The gradients of one staged tile into `g`: for columns, lane `c` of row `r` at
+/// `g[r · LANES + c]`; for rows, lane `r` at column `c` at `g[r · ROW_STRIDE + c]` (the
+/// same [`normalised`] values as [`col_grad`] and [`row_grad`]); 0 outside the part.
+///
+/// # Safety
+/// `s` holds a staged tile, `g` [`GRADS_LEN`] values.
+#[inline(always)]
+pub unsafe fn tile_grads(
+    part: &Part,
+    (_, len): (u32, u32),
+    s: *const u32,
+    g: *mut f32,
+    thread: u32,
+    threads: u32,
+) {
+    let mut i = thread;
+    while i < TILE * LANES {
+        let (at, lane, pos, v) = if part.columns {
+            let (r, c) = (i / LANES, i % LANES);
+            let base = r * COL_STRIDE + c;
+            (r * LANES + c, c, r, unsafe { window(s, base, 1) })
+        } else {
+            let (r, c) = (i / TILE, i % TILE);
+            (r * ROW_STRIDE + c, r, c, unsafe { window(s, r * TILE + c, TILE) })
+        };
+        let v = if lane < part.lanes && pos < len {
+            normalised(&v)
+        } else {
+            0.0
+        };
+        unsafe { *g.add(at as usize) = v };
+        i += threads;
+    }
+}
+
+/// Eight staged samples from `base`, `step` apart.
+///
+/// # Safety
+/// They lie in `s`.
+#[inline(always)]
+unsafe fn window(s: *const u32, base: u32, step: u32) -> [u32; 8] {
+    let at = |k: u32| unsafe { *s.add((base + k * step) as usize) };
+    [at(0), at(1), at(2), at(3), at(4), at(5), at(6), at(7)]
+}
+
+/// Lane `lane`'s running sum plus its tile's gradients, in order (rows for a column,
+/// columns for a row).
+///
+/// # Safety
+/// `g` holds the tile's gradients; `lane < part.lanes`.
+#[inline(always)]
+pub unsafe fn tile_sum(part: &Part, (_, len): (u32, u32), g: *const f32, lane: u32, acc: f32) -> f32 {
+    let mut acc = acc;
+    for k in 0..len {
+        let at = if part.columns {
+            k * LANES + lane
+        } else {
+            lane * ROW_STRIDE + k
+        };
+        acc += unsafe { *g.add(at as usize) };
+    }
+    acc
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -326,5 +483,108 @@ mod tests {
             want += unsafe { row_grad(&l, x, 4) };
         }
         assert_eq!(unsafe { row_sum(&l, 4, 0.0) }, want);
+    }
+
+    /// The profile kernel's steps on the host, thread by thread between its barriers.
+    fn emulate(p: &Params, cols: &mut [f32], rows: &mut [f32]) {
+        let l = p.luma;
+        let (cb, rb) = profile_blocks(l.width, l.height);
+        let mut s = vec![0u32; SAMPLES_LEN];
+        let mut g = vec![0f32; GRADS_LEN];
+        for b in 0..cb + rb {
+            let part = part(l.width, l.height, b);
+            let prof: &mut [f32] = if part.columns { cols } else { rows };
+            let mut acc: Vec<f32> = (0..part.lanes)
+                .map(|i| if p.first != 0 { 0.0 } else { prof[(part.first + i) as usize] })
+                .collect();
+            let mut k = 0;
+            while let Some(t) = tile(&l, &part, k) {
+                for th in 0..BLOCK {
+                    unsafe { stage(&l, &part, t, s.as_mut_ptr(), th, BLOCK) };
+                }
+                for th in 0..BLOCK {
+                    unsafe { tile_grads(&part, t, s.as_ptr(), g.as_mut_ptr(), th, BLOCK) };
+                }
+                for (lane, a) in acc.iter_mut().enumerate() {
+                    *a = unsafe { tile_sum(&part, t, g.as_ptr(), lane as u32, *a) };
+                }
+                k += 1;
+            }
+            for (i, a) in acc.iter().enumerate() {
+                prof[(part.first + i as u32) as usize] = *a;
+            }
+        }
+    }
+
+    #[test]
+    fn the_kernels_tiles_add_as_the_cpu_backend() {
+        let mut seed = 0x5eedu64;
+        let mut rnd = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for &(w, h, wide) in &[
+            (1u32, 1u32, false),
+            (8, 8, false),
+            (9, 40, true),
+            (12, 10, false),
+            (97, 61, false),
+            (300, 140, true),
+            (130, 131, false),
+        ] {
+            let (bytes, max) = if wide { (2u32, 1023u32) } else { (1, 255) };
+            let pitch = w * bytes + 3;
+            let mut cols_k = vec![0f32; w as usize];
+            let mut rows_k = vec![0f32; h as usize];
+            let mut cols_c = cols_k.clone();
+            let mut rows_c = rows_k.clone();
+            for f in 0..3 {
+                let mut d = vec![0u8; (pitch * h) as usize];
+                for y in 0..h {
+                    for x in 0..w {
+                        let v = ((x / 8 * 37 + y / 8 * 91) as u64 * 13 + rnd() % 16) % (max as u64 + 1);
+                        let at = (y * pitch + x * bytes) as usize;
+                        d[at] = v as u8;
+                        if wide {
+                            d[at + 1] = (v >> 8) as u8;
+                        }
+                    }
+                }
+                let p = Params {
+                    luma: Luma8 {
+                        chan: Channel {
+                            ptr: d.as_ptr() as u64,
+                            pitch,
+                            step: bytes,
+                            sample_bytes: bytes,
+                            shift: 0,
+                            max,
+                            _pad: 0,
+                        },
+                        width: w,
+                        height: h,
+                        shift: if wide { 2 } else { 0 },
+                        full_range: 0,
+                    },
+                    period_min: 3,
+                    period_max: 24,
+                    first: (f == 0) as u32,
+                    _pad: 0,
+                };
+                emulate(&p, &mut cols_k, &mut rows_k);
+                for y in 1..h {
+                    unsafe { add_col_row(&p.luma, y, 0, w, cols_c.as_mut_ptr()) };
+                }
+                let (a, b) = span(h);
+                for y in a..b {
+                    rows_c[y as usize] = unsafe { row_sum(&p.luma, y, rows_c[y as usize]) };
+                }
+                let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                assert_eq!(bits(&cols_k), bits(&cols_c), "{w}x{h} frame {f} columns");
+                assert_eq!(bits(&rows_k), bits(&rows_c), "{w}x{h} frame {f} rows");
+            }
+        }
     }
 }
