@@ -207,8 +207,8 @@ fn kernels(k: &Kernels, s: &Arc<CudaStream>, r: &mut Rng) -> Result<Outcome, Dri
                 let (np, _g3) = DevPtrMut::of(&mut suppressed, s);
                 let (out, _g4) = DevPtrMut::of(&mut partials, s);
                 let plane = LaunchConfig {
-                    grid_dim: (c.w.div_ceil(32), c.h.div_ceil(8), 1),
-                    block_dim: (32, 8, 1),
+                    grid_dim: (c.w.div_ceil(blur::TILE_W), c.h.div_ceil(blur::TILE_H), 1),
+                    block_dim: (blur::TILE_W, blur::TILE_H, 1),
                     shared_mem_bytes: 0,
                 };
                 unsafe {

@@ -27,7 +27,7 @@ pub(super) struct Blur {
     host: PinnedBuffer<f64>,
     width: u32,
     height: u32,
-    /// CUDA blocks of `blur_widths` (0: the frame holds no whole block).
+    /// CUDA blocks of `blur_widths` (0: the frame holds no whole block, nothing runs).
     grid: u32,
     means: Vec<f32>,
     sums: Vec<(f64, u32)>,
@@ -89,8 +89,12 @@ impl Blur {
     fn widths(&mut self, gpu: &Gpu, p: Params) -> Result<(), DriverError> {
         let (k, stream) = (&gpu.kernels, &gpu.stream);
         let plane = LaunchConfig {
-            grid_dim: (self.width.div_ceil(32), self.height.div_ceil(8), 1),
-            block_dim: (32, 8, 1),
+            grid_dim: (
+                self.width.div_ceil(blur::TILE_W),
+                self.height.div_ceil(blur::TILE_H),
+                1,
+            ),
+            block_dim: (blur::TILE_W, blur::TILE_H, 1),
             shared_mem_bytes: 0,
         };
         let blurred = self.blurred.as_mut();
@@ -100,25 +104,23 @@ impl Blur {
         // against these buffers by `mismatch`; both planes hold width·height bytes, the
         // partials 2·grid values for the grid of `grid` blocks; the kernels and the copy
         // run in stream order and the host reads after the synchronisation.
+        let cfg = LaunchConfig {
+            grid_dim: (self.grid, 1, 1),
+            block_dim: (blur::BLOCK, 1, 1),
+            shared_mem_bytes: 0,
+        };
         unsafe {
             k.blur_gauss(stream, plane, p, blurred)?;
             k.blur_suppress(stream, plane, p, blurred.as_const(), suppressed)?;
-            if self.grid > 0 {
-                let cfg = LaunchConfig {
-                    grid_dim: (self.grid, 1, 1),
-                    block_dim: (blur::BLOCK, 1, 1),
-                    shared_mem_bytes: 0,
-                };
-                k.blur_widths(
-                    stream,
-                    cfg,
-                    p,
-                    blurred.as_const(),
-                    suppressed.as_const(),
-                    partials,
-                )?;
-                self.host.copy_from_device(partials.as_raw(), stream)?;
-            }
+            k.blur_widths(
+                stream,
+                cfg,
+                p,
+                blurred.as_const(),
+                suppressed.as_const(),
+                partials,
+            )?;
+            self.host.copy_from_device(partials.as_raw(), stream)?;
         }
         stream.synchronize()
     }
@@ -137,7 +139,8 @@ impl CudaSingle for Blur {
         if let Some(why) = self.mismatch(&l) {
             return Err(EngineError::InvalidFrame(format!("blur: {why}")));
         }
-        if self.width == 0 || self.height == 0 {
+        if self.grid == 0 {
+            // No whole block (or an empty frame): FFmpeg's 0/0, no field.
             return Ok(());
         }
         let p = self.settings.params(l);
@@ -145,14 +148,12 @@ impl CudaSingle for Blur {
             .map_err(|e| EngineError::Cuda(format!("running blur: {e}")))?;
         self.sums.clear();
         self.sums.resize((p.cols * p.rows) as usize, (0.0, 0));
-        if self.grid > 0 {
-            // SAFETY: the copy completed (synchronised in `widths`).
-            let host = unsafe { self.host.as_slice() };
-            for (b, pair) in host.chunks_exact(2).enumerate() {
-                let s = &mut self.sums[b / p.chunks as usize];
-                s.0 += pair[0];
-                s.1 += pair[1] as u32;
-            }
+        // SAFETY: the copy completed (synchronised in `widths`).
+        let host = unsafe { self.host.as_slice() };
+        for (b, pair) in host.chunks_exact(2).enumerate() {
+            let s = &mut self.sums[b / p.chunks as usize];
+            s.0 += pair[0];
+            s.1 += pair[1] as u32;
         }
         if let Some(v) = pool(self.sums.iter().copied(), self.settings.pct, &mut self.means) {
             out.push(side.name(BLUR), v as f64);

@@ -6,15 +6,16 @@
 //! writes one (sum, count) pair per CUDA block: no atomics.
 
 #[cfg(target_arch = "nvptx64")]
-use super::{Plane, WARPS, gauss, suppressed, thread_sums};
+use super::{Plane, STAGE_LEN, WARPS, gauss_stage, gauss_tile, suppressed, thread_sums};
 #[cfg(target_arch = "nvptx64")]
 use super::Params;
 #[cfg(target_arch = "nvptx64")]
 use gpumetrics_device as dev;
 
 gpumetrics_device::kernel! {
-    /// `blurred[y·w + x]` = the Gaussian of the luma at (x, y). Launch 32×8 threads on a
-    /// grid covering width × height.
+    /// `blurred[y·w + x]` = the Gaussian of the luma at (x, y), from the block's samples
+    /// staged once in shared memory. Launch `TILE_W`×`TILE_H` threads on a grid covering
+    /// width × height.
     pub unsafe fn blur_gauss(p: Params, blurred: *mut u8) => gauss_body;
 
     /// `out[y·w + x]` = the suppressed gradient of `blurred` at (x, y). Same grid.
@@ -35,10 +36,20 @@ gpumetrics_device::kernel! {
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 unsafe fn gauss_body(p: Params, blurred: *mut u8) {
-    let (x, y) = (dev::global_idx_x(), dev::global_idx_y());
+    gpumetrics_device::shared!(static BLUR_STAGE: [u32; STAGE_LEN]);
     let l = p.luma;
+    let (tx, ty) = (dev::thread_idx_x(), dev::thread_idx_y());
+    let (x0, y0) = (
+        dev::block_idx_x() * dev::block_dim_x(),
+        dev::block_idx_y() * dev::block_dim_y(),
+    );
+    let threads = dev::block_dim_x() * dev::block_dim_y();
+    let s = BLUR_STAGE.as_mut_ptr();
+    unsafe { gauss_stage(&l, x0, y0, s, ty * dev::block_dim_x() + tx, threads) };
+    unsafe { dev::sync_threads() };
+    let (x, y) = (x0 + tx, y0 + ty);
     if x < l.width && y < l.height {
-        let v = unsafe { gauss(&l, x, y) };
+        let v = unsafe { gauss_tile(&l, s, x0, y0, tx, ty) };
         unsafe { *blurred.add(y as usize * l.width as usize + x as usize) = v };
     }
 }

@@ -87,6 +87,15 @@ pub const fn chunks(blocks: u32, block_h: u32) -> u32 {
     if c > block_h { if block_h < 1 { 1 } else { block_h } } else { c }
 }
 
+/// FFmpeg's 5×5 Gaussian weights (σ ≈ 1.4), summing to 159.
+pub const GAUSS: [[u32; 5]; 5] = [
+    [2, 4, 5, 4, 2],
+    [4, 9, 12, 9, 4],
+    [5, 12, 15, 12, 5],
+    [4, 9, 12, 9, 4],
+    [2, 4, 5, 4, 2],
+];
+
 /// The blurred value at (x, y): the Gaussian inside the two-pixel border, the sample on it.
 ///
 /// # Safety
@@ -97,24 +106,72 @@ pub unsafe fn gauss(l: &Luma8, x: u32, y: u32) -> u8 {
     if x < 2 || y < 2 || x + 2 >= w || y + 2 >= h {
         return unsafe { luma8::sample(l, x, y) } as u8;
     }
-    const K: [[u32; 5]; 5] = [
-        [2, 4, 5, 4, 2],
-        [4, 9, 12, 9, 4],
-        [5, 12, 15, 12, 5],
-        [4, 9, 12, 9, 4],
-        [2, 4, 5, 4, 2],
-    ];
     let mut s = 0u32;
     let mut dy = 0;
     while dy < 5 {
         let mut dx = 0;
         while dx < 5 {
-            s += K[dy][dx] * unsafe { luma8::sample(l, x + dx as u32 - 2, y + dy as u32 - 2) };
+            s += GAUSS[dy][dx] * unsafe { luma8::sample(l, x + dx as u32 - 2, y + dy as u32 - 2) };
             dx += 1;
         }
         dy += 1;
     }
     (s / 159) as u8
+}
+
+/// The 2-D plane kernels' block: `TILE_W`×`TILE_H` pixels (threads).
+pub const TILE_W: u32 = 32;
+pub const TILE_H: u32 = 8;
+/// The Gaussian's staged tile: the block's pixels and two on each side.
+pub const STAGE_W: u32 = TILE_W + 4;
+pub const STAGE_H: u32 = TILE_H + 4;
+pub const STAGE_LEN: usize = 36 * 12;
+const _: () = assert!(STAGE_LEN == (STAGE_W * STAGE_H) as usize);
+
+/// Stages the 8-bit samples around the block at (x0, y0) in `s`, `s[r · STAGE_W + c]` =
+/// sample (x0 − 2 + c, y0 − 2 + r), 0 outside the frame (thread `thread` of `threads`
+/// takes every `threads`-th one): each sample is read and converted once per block.
+///
+/// # Safety
+/// `l` readable; `s` holds [`STAGE_LEN`] values.
+#[inline(always)]
+pub unsafe fn gauss_stage(l: &Luma8, x0: u32, y0: u32, s: *mut u32, thread: u32, threads: u32) {
+    let mut i = thread;
+    while i < STAGE_W * STAGE_H {
+        let (r, c) = (i / STAGE_W, i % STAGE_W);
+        let (x, y) = ((x0 + c).wrapping_sub(2), (y0 + r).wrapping_sub(2));
+        let v = if x < l.width && y < l.height {
+            unsafe { luma8::sample(l, x, y) }
+        } else {
+            0
+        };
+        unsafe { *s.add(i as usize) = v };
+        i += threads;
+    }
+}
+
+/// [`gauss`] at (x0 + tx, y0 + ty) from the tile [`gauss_stage`] staged: the same sum.
+///
+/// # Safety
+/// `s` holds the staged tile; the pixel lies inside the frame, tx < `TILE_W`, ty < `TILE_H`.
+#[inline(always)]
+pub unsafe fn gauss_tile(l: &Luma8, s: *const u32, x0: u32, y0: u32, tx: u32, ty: u32) -> u8 {
+    let (x, y) = (x0 + tx, y0 + ty);
+    let at = |dx: u32, dy: u32| unsafe { *s.add(((ty + dy) * STAGE_W + tx + dx) as usize) };
+    if x < 2 || y < 2 || x + 2 >= l.width || y + 2 >= l.height {
+        return at(2, 2) as u8;
+    }
+    let mut sum = 0u32;
+    let mut dy = 0;
+    while dy < 5 {
+        let mut dx = 0;
+        while dx < 5 {
+            sum += GAUSS[dy][dx] * at(dx as u32, dy as u32);
+            dx += 1;
+        }
+        dy += 1;
+    }
+    (sum / 159) as u8
 }
 
 /// Row `y` of the blurred plane into `out[0..w]`.
@@ -467,5 +524,42 @@ mod tests {
         assert_eq!(chunks(1, 61), 61);
         assert_eq!(chunks(5000, 8), 1);
         assert_eq!(chunks(0, 0), 1);
+    }
+
+    #[test]
+    fn the_staged_gaussian_is_the_gaussian() {
+        let mut seed = 0x5eedu64;
+        for &(w, h, wide) in &[(1u32, 1u32, false), (5, 7, true), (33, 9, false), (70, 19, true)] {
+            let (bytes, max) = if wide { (2u32, 1023u64) } else { (1, 255) };
+            let pitch = w * bytes + 1;
+            let d: Vec<u8> = (0..pitch * h)
+                .map(|i| {
+                    seed ^= seed << 13;
+                    seed ^= seed >> 7;
+                    seed ^= seed << 17;
+                    if wide && i % 2 == 1 { (seed % 4) as u8 } else { (seed % (max + 1).min(256)) as u8 }
+                })
+                .collect();
+            let mut l = luma(&d, w, h);
+            l.chan.pitch = pitch;
+            l.chan.step = bytes;
+            l.chan.sample_bytes = bytes;
+            l.shift = if wide { 2 } else { 0 };
+            let mut tile = vec![0u32; STAGE_LEN];
+            for y0 in (0..h).step_by(TILE_H as usize) {
+                for x0 in (0..w).step_by(TILE_W as usize) {
+                    for t in 0..TILE_W * TILE_H {
+                        unsafe { gauss_stage(&l, x0, y0, tile.as_mut_ptr(), t, TILE_W * TILE_H) };
+                    }
+                    for ty in 0..TILE_H.min(h - y0) {
+                        for tx in 0..TILE_W.min(w - x0) {
+                            let got = unsafe { gauss_tile(&l, tile.as_ptr(), x0, y0, tx, ty) };
+                            let want = unsafe { gauss(&l, x0 + tx, y0 + ty) };
+                            assert_eq!(got, want, "{w}x{h} at ({}, {})", x0 + tx, y0 + ty);
+                        }
+                    }
+                }
+            }
+        }
     }
 }
