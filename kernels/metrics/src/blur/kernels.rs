@@ -6,7 +6,10 @@
 //! writes one (sum, count) pair per CUDA block: no atomics.
 
 #[cfg(target_arch = "nvptx64")]
-use super::{Plane, STAGE_LEN, WARPS, gauss_stage, gauss_tile, suppressed, thread_sums};
+use super::{
+    Plane, STAGE_LEN, WARPS, gauss_stage, gauss_tile, suppress_stage, suppressed_tile,
+    thread_sums,
+};
 #[cfg(target_arch = "nvptx64")]
 use super::Params;
 #[cfg(target_arch = "nvptx64")]
@@ -18,7 +21,8 @@ gpumetrics_device::kernel! {
     /// width × height.
     pub unsafe fn blur_gauss(p: Params, blurred: *mut u8) => gauss_body;
 
-    /// `out[y·w + x]` = the suppressed gradient of `blurred` at (x, y). Same grid.
+    /// `out[y·w + x]` = the suppressed gradient of `blurred` at (x, y), from the block's
+    /// blurred values staged in shared memory. Same grid.
     pub unsafe fn blur_suppress(p: Params, blurred: *const u8, out: *mut u8) => suppress_body;
 
     /// `out[2b]`, `out[2b + 1]` = the sum and the count of the counted edge widths of CUDA
@@ -58,11 +62,21 @@ unsafe fn gauss_body(p: Params, blurred: *mut u8) {
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 unsafe fn suppress_body(p: Params, blurred: *const u8, out: *mut u8) {
-    let (x, y) = (dev::global_idx_x(), dev::global_idx_y());
+    gpumetrics_device::shared!(static BLUR_STAGE: [u32; STAGE_LEN]);
     let (w, h) = (p.luma.width, p.luma.height);
+    let (tx, ty) = (dev::thread_idx_x(), dev::thread_idx_y());
+    let (x0, y0) = (
+        dev::block_idx_x() * dev::block_dim_x(),
+        dev::block_idx_y() * dev::block_dim_y(),
+    );
+    let threads = dev::block_dim_x() * dev::block_dim_y();
+    let b = Plane { ptr: blurred, w, h };
+    let s = BLUR_STAGE.as_mut_ptr();
+    unsafe { suppress_stage(&b, x0, y0, s, ty * dev::block_dim_x() + tx, threads) };
+    unsafe { dev::sync_threads() };
+    let (x, y) = (x0 + tx, y0 + ty);
     if x < w && y < h {
-        let b = Plane { ptr: blurred, w, h };
-        let v = unsafe { suppressed(&b, x, y) };
+        let v = unsafe { suppressed_tile(s, w, h, x0, y0, tx, ty) };
         unsafe { *out.add(y as usize * w as usize + x as usize) = v };
     }
 }

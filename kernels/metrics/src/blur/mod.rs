@@ -233,10 +233,16 @@ pub fn direction(gx: i32, gy: i32) -> u32 {
 /// (x, y) must lie inside `b`.
 #[inline(always)]
 pub unsafe fn sobel(b: &Plane, x: u32, y: u32) -> (i32, u32) {
-    if x < 1 || y < 1 || x + 1 >= b.w || y + 1 >= b.h {
+    sobel_with(&|x, y| unsafe { b.at(x, y) }, b.w, b.h, x, y)
+}
+
+/// [`sobel`] of a `w`×`h` blurred plane read through `at` (the plane, or a staged tile).
+#[inline(always)]
+pub fn sobel_with(at: &impl Fn(u32, u32) -> i32, w: u32, h: u32, x: u32, y: u32) -> (i32, u32) {
+    if x < 1 || y < 1 || x + 1 >= w || y + 1 >= h {
         return (0, DIR_VERTICAL);
     }
-    let p = |dx: u32, dy: u32| unsafe { b.at(x + dx - 1, y + dy - 1) };
+    let p = |dx: u32, dy: u32| at(x + dx - 1, y + dy - 1);
     let gx = (p(2, 0) - p(0, 0)) + 2 * (p(2, 1) - p(0, 1)) + (p(2, 2) - p(0, 2));
     let gy = (p(0, 2) - p(0, 0)) + 2 * (p(1, 2) - p(1, 0)) + (p(2, 2) - p(2, 0));
     (gx.abs() + gy.abs(), direction(gx, gy))
@@ -261,10 +267,16 @@ pub fn step(dir: u32) -> (i32, i32) {
 /// (x, y) must lie inside `b`.
 #[inline(always)]
 pub unsafe fn suppressed(b: &Plane, x: u32, y: u32) -> u8 {
-    if x < 1 || y < 1 || x + 1 >= b.w || y + 1 >= b.h {
+    suppressed_with(&|x, y| unsafe { b.at(x, y) }, b.w, b.h, x, y)
+}
+
+/// [`suppressed`] of a `w`×`h` blurred plane read through `at`.
+#[inline(always)]
+pub fn suppressed_with(at: &impl Fn(u32, u32) -> i32, w: u32, h: u32, x: u32, y: u32) -> u8 {
+    if x < 1 || y < 1 || x + 1 >= w || y + 1 >= h {
         return 0;
     }
-    let (g, dir) = unsafe { sobel(b, x, y) };
+    let (g, dir) = sobel_with(at, w, h, x, y);
     let (dx, dy) = match dir {
         DIR_HORIZONTAL => (1, 0),
         DIR_VERTICAL => (0, 1),
@@ -272,12 +284,46 @@ pub unsafe fn suppressed(b: &Plane, x: u32, y: u32) -> u8 {
         DIR_45UP => (-1, 1),
         _ => (1, 1),
     };
-    let n = |sx: i32, sy: i32| unsafe { sobel(b, (x as i32 + sx) as u32, (y as i32 + sy) as u32).0 };
+    let n = |sx: i32, sy: i32| {
+        sobel_with(at, w, h, (x as i32 + sx) as u32, (y as i32 + sy) as u32).0
+    };
     if g > n(dx, dy) && g > n(-dx, -dy) {
         if g > 255 { 255 } else { g as u8 }
     } else {
         0
     }
+}
+
+/// Stages the blurred values around the block at (x0, y0) in `s`, as [`gauss_stage`]
+/// stages samples (0 outside the frame).
+///
+/// # Safety
+/// `b` readable; `s` holds [`STAGE_LEN`] values.
+#[inline(always)]
+pub unsafe fn suppress_stage(b: &Plane, x0: u32, y0: u32, s: *mut u32, thread: u32, threads: u32) {
+    let mut i = thread;
+    while i < STAGE_W * STAGE_H {
+        let (r, c) = (i / STAGE_W, i % STAGE_W);
+        let (x, y) = ((x0 + c).wrapping_sub(2), (y0 + r).wrapping_sub(2));
+        let v = if x < b.w && y < b.h {
+            unsafe { b.at(x, y) as u32 }
+        } else {
+            0
+        };
+        unsafe { *s.add(i as usize) = v };
+        i += threads;
+    }
+}
+
+/// [`suppressed`] at (x0 + tx, y0 + ty) from the tile [`suppress_stage`] staged (it reads
+/// at most two pixels away, all in the tile).
+///
+/// # Safety
+/// `s` holds the staged tile; tx < `TILE_W`, ty < `TILE_H`, the pixel inside the frame.
+#[inline(always)]
+pub unsafe fn suppressed_tile(s: *const u32, w: u32, h: u32, x0: u32, y0: u32, tx: u32, ty: u32) -> u8 {
+    let at = |x: u32, y: u32| unsafe { *s.add(((y + 2 - y0) * STAGE_W + x + 2 - x0) as usize) as i32 };
+    suppressed_with(&at, w, h, x0 + tx, y0 + ty)
 }
 
 /// Row `y` of the suppressed plane into `out[0..w]`.
@@ -555,6 +601,37 @@ mod tests {
                         for tx in 0..TILE_W.min(w - x0) {
                             let got = unsafe { gauss_tile(&l, tile.as_ptr(), x0, y0, tx, ty) };
                             let want = unsafe { gauss(&l, x0 + tx, y0 + ty) };
+                            assert_eq!(got, want, "{w}x{h} at ({}, {})", x0 + tx, y0 + ty);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_staged_suppression_is_the_suppression() {
+        let mut seed = 0x5eedu64;
+        for &(w, h) in &[(1u32, 1u32), (3, 3), (33, 9), (70, 19)] {
+            let d: Vec<u8> = (0..w * h)
+                .map(|i| {
+                    seed ^= seed << 13;
+                    seed ^= seed >> 7;
+                    seed ^= seed << 17;
+                    ((i % w / 5 * 60) as u64 + seed % 40) as u8
+                })
+                .collect();
+            let b = Plane { ptr: d.as_ptr(), w, h };
+            let mut tile = vec![0u32; STAGE_LEN];
+            for y0 in (0..h).step_by(TILE_H as usize) {
+                for x0 in (0..w).step_by(TILE_W as usize) {
+                    for t in 0..TILE_W * TILE_H {
+                        unsafe { suppress_stage(&b, x0, y0, tile.as_mut_ptr(), t, TILE_W * TILE_H) };
+                    }
+                    for ty in 0..TILE_H.min(h - y0) {
+                        for tx in 0..TILE_W.min(w - x0) {
+                            let got = unsafe { suppressed_tile(tile.as_ptr(), w, h, x0, y0, tx, ty) };
+                            let want = unsafe { suppressed(&b, x0 + tx, y0 + ty) };
                             assert_eq!(got, want, "{w}x{h} at ({}, {})", x0 + tx, y0 + ty);
                         }
                     }
