@@ -77,9 +77,9 @@ fn input_args(name: &str, which: usize) -> Vec<String> {
         ("blurred vs mpeg2", 0) => l("testsrc2=s=160x90:r=25"),
         ("blurred vs mpeg2", _) => l("testsrc2=s=160x90:r=25"),
         ("noise vs black", 0) => l("testsrc2=s=97x61:r=10"),
-        ("noise vs black", _) => l(
-            "color=c=black:s=97x61:r=10:d=0.4[a];testsrc2=s=97x61:r=10:d=1[b];[a][b]concat=n=2",
-        ),
+        ("noise vs black", _) => {
+            l("color=c=black:s=97x61:r=10:d=0.4[a];testsrc2=s=97x61:r=10:d=1[b];[a][b]concat=n=2")
+        }
         ("natural", 0) => photo(25),
         ("natural", _) => photo(25),
         ("options", 0) => l("testsrc2=s=64x37:r=10"),
@@ -263,14 +263,32 @@ fn make_clip(case: &Case, which: usize) -> (String, Vec<[Vec<u8>; 3]>) {
     let tag = format!("{}-{which}", case.name.replace(' ', "_"));
     let size = format!("scale={}:{}", case.width, case.height);
     let mut args: Vec<String> = input.clone();
-    let raw_path = scratch(&format!("{tag}.raw")).to_string_lossy().into_owned();
+    let raw_path = scratch(&format!("{tag}.raw"))
+        .to_string_lossy()
+        .into_owned();
     if clip.encode {
-        let m2v = scratch(&format!("{tag}.m2v")).to_string_lossy().into_owned();
+        let m2v = scratch(&format!("{tag}.m2v"))
+            .to_string_lossy()
+            .into_owned();
         let chain = format!("{size},{}", clip.chain);
         args.extend(
             [
-                "-vf", &chain, "-frames:v", &frames, "-c:v", "mpeg2video", "-q:v", "31", "-qmin",
-                "31", "-g", "6", "-f", "mpeg2video", "-y", &m2v,
+                "-vf",
+                &chain,
+                "-frames:v",
+                &frames,
+                "-c:v",
+                "mpeg2video",
+                "-q:v",
+                "31",
+                "-qmin",
+                "31",
+                "-g",
+                "6",
+                "-f",
+                "mpeg2video",
+                "-y",
+                &m2v,
             ]
             .map(String::from),
         );
@@ -292,7 +310,12 @@ fn make_clip(case: &Case, which: usize) -> (String, Vec<[Vec<u8>; 3]>) {
     let (cw, ch) = (w.div_ceil(2), h.div_ceil(1 << sub_y));
     let sizes = [w * h * bps, cw * ch * bps, cw * ch * bps];
     let frame_bytes: usize = sizes.iter().sum();
-    assert_eq!(raw.len(), frame_bytes * case.frames, "{} clip {which}", case.name);
+    assert_eq!(
+        raw.len(),
+        frame_bytes * case.frames,
+        "{} clip {which}",
+        case.name
+    );
     let frames = raw
         .chunks(frame_bytes)
         .map(|f| {
@@ -379,7 +402,10 @@ impl Tally {
     fn check(&mut self, what: String, got: Option<f64>, printed: &str) {
         // 0/0 (`nan`, `-nan`): no field.
         if printed.contains("nan") {
-            assert_eq!(got, None, "{what}: FFmpeg prints {printed}, the engine {got:?}");
+            assert_eq!(
+                got, None,
+                "{what}: FFmpeg prints {printed}, the engine {got:?}"
+            );
             self.absent += 1;
             return;
         }

@@ -94,7 +94,9 @@ fn frame(c: &Case, pitch: u32, k: usize, r: &mut Rng) -> Vec<u8> {
     let mut d = r.bytes((pitch * c.h) as usize);
     for y in 0..c.h {
         for x in 0..c.w {
-            let level = ((x / size) * 7919 + (y / size) * 104_729 + k as u32).wrapping_mul(2_654_435_761) >> 24;
+            let level = ((x / size) * 7919 + (y / size) * 104_729 + k as u32)
+                .wrapping_mul(2_654_435_761)
+                >> 24;
             let v = ((level % 200 + r.next_u32() % 9) * scale).min(max) << c.shift;
             let at = (y * pitch + x * c.step) as usize;
             d[at] = v as u8;
@@ -191,7 +193,10 @@ fn kernels(k: &Kernels, s: &Arc<CudaStream>, r: &mut Rng) -> Result<Outcome, Dri
             let got_rows = s.clone_dtoh(&rows)?;
             let got = s.clone_dtoh(&result)?[0];
             let differ = |a: &[f32], b: &[f32]| {
-                a.iter().zip(b).filter(|(x, y)| x.to_bits() != y.to_bits()).count()
+                a.iter()
+                    .zip(b)
+                    .filter(|(x, y)| x.to_bits() != y.to_bits())
+                    .count()
             };
             let profile_bad = differ(&got_cols, &host_cols) + differ(&got_rows, &host_rows);
             let value_bad = !(got.to_bits() == want.to_bits() || (got.is_nan() && want.is_nan()));
@@ -204,7 +209,10 @@ fn kernels(k: &Kernels, s: &Arc<CudaStream>, r: &mut Rng) -> Result<Outcome, Dri
             }
             bad += profile_bad + value_bad as usize;
             if f == FRAMES - 1 {
-                notes.push(format!("{}x{} {}-bit: {got} (host {want})", c.w, c.h, c.depth));
+                notes.push(format!(
+                    "{}x{} {}-bit: {got} (host {want})",
+                    c.w, c.h, c.depth
+                ));
             }
         }
     }

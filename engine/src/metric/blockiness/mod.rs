@@ -96,9 +96,7 @@ pub(crate) const ENTRY: Entry = Entry {
             return Ok(None);
         }
         let settings = *s.settings::<Settings>();
-        NoReference::cuda_boxed(|side| {
-            cuda::Blockiness::new(gpu, s.plan, side, settings).map(Some)
-        })
+        NoReference::cuda_boxed(|side| cuda::Blockiness::new(gpu, s.plan, side, settings).map(Some))
     },
 };
 

@@ -155,7 +155,11 @@ impl CudaSingle for Blur {
             s.0 += pair[0];
             s.1 += pair[1] as u32;
         }
-        if let Some(v) = pool(self.sums.iter().copied(), self.settings.pct, &mut self.means) {
+        if let Some(v) = pool(
+            self.sums.iter().copied(),
+            self.settings.pct,
+            &mut self.means,
+        ) {
             out.push(side.name(BLUR), v as f64);
         }
         Ok(())

@@ -228,7 +228,11 @@ impl Settings {
 /// them: blocks whose sum is at least 2 give their mean (f64, kept as f32), the means are
 /// sorted ascending and the first ⌈n · pct/100⌉ (in f32, as FFmpeg) averaged in f32.
 /// `None` where FFmpeg divides 0 by 0.
-pub(crate) fn pool(blocks: impl Iterator<Item = (f64, u32)>, pct: u32, means: &mut Vec<f32>) -> Option<f32> {
+pub(crate) fn pool(
+    blocks: impl Iterator<Item = (f64, u32)>,
+    pct: u32,
+    means: &mut Vec<f32>,
+) -> Option<f32> {
     means.clear();
     means.extend(
         blocks
@@ -287,7 +291,10 @@ mod tests {
         let mut m = Vec::new();
         // Means 3, 1, 2 and one block below 2 in all: 80 % of 3 blocks is 3 (ceil 2.4).
         let blocks = [(6.0, 2), (1.5, 1), (4.0, 4), (2.0, 1)];
-        assert_eq!(pool(blocks.into_iter(), 80, &mut m), Some((1.0 + 2.0 + 3.0) / 3.0));
+        assert_eq!(
+            pool(blocks.into_iter(), 80, &mut m),
+            Some((1.0 + 2.0 + 3.0) / 3.0)
+        );
         assert_eq!(pool(blocks.into_iter(), 50, &mut m), Some(1.5));
         assert_eq!(pool(blocks.into_iter(), 1, &mut m), Some(1.0));
         assert_eq!(pool([(1.0, 1)].into_iter(), 80, &mut m), None);
@@ -301,7 +308,11 @@ mod tests {
                 let d = vec![v; w * h];
                 let mut e = engine(w as u32, h as u32, Options::new());
                 let s = e.compare(&gray(&d, w), &gray(&d, w)).unwrap();
-                assert_eq!((s.get("blur"), s.get("ref-blur")), (None, None), "{w}x{h} {v}");
+                assert_eq!(
+                    (s.get("blur"), s.get("ref-blur")),
+                    (None, None),
+                    "{w}x{h} {v}"
+                );
             }
         }
     }
@@ -309,7 +320,9 @@ mod tests {
     #[test]
     fn a_sharp_edge_is_narrower_than_a_soft_one() {
         let (w, h) = (64usize, 32usize);
-        let step: Vec<u8> = (0..w * h).map(|i| if i % w < 32 { 20 } else { 220 }).collect();
+        let step: Vec<u8> = (0..w * h)
+            .map(|i| if i % w < 32 { 20 } else { 220 })
+            .collect();
         let ramp: Vec<u8> = (0..w * h)
             .map(|i| (20 + (i % w).saturating_sub(16).min(32) * 200 / 32) as u8)
             .collect();

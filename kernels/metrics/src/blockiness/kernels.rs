@@ -14,12 +14,12 @@
 //! (direction, period), thread 0 keeps the largest in FFmpeg's order.
 
 #[cfg(target_arch = "nvptx64")]
-use super::{
-    GRADS_LEN, PERIOD_SLOTS, SAMPLES_LEN, keep_larger, part, period_ratio, periods, stage,
-    tile, tile_grads, tile_sum,
-};
-#[cfg(target_arch = "nvptx64")]
 use super::Params;
+#[cfg(target_arch = "nvptx64")]
+use super::{
+    GRADS_LEN, PERIOD_SLOTS, SAMPLES_LEN, keep_larger, part, period_ratio, periods, stage, tile,
+    tile_grads, tile_sum,
+};
 #[cfg(target_arch = "nvptx64")]
 use gpumetrics_device as dev;
 

@@ -48,7 +48,8 @@ const _: () = assert!(
         && SAMPLES_LEN >= ((LANES + HALO) * TILE) as usize
         && COL_STRIDE >= LANES + HALO
 );
-const _: () = assert!(GRADS_LEN == (LANES * ROW_STRIDE) as usize && GRADS_LEN >= (TILE * LANES) as usize);
+const _: () =
+    assert!(GRADS_LEN == (LANES * ROW_STRIDE) as usize && GRADS_LEN >= (TILE * LANES) as usize);
 /// Threads of the period kernel: two directions of at most 63 periods.
 pub const PERIOD_THREADS: u32 = 128;
 pub const PERIOD_SLOTS: usize = 128;
@@ -70,7 +71,7 @@ pub struct Params {
 /// (3..h − 4), as (first, end).
 #[inline(always)]
 pub fn span(n: u32) -> (u32, u32) {
-    (3, if n > 4 { n - 4 } else { 0 })
+    (3, n.saturating_sub(4))
 }
 
 /// Profile columns (or rows) of a side of `n`.
@@ -240,7 +241,6 @@ pub unsafe fn ratio(p: &Params, cols: *const f32, rows: *const f32) -> f32 {
     ret
 }
 
-
 /// The profile kernel's share of block `b` (see `kernels.rs`): the column part for the first
 /// `profile_blocks(w, h).0` blocks, the row part for the others.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -263,7 +263,11 @@ pub fn part(w: u32, h: u32, b: u32) -> Part {
     };
     let first = 3 + k * LANES;
     let (_, end) = span(n);
-    let lanes = if end > first { (end - first).min(LANES) } else { 0 };
+    let lanes = if end > first {
+        (end - first).min(LANES)
+    } else {
+        0
+    };
     Part {
         columns,
         first,
@@ -344,7 +348,9 @@ pub unsafe fn tile_grads(
             (r * LANES + c, c, r, unsafe { window(s, base, 1) })
         } else {
             let (r, c) = (i / TILE, i % TILE);
-            (r * ROW_STRIDE + c, r, c, unsafe { window(s, r * TILE + c, TILE) })
+            (r * ROW_STRIDE + c, r, c, unsafe {
+                window(s, r * TILE + c, TILE)
+            })
         };
         let v = if lane < part.lanes && pos < len {
             normalised(&v)
@@ -372,7 +378,13 @@ unsafe fn window(s: *const u32, base: u32, step: u32) -> [u32; 8] {
 /// # Safety
 /// `g` holds the tile's gradients; `lane < part.lanes`.
 #[inline(always)]
-pub unsafe fn tile_sum(part: &Part, (_, len): (u32, u32), g: *const f32, lane: u32, acc: f32) -> f32 {
+pub unsafe fn tile_sum(
+    part: &Part,
+    (_, len): (u32, u32),
+    g: *const f32,
+    lane: u32,
+    acc: f32,
+) -> f32 {
     let mut acc = acc;
     for k in 0..len {
         let at = if part.columns {
@@ -432,7 +444,7 @@ mod tests {
 
     #[test]
     fn flat_profiles_are_nan_and_numbers_replace_nan() {
-        let zeros = vec![0f32; 40];
+        let zeros = [0f32; 40];
         let r = unsafe { period_ratio(zeros.as_ptr(), 40, 8) };
         assert!(r.unwrap().is_nan());
         assert!(keep_larger(0.0, f32::NAN).is_nan());
@@ -449,7 +461,9 @@ mod tests {
     fn a_grid_of_period_8_stands_out() {
         // Column profile: 1 at the grid (x % 8 == 7), 0.25 elsewhere.
         let n = 64u32;
-        let prof: Vec<f32> = (0..n).map(|x| if x % 8 == 7 { 1.0 } else { 0.25 }).collect();
+        let prof: Vec<f32> = (0..n)
+            .map(|x| if x % 8 == 7 { 1.0 } else { 0.25 })
+            .collect();
         let r8 = unsafe { period_ratio(prof.as_ptr(), n, 8) }.unwrap();
         assert_eq!(r8, 4.0);
         let r5 = unsafe { period_ratio(prof.as_ptr(), n, 5) }.unwrap();
@@ -495,7 +509,13 @@ mod tests {
             let part = part(l.width, l.height, b);
             let prof: &mut [f32] = if part.columns { cols } else { rows };
             let mut acc: Vec<f32> = (0..part.lanes)
-                .map(|i| if p.first != 0 { 0.0 } else { prof[(part.first + i) as usize] })
+                .map(|i| {
+                    if p.first != 0 {
+                        0.0
+                    } else {
+                        prof[(part.first + i) as usize]
+                    }
+                })
                 .collect();
             let mut k = 0;
             while let Some(t) = tile(&l, &part, k) {
@@ -544,7 +564,8 @@ mod tests {
                 let mut d = vec![0u8; (pitch * h) as usize];
                 for y in 0..h {
                     for x in 0..w {
-                        let v = ((x / 8 * 37 + y / 8 * 91) as u64 * 13 + rnd() % 16) % (max as u64 + 1);
+                        let v =
+                            ((x / 8 * 37 + y / 8 * 91) as u64 * 13 + rnd() % 16) % (max as u64 + 1);
                         let at = (y * pitch + x * bytes) as usize;
                         d[at] = v as u8;
                         if wide {

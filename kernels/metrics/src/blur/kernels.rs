@@ -6,12 +6,11 @@
 //! writes one (sum, count) pair per CUDA block: no atomics.
 
 #[cfg(target_arch = "nvptx64")]
-use super::{
-    Plane, STAGE_LEN, WARPS, gauss_stage, gauss_tile, suppress_stage, suppressed_tile,
-    thread_sums,
-};
-#[cfg(target_arch = "nvptx64")]
 use super::Params;
+#[cfg(target_arch = "nvptx64")]
+use super::{
+    Plane, STAGE_LEN, WARPS, gauss_stage, gauss_tile, suppress_stage, suppressed_tile, thread_sums,
+};
 #[cfg(target_arch = "nvptx64")]
 use gpumetrics_device as dev;
 
@@ -88,7 +87,11 @@ unsafe fn widths_body(p: Params, blurred: *const u8, suppressed: *const u8, out:
     gpumetrics_device::shared!(static BLUR_WARP_SUMS: [f64; 2 * WARPS]);
     let (w, h) = (p.luma.width, p.luma.height);
     let b = Plane { ptr: blurred, w, h };
-    let n = Plane { ptr: suppressed, w, h };
+    let n = Plane {
+        ptr: suppressed,
+        w,
+        h,
+    };
     let id = dev::block_idx_x();
     let (mut sum, count) = unsafe {
         thread_sums(

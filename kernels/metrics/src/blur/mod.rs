@@ -74,7 +74,10 @@ pub fn layout(w: u32, h: u32, block_w: i64, block_h: i64) -> (u32, u32, u32, u32
     let (bw, bh) = if block_w < 1 || block_h < 1 {
         (w.max(1), h.max(1))
     } else {
-        (block_w.min(u32::MAX as i64) as u32, block_h.min(u32::MAX as i64) as u32)
+        (
+            block_w.min(u32::MAX as i64) as u32,
+            block_h.min(u32::MAX as i64) as u32,
+        )
     };
     (bw, bh, w / bw, h / bh)
 }
@@ -82,9 +85,16 @@ pub fn layout(w: u32, h: u32, block_w: i64, block_h: i64) -> (u32, u32, u32, u32
 /// Row chunks per block for the width kernel: about [`TARGET_GRID`] CUDA blocks in all,
 /// at least one chunk per block, at most one per row.
 pub const fn chunks(blocks: u32, block_h: u32) -> u32 {
-    let c = if blocks == 0 { 1 } else { TARGET_GRID / blocks };
+    let c = match TARGET_GRID.checked_div(blocks) {
+        Some(c) => c,
+        None => 1,
+    };
     let c = if c < 1 { 1 } else { c };
-    if c > block_h { if block_h < 1 { 1 } else { block_h } } else { c }
+    if c > block_h {
+        if block_h < 1 { 1 } else { block_h }
+    } else {
+        c
+    }
 }
 
 /// FFmpeg's 5×5 Gaussian weights (σ ≈ 1.4), summing to 159.
@@ -284,9 +294,8 @@ pub fn suppressed_with(at: &impl Fn(u32, u32) -> i32, w: u32, h: u32, x: u32, y:
         DIR_45UP => (-1, 1),
         _ => (1, 1),
     };
-    let n = |sx: i32, sy: i32| {
-        sobel_with(at, w, h, (x as i32 + sx) as u32, (y as i32 + sy) as u32).0
-    };
+    let n =
+        |sx: i32, sy: i32| sobel_with(at, w, h, (x as i32 + sx) as u32, (y as i32 + sy) as u32).0;
     if g > n(dx, dy) && g > n(-dx, -dy) {
         if g > 255 { 255 } else { g as u8 }
     } else {
@@ -321,8 +330,17 @@ pub unsafe fn suppress_stage(b: &Plane, x0: u32, y0: u32, s: *mut u32, thread: u
 /// # Safety
 /// `s` holds the staged tile; tx < `TILE_W`, ty < `TILE_H`, the pixel inside the frame.
 #[inline(always)]
-pub unsafe fn suppressed_tile(s: *const u32, w: u32, h: u32, x0: u32, y0: u32, tx: u32, ty: u32) -> u8 {
-    let at = |x: u32, y: u32| unsafe { *s.add(((y + 2 - y0) * STAGE_W + x + 2 - x0) as usize) as i32 };
+pub unsafe fn suppressed_tile(
+    s: *const u32,
+    w: u32,
+    h: u32,
+    x0: u32,
+    y0: u32,
+    tx: u32,
+    ty: u32,
+) -> u8 {
+    let at =
+        |x: u32, y: u32| unsafe { *s.add(((y + 2 - y0) * STAGE_W + x + 2 - x0) as usize) as i32 };
     suppressed_with(&at, w, h, x0 + tx, y0 + ty)
 }
 
@@ -519,7 +537,10 @@ mod tests {
         unsafe { gauss_row(&l, 0, row.as_mut_ptr()) };
         assert_eq!(row, d[..w as usize]);
         unsafe { gauss_row(&l, 2, row.as_mut_ptr()) };
-        assert_eq!((row[0], row[1], row[4], row[5]), (d[12], d[13], d[16], d[17]));
+        assert_eq!(
+            (row[0], row[1], row[4], row[5]),
+            (d[12], d[13], d[16], d[17])
+        );
         // A flat 5×5 neighbourhood of 100 stays 100 (159·100/159).
         let flat = vec![100u8; 25];
         assert_eq!(unsafe { gauss(&luma(&flat, 5, 5), 2, 2) }, 100);
@@ -531,7 +552,11 @@ mod tests {
         // edge pixel at x = 5 climbs 1 step back... to x = 3 (2 steps) and to x = 7 (2).
         let row = [0u8, 0, 0, 0, 50, 100, 150, 200, 200, 200, 200];
         let d: Vec<u8> = row.repeat(5);
-        let b = Plane { ptr: d.as_ptr(), w: 11, h: 5 };
+        let b = Plane {
+            ptr: d.as_ptr(),
+            w: 11,
+            h: 5,
+        };
         let (g, dir) = unsafe { sobel(&b, 5, 2) };
         assert_eq!((g, dir), (400, DIR_HORIZONTAL));
         assert_eq!(unsafe { edge_width(&b, 5, 2, dir, 50) }, 4.0);
@@ -540,7 +565,11 @@ mod tests {
         assert_eq!(unsafe { edge_width(&b, 5, 2, DIR_45DOWN, 50) }, 0.0);
         // Next to the border the search leaves the frame: 0.
         let edge = [0u8, 100, 200].repeat(3);
-        let b = Plane { ptr: edge.as_ptr(), w: 3, h: 3 };
+        let b = Plane {
+            ptr: edge.as_ptr(),
+            w: 3,
+            h: 3,
+        };
         assert_eq!(unsafe { edge_width(&b, 1, 1, DIR_HORIZONTAL, 50) }, 0.0);
     }
 
@@ -553,7 +582,11 @@ mod tests {
             0, 10, 0, 0,
             0, 0, 0, 0u8,
         ];
-        let p = Plane { ptr: n.as_ptr(), w: 4, h: 4 };
+        let p = Plane {
+            ptr: n.as_ptr(),
+            w: 4,
+            h: 4,
+        };
         assert!(unsafe { is_edge(&p, 1, 1, 15, 30) });
         assert!(unsafe { is_edge(&p, 2, 1, 15, 30) }); // 20 > low beside 40 > high
         assert!(!unsafe { is_edge(&p, 1, 2, 15, 30) }); // 10 ≤ low
@@ -575,7 +608,12 @@ mod tests {
     #[test]
     fn the_staged_gaussian_is_the_gaussian() {
         let mut seed = 0x5eedu64;
-        for &(w, h, wide) in &[(1u32, 1u32, false), (5, 7, true), (33, 9, false), (70, 19, true)] {
+        for &(w, h, wide) in &[
+            (1u32, 1u32, false),
+            (5, 7, true),
+            (33, 9, false),
+            (70, 19, true),
+        ] {
             let (bytes, max) = if wide { (2u32, 1023u64) } else { (1, 255) };
             let pitch = w * bytes + 1;
             let d: Vec<u8> = (0..pitch * h)
@@ -583,7 +621,11 @@ mod tests {
                     seed ^= seed << 13;
                     seed ^= seed >> 7;
                     seed ^= seed << 17;
-                    if wide && i % 2 == 1 { (seed % 4) as u8 } else { (seed % (max + 1).min(256)) as u8 }
+                    if wide && i % 2 == 1 {
+                        (seed % 4) as u8
+                    } else {
+                        (seed % (max + 1).min(256)) as u8
+                    }
                 })
                 .collect();
             let mut l = luma(&d, w, h);
@@ -621,16 +663,23 @@ mod tests {
                     ((i % w / 5 * 60) as u64 + seed % 40) as u8
                 })
                 .collect();
-            let b = Plane { ptr: d.as_ptr(), w, h };
+            let b = Plane {
+                ptr: d.as_ptr(),
+                w,
+                h,
+            };
             let mut tile = vec![0u32; STAGE_LEN];
             for y0 in (0..h).step_by(TILE_H as usize) {
                 for x0 in (0..w).step_by(TILE_W as usize) {
                     for t in 0..TILE_W * TILE_H {
-                        unsafe { suppress_stage(&b, x0, y0, tile.as_mut_ptr(), t, TILE_W * TILE_H) };
+                        unsafe {
+                            suppress_stage(&b, x0, y0, tile.as_mut_ptr(), t, TILE_W * TILE_H)
+                        };
                     }
                     for ty in 0..TILE_H.min(h - y0) {
                         for tx in 0..TILE_W.min(w - x0) {
-                            let got = unsafe { suppressed_tile(tile.as_ptr(), w, h, x0, y0, tx, ty) };
+                            let got =
+                                unsafe { suppressed_tile(tile.as_ptr(), w, h, x0, y0, tx, ty) };
                             let want = unsafe { suppressed(&b, x0 + tx, y0 + ty) };
                             assert_eq!(got, want, "{w}x{h} at ({}, {})", x0 + tx, y0 + ty);
                         }
