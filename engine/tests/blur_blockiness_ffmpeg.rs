@@ -6,7 +6,7 @@
 //! mandelbrot, black segments, 10-bit noise, Gaussian and box blur, a nearest-neighbour
 //! down-up scale) or the natural photograph of the SSIMULACRA2 tests (a frozen segment),
 //! some through an MPEG-2 round trip at the coarsest quantiser (real blocking), at odd
-//! sizes, 8, 10 and 12 bit, 4:2:0 and 4:2:2, limited and full range, with
+//! sizes, 8, 10, 12 and 16 bit, 4:2:0, 4:2:2 and gray, limited and full range, with
 //! FFmpeg's default options and one case with other block and period options. Each clip
 //! is written as raw frames; FFmpeg reads them back through
 //! `blurdetect,blockdetect,metadata=print` (converting deeper luma to 8 bit on the way, as
@@ -86,6 +86,8 @@ fn input_args(name: &str, which: usize) -> Vec<String> {
         ("options", _) => l("mandelbrot=s=64x37:r=10"),
         ("10-bit full range", 0) => l("testsrc2=s=97x61:r=10"),
         ("10-bit full range", _) => l("mandelbrot=s=97x61:r=10"),
+        ("16-bit gray", 0) => l("testsrc2=s=97x61:r=10"),
+        ("16-bit gray", _) => l("mandelbrot=s=97x61:r=10"),
         ("12-bit", 0) => l("mandelbrot=s=33x17:r=10"),
         ("12-bit", _) => l("testsrc2=s=34x18:r=10"),
         ("hd", 0) => l("testsrc2=s=1280x720:r=25"),
@@ -205,6 +207,22 @@ const CASES: &[Case] = &[
         options: NO_OPTIONS,
     },
     Case {
+        // Full-range 16-bit gray: FFmpeg's unscaled copy keeps it full range.
+        name: "16-bit gray",
+        distorted: lavfi(
+            "format=gray16le,geq=lum='clip(lum(X\\,Y)+(random(1)-0.5)*4096\\,0\\,65535)'",
+        ),
+        reference: lavfi("boxblur=1,format=gray16le"),
+        pix_fmt: "gray16le",
+        width: 97,
+        height: 61,
+        frames: 4,
+        full_range: true,
+        blur_args: "",
+        block_args: "",
+        options: NO_OPTIONS,
+    },
+    Case {
         // 12-bit at odd sizes, noisy (the dither's table for a shift of 4).
         name: "12-bit",
         distorted: lavfi(
@@ -246,6 +264,8 @@ fn layout_of(pix_fmt: &str) -> (PixelFormat, usize, u32) {
         "yuv420p12le" => (PixelFormat::I420_12Le, 2, 1),
         "yuvj422p" => (PixelFormat::Y42b, 1, 0),
         "yuv422p10le" => (PixelFormat::I422_10Le, 2, 0),
+        // No chroma planes (see `chroma`).
+        "gray16le" => (PixelFormat::Gray16Le, 2, 0),
         other => panic!("no layout for {other}"),
     }
 }
@@ -308,7 +328,8 @@ fn make_clip(case: &Case, which: usize) -> (String, Vec<[Vec<u8>; 3]>) {
     let (_, bps, sub_y) = layout_of(case.pix_fmt);
     let (w, h) = (case.width as usize, case.height as usize);
     let (cw, ch) = (w.div_ceil(2), h.div_ceil(1 << sub_y));
-    let sizes = [w * h * bps, cw * ch * bps, cw * ch * bps];
+    let c = if chroma(case) { cw * ch * bps } else { 0 };
+    let sizes = [w * h * bps, c, c];
     let frame_bytes: usize = sizes.iter().sum();
     assert_eq!(
         raw.len(),
@@ -369,8 +390,19 @@ fn ffmpeg_values(case: &Case, path: &str) -> Vec<(String, String)> {
     blur.into_iter().zip(block).collect()
 }
 
+/// Whether the case's format has chroma planes.
+fn chroma(case: &Case) -> bool {
+    !case.pix_fmt.starts_with("gray")
+}
+
 fn host<'a>(planes: &'a [Vec<u8>; 3], case: &Case) -> Frame<'a> {
     let (_, bps, _) = layout_of(case.pix_fmt);
+    if !chroma(case) {
+        return Frame::Host(HostFrame::new(&[Plane {
+            data: &planes[0],
+            stride: case.width as usize * bps,
+        }]));
+    }
     let cw = (case.width as usize).div_ceil(2);
     Frame::Host(HostFrame::new(&[
         Plane {

@@ -123,7 +123,7 @@ fn params(c: &Case, ptr: u64, pitch: u32, first: bool) -> Params {
             width: c.w,
             height: c.h,
             shift: c.depth - 8,
-            full_range: c.full as u32,
+            range: c.full as u32,
         },
         period_min: c.periods.0,
         period_max: c.periods.1,

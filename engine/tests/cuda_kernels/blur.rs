@@ -128,7 +128,7 @@ fn params(c: &Case, ptr: u64, pitch: u32) -> Params {
         width: c.w,
         height: c.h,
         shift: c.depth - 8,
-        full_range: c.full as u32,
+        range: c.full as u32,
     };
     let (block_w, block_h, cols, rows) = blur::layout(c.w, c.h, c.block.0, c.block.1);
     Params {

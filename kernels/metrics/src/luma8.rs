@@ -2,17 +2,21 @@
 //!
 //! Those filters accept 8-bit formats only, so FFmpeg's automatically inserted scaler
 //! converts deeper luma to 8 bit before them (to `yuv420p`, `yuv422p`, ..: limited range).
-//! libswscale does it in one of two ways, both with an 8×8 ordered dither, `s` = depth − 8:
+//! libswscale does it in one of three ways ([`Range`]), all with an 8×8 ordered dither,
+//! `s` = depth − 8:
 //!
 //! * limited-range luma: its unscaled plane copy, `t = (v + d) >> s; t − (t >> 8)` with
 //!   `d` = [`DITHER`]`[s − 1][y & 7][x & 7]`;
-//! * full-range luma: its scaler, which also converts to limited range: the sample
+//! * full-range Y'CbCr: its scaler, which also converts to limited range: the sample
 //!   widened to 15 bits (`v · 2^14 >> (depth − 1)`, at most 2^15 − 1), the range
 //!   converted (`(t · 14071 + 33561947) >> 14`), then `(t + d) >> 7` clipped to 0..255
-//!   with `d` = [`DITHER`]`[7][y & 7][x & 7]` (its 128-scale matrix).
+//!   with `d` = [`DITHER`]`[7][y & 7][x & 7]` (its 128-scale matrix);
+//! * full-range gray: the unscaled copy again, full-range rounding:
+//!   `(v − (v >> 8) + d) >> s`.
 //!
-//! Both were checked bit for bit against Debian's `ffmpeg` 5.1 (`-vf format=yuv420p`) on
-//! random 10- and 12-bit planes (and P010, which takes the first way). 8-bit samples are
+//! All three were checked bit for bit against Debian's `ffmpeg` 5.1 (`-vf format=yuv420p`,
+//! `format=gray`) on random 10-, 12- and 16-bit planes (and P010, which takes the first
+//! way when limited). 8-bit samples are
 //! read as they are, whatever their range: FFmpeg hands them to the filters unchanged.
 //! [`sample`] is the one function both metrics, on both backends, read luma through.
 
@@ -114,26 +118,40 @@ pub struct Luma8 {
     pub height: u32,
     /// depth − 8 (0 for 8-bit samples, at most 8).
     pub shift: u32,
-    /// 1: full-range luma (converted to limited range on the way, as FFmpeg does), 0:
-    /// limited range.
-    pub full_range: u32,
+    /// How deeper samples are reduced: a [`Range`] as `u32`.
+    pub range: u32,
+}
+
+/// The three ways of [`to_8bit`], by the frame's range and colour family.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u32)]
+pub enum Range {
+    /// Limited range (any family).
+    Limited = 0,
+    /// Full-range Y'CbCr: made limited on the way.
+    FullYuv = 1,
+    /// Full-range gray: kept full.
+    FullGray = 2,
 }
 
 /// A sample `v` of `shift + 8` bits at (x, y) brought to 8 bits as FFmpeg's scaler does
 /// before the filters (see the module).
 #[inline(always)]
-pub fn to_8bit(v: u32, shift: u32, full_range: bool, x: u32, y: u32) -> u32 {
+pub fn to_8bit(v: u32, shift: u32, range: u32, x: u32, y: u32) -> u32 {
     if shift == 0 {
         return v;
     }
     let (row, col) = ((y & 7) as usize, (x & 7) as usize);
-    if full_range {
+    let d = DITHER[(shift as usize - 1) & 7][row][col] as u32;
+    if range == Range::FullGray as u32 {
+        (v - (v >> 8) + d) >> shift
+    } else if range == Range::FullYuv as u32 {
         let wide = ((v << 14) >> (shift + 7)).min(32767);
         let limited = (wide * 14071 + 33561947) >> 14;
         let t = (limited + DITHER[7][row][col] as u32) >> 7;
         if t > 255 { 255 } else { t }
     } else {
-        let t = (v + DITHER[(shift as usize - 1) & 7][row][col] as u32) >> shift;
+        let t = (v + d) >> shift;
         t - (t >> 8)
     }
 }
@@ -151,27 +169,35 @@ pub fn row_ptr(l: &Luma8, y: u32) -> *const u8 {
 #[inline(always)]
 pub unsafe fn sample(l: &Luma8, x: u32, y: u32) -> u32 {
     let v = unsafe { load(row_ptr(l, y), x, &l.chan) };
-    to_8bit(v, l.shift, l.full_range != 0, x, y)
+    to_8bit(v, l.shift, l.range, x, y)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    const L: u32 = Range::Limited as u32;
+    const Y: u32 = Range::FullYuv as u32;
+    const G: u32 = Range::FullGray as u32;
+
     #[test]
     fn eight_bit_samples_pass_and_deeper_ones_are_dithered() {
-        assert_eq!(to_8bit(200, 0, false, 3, 5), 200);
+        assert_eq!(to_8bit(200, 0, L, 3, 5), 200);
         // 10-bit limited: (v + d) >> 2, d = 1 or 2 on even rows, 3 or 0 on odd rows.
-        assert_eq!(to_8bit(1023, 2, false, 0, 0), 255); // (1023 + 1) >> 2 = 256 → 255
-        assert_eq!(to_8bit(402, 2, false, 0, 1), 101); // (402 + 3) >> 2
-        assert_eq!(to_8bit(402, 2, false, 1, 1), 100); // (402 + 0) >> 2
-        assert_eq!(to_8bit(0, 2, false, 7, 7), 0);
+        assert_eq!(to_8bit(1023, 2, L, 0, 0), 255); // (1023 + 1) >> 2 = 256 → 255
+        assert_eq!(to_8bit(402, 2, L, 0, 1), 101); // (402 + 3) >> 2
+        assert_eq!(to_8bit(402, 2, L, 1, 1), 100); // (402 + 0) >> 2
+        assert_eq!(to_8bit(0, 2, L, 7, 7), 0);
         // 10-bit full range, to limited range: 0 → 16, 1023 → about 235.
-        assert_eq!(to_8bit(0, 2, true, 0, 0), 16); // (2048 + 36) >> 7
-        assert_eq!(to_8bit(1023, 2, true, 1, 0), 236); // (30162 + 68) >> 7
-        assert_eq!(to_8bit(512, 2, true, 1, 1), 125); // (16119 + 4) >> 7
+        assert_eq!(to_8bit(0, 2, Y, 0, 0), 16); // (2048 + 36) >> 7
+        assert_eq!(to_8bit(1023, 2, Y, 1, 0), 236); // (30162 + 68) >> 7
+        assert_eq!(to_8bit(512, 2, Y, 1, 1), 125); // (16119 + 4) >> 7
         // 16-bit: the largest sample stays 255 (235 once full range is made limited).
-        assert_eq!(to_8bit(65535, 8, false, 5, 3), 255);
-        assert_eq!(to_8bit(65535, 8, true, 5, 3), 235);
+        assert_eq!(to_8bit(65535, 8, L, 5, 3), 255);
+        assert_eq!(to_8bit(65535, 8, Y, 5, 3), 235);
+        // Full-range gray: (v − v/256 + d) >> s.
+        assert_eq!(to_8bit(1023, 2, G, 0, 1), 255); // (1023 − 3 + 3) >> 2
+        assert_eq!(to_8bit(512, 2, G, 1, 0), 128); // (512 − 2 + 2) >> 2
+        assert_eq!(to_8bit(65535, 8, G, 5, 3), 255);
     }
 }

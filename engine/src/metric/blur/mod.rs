@@ -23,7 +23,7 @@ use crate::frame::PlanePtrs;
 use crate::metrics::MetricSet;
 use crate::plan::Plan;
 use gpumetrics_kernels::blur::{self, Params};
-use gpumetrics_kernels::luma8::Luma8;
+use gpumetrics_kernels::luma8::{self, Luma8};
 
 /// Its bit of the `metrics` flags (never changed once released).
 pub const FLAG: MetricSet = MetricSet::bit(7);
@@ -190,7 +190,7 @@ fn why_not(plan: &Plan) -> Option<String> {
 }
 
 /// The 8-bit view of `side`'s luma at `frame`: its depth, and its range (the caps'
-/// colorimetry), which picks libswscale's rounding for deeper samples.
+/// colorimetry) and colour family, which pick libswscale's way for deeper samples.
 pub(crate) fn luma8(plan: &Plan, side: Side, frame: &PlanePtrs) -> Luma8 {
     let layout = side.layout(plan);
     let format = layout.format;
@@ -201,7 +201,11 @@ pub(crate) fn luma8(plan: &Plan, side: Side, frame: &PlanePtrs) -> Luma8 {
         width: layout.width,
         height: layout.height,
         shift: format.depth() - 8,
-        full_range: (side.colorimetry(plan).range == Range::Full) as u32,
+        range: match (side.colorimetry(plan).range, format.family()) {
+            (Range::Full, ColorFamily::Gray) => luma8::Range::FullGray,
+            (Range::Full, _) => luma8::Range::FullYuv,
+            _ => luma8::Range::Limited,
+        } as u32,
     }
 }
 

@@ -418,7 +418,7 @@ mod tests {
             width: w,
             height: h,
             shift: 0,
-            full_range: 0,
+            range: 0,
         }
     }
 
@@ -587,7 +587,7 @@ mod tests {
                         width: w,
                         height: h,
                         shift: if wide { 2 } else { 0 },
-                        full_range: 0,
+                        range: 0,
                     },
                     period_min: 3,
                     period_max: 24,

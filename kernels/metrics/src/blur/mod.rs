@@ -510,7 +510,7 @@ mod tests {
             width: w,
             height: h,
             shift: 0,
-            full_range: 0,
+            range: 0,
         }
     }
 
