@@ -1,6 +1,7 @@
 //! Blockiness on the GPU, one state per input: per frame `blockiness_profiles` (the frame's
 //! gradients added to both profiles, which stay on the device for the sequence) and
-//! `blockiness_periods` (the period search), one copy of the frame's value (4 bytes).
+//! `blockiness_periods` (each (direction, period) pair's sums, one warp each), one copy of
+//! those sums (16 bytes per pair), from which the host keeps the largest ratio.
 
 use cudarc::driver::{DriverError, LaunchConfig};
 
@@ -20,9 +21,11 @@ pub(super) struct Blockiness {
     /// The column profile (`width` values) and the row profile (`height` values).
     cols: DeviceBuffer<f32>,
     rows: DeviceBuffer<f32>,
-    /// The frame's value.
-    result: DeviceBuffer<f32>,
+    /// Per (direction, period) pair, its four sums (`blockiness::decode`).
+    sums: DeviceBuffer<f32>,
     host: PinnedBuffer<f32>,
+    /// (direction, period) pairs: 2 · periods.
+    pairs: u32,
     width: u32,
     height: u32,
     /// A new sequence (or a failed frame left the profiles unknown): start from 0.
@@ -38,13 +41,16 @@ impl Blockiness {
     ) -> Result<Blockiness, DriverError> {
         let layout = side.layout(plan);
         let (width, height) = (layout.width, layout.height);
+        let pairs = 2 * blockiness::periods(&settings.params_for(Luma8::default()));
+        let len = 4 * (pairs as usize).max(1);
         Ok(Blockiness {
             settings,
             cols: DeviceBuffer::zeroed(&gpu.stream, (width as usize).max(1))?,
             rows: DeviceBuffer::zeroed(&gpu.stream, (height as usize).max(1))?,
-            result: DeviceBuffer::zeroed(&gpu.stream, 1)?,
+            sums: DeviceBuffer::zeroed(&gpu.stream, len)?,
             // SAFETY: written by the copy in `run` before it is read.
-            host: unsafe { PinnedBuffer::new(&gpu.ctx, 1, 0) }?,
+            host: unsafe { PinnedBuffer::new(&gpu.ctx, len, 0) }?,
+            pairs,
             width,
             height,
             first: true,
@@ -70,17 +76,17 @@ impl Blockiness {
         None
     }
 
-    /// Queues both kernels and waits for the frame's value.
+    /// Queues both kernels and waits for the pairs' sums; the frame's value from them.
     fn run(&mut self, gpu: &Gpu, p: Params) -> Result<f32, DriverError> {
         let (k, stream) = (&gpu.kernels, &gpu.stream);
         let (col_blocks, row_blocks) = blockiness::profile_blocks(self.width, self.height);
         let cols = self.cols.as_mut();
         let rows = self.rows.as_mut();
-        let result = self.result.as_mut();
+        let sums = self.sums.as_mut();
         // SAFETY: the frame was validated against the plan's layout by the backend and
         // against these buffers by `mismatch`; the profiles hold width and height values,
-        // `result` one; the kernels and the copy run in stream order and the host reads
-        // after the synchronisation.
+        // `sums` 4 per pair for the grid of `pairs` blocks; the kernels and the copy run in
+        // stream order and the host reads after the synchronisation.
         unsafe {
             if col_blocks + row_blocks > 0 {
                 let cfg = LaunchConfig {
@@ -90,17 +96,25 @@ impl Blockiness {
                 };
                 k.blockiness_profiles(stream, cfg, p, cols, rows)?;
             }
-            let cfg = LaunchConfig {
-                grid_dim: (1, 1, 1),
-                block_dim: (blockiness::PERIOD_THREADS, 1, 1),
-                shared_mem_bytes: 0,
-            };
-            k.blockiness_periods(stream, cfg, p, cols.as_const(), rows.as_const(), result)?;
-            self.host.copy_from_device(result.as_raw(), stream)?;
+            if self.pairs > 0 {
+                let cfg = LaunchConfig {
+                    grid_dim: (self.pairs, 1, 1),
+                    block_dim: (blockiness::PERIOD_LANES, 1, 1),
+                    shared_mem_bytes: 0,
+                };
+                k.blockiness_periods(stream, cfg, p, cols.as_const(), rows.as_const(), sums)?;
+                self.host.copy_from_device(sums.as_raw(), stream)?;
+            }
         }
         stream.synchronize()?;
+        if self.pairs == 0 {
+            return Ok(0.0);
+        }
         // SAFETY: the copy completed.
-        Ok(unsafe { self.host.as_slice() }[0])
+        let host = unsafe { self.host.as_slice() };
+        Ok(blockiness::combine(
+            host.chunks_exact(4).map(blockiness::decode),
+        ))
     }
 }
 

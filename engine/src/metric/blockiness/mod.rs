@@ -24,6 +24,7 @@ use crate::frame::PlanePtrs;
 use crate::metrics::MetricSet;
 use crate::plan::Plan;
 use gpumetrics_kernels::blockiness::Params;
+use gpumetrics_kernels::luma8::Luma8;
 
 /// Its bit of the `metrics` flags (never changed once released).
 pub const FLAG: MetricSet = MetricSet::bit(8);
@@ -123,10 +124,18 @@ impl Settings {
     /// The kernels' parameters for `side`'s frame at `frame`.
     fn params(&self, plan: &Plan, side: Side, frame: &PlanePtrs, first: bool) -> Params {
         Params {
-            luma: luma8(plan, side, frame),
+            first: first as u32,
+            ..self.params_for(luma8(plan, side, frame))
+        }
+    }
+
+    /// The kernels' parameters for a frame's luma (not the first of a sequence).
+    fn params_for(&self, luma: Luma8) -> Params {
+        Params {
+            luma,
             period_min: self.period_min,
             period_max: self.period_max,
-            first: first as u32,
+            first: 0,
             _pad: 0,
         }
     }

@@ -10,16 +10,15 @@
 //! (`tile_grads`), then one thread per column (row) adds them to its running f32 sum in
 //! row (column) order (`tile_sum`): FFmpeg's order of additions. The kernel crate's host
 //! test `the_kernels_tiles_add_as_the_cpu_backend` runs the same steps thread by thread.
-//! `blockiness_periods` is one block: thread t < 2·periods computes the ratio of one
-//! (direction, period), thread 0 keeps the largest in FFmpeg's order.
+//! `blockiness_periods` runs one warp per (direction, period) pair (`pair`): lane l adds
+//! the profile positions 3 + l, 3 + l + 32, .. (`lane_sums`), the shuffle-down tree adds
+//! the lanes (`tree` on the host), lane 0 writes the pair's sums; the host keeps the
+//! largest ratio in FFmpeg's order (`combine`).
 
 #[cfg(target_arch = "nvptx64")]
 use super::Params;
 #[cfg(target_arch = "nvptx64")]
-use super::{
-    GRADS_LEN, PERIOD_SLOTS, SAMPLES_LEN, keep_larger, part, period_ratio, periods, stage, tile,
-    tile_grads, tile_sum,
-};
+use super::{GRADS_LEN, SAMPLES_LEN, lane_sums, pair, part, stage, tile, tile_grads, tile_sum};
 #[cfg(target_arch = "nvptx64")]
 use gpumetrics_device as dev;
 
@@ -29,8 +28,8 @@ gpumetrics_device::kernel! {
     /// the sum of `profile_blocks(w, h)`.
     pub unsafe fn blockiness_profiles(p: Params, cols: *mut f32, rows: *mut f32) => profiles;
 
-    /// `out[0]` = the frame's blockiness (possibly NaN) from the profiles. Launch one block
-    /// of `PERIOD_THREADS` threads.
+    /// `out[4j..4j + 4]` = pair j's `PeriodSums` (grid, other, grid count, other count;
+    /// the counts as f32, exact). Launch `PERIOD_LANES` threads on grid.x = 2·periods.
     pub unsafe fn blockiness_periods(
         p: Params,
         cols: *const f32,
@@ -79,30 +78,31 @@ unsafe fn profiles(p: Params, cols: *mut f32, rows: *mut f32) {
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 unsafe fn periods_body(p: Params, cols: *const f32, rows: *const f32, out: *mut f32) {
-    gpumetrics_device::shared!(static BLK_RATIOS: [f32; PERIOD_SLOTS]);
-    gpumetrics_device::shared!(static BLK_VALID: [u32; PERIOD_SLOTS]);
-    let np = periods(&p);
-    let t = dev::thread_idx_x();
-    if t < 2 * np {
-        let (prof, n) = if t < np {
-            (cols, p.luma.width)
-        } else {
-            (rows as *const f32, p.luma.height)
-        };
-        let r = unsafe { period_ratio(prof, n, p.period_min + t % np) };
-        unsafe {
-            BLK_RATIOS.write(t as usize, r.unwrap_or(0.0));
-            BLK_VALID.write(t as usize, r.is_some() as u32);
-        }
+    let j = dev::block_idx_x();
+    let (columns, period) = pair(&p, j);
+    let (prof, n) = if columns {
+        (cols, p.luma.width)
+    } else {
+        (rows, p.luma.height)
+    };
+    let s = unsafe { lane_sums(prof, n, period, dev::thread_idx_x()) };
+    let (mut grid, mut other) = (s.grid, s.other);
+    let (mut grid_n, mut other_n) = (s.grid_n, s.other_n);
+    let mut delta = 16;
+    while delta > 0 {
+        grid += unsafe { dev::shfl_down(dev::FULL_MASK, grid, delta) };
+        other += unsafe { dev::shfl_down(dev::FULL_MASK, other, delta) };
+        grid_n += unsafe { dev::shfl_down(dev::FULL_MASK, grid_n, delta) };
+        other_n += unsafe { dev::shfl_down(dev::FULL_MASK, other_n, delta) };
+        delta /= 2;
     }
-    unsafe { dev::sync_threads() };
-    if t == 0 {
-        let mut ret = 0.0f32;
-        for i in 0..2 * np {
-            if unsafe { BLK_VALID.read(i as usize) } != 0 {
-                ret = keep_larger(ret, unsafe { BLK_RATIOS.read(i as usize) });
-            }
+    if dev::thread_idx_x() == 0 {
+        let o = 4 * j as usize;
+        unsafe {
+            *out.add(o) = grid;
+            *out.add(o + 1) = other;
+            *out.add(o + 2) = grid_n as f32;
+            *out.add(o + 3) = other_n as f32;
         }
-        unsafe { *out = ret };
     }
 }

@@ -12,7 +12,10 @@
 //!   same bit for bit however long the sequence;
 //! * per period p of `period_min..=period_max` and direction, the mean over the grid
 //!   positions (`i % p == p − 1`) of the largest of three neighbouring profile values,
-//!   over the mean of the other positions' values, in f32 ([`period_ratio`]);
+//!   over the mean of the other positions' values, in f32 ([`period_ratio`]). FFmpeg adds
+//!   each sum position by position; here 32 lanes add every 32nd position and a fixed tree
+//!   adds the lanes ([`period_sums`], the same on both backends): the sums differ from
+//!   FFmpeg's by f32 rounding only (about 1e-7 relative), the profiles not at all;
 //! * the largest ratio, horizontal periods then vertical ones, with FFmpeg's `a > b ? a :
 //!   b` ([`keep_larger`]): a 0/0 ratio (a flat profile) is NaN and replaces the running
 //!   value, a later number replaces a NaN. Frames too small for any period give 0.
@@ -50,10 +53,6 @@ const _: () = assert!(
 );
 const _: () =
     assert!(GRADS_LEN == (LANES * ROW_STRIDE) as usize && GRADS_LEN >= (TILE * LANES) as usize);
-/// Threads of the period kernel: two directions of at most 63 periods.
-pub const PERIOD_THREADS: u32 = 128;
-pub const PERIOD_SLOTS: usize = 128;
-const _: () = assert!(PERIOD_SLOTS == PERIOD_THREADS as usize);
 
 /// One frame and the options, as the kernels take them. Crosses the kernel boundary by value.
 #[repr(C)]
@@ -174,31 +173,89 @@ pub unsafe fn row_sum(l: &Luma8, y: u32, start: f32) -> f32 {
     acc
 }
 
-/// The ratio of period `period` over the profile `prof` (positions [`span`] of `n`):
-/// `None` when the period has no grid position or no other position there (FFmpeg skips
-/// it), else the f32 ratio of the means (NaN for 0/0).
+/// Lanes of one period's sums: position i of the profile is added by lane `(i − 3) % 32`.
+pub const PERIOD_LANES: u32 = 32;
+
+/// One period's sums over a profile: the grid positions' values (the largest of three
+/// neighbours), the others', and their counts.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct PeriodSums {
+    pub grid: f32,
+    pub other: f32,
+    pub grid_n: u32,
+    pub other_n: u32,
+}
+
+/// Lane `lane`'s share of period `period` over the profile `prof` (positions [`span`] of
+/// `n`): positions `3 + lane, 3 + lane + 32, ..`, each added to its sum in f32 in order.
+/// The phase `i % period` is kept by additions: no division per position.
 ///
 /// # Safety
 /// `prof` holds `n` values.
 #[inline(always)]
-pub unsafe fn period_ratio(prof: *const f32, n: u32, period: u32) -> Option<f32> {
+pub unsafe fn lane_sums(prof: *const f32, n: u32, period: u32, lane: u32) -> PeriodSums {
     let (a, b) = span(n);
     let at = |i: u32| unsafe { *prof.add(i as usize) };
-    let (mut block, mut other) = (0.0f32, 0.0f32);
-    let (mut nb, mut no) = (0u32, 0u32);
-    for i in a..b {
-        if i % period == period - 1 {
-            block += max(max(at(i), at(i + 1)), at(i - 1));
-            nb += 1;
+    let mut s = PeriodSums::default();
+    let mut i = a + lane;
+    let mut phase = i % period;
+    let step = PERIOD_LANES % period;
+    while i < b {
+        if phase == period - 1 {
+            s.grid += max(max(at(i), at(i + 1)), at(i - 1));
+            s.grid_n += 1;
         } else {
-            other += at(i);
-            no += 1;
+            s.other += at(i);
+            s.other_n += 1;
+        }
+        i += PERIOD_LANES;
+        phase += step;
+        if phase >= period {
+            phase -= period;
         }
     }
-    if nb == 0 || no == 0 {
+    s
+}
+
+/// The 32 lanes' sums added as the GPU's shuffle-down tree adds them: at each step
+/// (16, 8, 4, 2, 1) lane j < step adds lane j + step.
+#[inline(always)]
+pub fn tree(lanes: &mut [PeriodSums; PERIOD_LANES as usize]) -> PeriodSums {
+    let mut step = PERIOD_LANES as usize / 2;
+    while step > 0 {
+        for j in 0..step {
+            let o = lanes[j + step];
+            let l = &mut lanes[j];
+            l.grid += o.grid;
+            l.other += o.other;
+            l.grid_n += o.grid_n;
+            l.other_n += o.other_n;
+        }
+        step /= 2;
+    }
+    lanes[0]
+}
+
+/// One period's sums as both backends compute them ([`lane_sums`], then [`tree`]).
+///
+/// # Safety
+/// `prof` holds `n` values.
+pub unsafe fn period_sums(prof: *const f32, n: u32, period: u32) -> PeriodSums {
+    let mut lanes = [PeriodSums::default(); PERIOD_LANES as usize];
+    for (l, s) in lanes.iter_mut().enumerate() {
+        *s = unsafe { lane_sums(prof, n, period, l as u32) };
+    }
+    tree(&mut lanes)
+}
+
+/// The ratio of one period: `None` when it has no grid position or no other position
+/// there (FFmpeg skips it), else the f32 ratio of the means (NaN for 0/0).
+#[inline(always)]
+pub fn period_ratio(s: &PeriodSums) -> Option<f32> {
+    if s.grid_n == 0 || s.other_n == 0 {
         return None;
     }
-    Some((block / nb as f32) / (other / no as f32))
+    Some((s.grid / s.grid_n as f32) / (s.other / s.other_n as f32))
 }
 
 /// FFmpeg's `FFMAX(a, b)`: `a > b ? a : b` (so a NaN `b` wins, and so does any `b` over a
@@ -224,21 +281,52 @@ pub fn periods(p: &Params) -> u32 {
     }
 }
 
-/// The frame's blockiness from the two profiles: every horizontal period in order, then
-/// every vertical one, kept with [`keep_larger`] from 0.
+/// The (direction, period) pairs searched: the horizontal periods, then the vertical ones.
+/// Pair j's profile is the columns' for j < periods, and its period `period_min + j %
+/// periods`.
+#[inline(always)]
+pub fn pair(p: &Params, j: u32) -> (bool, u32) {
+    let np = periods(p);
+    (j < np, p.period_min + j % np)
+}
+
+/// Pair sums as `blockiness_periods` writes them: four f32 (the counts exact).
+pub fn decode(v: &[f32]) -> PeriodSums {
+    PeriodSums {
+        grid: v[0],
+        other: v[1],
+        grid_n: v[2] as u32,
+        other_n: v[3] as u32,
+    }
+}
+
+/// The frame's blockiness from every pair's sums, in pair order, kept with
+/// [`keep_larger`] from 0.
+pub fn combine(sums: impl Iterator<Item = PeriodSums>) -> f32 {
+    let mut ret = 0.0f32;
+    for s in sums {
+        if let Some(r) = period_ratio(&s) {
+            ret = keep_larger(ret, r);
+        }
+    }
+    ret
+}
+
+/// The frame's blockiness from the two profiles (the CPU backend's way; the GPU computes
+/// the same [`period_sums`] per pair and the host [`combine`]s them).
 ///
 /// # Safety
 /// `cols` holds `w`, `rows` `h` values.
 pub unsafe fn ratio(p: &Params, cols: *const f32, rows: *const f32) -> f32 {
-    let mut ret = 0.0f32;
-    for (prof, n) in [(cols, p.luma.width), (rows, p.luma.height)] {
-        for k in 0..periods(p) {
-            if let Some(r) = unsafe { period_ratio(prof, n, p.period_min + k) } {
-                ret = keep_larger(ret, r);
-            }
-        }
-    }
-    ret
+    combine((0..2 * periods(p)).map(|j| {
+        let (columns, period) = pair(p, j);
+        let (prof, n) = if columns {
+            (cols, p.luma.width)
+        } else {
+            (rows, p.luma.height)
+        };
+        unsafe { period_sums(prof, n, period) }
+    }))
 }
 
 /// The profile kernel's share of block `b` (see `kernels.rs`): the column part for the first
@@ -445,7 +533,7 @@ mod tests {
     #[test]
     fn flat_profiles_are_nan_and_numbers_replace_nan() {
         let zeros = [0f32; 40];
-        let r = unsafe { period_ratio(zeros.as_ptr(), 40, 8) };
+        let r = period_ratio(&unsafe { period_sums(zeros.as_ptr(), 40, 8) });
         assert!(r.unwrap().is_nan());
         assert!(keep_larger(0.0, f32::NAN).is_nan());
         assert_eq!(keep_larger(f32::NAN, 2.0), 2.0);
@@ -464,9 +552,9 @@ mod tests {
         let prof: Vec<f32> = (0..n)
             .map(|x| if x % 8 == 7 { 1.0 } else { 0.25 })
             .collect();
-        let r8 = unsafe { period_ratio(prof.as_ptr(), n, 8) }.unwrap();
+        let r8 = period_ratio(&unsafe { period_sums(prof.as_ptr(), n, 8) }).unwrap();
         assert_eq!(r8, 4.0);
-        let r5 = unsafe { period_ratio(prof.as_ptr(), n, 5) }.unwrap();
+        let r5 = period_ratio(&unsafe { period_sums(prof.as_ptr(), n, 5) }).unwrap();
         assert!(r5 < 2.0, "{r5}");
         let flat = vec![0f32; 64];
         let mut p = params(n, n);
@@ -605,6 +693,42 @@ mod tests {
                 let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
                 assert_eq!(bits(&cols_k), bits(&cols_c), "{w}x{h} frame {f} columns");
                 assert_eq!(bits(&rows_k), bits(&rows_c), "{w}x{h} frame {f} rows");
+            }
+        }
+    }
+
+    #[test]
+    fn lane_sums_count_every_position_once_and_agree_with_the_sequential_sums() {
+        let mut seed = 7u64;
+        for n in [0u32, 8, 9, 40, 97, 1920] {
+            let prof: Vec<f32> = (0..n)
+                .map(|_| {
+                    seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1);
+                    (seed >> 40) as f32 / 65536.0
+                })
+                .collect();
+            for period in 2..=64u32 {
+                let s = unsafe { period_sums(prof.as_ptr(), n, period) };
+                // FFmpeg's order: one position after the other.
+                let (a, b) = span(n);
+                let (mut g, mut o, mut gn, mut on) = (0f32, 0f32, 0u32, 0u32);
+                for i in a..b {
+                    if i % period == period - 1 {
+                        g += prof[i as usize]
+                            .max(prof[i as usize + 1])
+                            .max(prof[i as usize - 1]);
+                        gn += 1;
+                    } else {
+                        o += prof[i as usize];
+                        on += 1;
+                    }
+                }
+                assert_eq!((s.grid_n, s.other_n), (gn, on), "n {n} period {period}");
+                let close = |x: f32, y: f32| (x - y).abs() <= 1e-5 * y.abs().max(1e-30);
+                assert!(
+                    close(s.grid, g) && close(s.other, o),
+                    "n {n} period {period}"
+                );
             }
         }
     }
