@@ -30,6 +30,9 @@ use crate::luma8::{self, Luma8};
 
 /// Threads per block of the profile kernel.
 pub const BLOCK: u32 = 512;
+/// Staged samples per thread of the profile kernel (`SAMPLES_LEN / BLOCK`).
+pub const STAGE_PER_THREAD: usize = 6;
+const _: () = assert!(STAGE_PER_THREAD * BLOCK as usize >= SAMPLES_LEN && TILE.is_multiple_of(16));
 /// Profile columns (or rows) per block of the profile kernel: one sequential f32 sum each.
 pub const LANES: u32 = 16;
 /// Rows (or columns) per tile of the profile kernel.
@@ -393,8 +396,9 @@ pub unsafe fn stage(
     } else {
         (LANES + HALO, TILE, TILE)
     };
-    let mut i = thread;
-    while i < rows * cols {
+    let total = rows * cols;
+    // Sample i of the tile: where it goes, and its value.
+    let one = |i: u32| {
         let (r, c) = (i / cols, i % cols);
         let (x, y, inside) = if part.columns {
             let x = part.first - 3 + c;
@@ -408,7 +412,28 @@ pub unsafe fn stage(
         } else {
             0
         };
-        unsafe { *s.add((r * stride + c) as usize) = v };
+        (r * stride + c, v)
+    };
+    // Every load first, then every store: a store to shared memory through a generic
+    // pointer could alias the next load, so interleaved they would wait one by one.
+    let mut v = [(0u32, 0u32); STAGE_PER_THREAD];
+    unroll!(k in [0 1 2 3 4 5] {
+        let i = thread + k as u32 * threads;
+        if i < total {
+            v[k] = one(i);
+        }
+    });
+    unroll!(k in [0 1 2 3 4 5] {
+        let i = thread + k as u32 * threads;
+        if i < total {
+            unsafe { *s.add(v[k].0 as usize) = v[k].1 };
+        }
+    });
+    // More samples than STAGE_PER_THREAD per thread only with fewer threads than BLOCK.
+    let mut i = thread + STAGE_PER_THREAD as u32 * threads;
+    while i < total {
+        let (at, v) = one(i);
+        unsafe { *s.add(at as usize) = v };
         i += threads;
     }
 }
@@ -473,14 +498,27 @@ pub unsafe fn tile_sum(
     lane: u32,
     acc: f32,
 ) -> f32 {
-    let mut acc = acc;
-    for k in 0..len {
-        let at = if part.columns {
+    let at = |k: u32| {
+        let i = if part.columns {
             k * LANES + lane
         } else {
             lane * ROW_STRIDE + k
         };
-        acc += unsafe { *g.add(at as usize) };
+        unsafe { *g.add(i as usize) }
+    };
+    // Sixteen loads, then sixteen additions in order: the loads overlap. Past `len` the
+    // tile holds zeros (`tile_grads`), which leave the sum as it is.
+    let mut acc = acc;
+    let mut k = 0;
+    while k < len {
+        let mut v = [0f32; 16];
+        unroll!(j in [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15] {
+            v[j] = at(k + j as u32);
+        });
+        unroll!(j in [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15] {
+            acc += v[j];
+        });
+        k += 16;
     }
     acc
 }
@@ -588,7 +626,7 @@ mod tests {
     }
 
     /// The profile kernel's steps on the host, thread by thread between its barriers.
-    fn emulate(p: &Params, cols: &mut [f32], rows: &mut [f32]) {
+    fn emulate(p: &Params, cols: &mut [f32], rows: &mut [f32], threads: u32) {
         let l = p.luma;
         let (cb, rb) = profile_blocks(l.width, l.height);
         let mut s = vec![0u32; SAMPLES_LEN];
@@ -607,11 +645,11 @@ mod tests {
                 .collect();
             let mut k = 0;
             while let Some(t) = tile(&l, &part, k) {
-                for th in 0..BLOCK {
-                    unsafe { stage(&l, &part, t, s.as_mut_ptr(), th, BLOCK) };
+                for th in 0..threads {
+                    unsafe { stage(&l, &part, t, s.as_mut_ptr(), th, threads) };
                 }
-                for th in 0..BLOCK {
-                    unsafe { tile_grads(&part, t, s.as_ptr(), g.as_mut_ptr(), th, BLOCK) };
+                for th in 0..threads {
+                    unsafe { tile_grads(&part, t, s.as_ptr(), g.as_mut_ptr(), th, threads) };
                 }
                 for (lane, a) in acc.iter_mut().enumerate() {
                     *a = unsafe { tile_sum(&part, t, g.as_ptr(), lane as u32, *a) };
@@ -682,7 +720,9 @@ mod tests {
                     first: (f == 0) as u32,
                     _pad: 0,
                 };
-                emulate(&p, &mut cols_k, &mut rows_k);
+                // The launch's threads, and fewer (the leftover loop of `stage`).
+                let threads = if f == 1 { 100 } else { BLOCK };
+                emulate(&p, &mut cols_k, &mut rows_k, threads);
                 for y in 1..h {
                     unsafe { add_col_row(&p.luma, y, 0, w, cols_c.as_mut_ptr()) };
                 }

@@ -136,7 +136,9 @@ pub const TILE_H: u32 = 8;
 pub const STAGE_W: u32 = TILE_W + 4;
 pub const STAGE_H: u32 = TILE_H + 4;
 pub const STAGE_LEN: usize = 36 * 12;
-const _: () = assert!(STAGE_LEN == (STAGE_W * STAGE_H) as usize);
+const _: () = assert!(
+    STAGE_LEN == (STAGE_W * STAGE_H) as usize && STAGE_LEN <= 2 * (TILE_W * TILE_H) as usize
+);
 
 /// Stages the 8-bit samples around the block at (x0, y0) in `s`, `s[r · STAGE_W + c]` =
 /// sample (x0 − 2 + c, y0 − 2 + r), 0 outside the frame (thread `thread` of `threads`
@@ -146,16 +148,30 @@ const _: () = assert!(STAGE_LEN == (STAGE_W * STAGE_H) as usize);
 /// `l` readable; `s` holds [`STAGE_LEN`] values.
 #[inline(always)]
 pub unsafe fn gauss_stage(l: &Luma8, x0: u32, y0: u32, s: *mut u32, thread: u32, threads: u32) {
-    let mut i = thread;
-    while i < STAGE_W * STAGE_H {
+    let one = |i: u32| {
         let (r, c) = (i / STAGE_W, i % STAGE_W);
         let (x, y) = ((x0 + c).wrapping_sub(2), (y0 + r).wrapping_sub(2));
-        let v = if x < l.width && y < l.height {
+        if x < l.width && y < l.height {
             unsafe { luma8::sample(l, x, y) }
         } else {
             0
-        };
-        unsafe { *s.add(i as usize) = v };
+        }
+    };
+    // Both loads first, then both stores (a generic store could alias the next load).
+    let total = STAGE_W * STAGE_H;
+    let (i0, i1) = (thread, thread + threads);
+    let v0 = if i0 < total { one(i0) } else { 0 };
+    let v1 = if i1 < total { one(i1) } else { 0 };
+    if i0 < total {
+        unsafe { *s.add(i0 as usize) = v0 };
+    }
+    if i1 < total {
+        unsafe { *s.add(i1 as usize) = v1 };
+    }
+    // Only with fewer threads than a block's.
+    let mut i = thread + 2 * threads;
+    while i < total {
+        unsafe { *s.add(i as usize) = one(i) };
         i += threads;
     }
 }
@@ -310,16 +326,30 @@ pub fn suppressed_with(at: &impl Fn(u32, u32) -> i32, w: u32, h: u32, x: u32, y:
 /// `b` readable; `s` holds [`STAGE_LEN`] values.
 #[inline(always)]
 pub unsafe fn suppress_stage(b: &Plane, x0: u32, y0: u32, s: *mut u32, thread: u32, threads: u32) {
-    let mut i = thread;
-    while i < STAGE_W * STAGE_H {
+    let one = |i: u32| {
         let (r, c) = (i / STAGE_W, i % STAGE_W);
         let (x, y) = ((x0 + c).wrapping_sub(2), (y0 + r).wrapping_sub(2));
-        let v = if x < b.w && y < b.h {
+        if x < b.w && y < b.h {
             unsafe { b.at(x, y) as u32 }
         } else {
             0
-        };
-        unsafe { *s.add(i as usize) = v };
+        }
+    };
+    // Both loads first, then both stores (a generic store could alias the next load).
+    let total = STAGE_W * STAGE_H;
+    let (i0, i1) = (thread, thread + threads);
+    let v0 = if i0 < total { one(i0) } else { 0 };
+    let v1 = if i1 < total { one(i1) } else { 0 };
+    if i0 < total {
+        unsafe { *s.add(i0 as usize) = v0 };
+    }
+    if i1 < total {
+        unsafe { *s.add(i1 as usize) = v1 };
+    }
+    // Only with fewer threads than a block's.
+    let mut i = thread + 2 * threads;
+    while i < total {
+        unsafe { *s.add(i as usize) = one(i) };
         i += threads;
     }
 }
@@ -636,8 +666,9 @@ mod tests {
             let mut tile = vec![0u32; STAGE_LEN];
             for y0 in (0..h).step_by(TILE_H as usize) {
                 for x0 in (0..w).step_by(TILE_W as usize) {
-                    for t in 0..TILE_W * TILE_H {
-                        unsafe { gauss_stage(&l, x0, y0, tile.as_mut_ptr(), t, TILE_W * TILE_H) };
+                    let threads = if x0 == 0 { TILE_W * TILE_H } else { 100 };
+                    for t in 0..threads {
+                        unsafe { gauss_stage(&l, x0, y0, tile.as_mut_ptr(), t, threads) };
                     }
                     for ty in 0..TILE_H.min(h - y0) {
                         for tx in 0..TILE_W.min(w - x0) {
@@ -671,10 +702,9 @@ mod tests {
             let mut tile = vec![0u32; STAGE_LEN];
             for y0 in (0..h).step_by(TILE_H as usize) {
                 for x0 in (0..w).step_by(TILE_W as usize) {
-                    for t in 0..TILE_W * TILE_H {
-                        unsafe {
-                            suppress_stage(&b, x0, y0, tile.as_mut_ptr(), t, TILE_W * TILE_H)
-                        };
+                    let threads = if x0 == 0 { TILE_W * TILE_H } else { 100 };
+                    for t in 0..threads {
+                        unsafe { suppress_stage(&b, x0, y0, tile.as_mut_ptr(), t, threads) };
                     }
                     for ty in 0..TILE_H.min(h - y0) {
                         for tx in 0..TILE_W.min(w - x0) {
