@@ -41,7 +41,8 @@ impl CpuSingle for Blur {
         let l = super::luma8(plan, side, frame);
         let p = self.settings.params(l);
         let (w, h) = (l.width, l.height);
-        if w == 0 || h == 0 {
+        if p.cols == 0 || p.rows == 0 {
+            // No whole block (or an empty frame): FFmpeg's 0/0, no field.
             return;
         }
         self.blurred

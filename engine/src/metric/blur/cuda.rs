@@ -100,15 +100,15 @@ impl Blur {
         let blurred = self.blurred.as_mut();
         let suppressed = self.suppressed.as_mut();
         let partials = self.partials.as_mut();
-        // SAFETY: the frame was validated against the plan's layout by the backend and
-        // against these buffers by `mismatch`; both planes hold width·height bytes, the
-        // partials 2·grid values for the grid of `grid` blocks; the kernels and the copy
-        // run in stream order and the host reads after the synchronisation.
         let cfg = LaunchConfig {
             grid_dim: (self.grid, 1, 1),
             block_dim: (blur::BLOCK, 1, 1),
             shared_mem_bytes: 0,
         };
+        // SAFETY: the frame was validated against the plan's layout by the backend and
+        // against these buffers by `mismatch`; both planes hold width·height bytes, the
+        // partials 2·grid values for the grid of `grid` blocks; the kernels and the copy
+        // run in stream order and the host reads after the synchronisation.
         unsafe {
             k.blur_gauss(stream, plane, p, blurred)?;
             k.blur_suppress(stream, plane, p, blurred.as_const(), suppressed)?;
