@@ -13,7 +13,7 @@
 #    steps). No STEP: every step. The device tool carries 64 MiB in all (working tree
 #    included), which every step at once exceeds: pack fails when too large. Four calls that
 #    fit, with every input made (about 57, 48, 50 and 49 MiB with the working tree):
-#      selftest psnr ssim butteraugli siti | vmaf throughput | ssimulacra2 element | cudamem colour cli
+#      selftest psnr ssim butteraugli siti blur blockiness | vmaf throughput | ssimulacra2 element | cudamem colour cli
 # 2. There, with the device tool: `run` with carry [".gpu/all"] and the command
 #      bash scripts/gpu-all.sh [STEP...]
 #    (no STEP: the steps last packed; a step whose inputs were not packed says "skipped"). Each
@@ -38,6 +38,9 @@
 #                engine against the CPU engine, the freeze reference frame kept across
 #                frames), black_freeze_ffmpeg on the CUDA backend with the FFmpeg cache,
 #                their throughput and ncu's kernel times
+#   blur         cuda_kernels blur:: (the kernels against the host, exact; the CUDA engine
+#                against the CPU engine), its throughput and ncu's kernel times
+#   blockiness   cuda_kernels blockiness:: (the same, over sequences), its throughput, ncu
 #   vmaf         cuda_kernels vmaf::, vmaf_cuda, vmaf_element; vmaf_reference on the CUDA
 #                backend with the FFmpeg cache
 #   element      the element's suites with backend=cuda (element, harness, hardening,
@@ -73,7 +76,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 d=.gpu/all
 B=$d/bin
-ALL_STEPS="selftest psnr ssim ssimulacra2 butteraugli siti blackfreeze nr vmaf element throughput cudamem colour cli libvmaf"
+ALL_STEPS="selftest psnr ssim ssimulacra2 butteraugli siti blur blockiness blackfreeze nr vmaf element throughput cudamem colour cli libvmaf"
 
 # ---------------------------------------------------------------------------------------------
 # Packing (this machine)
@@ -87,7 +90,7 @@ bins() {
     ssim) echo $e:test:cuda_kernels $e:test:cuda_ssim $e:test:ssim_reference $e:bench:throughput $g:test:ssim_element ;;
     ssimulacra2) echo $e:test:cuda_kernels $e:test:ssimulacra2_cuda $e:bench:throughput $e:example:bench_crates $g:test:ssimulacra2_element ;;
     butteraugli) echo $e:test:cuda_kernels $e:test:butteraugli_cuda $e:test:butteraugli_crate $e:bench:throughput $e:example:bench_crates $g:test:butteraugli_element ;;
-    siti) echo $e:test:cuda_kernels $e:bench:throughput ;;
+    siti | blur | blockiness) echo $e:test:cuda_kernels $e:bench:throughput ;;
     blackfreeze) echo $e:test:cuda_kernels $e:test:black_freeze_ffmpeg $e:bench:throughput ;;
     nr) echo $e:bench:throughput $g:test:no_reference ;;
     vmaf) echo $e:test:cuda_kernels $e:test:vmaf_cuda $e:test:vmaf_reference $e:bench:throughput $g:test:vmaf_element ;;
@@ -357,6 +360,18 @@ step_nr() {
   for m in siti black freeze blur blockiness; do rows="$rows,$m,full-reference+$m"; done
   step "throughput of the no-reference metrics, one input and both, 1080p"
   run $B/throughput --seconds 2 --no-cpu --sizes 1080p --metrics "$rows"
+}
+
+step_blur() {
+  kernels blur
+  throughput blur
+  ncu_kernels blur_ 6 blur
+}
+
+step_blockiness() {
+  kernels blockiness
+  throughput blockiness
+  ncu_kernels blockiness_ 4 blockiness
 }
 
 step_psnr() {

@@ -9,6 +9,8 @@
 //! may provide several metrics, as SSIM and MS-SSIM share one pass here.)
 
 pub mod black;
+pub mod blockiness;
+pub mod blur;
 pub mod butteraugli;
 pub mod field;
 pub mod freeze;
@@ -197,6 +199,8 @@ pub(crate) const REGISTRY: &[Entry] = &[
     ssim::ENTRY,
     ssimulacra2::ENTRY,
     butteraugli::ENTRY,
+    blur::ENTRY,
+    blockiness::ENTRY,
     siti::ENTRY,
     black::ENTRY,
     freeze::ENTRY,

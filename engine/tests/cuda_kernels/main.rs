@@ -32,6 +32,8 @@ macro_rules! gpu_tests {
 pub(crate) use gpu_tests;
 
 mod black;
+mod blockiness;
+mod blur;
 mod butteraugli;
 mod engine;
 mod freeze;
@@ -62,6 +64,8 @@ const CHECKS: &[&[(&[&str], Check)]] = &[
     siti::CHECKS,
     black::CHECKS,
     freeze::CHECKS,
+    blur::CHECKS,
+    blockiness::CHECKS,
     vmaf::CHECKS,
     selftest::CHECKS,
 ];

@@ -25,10 +25,13 @@ macro_rules! unroll {
 }
 
 pub mod black;
+pub mod blockiness;
+pub mod blur;
 pub mod butteraugli;
 pub mod channel;
 pub mod color;
 pub mod freeze;
+pub mod luma8;
 pub mod psnr;
 pub mod selftest;
 pub mod siti;

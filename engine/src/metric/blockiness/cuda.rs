@@ -1,0 +1,151 @@
+//! Blockiness on the GPU, one state per input: per frame `blockiness_profiles` (the frame's
+//! gradients added to both profiles, which stay on the device for the sequence) and
+//! `blockiness_periods` (each (direction, period) pair's sums, one warp each), one copy of
+//! those sums (16 bytes per pair), from which the host keeps the largest ratio.
+
+use cudarc::driver::{DriverError, LaunchConfig};
+
+use super::{BLOCKINESS, Settings, value};
+use crate::cuda::{DeviceBuffer, Gpu, PinnedBuffer};
+use crate::error::EngineError;
+use crate::frame::PlanePtrs;
+use crate::metric::single::{CudaSingle, Side};
+use crate::metric::temporal::Restart;
+use crate::plan::Plan;
+use crate::scores::Scores;
+use gpumetrics_kernels::blockiness::{self, Params};
+use gpumetrics_kernels::luma8::Luma8;
+
+pub(super) struct Blockiness {
+    settings: Settings,
+    /// The column profile (`width` values) and the row profile (`height` values).
+    cols: DeviceBuffer<f32>,
+    rows: DeviceBuffer<f32>,
+    /// Per (direction, period) pair, its four sums (`blockiness::decode`).
+    sums: DeviceBuffer<f32>,
+    host: PinnedBuffer<f32>,
+    /// (direction, period) pairs: 2 · periods.
+    pairs: u32,
+    width: u32,
+    height: u32,
+    /// A new sequence (or a failed frame left the profiles unknown): start from 0.
+    first: bool,
+}
+
+impl Blockiness {
+    pub(super) fn new(
+        gpu: &Gpu,
+        plan: &Plan,
+        side: Side,
+        settings: Settings,
+    ) -> Result<Blockiness, DriverError> {
+        let layout = side.layout(plan);
+        let (width, height) = (layout.width, layout.height);
+        let pairs = 2 * blockiness::periods(&settings.params_for(Luma8::default()));
+        let len = 4 * (pairs as usize).max(1);
+        Ok(Blockiness {
+            settings,
+            cols: DeviceBuffer::zeroed(&gpu.stream, (width as usize).max(1))?,
+            rows: DeviceBuffer::zeroed(&gpu.stream, (height as usize).max(1))?,
+            sums: DeviceBuffer::zeroed(&gpu.stream, len)?,
+            // SAFETY: written by the copy in `run` before it is read.
+            host: unsafe { PinnedBuffer::new(&gpu.ctx, len, 0) }?,
+            pairs,
+            width,
+            height,
+            first: true,
+        })
+    }
+
+    /// Why `l` is not a frame these buffers were made for, if it is not.
+    fn mismatch(&self, l: &Luma8) -> Option<String> {
+        if (l.width, l.height) != (self.width, self.height) {
+            return Some(format!(
+                "a {}x{} luma plane for buffers of {}x{}",
+                l.width, l.height, self.width, self.height
+            ));
+        }
+        let c = &l.chan;
+        let row = (l.width as u64).saturating_sub(1) * c.step as u64 + c.sample_bytes as u64;
+        if c.ptr == 0 || (l.height > 1 && (c.pitch as u64) < row) {
+            return Some(format!(
+                "a luma plane at {:#x} with pitch {} (rows need {row} bytes)",
+                c.ptr, c.pitch
+            ));
+        }
+        None
+    }
+
+    /// Queues both kernels and waits for the pairs' sums; the frame's value from them.
+    fn run(&mut self, gpu: &Gpu, p: Params) -> Result<f32, DriverError> {
+        let (k, stream) = (&gpu.kernels, &gpu.stream);
+        let (col_blocks, row_blocks) = blockiness::profile_blocks(self.width, self.height);
+        let cols = self.cols.as_mut();
+        let rows = self.rows.as_mut();
+        let sums = self.sums.as_mut();
+        // SAFETY: the frame was validated against the plan's layout by the backend and
+        // against these buffers by `mismatch`; the profiles hold width and height values,
+        // `sums` 4 per pair for the grid of `pairs` blocks; the kernels and the copy run in
+        // stream order and the host reads after the synchronisation.
+        unsafe {
+            if col_blocks + row_blocks > 0 {
+                let cfg = LaunchConfig {
+                    grid_dim: (col_blocks + row_blocks, 1, 1),
+                    block_dim: (blockiness::BLOCK, 1, 1),
+                    shared_mem_bytes: 0,
+                };
+                k.blockiness_profiles(stream, cfg, p, cols, rows)?;
+            }
+            if self.pairs > 0 {
+                let cfg = LaunchConfig {
+                    grid_dim: (self.pairs, 1, 1),
+                    block_dim: (blockiness::PERIOD_LANES, 1, 1),
+                    shared_mem_bytes: 0,
+                };
+                k.blockiness_periods(stream, cfg, p, cols.as_const(), rows.as_const(), sums)?;
+                self.host.copy_from_device(sums.as_raw(), stream)?;
+            }
+        }
+        stream.synchronize()?;
+        if self.pairs == 0 {
+            return Ok(0.0);
+        }
+        // SAFETY: the copy completed.
+        let host = unsafe { self.host.as_slice() };
+        Ok(blockiness::combine(
+            host.chunks_exact(4).map(blockiness::decode),
+        ))
+    }
+}
+
+impl CudaSingle for Blockiness {
+    fn measure(
+        &mut self,
+        gpu: &Gpu,
+        plan: &Plan,
+        side: Side,
+        frame: &PlanePtrs,
+        out: &mut Scores,
+    ) -> Result<(), EngineError> {
+        let p = self.settings.params(plan, side, frame, self.first);
+        if let Some(why) = self.mismatch(&p.luma) {
+            return Err(EngineError::InvalidFrame(format!("blockiness: {why}")));
+        }
+        let v = self.run(gpu, p).map_err(|e| {
+            // The profiles may hold part of this frame: start the next one afresh.
+            self.first = true;
+            EngineError::Cuda(format!("running blockiness: {e}"))
+        })?;
+        self.first = false;
+        if let Some(v) = value(v) {
+            out.push(side.name(BLOCKINESS), v);
+        }
+        Ok(())
+    }
+}
+
+impl Restart for Blockiness {
+    fn restart(&mut self) {
+        self.first = true;
+    }
+}

@@ -1,0 +1,171 @@
+//! Blur on the GPU, one state per input: per frame `blur_gauss` (the blurred plane),
+//! `blur_suppress` (the suppressed gradients), `blur_widths` (per CUDA block, the exact sum
+//! and the count of the edge widths of one row chunk of one block), one copy of those
+//! partials, which the host adds per block and pools ([`super::pool`]). Buffers are
+//! allocated once, for the side's layout.
+
+use cudarc::driver::{DriverError, LaunchConfig};
+
+use super::{BLUR, Settings, pool};
+use crate::cuda::{DeviceBuffer, Gpu, PinnedBuffer};
+use crate::error::EngineError;
+use crate::frame::PlanePtrs;
+use crate::metric::single::{CudaSingle, Side};
+use crate::metric::temporal::Restart;
+use crate::plan::Plan;
+use crate::scores::Scores;
+use gpumetrics_kernels::blur::{self, Params};
+use gpumetrics_kernels::luma8::Luma8;
+
+pub(super) struct Blur {
+    settings: Settings,
+    /// The blurred and the suppressed planes, `width · height` bytes each (pitch `width`).
+    blurred: DeviceBuffer<u8>,
+    suppressed: DeviceBuffer<u8>,
+    /// Per CUDA block of `blur_widths`: (sum, count).
+    partials: DeviceBuffer<f64>,
+    host: PinnedBuffer<f64>,
+    width: u32,
+    height: u32,
+    /// CUDA blocks of `blur_widths` (0: the frame holds no whole block, nothing runs).
+    grid: u32,
+    means: Vec<f32>,
+    sums: Vec<(f64, u32)>,
+}
+
+impl Blur {
+    pub(super) fn new(
+        gpu: &Gpu,
+        plan: &Plan,
+        side: Side,
+        settings: Settings,
+    ) -> Result<Blur, DriverError> {
+        let layout = side.layout(plan);
+        let (width, height) = (layout.width, layout.height);
+        let p = settings.params(Luma8 {
+            width,
+            height,
+            ..Luma8::default()
+        });
+        let blocks = p.cols as usize * p.rows as usize;
+        let grid = (blocks * p.chunks as usize) as u32;
+        let n = (width as usize * height as usize).max(1);
+        let len = 2 * (grid as usize).max(1);
+        Ok(Blur {
+            settings,
+            blurred: DeviceBuffer::zeroed(&gpu.stream, n)?,
+            suppressed: DeviceBuffer::zeroed(&gpu.stream, n)?,
+            partials: DeviceBuffer::zeroed(&gpu.stream, len)?,
+            // SAFETY: written by the copy in `widths` before it is read.
+            host: unsafe { PinnedBuffer::new(&gpu.ctx, len, 0) }?,
+            width,
+            height,
+            grid,
+            means: Vec::with_capacity(blocks),
+            sums: Vec::with_capacity(blocks),
+        })
+    }
+
+    /// Why `l` is not a frame these buffers were made for, if it is not.
+    fn mismatch(&self, l: &Luma8) -> Option<String> {
+        if (l.width, l.height) != (self.width, self.height) {
+            return Some(format!(
+                "a {}x{} luma plane for buffers of {}x{}",
+                l.width, l.height, self.width, self.height
+            ));
+        }
+        let c = &l.chan;
+        let row = (l.width as u64).saturating_sub(1) * c.step as u64 + c.sample_bytes as u64;
+        if c.ptr == 0 || (l.height > 1 && (c.pitch as u64) < row) {
+            return Some(format!(
+                "a luma plane at {:#x} with pitch {} (rows need {row} bytes)",
+                c.ptr, c.pitch
+            ));
+        }
+        None
+    }
+
+    /// Queues the three kernels and waits for the width partials.
+    fn widths(&mut self, gpu: &Gpu, p: Params) -> Result<(), DriverError> {
+        let (k, stream) = (&gpu.kernels, &gpu.stream);
+        let plane = LaunchConfig {
+            grid_dim: (
+                self.width.div_ceil(blur::TILE_W),
+                self.height.div_ceil(blur::TILE_H),
+                1,
+            ),
+            block_dim: (blur::TILE_W, blur::TILE_H, 1),
+            shared_mem_bytes: 0,
+        };
+        let blurred = self.blurred.as_mut();
+        let suppressed = self.suppressed.as_mut();
+        let partials = self.partials.as_mut();
+        let cfg = LaunchConfig {
+            grid_dim: (self.grid, 1, 1),
+            block_dim: (blur::BLOCK, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        // SAFETY: the frame was validated against the plan's layout by the backend and
+        // against these buffers by `mismatch`; both planes hold width·height bytes, the
+        // partials 2·grid values for the grid of `grid` blocks; the kernels and the copy
+        // run in stream order and the host reads after the synchronisation.
+        unsafe {
+            k.blur_gauss(stream, plane, p, blurred)?;
+            k.blur_suppress(stream, plane, p, blurred.as_const(), suppressed)?;
+            k.blur_widths(
+                stream,
+                cfg,
+                p,
+                blurred.as_const(),
+                suppressed.as_const(),
+                partials,
+            )?;
+            self.host.copy_from_device(partials.as_raw(), stream)?;
+        }
+        stream.synchronize()
+    }
+}
+
+impl CudaSingle for Blur {
+    fn measure(
+        &mut self,
+        gpu: &Gpu,
+        plan: &Plan,
+        side: Side,
+        frame: &PlanePtrs,
+        out: &mut Scores,
+    ) -> Result<(), EngineError> {
+        let l = super::luma8(plan, side, frame);
+        if let Some(why) = self.mismatch(&l) {
+            return Err(EngineError::InvalidFrame(format!("blur: {why}")));
+        }
+        if self.grid == 0 {
+            // No whole block (or an empty frame): FFmpeg's 0/0, no field.
+            return Ok(());
+        }
+        let p = self.settings.params(l);
+        self.widths(gpu, p)
+            .map_err(|e| EngineError::Cuda(format!("running blur: {e}")))?;
+        self.sums.clear();
+        self.sums.resize((p.cols * p.rows) as usize, (0.0, 0));
+        // SAFETY: the copy completed (synchronised in `widths`).
+        let host = unsafe { self.host.as_slice() };
+        for (b, pair) in host.chunks_exact(2).enumerate() {
+            let s = &mut self.sums[b / p.chunks as usize];
+            s.0 += pair[0];
+            s.1 += pair[1] as u32;
+        }
+        if let Some(v) = pool(
+            self.sums.iter().copied(),
+            self.settings.pct,
+            &mut self.means,
+        ) {
+            out.push(side.name(BLUR), v as f64);
+        }
+        Ok(())
+    }
+}
+
+impl Restart for Blur {
+    fn restart(&mut self) {}
+}

@@ -1,0 +1,134 @@
+//! The blur kernels, one frame per launch sequence: `blur_gauss` (the blurred plane),
+//! `blur_suppress` (the suppressed gradient plane, from the blurred one), `blur_widths`
+//! (per CUDA block, the sum and count of the edge widths of one row chunk of one block).
+//! The plane kernels run one thread per pixel on 32×8 thread blocks; the width kernel
+//! reduces its thread sums through warp shuffles and shared memory in a fixed order and
+//! writes one (sum, count) pair per CUDA block: no atomics.
+
+#[cfg(target_arch = "nvptx64")]
+use super::Params;
+#[cfg(target_arch = "nvptx64")]
+use super::{
+    Plane, STAGE_LEN, WARPS, gauss_stage, gauss_tile, suppress_stage, suppressed_tile, thread_sums,
+};
+#[cfg(target_arch = "nvptx64")]
+use gpumetrics_device as dev;
+
+gpumetrics_device::kernel! {
+    /// `blurred[y·w + x]` = the Gaussian of the luma at (x, y), from the block's samples
+    /// staged once in shared memory. Launch `TILE_W`×`TILE_H` threads on a grid covering
+    /// width × height.
+    pub unsafe fn blur_gauss(p: Params, blurred: *mut u8) => gauss_body;
+
+    /// `out[y·w + x]` = the suppressed gradient of `blurred` at (x, y), from the block's
+    /// blurred values staged in shared memory. Same grid.
+    pub unsafe fn blur_suppress(p: Params, blurred: *const u8, out: *mut u8) => suppress_body;
+
+    /// `out[2b]`, `out[2b + 1]` = the sum and the count of the counted edge widths of CUDA
+    /// block b's share: block `b / chunks`, row chunk `b % chunks`. Launch `BLOCK` threads
+    /// on grid.x = cols · rows · chunks.
+    pub unsafe fn blur_widths(
+        p: Params,
+        blurred: *const u8,
+        suppressed: *const u8,
+        out: *mut f64,
+    ) => widths_body;
+}
+
+/// The body of `blur_gauss`.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn gauss_body(p: Params, blurred: *mut u8) {
+    gpumetrics_device::shared!(static BLUR_STAGE: [u32; STAGE_LEN]);
+    let l = p.luma;
+    let (tx, ty) = (dev::thread_idx_x(), dev::thread_idx_y());
+    let (x0, y0) = (
+        dev::block_idx_x() * dev::block_dim_x(),
+        dev::block_idx_y() * dev::block_dim_y(),
+    );
+    let threads = dev::block_dim_x() * dev::block_dim_y();
+    let s = BLUR_STAGE.as_mut_ptr();
+    unsafe { gauss_stage(&l, x0, y0, s, ty * dev::block_dim_x() + tx, threads) };
+    unsafe { dev::sync_threads() };
+    let (x, y) = (x0 + tx, y0 + ty);
+    if x < l.width && y < l.height {
+        let v = unsafe { gauss_tile(&l, s, x0, y0, tx, ty) };
+        unsafe { *blurred.add(y as usize * l.width as usize + x as usize) = v };
+    }
+}
+
+/// The body of `blur_suppress`.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn suppress_body(p: Params, blurred: *const u8, out: *mut u8) {
+    gpumetrics_device::shared!(static BLUR_STAGE: [u32; STAGE_LEN]);
+    let (w, h) = (p.luma.width, p.luma.height);
+    let (tx, ty) = (dev::thread_idx_x(), dev::thread_idx_y());
+    let (x0, y0) = (
+        dev::block_idx_x() * dev::block_dim_x(),
+        dev::block_idx_y() * dev::block_dim_y(),
+    );
+    let threads = dev::block_dim_x() * dev::block_dim_y();
+    let b = Plane { ptr: blurred, w, h };
+    let s = BLUR_STAGE.as_mut_ptr();
+    unsafe { suppress_stage(&b, x0, y0, s, ty * dev::block_dim_x() + tx, threads) };
+    unsafe { dev::sync_threads() };
+    let (x, y) = (x0 + tx, y0 + ty);
+    if x < w && y < h {
+        let v = unsafe { suppressed_tile(s, w, h, x0, y0, tx, ty) };
+        unsafe { *out.add(y as usize * w as usize + x as usize) = v };
+    }
+}
+
+/// The body of `blur_widths`.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn widths_body(p: Params, blurred: *const u8, suppressed: *const u8, out: *mut f64) {
+    gpumetrics_device::shared!(static BLUR_WARP_SUMS: [f64; 2 * WARPS]);
+    let (w, h) = (p.luma.width, p.luma.height);
+    let b = Plane { ptr: blurred, w, h };
+    let n = Plane {
+        ptr: suppressed,
+        w,
+        h,
+    };
+    let id = dev::block_idx_x();
+    let (mut sum, count) = unsafe {
+        thread_sums(
+            &p,
+            &b,
+            &n,
+            id / p.chunks,
+            id % p.chunks,
+            dev::thread_idx_x(),
+            dev::block_dim_x(),
+        )
+    };
+    let mut count = count as f64;
+    let mut delta = 16;
+    while delta > 0 {
+        sum += unsafe { dev::shfl_down(dev::FULL_MASK, sum, delta) };
+        count += unsafe { dev::shfl_down(dev::FULL_MASK, count, delta) };
+        delta /= 2;
+    }
+    let t = dev::thread_idx_x();
+    if dev::lane_id() == 0 {
+        let warp = (t / 32) as usize;
+        unsafe {
+            BLUR_WARP_SUMS.write(2 * warp, sum);
+            BLUR_WARP_SUMS.write(2 * warp + 1, count);
+        }
+    }
+    unsafe { dev::sync_threads() };
+    if t == 0 {
+        let (mut s, mut c) = (0.0f64, 0.0f64);
+        for warp in 0..WARPS {
+            s += unsafe { BLUR_WARP_SUMS.read(2 * warp) };
+            c += unsafe { BLUR_WARP_SUMS.read(2 * warp + 1) };
+        }
+        unsafe {
+            *out.add(2 * id as usize) = s;
+            *out.add(2 * id as usize + 1) = c;
+        }
+    }
+}

@@ -1,0 +1,721 @@
+//! Blur: FFmpeg 5.1's `blurdetect` (Marziliano et al. 2002) on one frame's luma, as its code
+//! computes it (`libavfilter/vf_blurdetect.c`, `edge_common.c`):
+//!
+//! 1. a 5×5 Gaussian (σ ≈ 1.4, integer weights summing to 159, the sum divided and
+//!    truncated); the two outer rows and columns are copied ([`gauss`]);
+//! 2. on the blurred plane, the Sobel gradient `|gx| + |gy|` of the inner pixels (0 on the
+//!    one-pixel border) and its direction rounded to 0°, 45°, 90° or 135° with the 16.16
+//!    tangents of π/8 and 3π/8 ([`sobel`]);
+//! 3. non-maximum suppression: a pixel keeps its gradient (clipped to 255) when it is above
+//!    both neighbours along its direction, else 0 ([`suppressed`]);
+//! 4. double threshold: an edge pixel is one above `high`, or above `low` with a neighbour
+//!    above `high` (inner pixels only) ([`is_edge`]);
+//! 5. per edge pixel, the edge width: from the pixel, along its direction on the *blurred*
+//!    plane, the steps to the nearest extremum on each side (at most `radius` each), times
+//!    0.7 for the diagonals; 0 when a side's search would leave the frame ([`edge_width`]);
+//! 6. per block of `block_w`×`block_h` (whole blocks only), the widths above 0.001 summed
+//!    and counted; a block whose sum is at least 2 gives its mean width; the means sorted
+//!    ascending, the first ⌈n·pct/100⌉ averaged (the engine's `blur` module).
+//!
+//! A width is an integer or the f32 of an integer times 0.7, so every value is a multiple of
+//! 2^−24 below 2^8, and a block's f64 sum of up to 2^29 of them is exact in any order: the
+//! GPU's block partials and the CPU's row sums are equal, bit for bit.
+//!
+//! One code path for the host and the GPU (raw pointers): the CPU backend fills the
+//! blurred and suppressed planes row by row ([`gauss_row`], [`suppressed_row`]) and sums
+//! [`pixel_width`] per block; the GPU kernels (`kernels.rs`) compute the same planes per
+//! pixel and the same sums per CUDA block.
+
+mod kernels;
+
+use crate::luma8::{self, Luma8};
+
+/// Threads per block of the width kernel (and of the 2-D plane kernels, as 32×8).
+pub const BLOCK: u32 = 256;
+/// Warps per block.
+pub const WARPS: usize = BLOCK as usize / 32;
+/// Target number of CUDA blocks of the width kernel: a frame's metric blocks are split
+/// into row chunks until about this many.
+pub const TARGET_GRID: u32 = 1024;
+
+/// The rounded gradient directions, named (as FFmpeg) by the direction the width search
+/// steps in.
+pub const DIR_HORIZONTAL: u32 = 0;
+pub const DIR_VERTICAL: u32 = 1;
+/// Steps (+1, −1): up and to the right.
+pub const DIR_45UP: u32 = 2;
+/// Steps (+1, +1): down and to the right.
+pub const DIR_45DOWN: u32 = 3;
+
+/// Everything the kernels need about one frame and the options. Crosses the kernel
+/// boundary by value.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Params {
+    pub luma: Luma8,
+    /// Thresholds as 8-bit values (FFmpeg's `x·255 + 0.5`, truncated).
+    pub low: u32,
+    pub high: u32,
+    /// Most steps of the width search on each side.
+    pub radius: u32,
+    /// Block size in pixels, and whole blocks across and down.
+    pub block_w: u32,
+    pub block_h: u32,
+    pub cols: u32,
+    pub rows: u32,
+    /// Row chunks per block in the width kernel ([`chunks`]).
+    pub chunks: u32,
+}
+
+/// Blocks of `block_w`×`block_h` in a `w`×`h` frame as FFmpeg lays them out: a size below
+/// 1 on either side makes one block of the whole frame; only whole blocks count. Returns
+/// (block width, block height, blocks across, blocks down).
+pub fn layout(w: u32, h: u32, block_w: i64, block_h: i64) -> (u32, u32, u32, u32) {
+    let (bw, bh) = if block_w < 1 || block_h < 1 {
+        (w.max(1), h.max(1))
+    } else {
+        (
+            block_w.min(u32::MAX as i64) as u32,
+            block_h.min(u32::MAX as i64) as u32,
+        )
+    };
+    (bw, bh, w / bw, h / bh)
+}
+
+/// Row chunks per block for the width kernel: about [`TARGET_GRID`] CUDA blocks in all,
+/// at least one chunk per block, at most one per row.
+pub const fn chunks(blocks: u32, block_h: u32) -> u32 {
+    let c = match TARGET_GRID.checked_div(blocks) {
+        Some(c) => c,
+        None => 1,
+    };
+    let c = if c < 1 { 1 } else { c };
+    if c > block_h {
+        if block_h < 1 { 1 } else { block_h }
+    } else {
+        c
+    }
+}
+
+/// FFmpeg's 5×5 Gaussian weights (σ ≈ 1.4), summing to 159.
+pub const GAUSS: [[u32; 5]; 5] = [
+    [2, 4, 5, 4, 2],
+    [4, 9, 12, 9, 4],
+    [5, 12, 15, 12, 5],
+    [4, 9, 12, 9, 4],
+    [2, 4, 5, 4, 2],
+];
+
+/// The blurred value at (x, y): the Gaussian inside the two-pixel border, the sample on it.
+///
+/// # Safety
+/// `l` must describe a readable plane and (x, y) lie inside it.
+#[inline(always)]
+pub unsafe fn gauss(l: &Luma8, x: u32, y: u32) -> u8 {
+    let (w, h) = (l.width, l.height);
+    if x < 2 || y < 2 || x + 2 >= w || y + 2 >= h {
+        return unsafe { luma8::sample(l, x, y) } as u8;
+    }
+    let mut s = 0u32;
+    let mut dy = 0;
+    while dy < 5 {
+        let mut dx = 0;
+        while dx < 5 {
+            s += GAUSS[dy][dx] * unsafe { luma8::sample(l, x + dx as u32 - 2, y + dy as u32 - 2) };
+            dx += 1;
+        }
+        dy += 1;
+    }
+    (s / 159) as u8
+}
+
+/// The 2-D plane kernels' block: `TILE_W`×`TILE_H` pixels (threads).
+pub const TILE_W: u32 = 32;
+pub const TILE_H: u32 = 8;
+/// The Gaussian's staged tile: the block's pixels and two on each side.
+pub const STAGE_W: u32 = TILE_W + 4;
+pub const STAGE_H: u32 = TILE_H + 4;
+pub const STAGE_LEN: usize = 36 * 12;
+const _: () = assert!(
+    STAGE_LEN == (STAGE_W * STAGE_H) as usize && STAGE_LEN <= 2 * (TILE_W * TILE_H) as usize
+);
+
+/// Stages the 8-bit samples around the block at (x0, y0) in `s`, `s[r · STAGE_W + c]` =
+/// sample (x0 − 2 + c, y0 − 2 + r), 0 outside the frame (thread `thread` of `threads`
+/// takes every `threads`-th one): each sample is read and converted once per block.
+///
+/// # Safety
+/// `l` readable; `s` holds [`STAGE_LEN`] values.
+#[inline(always)]
+pub unsafe fn gauss_stage(l: &Luma8, x0: u32, y0: u32, s: *mut u32, thread: u32, threads: u32) {
+    let one = |i: u32| {
+        let (r, c) = (i / STAGE_W, i % STAGE_W);
+        let (x, y) = ((x0 + c).wrapping_sub(2), (y0 + r).wrapping_sub(2));
+        if x < l.width && y < l.height {
+            unsafe { luma8::sample(l, x, y) }
+        } else {
+            0
+        }
+    };
+    // Both loads first, then both stores (a generic store could alias the next load).
+    let total = STAGE_W * STAGE_H;
+    let (i0, i1) = (thread, thread + threads);
+    let v0 = if i0 < total { one(i0) } else { 0 };
+    let v1 = if i1 < total { one(i1) } else { 0 };
+    if i0 < total {
+        unsafe { *s.add(i0 as usize) = v0 };
+    }
+    if i1 < total {
+        unsafe { *s.add(i1 as usize) = v1 };
+    }
+    // Only with fewer threads than a block's.
+    let mut i = thread + 2 * threads;
+    while i < total {
+        unsafe { *s.add(i as usize) = one(i) };
+        i += threads;
+    }
+}
+
+/// [`gauss`] at (x0 + tx, y0 + ty) from the tile [`gauss_stage`] staged: the same sum.
+///
+/// # Safety
+/// `s` holds the staged tile; the pixel lies inside the frame, tx < `TILE_W`, ty < `TILE_H`.
+#[inline(always)]
+pub unsafe fn gauss_tile(l: &Luma8, s: *const u32, x0: u32, y0: u32, tx: u32, ty: u32) -> u8 {
+    let (x, y) = (x0 + tx, y0 + ty);
+    let at = |dx: u32, dy: u32| unsafe { *s.add(((ty + dy) * STAGE_W + tx + dx) as usize) };
+    if x < 2 || y < 2 || x + 2 >= l.width || y + 2 >= l.height {
+        return at(2, 2) as u8;
+    }
+    let mut sum = 0u32;
+    let mut dy = 0;
+    while dy < 5 {
+        let mut dx = 0;
+        while dx < 5 {
+            sum += GAUSS[dy][dx] * at(dx as u32, dy as u32);
+            dx += 1;
+        }
+        dy += 1;
+    }
+    (sum / 159) as u8
+}
+
+/// Row `y` of the blurred plane into `out[0..w]`.
+///
+/// # Safety
+/// As [`gauss`]; `out` holds `w` bytes.
+#[inline]
+pub unsafe fn gauss_row(l: &Luma8, y: u32, out: *mut u8) {
+    for x in 0..l.width {
+        unsafe { *out.add(x as usize) = gauss(l, x, y) };
+    }
+}
+
+/// A plane of bytes, `w` per row (the blurred and the suppressed planes).
+#[derive(Clone, Copy)]
+pub struct Plane {
+    pub ptr: *const u8,
+    pub w: u32,
+    pub h: u32,
+}
+
+impl Plane {
+    /// The value at (x, y).
+    ///
+    /// # Safety
+    /// (x, y) must lie inside the plane.
+    #[inline(always)]
+    pub unsafe fn at(&self, x: u32, y: u32) -> i32 {
+        unsafe { *self.ptr.add(y as usize * self.w as usize + x as usize) as i32 }
+    }
+}
+
+/// The direction of the gradient (gx, gy) rounded to the nearest 45°, with FFmpeg's
+/// strict comparisons against 16.16 fixed-point tangents (a tie is vertical).
+#[inline(always)]
+pub fn direction(gx: i32, gy: i32) -> u32 {
+    if gx == 0 {
+        return DIR_VERTICAL;
+    }
+    let (gx, gy) = if gx < 0 { (-gx, -gy) } else { (gx, gy) };
+    let gy = gy * 65536;
+    let t1 = 27146 * gx;
+    let t3 = 158218 * gx;
+    if gy > -t3 && gy < -t1 {
+        DIR_45UP
+    } else if gy > -t1 && gy < t1 {
+        DIR_HORIZONTAL
+    } else if gy > t1 && gy < t3 {
+        DIR_45DOWN
+    } else {
+        DIR_VERTICAL
+    }
+}
+
+/// The gradient magnitude `|gx| + |gy|` and rounded direction at (x, y) of the blurred
+/// plane; (0, vertical) on the one-pixel border, where FFmpeg computes none.
+///
+/// # Safety
+/// (x, y) must lie inside `b`.
+#[inline(always)]
+pub unsafe fn sobel(b: &Plane, x: u32, y: u32) -> (i32, u32) {
+    sobel_with(&|x, y| unsafe { b.at(x, y) }, b.w, b.h, x, y)
+}
+
+/// [`sobel`] of a `w`×`h` blurred plane read through `at` (the plane, or a staged tile).
+#[inline(always)]
+pub fn sobel_with(at: &impl Fn(u32, u32) -> i32, w: u32, h: u32, x: u32, y: u32) -> (i32, u32) {
+    if x < 1 || y < 1 || x + 1 >= w || y + 1 >= h {
+        return (0, DIR_VERTICAL);
+    }
+    let p = |dx: u32, dy: u32| at(x + dx - 1, y + dy - 1);
+    let gx = (p(2, 0) - p(0, 0)) + 2 * (p(2, 1) - p(0, 1)) + (p(2, 2) - p(0, 2));
+    let gy = (p(0, 2) - p(0, 0)) + 2 * (p(1, 2) - p(1, 0)) + (p(2, 2) - p(2, 0));
+    (gx.abs() + gy.abs(), direction(gx, gy))
+}
+
+/// The unit step (dx, dy) of a direction.
+#[inline(always)]
+pub fn step(dir: u32) -> (i32, i32) {
+    match dir {
+        DIR_HORIZONTAL => (1, 0),
+        DIR_VERTICAL => (0, 1),
+        DIR_45UP => (1, -1),
+        _ => (1, 1),
+    }
+}
+
+/// The suppressed gradient at (x, y): its magnitude clipped to 255 when it is above both
+/// neighbours across its direction (FFmpeg's pairs: left/right, up/down, the diagonals),
+/// else 0; 0 on the border.
+///
+/// # Safety
+/// (x, y) must lie inside `b`.
+#[inline(always)]
+pub unsafe fn suppressed(b: &Plane, x: u32, y: u32) -> u8 {
+    suppressed_with(&|x, y| unsafe { b.at(x, y) }, b.w, b.h, x, y)
+}
+
+/// [`suppressed`] of a `w`×`h` blurred plane read through `at`.
+#[inline(always)]
+pub fn suppressed_with(at: &impl Fn(u32, u32) -> i32, w: u32, h: u32, x: u32, y: u32) -> u8 {
+    if x < 1 || y < 1 || x + 1 >= w || y + 1 >= h {
+        return 0;
+    }
+    let (g, dir) = sobel_with(at, w, h, x, y);
+    let (dx, dy) = match dir {
+        DIR_HORIZONTAL => (1, 0),
+        DIR_VERTICAL => (0, 1),
+        // Compared with below-left and above-right.
+        DIR_45UP => (-1, 1),
+        _ => (1, 1),
+    };
+    let n =
+        |sx: i32, sy: i32| sobel_with(at, w, h, (x as i32 + sx) as u32, (y as i32 + sy) as u32).0;
+    if g > n(dx, dy) && g > n(-dx, -dy) {
+        if g > 255 { 255 } else { g as u8 }
+    } else {
+        0
+    }
+}
+
+/// Stages the blurred values around the block at (x0, y0) in `s`, as [`gauss_stage`]
+/// stages samples (0 outside the frame).
+///
+/// # Safety
+/// `b` readable; `s` holds [`STAGE_LEN`] values.
+#[inline(always)]
+pub unsafe fn suppress_stage(b: &Plane, x0: u32, y0: u32, s: *mut u32, thread: u32, threads: u32) {
+    let one = |i: u32| {
+        let (r, c) = (i / STAGE_W, i % STAGE_W);
+        let (x, y) = ((x0 + c).wrapping_sub(2), (y0 + r).wrapping_sub(2));
+        if x < b.w && y < b.h {
+            unsafe { b.at(x, y) as u32 }
+        } else {
+            0
+        }
+    };
+    // Both loads first, then both stores (a generic store could alias the next load).
+    let total = STAGE_W * STAGE_H;
+    let (i0, i1) = (thread, thread + threads);
+    let v0 = if i0 < total { one(i0) } else { 0 };
+    let v1 = if i1 < total { one(i1) } else { 0 };
+    if i0 < total {
+        unsafe { *s.add(i0 as usize) = v0 };
+    }
+    if i1 < total {
+        unsafe { *s.add(i1 as usize) = v1 };
+    }
+    // Only with fewer threads than a block's.
+    let mut i = thread + 2 * threads;
+    while i < total {
+        unsafe { *s.add(i as usize) = one(i) };
+        i += threads;
+    }
+}
+
+/// [`suppressed`] at (x0 + tx, y0 + ty) from the tile [`suppress_stage`] staged (it reads
+/// at most two pixels away, all in the tile).
+///
+/// # Safety
+/// `s` holds the staged tile; tx < `TILE_W`, ty < `TILE_H`, the pixel inside the frame.
+#[inline(always)]
+pub unsafe fn suppressed_tile(
+    s: *const u32,
+    w: u32,
+    h: u32,
+    x0: u32,
+    y0: u32,
+    tx: u32,
+    ty: u32,
+) -> u8 {
+    let at =
+        |x: u32, y: u32| unsafe { *s.add(((y + 2 - y0) * STAGE_W + x + 2 - x0) as usize) as i32 };
+    suppressed_with(&at, w, h, x0 + tx, y0 + ty)
+}
+
+/// Row `y` of the suppressed plane into `out[0..w]`.
+///
+/// # Safety
+/// `b` must be readable; `out` holds `w` bytes.
+#[inline]
+pub unsafe fn suppressed_row(b: &Plane, y: u32, out: *mut u8) {
+    for x in 0..b.w {
+        unsafe { *out.add(x as usize) = suppressed(b, x, y) };
+    }
+}
+
+/// Whether (x, y) of the suppressed plane `n` is an edge pixel after the double threshold:
+/// above `high`, or (inner pixels) above `low` with one of its eight neighbours above
+/// `high`.
+///
+/// # Safety
+/// (x, y) must lie inside `n`.
+#[inline(always)]
+pub unsafe fn is_edge(n: &Plane, x: u32, y: u32, low: u32, high: u32) -> bool {
+    let (low, high) = (low as i32, high as i32);
+    let v = unsafe { n.at(x, y) };
+    if v > high {
+        return true;
+    }
+    if x < 1 || y < 1 || x + 1 >= n.w || y + 1 >= n.h || v <= low {
+        return false;
+    }
+    let mut dy = 0;
+    while dy < 3 {
+        let mut dx = 0;
+        while dx < 3 {
+            if (dx != 1 || dy != 1) && unsafe { n.at(x + dx - 1, y + dy - 1) } > high {
+                return true;
+            }
+            dx += 1;
+        }
+        dy += 1;
+    }
+    false
+}
+
+/// The edge width at the inner pixel (x, y) of the blurred plane `b` in direction `dir`:
+/// the steps from the pixel to the nearest extremum backwards and forwards (at most
+/// `radius` each; the pixel's difference with its backward neighbour says whether they are
+/// maxima or minima), times 0.7 (in f64, rounded to f32) on the diagonals; 0 when a search
+/// would step outside the frame.
+///
+/// # Safety
+/// (x, y) must be an inner pixel of `b`.
+#[inline(always)]
+pub unsafe fn edge_width(b: &Plane, x: u32, y: u32, dir: u32, radius: u32) -> f32 {
+    let (dx, dy) = step(dir);
+    let (w, h) = (b.w as i32, b.h as i32);
+    let (x, y) = (x as i32, y as i32);
+    let at = |x: i32, y: i32| unsafe { b.at(x as u32, y as u32) };
+    let here = at(x, y);
+    let sign = if here > at(x - dx, y - dy) { 1 } else { -1 };
+    let inside = |x: i32, y: i32| x >= 0 && x < w && y >= 0 && y < h;
+    let mut back = 0;
+    while back < radius as i32 {
+        let (x1, y1) = (x - back * dx, y - back * dy);
+        let (x2, y2) = (x1 - dx, y1 - dy);
+        if !inside(x2, y2) {
+            return 0.0;
+        }
+        if (at(x1, y1) - at(x2, y2)) * sign <= 0 {
+            break;
+        }
+        back += 1;
+    }
+    let mut fwd = 0;
+    while fwd < radius as i32 {
+        let (x1, y1) = (x + fwd * dx, y + fwd * dy);
+        let (x2, y2) = (x1 + dx, y1 + dy);
+        if !inside(x2, y2) {
+            return 0.0;
+        }
+        if (at(x1, y1) - at(x2, y2)) * sign >= 0 {
+            break;
+        }
+        fwd += 1;
+    }
+    let width = (back + fwd) as f32;
+    if dir == DIR_45UP || dir == DIR_45DOWN {
+        (width as f64 * 0.7) as f32
+    } else {
+        width
+    }
+}
+
+/// The width (x, y) adds to its block: the edge width of an edge pixel, 0 otherwise (and
+/// FFmpeg counts only widths above 0.001).
+///
+/// # Safety
+/// (x, y) must lie inside both planes (of the same size).
+#[inline(always)]
+pub unsafe fn pixel_width(p: &Params, b: &Plane, n: &Plane, x: u32, y: u32) -> f32 {
+    if !unsafe { is_edge(n, x, y, p.low, p.high) } {
+        return 0.0;
+    }
+    let (_, dir) = unsafe { sobel(b, x, y) };
+    unsafe { edge_width(b, x, y, dir, p.radius) }
+}
+
+/// Whether a width counts (FFmpeg drops zeros with `width > 0.001`).
+#[inline(always)]
+pub fn counts(width: f32) -> bool {
+    width > 0.001
+}
+
+/// One GPU thread's share of chunk `chunk` of block `block` (row-major over the blocks):
+/// rows `chunk, chunk + chunks, ..` of the block, in each the columns `thread, thread +
+/// threads, ..`. Returns the sum (exact, see the module) and the count of its widths.
+///
+/// # Safety
+/// Both planes must be readable and of the frame's size; `block < cols · rows`.
+#[inline(always)]
+pub unsafe fn thread_sums(
+    p: &Params,
+    b: &Plane,
+    n: &Plane,
+    block: u32,
+    chunk: u32,
+    thread: u32,
+    threads: u32,
+) -> (f64, u32) {
+    let (bx, by) = (block % p.cols, block / p.cols);
+    let (x0, y0) = (bx * p.block_w, by * p.block_h);
+    let (mut sum, mut count) = (0.0f64, 0u32);
+    let mut r = chunk;
+    while r < p.block_h {
+        let mut c = thread;
+        while c < p.block_w {
+            let v = unsafe { pixel_width(p, b, n, x0 + c, y0 + r) };
+            if counts(v) {
+                sum += v as f64;
+                count += 1;
+            }
+            c += threads;
+        }
+        r += p.chunks;
+    }
+    (sum, count)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::channel::Channel;
+    use std::vec;
+    use std::vec::Vec;
+
+    fn luma(d: &[u8], w: u32, h: u32) -> Luma8 {
+        Luma8 {
+            chan: Channel {
+                ptr: d.as_ptr() as u64,
+                pitch: w,
+                step: 1,
+                sample_bytes: 1,
+                shift: 0,
+                max: 255,
+                _pad: 0,
+            },
+            width: w,
+            height: h,
+            shift: 0,
+            range: 0,
+        }
+    }
+
+    #[test]
+    fn directions_follow_the_rounded_tangents() {
+        assert_eq!(direction(0, 5), DIR_VERTICAL);
+        assert_eq!(direction(10, 0), DIR_HORIZONTAL);
+        assert_eq!(direction(-10, 1), DIR_HORIZONTAL);
+        assert_eq!(direction(10, 10), DIR_45DOWN);
+        assert_eq!(direction(-10, -10), DIR_45DOWN);
+        assert_eq!(direction(10, -10), DIR_45UP);
+        assert_eq!(direction(1, 100), DIR_VERTICAL);
+        // gy/gx just below tan(π/8) ≈ 0.41421: horizontal; just above: diagonal.
+        assert_eq!(direction(100, 41), DIR_HORIZONTAL);
+        assert_eq!(direction(100, 42), DIR_45DOWN);
+    }
+
+    #[test]
+    fn gauss_keeps_the_border_and_averages_inside() {
+        let (w, h) = (6u32, 5u32);
+        let d: Vec<u8> = (0..w * h).map(|i| (i * 7 % 256) as u8).collect();
+        let l = luma(&d, w, h);
+        let mut row = vec![0u8; w as usize];
+        unsafe { gauss_row(&l, 0, row.as_mut_ptr()) };
+        assert_eq!(row, d[..w as usize]);
+        unsafe { gauss_row(&l, 2, row.as_mut_ptr()) };
+        assert_eq!(
+            (row[0], row[1], row[4], row[5]),
+            (d[12], d[13], d[16], d[17])
+        );
+        // A flat 5×5 neighbourhood of 100 stays 100 (159·100/159).
+        let flat = vec![100u8; 25];
+        assert_eq!(unsafe { gauss(&luma(&flat, 5, 5), 2, 2) }, 100);
+    }
+
+    #[test]
+    fn a_ramp_edge_has_its_width() {
+        // Columns 0 0 0 0 50 100 150 200 200 200 200 (blurred plane given directly): the
+        // edge pixel at x = 5 climbs 1 step back... to x = 3 (2 steps) and to x = 7 (2).
+        let row = [0u8, 0, 0, 0, 50, 100, 150, 200, 200, 200, 200];
+        let d: Vec<u8> = row.repeat(5);
+        let b = Plane {
+            ptr: d.as_ptr(),
+            w: 11,
+            h: 5,
+        };
+        let (g, dir) = unsafe { sobel(&b, 5, 2) };
+        assert_eq!((g, dir), (400, DIR_HORIZONTAL));
+        assert_eq!(unsafe { edge_width(&b, 5, 2, dir, 50) }, 4.0);
+        assert_eq!(unsafe { edge_width(&b, 5, 2, dir, 1) }, 2.0);
+        // The diagonal factor, in f64 then f32.
+        assert_eq!(unsafe { edge_width(&b, 5, 2, DIR_45DOWN, 50) }, 0.0);
+        // Next to the border the search leaves the frame: 0.
+        let edge = [0u8, 100, 200].repeat(3);
+        let b = Plane {
+            ptr: edge.as_ptr(),
+            w: 3,
+            h: 3,
+        };
+        assert_eq!(unsafe { edge_width(&b, 1, 1, DIR_HORIZONTAL, 50) }, 0.0);
+    }
+
+    #[test]
+    fn thresholds_keep_strong_pixels_and_their_weak_neighbours() {
+        #[rustfmt::skip]
+        let n = [
+            0, 0, 0, 0,
+            0, 40, 20, 0,
+            0, 10, 0, 0,
+            0, 0, 0, 0u8,
+        ];
+        let p = Plane {
+            ptr: n.as_ptr(),
+            w: 4,
+            h: 4,
+        };
+        assert!(unsafe { is_edge(&p, 1, 1, 15, 30) });
+        assert!(unsafe { is_edge(&p, 2, 1, 15, 30) }); // 20 > low beside 40 > high
+        assert!(!unsafe { is_edge(&p, 1, 2, 15, 30) }); // 10 ≤ low
+        assert!(!unsafe { is_edge(&p, 0, 0, 15, 30) });
+    }
+
+    #[test]
+    fn layout_and_chunks() {
+        assert_eq!(layout(1920, 1080, -1, -1), (1920, 1080, 1, 1));
+        assert_eq!(layout(1920, 1080, 64, -1), (1920, 1080, 1, 1));
+        assert_eq!(layout(100, 50, 32, 16), (32, 16, 3, 3));
+        assert_eq!(layout(10, 10, 32, 32), (32, 32, 0, 0));
+        assert_eq!(chunks(1, 1080), 1024);
+        assert_eq!(chunks(1, 61), 61);
+        assert_eq!(chunks(5000, 8), 1);
+        assert_eq!(chunks(0, 0), 1);
+    }
+
+    #[test]
+    fn the_staged_gaussian_is_the_gaussian() {
+        let mut seed = 0x5eedu64;
+        for &(w, h, wide) in &[
+            (1u32, 1u32, false),
+            (5, 7, true),
+            (33, 9, false),
+            (70, 19, true),
+        ] {
+            let (bytes, max) = if wide { (2u32, 1023u64) } else { (1, 255) };
+            let pitch = w * bytes + 1;
+            let d: Vec<u8> = (0..pitch * h)
+                .map(|i| {
+                    seed ^= seed << 13;
+                    seed ^= seed >> 7;
+                    seed ^= seed << 17;
+                    if wide && i % 2 == 1 {
+                        (seed % 4) as u8
+                    } else {
+                        (seed % (max + 1).min(256)) as u8
+                    }
+                })
+                .collect();
+            let mut l = luma(&d, w, h);
+            l.chan.pitch = pitch;
+            l.chan.step = bytes;
+            l.chan.sample_bytes = bytes;
+            l.shift = if wide { 2 } else { 0 };
+            let mut tile = vec![0u32; STAGE_LEN];
+            for y0 in (0..h).step_by(TILE_H as usize) {
+                for x0 in (0..w).step_by(TILE_W as usize) {
+                    let threads = if x0 == 0 { TILE_W * TILE_H } else { 100 };
+                    for t in 0..threads {
+                        unsafe { gauss_stage(&l, x0, y0, tile.as_mut_ptr(), t, threads) };
+                    }
+                    for ty in 0..TILE_H.min(h - y0) {
+                        for tx in 0..TILE_W.min(w - x0) {
+                            let got = unsafe { gauss_tile(&l, tile.as_ptr(), x0, y0, tx, ty) };
+                            let want = unsafe { gauss(&l, x0 + tx, y0 + ty) };
+                            assert_eq!(got, want, "{w}x{h} at ({}, {})", x0 + tx, y0 + ty);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_staged_suppression_is_the_suppression() {
+        let mut seed = 0x5eedu64;
+        for &(w, h) in &[(1u32, 1u32), (3, 3), (33, 9), (70, 19)] {
+            let d: Vec<u8> = (0..w * h)
+                .map(|i| {
+                    seed ^= seed << 13;
+                    seed ^= seed >> 7;
+                    seed ^= seed << 17;
+                    ((i % w / 5 * 60) as u64 + seed % 40) as u8
+                })
+                .collect();
+            let b = Plane {
+                ptr: d.as_ptr(),
+                w,
+                h,
+            };
+            let mut tile = vec![0u32; STAGE_LEN];
+            for y0 in (0..h).step_by(TILE_H as usize) {
+                for x0 in (0..w).step_by(TILE_W as usize) {
+                    let threads = if x0 == 0 { TILE_W * TILE_H } else { 100 };
+                    for t in 0..threads {
+                        unsafe { suppress_stage(&b, x0, y0, tile.as_mut_ptr(), t, threads) };
+                    }
+                    for ty in 0..TILE_H.min(h - y0) {
+                        for tx in 0..TILE_W.min(w - x0) {
+                            let got =
+                                unsafe { suppressed_tile(tile.as_ptr(), w, h, x0, y0, tx, ty) };
+                            let want = unsafe { suppressed(&b, x0 + tx, y0 + ty) };
+                            assert_eq!(got, want, "{w}x{h} at ({}, {})", x0 + tx, y0 + ty);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
