@@ -150,7 +150,7 @@ pack() {
     # The element test binaries link libgstcheck and friends: the kit takes their libraries.
     local extra
     extra=$(ls $B/*_element $B/element $B/harness $B/hardening $B/cuda_context $B/no_gstcuda \
-      $B/reliability $B/monitoring $B/roi $B/psnr_ffmpeg $B/gpumetrics 2>/dev/null | tr '\n' ' ' || true)
+      $B/reliability $B/monitoring $B/roi $B/psnr_ffmpeg $B/no_reference $B/gpumetrics 2>/dev/null | tr '\n' ' ' || true)
     read -ra plugins <<<"$(printf '%s\n' $plugins | sort -u | tr '\n' ' ')"
     EXTRA="$extra" PLUGINS="${PLUGINS:-${plugins[*]}}" ../shared/tools/gpu-kit $d/gst
   fi
