@@ -106,7 +106,18 @@ impl Pooler {
                 None => {
                     let mut pool = FieldPool::default();
                     pool.push(value);
-                    self.fields.push((name, pool));
+                    // In registry order (a field may first appear after others that follow
+                    // it: freeze-diff has none on the first frame), unknown names last.
+                    let rank = |n: &str| crate::metric::fields().position(|f| f.name == n);
+                    let at = match rank(name) {
+                        Some(r) => self
+                            .fields
+                            .iter()
+                            .position(|(f, _)| rank(f).is_none_or(|q| q > r))
+                            .unwrap_or(self.fields.len()),
+                        None => self.fields.len(),
+                    };
+                    self.fields.insert(at, (name, pool));
                 }
             }
         }
@@ -372,6 +383,22 @@ mod tests {
             p.push(&s);
         }
         *p.summary().get("x").unwrap()
+    }
+
+    #[test]
+    fn fields_are_in_registry_order_whenever_they_first_appear() {
+        let mut p = Pooler::new();
+        let mut a = Scores::new();
+        a.push("vmaf", 90.0);
+        a.push("not-a-field", 1.0);
+        p.push(&a);
+        let mut b = Scores::new();
+        b.push("psnr-y", 40.0);
+        b.push("freeze-diff", 0.5);
+        b.push("vmaf", 91.0);
+        p.push(&b);
+        let names: Vec<_> = p.summary().fields.iter().map(|(n, _)| *n).collect();
+        assert_eq!(names, ["psnr-y", "freeze-diff", "vmaf", "not-a-field"]);
     }
 
     #[test]

@@ -280,7 +280,9 @@ fn all_metrics() {
             "black" | "ref-black" => 0.0..0.5,
             "freeze-diff" | "ref-freeze-diff" => 0.001..0.5,
             "blur" | "ref-blur" => 1.0..30.0,
-            "blockiness" | "ref-blockiness" => 0.5..10.0,
+            // blockdetect's ratio, accumulated over the clip: about 10 for the source, about
+            // 40 for the 80 kbit/s encode.
+            "blockiness" | "ref-blockiness" => 1.0..200.0,
             "vmaf-motion2" => 0.1..20.0,
             "ssim" | "ms-ssim" => 0.5..1.0,
             _ if f.starts_with("psnr-") => 25.0..50.0,
@@ -294,6 +296,16 @@ fn all_metrics() {
     assert_eq!(
         table_mean(&out, "ssim"),
         table_mean(&out, "ssim-y"),
+        "{out}"
+    );
+    // The encode is blurrier and blockier than its source (measured: blur 5.33 vs 4.32,
+    // blockiness 39.6 vs 10.3).
+    assert!(
+        table_mean(&out, "blur") > table_mean(&out, "ref-blur"),
+        "{out}"
+    );
+    assert!(
+        table_mean(&out, "blockiness") > 2.0 * table_mean(&out, "ref-blockiness"),
         "{out}"
     );
 }

@@ -252,7 +252,12 @@ fn one_input_without_metrics_uses_the_no_reference_metrics() {
         .arg("--help")
         .output()
         .unwrap();
-    let help = String::from_utf8(help.stdout).unwrap();
+    // Words as written, whatever the line wrapping of the terminal width.
+    let help = String::from_utf8(help.stdout)
+        .unwrap()
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
     assert!(
         help.contains("with one input (DIST alone), the no-reference metrics"),
         "{help}"

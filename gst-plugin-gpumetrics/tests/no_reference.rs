@@ -194,3 +194,40 @@ fn with_both_inputs_each_gets_its_fields_and_events() {
         ]
     );
 }
+
+#[test]
+fn windows_and_alerts_work_with_one_input() {
+    let stats = temp_path("alone-window.jsonl");
+    // 1.2 s of black, then 1.2 s of grey: an alert on black raised in the first second.
+    let mut buffers: Vec<_> = (0..30).map(|i| frame(16, Some(i), i)).collect();
+    buffers.extend((30..60).map(|i| frame(128, Some(i), i)));
+    let run = alone(
+        &format!(
+            "metrics=black window=1000000000 alerts=black>0.5 stats-file={}",
+            stats.display()
+        ),
+        buffers,
+    );
+    run.expect_ok();
+    assert!(
+        run.warnings
+            .iter()
+            .any(|w| w.contains("alert raised: black>0.5")),
+        "{:?}",
+        run.warnings
+    );
+    let s = run.summary();
+    assert_eq!(s.frames, 60);
+    assert_eq!(s.alerts.len(), 1);
+    assert_eq!(s.alerts[0].episodes, 1);
+    let text = std::fs::read_to_string(&stats).unwrap();
+    let windows: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains(r#""type":"window""#))
+        .collect();
+    // [0, 1 s): 25 black frames; [1, 2 s): 5 black + 20 grey; [2, 3 s): 10 grey.
+    assert_eq!(windows.len(), 3, "{text}");
+    assert!(windows[0].contains(r#""frames":25,"#), "{}", windows[0]);
+    assert!(windows[2].contains(r#""frames":10,"#), "{}", windows[2]);
+    let _ = std::fs::remove_file(stats);
+}
