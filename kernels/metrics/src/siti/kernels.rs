@@ -63,12 +63,17 @@ unsafe fn deviations(l: Luma, prev: *mut u16, first: u32, sums: *const f64, out:
             m += unsafe { dev::shfl_xor(dev::FULL_MASK, m, mask) };
             mask /= 2;
         }
-        if dev::lane_id() == 0 {
+        // Lane 0 stores the gradient's mean, lane 1 the motion's (all lanes hold both
+        // totals).
+        let lane = dev::lane_id();
+        if lane < 2 {
             let (ng, nm) = counts(l.width, l.height);
-            unsafe {
-                SITI_MEANS.write(0, g / ng as f64);
-                SITI_MEANS.write(1, m / nm as f64);
-            }
+            let mean = if lane == 0 {
+                g / ng as f64
+            } else {
+                m / nm as f64
+            };
+            unsafe { SITI_MEANS.write(lane as usize, mean) };
         }
     }
     unsafe { dev::sync_threads() };
