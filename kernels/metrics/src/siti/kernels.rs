@@ -8,7 +8,10 @@
 //! on every run.
 
 #[cfg(target_arch = "nvptx64")]
-use super::{BLOCK, Luma, TILE_LEN, WARPS, counts, thread_sums, tile_origin, tile_sample, tiles};
+use super::{
+    BLOCK, Luma, TILE_LEN, TILE_LOADS, WARPS, counts, thread_sums, tile_origin, tile_sample_as,
+    tiles,
+};
 #[cfg(target_arch = "nvptx64")]
 use gpumetrics_device as dev;
 
@@ -107,10 +110,12 @@ unsafe fn block_tiles(
         let origin = tile_origin(tile, l.width);
         // The previous tile's reads are done before its buffer is overwritten.
         unsafe { dev::sync_threads() };
-        let mut i = t;
-        while i < TILE_LEN as u32 {
-            unsafe { SITI_TILE.write(i as usize, tile_sample(l, origin, i)) };
-            i += BLOCK;
+        // Block-uniform: one straight-line fill per sample size and range.
+        match (l.chan.sample_bytes == 2, l.full_range != 0) {
+            (false, false) => unsafe { fill::<false, false>(l, origin, t, SITI_TILE) },
+            (false, true) => unsafe { fill::<false, true>(l, origin, t, SITI_TILE) },
+            (true, false) => unsafe { fill::<true, false>(l, origin, t, SITI_TILE) },
+            (true, true) => unsafe { fill::<true, true>(l, origin, t, SITI_TILE) },
         }
         unsafe { dev::sync_threads() };
         let read = |i: u32| unsafe { SITI_TILE.read(i as usize) };
@@ -118,6 +123,40 @@ unsafe fn block_tiles(
         tile += dev::grid_dim_x();
     }
     acc
+}
+
+/// Thread `t`'s entries t, t + BLOCK, .. of the buffer of the tile at `origin`
+/// ([`tile_sample_as`]): all loads first (unrolled, independent, no branch; a round past
+/// the buffer loads its last entry again), then the stores.
+///
+/// # Safety
+/// As [`tile_sample_as`]; `tile` is the block's buffer, not read by any thread until the
+/// block synchronises.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn fill<const WIDE: bool, const FULL: bool>(
+    l: &Luma,
+    origin: (u32, u32),
+    t: u32,
+    tile: dev::SharedArray<u32, TILE_LEN>,
+) {
+    // Unrolled by hand (LLVM keeps the loop, and the array in local memory); the array's
+    // type fails to compile if `TILE_LOADS` changes without this list.
+    macro_rules! loads {
+        ($($k:literal)*) => {
+            [$({
+                let i = (t + $k * BLOCK).min(TILE_LEN as u32 - 1);
+                unsafe { tile_sample_as::<WIDE, FULL>(l, origin, i) }
+            }),*]
+        };
+    }
+    let v: [u32; TILE_LOADS as usize] = loads!(0 1 2 3 4 5 6 7 8 9);
+    for (k, v) in v.iter().enumerate() {
+        let i = t + k as u32 * BLOCK;
+        if i < TILE_LEN as u32 {
+            unsafe { tile.write(i as usize, *v) };
+        }
+    }
 }
 
 /// Reduces the block's thread sums (shuffles down each warp, then thread 0 adds the warps

@@ -44,8 +44,10 @@ pub const ROWS: u32 = 8;
 pub const TILE_H: u32 = BLOCK / TILE_W * ROWS;
 /// Samples per row of a tile's sample buffer: the tile's columns and one on each side.
 pub const TILE_PITCH: u32 = TILE_W + 2;
+/// Loads per thread that fill a tile's buffer: `TILE_LEN / BLOCK` rounded up.
+pub const TILE_LOADS: u32 = (TILE_LEN as u32).div_ceil(BLOCK);
 /// Samples of a tile's buffer: `TILE_PITCH` × (`TILE_H` + 2), the tile and its one-sample
-/// halo, full range, 0 outside the frame.
+/// halo, full range ([`tile_sample`]).
 pub const TILE_LEN: usize = (TILE_PITCH * (TILE_H + 2)) as usize;
 
 /// Tiles of a `width`×`height` frame: (columns, rows) of [`TILE_W`]×[`TILE_H`] tiles,
@@ -209,20 +211,64 @@ pub fn tile_origin(tile: u32, width: u32) -> (u32, u32) {
 
 /// Entry `i` of the sample buffer of the tile at `origin` ([`TILE_LEN`] entries, row
 /// pitch [`TILE_PITCH`]): the full-range sample at (`x0 − 1 + i % TILE_PITCH`,
-/// `y0 − 1 + i / TILE_PITCH`), 0 outside the frame.
+/// `y0 − 1 + i / TILE_PITCH`), the coordinates clamped to the frame. Entries outside the
+/// frame thus repeat an edge sample, so that every load is valid without a branch; no
+/// pixel uses them (only inner pixels read their neighbours, all inside the frame).
 ///
 /// # Safety
-/// `l` must describe readable memory.
+/// `l` must describe readable memory of at least one sample.
 #[inline(always)]
 pub unsafe fn tile_sample(l: &Luma, origin: (u32, u32), i: u32) -> u32 {
-    // x0 − 1 and y0 − 1 wrap to u32::MAX for the first tile column/row: outside the frame.
-    let x = (origin.0 + i % TILE_PITCH).wrapping_sub(1);
-    let y = (origin.1 + i / TILE_PITCH).wrapping_sub(1);
-    if x < l.width && y < l.height {
-        unsafe { sample(row_ptr(l, y), x, l) }
-    } else {
-        0
+    match (l.chan.sample_bytes == 2, l.full_range != 0) {
+        (false, false) => unsafe { tile_sample_as::<false, false>(l, origin, i) },
+        (false, true) => unsafe { tile_sample_as::<false, true>(l, origin, i) },
+        (true, false) => unsafe { tile_sample_as::<true, false>(l, origin, i) },
+        (true, true) => unsafe { tile_sample_as::<true, true>(l, origin, i) },
     }
+}
+
+/// [`tile_sample`] for a channel of 2-byte samples (`WIDE`) or 1-byte ones, full range
+/// (`FULL`) or limited, read by [`sample_as`].
+///
+/// # Safety
+/// As [`tile_sample`]; `WIDE` must be `l.chan.sample_bytes == 2`, `FULL`
+/// `l.full_range != 0`.
+#[inline(always)]
+pub unsafe fn tile_sample_as<const WIDE: bool, const FULL: bool>(
+    l: &Luma,
+    origin: (u32, u32),
+    i: u32,
+) -> u32 {
+    let x = (origin.0 + i % TILE_PITCH)
+        .saturating_sub(1)
+        .min(l.width - 1);
+    let y = (origin.1 + i / TILE_PITCH)
+        .saturating_sub(1)
+        .min(l.height - 1);
+    unsafe { sample_as::<WIDE, FULL>(row_ptr(l, y), x, l) }
+}
+
+/// [`sample`] with the sample size (`WIDE`: 2 bytes) and the range (`FULL`) known at
+/// compile time: the same value, in straight-line code that the tile loads are unrolled
+/// over.
+///
+/// # Safety
+/// As [`sample`]; `WIDE` must be `l.chan.sample_bytes == 2`, `FULL` `l.full_range != 0`.
+#[inline(always)]
+pub unsafe fn sample_as<const WIDE: bool, const FULL: bool>(
+    row: *const u8,
+    x: u32,
+    l: &Luma,
+) -> u32 {
+    let p = unsafe { row.add((x * l.chan.step) as usize) };
+    let raw = if WIDE {
+        // Unaligned-safe little-endian read, as `channel::load`.
+        unsafe { (*p as u32) | ((*p.add(1) as u32) << 8) }
+    } else {
+        unsafe { *p as u32 }
+    };
+    let y = raw >> l.chan.shift;
+    if FULL { y } else { to_full_range(y, l.factor) }
 }
 
 /// One GPU thread's share of the tile at `origin`, added to its running sums `acc`
@@ -398,6 +444,49 @@ mod tests {
         }
         for n in 0..1u64 << 24 {
             assert_eq!((n * RECIP_219) >> 32, n / 219);
+        }
+    }
+
+    #[test]
+    fn sample_as_reads_as_sample() {
+        let d: Vec<u8> = (0..=255u8).chain((0..=255u8).rev()).collect();
+        for (step, bytes, shift) in [
+            (1u32, 1u32, 0u32),
+            (2, 1, 0),
+            (2, 2, 0),
+            (2, 2, 6),
+            (4, 2, 0),
+        ] {
+            for full in [0, 1] {
+                for factor in [1u32, 4, 256] {
+                    let l = Luma {
+                        chan: Channel {
+                            ptr: d.as_ptr() as u64,
+                            pitch: d.len() as u32,
+                            step,
+                            sample_bytes: bytes,
+                            shift,
+                            max: 65535,
+                            _pad: 0,
+                        },
+                        width: (d.len() as u32 - bytes) / step + 1,
+                        height: 1,
+                        full_range: full,
+                        factor,
+                    };
+                    for x in 0..l.width {
+                        let want = unsafe { sample(d.as_ptr(), x, &l) };
+                        let p = d.as_ptr();
+                        let got = match (bytes == 2, full != 0) {
+                            (false, false) => unsafe { sample_as::<false, false>(p, x, &l) },
+                            (false, true) => unsafe { sample_as::<false, true>(p, x, &l) },
+                            (true, false) => unsafe { sample_as::<true, false>(p, x, &l) },
+                            (true, true) => unsafe { sample_as::<true, true>(p, x, &l) },
+                        };
+                        assert_eq!(got, want, "x {x} step {step} bytes {bytes} full {full}");
+                    }
+                }
+            }
         }
     }
 
