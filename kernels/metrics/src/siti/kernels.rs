@@ -55,6 +55,18 @@ unsafe fn deviations(l: Luma, prev: *mut u16, first: u32, sums: *const f64, out:
         let blocks = dev::grid_dim_x();
         let (mut g, mut m) = (0.0f64, 0.0f64);
         let mut b = dev::lane_id();
+        // Eight partials of the lane per round, in straight-line code (the same order as
+        // one at a time): the scheduler issues the eight loads before the adds.
+        while b + 7 * 32 < blocks {
+            let p = unsafe { sums.add(2 * b as usize) };
+            let mut k = 0;
+            while k < 8 {
+                g += unsafe { *p.add(64 * k) };
+                m += unsafe { *p.add(64 * k + 1) };
+                k += 1;
+            }
+            b += 8 * 32;
+        }
         while b < blocks {
             g += unsafe { *sums.add(2 * b as usize) };
             m += unsafe { *sums.add(2 * b as usize + 1) };
@@ -79,25 +91,27 @@ unsafe fn deviations(l: Luma, prev: *mut u16, first: u32, sums: *const f64, out:
             unsafe { SITI_MEANS.write(lane as usize, mean) };
         }
     }
-    unsafe { dev::sync_threads() };
-    let means = unsafe { (SITI_MEANS.read(0), SITI_MEANS.read(1)) };
-    let (g, m) = unsafe { block_tiles(&l, prev, first != 0, Some(means)) };
+    // Published by the barrier after the block's first tile fill, which the other warps
+    // do meanwhile.
+    let (g, m) = unsafe { block_tiles(&l, prev, first != 0, Some(SITI_MEANS)) };
     unsafe { block_partials(g, m, out) };
 }
 
 /// This thread's sums over the block's tiles (b, b + grid.x, ..): per tile the block fills
 /// the shared sample buffer ([`tile_sample`]), then every thread adds its pixels
-/// ([`thread_sums`]).
+/// ([`thread_sums`]); with `means` (the second pass), their squared deviations from the
+/// means in that shared array, read after the first tile's barrier.
 ///
 /// # Safety
-/// As [`thread_sums`]; every thread of the block must call it (it synchronises).
+/// As [`thread_sums`]; every thread of the block must call it (it synchronises); `means`
+/// must have been written before the call and not be written during it.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 unsafe fn block_tiles(
     l: &Luma,
     prev: *mut u16,
     first: bool,
-    means: Option<(f64, f64)>,
+    means: Option<dev::SharedArray<f64, 2>>,
 ) -> (f64, f64) {
     gpumetrics_device::shared!(static SITI_TILE: [u32; TILE_LEN]);
     let t = dev::thread_idx_x();
@@ -108,8 +122,10 @@ unsafe fn block_tiles(
     let mut tile = dev::block_idx_x();
     while tile < count {
         let origin = tile_origin(tile, l.width);
-        // The previous tile's reads are done before its buffer is overwritten.
-        unsafe { dev::sync_threads() };
+        if tile != dev::block_idx_x() {
+            // The previous tile's reads are done before its buffer is overwritten.
+            unsafe { dev::sync_threads() };
+        }
         // Block-uniform: one straight-line fill per sample size and range.
         match (l.chan.sample_bytes == 2, l.full_range != 0) {
             (false, false) => unsafe { fill::<false, false>(l, origin, t, SITI_TILE) },
@@ -118,6 +134,7 @@ unsafe fn block_tiles(
             (true, true) => unsafe { fill::<true, true>(l, origin, t, SITI_TILE) },
         }
         unsafe { dev::sync_threads() };
+        let means = means.map(|s| unsafe { (s.read(0), s.read(1)) });
         let read = |i: u32| unsafe { SITI_TILE.read(i as usize) };
         acc = unsafe { thread_sums(l, read, origin, prev, first, means, t, acc) };
         tile += dev::grid_dim_x();
