@@ -69,8 +69,8 @@ const fn case(w: u32, h: u32, step: u32, bytes: u32, shift: u32, depth: u32) -> 
 }
 
 /// The cases: 3×3 (one gradient value), odd sizes, 8 and 10 bit (LSB- and MSB-aligned,
-/// interleaved luma of step 2), limited and full range, more rows than `MAX_BLOCKS` (blocks
-/// stride), and 1920×1080.
+/// interleaved luma of step 2), limited and full range, edge tiles, more tiles than
+/// `MAX_BLOCKS` (2600×800: 21×50 tiles, blocks stride), and 1920×1080.
 const CASES: &[Case] = &[
     case(3, 3, 1, 1, 0, 8),
     Case {
@@ -94,6 +94,10 @@ const CASES: &[Case] = &[
     Case {
         smooth: true,
         ..case(257, 1030, 2, 2, 0, 10)
+    },
+    Case {
+        smooth: true,
+        ..case(2600, 800, 2, 2, 0, 10)
     },
     Case {
         full: true,
@@ -158,7 +162,7 @@ fn kernels(k: &Kernels, s: &Arc<CudaStream>, r: &mut Rng) -> Result<Outcome, Dri
     let mut notes = Vec::new();
     for c in CASES {
         let pitch = (c.w - 1) * c.step + c.bytes + 5;
-        let blocks = siti::blocks(c.h);
+        let blocks = siti::blocks(c.w, c.h);
         let n = (c.w * c.h) as usize;
         let mut prev = s.alloc_zeros::<u16>(n)?;
         let mut partials = s.alloc_zeros::<f64>(4 * blocks as usize)?;

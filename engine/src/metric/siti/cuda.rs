@@ -1,5 +1,6 @@
 //! SI/TI on the GPU, one state per input: per frame `siti_sums` (the gradient's and the
-//! motion's f64 partial sums per block), `siti_deviations` (every block adds those into the
+//! motion's f64 partial sums per block, on a grid of tiles that each block converts once
+//! into shared memory), `siti_deviations` (every block adds those into the
 //! means, then its squared deviations; the frame's luma becomes the previous frame), one
 //! copy of the deviation partials, which the host adds in block order. The previous
 //! frame's luma stays on the device. Buffers are allocated once, for the side's layout.
@@ -39,7 +40,7 @@ impl Siti {
         let layout = side.layout(plan);
         let (width, height) = (layout.width, layout.height);
         debug_assert!(width >= super::MIN_SIDE && height >= super::MIN_SIDE);
-        let blocks = siti::blocks(height);
+        let blocks = siti::blocks(width, height);
         Ok(Siti {
             previous: DeviceBuffer::zeroed(&gpu.stream, width as usize * height as usize)?,
             partials: DeviceBuffer::zeroed(&gpu.stream, 4 * blocks as usize)?,
@@ -60,6 +61,10 @@ impl Siti {
                 "a {}x{} luma plane for buffers of {}x{}",
                 l.width, l.height, self.width, self.height
             ));
+        }
+        if !l.factor.is_power_of_two() || l.factor > 256 {
+            // `siti::to_full_range` needs 2^(depth − 8) for a depth of 8 to 16.
+            return Some(format!("a luma depth factor of {}", l.factor));
         }
         let c = &l.chan;
         let row = (l.width as u64 - 1) * c.step as u64 + c.sample_bytes as u64;

@@ -16,9 +16,10 @@
 //! One code path for the host and the GPU (raw pointers, `gpumetrics_device::math`): the
 //! CPU backend calls the row functions ([`sobel_row`], [`motion_row`]) on host pointers and
 //! sums each map in row order; the GPU kernels (`kernels.rs`: `siti_sums` then
-//! `siti_deviations`, each over [`thread_sums`]) compute the same per-pixel values,
-//! bit for bit, and sum them per thread, per warp and per block ([`BLOCK`] threads,
-//! [`blocks`] blocks) into f64 partials that the host adds in block order. Only the order
+//! `siti_deviations`, each over [`thread_sums`] on tiles whose samples the block converts
+//! once into shared memory, [`tile_sample`]) compute the same per-pixel values ([`magnitude`],
+//! [`motion`]), bit for bit, and sum them per thread, per warp and per block ([`BLOCK`]
+//! threads, [`blocks`] blocks) into f64 partials that the host adds in block order. Only the order
 //! of the f64 additions differs: the mean by about 1e-15 relative, so a deviation's f32
 //! rounding may differ by one ulp in rare pixels and the results by about 1e-7 relative
 //! (the f32 rounding of the root). The host test `gpu_order_agrees_with_the_cpu_order`
@@ -32,18 +33,41 @@ use crate::channel::{Channel, load};
 pub const BLOCK: u32 = 256;
 /// Warps per block.
 pub const WARPS: usize = BLOCK as usize / 32;
-/// Most blocks of one launch: blocks stride over the rows, so this bounds the partials.
+/// Most blocks of one launch: blocks stride over the tiles, so this bounds the partials
+/// (every block of the second pass reads all of them).
 pub const MAX_BLOCKS: u32 = 1024;
+/// Columns of a tile: one thread per column.
+pub const TILE_W: u32 = 128;
+/// Consecutive rows of one column that one thread visits in a tile.
+pub const ROWS: u32 = 8;
+/// Rows of a tile: `BLOCK / TILE_W` threads per column, [`ROWS`] rows each.
+pub const TILE_H: u32 = BLOCK / TILE_W * ROWS;
+/// Samples per row of a tile's sample buffer: the tile's columns and one on each side.
+pub const TILE_PITCH: u32 = TILE_W + 2;
+/// Loads per thread that fill a tile's buffer: `TILE_LEN / BLOCK` rounded up.
+pub const TILE_LOADS: u32 = (TILE_LEN as u32).div_ceil(BLOCK);
+/// Samples of a tile's buffer: `TILE_PITCH` × (`TILE_H` + 2), the tile and its one-sample
+/// halo, full range ([`tile_sample`]).
+pub const TILE_LEN: usize = (TILE_PITCH * (TILE_H + 2)) as usize;
 
-/// Blocks of the SI/TI launches for a frame of `height` rows (one per row, at most
-/// [`MAX_BLOCKS`]); both kernels write two partial sums per block (gradient, motion).
-pub const fn blocks(height: u32) -> u32 {
-    if height == 0 {
+/// Tiles of a `width`×`height` frame: (columns, rows) of [`TILE_W`]×[`TILE_H`] tiles,
+/// numbered row by row.
+pub const fn tiles(width: u32, height: u32) -> (u32, u32) {
+    (width.div_ceil(TILE_W), height.div_ceil(TILE_H))
+}
+
+/// Blocks of the SI/TI launches for a `width`×`height` frame (one per tile, at most
+/// [`MAX_BLOCKS`]: block b takes tiles b, b + blocks, ..); both kernels write two partial
+/// sums per block (gradient, motion).
+pub const fn blocks(width: u32, height: u32) -> u32 {
+    let (tx, ty) = tiles(width, height);
+    let n = tx as u64 * ty as u64;
+    if n == 0 {
         1
-    } else if height > MAX_BLOCKS {
+    } else if n > MAX_BLOCKS as u64 {
         MAX_BLOCKS
     } else {
-        height
+        n as u32
     }
 }
 
@@ -58,19 +82,35 @@ pub struct Luma {
     /// 1: samples are full range as they are; 0: limited range, converted by
     /// [`to_full_range`].
     pub full_range: u32,
-    /// 2^(depth − 8): 1 for 8-bit, 4 for 10-bit.
+    /// 2^(depth − 8): 1 for 8-bit, 4 for 10-bit (a power of two, at most 256).
     pub factor: u32,
 }
 
+/// ⌈2^32 / 219⌉: `(n · RECIP_219) >> 32` is `n / 219` for every n < 2^24 (the error
+/// 41 = `RECIP_219 · 219 − 2^32` is below 2^(32 − 24); checked for every such n by a test).
+const RECIP_219: u64 = 19_611_723;
+
 /// A limited-range luma sample brought to full range, as FFmpeg's `siti` does: clamp
-/// `y − 16f` to `[0, 219f]`, then `(256f − 1)·y / (219f)` truncated.
+/// `y − 16f` to `[0, 219f]`, then `(256f − 1)·y / (219f)` truncated. `factor` = f must be
+/// a power of two of at most 256 (depth 8 to 16).
+///
+/// No division: with f = 2^k, `n / (219·2^k)` is `(n >> k) / 219`; `n` = `(256f − 1)·y`
+/// is below 2^32 and `n >> k` below `(256f − 1)·219` < 2^24, so the division by 219 is the
+/// exact multiply-shift by [`RECIP_219`] (one `mul.hi.u32` on the GPU). A test compares it
+/// with the division for every sample value of every depth.
 #[inline(always)]
 pub fn to_full_range(y: u32, factor: u32) -> u32 {
-    let shift = 16 * factor as i64;
-    let limit_upper = 235 * factor as i64 - shift;
-    let full_upper = 256 * factor as i64 - 1;
-    let limited = (y as i64 - shift).clamp(0, limit_upper);
-    (full_upper * limited / limit_upper) as u32
+    let shift = 16 * factor;
+    let limit_upper = 219 * factor;
+    let full_upper = 256 * factor - 1;
+    let limited = y.saturating_sub(shift);
+    let limited = if limited > limit_upper {
+        limit_upper
+    } else {
+        limited
+    };
+    let n = (full_upper * limited) >> factor.trailing_zeros();
+    ((n as u64 * RECIP_219) >> 32) as u32
 }
 
 /// Full-range luma sample `x` of the row starting at `row`.
@@ -93,21 +133,31 @@ pub fn row_ptr(l: &Luma, y: u32) -> *const u8 {
     (l.chan.ptr + y as u64 * l.chan.pitch as u64) as *const u8
 }
 
+/// Sobel gradient magnitude of a 3×3 neighbourhood of full-range samples: `a` the row
+/// above (left, centre, right), `h` the pixel's row (its centre unused), `b` the row
+/// below; `sqrt(gx² + gy²)` of the integer sums, in f64 rounded to f32.
+#[inline(always)]
+pub fn magnitude(a: (u32, u32, u32), h: (u32, u32, u32), b: (u32, u32, u32)) -> f32 {
+    let (a0, a1, a2) = (a.0 as i32, a.1 as i32, a.2 as i32);
+    let (h0, h2) = (h.0 as i32, h.2 as i32);
+    let (b0, b1, b2) = (b.0 as i32, b.1 as i32, b.2 as i32);
+    // x: columns left minus right (1 2 1); y: row above minus row below (1 2 1). Each is
+    // at most 4·65535 in magnitude (i32), the squares are summed in i64 (exact).
+    let gx = ((a0 - a2) + 2 * (h0 - h2) + (b0 - b2)) as i64;
+    let gy = ((a0 + 2 * a1 + a2) - (b0 + 2 * b1 + b2)) as i64;
+    gpumetrics_device::math::sqrt((gx * gx + gy * gy) as f64) as f32
+}
+
 /// Sobel gradient magnitude at the inner pixel (x, y) (1 ≤ x < w − 1, 1 ≤ y < h − 1), given
-/// the three rows around it: `sqrt(gx² + gy²)` of the integer sums, in f64 rounded to f32.
+/// the three rows around it ([`magnitude`]).
 ///
 /// # Safety
 /// The three rows must hold `x + 2` samples.
 #[inline(always)]
 pub unsafe fn sobel(above: *const u8, here: *const u8, below: *const u8, x: u32, l: &Luma) -> f32 {
-    let s = |row, x| unsafe { sample(row, x, l) } as i64;
-    let (a0, a1, a2) = (s(above, x - 1), s(above, x), s(above, x + 1));
-    let (h0, h2) = (s(here, x - 1), s(here, x + 1));
-    let (b0, b1, b2) = (s(below, x - 1), s(below, x), s(below, x + 1));
-    // x: columns left minus right (1 2 1); y: row above minus row below (1 2 1).
-    let gx = (a0 - a2) + 2 * (h0 - h2) + (b0 - b2);
-    let gy = (a0 + 2 * a1 + a2) - (b0 + 2 * b1 + b2);
-    gpumetrics_device::math::sqrt((gx * gx + gy * gy) as f64) as f32
+    let s = |row, x| unsafe { sample(row, x, l) };
+    let three = |row| (s(row, x - 1), s(row, x), s(row, x + 1));
+    magnitude(three(above), three(here), three(below))
 }
 
 /// Row `y` (0 ≤ y < h − 2) of the `(w − 2)·(h − 2)` gradient map: frame row `y + 1`, its
@@ -152,64 +202,143 @@ pub fn motion(cur: u32, prev: u16, first: bool) -> f32 {
     }
 }
 
-/// One GPU thread's share of a frame: thread `thread` of block `block` of `blocks` visits
-/// rows `block, block + blocks, ..` and in each the columns `thread, thread + BLOCK, ..`,
-/// summing over its pixels (gradient of the inner ones, motion of all) either the values
-/// themselves (`means` `None`: the first pass) or their squared deviations from `means`
-/// (gradient, motion) as [`sq_dev`] (the second pass, which also stores each sample in
-/// `prev`, the previous frame for the next one). Returns (gradient, motion) sums.
+/// The origin (first column, first row) of tile `tile` of a `width`-column frame.
+#[inline(always)]
+pub fn tile_origin(tile: u32, width: u32) -> (u32, u32) {
+    let tx = width.div_ceil(TILE_W);
+    ((tile % tx) * TILE_W, (tile / tx) * TILE_H)
+}
+
+/// Entry `i` of the sample buffer of the tile at `origin` ([`TILE_LEN`] entries, row
+/// pitch [`TILE_PITCH`]): the full-range sample at (`x0 − 1 + i % TILE_PITCH`,
+/// `y0 − 1 + i / TILE_PITCH`), the coordinates clamped to the frame. Entries outside the
+/// frame thus repeat an edge sample, so that every load is valid without a branch; no
+/// pixel uses them (only inner pixels read their neighbours, all inside the frame).
 ///
 /// # Safety
-/// `l` must describe readable memory of at least 3×3 samples; `prev` must hold
-/// `l.width · l.height` values (row pitch `l.width`), and no other thread may touch this
-/// thread's pixels of `prev` during the call.
+/// `l` must describe readable memory of at least one sample.
+#[inline(always)]
+pub unsafe fn tile_sample(l: &Luma, origin: (u32, u32), i: u32) -> u32 {
+    match (l.chan.sample_bytes == 2, l.full_range != 0) {
+        (false, false) => unsafe { tile_sample_as::<false, false>(l, origin, i) },
+        (false, true) => unsafe { tile_sample_as::<false, true>(l, origin, i) },
+        (true, false) => unsafe { tile_sample_as::<true, false>(l, origin, i) },
+        (true, true) => unsafe { tile_sample_as::<true, true>(l, origin, i) },
+    }
+}
+
+/// [`tile_sample`] for a channel of 2-byte samples (`WIDE`) or 1-byte ones, full range
+/// (`FULL`) or limited, read by [`sample_as`].
+///
+/// # Safety
+/// As [`tile_sample`]; `WIDE` must be `l.chan.sample_bytes == 2`, `FULL`
+/// `l.full_range != 0`.
+#[inline(always)]
+pub unsafe fn tile_sample_as<const WIDE: bool, const FULL: bool>(
+    l: &Luma,
+    origin: (u32, u32),
+    i: u32,
+) -> u32 {
+    let x = (origin.0 + i % TILE_PITCH)
+        .saturating_sub(1)
+        .min(l.width - 1);
+    let y = (origin.1 + i / TILE_PITCH)
+        .saturating_sub(1)
+        .min(l.height - 1);
+    unsafe { sample_as::<WIDE, FULL>(row_ptr(l, y), x, l) }
+}
+
+/// [`sample`] with the sample size (`WIDE`: 2 bytes) and the range (`FULL`) known at
+/// compile time: the same value, in straight-line code that the tile loads are unrolled
+/// over.
+///
+/// # Safety
+/// As [`sample`]; `WIDE` must be `l.chan.sample_bytes == 2`, `FULL` `l.full_range != 0`.
+#[inline(always)]
+pub unsafe fn sample_as<const WIDE: bool, const FULL: bool>(
+    row: *const u8,
+    x: u32,
+    l: &Luma,
+) -> u32 {
+    let p = unsafe { row.add((x * l.chan.step) as usize) };
+    let raw = if WIDE {
+        // Unaligned-safe little-endian read, as `channel::load`.
+        unsafe { (*p as u32) | ((*p.add(1) as u32) << 8) }
+    } else {
+        unsafe { *p as u32 }
+    };
+    let y = raw >> l.chan.shift;
+    if FULL { y } else { to_full_range(y, l.factor) }
+}
+
+/// One GPU thread's share of the tile at `origin`, added to its running sums `acc`
+/// (gradient, motion): thread `thread` takes column `x0 + thread % TILE_W` and, from row
+/// `y0 + (thread / TILE_W)·ROWS`, [`ROWS`] rows (those inside the frame), in row order. Per
+/// pixel it adds the gradient (inner pixels) and the motion, either the values themselves
+/// (`means` `None`: the first pass) or their squared deviations from `means` (gradient,
+/// motion) as [`sq_dev`] (the second pass, which also stores each sample in `prev`, the
+/// previous frame for the next one). `tile(i)` is entry i of the tile's sample buffer
+/// ([`tile_sample`]: shared memory on the GPU).
+///
+/// # Safety
+/// `prev` must hold `l.width · l.height` values (row pitch `l.width`), and no other thread
+/// may touch this thread's pixels of `prev` during the call.
+#[allow(clippy::too_many_arguments)]
 #[inline(always)]
 pub unsafe fn thread_sums(
     l: &Luma,
+    tile: impl Fn(u32) -> u32,
+    origin: (u32, u32),
     prev: *mut u16,
     first: bool,
     means: Option<(f64, f64)>,
-    block: u32,
-    blocks: u32,
     thread: u32,
+    acc: (f64, f64),
 ) -> (f64, f64) {
     let (w, h) = (l.width, l.height);
-    let (mut g, mut m) = (0.0f64, 0.0f64);
-    let mut y = block;
-    while y < h {
-        let here = row_ptr(l, y);
-        let inner_row = y >= 1 && y + 1 < h;
-        let (above, below) = if inner_row {
-            (row_ptr(l, y - 1), row_ptr(l, y + 1))
-        } else {
-            (here, here)
-        };
-        let prev_row = unsafe { prev.add(y as usize * w as usize) };
-        let mut x = thread;
-        while x < w {
-            let cur = unsafe { sample(here, x, l) };
-            let p = unsafe { prev_row.add(x as usize) };
-            let mv = motion(cur, unsafe { *p }, first);
-            let grad = (inner_row && x >= 1 && x + 1 < w)
-                .then(|| unsafe { sobel(above, here, below, x, l) });
-            match means {
-                None => {
-                    m += mv as f64;
-                    if let Some(v) = grad {
-                        g += v as f64;
-                    }
-                }
-                Some((mean_g, mean_m)) => {
-                    m += sq_dev(mv, mean_m);
-                    if let Some(v) = grad {
-                        g += sq_dev(v, mean_g);
-                    }
-                    unsafe { *p = cur as u16 };
+    let (mut g, mut m) = acc;
+    let (tx, ty) = (thread % TILE_W, thread / TILE_W);
+    let x = origin.0 + tx;
+    if x >= w {
+        return (g, m);
+    }
+    let inner_col = x >= 1 && x + 1 < w;
+    // Buffer row j holds frame row y0 − 1 + j; the thread's column is buffer column tx + 1.
+    let three = |j: u32| {
+        let i = j * TILE_PITCH + tx;
+        (tile(i), tile(i + 1), tile(i + 2))
+    };
+    let j0 = ty * ROWS;
+    let (mut above, mut here) = (three(j0), three(j0 + 1));
+    let mut r = 0;
+    while r < ROWS {
+        let y = origin.1 + j0 + r;
+        if y >= h {
+            break;
+        }
+        let below = three(j0 + r + 2);
+        let cur = here.1;
+        let p = unsafe { prev.add(y as usize * w as usize + x as usize) };
+        let mv = motion(cur, unsafe { *p }, first);
+        let grad = (inner_col && y >= 1 && y + 1 < h).then(|| magnitude(above, here, below));
+        match means {
+            None => {
+                m += mv as f64;
+                if let Some(v) = grad {
+                    g += v as f64;
                 }
             }
-            x += BLOCK;
+            Some((mean_g, mean_m)) => {
+                m += sq_dev(mv, mean_m);
+                if let Some(v) = grad {
+                    g += sq_dev(v, mean_g);
+                }
+                unsafe { *p = cur as u16 };
+            }
         }
-        y += blocks;
+        above = here;
+        here = below;
+        r += 1;
     }
     (g, m)
 }
@@ -298,6 +427,79 @@ mod tests {
         assert_eq!(to_full_range(65535, 256), 65535);
     }
 
+    /// The multiply-shift of [`to_full_range`] against FFmpeg's division, for every sample
+    /// value of a 16-bit container at every depth from 8 to 16.
+    #[test]
+    fn full_range_without_division_is_exact() {
+        for depth in 8..=16u32 {
+            let factor = 1u32 << (depth - 8);
+            let shift = 16 * factor as i64;
+            let limit_upper = 235 * factor as i64 - shift;
+            let full_upper = 256 * factor as i64 - 1;
+            for y in 0..=u16::MAX as u32 {
+                let limited = (y as i64 - shift).clamp(0, limit_upper);
+                let want = (full_upper * limited / limit_upper) as u32;
+                assert_eq!(to_full_range(y, factor), want, "depth {depth}, sample {y}");
+            }
+        }
+        for n in 0..1u64 << 24 {
+            assert_eq!((n * RECIP_219) >> 32, n / 219);
+        }
+    }
+
+    #[test]
+    fn sample_as_reads_as_sample() {
+        let d: Vec<u8> = (0..=255u8).chain((0..=255u8).rev()).collect();
+        for (step, bytes, shift) in [
+            (1u32, 1u32, 0u32),
+            (2, 1, 0),
+            (2, 2, 0),
+            (2, 2, 6),
+            (4, 2, 0),
+        ] {
+            for full in [0, 1] {
+                for factor in [1u32, 4, 256] {
+                    let l = Luma {
+                        chan: Channel {
+                            ptr: d.as_ptr() as u64,
+                            pitch: d.len() as u32,
+                            step,
+                            sample_bytes: bytes,
+                            shift,
+                            max: 65535,
+                            _pad: 0,
+                        },
+                        width: (d.len() as u32 - bytes) / step + 1,
+                        height: 1,
+                        full_range: full,
+                        factor,
+                    };
+                    for x in 0..l.width {
+                        let want = unsafe { sample(d.as_ptr(), x, &l) };
+                        let p = d.as_ptr();
+                        let got = match (bytes == 2, full != 0) {
+                            (false, false) => unsafe { sample_as::<false, false>(p, x, &l) },
+                            (false, true) => unsafe { sample_as::<false, true>(p, x, &l) },
+                            (true, false) => unsafe { sample_as::<true, false>(p, x, &l) },
+                            (true, true) => unsafe { sample_as::<true, true>(p, x, &l) },
+                        };
+                        assert_eq!(got, want, "x {x} step {step} bytes {bytes} full {full}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn blocks_cover_the_tiles() {
+        assert_eq!(TILE_H, 16);
+        assert_eq!(tiles(1920, 1080), (15, 68));
+        assert_eq!(blocks(1920, 1080), 1020);
+        assert_eq!(blocks(3840, 2160), MAX_BLOCKS);
+        assert_eq!(blocks(3, 3), 1);
+        assert_eq!(tile_origin(16, 1920), (128, 16));
+    }
+
     #[test]
     fn sobel_of_a_vertical_edge() {
         // 4x3, columns 0 0 100 100: the inner pixels (1,1) and (2,1) see the edge.
@@ -357,11 +559,13 @@ mod tests {
         assert_eq!(stddev(sq, v.len() as u64), 2.0);
     }
 
-    /// The GPU kernels' order of additions, emulated: per thread ([`thread_sums`]), the
+    /// The GPU kernels' order of additions, emulated: per thread ([`thread_sums`] over the
+    /// block's tiles b, b + blocks, .., each read through [`tile_sample`]), the
     /// shuffle-down tree of each warp, the warps in order, the partials of the means by
     /// lane then the butterfly, the deviation partials added by the host in block order.
     fn gpu_order(l: &Luma, prev: &mut [u16], first: bool) -> (f32, f32) {
-        let blocks = blocks(l.height);
+        let blocks = blocks(l.width, l.height);
+        let (tx, ty) = tiles(l.width, l.height);
         let warp_down = |v: &mut [f64]| {
             for delta in [16, 8, 4, 2, 1] {
                 let old = v.to_vec();
@@ -378,11 +582,22 @@ mod tests {
         let pass = |prev: &mut [u16], means: Option<(f64, f64)>| -> Vec<(f64, f64)> {
             (0..blocks)
                 .map(|b| {
-                    let t: Vec<(f64, f64)> = (0..BLOCK)
-                        .map(|t| unsafe {
-                            thread_sums(l, prev.as_mut_ptr(), first, means, b, blocks, t)
-                        })
-                        .collect();
+                    let mut t = vec![(0.0f64, 0.0f64); BLOCK as usize];
+                    let mut tile = b;
+                    while tile < tx * ty {
+                        let origin = tile_origin(tile, l.width);
+                        let buf: Vec<u32> = (0..TILE_LEN as u32)
+                            .map(|i| unsafe { tile_sample(l, origin, i) })
+                            .collect();
+                        for (i, acc) in t.iter_mut().enumerate() {
+                            let read = |k: u32| buf[k as usize];
+                            let p = prev.as_mut_ptr();
+                            *acc = unsafe {
+                                thread_sums(l, read, origin, p, first, means, i as u32, *acc)
+                            };
+                        }
+                        tile += blocks;
+                    }
                     let (mut g, mut m) = (0.0, 0.0);
                     for w in t.chunks(32) {
                         g += warp_down(&mut w.iter().map(|p| p.0).collect::<Vec<_>>());
@@ -475,6 +690,8 @@ mod tests {
             (333, 211, true, true, false),
             (257, 1030, true, false, true),
             (1920, 1080, false, true, true),
+            // 21 × 50 tiles: more than MAX_BLOCKS, blocks stride.
+            (2600, 800, true, false, true),
         ] {
             let (bytes, max) = if wide { (2u32, 1023u32) } else { (1, 255) };
             let pitch = w * bytes + 3;
