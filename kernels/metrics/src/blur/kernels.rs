@@ -1,6 +1,7 @@
 //! The blur kernels, one frame per launch sequence: `blur_gauss` (the blurred plane),
 //! `blur_suppress` (the suppressed gradient plane, from the blurred one), `blur_widths`
-//! (per CUDA block, the sum and count of the edge widths of one row chunk of one block).
+//! (per CUDA block, the sum and count of the edge widths of one tile of one block: `TILE_W`
+//! columns by `WIDTH_ROWS` rows, one column per thread).
 //! The plane kernels run one thread per pixel on 32×8 thread blocks; the width kernel
 //! reduces its thread sums through warp shuffles and shared memory in a fixed order and
 //! writes one (sum, count) pair per CUDA block: no atomics.
@@ -25,7 +26,7 @@ gpumetrics_device::kernel! {
     pub unsafe fn blur_suppress(p: Params, blurred: *const u8, out: *mut u8) => suppress_body;
 
     /// `out[2b]`, `out[2b + 1]` = the sum and the count of the counted edge widths of CUDA
-    /// block b's share: block `b / chunks`, row chunk `b % chunks`. Launch `BLOCK` threads
+    /// block b's share: block `b / chunks`, its tile `b % chunks`. Launch `BLOCK` threads
     /// on grid.x = cols · rows · chunks.
     pub unsafe fn blur_widths(
         p: Params,

@@ -34,9 +34,12 @@ use crate::luma8::{self, Luma8};
 pub const BLOCK: u32 = 256;
 /// Warps per block.
 pub const WARPS: usize = BLOCK as usize / 32;
-/// Target number of CUDA blocks of the width kernel: a frame's metric blocks are split
-/// into row chunks until about this many.
-pub const TARGET_GRID: u32 = 1024;
+/// Rows of one CUDA block's tile in the width kernel: a block takes `TILE_W` columns by
+/// `WIDTH_ROWS` rows of one metric block, each thread `WIDTH_ROWS / (BLOCK / TILE_W)` pixels
+/// of one column (4 with 256 threads). Neighbouring pixels run in the same CUDA block, so
+/// the planes' rows around them are read through one SM's L1.
+pub const WIDTH_ROWS: u32 = 32;
+const _: () = assert!(BLOCK.is_multiple_of(TILE_W) && WIDTH_ROWS.is_multiple_of(BLOCK / TILE_W));
 
 /// The rounded gradient directions, named (as FFmpeg) by the direction the width search
 /// steps in.
@@ -63,7 +66,7 @@ pub struct Params {
     pub block_h: u32,
     pub cols: u32,
     pub rows: u32,
-    /// Row chunks per block in the width kernel ([`chunks`]).
+    /// Tiles (CUDA blocks of the width kernel) per metric block ([`chunks`]).
     pub chunks: u32,
 }
 
@@ -82,19 +85,13 @@ pub fn layout(w: u32, h: u32, block_w: i64, block_h: i64) -> (u32, u32, u32, u32
     (bw, bh, w / bw, h / bh)
 }
 
-/// Row chunks per block for the width kernel: about [`TARGET_GRID`] CUDA blocks in all,
-/// at least one chunk per block, at most one per row.
-pub const fn chunks(blocks: u32, block_h: u32) -> u32 {
-    let c = match TARGET_GRID.checked_div(blocks) {
-        Some(c) => c,
-        None => 1,
-    };
-    let c = if c < 1 { 1 } else { c };
-    if c > block_h {
-        if block_h < 1 { 1 } else { block_h }
-    } else {
-        c
-    }
+/// Tiles per metric block of `block_w`×`block_h` for the width kernel: `TILE_W` columns
+/// by [`WIDTH_ROWS`] rows each (the last ones cut at the block's edge), row-major; at least 1.
+pub const fn chunks(block_w: u32, block_h: u32) -> u32 {
+    let across = block_w.div_ceil(TILE_W);
+    let down = block_h.div_ceil(WIDTH_ROWS);
+    let c = across.saturating_mul(down);
+    if c < 1 { 1 } else { c }
 }
 
 /// FFmpeg's 5×5 Gaussian weights (σ ≈ 1.4), summing to 159.
@@ -484,9 +481,11 @@ pub fn counts(width: f32) -> bool {
     width > 0.001
 }
 
-/// One GPU thread's share of chunk `chunk` of block `block` (row-major over the blocks):
-/// rows `chunk, chunk + chunks, ..` of the block, in each the columns `thread, thread +
-/// threads, ..`. Returns the sum (exact, see the module) and the count of its widths.
+/// One GPU thread's share of tile `chunk` of block `block` (row-major over the blocks; the
+/// tiles of [`chunks`], row-major in the block): with `threads` (a multiple of `TILE_W`)
+/// threads, thread t takes column `t % TILE_W` of the tile, its rows `t / TILE_W`, `t /
+/// TILE_W + threads / TILE_W`, .. (inside the tile and the block). Returns the sum (exact,
+/// see the module) and the count of its widths.
 ///
 /// # Safety
 /// Both planes must be readable and of the frame's size; `block < cols · rows`.
@@ -501,20 +500,25 @@ pub unsafe fn thread_sums(
     threads: u32,
 ) -> (f64, u32) {
     let (bx, by) = (block % p.cols, block / p.cols);
-    let (x0, y0) = (bx * p.block_w, by * p.block_h);
+    let across = p.block_w.div_ceil(TILE_W);
+    let (cx, cy) = (chunk % across, chunk / across);
+    let c = cx * TILE_W + thread % TILE_W;
     let (mut sum, mut count) = (0.0f64, 0u32);
-    let mut r = chunk;
-    while r < p.block_h {
-        let mut c = thread;
-        while c < p.block_w {
-            let v = unsafe { pixel_width(p, b, n, x0 + c, y0 + r) };
-            if counts(v) {
-                sum += v as f64;
-                count += 1;
-            }
-            c += threads;
+    if c >= p.block_w {
+        return (sum, count);
+    }
+    let x = bx * p.block_w + c;
+    let y0 = by * p.block_h;
+    let end = ((cy + 1) * WIDTH_ROWS).min(p.block_h);
+    let rows = threads / TILE_W;
+    let mut r = cy * WIDTH_ROWS + thread / TILE_W;
+    while r < end {
+        let v = unsafe { pixel_width(p, b, n, x, y0 + r) };
+        if counts(v) {
+            sum += v as f64;
+            count += 1;
         }
-        r += p.chunks;
+        r += rows;
     }
     (sum, count)
 }
@@ -629,10 +633,124 @@ mod tests {
         assert_eq!(layout(1920, 1080, 64, -1), (1920, 1080, 1, 1));
         assert_eq!(layout(100, 50, 32, 16), (32, 16, 3, 3));
         assert_eq!(layout(10, 10, 32, 32), (32, 32, 0, 0));
-        assert_eq!(chunks(1, 1080), 1024);
-        assert_eq!(chunks(1, 61), 61);
-        assert_eq!(chunks(5000, 8), 1);
+        assert_eq!(chunks(1920, 1080), 60 * 34);
+        assert_eq!(chunks(32, 32), 1);
+        assert_eq!(chunks(33, 61), 4);
+        assert_eq!(chunks(1, 1), 1);
         assert_eq!(chunks(0, 0), 1);
+        assert_eq!(chunks(u32::MAX, u32::MAX), u32::MAX);
+    }
+
+    #[test]
+    fn the_width_tiles_cover_each_block_once() {
+        // Each pixel's width is its own position code: the threads' sums over all tiles of
+        // a block must be the block's sum, each pixel counted once.
+        for &(w, h, bw, bh) in &[
+            (70u32, 45u32, -1i64, -1i64),
+            (70, 45, 16, 12),
+            (70, 45, 33, 40),
+            (64, 37, 1, 1),
+            (100, 70, 64, 64),
+        ] {
+            let d = vec![0u8; (w * h) as usize];
+            let (block_w, block_h, cols, rows) = layout(w, h, bw, bh);
+            let p = Params {
+                luma: luma(&d, w, h),
+                low: 15,
+                high: 30,
+                radius: 50,
+                block_w,
+                block_h,
+                cols,
+                rows,
+                chunks: chunks(block_w, block_h),
+            };
+            let mut seen = vec![0u32; (w * h) as usize];
+            for block in 0..cols * rows {
+                let (bx, by) = (block % cols, block / cols);
+                for chunk in 0..p.chunks {
+                    let across = block_w.div_ceil(TILE_W);
+                    let (cx, cy) = (chunk % across, chunk / across);
+                    for t in 0..BLOCK {
+                        let c = cx * TILE_W + t % TILE_W;
+                        if c >= block_w {
+                            continue;
+                        }
+                        let mut r = cy * WIDTH_ROWS + t / TILE_W;
+                        while r < ((cy + 1) * WIDTH_ROWS).min(block_h) {
+                            seen[((by * block_h + r) * w + bx * block_w + c) as usize] += 1;
+                            r += BLOCK / TILE_W;
+                        }
+                    }
+                }
+            }
+            for y in 0..h {
+                for x in 0..w {
+                    let inside = x < cols * block_w && y < rows * block_h;
+                    assert_eq!(
+                        seen[(y * w + x) as usize],
+                        inside as u32,
+                        "{w}x{h} ({x}, {y})"
+                    );
+                }
+            }
+            // And on a frame with edges, the tiles' sums add up to the blocks' sums.
+            let img: Vec<u8> = (0..w * h)
+                .map(|i| {
+                    if (i % w / 7 + i / w / 5) % 2 == 0 {
+                        30
+                    } else {
+                        220
+                    }
+                })
+                .collect();
+            let lm = luma(&img, w, h);
+            let mut bl = vec![0u8; (w * h) as usize];
+            for y in 0..h {
+                unsafe { gauss_row(&lm, y, bl[(y * w) as usize..].as_mut_ptr()) };
+            }
+            let b = Plane {
+                ptr: bl.as_ptr(),
+                w,
+                h,
+            };
+            let mut sup = vec![0u8; (w * h) as usize];
+            for y in 0..h {
+                unsafe { suppressed_row(&b, y, sup[(y * w) as usize..].as_mut_ptr()) };
+            }
+            let n = Plane {
+                ptr: sup.as_ptr(),
+                w,
+                h,
+            };
+            let p = Params { luma: lm, ..p };
+            for block in 0..cols * rows {
+                let (bx, by) = (block % cols, block / cols);
+                let mut want = (0.0f64, 0u32);
+                for y in by * block_h..(by + 1) * block_h {
+                    for x in bx * block_w..(bx + 1) * block_w {
+                        let v = unsafe { pixel_width(&p, &b, &n, x, y) };
+                        if counts(v) {
+                            want.0 += v as f64;
+                            want.1 += 1;
+                        }
+                    }
+                }
+                let mut got = (0.0f64, 0u32);
+                for chunk in 0..p.chunks {
+                    for t in 0..BLOCK {
+                        let (s, c) = unsafe { thread_sums(&p, &b, &n, block, chunk, t, BLOCK) };
+                        got.0 += s;
+                        got.1 += c;
+                    }
+                }
+                assert_eq!(
+                    (got.0.to_bits(), got.1),
+                    (want.0.to_bits(), want.1),
+                    "{w}x{h}"
+                );
+            }
+        }
     }
 
     #[test]
