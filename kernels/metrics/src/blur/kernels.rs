@@ -10,7 +10,8 @@
 use super::Params;
 #[cfg(target_arch = "nvptx64")]
 use super::{
-    Plane, STAGE_LEN, WARPS, gauss_stage, gauss_tile, suppress_stage, suppressed_tile, thread_sums,
+    MAG_LEN, Plane, STAGE_LEN, WARPS, gauss_stage, gauss_tile, suppress_grads, suppress_stage,
+    suppressed_tile, thread_sums,
 };
 #[cfg(target_arch = "nvptx64")]
 use gpumetrics_device as dev;
@@ -22,7 +23,8 @@ gpumetrics_device::kernel! {
     pub unsafe fn blur_gauss(p: Params, blurred: *mut u8) => gauss_body;
 
     /// `out[y·w + x]` = the suppressed gradient of `blurred` at (x, y), from the block's
-    /// blurred values staged in shared memory. Same grid.
+    /// blurred values staged in shared memory and the gradients around the block computed
+    /// from them once (also in shared memory). Same grid.
     pub unsafe fn blur_suppress(p: Params, blurred: *const u8, out: *mut u8) => suppress_body;
 
     /// `out[2b]`, `out[2b + 1]` = the sum and the count of the counted edge widths of CUDA
@@ -63,6 +65,7 @@ unsafe fn gauss_body(p: Params, blurred: *mut u8) {
 #[inline(always)]
 unsafe fn suppress_body(p: Params, blurred: *const u8, out: *mut u8) {
     gpumetrics_device::shared!(static BLUR_STAGE: [u32; STAGE_LEN]);
+    gpumetrics_device::shared!(static BLUR_MAGS: [u32; MAG_LEN]);
     let (w, h) = (p.luma.width, p.luma.height);
     let (tx, ty) = (dev::thread_idx_x(), dev::thread_idx_y());
     let (x0, y0) = (
@@ -71,12 +74,15 @@ unsafe fn suppress_body(p: Params, blurred: *const u8, out: *mut u8) {
     );
     let threads = dev::block_dim_x() * dev::block_dim_y();
     let b = Plane { ptr: blurred, w, h };
-    let s = BLUR_STAGE.as_mut_ptr();
-    unsafe { suppress_stage(&b, x0, y0, s, ty * dev::block_dim_x() + tx, threads) };
+    let (s, m) = (BLUR_STAGE.as_mut_ptr(), BLUR_MAGS.as_mut_ptr());
+    let thread = ty * dev::block_dim_x() + tx;
+    unsafe { suppress_stage(&b, x0, y0, s, thread, threads) };
+    unsafe { dev::sync_threads() };
+    unsafe { suppress_grads(s, m, w, h, x0, y0, thread, threads) };
     unsafe { dev::sync_threads() };
     let (x, y) = (x0 + tx, y0 + ty);
     if x < w && y < h {
-        let v = unsafe { suppressed_tile(s, w, h, x0, y0, tx, ty) };
+        let v = unsafe { suppressed_tile(m, w, h, x0, y0, tx, ty) };
         unsafe { *out.add(y as usize * w as usize + x as usize) = v };
     }
 }

@@ -300,6 +300,15 @@ pub fn suppressed_with(at: &impl Fn(u32, u32) -> i32, w: u32, h: u32, x: u32, y:
         return 0;
     }
     let (g, dir) = sobel_with(at, w, h, x, y);
+    let n =
+        |sx: i32, sy: i32| sobel_with(at, w, h, (x as i32 + sx) as u32, (y as i32 + sy) as u32).0;
+    suppress(g, dir, &n)
+}
+
+/// The suppression of an inner pixel of gradient `g` and direction `dir`, `n(sx, sy)` the
+/// gradient magnitude of its neighbour at (x + sx, y + sy).
+#[inline(always)]
+fn suppress(g: i32, dir: u32, n: &impl Fn(i32, i32) -> i32) -> u8 {
     let (dx, dy) = match dir {
         DIR_HORIZONTAL => (1, 0),
         DIR_VERTICAL => (0, 1),
@@ -307,8 +316,6 @@ pub fn suppressed_with(at: &impl Fn(u32, u32) -> i32, w: u32, h: u32, x: u32, y:
         DIR_45UP => (-1, 1),
         _ => (1, 1),
     };
-    let n =
-        |sx: i32, sy: i32| sobel_with(at, w, h, (x as i32 + sx) as u32, (y as i32 + sy) as u32).0;
     if g > n(dx, dy) && g > n(-dx, -dy) {
         if g > 255 { 255 } else { g as u8 }
     } else {
@@ -351,14 +358,57 @@ pub unsafe fn suppress_stage(b: &Plane, x0: u32, y0: u32, s: *mut u32, thread: u
     }
 }
 
-/// [`suppressed`] at (x0 + tx, y0 + ty) from the tile [`suppress_stage`] staged (it reads
-/// at most two pixels away, all in the tile).
+/// The gradients of the suppression kernel's block: the block's pixels and one on each
+/// side, `MAG_W`×`MAG_H`.
+pub const MAG_W: u32 = TILE_W + 2;
+pub const MAG_H: u32 = TILE_H + 2;
+pub const MAG_LEN: usize = 34 * 10;
+const _: () = assert!(MAG_LEN == (MAG_W * MAG_H) as usize);
+
+/// From the tile [`suppress_stage`] staged, the [`sobel`] gradients around the block at
+/// (x0, y0) in `m`: `m[r · MAG_W + c]` = the magnitude of (x0 − 1 + c, y0 − 1 + r) plus its
+/// direction times 2^16 (a magnitude is at most 2040), 0 outside the frame (thread
+/// `thread` of `threads` takes every `threads`-th one): each gradient computed once per
+/// block (it reads at most one pixel away, all in the staged tile).
 ///
 /// # Safety
-/// `s` holds the staged tile; tx < `TILE_W`, ty < `TILE_H`, the pixel inside the frame.
+/// `s` holds the staged tile, `m` [`MAG_LEN`] values.
+#[inline(always)]
+pub unsafe fn suppress_grads(
+    s: *const u32,
+    m: *mut u32,
+    w: u32,
+    h: u32,
+    x0: u32,
+    y0: u32,
+    thread: u32,
+    threads: u32,
+) {
+    let at =
+        |x: u32, y: u32| unsafe { *s.add(((y + 2 - y0) * STAGE_W + x + 2 - x0) as usize) as i32 };
+    let mut i = thread;
+    while i < MAG_LEN as u32 {
+        let (r, c) = (i / MAG_W, i % MAG_W);
+        let (x, y) = ((x0 + c).wrapping_sub(1), (y0 + r).wrapping_sub(1));
+        let v = if x < w && y < h {
+            let (g, dir) = sobel_with(&at, w, h, x, y);
+            g as u32 | dir << 16
+        } else {
+            0
+        };
+        unsafe { *m.add(i as usize) = v };
+        i += threads;
+    }
+}
+
+/// [`suppressed`] at (x0 + tx, y0 + ty) from the gradients [`suppress_grads`] wrote.
+///
+/// # Safety
+/// `m` holds the block's gradients; tx < `TILE_W`, ty < `TILE_H`, the pixel inside the
+/// frame.
 #[inline(always)]
 pub unsafe fn suppressed_tile(
-    s: *const u32,
+    m: *const u32,
     w: u32,
     h: u32,
     x0: u32,
@@ -366,9 +416,15 @@ pub unsafe fn suppressed_tile(
     tx: u32,
     ty: u32,
 ) -> u8 {
-    let at =
-        |x: u32, y: u32| unsafe { *s.add(((y + 2 - y0) * STAGE_W + x + 2 - x0) as usize) as i32 };
-    suppressed_with(&at, w, h, x0 + tx, y0 + ty)
+    let (x, y) = (x0 + tx, y0 + ty);
+    if x < 1 || y < 1 || x + 1 >= w || y + 1 >= h {
+        return 0;
+    }
+    let at = |c: i32, r: i32| unsafe { *m.add((r as u32 * MAG_W + c as u32) as usize) };
+    let (c, r) = (tx as i32 + 1, ty as i32 + 1);
+    let v = at(c, r);
+    let n = |sx: i32, sy: i32| (at(c + sx, r + sy) & 0xffff) as i32;
+    suppress((v & 0xffff) as i32, v >> 16, &n)
 }
 
 /// Row `y` of the suppressed plane into `out[0..w]`.
@@ -803,7 +859,7 @@ mod tests {
     #[test]
     fn the_staged_suppression_is_the_suppression() {
         let mut seed = 0x5eedu64;
-        for &(w, h) in &[(1u32, 1u32), (3, 3), (33, 9), (70, 19)] {
+        for &(w, h) in &[(1u32, 1u32), (3, 3), (33, 9), (70, 19), (100, 41)] {
             let d: Vec<u8> = (0..w * h)
                 .map(|i| {
                     seed ^= seed << 13;
@@ -818,16 +874,31 @@ mod tests {
                 h,
             };
             let mut tile = vec![0u32; STAGE_LEN];
+            let mut mags = vec![u32::MAX; MAG_LEN];
             for y0 in (0..h).step_by(TILE_H as usize) {
                 for x0 in (0..w).step_by(TILE_W as usize) {
                     let threads = if x0 == 0 { TILE_W * TILE_H } else { 100 };
                     for t in 0..threads {
                         unsafe { suppress_stage(&b, x0, y0, tile.as_mut_ptr(), t, threads) };
                     }
+                    for t in 0..threads {
+                        unsafe {
+                            suppress_grads(
+                                tile.as_ptr(),
+                                mags.as_mut_ptr(),
+                                w,
+                                h,
+                                x0,
+                                y0,
+                                t,
+                                threads,
+                            )
+                        };
+                    }
                     for ty in 0..TILE_H.min(h - y0) {
                         for tx in 0..TILE_W.min(w - x0) {
                             let got =
-                                unsafe { suppressed_tile(tile.as_ptr(), w, h, x0, y0, tx, ty) };
+                                unsafe { suppressed_tile(mags.as_ptr(), w, h, x0, y0, tx, ty) };
                             let want = unsafe { suppressed(&b, x0 + tx, y0 + ty) };
                             assert_eq!(got, want, "{w}x{h} at ({}, {})", x0 + tx, y0 + ty);
                         }
