@@ -78,7 +78,7 @@ unsafe fn suppress_body(p: Params, blurred: *const u8, out: *mut u8) {
     let thread = ty * dev::block_dim_x() + tx;
     unsafe { suppress_stage(&b, x0, y0, s, thread, threads) };
     unsafe { dev::sync_threads() };
-    unsafe { suppress_grads(s, m, w, h, x0, y0, thread, threads) };
+    unsafe { suppress_grads(s, m, (w, h), (x0, y0), thread, threads) };
     unsafe { dev::sync_threads() };
     let (x, y) = (x0 + tx, y0 + ty);
     if x < w && y < h {

@@ -377,10 +377,8 @@ const _: () = assert!(MAG_LEN == (MAG_W * MAG_H) as usize);
 pub unsafe fn suppress_grads(
     s: *const u32,
     m: *mut u32,
-    w: u32,
-    h: u32,
-    x0: u32,
-    y0: u32,
+    (w, h): (u32, u32),
+    (x0, y0): (u32, u32),
     thread: u32,
     threads: u32,
 ) {
@@ -886,10 +884,8 @@ mod tests {
                             suppress_grads(
                                 tile.as_ptr(),
                                 mags.as_mut_ptr(),
-                                w,
-                                h,
-                                x0,
-                                y0,
+                                (w, h),
+                                (x0, y0),
                                 t,
                                 threads,
                             )
