@@ -1,9 +1,11 @@
-//! Blockiness's kernels (`blockiness_profiles`, `blockiness_periods`) against the host build
+//! Blockiness's kernels (`blockiness_profiles`, `blockiness_bands`, `blockiness_periods`)
+//! against the host build
 //! of the same per-pixel functions over a few frames (the profiles add up over the
 //! sequence), and the CUDA engine against the CPU engine.
 //!
-//! Tolerance: none. Both sides add each profile value's f32 gradients in FFmpeg's order
-//! (rows in order for a column, columns in order for a row) and search the periods with
+//! Tolerance: none. Both sides add each profile value's f32 gradients in the same order
+//! (bands of 128 rows for a column, of 128 columns for a row, each in order from 0, then
+//! the band sums in order) and search the periods with
 //! the same f32 arithmetic (32 lanes, then a fixed tree), so the profiles and the value
 //! must be equal bit for bit (NaN for NaN).
 
@@ -19,8 +21,14 @@ use crate::common::{self, Rng};
 use crate::{Check, Outcome, rel_err};
 
 /// The checks of this module and the kernels each covers.
-pub(crate) const CHECKS: &[(&[&str], Check)] =
-    &[(&["blockiness_profiles", "blockiness_periods"], kernels)];
+pub(crate) const CHECKS: &[(&[&str], Check)] = &[(
+    &[
+        "blockiness_profiles",
+        "blockiness_bands",
+        "blockiness_periods",
+    ],
+    kernels,
+)];
 
 crate::gpu_tests! {
     blockiness_kernels_match_the_host => "blockiness_profiles",
@@ -135,9 +143,8 @@ fn params(c: &Case, ptr: u64, pitch: u32, first: bool) -> Params {
 /// One frame's profiles added on the host (the CPU backend's order) and the value.
 fn host(p: &Params, cols: &mut [f32], rows: &mut [f32]) -> f32 {
     let l = p.luma;
-    for y in 1..l.height {
-        unsafe { blockiness::add_col_row(&l, y, 0, l.width, cols.as_mut_ptr()) };
-    }
+    let mut sums = vec![0f32; l.width as usize];
+    unsafe { blockiness::add_col_bands(&l, 0, l.width, cols.as_mut_ptr(), sums.as_mut_ptr()) };
     let (a, b) = span(l.height);
     for y in a..b {
         rows[y as usize] = unsafe { blockiness::row_sum(&l, y, rows[y as usize]) };
@@ -155,10 +162,12 @@ fn kernels(k: &Kernels, s: &Arc<CudaStream>, r: &mut Rng) -> Result<Outcome, Dri
         let pitch = (c.w - 1) * c.step + c.bytes + 5;
         let mut cols = s.alloc_zeros::<f32>(c.w as usize)?;
         let mut rows = s.alloc_zeros::<f32>(c.h as usize)?;
+        let mut col_bands = s.alloc_zeros::<f32>((blockiness::bands(c.h) * c.w).max(1) as usize)?;
+        let mut row_bands = s.alloc_zeros::<f32>((blockiness::bands(c.w) * c.h).max(1) as usize)?;
+        let grid = blockiness::profile_grid(c.w, c.h);
         let pairs = 2 * blockiness::periods(&params(c, 0, pitch, true));
         let mut result = s.alloc_zeros::<f32>(4 * pairs.max(1) as usize)?;
         let (mut host_cols, mut host_rows) = (vec![0f32; c.w as usize], vec![0f32; c.h as usize]);
-        let (col_blocks, row_blocks) = blockiness::profile_blocks(c.w, c.h);
         for f in 0..FRAMES {
             let data = frame(c, pitch, f, r);
             let dev = s.clone_htod(&data)?;
@@ -173,15 +182,23 @@ fn kernels(k: &Kernels, s: &Arc<CudaStream>, r: &mut Rng) -> Result<Outcome, Dri
                 let (cp, _g2) = DevPtrMut::of(&mut cols, s);
                 let (rp, _g3) = DevPtrMut::of(&mut rows, s);
                 let (out, _g4) = DevPtrMut::of(&mut result, s);
+                let (cb, _g5) = DevPtrMut::of(&mut col_bands, s);
+                let (rb, _g6) = DevPtrMut::of(&mut row_bands, s);
                 unsafe {
-                    if col_blocks + row_blocks > 0 {
+                    if grid > 0 {
                         let cfg = LaunchConfig {
-                            grid_dim: (col_blocks + row_blocks, 1, 1),
+                            grid_dim: (grid, 1, 1),
                             block_dim: (blockiness::BLOCK, 1, 1),
                             shared_mem_bytes: 0,
                         };
-                        k.blockiness_profiles(s, cfg, p, cp, rp)?;
+                        k.blockiness_profiles(s, cfg, p, cb, rb)?;
                     }
+                    let cfg = LaunchConfig {
+                        grid_dim: ((c.w + c.h).div_ceil(blockiness::BANDS_BLOCK), 1, 1),
+                        block_dim: (blockiness::BANDS_BLOCK, 1, 1),
+                        shared_mem_bytes: 0,
+                    };
+                    k.blockiness_bands(s, cfg, p, cp, rp, cb.as_const(), rb.as_const())?;
                     let cfg = LaunchConfig {
                         grid_dim: (pairs, 1, 1),
                         block_dim: (blockiness::PERIOD_LANES, 1, 1),

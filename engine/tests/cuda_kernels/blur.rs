@@ -140,7 +140,7 @@ fn params(c: &Case, ptr: u64, pitch: u32) -> Params {
         block_h,
         cols,
         rows,
-        chunks: blur::chunks(cols * rows, block_h),
+        chunks: blur::chunks(block_w, block_h),
     }
 }
 

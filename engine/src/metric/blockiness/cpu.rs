@@ -1,6 +1,7 @@
-//! Blockiness on the CPU: the column profile in bands of columns (each band walks all rows
-//! in order, so every column's f32 additions are FFmpeg's), the row profile one row per
-//! task (columns in order), in parallel with rayon; then the period search.
+//! Blockiness on the CPU: the column profile in bands of columns (each walks all rows, in
+//! the kernels' order: bands of rows, each summed in order, added in order), the row
+//! profile one row per task (the same order over columns), in parallel with rayon; then
+//! the period search.
 
 use rayon::prelude::*;
 
@@ -51,11 +52,12 @@ impl CpuSingle for Blockiness {
             .for_each(|(band, cols)| {
                 let from = (band * BAND_COLS) as u32;
                 let to = from + cols.len() as u32;
-                for y in 1..l.height {
-                    // SAFETY: the backend validated the frame against the plan's layout;
-                    // `cols` holds to − from values.
-                    unsafe { blockiness::add_col_row(&l, y, from, to, cols.as_mut_ptr()) };
-                }
+                let mut sums = [0f32; BAND_COLS];
+                // SAFETY: the backend validated the frame against the plan's layout;
+                // `cols` and `sums` hold at least to − from values.
+                unsafe {
+                    blockiness::add_col_bands(&l, from, to, cols.as_mut_ptr(), sums.as_mut_ptr())
+                };
             });
         let (a, b) = span(l.height);
         if b > a {

@@ -1,5 +1,6 @@
 //! Blockiness on the GPU, one state per input: per frame `blockiness_profiles` (the frame's
-//! gradients added to both profiles, which stay on the device for the sequence) and
+//! gradients summed per band of 128 rows or columns), `blockiness_bands` (the band sums
+//! added to both profiles, which stay on the device for the sequence) and
 //! `blockiness_periods` (each (direction, period) pair's sums, one warp each), one copy of
 //! those sums (16 bytes per pair), from which the host keeps the largest ratio.
 
@@ -21,6 +22,10 @@ pub(super) struct Blockiness {
     /// The column profile (`width` values) and the row profile (`height` values).
     cols: DeviceBuffer<f32>,
     rows: DeviceBuffer<f32>,
+    /// The frame's band sums: `bands(height) · width` for the columns, `bands(width) ·
+    /// height` for the rows.
+    col_bands: DeviceBuffer<f32>,
+    row_bands: DeviceBuffer<f32>,
     /// Per (direction, period) pair, its four sums (`blockiness::decode`).
     sums: DeviceBuffer<f32>,
     host: PinnedBuffer<f32>,
@@ -47,6 +52,14 @@ impl Blockiness {
             settings,
             cols: DeviceBuffer::zeroed(&gpu.stream, (width as usize).max(1))?,
             rows: DeviceBuffer::zeroed(&gpu.stream, (height as usize).max(1))?,
+            col_bands: DeviceBuffer::zeroed(
+                &gpu.stream,
+                (blockiness::bands(height) as usize * width as usize).max(1),
+            )?,
+            row_bands: DeviceBuffer::zeroed(
+                &gpu.stream,
+                (blockiness::bands(width) as usize * height as usize).max(1),
+            )?,
             sums: DeviceBuffer::zeroed(&gpu.stream, len)?,
             // SAFETY: written by the copy in `run` before it is read.
             host: unsafe { PinnedBuffer::new(&gpu.ctx, len, 0) }?,
@@ -79,22 +92,43 @@ impl Blockiness {
     /// Queues both kernels and waits for the pairs' sums; the frame's value from them.
     fn run(&mut self, gpu: &Gpu, p: Params) -> Result<f32, DriverError> {
         let (k, stream) = (&gpu.kernels, &gpu.stream);
-        let (col_blocks, row_blocks) = blockiness::profile_blocks(self.width, self.height);
+        let grid = blockiness::profile_grid(self.width, self.height);
         let cols = self.cols.as_mut();
         let rows = self.rows.as_mut();
+        let col_bands = self.col_bands.as_mut();
+        let row_bands = self.row_bands.as_mut();
         let sums = self.sums.as_mut();
         // SAFETY: the frame was validated against the plan's layout by the backend and
         // against these buffers by `mismatch`; the profiles hold width and height values,
-        // `sums` 4 per pair for the grid of `pairs` blocks; the kernels and the copy run in
+        // the band buffers `bands(height) · width` and `bands(width) · height` (what
+        // `profile_grid`'s blocks write), `sums` 4 per pair for the grid of `pairs` blocks;
+        // the bands kernel's grid covers width + height; the kernels and the copy run in
         // stream order and the host reads after the synchronisation.
         unsafe {
-            if col_blocks + row_blocks > 0 {
+            if grid > 0 {
                 let cfg = LaunchConfig {
-                    grid_dim: (col_blocks + row_blocks, 1, 1),
+                    grid_dim: (grid, 1, 1),
                     block_dim: (blockiness::BLOCK, 1, 1),
                     shared_mem_bytes: 0,
                 };
-                k.blockiness_profiles(stream, cfg, p, cols, rows)?;
+                k.blockiness_profiles(stream, cfg, p, col_bands, row_bands)?;
+            }
+            let values = self.width + self.height;
+            if values > 0 {
+                let cfg = LaunchConfig {
+                    grid_dim: (values.div_ceil(blockiness::BANDS_BLOCK), 1, 1),
+                    block_dim: (blockiness::BANDS_BLOCK, 1, 1),
+                    shared_mem_bytes: 0,
+                };
+                k.blockiness_bands(
+                    stream,
+                    cfg,
+                    p,
+                    cols,
+                    rows,
+                    col_bands.as_const(),
+                    row_bands.as_const(),
+                )?;
             }
             if self.pairs > 0 {
                 let cfg = LaunchConfig {

@@ -1,6 +1,6 @@
 //! Blur on the GPU, one state per input: per frame `blur_gauss` (the blurred plane),
 //! `blur_suppress` (the suppressed gradients), `blur_widths` (per CUDA block, the exact sum
-//! and the count of the edge widths of one row chunk of one block), one copy of those
+//! and the count of the edge widths of one 32×32 tile of one block), one copy of those
 //! partials, which the host adds per block and pools ([`super::pool`]). Buffers are
 //! allocated once, for the side's layout.
 

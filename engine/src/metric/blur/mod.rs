@@ -227,7 +227,7 @@ impl Settings {
             block_h,
             cols,
             rows,
-            chunks: blur::chunks(cols.saturating_mul(rows), block_h),
+            chunks: blur::chunks(block_w, block_h),
         }
     }
 }

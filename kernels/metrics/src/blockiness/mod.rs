@@ -8,21 +8,27 @@
 //! * a column profile, each column's gradients added in f32 row by row, and a row profile,
 //!   each row's added in f32 column by column. FFmpeg never clears them between frames:
 //!   the profiles add up over the whole sequence (a flat frame repeats the previous value).
-//!   The order of these f32 additions is kept on both backends, so the profiles are the
-//!   same bit for bit however long the sequence;
+//!   FFmpeg adds a frame's gradients one after the other; here, on both backends, each
+//!   band of [`TILE`] rows (columns) is added in order from 0, then the band sums in band
+//!   order to the running value ([`add_col_bands`], [`row_sum`], [`add_bands`]): the
+//!   bands run in parallel on the GPU. The profiles differ from FFmpeg's by f32 rounding
+//!   only (about 1e-7 relative) and the backends' are the same bit for bit however long
+//!   the sequence;
 //! * per period p of `period_min..=period_max` and direction, the mean over the grid
 //!   positions (`i % p == p − 1`) of the largest of three neighbouring profile values,
 //!   over the mean of the other positions' values, in f32 ([`period_ratio`]). FFmpeg adds
 //!   each sum position by position; here 32 lanes add every 32nd position and a fixed tree
 //!   adds the lanes ([`period_sums`], the same on both backends): the sums differ from
-//!   FFmpeg's by f32 rounding only (about 1e-7 relative), the profiles not at all;
+//!   FFmpeg's by f32 rounding only (about 1e-7 relative);
 //! * the largest ratio, horizontal periods then vertical ones, with FFmpeg's `a > b ? a :
 //!   b` ([`keep_larger`]): a 0/0 ratio (a flat profile) is NaN and replaces the running
 //!   value, a later number replaces a NaN. Frames too small for any period give 0.
 //!
-//! One code path for the host and the GPU: the CPU backend runs [`add_col_row`] and
+//! One code path for the host and the GPU: the CPU backend runs [`add_col_bands`] and
 //! [`row_sum`] (and [`ratio`] for the result), the kernels (`kernels.rs`) the same
-//! per-pixel functions and the same sequential additions, one thread per column or row.
+//! per-pixel functions and the same sequential additions: one CUDA block per (16 columns
+//! or rows, band), one thread per column or row summing its band, then one thread per
+//! profile value adding the bands ([`add_bands`]).
 
 mod kernels;
 
@@ -83,10 +89,34 @@ pub fn span_len(n: u32) -> u32 {
     b.saturating_sub(a)
 }
 
-/// CUDA blocks of the column part and of the row part of the profile kernel.
+/// Groups of [`LANES`] profile columns and of profile rows of the profile kernel.
 pub fn profile_blocks(w: u32, h: u32) -> (u32, u32) {
     (span_len(w).div_ceil(LANES), span_len(h).div_ceil(LANES))
 }
+
+/// CUDA blocks of the profile kernel: one per (group, band), the column part's first.
+pub fn profile_grid(w: u32, h: u32) -> u32 {
+    let (c, r) = profile_blocks(w, h);
+    c * bands(h) + r * bands(w)
+}
+
+/// Block `b`'s part and band (its tile of [`tile`]) in the profile kernel: the column
+/// groups' bands first (group-major), then the row groups'.
+#[inline(always)]
+pub fn part_band(w: u32, h: u32, b: u32) -> (Part, u32) {
+    let (cb, _) = profile_blocks(w, h);
+    let (ct, rt) = (bands(h), bands(w));
+    let (group, k) = if b < cb * ct {
+        (b / ct, b % ct)
+    } else {
+        let r = b - cb * ct;
+        (cb + r / rt, r % rt)
+    };
+    (part(w, h, group), k)
+}
+
+/// The band-sum kernel's threads: one per profile value, the columns' then the rows'.
+pub const BANDS_BLOCK: u32 = 256;
 
 /// `|a − b|` of two samples.
 #[inline(always)]
@@ -163,15 +193,80 @@ pub unsafe fn add_col_row(l: &Luma8, y: u32, from: u32, to: u32, cols: *mut f32)
     }
 }
 
-/// Row y's row-profile value: `start` plus its row gradients, added in f32 column by column.
+/// Row y's row-profile value: `start` plus its row gradients in the kernels' order: per
+/// band of [`TILE`] columns from column 1 ([`bands`]), the band's gradients added in f32
+/// column by column from 0, then the band's sum added to the running value, band by band.
 ///
 /// # Safety
 /// 3 ≤ y < h − 4; the rows are readable.
 #[inline]
 pub unsafe fn row_sum(l: &Luma8, y: u32, start: f32) -> f32 {
     let mut acc = start;
-    for x in 1..l.width {
-        acc += unsafe { row_grad(l, x, y) };
+    let mut x0 = 1;
+    while x0 < l.width {
+        let end = (x0 + TILE).min(l.width);
+        let mut band = 0f32;
+        for x in x0..end {
+            band += unsafe { row_grad(l, x, y) };
+        }
+        acc += band;
+        x0 = end;
+    }
+    acc
+}
+
+/// Adds one frame's column gradients of columns `from..to` to the column profile (column
+/// `from` at `cols[0]`; columns outside [`span`] untouched) in the kernels' order: per band
+/// of [`TILE`] rows from row 1 ([`bands`]), the band's gradients added in f32 row by row
+/// from 0 ([`add_col_row`] into `band`), then each column's band sum added to its value,
+/// band by band.
+///
+/// # Safety
+/// `cols` and `band` hold `to − from` values; the frame is readable.
+#[inline]
+pub unsafe fn add_col_bands(l: &Luma8, from: u32, to: u32, cols: *mut f32, band: *mut f32) {
+    let (a, b) = span(l.width);
+    let (lo, hi) = (from.max(a), to.min(b));
+    if lo >= hi {
+        return;
+    }
+    let mut y0 = 1;
+    while y0 < l.height {
+        let end = (y0 + TILE).min(l.height);
+        for x in lo..hi {
+            unsafe { *band.add((x - from) as usize) = 0.0 };
+        }
+        for y in y0..end {
+            unsafe { add_col_row(l, y, from, to, band) };
+        }
+        for x in lo..hi {
+            let i = (x - from) as usize;
+            unsafe { *cols.add(i) += *band.add(i) };
+        }
+        y0 = end;
+    }
+}
+
+/// Bands of a profile's sums: tiles of [`TILE`] rows (for the columns) or columns (for the
+/// rows) of the `n` from index 1.
+#[inline(always)]
+pub fn bands(n: u32) -> u32 {
+    n.saturating_sub(1).div_ceil(TILE)
+}
+
+/// One profile value after a frame: `start` (0 on a sequence's first frame) plus its band
+/// sums in band order, band `k` at `band_sums[k · n + i]` (as `blockiness_profiles` writes
+/// them).
+///
+/// # Safety
+/// `band_sums` holds `count · n` values, `i < n`.
+#[inline(always)]
+pub unsafe fn add_bands(start: f32, band_sums: *const f32, n: u32, i: u32, count: u32) -> f32 {
+    let mut acc = start;
+    let mut k = 0;
+    while k < count {
+        acc += unsafe { *band_sums.add(k as usize * n as usize + i as usize) };
+        k += 1;
     }
     acc
 }
@@ -623,41 +718,77 @@ mod tests {
             want += unsafe { row_grad(&l, x, 4) };
         }
         assert_eq!(unsafe { row_sum(&l, 4, 0.0) }, want);
+        // One band (w, h ≤ TILE + 1): the band order is the sequential order.
+        let mut banded = vec![0f32; w as usize];
+        let mut scratch = vec![0f32; w as usize];
+        unsafe { add_col_bands(&l, 0, w, banded.as_mut_ptr(), scratch.as_mut_ptr()) };
+        assert_eq!(banded, cols);
+        // Several bands: each band from 0, then the bands in order.
+        let (w, h) = (300u32, 270u32);
+        let d: Vec<u8> = (0..w * h).map(|i| ((i * 37 + i / 7) % 251) as u8).collect();
+        let l = luma(&d, w, h);
+        let mut want = 0.5f32;
+        let mut x0 = 1;
+        while x0 < w {
+            let mut band = 0f32;
+            for x in x0..(x0 + TILE).min(w) {
+                band += unsafe { row_grad(&l, x, 7) };
+            }
+            want += band;
+            x0 += TILE;
+        }
+        assert_eq!(unsafe { row_sum(&l, 7, 0.5) }, want);
+        let mut want = 0.25f32;
+        let mut y0 = 1;
+        while y0 < h {
+            let mut band = 0f32;
+            for y in y0..(y0 + TILE).min(h) {
+                band += unsafe { col_grad(&l, 11, y) };
+            }
+            want += band;
+            y0 += TILE;
+        }
+        let mut cols = vec![0.25f32; w as usize];
+        let mut scratch = vec![0f32; w as usize];
+        unsafe { add_col_bands(&l, 0, w, cols.as_mut_ptr(), scratch.as_mut_ptr()) };
+        assert_eq!(cols[11], want);
+        assert_eq!((cols[2], cols[w as usize - 4]), (0.25, 0.25));
+        assert_eq!(bands(h), 3);
     }
 
-    /// The profile kernel's steps on the host, thread by thread between its barriers.
+    /// The profile kernels' steps on the host, thread by thread between their barriers:
+    /// every (group, band) block's band sums, then every profile value's band additions.
     fn emulate(p: &Params, cols: &mut [f32], rows: &mut [f32], threads: u32) {
         let l = p.luma;
-        let (cb, rb) = profile_blocks(l.width, l.height);
+        let (w, h) = (l.width, l.height);
         let mut s = vec![0u32; SAMPLES_LEN];
         let mut g = vec![0f32; GRADS_LEN];
-        for b in 0..cb + rb {
-            let part = part(l.width, l.height, b);
-            let prof: &mut [f32] = if part.columns { cols } else { rows };
-            let mut acc: Vec<f32> = (0..part.lanes)
-                .map(|i| {
-                    if p.first != 0 {
-                        0.0
-                    } else {
-                        prof[(part.first + i) as usize]
-                    }
-                })
-                .collect();
-            let mut k = 0;
-            while let Some(t) = tile(&l, &part, k) {
-                for th in 0..threads {
-                    unsafe { stage(&l, &part, t, s.as_mut_ptr(), th, threads) };
-                }
-                for th in 0..threads {
-                    unsafe { tile_grads(&part, t, s.as_ptr(), g.as_mut_ptr(), th, threads) };
-                }
-                for (lane, a) in acc.iter_mut().enumerate() {
-                    *a = unsafe { tile_sum(&part, t, g.as_ptr(), lane as u32, *a) };
-                }
-                k += 1;
+        let mut cband = vec![f32::NAN; (bands(h) * w).max(1) as usize];
+        let mut rband = vec![f32::NAN; (bands(w) * h).max(1) as usize];
+        for b in 0..profile_grid(w, h) {
+            let (part, k) = part_band(w, h, b);
+            let t = tile(&l, &part, k).unwrap();
+            for th in 0..threads {
+                unsafe { stage(&l, &part, t, s.as_mut_ptr(), th, threads) };
             }
-            for (i, a) in acc.iter().enumerate() {
-                prof[(part.first + i as u32) as usize] = *a;
+            for th in 0..threads {
+                unsafe { tile_grads(&part, t, s.as_ptr(), g.as_mut_ptr(), th, threads) };
+            }
+            let (out, n) = if part.columns {
+                (&mut cband, w)
+            } else {
+                (&mut rband, h)
+            };
+            for lane in 0..part.lanes {
+                let v = unsafe { tile_sum(&part, t, g.as_ptr(), lane, 0.0) };
+                out[(k * n + part.first + lane) as usize] = v;
+            }
+        }
+        for (prof, band, n, count) in [(cols, &cband, w, bands(h)), (rows, &rband, h, bands(w))] {
+            let (a, b) = span(n);
+            for i in a..b {
+                let start = if p.first != 0 { 0.0 } else { prof[i as usize] };
+                prof[i as usize] = unsafe { add_bands(start, band.as_ptr(), n, i, count) };
             }
         }
     }
@@ -679,6 +810,7 @@ mod tests {
             (97, 61, false),
             (300, 140, true),
             (130, 131, false),
+            (261, 300, false),
         ] {
             let (bytes, max) = if wide { (2u32, 1023u32) } else { (1, 255) };
             let pitch = w * bytes + 3;
@@ -723,9 +855,8 @@ mod tests {
                 // The launch's threads, and fewer (the leftover loop of `stage`).
                 let threads = if f == 1 { 100 } else { BLOCK };
                 emulate(&p, &mut cols_k, &mut rows_k, threads);
-                for y in 1..h {
-                    unsafe { add_col_row(&p.luma, y, 0, w, cols_c.as_mut_ptr()) };
-                }
+                let mut scratch = vec![0f32; w as usize];
+                unsafe { add_col_bands(&p.luma, 0, w, cols_c.as_mut_ptr(), scratch.as_mut_ptr()) };
                 let (a, b) = span(h);
                 for y in a..b {
                     rows_c[y as usize] = unsafe { row_sum(&p.luma, y, rows_c[y as usize]) };

@@ -1,6 +1,7 @@
 //! The blur kernels, one frame per launch sequence: `blur_gauss` (the blurred plane),
 //! `blur_suppress` (the suppressed gradient plane, from the blurred one), `blur_widths`
-//! (per CUDA block, the sum and count of the edge widths of one row chunk of one block).
+//! (per CUDA block, the sum and count of the edge widths of one tile of one block: `TILE_W`
+//! columns by `WIDTH_ROWS` rows, one column per thread).
 //! The plane kernels run one thread per pixel on 32×8 thread blocks; the width kernel
 //! reduces its thread sums through warp shuffles and shared memory in a fixed order and
 //! writes one (sum, count) pair per CUDA block: no atomics.
@@ -9,7 +10,8 @@
 use super::Params;
 #[cfg(target_arch = "nvptx64")]
 use super::{
-    Plane, STAGE_LEN, WARPS, gauss_stage, gauss_tile, suppress_stage, suppressed_tile, thread_sums,
+    MAG_LEN, Plane, STAGE_LEN, WARPS, gauss_stage, gauss_tile, suppress_grads, suppress_stage,
+    suppressed_tile, thread_sums,
 };
 #[cfg(target_arch = "nvptx64")]
 use gpumetrics_device as dev;
@@ -21,11 +23,12 @@ gpumetrics_device::kernel! {
     pub unsafe fn blur_gauss(p: Params, blurred: *mut u8) => gauss_body;
 
     /// `out[y·w + x]` = the suppressed gradient of `blurred` at (x, y), from the block's
-    /// blurred values staged in shared memory. Same grid.
+    /// blurred values staged in shared memory and the gradients around the block computed
+    /// from them once (also in shared memory). Same grid.
     pub unsafe fn blur_suppress(p: Params, blurred: *const u8, out: *mut u8) => suppress_body;
 
     /// `out[2b]`, `out[2b + 1]` = the sum and the count of the counted edge widths of CUDA
-    /// block b's share: block `b / chunks`, row chunk `b % chunks`. Launch `BLOCK` threads
+    /// block b's share: block `b / chunks`, its tile `b % chunks`. Launch `BLOCK` threads
     /// on grid.x = cols · rows · chunks.
     pub unsafe fn blur_widths(
         p: Params,
@@ -62,6 +65,7 @@ unsafe fn gauss_body(p: Params, blurred: *mut u8) {
 #[inline(always)]
 unsafe fn suppress_body(p: Params, blurred: *const u8, out: *mut u8) {
     gpumetrics_device::shared!(static BLUR_STAGE: [u32; STAGE_LEN]);
+    gpumetrics_device::shared!(static BLUR_MAGS: [u32; MAG_LEN]);
     let (w, h) = (p.luma.width, p.luma.height);
     let (tx, ty) = (dev::thread_idx_x(), dev::thread_idx_y());
     let (x0, y0) = (
@@ -70,12 +74,15 @@ unsafe fn suppress_body(p: Params, blurred: *const u8, out: *mut u8) {
     );
     let threads = dev::block_dim_x() * dev::block_dim_y();
     let b = Plane { ptr: blurred, w, h };
-    let s = BLUR_STAGE.as_mut_ptr();
-    unsafe { suppress_stage(&b, x0, y0, s, ty * dev::block_dim_x() + tx, threads) };
+    let (s, m) = (BLUR_STAGE.as_mut_ptr(), BLUR_MAGS.as_mut_ptr());
+    let thread = ty * dev::block_dim_x() + tx;
+    unsafe { suppress_stage(&b, x0, y0, s, thread, threads) };
+    unsafe { dev::sync_threads() };
+    unsafe { suppress_grads(s, m, (w, h), (x0, y0), thread, threads) };
     unsafe { dev::sync_threads() };
     let (x, y) = (x0 + tx, y0 + ty);
     if x < w && y < h {
-        let v = unsafe { suppressed_tile(s, w, h, x0, y0, tx, ty) };
+        let v = unsafe { suppressed_tile(m, w, h, x0, y0, tx, ty) };
         unsafe { *out.add(y as usize * w as usize + x as usize) = v };
     }
 }

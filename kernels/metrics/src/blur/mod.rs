@@ -34,9 +34,12 @@ use crate::luma8::{self, Luma8};
 pub const BLOCK: u32 = 256;
 /// Warps per block.
 pub const WARPS: usize = BLOCK as usize / 32;
-/// Target number of CUDA blocks of the width kernel: a frame's metric blocks are split
-/// into row chunks until about this many.
-pub const TARGET_GRID: u32 = 1024;
+/// Rows of one CUDA block's tile in the width kernel: a block takes `TILE_W` columns by
+/// `WIDTH_ROWS` rows of one metric block, each thread `WIDTH_ROWS / (BLOCK / TILE_W)` pixels
+/// of one column (4 with 256 threads). Neighbouring pixels run in the same CUDA block, so
+/// the planes' rows around them are read through one SM's L1.
+pub const WIDTH_ROWS: u32 = 32;
+const _: () = assert!(BLOCK.is_multiple_of(TILE_W) && WIDTH_ROWS.is_multiple_of(BLOCK / TILE_W));
 
 /// The rounded gradient directions, named (as FFmpeg) by the direction the width search
 /// steps in.
@@ -63,7 +66,7 @@ pub struct Params {
     pub block_h: u32,
     pub cols: u32,
     pub rows: u32,
-    /// Row chunks per block in the width kernel ([`chunks`]).
+    /// Tiles (CUDA blocks of the width kernel) per metric block ([`chunks`]).
     pub chunks: u32,
 }
 
@@ -82,19 +85,13 @@ pub fn layout(w: u32, h: u32, block_w: i64, block_h: i64) -> (u32, u32, u32, u32
     (bw, bh, w / bw, h / bh)
 }
 
-/// Row chunks per block for the width kernel: about [`TARGET_GRID`] CUDA blocks in all,
-/// at least one chunk per block, at most one per row.
-pub const fn chunks(blocks: u32, block_h: u32) -> u32 {
-    let c = match TARGET_GRID.checked_div(blocks) {
-        Some(c) => c,
-        None => 1,
-    };
-    let c = if c < 1 { 1 } else { c };
-    if c > block_h {
-        if block_h < 1 { 1 } else { block_h }
-    } else {
-        c
-    }
+/// Tiles per metric block of `block_w`×`block_h` for the width kernel: `TILE_W` columns
+/// by [`WIDTH_ROWS`] rows each (the last ones cut at the block's edge), row-major; at least 1.
+pub const fn chunks(block_w: u32, block_h: u32) -> u32 {
+    let across = block_w.div_ceil(TILE_W);
+    let down = block_h.div_ceil(WIDTH_ROWS);
+    let c = across.saturating_mul(down);
+    if c < 1 { 1 } else { c }
 }
 
 /// FFmpeg's 5×5 Gaussian weights (σ ≈ 1.4), summing to 159.
@@ -303,6 +300,15 @@ pub fn suppressed_with(at: &impl Fn(u32, u32) -> i32, w: u32, h: u32, x: u32, y:
         return 0;
     }
     let (g, dir) = sobel_with(at, w, h, x, y);
+    let n =
+        |sx: i32, sy: i32| sobel_with(at, w, h, (x as i32 + sx) as u32, (y as i32 + sy) as u32).0;
+    suppress(g, dir, &n)
+}
+
+/// The suppression of an inner pixel of gradient `g` and direction `dir`, `n(sx, sy)` the
+/// gradient magnitude of its neighbour at (x + sx, y + sy).
+#[inline(always)]
+fn suppress(g: i32, dir: u32, n: &impl Fn(i32, i32) -> i32) -> u8 {
     let (dx, dy) = match dir {
         DIR_HORIZONTAL => (1, 0),
         DIR_VERTICAL => (0, 1),
@@ -310,8 +316,6 @@ pub fn suppressed_with(at: &impl Fn(u32, u32) -> i32, w: u32, h: u32, x: u32, y:
         DIR_45UP => (-1, 1),
         _ => (1, 1),
     };
-    let n =
-        |sx: i32, sy: i32| sobel_with(at, w, h, (x as i32 + sx) as u32, (y as i32 + sy) as u32).0;
     if g > n(dx, dy) && g > n(-dx, -dy) {
         if g > 255 { 255 } else { g as u8 }
     } else {
@@ -354,14 +358,55 @@ pub unsafe fn suppress_stage(b: &Plane, x0: u32, y0: u32, s: *mut u32, thread: u
     }
 }
 
-/// [`suppressed`] at (x0 + tx, y0 + ty) from the tile [`suppress_stage`] staged (it reads
-/// at most two pixels away, all in the tile).
+/// The gradients of the suppression kernel's block: the block's pixels and one on each
+/// side, `MAG_W`×`MAG_H`.
+pub const MAG_W: u32 = TILE_W + 2;
+pub const MAG_H: u32 = TILE_H + 2;
+pub const MAG_LEN: usize = 34 * 10;
+const _: () = assert!(MAG_LEN == (MAG_W * MAG_H) as usize);
+
+/// From the tile [`suppress_stage`] staged, the [`sobel`] gradients around the block at
+/// (x0, y0) in `m`: `m[r · MAG_W + c]` = the magnitude of (x0 − 1 + c, y0 − 1 + r) plus its
+/// direction times 2^16 (a magnitude is at most 2040), 0 outside the frame (thread
+/// `thread` of `threads` takes every `threads`-th one): each gradient computed once per
+/// block (it reads at most one pixel away, all in the staged tile).
 ///
 /// # Safety
-/// `s` holds the staged tile; tx < `TILE_W`, ty < `TILE_H`, the pixel inside the frame.
+/// `s` holds the staged tile, `m` [`MAG_LEN`] values.
+#[inline(always)]
+pub unsafe fn suppress_grads(
+    s: *const u32,
+    m: *mut u32,
+    (w, h): (u32, u32),
+    (x0, y0): (u32, u32),
+    thread: u32,
+    threads: u32,
+) {
+    let at =
+        |x: u32, y: u32| unsafe { *s.add(((y + 2 - y0) * STAGE_W + x + 2 - x0) as usize) as i32 };
+    let mut i = thread;
+    while i < MAG_LEN as u32 {
+        let (r, c) = (i / MAG_W, i % MAG_W);
+        let (x, y) = ((x0 + c).wrapping_sub(1), (y0 + r).wrapping_sub(1));
+        let v = if x < w && y < h {
+            let (g, dir) = sobel_with(&at, w, h, x, y);
+            g as u32 | dir << 16
+        } else {
+            0
+        };
+        unsafe { *m.add(i as usize) = v };
+        i += threads;
+    }
+}
+
+/// [`suppressed`] at (x0 + tx, y0 + ty) from the gradients [`suppress_grads`] wrote.
+///
+/// # Safety
+/// `m` holds the block's gradients; tx < `TILE_W`, ty < `TILE_H`, the pixel inside the
+/// frame.
 #[inline(always)]
 pub unsafe fn suppressed_tile(
-    s: *const u32,
+    m: *const u32,
     w: u32,
     h: u32,
     x0: u32,
@@ -369,9 +414,15 @@ pub unsafe fn suppressed_tile(
     tx: u32,
     ty: u32,
 ) -> u8 {
-    let at =
-        |x: u32, y: u32| unsafe { *s.add(((y + 2 - y0) * STAGE_W + x + 2 - x0) as usize) as i32 };
-    suppressed_with(&at, w, h, x0 + tx, y0 + ty)
+    let (x, y) = (x0 + tx, y0 + ty);
+    if x < 1 || y < 1 || x + 1 >= w || y + 1 >= h {
+        return 0;
+    }
+    let at = |c: i32, r: i32| unsafe { *m.add((r as u32 * MAG_W + c as u32) as usize) };
+    let (c, r) = (tx as i32 + 1, ty as i32 + 1);
+    let v = at(c, r);
+    let n = |sx: i32, sy: i32| (at(c + sx, r + sy) & 0xffff) as i32;
+    suppress((v & 0xffff) as i32, v >> 16, &n)
 }
 
 /// Row `y` of the suppressed plane into `out[0..w]`.
@@ -484,9 +535,11 @@ pub fn counts(width: f32) -> bool {
     width > 0.001
 }
 
-/// One GPU thread's share of chunk `chunk` of block `block` (row-major over the blocks):
-/// rows `chunk, chunk + chunks, ..` of the block, in each the columns `thread, thread +
-/// threads, ..`. Returns the sum (exact, see the module) and the count of its widths.
+/// One GPU thread's share of tile `chunk` of block `block` (row-major over the blocks; the
+/// tiles of [`chunks`], row-major in the block): with `threads` (a multiple of `TILE_W`)
+/// threads, thread t takes column `t % TILE_W` of the tile, its rows `t / TILE_W`, `t /
+/// TILE_W + threads / TILE_W`, .. (inside the tile and the block). Returns the sum (exact,
+/// see the module) and the count of its widths.
 ///
 /// # Safety
 /// Both planes must be readable and of the frame's size; `block < cols · rows`.
@@ -501,20 +554,25 @@ pub unsafe fn thread_sums(
     threads: u32,
 ) -> (f64, u32) {
     let (bx, by) = (block % p.cols, block / p.cols);
-    let (x0, y0) = (bx * p.block_w, by * p.block_h);
+    let across = p.block_w.div_ceil(TILE_W);
+    let (cx, cy) = (chunk % across, chunk / across);
+    let c = cx * TILE_W + thread % TILE_W;
     let (mut sum, mut count) = (0.0f64, 0u32);
-    let mut r = chunk;
-    while r < p.block_h {
-        let mut c = thread;
-        while c < p.block_w {
-            let v = unsafe { pixel_width(p, b, n, x0 + c, y0 + r) };
-            if counts(v) {
-                sum += v as f64;
-                count += 1;
-            }
-            c += threads;
+    if c >= p.block_w {
+        return (sum, count);
+    }
+    let x = bx * p.block_w + c;
+    let y0 = by * p.block_h;
+    let end = ((cy + 1) * WIDTH_ROWS).min(p.block_h);
+    let rows = threads / TILE_W;
+    let mut r = cy * WIDTH_ROWS + thread / TILE_W;
+    while r < end {
+        let v = unsafe { pixel_width(p, b, n, x, y0 + r) };
+        if counts(v) {
+            sum += v as f64;
+            count += 1;
         }
-        r += p.chunks;
+        r += rows;
     }
     (sum, count)
 }
@@ -629,10 +687,124 @@ mod tests {
         assert_eq!(layout(1920, 1080, 64, -1), (1920, 1080, 1, 1));
         assert_eq!(layout(100, 50, 32, 16), (32, 16, 3, 3));
         assert_eq!(layout(10, 10, 32, 32), (32, 32, 0, 0));
-        assert_eq!(chunks(1, 1080), 1024);
-        assert_eq!(chunks(1, 61), 61);
-        assert_eq!(chunks(5000, 8), 1);
+        assert_eq!(chunks(1920, 1080), 60 * 34);
+        assert_eq!(chunks(32, 32), 1);
+        assert_eq!(chunks(33, 61), 4);
+        assert_eq!(chunks(1, 1), 1);
         assert_eq!(chunks(0, 0), 1);
+        assert_eq!(chunks(u32::MAX, u32::MAX), u32::MAX);
+    }
+
+    #[test]
+    fn the_width_tiles_cover_each_block_once() {
+        // Each pixel's width is its own position code: the threads' sums over all tiles of
+        // a block must be the block's sum, each pixel counted once.
+        for &(w, h, bw, bh) in &[
+            (70u32, 45u32, -1i64, -1i64),
+            (70, 45, 16, 12),
+            (70, 45, 33, 40),
+            (64, 37, 1, 1),
+            (100, 70, 64, 64),
+        ] {
+            let d = vec![0u8; (w * h) as usize];
+            let (block_w, block_h, cols, rows) = layout(w, h, bw, bh);
+            let p = Params {
+                luma: luma(&d, w, h),
+                low: 15,
+                high: 30,
+                radius: 50,
+                block_w,
+                block_h,
+                cols,
+                rows,
+                chunks: chunks(block_w, block_h),
+            };
+            let mut seen = vec![0u32; (w * h) as usize];
+            for block in 0..cols * rows {
+                let (bx, by) = (block % cols, block / cols);
+                for chunk in 0..p.chunks {
+                    let across = block_w.div_ceil(TILE_W);
+                    let (cx, cy) = (chunk % across, chunk / across);
+                    for t in 0..BLOCK {
+                        let c = cx * TILE_W + t % TILE_W;
+                        if c >= block_w {
+                            continue;
+                        }
+                        let mut r = cy * WIDTH_ROWS + t / TILE_W;
+                        while r < ((cy + 1) * WIDTH_ROWS).min(block_h) {
+                            seen[((by * block_h + r) * w + bx * block_w + c) as usize] += 1;
+                            r += BLOCK / TILE_W;
+                        }
+                    }
+                }
+            }
+            for y in 0..h {
+                for x in 0..w {
+                    let inside = x < cols * block_w && y < rows * block_h;
+                    assert_eq!(
+                        seen[(y * w + x) as usize],
+                        inside as u32,
+                        "{w}x{h} ({x}, {y})"
+                    );
+                }
+            }
+            // And on a frame with edges, the tiles' sums add up to the blocks' sums.
+            let img: Vec<u8> = (0..w * h)
+                .map(|i| {
+                    if (i % w / 7 + i / w / 5) % 2 == 0 {
+                        30
+                    } else {
+                        220
+                    }
+                })
+                .collect();
+            let lm = luma(&img, w, h);
+            let mut bl = vec![0u8; (w * h) as usize];
+            for y in 0..h {
+                unsafe { gauss_row(&lm, y, bl[(y * w) as usize..].as_mut_ptr()) };
+            }
+            let b = Plane {
+                ptr: bl.as_ptr(),
+                w,
+                h,
+            };
+            let mut sup = vec![0u8; (w * h) as usize];
+            for y in 0..h {
+                unsafe { suppressed_row(&b, y, sup[(y * w) as usize..].as_mut_ptr()) };
+            }
+            let n = Plane {
+                ptr: sup.as_ptr(),
+                w,
+                h,
+            };
+            let p = Params { luma: lm, ..p };
+            for block in 0..cols * rows {
+                let (bx, by) = (block % cols, block / cols);
+                let mut want = (0.0f64, 0u32);
+                for y in by * block_h..(by + 1) * block_h {
+                    for x in bx * block_w..(bx + 1) * block_w {
+                        let v = unsafe { pixel_width(&p, &b, &n, x, y) };
+                        if counts(v) {
+                            want.0 += v as f64;
+                            want.1 += 1;
+                        }
+                    }
+                }
+                let mut got = (0.0f64, 0u32);
+                for chunk in 0..p.chunks {
+                    for t in 0..BLOCK {
+                        let (s, c) = unsafe { thread_sums(&p, &b, &n, block, chunk, t, BLOCK) };
+                        got.0 += s;
+                        got.1 += c;
+                    }
+                }
+                assert_eq!(
+                    (got.0.to_bits(), got.1),
+                    (want.0.to_bits(), want.1),
+                    "{w}x{h}"
+                );
+            }
+        }
     }
 
     #[test]
@@ -685,7 +857,7 @@ mod tests {
     #[test]
     fn the_staged_suppression_is_the_suppression() {
         let mut seed = 0x5eedu64;
-        for &(w, h) in &[(1u32, 1u32), (3, 3), (33, 9), (70, 19)] {
+        for &(w, h) in &[(1u32, 1u32), (3, 3), (33, 9), (70, 19), (100, 41)] {
             let d: Vec<u8> = (0..w * h)
                 .map(|i| {
                     seed ^= seed << 13;
@@ -700,16 +872,29 @@ mod tests {
                 h,
             };
             let mut tile = vec![0u32; STAGE_LEN];
+            let mut mags = vec![u32::MAX; MAG_LEN];
             for y0 in (0..h).step_by(TILE_H as usize) {
                 for x0 in (0..w).step_by(TILE_W as usize) {
                     let threads = if x0 == 0 { TILE_W * TILE_H } else { 100 };
                     for t in 0..threads {
                         unsafe { suppress_stage(&b, x0, y0, tile.as_mut_ptr(), t, threads) };
                     }
+                    for t in 0..threads {
+                        unsafe {
+                            suppress_grads(
+                                tile.as_ptr(),
+                                mags.as_mut_ptr(),
+                                (w, h),
+                                (x0, y0),
+                                t,
+                                threads,
+                            )
+                        };
+                    }
                     for ty in 0..TILE_H.min(h - y0) {
                         for tx in 0..TILE_W.min(w - x0) {
                             let got =
-                                unsafe { suppressed_tile(tile.as_ptr(), w, h, x0, y0, tx, ty) };
+                                unsafe { suppressed_tile(mags.as_ptr(), w, h, x0, y0, tx, ty) };
                             let want = unsafe { suppressed(&b, x0 + tx, y0 + ty) };
                             assert_eq!(got, want, "{w}x{h} at ({}, {})", x0 + tx, y0 + ty);
                         }
