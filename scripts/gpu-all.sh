@@ -371,7 +371,7 @@ step_blur() {
 step_blockiness() {
   kernels blockiness
   throughput blockiness
-  ncu_kernels blockiness_ 4 blockiness
+  ncu_kernels blockiness_ 6 blockiness
 }
 
 step_psnr() {
