@@ -208,7 +208,7 @@ fn kernels(k: &Kernels, s: &Arc<CudaStream>, r: &mut Rng) -> Result<Outcome, Dri
                 let (out, _g4) = DevPtrMut::of(&mut partials, s);
                 let plane = LaunchConfig {
                     grid_dim: (c.w.div_ceil(blur::TILE_W), c.h.div_ceil(blur::TILE_H), 1),
-                    block_dim: (blur::TILE_W, blur::TILE_H, 1),
+                    block_dim: (blur::TILE_W, blur::THREADS_Y, 1),
                     shared_mem_bytes: 0,
                 };
                 unsafe {

@@ -94,7 +94,7 @@ impl Blur {
                 self.height.div_ceil(blur::TILE_H),
                 1,
             ),
-            block_dim: (blur::TILE_W, blur::TILE_H, 1),
+            block_dim: (blur::TILE_W, blur::THREADS_Y, 1),
             shared_mem_bytes: 0,
         };
         let blurred = self.blurred.as_mut();

@@ -2,7 +2,8 @@
 //! `blur_suppress` (the suppressed gradient plane, from the blurred one), `blur_widths`
 //! (per CUDA block, the sum and count of the edge widths of one tile of one block: `TILE_W`
 //! columns by `WIDTH_ROWS` rows, one column per thread).
-//! The plane kernels run one thread per pixel on 32×8 thread blocks; the width kernel
+//! The plane kernels run `TILE_W`×`THREADS_Y` (32×8) threads per `TILE_W`×`TILE_H` (32×32)
+//! tile, 4 pixels of one column per thread; the width kernel
 //! reduces its thread sums through warp shuffles and shared memory in a fixed order and
 //! writes one (sum, count) pair per CUDA block: no atomics.
 
@@ -10,7 +11,7 @@
 use super::Params;
 #[cfg(target_arch = "nvptx64")]
 use super::{
-    MAG_LEN, Plane, STAGE_LEN, WARPS, gauss_stage, gauss_tile, suppress_grads, suppress_stage,
+    MAG_LEN, Plane, STAGE_LEN, TILE_H, TILE_W, WARPS, gauss_stage, gauss_tile, suppress_grads, suppress_stage,
     suppressed_tile, thread_sums,
 };
 #[cfg(target_arch = "nvptx64")]
@@ -18,8 +19,8 @@ use gpumetrics_device as dev;
 
 gpumetrics_device::kernel! {
     /// `blurred[y·w + x]` = the Gaussian of the luma at (x, y), from the block's samples
-    /// staged once in shared memory. Launch `TILE_W`×`TILE_H` threads on a grid covering
-    /// width × height.
+    /// staged once in shared memory. Launch `TILE_W`×`THREADS_Y` threads on a grid of
+    /// `TILE_W`×`TILE_H` tiles covering width × height.
     pub unsafe fn blur_gauss(p: Params, blurred: *mut u8) => gauss_body;
 
     /// `out[y·w + x]` = the suppressed gradient of `blurred` at (x, y), from the block's
@@ -45,18 +46,20 @@ unsafe fn gauss_body(p: Params, blurred: *mut u8) {
     gpumetrics_device::shared!(static BLUR_STAGE: [u32; STAGE_LEN]);
     let l = p.luma;
     let (tx, ty) = (dev::thread_idx_x(), dev::thread_idx_y());
-    let (x0, y0) = (
-        dev::block_idx_x() * dev::block_dim_x(),
-        dev::block_idx_y() * dev::block_dim_y(),
-    );
+    let (x0, y0) = (dev::block_idx_x() * TILE_W, dev::block_idx_y() * TILE_H);
     let threads = dev::block_dim_x() * dev::block_dim_y();
     let s = BLUR_STAGE.as_mut_ptr();
     unsafe { gauss_stage(&l, x0, y0, s, ty * dev::block_dim_x() + tx, threads) };
     unsafe { dev::sync_threads() };
-    let (x, y) = (x0 + tx, y0 + ty);
-    if x < l.width && y < l.height {
-        let v = unsafe { gauss_tile(&l, s, x0, y0, tx, ty) };
-        unsafe { *blurred.add(y as usize * l.width as usize + x as usize) = v };
+    // Rows ty, ty + block_dim_y, .. of the tile.
+    let mut r = ty;
+    while r < TILE_H {
+        let (x, y) = (x0 + tx, y0 + r);
+        if x < l.width && y < l.height {
+            let v = unsafe { gauss_tile(&l, s, x0, y0, tx, r) };
+            unsafe { *blurred.add(y as usize * l.width as usize + x as usize) = v };
+        }
+        r += dev::block_dim_y();
     }
 }
 
@@ -68,10 +71,7 @@ unsafe fn suppress_body(p: Params, blurred: *const u8, out: *mut u8) {
     gpumetrics_device::shared!(static BLUR_MAGS: [u32; MAG_LEN]);
     let (w, h) = (p.luma.width, p.luma.height);
     let (tx, ty) = (dev::thread_idx_x(), dev::thread_idx_y());
-    let (x0, y0) = (
-        dev::block_idx_x() * dev::block_dim_x(),
-        dev::block_idx_y() * dev::block_dim_y(),
-    );
+    let (x0, y0) = (dev::block_idx_x() * TILE_W, dev::block_idx_y() * TILE_H);
     let threads = dev::block_dim_x() * dev::block_dim_y();
     let b = Plane { ptr: blurred, w, h };
     let (s, m) = (BLUR_STAGE.as_mut_ptr(), BLUR_MAGS.as_mut_ptr());
@@ -80,10 +80,14 @@ unsafe fn suppress_body(p: Params, blurred: *const u8, out: *mut u8) {
     unsafe { dev::sync_threads() };
     unsafe { suppress_grads(s, m, (w, h), (x0, y0), thread, threads) };
     unsafe { dev::sync_threads() };
-    let (x, y) = (x0 + tx, y0 + ty);
-    if x < w && y < h {
-        let v = unsafe { suppressed_tile(m, w, h, x0, y0, tx, ty) };
-        unsafe { *out.add(y as usize * w as usize + x as usize) = v };
+    let mut r = ty;
+    while r < TILE_H {
+        let (x, y) = (x0 + tx, y0 + r);
+        if x < w && y < h {
+            let v = unsafe { suppressed_tile(m, w, h, x0, y0, tx, r) };
+            unsafe { *out.add(y as usize * w as usize + x as usize) = v };
+        }
+        r += dev::block_dim_y();
     }
 }
 

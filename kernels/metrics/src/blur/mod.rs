@@ -126,16 +126,56 @@ pub unsafe fn gauss(l: &Luma8, x: u32, y: u32) -> u8 {
     (s / 159) as u8
 }
 
-/// The 2-D plane kernels' block: `TILE_W`×`TILE_H` pixels (threads).
+/// The 2-D plane kernels' tile: `TILE_W`×`TILE_H` pixels, taken by `TILE_W`×`THREADS_Y`
+/// threads, each `TILE_H / THREADS_Y` pixels of one column (rows ty, ty + `THREADS_Y`, ..):
+/// 4 pixels per thread, the halo staged for 32 rows instead of 8.
 pub const TILE_W: u32 = 32;
-pub const TILE_H: u32 = 8;
+pub const TILE_H: u32 = 32;
+pub const THREADS_Y: u32 = 8;
+const _: () = assert!(TILE_W * THREADS_Y == BLOCK && TILE_H.is_multiple_of(THREADS_Y));
 /// The Gaussian's staged tile: the block's pixels and two on each side.
 pub const STAGE_W: u32 = TILE_W + 4;
 pub const STAGE_H: u32 = TILE_H + 4;
-pub const STAGE_LEN: usize = 36 * 12;
+pub const STAGE_LEN: usize = 36 * 36;
+/// Staged values per thread loaded before any is stored (with `BLOCK` threads, all).
+const STAGE_PER: usize = 6;
 const _: () = assert!(
-    STAGE_LEN == (STAGE_W * STAGE_H) as usize && STAGE_LEN <= 2 * (TILE_W * TILE_H) as usize
+    STAGE_LEN == (STAGE_W * STAGE_H) as usize && STAGE_LEN <= STAGE_PER * BLOCK as usize
 );
+
+/// Thread `thread` of `threads` stages `one(i)` into `s[i]` for every `threads`-th `i`
+/// below [`STAGE_LEN`]: its first [`STAGE_PER`] values all loaded before any is stored (a
+/// generic store could alias the next load; and the loads overlap), the rest (only with
+/// fewer threads than `BLOCK`) one by one.
+///
+/// # Safety
+/// `s` holds [`STAGE_LEN`] values; `one` is safe to call for every `i < STAGE_LEN`.
+#[inline(always)]
+unsafe fn stage(one: &impl Fn(u32) -> u32, s: *mut u32, thread: u32, threads: u32) {
+    let total = STAGE_LEN as u32;
+    let mut v = [0u32; STAGE_PER];
+    let mut k = 0;
+    while k < STAGE_PER {
+        let i = thread + k as u32 * threads;
+        if i < total {
+            v[k] = one(i);
+        }
+        k += 1;
+    }
+    let mut k = 0;
+    while k < STAGE_PER {
+        let i = thread + k as u32 * threads;
+        if i < total {
+            unsafe { *s.add(i as usize) = v[k] };
+        }
+        k += 1;
+    }
+    let mut i = thread + STAGE_PER as u32 * threads;
+    while i < total {
+        unsafe { *s.add(i as usize) = one(i) };
+        i += threads;
+    }
+}
 
 /// Stages the 8-bit samples around the block at (x0, y0) in `s`, `s[r · STAGE_W + c]` =
 /// sample (x0 − 2 + c, y0 − 2 + r), 0 outside the frame (thread `thread` of `threads`
@@ -154,23 +194,7 @@ pub unsafe fn gauss_stage(l: &Luma8, x0: u32, y0: u32, s: *mut u32, thread: u32,
             0
         }
     };
-    // Both loads first, then both stores (a generic store could alias the next load).
-    let total = STAGE_W * STAGE_H;
-    let (i0, i1) = (thread, thread + threads);
-    let v0 = if i0 < total { one(i0) } else { 0 };
-    let v1 = if i1 < total { one(i1) } else { 0 };
-    if i0 < total {
-        unsafe { *s.add(i0 as usize) = v0 };
-    }
-    if i1 < total {
-        unsafe { *s.add(i1 as usize) = v1 };
-    }
-    // Only with fewer threads than a block's.
-    let mut i = thread + 2 * threads;
-    while i < total {
-        unsafe { *s.add(i as usize) = one(i) };
-        i += threads;
-    }
+    unsafe { stage(&one, s, thread, threads) };
 }
 
 /// [`gauss`] at (x0 + tx, y0 + ty) from the tile [`gauss_stage`] staged: the same sum.
@@ -339,30 +363,14 @@ pub unsafe fn suppress_stage(b: &Plane, x0: u32, y0: u32, s: *mut u32, thread: u
             0
         }
     };
-    // Both loads first, then both stores (a generic store could alias the next load).
-    let total = STAGE_W * STAGE_H;
-    let (i0, i1) = (thread, thread + threads);
-    let v0 = if i0 < total { one(i0) } else { 0 };
-    let v1 = if i1 < total { one(i1) } else { 0 };
-    if i0 < total {
-        unsafe { *s.add(i0 as usize) = v0 };
-    }
-    if i1 < total {
-        unsafe { *s.add(i1 as usize) = v1 };
-    }
-    // Only with fewer threads than a block's.
-    let mut i = thread + 2 * threads;
-    while i < total {
-        unsafe { *s.add(i as usize) = one(i) };
-        i += threads;
-    }
+    unsafe { stage(&one, s, thread, threads) };
 }
 
 /// The gradients of the suppression kernel's block: the block's pixels and one on each
 /// side, `MAG_W`×`MAG_H`.
 pub const MAG_W: u32 = TILE_W + 2;
 pub const MAG_H: u32 = TILE_H + 2;
-pub const MAG_LEN: usize = 34 * 10;
+pub const MAG_LEN: usize = 34 * 34;
 const _: () = assert!(MAG_LEN == (MAG_W * MAG_H) as usize);
 
 /// From the tile [`suppress_stage`] staged, the [`sobel`] gradients around the block at
@@ -815,6 +823,8 @@ mod tests {
             (5, 7, true),
             (33, 9, false),
             (70, 19, true),
+            (70, 45, false),
+            (37, 70, true),
         ] {
             let (bytes, max) = if wide { (2u32, 1023u64) } else { (1, 255) };
             let pitch = w * bytes + 1;
@@ -838,7 +848,7 @@ mod tests {
             let mut tile = vec![0u32; STAGE_LEN];
             for y0 in (0..h).step_by(TILE_H as usize) {
                 for x0 in (0..w).step_by(TILE_W as usize) {
-                    let threads = if x0 == 0 { TILE_W * TILE_H } else { 100 };
+                    let threads = if x0 == 0 { BLOCK } else { 100 };
                     for t in 0..threads {
                         unsafe { gauss_stage(&l, x0, y0, tile.as_mut_ptr(), t, threads) };
                     }
@@ -857,7 +867,7 @@ mod tests {
     #[test]
     fn the_staged_suppression_is_the_suppression() {
         let mut seed = 0x5eedu64;
-        for &(w, h) in &[(1u32, 1u32), (3, 3), (33, 9), (70, 19), (100, 41)] {
+        for &(w, h) in &[(1u32, 1u32), (3, 3), (33, 9), (70, 19), (100, 41), (45, 70)] {
             let d: Vec<u8> = (0..w * h)
                 .map(|i| {
                     seed ^= seed << 13;
@@ -875,7 +885,7 @@ mod tests {
             let mut mags = vec![u32::MAX; MAG_LEN];
             for y0 in (0..h).step_by(TILE_H as usize) {
                 for x0 in (0..w).step_by(TILE_W as usize) {
-                    let threads = if x0 == 0 { TILE_W * TILE_H } else { 100 };
+                    let threads = if x0 == 0 { BLOCK } else { 100 };
                     for t in 0..threads {
                         unsafe { suppress_stage(&b, x0, y0, tile.as_mut_ptr(), t, threads) };
                     }
