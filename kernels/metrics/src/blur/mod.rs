@@ -490,36 +490,70 @@ pub unsafe fn edge_width(b: &Plane, x: u32, y: u32, dir: u32, radius: u32) -> f3
     let at = |x: i32, y: i32| unsafe { b.at(x as u32, y as u32) };
     let here = at(x, y);
     let sign = if here > at(x - dx, y - dy) { 1 } else { -1 };
-    let inside = |x: i32, y: i32| x >= 0 && x < w && y >= 0 && y < h;
-    let mut back = 0;
-    while back < radius as i32 {
-        let (x1, y1) = (x - back * dx, y - back * dy);
-        let (x2, y2) = (x1 - dx, y1 - dy);
-        if !inside(x2, y2) {
-            return 0.0;
-        }
-        if (at(x1, y1) - at(x2, y2)) * sign <= 0 {
-            break;
-        }
-        back += 1;
-    }
-    let mut fwd = 0;
-    while fwd < radius as i32 {
-        let (x1, y1) = (x + fwd * dx, y + fwd * dy);
-        let (x2, y2) = (x1 + dx, y1 + dy);
-        if !inside(x2, y2) {
-            return 0.0;
-        }
-        if (at(x1, y1) - at(x2, y2)) * sign >= 0 {
-            break;
-        }
-        fwd += 1;
-    }
+    let radius = radius as i32;
+    // Backwards while (current − next)·sign > 0, forwards while (current − next)·sign < 0.
+    let Some(back) = walk(&at, (w, h), (x, y), (-dx, -dy), here, radius, sign) else {
+        return 0.0;
+    };
+    let Some(fwd) = walk(&at, (w, h), (x, y), (dx, dy), here, radius, -sign) else {
+        return 0.0;
+    };
     let width = (back + fwd) as f32;
     if dir == DIR_45UP || dir == DIR_45DOWN {
         (width as f64 * 0.7) as f32
     } else {
         width
+    }
+}
+
+/// Samples of a width search loaded at once, before any is compared.
+pub const WALK: usize = 8;
+
+/// One side of [`edge_width`]'s search from (x, y) (of value `here`) in steps of (sx, sy)
+/// on a `w`×`h` plane read through `at`: the steps taken while `(current − next)·s > 0`,
+/// at most `radius`; `None` when a step would leave the frame. The next [`WALK`] samples
+/// the search may reach inside the frame are loaded first (their loads overlap), then
+/// compared in order: the same steps as one sample at a time.
+#[inline(always)]
+fn walk(
+    at: &impl Fn(i32, i32) -> i32,
+    (w, h): (i32, i32),
+    (x, y): (i32, i32),
+    (sx, sy): (i32, i32),
+    here: i32,
+    radius: i32,
+    s: i32,
+) -> Option<i32> {
+    let inside = |x: i32, y: i32| x >= 0 && x < w && y >= 0 && y < h;
+    let (mut n, mut cur) = (0i32, here);
+    loop {
+        let mut v = [0i32; WALK];
+        let mut k = 0;
+        while k < WALK {
+            let j = n + k as i32 + 1;
+            let (px, py) = (x + j * sx, y + j * sy);
+            if j <= radius && inside(px, py) {
+                v[k] = at(px, py);
+            }
+            k += 1;
+        }
+        // Step j = n + 1 reads v[k]: loaded above exactly when j <= radius and inside.
+        let mut k = 0;
+        while k < WALK {
+            if n >= radius {
+                return Some(n);
+            }
+            let j = n + 1;
+            if !inside(x + j * sx, y + j * sy) {
+                return None;
+            }
+            if (cur - v[k]) * s <= 0 {
+                return Some(n);
+            }
+            cur = v[k];
+            n = j;
+            k += 1;
+        }
     }
 }
 
@@ -667,6 +701,88 @@ mod tests {
             h: 3,
         };
         assert_eq!(unsafe { edge_width(&b, 1, 1, DIR_HORIZONTAL, 50) }, 0.0);
+    }
+
+    /// The one-sample-at-a-time search [`edge_width`] replaced.
+    /// The edge width at the inner pixel (x, y) of the blurred plane `b` in direction `dir`:
+    /// the steps from the pixel to the nearest extremum backwards and forwards (at most
+    /// `radius` each; the pixel's difference with its backward neighbour says whether they are
+    /// maxima or minima), times 0.7 (in f64, rounded to f32) on the diagonals; 0 when a search
+    /// would step outside the frame.
+    ///
+    /// # Safety
+    /// (x, y) must be an inner pixel of `b`.
+    unsafe fn edge_width_ref(b: &Plane, x: u32, y: u32, dir: u32, radius: u32) -> f32 {
+        let (dx, dy) = step(dir);
+        let (w, h) = (b.w as i32, b.h as i32);
+        let (x, y) = (x as i32, y as i32);
+        let at = |x: i32, y: i32| unsafe { b.at(x as u32, y as u32) };
+        let here = at(x, y);
+        let sign = if here > at(x - dx, y - dy) { 1 } else { -1 };
+        let inside = |x: i32, y: i32| x >= 0 && x < w && y >= 0 && y < h;
+        let mut back = 0;
+        while back < radius as i32 {
+            let (x1, y1) = (x - back * dx, y - back * dy);
+            let (x2, y2) = (x1 - dx, y1 - dy);
+            if !inside(x2, y2) {
+                return 0.0;
+            }
+            if (at(x1, y1) - at(x2, y2)) * sign <= 0 {
+                break;
+            }
+            back += 1;
+        }
+        let mut fwd = 0;
+        while fwd < radius as i32 {
+            let (x1, y1) = (x + fwd * dx, y + fwd * dy);
+            let (x2, y2) = (x1 + dx, y1 + dy);
+            if !inside(x2, y2) {
+                return 0.0;
+            }
+            if (at(x1, y1) - at(x2, y2)) * sign >= 0 {
+                break;
+            }
+            fwd += 1;
+        }
+        let width = (back + fwd) as f32;
+        if dir == DIR_45UP || dir == DIR_45DOWN {
+            (width as f64 * 0.7) as f32
+        } else {
+            width
+        }
+    }
+
+    #[test]
+    fn the_batched_width_search_is_the_sample_by_sample_one() {
+        let mut seed = 0x5eedu64;
+        for &(w, h) in &[(3u32, 3u32), (9, 7), (40, 23), (70, 61)] {
+            let d: Vec<u8> = (0..w * h)
+                .map(|i| {
+                    seed ^= seed << 13;
+                    seed ^= seed >> 7;
+                    seed ^= seed << 17;
+                    // Long monotonic runs (ramps) with noise, so searches go far.
+                    let (x, y) = ((i % w) as u64, (i / w) as u64);
+                    ((x * 3 + y * 2) % 256 + seed % 3) as u8
+                })
+                .collect();
+            let b = Plane {
+                ptr: d.as_ptr(),
+                w,
+                h,
+            };
+            for radius in [1u32, 2, 7, 8, 9, 16, 17, 50, 100] {
+                for y in 1..h - 1 {
+                    for x in 1..w - 1 {
+                        for dir in 0..4 {
+                            let got = unsafe { edge_width(&b, x, y, dir, radius) };
+                            let want = unsafe { edge_width_ref(&b, x, y, dir, radius) };
+                            assert_eq!(got.to_bits(), want.to_bits(), "{w}x{h} ({x}, {y}) {dir} {radius}");
+                        }
+                    }
+                }
+            }
+        }
     }
 
     #[test]
