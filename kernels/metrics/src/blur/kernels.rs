@@ -11,8 +11,8 @@
 use super::Params;
 #[cfg(target_arch = "nvptx64")]
 use super::{
-    MAG_LEN, Plane, STAGE_LEN, TILE_H, TILE_W, WARPS, gauss_stage, gauss_tile, suppress_grads, suppress_stage,
-    suppressed_tile, thread_sums,
+    MAG_LEN, Plane, STAGE_LEN, TILE_H, TILE_W, WARPS, gauss_stage, gauss_tile, suppress_grads,
+    suppress_stage, suppressed_tile, thread_sums,
 };
 #[cfg(target_arch = "nvptx64")]
 use gpumetrics_device as dev;

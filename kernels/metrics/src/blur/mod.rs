@@ -139,9 +139,8 @@ pub const STAGE_H: u32 = TILE_H + 4;
 pub const STAGE_LEN: usize = 36 * 36;
 /// Staged values per thread loaded before any is stored (with `BLOCK` threads, all).
 const STAGE_PER: usize = 6;
-const _: () = assert!(
-    STAGE_LEN == (STAGE_W * STAGE_H) as usize && STAGE_LEN <= STAGE_PER * BLOCK as usize
-);
+const _: () =
+    assert!(STAGE_LEN == (STAGE_W * STAGE_H) as usize && STAGE_LEN <= STAGE_PER * BLOCK as usize);
 
 /// Thread `thread` of `threads` stages `one(i)` into `s[i]` for every `threads`-th `i`
 /// below [`STAGE_LEN`]: its first [`STAGE_PER`] values all loaded before any is stored (a
@@ -777,7 +776,11 @@ mod tests {
                         for dir in 0..4 {
                             let got = unsafe { edge_width(&b, x, y, dir, radius) };
                             let want = unsafe { edge_width_ref(&b, x, y, dir, radius) };
-                            assert_eq!(got.to_bits(), want.to_bits(), "{w}x{h} ({x}, {y}) {dir} {radius}");
+                            assert_eq!(
+                                got.to_bits(),
+                                want.to_bits(),
+                                "{w}x{h} ({x}, {y}) {dir} {radius}"
+                            );
                         }
                     }
                 }
