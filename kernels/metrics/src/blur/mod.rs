@@ -459,18 +459,20 @@ pub unsafe fn is_edge(n: &Plane, x: u32, y: u32, low: u32, high: u32) -> bool {
     if x < 1 || y < 1 || x + 1 >= n.w || y + 1 >= n.h || v <= low {
         return false;
     }
+    // The largest of the eight neighbours (all loaded, then compared).
+    let mut top = 0;
     let mut dy = 0;
     while dy < 3 {
         let mut dx = 0;
         while dx < 3 {
-            if (dx != 1 || dy != 1) && unsafe { n.at(x + dx - 1, y + dy - 1) } > high {
-                return true;
+            if dx != 1 || dy != 1 {
+                top = top.max(unsafe { n.at(x + dx - 1, y + dy - 1) });
             }
             dx += 1;
         }
         dy += 1;
     }
-    false
+    top > high
 }
 
 /// The edge width at the inner pixel (x, y) of the blurred plane `b` in direction `dir`:
@@ -491,10 +493,14 @@ pub unsafe fn edge_width(b: &Plane, x: u32, y: u32, dir: u32, radius: u32) -> f3
     let sign = if here > at(x - dx, y - dy) { 1 } else { -1 };
     let radius = radius as i32;
     // Backwards while (current − next)·sign > 0, forwards while (current − next)·sign < 0.
-    let Some(back) = walk(&at, (w, h), (x, y), (-dx, -dy), here, radius, sign) else {
+    // Both sides' first samples loaded before either is compared.
+    let (bs, fs) = ((-dx, -dy), (dx, dy));
+    let b0 = batch(&at, (w, h), (x, y), bs, 0, radius);
+    let f0 = batch(&at, (w, h), (x, y), fs, 0, radius);
+    let Some(back) = walk(&at, (w, h), (x, y), bs, here, radius, sign, b0) else {
         return 0.0;
     };
-    let Some(fwd) = walk(&at, (w, h), (x, y), (dx, dy), here, radius, -sign) else {
+    let Some(fwd) = walk(&at, (w, h), (x, y), fs, here, radius, -sign, f0) else {
         return 0.0;
     };
     let width = (back + fwd) as f32;
@@ -508,11 +514,37 @@ pub unsafe fn edge_width(b: &Plane, x: u32, y: u32, dir: u32, radius: u32) -> f3
 /// Samples of a width search loaded at once, before any is compared.
 pub const WALK: usize = 8;
 
+/// The [`WALK`] samples after step `n` of a width search from (x, y) in steps of (sx, sy)
+/// on a `w`×`h` plane read through `at`: `v[k]` = the sample of step j = n + k + 1, loaded
+/// when j ≤ `radius` and it lies inside the frame (else 0, never read).
+#[inline(always)]
+fn batch(
+    at: &impl Fn(i32, i32) -> i32,
+    (w, h): (i32, i32),
+    (x, y): (i32, i32),
+    (sx, sy): (i32, i32),
+    n: i32,
+    radius: i32,
+) -> [i32; WALK] {
+    let mut v = [0i32; WALK];
+    let mut k = 0;
+    while k < WALK {
+        let j = n + k as i32 + 1;
+        let (px, py) = (x + j * sx, y + j * sy);
+        if j <= radius && px >= 0 && px < w && py >= 0 && py < h {
+            v[k] = at(px, py);
+        }
+        k += 1;
+    }
+    v
+}
+
 /// One side of [`edge_width`]'s search from (x, y) (of value `here`) in steps of (sx, sy)
 /// on a `w`×`h` plane read through `at`: the steps taken while `(current − next)·s > 0`,
-/// at most `radius`; `None` when a step would leave the frame. The next [`WALK`] samples
-/// the search may reach inside the frame are loaded first (their loads overlap), then
+/// at most `radius`; `None` when a step would leave the frame. `first` is the [`batch`]
+/// after step 0; each batch's samples are loaded at once (their loads overlap), then
 /// compared in order: the same steps as one sample at a time.
+#[allow(clippy::too_many_arguments)]
 #[inline(always)]
 fn walk(
     at: &impl Fn(i32, i32) -> i32,
@@ -522,21 +554,12 @@ fn walk(
     here: i32,
     radius: i32,
     s: i32,
+    first: [i32; WALK],
 ) -> Option<i32> {
     let inside = |x: i32, y: i32| x >= 0 && x < w && y >= 0 && y < h;
-    let (mut n, mut cur) = (0i32, here);
+    let (mut n, mut cur, mut v) = (0i32, here, first);
     loop {
-        let mut v = [0i32; WALK];
-        let mut k = 0;
-        while k < WALK {
-            let j = n + k as i32 + 1;
-            let (px, py) = (x + j * sx, y + j * sy);
-            if j <= radius && inside(px, py) {
-                v[k] = at(px, py);
-            }
-            k += 1;
-        }
-        // Step j = n + 1 reads v[k]: loaded above exactly when j <= radius and inside.
+        // Step j = n + 1 reads v[k]: loaded exactly when j <= radius and inside.
         let mut k = 0;
         while k < WALK {
             if n >= radius {
@@ -553,6 +576,7 @@ fn walk(
             n = j;
             k += 1;
         }
+        v = batch(at, (w, h), (x, y), (sx, sy), n, radius);
     }
 }
 
