@@ -778,6 +778,7 @@ mod tests {
     #[test]
     fn the_batched_width_search_is_the_sample_by_sample_one() {
         let mut seed = 0x5eedu64;
+        let mut longest = 0.0f32;
         for &(w, h) in &[(3u32, 3u32), (9, 7), (40, 23), (70, 61)] {
             let d: Vec<u8> = (0..w * h)
                 .map(|i| {
@@ -805,11 +806,14 @@ mod tests {
                                 want.to_bits(),
                                 "{w}x{h} ({x}, {y}) {dir} {radius}"
                             );
+                            longest = longest.max(got);
                         }
                     }
                 }
             }
         }
+        // Some searches go beyond two batches on a side.
+        assert!(longest > (4 * WALK) as f32, "{longest}");
     }
 
     #[test]
