@@ -236,9 +236,19 @@ impl Backend for CudaBackend {
                 .map_err(cuda_err("uploading frames"));
         }
         let gpu = &self.gpu;
-        self.metrics.each(|m| m.queue(gpu, plan, &r, &d))?;
-        self.metrics
-            .measure(scores, late, |m, out| m.measure(gpu, plan, &r, &d, out))
+        let result = self
+            .metrics
+            .each(|m| m.queue(gpu, plan, &r, &d))
+            .and_then(|()| {
+                self.metrics
+                    .measure(scores, late, |m, out| m.measure(gpu, plan, &r, &d, out))
+            });
+        if result.is_err() {
+            // Metrics on their own streams (the no-reference ones) may still read the
+            // frames: nothing reuses them before that work is done.
+            let _ = gpu.ctx.synchronize();
+        }
+        result
     }
 
     fn lineup(&mut self) -> &mut dyn Held {

@@ -9,8 +9,14 @@
 //! `ref-` fields. The metric picks the field names of a side with [`Side::name`]. It has
 //! no lag: state across frames (the previous frame, [`Restart`]) is restarted at the end of
 //! a sequence and at a flush, as the temporal metrics' is.
+//!
+//! On the CUDA backend each side of each no-reference metric runs on its own stream (a
+//! [`Lanes`] entry, forked from the engine's): these kernels are small and mostly wait on
+//! memory latency, so those of different metrics and sides overlap on the device instead of
+//! queueing behind one another. Each lane waits for the engine's stream (the frame's
+//! uploads) before its kernels; `measure` waits for its own lane only.
 
-use cudarc::driver::DriverError;
+use cudarc::driver::{CudaEvent, DriverError};
 
 use super::temporal::{Restart, Sequenced};
 use super::{CpuMetric, CudaMetric, CudaState};
@@ -92,6 +98,55 @@ pub(crate) trait CudaSingle: Send + Restart {
 pub(crate) struct NoReference<S> {
     distorted: S,
     reference: Option<S>,
+    /// The sides' streams on the CUDA backend (none on the CPU backend).
+    lanes: Option<Lanes>,
+}
+
+/// The CUDA streams of a no-reference metric's sides, and the event that orders them after
+/// the engine's stream.
+struct Lanes {
+    distorted: Gpu,
+    reference: Option<Gpu>,
+    /// Recorded on the engine's stream when a frame's kernels are queued: where the frame's
+    /// uploads (and every earlier use of the lanes' inputs) end.
+    ready: CudaEvent,
+    /// The lanes wait for `ready` of the current frame (queued, not yet measured).
+    forked: bool,
+}
+
+impl Lanes {
+    /// A lane for the distorted side and, `with_reference`, one for the reference side;
+    /// each a new stream that starts after the engine's current work.
+    fn new(gpu: &Gpu, with_reference: bool) -> Result<Lanes, DriverError> {
+        let lane = || -> Result<Gpu, DriverError> {
+            Ok(Gpu {
+                ctx: gpu.ctx.clone(),
+                stream: gpu.stream.fork()?,
+                kernels: gpu.kernels.clone(),
+            })
+        };
+        Ok(Lanes {
+            distorted: lane()?,
+            reference: if with_reference { Some(lane()?) } else { None },
+            ready: gpu.ctx.new_event(None)?,
+            forked: false,
+        })
+    }
+
+    /// Makes both lanes wait for the work queued so far on the engine's stream.
+    fn fork(&mut self, gpu: &Gpu) -> Result<(), EngineError> {
+        let wait = || -> Result<(), DriverError> {
+            self.ready.record(&gpu.stream)?;
+            self.distorted.stream.wait(&self.ready)?;
+            if let Some(r) = &self.reference {
+                r.stream.wait(&self.ready)?;
+            }
+            Ok(())
+        };
+        wait().map_err(|e| EngineError::Cuda(format!("ordering the metric's streams: {e}")))?;
+        self.forked = true;
+        Ok(())
+    }
 }
 
 impl<S: CpuSingle + 'static> NoReference<S> {
@@ -110,29 +165,52 @@ impl<S: CpuSingle + 'static> NoReference<S> {
             } else {
                 None
             },
+            lanes: None,
         }))
     }
 }
 
 impl<S: CudaSingle + 'static> NoReference<S> {
-    /// The metric on the CUDA backend, one state per side from `make` (as
-    /// [`NoReference::boxed`]).
+    /// The metric on the CUDA backend, one state per side from `make`, which allocates on
+    /// the side's lane (as [`NoReference::boxed`]).
     pub(crate) fn cuda_boxed(
+        gpu: &Gpu,
         plan: &Plan,
-        mut make: impl FnMut(Side) -> Result<Option<S>, DriverError>,
+        mut make: impl FnMut(&Gpu, Side) -> Result<Option<S>, DriverError>,
     ) -> CudaState {
-        let Some(distorted) = make(Side::Distorted)? else {
+        let mut lanes = Lanes::new(gpu, plan.has_reference)?;
+        let Some(distorted) = make(&lanes.distorted, Side::Distorted)? else {
             return Ok(None);
         };
-        let reference = if plan.has_reference {
-            make(Side::Reference)?
-        } else {
-            None
+        let reference = match &lanes.reference {
+            Some(lane) => make(lane, Side::Reference)?,
+            None => None,
         };
+        if reference.is_none() {
+            lanes.reference = None;
+        }
+        // The states' buffers are ready before their first frame.
+        lanes.distorted.stream.synchronize()?;
+        if let Some(r) = &lanes.reference {
+            r.stream.synchronize()?;
+        }
         Ok(Some(Box::new(NoReference {
             distorted,
             reference,
+            lanes: Some(lanes),
         })))
+    }
+
+    /// The lanes, forked for the current frame.
+    fn forked(&mut self, gpu: &Gpu) -> Result<&Lanes, EngineError> {
+        let lanes = self
+            .lanes
+            .as_mut()
+            .expect("a CUDA no-reference metric has its lanes");
+        if !lanes.forked {
+            lanes.fork(gpu)?;
+        }
+        Ok(lanes)
     }
 }
 
@@ -158,7 +236,7 @@ impl<S: CpuSingle> CpuMetric for NoReference<S> {
     }
 }
 
-impl<S: CudaSingle> CudaMetric for NoReference<S> {
+impl<S: CudaSingle + 'static> CudaMetric for NoReference<S> {
     fn queue(
         &mut self,
         gpu: &Gpu,
@@ -166,9 +244,16 @@ impl<S: CudaSingle> CudaMetric for NoReference<S> {
         r: &PlanePtrs,
         d: &PlanePtrs,
     ) -> Result<(), EngineError> {
-        self.distorted.queue(gpu, plan, Side::Distorted, d)?;
-        if let Some(s) = &mut self.reference {
-            s.queue(gpu, plan, Side::Reference, r)?;
+        if let Some(lanes) = &mut self.lanes {
+            // A new frame: its lanes wait for this frame's uploads.
+            lanes.forked = false;
+        }
+        self.forked(gpu)?;
+        let lanes = self.lanes.as_ref().expect("forked above");
+        self.distorted
+            .queue(&lanes.distorted, plan, Side::Distorted, d)?;
+        if let (Some(s), Some(lane)) = (&mut self.reference, &lanes.reference) {
+            s.queue(lane, plan, Side::Reference, r)?;
         }
         Ok(())
     }
@@ -181,10 +266,15 @@ impl<S: CudaSingle> CudaMetric for NoReference<S> {
         d: &PlanePtrs,
         scores: &mut Scores,
     ) -> Result<(), EngineError> {
+        // Without `queue` first, the states queue their work here, on lanes forked now.
+        self.forked(gpu)?;
+        let lanes = self.lanes.as_mut().expect("forked above");
+        lanes.forked = false;
+        let lanes = &*lanes;
         self.distorted
-            .measure(gpu, plan, Side::Distorted, d, scores)?;
-        if let Some(s) = &mut self.reference {
-            s.measure(gpu, plan, Side::Reference, r, scores)?;
+            .measure(&lanes.distorted, plan, Side::Distorted, d, scores)?;
+        if let (Some(s), Some(lane)) = (&mut self.reference, &lanes.reference) {
+            s.measure(lane, plan, Side::Reference, r, scores)?;
         }
         Ok(())
     }

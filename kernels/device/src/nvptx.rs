@@ -115,6 +115,11 @@ shuffles! {
     shfl_down, "down", "0x1f";
     /// `__shfl_xor_sync`: the value of lane `lane_id() ^ lane_mask`.
     shfl_xor, "bfly", "0x1f";
+    /// `__shfl_up_sync`: the value of lane `lane_id() − delta` (own value below lane
+    /// `delta`).
+    shfl_up, "up", "0x0";
+    /// `__shfl_sync`: the value of lane `lane`.
+    shfl_idx, "idx", "0x1f";
 }
 
 /// A value that warp shuffles can move: `u32`, `i32`, `f32` (one 32-bit shuffle) or

@@ -2,7 +2,8 @@
 //! gradients summed per band of 128 rows or columns), `blockiness_bands` (the band sums
 //! added to both profiles, which stay on the device for the sequence) and
 //! `blockiness_periods` (each (direction, period) pair's sums, one warp each), one copy of
-//! those sums (16 bytes per pair), from which the host keeps the largest ratio.
+//! those sums (16 bytes per pair), from which the host keeps the largest ratio. All are
+//! queued first ([`CudaSingle::queue`]); `measure` waits and reads.
 
 use cudarc::driver::{DriverError, LaunchConfig};
 
@@ -35,6 +36,8 @@ pub(super) struct Blockiness {
     height: u32,
     /// A new sequence (or a failed frame left the profiles unknown): start from 0.
     first: bool,
+    /// This frame's kernels and copy are queued ([`CudaSingle::queue`]), not read yet.
+    queued: bool,
 }
 
 impl Blockiness {
@@ -61,12 +64,13 @@ impl Blockiness {
                 (blockiness::bands(width) as usize * height as usize).max(1),
             )?,
             sums: DeviceBuffer::zeroed(&gpu.stream, len)?,
-            // SAFETY: written by the copy in `run` before it is read.
+            // SAFETY: written by the copy in `launch` before it is read.
             host: unsafe { PinnedBuffer::new(&gpu.ctx, len, 0) }?,
             pairs,
             width,
             height,
             first: true,
+            queued: false,
         })
     }
 
@@ -89,8 +93,8 @@ impl Blockiness {
         None
     }
 
-    /// Queues both kernels and waits for the pairs' sums; the frame's value from them.
-    fn run(&mut self, gpu: &Gpu, p: Params) -> Result<f32, DriverError> {
+    /// Queues the three kernels and the copy of the pairs' sums to the host.
+    fn launch(&mut self, gpu: &Gpu, p: Params) -> Result<(), DriverError> {
         let (k, stream) = (&gpu.kernels, &gpu.stream);
         let grid = blockiness::profile_grid(self.width, self.height);
         let cols = self.cols.as_mut();
@@ -140,7 +144,12 @@ impl Blockiness {
                 self.host.copy_from_device(sums.as_raw(), stream)?;
             }
         }
-        stream.synchronize()?;
+        Ok(())
+    }
+
+    /// Waits for the queued kernels; the frame's value from the pairs' sums.
+    fn read(&mut self, gpu: &Gpu) -> Result<f32, DriverError> {
+        gpu.stream.synchronize()?;
         if self.pairs == 0 {
             return Ok(0.0);
         }
@@ -153,6 +162,27 @@ impl Blockiness {
 }
 
 impl CudaSingle for Blockiness {
+    fn queue(
+        &mut self,
+        gpu: &Gpu,
+        plan: &Plan,
+        side: Side,
+        frame: &PlanePtrs,
+    ) -> Result<(), EngineError> {
+        let p = self.settings.params(plan, side, frame, self.first);
+        if let Some(why) = self.mismatch(&p.luma) {
+            return Err(EngineError::InvalidFrame(format!("blockiness: {why}")));
+        }
+        self.queued = false;
+        self.launch(gpu, p).map_err(|e| {
+            // The profiles may hold part of this frame: start the next one afresh.
+            self.first = true;
+            EngineError::Cuda(format!("running blockiness: {e}"))
+        })?;
+        self.queued = true;
+        Ok(())
+    }
+
     fn measure(
         &mut self,
         gpu: &Gpu,
@@ -161,12 +191,11 @@ impl CudaSingle for Blockiness {
         frame: &PlanePtrs,
         out: &mut Scores,
     ) -> Result<(), EngineError> {
-        let p = self.settings.params(plan, side, frame, self.first);
-        if let Some(why) = self.mismatch(&p.luma) {
-            return Err(EngineError::InvalidFrame(format!("blockiness: {why}")));
+        if !self.queued {
+            self.queue(gpu, plan, side, frame)?;
         }
-        let v = self.run(gpu, p).map_err(|e| {
-            // The profiles may hold part of this frame: start the next one afresh.
+        self.queued = false;
+        let v = self.read(gpu).map_err(|e| {
             self.first = true;
             EngineError::Cuda(format!("running blockiness: {e}"))
         })?;
@@ -181,5 +210,6 @@ impl CudaSingle for Blockiness {
 impl Restart for Blockiness {
     fn restart(&mut self) {
         self.first = true;
+        self.queued = false;
     }
 }

@@ -99,7 +99,7 @@ pub(crate) const ENTRY: Entry = Entry {
             return Ok(None);
         }
         let settings = *s.settings::<Settings>();
-        NoReference::cuda_boxed(s.plan, |side| {
+        NoReference::cuda_boxed(gpu, s.plan, |gpu, side| {
             cuda::Blockiness::new(gpu, s.plan, side, settings).map(Some)
         })
     },

@@ -1,7 +1,8 @@
 //! Blur on the GPU, one state per input: per frame `blur_gauss` (the blurred plane),
 //! `blur_suppress` (the suppressed gradients), `blur_widths` (per CUDA block, the exact sum
 //! and the count of the edge widths of one 32×32 tile of one block), one copy of those
-//! partials, which the host adds per block and pools ([`super::pool`]). Buffers are
+//! partials, which the host adds per block and pools ([`super::pool`]). All are queued first
+//! ([`CudaSingle::queue`]); `measure` waits and reads. Buffers are
 //! allocated once, for the side's layout.
 
 use cudarc::driver::{DriverError, LaunchConfig};
@@ -31,6 +32,8 @@ pub(super) struct Blur {
     grid: u32,
     means: Vec<f32>,
     sums: Vec<(f64, u32)>,
+    /// This frame's kernels and copy are queued ([`CudaSingle::queue`]), not read yet.
+    queued: bool,
 }
 
 impl Blur {
@@ -56,13 +59,14 @@ impl Blur {
             blurred: DeviceBuffer::zeroed(&gpu.stream, n)?,
             suppressed: DeviceBuffer::zeroed(&gpu.stream, n)?,
             partials: DeviceBuffer::zeroed(&gpu.stream, len)?,
-            // SAFETY: written by the copy in `widths` before it is read.
+            // SAFETY: written by the copy in `launch` before it is read.
             host: unsafe { PinnedBuffer::new(&gpu.ctx, len, 0) }?,
             width,
             height,
             grid,
             means: Vec::with_capacity(blocks),
             sums: Vec::with_capacity(blocks),
+            queued: false,
         })
     }
 
@@ -85,8 +89,8 @@ impl Blur {
         None
     }
 
-    /// Queues the three kernels and waits for the width partials.
-    fn widths(&mut self, gpu: &Gpu, p: Params) -> Result<(), DriverError> {
+    /// Queues the three kernels and the copy of the width partials to the host.
+    fn launch(&mut self, gpu: &Gpu, p: Params) -> Result<(), DriverError> {
         let (k, stream) = (&gpu.kernels, &gpu.stream);
         let plane = LaunchConfig {
             grid_dim: (
@@ -122,11 +126,33 @@ impl Blur {
             )?;
             self.host.copy_from_device(partials.as_raw(), stream)?;
         }
-        stream.synchronize()
+        Ok(())
     }
 }
 
 impl CudaSingle for Blur {
+    fn queue(
+        &mut self,
+        gpu: &Gpu,
+        plan: &Plan,
+        side: Side,
+        frame: &PlanePtrs,
+    ) -> Result<(), EngineError> {
+        let l = super::luma8(plan, side, frame);
+        if let Some(why) = self.mismatch(&l) {
+            return Err(EngineError::InvalidFrame(format!("blur: {why}")));
+        }
+        self.queued = false;
+        if self.grid == 0 {
+            // No whole block (or an empty frame): nothing runs.
+            return Ok(());
+        }
+        self.launch(gpu, self.settings.params(l))
+            .map_err(|e| EngineError::Cuda(format!("running blur: {e}")))?;
+        self.queued = true;
+        Ok(())
+    }
+
     fn measure(
         &mut self,
         gpu: &Gpu,
@@ -135,20 +161,21 @@ impl CudaSingle for Blur {
         frame: &PlanePtrs,
         out: &mut Scores,
     ) -> Result<(), EngineError> {
-        let l = super::luma8(plan, side, frame);
-        if let Some(why) = self.mismatch(&l) {
-            return Err(EngineError::InvalidFrame(format!("blur: {why}")));
-        }
         if self.grid == 0 {
             // No whole block (or an empty frame): FFmpeg's 0/0, no field.
             return Ok(());
         }
-        let p = self.settings.params(l);
-        self.widths(gpu, p)
+        if !self.queued {
+            self.queue(gpu, plan, side, frame)?;
+        }
+        self.queued = false;
+        gpu.stream
+            .synchronize()
             .map_err(|e| EngineError::Cuda(format!("running blur: {e}")))?;
+        let p = self.settings.params(super::luma8(plan, side, frame));
         self.sums.clear();
         self.sums.resize((p.cols * p.rows) as usize, (0.0, 0));
-        // SAFETY: the copy completed (synchronised in `widths`).
+        // SAFETY: the copy completed (the stream is synchronised).
         let host = unsafe { self.host.as_slice() };
         for (b, pair) in host.chunks_exact(2).enumerate() {
             let s = &mut self.sums[b / p.chunks as usize];
@@ -167,5 +194,7 @@ impl CudaSingle for Blur {
 }
 
 impl Restart for Blur {
-    fn restart(&mut self) {}
+    fn restart(&mut self) {
+        self.queued = false;
+    }
 }

@@ -85,7 +85,7 @@ pub(crate) const ENTRY: Entry = Entry {
             return Ok(None);
         }
         let noise = s.settings::<Settings>().noise;
-        NoReference::cuda_boxed(s.plan, |side| {
+        NoReference::cuda_boxed(gpu, s.plan, |gpu, side| {
             cuda::Freeze::new(gpu, s.plan, side, noise).map(Some)
         })
     },

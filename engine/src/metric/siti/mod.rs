@@ -63,7 +63,9 @@ pub(crate) const ENTRY: Entry = Entry {
         if !s.set.contains(FLAG) || why_not(s.plan).is_some() {
             return Ok(None);
         }
-        NoReference::cuda_boxed(s.plan, |side| cuda::Siti::new(gpu, s.plan, side).map(Some))
+        NoReference::cuda_boxed(gpu, s.plan, |gpu, side| {
+            cuda::Siti::new(gpu, s.plan, side).map(Some)
+        })
     },
 };
 

@@ -1,7 +1,7 @@
 //! The blur kernels, one frame per launch sequence: `blur_gauss` (the blurred plane),
 //! `blur_suppress` (the suppressed gradient plane, from the blurred one), `blur_widths`
 //! (per CUDA block, the sum and count of the edge widths of one tile of one block: `TILE_W`
-//! columns by `WIDTH_ROWS` rows, one column per thread).
+//! columns by `WIDTH_ROWS` rows, the tile's edge pixels packed into a list first).
 //! The plane kernels run `TILE_W`×`THREADS_Y` (32×8) threads per `TILE_W`×`TILE_H` (32×32)
 //! tile, 4 pixels of one column per thread; the width kernel
 //! reduces its thread sums through warp shuffles and shared memory in a fixed order and
@@ -11,8 +11,9 @@
 use super::Params;
 #[cfg(target_arch = "nvptx64")]
 use super::{
-    MAG_LEN, Plane, STAGE_LEN, TILE_H, TILE_W, WARPS, gauss_stage, gauss_tile, suppress_grads,
-    suppress_stage, suppressed_tile, thread_sums,
+    BLOCK, MAG_LEN, Plane, STAGE_LEN, TILE_H, TILE_W, WARPS, WIDTH_PIXELS, WIDTH_ROWS, counts,
+    edge_pixel_width, gauss_stage, gauss_tile, suppress_grads, suppress_stage, suppressed_tile,
+    thread_edges, width_tile,
 };
 #[cfg(target_arch = "nvptx64")]
 use gpumetrics_device as dev;
@@ -91,10 +92,17 @@ unsafe fn suppress_body(p: Params, blurred: *const u8, out: *mut u8) {
     }
 }
 
-/// The body of `blur_widths`.
+/// The body of `blur_widths`: every thread tests its [`WIDTH_PIXELS`] pixels of the tile
+/// for edges ([`thread_edges`]), the block packs the edge pixels into one shared list (an
+/// exclusive scan of the threads' counts: shuffles within each warp, then the warps' totals),
+/// then thread t measures entries t, t + BLOCK, .. of the list. Edge pixels are few and
+/// uneven, so a warp that walked its own pixels would wait on its slowest lane for each
+/// row; packed, the warps' lanes all walk. The sum is exact in any order (see the module).
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 unsafe fn widths_body(p: Params, blurred: *const u8, suppressed: *const u8, out: *mut f64) {
+    gpumetrics_device::shared!(static BLUR_EDGES: [u32; EDGES_LEN]);
+    gpumetrics_device::shared!(static BLUR_WARP_COUNTS: [u32; WARPS]);
     gpumetrics_device::shared!(static BLUR_WARP_SUMS: [f64; 2 * WARPS]);
     let (w, h) = (p.luma.width, p.luma.height);
     let b = Plane { ptr: blurred, w, h };
@@ -104,17 +112,58 @@ unsafe fn widths_body(p: Params, blurred: *const u8, suppressed: *const u8, out:
         h,
     };
     let id = dev::block_idx_x();
-    let (mut sum, count) = unsafe {
-        thread_sums(
-            &p,
-            &b,
-            &n,
-            id / p.chunks,
-            id % p.chunks,
-            dev::thread_idx_x(),
-            dev::block_dim_x(),
-        )
-    };
+    let t = dev::thread_idx_x();
+    let (lane, warp) = (dev::lane_id(), (t / 32) as usize);
+    let tile = width_tile(&p, id / p.chunks, id % p.chunks);
+    let mask = unsafe { thread_edges(&p, &n, tile, t) };
+    // The warp's inclusive scan of the counts; its last lane holds the warp's total.
+    let mine = mask.count_ones();
+    let mut before = mine;
+    let mut delta = 1;
+    while delta < 32 {
+        let v: u32 = unsafe { dev::shfl_up(dev::FULL_MASK, before, delta) };
+        if lane >= delta {
+            before += v;
+        }
+        delta *= 2;
+    }
+    if lane == 31 {
+        unsafe { BLUR_WARP_COUNTS.write(warp, before) };
+    }
+    unsafe { dev::sync_threads() };
+    let mut total = 0u32;
+    let mut at = before - mine;
+    for k in 0..WARPS {
+        let c = unsafe { BLUR_WARP_COUNTS.read(k) };
+        if k < warp {
+            at += c;
+        }
+        total += c;
+    }
+    // Entries: the pixel's column and row in the tile (`r · TILE_W + c`).
+    let (c, r0) = (t % TILE_W, t / TILE_W);
+    let mut k = 0;
+    while k < WIDTH_PIXELS {
+        if mask & 1 << k != 0 {
+            let r = r0 + k * (BLOCK / TILE_W);
+            unsafe { BLUR_EDGES.write(at as usize, r * TILE_W + c) };
+            at += 1;
+        }
+        k += 1;
+    }
+    unsafe { dev::sync_threads() };
+    let (mut sum, mut count) = (0.0f64, 0u32);
+    let mut i = t;
+    while i < total {
+        let e = unsafe { BLUR_EDGES.read(i as usize) };
+        let (x, y) = (tile.0 + e % TILE_W, tile.1 + e / TILE_W);
+        let v = unsafe { edge_pixel_width(&p, &b, x, y) };
+        if counts(v) {
+            sum += v as f64;
+            count += 1;
+        }
+        i += BLOCK;
+    }
     let mut count = count as f64;
     let mut delta = 16;
     while delta > 0 {
@@ -122,9 +171,7 @@ unsafe fn widths_body(p: Params, blurred: *const u8, suppressed: *const u8, out:
         count += unsafe { dev::shfl_down(dev::FULL_MASK, count, delta) };
         delta /= 2;
     }
-    let t = dev::thread_idx_x();
-    if dev::lane_id() == 0 {
-        let warp = (t / 32) as usize;
+    if lane == 0 {
         unsafe {
             BLUR_WARP_SUMS.write(2 * warp, sum);
             BLUR_WARP_SUMS.write(2 * warp + 1, count);
@@ -143,3 +190,7 @@ unsafe fn widths_body(p: Params, blurred: *const u8, suppressed: *const u8, out:
         }
     }
 }
+
+/// Entries of the width kernel's list of edge pixels: one per pixel of a tile.
+#[cfg(target_arch = "nvptx64")]
+const EDGES_LEN: usize = (TILE_W * WIDTH_ROWS) as usize;

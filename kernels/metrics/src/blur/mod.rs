@@ -600,46 +600,101 @@ pub fn counts(width: f32) -> bool {
     width > 0.001
 }
 
-/// One GPU thread's share of tile `chunk` of block `block` (row-major over the blocks; the
-/// tiles of [`chunks`], row-major in the block): with `threads` (a multiple of `TILE_W`)
-/// threads, thread t takes column `t % TILE_W` of the tile, its rows `t / TILE_W`, `t /
-/// TILE_W + threads / TILE_W`, .. (inside the tile and the block). Returns the sum (exact,
-/// see the module) and the count of its widths.
+/// Pixels of one column a width-kernel thread tests for edges: `WIDTH_ROWS` rows shared by
+/// the `BLOCK / TILE_W` threads of a column.
+pub const WIDTH_PIXELS: u32 = WIDTH_ROWS / (BLOCK / TILE_W);
+const _: () = assert!(WIDTH_PIXELS <= 32 && TILE_W * WIDTH_ROWS <= 1 << 16);
+
+/// [`is_edge`] with the pixel and its eight neighbours all loaded before any comparison
+/// (their coordinates clamped into the plane; a border pixel's neighbours never decide), so
+/// that the loads of a warp overlap: the same answer.
 ///
 /// # Safety
-/// Both planes must be readable and of the frame's size; `block < cols · rows`.
+/// (x, y) must lie inside `n`.
 #[inline(always)]
-pub unsafe fn thread_sums(
-    p: &Params,
-    b: &Plane,
-    n: &Plane,
-    block: u32,
-    chunk: u32,
-    thread: u32,
-    threads: u32,
-) -> (f64, u32) {
+pub unsafe fn is_edge_loaded(n: &Plane, x: u32, y: u32, low: u32, high: u32) -> bool {
+    let (low, high) = (low as i32, high as i32);
+    let inner = x >= 1 && y >= 1 && x + 1 < n.w && y + 1 < n.h;
+    let (xl, xr) = (x.saturating_sub(1), (x + 1).min(n.w - 1));
+    let (yu, yd) = (y.saturating_sub(1), (y + 1).min(n.h - 1));
+    let at = |x, y| unsafe { n.at(x, y) };
+    let v = at(x, y);
+    let around = [
+        at(xl, yu),
+        at(x, yu),
+        at(xr, yu),
+        at(xl, y),
+        at(xr, y),
+        at(xl, yd),
+        at(x, yd),
+        at(xr, yd),
+    ];
+    let mut top = 0;
+    for a in around {
+        top = top.max(a);
+    }
+    v > high || (inner && v > low && top > high)
+}
+
+/// Where tile `chunk` of block `block` (row-major over the blocks; the tiles of [`chunks`],
+/// row-major in the block) lies: its first pixel (x, y) and its columns and rows (`TILE_W`
+/// by [`WIDTH_ROWS`], cut at the block's edge).
+#[inline(always)]
+pub fn width_tile(p: &Params, block: u32, chunk: u32) -> (u32, u32, u32, u32) {
     let (bx, by) = (block % p.cols, block / p.cols);
     let across = p.block_w.div_ceil(TILE_W);
     let (cx, cy) = (chunk % across, chunk / across);
-    let c = cx * TILE_W + thread % TILE_W;
-    let (mut sum, mut count) = (0.0f64, 0u32);
-    if c >= p.block_w {
-        return (sum, count);
+    let (c0, r0) = (cx * TILE_W, cy * WIDTH_ROWS);
+    (
+        bx * p.block_w + c0,
+        by * p.block_h + r0,
+        TILE_W.min(p.block_w - c0),
+        WIDTH_ROWS.min(p.block_h - r0),
+    )
+}
+
+/// Which of thread `thread`'s pixels of the tile at (x0, y0) of `cols`×`rows`
+/// ([`width_tile`]) are edge pixels ([`is_edge_loaded`]): bit k for column `thread %
+/// TILE_W`, row `thread / TILE_W + k · (BLOCK / TILE_W)` (k < [`WIDTH_PIXELS`]); pixels
+/// outside the tile are not. All loads are issued before the comparisons.
+///
+/// # Safety
+/// `n` must be readable and the tile inside it; `thread < BLOCK`.
+#[inline(always)]
+pub unsafe fn thread_edges(
+    p: &Params,
+    n: &Plane,
+    (x0, y0, cols, rows): (u32, u32, u32, u32),
+    thread: u32,
+) -> u32 {
+    let (c, r0) = (thread % TILE_W, thread / TILE_W);
+    if c >= cols {
+        return 0;
     }
-    let x = bx * p.block_w + c;
-    let y0 = by * p.block_h;
-    let end = ((cy + 1) * WIDTH_ROWS).min(p.block_h);
-    let rows = threads / TILE_W;
-    let mut r = cy * WIDTH_ROWS + thread / TILE_W;
-    while r < end {
-        let v = unsafe { pixel_width(p, b, n, x, y0 + r) };
-        if counts(v) {
-            sum += v as f64;
-            count += 1;
+    let mut mask = 0;
+    let mut k = 0;
+    while k < WIDTH_PIXELS {
+        let r = r0 + k * (BLOCK / TILE_W);
+        // A row past the tile tests the tile's last row again and drops the answer: the
+        // loop stays branch-free.
+        let edge = unsafe { is_edge_loaded(n, x0 + c, y0 + r.min(rows - 1), p.low, p.high) };
+        if edge && r < rows {
+            mask |= 1 << k;
         }
-        r += rows;
+        k += 1;
     }
-    (sum, count)
+    mask
+}
+
+/// The width an edge pixel at (x, y) adds ([`thread_edges`] found it): its [`edge_width`]
+/// in its gradient's direction.
+///
+/// # Safety
+/// (x, y) must be an edge pixel of the frame (an inner pixel); `b` readable.
+#[inline(always)]
+pub unsafe fn edge_pixel_width(p: &Params, b: &Plane, x: u32, y: u32) -> f32 {
+    let (_, dir) = unsafe { sobel(b, x, y) };
+    unsafe { edge_width(b, x, y, dir, p.radius) }
 }
 
 #[cfg(test)]
@@ -837,6 +892,41 @@ mod tests {
     }
 
     #[test]
+    fn is_edge_loaded_is_is_edge() {
+        let mut seed = 0x1234_5678u64;
+        for &(w, h) in &[(1u32, 1u32), (2, 2), (3, 1), (1, 4), (5, 5), (17, 9)] {
+            for _ in 0..8 {
+                let n: Vec<u8> = (0..w * h)
+                    .map(|_| {
+                        seed = seed
+                            .wrapping_mul(6364136223846793005)
+                            .wrapping_add(1442695040888963407);
+                        // Mostly small values, some above the thresholds.
+                        let v = (seed >> 33) as u8;
+                        if v & 3 == 0 { v } else { v / 8 }
+                    })
+                    .collect();
+                let p = Plane {
+                    ptr: n.as_ptr(),
+                    w,
+                    h,
+                };
+                for (low, high) in [(0u32, 0u32), (5, 20), (15, 30), (30, 31)] {
+                    for y in 0..h {
+                        for x in 0..w {
+                            assert_eq!(
+                                unsafe { is_edge_loaded(&p, x, y, low, high) },
+                                unsafe { is_edge(&p, x, y, low, high) },
+                                "{w}x{h} at ({x}, {y}), {low}/{high}"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
     fn layout_and_chunks() {
         assert_eq!(layout(1920, 1080, -1, -1), (1920, 1080, 1, 1));
         assert_eq!(layout(1920, 1080, 64, -1), (1920, 1080, 1, 1));
@@ -947,10 +1037,24 @@ mod tests {
                 }
                 let mut got = (0.0f64, 0u32);
                 for chunk in 0..p.chunks {
+                    let tile = width_tile(&p, block, chunk);
                     for t in 0..BLOCK {
-                        let (s, c) = unsafe { thread_sums(&p, &b, &n, block, chunk, t, BLOCK) };
-                        got.0 += s;
-                        got.1 += c;
+                        let mask = unsafe { thread_edges(&p, &n, tile, t) };
+                        for k in 0..WIDTH_PIXELS {
+                            if mask & 1 << k == 0 {
+                                continue;
+                            }
+                            let (x, y) = (
+                                tile.0 + t % TILE_W,
+                                tile.1 + t / TILE_W + k * (BLOCK / TILE_W),
+                            );
+                            assert!(unsafe { is_edge(&n, x, y, p.low, p.high) });
+                            let v = unsafe { edge_pixel_width(&p, &b, x, y) };
+                            if counts(v) {
+                                got.0 += v as f64;
+                                got.1 += 1;
+                            }
+                        }
                     }
                 }
                 assert_eq!(
