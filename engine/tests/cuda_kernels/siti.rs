@@ -1,13 +1,12 @@
-//! SI/TI's kernels (`siti_sums`, `siti_deviations`) against the host build of the same
+//! SI/TI's kernel (`siti_sums`) against the host build of the same
 //! per-pixel functions, and the CUDA engine against the CPU engine over a few frames (TI
 //! measures against the previous frame of the same input).
 //!
-//! Tolerance: the per-pixel values (range conversion, Sobel magnitude, motion, each
-//! squared deviation) are bit-identical on both sides; only the order of the f64 additions
-//! differs (per thread, warp and block on the GPU; rows in bands of 32 on the CPU). The
-//! sums of values therefore agree to 1e-9 relative (the worst case of n·ε for n = 2^21
-//! values is 2.3e-10), and SI and TI, rounded to f32, to 1e-6 relative (about 8 f32 ulps;
-//! a differently rounded mean can move one f32 deviation by an ulp). The kernel crate's
+//! Tolerance: the per-pixel values (range conversion, Sobel magnitude, motion, their
+//! squares) are bit-identical on both sides; only the order of the f64 additions differs
+//! (per thread, warp and block on the GPU; rows in bands of 32 on the CPU). The sums
+//! therefore agree to 1e-9 relative (the worst case of n·ε for n = 2^21 values is
+//! 2.3e-10), and SI and TI, rounded to f32, to 1e-6 relative (about 8 f32 ulps). The kernel crate's
 //! host test `gpu_order_agrees_with_the_cpu_order`, which emulates the GPU's order, found
 //! them equal on every frame it tried.
 
@@ -22,7 +21,7 @@ use crate::common::{self, Rng};
 use crate::{Check, Outcome, rel_err};
 
 /// The checks of this module and the kernels each covers.
-pub(crate) const CHECKS: &[(&[&str], Check)] = &[(&["siti_sums", "siti_deviations"], kernels)];
+pub(crate) const CHECKS: &[(&[&str], Check)] = &[(&["siti_sums"], kernels)];
 
 crate::gpu_tests! {
     siti_kernels_match_the_host => "siti_sums",
@@ -130,9 +129,9 @@ fn frame(c: &Case, pitch: u32, k: u32, r: &mut Rng) -> Vec<u8> {
     d
 }
 
-/// SI, TI and the two sums of values of one frame by the host functions, in the CPU
+/// SI, TI and the four sums (values and squares of each map) of one frame by the host functions, in the CPU
 /// backend's way (maps, then f64 sums in row order); `prev` becomes this frame's luma.
-fn host(l: &Luma, prev: &mut [u16], first: bool) -> ([f32; 2], [f64; 2]) {
+fn host(l: &Luma, prev: &mut [u16], first: bool) -> ([f32; 2], [f64; 4]) {
     let (w, h) = (l.width as usize, l.height as usize);
     let mut grad = vec![0f32; (w - 2) * (h - 2)];
     let mut motion = vec![0f32; w * h];
@@ -143,18 +142,15 @@ fn host(l: &Luma, prev: &mut [u16], first: bool) -> ([f32; 2], [f64; 2]) {
         let (p, m) = (prev[y * w..].as_mut_ptr(), motion[y * w..].as_mut_ptr());
         unsafe { siti::motion_row(l, y as u32, first, p, m) };
     }
-    let sums = [&grad, &motion].map(|v| unsafe { siti::sum(v.as_ptr(), v.len()) });
-    let dev = |v: &[f32], s: f64| {
-        let mean = s / v.len() as f64;
-        siti::stddev(
-            unsafe { siti::sq_dev_sum(v.as_ptr(), v.len(), mean) },
-            v.len() as u64,
-        )
-    };
-    ([dev(&grad, sums[0]), dev(&motion, sums[1])], sums)
+    let sums = [&grad, &motion].map(|v| unsafe { siti::sums(v.as_ptr(), v.len()) });
+    let dev = |v: &[f32], s: (f64, f64)| siti::stddev(s.0, s.1, v.len() as u64);
+    (
+        [dev(&grad, sums[0]), dev(&motion, sums[1])],
+        [sums[0].0, sums[0].1, sums[1].0, sums[1].1],
+    )
 }
 
-/// Both kernels on `FRAMES` frames of every case, as the engine launches them; SI, TI and
+/// The kernel on `FRAMES` frames of every case, as the engine launches them; SI, TI and
 /// the sums against [`host`], the previous-frame buffer exactly.
 fn kernels(k: &Kernels, s: &Arc<CudaStream>, r: &mut Rng) -> Result<Outcome, DriverError> {
     let mut max_err = 0f64;
@@ -198,24 +194,21 @@ fn kernels(k: &Kernels, s: &Arc<CudaStream>, r: &mut Rng) -> Result<Outcome, Dri
                     shared_mem_bytes: 0,
                 };
                 let first = (f == 0) as u32;
-                let dv = out.wrapping_add(2 * blocks as usize);
-                unsafe {
-                    k.siti_sums(s, cfg, l, pp.as_const(), first, out)?;
-                    k.siti_deviations(s, cfg, l, pp, first, out.as_const(), dv)?;
-                }
+                unsafe { k.siti_sums(s, cfg, l, pp, first, out)? };
             }
             let p = s.clone_dtoh(&partials)?;
             let got_prev = s.clone_dtoh(&prev)?;
-            let (sums, devs) = p.split_at(2 * blocks as usize);
-            let add = |v: &[f64], i: usize| v.chunks_exact(2).map(|c| c[i]).sum::<f64>();
+            let add = |i: usize| p.chunks_exact(4).map(|c| c[i]).sum::<f64>();
             let (ng, nm) = siti::counts(c.w, c.h);
             let got = [
-                siti::stddev(add(devs, 0), ng),
-                siti::stddev(add(devs, 1), nm),
+                siti::stddev(add(0), add(1), ng),
+                siti::stddev(add(2), add(3), nm),
             ];
             for i in 0..2 {
                 worst = worst.max(rel_err(got[i] as f64, want[i] as f64));
-                worst_sum = worst_sum.max(rel_err(add(sums, i), want_sums[i]));
+            }
+            for (i, want) in want_sums.iter().enumerate() {
+                worst_sum = worst_sum.max(rel_err(add(i), *want));
             }
             if f == 0 && got[1] != 0.0 {
                 worst = f64::INFINITY;

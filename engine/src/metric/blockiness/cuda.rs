@@ -1,5 +1,5 @@
 //! Blockiness on the GPU, one state per input: per frame `blockiness_profiles` (the frame's
-//! gradients summed per band of 128 rows or columns), `blockiness_bands` (the band sums
+//! gradients summed per band of 32 rows or columns), `blockiness_bands` (the band sums
 //! added to both profiles, which stay on the device for the sequence) and
 //! `blockiness_periods` (each (direction, period) pair's sums, one warp each), one copy of
 //! those sums (16 bytes per pair), from which the host keeps the largest ratio. All are

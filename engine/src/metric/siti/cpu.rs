@@ -37,22 +37,20 @@ impl Siti {
     }
 }
 
-/// FFmpeg's `std_deviation` of a map of `row`-value rows: mean, then squared deviations,
-/// each summed per band in parallel and the bands in order.
+/// The population standard deviation of a map of `row`-value rows ([`siti::stddev`]): the
+/// sum and the sum of squares of each band in parallel, the bands added in order.
 fn deviation(map: &[f32], row: usize) -> f32 {
-    let band = row * BAND_ROWS;
-    let sums: Vec<f64> = map
-        .par_chunks(band)
+    let sums: Vec<(f64, f64)> = map
+        .par_chunks(row * BAND_ROWS)
         // SAFETY: the chunk holds chunk.len() values.
-        .map(|c| unsafe { siti::sum(c.as_ptr(), c.len()) })
+        .map(|c| unsafe { siti::sums(c.as_ptr(), c.len()) })
         .collect();
-    let mean = sums.iter().sum::<f64>() / map.len() as f64;
-    let sq: Vec<f64> = map
-        .par_chunks(band)
-        // SAFETY: as above.
-        .map(|c| unsafe { siti::sq_dev_sum(c.as_ptr(), c.len(), mean) })
-        .collect();
-    siti::stddev(sq.iter().sum(), map.len() as u64)
+    let (mut s, mut sq) = (0.0, 0.0);
+    for (a, b) in sums {
+        s += a;
+        sq += b;
+    }
+    siti::stddev(s, sq, map.len() as u64)
 }
 
 impl CpuSingle for Siti {

@@ -1,9 +1,9 @@
-//! SI/TI on the GPU, one state per input: per frame `siti_sums` (the gradient's and the
-//! motion's f64 partial sums per block, on a grid of tiles that each block converts once
-//! into shared memory), `siti_deviations` (every block adds those into the
-//! means, then its squared deviations; the frame's luma becomes the previous frame), one
-//! copy of the deviation partials, which the host adds in block order. The previous
-//! frame's luma stays on the device. Buffers are allocated once, for the side's layout.
+//! SI/TI on the GPU, one state per input: per frame one `siti_sums` launch (per block the
+//! f64 sums of the gradients, of their squares, of the motions and of their squares, on a
+//! grid of tiles that each block converts once into shared memory; the frame's luma
+//! becomes the previous frame) and one copy of those partials, which the host adds in
+//! block order. The previous frame's luma stays on the device. Buffers are allocated once,
+//! for the side's layout.
 
 use cudarc::driver::{DriverError, LaunchConfig};
 
@@ -20,10 +20,9 @@ use gpumetrics_kernels::siti::{self, Luma};
 pub(super) struct Siti {
     /// The previous frame's full-range luma, `width · height` values (pitch `width`).
     previous: DeviceBuffer<u16>,
-    /// Per block two sums (gradient, motion), then per block two sums of squared
-    /// deviations: `4 · blocks` values.
+    /// Per block the four sums of `siti::Sums`: `4 · blocks` values.
     partials: DeviceBuffer<f64>,
-    /// The deviation partials, back on the host.
+    /// The partials, back on the host.
     host: PinnedBuffer<f64>,
     width: u32,
     height: u32,
@@ -44,8 +43,8 @@ impl Siti {
         Ok(Siti {
             previous: DeviceBuffer::zeroed(&gpu.stream, width as usize * height as usize)?,
             partials: DeviceBuffer::zeroed(&gpu.stream, 4 * blocks as usize)?,
-            // SAFETY: written by the copy in `deviations` before it is read.
-            host: unsafe { PinnedBuffer::new(&gpu.ctx, 2 * blocks as usize, 0) }?,
+            // SAFETY: written by the copy in `launch` before it is read.
+            host: unsafe { PinnedBuffer::new(&gpu.ctx, 4 * blocks as usize, 0) }?,
             width,
             height,
             blocks,
@@ -77,7 +76,7 @@ impl Siti {
         None
     }
 
-    /// Queues both passes and the copy of the deviation partials to the host.
+    /// Queues the kernel and the copy of its partials to the host.
     fn launch(&mut self, gpu: &Gpu, l: Luma) -> Result<(), DriverError> {
         let (k, stream) = (&gpu.kernels, &gpu.stream);
         let cfg = LaunchConfig {
@@ -87,32 +86,30 @@ impl Siti {
         };
         let first = self.first as u32;
         let sums = self.partials.as_mut();
-        let deviations = sums.wrapping_add(2 * self.blocks as usize);
         let previous = self.previous.as_mut();
         // SAFETY: `l` was validated against the plan's layout by the backend and against
-        // these buffers' size by `mismatch`; `previous` holds width·height values, each
-        // partials region 2·blocks, the grid has `blocks` blocks; the two kernels and the
-        // copy run in stream order, and the host reads after the synchronisation.
+        // these buffers' size by `mismatch`; `previous` holds width·height values, the
+        // partials 4·blocks for the grid of `blocks` blocks; the kernel and the copy run in
+        // stream order, and the host reads after the synchronisation.
         unsafe {
-            k.siti_sums(stream, cfg, l, previous.as_const(), first, sums)?;
-            k.siti_deviations(stream, cfg, l, previous, first, sums.as_const(), deviations)?;
-            self.host.copy_from_device(deviations.as_raw(), stream)?;
+            k.siti_sums(stream, cfg, l, previous, first, sums)?;
+            self.host.copy_from_device(sums.as_raw(), stream)?;
         }
         Ok(())
     }
 
-    /// Waits for the queued passes and adds the deviation sums (gradient, motion) in block
-    /// order.
-    fn deviations(&mut self, gpu: &Gpu) -> Result<(f64, f64), DriverError> {
+    /// Waits for the queued kernel and adds the partials in block order.
+    fn sums(&mut self, gpu: &Gpu) -> Result<siti::Sums, DriverError> {
         gpu.stream.synchronize()?;
         // SAFETY: the copy completed.
         let host = unsafe { self.host.as_slice() };
-        let (mut g, mut m) = (0.0f64, 0.0f64);
-        for p in host.chunks_exact(2) {
-            g += p[0];
-            m += p[1];
+        let mut total = [0.0f64; 4];
+        for p in host.chunks_exact(4) {
+            for (t, v) in total.iter_mut().zip(p) {
+                *t += v;
+            }
         }
-        Ok((g, m))
+        Ok(total)
     }
 }
 
@@ -149,15 +146,15 @@ impl CudaSingle for Siti {
             self.queue(gpu, plan, side, frame)?;
         }
         self.queued = false;
-        let (g, m) = self.deviations(gpu).map_err(|e| {
+        let s = self.sums(gpu).map_err(|e| {
             // `previous` may hold part of this frame: measure the next against nothing.
             self.first = true;
             EngineError::Cuda(format!("running siti: {e}"))
         })?;
         self.first = false;
         let (ng, nm) = siti::counts(self.width, self.height);
-        out.push(side.name(SI), siti::stddev(g, ng) as f64);
-        out.push(side.name(TI), siti::stddev(m, nm) as f64);
+        out.push(side.name(SI), siti::stddev(s[0], s[1], ng) as f64);
+        out.push(side.name(TI), siti::stddev(s[2], s[3], nm) as f64);
         Ok(())
     }
 }

@@ -9,21 +9,22 @@
 //!   (the one-pixel border is left out: a `(w − 2)·(h − 2)` map, [`sobel_row`]);
 //! * TI: the same standard deviation of the per-pixel difference with the previous frame's
 //!   full-range luma (`w·h` values, [`motion_row`]); 0 on the first frame;
-//! * both deviations as FFmpeg's: the mean in f64 over the f32 values, each deviation
-//!   rounded to f32 and squared in f32, the squares summed in f64 ([`sq_dev`]), the root in
-//!   f64 then rounded to f32 ([`stddev`]).
+//! * both deviations over the f32 values as population standard deviations, from one pass:
+//!   the values' sum and the sum of their squares in f64 ([`sums`]), then
+//!   `sqrt(squares/n − mean²)` in f64 rounded to f32 ([`stddev`]). FFmpeg takes two passes
+//!   (the mean, then each deviation rounded to f32 and squared in f32); the one-pass value
+//!   is the exact deviation to about 1e-12 relative, FFmpeg's to its f32 rounding of the
+//!   deviations (about 1e-7 relative), far below the two decimals it prints.
 //!
 //! One code path for the host and the GPU (raw pointers, `gpumetrics_device::math`): the
 //! CPU backend calls the row functions ([`sobel_row`], [`motion_row`]) on host pointers and
-//! sums each map in row order; the GPU kernels (`kernels.rs`: `siti_sums` then
-//! `siti_deviations`, each over [`thread_sums`] on tiles whose samples the block converts
-//! once into shared memory, [`tile_sample`]) compute the same per-pixel values ([`magnitude`],
-//! [`motion`]), bit for bit, and sum them per thread, per warp and per block ([`BLOCK`]
-//! threads, [`blocks`] blocks) into f64 partials that the host adds in block order. Only the order
-//! of the f64 additions differs: the mean by about 1e-15 relative, so a deviation's f32
-//! rounding may differ by one ulp in rare pixels and the results by about 1e-7 relative
-//! (the f32 rounding of the root). The host test `gpu_order_agrees_with_the_cpu_order`
-//! emulates the GPU's order.
+//! sums each map in row order; the GPU kernel (`kernels.rs`: `siti_sums`, over
+//! [`thread_sums`] on tiles whose samples the block converts once into shared memory,
+//! [`tile_sample`]) computes the same per-pixel values ([`magnitude`], [`motion`]), bit for
+//! bit, and sums them per thread, per warp and per block ([`BLOCK`] threads, [`blocks`]
+//! blocks) into f64 partials that the host adds in block order. Only the order of the f64
+//! additions differs (about 1e-15 relative); the host test
+//! `gpu_order_agrees_with_the_cpu_order` emulates the GPU's order.
 
 mod kernels;
 
@@ -34,7 +35,7 @@ pub const BLOCK: u32 = 256;
 /// Warps per block.
 pub const WARPS: usize = BLOCK as usize / 32;
 /// Most blocks of one launch: blocks stride over the tiles, so this bounds the partials
-/// (every block of the second pass reads all of them).
+/// the host adds.
 pub const MAX_BLOCKS: u32 = 1024;
 /// Columns of a tile: one thread per column.
 pub const TILE_W: u32 = 128;
@@ -57,8 +58,8 @@ pub const fn tiles(width: u32, height: u32) -> (u32, u32) {
 }
 
 /// Blocks of the SI/TI launches for a `width`×`height` frame (one per tile, at most
-/// [`MAX_BLOCKS`]: block b takes tiles b, b + blocks, ..); both kernels write two partial
-/// sums per block (gradient, motion).
+/// [`MAX_BLOCKS`]: block b takes tiles b, b + blocks, ..); the kernel writes the four
+/// partial sums of [`Sums`] per block.
 pub const fn blocks(width: u32, height: u32) -> u32 {
     let (tx, ty) = tiles(width, height);
     let n = tx as u64 * ty as u64;
@@ -271,19 +272,28 @@ pub unsafe fn sample_as<const WIDE: bool, const FULL: bool>(
     if FULL { y } else { to_full_range(y, l.factor) }
 }
 
+/// Running sums of one frame's values: the gradients, their squares, the motions, their
+/// squares (f64).
+pub type Sums = [f64; 4];
+
+/// Adds value `v` and its square to `acc[i]`, `acc[i + 1]`.
+#[inline(always)]
+fn add(acc: &mut Sums, i: usize, v: f32) {
+    let v = v as f64;
+    acc[i] += v;
+    acc[i + 1] += v * v;
+}
+
 /// One GPU thread's share of the tile at `origin`, added to its running sums `acc`
-/// (gradient, motion): thread `thread` takes column `x0 + thread % TILE_W` and, from row
-/// `y0 + (thread / TILE_W)·ROWS`, [`ROWS`] rows (those inside the frame), in row order. Per
-/// pixel it adds the gradient (inner pixels) and the motion, either the values themselves
-/// (`means` `None`: the first pass) or their squared deviations from `means` (gradient,
-/// motion) as [`sq_dev`] (the second pass, which also stores each sample in `prev`, the
-/// previous frame for the next one). `tile(i)` is entry i of the tile's sample buffer
-/// ([`tile_sample`]: shared memory on the GPU).
+/// ([`Sums`]): thread `thread` takes column `x0 + thread % TILE_W` and, from row `y0 +
+/// (thread / TILE_W)·ROWS`, [`ROWS`] rows (those inside the frame), in row order. Per pixel
+/// it adds the gradient (inner pixels) and the motion against `prev`, then stores the
+/// pixel's sample in `prev` (the previous frame for the next one). `tile(i)` is entry i of
+/// the tile's sample buffer ([`tile_sample`]: shared memory on the GPU).
 ///
 /// # Safety
 /// `prev` must hold `l.width · l.height` values (row pitch `l.width`), and no other thread
 /// may touch this thread's pixels of `prev` during the call.
-#[allow(clippy::too_many_arguments)]
 #[inline(always)]
 pub unsafe fn thread_sums(
     l: &Luma,
@@ -291,16 +301,14 @@ pub unsafe fn thread_sums(
     origin: (u32, u32),
     prev: *mut u16,
     first: bool,
-    means: Option<(f64, f64)>,
     thread: u32,
-    acc: (f64, f64),
-) -> (f64, f64) {
+    mut acc: Sums,
+) -> Sums {
     let (w, h) = (l.width, l.height);
-    let (mut g, mut m) = acc;
     let (tx, ty) = (thread % TILE_W, thread / TILE_W);
     let x = origin.0 + tx;
     if x >= w {
-        return (g, m);
+        return acc;
     }
     let inner_col = x >= 1 && x + 1 < w;
     // Buffer row j holds frame row y0 − 1 + j; the thread's column is buffer column tx + 1.
@@ -319,28 +327,16 @@ pub unsafe fn thread_sums(
         let below = three(j0 + r + 2);
         let cur = here.1;
         let p = unsafe { prev.add(y as usize * w as usize + x as usize) };
-        let mv = motion(cur, unsafe { *p }, first);
-        let grad = (inner_col && y >= 1 && y + 1 < h).then(|| magnitude(above, here, below));
-        match means {
-            None => {
-                m += mv as f64;
-                if let Some(v) = grad {
-                    g += v as f64;
-                }
-            }
-            Some((mean_g, mean_m)) => {
-                m += sq_dev(mv, mean_m);
-                if let Some(v) = grad {
-                    g += sq_dev(v, mean_g);
-                }
-                unsafe { *p = cur as u16 };
-            }
+        add(&mut acc, 2, motion(cur, unsafe { *p }, first));
+        if inner_col && y >= 1 && y + 1 < h {
+            add(&mut acc, 0, magnitude(above, here, below));
         }
+        unsafe { *p = cur as u16 };
         above = here;
         here = below;
         r += 1;
     }
-    (g, m)
+    acc
 }
 
 /// Values of the gradient map and of the motion map of a `w`×`h` frame.
@@ -349,45 +345,27 @@ pub fn counts(w: u32, h: u32) -> (u64, u64) {
     ((w as u64 - 2) * (h as u64 - 2), w as u64 * h as u64)
 }
 
-/// One value's squared deviation from `mean`, as FFmpeg's `std_deviation`: the difference
-/// rounded to f32, squared in f32.
-#[inline(always)]
-pub fn sq_dev(v: f32, mean: f64) -> f64 {
-    let d = (v as f64 - mean) as f32;
-    (d * d) as f64
-}
-
-/// The sum of `n` values (f64).
+/// The sum of `n` values and the sum of their squares (f64, in order).
 ///
 /// # Safety
 /// `p` must hold `n` values.
 #[inline]
-pub unsafe fn sum(p: *const f32, n: usize) -> f64 {
-    let mut s = 0.0;
+pub unsafe fn sums(p: *const f32, n: usize) -> (f64, f64) {
+    let mut acc = [0.0; 4];
     for i in 0..n {
-        s += unsafe { *p.add(i) } as f64;
+        add(&mut acc, 0, unsafe { *p.add(i) });
     }
-    s
+    (acc[0], acc[1])
 }
 
-/// The sum of the squared deviations of `n` values from `mean` ([`sq_dev`]).
-///
-/// # Safety
-/// `p` must hold `n` values.
-#[inline]
-pub unsafe fn sq_dev_sum(p: *const f32, n: usize, mean: f64) -> f64 {
-    let mut s = 0.0;
-    for i in 0..n {
-        s += sq_dev(unsafe { *p.add(i) }, mean);
-    }
-    s
-}
-
-/// The population standard deviation from the sum of squared deviations of `n` values,
-/// rounded to f32 as FFmpeg returns it.
+/// The population standard deviation of `n` values from their sum and the sum of their
+/// squares, rounded to f32 as FFmpeg returns it (a variance below 0 by rounding is 0).
 #[inline(always)]
-pub fn stddev(sq_dev_sum: f64, n: u64) -> f32 {
-    gpumetrics_device::math::sqrt(sq_dev_sum / n as f64) as f32
+pub fn stddev(sum: f64, squares: f64, n: u64) -> f32 {
+    let n = n as f64;
+    let mean = sum / n;
+    let var = squares / n - mean * mean;
+    gpumetrics_device::math::sqrt(if var > 0.0 { var } else { 0.0 }) as f32
 }
 
 #[cfg(test)]
@@ -553,16 +531,20 @@ mod tests {
     #[test]
     fn stddev_is_the_population_one() {
         let v = [2f32, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0];
-        let mean = unsafe { sum(v.as_ptr(), v.len()) } / v.len() as f64;
-        assert_eq!(mean, 5.0);
-        let sq = unsafe { sq_dev_sum(v.as_ptr(), v.len(), mean) };
-        assert_eq!(stddev(sq, v.len() as u64), 2.0);
+        let (s, sq) = unsafe { sums(v.as_ptr(), v.len()) };
+        assert_eq!((s, sq), (40.0, 232.0));
+        assert_eq!(stddev(s, sq, v.len() as u64), 2.0);
+        // Equal values: 0, also where rounding would make the variance negative.
+        let v = [0.1f32; 7];
+        let (s, sq) = unsafe { sums(v.as_ptr(), v.len()) };
+        assert_eq!(stddev(s, sq, 7), 0.0);
+        assert_eq!(stddev(30.0, 100.0 * 3.0 - 1e-9, 3), 0.0);
     }
 
-    /// The GPU kernels' order of additions, emulated: per thread ([`thread_sums`] over the
+    /// The GPU kernel's order of additions, emulated: per thread ([`thread_sums`] over the
     /// block's tiles b, b + blocks, .., each read through [`tile_sample`]), the
-    /// shuffle-down tree of each warp, the warps in order, the partials of the means by
-    /// lane then the butterfly, the deviation partials added by the host in block order.
+    /// shuffle-down tree of each warp, the warps in order, the blocks' partials added by the
+    /// host in block order.
     fn gpu_order(l: &Luma, prev: &mut [u16], first: bool) -> (f32, f32) {
         let blocks = blocks(l.width, l.height);
         let (tx, ty) = tiles(l.width, l.height);
@@ -579,60 +561,42 @@ mod tests {
             }
             v[0]
         };
-        let pass = |prev: &mut [u16], means: Option<(f64, f64)>| -> Vec<(f64, f64)> {
-            (0..blocks)
-                .map(|b| {
-                    let mut t = vec![(0.0f64, 0.0f64); BLOCK as usize];
-                    let mut tile = b;
-                    while tile < tx * ty {
-                        let origin = tile_origin(tile, l.width);
-                        let buf: Vec<u32> = (0..TILE_LEN as u32)
-                            .map(|i| unsafe { tile_sample(l, origin, i) })
-                            .collect();
-                        for (i, acc) in t.iter_mut().enumerate() {
-                            let read = |k: u32| buf[k as usize];
-                            let p = prev.as_mut_ptr();
-                            *acc = unsafe {
-                                thread_sums(l, read, origin, p, first, means, i as u32, *acc)
-                            };
-                        }
-                        tile += blocks;
+        let partials: Vec<Sums> = (0..blocks)
+            .map(|b| {
+                let mut t = vec![[0.0f64; 4]; BLOCK as usize];
+                let mut tile = b;
+                while tile < tx * ty {
+                    let origin = tile_origin(tile, l.width);
+                    let buf: Vec<u32> = (0..TILE_LEN as u32)
+                        .map(|i| unsafe { tile_sample(l, origin, i) })
+                        .collect();
+                    for (i, acc) in t.iter_mut().enumerate() {
+                        let read = |k: u32| buf[k as usize];
+                        let p = prev.as_mut_ptr();
+                        *acc = unsafe { thread_sums(l, read, origin, p, first, i as u32, *acc) };
                     }
-                    let (mut g, mut m) = (0.0, 0.0);
-                    for w in t.chunks(32) {
-                        g += warp_down(&mut w.iter().map(|p| p.0).collect::<Vec<_>>());
-                        m += warp_down(&mut w.iter().map(|p| p.1).collect::<Vec<_>>());
-                    }
-                    (g, m)
-                })
-                .collect()
-        };
-        let sums = pass(prev, None);
-        let butterfly = |f: &dyn Fn(&(f64, f64)) -> f64| {
-            let mut v: Vec<f64> = (0..32)
-                .map(|lane| sums.iter().skip(lane).step_by(32).map(f).sum())
-                .collect();
-            for mask in [16, 8, 4, 2, 1] {
-                let old = v.clone();
-                for (i, x) in v.iter_mut().enumerate() {
-                    *x += old[i ^ mask];
+                    tile += blocks;
                 }
+                let mut s = [0.0f64; 4];
+                for w in t.chunks(32) {
+                    for (k, s) in s.iter_mut().enumerate() {
+                        *s += warp_down(&mut w.iter().map(|p| p[k]).collect::<Vec<_>>());
+                    }
+                }
+                s
+            })
+            .collect();
+        let mut total = [0.0f64; 4];
+        for p in &partials {
+            for (t, v) in total.iter_mut().zip(p) {
+                *t += v;
             }
-            assert!(v.iter().all(|x| x.to_bits() == v[0].to_bits()));
-            v[0]
-        };
-        let (ng, nm) = counts(l.width, l.height);
-        let means = (
-            butterfly(&|p| p.0) / ng as f64,
-            butterfly(&|p| p.1) / nm as f64,
-        );
-        let dev = pass(prev, Some(means));
-        let (mut g, mut m) = (0.0, 0.0);
-        for p in &dev {
-            g += p.0;
-            m += p.1;
         }
-        (stddev(g, ng), stddev(m, nm))
+        let (ng, nm) = counts(l.width, l.height);
+        (
+            stddev(total[0], total[1], ng),
+            stddev(total[2], total[3], nm),
+        )
     }
 
     /// The CPU backend's order (`engine/src/metric/siti/cpu.rs`): the row functions, each
@@ -656,17 +620,13 @@ mod tests {
             };
         }
         let dev = |map: &[f32], row: usize| {
-            let band = row * 32;
-            let mean = map
-                .chunks(band)
-                .map(|c| unsafe { sum(c.as_ptr(), c.len()) })
-                .sum::<f64>()
-                / map.len() as f64;
-            let sq: f64 = map
-                .chunks(band)
-                .map(|c| unsafe { sq_dev_sum(c.as_ptr(), c.len(), mean) })
-                .sum();
-            stddev(sq, map.len() as u64)
+            let (mut s, mut sq) = (0.0, 0.0);
+            for c in map.chunks(row * 32) {
+                let (a, b) = unsafe { sums(c.as_ptr(), c.len()) };
+                s += a;
+                sq += b;
+            }
+            stddev(s, sq, map.len() as u64)
         };
         (dev(&grad, w - 2), dev(&mot, w))
     }
