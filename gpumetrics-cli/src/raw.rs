@@ -11,6 +11,10 @@
 //! and libav's y4m demuxer (`avdemux_yuv4mpegpipe`) outputs no buffer there. Each y4m frame
 //! is `FRAME\n` then the planes: `rawvideoparse` reads frames of that size with the planes
 //! 6 bytes in, and a probe drops the file header in front of the first one.
+//!
+//! Raw frames carry no colour description: the caps have none, so GStreamer's default for
+//! the size (limited range) applies; y4m's `XCOLORRANGE` and chroma siting are not read.
+//! Only the linear-light metrics (SSIMULACRA2, Butteraugli) depend on it.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
