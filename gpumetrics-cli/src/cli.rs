@@ -413,7 +413,7 @@ fn inputs(args: &Args) -> Result<(Option<String>, String), String> {
              --distorted DIST"
             .into()),
         (positional, _, _) => Err(format!(
-            "the inputs are given twice: positionally ({}) and with {}; give either REF DIST \
+            "inputs given both positionally ({}) and with {}: give either REF DIST \
              (reference first) or --reference REF --distorted DIST",
             positional.join(" "),
             [("--reference", r.is_some()), ("--distorted", d.is_some())]

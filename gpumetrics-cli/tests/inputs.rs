@@ -223,7 +223,7 @@ fn input_usage_errors_name_the_fix() {
             .code(2)
             .stderr(predicate::str::contains(text));
     };
-    usage(&[&r, "--distorted", &d], "the inputs are given twice");
+    usage(&[&r, "--distorted", &d], "inputs given both positionally");
     usage(
         &["--reference", &r, &d],
         "give either REF DIST (reference first)",
