@@ -318,8 +318,19 @@ impl Raw {
     /// The raw description of `given` when it is a `.yuv` file (described by `args`) or a
     /// y4m file (by its header); `None` for anything else.
     pub fn of(given: &str, role: &str, args: &RawArgs) -> Result<Option<Raw>> {
-        let path = Path::new(given);
-        if given.contains("://") || !path.is_file() {
+        // A local file, given as a path or a file:// URI; other URIs are never raw here.
+        let path = if given.starts_with("file://") {
+            match gst::glib::filename_from_uri(given) {
+                Ok((path, _)) => path,
+                Err(_) => return Ok(None),
+            }
+        } else if given.contains("://") {
+            return Ok(None);
+        } else {
+            PathBuf::from(given)
+        };
+        let path = path.as_path();
+        if !path.is_file() {
             return Ok(None);
         }
         let mut head = Vec::with_capacity(4096);

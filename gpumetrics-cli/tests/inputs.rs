@@ -188,6 +188,13 @@ fn y4m_and_yuv_score_as_the_same_frames_stored_losslessly() {
             gst_format,
         ]);
         assert_eq!(mixed, lossless, "{name} y4m + yuv");
+        // A y4m file as a file:// URI is read the same way.
+        let uri = format!("file://{}", f("y4m", "dist"));
+        assert_eq!(
+            scores(&[&f("y4m", "ref"), &uri]),
+            lossless,
+            "{name} y4m URI"
+        );
     }
 }
 
