@@ -90,7 +90,7 @@ const SKETCH_BINS: u32 = 16_384;
 const SKETCH_ZERO: f64 = 1e-9;
 
 /// Pools the scores of a run: per field, exact streaming mean, standard deviation (Welford),
-/// min, max and harmonic mean, and percentiles that are exact up to
+/// min, max, harmonic mean and (PSNR fields) the PSNR of the mean MSE, and percentiles that are exact up to
 /// [`EXACT_PERCENTILES_UP_TO`] values and within [`PERCENTILE_RELATIVE_ERROR`] beyond, in
 /// memory that stays bounded however long the run ([`Pooler::retained`]).
 #[derive(Clone, Debug, Default)]
