@@ -14,6 +14,9 @@ pub struct FieldSummary {
     pub stddev: f64,
     /// Only for fields whose values are all non-negative.
     pub harmonic_mean: Option<f64>,
+    /// Only for PSNR fields ([`crate::metric::Field::mse_pooled`]): the PSNR of the mean MSE
+    /// over the frames, FFmpeg's summary line (the mean of the per-frame PSNRs is `mean`).
+    pub pooled: Option<f64>,
     pub p1: f64,
     pub p5: f64,
     pub p50: f64,
@@ -33,6 +36,9 @@ impl FieldSummary {
         ];
         if let Some(h) = self.harmonic_mean {
             v.push(("harmonic-mean", h));
+        }
+        if let Some(p) = self.pooled {
+            v.push(("pooled", p));
         }
         v.extend([
             ("p1", self.p1),
@@ -84,7 +90,7 @@ const SKETCH_BINS: u32 = 16_384;
 const SKETCH_ZERO: f64 = 1e-9;
 
 /// Pools the scores of a run: per field, exact streaming mean, standard deviation (Welford),
-/// min, max and harmonic mean, and percentiles that are exact up to
+/// min, max, harmonic mean and (PSNR fields) the PSNR of the mean MSE, and percentiles that are exact up to
 /// [`EXACT_PERCENTILES_UP_TO`] values and within [`PERCENTILE_RELATIVE_ERROR`] beyond, in
 /// memory that stays bounded however long the run ([`Pooler::retained`]).
 #[derive(Clone, Debug, Default)]
@@ -104,7 +110,12 @@ impl Pooler {
             match self.fields.iter_mut().find(|(f, _)| *f == name) {
                 Some((_, pool)) => pool.push(value),
                 None => {
-                    let mut pool = FieldPool::default();
+                    let mut pool = FieldPool {
+                        mse: crate::metric::field(name)
+                            .is_some_and(|f| f.mse_pooled)
+                            .then_some(0.0),
+                        ..Default::default()
+                    };
                     pool.push(value);
                     // In registry order (a field may first appear after others that follow
                     // it: freeze-diff has none on the first frame), unknown names last.
@@ -155,6 +166,10 @@ impl Pooler {
 struct FieldPool {
     moments: Moments,
     values: Values,
+    /// A PSNR field's Σ MSE/peak² over the frames, from each frame's PSNR: 10^(−PSNR/10)
+    /// is its MSE over peak² exactly (up to rounding), so the pool needs neither the MSE
+    /// field nor the bit depth, and stays right across a change of depth. +inf adds 0.
+    mse: Option<f64>,
 }
 
 /// What is streamed exactly, value by value.
@@ -272,6 +287,9 @@ impl FieldPool {
     fn push(&mut self, v: f64) {
         self.moments.push(v);
         self.values.push(v);
+        if let Some(sum) = &mut self.mse {
+            *sum += 10f64.powf(-v / 10.0);
+        }
     }
 
     fn summary(&self) -> FieldSummary {
@@ -311,12 +329,16 @@ impl FieldPool {
                 PERCENTILES.map(|p| percentile(m.n, p, |rank| sketch_rank(m, sketch, rank)))
             }
         };
+        // 10·log10(peak² / mean MSE) = −10·log10(mean of MSE/peak²); all frames identical:
+        // a mean MSE of 0, +inf.
+        let pooled = self.mse.map(|sum| -10.0 * (sum / n).log10());
         FieldSummary {
             mean: clamp_to(mean, min, max),
             min,
             max,
             stddev,
             harmonic_mean,
+            pooled,
             p1,
             p5,
             p50,
@@ -623,6 +645,52 @@ mod tests {
         assert_eq!(s.p1, ninf);
         assert!((s.p99 - 1.98).abs() < 1e-12, "{}", s.p99);
         assert_eq!(s.harmonic_mean, None);
+    }
+
+    /// The PSNR of `mse` at 8 bits, as the psnr metric writes it.
+    fn psnr8(mse: f64) -> f64 {
+        crate::metric::psnr::psnr_db(mse, 255.0)
+    }
+
+    fn pool_psnr(values: &[f64]) -> FieldSummary {
+        let mut p = Pooler::new();
+        for &v in values {
+            let mut s = Scores::new();
+            s.push("psnr-y", v);
+            p.push(&s);
+        }
+        *p.summary().get("psnr-y").unwrap()
+    }
+
+    #[test]
+    fn psnr_fields_pool_the_mse_as_ffmpeg() {
+        // MSE 10 and 40: FFmpeg's summary is the PSNR of MSE 25, 34.150 dB; the mean of the
+        // two PSNRs (38.131 and 32.110) is 35.120 dB.
+        let s = pool_psnr(&[psnr8(10.0), psnr8(40.0)]);
+        let want = 10.0 * (255.0f64 * 255.0 / 25.0).log10();
+        assert!((s.pooled.unwrap() - want).abs() < 1e-12, "{s:?}");
+        assert!((s.mean - (psnr8(10.0) + psnr8(40.0)) / 2.0).abs() < 1e-12);
+        assert!(s.pooled.unwrap() < s.mean - 0.9, "{s:?}");
+        // An identical frame adds MSE 0 (its PSNR is +inf, and so is the mean).
+        let s = pool_psnr(&[f64::INFINITY, psnr8(50.0)]);
+        assert!((s.pooled.unwrap() - psnr8(25.0)).abs() < 1e-12, "{s:?}");
+        assert_eq!(s.mean, f64::INFINITY);
+        assert_eq!(pool_psnr(&[f64::INFINITY; 3]).pooled, Some(f64::INFINITY));
+        // A constant series pools to its value.
+        let v = psnr8(17.3);
+        assert!((pool_psnr(&[v; 1000]).pooled.unwrap() - v).abs() < 1e-10);
+        // Other fields have none, and no entry.
+        assert_eq!(pool(&[1.0, 2.0]).pooled, None);
+        assert!(!pool(&[1.0]).entries().iter().any(|(k, _)| *k == "pooled"));
+        let names: Vec<_> = pool_psnr(&[30.0])
+            .entries()
+            .iter()
+            .map(|(k, _)| *k)
+            .collect();
+        assert_eq!(
+            names[..6],
+            ["mean", "min", "max", "stddev", "harmonic-mean", "pooled"]
+        );
     }
 
     #[test]

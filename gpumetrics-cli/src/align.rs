@@ -39,8 +39,14 @@ fn decode_luma(input: &Input, width: u32, height: u32, count: usize) -> Result<V
             .build()
             .map_err(|_| anyhow!("the GStreamer element `{f}` is missing"))
     };
-    let src = make("uridecodebin")?;
-    src.set_property("uri", &input.uri);
+    let src = match &input.raw {
+        Some(raw) => raw.source()?,
+        None => {
+            let src = make("uridecodebin")?;
+            src.set_property("uri", &input.uri);
+            src
+        }
+    };
     let convert = make("videoconvert")?;
     let scale = make("videoscale")?;
     let caps = gst::Caps::builder("video/x-raw")
@@ -58,6 +64,9 @@ fn decode_luma(input: &Input, width: u32, height: u32, count: usize) -> Result<V
         .build();
     pipeline.add_many([&src, &convert, &scale, &filter, sink.upcast_ref()])?;
     gst::Element::link_many([&convert, &scale, &filter, sink.upcast_ref()])?;
+    if input.raw.is_some() {
+        src.link(&convert)?;
+    }
     let convert_sink = convert
         .static_pad("sink")
         .context("videoconvert sink pad")?;

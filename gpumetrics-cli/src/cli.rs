@@ -25,7 +25,8 @@ pub const EXIT_USAGE: i32 = 2;
 #[command(
     name = "gpumetrics",
     version,
-    override_usage = "gpumetrics [OPTIONS] REF DIST\n       gpumetrics [OPTIONS] DIST",
+    override_usage = "gpumetrics [OPTIONS] REF DIST\n       gpumetrics [OPTIONS] DIST\n       \
+gpumetrics [OPTIONS] --reference REF --distorted DIST",
     after_help = "Exit status: 0 success, 1 run error (missing or undecodable file, pipeline \
 error), 2 usage error, 3 a --fail-below threshold was not met, 130 interrupted by Ctrl-C (after \
 printing the summary of the pairs measured so far; also how a live run ends).\n\n\
@@ -34,6 +35,8 @@ gpumetrics ref.mp4 dist.mp4\n  \
 gpumetrics ref.mkv dist.mkv --metrics all --plot scores.png\n  \
 gpumetrics ref.y4m dist.mp4 --align auto --scale --format jsonl -o scores.jsonl\n  \
 gpumetrics ref.mp4 dist.mp4 --fail-below psnr-y=35 --fail-below ssim=0.95\n  \
+gpumetrics --reference ref.yuv --distorted dist.yuv --width 1920 --height 1080 --pixel-format 420 \
+--bitdepth 10\n  \
 gpumetrics dist.mp4 --metrics siti\n  \
 gpumetrics udp://127.0.0.1:5000 udp://127.0.0.1:5001 --window 1s --alert psnr-y<30:2s\n\n\
 A live input (udp://, srt://, rtsp://, ... or a source that does not preroll) runs until \
@@ -47,9 +50,20 @@ pub struct Args {
     /// REF DIST: the reference video, then the distorted one, compared frame by frame. DIST
     /// alone: the distorted video measured without a reference, with the no-reference
     /// metrics. Each a file path or a URI (file://, http://, or a live stream: udp://,
-    /// srt://, rtsp://, anything GStreamer's urisourcebin opens).
-    #[arg(value_name = "INPUT", num_args = 1..=2, required = true)]
+    /// srt://, rtsp://, anything GStreamer's urisourcebin opens), a y4m file or a raw .yuv
+    /// file (see "Raw input"). The reference comes first; ffmpeg-quality-metrics takes
+    /// `dist ref`, the other way round: --reference and --distorted name them instead.
+    #[arg(value_name = "INPUT", num_args = 1..=2)]
     pub inputs: Vec<String>,
+
+    /// The reference input, instead of the first positional one (as libvmaf's vmaf tool
+    /// and ab-av1 name it).
+    #[arg(long = "reference", value_name = "REF")]
+    pub named_reference: Option<String>,
+
+    /// The distorted input, instead of the second positional one (or of the only one).
+    #[arg(long = "distorted", value_name = "DIST")]
+    pub named_distorted: Option<String>,
 
     /// The reference input (the first of two inputs; none with one input).
     #[arg(skip)]
@@ -58,6 +72,10 @@ pub struct Args {
     /// The distorted input (the second of two inputs, or the only one).
     #[arg(skip)]
     pub distorted: String,
+
+    /// How raw `.yuv` inputs are laid out.
+    #[command(flatten)]
+    pub raw: crate::raw::RawArgs,
 
     /// Metrics to compute: a comma-separated list of the element's metric names, or `all`
     /// (every metric the element offers; with one input, every no-reference metric).
@@ -357,20 +375,54 @@ pub fn command() -> Command {
 pub fn from_matches(matches: &ArgMatches) -> Result<Args, clap::Error> {
     let mut args = Args::from_arg_matches(matches)?;
     args.metric_options = options::given(matches);
-    match args.inputs.as_slice() {
-        [dist] => args.distorted = dist.clone(),
-        [reference, dist] => {
-            args.reference = Some(reference.clone());
-            args.distorted = dist.clone();
-        }
-        _ => unreachable!("clap takes one or two inputs"),
-    }
+    (args.reference, args.distorted) = inputs(&args).map_err(|e| {
+        let mut cmd = command();
+        cmd.error(clap::error::ErrorKind::ArgumentConflict, e)
+    })?;
+    let given: Vec<&str> = args
+        .reference
+        .iter()
+        .chain([&args.distorted])
+        .map(String::as_str)
+        .collect();
+    let framerate_given =
+        matches.value_source("framerate") == Some(clap::parser::ValueSource::CommandLine);
+    args.raw.check(&given, framerate_given).map_err(|e| {
+        let mut cmd = command();
+        cmd.error(clap::error::ErrorKind::ArgumentConflict, e)
+    })?;
     args.reference_only = REFERENCE_ONLY
         .iter()
         .filter(|(id, _)| matches.value_source(id) == Some(clap::parser::ValueSource::CommandLine))
         .map(|&(_, flag)| flag)
         .collect();
     Ok(args)
+}
+
+/// (reference, distorted) from the positional inputs or the named ones, never both.
+fn inputs(args: &Args) -> Result<(Option<String>, String), String> {
+    let (r, d) = (&args.named_reference, &args.named_distorted);
+    match (args.inputs.as_slice(), r, d) {
+        ([dist], None, None) => Ok((None, dist.clone())),
+        ([reference, dist], None, None) => Ok((Some(reference.clone()), dist.clone())),
+        ([], r, Some(d)) => Ok((r.clone(), d.clone())),
+        ([], Some(r), None) => Err(format!(
+            "--reference {r} without --distorted: give the distorted input with --distorted"
+        )),
+        ([], None, None) => Err("no input: give REF DIST, DIST alone, or --reference REF \
+             --distorted DIST"
+            .into()),
+        (positional, _, _) => Err(format!(
+            "inputs given both positionally ({}) and with {}: give either REF DIST \
+             (reference first) or --reference REF --distorted DIST",
+            positional.join(" "),
+            [("--reference", r.is_some()), ("--distorted", d.is_some())]
+                .into_iter()
+                .filter_map(|(f, given)| given.then_some(f))
+                .collect::<Vec<_>>()
+                .join(" and ")
+        )),
+    }
 }
 
 #[cfg(test)]

@@ -3,6 +3,11 @@
 //! GStreamer's discoverer before the run. Knowing these up front lets the command refuse
 //! differing sizes with an error that names `--scale`, pick an NVIDIA decoder for the
 //! codec, and estimate the number of pairs for the progress display.
+//!
+//! Raw video has no container for the discoverer to read: a `.yuv` file is described by
+//! `--width`, `--height`, `--pixel-format` and `--bitdepth` (as libvmaf's `vmaf` tool takes
+//! them) and a y4m file by its own header ([`crate::raw`]); both are read by
+//! `rawvideoparse`.
 
 use std::path::Path;
 
@@ -28,6 +33,9 @@ pub struct Input {
     /// A live source (a network or capture URI, or what the discoverer found live): no
     /// duration, runs until Ctrl-C or the end of its stream.
     pub live: bool,
+    /// Raw video (`.yuv`, y4m) and how `rawvideoparse` reads it; `None` for what
+    /// `uridecodebin` decodes.
+    pub raw: Option<crate::raw::Raw>,
 }
 
 impl Input {
@@ -65,6 +73,16 @@ impl Input {
     }
 
     pub fn describe(&self) -> String {
+        if let Some(raw) = &self.raw {
+            return format!(
+                "{}x{}, {:.3} fps, {} frames, {}",
+                self.width,
+                self.height,
+                raw.framerate.numer() as f64 / raw.framerate.denom() as f64,
+                raw.frames,
+                raw.describe()
+            );
+        }
         let rate = self
             .framerate
             .map_or("variable frame rate".to_string(), |f| {
@@ -114,8 +132,22 @@ const DISCOVER_SECS: u64 = 30;
 
 /// Opens the input and reads its first video stream's properties (of a live input, from
 /// the first frames that arrive; the run then opens it again).
-pub fn discover(given: &str, role: &'static str) -> Result<Input> {
+pub fn discover(given: &str, role: &'static str, raw: &crate::raw::RawArgs) -> Result<Input> {
     let uri = to_uri(given, role)?;
+    if let Some(raw) = crate::raw::Raw::of(given, role, raw)? {
+        return Ok(Input {
+            role,
+            given: given.to_string(),
+            uri,
+            width: raw.width,
+            height: raw.height,
+            framerate: Some(raw.framerate),
+            duration: raw.duration(),
+            caps: Some(raw.caps()),
+            live: false,
+            raw: Some(raw),
+        });
+    }
     let live_uri = crate::monitor::is_live_uri(&uri);
     let discoverer = gst_pbutils::Discoverer::new(gst::ClockTime::from_seconds(DISCOVER_SECS))
         .context("cannot create a GStreamer discoverer")?;
@@ -150,5 +182,6 @@ pub fn discover(given: &str, role: &'static str) -> Result<Input> {
         duration: info.duration(),
         caps: video.caps(),
         live: live_uri || info.is_live(),
+        raw: None,
     })
 }

@@ -7,7 +7,7 @@
 //!
 //! Modules: [`cli`] arguments, [`options`] the metrics' options, [`fields`] what is
 //! known of each field, [`input`] what the files are, [`align`] the offset search,
-//! [`gate`] which frames reach the element, [`monitor`] windows, alerts and live inputs,
+//! [`raw`] `.yuv` and y4m inputs, [`gate`] which frames reach the element, [`monitor`] windows, alerts and live inputs,
 //! [`pipeline`] the GStreamer graph, [`run`] the bus loop, [`output`] table and records,
 //! [`plot`] the curves, [`progress`] stderr display.
 
@@ -23,6 +23,7 @@ mod output;
 mod pipeline;
 mod plot;
 mod progress;
+mod raw;
 mod run;
 
 use std::io::Write;
@@ -270,10 +271,10 @@ fn real_main(args: Args) -> Result<i32, Failure> {
     }
 
     let reference = match &args.reference {
-        Some(r) => Some(input::discover(r, "reference")?),
+        Some(r) => Some(input::discover(r, "reference", &args.raw)?),
         None => None,
     };
-    let distorted = input::discover(&args.distorted, "distorted")?;
+    let distorted = input::discover(&args.distorted, "distorted", &args.raw)?;
     match &reference {
         Some(r) => notes.say(format!("reference: {} ({})", r.given, r.describe())),
         None => notes.say("reference: none (one input: measured alone, no-reference metrics)"),

@@ -71,6 +71,23 @@ pub fn fmt_time(t: Option<gst::ClockTime>) -> String {
     })
 }
 
+/// The PSNR fields' `pooled` statistic, FFmpeg's summary line, under the table (whose
+/// `mean` is the mean of the per-frame PSNRs); empty without PSNR fields.
+fn pooled_line(summary: &Summary) -> String {
+    let pooled: Vec<String> = summary
+        .fields
+        .iter()
+        .filter_map(|(name, st)| Some(format!("{name} {}", fmt_score(name, st.pooled?))))
+        .collect();
+    if pooled.is_empty() {
+        return String::new();
+    }
+    format!(
+        "pooled (PSNR of the mean MSE, as FFmpeg's psnr summary): {}\n",
+        pooled.join(", ")
+    )
+}
+
 /// The summary table: one row per field, then the counts.
 pub fn summary_table(summary: &Summary, counts: &Counts) -> String {
     let mut table = Table::new();
@@ -110,6 +127,7 @@ pub fn summary_table(summary: &Summary, counts: &Counts) -> String {
     }
     let mut out = table.to_string();
     out.push('\n');
+    out += &pooled_line(summary);
     let mut line = if counts.single {
         format!(
             "measured frames: {} (one input, no reference)",
@@ -275,6 +293,7 @@ mod tests {
             max: mean + 2.0,
             stddev: 1.0,
             harmonic_mean: hm,
+            pooled: None,
             p1: mean - 2.0,
             p5: mean - 1.5,
             p50: mean,

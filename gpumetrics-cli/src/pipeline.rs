@@ -155,6 +155,8 @@ fn branch(
     queue.set_property("max-size-bytes", 0u32);
     queue.set_property("max-size-time", 0u64);
     let mut chain: Vec<gst::Element> = Vec::new();
+    // A raw input's source, linked statically to the chain (it has an always pad).
+    let mut raw_source = None;
     match decoding {
         Decoding::Nvdec(factory) => {
             let src = make("urisourcebin")?;
@@ -188,6 +190,25 @@ fn branch(
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .push(factory.clone());
+        }
+        Decoding::Software if input.raw.is_some() => {
+            let raw = input.raw.as_ref().expect("matched");
+            let src = raw.source()?;
+            pipeline.add(&src)?;
+            chain.push(make("videoconvert")?);
+            raw_source = Some(src);
+            if scale_to.is_some() {
+                let scale = make("videoscale")?;
+                scale.set_property_from_str("method", SCALE_METHOD);
+                chain.push(scale);
+            }
+            if scale_to.is_some() || convert_to.is_some() {
+                chain.push(reshape_filter(scale_to, convert_to, false)?);
+            }
+            decoders
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push("rawvideoparse".into());
         }
         Decoding::Software => {
             let src = make("uridecodebin")?;
@@ -229,6 +250,9 @@ fn branch(
     chain.push(queue.clone());
     pipeline.add_many(&chain)?;
     gst::Element::link_many(&chain)?;
+    if let Some(src) = raw_source {
+        src.link(&chain[0])?;
+    }
     Ok(queue)
 }
 
@@ -426,6 +450,7 @@ mod tests {
             duration: None,
             caps: None,
             live: false,
+            raw: None,
         };
         let stop = Arc::new(AtomicBool::new(false));
         let built = build(
@@ -491,7 +516,9 @@ mod tests {
         wait_for_eos(&p, std::time::Duration::from_secs(30), |_| {});
         p.set_state(gst::State::Null).unwrap();
 
-        let input = crate::input::discover(clip.to_str().unwrap(), "reference").unwrap();
+        let input =
+            crate::input::discover(clip.to_str().unwrap(), "reference", &Default::default())
+                .unwrap();
         assert_eq!(input.codec().as_deref(), Some("video/x-h264"));
         let config = PipelineConfig {
             gates: [GateConfig {

@@ -235,7 +235,9 @@ mod tests {
         assert!(matches!(done.unwrap().view(), gst::MessageView::Eos(_)));
         p.set_state(gst::State::Null).unwrap();
 
-        let input = crate::input::discover(clip.to_str().unwrap(), "distorted").unwrap();
+        let input =
+            crate::input::discover(clip.to_str().unwrap(), "distorted", &Default::default())
+                .unwrap();
         let config = PipelineConfig {
             metrics: "siti".into(),
             backend: "cpu",

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MPL-2.0
 //! The files of examples/: monitor.py runs (Debian's /usr/bin/python3 with python3-gi, the
 //! plugin cargo built with this test) and prints the element's windows, alerts and summary,
-//! ended by --duration and by SIGINT; grafana-dashboard.json is a dashboard whose queries use
-//! only the series the element's Prometheus exporter serves.
+//! ended by --duration and by SIGINT; scores.py and scores.c (built here with `cc` and
+//! pkg-config's gstreamer-1.0) print every pair's message and buffer meta, equal, and the
+//! summary; grafana-dashboard.json is a dashboard whose queries use only the series the
+//! element's Prometheus exporter serves.
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -71,12 +73,17 @@ impl Plugin {
         let mut cmd = Command::new(PYTHON);
         cmd.arg(examples().join("monitor.py"))
             .args(["--backend", "cpu"])
-            .args(args)
-            .env("GST_PLUGIN_PATH", self.dir.path().join("plugins"))
+            .args(args);
+        self.env(&mut cmd);
+        cmd
+    }
+
+    /// `cmd` finds this plugin, and only it, in a registry of its own.
+    fn env(&self, cmd: &mut Command) {
+        cmd.env("GST_PLUGIN_PATH", self.dir.path().join("plugins"))
             .env("GST_REGISTRY", self.dir.path().join("registry.bin"))
             .env_remove("GST_PLUGIN_PATH_1_0")
             .env_remove("GST_REGISTRY_1_0");
-        cmd
     }
 }
 
@@ -203,6 +210,96 @@ fn monitor_py_prints_windows_and_alerts_and_ends_cleanly() {
     let se = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(out.status.success(), "{}\n{so}\n{se}", out.status);
     check_run(&so, &se, 2);
+}
+
+/// What scores.py and scores.c print for `frames` pairs of PSNR and SSIM: a `frame N:` line
+/// (the message) and a `meta N:` line (the buffer meta) per pair with the same scores, then
+/// the summary with the pooled PSNR.
+fn check_scores(stdout: &str, frames: usize) {
+    let records = |label: &str| -> Vec<String> {
+        stdout
+            .lines()
+            .filter_map(|l| l.strip_prefix(label))
+            .map(String::from)
+            .collect()
+    };
+    let (messages, metas) = (records("frame "), records("meta "));
+    assert_eq!(messages.len(), frames, "{stdout}");
+    // The meta carries the message's scores (the order of the two threads' lines varies).
+    let mut sorted = metas.clone();
+    sorted.sort();
+    let mut want = messages.clone();
+    want.sort();
+    assert_eq!(sorted, want, "{stdout}");
+    for (i, m) in messages.iter().enumerate() {
+        assert!(m.starts_with(&format!("{i}: psnr-y ")), "{m}");
+        assert!(m.contains(", ssim "), "{m}");
+    }
+    assert!(
+        stdout.contains(&format!("summary: {frames} pairs")),
+        "{stdout}"
+    );
+    let psnr = stdout
+        .lines()
+        .find(|l| l.trim_start().starts_with("psnr-y: mean "))
+        .unwrap_or_else(|| panic!("{stdout}"));
+    assert!(psnr.contains(", pooled "), "{psnr}");
+    let ssim = stdout
+        .lines()
+        .find(|l| l.trim_start().starts_with("ssim: mean "))
+        .unwrap_or_else(|| panic!("{stdout}"));
+    assert!(!ssim.contains("pooled"), "{ssim}");
+}
+
+fn run_example(mut cmd: Command, what: &str) -> String {
+    let child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
+    let out = finish(child, Duration::from_secs(120));
+    let (so, se) = (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    );
+    assert!(out.status.success(), "{what}: {}\n{so}\n{se}", out.status);
+    so
+}
+
+#[test]
+fn scores_py_prints_messages_meta_and_summary() {
+    require_pygobject();
+    let plugin = Plugin::new();
+    let mut cmd = Command::new(PYTHON);
+    cmd.arg(examples().join("scores.py"))
+        .args(["--frames", "8", "--backend", "cpu"]);
+    plugin.env(&mut cmd);
+    check_scores(&run_example(cmd, "scores.py"), 8);
+}
+
+#[test]
+fn scores_c_builds_and_prints_messages_meta_and_summary() {
+    let plugin = Plugin::new();
+    let exe = plugin.dir.path().join("scores");
+    // As its header says: cc with pkg-config's flags for gstreamer-1.0.
+    let build = Command::new("sh")
+        .arg("-c")
+        .arg(r#"cc -Wall -Wextra -Werror -o "$1" "$2" $(pkg-config --cflags --libs gstreamer-1.0)"#)
+        .arg("sh")
+        .arg(&exe)
+        .arg(examples().join("scores.c"))
+        .output()
+        .expect("sh runs");
+    assert!(
+        build.status.success(),
+        "cc examples/scores.c (needs gcc, pkg-config and libgstreamer1.0-dev: \
+         scripts/setup-deps.sh installs them): {}",
+        String::from_utf8_lossy(&build.stderr)
+    );
+    let mut cmd = Command::new(&exe);
+    cmd.args(["8", "psnr+ssim", "cpu"]);
+    plugin.env(&mut cmd);
+    check_scores(&run_example(cmd, "scores.c"), 8);
 }
 
 /// The series the element's exporter serves (`prometheus-address`), with their labels.

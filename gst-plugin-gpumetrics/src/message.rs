@@ -19,7 +19,8 @@
 //!   (`gpumetrics-summary`) at EOS and on stop. Layout: `frames`, `unmatched-ref`,
 //!   `unmatched-dist` (`guint64`), then for each metric field one nested `GstStructure`
 //!   named after the field (e.g. `psnr-y`) holding the doubles `mean`, `min`, `max`,
-//!   `stddev`, `harmonic-mean` (left out when undefined), `p1`, `p5`, `p50`, `p95`, `p99`.
+//!   `stddev`, `harmonic-mean` (left out when undefined), `pooled` (PSNR fields only: the
+//!   PSNR of the mean MSE, FFmpeg's summary line), `p1`, `p5`, `p50`, `p95`, `p99`.
 //!   Also `skipped` (`guint64`, pairs `subsample` left unscored) and, with `alerts`, an array
 //!   `alerts` of `alert` structures (`rule` string, `episodes` guint64, `seconds` double).
 //!
@@ -167,6 +168,7 @@ fn field_stats_from_structure(s: &gst::StructureRef) -> Result<FieldStats, Parse
         max: get("max")?,
         stddev: get("stddev")?,
         harmonic_mean: s.get_optional::<f64>("harmonic-mean").ok().flatten(),
+        pooled: s.get_optional::<f64>("pooled").ok().flatten(),
         p1: get("p1")?,
         p5: get("p5")?,
         p50: get("p50")?,
@@ -590,6 +592,7 @@ mod tests {
             max: 40.0,
             stddev: 5.0,
             harmonic_mean: Some(29.0),
+            pooled: Some(28.5),
             p1: 20.0,
             p5: 21.0,
             p50: 30.0,

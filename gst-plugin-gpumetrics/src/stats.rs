@@ -9,7 +9,7 @@
 //!   `{"type":"frame","frame":0,"pts":0,"running-time":0,"duration":33333333,"psnr-y":38.1,...}`;
 //!   last line: `{"type":"summary","frames":N,"unmatched-ref":R,"unmatched-dist":D,
 //!   "fields":{"psnr-y":{"mean":..,"min":..,"max":..,"stddev":..,"harmonic-mean":..,
-//!   "p1":..,"p5":..,"p50":..,"p95":..,"p99":..},...}}`.
+//!   "pooled":.. (PSNR fields only), "p1":..,"p5":..,"p50":..,"p95":..,"p99":..},...}}`.
 //! * `json`: one document `{"frames":[<frame objects as in jsonl>],"summary":<summary object>}`,
 //!   streamed (the closing part is written when the summary is written, at EOS or stop).
 //! * `csv`: header `record,frame,pts,running-time,duration,<metric fields...>`: every field
@@ -17,7 +17,7 @@
 //!   a pair lacks are empty), so a field that first appears later has its column. Per pair a
 //!   row with `record`=`frame`. The summary is the last rows: `record`=`frames`,
 //!   `unmatched-ref`, `unmatched-dist` with the count in column `frame`, then one row per
-//!   statistic (`record`=`mean`, `min`, `max`, `stddev`, `harmonic-mean`, `p1`, `p5`, `p50`,
+//!   statistic (`record`=`mean`, `min`, `max`, `stddev`, `harmonic-mean`, `pooled`, `p1`, `p5`, `p50`,
 //!   `p95`, `p99`) with that statistic in each metric column (empty where undefined). A
 //!   record with a field outside the columns (none of the registered metrics makes one)
 //!   starts a new section: a new header row, `record` in its first cell, naming the wider
@@ -211,12 +211,13 @@ fn window_json(w: &Window) -> String {
 }
 
 const CSV_FIXED: [&str; 5] = ["record", "frame", "pts", "running-time", "duration"];
-const CSV_STATS: [&str; 10] = [
+const CSV_STATS: [&str; 11] = [
     "mean",
     "min",
     "max",
     "stddev",
     "harmonic-mean",
+    "pooled",
     "p1",
     "p5",
     "p50",
@@ -602,6 +603,8 @@ mod tests {
             max: f64::INFINITY,
             stddev: 0.0,
             harmonic_mean: None,
+            // MSE 65.025 and 0 (8 bits): the PSNR of their mean MSE.
+            pooled: Some(33.010_299_956_639_81),
             p1: 30.0,
             p5: 30.0,
             p50: f64::INFINITY,
@@ -655,6 +658,10 @@ mod tests {
         assert_eq!(lines[2]["fields"]["psnr-y"]["mean"], "inf");
         assert_eq!(lines[2]["fields"]["psnr-y"]["min"], 30.0);
         assert!(lines[2]["fields"]["psnr-y"].get("harmonic-mean").is_none());
+        assert_eq!(
+            json_to_f64(&lines[2]["fields"]["psnr-y"]["pooled"]),
+            Some(33.010_299_956_639_81)
+        );
     }
 
     #[test]
@@ -715,7 +722,7 @@ mod tests {
             ]
         );
         let rows: Vec<csv::StringRecord> = r.records().map(|r| r.unwrap()).collect();
-        assert_eq!(rows.len(), 2 + 4 + 10);
+        assert_eq!(rows.len(), 2 + 4 + 11);
         assert_eq!(&rows[0][0], "frame");
         assert_eq!(&rows[0][4], "");
         assert_eq!(parse_f64(&rows[0][5]), Some(30.0));
@@ -729,7 +736,9 @@ mod tests {
         assert_eq!(&rows[6][5], "inf");
         assert_eq!(&rows[10][0], "harmonic-mean");
         assert_eq!(&rows[10][5], "");
-        assert_eq!(&rows[15][0], "p99");
+        assert_eq!(&rows[11][0], "pooled");
+        assert_eq!(parse_f64(&rows[11][5]), Some(33.010_299_956_639_81));
+        assert_eq!(&rows[16][0], "p99");
     }
 
     fn late(i: u64) -> FrameScores {

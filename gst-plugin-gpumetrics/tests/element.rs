@@ -502,7 +502,7 @@ fn stats_file_csv() {
     );
     let col = |name: &str| header.iter().position(|h| h == name).unwrap();
     let rows: Vec<csv::StringRecord> = r.records().map(|r| r.unwrap()).collect();
-    assert_eq!(rows.len(), 4 + 4 + 10);
+    assert_eq!(rows.len(), 4 + 4 + 11);
     for (row, f) in rows.iter().zip(&run.frames) {
         assert_eq!(&row[0], "frame");
         assert_eq!(row[1].parse::<u64>().unwrap(), f.frame);
@@ -522,7 +522,13 @@ fn stats_file_csv() {
         stats::parse_f64(&rows[8][col("mse-y")]),
         Some(sum.field("mse-y").unwrap().mean)
     );
-    assert_eq!(&rows[17][0], "p99");
+    assert_eq!(&rows[13][0], "pooled");
+    assert_eq!(
+        stats::parse_f64(&rows[13][col("psnr-y")]),
+        sum.field("psnr-y").unwrap().pooled
+    );
+    assert_eq!(&rows[13][col("mse-y")], "");
+    assert_eq!(&rows[18][0], "p99");
     std::fs::remove_file(&path).ok();
 }
 

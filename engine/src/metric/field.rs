@@ -37,6 +37,9 @@ pub struct Field {
     /// The harmonic mean is customary (it weighs bad frames more): PSNR, the SSIM family,
     /// VMAF.
     pub harmonic_mean: bool,
+    /// A PSNR, `10·log10(peak² / MSE)`: its summary also has `pooled`, the PSNR of the mean
+    /// MSE over the frames, as FFmpeg's `psnr` filter's summary line gives it.
+    pub mse_pooled: bool,
 }
 
 impl Field {
@@ -53,6 +56,7 @@ impl Field {
             }),
             direction: Direction::Higher,
             harmonic_mean: false,
+            mse_pooled: false,
         }
     }
 
@@ -73,6 +77,12 @@ impl Field {
 
     pub const fn harmonic(mut self) -> Field {
         self.harmonic_mean = true;
+        self
+    }
+
+    /// A PSNR of an MSE: pooled over the frames' MSE in the summary too.
+    pub const fn mse_pooled(mut self) -> Field {
+        self.mse_pooled = true;
         self
     }
 

@@ -35,7 +35,10 @@ pub(crate) const ENTRY: Entry = Entry {
 };
 
 const fn psnr(name: &'static str) -> Field {
-    Field::new(name, "PSNR (dB)").unit("dB").harmonic()
+    Field::new(name, "PSNR (dB)")
+        .unit("dB")
+        .harmonic()
+        .mse_pooled()
 }
 
 const fn mse(name: &'static str) -> Field {

@@ -795,6 +795,7 @@ mod tests {
                 max: mean,
                 stddev: 0.0,
                 harmonic_mean: None,
+                pooled: None,
                 p1: mean,
                 p5: mean,
                 p50: mean,

@@ -1,0 +1,80 @@
+// SPDX-License-Identifier: MPL-2.0
+//! The documents that must follow the registry: the license text, every per-crate README
+//! naming every metric, and docs/METRICS.md defining every field and the summary's
+//! statistics by itself (no pointer out of the repository as the definition).
+
+use std::path::{Path, PathBuf};
+
+use gpumetrics_engine::metric;
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn read(path: &str) -> String {
+    std::fs::read_to_string(repo().join(path)).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+#[test]
+fn the_license_is_the_full_mpl_2_0() {
+    let text = read("LICENSE");
+    assert!(
+        text.starts_with("Mozilla Public License Version 2.0"),
+        "LICENSE"
+    );
+    // The whole text, through its exhibits, not a notice.
+    for part in ["1. Definitions", "10. Versions of the License", "Exhibit B"] {
+        assert!(text.contains(part), "LICENSE lacks {part}");
+    }
+    let workspace = read("Cargo.toml");
+    assert!(workspace.contains("license = \"MPL-2.0\""));
+}
+
+#[test]
+fn every_readme_lists_every_metric() {
+    for path in [
+        "README.md",
+        "engine/README.md",
+        "gst-plugin-gpumetrics/README.md",
+        "gpumetrics-cli/README.md",
+    ] {
+        let text = read(path);
+        for m in metric::all() {
+            assert!(
+                text.contains(&format!("`{}`", m.name)),
+                "{path} does not name the metric `{}`",
+                m.name
+            );
+        }
+    }
+}
+
+#[test]
+fn metrics_md_is_complete_in_itself() {
+    let text = read("docs/METRICS.md");
+    assert!(
+        !text.contains("shared/docs") && !text.contains("../shared"),
+        "docs/METRICS.md points outside the repository"
+    );
+    for m in metric::all() {
+        assert!(
+            m.fields
+                .iter()
+                .any(|f| text.contains(&format!("`{}`", f.name))),
+            "docs/METRICS.md names no field of {}",
+            m.name
+        );
+    }
+    // The summary's statistics, the pooling comparison and the CPU backend's threads.
+    for word in [
+        "`mean`",
+        "`harmonic-mean`",
+        "`pooled`",
+        "`p99`",
+        "libvmaf",
+        "FFmpeg",
+        "RAYON_NUM_THREADS",
+    ] {
+        assert!(text.contains(word), "docs/METRICS.md lacks {word}");
+    }
+}
