@@ -14,8 +14,11 @@ use crate::{monitor, options};
 /// The help heading of the monitoring options.
 const MONITORING: &str = "Monitoring";
 
-/// Exit status when a `--fail-below` threshold is not met.
+/// Exit status when a `--fail` rule (or a `--fail-below` threshold) is not met.
 pub const EXIT_THRESHOLD: i32 = 3;
+/// Exit status of a run that compared no pair (nothing to judge: not a pass, not a
+/// threshold failure).
+pub const EXIT_NO_PAIRS: i32 = 4;
 /// Exit status of a run error (missing file, pipeline error).
 pub const EXIT_RUN_ERROR: i32 = 1;
 /// Exit status of a usage error (clap uses the same).
@@ -27,13 +30,15 @@ pub const EXIT_USAGE: i32 = 2;
     version,
     override_usage = "gpumetrics [OPTIONS] REF DIST\n       gpumetrics [OPTIONS] DIST",
     after_help = "Exit status: 0 success, 1 run error (missing or undecodable file, pipeline \
-error), 2 usage error, 3 a --fail-below threshold was not met, 130 interrupted by Ctrl-C (after \
-printing the summary of the pairs measured so far; also how a live run ends).\n\n\
+error, an output that cannot be written), 2 usage error, 3 a --fail rule (or --fail-below \
+threshold) was not met, 4 no pair was compared (e.g. an --offset past the end), 130 interrupted \
+by Ctrl-C (after printing the summary of the pairs measured so far; also how a live run ends). \
+A closed stdout (`| head`) ends the command quietly, as SIGPIPE ends other tools.\n\n\
 Examples:\n  \
 gpumetrics ref.mp4 dist.mp4\n  \
 gpumetrics ref.mkv dist.mkv --metrics all --plot scores.png\n  \
 gpumetrics ref.y4m dist.mp4 --align auto --scale --format jsonl -o scores.jsonl\n  \
-gpumetrics ref.mp4 dist.mp4 --fail-below psnr-y=35 --fail-below ssim=0.95\n  \
+gpumetrics ref.mp4 dist.mp4 --metrics psnr,vmaf --fail 'vmaf.mean<93' --fail 'psnr-y.min<30'\n  \
 gpumetrics dist.mp4 --metrics siti\n  \
 gpumetrics udp://127.0.0.1:5000 udp://127.0.0.1:5001 --window 1s --alert psnr-y<30:2s\n\n\
 A live input (udp://, srt://, rtsp://, ... or a source that does not preroll) runs until \
@@ -79,8 +84,11 @@ pub struct Args {
     pub decode: DecodeArg,
 
     /// Layout of the output: table = the summary table (with -o FILE, the file also gets one
-    /// row per pair, times in seconds); jsonl, csv, json = one record per compared pair, then
-    /// the summary (the element's stats-file layouts, times in nanoseconds).
+    /// row per pair, times in seconds); jsonl = a header record (inputs, backend, version,
+    /// metrics, models, options), one record per compared pair, then the summary; json = the
+    /// same as one document {header, frames, windows, events, summary}; csv = one row per
+    /// compared pair and nothing else (the summary is the table on stdout). Times in
+    /// nanoseconds; a score of +inf (PSNR of identical frames) is null in JSON, inf in CSV.
     #[arg(short, long, value_enum, default_value_t = FormatArg::Table)]
     pub format: FormatArg,
 
@@ -123,8 +131,10 @@ pub struct Args {
     pub scale: bool,
 
     /// Score every N-th frame pair only (with one input: every N-th frame); the others are
-    /// counted as skipped.
-    #[arg(long, default_value_t = 1, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    /// counted as skipped. Temporal metrics (VMAF's motion) still see every frame, so a
+    /// scored pair has the value of a full run; records keep their frame numbers (0, N, 2N).
+    /// The same as --subsample (the element's `subsample`).
+    #[arg(long, default_value_t = 1, value_name = "N", value_parser = clap::value_parser!(u64).range(1..u64::from(u32::MAX)))]
     pub every: u64,
 
     /// Stop after N compared pairs (with one input: N measured frames).
@@ -136,10 +146,23 @@ pub struct Args {
     #[arg(long, value_enum, default_value_t = PairingArg::Timestamp)]
     pub pairing: PairingArg,
 
-    /// Exit with status 3 when the mean of FIELD is below VALUE (e.g. psnr-y=35); repeatable.
-    /// FIELD is one whose higher scores are better (not mse-*, butteraugli).
+    /// Exit with status 3 when a summary statistic breaks RULE: FIELD.STAT<VALUE or
+    /// FIELD.STAT>VALUE (FIELD alone: its mean), e.g. 'vmaf.mean<93', 'butteraugli.p95>4',
+    /// 'psnr-y.min<30'; STAT is mean, harmonic-mean, min, max, stddev, p1, p5, p50, p95 or
+    /// p99. The comparison must point the way the field gets worse (< for PSNR, SSIM, VMAF;
+    /// > for MSE, Butteraugli). Checked before decoding; repeatable.
+    #[arg(long = "fail", value_name = "RULE")]
+    pub fail: Vec<String>,
+
+    /// Exit with status 3 when the mean of FIELD is below VALUE (e.g. psnr-y=35): the same as
+    /// --fail 'FIELD.mean<VALUE'; repeatable. FIELD is one whose higher scores are better
+    /// (not mse-*, butteraugli).
     #[arg(long, value_name = "FIELD=VALUE", value_parser = parse_threshold)]
     pub fail_below: Vec<Threshold>,
+
+    /// Threads of the CPU backend (default: one per core; RAYON_NUM_THREADS also sets it).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..1024))]
+    pub threads: Option<u32>,
 
     /// Tumbling windows of running time (e.g. 500ms, 1s, 2.5s, 1m): each one, as it completes,
     /// is a line with its pairs and means (a record in the jsonl, csv and json formats).

@@ -84,6 +84,21 @@ pub struct Built {
     pub decoders: [Arc<Mutex<Vec<String>>>; 2],
     /// Caps that reached the element, per input (kept past the pipeline's end).
     pub caps: [Arc<Mutex<Option<gst::Caps>>>; 2],
+    /// Caps of the decoded frames, per input, before any conversion: with `caps`, whether
+    /// negotiation converted an input (10-bit frames measured as 8-bit, say).
+    pub decoded: [Arc<Mutex<Option<gst::Caps>>>; 2],
+}
+
+/// Keeps the caps that pass `pad` in `seen` (the latest of them).
+fn keep_caps(pad: &gst::Pad, seen: Arc<Mutex<Option<gst::Caps>>>) {
+    pad.add_probe(gst::PadProbeType::EVENT_DOWNSTREAM, move |_, info| {
+        if let Some(gst::PadProbeData::Event(ev)) = &info.data
+            && let gst::EventView::Caps(c) = ev.view()
+        {
+            *seen.lock().unwrap_or_else(|e| e.into_inner()) = Some(c.caps_owned());
+        }
+        gst::PadProbeReturn::Ok
+    });
 }
 
 /// The raw video format of caps (`I420`, `Y444`, ...).
@@ -140,7 +155,8 @@ fn is_video_pad(pad: &gst::Pad) -> bool {
         .is_some_and(|s| s.name().starts_with("video/") || s.name().starts_with("image/"))
 }
 
-/// Builds one input's branch; returns the queue feeding the element.
+/// Builds one input's branch; returns the queue feeding the element and the pad where the
+/// decoded frames come out (before any conversion).
 fn branch(
     pipeline: &gst::Pipeline,
     input: &Input,
@@ -148,14 +164,14 @@ fn branch(
     scale_to: Option<(u32, u32)>,
     convert_to: Option<&str>,
     decoders: Arc<Mutex<Vec<String>>>,
-) -> Result<gst::Element> {
+) -> Result<(gst::Element, gst::Pad)> {
     let queue = make("queue")?;
     // Enough to decouple the decoders from the element without holding many frames.
     queue.set_property("max-size-buffers", 8u32);
     queue.set_property("max-size-bytes", 0u32);
     queue.set_property("max-size-time", 0u64);
     let mut chain: Vec<gst::Element> = Vec::new();
-    match decoding {
+    let decoded = match decoding {
         Decoding::Nvdec(factory) => {
             let src = make("urisourcebin")?;
             src.set_property("uri", &input.uri);
@@ -188,6 +204,7 @@ fn branch(
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .push(factory.clone());
+            dec.static_pad("src").context("decoder has no src pad")?
         }
         Decoding::Software => {
             let src = make("uridecodebin")?;
@@ -206,6 +223,7 @@ fn branch(
             let convert_sink = convert
                 .static_pad("sink")
                 .context("videoconvert has no sink pad")?;
+            let decoded = convert_sink.clone();
             src.connect_pad_added(move |_, pad| {
                 if is_video_pad(pad) {
                     link_once(pad, &convert_sink);
@@ -224,12 +242,13 @@ fn branch(
                     }
                 });
             }
+            decoded
         }
-    }
+    };
     chain.push(queue.clone());
     pipeline.add_many(&chain)?;
     gst::Element::link_many(&chain)?;
-    Ok(queue)
+    Ok((queue, decoded))
 }
 
 /// Builds the pipeline (state NULL) for the inputs (reference, distorted); without a
@@ -262,6 +281,7 @@ pub fn build(
         Arc::new(Mutex::new(Vec::new())),
     ];
     let caps = [Arc::new(Mutex::new(None)), Arc::new(Mutex::new(None))];
+    let decoded = [Arc::new(Mutex::new(None)), Arc::new(Mutex::new(None))];
     let mut gates = [None, None];
     for (i, pad_name) in ["ref_sink", "dist_sink"].into_iter().enumerate() {
         let Some(input) = inputs[i] else {
@@ -272,7 +292,7 @@ pub fn build(
         } else {
             (None, None)
         };
-        let queue = branch(
+        let (queue, decoded_pad) = branch(
             &pipeline,
             input,
             &config.decoding[i],
@@ -280,18 +300,11 @@ pub fn build(
             convert,
             decoders[i].clone(),
         )?;
+        keep_caps(&decoded_pad, decoded[i].clone());
         // After the queue, so that Ctrl-C also ends the frames waiting in it.
         let qsrc = queue.static_pad("src").context("queue has no src pad")?;
         gates[i] = Some(Gate::install(&qsrc, config.gates[i], stop.clone()));
-        let seen = caps[i].clone();
-        qsrc.add_probe(gst::PadProbeType::EVENT_DOWNSTREAM, move |_, info| {
-            if let Some(gst::PadProbeData::Event(ev)) = &info.data
-                && let gst::EventView::Caps(c) = ev.view()
-            {
-                *seen.lock().unwrap_or_else(|e| e.into_inner()) = Some(c.caps_owned());
-            }
-            gst::PadProbeReturn::Ok
-        });
+        keep_caps(&qsrc, caps[i].clone());
         let sinkpad = element
             .static_pad(pad_name)
             .with_context(|| format!("the gpumetrics element has no {pad_name} pad"))?;
@@ -307,6 +320,7 @@ pub fn build(
         gates,
         decoders,
         caps,
+        decoded,
     })
 }
 

@@ -2,7 +2,9 @@
 //! `--plot FILE.png|FILE.svg`: per-frame curves, one panel per panel the registry gives the
 //! fields (`Field::panel`: PSNR in dB, the SSIM family on its 0..1 scale, ...; fields without
 //! one, MSE, are left out; a field unknown to it gets a panel of its own), each field's
-//! mean as a dashed line of the same colour, axes labels and a legend. Drawn with plotters;
+//! mean as a dashed line of the same colour, axes labels and a legend beside the chart
+//! (inside it, a legend hides the curves it explains). The x axis is the frame number
+//! (the records' `frame`: 0, N, 2N with `--every N`). Drawn with plotters;
 //! text needs a TrueType font, read at run time (pure Rust, no fontconfig): `GPUMETRICS_FONT`
 //! or DejaVu Sans / Liberation Sans / FreeSans from their usual Debian paths.
 
@@ -27,7 +29,9 @@ const FONT_PATHS: &[&str] = &[
     "/usr/share/fonts/truetype/freefont/FreeSans.ttf",
 ];
 
-const WIDTH: u32 = 960;
+const WIDTH: u32 = 1160;
+/// Width of the legend column right of each chart.
+const LEGEND_WIDTH: u32 = 230;
 
 /// Line colours (the "tab10" palette: distinct, and readable on white).
 const COLOURS: [RGBColor; 8] = [
@@ -125,12 +129,17 @@ fn draw<DB: DrawingBackend>(
 where
     DB::ErrorType: 'static,
 {
-    let err = |e: DrawingAreaErrorKind<DB::ErrorType>| anyhow!("drawing the plot: {e:?}");
+    let err = |e: DrawingAreaErrorKind<DB::ErrorType>| anyhow!("drawing the plot: {e}");
     root.fill(&WHITE).map_err(err)?;
     let root = root.titled(title, ("sans-serif", 22)).map_err(err)?;
     let areas = root.split_evenly((panels.len(), 1));
-    let x_max = records.last().map_or(1.0, |r| r.frame as f64).max(1.0);
+    let x_min = records.first().map_or(0.0, |r| r.frame as f64);
+    let x_max = records
+        .last()
+        .map_or(1.0, |r| r.frame as f64)
+        .max(x_min + 1.0);
     for (panel, area) in panels.iter().zip(areas) {
+        let (area, legend) = area.split_horizontally(WIDTH - LEGEND_WIDTH);
         let mut series: Vec<(&str, Vec<(f64, f64)>)> = Vec::new();
         for f in &panel.fields {
             let pts: Vec<(f64, f64)> = records
@@ -161,7 +170,7 @@ where
             .margin(10)
             .x_label_area_size(40)
             .y_label_area_size(70)
-            .build_cartesian_2d(0.0..x_max, y0..y1)
+            .build_cartesian_2d(x_min..x_max, y0..y1)
             .map_err(err)?;
         chart
             .configure_mesh()
@@ -176,41 +185,41 @@ where
         for (i, (field, pts)) in series.iter().enumerate() {
             let color = COLOURS[i % COLOURS.len()];
             let mean = summary.field(field).map(|s| s.mean);
-            let label = match mean {
-                Some(m) if m.is_finite() => format!("{field} (mean {})", fields::format(field, m)),
-                _ => field.to_string(),
-            };
-            let mut first = true;
             for run in finite_runs(pts) {
-                let s = chart
+                chart
                     .draw_series(LineSeries::new(run, color.stroke_width(2)))
                     .map_err(err)?;
-                if first {
-                    s.label(label.clone()).legend(move |(x, y)| {
-                        PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
-                    });
-                    first = false;
-                }
             }
             if let Some(m) = mean.filter(|m| m.is_finite() && (y0..=y1).contains(m)) {
                 chart
                     .draw_series(DashedLineSeries::new(
-                        [(0.0, m), (x_max, m)],
+                        [(x_min, m), (x_max, m)],
                         8,
                         5,
                         color.stroke_width(1),
                     ))
                     .map_err(err)?;
             }
+            // The legend: a line of the colour, the field and its mean, one row each.
+            let label = match mean {
+                Some(m) => format!("{field}, mean {}", fields::format(field, m)),
+                None => field.to_string(),
+            };
+            let y = 40 + 22 * i as i32;
+            legend
+                .draw(&PathElement::new(
+                    vec![(8, y), (32, y)],
+                    color.stroke_width(2),
+                ))
+                .map_err(err)?;
+            legend
+                .draw(&Text::new(
+                    label,
+                    (40, y - 8),
+                    ("sans-serif", 14).into_font().color(&BLACK),
+                ))
+                .map_err(err)?;
         }
-        chart
-            .configure_series_labels()
-            .label_font(("sans-serif", 14))
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK.mix(0.4))
-            .position(SeriesLabelPosition::LowerRight)
-            .draw()
-            .map_err(err)?;
     }
     root.present().map_err(err)?;
     Ok(())

@@ -42,6 +42,10 @@ pub struct Report {
     /// Alert rules are set: the element's warning for a raised alert is left out (its
     /// `ALERT raised` line says it).
     pub alerts: bool,
+    /// Added to the element's pair index to give the reference's frame number (the
+    /// reference frames a negative offset dropped), so that records count the input's
+    /// frames.
+    pub frame_base: u64,
 }
 
 impl Report {
@@ -141,8 +145,16 @@ pub fn run(
         };
         match msg.view() {
             gst::MessageView::Element(_) => {
-                if let Some(rec) = FrameScores::from_message(&msg) {
-                    sink.frame(&rec).context("writing a per-frame record")?;
+                // A write error (a full disk, a closed pipe) ends the run here, so that the
+                // pipeline is stopped below before the error is reported.
+                let written = |r: std::io::Result<()>, what: &str| {
+                    r.map_err(|e| anyhow::Error::new(e).context(format!("writing {what}")))
+                };
+                if let Some(mut rec) = FrameScores::from_message(&msg) {
+                    rec.frame += report.frame_base;
+                    if let Err(e) = written(sink.frame(&rec), "a per-frame record") {
+                        break Err(e);
+                    }
                     pairs += 1;
                     let running_time = rec.running_time.map(|t| t.nseconds());
                     if keep_records {
@@ -150,10 +162,14 @@ pub fn run(
                     }
                     progress.update(pairs, running_time);
                 } else if let Some(w) = Window::from_message(&msg) {
-                    sink.window(&w).context("writing a window record")?;
+                    if let Err(e) = written(sink.window(&w), "a window record") {
+                        break Err(e);
+                    }
                     report.window(&w, progress);
                 } else if let Some(e) = EventRecord::from_message(&msg) {
-                    sink.event(&e).context("writing an event record")?;
+                    if let Err(e) = written(sink.event(&e), "an event record") {
+                        break Err(e);
+                    }
                     progress.note(&output::event_line(&e));
                     events.push(e);
                 } else if let Some(a) = AlertChange::from_message(&msg) {
@@ -286,8 +302,9 @@ mod tests {
         let path = dir.path().join("records.jsonl");
         let mut sink = RecordSink::open(
             FormatArg::Jsonl,
-            Some(&path),
+            output::destination(Some(&path)).unwrap(),
             crate::fields::of_run(gpumetrics_engine::metric::no_reference(), true),
+            &(),
         )
         .unwrap();
         let mut progress = Progress::new(None, true, false, "frames");
@@ -296,6 +313,7 @@ mod tests {
             unit: "frame",
             windows_to_stdout: false,
             alerts: false,
+            frame_base: 0,
         };
         let outcome = run(
             &built,
@@ -340,6 +358,7 @@ mod tests {
                 v["type"].as_str().unwrap().to_string()
             })
             .collect();
+        assert_eq!(types[0], "header", "{text}");
         assert_eq!(types.iter().filter(|t| *t == "frame").count(), 8, "{text}");
         assert_eq!(types.iter().filter(|t| *t == "event").count(), 2, "{text}");
         assert_eq!(types.last().map(String::as_str), Some("summary"), "{text}");
