@@ -324,6 +324,57 @@ mod tests {
         }
     }
 
+    /// The legend is beside the chart, right of where the curves are drawn, and the x axis
+    /// counts the records' frame numbers (0, 5, 10, 15 with `--every 5`).
+    #[test]
+    fn the_legend_is_beside_the_chart_and_x_is_the_frame_number() {
+        use gstgpumetrics::message::FieldStats;
+        if register_font().is_err() {
+            eprintln!("no font: skipped");
+            return;
+        }
+        let records: Vec<FrameScores> = (0..4)
+            .map(|i| FrameScores {
+                frame: 5 * i,
+                pts: None,
+                running_time: None,
+                duration: None,
+                scores: vec![("psnr-y".into(), 30.0 + i as f64)],
+            })
+            .collect();
+        let stats = FieldStats {
+            mean: 31.5,
+            ..Default::default()
+        };
+        let summary = Summary {
+            frames: 4,
+            fields: vec![("psnr-y".into(), stats)],
+            ..Default::default()
+        };
+        let panels = panels(&["psnr-y".to_string()]);
+        let mut svg = String::new();
+        draw(
+            SVGBackend::with_string(&mut svg, (WIDTH, PANEL_HEIGHT + 40)).into_drawing_area(),
+            &records,
+            &summary,
+            &panels,
+            "t",
+        )
+        .unwrap();
+        // The legend's text: its x is past the chart's width.
+        let at = svg.find("psnr-y, mean 31.500").expect(&svg);
+        let tag = &svg[svg[..at].rfind("<text").unwrap()..at];
+        let x: f64 = tag
+            .split("x=\"")
+            .nth(1)
+            .and_then(|r| r.split('"').next())
+            .and_then(|x| x.parse().ok())
+            .unwrap_or_else(|| panic!("{tag}"));
+        assert!(x >= f64::from(WIDTH - LEGEND_WIDTH), "{tag}");
+        // The x axis runs to frame 15 (a tick at 10), not to the fourth record's index 3.
+        assert!(svg.contains(">\n10\n</text>"), "{svg}");
+    }
+
     #[test]
     fn infinite_scores_break_the_line() {
         let r = finite_runs(&[(0.0, 1.0), (1.0, f64::INFINITY), (2.0, 2.0), (3.0, 3.0)]);

@@ -148,6 +148,21 @@ fn every_keeps_temporal_metrics_exact_and_the_frame_numbers() {
     assert!((got - mean).abs() < 1e-9, "{got} {mean}");
     assert_eq!(summary["skipped"], FRAMES - 4);
     assert_eq!(of_type(&every, "header")[0]["run"]["every"], 5);
+    // A negative offset drops reference frames: the records count the reference's frames.
+    let offset = jsonl(&stdout_of(&[
+        &r,
+        &d,
+        "--offset=-3",
+        "--frames",
+        "2",
+        "-f",
+        "jsonl",
+    ]));
+    let numbers: Vec<u64> = of_type(&offset, "frame")
+        .iter()
+        .map(|f| f["frame"].as_u64().unwrap())
+        .collect();
+    assert_eq!(numbers, [3, 4]);
     // --every and --subsample are one setting.
     gpumetrics(&[&r, &d, "--every", "5", "--subsample", "3"])
         .assert()
