@@ -359,10 +359,12 @@ fn long_about() -> String {
          frames are decoded by NVDEC into CUDA memory and measured there (zero-copy); otherwise \
          they are decoded in software. Which one was used is printed on stderr.\n\n\
          Progress goes to stderr; the summary table (mean, harmonic mean where customary, min, \
-         p5, p50, p95 per field) to stdout. Per-frame records and the summary can be written as \
-         JSON Lines, CSV or JSON, and the per-frame curves plotted to PNG or SVG. Black and \
+         max, p5, p50, p95 per field) to stdout. Per-frame records can be written as JSON Lines \
+         or JSON (with a header and the summary; a score of +inf, the PSNR of identical \
+         frames, is null there) or CSV (one row per frame, +inf as inf), and the per-frame \
+         curves plotted to PNG or SVG. Black and \
          freeze intervals (the black and freeze metrics) are notes while the command runs, \
-         event records in those outputs and counted under the table.",
+         event records in the JSON outputs and counted under the table.",
         no_reference = metric::no_reference_names()
     )
 }
