@@ -177,8 +177,8 @@ pub struct Args {
     pub alerts: Vec<String>,
 
     /// Score every N-th matched pair in the element; the others are counted as skipped.
-    /// Unlike --every, temporal metrics (VMAF's motion) still see every frame, so a scored
-    /// pair has the value of a full run.
+    /// Temporal metrics (VMAF's motion) still see every frame, so a scored pair has the value
+    /// of a full run. The same as --every N (the element's `subsample`).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..), help_heading = MONITORING)]
     pub subsample: Option<u32>,
 

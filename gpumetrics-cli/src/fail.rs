@@ -109,7 +109,15 @@ impl Rule {
             )));
         };
         if !run_fields.contains(&field) {
-            let hint = match metric::all().find(|m| m.fields.iter().any(|f| f.name == field)) {
+            let from = metric::all().find(|m| m.fields.iter().any(|f| f.name == field));
+            let runs = |m: &metric::Info| m.fields.iter().any(|f| run_fields.contains(&f.name));
+            let hint = match from {
+                // Its metric runs: a reference field with one input.
+                Some(m) if runs(m) => format!(
+                    " (a field of the reference input, and there is one input only: {} \
+                     measures the distorted input alone)",
+                    m.name
+                ),
                 Some(m) => format!(" (`{field}` comes from {}: add it to --metrics)", m.name),
                 None => String::new(),
             };
@@ -249,6 +257,8 @@ mod tests {
             e.contains("no field `nosuch`") && e.contains("psnr-y, mse-y"),
             "{e}"
         );
+        let e = Rule::parse("ref-si.mean<3", &["si", "ti"]).unwrap_err();
+        assert!(e.contains("a field of the reference input"), "{e}");
         let e = Rule::parse("ssim.mean<0.9", FIELDS).unwrap_err();
         assert!(e.contains("comes from ssim: add it to --metrics"), "{e}");
         let e = Rule::parse("vmaf.median<3", FIELDS).unwrap_err();

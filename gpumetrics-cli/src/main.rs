@@ -259,7 +259,8 @@ fn why_no_pairs(
     }
     if summary.unmatched_ref > 0 || summary.unmatched_dist > 0 {
         return format!(
-            "no frame found a partner of the same time in the other input ({} reference, {}              distorted frames unmatched): with broken timestamps, try --pairing sequence",
+            "no frame found a partner of the same time in the other input ({} reference, {} \
+             distorted frames unmatched): with broken timestamps, try --pairing sequence",
             summary.unmatched_ref, summary.unmatched_dist
         );
     }
@@ -308,8 +309,8 @@ fn depth(format: &str) -> Option<u32> {
 }
 
 /// A note for each input whose frames were measured at fewer bits than they were decoded
-/// with (the element takes both inputs in one format: a 10-bit distorted video against an
-/// 8-bit reference is converted to 8 bits before it is measured).
+/// with: formats that differ in layout are converted to the reference's, so a 10-bit 4:4:4
+/// distorted video against an 8-bit 4:2:0 reference is measured as 8-bit 4:2:0.
 fn depth_notes(built: &pipeline::Built) -> Vec<String> {
     let format = |c: &std::sync::Mutex<Option<gst::Caps>>| {
         c.lock()

@@ -305,6 +305,28 @@ fn fail_rules_are_checked_before_decoding_and_judged_on_any_statistic() {
     .code(0);
 }
 
+/// A field the metrics can produce but this run did not (an option adds it) fails its rule
+/// with exit 3, after the run: not a usage error that would hide the other rules' verdict.
+#[test]
+fn a_rule_on_a_field_the_run_did_not_produce_fails() {
+    let c = clips();
+    gpumetrics(&[
+        &c.get("ref.mp4"),
+        &c.get("dist.mp4"),
+        "--metrics",
+        "ssim",
+        "--frames",
+        "2",
+        "--fail",
+        "ssim-u.mean<0.5",
+    ])
+    .assert()
+    .code(3)
+    .stderr(predicate::str::contains(
+        "fail: ssim-u.mean<0.5: the run produced no `ssim-u`",
+    ));
+}
+
 /// The number in column `i` of the summary table's row of `field`.
 fn cell(table: &str, field: &str, i: usize) -> f64 {
     let row = table
