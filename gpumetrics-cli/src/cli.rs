@@ -28,7 +28,7 @@ pub const EXIT_USAGE: i32 = 2;
 #[command(
     name = "gpumetrics",
     version,
-    override_usage = "gpumetrics [OPTIONS] REF DIST\n       gpumetrics [OPTIONS] DIST",
+    override_usage = "gpumetrics [OPTIONS] REF DIST [DIST...]\n       gpumetrics [OPTIONS] DIST",
     after_help = "Exit status: 0 success, 1 run error (missing or undecodable file, pipeline \
 error, an output that cannot be written), 2 usage error, 3 a --fail rule (or --fail-below \
 threshold) was not met, 4 no pair was compared (e.g. an --offset past the end), 130 interrupted \
@@ -39,6 +39,7 @@ gpumetrics ref.mp4 dist.mp4\n  \
 gpumetrics ref.mkv dist.mkv --metrics all --plot scores.png\n  \
 gpumetrics ref.y4m dist.mp4 --align auto --scale --format jsonl -o scores.jsonl\n  \
 gpumetrics ref.mp4 dist.mp4 --metrics psnr,vmaf --fail 'vmaf.mean<93' --fail 'psnr-y.min<30'\n  \
+gpumetrics ref.mp4 crf18.mp4 crf23.mp4 crf28.mp4 --metrics psnr,ssim --plot ladder.png\n  \
 gpumetrics dist.mp4 --metrics siti\n  \
 gpumetrics udp://127.0.0.1:5000 udp://127.0.0.1:5001 --window 1s --alert psnr-y<30:2s\n\n\
 A live input (udp://, srt://, rtsp://, ... or a source that does not preroll) runs until \
@@ -46,14 +47,24 @@ Ctrl-C or the end of its stream; progress then shows the running time and the la
 window instead of an ETA.\n\n\
 One input (gpumetrics DIST) is measured alone with the no-reference metrics (by default all \
 of them); a full-reference metric, and the options that need a reference (--offset, --align, \
---align-range, --align-frames, --scale, --pairing), are then usage errors."
+--align-range, --align-frames, --scale, --pairing), are then usage errors.\n\n\
+Several distorted files (gpumetrics REF DIST1 DIST2 ...; an encoding ladder, a CRF sweep) are \
+compared with the reference in one process: the reference is decoded once and its frames go to \
+one gpumetrics element per file. The table has a row per field and statistic and a column per \
+file; the plot a line per file and field; the records (-o/--format) a `distorted` key (CSV: \
+first column) naming the file as given, and one summary per file (json: `summary` is an array). \
+--offset, --every, --frames, --scale and --roi apply to each file; --fail rules are judged on \
+each (exit 3 if any file fails, naming it). --align, --window, --alert and --prometheus take \
+one pair: with several files they are usage errors."
 )]
 pub struct Args {
-    /// REF DIST: the reference video, then the distorted one, compared frame by frame. DIST
-    /// alone: the distorted video measured without a reference, with the no-reference
-    /// metrics. Each a file path or a URI (file://, http://, or a live stream: udp://,
-    /// srt://, rtsp://, anything GStreamer's urisourcebin opens).
-    #[arg(value_name = "INPUT", num_args = 1..=2, required = true)]
+    /// REF DIST: the reference video, then the distorted one, compared frame by frame. REF
+    /// DIST1 DIST2 ...: the reference (decoded once) against each distorted file, in one
+    /// pipeline: the table has a column per file, the records a `distorted` key. DIST alone:
+    /// the distorted video measured without a reference, with the no-reference metrics.
+    /// Each a file path or a URI (file://, http://, or a live stream: udp://, srt://, rtsp://,
+    /// anything GStreamer's urisourcebin opens).
+    #[arg(value_name = "INPUT", num_args = 1.., required = true)]
     pub inputs: Vec<String>,
 
     /// The reference input (the first of two inputs; none with one input).
@@ -63,6 +74,10 @@ pub struct Args {
     /// The distorted input (the second of two inputs, or the only one).
     #[arg(skip)]
     pub distorted: String,
+
+    /// The distorted inputs after the first (`gpumetrics REF DIST1 DIST2 ...`).
+    #[arg(skip)]
+    pub more_distorted: Vec<String>,
 
     /// Metrics to compute: a comma-separated list of the element's metric names, or `all`
     /// (every metric the element offers; with one input, every no-reference metric).
@@ -384,11 +399,12 @@ pub fn from_matches(matches: &ArgMatches) -> Result<Args, clap::Error> {
     args.metric_options = options::given(matches);
     match args.inputs.as_slice() {
         [dist] => args.distorted = dist.clone(),
-        [reference, dist] => {
+        [reference, dist, more @ ..] => {
             args.reference = Some(reference.clone());
             args.distorted = dist.clone();
+            args.more_distorted = more.to_vec();
         }
-        _ => unreachable!("clap takes one or two inputs"),
+        [] => unreachable!("clap requires an input"),
     }
     args.reference_only = REFERENCE_ONLY
         .iter()

@@ -48,7 +48,16 @@ impl InputInfo {
 pub struct Inputs {
     /// `null` with one input (measured alone).
     pub reference: Option<InputInfo>,
-    pub distorted: InputInfo,
+    pub distorted: Distorted,
+}
+
+/// The distorted input: an object, or with several (`gpumetrics REF D1 D2 ...`) an array
+/// of them in the order given (the records' `distorted` is each one's `given`).
+#[derive(Serialize, Debug)]
+#[serde(untagged)]
+pub enum Distorted {
+    One(InputInfo),
+    Several(Vec<InputInfo>),
 }
 
 /// How the frames were chosen and paired.

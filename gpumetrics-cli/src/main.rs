@@ -28,6 +28,7 @@ mod plot;
 mod progress;
 mod records;
 mod run;
+mod several;
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -311,7 +312,7 @@ fn depth(format: &str) -> Option<u32> {
 /// A note for each input whose frames were measured at fewer bits than they were decoded
 /// with: formats that differ in layout are converted to the reference's, so a 10-bit 4:4:4
 /// distorted video against an 8-bit 4:2:0 reference is measured as 8-bit 4:2:0.
-fn depth_notes(built: &pipeline::Built) -> Vec<String> {
+fn depth_notes(decoded: &[pipeline::CapsCell; 2], caps: &[pipeline::CapsCell; 2]) -> Vec<String> {
     let format = |c: &std::sync::Mutex<Option<gst::Caps>>| {
         c.lock()
             .ok()
@@ -319,8 +320,7 @@ fn depth_notes(built: &pipeline::Built) -> Vec<String> {
     };
     let mut notes = Vec::new();
     for (i, role) in ["reference", "distorted"].iter().enumerate() {
-        let (Some(decoded), Some(measured)) = (format(&built.decoded[i]), format(&built.caps[i]))
-        else {
+        let (Some(decoded), Some(measured)) = (format(&decoded[i]), format(&caps[i])) else {
             continue;
         };
         if let (Some(from), Some(to)) = (depth(&decoded), depth(&measured))
@@ -334,6 +334,27 @@ fn depth_notes(built: &pipeline::Built) -> Vec<String> {
         }
     }
     notes
+}
+
+/// Whether the CUDA backend runs (`Err`: why not), said on stderr; `--backend cuda`
+/// without a usable device is an error.
+fn choose_backend(args: &Args, notes: &Notes) -> Result<Result<(), String>> {
+    let cuda = if args.backend == BackendArg::Cpu {
+        Err("--backend cpu".to_string())
+    } else {
+        cuda_backend_usable(args.device)
+    };
+    match (&cuda, args.backend) {
+        (Err(e), BackendArg::Cuda) => bail!("--backend cuda: no usable CUDA device: {e}"),
+        (Ok(()), _) => notes.say(format!("backend: cuda (device {})", args.device)),
+        (Err(e), BackendArg::Auto) => notes.say(if args.verbose {
+            format!("backend: cpu (CUDA not usable: {e})")
+        } else {
+            "backend: cpu (no usable CUDA device; -v says why)".to_string()
+        }),
+        (Err(_), _) => notes.say("backend: cpu"),
+    }
+    Ok(cuda)
 }
 
 fn describe_decoding(d: &Decoding, plugged: &[String]) -> String {
@@ -439,6 +460,20 @@ fn real_main(args: Args) -> Result<i32, Failure> {
         }
     }
 
+    if !args.more_distorted.is_empty() {
+        let plan = several::Plan {
+            metrics: &metrics,
+            run_fields: &run_fields,
+            rules: &rules,
+            subsample,
+            every,
+            skipped_by,
+            stop: &stop,
+            notes: &notes,
+        };
+        return several::run(&args, &plan);
+    }
+
     let reference = match &args.reference {
         Some(r) => Some(input::discover(r, "reference")?),
         None => None,
@@ -528,23 +563,7 @@ fn real_main(args: Args) -> Result<i32, Failure> {
     }
 
     // Backend and decoding.
-    let cuda = if args.backend == BackendArg::Cpu {
-        Err("--backend cpu".to_string())
-    } else {
-        cuda_backend_usable(args.device)
-    };
-    match (&cuda, args.backend) {
-        (Err(e), BackendArg::Cuda) => {
-            return Err(anyhow!("--backend cuda: no usable CUDA device: {e}").into());
-        }
-        (Ok(()), _) => notes.say(format!("backend: cuda (device {})", args.device)),
-        (Err(e), BackendArg::Auto) => notes.say(if args.verbose {
-            format!("backend: cpu (CUDA not usable: {e})")
-        } else {
-            "backend: cpu (no usable CUDA device; -v says why)".to_string()
-        }),
-        (Err(_), _) => notes.say("backend: cpu"),
-    }
+    let cuda = choose_backend(&args, &notes)?;
     let decoding = choose_decoding(&args, inputs, &cuda, scale_to, &notes)?;
 
     // Alignment (two inputs: with one, --align and --offset were refused above).
@@ -638,7 +657,7 @@ fn real_main(args: Args) -> Result<i32, Failure> {
         version: env!("CARGO_PKG_VERSION"),
         inputs: header::Inputs {
             reference: reference.as_ref().map(header::InputInfo::of),
-            distorted: header::InputInfo::of(&distorted),
+            distorted: header::Distorted::One(header::InputInfo::of(&distorted)),
         },
         backend: if cuda.is_ok() { "cuda" } else { "cpu" },
         device: cuda.is_ok().then_some(args.device),
@@ -751,7 +770,7 @@ fn real_main(args: Args) -> Result<i32, Failure> {
             describe_decoding(d, &plugged)
         ));
     }
-    for note in depth_notes(&built) {
+    for note in depth_notes(&built.decoded, &built.caps) {
         notes.say(note);
     }
     // With NVDEC, whether the frames stayed on the device is the point: always say it.

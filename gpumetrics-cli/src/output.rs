@@ -73,7 +73,7 @@ pub fn fmt_time(t: Option<gst::ClockTime>) -> String {
 const REPEATS: &[(&str, &str, &str)] = &[("ssim", "ssim-y", "ssim-u")];
 
 /// Whether the row of `name` repeats another row of `summary` ([`REPEATS`]).
-fn repeats(summary: &Summary, name: &str) -> bool {
+pub fn repeats(summary: &Summary, name: &str) -> bool {
     REPEATS.iter().any(|&(shown, left_out, beside)| {
         name == left_out
             && summary.field(beside).is_none()
@@ -244,6 +244,18 @@ impl RecordSink {
         columns: Vec<&'static str>,
         header: &impl Serialize,
     ) -> io::Result<RecordSink> {
+        Self::open_labelled(format, out, columns, header, Vec::new())
+    }
+
+    /// [`open`](Self::open) for several distorted files (as given): the records say which
+    /// one they belong to ([`crate::records`]).
+    pub fn open_labelled(
+        format: FormatArg,
+        out: Box<dyn Write>,
+        columns: Vec<&'static str>,
+        header: &impl Serialize,
+        distorted: Vec<String>,
+    ) -> io::Result<RecordSink> {
         let layout = match format {
             FormatArg::Table => return Ok(RecordSink::None),
             FormatArg::Jsonl => Layout::Jsonl,
@@ -251,38 +263,40 @@ impl RecordSink {
             FormatArg::Json => Layout::Json,
         };
         Ok(RecordSink::Records(RecordWriter::start(
-            layout, out, columns, header,
+            layout, out, columns, header, distorted,
         )?))
     }
 
-    pub fn frame(&mut self, rec: &FrameScores) -> io::Result<()> {
+    /// A frame record of the `which`-th distorted file (0 with one).
+    pub fn frame(&mut self, which: usize, rec: &FrameScores) -> io::Result<()> {
         match self {
             RecordSink::None => Ok(()),
-            RecordSink::Records(w) => w.frame(rec),
+            RecordSink::Records(w) => w.frame(which, rec),
         }
     }
 
     /// A window record (`--window`), in the order the element posted it.
-    pub fn window(&mut self, w: &Window) -> io::Result<()> {
+    pub fn window(&mut self, which: usize, w: &Window) -> io::Result<()> {
         match self {
             RecordSink::None => Ok(()),
-            RecordSink::Records(writer) => writer.window(w),
+            RecordSink::Records(writer) => writer.window(which, w),
         }
     }
 
     /// An event record (a black or freeze interval starting or ending), in the order the
     /// element posted it.
-    pub fn event(&mut self, e: &EventRecord) -> io::Result<()> {
+    pub fn event(&mut self, which: usize, e: &EventRecord) -> io::Result<()> {
         match self {
             RecordSink::None => Ok(()),
-            RecordSink::Records(w) => w.event(e),
+            RecordSink::Records(w) => w.event(which, e),
         }
     }
 
-    pub fn summary(&mut self, s: &Summary) -> io::Result<()> {
+    /// The summaries, one per distorted file in the order given.
+    pub fn summaries(&mut self, all: &[Summary]) -> io::Result<()> {
         match self {
             RecordSink::None => Ok(()),
-            RecordSink::Records(w) => w.summary(s),
+            RecordSink::Records(w) => w.summaries(all),
         }
     }
 }

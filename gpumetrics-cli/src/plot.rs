@@ -119,10 +119,17 @@ fn finite_runs(points: &[(f64, f64)]) -> Vec<Vec<(f64, f64)>> {
     runs
 }
 
+/// The frames of one distorted input and their summary; `label` names the input when the
+/// plot has several (then each panel has one field, and a line per input named by it).
+pub struct Curves<'a> {
+    pub label: Option<&'a str>,
+    pub records: &'a [FrameScores],
+    pub summary: &'a Summary,
+}
+
 fn draw<DB: DrawingBackend>(
     root: DrawingArea<DB, Shift>,
-    records: &[FrameScores],
-    summary: &Summary,
+    curves: &[Curves],
     panels: &[Panel],
     title: &str,
 ) -> Result<()>
@@ -133,27 +140,34 @@ where
     root.fill(&WHITE).map_err(err)?;
     let root = root.titled(title, ("sans-serif", 22)).map_err(err)?;
     let areas = root.split_evenly((panels.len(), 1));
-    let x_min = records.first().map_or(0.0, |r| r.frame as f64);
-    let x_max = records
-        .last()
-        .map_or(1.0, |r| r.frame as f64)
-        .max(x_min + 1.0);
+    let frames = curves
+        .iter()
+        .flat_map(|c| c.records.iter().map(|r| r.frame as f64));
+    let (x_min, x_max) = frames.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), x| {
+        (lo.min(x), hi.max(x))
+    });
+    let x_min = if x_min.is_finite() { x_min } else { 0.0 };
+    let x_max = x_max.max(x_min + 1.0);
     for (panel, area) in panels.iter().zip(areas) {
         let (area, legend) = area.split_horizontally(WIDTH - LEGEND_WIDTH);
-        let mut series: Vec<(&str, Vec<(f64, f64)>)> = Vec::new();
+        // (field, the curves' index, points)
+        let mut series: Vec<(&str, usize, Vec<(f64, f64)>)> = Vec::new();
         for f in &panel.fields {
-            let pts: Vec<(f64, f64)> = records
-                .iter()
-                .filter_map(|r| r.get(f).map(|v| (r.frame as f64, v)))
-                .collect();
-            // `ssim` is `ssim-y` under its customary name: draw one line, not two on top.
-            if !series.iter().any(|(_, p)| *p == pts) {
-                series.push((f.as_str(), pts));
+            for (c, curve) in curves.iter().enumerate() {
+                let pts: Vec<(f64, f64)> = curve
+                    .records
+                    .iter()
+                    .filter_map(|r| r.get(f).map(|v| (r.frame as f64, v)))
+                    .collect();
+                // `ssim` is `ssim-y` under its customary name: draw one line, not two on top.
+                if !series.iter().any(|(_, sc, p)| *sc == c && *p == pts) {
+                    series.push((f.as_str(), c, pts));
+                }
             }
         }
         let finite = series
             .iter()
-            .flat_map(|(_, p)| p.iter().map(|&(_, y)| y))
+            .flat_map(|(_, _, p)| p.iter().map(|&(_, y)| y))
             .filter(|y| y.is_finite());
         let (lo, hi) = finite.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), y| {
             (lo.min(y), hi.max(y))
@@ -175,6 +189,8 @@ where
         chart
             .configure_mesh()
             .x_desc("frame")
+            // No more labels than frame numbers, which are whole.
+            .x_labels(((x_max - x_min) as usize + 1).clamp(2, 10))
             .x_label_formatter(&|x| format!("{x:.0}"))
             .y_desc(&panel.title)
             .label_style(("sans-serif", 14))
@@ -182,9 +198,9 @@ where
             .light_line_style(WHITE.mix(0.0))
             .draw()
             .map_err(err)?;
-        for (i, (field, pts)) in series.iter().enumerate() {
+        for (i, (field, c, pts)) in series.iter().enumerate() {
             let color = COLOURS[i % COLOURS.len()];
-            let mean = summary.field(field).map(|s| s.mean);
+            let mean = curves[*c].summary.field(field).map(|s| s.mean);
             for run in finite_runs(pts) {
                 chart
                     .draw_series(LineSeries::new(run, color.stroke_width(2)))
@@ -201,9 +217,11 @@ where
                     .map_err(err)?;
             }
             // The legend: a line of the colour, the field and its mean, one row each.
+            // With several inputs a panel has one field: the line is the input's.
+            let name = curves[*c].label.unwrap_or(field).to_string();
             let label = match mean {
-                Some(m) => format!("{field}, mean {}", fields::format(field, m)),
-                None => field.to_string(),
+                Some(m) => format!("{name}, mean {}", fields::format(field, m)),
+                None => name,
             };
             let y = 40 + 22 * i as i32;
             legend
@@ -225,11 +243,45 @@ where
     Ok(())
 }
 
-/// Draws the plot into `path`; the extension picks PNG or SVG.
+/// Draws the plot of one input's frames into `path`; the extension picks PNG or SVG.
 pub fn write(path: &Path, records: &[FrameScores], summary: &Summary, title: &str) -> Result<()> {
-    let fields: Vec<String> = summary.fields.iter().map(|(n, _)| n.clone()).collect();
-    let panels = panels(&fields);
-    if panels.is_empty() || records.is_empty() {
+    let one = Curves {
+        label: None,
+        records,
+        summary,
+    };
+    write_curves(path, &[one], title)
+}
+
+/// Draws the plot of several inputs' frames into `path` (one line per input and field,
+/// in the panels of the first input's fields).
+pub fn write_curves(path: &Path, curves: &[Curves], title: &str) -> Result<()> {
+    let Some(first) = curves.first() else {
+        bail!("nothing to plot: no pair was compared");
+    };
+    let fields: Vec<String> = first
+        .summary
+        .fields
+        .iter()
+        .map(|(n, _)| n.clone())
+        .filter(|n| curves.len() == 1 || !crate::output::repeats(first.summary, n))
+        .collect();
+    let mut panels = panels(&fields);
+    if curves.len() > 1 {
+        // A panel per field, with a line (a colour) per input: lines of several fields and
+        // inputs in one panel would be more than a legend can tell apart.
+        panels = panels
+            .into_iter()
+            .flat_map(|p| {
+                p.fields.into_iter().map(move |f| Panel {
+                    title: format!("{f}: {}", p.title),
+                    unit_interval: p.unit_interval,
+                    fields: vec![f],
+                })
+            })
+            .collect();
+    }
+    if panels.is_empty() || curves.iter().all(|c| c.records.is_empty()) {
         bail!("nothing to plot: no pair was compared");
     }
     let size = (WIDTH, PANEL_HEIGHT * panels.len() as u32 + 40);
@@ -242,8 +294,7 @@ pub fn write(path: &Path, records: &[FrameScores], summary: &Summary, title: &st
             register_font()?;
             draw(
                 SVGBackend::new(path, size).into_drawing_area(),
-                records,
-                summary,
+                curves,
                 &panels,
                 title,
             )
@@ -252,8 +303,7 @@ pub fn write(path: &Path, records: &[FrameScores], summary: &Summary, title: &st
             register_font()?;
             draw(
                 BitMapBackend::new(path, size).into_drawing_area(),
-                records,
-                summary,
+                curves,
                 &panels,
                 title,
             )
@@ -355,8 +405,11 @@ mod tests {
         let mut svg = String::new();
         draw(
             SVGBackend::with_string(&mut svg, (WIDTH, PANEL_HEIGHT + 40)).into_drawing_area(),
-            &records,
-            &summary,
+            &[Curves {
+                label: None,
+                records: &records,
+                summary: &summary,
+            }],
             &panels,
             "t",
         )

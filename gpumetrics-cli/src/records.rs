@@ -13,6 +13,11 @@
 //! * `json`: one document `{"header":..,"frames":[..],"windows":[..],"events":[..],
 //!   "summary":..}`, the frames streamed as they are measured.
 //!
+//! With several distorted files (`gpumetrics REF DIST1 DIST2 ...`) every record says which
+//! one it belongs to: CSV has a first column `distorted`, the JSON records a `distorted`
+//! key after `type` (the file as given), jsonl has one `summary` record per file and json a
+//! `summary` array of them. With one distorted file the layouts have no such key.
+//!
 //! In JSON a score of +inf (the PSNR of identical planes: no finite value exists) is
 //! `null`, so that every score column stays numeric (a float column with NaN in pandas,
 //! `null` for jq, `Option<f64>` for serde_json); the table shows `inf`. The keys are the
@@ -67,9 +72,17 @@ fn time(t: Option<gst::ClockTime>) -> Option<u64> {
     t.map(gst::ClockTime::nseconds)
 }
 
-fn frame_object(rec: &FrameScores) -> String {
-    let mut o = Object::default()
-        .put("type", "frame")
+/// `type`, then `distorted` when the run has several distorted files.
+fn typed(kind: &str, distorted: Option<&str>) -> Object {
+    let o = Object::default().put("type", kind);
+    match distorted {
+        Some(d) => o.put("distorted", d),
+        None => o,
+    }
+}
+
+fn frame_object(rec: &FrameScores, distorted: Option<&str>) -> String {
+    let mut o = typed("frame", distorted)
         .put("frame", rec.frame)
         .put("pts", time(rec.pts))
         .put("running-time", time(rec.running_time))
@@ -124,17 +137,15 @@ fn summary_entries(mut o: Object, s: &Summary) -> Object {
     o.put("alerts", alerts).put("events", events)
 }
 
-fn window_object(w: &Window) -> String {
-    let o = Object::default()
-        .put("type", "window")
+fn window_object(w: &Window, distorted: Option<&str>) -> String {
+    let o = typed("window", distorted)
         .put("start", w.start)
         .put("end", w.end);
     summary_entries(o, &w.stats).finish()
 }
 
-fn event_object(e: &EventRecord) -> String {
-    Object::default()
-        .put("type", "event")
+fn event_object(e: &EventRecord, distorted: Option<&str>) -> String {
+    typed("event", distorted)
         .put("event", &e.event)
         .put("state", &e.state)
         .put("input", &e.input)
@@ -144,8 +155,8 @@ fn event_object(e: &EventRecord) -> String {
 }
 
 /// The JSON of the summary record (`type` first).
-pub fn summary_object(s: &Summary) -> String {
-    summary_entries(Object::default().put("type", "summary"), s).finish()
+pub fn summary_object(s: &Summary, distorted: Option<&str>) -> String {
+    summary_entries(typed("summary", distorted), s).finish()
 }
 
 /// The CSV cell of a score: shortest round-trip decimal, `inf` for +inf.
@@ -165,17 +176,28 @@ pub struct RecordWriter {
     /// JSON: the windows and events, written with the summary in their own arrays.
     windows: Vec<String>,
     events: Vec<String>,
+    /// The distorted files as given, when there are several (the records then say which);
+    /// empty with one.
+    distorted: Vec<String>,
 }
 
 impl RecordWriter {
     /// Starts the output: the header record (JSON layouts; `header` is any serialisable
-    /// description of the run) or the CSV header row (the columns: `columns`).
+    /// description of the run) or the CSV header row (the columns: `columns`). With several
+    /// distorted files, `distorted` names them (as given) and the records say which one
+    /// they belong to; with one (or none), the single-file layouts.
     pub fn start(
         layout: Layout,
         mut out: Box<dyn Write>,
         columns: Vec<&'static str>,
         header: &impl Serialize,
+        distorted: Vec<String>,
     ) -> io::Result<RecordWriter> {
+        let distorted = if distorted.len() > 1 {
+            distorted
+        } else {
+            Vec::new()
+        };
         let header = serde_json::to_string(header).map_err(io::Error::other)?;
         match layout {
             Layout::Jsonl => {
@@ -195,9 +217,14 @@ impl RecordWriter {
             frames: 0,
             windows: Vec::new(),
             events: Vec::new(),
+            distorted,
         };
         if layout == Layout::Csv {
-            let mut row: Vec<&str> = vec!["frame", "pts", "running-time", "duration"];
+            let mut row: Vec<&str> = Vec::new();
+            if !w.distorted.is_empty() {
+                row.push("distorted");
+            }
+            row.extend(["frame", "pts", "running-time", "duration"]);
             row.extend(w.columns.iter().copied());
             w.csv_row(&row)?;
         }
@@ -221,22 +248,30 @@ impl RecordWriter {
         self.out.flush()
     }
 
-    pub fn frame(&mut self, rec: &FrameScores) -> io::Result<()> {
+    /// The label of the `which`-th distorted file, when there are several.
+    fn label(&self, which: usize) -> Option<String> {
+        self.distorted.get(which).cloned()
+    }
+
+    /// A frame of the `which`-th distorted file (0 with one).
+    pub fn frame(&mut self, which: usize, rec: &FrameScores) -> io::Result<()> {
+        let label = self.label(which);
         match self.layout {
-            Layout::Jsonl => self.line(&frame_object(rec)),
+            Layout::Jsonl => self.line(&frame_object(rec, label.as_deref())),
             Layout::Json => {
                 let sep = if self.frames == 0 { "\n" } else { ",\n" };
                 self.frames += 1;
-                write!(self.out, "{sep}{}", frame_object(rec))?;
+                write!(self.out, "{sep}{}", frame_object(rec, label.as_deref()))?;
                 self.out.flush()
             }
             Layout::Csv => {
-                let mut row = vec![
+                let mut row: Vec<String> = label.into_iter().collect();
+                row.extend([
                     rec.frame.to_string(),
                     time(rec.pts).map_or(String::new(), |t| t.to_string()),
                     time(rec.running_time).map_or(String::new(), |t| t.to_string()),
                     time(rec.duration).map_or(String::new(), |t| t.to_string()),
-                ];
+                ]);
                 row.extend(self.columns.iter().map(|c| csv_score(rec.get(c))));
                 self.csv_row(&row)
             }
@@ -244,11 +279,12 @@ impl RecordWriter {
     }
 
     /// A window record (`--window`); not in CSV, whose rows are frames only.
-    pub fn window(&mut self, w: &Window) -> io::Result<()> {
+    pub fn window(&mut self, which: usize, w: &Window) -> io::Result<()> {
+        let label = self.label(which);
         match self.layout {
-            Layout::Jsonl => self.line(&window_object(w)),
+            Layout::Jsonl => self.line(&window_object(w, label.as_deref())),
             Layout::Json => {
-                self.windows.push(window_object(w));
+                self.windows.push(window_object(w, label.as_deref()));
                 Ok(())
             }
             Layout::Csv => Ok(()),
@@ -256,25 +292,48 @@ impl RecordWriter {
     }
 
     /// A black or freeze interval's start or end; not in CSV.
-    pub fn event(&mut self, e: &EventRecord) -> io::Result<()> {
+    pub fn event(&mut self, which: usize, e: &EventRecord) -> io::Result<()> {
+        let label = self.label(which);
         match self.layout {
-            Layout::Jsonl => self.line(&event_object(e)),
+            Layout::Jsonl => self.line(&event_object(e, label.as_deref())),
             Layout::Json => {
-                self.events.push(event_object(e));
+                self.events.push(event_object(e, label.as_deref()));
                 Ok(())
             }
             Layout::Csv => Ok(()),
         }
     }
 
-    /// The summary: the last record (JSON: closes the document); nothing in CSV.
-    pub fn summary(&mut self, s: &Summary) -> io::Result<()> {
+    /// The summaries, one per distorted file in the order given: the last records (JSON:
+    /// closes the document, `summary` an array when there are several files); nothing in
+    /// CSV.
+    pub fn summaries(&mut self, all: &[Summary]) -> io::Result<()> {
         match self.layout {
-            Layout::Jsonl => self.line(&summary_object(s)),
+            Layout::Jsonl => {
+                for (i, s) in all.iter().enumerate() {
+                    let label = self.label(i);
+                    self.line(&summary_object(s, label.as_deref()))?;
+                }
+                Ok(())
+            }
             Layout::Json => {
                 let windows = std::mem::take(&mut self.windows).join(",\n");
                 let events = std::mem::take(&mut self.events).join(",\n");
-                let summary = summary_entries(Object::default(), s).finish();
+                let summary = if self.distorted.is_empty() {
+                    all.first().map_or("null".into(), |s| {
+                        summary_entries(Object::default(), s).finish()
+                    })
+                } else {
+                    let each: Vec<String> = all
+                        .iter()
+                        .enumerate()
+                        .map(|(i, s)| {
+                            let o = Object::default().put("distorted", self.label(i));
+                            summary_entries(o, s).finish()
+                        })
+                        .collect();
+                    format!("[{}]", each.join(",\n"))
+                };
                 writeln!(
                     self.out,
                     "\n],\"windows\":[{windows}],\"events\":[{events}],\"summary\":{summary}}}"
@@ -349,19 +408,23 @@ mod tests {
             Box::new(out.clone()),
             vec!["psnr-y", "mse-y", "ms-ssim"],
             &header,
+            Vec::new(),
         )
         .unwrap();
-        w.frame(&rec(0, 30.0)).unwrap();
-        w.event(&EventRecord {
-            event: "black".into(),
-            state: "start".into(),
-            input: "dist".into(),
-            running_time: 0,
-            duration: None,
-        })
+        w.frame(0, &rec(0, 30.0)).unwrap();
+        w.event(
+            0,
+            &EventRecord {
+                event: "black".into(),
+                state: "start".into(),
+                input: "dist".into(),
+                running_time: 0,
+                duration: None,
+            },
+        )
         .unwrap();
-        w.frame(&rec(5, f64::INFINITY)).unwrap();
-        w.summary(&summary()).unwrap();
+        w.frame(0, &rec(5, f64::INFINITY)).unwrap();
+        w.summaries(&[summary()]).unwrap();
         out.text()
     }
 
@@ -414,8 +477,9 @@ mod tests {
         assert_eq!(v["summary"]["frames"], 2);
         // A run without a pair is still one document.
         let out = Shared::default();
-        let mut w = RecordWriter::start(Layout::Json, Box::new(out.clone()), vec![], &()).unwrap();
-        w.summary(&Summary::default()).unwrap();
+        let mut w =
+            RecordWriter::start(Layout::Json, Box::new(out.clone()), vec![], &(), vec![]).unwrap();
+        w.summaries(&[Summary::default()]).unwrap();
         let v: Value = serde_json::from_str(&out.text()).unwrap();
         assert_eq!(v["frames"].as_array().unwrap().len(), 0);
     }

@@ -109,7 +109,34 @@ pub fn run(
     report: &Report,
     verbose: bool,
 ) -> Result<Outcome> {
-    let pipeline = &built.pipeline;
+    let elements = std::slice::from_ref(&built.element);
+    let mut outcomes = run_elements(
+        &built.pipeline,
+        elements,
+        stop,
+        sink,
+        progress,
+        keep_records,
+        report,
+        verbose,
+    )?;
+    Ok(outcomes.remove(0))
+}
+
+/// Runs `pipeline` with one gpumetrics element per distorted input (`elements`, in the
+/// order given; one, or several against one reference): the outcome of each, in that
+/// order. A record is written with the index of the element that posted it.
+#[allow(clippy::too_many_arguments)]
+pub fn run_elements(
+    pipeline: &gst::Pipeline,
+    elements: &[gst::Element],
+    stop: &Arc<AtomicBool>,
+    sink: &mut RecordSink,
+    progress: &mut Progress,
+    keep_records: bool,
+    report: &Report,
+    verbose: bool,
+) -> Result<Vec<Outcome>> {
     let bus = pipeline.bus().context("pipeline without bus")?;
     let live = start(pipeline)?;
     if live && !progress.is_live() {
@@ -118,12 +145,11 @@ pub fn run(
             "live: the pipeline does not preroll; running until Ctrl-C or the end of the stream",
         );
     }
-    let element = built.element.upcast_ref::<gst::Object>();
-
-    let mut records = Vec::new();
-    let mut events = Vec::new();
+    let n = elements.len();
+    let mut records = vec![Vec::new(); n];
+    let mut events = vec![Vec::new(); n];
     let mut pairs = 0u64;
-    let mut summary = None;
+    let mut summaries: Vec<Option<Summary>> = vec![None; n];
     let mut interrupted_at: Option<Instant> = None;
     let mut hard_stopped = false;
     let result: Result<()> = loop {
@@ -143,8 +169,15 @@ pub fn run(
         let Some(msg) = bus.timed_pop(gst::ClockTime::from_mseconds(100)) else {
             continue;
         };
+        // Which element posted it (one element: all its messages are its own).
+        let from = elements
+            .iter()
+            .position(|e| msg.src() == Some(e.upcast_ref::<gst::Object>()));
         match msg.view() {
             gst::MessageView::Element(_) => {
+                let Some(which) = from.or((n == 1).then_some(0)) else {
+                    continue;
+                };
                 // A write error (a full disk, a closed pipe) ends the run here, so that the
                 // pipeline is stopped below before the error is reported.
                 let written = |r: std::io::Result<()>, what: &str| {
@@ -152,35 +185,35 @@ pub fn run(
                 };
                 if let Some(mut rec) = FrameScores::from_message(&msg) {
                     rec.frame += report.frame_base;
-                    if let Err(e) = written(sink.frame(&rec), "a per-frame record") {
+                    if let Err(e) = written(sink.frame(which, &rec), "a per-frame record") {
                         break Err(e);
                     }
                     pairs += 1;
                     let running_time = rec.running_time.map(|t| t.nseconds());
                     if keep_records {
-                        records.push(rec);
+                        records[which].push(rec);
                     }
                     progress.update(pairs, running_time);
                 } else if let Some(w) = Window::from_message(&msg) {
-                    if let Err(e) = written(sink.window(&w), "a window record") {
+                    if let Err(e) = written(sink.window(which, &w), "a window record") {
                         break Err(e);
                     }
                     report.window(&w, progress);
                 } else if let Some(e) = EventRecord::from_message(&msg) {
-                    if let Err(e) = written(sink.event(&e), "an event record") {
+                    if let Err(e) = written(sink.event(which, &e), "an event record") {
                         break Err(e);
                     }
                     progress.note(&output::event_line(&e));
-                    events.push(e);
+                    events[which].push(e);
                 } else if let Some(a) = AlertChange::from_message(&msg) {
                     progress.note(&monitor::alert_line(&a));
                 } else if let Some(s) = Summary::from_message(&msg) {
-                    summary = Some(s);
+                    summaries[which] = Some(s);
                 }
             }
             gst::MessageView::Warning(w)
                 if report.alerts
-                    && msg.src() == Some(element)
+                    && from.is_some()
                     && monitor::is_alert_warning(&w.error().to_string()) => {}
             gst::MessageView::Warning(w) => {
                 let mut text = format!("warning: {}", w.error());
@@ -194,24 +227,32 @@ pub fn run(
             _ => {}
         }
     };
-    let memory_stats = built
-        .element
-        .property::<Option<gst::Structure>>("memory-stats");
+    let memory_stats: Vec<_> = elements
+        .iter()
+        .map(|e| e.property::<Option<gst::Structure>>("memory-stats"))
+        .collect();
     let _ = pipeline.set_state(gst::State::Null);
     progress.finish(pairs);
     result?;
-    let Some(summary) = summary else {
+    let Some(summaries) = summaries.into_iter().collect::<Option<Vec<Summary>>>() else {
         bail!("the element posted no summary");
     };
-    sink.summary(&summary)
+    sink.summaries(&summaries)
         .context("writing the summary record")?;
-    Ok(Outcome {
-        records,
-        summary,
-        events,
-        memory_stats,
-        interrupted: interrupted_at.is_some(),
-    })
+    let interrupted = interrupted_at.is_some();
+    Ok(summaries
+        .into_iter()
+        .zip(records)
+        .zip(events)
+        .zip(memory_stats)
+        .map(|(((summary, records), events), memory_stats)| Outcome {
+            records,
+            summary,
+            events,
+            memory_stats,
+            interrupted,
+        })
+        .collect())
 }
 
 #[cfg(test)]
