@@ -127,6 +127,9 @@ pub struct Curves<'a> {
     pub summary: &'a Summary,
 }
 
+/// A line: its field, the index of its input in the curves, its points.
+type Series<'a> = (&'a str, usize, Vec<(f64, f64)>);
+
 fn draw<DB: DrawingBackend>(
     root: DrawingArea<DB, Shift>,
     curves: &[Curves],
@@ -150,8 +153,7 @@ where
     let x_max = x_max.max(x_min + 1.0);
     for (panel, area) in panels.iter().zip(areas) {
         let (area, legend) = area.split_horizontally(WIDTH - LEGEND_WIDTH);
-        // (field, the curves' index, points)
-        let mut series: Vec<(&str, usize, Vec<(f64, f64)>)> = Vec::new();
+        let mut series: Vec<Series> = Vec::new();
         for f in &panel.fields {
             for (c, curve) in curves.iter().enumerate() {
                 let pts: Vec<(f64, f64)> = curve
