@@ -51,7 +51,7 @@ of them); a full-reference metric, and the options that need a reference (--offs
 Several distorted files (gpumetrics REF DIST1 DIST2 ...; an encoding ladder, a CRF sweep) are \
 compared with the reference in one process: the reference is decoded once and its frames go to \
 one gpumetrics element per file. The table has a row per field and statistic and a column per \
-file; the plot a line per file and field; the records (-o/--format) a `distorted` key (CSV: \
+file; the plot a panel per field with a line per file; the records (-o/--format) a `distorted` key (CSV: \
 first column) naming the file as given, and one summary per file (json: `summary` is an array). \
 --offset, --every, --frames, --scale and --roi apply to each file; --fail rules are judged on \
 each (exit 3 if any file fails, naming it). --align, --window, --alert and --prometheus take \
@@ -161,11 +161,12 @@ pub struct Args {
     #[arg(long, value_enum, default_value_t = PairingArg::Timestamp)]
     pub pairing: PairingArg,
 
-    /// Exit with status 3 when a summary statistic breaks RULE: FIELD.STAT<VALUE or
-    /// FIELD.STAT>VALUE (FIELD alone: its mean), e.g. 'vmaf.mean<93', 'butteraugli.p95>4',
-    /// 'psnr-y.min<30'; STAT is mean, harmonic-mean, min, max, stddev, p1, p5, p50, p95 or
-    /// p99. The comparison must point the way the field gets worse (< for PSNR, SSIM, VMAF;
-    /// > for MSE, Butteraugli). Checked before decoding; repeatable.
+    /// Exit with status 3 when a summary statistic breaks RULE (with several distorted
+    /// files: on any of them): FIELD.STAT<VALUE or FIELD.STAT>VALUE (FIELD alone: its mean),
+    /// e.g. 'vmaf.mean<93', 'butteraugli.p95>4', 'psnr-y.min<30'; STAT is mean,
+    /// harmonic-mean, min, max, stddev, p1, p5, p50, p95 or p99. The comparison must point
+    /// the way the field gets worse (< for PSNR, SSIM, VMAF; > for MSE, Butteraugli).
+    /// Checked before decoding; repeatable.
     #[arg(long = "fail", value_name = "RULE")]
     pub fail: Vec<String>,
 
@@ -366,8 +367,10 @@ fn long_about() -> String {
         .collect();
     format!(
         "Measure a distorted video against its reference, frame by frame, with the gpumetrics \
-         GStreamer element, on an NVIDIA GPU (CUDA) or the CPU; or one video alone (gpumetrics \
-         DIST) with the no-reference metrics ({no_reference}). The metrics (--metrics):\n\n\
+         GStreamer element, on an NVIDIA GPU (CUDA) or the CPU; several distorted videos against \
+         one reference (gpumetrics REF DIST1 DIST2 ..., see below); or one video alone \
+         (gpumetrics DIST) with the no-reference metrics ({no_reference}). The metrics \
+         (--metrics):\n\n\
          {metrics}\n\
          Both inputs are decoded by GStreamer (any container and codec it can decode). When the \
          CUDA backend is usable and the codec has an NVIDIA decoder (nvh264dec, nvh265dec, ...), \

@@ -340,3 +340,22 @@ fn options_of_one_pair_are_usage_errors_before_decoding() {
     assert_eq!(status, Some(2), "{err}");
     assert!(err.contains("is given twice"), "{err}");
 }
+
+#[test]
+fn help_describes_several_distorted_files() {
+    let (status, help, _) = run(&["--help"]);
+    assert_eq!(status, Some(0));
+    assert!(
+        help.contains("Usage: gpumetrics [OPTIONS] REF DIST [DIST...]"),
+        "{help}"
+    );
+    let flat = help.split_whitespace().collect::<Vec<_>>().join(" ");
+    for says in [
+        "the reference is decoded once",
+        "a column per file",
+        "a `distorted` key",
+        "--align, --window, --alert and --prometheus take one pair",
+    ] {
+        assert!(flat.contains(says), "{says}: {help}");
+    }
+}
