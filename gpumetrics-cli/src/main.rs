@@ -231,12 +231,13 @@ fn check_writable(path: &std::path::Path) -> std::io::Result<()> {
 }
 
 /// Why a run compared no pair, from what the gates saw: the offset, an empty input, or
-/// frames that found no partner.
+/// frames that found no partner (`several`: for one of several distorted files).
 fn why_no_pairs(
     gates: &[Option<gate::Gate>; 2],
     summary: &gstgpumetrics::message::Summary,
     offset: i64,
     single: bool,
+    several: bool,
 ) -> String {
     let roles = ["reference", "distorted"];
     for (i, g) in gates.iter().enumerate() {
@@ -246,9 +247,14 @@ fn why_no_pairs(
         if kept == 0 && dropped > 0 {
             return format!(
                 "the offset ({offset:+}) drops all {dropped} frames of the {} input, so \
-                 nothing is left to compare: give an --offset within its length, or --align \
-                 auto to find it",
-                roles[i]
+                 nothing is left to compare: give an --offset within its length{}",
+                roles[i],
+                // --align finds the offset of one pair only.
+                if several {
+                    ""
+                } else {
+                    ", or --align auto to find it"
+                }
             );
         }
         if kept == 0 {
@@ -803,7 +809,7 @@ fn real_main(args: Args) -> Result<i32, Failure> {
     }
 
     if outcome.summary.frames == 0 && !outcome.interrupted {
-        let why = why_no_pairs(&built.gates, &outcome.summary, offset, single);
+        let why = why_no_pairs(&built.gates, &outcome.summary, offset, single, false);
         return Err(Failure {
             status: cli::EXIT_NO_PAIRS,
             error: anyhow!(

@@ -60,6 +60,24 @@ impl Report {
     }
 }
 
+/// A record held back ([`run_elements`]), with the index of its element.
+enum Held {
+    Frame(usize, FrameScores),
+    Event(usize, EventRecord),
+}
+
+/// Writes the records held back, in the order they came.
+fn write_held(sink: &mut RecordSink, held: Vec<Held>) -> Result<()> {
+    for h in held {
+        match h {
+            Held::Frame(which, rec) => sink.frame(which, &rec),
+            Held::Event(which, e) => sink.event(which, &e),
+        }
+        .context("writing a per-frame record")?;
+    }
+    Ok(())
+}
+
 /// How long an interrupted run may take to drain before the pipeline is stopped hard.
 const DRAIN_GRACE: Duration = Duration::from_secs(10);
 
@@ -150,6 +168,12 @@ pub fn run_elements(
     let mut events = vec![Vec::new(); n];
     let mut pairs = 0u64;
     let mut summaries: Vec<Option<Summary>> = vec![None; n];
+    // With several elements the records are held until each has measured a pair (or the
+    // run ends): a distorted file whose raw format differs from the reference's fails at its
+    // first pair and the run is made again with it converted (see `several`); records
+    // written meanwhile for the other files would be written twice.
+    let mut held: Option<Vec<Held>> = (n > 1).then(Vec::new);
+    let mut started = vec![false; n];
     let mut interrupted_at: Option<Instant> = None;
     let mut hard_stopped = false;
     let result: Result<()> = loop {
@@ -185,7 +209,19 @@ pub fn run_elements(
                 };
                 if let Some(mut rec) = FrameScores::from_message(&msg) {
                     rec.frame += report.frame_base;
-                    if let Err(e) = written(sink.frame(which, &rec), "a per-frame record") {
+                    started[which] = true;
+                    let result = match &mut held {
+                        Some(h) => {
+                            h.push(Held::Frame(which, rec.clone()));
+                            if started.iter().all(|s| *s) {
+                                write_held(sink, held.take().unwrap_or_default())
+                            } else {
+                                Ok(())
+                            }
+                        }
+                        None => written(sink.frame(which, &rec), "a per-frame record"),
+                    };
+                    if let Err(e) = result {
                         break Err(e);
                     }
                     pairs += 1;
@@ -200,7 +236,14 @@ pub fn run_elements(
                     }
                     report.window(&w, progress);
                 } else if let Some(e) = EventRecord::from_message(&msg) {
-                    if let Err(e) = written(sink.event(which, &e), "an event record") {
+                    let result = match &mut held {
+                        Some(h) => {
+                            h.push(Held::Event(which, e.clone()));
+                            Ok(())
+                        }
+                        None => written(sink.event(which, &e), "an event record"),
+                    };
+                    if let Err(e) = result {
                         break Err(e);
                     }
                     progress.note(&output::event_line(&e));
@@ -223,7 +266,7 @@ pub fn run_elements(
                 progress.note(&text);
             }
             gst::MessageView::Error(e) => break Err(anyhow!(error_text(e))),
-            gst::MessageView::Eos(_) => break Ok(()),
+            gst::MessageView::Eos(_) => break write_held(sink, held.take().unwrap_or_default()),
             _ => {}
         }
     };

@@ -508,7 +508,7 @@ pub fn run(args: &Args, plan: &Plan) -> Result<i32, Failure> {
         .enumerate()
         .filter(|(_, o)| o.summary.frames == 0)
         .map(|(i, o)| {
-            let why = crate::why_no_pairs(&built.gates[i], &o.summary, offset, false);
+            let why = crate::why_no_pairs(&built.gates[i], &o.summary, offset, false, true);
             format!("{}: {why}", given[i])
         })
         .collect();

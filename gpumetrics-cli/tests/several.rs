@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MPL-2.0
 //! One reference against several distorted files in one run (`gpumetrics REF D1 D2 D3`,
 //! issue 23) on tiny clips generated here with ffmpeg (testsrc2, 64x48, 10 fps, 10 frames,
-//! H.264: a lossless reference and three encodings at QP 20, 35 and 50): each file's numbers
+//! H.264: a lossless reference, three encodings at QP 20, 35 and 50, one in 10-bit 4:4:4):
+//! each file's numbers
 //! equal those of its own run, the reference is decoded once, the records and the table say
 //! which file each number belongs to, `--fail` is judged per file, and the options of one
 //! pair are usage errors. CPU backend.
@@ -74,6 +75,20 @@ fn clips() -> &'static Clips {
         for (name, qp) in DISTORTED.iter().zip(["20", "35", "50"]) {
             ffmpeg(&[&["-i", &p("ref.mp4")][..], &x264, &["-qp", qp, &p(name)]].concat());
         }
+        // Another raw format than the reference's (converted by the command).
+        ffmpeg(&[
+            "-i",
+            &p("ref.mp4"),
+            "-c:v",
+            "libx264",
+            "-preset",
+            "ultrafast",
+            "-qp",
+            "30",
+            "-pix_fmt",
+            "yuv444p10le",
+            &p("d444_10.mp4"),
+        ]);
         Clips {
             path: dir.path().to_path_buf(),
             _dir: dir,
@@ -358,4 +373,64 @@ fn help_describes_several_distorted_files() {
     ] {
         assert!(flat.contains(says), "{says}: {help}");
     }
+}
+
+/// A file in another raw format than the reference's fails at its first pair and the run is
+/// made again with it converted; the other files' records, held until every file has
+/// measured a pair, are written once.
+#[test]
+fn a_file_in_another_format_is_converted_and_the_records_written_once() {
+    let c = clips();
+    let (a, b) = (c.get("qp20.mp4"), c.get("d444_10.mp4"));
+    let args = [
+        "--metrics",
+        "psnr",
+        "--format",
+        "csv",
+        &c.get("ref.mp4"),
+        &a,
+        &b,
+    ];
+    // Whether the first file's first pairs come before the error is a race: try a few times.
+    for _ in 0..5 {
+        let (status, csv, err) = run(&args);
+        assert_eq!(status, Some(0), "{err}");
+        assert!(err.contains("converting it to I420"), "{err}");
+        assert!(
+            err.contains("d444_10.mp4: bit depth: the distorted video is 10-bit"),
+            "{err}"
+        );
+        let rows: Vec<&str> = csv.lines().skip(1).collect();
+        for d in [&a, &b] {
+            let frames: Vec<&str> = rows
+                .iter()
+                .filter(|r| r.split(',').next() == Some(d))
+                .map(|r| r.split(',').nth(1).unwrap())
+                .collect();
+            let want: Vec<String> = (0..FRAMES).map(|i| i.to_string()).collect();
+            assert_eq!(frames, want, "{d}\n{csv}");
+        }
+    }
+}
+
+#[test]
+fn files_that_compare_no_pair_are_named() {
+    let c = clips();
+    let inputs = c.all();
+    let mut args = vec!["-q", "--offset", "20"];
+    args.extend(inputs.iter().map(String::as_str));
+    let (status, _, err) = run(&args);
+    assert_eq!(status, Some(4), "{err}");
+    assert!(
+        err.starts_with("gpumetrics: error: no pair was compared for "),
+        "{err}"
+    );
+    for d in &inputs[1..] {
+        assert!(
+            err.contains(&format!("{d}: the offset (+20) drops all 10 frames")),
+            "{err}"
+        );
+    }
+    // --align is refused with several files: the message does not offer it.
+    assert!(!err.contains("--align"), "{err}");
 }
