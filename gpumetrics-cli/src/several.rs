@@ -461,11 +461,11 @@ pub fn run(args: &Args, plan: &Plan) -> Result<i32, Failure> {
             .map(|v| v.clone())
             .unwrap_or_default();
         notes.say(format!(
-            "pipeline: {} decoders ({}) for {} inputs: the reference once, each distorted \
-             file once",
+            "pipeline: {} decoders ({}) for {} inputs (the reference and {} distorted files)",
             all.len(),
             all.join(", "),
-            given.len() + 1
+            given.len() + 1,
+            given.len()
         ));
     }
     for (i, (decoded, caps)) in built.decoded.iter().zip(&built.caps).enumerate() {
