@@ -4,13 +4,15 @@
 //! summary table, optionally per-frame records and a plot; the exit status says whether
 //! the `--fail` rules were met. `gpumetrics DIST [options]`: the same for one input
 //! measured alone, with the no-reference metrics (the element's ref_sink left unlinked).
+//! `gpumetrics REF DIST1 DIST2 ... [options]`: several distorted files against one
+//! reference decoded once, in one pipeline ([`several`]).
 //!
 //! Modules: [`cli`] arguments, [`options`] the metrics' options, [`fields`] what is
 //! known of each field, [`fail`] the quality gates, [`input`] what the files are, [`align`]
 //! the offset search, [`gate`] which frames reach the element, [`monitor`] windows, alerts
 //! and live inputs, [`pipeline`] the GStreamer graph, [`run`] the bus loop, [`output`] table
 //! and records, [`records`] the machine-readable layouts, [`header`] their header, [`plot`]
-//! the curves, [`progress`] stderr display.
+//! the curves, [`progress`] stderr display, [`several`] the run of several distorted files.
 
 mod align;
 mod cli;

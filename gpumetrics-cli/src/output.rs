@@ -137,6 +137,14 @@ pub fn summary_table(summary: &Summary, counts: &Counts) -> String {
     }
     let mut out = table.to_string();
     out.push('\n');
+    out.push_str(&counts_text(summary, counts));
+    out
+}
+
+/// The lines under the summary table: the pairs compared, unmatched, skipped and dropped by
+/// the offset, then each alert rule's and event's counts.
+pub fn counts_text(summary: &Summary, counts: &Counts) -> String {
+    let mut out = String::new();
     let mut line = if counts.single {
         format!(
             "measured frames: {} (one input, no reference)",

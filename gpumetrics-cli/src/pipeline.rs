@@ -11,7 +11,8 @@
 //! `--every`, `--frames` and Ctrl-C. NVDEC keeps the frames in CUDA memory, where the
 //! element's CUDA backend reads them in place. With one input (no reference) only the
 //! distorted branch is built: ref_sink stays unlinked, and the element measures dist_sink
-//! alone with the no-reference metrics.
+//! alone with the no-reference metrics. Several distorted inputs against one reference
+//! ([`build_several`]) get one element each, fed by a `tee` after the reference's decoder.
 
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};

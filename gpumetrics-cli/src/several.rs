@@ -136,15 +136,17 @@ pub fn ladder_table(labels: &[String], summaries: &[Summary], counts: &[output::
     out.push('\n');
     for ((label, summary), counts) in labels.iter().zip(summaries).zip(counts) {
         // The single-pair table's count lines, under the file's name.
-        let one = output::summary_table(summary, counts);
-        let tail = one.lines().skip_while(|l| !l.starts_with("compared pairs"));
-        for line in tail {
+        for line in output::counts_text(summary, counts).lines() {
             out.push_str(&format!("{label}: {line}\n"));
         }
     }
     out
 }
 
+/// Runs `gpumetrics REF DIST1 DIST2 ...` from the checks on: opens the inputs, builds and
+/// runs the pipeline (again, with a file converted, when its raw format differs from the
+/// reference's), prints the notes and the table, writes the plot and judges the rules; the
+/// exit status, as [`crate::real_main`]'s.
 pub fn run(args: &Args, plan: &Plan) -> Result<i32, Failure> {
     let notes = plan.notes;
     let given: Vec<&str> = std::iter::once(args.distorted.as_str())
