@@ -465,6 +465,63 @@ mod tests {
         );
     }
 
+    /// Several distorted files: every record says which, and there is a summary per file.
+    #[test]
+    fn several_files_label_their_records() {
+        let write = |layout| {
+            let out = Shared::default();
+            let files = vec!["a.mp4".to_string(), "b.mp4".to_string()];
+            let mut w =
+                RecordWriter::start(layout, Box::new(out.clone()), vec!["psnr-y"], &(), files)
+                    .unwrap();
+            w.frame(1, &rec(0, 30.0)).unwrap();
+            w.frame(0, &rec(0, 40.0)).unwrap();
+            w.summaries(&[summary(), Summary::default()]).unwrap();
+            out.text()
+        };
+        assert_eq!(
+            write(Layout::Csv),
+            "distorted,frame,pts,running-time,duration,psnr-y\n\
+             b.mp4,0,0,0,,30\n\
+             a.mp4,0,0,0,,40\n"
+        );
+        let lines: Vec<Value> = write(Layout::Jsonl)
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let labels: Vec<(&str, &str)> = lines[1..]
+            .iter()
+            .map(|r| {
+                (
+                    r["type"].as_str().unwrap(),
+                    r["distorted"].as_str().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            labels,
+            [
+                ("frame", "b.mp4"),
+                ("frame", "a.mp4"),
+                ("summary", "a.mp4"),
+                ("summary", "b.mp4")
+            ]
+        );
+        let v: Value = serde_json::from_str(&write(Layout::Json)).unwrap();
+        assert_eq!(v["frames"][0]["distorted"], "b.mp4");
+        assert_eq!(v["summary"][0]["distorted"], "a.mp4");
+        assert_eq!(v["summary"][0]["frames"], 2);
+        assert_eq!(v["summary"][1]["distorted"], "b.mp4");
+        // One file: no `distorted` anywhere.
+        let out = Shared::default();
+        let one = vec!["a.mp4".to_string()];
+        let mut w =
+            RecordWriter::start(Layout::Jsonl, Box::new(out.clone()), vec![], &(), one).unwrap();
+        w.frame(0, &rec(0, 30.0)).unwrap();
+        w.summaries(&[summary()]).unwrap();
+        assert!(!out.text().contains("distorted"), "{}", out.text());
+    }
+
     #[test]
     fn json_is_one_document_with_its_parts() {
         let v: Value = serde_json::from_str(&write(Layout::Json)).unwrap();
