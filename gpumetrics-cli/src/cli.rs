@@ -14,8 +14,11 @@ use crate::{monitor, options};
 /// The help heading of the monitoring options.
 const MONITORING: &str = "Monitoring";
 
-/// Exit status when a `--fail-below` threshold is not met.
+/// Exit status when a `--fail` rule (or a `--fail-below` threshold) is not met.
 pub const EXIT_THRESHOLD: i32 = 3;
+/// Exit status of a run that compared no pair (nothing to judge: not a pass, not a
+/// threshold failure).
+pub const EXIT_NO_PAIRS: i32 = 4;
 /// Exit status of a run error (missing file, pipeline error).
 pub const EXIT_RUN_ERROR: i32 = 1;
 /// Exit status of a usage error (clap uses the same).
@@ -25,16 +28,19 @@ pub const EXIT_USAGE: i32 = 2;
 #[command(
     name = "gpumetrics",
     version,
-    override_usage = "gpumetrics [OPTIONS] REF DIST\n       gpumetrics [OPTIONS] DIST\n       \
+    override_usage = "gpumetrics [OPTIONS] REF DIST [DIST...]\n       gpumetrics [OPTIONS] DIST\n       \
 gpumetrics [OPTIONS] --reference REF --distorted DIST",
     after_help = "Exit status: 0 success, 1 run error (missing or undecodable file, pipeline \
-error), 2 usage error, 3 a --fail-below threshold was not met, 130 interrupted by Ctrl-C (after \
-printing the summary of the pairs measured so far; also how a live run ends).\n\n\
+error, an output that cannot be written), 2 usage error, 3 a --fail rule (or --fail-below \
+threshold) was not met, 4 no pair was compared (e.g. an --offset past the end), 130 interrupted \
+by Ctrl-C (after printing the summary of the pairs measured so far; also how a live run ends). \
+A closed stdout (`| head`) ends the command quietly, as SIGPIPE ends other tools.\n\n\
 Examples:\n  \
 gpumetrics ref.mp4 dist.mp4\n  \
 gpumetrics ref.mkv dist.mkv --metrics all --plot scores.png\n  \
 gpumetrics ref.y4m dist.mp4 --align auto --scale --format jsonl -o scores.jsonl\n  \
-gpumetrics ref.mp4 dist.mp4 --fail-below psnr-y=35 --fail-below ssim=0.95\n  \
+gpumetrics ref.mp4 dist.mp4 --metrics psnr,vmaf --fail 'vmaf.mean<93' --fail 'psnr-y.min<30'\n  \
+gpumetrics ref.mp4 crf18.mp4 crf23.mp4 crf28.mp4 --metrics psnr,ssim --plot ladder.png\n  \
 gpumetrics --reference ref.yuv --distorted dist.yuv --width 1920 --height 1080 --pixel-format 420 \
 --bitdepth 10\n  \
 gpumetrics dist.mp4 --metrics siti\n  \
@@ -44,16 +50,26 @@ Ctrl-C or the end of its stream; progress then shows the running time and the la
 window instead of an ETA.\n\n\
 One input (gpumetrics DIST) is measured alone with the no-reference metrics (by default all \
 of them); a full-reference metric, and the options that need a reference (--offset, --align, \
---align-range, --align-frames, --scale, --pairing), are then usage errors."
+--align-range, --align-frames, --scale, --pairing), are then usage errors.\n\n\
+Several distorted files (gpumetrics REF DIST1 DIST2 ...; an encoding ladder, a CRF sweep) are \
+compared with the reference in one process: the reference is decoded once and its frames go to \
+one gpumetrics element per file. The table has a row per field and statistic and a column per \
+file; the plot a panel per field with a line per file; the records (-o/--format) a `distorted` key (CSV: \
+first column) naming the file as given, and one summary per file (json: `summary` is an array). \
+--offset, --every, --frames, --scale and --roi apply to each file; --fail rules are judged on \
+each (exit 3 if any file fails, naming it). --align, --window, --alert and --prometheus take \
+one pair: with several files they are usage errors."
 )]
 pub struct Args {
-    /// REF DIST: the reference video, then the distorted one, compared frame by frame. DIST
-    /// alone: the distorted video measured without a reference, with the no-reference
-    /// metrics. Each a file path or a URI (file://, http://, or a live stream: udp://,
-    /// srt://, rtsp://, anything GStreamer's urisourcebin opens), a y4m file or a raw .yuv
-    /// file (see "Raw input"). The reference comes first; ffmpeg-quality-metrics takes
-    /// `dist ref`, the other way round: --reference and --distorted name them instead.
-    #[arg(value_name = "INPUT", num_args = 1..=2)]
+    /// REF DIST: the reference video, then the distorted one, compared frame by frame. REF
+    /// DIST1 DIST2 ...: the reference (decoded once) against each distorted file, in one
+    /// pipeline: the table has a column per file, the records a `distorted` key. DIST alone:
+    /// the distorted video measured without a reference, with the no-reference metrics.
+    /// Each a file path or a URI (file://, http://, or a live stream: udp://, srt://, rtsp://,
+    /// anything GStreamer's urisourcebin opens), a y4m file or a raw .yuv file (see "Raw
+    /// input"). The reference comes first; ffmpeg-quality-metrics takes `dist ref`, the
+    /// other way round: --reference and --distorted name them instead.
+    #[arg(value_name = "INPUT", num_args = 1..)]
     pub inputs: Vec<String>,
 
     /// The reference input, instead of the first positional one (as libvmaf's vmaf tool
@@ -76,6 +92,9 @@ pub struct Args {
     /// How raw `.yuv` inputs are laid out.
     #[command(flatten)]
     pub raw: crate::raw::RawArgs,
+    /// The distorted inputs after the first (`gpumetrics REF DIST1 DIST2 ...`).
+    #[arg(skip)]
+    pub more_distorted: Vec<String>,
 
     /// Metrics to compute: a comma-separated list of the element's metric names, or `all`
     /// (every metric the element offers; with one input, every no-reference metric).
@@ -97,8 +116,11 @@ pub struct Args {
     pub decode: DecodeArg,
 
     /// Layout of the output: table = the summary table (with -o FILE, the file also gets one
-    /// row per pair, times in seconds); jsonl, csv, json = one record per compared pair, then
-    /// the summary (the element's stats-file layouts, times in nanoseconds).
+    /// row per pair, times in seconds); jsonl = a header record (inputs, backend, version,
+    /// metrics, models, options), one record per compared pair, then the summary; json = the
+    /// same as one document {header, frames, windows, events, summary}; csv = one row per
+    /// compared pair and nothing else (the summary is the table on stdout). Times in
+    /// nanoseconds; a score of +inf (PSNR of identical frames) is null in JSON, inf in CSV.
     #[arg(short, long, value_enum, default_value_t = FormatArg::Table)]
     pub format: FormatArg,
 
@@ -141,8 +163,10 @@ pub struct Args {
     pub scale: bool,
 
     /// Score every N-th frame pair only (with one input: every N-th frame); the others are
-    /// counted as skipped.
-    #[arg(long, default_value_t = 1, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    /// counted as skipped. Temporal metrics (VMAF's motion) still see every frame, so a
+    /// scored pair has the value of a full run; records keep their frame numbers (0, N, 2N).
+    /// The same as --subsample (the element's `subsample`).
+    #[arg(long, default_value_t = 1, value_name = "N", value_parser = clap::value_parser!(u64).range(1..u64::from(u32::MAX)))]
     pub every: u64,
 
     /// Stop after N compared pairs (with one input: N measured frames).
@@ -154,10 +178,24 @@ pub struct Args {
     #[arg(long, value_enum, default_value_t = PairingArg::Timestamp)]
     pub pairing: PairingArg,
 
-    /// Exit with status 3 when the mean of FIELD is below VALUE (e.g. psnr-y=35); repeatable.
-    /// FIELD is one whose higher scores are better (not mse-*, butteraugli).
+    /// Exit with status 3 when a summary statistic breaks RULE (with several distorted
+    /// files: on any of them): FIELD.STAT<VALUE or FIELD.STAT>VALUE (FIELD alone: its mean),
+    /// e.g. 'vmaf.mean<93', 'butteraugli.p95>4', 'psnr-y.min<30'; STAT is mean,
+    /// harmonic-mean, min, max, stddev, p1, p5, p50, p95 or p99. The comparison must point
+    /// the way the field gets worse (< for PSNR, SSIM, VMAF; > for MSE, Butteraugli).
+    /// Checked before decoding; repeatable.
+    #[arg(long = "fail", value_name = "RULE")]
+    pub fail: Vec<String>,
+
+    /// Exit with status 3 when the mean of FIELD is below VALUE (e.g. psnr-y=35): the same as
+    /// --fail 'FIELD.mean<VALUE'; repeatable. FIELD is one whose higher scores are better
+    /// (not mse-*, butteraugli).
     #[arg(long, value_name = "FIELD=VALUE", value_parser = parse_threshold)]
     pub fail_below: Vec<Threshold>,
+
+    /// Threads of the CPU backend (default: one per core; RAYON_NUM_THREADS also sets it).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..1024))]
+    pub threads: Option<u32>,
 
     /// Tumbling windows of running time (e.g. 500ms, 1s, 2.5s, 1m): each one, as it completes,
     /// is a line with its pairs and means (a record in the jsonl, csv and json formats).
@@ -172,8 +210,8 @@ pub struct Args {
     pub alerts: Vec<String>,
 
     /// Score every N-th matched pair in the element; the others are counted as skipped.
-    /// Unlike --every, temporal metrics (VMAF's motion) still see every frame, so a scored
-    /// pair has the value of a full run.
+    /// Temporal metrics (VMAF's motion) still see every frame, so a scored pair has the value
+    /// of a full run. The same as --every N (the element's `subsample`).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..), help_heading = MONITORING)]
     pub subsample: Option<u32>,
 
@@ -346,18 +384,22 @@ fn long_about() -> String {
         .collect();
     format!(
         "Measure a distorted video against its reference, frame by frame, with the gpumetrics \
-         GStreamer element, on an NVIDIA GPU (CUDA) or the CPU; or one video alone (gpumetrics \
-         DIST) with the no-reference metrics ({no_reference}). The metrics (--metrics):\n\n\
+         GStreamer element, on an NVIDIA GPU (CUDA) or the CPU; several distorted videos against \
+         one reference (gpumetrics REF DIST1 DIST2 ..., see below); or one video alone \
+         (gpumetrics DIST) with the no-reference metrics ({no_reference}). The metrics \
+         (--metrics):\n\n\
          {metrics}\n\
          Both inputs are decoded by GStreamer (any container and codec it can decode). When the \
          CUDA backend is usable and the codec has an NVIDIA decoder (nvh264dec, nvh265dec, ...), \
          frames are decoded by NVDEC into CUDA memory and measured there (zero-copy); otherwise \
          they are decoded in software. Which one was used is printed on stderr.\n\n\
          Progress goes to stderr; the summary table (mean, harmonic mean where customary, min, \
-         p5, p50, p95 per field) to stdout. Per-frame records and the summary can be written as \
-         JSON Lines, CSV or JSON, and the per-frame curves plotted to PNG or SVG. Black and \
+         max, p5, p50, p95 per field) to stdout. Per-frame records can be written as JSON Lines \
+         or JSON (with a header and the summary; a score of +inf, the PSNR of identical \
+         frames, is null there) or CSV (one row per frame, +inf as inf), and the per-frame \
+         curves plotted to PNG or SVG. Black and \
          freeze intervals (the black and freeze metrics) are notes while the command runs, \
-         event records in those outputs and counted under the table.",
+         event records in the JSON outputs and counted under the table.",
         no_reference = metric::no_reference_names()
     )
 }
@@ -375,7 +417,7 @@ pub fn command() -> Command {
 pub fn from_matches(matches: &ArgMatches) -> Result<Args, clap::Error> {
     let mut args = Args::from_arg_matches(matches)?;
     args.metric_options = options::given(matches);
-    (args.reference, args.distorted) = inputs(&args).map_err(|e| {
+    (args.reference, args.distorted, args.more_distorted) = inputs(&args).map_err(|e| {
         let mut cmd = command();
         cmd.error(clap::error::ErrorKind::ArgumentConflict, e)
     })?;
@@ -383,6 +425,7 @@ pub fn from_matches(matches: &ArgMatches) -> Result<Args, clap::Error> {
         .reference
         .iter()
         .chain([&args.distorted])
+        .chain(&args.more_distorted)
         .map(String::as_str)
         .collect();
     let framerate_given =
@@ -399,13 +442,16 @@ pub fn from_matches(matches: &ArgMatches) -> Result<Args, clap::Error> {
     Ok(args)
 }
 
-/// (reference, distorted) from the positional inputs or the named ones, never both.
-fn inputs(args: &Args) -> Result<(Option<String>, String), String> {
+/// (reference, distorted, more distorted) from the positional inputs or the named ones, never
+/// both.
+fn inputs(args: &Args) -> Result<(Option<String>, String, Vec<String>), String> {
     let (r, d) = (&args.named_reference, &args.named_distorted);
     match (args.inputs.as_slice(), r, d) {
-        ([dist], None, None) => Ok((None, dist.clone())),
-        ([reference, dist], None, None) => Ok((Some(reference.clone()), dist.clone())),
-        ([], r, Some(d)) => Ok((r.clone(), d.clone())),
+        ([dist], None, None) => Ok((None, dist.clone(), Vec::new())),
+        ([reference, dist, more @ ..], None, None) => {
+            Ok((Some(reference.clone()), dist.clone(), more.to_vec()))
+        }
+        ([], r, Some(d)) => Ok((r.clone(), d.clone(), Vec::new())),
         ([], Some(r), None) => Err(format!(
             "--reference {r} without --distorted: give the distorted input with --distorted"
         )),

@@ -2,19 +2,25 @@
 //! `gpumetrics REF DIST [options]`: measures a distorted video against its reference with the
 //! `gpumetrics` element (registered in-process, no GST_PLUGIN_PATH needed) and prints a
 //! summary table, optionally per-frame records and a plot; the exit status says whether
-//! `--fail-below` thresholds were met. `gpumetrics DIST [options]`: the same for one input
+//! the `--fail` rules were met. `gpumetrics DIST [options]`: the same for one input
 //! measured alone, with the no-reference metrics (the element's ref_sink left unlinked).
+//! `gpumetrics REF DIST1 DIST2 ... [options]`: several distorted files against one
+//! reference decoded once, in one pipeline ([`several`]).
 //!
 //! Modules: [`cli`] arguments, [`options`] the metrics' options, [`fields`] what is
-//! known of each field, [`input`] what the files are, [`align`] the offset search,
-//! [`raw`] `.yuv` and y4m inputs, [`gate`] which frames reach the element, [`monitor`] windows, alerts and live inputs,
-//! [`pipeline`] the GStreamer graph, [`run`] the bus loop, [`output`] table and records,
-//! [`plot`] the curves, [`progress`] stderr display.
+//! known of each field, [`fail`] the quality gates, [`input`] what the files are, [`raw`]
+//! `.yuv` and y4m inputs, [`align`] the offset search, [`gate`] which frames reach the
+//! element, [`monitor`] windows, alerts and live inputs, [`pipeline`] the GStreamer graph,
+//! [`run`] the bus loop, [`output`] table and records, [`records`] the machine-readable
+//! layouts, [`header`] their header, [`plot`] the curves, [`progress`] stderr display,
+//! [`several`] the run of several distorted files.
 
 mod align;
 mod cli;
+mod fail;
 mod fields;
 mod gate;
+mod header;
 mod input;
 mod metrics;
 mod monitor;
@@ -24,7 +30,9 @@ mod pipeline;
 mod plot;
 mod progress;
 mod raw;
+mod records;
 mod run;
+mod several;
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -207,6 +215,158 @@ fn choose_decoding(
     Ok(out)
 }
 
+/// Checks before decoding that `path` can be written (its folder exists, it is not a
+/// folder, the file system lets us), so that a typo in `-o` or `--plot` does not cost the
+/// run. A file the check creates is removed again.
+fn check_writable(path: &std::path::Path) -> std::io::Result<()> {
+    if path.is_dir() {
+        return Err(std::io::Error::other("it is a folder: give a file name"));
+    }
+    let existed = path.exists();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)?;
+    if !existed {
+        let _ = std::fs::remove_file(path);
+    }
+    Ok(())
+}
+
+/// Why a run compared no pair, from what the gates saw: the offset, an empty input, or
+/// frames that found no partner (`several`: for one of several distorted files).
+fn why_no_pairs(
+    gates: &[Option<gate::Gate>; 2],
+    summary: &gstgpumetrics::message::Summary,
+    offset: i64,
+    single: bool,
+    several: bool,
+) -> String {
+    let roles = ["reference", "distorted"];
+    for (i, g) in gates.iter().enumerate() {
+        let Some(g) = g else { continue };
+        let kept = g.kept.load(Ordering::Relaxed) + g.skipped();
+        let dropped = g.offset_dropped();
+        if kept == 0 && dropped > 0 {
+            return format!(
+                "the offset ({offset:+}) drops all {dropped} frames of the {} input, so \
+                 nothing is left to compare: give an --offset within its length{}",
+                roles[i],
+                // --align finds the offset of one pair only.
+                if several {
+                    ""
+                } else {
+                    ", or --align auto to find it"
+                }
+            );
+        }
+        if kept == 0 {
+            return format!("the {} input gave no frame", roles[i]);
+        }
+    }
+    if single {
+        return "the element measured no frame (-v may say why)".into();
+    }
+    if summary.unmatched_ref > 0 || summary.unmatched_dist > 0 {
+        return format!(
+            "no frame found a partner of the same time in the other input ({} reference, {} \
+             distorted frames unmatched): with broken timestamps, try --pairing sequence",
+            summary.unmatched_ref, summary.unmatched_dist
+        );
+    }
+    "the element compared no pair (-v may say why)".into()
+}
+
+/// Writes `text` to stdout; the error (a full disk, a closed pipe) is the command's.
+fn print_stdout(text: &str) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())
+        .and_then(|_| out.flush())
+        .context("writing the summary to stdout")
+}
+
+/// Whether `error` comes from writing to a closed pipe (`gpumetrics ... | head`).
+fn is_broken_pipe(error: &anyhow::Error) -> bool {
+    error.chain().any(|e| {
+        e.downcast_ref::<std::io::Error>()
+            .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}
+
+/// Ends the process the way a closed pipe ends other tools: by SIGPIPE, quietly (the
+/// shell's status 141; `set -o pipefail` treats it as it treats `head`'s other writers).
+fn die_of_sigpipe() -> ! {
+    // SAFETY: restoring the default disposition and raising the signal in this thread; the
+    // process ends there (Rust ignores SIGPIPE at start-up so that writes return EPIPE).
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        libc::raise(libc::SIGPIPE);
+    }
+    std::process::exit(128 + libc::SIGPIPE)
+}
+
+/// Bits per sample of a raw video format (`I420_10LE`: 10).
+fn depth(format: &str) -> Option<u32> {
+    let f = gst_video::VideoFormat::from_string(format);
+    (f != gst_video::VideoFormat::Unknown)
+        .then(|| {
+            gst_video::VideoFormatInfo::from_format(f)
+                .depth()
+                .first()
+                .copied()
+        })
+        .flatten()
+}
+
+/// A note for each input whose frames were measured at fewer bits than they were decoded
+/// with: formats that differ in layout are converted to the reference's, so a 10-bit 4:4:4
+/// distorted video against an 8-bit 4:2:0 reference is measured as 8-bit 4:2:0.
+fn depth_notes(decoded: &[pipeline::CapsCell; 2], caps: &[pipeline::CapsCell; 2]) -> Vec<String> {
+    let format = |c: &std::sync::Mutex<Option<gst::Caps>>| {
+        c.lock()
+            .ok()
+            .and_then(|c| c.as_ref().and_then(pipeline::caps_format))
+    };
+    let mut notes = Vec::new();
+    for (i, role) in ["reference", "distorted"].iter().enumerate() {
+        let (Some(decoded), Some(measured)) = (format(&decoded[i]), format(&caps[i])) else {
+            continue;
+        };
+        if let (Some(from), Some(to)) = (depth(&decoded), depth(&measured))
+            && to < from
+        {
+            notes.push(format!(
+                "bit depth: the {role} video is {from}-bit ({decoded}) and was measured as \
+                 {to}-bit ({measured}), the other input's format: its samples were rounded to \
+                 {to} bits, and the scores include that rounding"
+            ));
+        }
+    }
+    notes
+}
+
+/// Whether the CUDA backend runs (`Err`: why not), said on stderr; `--backend cuda`
+/// without a usable device is an error.
+fn choose_backend(args: &Args, notes: &Notes) -> Result<Result<(), String>> {
+    let cuda = if args.backend == BackendArg::Cpu {
+        Err("--backend cpu".to_string())
+    } else {
+        cuda_backend_usable(args.device)
+    };
+    match (&cuda, args.backend) {
+        (Err(e), BackendArg::Cuda) => bail!("--backend cuda: no usable CUDA device: {e}"),
+        (Ok(()), _) => notes.say(format!("backend: cuda (device {})", args.device)),
+        (Err(e), BackendArg::Auto) => notes.say(if args.verbose {
+            format!("backend: cpu (CUDA not usable: {e})")
+        } else {
+            "backend: cpu (no usable CUDA device; -v says why)".to_string()
+        }),
+        (Err(_), _) => notes.say("backend: cpu"),
+    }
+    Ok(cuda)
+}
+
 fn describe_decoding(d: &Decoding, plugged: &[String]) -> String {
     match d {
         Decoding::Nvdec(f) => format!("NVDEC ({f}, CUDA memory, zero-copy)"),
@@ -219,6 +379,13 @@ fn real_main(args: Args) -> Result<i32, Failure> {
     gst::init().context("cannot initialise GStreamer")?;
     gstgpumetrics::plugin_register_static().context("cannot register the gpumetrics element")?;
     let notes = Notes { quiet: args.quiet };
+    if let Some(n) = args.threads {
+        // The CPU backend's metrics run on rayon's global pool.
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(n as usize)
+            .build_global()
+            .map_err(|e| anyhow!("--threads {n}: {e}"))?;
+    }
     // Ctrl-C ends the run at the next frame, with the summary of what was measured; a
     // second Ctrl-C ends at once. A second SIGINT within SIGINT_TWICE of the first is the
     // same one delivered twice (`timeout -s INT` signals the command and its process group),
@@ -255,6 +422,33 @@ fn real_main(args: Args) -> Result<i32, Failure> {
         metrics::parse(&list, single).map_err(|e| usage(anyhow!("--metrics {list}: {e}")))?;
     check_options(&metrics, &args.metric_options).map_err(usage)?;
     check_thresholds(&metrics, &args.fail_below, single).map_err(usage)?;
+    let run_fields = fields::of_run(metric_set(&metrics), single);
+    let mut rules: Vec<fail::Rule> = args
+        .fail_below
+        .iter()
+        .map(|t| fail::Rule::below(&t.field, t.value))
+        .collect();
+    for text in &args.fail {
+        rules.push(fail::Rule::parse(text, &run_fields).map_err(|e| usage(anyhow!(e)))?);
+    }
+    // `--every` is the element's `subsample` (temporal metrics see every frame), as is
+    // `--subsample`: one setting under two names.
+    if args.every > 1
+        && let Some(n) = args.subsample
+        && u64::from(n) != args.every
+    {
+        return Err(usage(anyhow!(
+            "--every {} and --subsample {n} are the same setting (the element's subsample): \
+             give one",
+            args.every
+        )));
+    }
+    let (subsample, skipped_by) = match (args.every, args.subsample) {
+        (1, n) => (n, "--subsample"),
+        // The range clap allows.
+        (n, _) => (Some(n as u32), "--every"),
+    };
+    let every = subsample.map_or(1, u64::from);
     let alerts = monitor::check_alerts(&args.alerts, metric_set(&metrics), single)
         .map_err(|e| usage(anyhow!(e)))?;
     if let Some(p) = &args.plot {
@@ -268,6 +462,26 @@ fn real_main(args: Args) -> Result<i32, Failure> {
                 p.display()
             )));
         }
+    }
+    for (flag, path) in [("-o", &args.output), ("--plot", &args.plot)] {
+        if let Some(p) = path {
+            check_writable(p)
+                .map_err(|e| anyhow!("{flag} {}: cannot write it: {e}", p.display()))?;
+        }
+    }
+
+    if !args.more_distorted.is_empty() {
+        let plan = several::Plan {
+            metrics: &metrics,
+            run_fields: &run_fields,
+            rules: &rules,
+            subsample,
+            every,
+            skipped_by,
+            stop: &stop,
+            notes: &notes,
+        };
+        return several::run(&args, &plan);
     }
 
     let reference = match &args.reference {
@@ -359,23 +573,7 @@ fn real_main(args: Args) -> Result<i32, Failure> {
     }
 
     // Backend and decoding.
-    let cuda = if args.backend == BackendArg::Cpu {
-        Err("--backend cpu".to_string())
-    } else {
-        cuda_backend_usable(args.device)
-    };
-    match (&cuda, args.backend) {
-        (Err(e), BackendArg::Cuda) => {
-            return Err(anyhow!("--backend cuda: no usable CUDA device: {e}").into());
-        }
-        (Ok(()), _) => notes.say(format!("backend: cuda (device {})", args.device)),
-        (Err(e), BackendArg::Auto) => notes.say(if args.verbose {
-            format!("backend: cpu (CUDA not usable: {e})")
-        } else {
-            "backend: cpu (no usable CUDA device; -v says why)".to_string()
-        }),
-        (Err(_), _) => notes.say("backend: cpu"),
-    }
+    let cuda = choose_backend(&args, &notes)?;
     let decoding = choose_decoding(&args, inputs, &cuda, scale_to, &notes)?;
 
     // Alignment (two inputs: with one, --align and --offset were refused above).
@@ -410,17 +608,19 @@ fn real_main(args: Args) -> Result<i32, Failure> {
         (offset.unsigned_abs(), 0)
     };
     let timestamp = args.pairing == PairingArg::Timestamp;
+    // The gates pass every pair up to the last one wanted; the element scores every N-th.
+    let limit = args.frames.map(|f| (f - 1).saturating_mul(every) + 1);
     let gates = [
         GateConfig {
             skip: ref_skip,
-            every: args.every,
-            limit: args.frames,
+            every: 1,
+            limit,
             index_duration: None,
         },
         GateConfig {
             skip: dist_skip,
-            every: args.every,
-            limit: args.frames,
+            every: 1,
+            limit,
             // One input counts its own frames.
             index_duration: if timestamp {
                 reference.as_ref().and_then(Input::frame_duration)
@@ -438,7 +638,7 @@ fn real_main(args: Args) -> Result<i32, Failure> {
         {
             pairs = pairs.min(d.saturating_sub(dist_skip));
         }
-        let pairs = pairs.div_ceil(args.every);
+        let pairs = pairs.div_ceil(every);
         args.frames.map_or(pairs, |f| pairs.min(f))
     });
 
@@ -455,23 +655,56 @@ fn real_main(args: Args) -> Result<i32, Failure> {
         monitoring: monitor::Monitoring {
             window: args.window,
             alerts: alerts.as_ref().map(|(joined, _)| joined.clone()),
-            subsample: args.subsample,
+            subsample,
             roi: args.roi,
             prometheus: args.prometheus.clone(),
         },
     };
     let to_file = args.output.is_some();
-    let mut sink = output::RecordSink::open(
-        args.format,
-        args.output.as_deref(),
-        fields::of_run(metric_set(&metrics), single),
-    )
-    .with_context(|| {
-        format!(
-            "cannot create {}",
-            args.output.as_deref().unwrap_or("-".as_ref()).display()
-        )
-    })?;
+    let metric_names: Vec<String> = metrics.split('+').map(String::from).collect();
+    let options = header::options(&args.metric_options);
+    let header = header::Header {
+        version: env!("CARGO_PKG_VERSION"),
+        inputs: header::Inputs {
+            reference: reference.as_ref().map(header::InputInfo::of),
+            distorted: header::Distorted::One(header::InputInfo::of(&distorted)),
+        },
+        backend: if cuda.is_ok() { "cuda" } else { "cpu" },
+        device: cuda.is_ok().then_some(args.device),
+        threads: cuda.is_err().then(rayon::current_num_threads),
+        decoding: decoding
+            .iter()
+            .zip(inputs)
+            .filter(|(_, i)| i.is_some())
+            .map(|(d, _)| match d {
+                Decoding::Nvdec(f) => f.clone(),
+                Decoding::Software => "software".into(),
+            })
+            .collect(),
+        models: header::models(&metric_names, &options),
+        metrics: metric_names,
+        fields: run_fields.clone(),
+        options,
+        run: header::RunSettings {
+            pairing: reference.is_some().then_some(pairing),
+            offset,
+            every,
+            frames: args.frames,
+            scale: scale_to.is_some(),
+            roi: args.roi.map(|r| r.to_string()),
+            window: args.window,
+            alerts: args.alerts.clone(),
+            fail: rules.iter().map(|r| r.text.clone()).collect(),
+        },
+        null_scores: header::NULL_SCORES,
+    };
+    let path_text = args.output.as_deref().unwrap_or("-".as_ref()).display();
+    let mut sink = output::destination(args.output.as_deref())
+        .with_context(|| format!("cannot create {path_text}"))
+        .and_then(|out| {
+            output::RecordSink::open(args.format, out, run_fields.clone(), &header)
+                .with_context(|| format!("cannot write {path_text}"))
+        })?;
     notes.say(match (&args.metrics, single) {
         (None, true) => format!(
             "metrics: {} (one input, no --metrics: every no-reference metric)",
@@ -489,6 +722,7 @@ fn real_main(args: Args) -> Result<i32, Failure> {
         // Where the summary table goes (stderr when the records are on stdout).
         windows_to_stdout: args.format == FormatArg::Table || to_file,
         alerts: alerts.is_some(),
+        frame_base: ref_skip,
     };
     let (built, outcome) = loop {
         let built = pipeline::build(&config, inputs, stop.clone())?;
@@ -546,6 +780,9 @@ fn real_main(args: Args) -> Result<i32, Failure> {
             describe_decoding(d, &plugged)
         ));
     }
+    for note in depth_notes(&built.decoded, &built.caps) {
+        notes.say(note);
+    }
     // With NVDEC, whether the frames stayed on the device is the point: always say it.
     let nvdec = decoding.iter().any(|d| matches!(d, Decoding::Nvdec(_)));
     if (args.verbose || nvdec)
@@ -575,10 +812,21 @@ fn real_main(args: Args) -> Result<i32, Failure> {
         ));
     }
 
+    if outcome.summary.frames == 0 && !outcome.interrupted {
+        let why = why_no_pairs(&built.gates, &outcome.summary, offset, single, false);
+        return Err(Failure {
+            status: cli::EXIT_NO_PAIRS,
+            error: anyhow!(
+                "no {} was {}: {why}",
+                if single { "frame" } else { "pair" },
+                if single { "measured" } else { "compared" }
+            ),
+        });
+    }
+
     let gate = |i: usize, f: fn(&gate::Gate) -> u64| built.gates[i].as_ref().map_or(0, f);
     let counts = output::Counts {
-        // The first input's gate counts the instants --every leaves out.
-        skipped: gate(if single { 1 } else { 0 }, gate::Gate::skipped),
+        skipped_by,
         offset_dropped: [
             gate(0, gate::Gate::offset_dropped),
             gate(1, gate::Gate::offset_dropped),
@@ -595,11 +843,11 @@ fn real_main(args: Args) -> Result<i32, Failure> {
             text += &table;
             std::fs::write(path, text)
                 .with_context(|| format!("cannot write {}", path.display()))?;
-            print!("{table}");
+            print_stdout(&table)?;
         }
-        (FormatArg::Table, None) => print!("{table}"),
+        (FormatArg::Table, None) => print_stdout(&table)?,
         // Records went to the file: the table goes to stdout.
-        (_, Some(_)) => print!("{table}"),
+        (_, Some(_)) => print_stdout(&table)?,
         // Records went to stdout: the table goes to stderr, so stdout stays machine-readable.
         (_, None) => {
             if !args.quiet {
@@ -607,7 +855,6 @@ fn real_main(args: Args) -> Result<i32, Failure> {
             }
         }
     }
-    let _ = std::io::stdout().flush();
     if to_file && let Some(path) = &args.output {
         notes.say(format!("records: {}", path.display()));
     }
@@ -621,45 +868,19 @@ fn real_main(args: Args) -> Result<i32, Failure> {
             ),
             None => format!("{} (no reference)", short_name(&distorted.given)),
         };
-        plot::write(path, &outcome.records, &outcome.summary, &title)?;
+        plot::write(path, &outcome.records, &outcome.summary, &title)
+            .with_context(|| format!("--plot {}", path.display()))?;
         notes.say(format!("plot: {}", path.display()));
     }
 
     let mut status = if outcome.interrupted { 130 } else { 0 };
-    for t in &args.fail_below {
-        let Some(stats) = outcome.summary.field(&t.field) else {
-            if outcome.summary.frames == 0 {
-                eprintln!("fail: --fail-below {}: no pair was compared", t.field);
+    for rule in &rules {
+        match rule.judge(&outcome.summary) {
+            fail::Verdict::Pass(text) => notes.say(text),
+            fail::Verdict::Fail(text) => {
+                eprintln!("{text}");
                 status = cli::EXIT_THRESHOLD;
-                continue;
             }
-            let fields: Vec<&str> = outcome
-                .summary
-                .fields
-                .iter()
-                .map(|(n, _)| n.as_str())
-                .collect();
-            return Err(usage(anyhow!(
-                "--fail-below: this run has no field `{}`; its fields are {}",
-                t.field,
-                fields.join(", ")
-            )));
-        };
-        if stats.mean < t.value || stats.mean.is_nan() {
-            eprintln!(
-                "fail: {} mean {} is below {}",
-                t.field,
-                output::fmt_score(&t.field, stats.mean),
-                t.value
-            );
-            status = cli::EXIT_THRESHOLD;
-        } else {
-            notes.say(format!(
-                "pass: {} mean {} >= {}",
-                t.field,
-                output::fmt_score(&t.field, stats.mean),
-                t.value
-            ));
         }
     }
     Ok(status)
@@ -700,6 +921,7 @@ fn main() -> ExitCode {
     let args = parse_args();
     match real_main(args) {
         Ok(status) => ExitCode::from(status as u8),
+        Err(Failure { error, .. }) if is_broken_pipe(&error) => die_of_sigpipe(),
         Err(Failure { status, error }) => {
             eprintln!("gpumetrics: error: {error:#}");
             ExitCode::from(status as u8)

@@ -1,8 +1,7 @@
 // SPDX-License-Identifier: MPL-2.0
 //! What the run prints and writes: the summary table (for people) and the per-frame records
-//! plus summary in the element's stats formats (for programs, written by
-//! `gstgpumetrics::stats::StatsWriter` so that the layouts match the element's `stats-file`),
-//! with the black and freeze intervals as event records among them and as lines.
+//! plus summary (for programs: [`crate::records`]), with the black and freeze intervals as
+//! event records among them and as lines.
 
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
@@ -10,16 +9,18 @@ use std::path::Path;
 
 use comfy_table::{CellAlignment, ContentArrangement, Table, presets};
 use gstgpumetrics::message::{EventRecord, FieldStats, FrameScores, Summary, Window};
-use gstgpumetrics::stats::{Format, StatsWriter};
+use serde::Serialize;
 
 use crate::cli::FormatArg;
 use crate::fields;
+use crate::records::{Layout, RecordWriter};
 
 /// Counts shown under the table besides the element's own.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Counts {
-    /// Pairs left out by `--every`.
-    pub skipped: u64,
+    /// The option that left pairs unscored (`--every` or `--subsample`: the element's
+    /// `subsample` either way), for the label of the summary's `skipped`.
+    pub skipped_by: &'static str,
     /// Frames dropped by the offset, per input (reference, distorted).
     pub offset_dropped: [u64; 2],
     /// One input, measured alone: frames, not pairs, and nothing unmatched.
@@ -59,11 +60,6 @@ pub fn event_line(e: &EventRecord) -> String {
     }
 }
 
-/// Text of a score of `field`, with the decimals the registry gives it.
-pub fn fmt_score(field: &str, v: f64) -> String {
-    fields::format(field, v)
-}
-
 /// A time as seconds with millisecond precision (`1.234 s`).
 pub fn fmt_time(t: Option<gst::ClockTime>) -> String {
     t.map_or("-".into(), |t| {
@@ -77,7 +73,7 @@ fn pooled_line(summary: &Summary) -> String {
     let pooled: Vec<String> = summary
         .fields
         .iter()
-        .filter_map(|(name, st)| Some(format!("{name} {}", fmt_score(name, st.pooled?))))
+        .filter_map(|(name, st)| Some(format!("{name} {}", fields::format(name, st.pooled?))))
         .collect();
     if pooled.is_empty() {
         return String::new();
@@ -88,17 +84,47 @@ fn pooled_line(summary: &Summary) -> String {
     )
 }
 
-/// The summary table: one row per field, then the counts.
+/// Fields the table leaves out when they repeat another row: (`shown`, `left out`) where
+/// the left-out field always has the shown one's values unless fields beside it exist
+/// (SSIM of Y'CbCr without `--ssim-chroma`: `ssim` is `ssim-y` under its customary name).
+const REPEATS: &[(&str, &str, &str)] = &[("ssim", "ssim-y", "ssim-u")];
+
+/// Whether the row of `name` repeats another row of `summary` ([`REPEATS`]).
+pub fn repeats(summary: &Summary, name: &str) -> bool {
+    REPEATS.iter().any(|&(shown, left_out, beside)| {
+        name == left_out
+            && summary.field(beside).is_none()
+            && summary
+                .field(shown)
+                .is_some_and(|s| Some(s) == summary.field(name))
+    })
+}
+
+/// The summary table: one row per field (the worst frame is the min of a higher-is-better
+/// field, the max of a lower-is-better one: both are shown), then the counts.
 pub fn summary_table(summary: &Summary, counts: &Counts) -> String {
     let mut table = Table::new();
     table
         .load_preset(presets::UTF8_FULL_CONDENSED)
         .set_content_arrangement(ContentArrangement::Disabled)
-        .set_header(["field", "mean", "harm. mean", "min", "p5", "p50", "p95"]);
+        .set_header([
+            "field",
+            "mean",
+            "harm. mean",
+            "min",
+            "max",
+            "p5",
+            "p50",
+            "p95",
+        ]);
     for (name, st) in &summary.fields {
+        if repeats(summary, name) {
+            continue;
+        }
         let FieldStats {
             mean,
             min,
+            max,
             p5,
             p50,
             p95,
@@ -115,12 +141,13 @@ pub fn summary_table(summary: &Summary, counts: &Counts) -> String {
             field.format(mean),
             hm,
             field.format(min),
+            field.format(max),
             field.format(p5),
             field.format(p50),
             field.format(p95),
         ]);
     }
-    for i in 1..7 {
+    for i in 1..8 {
         if let Some(c) = table.column_mut(i) {
             c.set_cell_alignment(CellAlignment::Right);
         }
@@ -128,6 +155,14 @@ pub fn summary_table(summary: &Summary, counts: &Counts) -> String {
     let mut out = table.to_string();
     out.push('\n');
     out += &pooled_line(summary);
+    out.push_str(&counts_text(summary, counts));
+    out
+}
+
+/// The lines under the summary table: the pairs compared, unmatched, skipped and dropped by
+/// the offset, then each alert rule's and event's counts.
+pub fn counts_text(summary: &Summary, counts: &Counts) -> String {
+    let mut out = String::new();
     let mut line = if counts.single {
         format!(
             "measured frames: {} (one input, no reference)",
@@ -139,11 +174,11 @@ pub fn summary_table(summary: &Summary, counts: &Counts) -> String {
             summary.frames, summary.unmatched_ref, summary.unmatched_dist
         )
     };
-    if counts.skipped > 0 {
-        line.push_str(&format!("   skipped (--every): {}", counts.skipped));
-    }
     if summary.skipped > 0 {
-        line.push_str(&format!("   skipped (--subsample): {}", summary.skipped));
+        line.push_str(&format!(
+            "   skipped ({}): {}",
+            counts.skipped_by, summary.skipped
+        ));
     }
     match counts.offset_dropped {
         [0, 0] => {}
@@ -222,63 +257,82 @@ pub fn frames_table(records: &[FrameScores]) -> String {
 pub enum RecordSink {
     /// `--format table`: records are kept for the plot only.
     None,
-    Stats(StatsWriter<Box<dyn Write>>),
+    Records(RecordWriter),
 }
 
 impl RecordSink {
-    /// Opens `-o FILE` (or stdout) for the machine-readable formats.
-    /// The CSV columns are `columns`: every field the run can produce
-    /// ([`crate::fields::of_run`]; the element's `stats-file` has the same).
+    /// Starts the machine-readable formats on `out` (`-o FILE` or stdout): the header
+    /// (`header`, the run's description) and, in CSV, the columns: `columns`, every field
+    /// the run can produce ([`crate::fields::of_run`]).
     pub fn open(
         format: FormatArg,
-        path: Option<&Path>,
+        out: Box<dyn Write>,
         columns: Vec<&'static str>,
+        header: &impl Serialize,
     ) -> io::Result<RecordSink> {
-        let format = match format {
-            FormatArg::Table => return Ok(RecordSink::None),
-            FormatArg::Jsonl => Format::Jsonl,
-            FormatArg::Csv => Format::Csv,
-            FormatArg::Json => Format::Json,
-        };
-        let out: Box<dyn Write> = match path {
-            Some(p) => Box::new(BufWriter::new(File::create(p)?)),
-            None => Box::new(io::stdout()),
-        };
-        Ok(RecordSink::Stats(
-            StatsWriter::new(out, format).columns(columns),
-        ))
+        Self::open_labelled(format, out, columns, header, Vec::new())
     }
 
-    pub fn frame(&mut self, rec: &FrameScores) -> io::Result<()> {
+    /// [`open`](Self::open) for several distorted files (as given): the records say which
+    /// one they belong to ([`crate::records`]).
+    pub fn open_labelled(
+        format: FormatArg,
+        out: Box<dyn Write>,
+        columns: Vec<&'static str>,
+        header: &impl Serialize,
+        distorted: Vec<String>,
+    ) -> io::Result<RecordSink> {
+        let layout = match format {
+            FormatArg::Table => return Ok(RecordSink::None),
+            FormatArg::Jsonl => Layout::Jsonl,
+            FormatArg::Csv => Layout::Csv,
+            FormatArg::Json => Layout::Json,
+        };
+        Ok(RecordSink::Records(RecordWriter::start(
+            layout, out, columns, header, distorted,
+        )?))
+    }
+
+    /// A frame record of the `which`-th distorted file (0 with one).
+    pub fn frame(&mut self, which: usize, rec: &FrameScores) -> io::Result<()> {
         match self {
             RecordSink::None => Ok(()),
-            RecordSink::Stats(w) => w.write_frame(rec),
+            RecordSink::Records(w) => w.frame(which, rec),
         }
     }
 
     /// A window record (`--window`), in the order the element posted it.
-    pub fn window(&mut self, w: &Window) -> io::Result<()> {
+    pub fn window(&mut self, which: usize, w: &Window) -> io::Result<()> {
         match self {
             RecordSink::None => Ok(()),
-            RecordSink::Stats(writer) => writer.write_window(w),
+            RecordSink::Records(writer) => writer.window(which, w),
         }
     }
 
     /// An event record (a black or freeze interval starting or ending), in the order the
-    /// element posted it: the element's `stats-file` layout.
-    pub fn event(&mut self, e: &EventRecord) -> io::Result<()> {
+    /// element posted it.
+    pub fn event(&mut self, which: usize, e: &EventRecord) -> io::Result<()> {
         match self {
             RecordSink::None => Ok(()),
-            RecordSink::Stats(w) => w.write_event(e),
+            RecordSink::Records(w) => w.event(which, e),
         }
     }
 
-    pub fn summary(&mut self, s: &Summary) -> io::Result<()> {
+    /// The summaries, one per distorted file in the order given.
+    pub fn summaries(&mut self, all: &[Summary]) -> io::Result<()> {
         match self {
             RecordSink::None => Ok(()),
-            RecordSink::Stats(w) => w.write_summary(s),
+            RecordSink::Records(w) => w.summaries(all),
         }
     }
+}
+
+/// Where records go: `-o FILE` (created, buffered) or stdout.
+pub fn destination(path: Option<&Path>) -> io::Result<Box<dyn Write>> {
+    Ok(match path {
+        Some(p) => Box::new(BufWriter::new(File::create(p)?)),
+        None => Box::new(io::stdout()),
+    })
 }
 
 #[cfg(test)]
@@ -330,7 +384,7 @@ mod tests {
         let t = summary_table(
             &s,
             &Counts {
-                skipped: 3,
+                skipped_by: "--every",
                 offset_dropped: [0, 4],
                 single: false,
             },
@@ -342,9 +396,10 @@ mod tests {
         assert!(!mse.contains("9.400") && mse.contains(" - "), "{t}");
         assert!(t.contains("compared pairs: 50"), "{t}");
         assert!(t.contains("unmatched: 2 reference, 0 distorted"), "{t}");
-        assert!(t.contains("skipped (--every): 3"), "{t}");
+        assert!(t.contains("skipped (--every): 7"), "{t}");
         assert!(t.contains("first 4 distorted frames dropped"), "{t}");
-        assert!(t.contains("skipped (--subsample): 7"), "{t}");
+        // The worst MSE frame is the max: a column of its own.
+        assert_eq!(row(&t, "mse-y")[4], "11.500", "{t}");
         assert!(
             t.ends_with(
                 "alert psnr-y<30:1s: 1 episode, 2.500 s in alert\n\
@@ -415,41 +470,35 @@ mod tests {
         );
     }
 
-    /// Event records reach the machine-readable outputs in the element's layout.
     #[test]
-    fn event_records_in_the_stats_layouts() {
-        let dir = tempfile::tempdir().unwrap();
-        let ev = EventRecord {
-            event: "freeze".into(),
-            state: "end".into(),
-            input: "ref".into(),
-            running_time: 3_000_000_000,
-            duration: Some(1_000_000_000),
+    fn ssim_y_is_left_out_where_it_repeats_ssim() {
+        let s = Summary {
+            frames: 3,
+            fields: vec![
+                ("ssim-y".into(), stats(0.9, Some(0.9))),
+                ("ssim".into(), stats(0.9, Some(0.9))),
+                ("ms-ssim".into(), stats(0.9, Some(0.9))),
+            ],
+            ..Default::default()
         };
-        for (format, name) in [(FormatArg::Jsonl, "e.jsonl"), (FormatArg::Csv, "e.csv")] {
-            let path = dir.path().join(name);
-            let mut sink = RecordSink::open(format, Some(&path), vec!["si", "ti"]).unwrap();
-            sink.event(&ev).unwrap();
-            sink.summary(&Summary::default()).unwrap();
-            drop(sink);
-            let text = std::fs::read_to_string(&path).unwrap();
-            let first = text.lines().find(|l| l.contains("freeze")).expect(&text);
-            match format {
-                FormatArg::Jsonl => {
-                    let v: serde_json::Value = serde_json::from_str(first).unwrap();
-                    assert_eq!(v["type"], "event", "{first}");
-                    assert_eq!(v["event"], "freeze");
-                    assert_eq!(v["state"], "end");
-                    assert_eq!(v["input"], "ref");
-                    assert_eq!(v["running-time"], 3_000_000_000u64);
-                    assert_eq!(v["duration"], 1_000_000_000u64);
-                }
-                _ => assert!(
-                    first.starts_with("ref-freeze-end,,,3000000000,1000000000"),
-                    "{text}"
-                ),
-            }
-        }
+        let fields = |t: &str| -> Vec<String> {
+            t.lines()
+                .filter_map(|l| l.strip_prefix('│')?.split('┆').next())
+                .map(|c| c.trim().to_string())
+                .filter(|c| c != "field")
+                .collect()
+        };
+        let t = summary_table(&s, &Counts::default());
+        assert_eq!(fields(&t), ["ssim", "ms-ssim"], "{t}");
+        // With the chroma planes, or with values that differ, every row is shown.
+        let mut chroma = s.clone();
+        chroma.fields.insert(1, ("ssim-u".into(), stats(0.8, None)));
+        let t = summary_table(&chroma, &Counts::default());
+        assert_eq!(fields(&t), ["ssim-y", "ssim-u", "ssim", "ms-ssim"], "{t}");
+        let mut differ = s.clone();
+        differ.fields[0].1.mean = 0.5;
+        let t = summary_table(&differ, &Counts::default());
+        assert_eq!(fields(&t), ["ssim-y", "ssim", "ms-ssim"], "{t}");
     }
 
     #[test]
@@ -467,7 +516,7 @@ mod tests {
         assert!(row.contains("40.000") && row.contains("0.50000"), "{t}");
     }
 
-    /// The cells of the row of `field` (name, mean, harm. mean, min, p5, p50, p95).
+    /// The cells of the row of `field` (name, mean, harm. mean, min, max, p5, p50, p95).
     fn row<'a>(table: &'a str, field: &str) -> Vec<&'a str> {
         let line = table
             .lines()
@@ -497,7 +546,8 @@ mod tests {
             let cells = row(&t, f.name);
             let d = f.decimals as usize;
             assert_eq!(cells[1], format!("{:.d$}", 0.123456789), "{}\n{t}", f.name);
-            assert_eq!(cells[6], format!("{:.d$}", 0.123456789 + 1.5), "{}", f.name);
+            assert_eq!(cells[4], format!("{:.d$}", 0.123456789 + 2.0), "{}", f.name);
+            assert_eq!(cells[7], format!("{:.d$}", 0.123456789 + 1.5), "{}", f.name);
             let hm = if f.harmonic_mean {
                 format!("{:.d$}", 0.111111111)
             } else {
@@ -542,9 +592,9 @@ mod tests {
 
     #[test]
     fn score_text() {
-        assert_eq!(fmt_score("ssim", 0.9876543), "0.98765");
-        assert_eq!(fmt_score("psnr-y", f64::INFINITY), "inf");
-        assert_eq!(fmt_score("ssimulacra2", 71.23456), "71.235");
+        assert_eq!(fields::format("ssim", 0.9876543), "0.98765");
+        assert_eq!(fields::format("psnr-y", f64::INFINITY), "inf");
+        assert_eq!(fields::format("ssimulacra2", 71.23456), "71.235");
         assert_eq!(
             fmt_time(Some(gst::ClockTime::from_mseconds(1234))),
             "1.234 s"

@@ -11,7 +11,8 @@
 //! `--every`, `--frames` and Ctrl-C. NVDEC keeps the frames in CUDA memory, where the
 //! element's CUDA backend reads them in place. With one input (no reference) only the
 //! distorted branch is built: ref_sink stays unlinked, and the element measures dist_sink
-//! alone with the no-reference metrics.
+//! alone with the no-reference metrics. Several distorted inputs against one reference
+//! ([`build_several`]) get one element each, fed by a `tee` after the reference's decoder.
 
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
@@ -53,6 +54,9 @@ pub fn nvdec_factory(input: &Input) -> Option<String> {
     gst::ElementFactory::find(name).map(|_| name.to_string())
 }
 
+/// Caps seen on a pad, kept past the pipeline's end.
+pub type CapsCell = Arc<Mutex<Option<gst::Caps>>>;
+
 /// Everything the run needs to build the pipeline.
 #[derive(Debug, Clone)]
 pub struct PipelineConfig {
@@ -84,6 +88,21 @@ pub struct Built {
     pub decoders: [Arc<Mutex<Vec<String>>>; 2],
     /// Caps that reached the element, per input (kept past the pipeline's end).
     pub caps: [Arc<Mutex<Option<gst::Caps>>>; 2],
+    /// Caps of the decoded frames, per input, before any conversion: with `caps`, whether
+    /// negotiation converted an input (10-bit frames measured as 8-bit, say).
+    pub decoded: [Arc<Mutex<Option<gst::Caps>>>; 2],
+}
+
+/// Keeps the caps that pass `pad` in `seen` (the latest of them).
+fn keep_caps(pad: &gst::Pad, seen: Arc<Mutex<Option<gst::Caps>>>) {
+    pad.add_probe(gst::PadProbeType::EVENT_DOWNSTREAM, move |_, info| {
+        if let Some(gst::PadProbeData::Event(ev)) = &info.data
+            && let gst::EventView::Caps(c) = ev.view()
+        {
+            *seen.lock().unwrap_or_else(|e| e.into_inner()) = Some(c.caps_owned());
+        }
+        gst::PadProbeReturn::Ok
+    });
 }
 
 /// The raw video format of caps (`I420`, `Y444`, ...).
@@ -140,7 +159,8 @@ fn is_video_pad(pad: &gst::Pad) -> bool {
         .is_some_and(|s| s.name().starts_with("video/") || s.name().starts_with("image/"))
 }
 
-/// Builds one input's branch; returns the queue feeding the element.
+/// Builds one input's branch; returns the queue feeding the element and the pad where the
+/// decoded frames come out (before any conversion).
 fn branch(
     pipeline: &gst::Pipeline,
     input: &Input,
@@ -148,7 +168,7 @@ fn branch(
     scale_to: Option<(u32, u32)>,
     convert_to: Option<&str>,
     decoders: Arc<Mutex<Vec<String>>>,
-) -> Result<gst::Element> {
+) -> Result<(gst::Element, gst::Pad)> {
     let queue = make("queue")?;
     // Enough to decouple the decoders from the element without holding many frames.
     queue.set_property("max-size-buffers", 8u32);
@@ -157,7 +177,7 @@ fn branch(
     let mut chain: Vec<gst::Element> = Vec::new();
     // A raw input's source, linked statically to the chain (it has an always pad).
     let mut raw_source = None;
-    match decoding {
+    let decoded = match decoding {
         Decoding::Nvdec(factory) => {
             let src = make("urisourcebin")?;
             src.set_property("uri", &input.uri);
@@ -190,6 +210,7 @@ fn branch(
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .push(factory.clone());
+            dec.static_pad("src").context("decoder has no src pad")?
         }
         Decoding::Software if input.raw.is_some() => {
             let raw = input.raw.as_ref().expect("matched");
@@ -209,6 +230,11 @@ fn branch(
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .push("rawvideoparse".into());
+            raw_source
+                .as_ref()
+                .expect("set above")
+                .static_pad("src")
+                .context("the raw source has no src pad")?
         }
         Decoding::Software => {
             let src = make("uridecodebin")?;
@@ -227,6 +253,7 @@ fn branch(
             let convert_sink = convert
                 .static_pad("sink")
                 .context("videoconvert has no sink pad")?;
+            let decoded = convert_sink.clone();
             src.connect_pad_added(move |_, pad| {
                 if is_video_pad(pad) {
                     link_once(pad, &convert_sink);
@@ -245,25 +272,20 @@ fn branch(
                     }
                 });
             }
+            decoded
         }
-    }
+    };
     chain.push(queue.clone());
     pipeline.add_many(&chain)?;
     gst::Element::link_many(&chain)?;
     if let Some(src) = raw_source {
         src.link(&chain[0])?;
     }
-    Ok(queue)
+    Ok((queue, decoded))
 }
 
-/// Builds the pipeline (state NULL) for the inputs (reference, distorted); without a
-/// reference, ref_sink is left unlinked.
-pub fn build(
-    config: &PipelineConfig,
-    inputs: [Option<&Input>; 2],
-    stop: Arc<AtomicBool>,
-) -> Result<Built> {
-    let pipeline = gst::Pipeline::with_name("gpumetrics-cli");
+/// A gpumetrics element set up from `config`, added to `pipeline` with a fakesink after it.
+fn measuring_element(pipeline: &gst::Pipeline, config: &PipelineConfig) -> Result<gst::Element> {
     let element = make("gpumetrics")?;
     element
         .set_property_from_str_checked("metrics", &config.metrics)
@@ -280,12 +302,25 @@ pub fn build(
         .build()?;
     pipeline.add_many([&element, &sink])?;
     element.link(&sink)?;
+    Ok(element)
+}
+
+/// Builds the pipeline (state NULL) for the inputs (reference, distorted); without a
+/// reference, ref_sink is left unlinked.
+pub fn build(
+    config: &PipelineConfig,
+    inputs: [Option<&Input>; 2],
+    stop: Arc<AtomicBool>,
+) -> Result<Built> {
+    let pipeline = gst::Pipeline::with_name("gpumetrics-cli");
+    let element = measuring_element(&pipeline, config)?;
 
     let decoders = [
         Arc::new(Mutex::new(Vec::new())),
         Arc::new(Mutex::new(Vec::new())),
     ];
     let caps = [Arc::new(Mutex::new(None)), Arc::new(Mutex::new(None))];
+    let decoded = [Arc::new(Mutex::new(None)), Arc::new(Mutex::new(None))];
     let mut gates = [None, None];
     for (i, pad_name) in ["ref_sink", "dist_sink"].into_iter().enumerate() {
         let Some(input) = inputs[i] else {
@@ -296,7 +331,7 @@ pub fn build(
         } else {
             (None, None)
         };
-        let queue = branch(
+        let (queue, decoded_pad) = branch(
             &pipeline,
             input,
             &config.decoding[i],
@@ -304,18 +339,11 @@ pub fn build(
             convert,
             decoders[i].clone(),
         )?;
+        keep_caps(&decoded_pad, decoded[i].clone());
         // After the queue, so that Ctrl-C also ends the frames waiting in it.
         let qsrc = queue.static_pad("src").context("queue has no src pad")?;
         gates[i] = Some(Gate::install(&qsrc, config.gates[i], stop.clone()));
-        let seen = caps[i].clone();
-        qsrc.add_probe(gst::PadProbeType::EVENT_DOWNSTREAM, move |_, info| {
-            if let Some(gst::PadProbeData::Event(ev)) = &info.data
-                && let gst::EventView::Caps(c) = ev.view()
-            {
-                *seen.lock().unwrap_or_else(|e| e.into_inner()) = Some(c.caps_owned());
-            }
-            gst::PadProbeReturn::Ok
-        });
+        keep_caps(&qsrc, caps[i].clone());
         let sinkpad = element
             .static_pad(pad_name)
             .with_context(|| format!("the gpumetrics element has no {pad_name} pad"))?;
@@ -331,7 +359,147 @@ pub fn build(
         gates,
         decoders,
         caps,
+        decoded,
     })
+}
+
+/// One distorted input of a run against several ([`build_several`]): its own decoding,
+/// scaling, conversion and gate settings (the reference's gate has the same offset, every
+/// and limit for each).
+#[derive(Debug, Clone)]
+pub struct Distorted<'a> {
+    pub input: &'a Input,
+    pub decoding: Decoding,
+    pub scale_to: Option<(u32, u32)>,
+    pub convert_to: Option<String>,
+}
+
+/// The pipeline of one reference against several distorted inputs, and what the run reads.
+pub struct BuiltSeveral {
+    pub pipeline: gst::Pipeline,
+    /// One per distorted input, in the order given.
+    pub elements: Vec<gst::Element>,
+    /// Per distorted input: the gates of its pair (the reference's branch to its element,
+    /// the distorted input), as in [`Built::gates`].
+    pub gates: Vec<[Option<Gate>; 2]>,
+    /// Decoder elements plugged: the reference's, then each distorted input's.
+    pub decoders: Vec<Arc<Mutex<Vec<String>>>>,
+    /// Per distorted input: the caps that reached its element (reference, distorted), and
+    /// the caps decoded (before any conversion).
+    pub caps: Vec<[Arc<Mutex<Option<gst::Caps>>>; 2]>,
+    pub decoded: Vec<[Arc<Mutex<Option<gst::Caps>>>; 2]>,
+    /// Every decoder element added anywhere in the pipeline (the graph's own count: the
+    /// reference is decoded once, so this is one per input).
+    pub all_decoders: Arc<Mutex<Vec<String>>>,
+}
+
+/// Builds the pipeline (state NULL) of one reference against several distorted inputs:
+///
+/// ```text
+/// reference decoder ! queue ! tee name=t
+///   t. ! queue ! m1.ref_sink   DIST1 decoder ! queue ! m1.dist_sink   gpumetrics name=m1 ! fakesink
+///   t. ! queue ! m2.ref_sink   DIST2 decoder ! queue ! m2.dist_sink   gpumetrics name=m2 ! fakesink
+/// ```
+///
+/// The reference is decoded once; each element gets its frames from the tee (buffers are
+/// shared, not copied) and its own gates, so that a pair that ends early (`--frames`, a
+/// shorter file) ends its branch only.
+pub fn build_several(
+    config: &PipelineConfig,
+    reference: (&Input, &Decoding),
+    distorted: &[Distorted],
+    stop: Arc<AtomicBool>,
+) -> Result<BuiltSeveral> {
+    let pipeline = gst::Pipeline::with_name("gpumetrics-cli");
+    let all_decoders = Arc::new(Mutex::new(Vec::new()));
+    {
+        let all = all_decoders.clone();
+        pipeline.connect_deep_element_added(move |_, _, element| {
+            // The class first: a statically registered element (gpumetrics) has no factory
+            // to ask.
+            let klass = element.element_class().metadata("klass").unwrap_or("");
+            if klass.contains("Codec/Decoder")
+                && let Some(f) = element.factory()
+            {
+                all.lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push(f.name().to_string());
+            }
+        });
+    }
+    let ref_decoders = Arc::new(Mutex::new(Vec::new()));
+    let ref_decoded = Arc::new(Mutex::new(None));
+    let (ref_queue, ref_pad) = branch(
+        &pipeline,
+        reference.0,
+        reference.1,
+        None,
+        None,
+        ref_decoders.clone(),
+    )?;
+    keep_caps(&ref_pad, ref_decoded.clone());
+    let tee = make("tee")?;
+    pipeline.add(&tee)?;
+    ref_queue.link(&tee)?;
+
+    let mut out = BuiltSeveral {
+        pipeline: pipeline.clone(),
+        elements: Vec::new(),
+        gates: Vec::new(),
+        decoders: vec![ref_decoders],
+        caps: Vec::new(),
+        decoded: Vec::new(),
+        all_decoders,
+    };
+    for d in distorted {
+        let element = measuring_element(&pipeline, config)?;
+        // The reference's frames for this element, with their own gate.
+        let queue = make("queue")?;
+        queue.set_property("max-size-buffers", 8u32);
+        queue.set_property("max-size-bytes", 0u32);
+        queue.set_property("max-size-time", 0u64);
+        pipeline.add(&queue)?;
+        tee.link(&queue)?;
+        let ref_src = queue.static_pad("src").context("queue has no src pad")?;
+        let ref_gate = Gate::install(&ref_src, config.gates[0], stop.clone());
+        let ref_caps = Arc::new(Mutex::new(None));
+        keep_caps(&ref_src, ref_caps.clone());
+        ref_src
+            .link(&element.static_pad("ref_sink").context("no ref_sink pad")?)
+            .map_err(|e| anyhow!("cannot link the reference input: {e:?}"))?;
+
+        let decoders = Arc::new(Mutex::new(Vec::new()));
+        let (dist_queue, dist_pad) = branch(
+            &pipeline,
+            d.input,
+            &d.decoding,
+            d.scale_to,
+            d.convert_to.as_deref(),
+            decoders.clone(),
+        )?;
+        let dist_decoded = Arc::new(Mutex::new(None));
+        keep_caps(&dist_pad, dist_decoded.clone());
+        let dist_src = dist_queue
+            .static_pad("src")
+            .context("queue has no src pad")?;
+        let dist_gate = Gate::install(&dist_src, config.gates[1], stop.clone());
+        let dist_caps = Arc::new(Mutex::new(None));
+        keep_caps(&dist_src, dist_caps.clone());
+        dist_src
+            .link(
+                &element
+                    .static_pad("dist_sink")
+                    .context("no dist_sink pad")?,
+            )
+            .map_err(|e| anyhow!("cannot link the distorted input {}: {e:?}", d.input.given))?;
+
+        out.elements.push(element);
+        out.gates.push([Some(ref_gate), Some(dist_gate)]);
+        out.decoders.push(decoders);
+        out.caps.push([ref_caps, dist_caps]);
+        out.decoded.push([ref_decoded.clone(), dist_decoded]);
+    }
+    Ok(out)
 }
 
 trait SetFromStrChecked {

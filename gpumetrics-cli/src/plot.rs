@@ -2,7 +2,9 @@
 //! `--plot FILE.png|FILE.svg`: per-frame curves, one panel per panel the registry gives the
 //! fields (`Field::panel`: PSNR in dB, the SSIM family on its 0..1 scale, ...; fields without
 //! one, MSE, are left out; a field unknown to it gets a panel of its own), each field's
-//! mean as a dashed line of the same colour, axes labels and a legend. Drawn with plotters;
+//! mean as a dashed line of the same colour, axes labels and a legend beside the chart
+//! (inside it, a legend hides the curves it explains). The x axis is the frame number
+//! (the records' `frame`: 0, N, 2N with `--every N`). Drawn with plotters;
 //! text needs a TrueType font, read at run time (pure Rust, no fontconfig): `GPUMETRICS_FONT`
 //! or DejaVu Sans / Liberation Sans / FreeSans from their usual Debian paths.
 
@@ -27,7 +29,9 @@ const FONT_PATHS: &[&str] = &[
     "/usr/share/fonts/truetype/freefont/FreeSans.ttf",
 ];
 
-const WIDTH: u32 = 960;
+const WIDTH: u32 = 1160;
+/// Width of the legend column right of each chart.
+const LEGEND_WIDTH: u32 = 230;
 
 /// Line colours (the "tab10" palette: distinct, and readable on white).
 const COLOURS: [RGBColor; 8] = [
@@ -115,36 +119,57 @@ fn finite_runs(points: &[(f64, f64)]) -> Vec<Vec<(f64, f64)>> {
     runs
 }
 
+/// The frames of one distorted input and their summary; `label` names the input when the
+/// plot has several (then each panel has one field, and a line per input named by it).
+pub struct Curves<'a> {
+    pub label: Option<&'a str>,
+    pub records: &'a [FrameScores],
+    pub summary: &'a Summary,
+}
+
+/// A line: its field, the index of its input in the curves, its points.
+type Series<'a> = (&'a str, usize, Vec<(f64, f64)>);
+
 fn draw<DB: DrawingBackend>(
     root: DrawingArea<DB, Shift>,
-    records: &[FrameScores],
-    summary: &Summary,
+    curves: &[Curves],
     panels: &[Panel],
     title: &str,
 ) -> Result<()>
 where
     DB::ErrorType: 'static,
 {
-    let err = |e: DrawingAreaErrorKind<DB::ErrorType>| anyhow!("drawing the plot: {e:?}");
+    let err = |e: DrawingAreaErrorKind<DB::ErrorType>| anyhow!("drawing the plot: {e}");
     root.fill(&WHITE).map_err(err)?;
     let root = root.titled(title, ("sans-serif", 22)).map_err(err)?;
     let areas = root.split_evenly((panels.len(), 1));
-    let x_max = records.last().map_or(1.0, |r| r.frame as f64).max(1.0);
+    let frames = curves
+        .iter()
+        .flat_map(|c| c.records.iter().map(|r| r.frame as f64));
+    let (x_min, x_max) = frames.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), x| {
+        (lo.min(x), hi.max(x))
+    });
+    let x_min = if x_min.is_finite() { x_min } else { 0.0 };
+    let x_max = x_max.max(x_min + 1.0);
     for (panel, area) in panels.iter().zip(areas) {
-        let mut series: Vec<(&str, Vec<(f64, f64)>)> = Vec::new();
+        let (area, legend) = area.split_horizontally(WIDTH - LEGEND_WIDTH);
+        let mut series: Vec<Series> = Vec::new();
         for f in &panel.fields {
-            let pts: Vec<(f64, f64)> = records
-                .iter()
-                .filter_map(|r| r.get(f).map(|v| (r.frame as f64, v)))
-                .collect();
-            // `ssim` is `ssim-y` under its customary name: draw one line, not two on top.
-            if !series.iter().any(|(_, p)| *p == pts) {
-                series.push((f.as_str(), pts));
+            for (c, curve) in curves.iter().enumerate() {
+                let pts: Vec<(f64, f64)> = curve
+                    .records
+                    .iter()
+                    .filter_map(|r| r.get(f).map(|v| (r.frame as f64, v)))
+                    .collect();
+                // `ssim` is `ssim-y` under its customary name: draw one line, not two on top.
+                if !series.iter().any(|(_, sc, p)| *sc == c && *p == pts) {
+                    series.push((f.as_str(), c, pts));
+                }
             }
         }
         let finite = series
             .iter()
-            .flat_map(|(_, p)| p.iter().map(|&(_, y)| y))
+            .flat_map(|(_, _, p)| p.iter().map(|&(_, y)| y))
             .filter(|y| y.is_finite());
         let (lo, hi) = finite.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), y| {
             (lo.min(y), hi.max(y))
@@ -161,11 +186,13 @@ where
             .margin(10)
             .x_label_area_size(40)
             .y_label_area_size(70)
-            .build_cartesian_2d(0.0..x_max, y0..y1)
+            .build_cartesian_2d(x_min..x_max, y0..y1)
             .map_err(err)?;
         chart
             .configure_mesh()
             .x_desc("frame")
+            // No more labels than frame numbers, which are whole.
+            .x_labels(((x_max - x_min) as usize + 1).clamp(2, 10))
             .x_label_formatter(&|x| format!("{x:.0}"))
             .y_desc(&panel.title)
             .label_style(("sans-serif", 14))
@@ -173,54 +200,90 @@ where
             .light_line_style(WHITE.mix(0.0))
             .draw()
             .map_err(err)?;
-        for (i, (field, pts)) in series.iter().enumerate() {
+        for (i, (field, c, pts)) in series.iter().enumerate() {
             let color = COLOURS[i % COLOURS.len()];
-            let mean = summary.field(field).map(|s| s.mean);
-            let label = match mean {
-                Some(m) if m.is_finite() => format!("{field} (mean {})", fields::format(field, m)),
-                _ => field.to_string(),
-            };
-            let mut first = true;
+            let mean = curves[*c].summary.field(field).map(|s| s.mean);
             for run in finite_runs(pts) {
-                let s = chart
+                chart
                     .draw_series(LineSeries::new(run, color.stroke_width(2)))
                     .map_err(err)?;
-                if first {
-                    s.label(label.clone()).legend(move |(x, y)| {
-                        PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
-                    });
-                    first = false;
-                }
             }
             if let Some(m) = mean.filter(|m| m.is_finite() && (y0..=y1).contains(m)) {
                 chart
                     .draw_series(DashedLineSeries::new(
-                        [(0.0, m), (x_max, m)],
+                        [(x_min, m), (x_max, m)],
                         8,
                         5,
                         color.stroke_width(1),
                     ))
                     .map_err(err)?;
             }
+            // The legend: a line of the colour, the field and its mean, one row each.
+            // With several inputs a panel has one field: the line is the input's.
+            let name = curves[*c].label.unwrap_or(field).to_string();
+            let label = match mean {
+                Some(m) => format!("{name}, mean {}", fields::format(field, m)),
+                None => name,
+            };
+            let y = 40 + 22 * i as i32;
+            legend
+                .draw(&PathElement::new(
+                    vec![(8, y), (32, y)],
+                    color.stroke_width(2),
+                ))
+                .map_err(err)?;
+            legend
+                .draw(&Text::new(
+                    label,
+                    (40, y - 8),
+                    ("sans-serif", 14).into_font().color(&BLACK),
+                ))
+                .map_err(err)?;
         }
-        chart
-            .configure_series_labels()
-            .label_font(("sans-serif", 14))
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK.mix(0.4))
-            .position(SeriesLabelPosition::LowerRight)
-            .draw()
-            .map_err(err)?;
     }
     root.present().map_err(err)?;
     Ok(())
 }
 
-/// Draws the plot into `path`; the extension picks PNG or SVG.
+/// Draws the plot of one input's frames into `path`; the extension picks PNG or SVG.
 pub fn write(path: &Path, records: &[FrameScores], summary: &Summary, title: &str) -> Result<()> {
-    let fields: Vec<String> = summary.fields.iter().map(|(n, _)| n.clone()).collect();
-    let panels = panels(&fields);
-    if panels.is_empty() || records.is_empty() {
+    let one = Curves {
+        label: None,
+        records,
+        summary,
+    };
+    write_curves(path, &[one], title)
+}
+
+/// Draws the plot of several inputs' frames into `path` (one line per input and field,
+/// in the panels of the first input's fields).
+pub fn write_curves(path: &Path, curves: &[Curves], title: &str) -> Result<()> {
+    let Some(first) = curves.first() else {
+        bail!("nothing to plot: no pair was compared");
+    };
+    let fields: Vec<String> = first
+        .summary
+        .fields
+        .iter()
+        .map(|(n, _)| n.clone())
+        .filter(|n| curves.len() == 1 || !crate::output::repeats(first.summary, n))
+        .collect();
+    let mut panels = panels(&fields);
+    if curves.len() > 1 {
+        // A panel per field, with a line (a colour) per input: lines of several fields and
+        // inputs in one panel would be more than a legend can tell apart.
+        panels = panels
+            .into_iter()
+            .flat_map(|p| {
+                p.fields.into_iter().map(move |f| Panel {
+                    title: format!("{f}: {}", p.title),
+                    unit_interval: p.unit_interval,
+                    fields: vec![f],
+                })
+            })
+            .collect();
+    }
+    if panels.is_empty() || curves.iter().all(|c| c.records.is_empty()) {
         bail!("nothing to plot: no pair was compared");
     }
     let size = (WIDTH, PANEL_HEIGHT * panels.len() as u32 + 40);
@@ -233,8 +296,7 @@ pub fn write(path: &Path, records: &[FrameScores], summary: &Summary, title: &st
             register_font()?;
             draw(
                 SVGBackend::new(path, size).into_drawing_area(),
-                records,
-                summary,
+                curves,
                 &panels,
                 title,
             )
@@ -243,8 +305,7 @@ pub fn write(path: &Path, records: &[FrameScores], summary: &Summary, title: &st
             register_font()?;
             draw(
                 BitMapBackend::new(path, size).into_drawing_area(),
-                records,
-                summary,
+                curves,
                 &panels,
                 title,
             )
@@ -313,6 +374,60 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// The legend is beside the chart, right of where the curves are drawn, and the x axis
+    /// counts the records' frame numbers (0, 5, 10, 15 with `--every 5`).
+    #[test]
+    fn the_legend_is_beside_the_chart_and_x_is_the_frame_number() {
+        use gstgpumetrics::message::FieldStats;
+        if register_font().is_err() {
+            eprintln!("no font: skipped");
+            return;
+        }
+        let records: Vec<FrameScores> = (0..4)
+            .map(|i| FrameScores {
+                frame: 5 * i,
+                pts: None,
+                running_time: None,
+                duration: None,
+                scores: vec![("psnr-y".into(), 30.0 + i as f64)],
+            })
+            .collect();
+        let stats = FieldStats {
+            mean: 31.5,
+            ..Default::default()
+        };
+        let summary = Summary {
+            frames: 4,
+            fields: vec![("psnr-y".into(), stats)],
+            ..Default::default()
+        };
+        let panels = panels(&["psnr-y".to_string()]);
+        let mut svg = String::new();
+        draw(
+            SVGBackend::with_string(&mut svg, (WIDTH, PANEL_HEIGHT + 40)).into_drawing_area(),
+            &[Curves {
+                label: None,
+                records: &records,
+                summary: &summary,
+            }],
+            &panels,
+            "t",
+        )
+        .unwrap();
+        // The legend's text: its x is past the chart's width.
+        let at = svg.find("psnr-y, mean 31.500").expect(&svg);
+        let tag = &svg[svg[..at].rfind("<text").unwrap()..at];
+        let x: f64 = tag
+            .split("x=\"")
+            .nth(1)
+            .and_then(|r| r.split('"').next())
+            .and_then(|x| x.parse().ok())
+            .unwrap_or_else(|| panic!("{tag}"));
+        assert!(x >= f64::from(WIDTH - LEGEND_WIDTH), "{tag}");
+        // The x axis runs to frame 15 (a tick at 10), not to the fourth record's index 3.
+        assert!(svg.contains(">\n10\n</text>"), "{svg}");
     }
 
     #[test]

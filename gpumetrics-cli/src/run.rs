@@ -42,6 +42,10 @@ pub struct Report {
     /// Alert rules are set: the element's warning for a raised alert is left out (its
     /// `ALERT raised` line says it).
     pub alerts: bool,
+    /// Added to the element's pair index to give the reference's frame number (the
+    /// reference frames a negative offset dropped), so that records count the input's
+    /// frames.
+    pub frame_base: u64,
 }
 
 impl Report {
@@ -54,6 +58,24 @@ impl Report {
         }
         progress.window(line);
     }
+}
+
+/// A record held back ([`run_elements`]), with the index of its element.
+enum Held {
+    Frame(usize, FrameScores),
+    Event(usize, EventRecord),
+}
+
+/// Writes the records held back, in the order they came.
+fn write_held(sink: &mut RecordSink, held: Vec<Held>) -> Result<()> {
+    for h in held {
+        match h {
+            Held::Frame(which, rec) => sink.frame(which, &rec),
+            Held::Event(which, e) => sink.event(which, &e),
+        }
+        .context("writing a per-frame record")?;
+    }
+    Ok(())
 }
 
 /// How long an interrupted run may take to drain before the pipeline is stopped hard.
@@ -105,7 +127,34 @@ pub fn run(
     report: &Report,
     verbose: bool,
 ) -> Result<Outcome> {
-    let pipeline = &built.pipeline;
+    let elements = std::slice::from_ref(&built.element);
+    let mut outcomes = run_elements(
+        &built.pipeline,
+        elements,
+        stop,
+        sink,
+        progress,
+        keep_records,
+        report,
+        verbose,
+    )?;
+    Ok(outcomes.remove(0))
+}
+
+/// Runs `pipeline` with one gpumetrics element per distorted input (`elements`, in the
+/// order given; one, or several against one reference): the outcome of each, in that
+/// order. A record is written with the index of the element that posted it.
+#[allow(clippy::too_many_arguments)]
+pub fn run_elements(
+    pipeline: &gst::Pipeline,
+    elements: &[gst::Element],
+    stop: &Arc<AtomicBool>,
+    sink: &mut RecordSink,
+    progress: &mut Progress,
+    keep_records: bool,
+    report: &Report,
+    verbose: bool,
+) -> Result<Vec<Outcome>> {
     let bus = pipeline.bus().context("pipeline without bus")?;
     let live = start(pipeline)?;
     if live && !progress.is_live() {
@@ -114,12 +163,17 @@ pub fn run(
             "live: the pipeline does not preroll; running until Ctrl-C or the end of the stream",
         );
     }
-    let element = built.element.upcast_ref::<gst::Object>();
-
-    let mut records = Vec::new();
-    let mut events = Vec::new();
+    let n = elements.len();
+    let mut records = vec![Vec::new(); n];
+    let mut events = vec![Vec::new(); n];
     let mut pairs = 0u64;
-    let mut summary = None;
+    let mut summaries: Vec<Option<Summary>> = vec![None; n];
+    // With several elements the records are held until each has measured a pair (or the
+    // run ends): a distorted file whose raw format differs from the reference's fails at its
+    // first pair and the run is made again with it converted (see `several`); records
+    // written meanwhile for the other files would be written twice.
+    let mut held: Option<Vec<Held>> = (n > 1).then(Vec::new);
+    let mut started = vec![false; n];
     let mut interrupted_at: Option<Instant> = None;
     let mut hard_stopped = false;
     let result: Result<()> = loop {
@@ -139,32 +193,70 @@ pub fn run(
         let Some(msg) = bus.timed_pop(gst::ClockTime::from_mseconds(100)) else {
             continue;
         };
+        // Which element posted it (one element: all its messages are its own).
+        let from = elements
+            .iter()
+            .position(|e| msg.src() == Some(e.upcast_ref::<gst::Object>()));
         match msg.view() {
             gst::MessageView::Element(_) => {
-                if let Some(rec) = FrameScores::from_message(&msg) {
-                    sink.frame(&rec).context("writing a per-frame record")?;
+                let Some(which) = from.or((n == 1).then_some(0)) else {
+                    continue;
+                };
+                // A write error (a full disk, a closed pipe) ends the run here, so that the
+                // pipeline is stopped below before the error is reported.
+                let written = |r: std::io::Result<()>, what: &str| {
+                    r.map_err(|e| anyhow::Error::new(e).context(format!("writing {what}")))
+                };
+                if let Some(mut rec) = FrameScores::from_message(&msg) {
+                    rec.frame += report.frame_base;
+                    started[which] = true;
+                    let result = match &mut held {
+                        Some(h) => {
+                            h.push(Held::Frame(which, rec.clone()));
+                            if started.iter().all(|s| *s) {
+                                write_held(sink, held.take().unwrap_or_default())
+                            } else {
+                                Ok(())
+                            }
+                        }
+                        None => written(sink.frame(which, &rec), "a per-frame record"),
+                    };
+                    if let Err(e) = result {
+                        break Err(e);
+                    }
                     pairs += 1;
                     let running_time = rec.running_time.map(|t| t.nseconds());
                     if keep_records {
-                        records.push(rec);
+                        records[which].push(rec);
                     }
                     progress.update(pairs, running_time);
                 } else if let Some(w) = Window::from_message(&msg) {
-                    sink.window(&w).context("writing a window record")?;
+                    if let Err(e) = written(sink.window(which, &w), "a window record") {
+                        break Err(e);
+                    }
                     report.window(&w, progress);
                 } else if let Some(e) = EventRecord::from_message(&msg) {
-                    sink.event(&e).context("writing an event record")?;
+                    let result = match &mut held {
+                        Some(h) => {
+                            h.push(Held::Event(which, e.clone()));
+                            Ok(())
+                        }
+                        None => written(sink.event(which, &e), "an event record"),
+                    };
+                    if let Err(e) = result {
+                        break Err(e);
+                    }
                     progress.note(&output::event_line(&e));
-                    events.push(e);
+                    events[which].push(e);
                 } else if let Some(a) = AlertChange::from_message(&msg) {
                     progress.note(&monitor::alert_line(&a));
                 } else if let Some(s) = Summary::from_message(&msg) {
-                    summary = Some(s);
+                    summaries[which] = Some(s);
                 }
             }
             gst::MessageView::Warning(w)
                 if report.alerts
-                    && msg.src() == Some(element)
+                    && from.is_some()
                     && monitor::is_alert_warning(&w.error().to_string()) => {}
             gst::MessageView::Warning(w) => {
                 let mut text = format!("warning: {}", w.error());
@@ -174,28 +266,36 @@ pub fn run(
                 progress.note(&text);
             }
             gst::MessageView::Error(e) => break Err(anyhow!(error_text(e))),
-            gst::MessageView::Eos(_) => break Ok(()),
+            gst::MessageView::Eos(_) => break write_held(sink, held.take().unwrap_or_default()),
             _ => {}
         }
     };
-    let memory_stats = built
-        .element
-        .property::<Option<gst::Structure>>("memory-stats");
+    let memory_stats: Vec<_> = elements
+        .iter()
+        .map(|e| e.property::<Option<gst::Structure>>("memory-stats"))
+        .collect();
     let _ = pipeline.set_state(gst::State::Null);
     progress.finish(pairs);
     result?;
-    let Some(summary) = summary else {
+    let Some(summaries) = summaries.into_iter().collect::<Option<Vec<Summary>>>() else {
         bail!("the element posted no summary");
     };
-    sink.summary(&summary)
+    sink.summaries(&summaries)
         .context("writing the summary record")?;
-    Ok(Outcome {
-        records,
-        summary,
-        events,
-        memory_stats,
-        interrupted: interrupted_at.is_some(),
-    })
+    let interrupted = interrupted_at.is_some();
+    Ok(summaries
+        .into_iter()
+        .zip(records)
+        .zip(events)
+        .zip(memory_stats)
+        .map(|(((summary, records), events), memory_stats)| Outcome {
+            records,
+            summary,
+            events,
+            memory_stats,
+            interrupted,
+        })
+        .collect())
 }
 
 #[cfg(test)]
@@ -288,8 +388,9 @@ mod tests {
         let path = dir.path().join("records.jsonl");
         let mut sink = RecordSink::open(
             FormatArg::Jsonl,
-            Some(&path),
+            output::destination(Some(&path)).unwrap(),
             crate::fields::of_run(gpumetrics_engine::metric::no_reference(), true),
+            &(),
         )
         .unwrap();
         let mut progress = Progress::new(None, true, false, "frames");
@@ -298,6 +399,7 @@ mod tests {
             unit: "frame",
             windows_to_stdout: false,
             alerts: false,
+            frame_base: 0,
         };
         let outcome = run(
             &built,
@@ -342,6 +444,7 @@ mod tests {
                 v["type"].as_str().unwrap().to_string()
             })
             .collect();
+        assert_eq!(types[0], "header", "{text}");
         assert_eq!(types.iter().filter(|t| *t == "frame").count(), 8, "{text}");
         assert_eq!(types.iter().filter(|t| *t == "event").count(), 2, "{text}");
         assert_eq!(types.last().map(String::as_str), Some("summary"), "{text}");
