@@ -647,6 +647,21 @@ step_cli() {
   step "gpumetrics command: PSNR only (decode-bound), and --fail-below"
   /usr/bin/time -f "wall %e s" $B/gpumetrics $c/ref.mp4 $c/dist.mp4 --fail-below psnr-avg=60 2>&1 | tail -20
   echo "exit status (expected 3): ${PIPESTATUS[0]}"
+  step "gpumetrics command: one reference against two distorted files (one tee, NVDEC), against single runs"
+  /usr/bin/time -f "wall %e s" $B/gpumetrics $c/ref.mp4 $c/dist.mp4 $c/ref.mp4 --metrics psnr,ssim,vmaf \
+    -v --format json -o $out/several.json 2>&1 | tail -30 || fail=1
+  $B/gpumetrics $c/ref.mp4 $c/dist.mp4 --metrics psnr,ssim,vmaf -q --format json -o $out/single.json || fail=1
+  python3 - "$out/several.json" "$out/single.json" "$c/dist.mp4" <<'PY' || fail=1
+import json, sys
+several, single = (json.load(open(p)) for p in sys.argv[1:3])
+mine = [f for f in several["frames"] if f.get("distorted") == sys.argv[3]]
+drop = lambda f: {k: v for k, v in f.items() if k != "distorted"}
+theirs = single["frames"]
+assert len(mine) == len(theirs) > 0, (len(mine), len(theirs))
+bad = sum(drop(a) != drop(b) for a, b in zip(mine, theirs))
+print(f"several vs single: {len(mine)} frames of {sys.argv[3]}, {bad} differ")
+sys.exit(1 if bad else 0)
+PY
 }
 
 # libvmaf v3.1.0 (CUDA build, asm on) built and timed there next to gpumetrics' figures.
