@@ -6,7 +6,7 @@
 //! gst-launch-1.0 sender on this machine). CPU backend, so no GPU is needed.
 
 use std::io::{BufRead, BufReader, Read};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command as StdCommand, ExitStatus, Stdio};
 use std::sync::{OnceLock, mpsc};
 use std::time::{Duration, Instant};
@@ -16,32 +16,11 @@ use gpumetrics_engine::metric;
 use predicates::prelude::*;
 use serde_json::Value;
 
+mod common;
+use common::{Clips, ffmpeg, gpumetrics};
+
 /// Frames of the main reference clip.
 const FRAMES: usize = 45;
-
-struct Clips {
-    _dir: tempfile::TempDir,
-    path: PathBuf,
-}
-
-impl Clips {
-    fn get(&self, name: &str) -> String {
-        self.path.join(name).to_string_lossy().into_owned()
-    }
-}
-
-fn ffmpeg(args: &[&str]) {
-    let out = StdCommand::new("ffmpeg")
-        .args(["-v", "error", "-y"])
-        .args(args)
-        .output()
-        .expect("ffmpeg runs (scripts/setup-deps.sh installs it)");
-    assert!(
-        out.status.success(),
-        "ffmpeg {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
 
 /// Generates the clips once per test binary.
 fn clips() -> &'static Clips {
@@ -158,12 +137,6 @@ fn clips() -> &'static Clips {
             _dir: dir,
         }
     })
-}
-
-fn gpumetrics(args: &[&str]) -> Command {
-    let mut cmd = Command::cargo_bin("gpumetrics").unwrap();
-    cmd.args(["--backend", "cpu"]).args(args);
-    cmd
 }
 
 fn run_ok(args: &[&str]) -> (String, String) {

@@ -4,36 +4,20 @@
 //! 10-bit 4:2:2) scored exactly as the same frames stored losslessly (FFV1 in Matroska), and
 //! the usage and size errors. CPU backend.
 
-use std::path::PathBuf;
-use std::process::Command as StdCommand;
 use std::sync::OnceLock;
 
 use assert_cmd::Command;
 use predicates::prelude::*;
 use serde_json::Value;
 
-struct Clips {
-    _dir: tempfile::TempDir,
-    path: PathBuf,
-}
+mod common;
+use common::{Clips, ffmpeg};
 
-impl Clips {
-    fn get(&self, name: &str) -> String {
-        self.path.join(name).to_string_lossy().into_owned()
-    }
-}
-
-fn ffmpeg(args: &[&str]) {
-    let out = StdCommand::new("ffmpeg")
-        .args(["-v", "error", "-y"])
-        .args(args)
-        .output()
-        .expect("ffmpeg runs (scripts/setup-deps.sh installs it)");
-    assert!(
-        out.status.success(),
-        "ffmpeg {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+/// The command on the CPU backend, quiet (`-q`).
+fn quiet(args: &[&str]) -> Command {
+    let mut cmd = common::gpumetrics(&["-q"]);
+    cmd.args(args);
+    cmd
 }
 
 /// Per case (name, size, ffmpeg pixel format): `NAME-ref.mkv` and `NAME-dist.mkv` (FFV1,
@@ -91,15 +75,9 @@ fn clips() -> &'static Clips {
     })
 }
 
-fn gpumetrics(args: &[&str]) -> Command {
-    let mut cmd = Command::cargo_bin("gpumetrics").unwrap();
-    cmd.args(["--backend", "cpu", "-q"]).args(args);
-    cmd
-}
-
 /// The frame records' scores (every field but the times) of a run with `args`.
 fn scores(args: &[&str]) -> Vec<Vec<(String, Value)>> {
-    let out = gpumetrics(&[args, &["--metrics", "psnr,ssim", "--format", "jsonl"]].concat())
+    let out = quiet(&[args, &["--metrics", "psnr,ssim", "--format", "jsonl"]].concat())
         .output()
         .unwrap();
     let (so, se) = (
@@ -207,7 +185,7 @@ fn named_inputs_are_the_positional_pair() {
     // The other order on the command line: the names decide.
     assert_eq!(scores(&["--distorted", &d, "--reference", &r]), positional);
     // --distorted alone is the one-input run.
-    let out = gpumetrics(&["--distorted", &d, "--metrics", "siti"])
+    let out = quiet(&["--distorted", &d, "--metrics", "siti"])
         .output()
         .unwrap();
     assert_eq!(
@@ -225,7 +203,7 @@ fn input_usage_errors_name_the_fix() {
     let (r, d) = (c.get("p8-ref.mkv"), c.get("p8-dist.mkv"));
     let yuv = c.get("p8-dist.yuv");
     let usage = |args: &[&str], text: &str| {
-        gpumetrics(args)
+        quiet(args)
             .assert()
             .code(2)
             .stderr(predicate::str::contains(text));
@@ -291,7 +269,7 @@ fn input_usage_errors_name_the_fix() {
         "neither 420, 422, 444, 400 nor a GStreamer video format name",
     );
     // ffmpeg-quality-metrics' order is named in --help.
-    gpumetrics(&["--help"])
+    quiet(&["--help"])
         .assert()
         .success()
         .stdout(predicate::str::contains(
@@ -306,7 +284,7 @@ fn a_yuv_file_of_the_wrong_size_is_an_error() {
     let c = clips();
     let (r, yuv) = (c.get("p8-ref.y4m"), c.get("p8-dist.yuv"));
     // 64x47 frames: 12 frames of 63x47 (4,497 bytes each) are 11.88 frames of 64x47.
-    gpumetrics(&[
+    quiet(&[
         &r,
         &yuv,
         "--width",
@@ -331,7 +309,7 @@ fn a_yuv_file_of_the_wrong_size_is_an_error() {
     let cut = dir.path().join("cut.y4m");
     let bytes = std::fs::read(&r).unwrap();
     std::fs::write(&cut, &bytes[..bytes.len() - 100]).unwrap();
-    gpumetrics(&[cut.to_str().unwrap(), &r])
+    quiet(&[cut.to_str().unwrap(), &r])
         .assert()
         .code(1)
         .stderr(predicate::str::contains("the file is truncated"));

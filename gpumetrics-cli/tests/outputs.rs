@@ -6,7 +6,6 @@
 //! note on a 10-bit input measured as 8-bit and `--threads`. CPU backend.
 
 use std::io::{BufRead, BufReader};
-use std::path::PathBuf;
 use std::process::{Command as StdCommand, Stdio};
 use std::sync::OnceLock;
 
@@ -15,32 +14,18 @@ use gpumetrics_engine::metric;
 use predicates::prelude::*;
 use serde_json::Value;
 
+mod common;
+use common::{Clips, ffmpeg};
+
+/// The command on the CPU backend, quiet (`-q`).
+fn quiet(args: &[&str]) -> Command {
+    let mut cmd = common::gpumetrics(&["-q"]);
+    cmd.args(args);
+    cmd
+}
+
 /// Frames of the clips.
 const FRAMES: u64 = 20;
-
-struct Clips {
-    _dir: tempfile::TempDir,
-    path: PathBuf,
-}
-
-impl Clips {
-    fn get(&self, name: &str) -> String {
-        self.path.join(name).to_string_lossy().into_owned()
-    }
-}
-
-fn ffmpeg(args: &[&str]) {
-    let out = StdCommand::new("ffmpeg")
-        .args(["-v", "error", "-y"])
-        .args(args)
-        .output()
-        .expect("ffmpeg runs (scripts/setup-deps.sh installs it)");
-    assert!(
-        out.status.success(),
-        "ffmpeg {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
 
 fn clips() -> &'static Clips {
     static CLIPS: OnceLock<Clips> = OnceLock::new();
@@ -82,14 +67,8 @@ fn clips() -> &'static Clips {
     })
 }
 
-fn gpumetrics(args: &[&str]) -> Command {
-    let mut cmd = Command::cargo_bin("gpumetrics").unwrap();
-    cmd.args(["--backend", "cpu", "-q"]).args(args);
-    cmd
-}
-
 fn stdout_of(args: &[&str]) -> String {
-    let out = gpumetrics(args).output().unwrap();
+    let out = quiet(args).output().unwrap();
     assert_eq!(
         out.status.code(),
         Some(0),
@@ -164,7 +143,7 @@ fn every_keeps_temporal_metrics_exact_and_the_frame_numbers() {
         .collect();
     assert_eq!(numbers, [3, 4]);
     // --every and --subsample are one setting.
-    gpumetrics(&[&r, &d, "--every", "5", "--subsample", "3"])
+    quiet(&[&r, &d, "--every", "5", "--subsample", "3"])
         .assert()
         .code(2)
         .stderr(predicate::str::contains("the same setting"));
@@ -240,7 +219,7 @@ fn csv_has_only_frame_rows_and_json_only_numbers_or_null() {
 
 /// A command whose inputs do not exist: what it reports must come before they are read.
 fn before_decoding(args: &[&str], code: i32) -> assert_cmd::assert::Assert {
-    gpumetrics(&[&["/nonexistent/ref.mp4", "/nonexistent/dist.mp4"][..], args].concat())
+    quiet(&[&["/nonexistent/ref.mp4", "/nonexistent/dist.mp4"][..], args].concat())
         .assert()
         .code(code)
         .stderr(predicate::str::contains("cannot read").not())
@@ -265,12 +244,12 @@ fn fail_rules_are_checked_before_decoding_and_judged_on_any_statistic() {
     let c = clips();
     let (r, d) = (c.get("ref.mp4"), c.get("dist.mp4"));
     let base = [&r[..], &d, "--metrics", "psnr,butteraugli", "--frames", "4"];
-    let out = gpumetrics(&base).output().unwrap();
+    let out = quiet(&base).output().unwrap();
     let table = String::from_utf8(out.stdout).unwrap();
     // The worst Butteraugli frame is the max column.
     let max = cell(&table, "butteraugli", 4);
     let min_psnr = cell(&table, "psnr-y", 3);
-    gpumetrics(
+    quiet(
         &[
             &base[..],
             &[
@@ -289,7 +268,7 @@ fn fail_rules_are_checked_before_decoding_and_judged_on_any_statistic() {
             // The other rule held (its pass note is for stderr without -q).
             .and(predicate::str::contains("psnr-y").not()),
     );
-    gpumetrics(
+    quiet(
         &[
             &base[..],
             &[
@@ -310,7 +289,7 @@ fn fail_rules_are_checked_before_decoding_and_judged_on_any_statistic() {
 #[test]
 fn a_rule_on_a_field_the_run_did_not_produce_fails() {
     let c = clips();
-    gpumetrics(&[
+    quiet(&[
         &c.get("ref.mp4"),
         &c.get("dist.mp4"),
         "--metrics",
@@ -397,7 +376,7 @@ fn a_closed_pipe_ends_the_run_quietly() {
 #[test]
 fn a_run_without_pairs_is_an_error_that_says_why() {
     let c = clips();
-    gpumetrics(&[&c.get("ref.mp4"), &c.get("dist.mp4"), "--offset", "60"])
+    quiet(&[&c.get("ref.mp4"), &c.get("dist.mp4"), "--offset", "60"])
         .assert()
         .code(4)
         .stdout("")

@@ -7,27 +7,18 @@
 //! which file each number belongs to, `--fail` is judged per file, and the options of one
 //! pair are usage errors. CPU backend.
 
-use std::path::PathBuf;
-use std::process::Command as StdCommand;
 use std::sync::OnceLock;
 
-use assert_cmd::Command;
 use serde_json::Value;
+
+mod common;
+use common::{Clips, ffmpeg, gpumetrics};
 
 const FRAMES: usize = 10;
 /// The distorted files, best first.
 const DISTORTED: [&str; 3] = ["qp20.mp4", "qp35.mp4", "qp50.mp4"];
 
-struct Clips {
-    _dir: tempfile::TempDir,
-    path: PathBuf,
-}
-
 impl Clips {
-    fn get(&self, name: &str) -> String {
-        self.path.join(name).to_string_lossy().into_owned()
-    }
-
     /// The reference, then the distorted files.
     fn all(&self) -> Vec<String> {
         std::iter::once("ref.mp4")
@@ -35,19 +26,6 @@ impl Clips {
             .map(|n| self.get(n))
             .collect()
     }
-}
-
-fn ffmpeg(args: &[&str]) {
-    let out = StdCommand::new("ffmpeg")
-        .args(["-v", "error", "-y"])
-        .args(args)
-        .output()
-        .expect("ffmpeg runs (scripts/setup-deps.sh installs it)");
-    assert!(
-        out.status.success(),
-        "ffmpeg {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
 }
 
 fn clips() -> &'static Clips {
@@ -94,12 +72,6 @@ fn clips() -> &'static Clips {
             _dir: dir,
         }
     })
-}
-
-fn gpumetrics(args: &[&str]) -> Command {
-    let mut cmd = Command::cargo_bin("gpumetrics").unwrap();
-    cmd.args(["--backend", "cpu"]).args(args);
-    cmd
 }
 
 /// Runs and returns (status, stdout, stderr).

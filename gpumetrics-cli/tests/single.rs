@@ -6,7 +6,6 @@
 //! is needed. (The no-reference metric on main is `siti`; the others are taken from the
 //! registry.)
 
-use std::path::PathBuf;
 use std::process::Command as StdCommand;
 use std::sync::OnceLock;
 
@@ -15,19 +14,11 @@ use gpumetrics_engine::metric;
 use predicates::prelude::*;
 use serde_json::Value;
 
+mod common;
+use common::{Clips, gpumetrics};
+
 /// Frames of each clip.
 const FRAMES: usize = 12;
-
-struct Clips {
-    _dir: tempfile::TempDir,
-    path: PathBuf,
-}
-
-impl Clips {
-    fn get(&self, name: &str) -> String {
-        self.path.join(name).to_string_lossy().into_owned()
-    }
-}
 
 /// A Y4M clip of `FRAMES` frames of videotestsrc's `pattern`.
 fn clip(path: &str, pattern: &str) {
@@ -68,12 +59,6 @@ fn clips() -> &'static Clips {
             _dir: dir,
         }
     })
-}
-
-fn gpumetrics(args: &[&str]) -> Command {
-    let mut cmd = Command::cargo_bin("gpumetrics").unwrap();
-    cmd.args(["--backend", "cpu"]).args(args);
-    cmd
 }
 
 fn run_ok(args: &[&str]) -> (String, String) {
