@@ -10,14 +10,21 @@
 # frames with the three built-in models; its per-frame CSV (6 decimals: the elementary
 # features integer_adm2, integer_adm_scale0..3, integer_vif_scale0..3, integer_motion2, their
 # `_egl_1` variants that vmaf_v0.6.1neg reads, and the scores vmaf_v0.6.1, vmaf_v0.6.1neg,
-# vmaf_4k_v0.6.1) is written as <pair>.csv. pairs.txt lists the pairs, one a line:
+# vmaf_4k_v0.6.1) is written as <pair>.csv, and the eight v1 models' (their features under
+# libvmaf's option-suffixed names, and the scores named as the models) as <pair>_v1.csv
+# where libvmaf accepts the size. pairs.txt lists the pairs, one a line:
 #   <pair> <reference clip> <distorted clip> <width> <height> <pix_fmt>
 #
-# libvmaf: release v3.1.0 (commit 6375a4be62fd2673bba2c356b26867d8af01a685), built without
-# CUDA and without SIMD (its plain C feature code). Pass the `vmaf` tool as $VMAF, or a
-# libvmaf v3.1.0 source tree as $VMAF_SRC (built into $VMAF_SRC/build), e.g.
-#   git clone --branch v3.1.0 https://github.com/Netflix/vmaf /tmp/vmaf
+# libvmaf: release v3.2.0 (commit 3f9e02af258a5c0e30124fc585a3c3af90126dee), built without
+# CUDA and without SIMD (its plain C feature code) and with the float features (SpEED, which
+# the v1 models read, exists only then). Pass the `vmaf` tool as $VMAF, or a libvmaf v3.2.0
+# source tree as $VMAF_SRC (built into $VMAF_SRC/build), e.g.
+#   git clone --branch v3.2.0 https://github.com/Netflix/vmaf /tmp/vmaf
 #   VMAF_SRC=/tmp/vmaf tests/generate_vmaf_reference.sh
+# The tool's raw reader is fixed first by tests/libvmaf-yuv-oddfix.patch: 3.2.0's reads the
+# chroma planes of odd sizes rounded down ("Error reading YUV frame data"), 3.1.0's did not;
+# the fix touches the command-line reader only, no feature code.
+# RESCORE=1 keeps the committed clips and only scores them again (a new libvmaf).
 # Needs ffmpeg with libx264, libx265 and ffv1, python3 (and meson/ninja to build libvmaf).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -26,9 +33,11 @@ src="$root/tests/data/ssimulacra2/natural.jpg"
 mkdir -p "$out"
 
 if [ -z "${VMAF:-}" ]; then
-    : "${VMAF_SRC:?set VMAF (the vmaf tool) or VMAF_SRC (a libvmaf v3.1.0 source tree)}"
+    : "${VMAF_SRC:?set VMAF (the vmaf tool) or VMAF_SRC (a libvmaf v3.2.0 source tree)}"
     if [ ! -x "$VMAF_SRC/build/tools/vmaf" ]; then
+        patch -d "$VMAF_SRC" -p1 -N < "$root/tests/libvmaf-yuv-oddfix.patch"
         (cd "$VMAF_SRC" && meson setup build libvmaf -Denable_cuda=false -Denable_asm=false \
+            -Denable_float=true \
             -Denable_tests=false -Denable_docs=false --buildtype=release && ninja -C build)
     fi
     VMAF="$VMAF_SRC/build/tools/vmaf"
@@ -44,6 +53,7 @@ ff() { ffmpeg -nostdin -hide_banner -loglevel error -y "$@"; }
 reference() {
     local clip=$1 w=$(( ($2 + 1) / 2 * 2 )) h=$(( ($3 + 1) / 2 * 2 )) pix=$4 frames=$5
     shift 5
+    [ -n "${RESCORE:-}" ] && [ -f "$out/$clip.mkv" ] && return
     [ $# -gt 0 ] || set -- -c:v libx264 -qp 0 -preset veryslow
     ff -loop 1 -i "$src" \
         -vf "crop=400:300:x='3*n/4':y='n/2',scale=${w}:${h}:flags=bicubic,format=${pix}" \
@@ -54,6 +64,7 @@ reference() {
 distort() {
     local clip=$1 ref=$2
     shift 2
+    [ -n "${RESCORE:-}" ] && [ -f "$out/$clip.mkv" ] && return
     ff -i "$out/$ref.mkv" "$@" "$out/$clip.mkv"
 }
 
@@ -94,10 +105,45 @@ score() {
         -m version=vmaf_v0.6.1neg:name=vmaf_v0.6.1neg \
         -m version=vmaf_4k_v0.6.1:name=vmaf_4k_v0.6.1 \
         --csv -o "$out/$pair.csv"
+    # One run per v1 model: libvmaf refuses some of them for small frames (SpEED: "image
+    # too small"), and one refusal would fail the whole run.
+    local csvs=()
+    for m in 3d0h 5d0h 1d5h_2160 3d0h_2160 hfr_3d0h hfr_5d0h hfr_1d5h_2160 hfr_3d0h_2160; do
+        local name="vmaf_v1.0.16_$m"
+        if "$VMAF" -q -r "$tmp/r.yuv" -d "$tmp/d.yuv" -w "$w" -h "$h" -p "$sub" -b "$depth" \
+            -m "version=$name:name=$name" --csv -o "$tmp/$name.csv" 2>"$tmp/v1.log"; then
+            csvs+=("$tmp/$name.csv")
+        else
+            echo "$pair: libvmaf refuses $name: $(grep -v WARNING "$tmp/v1.log" | head -n 1)"
+            grep -v WARNING "$tmp/v1.log" | head -n 1 | sed "s/^/$name /" >> "$out/${pair}_v1_refused.txt"
+        fi
+    done
+    # The runs' columns side by side (a feature that several models read once).
+    [ ${#csvs[@]} -eq 0 ] || python3 - "$out/${pair}_v1.csv" "${csvs[@]}" <<'PY'
+import csv, sys
+out, rows, cols = sys.argv[1], None, []
+for path in sys.argv[2:]:
+    table = [r for r in csv.reader(open(path)) if r]
+    head = [c for c in table[0] if c]
+    body = [r[:len(head)] for r in table[1:]]
+    if rows is None:
+        rows = [dict() for _ in body]
+    for c_i, c in enumerate(head):
+        if c not in cols:
+            cols.append(c)
+            for r, b in zip(rows, body):
+                r[c] = b[c_i]
+with open(out, "w", newline="") as f:
+    w = csv.writer(f)
+    w.writerow(cols)
+    for r in rows:
+        w.writerow([r[c] for c in cols])
+PY
     echo "$pair $ref $dist $w $h $pix" >> "$out/pairs.txt"
 }
 
-rm -f "$out"/*.mkv "$out"/*.csv "$out/pairs.txt"
+[ -n "${RESCORE:-}" ] || rm -f "$out"/*.mkv
+rm -f "$out"/*.csv "$out"/*_refused.txt "$out/pairs.txt"
 
 reference ref_320x240_420p8 320 240 yuv420p 12
 distort x264_crf22_320x240_420p8 ref_320x240_420p8 -c:v libx264 -crf 22 -preset medium
@@ -140,7 +186,7 @@ distort x264_crf30_1920x1080_420p8 ref_1920x1080_420p8 -c:v libx264 -crf 30 -pre
 score x264_crf30_1920x1080_420p8 ref_1920x1080_420p8 x264_crf30_1920x1080_420p8 1920 1080 yuv420p
 
 {
-    echo "libvmaf $("$VMAF" --version 2>&1 | head -n 1) (v3.1.0, 6375a4be62fd2673bba2c356b26867d8af01a685, -Denable_asm=false)"
+    echo "libvmaf $("$VMAF" --version 2>&1 | head -n 1) (v3.2.0, 3f9e02af258a5c0e30124fc585a3c3af90126dee, -Denable_asm=false -Denable_float=true)"
     ffmpeg -version | head -n 1
 } > "$out/versions.txt"
 ls -l "$out"

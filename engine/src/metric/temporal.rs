@@ -46,12 +46,23 @@ pub(crate) trait Sequenced {
 pub(crate) trait Window: Send {
     /// What the metric keeps of each pair until its fields can be computed.
     type Frame: Send;
-    /// Pairs after a pair that its fields need.
-    const LAG: usize;
+    /// Pairs after a pair that its fields need (fixed for the window's life: the engine
+    /// lines its metrics up by it).
+    fn lag(&self) -> usize;
 
-    /// Appends the fields of `frame`, given the frames after it: `LAG` of them, fewer at
-    /// the end of a sequence.
-    fn fields(&self, plan: &Plan, frame: &Self::Frame, following: &[Self::Frame], out: &mut Scores);
+    /// Appends the fields of `frame`, given the frames after it: `lag` of them, fewer at
+    /// the end of a sequence. Called once per pair, in order; the window may keep state
+    /// across the pairs of a sequence.
+    fn fields(
+        &mut self,
+        plan: &Plan,
+        frame: &Self::Frame,
+        following: &[Self::Frame],
+        out: &mut Scores,
+    );
+
+    /// The next pair starts a sequence: forget the state across pairs.
+    fn restart(&mut self) {}
 }
 
 /// What both backends' halves of a temporal metric have.
@@ -84,7 +95,7 @@ pub(crate) struct Temporal<W: Window, S> {
     window: W,
     source: S,
     frames: VecDeque<W::Frame>,
-    /// Frames held before the oldest one's fields are emitted (>= `W::LAG`).
+    /// Frames held before the oldest one's fields are emitted (>= the window's lag).
     delay: usize,
 }
 
@@ -94,8 +105,14 @@ impl<W: Window, S> Temporal<W, S> {
             window,
             source,
             frames: VecDeque::new(),
-            delay: W::LAG,
+            delay: 0,
         }
+        .with_own_lag()
+    }
+
+    fn with_own_lag(mut self) -> Self {
+        self.delay = self.window.lag();
+        self
     }
 
     /// Takes a pair's values; appends the fields of the pair `delay` pairs before it, if
@@ -104,7 +121,7 @@ impl<W: Window, S> Temporal<W, S> {
         self.frames.push_back(frame);
         if self.frames.len() > self.delay {
             let frames = self.frames.make_contiguous();
-            let following = &frames[1..=W::LAG.min(frames.len() - 1)];
+            let following = &frames[1..=self.window.lag().min(frames.len() - 1)];
             self.window.fields(plan, &frames[0], following, late);
             self.frames.pop_front();
         }
@@ -115,7 +132,7 @@ impl<W: Window, S> Temporal<W, S> {
         let mut out = late.iter_mut();
         while !self.frames.is_empty() {
             let frames = self.frames.make_contiguous();
-            let following = &frames[1..=W::LAG.min(frames.len() - 1)];
+            let following = &frames[1..=self.window.lag().min(frames.len() - 1)];
             if let Some(s) = out.next() {
                 self.window.fields(plan, &frames[0], following, s);
             }
@@ -126,17 +143,19 @@ impl<W: Window, S> Temporal<W, S> {
 
 impl<W: Window, S: Restart> Sequenced for Temporal<W, S> {
     fn lag(&self) -> usize {
-        W::LAG
+        self.window.lag()
     }
     fn align(&mut self, lag: usize) {
-        self.delay = lag.max(W::LAG);
+        self.delay = lag.max(self.window.lag());
     }
     fn finish(&mut self, plan: &Plan, late: &mut [Scores]) {
         self.drain(plan, late);
+        self.window.restart();
         self.source.restart();
     }
     fn reset(&mut self) {
         self.frames.clear();
+        self.window.restart();
         self.source.restart();
     }
 }
@@ -287,8 +306,10 @@ mod tests {
     struct Sum<const L: usize>;
     impl<const L: usize> Window for Sum<L> {
         type Frame = f64;
-        const LAG: usize = L;
-        fn fields(&self, _: &Plan, frame: &f64, following: &[f64], out: &mut Scores) {
+        fn lag(&self) -> usize {
+            L
+        }
+        fn fields(&mut self, _: &Plan, frame: &f64, following: &[f64], out: &mut Scores) {
             out.push("sum", frame + following.iter().sum::<f64>());
         }
     }

@@ -3,7 +3,9 @@
 
 use rayon::prelude::*;
 
-use super::{Frame, Sums, adm_scale, adm_sizes, frame_features, luma_bpc, motion_score, vif_sizes};
+use std::collections::VecDeque;
+
+use super::{Frame, Sums, adm_scale, adm_sizes, frame_features, luma_bpc, vif_sizes};
 use crate::frame::PlanePtrs;
 use crate::metric::temporal::{CpuFrames, Restart};
 use crate::plan::Plan;
@@ -40,12 +42,12 @@ pub(super) struct Vmaf {
     /// ADM bands per level (8 planes) and the maps of one level (9 planes, sized for level 0).
     adm_bands: Vec<Vec<i32>>,
     adm_maps: Vec<i32>,
-    /// Motion: the vertical pass, and the blurred reference of this and the previous pair.
-    blur_tmp: Vec<u16>,
-    blur: [Vec<u16>; 2],
-    /// Which of `blur` holds this pair; whether the other holds the previous pair's.
-    current: usize,
-    has_previous: bool,
+    /// Motion: the vertical pass of the difference, and the earlier reference lumas (the
+    /// oldest first; as many as the model's motion distance), of which `held` are frames of
+    /// this sequence.
+    motion_tmp: Vec<i32>,
+    history: VecDeque<Vec<u16>>,
+    held: usize,
     log2: Vec<u16>,
     /// The model (its gain limits parameterise the kernels).
     model: std::sync::Arc<super::Model>,
@@ -83,10 +85,9 @@ impl Vmaf {
             vif_tmp: vec![0; 5 * n],
             adm_bands,
             adm_maps: vec![0; adm::MAPS as usize * bw as usize * bh as usize],
-            blur_tmp: vec![0; n],
-            blur: [vec![0; n], vec![0; n]],
-            current: 0,
-            has_previous: false,
+            motion_tmp: vec![0; n],
+            history: (0..model.motion.distance()).map(|_| vec![0; n]).collect(),
+            held: 0,
             log2: log2_table(),
             model,
         }
@@ -193,26 +194,29 @@ impl Vmaf {
             sums.adm[scale] = acc;
         }
 
-        // Motion.
-        let src = plane(&self.luma[0], 0, w, h);
-        let tmp = plane(&self.blur_tmp, 0, w, h);
-        let cur = plane(&self.blur[self.current], 0, w, h);
-        // SAFETY: three distinct buffers of the frame's size.
-        for_each_pixel(w, h, |x, y| unsafe {
-            tmp.set::<u16>(x, y, motion::blur_y(&src, x, y, bpc))
-        });
-        for_each_pixel(w, h, |x, y| unsafe {
-            cur.set::<u16>(x, y, motion::blur_x(&tmp, x, y))
-        });
-        let sad = self.has_previous.then(|| {
-            let prev = plane(&self.blur[1 - self.current], 0, w, h);
+        // Motion: against the reference frame `distance` pairs back, once there is one; the
+        // current luma then joins the history (its buffer swapped, not copied).
+        let distance = self.history.len();
+        let sad = (self.held == distance).then(|| {
+            let prev = plane(&self.history[0], 0, w, h);
+            let cur = plane(&self.luma[0], 0, w, h);
+            let tmp = plane(&self.motion_tmp, 0, w, h);
+            // SAFETY: three distinct buffers of the frame's size.
+            for_each_pixel(w, h, |x, y| unsafe {
+                tmp.set::<i32>(x, y, motion::diff_y(&prev, &cur, x, y, bpc))
+            });
             (0..h)
                 .into_par_iter()
-                .map(|y| unsafe { motion::sad_row(&cur, &prev, y) })
+                .map(|y| unsafe { motion::sad_row(&tmp, y) })
                 .sum::<u64>()
         });
-        self.current = 1 - self.current;
-        self.has_previous = true;
+        let oldest = self
+            .history
+            .pop_front()
+            .expect("a motion distance of 1 or 2");
+        self.history
+            .push_back(std::mem::replace(&mut self.luma[0], oldest));
+        self.held = (self.held + 1).min(distance);
         (sums, sad)
     }
 }
@@ -233,7 +237,7 @@ impl CpuFrames for Vmaf {
             k::load(&dc, &out_d, x, y, rc.max);
         });
         let (sums, sad) = self.sums(plan);
-        let motion = sad.map_or(0.0, |s| motion_score(s, w, h));
+        let motion = self.model.motion.score(sad, w, h);
         frame_features(plan, &sums, motion)
     }
 }
@@ -241,6 +245,6 @@ impl CpuFrames for Vmaf {
 impl Restart for Vmaf {
     /// The next pair's motion is measured against nothing (a new sequence).
     fn restart(&mut self) {
-        self.has_previous = false;
+        self.held = 0;
     }
 }

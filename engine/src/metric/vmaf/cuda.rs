@@ -1,14 +1,14 @@
 //! VMAF on the GPU: the kernel crate's functions as kernels, on the backend's stream. Per
 //! pair: `vmaf_load` (luma to `u16`), per VIF scale `vmaf_vif_vertical` + `vmaf_vif_stat`
 //! (+ `vmaf_vif_down`), per ADM level `vmaf_adm_dwt` + `vmaf_adm_decouple` +
-//! `vmaf_adm_rows`, the motion blur and SAD, then one copy of the 41 integer sums. Every
+//! `vmaf_adm_rows`, the motion difference's blur and SAD, then one copy of the 41 integer sums. Every
 //! buffer is allocated once per plan (about 60 bytes per pixel); the sums are zeroed by one
 //! memset per pair.
 
 use cudarc::driver::result as cu;
 use cudarc::driver::{DriverError, LaunchConfig};
 
-use super::{Frame, Sums, adm_scale, adm_sizes, frame_features, luma_bpc, motion_score, vif_sizes};
+use super::{Frame, Sums, adm_scale, adm_sizes, frame_features, luma_bpc, vif_sizes};
 use crate::cuda::{DevPtrMut, DeviceBuffer, Gpu, PinnedBuffer};
 use crate::error::EngineError;
 use crate::frame::PlanePtrs;
@@ -29,10 +29,12 @@ pub(super) struct Vmaf {
     log2: u64,
     adm_bands: Vec<Plane>,
     adm_maps: Plane,
-    blur_tmp: Plane,
-    blur: [Plane; 2],
-    current: usize,
-    has_previous: bool,
+    /// Motion: the vertical pass of the difference (`i32`), and the earlier reference lumas
+    /// (the oldest first; as many as the model's motion distance), of which `held` are
+    /// frames of this sequence. `luma[0]` and the history trade planes after each pair.
+    motion_tmp: Plane,
+    history: Vec<Plane>,
+    held: usize,
     out: u64,
     host_out: PinnedBuffer<u64>,
     /// The model (its gain limits parameterise the kernels).
@@ -57,7 +59,8 @@ impl Vmaf {
         regions.push(2 * vif::LOG2_LEN as u64);
         regions.extend(asz.iter().map(|&s| 8 * 4 * n(s)));
         regions.push(adm::MAPS as u64 * 4 * n(asz[0]));
-        regions.push(3 * 2 * n(vs[0]));
+        let distance = model.motion.distance();
+        regions.push((4 + 2 * distance as u64) * n(vs[0]));
         regions.push(8 * SUMS as u64);
         let total: u64 = regions.iter().map(|r| r.next_multiple_of(256)).sum();
         let memory = DeviceBuffer::<u8>::zeroed(stream, total as usize)?;
@@ -82,11 +85,10 @@ impl Vmaf {
         let log2 = starts[5];
         let adm_bands = (0..4).map(|i| plane(starts[6 + i], asz[i])).collect();
         let adm_maps = plane(starts[10], asz[0]);
-        let blur_tmp = plane(starts[11], vs[0]);
-        let blur = [
-            plane(starts[11] + 2 * n(vs[0]), vs[0]),
-            plane(starts[11] + 4 * n(vs[0]), vs[0]),
-        ];
+        let motion_tmp = plane(starts[11], vs[0]);
+        let history = (0..distance as u64)
+            .map(|k| plane(starts[11] + (4 + 2 * k) * n(vs[0]), vs[0]))
+            .collect();
         let out = starts[12];
         let table = super::cpu::log2_table();
         // SAFETY: the region holds the table; `table` lives until the synchronisation below.
@@ -102,10 +104,9 @@ impl Vmaf {
             log2,
             adm_bands,
             adm_maps,
-            blur_tmp,
-            blur,
-            current: 0,
-            has_previous: false,
+            motion_tmp,
+            history,
+            held: 0,
             out,
             host_out,
             model,
@@ -137,8 +138,8 @@ impl Vmaf {
         let luma = plan.psnr_planes(r, d).pairs[0];
         let vs = vif_sizes(w, h);
         let asz = adm_sizes(w, h);
-        let cur = self.blur[self.current];
-        let prev = self.blur[1 - self.current];
+        let distance = self.history.len();
+        let measure_motion = self.held == distance;
         // SAFETY: the frame pointers were validated against the plan's layouts (or are the
         // backend's upload buffers); every plane was allocated for this plan in `new`, and
         // the kernels of one pair run in stream order.
@@ -213,10 +214,10 @@ impl Vmaf {
                 k.vmaf_adm_decouple(stream, tiles(bw, bh), s)?;
                 k.vmaf_adm_rows(stream, rows(bh), s, out(16 + 6 * scale))?;
             }
-            k.vmaf_motion_blur_y(stream, tiles(w, h), self.luma[0], self.blur_tmp, bpc)?;
-            k.vmaf_motion_blur_x(stream, tiles(w, h), self.blur_tmp, cur)?;
-            if self.has_previous {
-                k.vmaf_motion_sad(stream, rows(h), cur, prev, out(40))?;
+            if measure_motion {
+                let (prev, cur) = (self.history[0], self.luma[0]);
+                k.vmaf_motion_diff_y(stream, tiles(w, h), prev, cur, self.motion_tmp, bpc)?;
+                k.vmaf_motion_sad(stream, rows(h), self.motion_tmp, out(40))?;
             }
             self.host_out.copy_from_device(self.out, stream)?;
         }
@@ -232,9 +233,12 @@ impl Vmaf {
                 sums.adm[scale][i] = host[16 + 6 * scale + i] as i64;
             }
         }
-        let sad = self.has_previous.then_some(host[40]);
-        self.current = 1 - self.current;
-        self.has_previous = true;
+        let sad = measure_motion.then_some(host[40]);
+        // This pair's luma joins the history; the oldest plane takes its place.
+        let oldest = self.history.remove(0);
+        self.history
+            .push(std::mem::replace(&mut self.luma[0], oldest));
+        self.held = (self.held + 1).min(distance);
         Ok((sums, sad))
     }
 }
@@ -254,7 +258,7 @@ impl CudaFrames for Vmaf {
             .sums(gpu, plan, r, d)
             .map_err(|e| EngineError::Cuda(format!("running vmaf: {e}")))?;
         let (w, h) = (plan.reference.width, plan.reference.height);
-        let motion = sad.map_or(0.0, |s| motion_score(s, w, h));
+        let motion = self.model.motion.score(sad, w, h);
         Ok(frame_features(plan, &sums, motion))
     }
 }
@@ -262,6 +266,6 @@ impl CudaFrames for Vmaf {
 impl Restart for Vmaf {
     /// The next pair's motion is measured against nothing (a new sequence).
     fn restart(&mut self) {
-        self.has_previous = false;
+        self.held = 0;
     }
 }

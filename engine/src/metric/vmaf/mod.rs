@@ -1,16 +1,17 @@
-//! VMAF (libvmaf v3.1.0): the integer VIF, ADM and motion features (kernel side:
+//! VMAF (libvmaf 3.2.0): the integer VIF, ADM and motion features (kernel side:
 //! `gpumetrics_kernels::vmaf`, integer sums that are equal on the CPU and the GPU), the
 //! float steps from those sums to libvmaf's feature values (here, once), and the model's
 //! prediction ([`model`]).
 //!
-//! Motion is temporal: a pair's motion2 is min(motion to the previous reference frame,
-//! motion to the next one), so the metric is a [`Window`] of lag 1 over each pair's
-//! features (`super::temporal` holds the pairs; the last of a sequence keeps its own
-//! motion, as libvmaf).
+//! Motion is temporal: a pair's motion2 is min(its motion score, the next pair's), and
+//! motion3 blends it (and averages it with the previous pair's for the HFR models), so the
+//! metric is a [`Window`] over each pair's features, of lag 1 (2 with the five-frame window
+//! of the HFR models; `super::temporal` holds the pairs; [`motion`] says how).
 
 mod cpu;
 mod cuda;
 pub mod model;
+mod motion;
 
 use std::sync::Arc;
 
@@ -51,8 +52,9 @@ const MODEL: OptionSpec = OptionSpec {
 const FEATURES: OptionSpec = OptionSpec {
     name: "vmaf-features",
     nick: "VMAF features",
-    doc: "With vmaf: also report the elementary features vmaf-adm2, vmaf-adm-scale0..3, \
-          vmaf-vif-scale0..3, vmaf-motion2",
+    doc: "With vmaf: also report the model's elementary features: vmaf-adm2, \
+          vmaf-adm-scale0..3, vmaf-vif-scale0..3, vmaf-motion2 for the v0 models; \
+          vmaf-cambi, vmaf-speed-chroma-uv, vmaf-adm3, vmaf-aim, vmaf-motion3 for the v1 models",
     kind: OptionKind::Bool { default: false },
 };
 
@@ -67,7 +69,7 @@ fn configure(o: &Options) -> Result<super::Settings, EngineError> {
     }))
 }
 
-/// The feature fields, in record order.
+/// The feature fields of the v0 models, in record order.
 pub const FEATURE_FIELDS: [&str; 10] = [
     "vmaf-adm2",
     "vmaf-adm-scale0",
@@ -81,13 +83,22 @@ pub const FEATURE_FIELDS: [&str; 10] = [
     "vmaf-motion2",
 ];
 
+/// The feature fields of the v1 models, in record order.
+pub const V1_FEATURE_FIELDS: [&str; 5] = [
+    "vmaf-cambi",
+    "vmaf-speed-chroma-uv",
+    "vmaf-adm3",
+    "vmaf-aim",
+    "vmaf-motion3",
+];
+
 /// A feature field.
 const fn feature(name: &'static str) -> Field {
     Field::new(name, "VMAF features").decimals(5).harmonic()
 }
 
 /// `vmaf`, then the features with `vmaf-features`, in record order.
-const FIELDS: [Field; 11] = [
+const FIELDS: [Field; 16] = [
     Field::new("vmaf", "VMAF (0..100)").harmonic(),
     feature(FEATURE_FIELDS[0]),
     feature(FEATURE_FIELDS[1]),
@@ -99,13 +110,19 @@ const FIELDS: [Field; 11] = [
     feature(FEATURE_FIELDS[7]),
     feature(FEATURE_FIELDS[8]),
     feature(FEATURE_FIELDS[9]),
+    feature(V1_FEATURE_FIELDS[0]),
+    feature(V1_FEATURE_FIELDS[1]),
+    feature(V1_FEATURE_FIELDS[2]),
+    feature(V1_FEATURE_FIELDS[3]),
+    feature(V1_FEATURE_FIELDS[4]),
 ];
 
 pub(crate) const ENTRY: Entry = Entry {
     provides: &[Info {
         flag: MetricSet::VMAF,
         name: "vmaf",
-        description: "VMAF (libvmaf 3.1.0 integer features and model; luma; holds one pair back)",
+        description: "VMAF (libvmaf 3.2.0 integer features and models, v0 and v1; holds one pair \
+                      back, two for the HFR models)",
         fields: &FIELDS,
     }],
     options: &[MODEL, FEATURES],
@@ -133,7 +150,7 @@ pub(crate) const ENTRY: Entry = Entry {
         let settings: &Settings = s.settings();
         (s.set.contains(MetricSet::VMAF) && fits(s.plan)).then(|| {
             let frames = cpu::Vmaf::new(s.plan, settings.model.clone());
-            Box::new(Temporal::new(settings.clone(), frames)) as Box<dyn super::CpuMetric>
+            Box::new(Temporal::new(Scorer::new(settings), frames)) as Box<dyn super::CpuMetric>
         })
     },
     reference: Reference::Full,
@@ -143,7 +160,7 @@ pub(crate) const ENTRY: Entry = Entry {
             return Ok(None);
         }
         let frames = cuda::Vmaf::new(gpu, s.plan, settings.model.clone())?;
-        Ok(Some(Box::new(Temporal::new(settings.clone(), frames))))
+        Ok(Some(Box::new(Temporal::new(Scorer::new(settings), frames))))
     },
 };
 
@@ -173,8 +190,15 @@ pub(crate) struct Frame {
     pub adm2: f64,
     pub adm_scale: [f64; 4],
     pub vif_scale: [f64; 4],
-    /// motion to the previous reference frame (0 for the first).
+    /// The motion score: to the previous reference frame, or the one before it with the
+    /// five-frame window (0 without one).
     pub motion: f64,
+    /// ADM's v1 outputs.
+    pub adm3: f64,
+    pub aim: f64,
+    /// CAMBI of the distorted frame and SpEED chroma, for the models that read them.
+    pub cambi: f64,
+    pub speed_chroma_uv: f64,
 }
 
 /// Sizes of the four VIF scales and the four ADM band levels of a w×h frame.
@@ -304,11 +328,6 @@ fn adm_scale_num_den(scale: usize, w: u32, h: u32, s: &[i64; 6]) -> (f32, f32) {
     (num, den)
 }
 
-/// libvmaf's motion score of a SAD between two blurred w×h frames.
-pub(crate) fn motion_score(sad: u64, w: u32, h: u32) -> f64 {
-    ((sad as f64 / 256.0) as f32 / (w * h) as f32) as f64
-}
-
 /// A pair's features (motion aside) from its sums.
 pub(crate) fn frame_features(plan: &Plan, sums: &Sums, motion: f64) -> Frame {
     let (w, h) = (plan.reference.width, plan.reference.height);
@@ -333,13 +352,18 @@ pub(crate) fn frame_features(plan: &Plan, sums: &Sums, motion: f64) -> Frame {
     f
 }
 
-/// Appends a pair's fields, given its motion2.
-fn push_fields(opts: &Settings, f: &Frame, motion2: f64, scores: &mut Scores) {
+/// Appends a pair's fields, given its motion2 and motion3.
+fn push_fields(opts: &Settings, f: &Frame, motion2: f64, motion3: f64, scores: &mut Scores) {
     let value = |feature: Feature| match feature {
         Feature::Adm2 => f.adm2,
         Feature::AdmScale(k) => f.adm_scale[k],
+        Feature::Adm3 => f.adm3,
+        Feature::Aim => f.aim,
         Feature::VifScale(k) => f.vif_scale[k],
         Feature::Motion2 => motion2,
+        Feature::Motion3 => motion3,
+        Feature::Cambi => f.cambi,
+        Feature::SpeedChromaUv => f.speed_chroma_uv,
     };
     let inputs: Vec<f64> = opts
         .model
@@ -349,36 +373,70 @@ fn push_fields(opts: &Settings, f: &Frame, motion2: f64, scores: &mut Scores) {
         .collect();
     scores.push("vmaf", opts.model.predict(&inputs));
     if opts.features {
-        let values = [
-            f.adm2,
-            f.adm_scale[0],
-            f.adm_scale[1],
-            f.adm_scale[2],
-            f.adm_scale[3],
-            f.vif_scale[0],
-            f.vif_scale[1],
-            f.vif_scale[2],
-            f.vif_scale[3],
-            motion2,
-        ];
-        for (name, v) in FEATURE_FIELDS.iter().zip(values) {
-            scores.push(name, v);
+        let (v0, v1) = opts.model.generations();
+        if v0 {
+            let values = [
+                f.adm2,
+                f.adm_scale[0],
+                f.adm_scale[1],
+                f.adm_scale[2],
+                f.adm_scale[3],
+                f.vif_scale[0],
+                f.vif_scale[1],
+                f.vif_scale[2],
+                f.vif_scale[3],
+                motion2,
+            ];
+            for (name, v) in FEATURE_FIELDS.iter().zip(values) {
+                scores.push(name, v);
+            }
+        }
+        if v1 {
+            let values = [f.cambi, f.speed_chroma_uv, f.adm3, f.aim, motion3];
+            for (name, v) in V1_FEATURE_FIELDS.iter().zip(values) {
+                scores.push(name, v);
+            }
         }
     }
 }
 
-/// Motion is temporal: a pair's motion2 is min(its motion to the previous reference frame,
-/// the next pair's), and the last pair of a sequence keeps its own (as libvmaf).
-impl Window for Settings {
-    type Frame = Frame;
-    const LAG: usize = 1;
+/// The metric's [`Window`]: a pair's fields from its features and its neighbours' motion
+/// scores, with motion's state across the pairs of a sequence.
+pub(crate) struct Scorer {
+    settings: Settings,
+    motion: motion::Motion,
+}
 
-    fn fields(&self, _: &Plan, f: &Frame, following: &[Frame], out: &mut Scores) {
-        let motion2 = match following.first() {
-            Some(next) if next.motion < f.motion => next.motion,
-            _ => f.motion,
-        };
-        push_fields(self, f, motion2, out);
+impl Scorer {
+    fn new(settings: &Settings) -> Scorer {
+        Scorer {
+            settings: settings.clone(),
+            motion: motion::Motion::default(),
+        }
+    }
+}
+
+impl Window for Scorer {
+    type Frame = Frame;
+
+    fn lag(&self) -> usize {
+        self.settings.model.motion.lag()
+    }
+
+    fn fields(&mut self, _: &Plan, f: &Frame, following: &[Frame], out: &mut Scores) {
+        let mut next = [0.0; 2];
+        let n = following.len().min(next.len());
+        for (slot, g) in next.iter_mut().zip(following) {
+            *slot = g.motion;
+        }
+        let (motion2, motion3) =
+            self.motion
+                .next(&self.settings.model.motion, f.motion, &next[..n]);
+        push_fields(&self.settings, f, motion2, motion3, out);
+    }
+
+    fn restart(&mut self) {
+        self.motion.restart();
     }
 }
 
@@ -421,6 +479,8 @@ mod tests {
             model: Model::default_model(),
             features: true,
         };
+        let mut scorer = Scorer::new(&settings);
+        assert_eq!(scorer.lag(), 1);
         let frame = |m| Frame {
             motion: m,
             ..Default::default()
@@ -430,10 +490,16 @@ mod tests {
             .map(|i| {
                 let mut s = Scores::new();
                 let following = &motions[i + 1..(i + 2).min(motions.len())];
-                settings.fields(&plan, &motions[i], following, &mut s);
+                scorer.fields(&plan, &motions[i], following, &mut s);
+                assert_eq!(s.get("vmaf-motion3"), None, "a v0 model");
                 s.get("vmaf-motion2").unwrap()
             })
             .collect();
         assert_eq!(out, [0.0, 3.0, 3.0, 4.0]);
+        // A new sequence starts from pair 0 again.
+        scorer.restart();
+        let mut s = Scores::new();
+        scorer.fields(&plan, &motions[1], &motions[2..3], &mut s);
+        assert_eq!(s.get("vmaf-motion2"), Some(0.0));
     }
 }

@@ -9,10 +9,13 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
-/// The built-in models (libvmaf v3.1.0's `model/` files, BSD-2-Clause-Patent: see
-/// `engine/models/LICENSE`).
+use super::motion::MotionOptions;
+
+/// The built-in models (libvmaf 3.2.0's `model/` files, BSD-2-Clause-Patent: see
+/// `engine/models/LICENSE`): the v0 family, and the v1 models (`vmaf_v1.0.16/` and the
+/// high-frame-rate `vmaf_v1.0.16_hfr/`), each named as libvmaf names it.
 pub const BUILT_IN: &[(&str, &str)] = &[
     (
         "vmaf_v0.6.1",
@@ -26,30 +29,94 @@ pub const BUILT_IN: &[(&str, &str)] = &[
         "vmaf_4k_v0.6.1",
         include_str!("../../../models/vmaf_4k_v0.6.1.json"),
     ),
+    (
+        "vmaf_v1.0.16_3d0h",
+        include_str!("../../../models/vmaf_v1.0.16_3d0h.json"),
+    ),
+    (
+        "vmaf_v1.0.16_5d0h",
+        include_str!("../../../models/vmaf_v1.0.16_5d0h.json"),
+    ),
+    (
+        "vmaf_v1.0.16_1d5h_2160",
+        include_str!("../../../models/vmaf_v1.0.16_1d5h_2160.json"),
+    ),
+    (
+        "vmaf_v1.0.16_3d0h_2160",
+        include_str!("../../../models/vmaf_v1.0.16_3d0h_2160.json"),
+    ),
+    (
+        "vmaf_v1.0.16_hfr_3d0h",
+        include_str!("../../../models/vmaf_v1.0.16_hfr_3d0h.json"),
+    ),
+    (
+        "vmaf_v1.0.16_hfr_5d0h",
+        include_str!("../../../models/vmaf_v1.0.16_hfr_5d0h.json"),
+    ),
+    (
+        "vmaf_v1.0.16_hfr_1d5h_2160",
+        include_str!("../../../models/vmaf_v1.0.16_hfr_1d5h_2160.json"),
+    ),
+    (
+        "vmaf_v1.0.16_hfr_3d0h_2160",
+        include_str!("../../../models/vmaf_v1.0.16_hfr_3d0h_2160.json"),
+    ),
 ];
 
 /// The default model.
 pub const DEFAULT_MODEL: &str = "vmaf_v0.6.1";
 
-/// An elementary feature this engine computes (libvmaf's integer extractors).
+/// An elementary feature this engine computes (libvmaf's integer extractors, and CAMBI and
+/// SpEED chroma for the v1 models).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Feature {
     Adm2,
     AdmScale(usize),
+    /// ADM's v1 output: adm2 and aim blended by `adm_dlm_weight`.
+    Adm3,
+    /// ADM's additive impairment measure.
+    Aim,
     Motion2,
+    /// motion2 blended, clipped and (for the HFR models) averaged.
+    Motion3,
     VifScale(usize),
+    /// CAMBI's banding index of the distorted frame.
+    Cambi,
+    /// SpEED's chroma (U and V) score.
+    SpeedChromaUv,
+}
+
+/// The libvmaf feature extractor that computes a feature: features of one extractor share
+/// its options.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Extractor {
+    Adm,
+    Vif,
+    Motion,
+    Cambi,
+    Speed,
 }
 
 impl Feature {
     /// From a libvmaf feature name (the model's `feature_names`, or its alias).
     pub fn from_name(name: &str) -> Option<Feature> {
+        match name {
+            "Cambi_feature_cambi_score" | "cambi" => return Some(Feature::Cambi),
+            "Speed_chroma_feature_speed_chroma_uv_score" | "speed_chroma_uv" => {
+                return Some(Feature::SpeedChromaUv);
+            }
+            _ => {}
+        }
         let name = name
             .strip_prefix("VMAF_integer_feature_")
             .map(|s| s.strip_suffix("_score").unwrap_or(s))
             .or_else(|| name.strip_prefix("integer_"))?;
         Some(match name {
             "adm2" => Feature::Adm2,
+            "adm3" => Feature::Adm3,
+            "aim" => Feature::Aim,
             "motion2" => Feature::Motion2,
+            "motion3" => Feature::Motion3,
             _ => {
                 if let Some(k) = name.strip_prefix("vif_scale") {
                     Feature::VifScale(scale_index(k)?)
@@ -60,6 +127,17 @@ impl Feature {
                 }
             }
         })
+    }
+
+    /// The extractor that computes it.
+    pub fn extractor(self) -> Extractor {
+        match self {
+            Feature::Adm2 | Feature::AdmScale(_) | Feature::Adm3 | Feature::Aim => Extractor::Adm,
+            Feature::Motion2 | Feature::Motion3 => Extractor::Motion,
+            Feature::VifScale(_) => Extractor::Vif,
+            Feature::Cambi => Extractor::Cambi,
+            Feature::SpeedChromaUv => Extractor::Speed,
+        }
     }
 }
 
@@ -101,6 +179,16 @@ pub struct Model {
     /// libvmaf's `adm_enhn_gain_limit` and `vif_enhn_gain_limit` for this model's features.
     pub adm_gain_limit: f64,
     pub vif_gain_limit: f64,
+    /// The motion extractor's options.
+    pub(crate) motion: MotionOptions,
+    /// The options of the ADM, CAMBI and SpEED extractors as the model gives them (each
+    /// extractor's settings parse their own).
+    pub(crate) adm_options: Map<String, Value>,
+    pub(crate) cambi_options: Map<String, Value>,
+    pub(crate) speed_options: Map<String, Value>,
+    /// libvmaf's `chroma_correction_parameter`: a frame whose SpEED chroma score is 0 gets
+    /// `c·(1 − adm3)` instead.
+    chroma_correction: Option<f64>,
     linear_rescale: bool,
     slope: f64,
     intercept: f64,
@@ -124,7 +212,7 @@ fn number(v: &Value, name: &str, what: &str) -> Result<f64, String> {
 }
 
 impl Model {
-    /// A built-in model by name (`vmaf_v0.6.1`, `vmaf_v0.6.1neg`, `vmaf_4k_v0.6.1`).
+    /// A built-in model by name ([`BUILT_IN`]).
     pub fn built_in(name: &str) -> Option<Arc<Model>> {
         static MODELS: OnceLock<Vec<Arc<Model>>> = OnceLock::new();
         let models = MODELS.get_or_init(|| {
@@ -223,9 +311,10 @@ impl Model {
                 "slopes/intercepts need one value per feature plus one",
             ));
         }
-        let mut adm_gain = None;
-        let mut vif_gain = None;
         let opts = get("feature_opts_dicts").and_then(Value::as_array);
+        // Each extractor's options, from the first of its features that gives them: libvmaf
+        // would run one extractor per distinct set, which this engine does not.
+        let mut extractors: HashMap<Extractor, Map<String, Value>> = HashMap::new();
         let mut features = Vec::new();
         for (i, n) in names.iter().enumerate() {
             let feature = Feature::from_name(n).ok_or_else(|| {
@@ -233,58 +322,26 @@ impl Model {
                     name,
                     format!(
                         "feature {n} is not computed here (gpumetrics computes libvmaf's integer \
-                         features: adm2, adm_scale0..3, vif_scale0..3, motion2)"
+                         features adm2, adm3, aim, adm_scale0..3, vif_scale0..3, motion2, motion3, \
+                         and cambi and speed_chroma_uv)"
                     ),
                 )
             })?;
-            let (mut adm, mut vif) = (DEFAULT_GAIN_LIMIT, DEFAULT_GAIN_LIMIT);
-            if let Some(o) = opts.and_then(|o| o.get(i)).and_then(Value::as_object) {
-                for (k, v) in o {
-                    match k.as_str() {
-                        "adm_enhn_gain_limit" | "egl"
-                            if matches!(feature, Feature::Adm2 | Feature::AdmScale(_)) =>
-                        {
-                            adm = number(v, name, k)?
-                        }
-                        "vif_enhn_gain_limit" | "egl"
-                            if matches!(feature, Feature::VifScale(_)) =>
-                        {
-                            vif = number(v, name, k)?
-                        }
-                        _ => {
-                            return Err(err(
-                                name,
-                                format!("feature option {k} of {n} is not supported"),
-                            ));
-                        }
-                    }
-                }
-            }
-            for (slot, v, ok) in [
-                (
-                    &mut adm_gain,
-                    adm,
-                    matches!(feature, Feature::Adm2 | Feature::AdmScale(_)),
-                ),
-                (&mut vif_gain, vif, matches!(feature, Feature::VifScale(_))),
-            ] {
-                if !ok {
-                    continue;
-                }
-                if !(1.0..=DEFAULT_GAIN_LIMIT).contains(&v) {
+            let o = opts
+                .and_then(|o| o.get(i))
+                .and_then(Value::as_object)
+                .cloned()
+                .unwrap_or_default();
+            match extractors.get(&feature.extractor()) {
+                Some(prev) if *prev != o => {
                     return Err(err(
                         name,
-                        format!("enhancement gain limit {v} is outside 1..=100"),
+                        "features of one extractor with different options",
                     ));
                 }
-                match *slot {
-                    Some(prev) if prev != v => {
-                        return Err(err(
-                            name,
-                            "features of one extractor with different options",
-                        ));
-                    }
-                    _ => *slot = Some(v),
+                Some(_) => {}
+                None => {
+                    extractors.insert(feature.extractor(), o);
                 }
             }
             features.push(ModelFeature {
@@ -293,6 +350,52 @@ impl Model {
                 intercept: intercepts.get(i + 1).copied().unwrap_or(0.0),
             });
         }
+        let mut take = |e: Extractor| extractors.remove(&e).unwrap_or_default();
+        let gain_limit = |o: &Map<String, Value>, key: &str| -> Result<f64, String> {
+            let mut v = DEFAULT_GAIN_LIMIT;
+            for (k, x) in o {
+                if k == key || k == "egl" {
+                    v = number(x, name, k)?;
+                }
+            }
+            if !(1.0..=DEFAULT_GAIN_LIMIT).contains(&v) {
+                return Err(err(
+                    name,
+                    format!("enhancement gain limit {v} is outside 1..=100"),
+                ));
+            }
+            Ok(v)
+        };
+        let adm_options = take(Extractor::Adm);
+        let adm_gain_limit = gain_limit(&adm_options, "adm_enhn_gain_limit")?;
+        let vif = take(Extractor::Vif);
+        let vif_gain_limit = gain_limit(&vif, "vif_enhn_gain_limit")?;
+        if let Some(k) = vif
+            .keys()
+            .find(|k| *k != "vif_enhn_gain_limit" && *k != "egl")
+        {
+            return Err(err(
+                name,
+                format!("feature option {k} of VIF is not supported"),
+            ));
+        }
+        let mut motion = MotionOptions::default();
+        for (k, v) in take(Extractor::Motion) {
+            match motion.set(&k, &v) {
+                Ok(true) => {}
+                Ok(false) => {
+                    return Err(err(
+                        name,
+                        format!("feature option {k} of motion is not supported"),
+                    ));
+                }
+                Err(why) => return Err(err(name, why)),
+            }
+        }
+        let chroma_correction = match get("chroma_correction_parameter") {
+            None | Some(Value::Null) => None,
+            Some(v) => Some(number(v, name, "chroma_correction_parameter")?),
+        };
         let clip = match get("score_clip") {
             None => None,
             Some(v) => {
@@ -343,8 +446,13 @@ impl Model {
         Ok(Model {
             name: name.to_string(),
             features,
-            adm_gain_limit: adm_gain.unwrap_or(DEFAULT_GAIN_LIMIT),
-            vif_gain_limit: vif_gain.unwrap_or(DEFAULT_GAIN_LIMIT),
+            adm_gain_limit,
+            vif_gain_limit,
+            motion,
+            adm_options,
+            cambi_options: take(Extractor::Cambi),
+            speed_options: take(Extractor::Speed),
+            chroma_correction,
             linear_rescale,
             slope: slopes.first().copied().unwrap_or(1.0),
             intercept: intercepts.first().copied().unwrap_or(0.0),
@@ -359,18 +467,15 @@ impl Model {
     /// The score of one frame from its features, in the model's feature order.
     pub fn predict(&self, features: &[f64]) -> f64 {
         debug_assert_eq!(features.len(), self.features.len());
-        let x: Vec<f64> = self
+        let mut x: Vec<f64> = self
             .features
             .iter()
             .zip(features)
-            .map(|(f, &v)| {
-                if self.linear_rescale {
-                    f.slope * v + f.intercept
-                } else {
-                    v
-                }
-            })
+            .map(|(f, &v)| self.normalise(f, v))
             .collect();
+        if let Some(c) = self.chroma_correction {
+            self.correct_chroma(c, &mut x);
+        }
         let mut sum = 0.0;
         for sv in &self.svs {
             sum += sv.coef * (-self.gamma * rbf_distance(&x, &sv.nodes)).exp();
@@ -389,6 +494,68 @@ impl Model {
             y = if y > hi { hi } else { y };
         }
         y
+    }
+
+    /// Whether the model reads features of the v0 models (adm2, the ADM and VIF scales,
+    /// motion2) and of the v1 models (adm3, aim, motion3, CAMBI, SpEED chroma).
+    pub fn generations(&self) -> (bool, bool) {
+        let v1 = |f: &ModelFeature| {
+            matches!(
+                f.feature,
+                Feature::Adm3
+                    | Feature::Aim
+                    | Feature::Motion3
+                    | Feature::Cambi
+                    | Feature::SpeedChromaUv
+            )
+        };
+        (
+            self.features.iter().any(|f| !v1(f)),
+            self.features.iter().any(v1),
+        )
+    }
+
+    /// Whether it reads `feature`.
+    pub fn reads(&self, feature: Feature) -> bool {
+        self.features.iter().any(|f| f.feature == feature)
+    }
+
+    /// Whether it reads a VIF scale (the v1 models do not: VIF is then skipped).
+    pub fn reads_vif(&self) -> bool {
+        self.features
+            .iter()
+            .any(|f| matches!(f.feature, Feature::VifScale(_)))
+    }
+
+    fn normalise(&self, f: &ModelFeature, v: f64) -> f64 {
+        if self.linear_rescale {
+            f.slope * v + f.intercept
+        } else {
+            v
+        }
+    }
+
+    fn denormalise(&self, f: &ModelFeature, v: f64) -> f64 {
+        if self.linear_rescale {
+            (v - f.intercept) / f.slope
+        } else {
+            v
+        }
+    }
+
+    /// libvmaf's chroma-from-luma step on the normalised inputs: where SpEED chroma is
+    /// exactly 0 (after the round trip through the normalisation, as libvmaf compares it),
+    /// it is replaced by `c − c·adm3` (adm3 likewise round-tripped), normalised again.
+    fn correct_chroma(&self, c: f64, x: &mut [f64]) {
+        let find = |want: Feature| self.features.iter().position(|f| f.feature == want);
+        let (Some(adm3), Some(chroma)) = (find(Feature::Adm3), find(Feature::SpeedChromaUv)) else {
+            return;
+        };
+        if self.denormalise(&self.features[chroma], x[chroma]) != 0.0 {
+            return;
+        }
+        let guide = self.denormalise(&self.features[adm3], x[adm3]);
+        x[chroma] = self.normalise(&self.features[chroma], -c * guide + c);
     }
 }
 

@@ -54,18 +54,19 @@ gpumetrics_device::kernel! {
     /// threads per band row (grid.x = rows).
     pub unsafe fn vmaf_adm_rows(s: Scale, out: *mut u64) => adm_rows;
 
-    /// The vertical blur pass of `src` (`bpc`-bit) into `tmp`. `TILE`×`TILE` threads, grid
-    /// covering the frame.
-    pub unsafe fn vmaf_motion_blur_y(src: Plane, tmp: Plane, bpc: u32) => motion_blur_y;
+    /// The vertical blur pass of `previous − current` (`bpc`-bit) into the `i32` plane
+    /// `tmp`. `TILE`×`TILE` threads, grid covering the frame.
+    pub unsafe fn vmaf_motion_diff_y(
+        previous: Plane,
+        current: Plane,
+        tmp: Plane,
+        bpc: u32,
+    ) => motion_diff_y;
 
-    /// The horizontal blur pass of `tmp` into `out`. `TILE`×`TILE` threads, grid covering
-    /// the frame.
-    pub unsafe fn vmaf_motion_blur_x(tmp: Plane, out: Plane) => motion_blur_x;
-
-    /// Adds the SAD of `a` and `b` to `*out`. One block of `ROW_BLOCK` threads per row
-    /// (grid.x = rows): each thread sums a strided share of the row in 32 bits, which adds
-    /// up to libvmaf's row sum modulo 2^32 as well.
-    pub unsafe fn vmaf_motion_sad(a: Plane, b: Plane, out: *mut u64) => motion_sad;
+    /// Adds the SAD of the horizontal pass over `tmp` to `*out`. One block of `ROW_BLOCK`
+    /// threads per row (grid.x = rows): each thread sums a strided share of the row in 32
+    /// bits, which adds up to libvmaf's row sum modulo 2^32 as well.
+    pub unsafe fn vmaf_motion_sad(tmp: Plane, out: *mut u64) => motion_sad;
 }
 
 /// The body of `vmaf_load`.
@@ -221,40 +222,28 @@ unsafe fn adm_rows(s: Scale, out: *mut u64) {
     }
 }
 
-/// The body of `vmaf_motion_blur_y`.
+/// The body of `vmaf_motion_diff_y`.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
-unsafe fn motion_blur_y(src: Plane, tmp: Plane, bpc: u32) {
+unsafe fn motion_diff_y(previous: Plane, current: Plane, tmp: Plane, bpc: u32) {
     let x = dev::block_idx_x() * TILE + dev::thread_idx_x();
     let y = dev::block_idx_y() * TILE + dev::thread_idx_y();
-    if x < src.width && y < src.height {
-        unsafe { tmp.set::<u16>(x, y, motion::blur_y(&src, x, y, bpc)) };
-    }
-}
-
-/// The body of `vmaf_motion_blur_x`.
-#[cfg(target_arch = "nvptx64")]
-#[inline(always)]
-unsafe fn motion_blur_x(tmp: Plane, out: Plane) {
-    let x = dev::block_idx_x() * TILE + dev::thread_idx_x();
-    let y = dev::block_idx_y() * TILE + dev::thread_idx_y();
-    if x < tmp.width && y < tmp.height {
-        unsafe { out.set::<u16>(x, y, motion::blur_x(&tmp, x, y)) };
+    if x < current.width && y < current.height {
+        unsafe { tmp.set::<i32>(x, y, motion::diff_y(&previous, &current, x, y, bpc)) };
     }
 }
 
 /// The body of `vmaf_motion_sad`.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
-unsafe fn motion_sad(a: Plane, b: Plane, out: *mut u64) {
+unsafe fn motion_sad(tmp: Plane, out: *mut u64) {
     gpumetrics_device::shared!(static VMAF_SAD_WARPS: [u32; ROW_WARPS]);
     let y = dev::block_idx_x();
     let t = dev::thread_idx_x();
     let mut s = 0u32;
     let mut x = t;
-    while x < a.width {
-        let (p, q) = unsafe { (a.get::<u16>(x, y), b.get::<u16>(x, y)) };
-        s = s.wrapping_add(p.abs_diff(q) as u32);
+    while x < tmp.width {
+        s = s.wrapping_add(unsafe { motion::abs_x(&tmp, x, y) });
         x += ROW_BLOCK;
     }
     let mut delta = 16;
