@@ -114,25 +114,37 @@ score() {
             -m "version=$name:name=$name" --csv -o "$tmp/$name.csv" 2>"$tmp/v1.log"; then
             csvs+=("$tmp/$name.csv")
         else
-            echo "$pair: libvmaf refuses $name: $(grep -v WARNING "$tmp/v1.log" | head -n 1)"
-            grep -v WARNING "$tmp/v1.log" | head -n 1 | sed "s/^/$name /" >> "$out/${pair}_v1_refused.txt"
+            echo "$pair: libvmaf refuses $name: $(grep -v WARNING "$tmp/v1.log" | grep . | head -n 1)"
+            grep -v WARNING "$tmp/v1.log" | grep . | head -n 1 | sed "s/^/$name /" >> "$out/${pair}_v1_refused.txt"
         fi
     done
-    # The runs' columns side by side (a feature that several models read once).
+    # The runs side by side, one column per model and value: `<model>` (the score) and
+    # `<model>/<feature>` for the features it reads and their parts (libvmaf's own column
+    # names carry the extractor's non-default options instead of the model's name).
     [ ${#csvs[@]} -eq 0 ] || python3 - "$out/${pair}_v1.csv" "${csvs[@]}" <<'PY'
-import csv, sys
+import csv, os, sys
 out, rows, cols = sys.argv[1], None, []
+parts = ["cambi", "speed_chroma_u", "speed_chroma_v", "speed_chroma_uv", "integer_adm2",
+         "integer_aim", "integer_adm3", "integer_adm_scale0", "integer_adm_scale1",
+         "integer_adm_scale2", "integer_adm_scale3", "integer_motion2", "integer_motion3"]
 for path in sys.argv[2:]:
+    model = os.path.basename(path)[:-4]
     table = [r for r in csv.reader(open(path)) if r]
     head = [c for c in table[0] if c]
     body = [r[:len(head)] for r in table[1:]]
     if rows is None:
-        rows = [dict() for _ in body]
+        rows = [{"Frame": b[0]} for b in body]
+        cols.append("Frame")
     for c_i, c in enumerate(head):
-        if c not in cols:
-            cols.append(c)
-            for r, b in zip(rows, body):
-                r[c] = b[c_i]
+        name = model if c == model else next(
+            (f"{model}/{p}" for p in parts if c == p or c.startswith(p + "_")
+             and not any(c.startswith(q + "_") or c == q for q in parts if len(q) > len(p))),
+            None)
+        if name is None or name in cols:
+            continue
+        cols.append(name)
+        for r, b in zip(rows, body):
+            r[name] = b[c_i]
 with open(out, "w", newline="") as f:
     w = csv.writer(f)
     w.writerow(cols)

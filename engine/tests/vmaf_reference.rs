@@ -160,7 +160,11 @@ fn host(planes: &[Vec<u8>; 3], w: u32, bps: usize, s: u32) -> Frame<'_> {
 /// libvmaf's CSV: one map of column → value per frame.
 fn reference_values(pair: &str) -> Vec<HashMap<String, f64>> {
     let dir = exact_dir().unwrap_or_else(data);
-    let text = std::fs::read_to_string(dir.join(format!("{pair}.csv"))).unwrap();
+    read_csv(&dir.join(format!("{pair}.csv")))
+}
+
+fn read_csv(path: &Path) -> Vec<HashMap<String, f64>> {
+    let text = std::fs::read_to_string(path).unwrap();
     let mut lines = text.lines();
     let header: Vec<&str> = lines.next().unwrap().split(',').collect();
     lines
@@ -190,7 +194,8 @@ fn run(pair: &Pair, model: &str, refs: &[[Vec<u8>; 3]], dists: &[[Vec<u8>; 3]]) 
         ..Default::default()
     };
     let mut engine = Engine::new(&cfg, layout, layout).unwrap();
-    assert_eq!(engine.lag(), 1);
+    // motion2 waits for the next pair; the HFR models' five-frame window for two.
+    assert_eq!(engine.lag(), if model.contains("_hfr_") { 2 } else { 1 });
     let mut out = Vec::new();
     for (r, d) in refs.iter().zip(dists) {
         let rf = host(r, pair.width, bps, s);
@@ -315,6 +320,134 @@ fn vmaf_equals_libvmaf_on_real_clips() {
     println!("largest |engine - libvmaf| over all pairs (libvmaf prints 6 decimals):");
     for (k, d) in &overall {
         println!("  {k:32} {d:.2e}");
+    }
+    assert!(
+        failures.is_empty(),
+        "{} mismatches:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+/// The v1 models (libvmaf 3.2.0's names, its `<pair>_v1.csv` columns `<model>` and
+/// `<model>/<feature>`).
+const V1_MODELS: [&str; 8] = [
+    "vmaf_v1.0.16_3d0h",
+    "vmaf_v1.0.16_5d0h",
+    "vmaf_v1.0.16_1d5h_2160",
+    "vmaf_v1.0.16_3d0h_2160",
+    "vmaf_v1.0.16_hfr_3d0h",
+    "vmaf_v1.0.16_hfr_5d0h",
+    "vmaf_v1.0.16_hfr_1d5h_2160",
+    "vmaf_v1.0.16_hfr_3d0h_2160",
+];
+
+/// (our field, the feature's column after the model's name) of the v1 models.
+const V1_FEATURES: [(&str, &str); 5] = [
+    ("vmaf-cambi", "cambi"),
+    ("vmaf-speed-chroma-uv", "speed_chroma_uv"),
+    ("vmaf-adm3", "integer_adm3"),
+    ("vmaf-aim", "integer_aim"),
+    ("vmaf-motion3", "integer_motion3"),
+];
+
+/// The v1 models within 0.005 and their features within 1e-3 of libvmaf 3.2.0, on every
+/// pair and model libvmaf accepts; the sizes libvmaf refuses (`<pair>_v1_refused.txt`:
+/// SpEED's "image too small", CAMBI beyond 10 bits) are refused here too, with its reason.
+#[test]
+fn vmaf_v1_equals_libvmaf_on_real_clips() {
+    const V1_FEATURE_TOLERANCE: f64 = 1e-3;
+    let mut failures = Vec::new();
+    let mut overall = [0.0f64; 6];
+    for pair in pairs() {
+        let refused = std::fs::read_to_string(data().join(format!("{}_v1_refused.txt", pair.name)))
+            .unwrap_or_default();
+        let csv = data().join(format!("{}_v1.csv", pair.name));
+        let expected = if csv.exists() {
+            read_csv(&csv)
+        } else {
+            Vec::new()
+        };
+        let (format, _, _) = layout_of(&pair.pix_fmt);
+        let layout = FrameLayout {
+            format,
+            width: pair.width,
+            height: pair.height,
+        };
+        let mut decoded = None;
+        for model in V1_MODELS {
+            if let Some(line) = refused.lines().find(|l| l.split(' ').next() == Some(model)) {
+                let cfg = EngineConfig {
+                    metrics: MetricSet::VMAF,
+                    backend: backend(),
+                    options: common::vmaf_options(model),
+                    ..Default::default()
+                };
+                match Engine::new(&cfg, layout, layout) {
+                    Ok(_) => failures.push(format!(
+                        "{} {model}: libvmaf refuses it ({line}), the engine does not",
+                        pair.name
+                    )),
+                    Err(e) => println!("{:28} {model:28} refused as libvmaf: {e}", pair.name),
+                }
+                continue;
+            }
+            if expected.is_empty() || !expected[0].contains_key(model) {
+                continue;
+            }
+            let (refs, dists) = decoded.get_or_insert_with(|| {
+                (
+                    decode(&pair.reference, pair.width, pair.height, &pair.pix_fmt),
+                    decode(&pair.distorted, pair.width, pair.height, &pair.pix_fmt),
+                )
+            });
+            let got = run(&pair, model, refs, dists);
+            assert_eq!(got.len(), expected.len(), "{} {model}", pair.name);
+            let mut worst = [0.0f64; 6];
+            for (i, (g, e)) in got.iter().zip(&expected).enumerate() {
+                let mut check = |k: usize, field: &str, col: &str, tol: f64| {
+                    let (g, e) = (g.get(field), e[col]);
+                    let d = g.map_or(f64::NAN, |g| (g - e).abs());
+                    worst[k] = worst[k].max(d);
+                    if d.is_nan() || d > tol {
+                        failures.push(format!(
+                            "{} {model} frame {i} {field}: {g:?} vs libvmaf {e}",
+                            pair.name
+                        ));
+                    }
+                };
+                check(0, "vmaf", model, VMAF_TOLERANCE);
+                for (k, (field, col)) in V1_FEATURES.iter().enumerate() {
+                    check(
+                        k + 1,
+                        field,
+                        &format!("{model}/{col}"),
+                        V1_FEATURE_TOLERANCE,
+                    );
+                }
+            }
+            println!(
+                "{:28} {model:28} vmaf {:.1e} | {}",
+                pair.name,
+                worst[0],
+                V1_FEATURES
+                    .iter()
+                    .zip(&worst[1..])
+                    .map(|((f, _), d)| format!("{} {d:.1e}", &f[5..]))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            );
+            for (o, w) in overall.iter_mut().zip(worst) {
+                *o = o.max(w);
+            }
+        }
+    }
+    println!(
+        "largest |engine - libvmaf| over all v1 pairs and models: vmaf {:.2e}",
+        overall[0]
+    );
+    for ((f, _), d) in V1_FEATURES.iter().zip(&overall[1..]) {
+        println!("  {f:24} {d:.2e}");
     }
     assert!(
         failures.is_empty(),
