@@ -28,7 +28,7 @@
 # Needs ffmpeg with libx264, libx265 and ffv1, python3 (and meson/ninja to build libvmaf).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
-out="$root/tests/data/vmaf"
+out="${OUT:-$root/tests/data/vmaf}"
 src="$root/tests/data/ssimulacra2/natural.jpg"
 mkdir -p "$out"
 

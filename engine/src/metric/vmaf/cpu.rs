@@ -100,9 +100,10 @@ impl Vmaf {
         let bpc = luma_bpc(plan);
         let mut sums = Sums::default();
 
-        // VIF.
+        // VIF, for the models that read it (not the v1 models).
+        let vif_scales = if self.model.generations().0 { 4 } else { 0 };
         let vs = vif_sizes(w, h);
-        for scale in 0..4 {
+        for scale in 0..vif_scales {
             let (sw, sh) = vs[scale];
             let (r, d) = if scale == 0 {
                 (&self.luma[0], &self.luma[1])

@@ -153,7 +153,9 @@ impl Vmaf {
                 self.luma[0],
                 self.luma[1],
             )?;
-            for (scale, &(sw, sh)) in vs.iter().enumerate() {
+            // VIF, for the models that read it (not the v1 models).
+            let vif_scales = if self.model.generations().0 { 4 } else { 0 };
+            for (scale, &(sw, sh)) in vs.iter().enumerate().take(vif_scales) {
                 let [r, d] = if scale == 0 {
                     self.luma
                 } else {
