@@ -41,8 +41,10 @@ pub(crate) struct Settings {
 const MODEL: OptionSpec = OptionSpec {
     name: "vmaf-model",
     nick: "VMAF model",
-    doc: "VMAF model: vmaf_v0.6.1 (default), vmaf_v0.6.1neg, vmaf_4k_v0.6.1, or the path of a \
-          libvmaf JSON model file",
+    doc: "VMAF model: vmaf_v0.6.1 (default), vmaf_v0.6.1neg, vmaf_4k_v0.6.1; VMAF v1: \
+          vmaf_v1.0.16_3d0h (1080p at 3H), vmaf_v1.0.16_5d0h (phone), vmaf_v1.0.16_1d5h_2160 \
+          (4K at 1.5H), vmaf_v1.0.16_3d0h_2160 (4K at 3H, 0..110), and the same four as \
+          vmaf_v1.0.16_hfr_* for high frame rates; or the path of a libvmaf JSON model file",
     kind: OptionKind::Text {
         default: model::DEFAULT_MODEL,
     },

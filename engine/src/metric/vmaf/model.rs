@@ -1,4 +1,4 @@
-//! libvmaf JSON models (`model_dict`) and their prediction, as libvmaf v3.1.0 reads and
+//! libvmaf JSON models (`model_dict`) and their prediction, as libvmaf 3.2.0 reads and
 //! evaluates them (`read_json_model.c`, `predict.c`, `svm.cpp`): feature normalisation
 //! (linear rescale), libsvm ν-SVR with an RBF kernel, denormalisation, the optional score
 //! transform (only when the model says `"enabled": true`, as libvmaf's default), clipping.
