@@ -8,7 +8,8 @@
 //! Rows: every metric alone, `all`; the no-reference metrics also on one input alone
 //! (`inputs` = dist: frames/s), and together (`no-reference`); `full-reference` (every
 //! metric that needs the reference) and `full-reference+M` for each no-reference metric M,
-//! which show what M adds to a comparison.
+//! which show what M adds to a comparison; `vmaf <model>` rows for VMAF's v1 models (at 8
+//! and, as Netflix recommends measuring v1, 10 bits).
 
 use std::time::{Duration, Instant};
 
@@ -59,18 +60,33 @@ struct I420 {
 
 impl I420 {
     fn new(width: u32, height: u32, seed: u64) -> I420 {
+        Self::with_depth(width, height, seed, 8)
+    }
+
+    /// I420 (8 bits) or I420_10LE (10: the noise masked to 10 bits).
+    fn with_depth(width: u32, height: u32, seed: u64, depth: u32) -> I420 {
         let (w, h) = (width as usize, height as usize);
         let (cw, ch) = (w.div_ceil(2), h.div_ceil(2));
-        let data = pattern(w * h + 2 * cw * ch, seed);
+        let bps = if depth > 8 { 2 } else { 1 };
+        let mut data = pattern((w * h + 2 * cw * ch) * bps, seed);
+        if bps == 2 {
+            for v in data.chunks_mut(2) {
+                v[1] &= 0x03;
+            }
+        }
         I420 {
             layout: FrameLayout {
-                format: PixelFormat::I420,
+                format: if bps == 2 {
+                    PixelFormat::I420_10Le
+                } else {
+                    PixelFormat::I420
+                },
                 width,
                 height,
             },
             data,
-            offsets: [0, w * h, w * h + cw * ch],
-            strides: [w, cw, cw],
+            offsets: [0, w * h * bps, (w * h + cw * ch) * bps],
+            strides: [w * bps, cw * bps, cw * bps],
         }
     }
 
@@ -130,43 +146,72 @@ fn main() {
     let args = Args::parse();
     let nr = no_reference();
     let fr = needing_reference(MetricSet::ALL).fold(MetricSet::default(), |s, i| s | i.flag);
-    // (name, metrics, one input alone)
-    let mut rows: Vec<(String, MetricSet, bool)> = Vec::new();
+    // (name, metrics, one input alone, VMAF model, bits)
+    let mut rows: Vec<(String, MetricSet, bool, Option<&str>, u32)> = Vec::new();
     for i in all() {
-        rows.push((i.name.into(), i.flag, false));
+        rows.push((i.name.into(), i.flag, false, None, 8));
         if nr.contains(i.flag) {
-            rows.push((i.name.into(), i.flag, true));
+            rows.push((i.name.into(), i.flag, true, None, 8));
         }
     }
-    rows.push(("all".into(), MetricSet::ALL, false));
-    rows.push(("no-reference".into(), nr, true));
-    rows.push(("no-reference".into(), nr, false));
-    rows.push(("full-reference".into(), fr, false));
+    rows.push(("all".into(), MetricSet::ALL, false, None, 8));
+    rows.push(("no-reference".into(), nr, true, None, 8));
+    rows.push(("no-reference".into(), nr, false, None, 8));
+    rows.push(("full-reference".into(), fr, false, None, 8));
     for i in all().filter(|i| nr.contains(i.flag)) {
-        rows.push((format!("full-reference+{}", i.name), fr | i.flag, false));
+        rows.push((
+            format!("full-reference+{}", i.name),
+            fr | i.flag,
+            false,
+            None,
+            8,
+        ));
+    }
+    for model in ["vmaf_v1.0.16_3d0h", "vmaf_v1.0.16_hfr_3d0h"] {
+        for bits in [8, 10] {
+            rows.push((
+                format!("vmaf {model}"),
+                MetricSet::VMAF,
+                false,
+                Some(model),
+                bits,
+            ));
+        }
     }
     println!("| metric | inputs | size | format | backend | frames | pairs/s |");
     println!("| --- | --- | --- | --- | --- | --- | --- |");
     for s in &args.sizes {
         let (w, h) = size(s);
-        let (r, d) = (I420::new(w, h, 1), I420::new(w, h, 2));
-        for (name, m, single) in &rows {
+        let frames8 = (I420::new(w, h, 1), I420::new(w, h, 2));
+        let frames10 = (I420::with_depth(w, h, 1, 10), I420::with_depth(w, h, 2, 10));
+        for (name, m, single, model, bits) in &rows {
             if !args.metrics.is_empty() && !args.metrics.iter().any(|a| a == name) {
                 continue;
             }
+            let (r, d) = if *bits == 10 { &frames10 } else { &frames8 };
+            let format = r.layout.format.name();
             let inputs = if *single { "dist" } else { "both" };
             let row = |backend: &str, frames: &str, result: Result<f64, String>| match result {
                 Ok(fps) => {
-                    println!("| {name} | {inputs} | {s} | I420 | {backend} | {frames} | {fps:.0} |")
+                    println!(
+                        "| {name} | {inputs} | {s} | {format} | {backend} | {frames} | {fps:.0} |"
+                    )
                 }
                 Err(e) => {
-                    println!("| {name} | {inputs} | {s} | I420 | {backend} | {frames} | n/a: {e} |")
+                    println!(
+                        "| {name} | {inputs} | {s} | {format} | {backend} | {frames} | n/a: {e} |"
+                    )
                 }
             };
+            let mut options = gpumetrics_engine::Options::new();
+            if let Some(model) = model {
+                options.parse("vmaf-model", model).unwrap();
+            }
             let cfg = |backend| EngineConfig {
                 metrics: *m,
                 backend,
                 device_id: 0,
+                options: options.clone(),
                 ..Default::default()
             };
             let build = |backend| {
@@ -191,7 +236,7 @@ fn main() {
                         "host",
                         run(&mut e, &r.host(), &d.host(), args.seconds),
                     );
-                    row("cuda", "device", on_device(&mut e, &r, &d, args.seconds));
+                    row("cuda", "device", on_device(&mut e, r, d, args.seconds));
                 }
                 Err(err) => row("cuda", "-", Err(err.to_string())),
             }
