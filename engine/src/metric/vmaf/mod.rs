@@ -11,6 +11,7 @@
 mod cpu;
 mod cuda;
 pub mod model;
+mod speed;
 
 use std::sync::Arc;
 
