@@ -236,6 +236,12 @@ pub fn eigenvalues(a: &[f32], n: usize, out: &mut [f32], work: &mut [f32]) -> bo
     iters < MAX_ITERS
 }
 
+/// Whether no eigenvalue is below [`EPS`] (libvmaf's test before it solves; a NaN passes,
+/// as there).
+pub fn is_regular(eigen: &[f32]) -> bool {
+    !eigen.iter().any(|&l| (l as f64) < EPS)
+}
+
 /// `dst = x · y` for `n`×`n` matrices, accumulated in libvmaf's (i, k, j) order.
 fn matmul(dst: &mut [f32], x: &[f32], y: &[f32], n: usize) {
     dst[..n * n].fill(0.0);
@@ -307,7 +313,7 @@ pub fn qr(a: &[f32], n: usize, p: &mut [f32], r: &mut [f32], work: &mut [f32]) -
         p[..n * n].copy_from_slice(tmp);
     }
     matmul(r, p, a, n);
-    (0..n).all(|i| !((r[i * n + i].abs() as f64) < EPS))
+    !(0..n).any(|i| (r[i * n + i].abs() as f64) < EPS)
 }
 
 /// One column of the solution of `a x = y` from [`qr`]'s `p` and `r`: `x = r⁻¹ (p y)`,

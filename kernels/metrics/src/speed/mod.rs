@@ -84,7 +84,8 @@ impl Dims {
     ) -> Result<Dims, DimsError> {
         let scaled = |side: usize| (side as f64 * prescale + 0.5) as usize;
         let (scaled_width, scaled_height) = (scaled(width), scaled(height));
-        let resampled = !((prescale - 1.0).abs() < 1.0e-3);
+        let near_one = (prescale - 1.0).abs() < 1.0e-3;
+        let resampled = !near_one;
         if !resampled && (scaled_width, scaled_height) != (width, height) {
             return Err(DimsError::PrescaleNearOne);
         }

@@ -234,8 +234,8 @@ impl SpeedChroma {
             .par_chunks_mut(d.op_width)
             .zip(vertical.par_chunks(d.op_width))
             .for_each(|(row, vrow)| {
-                for x in 0..row.len() {
-                    row[x] -= k::filter_horizontal(local, vrow, d.op_width, x);
+                for (x, v) in row.iter_mut().enumerate() {
+                    *v -= k::filter_horizontal(local, vrow, d.op_width, x);
                 }
             });
         // 5. Patch means and covariance.
@@ -255,7 +255,7 @@ impl SpeedChroma {
         }
         // 6. Eigenvalues and the factorisation (one small problem, on this thread).
         linalg::eigenvalues(&self.covariance, ELEMS, &mut self.eigen, &mut self.work);
-        let regular = self.eigen.iter().all(|&l| !((l as f64) < linalg::EPS));
+        let regular = linalg::is_regular(&self.eigen);
         let ok = regular
             && linalg::qr(
                 &self.covariance,

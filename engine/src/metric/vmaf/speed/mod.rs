@@ -18,6 +18,7 @@ mod cpu;
 #[cfg(test)]
 mod reference_tests;
 
+#[allow(unused_imports)]
 pub(crate) use cpu::SpeedChroma;
 
 use gpumetrics_kernels::speed::{self as k, BLOCK, Dims, DimsError, Resample};
