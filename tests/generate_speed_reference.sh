@@ -20,7 +20,9 @@
 #   3d0h_2160  + speed_prescale=0.5 speed_prescale_method=bilinear
 #   5d0h       + speed_prescale=0.6 speed_prescale_method=bilinear
 #   default    libvmaf's defaults (no options)
-# and <pair>.csv gets one line per frame: frame, then speed_chroma_uv per option set in the
+# and, for the code paths the models do not take, libvmaf's other resamplers (nearest at
+# 0.5, bicubic at 0.6, bilinear enlarging by 1.5), kernelscales 2 and 0.5 and the other
+# variance weighting modes (see `sets` below); <pair>.csv gets one line per frame: frame, then speed_chroma_uv per option set in the
 # order of the header (6 decimals, as the tool prints them). pairs.txt lists the pairs:
 #   <pair> <reference clip> <distorted clip> <width> <height> <pix_fmt>
 #
@@ -29,7 +31,7 @@
 # reader of v3.2.0 reads chroma planes of floor(w/2) x floor(h/2) for odd 4:2:0 sizes, so
 # the files fed to it are cropped that way (the engine reads the ceil-sized planes and, like
 # libvmaf, measures their floor-sized top-left part).
-# Needs ffmpeg with libx264 and libx265, and python3.
+# Needs ffmpeg with libx264, libx265 and ffv1, and python3.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 out="$root/tests/data/speed"
@@ -41,13 +43,15 @@ tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 ff() { ffmpeg -nostdin -hide_banner -loglevel error -y "$@"; }
 
-# reference <clip> <w> <h> <pix_fmt> <frames>: a slow pan scaled to w x h (rounded up to
-# even), lossless.
+# reference <clip> <w> <h> <pix_fmt> <frames> [encoder options]: a slow pan scaled to w x h
+# (rounded up to even), lossless (x264 -qp 0 unless other options are given).
 reference() {
     local clip=$1 w=$(( ($2 + 1) / 2 * 2 )) h=$(( ($3 + 1) / 2 * 2 )) pix=$4 frames=$5
+    shift 5
+    [ $# -gt 0 ] || set -- -c:v libx264 -qp 0 -preset veryslow
     ff -loop 1 -i "$src" \
         -vf "crop=400:300:x='3*n/4':y='n/2',scale=${w}:${h}:flags=bicubic,format=${pix}" \
-        -frames:v "$frames" -c:v libx264 -qp 0 -preset veryslow "$out/$clip.mkv"
+        -frames:v "$frames" "$@" "$out/$clip.mkv"
 }
 
 # distort <clip> <reference clip> <encoder options...>
@@ -82,6 +86,24 @@ PY
 }
 
 common=speed_nn_floor=0.1:speed_sigma_nn=0.19:speed_weight_var_mode=5:speed_max_val=45.0
+# name=options of each CSV column (each run alone: a column is the one uv score of its run).
+sets=(
+    "3d0h=speed_kernelscale=1.0:$common"
+    "1d5h_2160=$common"
+    "3d0h_2160=$common:speed_prescale=0.5:speed_prescale_method=bilinear"
+    "5d0h=$common:speed_prescale=0.6:speed_prescale_method=bilinear"
+    "default="
+    "nearest_0.5=speed_prescale=0.5"
+    "bicubic_0.6=speed_prescale=0.6:speed_prescale_method=bicubic"
+    "bilinear_1.5=speed_prescale=1.5:speed_prescale_method=bilinear"
+    "ks_2=speed_kernelscale=2.0:speed_sigma_nn=0.5"
+    "ks_0.5=speed_kernelscale=0.5:speed_nn_floor=0.3"
+    "wvm_1=speed_weight_var_mode=1:speed_max_val=3.0"
+    "wvm_2=speed_weight_var_mode=2"
+    "wvm_3=speed_weight_var_mode=3"
+    "wvm_4=speed_weight_var_mode=4"
+    "wvm_6=speed_weight_var_mode=6"
+)
 
 # score <pair> <reference clip> <distorted clip> <w> <h> <pix_fmt>
 score() {
@@ -90,26 +112,27 @@ score() {
     case "$pix" in *10*) depth=10 ;; *12*) depth=12 ;; *16*) depth=16 ;; esac
     decode "$ref" "$w" "$h" "$pix" "$tmp/r.yuv"
     decode "$dist" "$w" "$h" "$pix" "$tmp/d.yuv"
-    "$VMAF" -q -r "$tmp/r.yuv" -d "$tmp/d.yuv" -w "$w" -h "$h" -p "${pix:3:3}" -b "$depth" \
-        --feature "speed_chroma=$common" \
-        --feature "speed_chroma=$common:speed_prescale=0.5:speed_prescale_method=bilinear" \
-        --feature "speed_chroma=$common:speed_prescale=0.6:speed_prescale_method=bilinear" \
-        --feature speed_chroma \
-        --csv -o "$tmp/out.csv" 2> "$tmp/stderr" || { cat "$tmp/stderr"; exit 1; }
-    python3 - "$tmp/out.csv" "$out/$pair.csv" <<'PY'
+    local names=() files=()
+    for set in "${sets[@]}"; do
+        local name=${set%%=*} opts=${set#*=}
+        "$VMAF" -q -r "$tmp/r.yuv" -d "$tmp/d.yuv" -w "$w" -h "$h" -p "${pix:3:3}" -b "$depth" \
+            --feature "speed_chroma${opts:+=$opts}" --csv -o "$tmp/$name.csv" \
+            2> "$tmp/stderr" || { cat "$tmp/stderr"; exit 1; }
+        names+=("$name")
+        files+=("$tmp/$name.csv")
+    done
+    python3 - "$out/$pair.csv" "${names[*]}" "${files[@]}" <<'PY'
 import csv, sys
-rows = list(csv.DictReader(open(sys.argv[1])))
-uv = [k for k in rows[0] if "speed_chroma_uv" in k]
-def col(*parts, without=()):
-    (k,) = [k for k in uv if all(p in k for p in parts) and not any(p in k for p in without)]
-    return k
-plain = col("nnf_0.1", without=("ps_",))
-sets = [("3d0h", plain), ("1d5h_2160", plain), ("3d0h_2160", col("ps_0.5")),
-        ("5d0h", col("ps_0.6")), ("default", col("speed_chroma_uv", without=("nnf",)))]
-with open(sys.argv[2], "w") as f:
-    f.write("frame," + ",".join(n for n, _ in sets) + "\n")
-    for r in rows:
-        f.write(r["Frame"] + "," + ",".join(r[k] for _, k in sets) + "\n")
+out, names, files = sys.argv[1], sys.argv[2].split(), sys.argv[3:]
+cols = []
+for f in files:
+    rows = list(csv.DictReader(open(f)))
+    (k,) = [k for k in rows[0] if "speed_chroma_uv" in k]
+    cols.append([(r["Frame"], r[k]) for r in rows])
+with open(out, "w") as f:
+    f.write("frame," + ",".join(names) + "\n")
+    for i in range(len(cols[0])):
+        f.write(cols[0][i][0] + "," + ",".join(c[i][1] for c in cols) + "\n")
 PY
     echo "$pair $ref $dist $w $h $pix" >> "$out/pairs.txt"
 }
@@ -145,6 +168,16 @@ score x264_crf30_640x240_422p8 ref_640x240_422p8 x264_crf30_640x240_422p8 640 24
 reference ref_643x481_420p8 643 481 yuv420p 2
 distort x264_crf30_643x481_420p8 ref_643x481_420p8 -c:v libx264 -crf 30 -preset fast
 score x264_crf30_643x481_420p8 ref_643x481_420p8 x264_crf30_643x481_420p8 643 481 yuv420p
+
+# 12 bit: x265 (lossless for the reference); 16 bit: FFV1 for both, the distortion a blur.
+reference ref_480x480_420p12 480 480 yuv420p12le 2 -c:v libx265 -x265-params lossless=1:log-level=error
+distort x265_crf30_480x480_420p12 ref_480x480_420p12 -c:v libx265 -crf 30 -preset fast \
+    -pix_fmt yuv420p12le -x265-params log-level=error
+score x265_crf30_480x480_420p12 ref_480x480_420p12 x265_crf30_480x480_420p12 480 480 yuv420p12le
+
+reference ref_160x160_444p16 160 160 yuv444p16le 2 -c:v ffv1
+distort avgblur_160x160_444p16 ref_160x160_444p16 -vf avgblur=sizeX=2 -c:v ffv1
+score avgblur_160x160_444p16 ref_160x160_444p16 avgblur_160x160_444p16 160 160 yuv444p16le
 
 reference ref_1280x720_420p10 1280 720 yuv420p10le 2
 distort x265_crf30_1280x720_420p10 ref_1280x720_420p10 -c:v libx265 -crf 30 -preset fast \

@@ -2,9 +2,11 @@
 //! vmaf_v1.0.16 option sets and libvmaf's defaults.
 //!
 //! Data: tests/data/speed/ (made by tests/generate_speed_reference.sh): lossless reference
-//! clips and x264/x265 distortions (8 and 10 bit; 4:2:0, 4:2:2 and 4:4:4; 643x481 cropped
-//! from 644x482; 1280x720 and 1920x1080; a clip against itself), decoded here with FFmpeg,
-//! and libvmaf's per-frame CSV for each pair (6 decimals, one column per option set).
+//! clips and x264/x265 distortions (8, 10 and 12 bit; 4:2:0, 4:2:2 and 4:4:4; 643x481
+//! cropped from 644x482; 1280x720 and 1920x1080; a clip against itself; 16-bit 4:4:4 FFV1
+//! with a blur), decoded here with FFmpeg, and libvmaf's per-frame CSV for each pair (6
+//! decimals, one column per option set: the vmaf_v1.0.16 models', libvmaf's defaults, and
+//! sets that reach the other resamplers, kernelscales and variance weighting modes).
 //! A unit test rather than one in engine/tests: `SpeedChroma` is crate-internal until the
 //! VMAF metric reads it. `cargo test -p gpumetrics-engine --lib speed -- --nocapture`
 //! prints the largest difference per pair and option set.
@@ -12,7 +14,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use super::{SpeedChroma, SpeedOptions};
+use super::{PrescaleMethod, SpeedChroma, SpeedOptions};
 use crate::format::{FrameLayout, PixelFormat};
 use crate::frame::{HostFrame, Plane};
 use crate::plan::Plan;
@@ -28,15 +30,47 @@ fn data() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/data/speed")
 }
 
-/// The option sets of the CSV columns.
-fn option_sets() -> [(&'static str, SpeedOptions); 5] {
-    [
-        ("3d0h", SpeedOptions::v1_3d0h()),
-        ("1d5h_2160", SpeedOptions::v1_1d5h_2160()),
-        ("3d0h_2160", SpeedOptions::v1_3d0h_2160()),
-        ("5d0h", SpeedOptions::v1_5d0h()),
-        ("default", SpeedOptions::default()),
-    ]
+/// The options of a CSV column (see `sets` in the generator).
+fn options(column: &str) -> SpeedOptions {
+    let d = SpeedOptions::default;
+    let mode = |weight_var_mode| SpeedOptions {
+        weight_var_mode,
+        ..d()
+    };
+    let scaled = |prescale, prescale_method| SpeedOptions {
+        prescale,
+        prescale_method,
+        ..d()
+    };
+    match column {
+        "3d0h" => SpeedOptions::v1_3d0h(),
+        "1d5h_2160" => SpeedOptions::v1_1d5h_2160(),
+        "3d0h_2160" => SpeedOptions::v1_3d0h_2160(),
+        "5d0h" => SpeedOptions::v1_5d0h(),
+        "default" => d(),
+        "nearest_0.5" => scaled(0.5, PrescaleMethod::Nearest),
+        "bicubic_0.6" => scaled(0.6, PrescaleMethod::Bicubic),
+        "bilinear_1.5" => scaled(1.5, PrescaleMethod::Bilinear),
+        "ks_2" => SpeedOptions {
+            kernelscale: 2.0,
+            sigma_nn: 0.5,
+            ..d()
+        },
+        "ks_0.5" => SpeedOptions {
+            kernelscale: 0.5,
+            nn_floor: 0.3,
+            ..d()
+        },
+        "wvm_1" => SpeedOptions {
+            max_val: 3.0,
+            ..mode(1)
+        },
+        "wvm_2" => mode(2),
+        "wvm_3" => mode(3),
+        "wvm_4" => mode(4),
+        "wvm_6" => mode(6),
+        other => panic!("no options for the CSV column {other}"),
+    }
 }
 
 /// (format, bytes per sample, chroma shifts)
@@ -44,6 +78,8 @@ fn layout_of(pix_fmt: &str) -> (PixelFormat, usize, (u32, u32)) {
     match pix_fmt {
         "yuv420p" => (PixelFormat::I420, 1, (1, 1)),
         "yuv420p10le" => (PixelFormat::I420_10Le, 2, (1, 1)),
+        "yuv420p12le" => (PixelFormat::I420_12Le, 2, (1, 1)),
+        "yuv444p16le" => (PixelFormat::Y444_16Le, 2, (0, 0)),
         "yuv422p" => (PixelFormat::Y42b, 1, (1, 0)),
         "yuv444p" => (PixelFormat::Y444, 1, (0, 0)),
         other => panic!("no layout for {other}"),
@@ -145,8 +181,8 @@ fn speed_chroma_matches_libvmaf() {
             .validate(&layout, "test")
             .unwrap()
         };
-        for (name, opts) in option_sets() {
-            let col = header.iter().position(|h| h == name).expect(name);
+        for (col, name) in header.iter().enumerate() {
+            let opts = options(name);
             let mut speed = SpeedChroma::new(&plan, opts).unwrap();
             let mut worst = 0.0f64;
             for (i, (r, d)) in refs.iter().zip(&dists).enumerate() {
@@ -164,7 +200,7 @@ fn speed_chroma_matches_libvmaf() {
             worst_all = worst_all.max(worst);
         }
     }
-    assert!(checked >= 100, "{checked} frame scores");
+    assert!(checked >= 400, "{checked} frame scores");
     assert!(worst_all <= TIGHT, "largest difference {worst_all:e}");
 }
 
@@ -209,4 +245,58 @@ fn scores_do_not_depend_on_previous_frames() {
     let own = s.score(&ptrs(&refs[0]), &ptrs(&refs[0]));
     assert!(own > 0.0 && own < 1e-4, "{own}");
     assert!(first > 1.0, "{first}");
+}
+
+#[test]
+fn a_distorted_input_of_another_depth_is_rescaled_to_the_references() {
+    // The reference at 8 bits, the distorted at 10 bits holding the same samples scaled by
+    // 1023/255 (rounded): rescaled back, they are the 8-bit distorted exactly, so the score
+    // is the all-8-bit one. (libvmaf needs equal depths; this is the engine's rule, VMAF's
+    // luma's.)
+    let (w, h) = (640u32, 480u32);
+    let refs = decode("ref_640x480_420p8", w, h, "yuv420p");
+    let dists = decode("x264_crf24_640x480_420p8", w, h, "yuv420p");
+    let l8 = FrameLayout {
+        format: PixelFormat::I420,
+        width: w,
+        height: h,
+    };
+    let l10 = FrameLayout {
+        format: PixelFormat::I420_10Le,
+        ..l8
+    };
+    let widen = |p: &[Vec<u8>; 3]| -> [Vec<u8>; 3] {
+        p.clone().map(|plane| {
+            plane
+                .iter()
+                .flat_map(|&u| (((u as u32 * 1023 + 127) / 255) as u16).to_le_bytes())
+                .collect()
+        })
+    };
+    let frame = |p: &[Vec<u8>; 3], bps: usize, layout: &FrameLayout| {
+        HostFrame::new(&[
+            Plane {
+                data: &p[0],
+                stride: 640 * bps,
+            },
+            Plane {
+                data: &p[1],
+                stride: 320 * bps,
+            },
+            Plane {
+                data: &p[2],
+                stride: 320 * bps,
+            },
+        ])
+        .validate(layout, "test")
+        .unwrap()
+    };
+    let opts = SpeedOptions::v1_3d0h();
+    let mut same = SpeedChroma::new(&Plan::new(l8, l8).unwrap(), opts).unwrap();
+    let mut mixed = SpeedChroma::new(&Plan::new(l8, l10).unwrap(), opts).unwrap();
+    let d10 = widen(&dists[0]);
+    let want = same.score(&frame(&refs[0], 1, &l8), &frame(&dists[0], 1, &l8));
+    let got = mixed.score(&frame(&refs[0], 1, &l8), &frame(&d10, 2, &l10));
+    assert!(want > 1.0, "{want}");
+    assert_eq!(got, want);
 }
