@@ -26,6 +26,15 @@ struct Estimate {
     ok: bool,
 }
 
+/// One pair's SpEED chroma scores, each capped at `speed_max_val`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct ChromaScores {
+    pub u: f64,
+    pub v: f64,
+    /// The mean of U and V (or the regular one's, when the other plane alone was singular).
+    pub uv: f64,
+}
+
 /// SpEED chroma of one stream: options, sizes and every buffer, allocated by [`Self::new`].
 pub(crate) struct SpeedChroma {
     opts: SpeedOptions,
@@ -139,6 +148,12 @@ impl SpeedChroma {
     /// `reference` and `distorted` must be the plan's frames as the backend validated them
     /// (every plane readable at the plan's layout), as for every CPU metric.
     pub(crate) fn score(&mut self, reference: &PlanePtrs, distorted: &PlanePtrs) -> f64 {
+        self.scores(reference, distorted).uv
+    }
+
+    /// All three of libvmaf's outputs for one pair (`speed_chroma_u`, `_v`, `_uv`), for a
+    /// feature report; [`Self::score`] is `uv`.
+    pub(crate) fn scores(&mut self, reference: &PlanePtrs, distorted: &PlanePtrs) -> ChromaScores {
         let mut planes = [(0.0f32, false); 2];
         for (i, out) in planes.iter_mut().enumerate() {
             let (rc, dc) = self.channels[i];
@@ -148,7 +163,13 @@ impl SpeedChroma {
             self.sides[1].ok = self.estimate(&d, 1);
             *out = self.plane_score();
         }
-        stats::chroma_uv(planes[0], planes[1], self.opts.max_val)
+        let max = self.opts.max_val;
+        let cap = |v: f32| if (v as f64) < max { v as f64 } else { max };
+        ChromaScores {
+            u: cap(planes[0].0),
+            v: cap(planes[1].0),
+            uv: stats::chroma_uv(planes[0], planes[1], max),
+        }
     }
 
     /// The plane's score from both sides' estimates, and whether neither side failed.

@@ -19,7 +19,7 @@ mod cpu;
 mod reference_tests;
 
 #[allow(unused_imports)]
-pub(crate) use cpu::SpeedChroma;
+pub(crate) use cpu::{ChromaScores, SpeedChroma};
 
 use gpumetrics_kernels::speed::{self as k, BLOCK, Dims, DimsError, Resample};
 
@@ -215,7 +215,7 @@ fn dims(
 ) -> Result<Dims, String> {
     check_options(o)?;
     let (cw, ch) = chroma_size(width, height, subsampling);
-    Dims::new(cw, ch, o.prescale, BLOCK).map_err(|e| match e {
+    let d = Dims::new(cw, ch, o.prescale, BLOCK).map_err(|e| match e {
         DimsError::TooSmall => format!(
             "speed_chroma: image too small, operating width or height is 0 (libvmaf's \
              refusal): {width}x{height} has {cw}x{ch} chroma samples, {} after \
@@ -235,7 +235,19 @@ fn dims(
              unwritten samples); use 1",
             o.prescale
         ),
-    })
+    })?;
+    // Enlarging multiplies the buffers: keep them within the engine's frame-size bound.
+    if d.scaled_width as u64 * d.scaled_height as u64 > crate::plan::MAX_PIXELS {
+        return Err(format!(
+            "speed_chroma: speed_prescale {} makes the {cw}x{ch} chroma planes {}x{}, larger \
+             than supported ({} samples)",
+            o.prescale,
+            d.scaled_width,
+            d.scaled_height,
+            crate::plan::MAX_PIXELS
+        ));
+    }
+    Ok(d)
 }
 
 /// Whether libvmaf's `speed_chroma` accepts a `width`×`height` frame with this chroma

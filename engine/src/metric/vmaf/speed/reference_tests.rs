@@ -241,6 +241,10 @@ fn scores_do_not_depend_on_previous_frames() {
     let first = s.score(&ptrs(&refs[0]), &ptrs(&dists[0]));
     s.score(&ptrs(&refs[1]), &ptrs(&dists[1]));
     assert_eq!(s.score(&ptrs(&refs[0]), &ptrs(&dists[0])), first);
+    let all = s.scores(&ptrs(&refs[0]), &ptrs(&dists[0]));
+    assert_eq!(all.uv, first);
+    assert!(all.u > 0.0 && all.v > 0.0 && all.u != all.v, "{all:?}");
+    assert_eq!(all.uv, ((all.u as f32 + all.v as f32) / 2.0) as f64);
     // Against itself: libvmaf's small residue of mode 5, not 0.
     let own = s.score(&ptrs(&refs[0]), &ptrs(&refs[0]));
     assert!(own > 0.0 && own < 1e-4, "{own}");
