@@ -208,6 +208,61 @@ pub fn fma(a: f64, b: f64, c: f64) -> f64 {
     }
 }
 
+/// `f64` base-2 logarithm, as close as the host's `log2` allows: `std` on the host, where the
+/// references (libvmaf's SpEED) call C's `log2`; on the device the software [`log2_soft`]
+/// (PTX has no `f64` logarithm instruction).
+#[inline(always)]
+pub fn log2(x: f64) -> f64 {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        log2_soft(x)
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        x.log2()
+    }
+}
+
+/// `log2(x)` from the exponent and the series of `atanh`: with `x = m·2^e`, `m` in
+/// [√½, √2), `ln m = 2·atanh(s)` for `s = (m−1)/(m+1)`, `|s| < 0.172`, whose odd powers fall
+/// below an `f64` ulp after twelve terms. Within a few ulp of a correctly rounded result;
+/// NaN below 0, −∞ at 0, ∞ and NaN pass through. (The device path of [`log2`]; public so
+/// that the host tests compare it with `std`.)
+#[inline(always)]
+pub fn log2_soft(x: f64) -> f64 {
+    if x.is_nan() || x == f64::INFINITY {
+        return x;
+    }
+    if x < 0.0 {
+        return f64::NAN;
+    }
+    if x == 0.0 {
+        return f64::NEG_INFINITY;
+    }
+    let (mut bits, mut e) = (x.to_bits(), -1023i64);
+    if bits >> 52 == 0 {
+        // Subnormal: normalise by 2^54 first.
+        bits = (x * 18014398509481984.0).to_bits();
+        e -= 54;
+    }
+    e += (bits >> 52) as i64;
+    let mut m = f64::from_bits((bits & 0x000f_ffff_ffff_ffff) | 0x3ff0_0000_0000_0000);
+    if m > core::f64::consts::SQRT_2 {
+        m *= 0.5;
+        e += 1;
+    }
+    let s = (m - 1.0) / (m + 1.0);
+    let s2 = s * s;
+    let mut series = 0.0;
+    let mut k = 25.0;
+    while k > 1.0 {
+        series = series * s2 + 1.0 / k;
+        k -= 2.0;
+    }
+    let ln_m = 2.0 * s * (1.0 + s2 * series);
+    e as f64 + ln_m * core::f64::consts::LOG2_E
+}
+
 #[cfg(all(test, not(target_arch = "nvptx64")))]
 mod tests {
     use super::*;
@@ -220,6 +275,26 @@ mod tests {
         assert_eq!(fma(2.0, 3.0, 1.0), 7.0);
         assert!((rsqrtf(4.0) - 0.5).abs() < 1e-6);
         assert!((exp2f(log2f(5.0)) - 5.0).abs() < 1e-5);
+    }
+
+    #[test]
+    fn software_log2_is_within_a_few_ulp_of_std() {
+        let mut worst = 0.0f64;
+        let mut x = 1e-310f64;
+        while x < 1e300 {
+            for f in [1.0, 1.0000001, 1.37, 1.414, 1.415, 1.5, 1.9999] {
+                let v = x * f;
+                let (got, want) = (log2_soft(v), v.log2());
+                let ulp = f64::EPSILON * want.abs().max(1.0);
+                worst = worst.max((got - want).abs() / ulp);
+            }
+            x *= 3.7;
+        }
+        assert!(worst <= 4.0, "{worst} ulp");
+        assert_eq!(log2_soft(8.0), 3.0);
+        assert_eq!(log2_soft(0.0), f64::NEG_INFINITY);
+        assert!(log2_soft(-1.0).is_nan());
+        assert_eq!(log2(1024.0), 10.0);
     }
 
     #[test]

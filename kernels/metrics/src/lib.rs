@@ -35,6 +35,7 @@ pub mod luma8;
 pub mod psnr;
 pub mod selftest;
 pub mod siti;
+pub mod speed;
 pub mod ssim;
 pub mod ssimulacra2;
 pub mod vmaf;

@@ -12,6 +12,7 @@ mod cpu;
 mod cuda;
 pub mod model;
 mod motion;
+mod speed;
 
 use std::sync::Arc;
 
