@@ -3,7 +3,8 @@
 
 use rayon::prelude::*;
 
-use super::{Frame, Sums, adm_scale, adm_sizes, frame_features, luma_bpc, motion_score, vif_sizes};
+use super::adm::adm_scale;
+use super::{Frame, Sums, adm_sizes, frame_features, luma_bpc, motion_score, vif_sizes};
 use crate::frame::PlanePtrs;
 use crate::metric::temporal::{CpuFrames, Restart};
 use crate::plan::Plan;

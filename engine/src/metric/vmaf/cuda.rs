@@ -8,7 +8,8 @@
 use cudarc::driver::result as cu;
 use cudarc::driver::{DriverError, LaunchConfig};
 
-use super::{Frame, Sums, adm_scale, adm_sizes, frame_features, luma_bpc, motion_score, vif_sizes};
+use super::adm::adm_scale;
+use super::{Frame, Sums, adm_sizes, frame_features, luma_bpc, motion_score, vif_sizes};
 use crate::cuda::{DevPtrMut, DeviceBuffer, Gpu, PinnedBuffer};
 use crate::error::EngineError;
 use crate::frame::PlanePtrs;
