@@ -3,7 +3,7 @@
 
 use rayon::prelude::*;
 
-use super::adm::adm_scale;
+use super::adm::{AdmOptions, adm_scale};
 use super::{Frame, Sums, adm_sizes, frame_features, luma_bpc, motion_score, vif_sizes};
 use crate::frame::PlanePtrs;
 use crate::metric::temporal::{CpuFrames, Restart};
@@ -50,6 +50,8 @@ pub(super) struct Vmaf {
     log2: Vec<u16>,
     /// The model (its gain limits parameterise the kernels).
     model: std::sync::Arc<super::Model>,
+    /// ADM's options.
+    adm: AdmOptions,
 }
 
 /// libvmaf's `log_generate` table for the indices it reads (see `vif::LOG2_LEN`).
@@ -89,6 +91,10 @@ impl Vmaf {
             current: 0,
             has_previous: false,
             log2: log2_table(),
+            adm: AdmOptions {
+                enhn_gain_limit: model.adm_gain_limit,
+                ..AdmOptions::default()
+            },
             model,
         }
     }
@@ -174,24 +180,28 @@ impl Vmaf {
             };
             // SAFETY: bands and maps are buffers of this struct sized for the level.
             for_each_pixel(bw, bh, |x, y| unsafe { adm::dwt_store(&dwt, x, y) });
+            if scale == 0 && self.adm.skip_scale0 {
+                continue;
+            }
             let s = adm::Scale {
                 bands,
                 maps: plane(&self.adm_maps, 0, bw, bh),
-                ..adm_scale(self.model.adm_gain_limit, scale)
+                ..adm_scale(&self.adm, scale)
             };
             for_each_pixel(bw, bh, |x, y| unsafe { adm::decouple_store(&s, x, y) });
-            let rows: Vec<([i64; 3], [u64; 3])> = (0..bh)
+            let total = (0..bh)
                 .into_par_iter()
                 .map(|y| unsafe { adm::row(&s, y) })
-                .collect();
-            let mut acc = [0i64; 6];
-            for (num, den) in rows {
-                for k in 0..3 {
-                    acc[k] = acc[k].wrapping_add(num[k]);
-                    acc[3 + k] = acc[3 + k].wrapping_add(den[k] as i64);
-                }
+                .reduce(adm::RowSums::default, |a, b| adm::RowSums {
+                    num: std::array::from_fn(|k| a.num[k].wrapping_add(b.num[k])),
+                    den: std::array::from_fn(|k| a.den[k].wrapping_add(b.den[k])),
+                    aim: std::array::from_fn(|k| a.aim[k].wrapping_add(b.aim[k])),
+                });
+            for k in 0..3 {
+                sums.adm[scale][k] = total.num[k];
+                sums.adm[scale][3 + k] = total.den[k] as i64;
+                sums.adm_aim[scale][k] = total.aim[k];
             }
-            sums.adm[scale] = acc;
         }
 
         // Motion.
@@ -235,7 +245,7 @@ impl CpuFrames for Vmaf {
         });
         let (sums, sad) = self.sums(plan);
         let motion = sad.map_or(0.0, |s| motion_score(s, w, h));
-        frame_features(plan, &sums, motion)
+        frame_features(plan, &sums, motion, &self.adm)
     }
 }
 

@@ -165,12 +165,17 @@ pub(crate) struct Sums {
     pub vif: [[i64; 4]; 4],
     /// Per ADM scale: numerator h, v, d (row-shifted), denominator h, v, d (as u64 bits).
     pub adm: [[i64; 6]; 4],
+    /// Per ADM scale: AIM numerator h, v, d (row-shifted; zeros when AIM is skipped).
+    pub adm_aim: [[i64; 3]; 4],
 }
 
 /// A pair's features without motion2.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub(crate) struct Frame {
     pub adm2: f64,
+    /// libvmaf's `VMAF_integer_feature_aim_score` and `VMAF_integer_feature_adm3_score`.
+    pub aim: f64,
+    pub adm3: f64,
     pub adm_scale: [f64; 4],
     pub vif_scale: [f64; 4],
     /// motion to the previous reference frame (0 for the first).
@@ -208,7 +213,12 @@ pub(crate) fn motion_score(sad: u64, w: u32, h: u32) -> f64 {
 }
 
 /// A pair's features (motion aside) from its sums.
-pub(crate) fn frame_features(plan: &Plan, sums: &Sums, motion: f64) -> Frame {
+pub(crate) fn frame_features(
+    plan: &Plan,
+    sums: &Sums,
+    motion: f64,
+    adm_options: &adm::AdmOptions,
+) -> Frame {
     let (w, h) = (plan.reference.width, plan.reference.height);
     let mut f = Frame {
         motion,
@@ -217,7 +227,7 @@ pub(crate) fn frame_features(plan: &Plan, sums: &Sums, motion: f64) -> Frame {
     for k in 0..4 {
         f.vif_scale[k] = vif_feature(&sums.vif[k]);
     }
-    adm::features(w, h, &sums.adm, &mut f);
+    adm::features(adm_options, w, h, sums, &mut f);
     f
 }
 
