@@ -72,7 +72,6 @@ impl AdmOptions {
     /// libvmaf's ranges of the options; also refuses the blended CSFs (modes 2 and 3) for a
     /// viewing distance and display height they have no table for (libvmaf would go on
     /// with a factor of −22, its `-EINVAL`).
-    #[allow(dead_code)] // for the model's loading of its feature options
     pub(crate) fn validate(&self) -> Result<(), String> {
         let range = |name: &str, v: f64, lo: f64, hi: f64| {
             if v.is_nan() || v < lo || v > hi {
@@ -107,6 +106,40 @@ impl AdmOptions {
                  5/1080, 1.5/2160, 3/2160, 5/2160, 3/720, 5/720, 3/480, 5/480, not {}/{}",
                 self.csf_mode, self.norm_view_dist, self.ref_display_height
             ));
+        }
+        Ok(())
+    }
+
+    /// Sets the option of libvmaf's name `name` (`adm_…`, as in a model's feature options)
+    /// to `value` (booleans: 0 or 1; integers: integral values); not validated.
+    pub(crate) fn set(&mut self, name: &str, value: f64) -> Result<(), String> {
+        let int = || {
+            if value.fract() == 0.0 && value.abs() <= i32::MAX as f64 {
+                Ok(value as i32)
+            } else {
+                Err(format!("{name} must be an integer, not {value}"))
+            }
+        };
+        let boolean = || match value {
+            0.0 => Ok(false),
+            1.0 => Ok(true),
+            _ => Err(format!(
+                "{name} must be 0 or 1 (false or true), not {value}"
+            )),
+        };
+        match name {
+            "adm_enhn_gain_limit" => self.enhn_gain_limit = value,
+            "adm_norm_view_dist" => self.norm_view_dist = value,
+            "adm_ref_display_height" => self.ref_display_height = int()?,
+            "adm_csf_mode" => self.csf_mode = int()?,
+            "adm_csf_scale" => self.csf_scale = value,
+            "adm_csf_diag_scale" => self.csf_diag_scale = value,
+            "adm_noise_weight" => self.noise_weight = value,
+            "adm_dlm_weight" => self.dlm_weight = value,
+            "adm_min_val" => self.min_val = value,
+            "adm_skip_aim" => self.skip_aim = boolean()?,
+            "adm_skip_scale0" => self.skip_scale0 = boolean()?,
+            _ => return Err(format!("unknown ADM option {name}")),
         }
         Ok(())
     }
@@ -528,6 +561,74 @@ pub(crate) fn features(o: &AdmOptions, w: u32, h: u32, sums: &Sums, f: &mut Fram
     };
     let adm3 = f.adm2 * o.dlm_weight + (1.0 - f.aim) * (1.0 - o.dlm_weight);
     f.adm3 = if adm3 > o.min_val { adm3 } else { o.min_val };
+}
+
+/// ADM's features of one pair, from [`luma_features`].
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct LumaFeatures {
+    /// `VMAF_integer_feature_adm2_score`, `…_aim_score`, `…_adm3_score`.
+    pub adm2: f64,
+    pub aim: f64,
+    pub adm3: f64,
+    /// `integer_adm_scale0..3`.
+    pub scale: [f64; 4],
+}
+
+/// A test hook: libvmaf 3.2.0's integer ADM features of one pair of `bpc`-bit lumas (w×h
+/// samples each, rows packed) under libvmaf-named options (`("adm_csf_mode", 2.0)`, …),
+/// on the CPU backend's kernel functions (the GPU backend runs the same ones). One call
+/// allocates its buffers; the engine's VMAF allocates them once per plan.
+#[doc(hidden)]
+pub fn luma_features(
+    options: &[(&str, f64)],
+    width: u32,
+    height: u32,
+    bpc: u32,
+    reference: &[u16],
+    distorted: &[u16],
+) -> Result<LumaFeatures, String> {
+    let mut o = AdmOptions::default();
+    for &(name, value) in options {
+        o.set(name, value)?;
+    }
+    o.validate()?;
+    let min = gpumetrics_kernels::vmaf::MIN_SIDE_EXCLUSIVE;
+    if width <= min || height <= min || width > 1 << 15 || height > 1 << 15 {
+        return Err(format!(
+            "ADM needs sides in ({min}, 32768], not {width}x{height}"
+        ));
+    }
+    if !(8..=16).contains(&bpc) {
+        return Err(format!("ADM needs 8 to 16 bits per sample, not {bpc}"));
+    }
+    let n = width as usize * height as usize;
+    if reference.len() != n || distorted.len() != n {
+        return Err(format!(
+            "{width}x{height} lumas need {n} samples each, not {} and {}",
+            reference.len(),
+            distorted.len()
+        ));
+    }
+    if reference
+        .iter()
+        .chain(distorted)
+        .any(|&v| (v as u32) >> bpc != 0)
+    {
+        return Err(format!("samples must fit in {bpc} bits"));
+    }
+    let adm = super::cpu::Adm::new(width, height, o);
+    let luma = [reference.to_vec(), distorted.to_vec()];
+    let mut sums = Sums::default();
+    adm.sums(&luma, width, height, bpc, &mut sums);
+    let mut f = Frame::default();
+    features(&o, width, height, &sums, &mut f);
+    Ok(LumaFeatures {
+        adm2: f.adm2,
+        aim: f.aim,
+        adm3: f.adm3,
+        scale: f.adm_scale,
+    })
 }
 
 #[cfg(test)]

@@ -8,7 +8,8 @@
 //! features (`super::temporal` holds the pairs; the last of a sequence keeps its own
 //! motion, as libvmaf).
 
-mod adm;
+#[doc(hidden)]
+pub mod adm;
 mod cpu;
 mod cuda;
 pub mod model;
