@@ -5,7 +5,8 @@ use rayon::prelude::*;
 
 use std::collections::VecDeque;
 
-use super::{Frame, Sums, adm_scale, adm_sizes, frame_features, luma_bpc, vif_sizes};
+use super::adm::{AdmOptions, adm_scale};
+use super::{Frame, Sums, adm_sizes, frame_features, luma_bpc, vif_sizes};
 use crate::frame::PlanePtrs;
 use crate::metric::temporal::{CpuFrames, Restart};
 use crate::plan::Plan;
@@ -39,9 +40,8 @@ pub(super) struct Vmaf {
     vif_images: Vec<[Vec<u16>; 2]>,
     /// The vertical pass's five planes (sized for scale 0).
     vif_tmp: Vec<u32>,
-    /// ADM bands per level (8 planes) and the maps of one level (9 planes, sized for level 0).
-    adm_bands: Vec<Vec<i32>>,
-    adm_maps: Vec<i32>,
+    /// ADM's buffers and options.
+    pub(super) adm: Adm,
     /// Motion: the vertical pass of the difference, and the earlier reference lumas (the
     /// oldest first; as many as the model's motion distance), of which `held` are frames of
     /// this sequence.
@@ -51,6 +51,84 @@ pub(super) struct Vmaf {
     log2: Vec<u16>,
     /// The model (its gain limits parameterise the kernels).
     model: std::sync::Arc<super::Model>,
+}
+
+/// ADM on the host: its bands per level (8 planes), the maps of one level ([`adm::MAPS`]
+/// planes, sized for level 0), and its options.
+pub(super) struct Adm {
+    bands: Vec<Vec<i32>>,
+    maps: Vec<i32>,
+    pub(super) options: AdmOptions,
+}
+
+impl Adm {
+    /// Buffers for w×h frames.
+    pub(super) fn new(w: u32, h: u32, options: AdmOptions) -> Adm {
+        let bands = adm_sizes(w, h)
+            .iter()
+            .map(|&(w, h)| vec![0; 8 * w as usize * h as usize])
+            .collect();
+        let (bw, bh) = adm_sizes(w, h)[0];
+        Adm {
+            bands,
+            maps: vec![0; adm::MAPS as usize * bw as usize * bh as usize],
+            options,
+        }
+    }
+
+    /// ADM's sums (`sums.adm`, `sums.adm_aim`) of a pair of w×h `bpc`-bit lumas (buffers of
+    /// w·h samples; w and h those of [`Adm::new`]).
+    pub(super) fn sums(&self, luma: &[Vec<u16>; 2], w: u32, h: u32, bpc: u32, sums: &mut Sums) {
+        debug_assert!(luma.iter().all(|l| l.len() >= w as usize * h as usize));
+        let sizes = adm_sizes(w, h);
+        for scale in 0..4 {
+            let (bw, bh) = sizes[scale];
+            let bands = plane(&self.bands[scale], 0, bw, bh);
+            let dwt = if scale == 0 {
+                adm::Dwt {
+                    src_ref: plane(&luma[0], 0, w, h),
+                    src_dis: plane(&luma[1], 0, w, h),
+                    bands,
+                    scale: 0,
+                    bpc,
+                }
+            } else {
+                let (pw, ph) = sizes[scale - 1];
+                let prev = plane(&self.bands[scale - 1], 0, pw, ph);
+                adm::Dwt {
+                    src_ref: prev.nth::<i32>(adm::BAND_A),
+                    src_dis: prev.nth::<i32>(adm::DIS + adm::BAND_A),
+                    bands,
+                    scale: scale as u32,
+                    bpc,
+                }
+            };
+            // SAFETY: bands and maps are buffers of this struct sized for the level.
+            for_each_pixel(bw, bh, |x, y| unsafe { adm::dwt_store(&dwt, x, y) });
+            if scale == 0 && self.options.skip_scale0 {
+                continue;
+            }
+            let s = adm::Scale {
+                bands,
+                maps: plane(&self.maps, 0, bw, bh),
+                ..adm_scale(&self.options, scale)
+            };
+            for_each_pixel(bw, bh, |x, y| unsafe { adm::decouple_store(&s, x, y) });
+            let total = (0..bh)
+                .into_par_iter()
+                .map(|y| unsafe { adm::row(&s, y) })
+                .reduce(adm::RowSums::default, |a, b| adm::RowSums {
+                    num: std::array::from_fn(|k| a.num[k].wrapping_add(b.num[k])),
+                    den: std::array::from_fn(|k| a.den[k].wrapping_add(b.den[k])),
+                    aim: std::array::from_fn(|k| a.aim[k].wrapping_add(b.aim[k])),
+                });
+            for k in 0..3 {
+                sums.adm[scale][k] = total.num[k];
+                sums.adm[scale][3 + k] = total.den[k] as i64;
+                sums.adm_aim[scale][k] = total.aim[k];
+            }
+        }
+    }
 }
 
 /// libvmaf's `log_generate` table for the indices it reads (see `vif::LOG2_LEN`).
@@ -74,21 +152,22 @@ impl Vmaf {
                 [vec![0; n], vec![0; n]]
             })
             .collect();
-        let adm_bands = adm_sizes(w, h)
-            .iter()
-            .map(|&(w, h)| vec![0; 8 * w as usize * h as usize])
-            .collect();
-        let (bw, bh) = adm_sizes(w, h)[0];
         Vmaf {
             luma: [vec![0; n], vec![0; n]],
             vif_images,
             vif_tmp: vec![0; 5 * n],
-            adm_bands,
-            adm_maps: vec![0; adm::MAPS as usize * bw as usize * bh as usize],
             motion_tmp: vec![0; n],
             history: (0..model.motion.distance()).map(|_| vec![0; n]).collect(),
             held: 0,
             log2: log2_table(),
+            adm: Adm::new(
+                w,
+                h,
+                AdmOptions {
+                    enhn_gain_limit: model.adm_gain_limit,
+                    ..AdmOptions::default()
+                },
+            ),
             model,
         }
     }
@@ -150,50 +229,7 @@ impl Vmaf {
         }
 
         // ADM.
-        let sizes = adm_sizes(w, h);
-        for scale in 0..4 {
-            let (bw, bh) = sizes[scale];
-            let bands = plane(&self.adm_bands[scale], 0, bw, bh);
-            let dwt = if scale == 0 {
-                adm::Dwt {
-                    src_ref: plane(&self.luma[0], 0, w, h),
-                    src_dis: plane(&self.luma[1], 0, w, h),
-                    bands,
-                    scale: 0,
-                    bpc,
-                }
-            } else {
-                let (pw, ph) = sizes[scale - 1];
-                let prev = plane(&self.adm_bands[scale - 1], 0, pw, ph);
-                adm::Dwt {
-                    src_ref: prev.nth::<i32>(adm::BAND_A),
-                    src_dis: prev.nth::<i32>(adm::DIS + adm::BAND_A),
-                    bands,
-                    scale: scale as u32,
-                    bpc,
-                }
-            };
-            // SAFETY: bands and maps are buffers of this struct sized for the level.
-            for_each_pixel(bw, bh, |x, y| unsafe { adm::dwt_store(&dwt, x, y) });
-            let s = adm::Scale {
-                bands,
-                maps: plane(&self.adm_maps, 0, bw, bh),
-                ..adm_scale(self.model.adm_gain_limit, scale)
-            };
-            for_each_pixel(bw, bh, |x, y| unsafe { adm::decouple_store(&s, x, y) });
-            let rows: Vec<([i64; 3], [u64; 3])> = (0..bh)
-                .into_par_iter()
-                .map(|y| unsafe { adm::row(&s, y) })
-                .collect();
-            let mut acc = [0i64; 6];
-            for (num, den) in rows {
-                for k in 0..3 {
-                    acc[k] = acc[k].wrapping_add(num[k]);
-                    acc[3 + k] = acc[3 + k].wrapping_add(den[k] as i64);
-                }
-            }
-            sums.adm[scale] = acc;
-        }
+        self.adm.sums(&self.luma, w, h, bpc, &mut sums);
 
         // Motion: against the reference frame `distance` pairs back, once there is one; the
         // current luma then joins the history (its buffer swapped, not copied).
@@ -239,7 +275,7 @@ impl CpuFrames for Vmaf {
         });
         let (sums, sad) = self.sums(plan);
         let motion = self.model.motion.score(sad, w, h);
-        frame_features(plan, &sums, motion)
+        frame_features(plan, &sums, motion, &self.adm.options)
     }
 }
 

@@ -1,14 +1,15 @@
 //! VMAF on the GPU: the kernel crate's functions as kernels, on the backend's stream. Per
 //! pair: `vmaf_load` (luma to `u16`), per VIF scale `vmaf_vif_vertical` + `vmaf_vif_stat`
 //! (+ `vmaf_vif_down`), per ADM level `vmaf_adm_dwt` + `vmaf_adm_decouple` +
-//! `vmaf_adm_rows`, the motion difference's blur and SAD, then one copy of the 41 integer sums. Every
+//! `vmaf_adm_rows`, the motion difference's blur and SAD, then one copy of the 53 integer sums. Every
 //! buffer is allocated once per plan (about 60 bytes per pixel); the sums are zeroed by one
 //! memset per pair.
 
 use cudarc::driver::result as cu;
 use cudarc::driver::{DriverError, LaunchConfig};
 
-use super::{Frame, Sums, adm_scale, adm_sizes, frame_features, luma_bpc, vif_sizes};
+use super::adm::{AdmOptions, adm_scale};
+use super::{Frame, Sums, adm_sizes, frame_features, luma_bpc, vif_sizes};
 use crate::cuda::{DevPtrMut, DeviceBuffer, Gpu, PinnedBuffer};
 use crate::error::EngineError;
 use crate::frame::PlanePtrs;
@@ -16,8 +17,10 @@ use crate::metric::temporal::{CudaFrames, Restart};
 use crate::plan::Plan;
 use gpumetrics_kernels::vmaf::{Plane, ROW_BLOCK, TILE, adm, vif};
 
-/// u64 sums per pair: VIF 4×4, ADM 4×6, the SAD.
-const SUMS: usize = 16 + 24 + 1;
+/// u64 sums per pair: VIF 4×4, ADM 4×6, the SAD, then ADM's AIM 4×3 (at [`AIM`]).
+const SUMS: usize = 16 + 24 + 1 + 12;
+/// Where the AIM sums start (scale `s`'s h, v, d at `AIM + 3·s`).
+const AIM: usize = 41;
 
 pub(super) struct Vmaf {
     /// Owns every plane below.
@@ -39,6 +42,8 @@ pub(super) struct Vmaf {
     host_out: PinnedBuffer<u64>,
     /// The model (its gain limits parameterise the kernels).
     model: std::sync::Arc<super::Model>,
+    /// ADM's options.
+    adm: AdmOptions,
 }
 
 impl Vmaf {
@@ -109,6 +114,10 @@ impl Vmaf {
             held: 0,
             out,
             host_out,
+            adm: AdmOptions {
+                enhn_gain_limit: model.adm_gain_limit,
+                ..AdmOptions::default()
+            },
             model,
         })
     }
@@ -203,6 +212,9 @@ impl Vmaf {
                     }
                 };
                 k.vmaf_adm_dwt(stream, tiles(bw, bh), dwt)?;
+                if scale == 0 && self.adm.skip_scale0 {
+                    continue;
+                }
                 let s = adm::Scale {
                     bands,
                     maps: Plane {
@@ -211,10 +223,16 @@ impl Vmaf {
                         height: bh,
                         ..self.adm_maps
                     },
-                    ..adm_scale(self.model.adm_gain_limit, scale)
+                    ..adm_scale(&self.adm, scale)
                 };
                 k.vmaf_adm_decouple(stream, tiles(bw, bh), s)?;
-                k.vmaf_adm_rows(stream, rows(bh), s, out(16 + 6 * scale))?;
+                k.vmaf_adm_rows(
+                    stream,
+                    rows(bh),
+                    s,
+                    out(16 + 6 * scale),
+                    out(AIM + 3 * scale),
+                )?;
             }
             if measure_motion {
                 let (prev, cur) = (self.history[0], self.luma[0]);
@@ -233,6 +251,9 @@ impl Vmaf {
             }
             for i in 0..6 {
                 sums.adm[scale][i] = host[16 + 6 * scale + i] as i64;
+            }
+            for i in 0..3 {
+                sums.adm_aim[scale][i] = host[AIM + 3 * scale + i] as i64;
             }
         }
         let sad = measure_motion.then_some(host[40]);
@@ -261,7 +282,7 @@ impl CudaFrames for Vmaf {
             .map_err(|e| EngineError::Cuda(format!("running vmaf: {e}")))?;
         let (w, h) = (plan.reference.width, plan.reference.height);
         let motion = self.model.motion.score(sad, w, h);
-        Ok(frame_features(plan, &sums, motion))
+        Ok(frame_features(plan, &sums, motion, &self.adm))
     }
 }
 

@@ -1,11 +1,16 @@
-//! Integer ADM (libvmaf v3.1.0 `integer_adm.c`) at four scales. Per scale: a Daubechies-2
+//! Integer ADM (libvmaf v3.2.0 `integer_adm.c`) at four scales. Per scale: a Daubechies-2
 //! wavelet level of the reference and distorted images (scale 0 from the `u16` samples in
 //! 16-bit precision, scales 1–3 from the previous approximation band in 32 bits); per band
-//! pixel the decoupling of the distorted detail bands into restored and additive parts
-//! (libvmaf's reciprocal table and 1° angle test), the contrast sensitivity weighting of the
-//! additive part (`csf_a`) and its masking filter (`csf_f`); then per row, over the central
-//! region, the masked cubes of the restored part (the numerator) and the cubes of the
-//! reference bands (the denominator), each row sum rounded and shifted as libvmaf does.
+//! pixel the decoupling of the distorted detail bands into restored (r) and additive (a)
+//! parts (libvmaf's reciprocal table and 1° angle test); then per row, over the central
+//! region, three sums per band orientation: the detail loss measure's numerator (cubes of
+//! the contrast-weighted r above a threshold from the contrast-weighted a of the 3×3
+//! neighbourhood), the additive impairment measure's numerator (the same with the roles of
+//! r and a swapped; only when [`Scale::aim`] is set) and the denominator (cubes of the
+//! reference bands), each row sum rounded and shifted as libvmaf does. The contrast
+//! sensitivity weighting of the masking side and its 1/30 (neighbours) and 1/15 (centre)
+//! fractions are recomputed where the threshold reads them, from the stored r and a, with
+//! the fixed-point steps libvmaf stores in its `csf_a`/`csf_f` buffers.
 //!
 //! Scale 0 follows libvmaf's 16-bit code paths (values truncated to `i16` where it stores
 //! them in `int16_t`), scales 1–3 its 32-bit ones. All bands are stored as `i32`.
@@ -23,11 +28,10 @@ pub const BAND_V: u32 = 1;
 pub const BAND_H: u32 = 2;
 pub const BAND_D: u32 = 3;
 pub const DIS: u32 = 4;
-/// Planes of a [`Scale`]'s `maps`: restored r (h, v, d), csf_a (h, v, d), csf_f (h, v, d).
+/// Planes of a [`Scale`]'s `maps`: restored r (h, v, d), additive a (h, v, d).
 pub const MAP_R: u32 = 0;
-pub const MAP_CSF_A: u32 = 3;
-pub const MAP_CSF_F: u32 = 6;
-pub const MAPS: u32 = 9;
+pub const MAP_A: u32 = 3;
+pub const MAPS: u32 = 6;
 
 /// cos²(1°) as libvmaf rounds it to `float`.
 pub const COS_1DEG_SQ: f32 = f32::from_bits(0x3F7F_EC0A);
@@ -58,6 +62,17 @@ pub struct Scale {
     /// Q21, Q23 as `uint16_t`; scales 1–3: Q32).
     pub rfactor: [u32; 3],
     pub scale: u32,
+    /// Nonzero: also measure AIM (the rows' `aim` sums); zero: those stay 0.
+    pub aim: u32,
+    pub _pad: u32,
+}
+
+/// One row's sums (h, v, d each): the DLM numerator, the denominator, the AIM numerator.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RowSums {
+    pub num: [i64; 3],
+    pub den: [u64; 3],
+    pub aim: [i64; 3],
 }
 
 /// `ceil(log2(n))` for n ≥ 1 (exact, as libvmaf's double `ceil(log2(n))` for integers).
@@ -227,7 +242,7 @@ fn enhance(rst: i32, k: i64, o: i32, t: i32, angle: bool, gain: f64) -> i32 {
     }
 }
 
-/// Decoupling and contrast sensitivity at band pixel (x, y): writes r, csf_a, csf_f.
+/// Decoupling at band pixel (x, y): writes r and a.
 ///
 /// # Safety
 /// `bands` must be readable and `maps` writable at (x, y).
@@ -239,8 +254,7 @@ pub unsafe fn decouple_store(s: &Scale, x: u32, y: u32) {
     let angle = angle_flag(o[0], o[1], t[0], t[1]);
     for theta in 0..3u32 {
         let (o, t) = (o[theta as usize], t[theta as usize]);
-        let rf = s.rfactor[theta as usize];
-        let (r, a, csf_a, csf_f);
+        let (r, a);
         if s.scale == 0 {
             let tmp_k = if o == 0 {
                 32768
@@ -251,12 +265,6 @@ pub unsafe fn decouple_store(s: &Scale, x: u32, y: u32) {
             let rst = ((k * o + 16384) >> 15) as i16 as i32;
             r = enhance(rst, k as i64, o, t, angle, s.gain_limit) as i16 as i32;
             a = t.wrapping_sub(r) as i16 as i32;
-            const SHIFTS: [u32; 3] = [15, 15, 17];
-            const ADDS: [i32; 3] = [16384, 16384, 65535];
-            let dst = rf as i32 * a;
-            let v = (dst.wrapping_add(ADDS[theta as usize]) >> SHIFTS[theta as usize]) as i16;
-            csf_a = v as i32;
-            csf_f = ((4369 * (v as i32).abs() + 2048) >> 12) as i16 as i32;
         } else {
             let abs_o = o.unsigned_abs();
             let (msb, shift) = if abs_o < 32768 {
@@ -276,44 +284,73 @@ pub unsafe fn decouple_store(s: &Scale, x: u32, y: u32) {
             let rst = ((k * o as i64 + 16384) >> 15) as i32;
             r = enhance(rst, k, o, t, angle, s.gain_limit);
             a = t.wrapping_sub(r);
-            let v = ((rf as i64 * a as i64 + (1 << 27)) >> 28) as i32;
-            csf_a = v;
-            csf_f = ((143165577i64 * v.wrapping_abs() as i64 - (1i64 << 31)) >> 32) as i32;
         }
         unsafe {
             s.maps.nth::<i32>(MAP_R + theta).set::<i32>(x, y, r);
-            s.maps.nth::<i32>(MAP_CSF_A + theta).set::<i32>(x, y, csf_a);
-            s.maps.nth::<i32>(MAP_CSF_F + theta).set::<i32>(x, y, csf_f);
+            s.maps.nth::<i32>(MAP_A + theta).set::<i32>(x, y, a);
         }
     }
 }
 
-/// The masking threshold at (x, y): per band, the 3×3 sum of csf_f with the centre
-/// replaced by a fifteenth of |csf_a|, summed over the three bands.
+/// The contrast-sensitivity-weighted value of a decoupled value `v` of orientation `theta`
+/// (libvmaf's `csf_a`: `int16_t` at scale 0).
+#[inline(always)]
+fn csf(s: &Scale, theta: u32, v: i32) -> i32 {
+    let rf = s.rfactor[theta as usize];
+    if s.scale == 0 {
+        const SHIFTS: [u32; 3] = [15, 15, 17];
+        const ADDS: [i32; 3] = [16384, 16384, 65535];
+        let dst = (rf as i32).wrapping_mul(v);
+        (dst.wrapping_add(ADDS[theta as usize]) >> SHIFTS[theta as usize]) as i16 as i32
+    } else {
+        ((rf as i64 * v as i64 + (1 << 27)) >> 28) as i32
+    }
+}
+
+/// A thirtieth of |c| for a weighted value c (libvmaf's `csf_f`, a neighbour's share of
+/// the threshold).
+#[inline(always)]
+fn thirtieth(s: &Scale, c: i32) -> i32 {
+    if s.scale == 0 {
+        ((4369 * c.abs() + 2048) >> 12) as i16 as i32
+    } else {
+        ((143165577i64 * c.wrapping_abs() as i64 - (1i64 << 31)) >> 32) as i32
+    }
+}
+
+/// A fifteenth of |c| (the centre's share of the threshold).
+#[inline(always)]
+fn fifteenth(s: &Scale, c: i32) -> i32 {
+    if s.scale == 0 {
+        ((8738 * c.abs() + 2048) >> 12) as i16 as i32
+    } else {
+        ((286331153i64 * c.wrapping_abs() as i64 - (1i64 << 31)) >> 32) as i32
+    }
+}
+
+/// The masking threshold at (x, y) from the decoupled planes at `mask` ([`MAP_A`] for
+/// DLM, [`MAP_R`] for AIM): per band, the 3×3 sum of the weighted values' thirtieths with
+/// the centre's replaced by its fifteenth, summed over the three bands.
 ///
 /// # Safety
 /// `maps` must be readable.
 #[inline(always)]
-unsafe fn threshold(s: &Scale, x: u32, y: u32) -> i32 {
+unsafe fn threshold(s: &Scale, mask: u32, x: u32, y: u32) -> i32 {
     let (w, h) = (s.maps.width as i32, s.maps.height as i32);
     let rows = [mirror(y as i32 - 1, h), y as i32, mirror(y as i32 + 1, h)];
     let cols = [mirror(x as i32 - 1, w), x as i32, mirror(x as i32 + 1, w)];
     let mut thr = 0i32;
     for theta in 0..3 {
-        let f = s.maps.nth::<i32>(MAP_CSF_F + theta);
+        let m = s.maps.nth::<i32>(mask + theta);
         let mut sum = 0i32;
         for (i, &r) in rows.iter().enumerate() {
             for (j, &c) in cols.iter().enumerate() {
-                if i == 1 && j == 1 {
-                    let a = unsafe { s.maps.nth::<i32>(MAP_CSF_A + theta).get::<i32>(x, y) };
-                    sum = sum.wrapping_add(if s.scale == 0 {
-                        ((8738 * a.abs() + 2048) >> 12) as i16 as i32
-                    } else {
-                        ((286331153i64 * a.wrapping_abs() as i64 - (1i64 << 31)) >> 32) as i32
-                    });
+                let v = csf(s, theta, unsafe { m.get::<i32>(c as u32, r as u32) });
+                sum = sum.wrapping_add(if i == 1 && j == 1 {
+                    fifteenth(s, v)
                 } else {
-                    sum = sum.wrapping_add(unsafe { f.get::<i32>(c as u32, r as u32) });
-                }
+                    thirtieth(s, v)
+                });
             }
         }
         thr = thr.wrapping_add(sum);
@@ -334,21 +371,24 @@ fn masked_cube(x: i32, thr: i32, sub: u32, sq_shift: u32, cub_shift: u32) -> i64
     (x_sq as i64 * x as i64 + round) >> cub_shift
 }
 
-/// The numerator's masked cubes of band pixel (x, y), for h, v, d.
+/// A numerator's masked cubes of band pixel (x, y), for h, v, d: DLM's (r masked by a)
+/// or, with `aim`, AIM's (a masked by r).
 ///
 /// # Safety
 /// `maps` must be readable.
 #[inline(always)]
-pub unsafe fn cm_pixel(s: &Scale, x: u32, y: u32) -> [i64; 3] {
-    let thr = unsafe { threshold(s, x, y) };
-    let r = |k: u32| unsafe { s.maps.nth::<i32>(MAP_R + k).get::<i32>(x, y) };
+pub unsafe fn cm_pixel(s: &Scale, x: u32, y: u32, aim: bool) -> [i64; 3] {
+    let (value, mask) = if aim { (MAP_A, MAP_R) } else { (MAP_R, MAP_A) };
+    let thr = unsafe { threshold(s, mask, x, y) };
+    let r = |k: u32| unsafe { s.maps.nth::<i32>(value + k).get::<i32>(x, y) };
     let w = s.maps.width;
     if s.scale == 0 {
         let cub = ceil_log2(w) - 4;
+        let x = |k: u32| r(k).wrapping_mul(s.rfactor[k as usize] as i32);
         [
-            masked_cube(r(0) * s.rfactor[0] as i32, thr, 10, 29, cub),
-            masked_cube(r(1) * s.rfactor[1] as i32, thr, 10, 29, cub),
-            masked_cube(r(2) * s.rfactor[2] as i32, thr, 12, 30, cub + 1),
+            masked_cube(x(0), thr, 10, 29, cub),
+            masked_cube(x(1), thr, 10, 29, cub),
+            masked_cube(x(2), thr, 12, 30, cub + 1),
         ]
     } else {
         let cub = ceil_log2(w);
@@ -419,35 +459,42 @@ fn round_shift_u(v: u64, shift: u32) -> u64 {
     }
 }
 
-/// Row `y`'s numerator (h, v, d) and denominator (h, v, d) terms, rounded and shifted as
-/// libvmaf does per row; rows outside the central region give zeros.
+/// Row `y`'s sums, rounded and shifted as libvmaf does per row; rows outside the central
+/// region give zeros.
 ///
 /// # Safety
 /// `bands` and `maps` must be readable.
 #[inline(always)]
-pub unsafe fn row(s: &Scale, y: u32) -> ([i64; 3], [u64; 3]) {
+pub unsafe fn row(s: &Scale, y: u32) -> RowSums {
     let (left, top, right, bottom) = region(s.bands.width, s.bands.height);
-    let (mut num, mut den) = ([0i64; 3], [0u64; 3]);
+    let mut sums = RowSums::default();
     if y < top || y >= bottom {
-        return (num, den);
+        return sums;
     }
     for x in left..right {
-        let c = unsafe { cm_pixel(s, x, y) };
+        let c = unsafe { cm_pixel(s, x, y, false) };
         let d = unsafe { den_pixel(s, x, y) };
+        let a = if s.aim != 0 {
+            unsafe { cm_pixel(s, x, y, true) }
+        } else {
+            [0; 3]
+        };
         for k in 0..3 {
-            num[k] = num[k].wrapping_add(c[k]);
-            den[k] = den[k].wrapping_add(d[k]);
+            sums.num[k] = sums.num[k].wrapping_add(c[k]);
+            sums.den[k] = sums.den[k].wrapping_add(d[k]);
+            sums.aim[k] = sums.aim[k].wrapping_add(a[k]);
         }
     }
-    row_finish(s, num, den)
+    row_finish(s, &sums)
 }
 
 /// Applies the row shifts to a row's raw sums (what [`row`] returns).
 #[inline(always)]
-pub fn row_finish(s: &Scale, num: [i64; 3], den: [u64; 3]) -> ([i64; 3], [u64; 3]) {
+pub fn row_finish(s: &Scale, raw: &RowSums) -> RowSums {
     let (ns, ds) = row_shifts(s);
-    (
-        num.map(|v| round_shift_i(v, ns)),
-        den.map(|v| round_shift_u(v, ds)),
-    )
+    RowSums {
+        num: raw.num.map(|v| round_shift_i(v, ns)),
+        den: raw.den.map(|v| round_shift_u(v, ds)),
+        aim: raw.aim.map(|v| round_shift_i(v, ns)),
+    }
 }

@@ -45,14 +45,15 @@ gpumetrics_device::kernel! {
     /// One wavelet level of both images. `TILE`×`TILE` threads, grid covering the bands.
     pub unsafe fn vmaf_adm_dwt(d: Dwt) => adm_dwt;
 
-    /// Decoupling and contrast sensitivity of one scale. `TILE`×`TILE` threads, grid
+    /// Decoupling of one scale (r and a). `TILE`×`TILE` threads, grid
     /// covering the bands.
     pub unsafe fn vmaf_adm_decouple(s: Scale) => adm_decouple;
 
-    /// Adds one scale's row-shifted numerator (h, v, d) to `out[0..3]` and denominator
-    /// (h, v, d) to `out[3..6]` (two's complement in `u64`). One block of `ROW_BLOCK`
-    /// threads per band row (grid.x = rows).
-    pub unsafe fn vmaf_adm_rows(s: Scale, out: *mut u64) => adm_rows;
+    /// Adds one scale's row-shifted DLM numerator (h, v, d) to `out[0..3]`, denominator
+    /// (h, v, d) to `out[3..6]` and AIM numerator (h, v, d; zeros unless `s.aim`) to
+    /// `aim[0..3]` (two's complement in `u64`). One block of `ROW_BLOCK` threads per band
+    /// row (grid.x = rows).
+    pub unsafe fn vmaf_adm_rows(s: Scale, out: *mut u64, aim: *mut u64) => adm_rows;
 
     /// The vertical blur pass of `previous − current` (`bpc`-bit) into the `i32` plane
     /// `tmp`. `TILE`×`TILE` threads, grid covering the frame.
@@ -170,53 +171,60 @@ unsafe fn adm_decouple(s: Scale) {
 /// The body of `vmaf_adm_rows`.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
-unsafe fn adm_rows(s: Scale, out: *mut u64) {
-    gpumetrics_device::shared!(static VMAF_ADM_WARPS: [u64; 6 * ROW_WARPS]);
+unsafe fn adm_rows(s: Scale, out: *mut u64, aim: *mut u64) {
+    gpumetrics_device::shared!(static VMAF_ADM_WARPS: [u64; 9 * ROW_WARPS]);
     let y = dev::block_idx_x();
     let t = dev::thread_idx_x();
     let (left, top, right, bottom) = adm::region(s.bands.width, s.bands.height);
     if y < top || y >= bottom {
         return;
     }
-    let mut v = [0u64; 6];
+    let mut v = [0u64; 9];
     let mut x = left + t;
     while x < right {
-        let c = unsafe { adm::cm_pixel(&s, x, y) };
+        let c = unsafe { adm::cm_pixel(&s, x, y, false) };
         let d = unsafe { adm::den_pixel(&s, x, y) };
+        let a = if s.aim != 0 {
+            unsafe { adm::cm_pixel(&s, x, y, true) }
+        } else {
+            [0; 3]
+        };
         for k in 0..3 {
             v[k] = v[k].wrapping_add(c[k] as u64);
             v[3 + k] = v[3 + k].wrapping_add(d[k]);
+            v[6 + k] = v[6 + k].wrapping_add(a[k] as u64);
         }
         x += ROW_BLOCK;
     }
     let mut delta = 16;
     while delta > 0 {
-        for k in 0..6 {
+        for k in 0..9 {
             v[k] = v[k].wrapping_add(unsafe { dev::shfl_down(dev::FULL_MASK, v[k], delta) });
         }
         delta /= 2;
     }
     if dev::lane_id() == 0 {
-        for k in 0..6 {
+        for k in 0..9 {
             unsafe { VMAF_ADM_WARPS.write(k * ROW_WARPS + (t / 32) as usize, v[k]) };
         }
     }
     unsafe { dev::sync_threads() };
     if t == 0 {
-        let (mut num, mut den) = ([0i64; 3], [0u64; 3]);
-        for k in 0..3 {
-            for w in 0..ROW_WARPS {
-                num[k] =
-                    num[k].wrapping_add(unsafe { VMAF_ADM_WARPS.read(k * ROW_WARPS + w) } as i64);
-                den[k] =
-                    den[k].wrapping_add(unsafe { VMAF_ADM_WARPS.read((3 + k) * ROW_WARPS + w) });
+        let mut raw = adm::RowSums::default();
+        for w in 0..ROW_WARPS {
+            let at = |k: usize| unsafe { VMAF_ADM_WARPS.read(k * ROW_WARPS + w) };
+            for k in 0..3 {
+                raw.num[k] = raw.num[k].wrapping_add(at(k) as i64);
+                raw.den[k] = raw.den[k].wrapping_add(at(3 + k));
+                raw.aim[k] = raw.aim[k].wrapping_add(at(6 + k) as i64);
             }
         }
-        let (num, den) = adm::row_finish(&s, num, den);
+        let sums = adm::row_finish(&s, &raw);
         for k in 0..3 {
             unsafe {
-                dev::atomic_add_u64(out.add(k), num[k] as u64);
-                dev::atomic_add_u64(out.add(3 + k), den[k]);
+                dev::atomic_add_u64(out.add(k), sums.num[k] as u64);
+                dev::atomic_add_u64(out.add(3 + k), sums.den[k]);
+                dev::atomic_add_u64(aim.add(k), sums.aim[k] as u64);
             }
         }
     }
