@@ -6,6 +6,7 @@ use rayon::prelude::*;
 use std::collections::VecDeque;
 
 use super::adm::{AdmOptions, adm_scale};
+use super::host::HostFeatures;
 use super::{Frame, Sums, adm_sizes, frame_features, luma_bpc, vif_sizes};
 use crate::frame::PlanePtrs;
 use crate::metric::temporal::{CpuFrames, Restart};
@@ -49,6 +50,8 @@ pub(super) struct Vmaf {
     history: VecDeque<Vec<u16>>,
     held: usize,
     log2: Vec<u16>,
+    /// SpEED chroma and CAMBI, for the models that read them.
+    host: Option<HostFeatures>,
     /// The model (its gain limits parameterise the kernels).
     model: std::sync::Arc<super::Model>,
 }
@@ -142,7 +145,7 @@ pub(super) fn log2_table() -> Vec<u16> {
 }
 
 impl Vmaf {
-    pub(super) fn new(plan: &Plan, model: std::sync::Arc<super::Model>) -> Vmaf {
+    pub(super) fn new(plan: &Plan, model: std::sync::Arc<super::Model>) -> Result<Vmaf, String> {
         let (w, h) = (plan.reference.width, plan.reference.height);
         let n = w as usize * h as usize;
         let vif_images = vif_sizes(w, h)[1..]
@@ -152,7 +155,7 @@ impl Vmaf {
                 [vec![0; n], vec![0; n]]
             })
             .collect();
-        Vmaf {
+        Ok(Vmaf {
             luma: [vec![0; n], vec![0; n]],
             vif_images,
             vif_tmp: vec![0; 5 * n],
@@ -160,16 +163,10 @@ impl Vmaf {
             history: (0..model.motion.distance()).map(|_| vec![0; n]).collect(),
             held: 0,
             log2: log2_table(),
-            adm: Adm::new(
-                w,
-                h,
-                AdmOptions {
-                    enhn_gain_limit: model.adm_gain_limit,
-                    ..AdmOptions::default()
-                },
-            ),
+            adm: Adm::new(w, h, model.adm),
+            host: HostFeatures::new(plan, &model)?,
             model,
-        }
+        })
     }
 
     /// The integer sums and the SAD to the previous blurred reference of one pair whose
@@ -275,7 +272,11 @@ impl CpuFrames for Vmaf {
         });
         let (sums, sad) = self.sums(plan);
         let motion = self.model.motion.score(sad, w, h);
-        frame_features(plan, &sums, motion, &self.adm.options)
+        let mut f = frame_features(plan, &sums, motion, &self.adm.options);
+        if let Some(host) = &mut self.host {
+            host.measure(r, d, &mut f);
+        }
+        f
     }
 }
 

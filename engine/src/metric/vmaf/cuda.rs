@@ -10,7 +10,8 @@ use cudarc::driver::{DriverError, LaunchConfig};
 
 use super::adm::{AdmOptions, adm_scale};
 use super::{Frame, Sums, adm_sizes, frame_features, luma_bpc, vif_sizes};
-use crate::cuda::{DevPtrMut, DeviceBuffer, Gpu, PinnedBuffer};
+use super::host::HostFeatures;
+use crate::cuda::{DevPtrMut, DeviceBuffer, Download, Gpu, PinnedBuffer};
 use crate::error::EngineError;
 use crate::frame::PlanePtrs;
 use crate::metric::temporal::{CudaFrames, Restart};
@@ -40,6 +41,8 @@ pub(super) struct Vmaf {
     held: usize,
     out: u64,
     host_out: PinnedBuffer<u64>,
+    /// SpEED chroma and CAMBI (host code for now), with the pair's way back to the host.
+    host: Option<(HostFeatures, [Download; 2])>,
     /// The model (its gain limits parameterise the kernels).
     model: std::sync::Arc<super::Model>,
     /// ADM's options.
@@ -51,7 +54,7 @@ impl Vmaf {
         gpu: &Gpu,
         plan: &Plan,
         model: std::sync::Arc<super::Model>,
-    ) -> Result<Vmaf, DriverError> {
+    ) -> Result<Option<Vmaf>, DriverError> {
         let stream = &gpu.stream;
         let (w, h) = (plan.reference.width, plan.reference.height);
         let vs = vif_sizes(w, h);
@@ -101,7 +104,7 @@ impl Vmaf {
         // SAFETY: written by the copy in `sums` before it is read.
         let host_out = unsafe { PinnedBuffer::new(&gpu.ctx, SUMS, 0) }?;
         stream.synchronize()?;
-        Ok(Vmaf {
+        Ok(Some(Vmaf {
             _memory: memory,
             luma,
             vif_images,
@@ -114,12 +117,21 @@ impl Vmaf {
             held: 0,
             out,
             host_out,
-            adm: AdmOptions {
-                enhn_gain_limit: model.adm_gain_limit,
-                ..AdmOptions::default()
+            adm: model.adm,
+            host: match HostFeatures::new(plan, &model) {
+                Ok(None) => None,
+                Ok(Some(h)) => Some((
+                    h,
+                    [
+                        Download::new(&gpu.ctx, &plan.reference)?,
+                        Download::new(&gpu.ctx, &plan.distorted)?,
+                    ],
+                )),
+                // `check` refused the plans whose host features cannot be made.
+                Err(_) => return Ok(None),
             },
             model,
-        })
+        }))
     }
 
     /// Queues the pipeline for one pair and waits for its sums and SAD.
@@ -277,12 +289,25 @@ impl CudaFrames for Vmaf {
         r: &PlanePtrs,
         d: &PlanePtrs,
     ) -> Result<Frame, EngineError> {
+        if let Some((_, [dr, dd])) = &self.host {
+            // SAFETY: the frames were validated against the plan's layouts; the host planes
+            // are read after `sums` synchronised the stream.
+            unsafe {
+                dr.queue(r, &gpu.stream)
+                    .and_then(|_| dd.queue(d, &gpu.stream))
+                    .map_err(|e| EngineError::Cuda(format!("copying the pair for vmaf: {e}")))?;
+            }
+        }
         let (sums, sad) = self
             .sums(gpu, plan, r, d)
             .map_err(|e| EngineError::Cuda(format!("running vmaf: {e}")))?;
         let (w, h) = (plan.reference.width, plan.reference.height);
         let motion = self.model.motion.score(sad, w, h);
-        Ok(frame_features(plan, &sums, motion, &self.adm))
+        let mut f = frame_features(plan, &sums, motion, &self.adm);
+        if let Some((features, [dr, dd])) = &mut self.host {
+            features.measure(&dr.host_planes(), &dd.host_planes(), &mut f);
+        }
+        Ok(f)
     }
 }
 

@@ -13,6 +13,7 @@ pub mod adm;
 mod cpu;
 mod cuda;
 pub mod model;
+mod host;
 mod motion;
 mod speed;
 
@@ -149,13 +150,24 @@ pub(crate) const ENTRY: Entry = Entry {
             Vec::new()
         }
     },
-    check: |_| Ok(()),
+    check: |s| {
+        let settings: &Settings = s.settings();
+        if !s.set.contains(MetricSet::VMAF) || !fits(s.plan) {
+            return Ok(());
+        }
+        match host::why_not(s.plan, &settings.model) {
+            Some(why) => Err(EngineError::Unsupported(why)),
+            None => Ok(()),
+        }
+    },
     cpu: |s| {
         let settings: &Settings = s.settings();
-        (s.set.contains(MetricSet::VMAF) && fits(s.plan)).then(|| {
-            let frames = cpu::Vmaf::new(s.plan, settings.model.clone());
-            Box::new(Temporal::new(Scorer::new(settings), frames)) as Box<dyn super::CpuMetric>
-        })
+        if !s.set.contains(MetricSet::VMAF) || !fits(s.plan) {
+            return None;
+        }
+        // `check` refused the plans whose host features cannot be made.
+        let frames = cpu::Vmaf::new(s.plan, settings.model.clone()).ok()?;
+        Some(Box::new(Temporal::new(Scorer::new(settings), frames)) as Box<dyn super::CpuMetric>)
     },
     reference: Reference::Full,
     cuda: |gpu, s| {
@@ -163,7 +175,9 @@ pub(crate) const ENTRY: Entry = Entry {
         if !s.set.contains(MetricSet::VMAF) || !fits(s.plan) {
             return Ok(None);
         }
-        let frames = cuda::Vmaf::new(gpu, s.plan, settings.model.clone())?;
+        let Some(frames) = cuda::Vmaf::new(gpu, s.plan, settings.model.clone())? else {
+            return Ok(None);
+        };
         Ok(Some(Box::new(Temporal::new(Scorer::new(settings), frames))))
     },
 };

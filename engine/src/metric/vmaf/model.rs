@@ -11,7 +11,9 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use serde_json::{Map, Value};
 
+use super::adm::AdmOptions;
 use super::motion::MotionOptions;
+use super::speed::SpeedOptions;
 
 /// The built-in models (libvmaf 3.2.0's `model/` files, BSD-2-Clause-Patent: see
 /// `engine/models/LICENSE`): the v0 family, and the v1 models (`vmaf_v1.0.16/` and the
@@ -181,11 +183,11 @@ pub struct Model {
     pub vif_gain_limit: f64,
     /// The motion extractor's options.
     pub(crate) motion: MotionOptions,
-    /// The options of the ADM, CAMBI and SpEED extractors as the model gives them (each
-    /// extractor's settings parse their own).
-    pub(crate) adm_options: Map<String, Value>,
+    /// The ADM and SpEED extractors' options.
+    pub(crate) adm: AdmOptions,
+    pub(crate) speed: SpeedOptions,
+    /// The CAMBI extractor's options as the model gives them.
     pub(crate) cambi_options: Map<String, Value>,
-    pub(crate) speed_options: Map<String, Value>,
     /// libvmaf's `chroma_correction_parameter`: a frame whose SpEED chroma score is 0 gets
     /// `c·(1 − adm3)` instead.
     chroma_correction: Option<f64>,
@@ -366,8 +368,22 @@ impl Model {
             }
             Ok(v)
         };
-        let adm_options = take(Extractor::Adm);
-        let adm_gain_limit = gain_limit(&adm_options, "adm_enhn_gain_limit")?;
+        let adm_map = take(Extractor::Adm);
+        let adm_gain_limit = gain_limit(&adm_map, "adm_enhn_gain_limit")?;
+        let mut adm = AdmOptions::default();
+        for (k, v) in &adm_map {
+            let key = if k == "egl" { "adm_enhn_gain_limit" } else { k };
+            let x = match v {
+                Value::Bool(b) => *b as u8 as f64,
+                _ => number(v, name, k)?,
+            };
+            adm.set(key, x).map_err(|why| err(name, why))?;
+        }
+        adm.validate().map_err(|why| err(name, why))?;
+        let mut speed = SpeedOptions::default();
+        for (k, v) in take(Extractor::Speed) {
+            speed.set(&k, &v).map_err(|why| err(name, why))?;
+        }
         let vif = take(Extractor::Vif);
         let vif_gain_limit = gain_limit(&vif, "vif_enhn_gain_limit")?;
         if let Some(k) = vif
@@ -449,9 +465,9 @@ impl Model {
             adm_gain_limit,
             vif_gain_limit,
             motion,
-            adm_options,
+            adm,
+            speed,
             cambi_options: take(Extractor::Cambi),
-            speed_options: take(Extractor::Speed),
             chroma_correction,
             linear_rescale,
             slope: slopes.first().copied().unwrap_or(1.0),

@@ -97,6 +97,38 @@ impl Default for SpeedOptions {
 }
 
 impl SpeedOptions {
+    /// Sets one option from a model's feature options (libvmaf's names; ranges are
+    /// [`check`]'s); an unknown name is an error.
+    pub(crate) fn set(&mut self, key: &str, value: &serde_json::Value) -> Result<(), String> {
+        let number = || {
+            value
+                .as_f64()
+                .ok_or_else(|| format!("{key} is not a number"))
+        };
+        match key {
+            "speed_kernelscale" => self.kernelscale = number()?,
+            "speed_prescale" => self.prescale = number()?,
+            "speed_prescale_method" => {
+                self.prescale_method = value
+                    .as_str()
+                    .and_then(PrescaleMethod::from_name)
+                    .ok_or_else(|| format!("{key} {value} is not a resampling method"))?
+            }
+            "speed_sigma_nn" => self.sigma_nn = number()?,
+            "speed_nn_floor" => self.nn_floor = number()?,
+            "speed_max_val" => self.max_val = number()?,
+            "speed_weight_var_mode" => {
+                let v = number()?;
+                if v.fract() != 0.0 || !(0.0..=6.0).contains(&v) {
+                    return Err(format!("{key} = {v} is not a whole number from 0 to 6"));
+                }
+                self.weight_var_mode = v as u32
+            }
+            _ => return Err(format!("feature option {key} of speed_chroma is not supported")),
+        }
+        Ok(())
+    }
+
     /// vmaf_v1.0.16 `3d0h` (and `1d5h_2160`, which leaves kernelscale at its default 1).
     pub(crate) fn v1_3d0h() -> Self {
         SpeedOptions {
