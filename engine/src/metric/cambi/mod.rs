@@ -358,14 +358,11 @@ pub(crate) const ENTRY: Entry = Entry {
         if !s.set.contains(FLAG) {
             return Vec::new();
         }
-        let settings = s.settings::<CambiSettings>();
-        let mut notes: Vec<String> = why_not(&s.plan.distorted, settings).into_iter().collect();
-        if s.plan.has_reference && s.plan.reference != s.plan.distorted {
-            if let Some(n) = why_not(&s.plan.reference, settings) {
-                notes.push(format!("{n} (reference input: no ref-cambi)"));
-            }
-        }
-        notes
+        // The reference has the distorted input's size and colour family (the plan
+        // checks): one note covers both.
+        why_not(&s.plan.distorted, s.settings::<CambiSettings>())
+            .into_iter()
+            .collect()
     },
     check: |_| Ok(()),
     cpu: |s| {
@@ -414,8 +411,6 @@ pub(crate) struct Geometry {
     pub enc_height: u32,
     /// Anti-dithering (encoding depth below 10).
     pub anti_dither: bool,
-    /// The high-resolution speed-up applies: scale 0 is the encoding size halved.
-    pub speedup: bool,
     /// The c-values' window (odd).
     pub window: u32,
     /// The mask's threshold ([`k::mask_index`], of the encoding size).
@@ -428,7 +423,8 @@ pub(crate) struct Geometry {
     pub band_size: u32,
     pub topk: f64,
     pub max_val: f64,
-    /// Each scale's size.
+    /// Each scale's size (scale 0 is the encoding size, halved when the high-resolution
+    /// speed-up applies).
     pub scales: [(u32, u32); SCALES],
 }
 
@@ -521,7 +517,6 @@ impl Geometry {
             enc_width: enc.0,
             enc_height: enc.1,
             anti_dither: enc_depth < 10,
-            speedup,
             window,
             mask_index: k::mask_index(enc.0, enc.1),
             diffs,
