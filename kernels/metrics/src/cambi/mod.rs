@@ -361,13 +361,14 @@ pub fn c_value(v: u32, c: &Contrast, count: impl Fn(i32) -> u32) -> f32 {
     let row = row as i32;
     let p0 = count(row);
     let mut best = 0.0f32;
-    for i in 0..c.diffs as usize {
+    let steps = c.tvi.iter().zip(CONTRAST_WEIGHTS).take(c.diffs as usize);
+    for (i, (&tvi, weight)) in steps.enumerate() {
         let d = i as i32 + 1;
-        if v <= c.tvi[i] && (v + c.diffs) as i32 + d > c.vlt as i32 {
+        if v <= tvi && (v + c.diffs) as i32 + d > c.vlt as i32 {
             let up = count(row + d);
             let down = if row >= d { count(row - d) } else { 0 };
             let p = if up > down { up } else { down };
-            let n = (CONTRAST_WEIGHTS[i] * p0 * p) as i32;
+            let n = (weight * p0 * p) as i32;
             let val = n as f32 * c.recip[(p + p0) as usize];
             if val > best {
                 best = val;
