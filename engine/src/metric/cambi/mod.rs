@@ -27,6 +27,11 @@ pub(crate) use cpu::CambiCpu;
 /// Its bit of the `metrics` flags (never changed once released).
 pub const FLAG: MetricSet = MetricSet::bit(11);
 
+/// What the engine says when CAMBI is asked for on the CUDA backend, which has no CAMBI
+/// kernels yet.
+pub(crate) const CUDA_NOTE: &str = "cambi runs on the CPU backend only for now: the CUDA backend gives no cambi field \
+     (use backend=cpu)";
+
 /// The field's names, as `[distorted, reference]`.
 const CAMBI: [&str; 2] = ["cambi", "ref-cambi"];
 
@@ -377,7 +382,8 @@ pub(crate) const ENTRY: Entry = Entry {
         })
     },
     reference: Reference::None,
-    // No GPU kernels yet: the CUDA backend leaves CAMBI out (see docs/METRICS.md).
+    // No GPU kernels yet: the CUDA backend leaves CAMBI out, with a note
+    // (`Engine::metric_notes`, [`CUDA_NOTE`]; see docs/METRICS.md).
     cuda: |_, _| Ok(None),
 };
 
