@@ -4,7 +4,8 @@
 //! GStreamer plugin `gpumetrics`: the `gpumetrics` element compares a distorted video stream
 //! (`dist_sink`) against a reference stream (`ref_sink`) frame by frame and reports quality
 //! metrics (PSNR, SSIM, MS-SSIM, SSIMULACRA2, Butteraugli, VMAF) and no-reference checks
-//! on each input (blur, blockiness, SITI, black, freeze; these also on `dist_sink` alone)
+//! on each input (blur, blockiness, SITI, black, freeze, CAMBI banding; these also on
+//! `dist_sink` alone)
 //! as bus messages, buffer meta and a stats file.
 //!
 //! Besides the element, this crate offers typed Rust access to what the element produces:

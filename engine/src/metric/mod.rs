@@ -12,6 +12,7 @@ pub mod black;
 pub mod blockiness;
 pub mod blur;
 pub mod butteraugli;
+pub mod cambi;
 pub mod field;
 pub mod freeze;
 pub mod option;
@@ -204,6 +205,7 @@ pub(crate) const REGISTRY: &[Entry] = &[
     siti::ENTRY,
     black::ENTRY,
     freeze::ENTRY,
+    cambi::ENTRY,
     vmaf::ENTRY,
 ];
 

@@ -241,7 +241,8 @@ impl ElementImpl for GpuMetrics {
                 "Compares the distorted video (dist_sink) with the reference video (ref_sink) \
                  frame by frame and reports quality metrics (PSNR, SSIM, MS-SSIM, SSIMULACRA2, \
                  Butteraugli, VMAF) and no-reference checks on each input (blur, blockiness, \
-                 SITI, black and freeze intervals; these also on dist_sink alone, when ref_sink \
+                 SITI, black and freeze intervals, CAMBI banding; these also on dist_sink \
+                 alone, when ref_sink \
                  is not linked) as 'gpumetrics' element messages, GstGpuMetricsMeta buffer meta and an optional \
                  stats file, plus a pooled 'gpumetrics-summary' message at EOS. Frames are \
                  paired by running time (or by sequence). The distorted stream is passed \

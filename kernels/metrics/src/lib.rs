@@ -28,6 +28,7 @@ pub mod black;
 pub mod blockiness;
 pub mod blur;
 pub mod butteraugli;
+pub mod cambi;
 pub mod channel;
 pub mod color;
 pub mod freeze;
