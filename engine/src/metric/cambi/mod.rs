@@ -51,7 +51,7 @@ const fn float(
     }
 }
 
-const ENC_WIDTH: OptionSpec = float(
+pub(crate) const ENC_WIDTH: OptionSpec = float(
     "cambi-enc-width",
     "CAMBI encoding width",
     "CAMBI: the width the video was encoded at (0: the input's; else 180 to 7680, a whole \
@@ -61,7 +61,7 @@ const ENC_WIDTH: OptionSpec = float(
     7680.0,
     0.0,
 );
-const ENC_HEIGHT: OptionSpec = float(
+pub(crate) const ENC_HEIGHT: OptionSpec = float(
     "cambi-enc-height",
     "CAMBI encoding height",
     "CAMBI: the height the video was encoded at (0: the input's; else 150 to 7680, a whole \
@@ -70,7 +70,7 @@ const ENC_HEIGHT: OptionSpec = float(
     7680.0,
     0.0,
 );
-const ENC_BITDEPTH: OptionSpec = float(
+pub(crate) const ENC_BITDEPTH: OptionSpec = float(
     "cambi-enc-bitdepth",
     "CAMBI encoding bit depth",
     "CAMBI: the bit depth the video was encoded at (0: the input's; else 6 to 16). Below \
@@ -246,7 +246,7 @@ impl CambiSettings {
     /// The options libvmaf's VMAF v1 models give their CAMBI feature
     /// (`cambi_high_res_speedup=1080`, `cambi_vis_lum_threshold=0.06`,
     /// `cambi_max_val=17.0`); the encoding size and depth stay the input's unless set.
-    #[allow(dead_code)]
+    #[cfg(test)]
     pub(crate) fn vmaf_v1() -> Self {
         CambiSettings {
             high_res_speedup: 1080,
@@ -254,6 +254,50 @@ impl CambiSettings {
             max_val: 17.0,
             ..Default::default()
         }
+    }
+
+    /// Sets one option from a VMAF model's CAMBI feature options (libvmaf's names and
+    /// aliases); the ranges are checked by [`CambiSettings::validate`].
+    pub(crate) fn set(&mut self, key: &str, value: &serde_json::Value) -> Result<(), String> {
+        let number = || {
+            value
+                .as_f64()
+                .ok_or_else(|| format!("{key} is not a number"))
+        };
+        let whole = || {
+            let v = number()?;
+            if v.fract() == 0.0 && (0.0..=u32::MAX as f64).contains(&v) {
+                Ok(v as u32)
+            } else {
+                Err(format!("{key} = {v} is not a whole number"))
+            }
+        };
+        match key {
+            "window_size" => self.window_size = whole()?,
+            "topk" | "cambi_topk" => self.topk = number()?,
+            "tvi_threshold" => self.tvi_threshold = number()?,
+            "cambi_vis_lum_threshold" => self.vis_lum_threshold = number()?,
+            "max_log_contrast" => self.max_log_contrast = whole()?,
+            "eotf" | "cambi_eotf" => {
+                self.eotf = match value.as_str() {
+                    Some("bt1886") => Eotf::Bt1886,
+                    Some("pq") => Eotf::Pq,
+                    _ => return Err(format!("{key} {value} is not bt1886 or pq")),
+                }
+            }
+            "enc_width" => self.enc_width = whole()?,
+            "enc_height" => self.enc_height = whole()?,
+            "enc_bitdepth" => self.enc_bitdepth = whole()?,
+            "cambi_high_res_speedup" => self.high_res_speedup = whole()?,
+            "cambi_max_val" => self.max_val = number()?,
+            _ => return Err(format!("feature option {key} of cambi is not supported")),
+        }
+        Ok(())
+    }
+
+    /// Checks the values against libvmaf's ranges (as [`CambiSettings::set`] leaves them).
+    pub(crate) fn validate(&self) -> Result<(), String> {
+        self.check()
     }
 
     /// Checks the values against libvmaf's ranges (the element's properties check the
@@ -285,6 +329,31 @@ impl CambiSettings {
         }
         Ok(())
     }
+}
+
+/// `cambi-enc-width`, `cambi-enc-height` and `cambi-enc-bitdepth` (0: the input's), which
+/// VMAF's v1 models read too (one set of properties for both).
+pub(crate) fn encode_side(o: &Options) -> Result<(u32, u32, u32), EngineError> {
+    Ok((
+        whole(
+            o,
+            &ENC_WIDTH,
+            |v| v == 0 || v >= 180,
+            "0 or a whole number from 180",
+        )?,
+        whole(
+            o,
+            &ENC_HEIGHT,
+            |v| v == 0 || v >= 150,
+            "0 or a whole number from 150",
+        )?,
+        whole(
+            o,
+            &ENC_BITDEPTH,
+            |v| v == 0 || v >= 6,
+            "0 or a whole number from 6",
+        )?,
+    ))
 }
 
 /// A number option that libvmaf declares as an integer, with its own extra limit.
@@ -395,7 +464,7 @@ const fn field(name: &'static str) -> Field {
 }
 
 /// Why frames of `layout` get no CAMBI with `settings`, if they do not.
-fn why_not(layout: &FrameLayout, settings: &CambiSettings) -> Option<String> {
+pub(crate) fn why_not(layout: &FrameLayout, settings: &CambiSettings) -> Option<String> {
     if layout.format.family() == ColorFamily::Rgb {
         return Some(format!(
             "cambi measures luma: {} frames get none (convert to a YUV format first)",

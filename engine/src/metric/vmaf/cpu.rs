@@ -145,7 +145,11 @@ pub(super) fn log2_table() -> Vec<u16> {
 }
 
 impl Vmaf {
-    pub(super) fn new(plan: &Plan, model: std::sync::Arc<super::Model>) -> Result<Vmaf, String> {
+    pub(super) fn new(
+        plan: &Plan,
+        model: std::sync::Arc<super::Model>,
+        cambi: &crate::metric::cambi::CambiSettings,
+    ) -> Result<Vmaf, String> {
         let (w, h) = (plan.reference.width, plan.reference.height);
         let n = w as usize * h as usize;
         let vif_images = vif_sizes(w, h)[1..]
@@ -164,7 +168,7 @@ impl Vmaf {
             held: 0,
             log2: log2_table(),
             adm: Adm::new(w, h, model.adm),
-            host: HostFeatures::new(plan, &model)?,
+            host: HostFeatures::new(plan, &model, cambi)?,
             model,
         })
     }

@@ -9,8 +9,8 @@ use cudarc::driver::result as cu;
 use cudarc::driver::{DriverError, LaunchConfig};
 
 use super::adm::{AdmOptions, adm_scale};
-use super::{Frame, Sums, adm_sizes, frame_features, luma_bpc, vif_sizes};
 use super::host::HostFeatures;
+use super::{Frame, Sums, adm_sizes, frame_features, luma_bpc, vif_sizes};
 use crate::cuda::{DevPtrMut, DeviceBuffer, Download, Gpu, PinnedBuffer};
 use crate::error::EngineError;
 use crate::frame::PlanePtrs;
@@ -54,6 +54,7 @@ impl Vmaf {
         gpu: &Gpu,
         plan: &Plan,
         model: std::sync::Arc<super::Model>,
+        cambi: &crate::metric::cambi::CambiSettings,
     ) -> Result<Option<Vmaf>, DriverError> {
         let stream = &gpu.stream;
         let (w, h) = (plan.reference.width, plan.reference.height);
@@ -118,7 +119,7 @@ impl Vmaf {
             out,
             host_out,
             adm: model.adm,
-            host: match HostFeatures::new(plan, &model) {
+            host: match HostFeatures::new(plan, &model, cambi) {
                 Ok(None) => None,
                 Ok(Some(h)) => Some((
                     h,

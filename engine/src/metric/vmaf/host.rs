@@ -8,12 +8,18 @@ use super::speed::SpeedChroma;
 use super::{Frame, speed};
 use crate::format::ColorFamily;
 use crate::frame::PlanePtrs;
+use crate::metric::cambi::{self, CambiCpu, CambiSettings};
 use crate::plan::Plan;
 
 /// Why libvmaf would not run `model` on the plan's frames, if it would not: the chroma
 /// that SpEED reads, the sizes it and CAMBI accept.
-pub(crate) fn why_not(plan: &Plan, model: &Model) -> Option<String> {
+pub(crate) fn why_not(plan: &Plan, model: &Model, cambi: &CambiSettings) -> Option<String> {
     let l = &plan.reference;
+    if model.reads(Feature::Cambi) {
+        if let Some(why) = cambi::why_not(&plan.distorted, cambi) {
+            return Some(format!("VMAF model {} reads CAMBI: {why}", model.name));
+        }
+    }
     if model.reads(Feature::SpeedChromaUv) {
         if l.format.family() != ColorFamily::Yuv {
             return Some(format!(
@@ -39,17 +45,28 @@ pub(crate) fn why_not(plan: &Plan, model: &Model) -> Option<String> {
 /// The host-side features a model reads, with their buffers (allocated once per plan).
 pub(crate) struct HostFeatures {
     speed: Option<SpeedChroma>,
+    /// CAMBI of the distorted frame.
+    cambi: Option<CambiCpu>,
 }
 
 impl HostFeatures {
     /// `None` when the model reads none of them.
-    pub(crate) fn new(plan: &Plan, model: &Model) -> Result<Option<HostFeatures>, String> {
+    pub(crate) fn new(
+        plan: &Plan,
+        model: &Model,
+        cambi: &CambiSettings,
+    ) -> Result<Option<HostFeatures>, String> {
         let speed = if model.reads(Feature::SpeedChromaUv) {
             Some(SpeedChroma::new(plan, model.speed)?)
         } else {
             None
         };
-        Ok(speed.is_some().then_some(HostFeatures { speed }))
+        let cambi = if model.reads(Feature::Cambi) {
+            Some(CambiCpu::new(&plan.distorted, cambi)?)
+        } else {
+            None
+        };
+        Ok((speed.is_some() || cambi.is_some()).then_some(HostFeatures { speed, cambi }))
     }
 
     /// Fills the pair's host-side features from its frames (host planes of the plan's
@@ -57,6 +74,9 @@ impl HostFeatures {
     pub(crate) fn measure(&mut self, r: &PlanePtrs, d: &PlanePtrs, f: &mut Frame) {
         if let Some(s) = &mut self.speed {
             f.speed_chroma_uv = s.score(r, d);
+        }
+        if let Some(c) = &mut self.cambi {
+            f.cambi = c.score(d);
         }
     }
 }

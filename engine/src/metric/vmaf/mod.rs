@@ -12,13 +12,14 @@
 pub mod adm;
 mod cpu;
 mod cuda;
-pub mod model;
 mod host;
+pub mod model;
 mod motion;
 mod speed;
 
 use std::sync::Arc;
 
+use super::cambi::CambiSettings;
 use super::temporal::{Temporal, Window};
 use super::{Entry, Field, Info, OptionKind, OptionSpec, Options, Reference};
 use crate::error::EngineError;
@@ -38,6 +39,27 @@ pub(crate) struct Settings {
     model: Arc<Model>,
     /// Also report the elementary features (`vmaf-features`).
     features: bool,
+    /// `cambi-enc-width`, `cambi-enc-height`, `cambi-enc-bitdepth` (0: the input's), for
+    /// the models that read CAMBI.
+    cambi_enc: (u32, u32, u32),
+}
+
+impl Settings {
+    /// The model's CAMBI settings with the encode side's properties.
+    fn cambi(&self) -> CambiSettings {
+        let mut c = self.model.cambi;
+        let (w, h, d) = self.cambi_enc;
+        if w != 0 {
+            c.enc_width = w;
+        }
+        if h != 0 {
+            c.enc_height = h;
+        }
+        if d != 0 {
+            c.enc_bitdepth = d;
+        }
+        c
+    }
 }
 
 /// `vmaf-model`: a built-in model's name or a libvmaf JSON model file.
@@ -71,6 +93,7 @@ fn configure(o: &Options) -> Result<super::Settings, EngineError> {
     Ok(Box::new(Settings {
         model,
         features: o.bool(&FEATURES),
+        cambi_enc: super::cambi::encode_side(o)?,
     }))
 }
 
@@ -130,7 +153,13 @@ pub(crate) const ENTRY: Entry = Entry {
                       back, two for the HFR models)",
         fields: &FIELDS,
     }],
-    options: &[MODEL, FEATURES],
+    options: &[
+        MODEL,
+        FEATURES,
+        super::cambi::ENC_WIDTH,
+        super::cambi::ENC_HEIGHT,
+        super::cambi::ENC_BITDEPTH,
+    ],
     configure,
     notes: |s| {
         let (plan, set) = (s.plan, s.set);
@@ -155,7 +184,7 @@ pub(crate) const ENTRY: Entry = Entry {
         if !s.set.contains(MetricSet::VMAF) || !fits(s.plan) {
             return Ok(());
         }
-        match host::why_not(s.plan, &settings.model) {
+        match host::why_not(s.plan, &settings.model, &settings.cambi()) {
             Some(why) => Err(EngineError::Unsupported(why)),
             None => Ok(()),
         }
@@ -166,7 +195,7 @@ pub(crate) const ENTRY: Entry = Entry {
             return None;
         }
         // `check` refused the plans whose host features cannot be made.
-        let frames = cpu::Vmaf::new(s.plan, settings.model.clone()).ok()?;
+        let frames = cpu::Vmaf::new(s.plan, settings.model.clone(), &settings.cambi()).ok()?;
         Some(Box::new(Temporal::new(Scorer::new(settings), frames)) as Box<dyn super::CpuMetric>)
     },
     reference: Reference::Full,
@@ -175,7 +204,8 @@ pub(crate) const ENTRY: Entry = Entry {
         if !s.set.contains(MetricSet::VMAF) || !fits(s.plan) {
             return Ok(None);
         }
-        let Some(frames) = cuda::Vmaf::new(gpu, s.plan, settings.model.clone())? else {
+        let Some(frames) = cuda::Vmaf::new(gpu, s.plan, settings.model.clone(), &settings.cambi())?
+        else {
             return Ok(None);
         };
         Ok(Some(Box::new(Temporal::new(Scorer::new(settings), frames))))
@@ -368,6 +398,7 @@ mod tests {
         let settings = Settings {
             model: Model::default_model(),
             features: true,
+            cambi_enc: (0, 0, 0),
         };
         let mut scorer = Scorer::new(&settings);
         assert_eq!(scorer.lag(), 1);

@@ -14,6 +14,7 @@ use serde_json::{Map, Value};
 use super::adm::AdmOptions;
 use super::motion::MotionOptions;
 use super::speed::SpeedOptions;
+use crate::metric::cambi::CambiSettings;
 
 /// The built-in models (libvmaf 3.2.0's `model/` files, BSD-2-Clause-Patent: see
 /// `engine/models/LICENSE`): the v0 family, and the v1 models (`vmaf_v1.0.16/` and the
@@ -186,8 +187,8 @@ pub struct Model {
     /// The ADM and SpEED extractors' options.
     pub(crate) adm: AdmOptions,
     pub(crate) speed: SpeedOptions,
-    /// The CAMBI extractor's options as the model gives them.
-    pub(crate) cambi_options: Map<String, Value>,
+    /// The CAMBI extractor's options (the encode side's come from the properties).
+    pub(crate) cambi: CambiSettings,
     /// libvmaf's `chroma_correction_parameter`: a frame whose SpEED chroma score is 0 gets
     /// `c·(1 − adm3)` instead.
     chroma_correction: Option<f64>,
@@ -380,6 +381,11 @@ impl Model {
             adm.set(key, x).map_err(|why| err(name, why))?;
         }
         adm.validate().map_err(|why| err(name, why))?;
+        let mut cambi = CambiSettings::default();
+        for (k, v) in take(Extractor::Cambi) {
+            cambi.set(&k, &v).map_err(|why| err(name, why))?;
+        }
+        cambi.validate().map_err(|why| err(name, why))?;
         let mut speed = SpeedOptions::default();
         for (k, v) in take(Extractor::Speed) {
             speed.set(&k, &v).map_err(|why| err(name, why))?;
@@ -467,7 +473,7 @@ impl Model {
             motion,
             adm,
             speed,
-            cambi_options: take(Extractor::Cambi),
+            cambi,
             chroma_correction,
             linear_rescale,
             slope: slopes.first().copied().unwrap_or(1.0),
@@ -728,6 +734,77 @@ mod tests {
         assert_eq!((neg.adm_gain_limit, neg.vif_gain_limit), (1.0, 1.0));
         assert_eq!(Model::built_in("vmaf_4k_v0.6.1").unwrap().svs.len(), 262);
         assert!(Model::built_in("vmaf_v0.6.2").is_none());
+    }
+
+    #[test]
+    fn v1_models_parse_with_each_extractors_options() {
+        use super::super::speed::SpeedOptions;
+        for (name, speed, view, height) in [
+            ("vmaf_v1.0.16_3d0h", SpeedOptions::v1_3d0h(), 3.0, 1080),
+            ("vmaf_v1.0.16_5d0h", SpeedOptions::v1_5d0h(), 5.0, 1080),
+            (
+                "vmaf_v1.0.16_1d5h_2160",
+                SpeedOptions::v1_1d5h_2160(),
+                1.5,
+                2160,
+            ),
+            (
+                "vmaf_v1.0.16_3d0h_2160",
+                SpeedOptions::v1_3d0h_2160(),
+                3.0,
+                2160,
+            ),
+            ("vmaf_v1.0.16_hfr_5d0h", SpeedOptions::v1_5d0h(), 5.0, 1080),
+        ] {
+            let m = Model::built_in(name).unwrap();
+            let f: Vec<Feature> = m.features.iter().map(|f| f.feature).collect();
+            assert_eq!(
+                f,
+                [
+                    Feature::Cambi,
+                    Feature::SpeedChromaUv,
+                    Feature::Adm3,
+                    Feature::Motion3
+                ],
+                "{name}"
+            );
+            assert_eq!(m.generations(), (false, true));
+            assert!(!m.reads_vif());
+            assert_eq!(m.cambi, CambiSettings::vmaf_v1(), "{name}");
+            assert_eq!(m.speed, speed, "{name}");
+            assert_eq!(
+                (m.adm.norm_view_dist, m.adm.ref_display_height),
+                (view, height)
+            );
+            assert_eq!(
+                (m.adm.dlm_weight, m.adm.csf_mode, m.adm.min_val),
+                (0.7, 2, 0.5)
+            );
+            assert_eq!(m.motion.max_val, 18.0);
+            assert_eq!(m.motion.five_frame_window, name.contains("_hfr_"));
+            assert_eq!(m.motion.lag(), if name.contains("_hfr_") { 2 } else { 1 });
+            assert_eq!(m.chroma_correction, Some(120.0));
+        }
+        let top = Model::built_in("vmaf_v1.0.16_3d0h_2160").unwrap();
+        assert_eq!(top.clip, Some((0.0, 110.0)));
+        // The v0 models keep libvmaf's defaults.
+        let v0 = Model::default_model();
+        assert_eq!(v0.generations(), (true, false));
+        assert_eq!(v0.motion, MotionOptions::default());
+        assert_eq!(v0.adm, AdmOptions::default());
+    }
+
+    #[test]
+    fn chroma_correction_replaces_a_zero_chroma_score() {
+        let m = Model::built_in("vmaf_v1.0.16_3d0h").unwrap();
+        // cambi, speed_chroma_uv, adm3, motion3: a zero chroma score takes 120·(1 − adm3).
+        let corrected = m.predict(&[0.5, 0.0, 0.95, 3.0]);
+        let explicit = m.predict(&[0.5, 120.0 * (1.0 - 0.95), 0.95, 3.0]);
+        assert!(
+            (corrected - explicit).abs() < 1e-9,
+            "{corrected} {explicit}"
+        );
+        assert_ne!(corrected, m.predict(&[0.5, 1e-3, 0.95, 3.0]));
     }
 
     #[test]

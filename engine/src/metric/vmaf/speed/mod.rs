@@ -124,7 +124,11 @@ impl SpeedOptions {
                 }
                 self.weight_var_mode = v as u32
             }
-            _ => return Err(format!("feature option {key} of speed_chroma is not supported")),
+            _ => {
+                return Err(format!(
+                    "feature option {key} of speed_chroma is not supported"
+                ));
+            }
         }
         Ok(())
     }
