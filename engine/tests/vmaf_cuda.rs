@@ -4,7 +4,8 @@
 //! system memory (uploaded by the backend) and in CUDA memory (read in place). The inputs
 //! are synthetic sequences (the GPU machine has no FFmpeg): a textured pattern panning by a
 //! fraction of a pixel per frame and a quantised, noisy copy, in 8 to 16 bit, planar and
-//! semi-planar, 4:2:0 and 4:4:4, at an odd size, 320x240 and 1920x1080, with every model.
+//! semi-planar, 4:2:0 and 4:4:4, at an odd size, 320x240 and 1920x1080, with every v0 model
+//! and two v1 models (one HFR) where libvmaf accepts the size.
 
 use cudarc::driver::{CudaContext, DevicePtr};
 use gpumetrics_engine::{
@@ -124,6 +125,7 @@ fn cuda_records_equal_cpu_records() {
         (PixelFormat::P010_10Le, 173, 97, 4),
         (PixelFormat::I420_12Le, 174, 98, 4),
         (PixelFormat::Y444_16Le, 96, 64, 4),
+        (PixelFormat::Y444, 352, 288, 4),
         (PixelFormat::I420, 1920, 1080, 3),
     ];
     let mut compared = 0;
@@ -143,7 +145,15 @@ fn cuda_records_equal_cpu_records() {
             })
             .collect();
         stream.synchronize().unwrap();
-        for model in ["vmaf_v0.6.1", "vmaf_v0.6.1neg", "vmaf_4k_v0.6.1"] {
+        // The v1 models where libvmaf accepts the size (CAMBI: a side of 216; SpEED: 80
+        // chroma samples a side), including an HFR one (five-frame window, lag 2).
+        let v1: &[&str] = if w >= 320 {
+            &["vmaf_v1.0.16_3d0h", "vmaf_v1.0.16_hfr_3d0h"]
+        } else {
+            &[]
+        };
+        let v0 = ["vmaf_v0.6.1", "vmaf_v0.6.1neg", "vmaf_4k_v0.6.1"];
+        for &model in v0.iter().chain(v1) {
             let run = |backend, on_device: bool| -> Vec<Scores> {
                 let cfg = EngineConfig {
                     metrics: MetricSet::VMAF,
