@@ -212,7 +212,6 @@ fn main() {
                 backend,
                 device_id: 0,
                 options: options.clone(),
-                ..Default::default()
             };
             let build = |backend| {
                 if *single {

@@ -15,10 +15,10 @@ use crate::plan::Plan;
 /// that SpEED reads, the sizes it and CAMBI accept.
 pub(crate) fn why_not(plan: &Plan, model: &Model, cambi: &CambiSettings) -> Option<String> {
     let l = &plan.reference;
-    if model.reads(Feature::Cambi) {
-        if let Some(why) = cambi::why_not(&plan.distorted, cambi) {
-            return Some(format!("VMAF model {} reads CAMBI: {why}", model.name));
-        }
+    if model.reads(Feature::Cambi)
+        && let Some(why) = cambi::why_not(&plan.distorted, cambi)
+    {
+        return Some(format!("VMAF model {} reads CAMBI: {why}", model.name));
     }
     if model.reads(Feature::SpeedChromaUv) {
         if l.format.family() != ColorFamily::Yuv {
