@@ -43,6 +43,9 @@
 #   blockiness   cuda_kernels blockiness:: (the same, over sequences), its throughput, ncu
 #   vmaf         cuda_kernels vmaf::, vmaf_cuda, vmaf_element; vmaf_reference on the CUDA
 #                backend with the FFmpeg cache
+#   cambi        cuda_kernels cambi:: (the CUDA engine against the CPU engine on banded
+#                frames, every option), cambi_reference on the CUDA backend with the FFmpeg
+#                cache, its throughput and ncu's kernel times
 #   element      the element's suites with backend=cuda (element, harness, hardening,
 #                cuda_context, no_gstcuda, reliability, monitoring, roi), the latency
 #                tracer, cpu-vs-cuda pipelines, bad property values,
@@ -60,7 +63,8 @@
 #                 cannot make (11 and 4 MiB): `scripts/gpu-all.sh pack-ffmpeg-cache` runs those
 #                 tests here with GPUMETRICS_FFMPEG_CACHE (engine/tests/common)
 #   ffmpeg-cache-blackfreeze.tar.xz  (blackfreeze) the FFmpeg outputs of black_freeze_ffmpeg
-#                 (1.5 MiB), made the same way
+#                 (1.5 MiB), made the same way; ffmpeg-cache-cambi.tar.xz (cambi) those of
+#                 cambi_reference
 #   whl           (ssim) the pytorch-msssim wheel
 #   lv            (libvmaf) laid out by hand, see step_libvmaf
 #
@@ -76,7 +80,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 d=.gpu/all
 B=$d/bin
-ALL_STEPS="selftest psnr ssim ssimulacra2 butteraugli siti blur blockiness blackfreeze nr vmaf element throughput cudamem colour cli libvmaf"
+ALL_STEPS="selftest psnr ssim ssimulacra2 butteraugli siti blur blockiness blackfreeze nr vmaf cambi element throughput cudamem colour cli libvmaf"
 
 # ---------------------------------------------------------------------------------------------
 # Packing (this machine)
@@ -94,6 +98,7 @@ bins() {
     blackfreeze) echo $e:test:cuda_kernels $e:test:black_freeze_ffmpeg $e:bench:throughput ;;
     nr) echo $e:bench:throughput $g:test:no_reference ;;
     vmaf) echo $e:test:cuda_kernels $e:test:vmaf_cuda $e:test:vmaf_reference $e:bench:throughput $g:test:vmaf_element ;;
+    cambi) echo $e:test:cuda_kernels $e:test:cambi_reference $e:bench:throughput ;;
     element) echo $g:test:element $g:test:harness $g:test:hardening $g:test:cuda_context $g:test:no_gstcuda $g:test:reliability $g:test:monitoring $g:test:roi ;;
     throughput) echo $e:bench:throughput ;;
     cli) echo gpumetrics-cli:bin:gpumetrics ;;
@@ -107,13 +112,13 @@ inputs() {
   case $1 in
     cudamem | colour | cli) echo "$1" ;;
     ssim) echo whl ;;
-    butteraugli | vmaf | blackfreeze) echo "ffmpeg-cache-$1.tar.xz" ;;
+    butteraugli | vmaf | blackfreeze | cambi) echo "ffmpeg-cache-$1.tar.xz" ;;
     libvmaf) echo lv ;;
   esac
 }
 
 # Whether a step runs GStreamer (the plugin and the kit are packed for it).
-uses_gst() { case $1 in selftest | throughput | libvmaf | blackfreeze) return 1 ;; *) return 0 ;; esac; }
+uses_gst() { case $1 in selftest | throughput | libvmaf | blackfreeze | cambi) return 1 ;; *) return 0 ;; esac; }
 
 pack() {
   set -e
@@ -229,7 +234,7 @@ case ${1:-} in
   pack-ffmpeg-cache)
     set -e
     mkdir -p .gpu/inputs
-    for t in vmaf:vmaf_reference butteraugli:butteraugli_crate blackfreeze:black_freeze_ffmpeg; do
+    for t in vmaf:vmaf_reference butteraugli:butteraugli_crate blackfreeze:black_freeze_ffmpeg cambi:cambi_reference; do
       cache=$(mktemp -d)
       GPUMETRICS_FFMPEG_CACHE=$cache cargo test --release -p gpumetrics-engine --test "${t#*:}"
       tar -cJf ".gpu/inputs/ffmpeg-cache-${t%%:*}.tar.xz" -C "$cache" .
@@ -470,6 +475,18 @@ step_vmaf() {
   element_tests vmaf_element
   throughput vmaf
   ncu_kernels vmaf 40 vmaf
+}
+
+step_cambi() {
+  kernels cambi
+  local cache
+  if cache=$(ffmpeg_cache cambi) && need $B/cambi_reference; then
+    step "CAMBI on the CUDA backend vs libvmaf's vmaf tool (cambi_reference, cached FFmpeg outputs)"
+    GPUMETRICS_FFMPEG_CACHE=$cache GPUMETRICS_TEST_BACKEND=cuda \
+      run $B/cambi_reference --nocapture --test-threads 1
+  fi
+  throughput cambi
+  ncu_kernels cambi_ 40 cambi
 }
 
 step_element() {

@@ -202,17 +202,10 @@ impl Engine {
     /// Why requested metrics are left out for this layout (e.g. frames too small for
     /// MS-SSIM), for the caller to log once.
     pub fn metric_notes(&self) -> Vec<String> {
-        let mut notes: Vec<String> = self
-            .configured
+        self.configured
             .iter()
             .flat_map(|c| (c.entry.notes)(&c.setup(&self.plan, self.metrics)))
-            .collect();
-        if self.backend_kind() == BackendKind::Cuda
-            && self.metrics.contains(crate::metric::cambi::FLAG)
-        {
-            notes.push(crate::metric::cambi::CUDA_NOTE.to_string());
-        }
-        notes
+            .collect()
     }
 
     /// Measures one pair: every requested metric's fields, in registry order. Engines that

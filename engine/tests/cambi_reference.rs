@@ -57,6 +57,15 @@ fn option_name(libvmaf: &str) -> &'static str {
     }
 }
 
+/// The backend the comparison runs on: the CPU, or `GPUMETRICS_TEST_BACKEND=cuda` (on the
+/// GPU machine, with the FFmpeg cache: libvmaf's numbers from the CUDA backend).
+fn backend() -> BackendChoice {
+    match std::env::var("GPUMETRICS_TEST_BACKEND").as_deref() {
+        Ok("cuda") => BackendChoice::Cuda,
+        _ => BackendChoice::Cpu,
+    }
+}
+
 fn options(libvmaf: &str) -> Options {
     let mut o = Options::new();
     if libvmaf != "-" {
@@ -140,7 +149,7 @@ fn cambi_equals_libvmaf_on_every_clip_and_run() {
         };
         let cfg = EngineConfig {
             metrics: MetricSet::named("cambi").unwrap(),
-            backend: BackendChoice::Cpu,
+            backend: backend(),
             options: options(opts),
             ..Default::default()
         };

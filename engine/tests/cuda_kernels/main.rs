@@ -35,6 +35,7 @@ mod black;
 mod blockiness;
 mod blur;
 mod butteraugli;
+mod cambi;
 mod engine;
 mod freeze;
 mod psnr;
@@ -67,6 +68,7 @@ const CHECKS: &[&[(&[&str], Check)]] = &[
     blur::CHECKS,
     blockiness::CHECKS,
     vmaf::CHECKS,
+    cambi::CHECKS,
     selftest::CHECKS,
 ];
 

@@ -14,6 +14,7 @@
 //! and [`cpu::CambiCpu`] scores one frame with them (see its documentation).
 
 pub(crate) mod cpu;
+pub(crate) mod cuda;
 
 use super::single::NoReference;
 use super::{Choice, Entry, Field, Info, OptionKind, OptionSpec, Options, Reference};
@@ -23,14 +24,10 @@ use crate::metrics::MetricSet;
 use gpumetrics_kernels::cambi::{self as k, Contrast, MAX_DIFFS, MIN_SIDE, RECIP_LEN, SCALES};
 
 pub(crate) use cpu::CambiCpu;
+pub(crate) use cuda::CambiCuda;
 
 /// Its bit of the `metrics` flags (never changed once released).
 pub const FLAG: MetricSet = MetricSet::bit(11);
-
-/// What the engine says when CAMBI is asked for on the CUDA backend, which has no CAMBI
-/// kernels yet.
-pub(crate) const CUDA_NOTE: &str = "cambi runs on the CPU backend only for now: the CUDA backend gives no cambi field \
-     (use backend=cpu)";
 
 /// The field's names, as `[distorted, reference]`.
 const CAMBI: [&str; 2] = ["cambi", "ref-cambi"];
@@ -451,9 +448,17 @@ pub(crate) const ENTRY: Entry = Entry {
         })
     },
     reference: Reference::None,
-    // No GPU kernels yet: the CUDA backend leaves CAMBI out, with a note
-    // (`Engine::metric_notes`, [`CUDA_NOTE`]; see docs/METRICS.md).
-    cuda: |_, _| Ok(None),
+    cuda: |gpu, s| {
+        if !s.set.contains(FLAG) {
+            return Ok(None);
+        }
+        let settings = *s.settings::<CambiSettings>();
+        NoReference::cuda_boxed(gpu, s.plan, |gpu, side| {
+            Ok(cuda::CambiCuda::new(gpu, side.layout(s.plan), &settings)?
+                .ok()
+                .map(cuda::Single::new))
+        })
+    },
 };
 
 /// More banding is worse.

@@ -1,7 +1,8 @@
 //! VMAF on the GPU: the kernel crate's functions as kernels, on the backend's stream. Per
 //! pair: `vmaf_load` (luma to `u16`), per VIF scale `vmaf_vif_vertical` + `vmaf_vif_stat`
 //! (+ `vmaf_vif_down`), per ADM level `vmaf_adm_dwt` + `vmaf_adm_decouple` +
-//! `vmaf_adm_rows`, the motion difference's blur and SAD, then one copy of the 53 integer sums. Every
+//! `vmaf_adm_rows`, the motion difference's blur and SAD, then one copy of the 53 integer
+//! sums; for the v1 models CAMBI's kernels ([`CambiCuda`]) on the same stream. Every
 //! buffer is allocated once per plan (about 60 bytes per pixel); the sums are zeroed by one
 //! memset per pair.
 
@@ -9,11 +10,13 @@ use cudarc::driver::result as cu;
 use cudarc::driver::{DriverError, LaunchConfig};
 
 use super::adm::{AdmOptions, adm_scale};
-use super::host::HostFeatures;
+use super::model::Feature;
+use super::speed::SpeedChroma;
 use super::{Frame, Sums, adm_sizes, frame_features, luma_bpc, vif_sizes};
 use crate::cuda::{DevPtrMut, DeviceBuffer, Download, Gpu, PinnedBuffer};
 use crate::error::EngineError;
 use crate::frame::PlanePtrs;
+use crate::metric::cambi::CambiCuda;
 use crate::metric::temporal::{CudaFrames, Restart};
 use crate::plan::Plan;
 use gpumetrics_kernels::vmaf::{Plane, ROW_BLOCK, TILE, adm, vif};
@@ -41,8 +44,10 @@ pub(super) struct Vmaf {
     held: usize,
     out: u64,
     host_out: PinnedBuffer<u64>,
-    /// SpEED chroma and CAMBI (host code for now), with the pair's way back to the host.
-    host: Option<(HostFeatures, [Download; 2])>,
+    /// SpEED chroma (host code for now), with the pair's way back to the host.
+    speed: Option<(SpeedChroma, [Download; 2])>,
+    /// CAMBI of the distorted frame, for the models that read it.
+    cambi: Option<CambiCuda>,
     /// The model (its gain limits parameterise the kernels).
     model: std::sync::Arc<super::Model>,
     /// ADM's options.
@@ -104,6 +109,29 @@ impl Vmaf {
         unsafe { cu::memcpy_htod_async(log2, &table[..], stream.cu_stream()) }?;
         // SAFETY: written by the copy in `sums` before it is read.
         let host_out = unsafe { PinnedBuffer::new(&gpu.ctx, SUMS, 0) }?;
+        // `check` refused the plans whose features cannot be made (`host::why_not`).
+        let speed = if model.reads(Feature::SpeedChromaUv) {
+            let Ok(s) = SpeedChroma::new(plan, model.speed) else {
+                return Ok(None);
+            };
+            Some((
+                s,
+                [
+                    Download::new(&gpu.ctx, &plan.reference)?,
+                    Download::new(&gpu.ctx, &plan.distorted)?,
+                ],
+            ))
+        } else {
+            None
+        };
+        let cambi = if model.reads(Feature::Cambi) {
+            match CambiCuda::new(gpu, &plan.distorted, cambi)? {
+                Ok(c) => Some(c),
+                Err(_) => return Ok(None),
+            }
+        } else {
+            None
+        };
         stream.synchronize()?;
         Ok(Some(Vmaf {
             _memory: memory,
@@ -119,18 +147,8 @@ impl Vmaf {
             out,
             host_out,
             adm: model.adm,
-            host: match HostFeatures::new(plan, &model, cambi) {
-                Ok(None) => None,
-                Ok(Some(h)) => Some((
-                    h,
-                    [
-                        Download::new(&gpu.ctx, &plan.reference)?,
-                        Download::new(&gpu.ctx, &plan.distorted)?,
-                    ],
-                )),
-                // `check` refused the plans whose host features cannot be made.
-                Err(_) => return Ok(None),
-            },
+            speed,
+            cambi,
             model,
         }))
     }
@@ -290,7 +308,7 @@ impl CudaFrames for Vmaf {
         r: &PlanePtrs,
         d: &PlanePtrs,
     ) -> Result<Frame, EngineError> {
-        if let Some((_, [dr, dd])) = &self.host {
+        if let Some((_, [dr, dd])) = &self.speed {
             // SAFETY: the frames were validated against the plan's layouts; the host planes
             // are read after `sums` synchronised the stream.
             unsafe {
@@ -299,14 +317,21 @@ impl CudaFrames for Vmaf {
                     .map_err(|e| EngineError::Cuda(format!("copying the pair for vmaf: {e}")))?;
             }
         }
+        // Queued before the sums, whose synchronisation it shares.
+        if let Some(c) = &mut self.cambi {
+            c.queue(gpu, d)?;
+        }
         let (sums, sad) = self
             .sums(gpu, plan, r, d)
             .map_err(|e| EngineError::Cuda(format!("running vmaf: {e}")))?;
         let (w, h) = (plan.reference.width, plan.reference.height);
         let motion = self.model.motion.score(sad, w, h);
         let mut f = frame_features(plan, &sums, motion, &self.adm);
-        if let Some((features, [dr, dd])) = &mut self.host {
-            features.measure(&dr.host_planes(), &dd.host_planes(), &mut f);
+        if let Some((speed, [dr, dd])) = &mut self.speed {
+            f.speed_chroma_uv = speed.score(&dr.host_planes(), &dd.host_planes());
+        }
+        if let Some(c) = &self.cambi {
+            f.cambi = c.finish();
         }
         Ok(f)
     }

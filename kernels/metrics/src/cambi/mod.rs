@@ -51,6 +51,19 @@ pub const MIN_SIDE: u32 = 216;
 /// Entries of libvmaf's reciprocal table: the adjusted window's area must be below it.
 pub const RECIP_LEN: usize = 4226;
 
+/// Threads of the GPU's plane kernels: `PLANE_W`×`PLANE_H` per block.
+pub const PLANE_W: u32 = 32;
+pub const PLANE_H: u32 = 8;
+/// Columns of one strip of the GPU's c-values: one warp, a lane per column.
+pub const STRIP: u32 = 32;
+/// Threads per block of the GPU's top-k passes, and their warps.
+pub const TOPK_THREADS: u32 = 256;
+pub const TOPK_WARPS: usize = 8;
+/// Bins of the largest top-k histogram ([`topk::BINS`]) and the groups the GPU's
+/// selection sums them in.
+pub const HIST_BINS: usize = 2048;
+pub const SELECT_GROUPS: usize = 64;
+
 /// A plane of 10-bit (or 0/1 mask) samples in 16-bit cells, `stride` cells per row.
 /// Crosses the kernel boundary by value.
 #[repr(C)]
@@ -153,22 +166,62 @@ pub unsafe fn convert_row(s: &Source, src_row: *const u8, cols: *const u32, w: u
     }
 }
 
-/// Anti-dithered sample (x, y) of `p` (step 2 of the module's list).
+/// Anti-dithered sample (x, y) of a `w`×`h` plane whose samples `at` gives (step 2 of the
+/// module's list): the host reads a converted plane, a GPU thread converts the source
+/// samples it needs on the fly.
+#[inline(always)]
+pub fn anti_dither_with(at: impl Fn(u32, u32) -> u32, w: u32, h: u32, x: u32, y: u32) -> u16 {
+    let right = x + 1 < w;
+    let below = y + 1 < h;
+    let a = at(x, y);
+    let v = match (right, below) {
+        (true, true) => (a + at(x + 1, y) + at(x, y + 1) + at(x + 1, y + 1)) >> 2,
+        (false, true) => (a + at(x, y + 1)) >> 1,
+        (true, false) => (a + at(x + 1, y)) >> 1,
+        (false, false) => a,
+    };
+    v as u16
+}
+
+/// Anti-dithered sample (x, y) of `p` ([`anti_dither_with`]).
 ///
 /// # Safety
 /// x < width, y < height of a readable `p`.
 #[inline(always)]
 pub unsafe fn anti_dither(p: &Plane16, x: u32, y: u32) -> u16 {
-    let right = x + 1 < p.width;
-    let below = y + 1 < p.height;
-    let a = unsafe { p.at(x, y) };
-    let v = match (right, below) {
-        (true, true) => unsafe { (a + p.at(x + 1, y) + p.at(x, y + 1) + p.at(x + 1, y + 1)) >> 2 },
-        (false, true) => (a + unsafe { p.at(x, y + 1) }) >> 1,
-        (true, false) => (a + unsafe { p.at(x + 1, y) }) >> 1,
-        (false, false) => a,
+    anti_dither_with(|x, y| unsafe { p.at(x, y) }, p.width, p.height, x, y)
+}
+
+/// Working-plane sample (x, y) straight from the source (steps 1 and 2 in one): the
+/// converted sample, anti-dithered when `anti` is set. `rows` and `cols` are the source
+/// positions of the `w`×`h` encoding size ([`nearest_positions`]).
+///
+/// # Safety
+/// `rows` and `cols` hold `h` and `w` positions inside the source, whose rows are readable
+/// at every position of `cols`; x < w, y < h.
+#[inline(always)]
+pub unsafe fn working_sample(
+    s: &Source,
+    rows: *const u32,
+    cols: *const u32,
+    (w, h): (u32, u32),
+    anti: bool,
+    x: u32,
+    y: u32,
+) -> u16 {
+    let at = |x: u32, y: u32| unsafe {
+        let sy = *rows.add(y as usize);
+        let row = (s.chan.ptr + sy as u64 * s.chan.pitch as u64) as *const u8;
+        to_10bit(
+            crate::channel::load(row, *cols.add(x as usize), &s.chan),
+            s.depth,
+        ) as u32
     };
-    v as u16
+    if anti {
+        anti_dither_with(at, w, h, x, y)
+    } else {
+        at(x, y) as u16
+    }
 }
 
 /// Row `y` of the anti-dithered plane of `p`, written to `out[0..width]`.
@@ -249,6 +302,25 @@ pub unsafe fn mask_row(flats: *const u8, w: u32, h: u32, y: u32, index: u32, out
     }
 }
 
+/// Mask value at (x, y) from the `w`×`h` flatness map `flats` by a direct count of its
+/// 7×7 window (clipped): the same as [`mask_row`]'s sliding sums, one pixel per thread.
+///
+/// # Safety
+/// `flats` must hold `w·h` values; x < w, y < h.
+#[inline(always)]
+pub unsafe fn mask_at(flats: *const u8, w: u32, h: u32, x: u32, y: u32, index: u32) -> u16 {
+    let half = MASK_WINDOW / 2;
+    let (x0, x1) = (x.saturating_sub(half), (x + half + 1).min(w));
+    let (y0, y1) = (y.saturating_sub(half), (y + half + 1).min(h));
+    let mut sum = 0u32;
+    for r in y0..y1 {
+        for c in x0..x1 {
+            sum += unsafe { *flats.add((r * w + c) as usize) } as u32;
+        }
+    }
+    (sum > index) as u16
+}
+
 /// Row `y` of the next scale: every second sample of row `2y` of `p`, `out[0..w]` (`w` =
 /// ⌈width/2⌉).
 ///
@@ -281,33 +353,43 @@ pub fn mode3(a: u32, b: u32, c: u32) -> u32 {
     }
 }
 
-/// The horizontal pass of the mode filter at (x, y): the mode of the three neighbours,
-/// the sample itself on the first and last columns.
-///
-/// # Safety
-/// x < width, y < height of a readable `p`.
+/// The horizontal pass of the mode filter at (x, y) of a `w`-wide plane whose samples `at`
+/// gives: the mode of the three neighbours, the sample itself on the first and last
+/// columns.
 #[inline(always)]
-pub unsafe fn mode_h(p: &Plane16, x: u32, y: u32) -> u32 {
-    if x == 0 || x + 1 >= p.width {
-        unsafe { p.at(x, y) }
+pub fn mode_h_with(at: &impl Fn(u32, u32) -> u32, w: u32, x: u32, y: u32) -> u32 {
+    if x == 0 || x + 1 >= w {
+        at(x, y)
     } else {
-        unsafe { mode3(p.at(x - 1, y), p.at(x, y), p.at(x + 1, y)) }
+        mode3(at(x - 1, y), at(x, y), at(x + 1, y))
     }
 }
 
-/// Row `y` of the mode-filtered `p` (step 4), written to `out[0..width]`.
+/// Sample (x, y) of the mode-filtered `w`×`h` plane whose samples `at` gives (step 4): the
+/// first and last rows are kept. A GPU thread reads the previous scale through `at`
+/// (decimating on the fly); the host reads a plane.
+#[inline(always)]
+pub fn mode_with(at: impl Fn(u32, u32) -> u32, w: u32, h: u32, x: u32, y: u32) -> u32 {
+    if y == 0 || y + 1 >= h {
+        at(x, y)
+    } else {
+        mode3(
+            mode_h_with(&at, w, x, y - 1),
+            mode_h_with(&at, w, x, y),
+            mode_h_with(&at, w, x, y + 1),
+        )
+    }
+}
+
+/// Row `y` of the mode-filtered `p` ([`mode_with`]), written to `out[0..width]`.
 ///
 /// # Safety
 /// y < height of a readable `p`; `out` holds `width` values and is not `p`'s memory.
 #[inline]
 pub unsafe fn mode_row(p: &Plane16, y: u32, out: *mut u16) {
-    let keep = y == 0 || y + 1 >= p.height;
+    let at = |x: u32, y: u32| unsafe { p.at(x, y) };
     for x in 0..p.width {
-        let v = if keep {
-            unsafe { p.at(x, y) }
-        } else {
-            unsafe { mode3(mode_h(p, x, y - 1), mode_h(p, x, y), mode_h(p, x, y + 1)) }
-        };
+        let v = mode_with(at, p.width, p.height, x, y);
         unsafe { *out.add(x as usize) = v as u16 };
     }
 }
@@ -348,6 +430,82 @@ impl Contrast<'_> {
         let r = v.wrapping_sub(self.band_base);
         (r < self.band_size).then_some(r)
     }
+}
+
+/// [`Contrast`] without its table, as it crosses the kernel boundary (by value); the
+/// kernel pairs it with the table's device copy ([`ContrastArgs::with`]).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ContrastArgs {
+    pub diffs: u32,
+    pub vlt: u32,
+    pub band_base: u32,
+    pub band_size: u32,
+    pub tvi: [u32; MAX_DIFFS],
+}
+
+impl ContrastArgs {
+    /// The arguments of `c`.
+    pub fn of(c: &Contrast) -> ContrastArgs {
+        ContrastArgs {
+            diffs: c.diffs,
+            vlt: c.vlt,
+            band_base: c.band_base,
+            band_size: c.band_size,
+            tvi: c.tvi,
+        }
+    }
+
+    /// The contrast steps with `recip` ([`RECIP_LEN`] entries) as their table.
+    pub fn with<'a>(&self, recip: &'a [f32]) -> Contrast<'a> {
+        Contrast {
+            diffs: self.diffs,
+            tvi: self.tvi,
+            vlt: self.vlt,
+            band_base: self.band_base,
+            band_size: self.band_size,
+            recip,
+        }
+    }
+}
+
+/// The key of an unmasked or out-of-band pixel: it takes no part in any c-value.
+pub const NO_KEY: u16 = u16::MAX;
+
+/// What the GPU's c-values read of a pixel: its histogram row when it is masked and in the
+/// band, else [`NO_KEY`].
+#[inline(always)]
+pub fn key(v: u32, masked: bool, c: &Contrast) -> u16 {
+    match c.row_of(v) {
+        Some(r) if masked => r as u16,
+        _ => NO_KEY,
+    }
+}
+
+/// Bytes of one column's counts in the GPU's column histograms: a count for every band row
+/// and for the `diffs` rows past it (always 0, so [`c_value`] reads them unchecked), in
+/// whole words, an odd number of words so that neighbouring columns start in different
+/// shared-memory banks.
+pub fn column_bytes(band_size: u32, diffs: u32) -> u32 {
+    let words = (band_size + diffs).div_ceil(4);
+    4 * (words | 1)
+}
+
+/// The masked pixels of histogram row `r` in `n` neighbouring columns' counts (`cols`,
+/// one column every `stride` bytes, one byte per row): the window count of the GPU's
+/// c-values, whose columns each count their own `window` rows.
+///
+/// # Safety
+/// `cols` must hold `n` columns of `stride` bytes; `r < stride`.
+#[inline(always)]
+pub unsafe fn columns_count(cols: *const u8, stride: usize, n: usize, r: usize) -> u32 {
+    let mut sum = 0u32;
+    let mut p = unsafe { cols.add(r) };
+    for _ in 0..n {
+        sum += unsafe { *p } as u32;
+        p = p.wrapping_add(stride);
+    }
+    sum
 }
 
 /// The c-value of a masked pixel of value `v` (step 5), given `count(r)`: the masked
@@ -542,6 +700,10 @@ pub fn combine(scores: &[f64; SCALES], window: u32) -> f64 {
     let odd = 2 * (window >> 1) + 1;
     s / (odd * odd) as f64
 }
+
+pub mod topk;
+
+mod kernels;
 
 #[cfg(test)]
 mod tests;

@@ -307,3 +307,123 @@ fn a_flat_frame_has_no_banding_and_a_staircase_has() {
     let tiny: Vec<u16> = vec![500, 500, 501, 501];
     assert!(one_scale(&tiny, 2, 2, 2, &c) >= 0.0);
 }
+
+#[test]
+fn column_counts_equal_direct_window_counts() {
+    // The GPU's c-values: per-column counts of the keys over the window's rows, summed
+    // over the window's columns.
+    let recip = recip();
+    let mut r = rng(21);
+    for (w, h, half, diffs) in [(23u32, 14u32, 3u32, 4u32), (11, 9, 5, 2), (40, 6, 2, 8)] {
+        let img: Vec<u16> = (0..w * h).map(|_| 600 + (r() % 11) as u16).collect();
+        let mask: Vec<u16> = (0..w * h).map(|_| !r().is_multiple_of(4) as u16).collect();
+        let ip = Plane16::new(img.as_ptr(), w, w, h);
+        let mp = Plane16::new(mask.as_ptr(), w, w, h);
+        let c = open_contrast(&recip, diffs);
+        let stride = column_bytes(c.band_size, diffs) as usize;
+        assert_eq!(stride % 4, 0);
+        assert_eq!((stride / 4) % 2, 1);
+        // Columns -half..w + half, as a strip covering the whole plane.
+        let columns = (w + 2 * half) as usize;
+        for y in 0..h {
+            let mut counts = vec![0u8; columns * stride];
+            for yy in y.saturating_sub(half)..(y + half + 1).min(h) {
+                for x in 0..w {
+                    let k = key(
+                        img[(yy * w + x) as usize] as u32,
+                        mask[(yy * w + x) as usize] != 0,
+                        &c,
+                    );
+                    if k != NO_KEY {
+                        counts[(x + half) as usize * stride + k as usize] += 1;
+                    }
+                }
+            }
+            for x in 0..w {
+                let want = unsafe { c_value_direct(&ip, &mp, x, y, half, &c) };
+                let k = key(
+                    img[(y * w + x) as usize] as u32,
+                    mask[(y * w + x) as usize] != 0,
+                    &c,
+                );
+                let got = if k == NO_KEY {
+                    0.0
+                } else {
+                    let base = counts[x as usize * stride..].as_ptr();
+                    c_value(c.band_base + k as u32, &c, |r| {
+                        if r < 0 {
+                            0
+                        } else {
+                            unsafe {
+                                columns_count(base, stride, (2 * half + 1) as usize, r as usize)
+                            }
+                        }
+                    })
+                };
+                assert_eq!(got.to_bits(), want.to_bits(), "({x}, {y})");
+            }
+        }
+    }
+}
+
+#[test]
+fn direct_mask_and_working_samples_equal_the_row_functions() {
+    let mut r = rng(5);
+    let (w, h) = (19u32, 13u32);
+    let flats: Vec<u8> = (0..w * h).map(|_| (r() % 3 != 0) as u8).collect();
+    for index in [5, 20, 30] {
+        let mut row = vec![0u16; w as usize];
+        for y in 0..h {
+            unsafe { mask_row(flats.as_ptr(), w, h, y, index, row.as_mut_ptr()) };
+            for x in 0..w {
+                assert_eq!(
+                    unsafe { mask_at(flats.as_ptr(), w, h, x, y, index) },
+                    row[x as usize]
+                );
+            }
+        }
+    }
+    // An 8-bit source of 23×17 decimated to 19×13, anti-dithered or not.
+    let (sw, sh) = (23u32, 17u32);
+    let src: Vec<u8> = (0..sw * sh).map(|_| (r() % 256) as u8).collect();
+    let mut rows = vec![0u32; h as usize];
+    nearest_positions(sh, &mut rows);
+    let mut cols = vec![0u32; w as usize];
+    nearest_positions(sw, &mut cols);
+    let s = Source {
+        chan: crate::channel::Channel {
+            ptr: src.as_ptr() as u64,
+            pitch: sw,
+            step: 1,
+            sample_bytes: 1,
+            shift: 0,
+            max: 255,
+            _pad: 0,
+        },
+        depth: 8,
+        _pad: 0,
+    };
+    let mut plane = vec![0u16; (w * h) as usize];
+    for y in 0..h {
+        let row = unsafe { src.as_ptr().add((rows[y as usize] * sw) as usize) };
+        unsafe {
+            convert_row(
+                &s,
+                row,
+                cols.as_ptr(),
+                w,
+                plane[(y * w) as usize..].as_mut_ptr(),
+            )
+        };
+    }
+    let p = Plane16::new(plane.as_ptr(), w, w, h);
+    for y in 0..h {
+        for x in 0..w {
+            let direct = |anti| unsafe {
+                working_sample(&s, rows.as_ptr(), cols.as_ptr(), (w, h), anti, x, y)
+            };
+            assert_eq!(direct(false), plane[(y * w + x) as usize]);
+            assert_eq!(direct(true), unsafe { anti_dither(&p, x, y) });
+        }
+    }
+}
