@@ -40,6 +40,7 @@ mod freeze;
 mod psnr;
 mod selftest;
 mod siti;
+mod speed;
 mod ssim;
 mod ssimulacra2;
 mod vmaf;
@@ -67,6 +68,7 @@ const CHECKS: &[&[(&[&str], Check)]] = &[
     blur::CHECKS,
     blockiness::CHECKS,
     vmaf::CHECKS,
+    speed::CHECKS,
     selftest::CHECKS,
 ];
 
