@@ -8,7 +8,9 @@
 //! nothing across threads, so the values equal the host's.
 
 #[cfg(target_arch = "nvptx64")]
-use super::{Frames, SCALES, filter_horizontal, filter_vertical, load, resample, stats};
+use super::{
+    ELEMS, Frames, SCALES, filter_horizontal, filter_vertical, linalg, load, resample, stats,
+};
 #[cfg(target_arch = "nvptx64")]
 use gpumetrics_device as dev;
 
@@ -32,6 +34,18 @@ gpumetrics_device::kernel! {
     /// then the patch means (shared memory) and the covariance entries, one per thread.
     /// Launch `STATS_THREADS` threads on grid.x = `JOBS`.
     pub unsafe fn speed_stats(f: Frames) => stats_body;
+
+    /// Per job: the QR factorisation of the patch covariance (from `speed_stats`' entries)
+    /// into the output's `p` and `r`, [`super::linalg::qr`]'s values: each step's reset,
+    /// reflection and products one entry per thread (in shared memory), the reflection
+    /// vector by thread 0. Launch `QR_THREADS` threads on grid.x = `JOBS`.
+    pub unsafe fn speed_qr(f: Frames) => qr_body;
+
+    /// Per job and SpEED block: the block's variance estimate from `speed_qr`'s factors
+    /// (the solve of the block's values, [`super::linalg::solve_column`]) into the output's
+    /// variances. Launch `SOLVE_THREADS` threads on grid (blocks / `SOLVE_THREADS` rounded
+    /// up, `JOBS`).
+    pub unsafe fn speed_solve(f: Frames) => solve_body;
 }
 
 /// The job's region of the `f32` buffer at `base`, `len` values.
@@ -42,6 +56,17 @@ gpumetrics_device::kernel! {
 #[inline(always)]
 unsafe fn region<'a>(base: u64, job: usize, len: usize) -> &'a [f32] {
     unsafe { core::slice::from_raw_parts((base as *const f32).add(job * len), len) }
+}
+
+/// Values `off..off + n` of the job's region of `len` values of the `f32` buffer at `base`.
+///
+/// # Safety
+/// The buffer holds `JOBS · len` values, `off + n ≤ len`, and no thread writes them while
+/// the slice lives.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn part<'a>(base: u64, job: usize, len: usize, off: usize, n: usize) -> &'a [f32] {
+    unsafe { core::slice::from_raw_parts(at(base, job, len, off) as *const f32, n) }
 }
 
 /// A pointer to value `i` of the job's region.
@@ -135,7 +160,7 @@ unsafe fn stats_body(f: Frames) {
     let (ow, oh) = (d.op_width, d.op_height);
     let (aa, local) = unsafe { taps(&f) };
     let (out_len, op_len) = (f.out_len(), f.op_len());
-    let op_at = |i: usize| at(f.out, job, out_len, stats::PAIRS + i);
+    let op_at = |i: usize| at(f.out, job, out_len, f.out_op() + i);
     let step = 1usize << SCALES;
     // The anti-alias filter's horizontal pass at every 16th column.
     let rows = unsafe { region(f.rows, job, f.rows_len()) };
@@ -170,7 +195,7 @@ unsafe fn stats_body(f: Frames) {
     }
     unsafe { dev::sync_threads() };
     // Patch means, then the covariance entries.
-    let op = unsafe { core::slice::from_raw_parts(op_at(0) as *const f32, op_len) };
+    let op = unsafe { part(f.out, job, out_len, f.out_op(), op_len) };
     if t < super::ELEMS {
         let m = stats::patch_mean(op, ow, d.patch_span(), t / d.block, t % d.block);
         unsafe { SPEED_MEANS.write(t, m) };
@@ -184,4 +209,107 @@ unsafe fn stats_body(f: Frames) {
         unsafe { *at(f.out, job, out_len, e) = v };
         e += threads;
     }
+}
+
+/// Values of a 25×25 matrix.
+#[cfg(target_arch = "nvptx64")]
+const MATRIX: usize = ELEMS * ELEMS;
+
+/// The body of `speed_qr`: [`linalg::qr`] with every entry of each step's reset, reflection
+/// and products computed by its own thread, barriers between the steps.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn qr_body(f: Frames) {
+    gpumetrics_device::shared!(static SPEED_QR_A: [f32; MATRIX]);
+    gpumetrics_device::shared!(static SPEED_QR_Z: [f32; MATRIX]);
+    gpumetrics_device::shared!(static SPEED_QR_P: [f32; MATRIX]);
+    gpumetrics_device::shared!(static SPEED_QR_H: [f32; MATRIX]);
+    gpumetrics_device::shared!(static SPEED_QR_V: [f32; ELEMS]);
+    let job = dev::block_idx_x() as usize;
+    if job >= super::JOBS {
+        return;
+    }
+    let t = dev::thread_idx_x() as usize;
+    let n = ELEMS;
+    let mine = t < MATRIX;
+    let (i, j) = (t / n, t % n);
+    let out_len = f.out_len();
+    let pairs = unsafe { part(f.out, job, out_len, 0, stats::PAIRS) };
+    if mine {
+        let a = pairs[stats::pair_index(i, j)];
+        unsafe {
+            SPEED_QR_A.write(t, a);
+            SPEED_QR_Z.write(t, a);
+            SPEED_QR_P.write(t, if i == j { 1.0 } else { 0.0 });
+        }
+    }
+    unsafe { dev::sync_threads() };
+    let matrix = |m: *mut f32| unsafe { core::slice::from_raw_parts(m as *const f32, MATRIX) };
+    for k in 0..n - 1 {
+        if mine {
+            let z = unsafe { SPEED_QR_Z.read(t) };
+            unsafe { SPEED_QR_Z.write(t, linalg::qr_reset(z, i, j, k)) };
+        }
+        unsafe { dev::sync_threads() };
+        if t == 0 {
+            let v = unsafe { core::slice::from_raw_parts_mut(SPEED_QR_V.as_mut_ptr(), n) };
+            for (r, e) in v.iter_mut().enumerate() {
+                *e = unsafe { SPEED_QR_Z.read(r * n + k) };
+            }
+            linalg::qr_vector(v, k, unsafe { SPEED_QR_A.read(k * n + k) });
+        }
+        unsafe { dev::sync_threads() };
+        if mine {
+            let v =
+                unsafe { core::slice::from_raw_parts(SPEED_QR_V.as_mut_ptr() as *const f32, n) };
+            unsafe { SPEED_QR_H.write(t, linalg::qr_reflection(v, i, j)) };
+        }
+        unsafe { dev::sync_threads() };
+        let (mut z, mut p) = (0.0f32, 0.0f32);
+        if mine {
+            let h = matrix(SPEED_QR_H.as_mut_ptr());
+            z = linalg::matmul_entry(h, matrix(SPEED_QR_Z.as_mut_ptr()), n, i, j);
+            p = linalg::matmul_entry(h, matrix(SPEED_QR_P.as_mut_ptr()), n, i, j);
+        }
+        unsafe { dev::sync_threads() };
+        if mine {
+            unsafe {
+                SPEED_QR_Z.write(t, z);
+                SPEED_QR_P.write(t, p);
+            }
+        }
+        unsafe { dev::sync_threads() };
+    }
+    if mine {
+        let p = matrix(SPEED_QR_P.as_mut_ptr());
+        let r = linalg::matmul_entry(p, matrix(SPEED_QR_A.as_mut_ptr()), n, i, j);
+        unsafe {
+            *at(f.out, job, out_len, f.out_p() + t) = p[t];
+            *at(f.out, job, out_len, f.out_r() + t) = r;
+        }
+    }
+}
+
+/// The body of `speed_solve`: [`stats::block_values`], [`linalg::solve_column`] and
+/// [`stats::block_variance`] of one block, as the CPU backend runs them.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn solve_body(f: Frames) {
+    let b = dev::global_idx_x() as usize;
+    let job = dev::block_idx_y() as usize;
+    if b >= f.blocks() || job >= super::JOBS {
+        return;
+    }
+    let d = f.dims();
+    let out_len = f.out_len();
+    let op = unsafe { part(f.out, job, out_len, f.out_op(), f.op_len()) };
+    let p = unsafe { part(f.out, job, out_len, f.out_p(), MATRIX) };
+    let r = unsafe { part(f.out, job, out_len, f.out_r(), MATRIX) };
+    let mut y = [0.0f32; ELEMS];
+    let mut x = [0.0f32; ELEMS];
+    let mut work = [0.0f32; ELEMS];
+    stats::block_values(op, d.op_width, &d, b, &mut y);
+    linalg::solve_column(p, r, ELEMS, &y, &mut x, &mut work);
+    let s = stats::block_variance(&x, &y, ELEMS);
+    unsafe { *at(f.out, job, out_len, f.out_s() + b) = s };
 }

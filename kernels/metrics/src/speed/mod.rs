@@ -319,6 +319,11 @@ pub const JOBS: usize = 4;
 /// entry ([`stats::PAIRS`]), whole warps.
 pub const STATS_THREADS: u32 = (stats::PAIRS as u32).div_ceil(32) * 32;
 
+/// Threads of `speed_qr`'s per-job block: one per entry of the 25×25 matrices.
+pub const QR_THREADS: u32 = ((ELEMS * ELEMS) as u32).div_ceil(32) * 32;
+/// Threads per block of `speed_solve` (one thread per SpEED block).
+pub const SOLVE_THREADS: u32 = 64;
+
 /// The 2D kernels' block: `TILE_X`×`TILE_Y` threads.
 pub const TILE_X: u32 = 32;
 pub const TILE_Y: u32 = 8;
@@ -353,8 +358,8 @@ pub struct Frames {
     /// `f32` device buffers: the filter taps (`aa_len` anti-alias taps, then `local_len`),
     /// the loaded planes, the resampled planes (unused when not resampled), the anti-alias
     /// filter's vertical pass at every 16th row, the local filter's vertical pass, and the
-    /// output: per job [`stats::PAIRS`] covariance entries then the reduced,
-    /// mean-subtracted plane (`op_width`×`op_height`).
+    /// output: per job the covariance entries, QR factors, block variances and the reduced,
+    /// mean-subtracted plane (`op_width`×`op_height`), laid out as [`Frames::out_len`] says.
     pub taps: u64,
     pub plane: u64,
     pub scaled: u64,
@@ -417,10 +422,39 @@ impl Frames {
         self.op_width as usize * self.op_height as usize
     }
 
-    /// One job's output: the covariance entries, then the reduced plane.
+    /// Blocks of the plane.
+    #[inline(always)]
+    pub fn blocks(&self) -> usize {
+        self.blocks_x as usize * self.blocks_y as usize
+    }
+
+    /// Offsets in one job's output region: the covariance entries ([`stats::pair`] order),
+    /// the QR factors `p` and `r` (`ELEMS`×`ELEMS` each, [`linalg::qr`]'s), each block's
+    /// variance estimate from them (`blocks`), then the reduced, mean-subtracted plane.
+    #[inline(always)]
+    pub fn out_p(&self) -> usize {
+        stats::PAIRS
+    }
+
+    #[inline(always)]
+    pub fn out_r(&self) -> usize {
+        self.out_p() + ELEMS * ELEMS
+    }
+
+    #[inline(always)]
+    pub fn out_s(&self) -> usize {
+        self.out_r() + ELEMS * ELEMS
+    }
+
+    #[inline(always)]
+    pub fn out_op(&self) -> usize {
+        self.out_s() + self.blocks()
+    }
+
+    /// One job's output ([`Self::out_p`] and the others).
     #[inline(always)]
     pub fn out_len(&self) -> usize {
-        stats::PAIRS + self.op_len()
+        self.out_op() + self.op_len()
     }
 }
 

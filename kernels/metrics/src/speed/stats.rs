@@ -36,6 +36,13 @@ pub fn pair(e: usize) -> (usize, usize) {
     (x, e - x * (x + 1) / 2)
 }
 
+/// Index of the entry (x, y) (either order) among [`pair`]'s.
+#[inline(always)]
+pub fn pair_index(x: usize, y: usize) -> usize {
+    let (x, y) = if x >= y { (x, y) } else { (y, x) };
+    x * (x + 1) / 2 + y
+}
+
 /// Covariance of the patch elements `x` and `y` (indices `row * block + col` into the
 /// patch), with their means from [`patch_mean`] (`means[index]`). f64 sum, as libvmaf.
 pub fn patch_covariance(
@@ -338,6 +345,9 @@ mod tests {
             .collect();
         let got: Vec<(usize, usize)> = (0..PAIRS).map(pair).collect();
         assert_eq!(got, want);
+        for (e, &(x, y)) in want.iter().enumerate() {
+            assert_eq!((pair_index(x, y), pair_index(y, x)), (e, e));
+        }
     }
 
     #[test]

@@ -1,10 +1,12 @@
-//! SpEED chroma on the GPU: per pair, the per-element steps of the four jobs (U and V of the
-//! reference and the distorted) as four launches (`speed_load`, `speed_resample` when the
-//! options resample, `speed_antialias`, `speed_stats`), each computing every output element
-//! with the kernel crate's function the CPU backend calls, in the same order of sums; one
-//! copy brings each job's covariance entries and reduced plane to pinned memory, and
-//! [`SpeedChromaCuda::finish`] runs the 25×25 problems and the score on the host with the
-//! CPU backend's code ([`super::solve`]). Buffers are allocated once, in
+//! SpEED chroma on the GPU: per pair, the steps of the four jobs (U and V of the reference
+//! and the distorted) as six launches (`speed_load`, `speed_resample` when the options
+//! resample, `speed_antialias`, `speed_stats`: the reduced, mean-subtracted plane and the
+//! covariance entries; `speed_qr`: the QR factors; `speed_solve`: each block's variance
+//! estimate), each output element computed with the kernel crate's function the CPU backend
+//! calls, in the same order of sums. One copy brings each job's outputs to pinned memory, and
+//! [`SpeedChromaCuda::finish`] runs the rest on the host with the CPU backend's code
+//! ([`super::solve`]): the eigenvalues (a sequential iteration, slow on one GPU thread),
+//! the entropies (`log2` in f64, the host's) and the score. Buffers are allocated once, in
 //! [`SpeedChromaCuda::new`]; nothing waits on the stream until the caller does.
 
 use cudarc::driver::{DriverError, LaunchConfig};
@@ -17,7 +19,9 @@ use crate::format::ChannelSpec;
 use crate::frame::PlanePtrs;
 use crate::plan::Plan;
 use gpumetrics_kernels::channel::Channel;
-use gpumetrics_kernels::speed::{Frames, JOBS, STATS_THREADS, TILE_X, TILE_Y, stats};
+use gpumetrics_kernels::speed::{
+    ELEMS, Frames, JOBS, QR_THREADS, SOLVE_THREADS, STATS_THREADS, TILE_X, TILE_Y, stats,
+};
 
 /// SpEED chroma of one stream on the GPU: the per-pair launches and the host's share.
 pub(crate) struct SpeedChromaCuda {
@@ -172,6 +176,16 @@ impl SpeedChromaCuda {
             block_dim: (STATS_THREADS, 1, 1),
             shared_mem_bytes: 0,
         };
+        let qr = LaunchConfig {
+            grid_dim: (JOBS as u32, 1, 1),
+            block_dim: (QR_THREADS, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let solve = LaunchConfig {
+            grid_dim: ((f.blocks() as u32).div_ceil(SOLVE_THREADS), JOBS as u32, 1),
+            block_dim: (SOLVE_THREADS, 1, 1),
+            shared_mem_bytes: 0,
+        };
         // SAFETY: every channel was checked to hold the width×height region (`queue`; the
         // backend validated the frames against the plan's layouts, whose chroma planes hold
         // it: `Setup::new`); every buffer holds `JOBS` regions of its job's length (checked
@@ -185,6 +199,8 @@ impl SpeedChromaCuda {
             }
             k.speed_antialias(stream, grid(f.scaled_width, f.op_height), f)?;
             k.speed_stats(stream, stats, f)?;
+            k.speed_qr(stream, qr, f)?;
+            k.speed_solve(stream, solve, f)?;
             self.host.copy_from_device(self.out.ptr(), stream)?;
         }
         Ok(())
@@ -210,8 +226,12 @@ impl SpeedChromaCuda {
         for (i, out) in planes.iter_mut().enumerate() {
             for side in 0..2 {
                 let job = &host[(2 * i + side) * n..][..n];
-                let (pairs, op) = job.split_at(stats::PAIRS);
-                self.solver.estimate(op, pairs, side);
+                let f = &self.frames;
+                let pairs = &job[..stats::PAIRS];
+                let r = &job[f.out_r()..][..ELEMS * ELEMS];
+                let variances = &job[f.out_s()..][..f.blocks()];
+                let op = &job[f.out_op()..][..f.op_len()];
+                self.solver.estimate_solved(op, pairs, r, variances, side);
             }
             *out = self.solver.plane_score();
         }
@@ -254,9 +274,8 @@ mod tests {
             let mut data = vec![0u8; stride * rows];
             for y in 0..rows {
                 for x in 0..samples {
-                    let wave = ((x as f32 * 0.05 + p as f32).sin() * (y as f32 * 0.07).cos()
-                        + 1.0)
-                        / 2.0;
+                    let wave =
+                        ((x as f32 * 0.05 + p as f32).sin() * (y as f32 * 0.07).cos() + 1.0) / 2.0;
                     let n = (next() % (noise as u64 + 1)) as f32 / 256.0;
                     let v = (((wave * 0.8 + n * 0.2) * max as f32) as u32).min(max);
                     let at = y * stride + x * bps;
@@ -289,7 +308,13 @@ mod tests {
         };
         let cases = [
             (PixelFormat::I420, 1920, 1080, 1, SpeedOptions::v1_3d0h()),
-            (PixelFormat::I420, 3840, 2160, 1, SpeedOptions::v1_3d0h_2160()),
+            (
+                PixelFormat::I420,
+                3840,
+                2160,
+                1,
+                SpeedOptions::v1_3d0h_2160(),
+            ),
             (PixelFormat::I420_10Le, 643, 481, 2, SpeedOptions::v1_5d0h()),
             (
                 PixelFormat::Y444_10Le,

@@ -81,15 +81,7 @@ impl Solver {
     /// reduced, mean-subtracted plane `op` (`op_width`×`op_height`) and its covariance
     /// entries in [`stats::pair`] order; returns whether the covariance could be inverted.
     pub(super) fn estimate(&mut self, op: &[f32], pairs: &[f32], side: usize) -> bool {
-        let d = self.dims;
-        for (e, &v) in pairs.iter().enumerate().take(stats::PAIRS) {
-            let (x, y) = stats::pair(e);
-            self.covariance[x * ELEMS + y] = v;
-            self.covariance[y * ELEMS + x] = v;
-        }
-        // 6. Eigenvalues and the factorisation (one small problem, on this thread).
-        linalg::eigenvalues(&self.covariance, ELEMS, &mut self.eigen, &mut self.work);
-        let regular = linalg::is_regular(&self.eigen);
+        let regular = self.eigen(pairs);
         let ok = regular
             && linalg::qr(
                 &self.covariance,
@@ -98,8 +90,51 @@ impl Solver {
                 &mut self.r,
                 &mut self.work,
             );
-        // 7. Per block: variance and entropy.
-        let (p, r, eigen) = (&self.p, &self.r, &self.eigen);
+        let (p, r) = (&self.p, &self.r);
+        self.blocks(op, ok, side, |_, y, x, work| {
+            linalg::solve_column(p, r, ELEMS, y, x, work);
+            stats::block_variance(x, y, ELEMS)
+        })
+    }
+
+    /// [`Self::estimate`] with the factorisation and the blocks' solves done elsewhere (the
+    /// GPU's `speed_qr` and `speed_solve`, the same functions): `r` is [`linalg::qr`]'s
+    /// upper triangle and `variances[b]` block b's variance estimate from the factors.
+    pub(super) fn estimate_solved(
+        &mut self,
+        op: &[f32],
+        pairs: &[f32],
+        r: &[f32],
+        variances: &[f32],
+        side: usize,
+    ) -> bool {
+        let ok = self.eigen(pairs) && linalg::qr_regular(r, ELEMS);
+        self.blocks(op, ok, side, |b, _, _, _| variances[b])
+    }
+
+    /// The covariance from its entries and its eigenvalues; whether they are regular.
+    fn eigen(&mut self, pairs: &[f32]) -> bool {
+        for (e, &v) in pairs.iter().enumerate().take(stats::PAIRS) {
+            let (x, y) = stats::pair(e);
+            self.covariance[x * ELEMS + y] = v;
+            self.covariance[y * ELEMS + x] = v;
+        }
+        // 6. Eigenvalues (one small problem, on this thread).
+        linalg::eigenvalues(&self.covariance, ELEMS, &mut self.eigen, &mut self.work);
+        linalg::is_regular(&self.eigen)
+    }
+
+    /// 7. Per block: the variance (`solved(b, values, x, work)` when the covariance could be
+    /// inverted, else 0's) and the entropy, into side `side`; returns `ok`.
+    fn blocks(
+        &mut self,
+        op: &[f32],
+        ok: bool,
+        side: usize,
+        solved: impl Fn(usize, &[f32], &mut [f32], &mut [f32]) -> f32 + Sync,
+    ) -> bool {
+        let d = self.dims;
+        let eigen = &self.eigen;
         let sigma_nn = self.opts.sigma_nn as f32;
         let stride = d.op_width;
         self.sides[side]
@@ -111,12 +146,12 @@ impl Solver {
                 let (y, rest) = scratch.split_at_mut(ELEMS);
                 let (x, work) = rest.split_at_mut(ELEMS);
                 stats::block_values(op, stride, &d, b, y);
-                if ok {
-                    linalg::solve_column(p, r, ELEMS, y, x, work);
+                let s = if ok {
+                    solved(b, y, x, work)
                 } else {
                     x.fill(0.0);
-                }
-                let s = stats::block_variance(x, y, ELEMS);
+                    stats::block_variance(x, y, ELEMS)
+                };
                 *out = (stats::block_entropy(eigen, s, sigma_nn), s);
             });
         self.sides[side].ok = ok;
