@@ -1,11 +1,12 @@
 //! SpEED chroma's kernels (`speed_load`, `speed_resample`, `speed_antialias`,
-//! `speed_stats`) against the host build of the same per-element functions, run the way the
+//! `speed_stats`, `speed_qr`, `speed_solve`) against the host build of the same per-element functions, run the way the
 //! CPU backend runs them (`engine/src/metric/vmaf/speed/cpu.rs`).
 //!
 //! Tolerance: none. Every output element is computed by one thread with the host's function
 //! and the host's order of sums (the covariance entries in f64, each by one thread), so the
 //! loaded and resampled planes, the anti-alias rows, the reduced mean-subtracted plane and
-//! the covariance entries must be equal bit for bit.
+//! the covariance entries, the QR factors and the blocks' variance estimates must be equal
+//! bit for bit.
 
 use std::sync::Arc;
 
@@ -13,8 +14,8 @@ use cudarc::driver::{CudaSlice, CudaStream, DriverError, LaunchConfig};
 use gpumetrics_engine::cuda::{DevPtr, DevPtrMut, Kernels};
 use gpumetrics_kernels::channel::Channel;
 use gpumetrics_kernels::speed::{
-    self as k, BLOCK, Dims, ELEMS, Frames, JOBS, Resample, SCALES, STATS_THREADS, TILE_X, TILE_Y,
-    stats,
+    self as k, BLOCK, Dims, ELEMS, Frames, JOBS, QR_THREADS, Resample, SCALES, SOLVE_THREADS,
+    STATS_THREADS, TILE_X, TILE_Y, linalg, stats,
 };
 
 use crate::common::Rng;
@@ -27,6 +28,8 @@ pub(crate) const CHECKS: &[(&[&str], Check)] = &[(
         "speed_resample",
         "speed_antialias",
         "speed_stats",
+        "speed_qr",
+        "speed_solve",
     ],
     kernels,
 )];
@@ -190,6 +193,24 @@ fn host(f: &Frames, c: &Channel, aa: &[f32], local: &[f32]) -> Host {
             stats::patch_covariance(&op, ow, &d, &means, x, y)
         })
         .collect();
+    let mut a = vec![0.0f32; ELEMS * ELEMS];
+    for i in 0..ELEMS {
+        for j in 0..ELEMS {
+            a[i * ELEMS + j] = out[stats::pair_index(i, j)];
+        }
+    }
+    let (mut p, mut r) = (vec![0.0f32; ELEMS * ELEMS], vec![0.0f32; ELEMS * ELEMS]);
+    let mut work = vec![0.0f32; linalg::qr_work(ELEMS)];
+    linalg::qr(&a, ELEMS, &mut p, &mut r, &mut work);
+    out.extend_from_slice(&p);
+    out.extend_from_slice(&r);
+    for b in 0..d.blocks() {
+        let (mut y, mut x) = ([0.0f32; ELEMS], [0.0f32; ELEMS]);
+        stats::block_values(&op, ow, &d, b, &mut y);
+        linalg::solve_column(&p, &r, ELEMS, &y, &mut x, &mut work);
+        out.push(stats::block_variance(&x, &y, ELEMS));
+    }
+    assert_eq!(out.len(), f.out_op());
     out.extend_from_slice(&op);
     Host {
         plane,
@@ -324,6 +345,18 @@ fn kernels(kn: &Kernels, s: &Arc<CudaStream>, r: &mut Rng) -> Result<Outcome, Dr
                     }
                     kn.speed_antialias(s, grid(f.scaled_width, f.op_height), f)?;
                     kn.speed_stats(s, stats_cfg, f)?;
+                    let qr = LaunchConfig {
+                        grid_dim: (JOBS as u32, 1, 1),
+                        block_dim: (QR_THREADS, 1, 1),
+                        shared_mem_bytes: 0,
+                    };
+                    kn.speed_qr(s, qr, f)?;
+                    let solve = LaunchConfig {
+                        grid_dim: ((f.blocks() as u32).div_ceil(SOLVE_THREADS), JOBS as u32, 1),
+                        block_dim: (SOLVE_THREADS, 1, 1),
+                        shared_mem_bytes: 0,
+                    };
+                    kn.speed_solve(s, solve, f)?;
                 }
             }
             let got_plane = s.clone_dtoh(&plane)?;

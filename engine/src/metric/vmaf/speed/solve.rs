@@ -90,9 +90,8 @@ impl Solver {
                 &mut self.r,
                 &mut self.work,
             );
-        let (p, r) = (&self.p, &self.r);
-        self.blocks(op, ok, side, |_, y, x, work| {
-            linalg::solve_column(p, r, ELEMS, y, x, work);
+        self.blocks(op, ok, side, |this, _, y, x, work| {
+            linalg::solve_column(&this.p, &this.r, ELEMS, y, x, work);
             stats::block_variance(x, y, ELEMS)
         })
     }
@@ -109,7 +108,7 @@ impl Solver {
         side: usize,
     ) -> bool {
         let ok = self.eigen(pairs) && linalg::qr_regular(r, ELEMS);
-        self.blocks(op, ok, side, |b, _, _, _| variances[b])
+        self.blocks(op, ok, side, |_, b, _, _, _| variances[b])
     }
 
     /// The covariance from its entries and its eigenvalues; whether they are regular.
@@ -131,30 +130,32 @@ impl Solver {
         op: &[f32],
         ok: bool,
         side: usize,
-        solved: impl Fn(usize, &[f32], &mut [f32], &mut [f32]) -> f32 + Sync,
+        solved: impl Fn(&Self, usize, &[f32], &mut [f32], &mut [f32]) -> f32 + Sync,
     ) -> bool {
         let d = self.dims;
-        let eigen = &self.eigen;
         let sigma_nn = self.opts.sigma_nn as f32;
         let stride = d.op_width;
-        self.sides[side]
-            .blocks
+        let mut blocks = std::mem::take(&mut self.sides[side].blocks);
+        let mut scratch = std::mem::take(&mut self.block_scratch);
+        let this = &*self;
+        blocks
             .par_iter_mut()
-            .zip(self.block_scratch.par_chunks_mut(BLOCK_SCRATCH))
+            .zip(scratch.par_chunks_mut(BLOCK_SCRATCH))
             .enumerate()
             .for_each(|(b, (out, scratch))| {
                 let (y, rest) = scratch.split_at_mut(ELEMS);
                 let (x, work) = rest.split_at_mut(ELEMS);
                 stats::block_values(op, stride, &d, b, y);
                 let s = if ok {
-                    solved(b, y, x, work)
+                    solved(this, b, y, x, work)
                 } else {
                     x.fill(0.0);
                     stats::block_variance(x, y, ELEMS)
                 };
-                *out = (stats::block_entropy(eigen, s, sigma_nn), s);
+                *out = (stats::block_entropy(&this.eigen, s, sigma_nn), s);
             });
-        self.sides[side].ok = ok;
+        self.sides[side] = Estimate { blocks, ok };
+        self.block_scratch = scratch;
         ok
     }
 
