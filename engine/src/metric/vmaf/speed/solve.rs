@@ -123,8 +123,9 @@ impl Solver {
         linalg::is_regular(&self.eigen)
     }
 
-    /// 7. Per block: the variance (`solved(b, values, x, work)` when the covariance could be
-    /// inverted, else 0's) and the entropy, into side `side`; returns `ok`.
+    /// Step 7, per block: the variance (from `solved(self, b, values, x, work)` when the
+    /// covariance could be inverted, else from zeros) and the entropy, into side `side`;
+    /// returns `ok`.
     fn blocks(
         &mut self,
         op: &[f32],
