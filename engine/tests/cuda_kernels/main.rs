@@ -41,6 +41,7 @@ mod freeze;
 mod psnr;
 mod selftest;
 mod siti;
+mod speed;
 mod ssim;
 mod ssimulacra2;
 mod vmaf;
@@ -69,6 +70,7 @@ const CHECKS: &[&[(&[&str], Check)]] = &[
     blockiness::CHECKS,
     vmaf::CHECKS,
     cambi::CHECKS,
+    speed::CHECKS,
     selftest::CHECKS,
 ];
 

@@ -242,7 +242,8 @@ pub fn is_regular(eigen: &[f32]) -> bool {
     !eigen.iter().any(|&l| (l as f64) < EPS)
 }
 
-/// `dst = x · y` for `n`×`n` matrices, accumulated in libvmaf's (i, k, j) order.
+/// `dst = x · y` for `n`×`n` matrices, accumulated in libvmaf's (i, k, j) order: each entry
+/// is [`matmul_entry`]'s sum (this loop order vectorises on the host).
 fn matmul(dst: &mut [f32], x: &[f32], y: &[f32], n: usize) {
     dst[..n * n].fill(0.0);
     for i in 0..n {
@@ -260,10 +261,66 @@ pub const fn qr_work(n: usize) -> usize {
     3 * n * n
 }
 
+/// Entry (i, j) of `z` at step `k` of [`qr`]: rows and columns before `k` reset to the
+/// identity's.
+#[inline(always)]
+pub fn qr_reset(z: f32, i: usize, j: usize, k: usize) -> f32 {
+    if i < k || j < k {
+        if i == j { 1.0 } else { 0.0 }
+    } else {
+        z
+    }
+}
+
+/// Step `k`'s reflection vector, in place: `v` holds column `k` of the reset `z` (`n`
+/// values) and becomes the unit vector of the reflection; `akk` is the input's `a[k][k]`.
+#[inline(always)]
+pub fn qr_vector(v: &mut [f32], k: usize, akk: f32) {
+    let mut ss = 0.0f32;
+    for &e in v.iter() {
+        ss += e * e;
+    }
+    v[k] += sign(akk) * sqrt32(ss);
+    let mut ss = 0.0f32;
+    for &e in v.iter() {
+        ss += e * e;
+    }
+    let norm = sqrt32(ss);
+    for e in v.iter_mut() {
+        *e /= norm;
+    }
+}
+
+/// Entry (i, j) of the reflection `I − 2 v vᵀ`.
+#[inline(always)]
+pub fn qr_reflection(v: &[f32], i: usize, j: usize) -> f32 {
+    let h = -2.0 * v[i] * v[j];
+    if i == j { h + 1.0 } else { h }
+}
+
+/// Entry (i, j) of `x · y` (`n`×`n`), summed in [`matmul`]'s order: from 0, over k
+/// ascending (so one GPU thread per entry gets [`matmul`]'s values).
+#[inline(always)]
+pub fn matmul_entry(x: &[f32], y: &[f32], n: usize, i: usize, j: usize) -> f32 {
+    let mut acc = 0.0f32;
+    for k in 0..n {
+        acc += x[i * n + k] * y[k * n + j];
+    }
+    acc
+}
+
+/// Whether no pivot of [`qr`]'s `r` is below [`EPS`] in magnitude.
+#[inline(always)]
+pub fn qr_regular(r: &[f32], n: usize) -> bool {
+    !(0..n).any(|i| (r[i * n + i].abs() as f64) < EPS)
+}
+
 /// Householder QR factorisation of `a` (`n`×`n`): `p` receives the product of the
 /// reflections (so `p · a = r`, i.e. `p = Qᵀ`) and `r` the upper triangle. `work` holds
 /// [`qr_work`]`(n)`. Returns false if a pivot of `r` is below [`EPS`] in magnitude (the
-/// system counts as singular, as libvmaf's back substitution decides).
+/// system counts as singular, as libvmaf's back substitution decides). Built from
+/// [`qr_reset`], [`qr_vector`], [`qr_reflection`] and products equal to [`matmul_entry`]'s,
+/// which the GPU runs one entry per thread.
 pub fn qr(a: &[f32], n: usize, p: &mut [f32], r: &mut [f32], work: &mut [f32]) -> bool {
     let (z, rest) = work.split_at_mut(n * n);
     let (h, tmp) = rest.split_at_mut(n * n);
@@ -277,35 +334,18 @@ pub fn qr(a: &[f32], n: usize, p: &mut [f32], r: &mut [f32], work: &mut [f32]) -
     for k in 0..n.saturating_sub(1) {
         for i in 0..n {
             for j in 0..n {
-                if i < k || j < k {
-                    z[i * n + j] = if i == j { 1.0 } else { 0.0 };
-                }
+                z[i * n + j] = qr_reset(z[i * n + j], i, j, k);
             }
         }
         let v = &mut r[..n];
         for i in 0..n {
             v[i] = z[i * n + k];
         }
-        let mut ss = 0.0f32;
-        for &e in v.iter() {
-            ss += e * e;
-        }
-        v[k] += sign(a[k * n + k]) * sqrt32(ss);
-        let mut ss = 0.0f32;
-        for &e in v.iter() {
-            ss += e * e;
-        }
-        let norm = sqrt32(ss);
-        for e in v.iter_mut() {
-            *e /= norm;
-        }
+        qr_vector(v, k, a[k * n + k]);
         for i in 0..n {
             for j in 0..n {
-                h[i * n + j] = -2.0 * v[i] * v[j];
+                h[i * n + j] = qr_reflection(v, i, j);
             }
-        }
-        for i in 0..n {
-            h[i * n + i] += 1.0;
         }
         matmul(tmp, h, z, n);
         z.copy_from_slice(tmp);
@@ -313,7 +353,7 @@ pub fn qr(a: &[f32], n: usize, p: &mut [f32], r: &mut [f32], work: &mut [f32]) -
         p[..n * n].copy_from_slice(tmp);
     }
     matmul(r, p, a, n);
-    !(0..n).any(|i| (r[i * n + i].abs() as f64) < EPS)
+    qr_regular(r, n)
 }
 
 /// One column of the solution of `a x = y` from [`qr`]'s `p` and `r`: `x = r⁻¹ (p y)`,
@@ -379,6 +419,29 @@ mod tests {
             assert!((*v as f64 - want).abs() < 1e-5, "{k}: {v} vs {want}");
         }
         assert_eq!(eig(&[7.5], 1), vec![7.5]);
+    }
+
+    #[test]
+    fn matmul_entries_are_matmuls_sums() {
+        let n = 25;
+        let mut seed = 7u32;
+        let mut rnd = || {
+            seed = seed.wrapping_mul(1664525).wrapping_add(1013904223);
+            (seed >> 8) as f32 / (1 << 24) as f32 - 0.5
+        };
+        let x: Vec<f32> = (0..n * n).map(|_| rnd()).collect();
+        let mut y: Vec<f32> = (0..n * n).map(|_| rnd()).collect();
+        y[3] = -0.0;
+        let mut dst = vec![0.0; n * n];
+        matmul(&mut dst, &x, &y, n);
+        for i in 0..n {
+            for j in 0..n {
+                assert_eq!(
+                    matmul_entry(&x, &y, n, i, j).to_bits(),
+                    dst[i * n + j].to_bits()
+                );
+            }
+        }
     }
 
     #[test]

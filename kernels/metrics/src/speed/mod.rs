@@ -19,6 +19,7 @@
 //!   Householder QR factorisation with the per-column back substitution;
 //! - [`stats`]: patch means and covariances, block variances and entropies, score terms.
 
+mod kernels;
 pub mod linalg;
 pub mod stats;
 
@@ -308,6 +309,153 @@ pub fn filter_len(scale: u32, kernelscale: f32) -> usize {
     let c = ceil(n * kernelscale) as i32;
     let odd = if c % 2 == 0 { c + 1 } else { c };
     odd.max(3) as usize
+}
+
+/// Planes measured per pair on the GPU: U and V of the reference and the distorted, job
+/// `2 · plane + side` (side 0 the reference).
+pub const JOBS: usize = 4;
+
+/// Threads of the [`kernels`] per-job block (`speed_stats`): at least one per covariance
+/// entry ([`stats::PAIRS`]), whole warps.
+pub const STATS_THREADS: u32 = (stats::PAIRS as u32).div_ceil(32) * 32;
+
+/// Threads of `speed_qr`'s per-job block: one per entry of the 25×25 matrices.
+pub const QR_THREADS: u32 = ((ELEMS * ELEMS) as u32).div_ceil(32) * 32;
+/// Threads per block of `speed_solve` (one thread per SpEED block).
+pub const SOLVE_THREADS: u32 = 64;
+
+/// The 2D kernels' block: `TILE_X`×`TILE_Y` threads.
+pub const TILE_X: u32 = 32;
+pub const TILE_Y: u32 = 8;
+
+/// One pair's SpEED on the GPU: the four jobs' channels, the sizes ([`Dims`] as `u32`) and
+/// the device buffers, each holding [`JOBS`] regions of one job's length, job `j` at
+/// `j · len` ([`Frames::plane_len`] and the others). Crosses the kernel boundary by value.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Frames {
+    /// Per job, the chroma channel to read (the distorted's with its own `max`).
+    pub channels: [Channel; JOBS],
+    /// The reference's peak, 2^depth − 1: both sides are converted at its depth.
+    pub max: u32,
+    /// [`Resample`] as `u32`.
+    pub method: u32,
+    /// [`Dims`]' sizes.
+    pub width: u32,
+    pub height: u32,
+    pub scaled_width: u32,
+    pub scaled_height: u32,
+    /// 1 when the plane is resampled ([`Dims::resampled`]).
+    pub resampled: u32,
+    pub op_width: u32,
+    pub op_height: u32,
+    pub block: u32,
+    pub blocks_x: u32,
+    pub blocks_y: u32,
+    /// Taps of the anti-alias and the local-mean filters (at most [`MAX_TAPS`] each).
+    pub aa_len: u32,
+    pub local_len: u32,
+    /// `f32` device buffers: the filter taps (`aa_len` anti-alias taps, then `local_len`),
+    /// the loaded planes, the resampled planes (unused when not resampled), the anti-alias
+    /// filter's vertical pass at every 16th row, the local filter's vertical pass, and the
+    /// output: per job the covariance entries, QR factors, block variances and the reduced,
+    /// mean-subtracted plane (`op_width`×`op_height`), laid out as [`Frames::out_len`] says.
+    pub taps: u64,
+    pub plane: u64,
+    pub scaled: u64,
+    pub rows: u64,
+    pub vertical: u64,
+    pub out: u64,
+}
+
+impl Frames {
+    /// The sizes as [`Dims`].
+    #[inline(always)]
+    pub fn dims(&self) -> Dims {
+        Dims {
+            width: self.width as usize,
+            height: self.height as usize,
+            scaled_width: self.scaled_width as usize,
+            scaled_height: self.scaled_height as usize,
+            resampled: self.resampled != 0,
+            op_width: self.op_width as usize,
+            op_height: self.op_height as usize,
+            block: self.block as usize,
+            blocks_x: self.blocks_x as usize,
+            blocks_y: self.blocks_y as usize,
+        }
+    }
+
+    /// The resampling method ([`Resample::Nearest`] for an unknown value).
+    #[inline(always)]
+    pub fn resample(&self) -> Resample {
+        match self.method {
+            1 => Resample::Bilinear,
+            2 => Resample::Bicubic,
+            _ => Resample::Nearest,
+        }
+    }
+
+    /// Values of one job's region of each buffer.
+    #[inline(always)]
+    pub fn plane_len(&self) -> usize {
+        self.width as usize * self.height as usize
+    }
+
+    /// 0 when the plane is not resampled.
+    #[inline(always)]
+    pub fn scaled_len(&self) -> usize {
+        if self.resampled != 0 {
+            self.scaled_width as usize * self.scaled_height as usize
+        } else {
+            0
+        }
+    }
+
+    #[inline(always)]
+    pub fn rows_len(&self) -> usize {
+        self.op_height as usize * self.scaled_width as usize
+    }
+
+    #[inline(always)]
+    pub fn op_len(&self) -> usize {
+        self.op_width as usize * self.op_height as usize
+    }
+
+    /// Blocks of the plane.
+    #[inline(always)]
+    pub fn blocks(&self) -> usize {
+        self.blocks_x as usize * self.blocks_y as usize
+    }
+
+    /// Offsets in one job's output region: the covariance entries ([`stats::pair`] order),
+    /// the QR factors `p` and `r` (`ELEMS`×`ELEMS` each, [`linalg::qr`]'s), each block's
+    /// variance estimate from them (`blocks`), then the reduced, mean-subtracted plane.
+    #[inline(always)]
+    pub fn out_p(&self) -> usize {
+        stats::PAIRS
+    }
+
+    #[inline(always)]
+    pub fn out_r(&self) -> usize {
+        self.out_p() + ELEMS * ELEMS
+    }
+
+    #[inline(always)]
+    pub fn out_s(&self) -> usize {
+        self.out_r() + ELEMS * ELEMS
+    }
+
+    #[inline(always)]
+    pub fn out_op(&self) -> usize {
+        self.out_s() + self.blocks()
+    }
+
+    /// One job's output ([`Self::out_p`] and the others).
+    #[inline(always)]
+    pub fn out_len(&self) -> usize {
+        self.out_op() + self.op_len()
+    }
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 //! the patch covariance (one entry per call), each block's variance estimate and entropy,
 //! and each block's term of the score, in libvmaf's precision.
 
-use super::Dims;
+use super::{Dims, ELEMS};
 use gpumetrics_device::math::log2;
 
 /// `log2(2πe)`, the entropy of a unit Gaussian in bits (less the ½).
@@ -20,6 +20,27 @@ pub fn patch_mean(op: &[f32], stride: usize, span: (usize, usize), row: usize, c
         }
     }
     sum / (w * h) as f32
+}
+
+/// Entries of the symmetric patch covariance that are computed: the pairs (x, y ≤ x).
+pub const PAIRS: usize = ELEMS * (ELEMS + 1) / 2;
+
+/// Pair `e` of the covariance entries, in the order x = 0, 1, .., and for each x, y = 0..=x
+/// (`e = x(x+1)/2 + y`).
+#[inline(always)]
+pub fn pair(e: usize) -> (usize, usize) {
+    let mut x = 0;
+    while (x + 1) * (x + 2) / 2 <= e {
+        x += 1;
+    }
+    (x, e - x * (x + 1) / 2)
+}
+
+/// Index of the entry (x, y) (either order) among [`pair`]'s.
+#[inline(always)]
+pub fn pair_index(x: usize, y: usize) -> usize {
+    let (x, y) = if x >= y { (x, y) } else { (y, x) };
+    x * (x + 1) / 2 + y
 }
 
 /// Covariance of the patch elements `x` and `y` (indices `row * block + col` into the
@@ -315,6 +336,18 @@ mod tests {
         assert!(t < 1e-4, "{t}");
         assert!(block_term((h, v), (h, v), 0.0, 7).is_nan());
         assert!(block_term((h, v), (h * 1.1, v), 0.0, 0) > 1.0);
+    }
+
+    #[test]
+    fn pairs_enumerate_the_lower_triangle_in_row_order() {
+        let want: Vec<(usize, usize)> = (0..ELEMS)
+            .flat_map(|x| (0..=x).map(move |y| (x, y)))
+            .collect();
+        let got: Vec<(usize, usize)> = (0..PAIRS).map(pair).collect();
+        assert_eq!(got, want);
+        for (e, &(x, y)) in want.iter().enumerate() {
+            assert_eq!((pair_index(x, y), pair_index(y, x)), (e, e));
+        }
     }
 
     #[test]

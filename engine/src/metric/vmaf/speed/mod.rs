@@ -5,7 +5,9 @@
 //! The per-sample, per-entry and per-block steps are `gpumetrics_kernels::speed` (shared with
 //! a future GPU path); this module holds the options with libvmaf's defaults, the size check
 //! libvmaf's init makes (so that caps can be refused before any frame), and the filter taps,
-//! which need `exp` and are computed once per stream. [`cpu::SpeedChroma`] runs the steps.
+//! which need `exp` and are computed once per stream. [`cpu::SpeedChroma`] runs the steps on
+//! the CPU, [`cuda::SpeedChromaCuda`] the per-element ones on the GPU; both finish with
+//! [`solve`] on the host.
 //!
 //! The feature keeps no state across frames (libvmaf's chroma extractor has none; only its
 //! temporal sibling does), so a pair's score depends on that pair alone.
@@ -15,12 +17,20 @@
 #![allow(dead_code)]
 
 mod cpu;
+mod cuda;
 #[cfg(test)]
 mod reference_tests;
+mod solve;
 
 #[allow(unused_imports)]
-pub(crate) use cpu::{ChromaScores, SpeedChroma};
+pub(crate) use cpu::SpeedChroma;
+#[allow(unused_imports)]
+pub(crate) use cuda::SpeedChromaCuda;
+#[allow(unused_imports)]
+pub(crate) use solve::ChromaScores;
 
+use crate::format::{ChannelSpec, ColorFamily};
+use crate::plan::Plan;
 use gpumetrics_kernels::speed::{self as k, BLOCK, Dims, DimsError, Resample};
 
 /// `speed_prescale_method`: how the plane is resampled before filtering.
@@ -166,6 +176,66 @@ impl SpeedOptions {
             prescale_method: PrescaleMethod::Bilinear,
             ..Self::v1_3d0h()
         }
+    }
+}
+
+/// What both backends derive from the plan and the options, checked as libvmaf checks them
+/// (see [`check`]), refusing inputs without chroma planes.
+struct Setup {
+    opts: SpeedOptions,
+    dims: Dims,
+    resample: Resample,
+    /// U and V: (reference, distorted) channel specs.
+    channels: [(ChannelSpec, ChannelSpec); 2],
+    /// Peaks of the reference and distorted formats (the distorted is rescaled to the
+    /// reference's depth before conversion, as VMAF's luma is).
+    peaks: (u32, u32),
+    /// The anti-alias and local-mean filters' taps ([`filters`]).
+    antialias: Vec<f32>,
+    local: Vec<f32>,
+}
+
+impl Setup {
+    fn new(plan: &Plan, opts: SpeedOptions) -> Result<Self, String> {
+        let (rf, df) = (plan.reference.format, plan.distorted.format);
+        if rf.family() != ColorFamily::Yuv || df.family() != ColorFamily::Yuv {
+            return Err(format!(
+                "speed_chroma: needs YUV inputs with chroma planes, not {} and {}",
+                rf.name(),
+                df.name()
+            ));
+        }
+        let find = |name: &str| {
+            plan.channels
+                .iter()
+                .find(|(r, _)| r.name == name)
+                .copied()
+                .ok_or_else(|| format!("speed_chroma: {} has no {name} channel", rf.name()))
+        };
+        let channels = [find("u")?, find("v")?];
+        let (w, h) = (plan.reference.width, plan.reference.height);
+        let dims = dims(w, h, rf.subsampling(), &opts)?;
+        let resample = opts
+            .prescale_method
+            .kernel()
+            .ok_or("speed_chroma: unsupported speed_prescale_method")?;
+        // The channels must hold the measured region (libvmaf's rounded-down chroma size).
+        for (rc, _) in &channels {
+            let (cw, ch) = plan.reference.channel_size(rc);
+            if (cw as usize) < dims.width || (ch as usize) < dims.height {
+                return Err("speed_chroma: chroma planes smaller than expected".into());
+            }
+        }
+        let (antialias, local) = filters(opts.kernelscale);
+        Ok(Setup {
+            opts,
+            dims,
+            resample,
+            channels,
+            peaks: (rf.peak(), df.peak()),
+            antialias,
+            local,
+        })
     }
 }
 
