@@ -41,7 +41,7 @@
 #   blur         cuda_kernels blur:: (the kernels against the host, exact; the CUDA engine
 #                against the CPU engine), its throughput and ncu's kernel times
 #   blockiness   cuda_kernels blockiness:: (the same, over sequences), its throughput, ncu
-#   vmaf         cuda_kernels vmaf::, vmaf_cuda, vmaf_element; vmaf_reference on the CUDA
+#   vmaf         cuda_kernels vmaf:: and speed::, vmaf_cuda, vmaf_element; vmaf_reference on the CUDA
 #                backend with the FFmpeg cache
 #   cambi        cuda_kernels cambi:: (the CUDA engine against the CPU engine on banded
 #                frames, every option), cambi_reference on the CUDA backend with the FFmpeg
@@ -462,6 +462,7 @@ step_butteraugli() {
 
 step_vmaf() {
   kernels vmaf
+  kernels speed
   if need $B/vmaf_cuda; then
     step "VMAF: CUDA vs CPU on synthetic sequences, host and device frames (equal records)"
     run $B/vmaf_cuda --ignored --nocapture

@@ -13,13 +13,11 @@
 //! creates a context, so the crate also runs on machines without CUDA.
 
 mod buffer;
-mod download;
 mod external;
 mod module;
 mod ptr;
 
 pub(crate) use buffer::{DeviceBuffer, Gpu, PinnedBuffer, ResultSlots};
-pub(crate) use download::Download;
 
 pub use external::ExternalContext;
 pub(crate) use external::{ExternalGuard, wrap as wrap_external};

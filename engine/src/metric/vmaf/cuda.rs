@@ -2,7 +2,8 @@
 //! pair: `vmaf_load` (luma to `u16`), per VIF scale `vmaf_vif_vertical` + `vmaf_vif_stat`
 //! (+ `vmaf_vif_down`), per ADM level `vmaf_adm_dwt` + `vmaf_adm_decouple` +
 //! `vmaf_adm_rows`, the motion difference's blur and SAD, then one copy of the 53 integer
-//! sums; for the v1 models CAMBI's kernels ([`CambiCuda`]) on the same stream. Every
+//! sums; for the v1 models SpEED chroma's ([`SpeedChromaCuda`]) and CAMBI's ([`CambiCuda`])
+//! kernels on the same stream. Every
 //! buffer is allocated once per plan (about 60 bytes per pixel); the sums are zeroed by one
 //! memset per pair.
 
@@ -11,9 +12,9 @@ use cudarc::driver::{DriverError, LaunchConfig};
 
 use super::adm::{AdmOptions, adm_scale};
 use super::model::Feature;
-use super::speed::SpeedChroma;
+use super::speed::SpeedChromaCuda;
 use super::{Frame, Sums, adm_sizes, frame_features, luma_bpc, vif_sizes};
-use crate::cuda::{DevPtrMut, DeviceBuffer, Download, Gpu, PinnedBuffer};
+use crate::cuda::{DevPtrMut, DeviceBuffer, Gpu, PinnedBuffer};
 use crate::error::EngineError;
 use crate::frame::PlanePtrs;
 use crate::metric::cambi::CambiCuda;
@@ -44,8 +45,8 @@ pub(super) struct Vmaf {
     held: usize,
     out: u64,
     host_out: PinnedBuffer<u64>,
-    /// SpEED chroma (host code for now), with the pair's way back to the host.
-    speed: Option<(SpeedChroma, [Download; 2])>,
+    /// SpEED chroma of the pair, for the models that read it.
+    speed: Option<SpeedChromaCuda>,
     /// CAMBI of the distorted frame, for the models that read it.
     cambi: Option<CambiCuda>,
     /// The model (its gain limits parameterise the kernels).
@@ -111,16 +112,10 @@ impl Vmaf {
         let host_out = unsafe { PinnedBuffer::new(&gpu.ctx, SUMS, 0) }?;
         // `check` refused the plans whose features cannot be made (`host::why_not`).
         let speed = if model.reads(Feature::SpeedChromaUv) {
-            let Ok(s) = SpeedChroma::new(plan, model.speed) else {
+            let Ok(s) = SpeedChromaCuda::new(gpu, plan, model.speed) else {
                 return Ok(None);
             };
-            Some((
-                s,
-                [
-                    Download::new(&gpu.ctx, &plan.reference)?,
-                    Download::new(&gpu.ctx, &plan.distorted)?,
-                ],
-            ))
+            Some(s)
         } else {
             None
         };
@@ -308,16 +303,10 @@ impl CudaFrames for Vmaf {
         r: &PlanePtrs,
         d: &PlanePtrs,
     ) -> Result<Frame, EngineError> {
-        if let Some((_, [dr, dd])) = &self.speed {
-            // SAFETY: the frames were validated against the plan's layouts; the host planes
-            // are read after `sums` synchronised the stream.
-            unsafe {
-                dr.queue(r, &gpu.stream)
-                    .and_then(|_| dd.queue(d, &gpu.stream))
-                    .map_err(|e| EngineError::Cuda(format!("copying the pair for vmaf: {e}")))?;
-            }
+        // Queued before the sums, whose synchronisation they share.
+        if let Some(s) = &mut self.speed {
+            s.queue(gpu, r, d)?;
         }
-        // Queued before the sums, whose synchronisation it shares.
         if let Some(c) = &mut self.cambi {
             c.queue(gpu, d)?;
         }
@@ -327,8 +316,8 @@ impl CudaFrames for Vmaf {
         let (w, h) = (plan.reference.width, plan.reference.height);
         let motion = self.model.motion.score(sad, w, h);
         let mut f = frame_features(plan, &sums, motion, &self.adm);
-        if let Some((speed, [dr, dd])) = &mut self.speed {
-            f.speed_chroma_uv = speed.score(&dr.host_planes(), &dd.host_planes());
+        if let Some(s) = &mut self.speed {
+            f.speed_chroma_uv = s.finish();
         }
         if let Some(c) = &self.cambi {
             f.cambi = c.finish();

@@ -1,7 +1,6 @@
-//! The v1 models' features that run on the host on both backends for now: SpEED chroma
-//! and CAMBI. The CUDA backend copies the pair back to pinned host memory for them
-//! ([`crate::cuda::Download`]) while its kernels compute ADM and motion; the kernel
-//! functions they call are the kernel crate's, ready for GPU kernels of their own.
+//! The v1 models' features beyond ADM and motion on the CPU backend: SpEED chroma and
+//! CAMBI, and the sizes libvmaf refuses for them (both backends). The CUDA backend runs the
+//! same kernel functions as kernels (`speed::SpeedChromaCuda`, `cambi::CambiCuda`).
 
 use super::model::{Feature, Model};
 use super::speed::SpeedChroma;
