@@ -42,7 +42,8 @@
 #                against the CPU engine), its throughput and ncu's kernel times
 #   blockiness   cuda_kernels blockiness:: (the same, over sequences), its throughput, ncu
 #   vmaf         cuda_kernels vmaf:: and speed::, vmaf_cuda, vmaf_element; vmaf_reference on the CUDA
-#                backend with the FFmpeg cache
+#                backend with the FFmpeg cache; throughput of v0 and the v1 models, ncu
+#   vmafcore     vmaf without GStreamer (no vmaf_element): packs small enough to go with cambi
 #   cambi        cuda_kernels cambi:: (the CUDA engine against the CPU engine on banded
 #                frames, every option), cambi_reference on the CUDA backend with the FFmpeg
 #                cache, its throughput and ncu's kernel times
@@ -56,6 +57,9 @@
 #   cli          the gpumetrics command on two 1080p files (data/cli: pack makes the clips)
 #   libvmaf      libvmaf 3.1.0 built with CUDA there and timed (data/lv: laid out by hand,
 #                see step_libvmaf)
+#   libvmaf32    libvmaf 3.2.0's CPU tool (data/lv32/vmaf: built here by
+#                tests/build_libvmaf_tool.sh, static, with its x86 asm) timed at 16 threads:
+#                VMAF v1 3d0h and v0.6.1 at 1080p 10-bit, CAMBI alone
 # Inputs (.gpu/inputs/NAME, copied to .gpu/all/data/NAME for the steps that use them):
 #   cudamem, colour, cli  clips and their CPU-backend stats, made by pack when absent
 #   ffmpeg-cache-vmaf.tar.xz, ffmpeg-cache-butteraugli.tar.xz  (vmaf, butteraugli) the
@@ -67,6 +71,7 @@
 #                 cambi_reference
 #   whl           (ssim) the pytorch-msssim wheel
 #   lv            (libvmaf) laid out by hand, see step_libvmaf
+#   lv32          (libvmaf32) the vmaf tool of libvmaf 3.2.0 (tests/build_libvmaf_tool.sh)
 #
 # Examples:
 #   scripts/gpu-all.sh pack vmaf                  # here; then on the GPU machine:
@@ -80,7 +85,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 d=.gpu/all
 B=$d/bin
-ALL_STEPS="selftest psnr ssim ssimulacra2 butteraugli siti blur blockiness blackfreeze nr vmaf cambi element throughput cudamem colour cli libvmaf"
+ALL_STEPS="selftest psnr ssim ssimulacra2 butteraugli siti blur blockiness blackfreeze nr vmaf cambi element throughput cudamem colour cli libvmaf libvmaf32"
 
 # ---------------------------------------------------------------------------------------------
 # Packing (this machine)
@@ -98,11 +103,12 @@ bins() {
     blackfreeze) echo $e:test:cuda_kernels $e:test:black_freeze_ffmpeg $e:bench:throughput ;;
     nr) echo $e:bench:throughput $g:test:no_reference ;;
     vmaf) echo $e:test:cuda_kernels $e:test:vmaf_cuda $e:test:vmaf_reference $e:bench:throughput $g:test:vmaf_element ;;
+    vmafcore) echo $e:test:cuda_kernels $e:test:vmaf_cuda $e:test:vmaf_reference $e:bench:throughput ;;
     cambi) echo $e:test:cuda_kernels $e:test:cambi_reference $e:bench:throughput ;;
     element) echo $g:test:element $g:test:harness $g:test:hardening $g:test:cuda_context $g:test:no_gstcuda $g:test:reliability $g:test:monitoring $g:test:roi ;;
     throughput) echo $e:bench:throughput ;;
     cli) echo gpumetrics-cli:bin:gpumetrics ;;
-    cudamem | colour | libvmaf) ;;
+    cudamem | colour | libvmaf | libvmaf32) ;;
     *) echo "gpu-all: unknown step '$1' (steps: $ALL_STEPS)" >&2; exit 2 ;;
   esac
 }
@@ -113,12 +119,14 @@ inputs() {
     cudamem | colour | cli) echo "$1" ;;
     ssim) echo whl ;;
     butteraugli | vmaf | blackfreeze | cambi) echo "ffmpeg-cache-$1.tar.xz" ;;
+    vmafcore) echo ffmpeg-cache-vmaf.tar.xz ;;
     libvmaf) echo lv ;;
+    libvmaf32) echo lv32 ;;
   esac
 }
 
 # Whether a step runs GStreamer (the plugin and the kit are packed for it).
-uses_gst() { case $1 in selftest | throughput | libvmaf | blackfreeze | cambi) return 1 ;; *) return 0 ;; esac; }
+uses_gst() { case $1 in selftest | throughput | libvmaf | libvmaf32 | blackfreeze | cambi | vmafcore) return 1 ;; *) return 0 ;; esac; }
 
 pack() {
   set -e
@@ -461,6 +469,12 @@ step_butteraugli() {
 }
 
 step_vmaf() {
+  step_vmafcore
+  element_tests vmaf_element
+}
+
+# vmaf's steps without GStreamer (a smaller pack, e.g. with cambi in the same call).
+step_vmafcore() {
   kernels vmaf
   kernels speed
   if need $B/vmaf_cuda; then
@@ -473,9 +487,12 @@ step_vmaf() {
     GPUMETRICS_FFMPEG_CACHE=$cache GPUMETRICS_TEST_BACKEND=cuda \
       run $B/vmaf_reference --nocapture --test-threads 1
   fi
-  element_tests vmaf_element
-  throughput vmaf
-  ncu_kernels vmaf 40 vmaf
+  if bench && need $B/throughput; then
+    step "throughput of vmaf and the v1 models (frames in GPU memory and in system memory)"
+    run $B/throughput --seconds 2 --no-cpu --sizes 1080p,2160p --metrics \
+      "vmaf,vmaf vmaf_v1.0.16_3d0h,vmaf vmaf_v1.0.16_hfr_3d0h"
+  fi
+  ncu_kernels "vmaf|speed|cambi" 60 "vmaf vmaf_v1.0.16_3d0h"
 }
 
 step_cambi() {
@@ -699,6 +716,45 @@ PY
 # (nasm and xxd from this machine: apt-get install nasm xxd), tool/ (a copy of
 # ../shared/tools/vmaf-cuda). The frames are made there without FFmpeg: windows of one random
 # buffer (motion), the distorted copy quantised to multiples of 8.
+step_libvmaf32() {
+  local V=$PWD/$d/data/lv32/vmaf
+  have $V || return 0
+  run $V --version
+  nproc
+  # 120 frames of 1080p 10-bit 4:2:0: a random picture moving one pixel a frame, and the
+  # same one frame ahead as the distorted input.
+  python3 - <<'PY'
+import random, struct
+w, h, n = 1920, 1080, 120
+random.seed(7)
+cw, ch = w // 2, h // 2
+pad = 64
+big = [random.randrange(64, 940) for _ in range((w + pad * 2) * 8)]
+def plane(i, pw, ph):
+    rows = []
+    for y in range(ph):
+        o = ((y * 7) % 8) * (w + pad * 2) + i % pad
+        rows.append(struct.pack('<%dH' % pw, *big[o:o + pw]))
+    return b''.join(rows)
+with open('/tmp/r10.yuv', 'wb') as r, open('/tmp/d10.yuv', 'wb') as d:
+    for i in range(n):
+        f = plane(i, w, h) + plane(i, cw, ch) + plane(i + 3, cw, ch)
+        r.write(f)
+        d.write(plane(i + 1, w, h) + plane(i + 1, cw, ch) + plane(i + 4, cw, ch))
+PY
+  local m
+  for m in vmaf_v1.0.16_3d0h vmaf_v0.6.1; do
+    step "libvmaf 3.2.0 CPU ($m), 16 threads, 120 frames 1080p 10-bit"
+    /usr/bin/time -f "wall %e s" $V -r /tmp/r10.yuv -d /tmp/d10.yuv -w 1920 -h 1080 -p 420 -b 10 \
+      --threads 16 -m version=$m -o /tmp/lv32.json --json -q 2>&1 | grep -v WARNING | tail -2
+    python3 -c "import json; d=json.load(open('/tmp/lv32.json')); print('fps', d.get('fps'), 'pooled vmaf', d['pooled_metrics']['vmaf']['mean'], 'frames', len(d['frames']))"
+  done
+  step "libvmaf 3.2.0 CPU, --feature cambi alone, 16 threads, 120 frames 1080p 10-bit"
+  /usr/bin/time -f "wall %e s" $V -r /tmp/r10.yuv -d /tmp/d10.yuv -w 1920 -h 1080 -p 420 -b 10 \
+    --threads 16 --no_prediction --feature cambi -o /tmp/lv32c.json --json -q 2>&1 | grep -v WARNING | tail -2
+  python3 -c "import json; d=json.load(open('/tmp/lv32c.json')); print('fps', d.get('fps'), 'frames', len(d['frames']))"
+}
+
 step_libvmaf() {
   local lv=$PWD/$d/data/lv mode extra
   have $lv/src $lv/bin $lv/tool/build-on-gpu.sh || return 0

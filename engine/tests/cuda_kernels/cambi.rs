@@ -22,6 +22,7 @@ pub(crate) const CHECKS: &[(&[&str], Check)] = &[(
     &[
         "cambi_prepare",
         "cambi_flat",
+        "cambi_mask_rows",
         "cambi_mask",
         "cambi_mode",
         "cambi_cvalues",

@@ -229,17 +229,29 @@ fn taps(n: usize, r: &mut Rng) -> Vec<f32> {
 
 /// Bitwise differences of `got` (all jobs) and the host's per-job values.
 fn differ(got: &[f32], want: &[&[f32]]) -> usize {
+    differ_where(got, want, |_| String::new()).0
+}
+
+/// [`differ`], and where the first difference of each job lies (`name(i)` names index i).
+fn differ_where(
+    got: &[f32],
+    want: &[&[f32]],
+    name: impl Fn(usize) -> String,
+) -> (usize, Vec<String>) {
     let len = want[0].len();
-    want.iter()
-        .enumerate()
-        .map(|(j, w)| {
-            got[j * len..][..len]
-                .iter()
-                .zip(w.iter())
-                .filter(|(a, b)| a.to_bits() != b.to_bits())
-                .count()
-        })
-        .sum()
+    let mut first = Vec::new();
+    let mut n = 0;
+    for (j, w) in want.iter().enumerate() {
+        for (i, (a, b)) in got[j * len..][..len].iter().zip(w.iter()).enumerate() {
+            if a.to_bits() != b.to_bits() {
+                if n == 0 || first.len() < 4 {
+                    first.push(format!("job {j} {} gpu {a:e} host {b:e}", name(i)));
+                }
+                n += 1;
+            }
+        }
+    }
+    (n, first)
 }
 
 /// The four kernels on every case, two pairs each, as the engine launches them.
@@ -375,7 +387,26 @@ fn kernels(kn: &Kernels, s: &Arc<CudaStream>, r: &mut Rng) -> Result<Outcome, Dr
                     0
                 },
                 differ(&got_rows, &rowss),
-                differ(&got_out[..], &outs),
+                {
+                    let (n, first) = differ_where(&got_out[..], &outs, |i| {
+                        let region = if i < f.out_p() {
+                            "covariance"
+                        } else if i < f.out_r() {
+                            "p"
+                        } else if i < f.out_s() {
+                            "r"
+                        } else if i < f.out_op() {
+                            "variance"
+                        } else {
+                            "op"
+                        };
+                        format!("out[{i}] ({region})")
+                    });
+                    if n > 0 {
+                        notes.push(first.join("; "));
+                    }
+                    n
+                },
             ];
             let n = JOBS * (f.plane_len() + f.scaled_len() + f.rows_len() + f.out_len());
             elements += n;

@@ -24,9 +24,12 @@ use gpumetrics_kernels::cambi::{
     self as k, ContrastArgs, PLANE_H, PLANE_W, Plane16, SCALES, STRIP, Source, TOPK_THREADS,
 };
 
-/// Rows of one block of `cambi_cvalues`: each block first counts `half` rows it does not
-/// measure, so fewer blocks waste less; more keep the GPU busy.
-const CHUNK_ROWS: u32 = 32;
+/// Blocks of `cambi_cvalues` that keep the GPU busy (each is one warp, and its shared
+/// memory lets only a few share an SM): the rows per block are chosen to reach them.
+const CVALUE_BLOCKS: u32 = 1024;
+/// Fewest rows per block of `cambi_cvalues`: each block first clears its counts and counts
+/// the `2·half` rows around its first one, which costs about as much as a few rows.
+const MIN_CHUNK_ROWS: u32 = 8;
 /// Most blocks of the top-k passes (each block strides over the values).
 const TOPK_BLOCKS: u32 = 264;
 /// `u32` words of one scale's selection states (three [`Selection`]s).
@@ -47,6 +50,8 @@ pub(crate) struct CambiCuda {
     /// The working plane and the scales' filtered planes, in turn (encoding size).
     planes: [DeviceBuffer<u16>; 2],
     flats: DeviceBuffer<u8>,
+    /// The flatness map's sums along the rows (the mask's first pass).
+    sums: DeviceBuffer<u8>,
     mask: DeviceBuffer<u16>,
     keys: DeviceBuffer<u16>,
     values: DeviceBuffer<f32>,
@@ -101,21 +106,25 @@ impl CambiCuda {
         let half = g.window / 2;
         let shared = (STRIP + 2 * half) * col_bytes;
         // Every engine on the device may launch the kernel with its own size: allow the
-        // most the device has (the attribute is the module's, shared by all of them).
+        // most the device has beside the kernel's static shared memory (the attribute is
+        // the module's, shared by all of them).
         let most = gpu.ctx.attribute(
             CUdevice_attribute_enum::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
         )?;
-        if shared as i64 > most as i64 {
-            return Ok(Err(format!(
-                "cambi's window ({}) needs {shared} bytes of shared memory per block on the \
-                 GPU, which has {most}; use a smaller cambi-window-size or backend=cpu",
-                g.window
-            )));
-        }
         if let Some(f) = gpu.kernels.function("cambi_cvalues") {
+            let fixed =
+                f.get_attribute(CUfunction_attribute_enum::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)?;
+            let room = most - fixed;
+            if shared as i64 > room as i64 {
+                return Ok(Err(format!(
+                    "cambi's window ({}) needs {shared} bytes of shared memory per block on the \
+                     GPU, which has {room}; use a smaller cambi-window-size or backend=cpu",
+                    g.window
+                )));
+            }
             f.set_attribute(
                 CUfunction_attribute_enum::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                most,
+                room,
             )?;
         }
         let n = w * h;
@@ -128,6 +137,7 @@ impl CambiCuda {
                 DeviceBuffer::zeroed(&gpu.stream, n)?,
             ],
             flats: DeviceBuffer::zeroed(&gpu.stream, n)?,
+            sums: DeviceBuffer::zeroed(&gpu.stream, n)?,
             mask: DeviceBuffer::zeroed(&gpu.stream, n)?,
             keys: DeviceBuffer::zeroed(&gpu.stream, n)?,
             values: DeviceBuffer::zeroed(&gpu.stream, n)?,
@@ -208,10 +218,18 @@ impl CambiCuda {
                 plane(&self.planes[0], ew, eh),
                 self.flats.as_mut(),
             )?;
-            kn.cambi_mask(
+            kn.cambi_mask_rows(
                 stream,
                 grid(ew, eh),
                 self.flats.as_mut().as_const(),
+                ew,
+                eh,
+                self.sums.as_mut(),
+            )?;
+            kn.cambi_mask(
+                stream,
+                grid(ew, eh),
+                self.sums.as_mut().as_const(),
                 ew,
                 eh,
                 g.mask_index,
@@ -247,16 +265,20 @@ impl CambiCuda {
                 let state = DevPtrMut::<Selection>::from_raw(
                     counters.wrapping_add(base + COUNTERS).as_raw(),
                 );
+                let strips = w.div_ceil(STRIP);
+                let chunk = h
+                    .div_ceil(CVALUE_BLOCKS.div_ceil(strips))
+                    .max(MIN_CHUNK_ROWS);
                 kn.cambi_cvalues(
                     stream,
                     LaunchConfig {
-                        grid_dim: (w.div_ceil(STRIP), h.div_ceil(CHUNK_ROWS), 1),
+                        grid_dim: (strips, h.div_ceil(chunk), 1),
                         block_dim: (STRIP, 1, 1),
                         shared_mem_bytes: (STRIP + 2 * half) * self.col_bytes,
                     },
                     plane(&self.keys, w, h),
                     half,
-                    CHUNK_ROWS,
+                    chunk,
                     self.contrast,
                     DevPtr::from_raw(self.recip.ptr()),
                     self.col_bytes,
@@ -284,7 +306,7 @@ impl CambiCuda {
                     stream,
                     LaunchConfig {
                         grid_dim: (1, 1, 1),
-                        block_dim: (1, 1, 1),
+                        block_dim: (32, 1, 1),
                         shared_mem_bytes: 0,
                     },
                     partials.as_const(),

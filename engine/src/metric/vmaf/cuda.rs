@@ -8,7 +8,7 @@
 //! memset per pair.
 
 use cudarc::driver::result as cu;
-use cudarc::driver::{DriverError, LaunchConfig};
+use cudarc::driver::{CudaEvent, DriverError, LaunchConfig};
 
 use super::adm::{AdmOptions, adm_scale};
 use super::model::Feature;
@@ -45,10 +45,13 @@ pub(super) struct Vmaf {
     held: usize,
     out: u64,
     host_out: PinnedBuffer<u64>,
-    /// SpEED chroma of the pair, for the models that read it.
-    speed: Option<SpeedChromaCuda>,
-    /// CAMBI of the distorted frame, for the models that read it.
-    cambi: Option<CambiCuda>,
+    /// SpEED chroma of the pair, for the models that read it, on a stream of its own.
+    speed: Option<(SpeedChromaCuda, Gpu)>,
+    /// CAMBI of the distorted frame, for the models that read it, on a stream of its own.
+    cambi: Option<(CambiCuda, Gpu)>,
+    /// Recorded on the engine's stream when a pair's kernels are queued: where the side
+    /// streams start (after the pair's uploads).
+    ready: CudaEvent,
     /// The model (its gain limits parameterise the kernels).
     model: std::sync::Arc<super::Model>,
     /// ADM's options.
@@ -110,18 +113,30 @@ impl Vmaf {
         unsafe { cu::memcpy_htod_async(log2, &table[..], stream.cu_stream()) }?;
         // SAFETY: written by the copy in `sums` before it is read.
         let host_out = unsafe { PinnedBuffer::new(&gpu.ctx, SUMS, 0) }?;
+        // SpEED and CAMBI read only the pair: their own streams overlap them with ADM and
+        // motion.
+        let lane = || -> Result<Gpu, DriverError> {
+            Ok(Gpu {
+                ctx: gpu.ctx.clone(),
+                stream: gpu.stream.fork()?,
+                kernels: gpu.kernels.clone(),
+            })
+        };
         // `check` refused the plans whose features cannot be made (`host::why_not`).
         let speed = if model.reads(Feature::SpeedChromaUv) {
-            let Ok(s) = SpeedChromaCuda::new(gpu, plan, model.speed) else {
+            let lane = lane()?;
+            let Ok(s) = SpeedChromaCuda::new(&lane, plan, model.speed) else {
                 return Ok(None);
             };
-            Some(s)
+            lane.stream.synchronize()?;
+            Some((s, lane))
         } else {
             None
         };
         let cambi = if model.reads(Feature::Cambi) {
-            match CambiCuda::new(gpu, &plan.distorted, cambi)? {
-                Ok(c) => Some(c),
+            let lane = lane()?;
+            match CambiCuda::new(&lane, &plan.distorted, cambi)? {
+                Ok(c) => Some((c, lane)),
                 Err(_) => return Ok(None),
             }
         } else {
@@ -144,6 +159,7 @@ impl Vmaf {
             adm: model.adm,
             speed,
             cambi,
+            ready: gpu.ctx.new_event(None)?,
             model,
         }))
     }
@@ -303,12 +319,24 @@ impl CudaFrames for Vmaf {
         r: &PlanePtrs,
         d: &PlanePtrs,
     ) -> Result<Frame, EngineError> {
-        // Queued before the sums, whose synchronisation they share.
-        if let Some(s) = &mut self.speed {
-            s.queue(gpu, r, d)?;
+        // The side streams start after the pair's uploads, queued on the engine's stream.
+        if self.speed.is_some() || self.cambi.is_some() {
+            self.ready
+                .record(&gpu.stream)
+                .map_err(|e| EngineError::Cuda(format!("ordering vmaf's streams: {e}")))?;
         }
-        if let Some(c) = &mut self.cambi {
-            c.queue(gpu, d)?;
+        let ordered = |lane: &Gpu, ready: &CudaEvent| {
+            lane.stream
+                .wait(ready)
+                .map_err(|e| EngineError::Cuda(format!("ordering vmaf's streams: {e}")))
+        };
+        if let Some((s, lane)) = &mut self.speed {
+            ordered(lane, &self.ready)?;
+            s.queue(lane, r, d)?;
+        }
+        if let Some((c, lane)) = &mut self.cambi {
+            ordered(lane, &self.ready)?;
+            c.queue(lane, d)?;
         }
         let (sums, sad) = self
             .sums(gpu, plan, r, d)
@@ -316,10 +344,18 @@ impl CudaFrames for Vmaf {
         let (w, h) = (plan.reference.width, plan.reference.height);
         let motion = self.model.motion.score(sad, w, h);
         let mut f = frame_features(plan, &sums, motion, &self.adm);
-        if let Some(s) = &mut self.speed {
+        // The side streams end before the next pair's uploads may overwrite their inputs.
+        let done = |lane: &Gpu| {
+            lane.stream
+                .synchronize()
+                .map_err(|e| EngineError::Cuda(format!("running vmaf's features: {e}")))
+        };
+        if let Some((s, lane)) = &mut self.speed {
+            done(lane)?;
             f.speed_chroma_uv = s.finish();
         }
-        if let Some(c) = &self.cambi {
+        if let Some((c, lane)) = &self.cambi {
+            done(lane)?;
             f.cambi = c.finish();
         }
         Ok(f)

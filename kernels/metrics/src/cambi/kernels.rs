@@ -16,8 +16,9 @@
 use super::topk::{self, BINS, Selection};
 #[cfg(target_arch = "nvptx64")]
 use super::{
-    ContrastArgs, HIST_BINS, NO_KEY, Plane16, RECIP_LEN, SELECT_GROUPS, STRIP, Source, TOPK_WARPS,
-    c_value, columns_count, flat, key, mask_at, mode_with, working_sample,
+    COLUMN_PAD, ContrastArgs, HIST_BINS, NO_KEY, Plane16, RECIP_LEN, SELECT_GROUPS, STRIP, Source,
+    TOPK_WARPS, c_value, columns_count, count_of, first_word, flat, flat_sum_h, key,
+    mask_from_sums, mode_with, window_counts12, working_sample,
 };
 #[cfg(target_arch = "nvptx64")]
 use gpumetrics_device as dev;
@@ -39,8 +40,13 @@ gpumetrics_device::kernel! {
     /// grid over `p`.
     pub unsafe fn cambi_flat(p: Plane16, out: *mut u8) => flat_body;
 
-    /// `out[y·w + x]` = the mask at (x, y) from the `w`×`h` flatness map. Same grid.
-    pub unsafe fn cambi_mask(flats: *const u8, w: u32, h: u32, index: u32, out: *mut u16) => mask_body;
+    /// `out[y·w + x]` = the sum of the flatness values of row y within 3 columns of x
+    /// ([`super::flat_sum_h`]), of the `w`×`h` flatness map. Same grid.
+    pub unsafe fn cambi_mask_rows(flats: *const u8, w: u32, h: u32, out: *mut u8) => mask_rows_body;
+
+    /// `out[y·w + x]` = the mask at (x, y) from the row sums ([`super::mask_from_sums`]).
+    /// Same grid.
+    pub unsafe fn cambi_mask(sums: *const u8, w: u32, h: u32, index: u32, out: *mut u16) => mask_body;
 
     /// One scale's plane: `out[y·w + x]` = the mode filter at (x, y) of `src` read every
     /// `step`-th sample (1, or 2 for a new scale), `keys[y·w + x]` = its key ([`super::key`])
@@ -97,7 +103,7 @@ gpumetrics_device::kernel! {
     ) => topk_sum_body;
 
     /// `*score` = the mean of the `kept` largest values, from the `blocks` partial sums and
-    /// `state[2]`. One thread.
+    /// `state[2]`. One warp.
     pub unsafe fn cambi_topk_mean(
         partials: *const f64,
         blocks: u32,
@@ -143,10 +149,19 @@ unsafe fn flat_body(p: Plane16, out: *mut u8) {
 
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
-unsafe fn mask_body(flats: *const u8, w: u32, h: u32, index: u32, out: *mut u16) {
+unsafe fn mask_rows_body(flats: *const u8, w: u32, h: u32, out: *mut u8) {
     let (x, y) = pixel();
     if x < w && y < h {
-        unsafe { *out.add((y * w + x) as usize) = mask_at(flats, w, h, x, y, index) };
+        unsafe { *out.add((y * w + x) as usize) = flat_sum_h(flats, w, x, y) };
+    }
+}
+
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn mask_body(sums: *const u8, w: u32, h: u32, index: u32, out: *mut u16) {
+    let (x, y) = pixel();
+    if x < w && y < h {
+        unsafe { *out.add((y * w + x) as usize) = mask_from_sums(sums, w, h, x, y, index) };
     }
 }
 
@@ -199,7 +214,7 @@ unsafe fn apply_row(
         if x >= 0 && (x as u32) < keys.width {
             let k = unsafe { keys.at(x as u32, y) };
             if k != NO_KEY as u32 {
-                let cell = unsafe { counts.add((c * col_bytes + k) as usize) };
+                let cell = unsafe { counts.add((c * col_bytes + COLUMN_PAD + k) as usize) };
                 unsafe { *cell = (*cell).wrapping_add(delta) };
             }
         }
@@ -267,13 +282,22 @@ unsafe fn cvalues_body(
                 // The window's columns are lane..lane + window of the counts.
                 let base = unsafe { counts.add((lane * col_bytes) as usize) };
                 let stride = col_bytes as usize;
-                c_value(contrast.band_base + k as u32, &contrast, |r| {
-                    if r < 0 {
-                        0
-                    } else {
-                        unsafe { columns_count(base, stride, window, r as usize) }
-                    }
-                })
+                let v = contrast.band_base + k;
+                if contrast.diffs <= 4 {
+                    // Every count the c-value asks for, from three words per column.
+                    let word = first_word(k, contrast.diffs);
+                    let n = unsafe { window_counts12(base, stride, window, word) };
+                    let first = 4 * word as i32 - COLUMN_PAD as i32;
+                    c_value(v, &contrast, |r| count_of(&n, (r - first) as u32))
+                } else {
+                    c_value(v, &contrast, |r| {
+                        if r < 0 {
+                            0
+                        } else {
+                            unsafe { columns_count(base, stride, window, r as usize) }
+                        }
+                    })
+                }
             };
             unsafe { *out.add((y * w + x) as usize) = v };
             if v > 0.0 {
@@ -482,13 +506,22 @@ unsafe fn topk_mean_body(
     state: *const Selection,
     score: *mut f64,
 ) {
-    if dev::global_idx_x() != 0 {
-        return;
-    }
-    let mut sum = 0.0;
-    for b in 0..blocks as usize {
+    // Lane l adds partials l, l + 32, ..; then a fixed shuffle tree: the same order for
+    // every run.
+    let lane = dev::thread_idx_x() as usize;
+    let mut sum = 0.0f64;
+    let mut b = lane;
+    while b < blocks as usize {
         sum += unsafe { *partials.add(b) };
+        b += 32;
     }
-    let s = unsafe { *state.add(2) };
-    unsafe { *score = topk::mean(&s, sum, kept) };
+    let mut offset = 16;
+    while offset > 0 {
+        sum += unsafe { dev::shfl_down(u32::MAX, sum, offset) };
+        offset /= 2;
+    }
+    if lane == 0 {
+        let s = unsafe { *state.add(2) };
+        unsafe { *score = topk::mean(&s, sum, kept) };
+    }
 }

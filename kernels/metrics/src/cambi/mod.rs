@@ -302,25 +302,6 @@ pub unsafe fn mask_row(flats: *const u8, w: u32, h: u32, y: u32, index: u32, out
     }
 }
 
-/// Mask value at (x, y) from the `w`×`h` flatness map `flats` by a direct count of its
-/// 7×7 window (clipped): the same as [`mask_row`]'s sliding sums, one pixel per thread.
-///
-/// # Safety
-/// `flats` must hold `w·h` values; x < w, y < h.
-#[inline(always)]
-pub unsafe fn mask_at(flats: *const u8, w: u32, h: u32, x: u32, y: u32, index: u32) -> u16 {
-    let half = MASK_WINDOW / 2;
-    let (x0, x1) = (x.saturating_sub(half), (x + half + 1).min(w));
-    let (y0, y1) = (y.saturating_sub(half), (y + half + 1).min(h));
-    let mut sum = 0u32;
-    for r in y0..y1 {
-        for c in x0..x1 {
-            sum += unsafe { *flats.add((r * w + c) as usize) } as u32;
-        }
-    }
-    (sum > index) as u16
-}
-
 /// Row `y` of the next scale: every second sample of row `2y` of `p`, `out[0..w]` (`w` =
 /// ⌈width/2⌉).
 ///
@@ -482,30 +463,127 @@ pub fn key(v: u32, masked: bool, c: &Contrast) -> u16 {
     }
 }
 
-/// Bytes of one column's counts in the GPU's column histograms: a count for every band row
-/// and for the `diffs` rows past it (always 0, so [`c_value`] reads them unchecked), in
-/// whole words, an odd number of words so that neighbouring columns start in different
+/// Bytes before row 0 of each column's counts in the GPU's column histograms, so that the
+/// word holding row `r − diffs` never starts before the column ([`window_counts12`]).
+pub const COLUMN_PAD: u32 = 4;
+
+/// Bytes of one column's counts in the GPU's column histograms: [`COLUMN_PAD`], a count
+/// for every band row and for the `diffs` rows past it (always 0, so [`c_value`] reads them
+/// unchecked) and at least 12 (so that [`window_counts12`]' last word lies in the column),
+/// in whole words, an odd number of words so that neighbouring columns start in different
 /// shared-memory banks.
 pub fn column_bytes(band_size: u32, diffs: u32) -> u32 {
-    let words = (band_size + diffs).div_ceil(4);
+    let words = (COLUMN_PAD + band_size + diffs.max(12)).div_ceil(4);
     4 * (words | 1)
 }
 
 /// The masked pixels of histogram row `r` in `n` neighbouring columns' counts (`cols`,
-/// one column every `stride` bytes, one byte per row): the window count of the GPU's
-/// c-values, whose columns each count their own `window` rows.
+/// one column every `stride` bytes, one byte per row after [`COLUMN_PAD`]): the window
+/// count of the GPU's c-values, whose columns each count their own `window` rows.
 ///
 /// # Safety
-/// `cols` must hold `n` columns of `stride` bytes; `r < stride`.
+/// `cols` must hold `n` columns of `stride` bytes; `r + COLUMN_PAD < stride`.
 #[inline(always)]
 pub unsafe fn columns_count(cols: *const u8, stride: usize, n: usize, r: usize) -> u32 {
     let mut sum = 0u32;
-    let mut p = unsafe { cols.add(r) };
+    let mut p = unsafe { cols.add(r + COLUMN_PAD as usize) };
     for _ in 0..n {
         sum += unsafe { *p } as u32;
         p = p.wrapping_add(stride);
     }
     sum
+}
+
+/// The first word of [`window_counts12`] for a pixel of histogram row `r`: the word that
+/// holds row `r − diffs` (`diffs` ≤ 4, so rows `r − diffs..=r + diffs` lie in it and the
+/// next two).
+#[inline(always)]
+pub fn first_word(r: u32, diffs: u32) -> u32 {
+    (r + COLUMN_PAD - diffs) / 4
+}
+
+/// The window counts of the 12 histogram rows from `4·word − COLUMN_PAD` on, summed over
+/// `n` neighbouring columns (as [`columns_count`], 12 rows at once): three words per
+/// column, each split into two pairs of 16-bit lanes (a column's count is at most 65, so
+/// a lane holds 65 columns' sum).
+///
+/// # Safety
+/// `cols` must hold `n` columns of `stride` bytes, 4-byte aligned, `stride` a multiple of
+/// 4 and `4·word + 12 ≤ stride`.
+#[inline(always)]
+pub unsafe fn window_counts12(cols: *const u8, stride: usize, n: usize, word: u32) -> [u32; 12] {
+    let (mut e, mut o) = ([0u32; 3], [0u32; 3]);
+    let mut p = unsafe { cols.add(4 * word as usize) }.cast::<u32>();
+    for _ in 0..n {
+        unroll!(k in [0 1 2] {
+            let w = unsafe { *p.add(k) };
+            e[k] += w & 0x00ff_00ff;
+            o[k] += (w >> 8) & 0x00ff_00ff;
+        });
+        p = p.wrapping_byte_add(stride);
+    }
+    let mut c = [0u32; 12];
+    unroll!(k in [0 1 2] {
+        c[4 * k] = e[k] & 0xffff;
+        c[4 * k + 1] = o[k] & 0xffff;
+        c[4 * k + 2] = e[k] >> 16;
+        c[4 * k + 3] = o[k] >> 16;
+    });
+    c
+}
+
+/// Count `i` of [`window_counts12`]'s result (0 past it), by constant indices only, so
+/// that a GPU keeps the counts in registers.
+#[inline(always)]
+pub fn count_of(c: &[u32; 12], i: u32) -> u32 {
+    match i {
+        0 => c[0],
+        1 => c[1],
+        2 => c[2],
+        3 => c[3],
+        4 => c[4],
+        5 => c[5],
+        6 => c[6],
+        7 => c[7],
+        8 => c[8],
+        9 => c[9],
+        10 => c[10],
+        11 => c[11],
+        _ => 0,
+    }
+}
+
+/// Row `y`'s sums of 7 neighbouring flatness values (the mask's window clipped to the
+/// row): the first pass of the GPU's mask. `out[x]` for x < w.
+///
+/// # Safety
+/// `flats` must hold `w·h` values, y < h.
+#[inline(always)]
+pub unsafe fn flat_sum_h(flats: *const u8, w: u32, x: u32, y: u32) -> u8 {
+    let half = MASK_WINDOW / 2;
+    let (x0, x1) = (x.saturating_sub(half), (x + half + 1).min(w));
+    let row = unsafe { flats.add((y * w) as usize) };
+    let mut s = 0u8;
+    for c in x0..x1 {
+        s += unsafe { *row.add(c as usize) };
+    }
+    s
+}
+
+/// The mask at (x, y) from the row sums of [`flat_sum_h`] (the second pass): more than
+/// `index` flat pixels in the clipped 7×7 window, as [`mask_row`].
+///
+/// # Safety
+/// `sums` must hold `w·h` values; x < w, y < h.
+#[inline(always)]
+pub unsafe fn mask_from_sums(sums: *const u8, w: u32, h: u32, x: u32, y: u32, index: u32) -> u16 {
+    let half = MASK_WINDOW / 2;
+    let (y0, y1) = (y.saturating_sub(half), (y + half + 1).min(h));
+    let mut s = 0u32;
+    for r in y0..y1 {
+        s += unsafe { *sums.add((r * w + x) as usize) } as u32;
+    }
+    (s > index) as u16
 }
 
 /// The c-value of a masked pixel of value `v` (step 5), given `count(r)`: the masked

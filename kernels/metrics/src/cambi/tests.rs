@@ -314,7 +314,12 @@ fn column_counts_equal_direct_window_counts() {
     // over the window's columns.
     let recip = recip();
     let mut r = rng(21);
-    for (w, h, half, diffs) in [(23u32, 14u32, 3u32, 4u32), (11, 9, 5, 2), (40, 6, 2, 8)] {
+    for (w, h, half, diffs) in [
+        (23u32, 14u32, 3u32, 4u32),
+        (11, 9, 5, 2),
+        (40, 6, 2, 8),
+        (30, 12, 4, 1),
+    ] {
         let img: Vec<u16> = (0..w * h).map(|_| 600 + (r() % 11) as u16).collect();
         let mask: Vec<u16> = (0..w * h).map(|_| !r().is_multiple_of(4) as u16).collect();
         let ip = Plane16::new(img.as_ptr(), w, w, h);
@@ -326,7 +331,11 @@ fn column_counts_equal_direct_window_counts() {
         // Columns -half..w + half, as a strip covering the whole plane.
         let columns = (w + 2 * half) as usize;
         for y in 0..h {
-            let mut counts = vec![0u8; columns * stride];
+            // Words, as the GPU's shared memory: window_counts12 reads aligned u32s.
+            let mut words = vec![0u32; columns * stride / 4];
+            let counts = unsafe {
+                std::slice::from_raw_parts_mut(words.as_mut_ptr().cast::<u8>(), columns * stride)
+            };
             for yy in y.saturating_sub(half)..(y + half + 1).min(h) {
                 for x in 0..w {
                     let k = key(
@@ -335,7 +344,8 @@ fn column_counts_equal_direct_window_counts() {
                         &c,
                     );
                     if k != NO_KEY {
-                        counts[(x + half) as usize * stride + k as usize] += 1;
+                        counts[(x + half) as usize * stride + (COLUMN_PAD + k as u32) as usize] +=
+                            1;
                     }
                 }
             }
@@ -367,7 +377,7 @@ fn column_counts_equal_direct_window_counts() {
 }
 
 #[test]
-fn direct_mask_and_working_samples_equal_the_row_functions() {
+fn two_pass_mask_and_working_samples_equal_the_row_functions() {
     let mut r = rng(5);
     let (w, h) = (19u32, 13u32);
     let flats: Vec<u8> = (0..w * h).map(|_| (r() % 3 != 0) as u8).collect();
@@ -375,11 +385,12 @@ fn direct_mask_and_working_samples_equal_the_row_functions() {
         let mut row = vec![0u16; w as usize];
         for y in 0..h {
             unsafe { mask_row(flats.as_ptr(), w, h, y, index, row.as_mut_ptr()) };
+            let sums: Vec<u8> = (0..w * h)
+                .map(|i| unsafe { flat_sum_h(flats.as_ptr(), w, i % w, i / w) })
+                .collect();
             for x in 0..w {
-                assert_eq!(
-                    unsafe { mask_at(flats.as_ptr(), w, h, x, y, index) },
-                    row[x as usize]
-                );
+                let m = unsafe { mask_from_sums(sums.as_ptr(), w, h, x, y, index) };
+                assert_eq!(m, row[x as usize], "({x}, {y})");
             }
         }
     }

@@ -96,7 +96,13 @@ unsafe fn load_body(f: Frames) {
     let (x, y) = (dev::global_idx_x(), dev::global_idx_y());
     let job = dev::block_idx_z() as usize;
     if x < f.width && y < f.height && job < super::JOBS {
-        let c = f.channels[job];
+        // Constant indices: a variable one would copy all of `f` to local memory per thread.
+        let c = match job {
+            0 => f.channels[0],
+            1 => f.channels[1],
+            2 => f.channels[2],
+            _ => f.channels[3],
+        };
         let i = y as usize * f.width as usize + x as usize;
         unsafe { *at(f.plane, job, f.plane_len(), i) = load(&c, x, y, f.max) };
     }

@@ -42,7 +42,8 @@ pub(crate) struct SpeedChromaCuda {
     out: DeviceBuffer<f32>,
     /// The copy of `out`.
     host: PinnedBuffer<f32>,
-    solver: Solver,
+    /// One per plane (U, V), so that the planes' host steps run in parallel.
+    solvers: [Solver; 2],
     /// A pair's launches and copy are queued and not read yet.
     queued: bool,
 }
@@ -111,7 +112,7 @@ impl SpeedChromaCuda {
             vertical,
             out,
             host,
-            solver: Solver::new(s.opts, d),
+            solvers: [Solver::new(s.opts, d), Solver::new(s.opts, d)],
             queued: false,
         })
     }
@@ -222,19 +223,21 @@ impl SpeedChromaCuda {
         // SAFETY: the copy was queued by `queue` and the caller synchronised the stream.
         let host = unsafe { self.host.as_slice() };
         let n = self.frames.out_len();
-        let mut planes = [(0.0f32, false); 2];
-        for (i, out) in planes.iter_mut().enumerate() {
+        let f = &self.frames;
+        let plane = |i: usize, solver: &mut Solver| {
             for side in 0..2 {
                 let job = &host[(2 * i + side) * n..][..n];
-                let f = &self.frames;
                 let pairs = &job[..stats::PAIRS];
                 let r = &job[f.out_r()..][..ELEMS * ELEMS];
                 let variances = &job[f.out_s()..][..f.blocks()];
                 let op = &job[f.out_op()..][..f.op_len()];
-                self.solver.estimate_solved(op, pairs, r, variances, side);
+                solver.estimate_solved(op, pairs, r, variances, side);
             }
-            *out = self.solver.plane_score();
-        }
+            solver.plane_score()
+        };
+        let [su, sv] = &mut self.solvers;
+        let planes = rayon::join(|| plane(0, su), || plane(1, sv));
+        let planes = [planes.0, planes.1];
         Some(ChromaScores::new(planes, self.opts.max_val))
     }
 }
