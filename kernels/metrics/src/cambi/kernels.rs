@@ -194,32 +194,53 @@ unsafe fn mode_body(
     }
 }
 
-/// Adds (`delta` 1) or removes (`delta` 255, i.e. −1 in a byte) row `y` of the keys to the
-/// counts of the lane's columns (`lane`, `lane + STRIP`, ..; column `c` is plane column
-/// `first + c`).
+/// Columns a lane owns in `cambi_cvalues`: `lane`, `lane + STRIP`, `lane + 2·STRIP` (the
+/// strip and `half ≤ 32` columns on each side).
+#[cfg(target_arch = "nvptx64")]
+const LANE_COLUMNS: usize = 3;
+
+/// The keys of row `y` at the lane's columns (column `c` is plane column `first + c`),
+/// [`NO_KEY`] outside the plane or for a row that is not counted (`y` None). Loaded a row
+/// ahead of their use, so that the loads' latency hides behind the row before.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
-unsafe fn apply_row(
+unsafe fn row_keys(
     keys: &Plane16,
-    counts: *mut u8,
-    col_bytes: u32,
     (first, columns): (i32, u32),
     lane: u32,
-    y: u32,
+    y: Option<u32>,
+) -> [u32; LANE_COLUMNS] {
+    let mut k = [NO_KEY as u32; LANE_COLUMNS];
+    if let Some(y) = y {
+        unroll!(i in [0 1 2] {
+            let c = lane + i as u32 * STRIP;
+            let x = first + c as i32;
+            if c < columns && x >= 0 && (x as u32) < keys.width {
+                k[i] = unsafe { keys.at(x as u32, y) };
+            }
+        });
+    }
+    k
+}
+
+/// Adds (`delta` 1) or removes (`delta` 255, i.e. −1 in a byte) a row's keys
+/// ([`row_keys`]) to the counts of the lane's columns.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn apply_keys(
+    counts: *mut u8,
+    col_bytes: u32,
+    lane: u32,
+    k: [u32; LANE_COLUMNS],
     delta: u8,
 ) {
-    let mut c = lane;
-    while c < columns {
-        let x = first + c as i32;
-        if x >= 0 && (x as u32) < keys.width {
-            let k = unsafe { keys.at(x as u32, y) };
-            if k != NO_KEY as u32 {
-                let cell = unsafe { counts.add((c * col_bytes + COLUMN_PAD + k) as usize) };
-                unsafe { *cell = (*cell).wrapping_add(delta) };
-            }
+    unroll!(i in [0 1 2] {
+        if k[i] != NO_KEY as u32 {
+            let c = lane + i as u32 * STRIP;
+            let cell = unsafe { counts.add((c * col_bytes + COLUMN_PAD + k[i]) as usize) };
+            unsafe { *cell = (*cell).wrapping_add(delta) };
         }
-        c += STRIP;
-    }
+    });
 }
 
 #[cfg(target_arch = "nvptx64")]
@@ -255,37 +276,60 @@ unsafe fn cvalues_body(
         i += STRIP as usize;
     }
     let mut b = lane as usize;
-    while b < BINS[0] {
+    while b < HIST_BINS {
         unsafe { CAMBI_HIST.write(b, 0) };
         b += STRIP as usize;
     }
     unsafe { dev::sync_threads() };
     let span = (first, columns);
-    for y in y0.saturating_sub(half)..(y0 + half).min(h) {
-        unsafe { apply_row(&keys, counts, col_bytes, span, lane, y, 1) };
+    // The rows above the first one's window, each loaded while the one before is counted.
+    let (top, end) = (y0.saturating_sub(half), (y0 + half).min(h));
+    let mut next = unsafe { row_keys(&keys, span, lane, (top < end).then_some(top)) };
+    for y in top..end {
+        let k = next;
+        next = unsafe { row_keys(&keys, span, lane, (y + 1 < end).then_some(y + 1)) };
+        unsafe { apply_keys(counts, col_bytes, lane, k, 1) };
     }
     let x = x0 + lane;
     let window = (2 * half + 1) as usize;
-    for y in y0..y1 {
-        if y > y0 && y > half {
-            unsafe { apply_row(&keys, counts, col_bytes, span, lane, y - half - 1, 255) };
+    // Row y's window loses row y − half − 1 (not for the block's first row) and gains row
+    // y + half.
+    let leaving = |y: u32| (y > y0 && y > half).then(|| y - half - 1);
+    let entering = |y: u32| (y + half < h).then_some(y + half);
+    let centre = |y: u32| {
+        if x < w && y < y1 {
+            unsafe { keys.at(x, y) }
+        } else {
+            NO_KEY as u32
         }
-        if y + half < h {
-            unsafe { apply_row(&keys, counts, col_bytes, span, lane, y + half, 1) };
+    };
+    let mut out_keys = unsafe { row_keys(&keys, span, lane, leaving(y0)) };
+    let mut in_keys = unsafe { row_keys(&keys, span, lane, entering(y0)) };
+    let mut k = centre(y0);
+    for y in y0..y1 {
+        unsafe {
+            apply_keys(counts, col_bytes, lane, out_keys, 255);
+            apply_keys(counts, col_bytes, lane, in_keys, 1);
+        }
+        // The next row's keys, while this row's c-values are computed.
+        let k_here = k;
+        if y + 1 < y1 {
+            out_keys = unsafe { row_keys(&keys, span, lane, leaving(y + 1)) };
+            in_keys = unsafe { row_keys(&keys, span, lane, entering(y + 1)) };
+            k = centre(y + 1);
         }
         unsafe { dev::sync_threads() };
         if x < w {
-            let k = unsafe { keys.at(x, y) };
-            let v = if k == NO_KEY as u32 {
+            let v = if k_here == NO_KEY as u32 {
                 0.0
             } else {
                 // The window's columns are lane..lane + window of the counts.
                 let base = unsafe { counts.add((lane * col_bytes) as usize) };
                 let stride = col_bytes as usize;
-                let v = contrast.band_base + k;
+                let v = contrast.band_base + k_here;
                 if contrast.diffs <= 4 {
                     // Every count the c-value asks for, from three words per column.
-                    let word = first_word(k, contrast.diffs);
+                    let word = first_word(k_here, contrast.diffs);
                     let n = unsafe { window_counts12(base, stride, window, word) };
                     let first = 4 * word as i32 - COLUMN_PAD as i32;
                     c_value(v, &contrast, |r| count_of(&n, (r - first) as u32))
@@ -308,7 +352,7 @@ unsafe fn cvalues_body(
         unsafe { dev::sync_threads() };
     }
     let mut b = lane as usize;
-    while b < BINS[0] {
+    while b < HIST_BINS {
         let n = unsafe { CAMBI_HIST.read(b) };
         if n != 0 {
             unsafe { dev::atomic_add_u32(hist.add(b), n) };
