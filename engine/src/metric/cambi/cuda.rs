@@ -24,7 +24,7 @@ use gpumetrics_kernels::cambi::{
     self as k, ContrastArgs, PLANE_H, PLANE_W, Plane16, SCALES, STRIP, Source, TOPK_THREADS,
 };
 
-/// Blocks of `cambi_cvalues` that keep the GPU busy (each is one warp, and its shared
+/// Blocks of `cambi_cvalues` that keep the GPU busy (each is two warps, and its shared
 /// memory lets only a few share an SM): the rows per block are chosen to reach them.
 const CVALUE_BLOCKS: u32 = 1024;
 /// Fewest rows per block of `cambi_cvalues`: each block first clears its counts and counts

@@ -6,7 +6,8 @@
 //! scale's score).
 //!
 //! The plane kernels run one thread per output pixel (`PLANE_W`×`PLANE_H` blocks).
-//! `cambi_cvalues` runs one warp per strip of [`STRIP`] columns and `rows` rows:
+//! `cambi_cvalues` runs one block of [`STRIP`] threads (two warps) per strip of `STRIP`
+//! columns and `rows` rows:
 //! it slides per-column counts (one byte per band row, in dynamic shared memory, for the
 //! strip's columns and `half` more on each side) down the rows, and sums the window's
 //! columns for each count a c-value asks for. Every lane owns its columns' counts, so no
@@ -65,8 +66,8 @@ gpumetrics_device::kernel! {
     ) => mode_body;
 
     /// `out[y·w + x]` = the c-value at (x, y) of the keys, for a `2·half + 1` window; adds
-    /// the positive values to pass 0's histogram `hist` ([`super::topk`]). One warp
-    /// (`STRIP` threads) per block; grid (⌈w/STRIP⌉, ⌈h/rows⌉); dynamic shared memory of
+    /// the positive values to pass 0's histogram `hist` ([`super::topk`]). `STRIP` threads
+    /// per block; grid (⌈w/STRIP⌉, ⌈h/rows⌉); dynamic shared memory of
     /// `(STRIP + 2·half)·col_bytes` bytes ([`super::column_bytes`]).
     pub unsafe fn cambi_cvalues(
         keys: Plane16,
@@ -194,10 +195,10 @@ unsafe fn mode_body(
     }
 }
 
-/// Columns a lane owns in `cambi_cvalues`: `lane`, `lane + STRIP`, `lane + 2·STRIP` (the
-/// strip and `half ≤ 32` columns on each side).
+/// Columns a thread owns in `cambi_cvalues`: `lane` and `lane + STRIP` (the strip and
+/// `half ≤ 32` columns on each side).
 #[cfg(target_arch = "nvptx64")]
-const LANE_COLUMNS: usize = 3;
+const LANE_COLUMNS: usize = 2;
 
 /// The keys of row `y` at the lane's columns (column `c` is plane column `first + c`),
 /// [`NO_KEY`] outside the plane or for a row that is not counted (`y` None). Loaded a row
@@ -212,7 +213,7 @@ unsafe fn row_keys(
 ) -> [u32; LANE_COLUMNS] {
     let mut k = [NO_KEY as u32; LANE_COLUMNS];
     if let Some(y) = y {
-        unroll!(i in [0 1 2] {
+        unroll!(i in [0 1] {
             let c = lane + i as u32 * STRIP;
             let x = first + c as i32;
             if c < columns && x >= 0 && (x as u32) < keys.width {
@@ -234,7 +235,7 @@ unsafe fn apply_keys(
     k: [u32; LANE_COLUMNS],
     delta: u8,
 ) {
-    unroll!(i in [0 1 2] {
+    unroll!(i in [0 1] {
         if k[i] != NO_KEY as u32 {
             let c = lane + i as u32 * STRIP;
             let cell = unsafe { counts.add((c * col_bytes + COLUMN_PAD + k[i]) as usize) };

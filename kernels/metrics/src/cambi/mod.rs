@@ -54,8 +54,10 @@ pub const RECIP_LEN: usize = 4226;
 /// Threads of the GPU's plane kernels: `PLANE_W`×`PLANE_H` per block.
 pub const PLANE_W: u32 = 32;
 pub const PLANE_H: u32 = 8;
-/// Columns of one strip of the GPU's c-values: one warp, a lane per column.
-pub const STRIP: u32 = 32;
+/// Columns of one strip of the GPU's c-values: a thread per column (two warps, which share
+/// the strip's counts, so that the counts of the `half` columns on each side are kept for
+/// 64 columns, not 32).
+pub const STRIP: u32 = 64;
 /// Threads per block of the GPU's top-k passes, and their warps.
 pub const TOPK_THREADS: u32 = 256;
 pub const TOPK_WARPS: usize = 8;
