@@ -34,14 +34,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .map(|(i, &v)| if i % 4 == 0 { v.saturating_add(8) } else { v })
         .collect();
     let chroma = vec![128u8; (w / 2) * (h / 2)];
-    let planes = |luma| {
-        [
-            Plane { data: luma, stride: w },
-            Plane { data: &chroma, stride: w / 2 },
-            Plane { data: &chroma, stride: w / 2 },
-        ]
-    };
-    let (r, d) = (planes(&reference[..]), planes(&distorted[..]));
+    let plane = |data, stride| Plane { data, stride };
+    let c = plane(&chroma, w / 2);
+    let (r, d) = ([plane(&reference, w), c, c], [plane(&distorted, w), c, c]);
 
     let scores = engine.compare(
         &Frame::Host(HostFrame::new(&r)),
