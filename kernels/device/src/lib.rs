@@ -96,7 +96,7 @@ macro_rules! kernel {
     };
 }
 
-/// Declares a statically sized block-shared array and binds a `SharedArray` (device only) handle to it.
+/// Declares a statically sized block-shared array and binds a `SharedArray` handle to it.
 ///
 /// ```ignore
 /// gpumetrics_device::shared!(static TILE: [f32; 256]);
