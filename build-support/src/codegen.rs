@@ -253,6 +253,11 @@ pub fn bindings(
              /// stream's context, not used concurrently by other work), and `cfg` must be what\n    \
              /// the kernel expects (block size, dynamic shared memory).\n",
         );
+        if !k.docs.is_empty() {
+            // The first paragraph is the declaration's doc comment: its intra-doc links name
+            // items of the kernel crate, which do not resolve in the host crate.
+            s.push_str("    #[allow(rustdoc::broken_intra_doc_links)]\n");
+        }
         let _ = writeln!(
             s,
             "    #[allow(clippy::too_many_arguments)]\n    pub unsafe fn {}(\n        &self,",

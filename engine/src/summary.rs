@@ -91,7 +91,7 @@ const SKETCH_ZERO: f64 = 1e-9;
 
 /// Pools the scores of a run: per field, exact streaming mean, standard deviation (Welford),
 /// min, max, harmonic mean and (PSNR fields) the PSNR of the mean MSE, and percentiles that are exact up to
-/// [`EXACT_PERCENTILES_UP_TO`] values and within [`PERCENTILE_RELATIVE_ERROR`] beyond, in
+/// `EXACT_PERCENTILES_UP_TO` values and within `PERCENTILE_RELATIVE_ERROR` beyond, in
 /// memory that stays bounded however long the run ([`Pooler::retained`]).
 #[derive(Clone, Debug, Default)]
 pub struct Pooler {
@@ -143,7 +143,7 @@ impl Pooler {
     }
 
     /// Values and sketch bins held, over all fields (8 bytes each): at most
-    /// [`EXACT_PERCENTILES_UP_TO`] per field, whatever the number of pairs pushed.
+    /// `EXACT_PERCENTILES_UP_TO` per field, whatever the number of pairs pushed.
     pub fn retained(&self) -> usize {
         self.fields.iter().map(|(_, p)| p.values.retained()).sum()
     }

@@ -78,3 +78,26 @@ fn metrics_md_is_complete_in_itself() {
         assert!(text.contains(word), "docs/METRICS.md lacks {word}");
     }
 }
+
+#[test]
+fn the_readme_shows_the_engine_example_verbatim() {
+    // The program of "Using the engine from Rust" is `examples/score_two_frames.rs` after its
+    // header comment; `cargo test` builds the example, so the README's program compiles.
+    let example = read("engine/examples/score_two_frames.rs");
+    let code: String = example
+        .lines()
+        .skip_while(|l| l.starts_with("//") || l.is_empty())
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert!(code.starts_with("use gpumetrics_engine::"), "{code}");
+    let readme = read("README.md");
+    let section = readme
+        .split("\n## Using the engine from Rust\n")
+        .nth(1)
+        .expect("README.md has no \"Using the engine from Rust\" section");
+    let section = section.split("\n## ").next().unwrap();
+    assert!(
+        section.contains(&format!("```rust\n{code}```\n")),
+        "README.md's \"Using the engine from Rust\" is not engine/examples/score_two_frames.rs"
+    );
+}

@@ -4,6 +4,10 @@
 //! Validation that clap cannot express (metric names, `--fail-below` syntax and fields)
 //! happens here too, so that every usage error exits with status 2.
 
+// The arguments' doc comments are clap's `--help` text, written for a terminal
+// (`FIELD<VALUE[:HOLD]`), not Markdown: rustdoc would read tags and links in them.
+#![allow(rustdoc::invalid_html_tags, rustdoc::broken_intra_doc_links)]
+
 use std::path::PathBuf;
 
 use clap::{ArgMatches, Command, CommandFactory, FromArgMatches, Parser, ValueEnum};

@@ -40,6 +40,9 @@ gst::plugin_define!(
     "MPL",
     env!("CARGO_PKG_NAME"),
     env!("CARGO_PKG_NAME"),
-    env!("CARGO_PKG_REPOSITORY"),
+    // The origin is meant to be the provider's URL; the project has none yet, so this is
+    // GStreamer's own default for it (the `package-origin` build option), not an invented
+    // address.
+    "Unknown package origin",
     env!("BUILD_REL_DATE")
 );

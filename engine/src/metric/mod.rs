@@ -4,7 +4,7 @@
 //! produces, its size limits, the formula from sums to scores, written once), `cpu.rs` the
 //! sums on the CPU (the kernel crate's host build) and `cuda.rs` the same kernels as PTX,
 //! with state allocated once per caps. The engine knows a metric only through its
-//! [`Entry`] in [`REGISTRY`]: adding a metric is a folder, a kernel module and one line
+//! `Entry` in `REGISTRY`: adding a metric is a folder, a kernel module and one line
 //! there. (libvmaf's feature-extractor table is the model: one entry per extractor, which
 //! may provide several metrics, as SSIM and MS-SSIM share one pass here.)
 
@@ -59,7 +59,7 @@ pub struct Info {
 /// the prefix `ref-` (`si`, `ref-si`). Both names are declared in the metric's
 /// [`Info::fields`] (the registry test checks the pairs), so that [`fields`] and every
 /// output know them. The per-side state and the order (the distorted frame's fields, then
-/// the reference's) are [`single`]'s, not the metric's. See docs/METRICS.md, "No-reference
+/// the reference's) are `single`'s, not the metric's. See docs/METRICS.md, "No-reference
 /// metrics".
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Reference {

@@ -247,7 +247,7 @@ impl ElementImpl for GpuMetrics {
                  stats file, plus a pooled 'gpumetrics-summary' message at EOS. Frames are \
                  paired by running time (or by sequence). The distorted stream is passed \
                  through on src unchanged. Runs on NVIDIA GPUs (CUDA) or the CPU.",
-                "gpumetrics developers <https://github.com/gpumetrics/gpumetrics>",
+                "gpumetrics developers",
             )
         });
         Some(&*ELEMENT_METADATA)

@@ -11,7 +11,7 @@
 //!   device, so misusing them in host code is a compile error rather than a silent no-op.
 //!
 //! Kernels are declared with [`kernel!`]; static shared memory with [`shared!`]; dynamic
-//! shared memory (sized at launch) with [`dynamic_shared`].
+//! shared memory (sized at launch) with `dynamic_shared` (device only).
 #![no_std]
 #![cfg_attr(
     target_arch = "nvptx64",
@@ -96,7 +96,7 @@ macro_rules! kernel {
     };
 }
 
-/// Declares a statically sized block-shared array and binds a [`SharedArray`] handle to it.
+/// Declares a statically sized block-shared array and binds a `SharedArray` handle to it.
 ///
 /// ```ignore
 /// gpumetrics_device::shared!(static TILE: [f32; 256]);

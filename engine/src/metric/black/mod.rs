@@ -3,7 +3,7 @@
 //! `gpumetrics_kernels::black`). A no-reference metric ([`Reference::None`]): `black` on the
 //! distorted frame, `ref-black` on the reference frame. No state across frames; the black
 //! intervals (blackdetect's `black_start` / `black_end`, from the picture threshold and the
-//! minimum duration) are [`events`]'s, which `crate::events` builds.
+//! minimum duration) are `events`'s, which `crate::events` builds.
 //!
 //! The threshold's range, as FFmpeg 5.1 decides it (confirmed with Debian 12's ffmpeg
 //! 5.1.9): full range only for the formats FFmpeg calls `yuvj` (8-bit planar YUV: I420,

@@ -8,7 +8,7 @@
 //!
 //! The backends give, per block, the exact sum and the count of its edge widths; the
 //! pooling (blocks with a summed width of at least 2, their means sorted, the sharpest
-//! `blur-block-pct` percent averaged in f32) is [`pool`], here once. A frame without such
+//! `blur-block-pct` percent averaged in f32) is `pool`, here once. A frame without such
 //! a block is 0/0 in FFmpeg (`nan`): its record has no `blur` field.
 
 mod cpu;

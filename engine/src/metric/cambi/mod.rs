@@ -10,8 +10,8 @@
 //! `cambi-vis-lum-threshold`, `cambi-max-log-contrast`, `cambi-eotf`, `cambi-max-val`,
 //! `cambi-high-res-speedup`). Its full-reference mode and heat maps are not offered.
 //!
-//! For the VMAF models that read CAMBI as a feature, [`CambiSettings`] holds every option
-//! and [`cpu::CambiCpu`] scores one frame with them (see its documentation).
+//! For the VMAF models that read CAMBI as a feature, `CambiSettings` holds every option
+//! and `cpu::CambiCpu` scores one frame with them (see its documentation).
 
 pub(crate) mod cpu;
 pub(crate) mod cuda;

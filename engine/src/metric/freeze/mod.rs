@@ -8,7 +8,7 @@
 //! change) is the reference frame and has no value: its field is absent. Every later frame
 //! is measured against the reference frame; it is frozen when its value is at most
 //! `freeze-noise`, and when it is not frozen it becomes the reference frame. The freeze
-//! intervals (`freeze_start` / `freeze_end`, with the minimum duration) are [`events`]'s.
+//! intervals (`freeze_start` / `freeze_end`, with the minimum duration) are `events`'s.
 //! No lag: a frame's field is known when it is measured.
 
 mod cpu;

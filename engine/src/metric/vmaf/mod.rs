@@ -5,8 +5,8 @@
 //!
 //! Motion is temporal: a pair's motion2 is min(its motion score, the next pair's), and
 //! motion3 blends it (and averages it with the previous pair's for the HFR models), so the
-//! metric is a [`Window`] over each pair's features, of lag 1 (2 with the five-frame window
-//! of the HFR models; `super::temporal` holds the pairs; [`motion`] says how).
+//! metric is a `Window` over each pair's features, of lag 1 (2 with the five-frame window
+//! of the HFR models; `super::temporal` holds the pairs; `motion` says how).
 
 #[doc(hidden)]
 pub mod adm;

@@ -554,7 +554,7 @@ pub unsafe fn stage(
 
 /// The gradients of one staged tile into `g`: for columns, lane `c` of row `r` at
 /// `g[r · LANES + c]`; for rows, lane `r` at column `c` at `g[r · ROW_STRIDE + c]` (the
-/// same [`normalised`] values as [`col_grad`] and [`row_grad`]); 0 outside the part.
+/// same `normalised` values as [`col_grad`] and [`row_grad`]); 0 outside the part.
 ///
 /// # Safety
 /// `s` holds a staged tile, `g` [`GRADS_LEN`] values.

@@ -1,6 +1,6 @@
 //! PSNR: per-channel sums of squared errors. The per-sample math here is the only copy:
 //! the CPU backend calls [`sse_rows`] on host pointers, the `psnr_sse` kernel (`kernels.rs`)
-//! calls the same [`load`](crate::channel::load)/[`sq_err`] on device pointers.
+//! calls the same [`load`]/[`sq_err`] on device pointers.
 
 mod kernels;
 

@@ -97,7 +97,7 @@ const RECIP_219: u64 = 19_611_723;
 ///
 /// No division: with f = 2^k, `n / (219·2^k)` is `(n >> k) / 219`; `n` = `(256f − 1)·y`
 /// is below 2^32 and `n >> k` below `(256f − 1)·219` < 2^24, so the division by 219 is the
-/// exact multiply-shift by [`RECIP_219`] (one `mul.hi.u32` on the GPU). A test compares it
+/// exact multiply-shift by `RECIP_219` (one `mul.hi.u32` on the GPU). A test compares it
 /// with the division for every sample value of every depth.
 #[inline(always)]
 pub fn to_full_range(y: u32, factor: u32) -> u32 {

@@ -298,8 +298,8 @@ pub fn qr_reflection(v: &[f32], i: usize, j: usize) -> f32 {
     if i == j { h + 1.0 } else { h }
 }
 
-/// Entry (i, j) of `x · y` (`n`×`n`), summed in [`matmul`]'s order: from 0, over k
-/// ascending (so one GPU thread per entry gets [`matmul`]'s values).
+/// Entry (i, j) of `x · y` (`n`×`n`), summed in `matmul`'s order: from 0, over k
+/// ascending (so one GPU thread per entry gets `matmul`'s values).
 #[inline(always)]
 pub fn matmul_entry(x: &[f32], y: &[f32], n: usize, i: usize, j: usize) -> f32 {
     let mut acc = 0.0f32;

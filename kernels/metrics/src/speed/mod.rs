@@ -315,7 +315,7 @@ pub fn filter_len(scale: u32, kernelscale: f32) -> usize {
 /// `2 · plane + side` (side 0 the reference).
 pub const JOBS: usize = 4;
 
-/// Threads of the [`kernels`] per-job block (`speed_stats`): at least one per covariance
+/// Threads of the `kernels` per-job block (`speed_stats`): at least one per covariance
 /// entry ([`stats::PAIRS`]), whole warps.
 pub const STATS_THREADS: u32 = (stats::PAIRS as u32).div_ceil(32) * 32;
 

@@ -3,7 +3,7 @@
 //! backend calls them on host memory, the `ssim_scale` kernel (`kernels.rs`) on shared-memory
 //! tiles.
 //!
-//! Moments and maps are computed in f64: σ² = E[x²] − μ² cancels badly in f32 (16-bit
+//! Moments and maps are computed in f64: σ² = E\[x²\] − μ² cancels badly in f32 (16-bit
 //! samples square to 2^32), and the references compute in float64. The samples themselves
 //! are f32, which holds every integer sample and every 2×2-pooled value of MS-SSIM exactly
 //! (at most 16 integer bits + 2 fractional bits per pooling, 4 poolings: 24 bits).
