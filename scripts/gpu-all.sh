@@ -11,9 +11,11 @@
 #    tree the tests were built in: they read tests/data through it), and data/ with the inputs
 #    of the steps packed, copied from .gpu/inputs/ (which pack fills where it can; see the
 #    steps). No STEP: every step. The device tool carries 64 MiB in all (working tree
-#    included), which every step at once exceeds: pack fails when too large. Four calls that
-#    fit, with every input made (about 57, 48, 50 and 49 MiB with the working tree):
+#    included), which every step at once exceeds: pack fails when too large. Calls that
+#    fit, with every input made (about 57, 48, 50 and 49 MiB with the working tree, and 44
+#    for the fifth):
 #      selftest psnr ssim butteraugli siti blur blockiness | vmaf throughput | ssimulacra2 element | cudamem colour cli
+#      | cambi libvmaf32 (and blackfreeze nr libvmaf where their inputs are made)
 # 2. There, with the device tool: `run` with carry [".gpu/all"] and the command
 #      bash scripts/gpu-all.sh [STEP...]
 #    (no STEP: the steps last packed; a step whose inputs were not packed says "skipped"). Each
