@@ -380,7 +380,9 @@ fn column_counts_equal_direct_window_counts() {
 fn two_pass_mask_and_working_samples_equal_the_row_functions() {
     let mut r = rng(5);
     let (w, h) = (19u32, 13u32);
-    let flats: Vec<u8> = (0..w * h).map(|_| !r().is_multiple_of(3) as u8).collect();
+    let flats: Vec<u8> = (0..w * h)
+        .map(|_| u8::from(!r().is_multiple_of(3)))
+        .collect();
     for index in [5, 20, 30] {
         let mut row = vec![0u16; w as usize];
         for y in 0..h {
