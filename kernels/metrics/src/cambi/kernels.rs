@@ -200,9 +200,17 @@ unsafe fn mode_body(
 #[cfg(target_arch = "nvptx64")]
 const LANE_COLUMNS: usize = 2;
 
+/// Rows whose keys `cambi_cvalues` loads at once while it counts the rows above its first.
+#[cfg(target_arch = "nvptx64")]
+const BATCH: usize = 8;
+
+/// Rows whose keys `cambi_cvalues` loads at once before it measures them.
+#[cfg(target_arch = "nvptx64")]
+const GROUP_ROWS: usize = 4;
+
 /// The keys of row `y` at the lane's columns (column `c` is plane column `first + c`),
-/// [`NO_KEY`] outside the plane or for a row that is not counted (`y` None). Loaded a row
-/// ahead of their use, so that the loads' latency hides behind the row before.
+/// [`NO_KEY`] outside the plane or for a row that is not counted (`y` None). Loaded for
+/// several rows before any is used, so that the loads' latencies overlap.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 unsafe fn row_keys(
@@ -283,13 +291,20 @@ unsafe fn cvalues_body(
     }
     unsafe { dev::sync_threads() };
     let span = (first, columns);
-    // The rows above the first one's window, each loaded while the one before is counted.
+    // The rows above the first one's window, `BATCH` rows' keys loaded at once (the loads'
+    // latency, not the counting, is what a row costs).
     let (top, end) = (y0.saturating_sub(half), (y0 + half).min(h));
-    let mut next = unsafe { row_keys(&keys, span, lane, (top < end).then_some(top)) };
-    for y in top..end {
-        let k = next;
-        next = unsafe { row_keys(&keys, span, lane, (y + 1 < end).then_some(y + 1)) };
-        unsafe { apply_keys(counts, col_bytes, lane, k, 1) };
+    let mut y = top;
+    while y < end {
+        let mut ks = [[NO_KEY as u32; LANE_COLUMNS]; BATCH];
+        unroll!(j in [0 1 2 3 4 5 6 7] {
+            let yy = y + j as u32;
+            ks[j] = unsafe { row_keys(&keys, span, lane, (yy < end).then_some(yy)) };
+        });
+        unroll!(j in [0 1 2 3 4 5 6 7] {
+            unsafe { apply_keys(counts, col_bytes, lane, ks[j], 1) };
+        });
+        y += BATCH as u32;
     }
     let x = x0 + lane;
     let window = (2 * half + 1) as usize;
@@ -304,53 +319,68 @@ unsafe fn cvalues_body(
             NO_KEY as u32
         }
     };
-    let mut out_keys = unsafe { row_keys(&keys, span, lane, leaving(y0)) };
-    let mut in_keys = unsafe { row_keys(&keys, span, lane, entering(y0)) };
-    let mut k = centre(y0);
-    for y in y0..y1 {
-        unsafe {
-            apply_keys(counts, col_bytes, lane, out_keys, 255);
-            apply_keys(counts, col_bytes, lane, in_keys, 1);
+    // The c-value of this thread's pixel in row y, from the counts of row y's window.
+    let measure = |y: u32, k: u32| {
+        if x >= w {
+            return;
         }
-        // The next row's keys, while this row's c-values are computed.
-        let k_here = k;
-        if y + 1 < y1 {
-            out_keys = unsafe { row_keys(&keys, span, lane, leaving(y + 1)) };
-            in_keys = unsafe { row_keys(&keys, span, lane, entering(y + 1)) };
-            k = centre(y + 1);
-        }
-        unsafe { dev::sync_threads() };
-        if x < w {
-            let v = if k_here == NO_KEY as u32 {
-                0.0
+        let v = if k == NO_KEY as u32 {
+            0.0
+        } else {
+            // The window's columns are lane..lane + window of the counts.
+            let base = unsafe { counts.add((lane * col_bytes) as usize) };
+            let stride = col_bytes as usize;
+            let v = contrast.band_base + k;
+            if contrast.diffs <= 4 {
+                // Every count the c-value asks for, from three words per column.
+                let word = first_word(k, contrast.diffs);
+                let n = unsafe { window_counts12(base, stride, window, word) };
+                let first = 4 * word as i32 - COLUMN_PAD as i32;
+                c_value(v, &contrast, |r| count_of(&n, (r - first) as u32))
             } else {
-                // The window's columns are lane..lane + window of the counts.
-                let base = unsafe { counts.add((lane * col_bytes) as usize) };
-                let stride = col_bytes as usize;
-                let v = contrast.band_base + k_here;
-                if contrast.diffs <= 4 {
-                    // Every count the c-value asks for, from three words per column.
-                    let word = first_word(k_here, contrast.diffs);
-                    let n = unsafe { window_counts12(base, stride, window, word) };
-                    let first = 4 * word as i32 - COLUMN_PAD as i32;
-                    c_value(v, &contrast, |r| count_of(&n, (r - first) as u32))
-                } else {
-                    c_value(v, &contrast, |r| {
-                        if r < 0 {
-                            0
-                        } else {
-                            unsafe { columns_count(base, stride, window, r as usize) }
-                        }
-                    })
-                }
-            };
-            unsafe { *out.add((y * w + x) as usize) = v };
-            if v > 0.0 {
-                let bin = topk::bin(v.to_bits(), 0) as usize;
-                unsafe { dev::atomic_add_u32(CAMBI_HIST.as_mut_ptr().add(bin), 1) };
+                c_value(v, &contrast, |r| {
+                    if r < 0 {
+                        0
+                    } else {
+                        unsafe { columns_count(base, stride, window, r as usize) }
+                    }
+                })
             }
+        };
+        unsafe { *out.add((y * w + x) as usize) = v };
+        if v > 0.0 {
+            let bin = topk::bin(v.to_bits(), 0) as usize;
+            unsafe { dev::atomic_add_u32(CAMBI_HIST.as_mut_ptr().add(bin), 1) };
         }
-        unsafe { dev::sync_threads() };
+    };
+    // Groups of `GROUP_ROWS` rows: every key the group needs is loaded first, then each
+    // row's counts are updated and its c-values computed in turn.
+    let mut y = y0;
+    while y < y1 {
+        let mut leave = [[NO_KEY as u32; LANE_COLUMNS]; GROUP_ROWS];
+        let mut enter = [[NO_KEY as u32; LANE_COLUMNS]; GROUP_ROWS];
+        let mut own = [NO_KEY as u32; GROUP_ROWS];
+        unroll!(j in [0 1 2 3] {
+            let yy = y + j as u32;
+            if yy < y1 {
+                leave[j] = unsafe { row_keys(&keys, span, lane, leaving(yy)) };
+                enter[j] = unsafe { row_keys(&keys, span, lane, entering(yy)) };
+                own[j] = centre(yy);
+            }
+        });
+        unroll!(j in [0 1 2 3] {
+            // The same for every thread of the block (its barriers are reached by all).
+            if y + (j as u32) < y1 {
+                unsafe {
+                    apply_keys(counts, col_bytes, lane, leave[j], 255);
+                    apply_keys(counts, col_bytes, lane, enter[j], 1);
+                    dev::sync_threads();
+                }
+                measure(y + j as u32, own[j]);
+                unsafe { dev::sync_threads() };
+            }
+        });
+        y += GROUP_ROWS as u32;
     }
     let mut b = lane as usize;
     while b < HIST_BINS {
