@@ -406,7 +406,6 @@ const GROUP: usize = HIST_BINS / SELECT_GROUPS;
 unsafe fn block_select(s: Selection, pass: usize, hist: *const u32) -> Selection {
     gpumetrics_device::shared!(static CAMBI_SEL_BINS: [u32; HIST_BINS]);
     gpumetrics_device::shared!(static CAMBI_SEL_GROUPS: [u32; SELECT_GROUPS]);
-    gpumetrics_device::shared!(static CAMBI_SEL_OUT: [u32; 4]);
     let t = dev::thread_idx_x() as usize;
     let threads = dev::block_dim_x() as usize;
     let bins = BINS[pass];
@@ -443,20 +442,22 @@ unsafe fn block_select(s: Selection, pass: usize, hist: *const u32) -> Selection
             }
         };
         let n = s.advance(pass, found);
+        // The groups' sums are read: their first four cells carry the result (one array
+        // whose cells are indexed by variables stays one array in the PTX).
         unsafe {
-            CAMBI_SEL_OUT.write(0, n.prefix);
-            CAMBI_SEL_OUT.write(1, n.k);
-            CAMBI_SEL_OUT.write(2, n.above);
-            CAMBI_SEL_OUT.write(3, n.zero);
+            CAMBI_SEL_GROUPS.write(0, n.prefix);
+            CAMBI_SEL_GROUPS.write(1, n.k);
+            CAMBI_SEL_GROUPS.write(2, n.above);
+            CAMBI_SEL_GROUPS.write(3, n.zero);
         }
     }
     unsafe { dev::sync_threads() };
     unsafe {
         Selection {
-            prefix: CAMBI_SEL_OUT.read(0),
-            k: CAMBI_SEL_OUT.read(1),
-            above: CAMBI_SEL_OUT.read(2),
-            zero: CAMBI_SEL_OUT.read(3),
+            prefix: CAMBI_SEL_GROUPS.read(0),
+            k: CAMBI_SEL_GROUPS.read(1),
+            above: CAMBI_SEL_GROUPS.read(2),
+            zero: CAMBI_SEL_GROUPS.read(3),
         }
     }
 }
