@@ -197,3 +197,15 @@ pub(crate) struct Gpu {
     pub stream: Arc<CudaStream>,
     pub kernels: Arc<super::Kernels>,
 }
+
+impl Gpu {
+    /// The same GPU on a new stream that starts after the work queued so far on this one
+    /// (a side lane whose buffers follow the single-stream rule on that stream).
+    pub(crate) fn fork(&self) -> Result<Gpu, DriverError> {
+        Ok(Gpu {
+            ctx: self.ctx.clone(),
+            stream: self.stream.fork()?,
+            kernels: self.kernels.clone(),
+        })
+    }
+}

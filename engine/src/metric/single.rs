@@ -118,16 +118,13 @@ impl Lanes {
     /// A lane for the distorted side and, `with_reference`, one for the reference side;
     /// each a new stream that starts after the engine's current work.
     fn new(gpu: &Gpu, with_reference: bool) -> Result<Lanes, DriverError> {
-        let lane = || -> Result<Gpu, DriverError> {
-            Ok(Gpu {
-                ctx: gpu.ctx.clone(),
-                stream: gpu.stream.fork()?,
-                kernels: gpu.kernels.clone(),
-            })
-        };
         Ok(Lanes {
-            distorted: lane()?,
-            reference: if with_reference { Some(lane()?) } else { None },
+            distorted: gpu.fork()?,
+            reference: if with_reference {
+                Some(gpu.fork()?)
+            } else {
+                None
+            },
             ready: gpu.ctx.new_event(None)?,
             forked: false,
         })

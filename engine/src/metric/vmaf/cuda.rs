@@ -3,7 +3,7 @@
 //! (+ `vmaf_vif_down`), per ADM level `vmaf_adm_dwt` + `vmaf_adm_decouple` +
 //! `vmaf_adm_rows`, the motion difference's blur and SAD, then one copy of the 53 integer
 //! sums; for the v1 models SpEED chroma's ([`SpeedChromaCuda`]) and CAMBI's ([`CambiCuda`])
-//! kernels on the same stream. Every
+//! kernels, each on a stream of its own that starts after the pair's uploads. Every
 //! buffer is allocated once per plan (about 60 bytes per pixel); the sums are zeroed by one
 //! memset per pair.
 
@@ -115,16 +115,9 @@ impl Vmaf {
         let host_out = unsafe { PinnedBuffer::new(&gpu.ctx, SUMS, 0) }?;
         // SpEED and CAMBI read only the pair: their own streams overlap them with ADM and
         // motion.
-        let lane = || -> Result<Gpu, DriverError> {
-            Ok(Gpu {
-                ctx: gpu.ctx.clone(),
-                stream: gpu.stream.fork()?,
-                kernels: gpu.kernels.clone(),
-            })
-        };
         // `check` refused the plans whose features cannot be made (`host::why_not`).
         let speed = if model.reads(Feature::SpeedChromaUv) {
-            let lane = lane()?;
+            let lane = gpu.fork()?;
             let Ok(s) = SpeedChromaCuda::new(&lane, plan, model.speed) else {
                 return Ok(None);
             };
@@ -134,7 +127,7 @@ impl Vmaf {
             None
         };
         let cambi = if model.reads(Feature::Cambi) {
-            let lane = lane()?;
+            let lane = gpu.fork()?;
             match CambiCuda::new(&lane, &plan.distorted, cambi)? {
                 Ok(c) => Some((c, lane)),
                 Err(_) => return Ok(None),
