@@ -40,6 +40,8 @@
 #                engine against the CPU engine, the freeze reference frame kept across
 #                frames), black_freeze_ffmpeg on the CUDA backend with the FFmpeg cache,
 #                their throughput and ncu's kernel times
+#   inflight     cuda_kernels in_flight:: (two pairs in flight give the records of one at a
+#                time), the throughput of the no-reference metrics and CAMBI with 1 and 2
 #   blur         cuda_kernels blur:: (the kernels against the host, exact; the CUDA engine
 #                against the CPU engine), its throughput and ncu's kernel times
 #   blockiness   cuda_kernels blockiness:: (the same, over sequences), its throughput, ncu
@@ -87,7 +89,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 d=.gpu/all
 B=$d/bin
-ALL_STEPS="selftest psnr ssim ssimulacra2 butteraugli siti blur blockiness blackfreeze nr vmaf cambi element throughput cudamem colour cli libvmaf libvmaf32"
+ALL_STEPS="selftest psnr ssim ssimulacra2 butteraugli siti blur blockiness blackfreeze nr inflight vmaf cambi element throughput cudamem colour cli libvmaf libvmaf32"
 
 # ---------------------------------------------------------------------------------------------
 # Packing (this machine)
@@ -104,6 +106,7 @@ bins() {
     siti | blur | blockiness) echo $e:test:cuda_kernels $e:bench:throughput ;;
     blackfreeze) echo $e:test:cuda_kernels $e:test:black_freeze_ffmpeg $e:bench:throughput ;;
     nr) echo $e:bench:throughput $g:test:no_reference ;;
+    inflight) echo $e:test:cuda_kernels $e:bench:throughput ;;
     vmaf) echo $e:test:cuda_kernels $e:test:vmaf_cuda $e:test:vmaf_reference $e:bench:throughput $g:test:vmaf_element ;;
     vmafcore) echo $e:test:cuda_kernels $e:test:vmaf_cuda $e:test:vmaf_reference $e:bench:throughput ;;
     cambi) echo $e:test:cuda_kernels $e:test:cambi_reference $e:bench:throughput ;;
@@ -375,6 +378,19 @@ step_nr() {
   for m in siti black freeze blur blockiness; do rows="$rows,$m,full-reference+$m"; done
   step "throughput of the no-reference metrics, one input and both, 1080p"
   run $B/throughput --seconds 2 --no-cpu --sizes 1080p --metrics "$rows"
+}
+
+# Pairs in flight (EngineBuilder::in_flight): two in flight score as one at a time
+# (cuda_kernels in_flight::), then the throughput of the metrics that queue ahead with one
+# and two pairs in flight, at 1080p, and of the full-reference set (which does not gain).
+step_inflight() {
+  need $B/cuda_kernels || return 0
+  step "pairs in flight score as one at a time (cuda_kernels --ignored in_flight::)"
+  run $B/cuda_kernels --ignored --test-threads 1 --nocapture "in_flight::"
+  bench && need $B/throughput || return 0
+  local rows=no-reference,cambi,full-reference,siti,black,freeze,blur,blockiness
+  step "throughput with one and two pairs in flight, 1080p"
+  run $B/throughput --seconds 2 --no-cpu --sizes 1080p --metrics "$rows" --in-flight 1,2
 }
 
 step_blur() {

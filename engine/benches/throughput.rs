@@ -34,6 +34,9 @@ struct Args {
     /// Comma-separated metrics to run (default: all), e.g. ssim,ms-ssim.
     #[arg(long, value_delimiter = ',')]
     metrics: Vec<String>,
+    /// Comma-separated pairs in flight for the CUDA rows (`EngineBuilder::in_flight`).
+    #[arg(long, default_value = "1,2", value_delimiter = ',')]
+    in_flight: Vec<usize>,
     #[arg(long)]
     bench: bool,
 }
@@ -113,7 +116,8 @@ impl I420 {
     }
 }
 
-/// Pairs per second; `push`, so that metrics holding a pair back (VMAF) run as in a stream.
+/// Pairs per second; `push`, so that metrics holding a pair back (VMAF) run as in a stream,
+/// and pairs in flight overlap as in one.
 fn run(engine: &mut Engine, r: &Frame, d: &Frame, seconds: f64) -> Result<f64, String> {
     let push = |engine: &mut Engine| match engine.has_reference() {
         true => engine.push(r, d).map(|_| ()),
@@ -128,6 +132,8 @@ fn run(engine: &mut Engine, r: &Frame, d: &Frame, seconds: f64) -> Result<f64, S
         }
         n += 16;
     }
+    // The pairs still in flight are part of the run (and their frames are still valid).
+    engine.finish().map_err(|e| e.to_string())?;
     Ok(n as f64 / start.elapsed().as_secs_f64())
 }
 
@@ -178,8 +184,8 @@ fn main() {
             ));
         }
     }
-    println!("| metric | inputs | size | format | backend | frames | pairs/s |");
-    println!("| --- | --- | --- | --- | --- | --- | --- |");
+    println!("| metric | inputs | size | format | backend | in flight | frames | pairs/s |");
+    println!("| --- | --- | --- | --- | --- | --- | --- | --- |");
     for s in &args.sizes {
         let (w, h) = size(s);
         let frames8 = (I420::new(w, h, 1), I420::new(w, h, 2));
@@ -191,16 +197,11 @@ fn main() {
             let (r, d) = if *bits == 10 { &frames10 } else { &frames8 };
             let format = r.layout.format.name();
             let inputs = if *single { "dist" } else { "both" };
-            let row = |backend: &str, frames: &str, result: Result<f64, String>| match result {
-                Ok(fps) => {
-                    println!(
-                        "| {name} | {inputs} | {s} | {format} | {backend} | {frames} | {fps:.0} |"
-                    )
-                }
-                Err(e) => {
-                    println!(
-                        "| {name} | {inputs} | {s} | {format} | {backend} | {frames} | n/a: {e} |"
-                    )
+            let row = |backend: &str, depth: usize, frames: &str, result: Result<f64, String>| {
+                let head = format!("| {name} | {inputs} | {s} | {format} | {backend} | {depth}");
+                match result {
+                    Ok(fps) => println!("{head} | {frames} | {fps:.0} |"),
+                    Err(e) => println!("{head} | {frames} | n/a: {e} |"),
                 }
             };
             let mut options = gpumetrics_engine::Options::new();
@@ -213,31 +214,43 @@ fn main() {
                 device_id: 0,
                 options: options.clone(),
             };
-            let build = |backend| {
-                if *single {
-                    Engine::single_builder(&cfg(backend), d.layout).build()
+            let build = |backend, depth| {
+                let config = cfg(backend);
+                let b = if *single {
+                    Engine::single_builder(&config, d.layout)
                 } else {
-                    Engine::new(&cfg(backend), r.layout, d.layout)
-                }
+                    Engine::builder(&config, r.layout, d.layout)
+                };
+                b.in_flight(depth).build()
             };
             if !args.no_cpu {
-                let mut e = build(BackendChoice::Cpu).unwrap();
+                let mut e = build(BackendChoice::Cpu, 1).unwrap();
                 row(
                     "cpu",
+                    1,
                     "host",
                     run(&mut e, &r.host(), &d.host(), args.seconds),
                 );
             }
-            match build(BackendChoice::Cuda) {
-                Ok(mut e) => {
-                    row(
-                        "cuda",
-                        "host",
-                        run(&mut e, &r.host(), &d.host(), args.seconds),
-                    );
-                    row("cuda", "device", on_device(&mut e, r, d, args.seconds));
+            for &depth in &args.in_flight {
+                match build(BackendChoice::Cuda, depth) {
+                    Ok(mut e) => {
+                        let depth = e.in_flight();
+                        row(
+                            "cuda",
+                            depth,
+                            "host",
+                            run(&mut e, &r.host(), &d.host(), args.seconds),
+                        );
+                        row(
+                            "cuda",
+                            depth,
+                            "device",
+                            on_device(&mut e, r, d, args.seconds),
+                        );
+                    }
+                    Err(err) => row("cuda", depth, "-", Err(err.to_string())),
                 }
-                Err(err) => row("cuda", "-", Err(err.to_string())),
             }
         }
     }

@@ -63,9 +63,28 @@ pub struct EngineBuilder<'a> {
     distorted: FrameLayout,
     colorimetry: Option<[Colorimetry; 2]>,
     context: Option<crate::cuda::ExternalContext>,
+    in_flight: usize,
 }
 
+/// The most pairs an engine can have in flight ([`EngineBuilder::in_flight`]).
+pub const MAX_IN_FLIGHT: usize = crate::cuda::IN_FLIGHT;
+
 impl EngineBuilder<'_> {
+    /// Lets the engine have up to `pairs` pairs in flight (default 1, at most
+    /// [`MAX_IN_FLIGHT`]): [`Engine::push`] then queues a pair's work on the GPU and returns
+    /// the scores of an earlier pair, so the host's work on one pair overlaps the GPU's work
+    /// on the next. Scores come back one call later per extra pair, in order, and are the
+    /// same as with one pair in flight.
+    ///
+    /// A device frame ([`crate::Frame::Device`]) given to `push` must then stay valid (not
+    /// reused or freed by the caller) until the push or [`Engine::finish`] that returns its
+    /// pair's scores; host frames are copied when pushed. The CPU backend measures one pair
+    /// at a time whatever is asked ([`Engine::in_flight`] says what the engine does).
+    pub fn in_flight(mut self, pairs: usize) -> Self {
+        self.in_flight = pairs.clamp(1, MAX_IN_FLIGHT);
+        self
+    }
+
     /// The inputs' colorimetry (default: [`Colorimetry::default_for`] their formats), which
     /// linear-light metrics (SSIMULACRA2) convert with. [`build`](Self::build) fails when
     /// such a metric is enabled and cannot convert it (a transfer function it cannot
@@ -108,8 +127,13 @@ impl EngineBuilder<'_> {
         for c in &configured {
             (c.entry.check)(&c.setup(&plan, set))?;
         }
-        let (backend, note) =
-            crate::backend::select(self.config, &plan, &configured, self.context)?;
+        let (backend, note) = crate::backend::select(
+            self.config,
+            &plan,
+            &configured,
+            self.context,
+            self.in_flight,
+        )?;
         Ok(Engine {
             plan,
             metrics: set,
@@ -158,6 +182,7 @@ impl Engine {
             distorted,
             colorimetry: None,
             context: None,
+            in_flight: 1,
         }
     }
 
@@ -172,6 +197,7 @@ impl Engine {
             distorted,
             colorimetry: None,
             context: None,
+            in_flight: 1,
         }
     }
 
@@ -209,8 +235,8 @@ impl Engine {
     }
 
     /// Measures one pair: every requested metric's fields, in registry order. Engines that
-    /// hold pairs back ([`Engine::lag`] > 0, e.g. with VMAF) refuse it: use
-    /// [`Engine::push`] and [`Engine::finish`].
+    /// hold pairs back ([`Engine::lag`] > 0, e.g. with VMAF) refuse it, and so does an
+    /// engine with pairs in flight: use [`Engine::push`] and [`Engine::finish`].
     pub fn compare(&mut self, reference: &Frame, distorted: &Frame) -> Result<Scores, EngineError> {
         if self.lag() > 0 {
             return Err(EngineError::Unsupported(format!(
@@ -219,23 +245,43 @@ impl Engine {
                 self.lag()
             )));
         }
-        Ok(self.push(reference, distorted)?.unwrap_or_default())
+        if self.held() > 0 {
+            return Err(EngineError::Unsupported(format!(
+                "{} pushed pair(s) are still in flight; use Engine::push and Engine::finish",
+                self.held()
+            )));
+        }
+        self.backend.submit(&self.plan, reference, distorted)?;
+        Ok(self.complete()?.unwrap_or_default())
     }
 
     /// Pairs the engine holds back before their scores are final: 1 with VMAF (a pair's
-    /// motion needs the next reference frame), else 0.
+    /// motion needs the next reference frame), else 0. Pairs in flight come on top of it
+    /// ([`Engine::in_flight`]).
     pub fn lag(&self) -> usize {
         self.backend.lag()
     }
 
-    /// Pairs measured whose scores are not final yet (at most [`Engine::lag`]).
-    pub fn held(&self) -> usize {
-        self.pending.len()
+    /// Pairs the engine may have in flight, their work queued on the GPU and their scores
+    /// not read yet ([`EngineBuilder::in_flight`]; 1 on the CPU backend).
+    pub fn in_flight(&self) -> usize {
+        self.backend.depth()
     }
 
-    /// Measures one pair and returns the complete scores of the pair [`Engine::lag`] pairs
-    /// before it (this one's when the lag is 0), or `None` while the first pairs are held.
-    /// Fields of held-back metrics come after the others.
+    /// Pushes after a pair until [`Engine::push`] returns its scores: [`Engine::lag`] +
+    /// [`Engine::in_flight`] − 1.
+    pub fn delay(&self) -> usize {
+        self.lag() + self.in_flight() - 1
+    }
+
+    /// Pairs pushed whose scores are not final yet (at most [`Engine::delay`]).
+    pub fn held(&self) -> usize {
+        self.pending.len() + self.backend.in_flight()
+    }
+
+    /// Measures one pair and returns the complete scores of the pair [`Engine::delay`]
+    /// pairs before it (this one's when the delay is 0), or `None` while the first pairs
+    /// are held. Fields of held-back metrics come after the others.
     pub fn push(
         &mut self,
         reference: &Frame,
@@ -243,7 +289,8 @@ impl Engine {
     ) -> Result<Option<Scores>, EngineError> {
         if !self.plan.has_reference {
             return Err(EngineError::Unsupported(
-                "this engine measures one input alone (it was built without a reference);                  give it frames with Engine::push_single"
+                "this engine measures one input alone (it was built without a reference); \
+                 give it frames with Engine::push_single"
                     .into(),
             ));
         }
@@ -266,26 +313,47 @@ impl Engine {
         reference: &Frame,
         distorted: &Frame,
     ) -> Result<Option<Scores>, EngineError> {
+        // Every push completes a pair once the backend is full, so there is room here.
+        self.backend.submit(&self.plan, reference, distorted)?;
+        if self.backend.in_flight() < self.backend.depth() {
+            return Ok(None);
+        }
+        self.complete()
+    }
+
+    /// Completes the oldest pair in flight; its scores, or those of the pair held back.
+    fn complete(&mut self) -> Result<Option<Scores>, EngineError> {
         let (mut now, mut late) = (Scores::new(), Scores::new());
-        self.backend
-            .measure(&self.plan, reference, distorted, &mut now, &mut late)?;
+        self.backend.complete(&self.plan, &mut now, &mut late)?;
         Ok(self.pending.push(self.backend.lag(), now, late))
     }
 
-    /// End of the sequence (EOS, caps change): the scores of the pairs still held back,
-    /// oldest first, scored as libvmaf scores the last frames; the next pair starts a new
-    /// sequence.
-    pub fn finish(&mut self) -> Vec<Scores> {
+    /// End of the sequence (EOS, caps change): the scores of the pairs still in flight or
+    /// held back, oldest first, scored as libvmaf scores the last frames; the next pair
+    /// starts a new sequence. Fails only when the GPU fails on a pair still in flight.
+    pub fn finish(&mut self) -> Result<Vec<Scores>, EngineError> {
+        let mut out = Vec::new();
+        while self.backend.in_flight() > 0 {
+            match self.complete() {
+                Ok(s) => out.extend(s),
+                Err(e) => {
+                    self.reset();
+                    return Err(e);
+                }
+            }
+        }
         let mut late = vec![Scores::new(); self.pending.len()];
         self.backend.lineup().finish(&self.plan, &mut late);
-        self.pending.finish(late)
+        out.extend(self.pending.finish(late));
+        Ok(out)
     }
 
-    /// Drops the held pairs and every state across pairs (a flush): the next pair starts a
-    /// new sequence. Returns how many measured pairs were dropped (for the caller to
-    /// count).
+    /// Drops the held pairs, those in flight and every state across pairs (a flush): the
+    /// next pair starts a new sequence. Returns how many pushed pairs were dropped (for
+    /// the caller to count).
     pub fn reset(&mut self) -> usize {
-        let dropped = self.pending.len();
+        let dropped = self.held();
+        self.backend.abandon();
         self.pending.reset();
         self.backend.lineup().reset();
         dropped

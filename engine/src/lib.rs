@@ -22,7 +22,7 @@ pub use color::{
     ChromaSiting, ChromaUpsampling, Colorimetry, Matrix, Primaries, Range, Transfer,
     host_linear_rgb,
 };
-pub use engine::{BackendChoice, Engine, EngineBuilder, EngineConfig};
+pub use engine::{BackendChoice, Engine, EngineBuilder, EngineConfig, MAX_IN_FLIGHT};
 pub use error::EngineError;
 pub use format::{ChannelSpec, ColorFamily, FrameLayout, PixelFormat};
 pub use frame::{DeviceFrame, Frame, HostFrame, MAX_PLANES, Plane, PlaneOffsets};

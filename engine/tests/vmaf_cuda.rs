@@ -177,7 +177,7 @@ fn cuda_records_equal_cpu_records() {
                     };
                     out.extend(got.unwrap());
                 }
-                out.extend(e.finish());
+                out.extend(e.finish().expect("finishing the sequence"));
                 out
             };
             let cpu = run(BackendChoice::Cpu, false);
@@ -230,7 +230,7 @@ fn synthetic_sequences_score_sensibly_on_the_cpu() {
                     .unwrap(),
                 );
             }
-            out.extend(e.finish());
+            out.extend(e.finish().expect("finishing the sequence"));
             out
         };
         let (same, dist) = (score(false), score(true));

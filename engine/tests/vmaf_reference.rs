@@ -202,7 +202,7 @@ fn run(pair: &Pair, model: &str, refs: &[[Vec<u8>; 3]], dists: &[[Vec<u8>; 3]]) 
         let df = host(d, pair.width, bps, s);
         out.extend(engine.push(&rf, &df).unwrap());
     }
-    out.extend(engine.finish());
+    out.extend(engine.finish().expect("finishing the sequence"));
     out
 }
 
@@ -518,8 +518,11 @@ fn the_engine_holds_one_pair_back_and_each_record_is_its_own_pair() {
         assert_eq!(out.is_none(), i == 0, "pair {i}");
         records.extend(out);
     }
-    records.extend(e.finish());
-    assert!(e.finish().is_empty(), "nothing is held after finish");
+    records.extend(e.finish().expect("finishing the sequence"));
+    assert!(
+        e.finish().expect("finishing again").is_empty(),
+        "nothing is held after finish"
+    );
     assert_eq!(records.len(), 4);
     for (i, r) in records.iter().enumerate() {
         assert_eq!(r.get("psnr-y"), Some(psnr[i]), "record {i} is pair {i}");

@@ -11,6 +11,8 @@ use crate::scores::Scores;
 
 pub(crate) struct CpuBackend {
     metrics: Lineup<dyn CpuMetric>,
+    /// The fields of the pair submitted and not completed: (now, late).
+    done: Option<(Scores, Scores)>,
 }
 
 impl CpuBackend {
@@ -21,6 +23,7 @@ impl CpuBackend {
             .collect();
         CpuBackend {
             metrics: Lineup::new(metrics),
+            done: None,
         }
     }
 }
@@ -45,20 +48,45 @@ impl Backend for CpuBackend {
         BackendKind::Cpu
     }
 
-    fn measure(
+    fn submit(
         &mut self,
         plan: &Plan,
         reference: &Frame,
         distorted: &Frame,
+    ) -> Result<(), EngineError> {
+        // One pair at a time (depth 1): measured here, its fields taken by `complete`.
+        let r = host_planes(reference, plan, true)?;
+        let d = host_planes(distorted, plan, false)?;
+        let (mut now, mut late) = (Scores::new(), Scores::new());
+        self.metrics.measure(&mut now, &mut late, |m, out| {
+            m.measure(plan, &r, &d, out);
+            Ok(())
+        })?;
+        self.done = Some((now, late));
+        Ok(())
+    }
+
+    fn complete(
+        &mut self,
+        _plan: &Plan,
         scores: &mut Scores,
         late: &mut Scores,
     ) -> Result<(), EngineError> {
-        let r = host_planes(reference, plan, true)?;
-        let d = host_planes(distorted, plan, false)?;
-        self.metrics.measure(scores, late, |m, out| {
-            m.measure(plan, &r, &d, out);
-            Ok(())
-        })
+        let (now, held) = self
+            .done
+            .take()
+            .ok_or_else(|| EngineError::Unsupported("no pair was submitted to complete".into()))?;
+        scores.append(now);
+        late.append(held);
+        Ok(())
+    }
+
+    fn in_flight(&self) -> usize {
+        self.done.is_some() as usize
+    }
+
+    fn abandon(&mut self) {
+        self.done = None;
     }
 
     fn lineup(&mut self) -> &mut dyn Held {

@@ -3,7 +3,14 @@
 //! Everything is allocated once per plan (pinned staging and device buffers for host
 //! frames here, each metric's buffers in its own `cuda.rs`); a host frame pair costs two
 //! host-to-device copies, then each metric queues its kernels and copies its sums back.
+//!
+//! Pairs can be in flight (the engine's `in_flight`, at most [`IN_FLIGHT`]): `submit`
+//! uploads and queues a pair, `complete` reads the oldest one's results, so the host's work
+//! on one pair overlaps the device's work on the next. The metrics that queue their work
+//! ahead (`CudaMetric::queue`: the no-reference ones and CAMBI) gain from it; the others
+//! do all of a pair in `complete`, one pair at a time.
 
+use std::collections::VecDeque;
 use std::sync::Arc;
 
 use cudarc::driver::result as cu;
@@ -12,7 +19,7 @@ use cudarc::driver::{CudaContext, CudaStream, DriverError};
 use rayon::prelude::*;
 
 use super::{Backend, BackendKind, Held};
-use crate::cuda::{DeviceBuffer, Gpu, PinnedBuffer};
+use crate::cuda::{DeviceBuffer, Gpu, IN_FLIGHT, PinnedBuffer};
 use crate::error::EngineError;
 use crate::format::FrameLayout;
 use crate::frame::{Frame, HostFrame, MAX_PLANES, PlanePtrs};
@@ -29,10 +36,12 @@ fn cuda_err(what: &str) -> impl FnOnce(DriverError) -> EngineError + '_ {
 /// Device pitches are multiples of this (coalesced row starts).
 const PITCH_ALIGN: usize = 256;
 
-/// A host frame's way to the device: pinned staging, then one asynchronous copy.
+/// A host frame's way to the device: pinned staging, then one asynchronous copy, with one
+/// slot (staging and device buffer) per pair in flight.
 struct Upload {
-    staging: PinnedBuffer<u8>,
-    device: DeviceBuffer<u8>,
+    slots: Vec<(PinnedBuffer<u8>, DeviceBuffer<u8>)>,
+    /// The slot the next frame goes to.
+    next: usize,
     /// Per plane: byte offset in both buffers, pitch, row bytes, rows.
     planes: Vec<(usize, usize, usize, usize)>,
 }
@@ -42,6 +51,7 @@ impl Upload {
         ctx: &Arc<CudaContext>,
         stream: &Arc<CudaStream>,
         layout: &FrameLayout,
+        depth: usize,
     ) -> Result<Upload, DriverError> {
         let mut planes = Vec::new();
         let mut total = 0;
@@ -52,35 +62,43 @@ impl Upload {
             planes.push((total, pitch, row, rows));
             total += pitch * rows;
         }
-        // SAFETY: the staging memory is written before every copy that reads it.
-        let staging = unsafe {
-            PinnedBuffer::new(
-                ctx,
-                total,
-                cudarc::driver::sys::CU_MEMHOSTALLOC_WRITECOMBINED,
-            )
-        }?;
-        let device = DeviceBuffer::zeroed(stream, total)?;
+        let mut slots = Vec::with_capacity(depth);
+        for _ in 0..depth.max(1) {
+            // SAFETY: the staging memory is written before every copy that reads it.
+            let staging = unsafe {
+                PinnedBuffer::new(
+                    ctx,
+                    total,
+                    cudarc::driver::sys::CU_MEMHOSTALLOC_WRITECOMBINED,
+                )
+            }?;
+            slots.push((staging, DeviceBuffer::zeroed(stream, total)?));
+        }
         Ok(Upload {
-            staging,
-            device,
+            slots,
+            next: 0,
             planes,
         })
     }
 
-    /// Copies the validated host frame into staging and queues the upload.
+    /// Copies the validated host frame into the next slot's staging and queues its upload.
+    ///
+    /// A slot is used again `depth` frames later, when the backend has completed the pair
+    /// that used it: every metric's results for that pair were read, so the device no
+    /// longer reads its frame and its upload from the staging memory is done.
     fn upload(
         &mut self,
         frame: &HostFrame,
         host: &PlanePtrs,
         stream: &CudaStream,
     ) -> Result<PlanePtrs, DriverError> {
+        let (staging, device) = &mut self.slots[self.next];
         let mut out = PlanePtrs::default();
         for (i, &(offset, pitch, row, rows)) in self.planes.iter().enumerate() {
             let src = frame.planes()[i];
             debug_assert_eq!(src.data.as_ptr() as u64, host.ptr[i]);
             // Rows in parallel: a single core cannot fill write-combined memory at PCIe speed.
-            let staging = self.staging.as_mut_ptr() as usize + offset;
+            let staging = staging.as_mut_ptr() as usize + offset;
             (0..rows).into_par_iter().with_min_len(16).for_each(|y| {
                 let s = &src.data[y * src.stride..y * src.stride + row];
                 // SAFETY: offset + y * pitch + row <= staging length by construction, and
@@ -89,18 +107,15 @@ impl Upload {
                     std::ptr::copy_nonoverlapping(s.as_ptr(), (staging + y * pitch) as *mut u8, row)
                 };
             });
-            out.ptr[i] = self.device.ptr_at(offset);
+            out.ptr[i] = device.ptr_at(offset);
             out.pitch[i] = pitch as u32;
         }
-        // SAFETY: both buffers hold the same length; the stream is synchronised (every
-        // pair waits for its metrics' sums) before the staging buffer is written again.
+        // SAFETY: both buffers hold the same length; the slot's previous pair was completed
+        // (see above) before its staging memory was written again.
         unsafe {
-            cu::memcpy_htod_async(
-                self.device.ptr(),
-                self.staging.as_slice(),
-                stream.cu_stream(),
-            )?;
+            cu::memcpy_htod_async(device.ptr(), staging.as_slice(), stream.cu_stream())?;
         }
+        self.next = (self.next + 1) % self.slots.len();
         Ok(out)
     }
 }
@@ -111,6 +126,10 @@ pub(crate) struct CudaBackend {
     uploads: [Option<Upload>; 2],
     /// Every requested metric's state, allocated for the plan.
     metrics: Lineup<dyn CudaMetric>,
+    /// Pairs that may be in flight ([`IN_FLIGHT`] at most).
+    depth: usize,
+    /// The device planes of the pairs submitted and not completed, oldest first.
+    in_flight: VecDeque<(PlanePtrs, PlanePtrs)>,
     /// Set when running in a context lent by the caller; last, so it goes after the rest.
     _external: Option<crate::cuda::ExternalGuard>,
 }
@@ -121,8 +140,9 @@ impl CudaBackend {
         plan: &Plan,
         set: MetricSet,
         configured: &[Configured],
+        depth: usize,
     ) -> Result<CudaBackend, EngineError> {
-        Self::on_context(open_context(device_id)?, plan, set, configured)
+        Self::on_context(open_context(device_id)?, plan, set, configured, depth)
     }
 
     /// Runs in a context owned by the caller (e.g. the one upstream decoded into).
@@ -131,9 +151,10 @@ impl CudaBackend {
         plan: &Plan,
         set: MetricSet,
         configured: &[Configured],
+        depth: usize,
     ) -> Result<CudaBackend, EngineError> {
         let ctx = crate::cuda::wrap_external(&ext)?;
-        let mut backend = Self::on_context(ctx.clone(), plan, set, configured)?;
+        let mut backend = Self::on_context(ctx.clone(), plan, set, configured, depth)?;
         backend._external = Some(crate::cuda::ExternalGuard::new(ctx, ext));
         Ok(backend)
     }
@@ -143,16 +164,18 @@ impl CudaBackend {
         plan: &Plan,
         set: MetricSet,
         configured: &[Configured],
+        depth: usize,
     ) -> Result<CudaBackend, EngineError> {
+        let depth = depth.clamp(1, IN_FLIGHT);
         let setup = || -> Result<CudaBackend, DriverError> {
             let stream = ctx.new_stream()?;
             let kernels = crate::cuda::kernels(&ctx)?;
             let uploads = [
                 match plan.has_reference {
-                    true => Some(Upload::new(&ctx, &stream, &plan.reference)?),
+                    true => Some(Upload::new(&ctx, &stream, &plan.reference, depth)?),
                     false => None,
                 },
-                Some(Upload::new(&ctx, &stream, &plan.distorted)?),
+                Some(Upload::new(&ctx, &stream, &plan.distorted, depth)?),
             ];
             let gpu = Gpu {
                 ctx: ctx.clone(),
@@ -171,6 +194,8 @@ impl CudaBackend {
                 gpu,
                 uploads,
                 metrics,
+                depth,
+                in_flight: VecDeque::with_capacity(depth),
                 _external: None,
             })
         };
@@ -200,6 +225,15 @@ impl CudaBackend {
             Frame::Device(f) => f.validate(layout, what),
         }
     }
+
+    /// Validates both frames before anything is uploaded or queued (an invalid frame
+    /// leaves the pairs in flight as they were).
+    fn validate(frame: &Frame, layout: &FrameLayout, what: &str) -> Result<(), EngineError> {
+        match frame {
+            Frame::Host(f) => f.validate(layout, what).map(|_| ()),
+            Frame::Device(f) => f.validate(layout, what).map(|_| ()),
+        }
+    }
 }
 
 impl Backend for CudaBackend {
@@ -207,18 +241,30 @@ impl Backend for CudaBackend {
         BackendKind::Cuda
     }
 
-    fn measure(
+    fn depth(&self) -> usize {
+        self.depth
+    }
+
+    fn submit(
         &mut self,
         plan: &Plan,
         reference: &Frame,
         distorted: &Frame,
-        scores: &mut Scores,
-        late: &mut Scores,
     ) -> Result<(), EngineError> {
+        if self.in_flight.len() >= self.depth {
+            return Err(EngineError::Unsupported(format!(
+                "{} pairs are in flight already; complete one first",
+                self.in_flight.len()
+            )));
+        }
         self.gpu
             .ctx
             .bind_to_thread()
             .map_err(cuda_err("binding the CUDA context"))?;
+        Self::validate(distorted, &plan.distorted, "distorted")?;
+        if plan.has_reference {
+            Self::validate(reference, &plan.reference, "reference")?;
+        }
         let d = self.device_planes(distorted, plan, 1)?;
         // One input alone: its frame stands for both (uploaded once); the no-reference
         // metrics measure only the distorted side.
@@ -229,26 +275,59 @@ impl Backend for CudaBackend {
         };
         if self.metrics.is_empty() {
             // Nothing waits for the uploads otherwise: surface their errors here.
-            return self
-                .gpu
+            self.gpu
                 .stream
                 .synchronize()
-                .map_err(cuda_err("uploading frames"));
+                .map_err(cuda_err("uploading frames"))?;
+        } else {
+            let gpu = &self.gpu;
+            if let Err(e) = self.metrics.each(|m| m.queue(gpu, plan, &r, &d)) {
+                self.abandon();
+                return Err(e);
+            }
         }
+        self.in_flight.push_back((r, d));
+        Ok(())
+    }
+
+    fn complete(
+        &mut self,
+        plan: &Plan,
+        scores: &mut Scores,
+        late: &mut Scores,
+    ) -> Result<(), EngineError> {
+        let Some((r, d)) = self.in_flight.pop_front() else {
+            return Err(EngineError::Unsupported(
+                "no pair was submitted to complete".into(),
+            ));
+        };
+        self.gpu
+            .ctx
+            .bind_to_thread()
+            .map_err(cuda_err("binding the CUDA context"))?;
         let gpu = &self.gpu;
         let result = self
             .metrics
-            .each(|m| m.queue(gpu, plan, &r, &d))
-            .and_then(|()| {
-                self.metrics
-                    .measure(scores, late, |m, out| m.measure(gpu, plan, &r, &d, out))
-            });
+            .measure(scores, late, |m, out| m.measure(gpu, plan, &r, &d, out));
         if result.is_err() {
-            // Metrics on their own streams (the no-reference ones) may still read the
-            // frames: nothing reuses them before that work is done.
-            let _ = gpu.ctx.synchronize();
+            self.abandon();
         }
         result
+    }
+
+    fn in_flight(&self) -> usize {
+        self.in_flight.len()
+    }
+
+    fn abandon(&mut self) {
+        // Metrics on their own streams (the no-reference ones) may still read the frames:
+        // nothing reuses them before that work is done.
+        let _ = self.gpu.ctx.synchronize();
+        self.in_flight.clear();
+        let _ = self.metrics.each(|m| {
+            m.drop_queued();
+            Ok(())
+        });
     }
 
     fn lineup(&mut self) -> &mut dyn Held {

@@ -30,17 +30,39 @@ impl BackendKind {
 pub(crate) trait Backend: Send {
     fn kind(&self) -> BackendKind;
 
-    /// Measures one pair with every metric of the plan, appending their fields in registry
-    /// order: those of metrics without lag to `scores`, those of temporal metrics (of the
-    /// pair [`Held::lag`] pairs back, `crate::metric::temporal`) to `late`.
-    fn measure(
+    /// Pairs the backend can have in flight: submitted, their fields not taken yet (1: it
+    /// measures a pair before it takes the next).
+    fn depth(&self) -> usize {
+        1
+    }
+
+    /// Starts measuring one pair with every metric of the plan: validates the frames,
+    /// brings host frames to where the kernels run and queues the metrics' work. At most
+    /// [`Backend::depth`] pairs are in flight; the frames must stay valid until
+    /// [`Backend::complete`] has taken this pair's fields.
+    fn submit(
         &mut self,
         plan: &Plan,
         reference: &Frame,
         distorted: &Frame,
+    ) -> Result<(), EngineError>;
+
+    /// Finishes the oldest pair submitted, appending its fields in registry order: those
+    /// of metrics without lag to `scores`, those of temporal metrics (of the pair
+    /// [`Held::lag`] pairs back, `crate::metric::temporal`) to `late`.
+    fn complete(
+        &mut self,
+        plan: &Plan,
         scores: &mut Scores,
         late: &mut Scores,
     ) -> Result<(), EngineError>;
+
+    /// Pairs submitted and not completed.
+    fn in_flight(&self) -> usize;
+
+    /// Drops the pairs in flight (a flush, or after an error), once the device no longer
+    /// reads their frames.
+    fn abandon(&mut self);
 
     /// The metrics' held pairs: their lag, the end of a sequence, a flush.
     fn lineup(&mut self) -> &mut dyn Held;
@@ -50,18 +72,20 @@ pub(crate) trait Backend: Send {
 }
 
 /// Picks the backend for `config`; the note says why `auto` fell back to the CPU. With
-/// `external`, the CUDA backend runs in that context instead of `device_id`'s primary one.
+/// `external`, the CUDA backend runs in that context instead of `device_id`'s primary one;
+/// `in_flight` pairs may be in flight on it.
 pub(crate) fn select(
     config: &crate::EngineConfig,
     plan: &Plan,
     configured: &[crate::metric::Configured],
     external: Option<crate::cuda::ExternalContext>,
+    in_flight: usize,
 ) -> Result<(Box<dyn Backend>, Option<String>), EngineError> {
     use crate::BackendChoice;
     let metrics = config.metrics;
     let open_cuda = || match external {
-        Some(ext) => cuda::CudaBackend::on_external(ext, plan, metrics, configured),
-        None => cuda::CudaBackend::new(config.device_id, plan, metrics, configured),
+        Some(ext) => cuda::CudaBackend::on_external(ext, plan, metrics, configured, in_flight),
+        None => cuda::CudaBackend::new(config.device_id, plan, metrics, configured, in_flight),
     };
     let cpu = || Box::new(cpu::CpuBackend::new(plan, metrics, configured));
     match config.backend {

@@ -11,7 +11,8 @@ use std::sync::Arc;
 
 use cudarc::driver::result as cu;
 use cudarc::driver::{
-    CudaContext, CudaSlice, CudaStream, DeviceRepr, DriverError, PinnedHostSlice, ValidAsZeroBits,
+    CudaContext, CudaEvent, CudaSlice, CudaStream, DeviceRepr, DriverError, PinnedHostSlice,
+    ValidAsZeroBits, sys,
 };
 
 use super::DevPtrMut;
@@ -123,6 +124,102 @@ impl<T> PinnedBuffer<T> {
             let host = std::slice::from_raw_parts_mut(self.ptr, self.len);
             cu::memcpy_dtoh_async(host, src, stream.cu_stream())
         }
+    }
+}
+
+/// Pairs one engine may have in flight (submitted, results not read yet): the depth of
+/// every [`Readback`] and of the host frames' upload staging. Two are enough for the host's
+/// work on one pair (queueing, reading, scoring) to overlap the device's work on the other.
+pub(crate) const IN_FLIGHT: usize = 2;
+
+/// Where a metric's per-frame results come back to the host: one pinned slot per frame in
+/// flight ([`IN_FLIGHT`]), each with the event recorded after its copy.
+///
+/// A frame's copy can then be queued while the host has not read the previous frame's
+/// values yet, and reading a frame waits for that frame's copy only, never for the whole
+/// stream (which may already run the next frame's kernels). Frames are read in the order
+/// they were queued.
+pub(crate) struct Readback<T> {
+    slots: Vec<(PinnedBuffer<T>, CudaEvent)>,
+    /// The oldest queued slot.
+    head: usize,
+    /// Slots queued and not read.
+    queued: usize,
+}
+
+impl<T: DeviceRepr + ValidAsZeroBits> Readback<T> {
+    /// [`IN_FLIGHT`] slots of `len` values.
+    pub(crate) fn new(ctx: &Arc<CudaContext>, len: usize) -> Result<Self, DriverError> {
+        let mut slots = Vec::with_capacity(IN_FLIGHT);
+        for _ in 0..IN_FLIGHT {
+            // SAFETY: a slot is read only after its copy completed (`take`).
+            let buf = unsafe { PinnedBuffer::new(ctx, len.max(1), 0) }?;
+            slots.push((buf, ctx.new_event(None)?));
+        }
+        Ok(Readback {
+            slots,
+            head: 0,
+            queued: 0,
+        })
+    }
+}
+
+impl<T> Readback<T> {
+    /// Frames queued and not read yet.
+    pub(crate) fn queued(&self) -> usize {
+        self.queued
+    }
+
+    /// Queues the copy of `len` values (at most the slots' length; 0 copies nothing) from
+    /// device address `src` into the next free slot, and the slot's event after it.
+    /// Refused (`CUDA_ERROR_ILLEGAL_STATE`) when every slot is queued: the engine never
+    /// has more frames in flight than there are slots.
+    ///
+    /// # Safety
+    /// `src` holds `len` readable values of `T` once the work before it on `stream` ran.
+    pub(crate) unsafe fn queue(
+        &mut self,
+        src: u64,
+        len: usize,
+        stream: &CudaStream,
+    ) -> Result<(), DriverError> {
+        if self.queued == self.slots.len() || len > self.slots[0].0.len {
+            return Err(DriverError(sys::cudaError_enum::CUDA_ERROR_ILLEGAL_STATE));
+        }
+        let (buf, event) = &self.slots[(self.head + self.queued) % self.slots.len()];
+        if len > 0 {
+            // SAFETY: the slot holds at least `len` values and is not read before its event.
+            unsafe {
+                let host = std::slice::from_raw_parts_mut(buf.ptr, len);
+                cu::memcpy_dtoh_async(host, src, stream.cu_stream())?;
+            }
+        }
+        event.record(stream)?;
+        self.queued += 1;
+        Ok(())
+    }
+
+    /// Waits for the oldest queued copy and gives its first `len` values (refused, as
+    /// `queue`, when nothing is queued). The slot is free again for the next
+    /// [`Readback::queue`].
+    pub(crate) fn take(&mut self, len: usize) -> Result<&[T], DriverError> {
+        if self.queued == 0 {
+            return Err(DriverError(sys::cudaError_enum::CUDA_ERROR_ILLEGAL_STATE));
+        }
+        let i = self.head;
+        self.head = (self.head + 1) % self.slots.len();
+        self.queued -= 1;
+        let (buf, event) = &self.slots[i];
+        event.synchronize()?;
+        // SAFETY: the copy into the slot completed; `len` is at most the slot's length
+        // (checked when it was queued with the same length by the caller).
+        Ok(unsafe { std::slice::from_raw_parts(buf.ptr, len.min(buf.len)) })
+    }
+
+    /// Forgets the queued frames (a restart or a failed frame). A copy still running lands
+    /// in its slot before any later copy into it (one stream), so nothing stale is read.
+    pub(crate) fn clear(&mut self) {
+        self.queued = 0;
     }
 }
 

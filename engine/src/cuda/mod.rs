@@ -17,7 +17,7 @@ mod external;
 mod module;
 mod ptr;
 
-pub(crate) use buffer::{DeviceBuffer, Gpu, PinnedBuffer, ResultSlots};
+pub(crate) use buffer::{DeviceBuffer, Gpu, IN_FLIGHT, PinnedBuffer, Readback, ResultSlots};
 
 pub use external::ExternalContext;
 pub(crate) use external::{ExternalGuard, wrap as wrap_external};

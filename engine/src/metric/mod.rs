@@ -165,12 +165,18 @@ pub(crate) trait CpuMetric: Send + Sequenced {
 
 /// A metric's per-plan state on the CUDA backend.
 pub(crate) trait CudaMetric: Send + Sequenced {
-    /// Queues the pair's kernels and the copy of their results to the host on the engine's
-    /// stream, without waiting. The backend queues every metric first, so that the first
-    /// `measure` waits once for all of them and the others find their results ready (one
-    /// host synchronisation per pair instead of one per metric: what the cheap no-reference
-    /// metrics cost at thousands of frames per second). A metric that does nothing here
-    /// queues and waits in `measure`.
+    /// Queues the pair's kernels and the copy of their results to the host, without
+    /// waiting. The backend queues every metric first, so that the first `measure` waits
+    /// once for all of them and the others find their results ready (one host
+    /// synchronisation per pair instead of one per metric: what the cheap no-reference
+    /// metrics cost at thousands of frames per second).
+    ///
+    /// With pairs in flight ([`crate::cuda::IN_FLIGHT`]) the backend queues the next pair
+    /// before it measures this one, so a metric that queues here reads its results back
+    /// per pair, in order ([`crate::cuda::Readback`]), and keeps what the next pair's
+    /// kernels need on the device. A metric that does nothing here (the default) queues and
+    /// waits in `measure`, one pair at a time, while the frames of the pair it measures are
+    /// still valid.
     fn queue(
         &mut self,
         _gpu: &Gpu,
@@ -181,8 +187,13 @@ pub(crate) trait CudaMetric: Send + Sequenced {
         Ok(())
     }
 
-    /// Queues the metric's kernels for one pair (in device memory, valid for the plan) on
-    /// the engine's stream, waits for its sums and appends its fields.
+    /// Forgets the pairs queued and not measured (after an error, so that the next pair's
+    /// results are not mistaken for theirs). The default has nothing queued to forget.
+    fn drop_queued(&mut self) {}
+
+    /// Appends the fields of the oldest pair queued (a metric without `queue`: queues the
+    /// kernels for this pair, in device memory and valid for the plan, on the engine's
+    /// stream, and waits for its sums).
     fn measure(
         &mut self,
         gpu: &Gpu,

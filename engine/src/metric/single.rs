@@ -69,21 +69,24 @@ pub(crate) trait CpuSingle: Send + Restart {
 
 /// A no-reference metric's per-plan state for one side, on the CUDA backend (its buffers
 /// allocated once, for the side's layout).
+///
+/// Frames may be in flight ([`crate::cuda::IN_FLIGHT`]): `queue` may be called for the
+/// next frame before `measure` read this one, so the results come back through a
+/// [`crate::cuda::Readback`] and state that the next frame's kernels need (the previous
+/// frame, which buffer is the reference) stays on the device or is settled when queueing.
 pub(crate) trait CudaSingle: Send + Restart {
-    /// Queues the frame's kernels and result copy without waiting ([`CudaMetric::queue`]);
-    /// `measure` then waits and reads. The default queues nothing (all in `measure`).
+    /// Queues the frame's kernels and result copy on the side's stream without waiting
+    /// ([`CudaMetric::queue`]).
     fn queue(
         &mut self,
-        _gpu: &Gpu,
-        _plan: &Plan,
-        _side: Side,
-        _frame: &PlanePtrs,
-    ) -> Result<(), EngineError> {
-        Ok(())
-    }
+        gpu: &Gpu,
+        plan: &Plan,
+        side: Side,
+        frame: &PlanePtrs,
+    ) -> Result<(), EngineError>;
 
-    /// Queues the metric's kernels for one validated device frame of `side` on the
-    /// engine's stream, waits for its sums and appends its fields.
+    /// Waits for the oldest frame queued and appends its fields; with nothing queued it
+    /// queues `frame` first.
     fn measure(
         &mut self,
         gpu: &Gpu,
@@ -110,8 +113,8 @@ struct Lanes {
     /// Recorded on the engine's stream when a frame's kernels are queued: where the frame's
     /// uploads (and every earlier use of the lanes' inputs) end.
     ready: CudaEvent,
-    /// The lanes wait for `ready` of the current frame (queued, not yet measured).
-    forked: bool,
+    /// Frames queued on the lanes and not measured yet.
+    queued: usize,
 }
 
 impl Lanes {
@@ -126,7 +129,7 @@ impl Lanes {
                 None
             },
             ready: gpu.ctx.new_event(None)?,
-            forked: false,
+            queued: 0,
         })
     }
 
@@ -140,9 +143,7 @@ impl Lanes {
             }
             Ok(())
         };
-        wait().map_err(|e| EngineError::Cuda(format!("ordering the metric's streams: {e}")))?;
-        self.forked = true;
-        Ok(())
+        wait().map_err(|e| EngineError::Cuda(format!("ordering the metric's streams: {e}")))
     }
 }
 
@@ -198,15 +199,14 @@ impl<S: CudaSingle + 'static> NoReference<S> {
         })))
     }
 
-    /// The lanes, forked for the current frame.
-    fn forked(&mut self, gpu: &Gpu) -> Result<&Lanes, EngineError> {
+    /// The lanes, after making them wait for the work queued so far on the engine's
+    /// stream (this frame's uploads).
+    fn forked(&mut self, gpu: &Gpu) -> Result<&mut Lanes, EngineError> {
         let lanes = self
             .lanes
             .as_mut()
             .expect("a CUDA no-reference metric has its lanes");
-        if !lanes.forked {
-            lanes.fork(gpu)?;
-        }
+        lanes.fork(gpu)?;
         Ok(lanes)
     }
 }
@@ -217,6 +217,9 @@ impl<S: Restart> Sequenced for NoReference<S> {
     }
 
     fn reset(&mut self) {
+        if let Some(lanes) = &mut self.lanes {
+            lanes.queued = 0;
+        }
         self.distorted.restart();
         if let Some(r) = &mut self.reference {
             r.restart();
@@ -241,18 +244,18 @@ impl<S: CudaSingle + 'static> CudaMetric for NoReference<S> {
         r: &PlanePtrs,
         d: &PlanePtrs,
     ) -> Result<(), EngineError> {
-        if let Some(lanes) = &mut self.lanes {
-            // A new frame: its lanes wait for this frame's uploads.
-            lanes.forked = false;
-        }
-        self.forked(gpu)?;
-        let lanes = self.lanes.as_ref().expect("forked above");
+        self.forked(gpu)?.queued += 1;
+        let lanes = self.lanes.as_ref().expect("a CUDA metric has its lanes");
         self.distorted
             .queue(&lanes.distorted, plan, Side::Distorted, d)?;
         if let (Some(s), Some(lane)) = (&mut self.reference, &lanes.reference) {
             s.queue(lane, plan, Side::Reference, r)?;
         }
         Ok(())
+    }
+
+    fn drop_queued(&mut self) {
+        self.reset();
     }
 
     fn measure(
@@ -264,10 +267,13 @@ impl<S: CudaSingle + 'static> CudaMetric for NoReference<S> {
         scores: &mut Scores,
     ) -> Result<(), EngineError> {
         // Without `queue` first, the states queue their work here, on lanes forked now.
-        self.forked(gpu)?;
-        let lanes = self.lanes.as_mut().expect("forked above");
-        lanes.forked = false;
-        let lanes = &*lanes;
+        let lanes = self.lanes.as_mut().expect("a CUDA metric has its lanes");
+        if lanes.queued > 0 {
+            lanes.queued -= 1;
+        } else {
+            self.forked(gpu)?;
+        }
+        let lanes = self.lanes.as_ref().expect("a CUDA metric has its lanes");
         self.distorted
             .measure(&lanes.distorted, plan, Side::Distorted, d, scores)?;
         if let (Some(s), Some(lane)) = (&mut self.reference, &lanes.reference) {

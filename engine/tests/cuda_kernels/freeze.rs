@@ -1,7 +1,8 @@
-//! Freeze's kernel (`freeze_sad`) against the host build of the same row function over a
-//! sequence of frames (the reference frame kept across frames, swapped with the spare
-//! buffer when a frame is not frozen, as the engine does), and the CUDA engine against the
-//! CPU engine, with frozen frames among moving ones and a flush.
+//! Freeze's kernels (`freeze_sad`, then `freeze_decide`) against the host build of the same
+//! row function over a sequence of frames (the reference frame kept across frames; the
+//! device swaps it with the spare buffer when a frame is not frozen, the host test the
+//! same way), and the CUDA engine against the CPU engine, with frozen frames among moving
+//! ones and a flush.
 //!
 //! Tolerance: none. Both sides sum integers (absolute differences) and divide them the same
 //! way; the spare buffer (the frame's samples) must be equal sample for sample.
@@ -17,7 +18,7 @@ use crate::common::{self, Rng};
 use crate::{Check, Outcome, rel_err};
 
 /// The checks of this module and the kernels each covers.
-pub(crate) const CHECKS: &[(&[&str], Check)] = &[(&["freeze_sad"], kernels)];
+pub(crate) const CHECKS: &[(&[&str], Check)] = &[(&["freeze_sad", "freeze_decide"], kernels)];
 
 crate::gpu_tests! {
     freeze_sad_matches_the_host => "freeze_sad",
@@ -146,8 +147,13 @@ fn kernels(k: &Kernels, s: &Arc<CudaStream>, r: &mut Rng) -> Result<Outcome, Dri
         .with_offsets();
         let n = shape.count() as usize;
         let blocks = freeze::blocks(shape.rows);
-        let mut bufs = [s.alloc_zeros::<u16>(n)?, s.alloc_zeros::<u16>(n)?];
+        // Both frame buffers in one allocation; `state` names the reference (0 or 1).
+        let mut bufs = s.alloc_zeros::<u16>(2 * n.max(1))?;
+        let mut state = s.alloc_zeros::<u32>(1)?;
+        let mut sel = 0usize;
         let mut partials = s.alloc_zeros::<u64>(blocks as usize)?;
+        let mut total = s.alloc_zeros::<u64>(1)?;
+        let mut bad_state = 0;
         let (mut host_ref, mut host_spare) = (vec![0u16; n], vec![0u16; n]);
         let mut prev: Option<[Samples; 3]> = None;
         let mut first = true;
@@ -203,19 +209,44 @@ fn kernels(k: &Kernels, s: &Arc<CudaStream>, r: &mut Rng) -> Result<Outcome, Dri
                 {
                     chan.ptr = ptr.as_raw();
                 }
-                let [a, b] = &mut bufs;
-                let (reference, _g1) = DevPtr::of(&*a, s);
-                let (spare, _g2) = DevPtrMut::of(b, s);
+                let (buffers, _g1) = DevPtrMut::of(&mut bufs, s);
+                let (st, _g2) = DevPtrMut::of(&mut state, s);
                 let (out, _g3) = DevPtrMut::of(&mut partials, s);
+                let (sum, _g4) = DevPtrMut::of(&mut total, s);
                 let cfg = LaunchConfig {
                     grid_dim: (blocks, 1, 1),
                     block_dim: (freeze::BLOCK, 1, 1),
                     shared_mem_bytes: 0,
                 };
-                unsafe { k.freeze_sad(s, cfg, dev_frame, reference, spare, first as u32, out)? };
+                let warp = LaunchConfig {
+                    grid_dim: (1, 1, 1),
+                    block_dim: (32, 1, 1),
+                    shared_mem_bytes: 0,
+                };
+                unsafe {
+                    k.freeze_sad(s, cfg, dev_frame, buffers, st.as_const(), first as u32, out)?;
+                    k.freeze_decide(
+                        s,
+                        warp,
+                        out.as_const(),
+                        blocks,
+                        shape.count(),
+                        c.depth,
+                        NOISE,
+                        first as u32,
+                        st,
+                        sum,
+                    )?;
+                }
             }
-            let got: u64 = s.clone_dtoh(&partials)?.iter().sum();
-            let got_spare = s.clone_dtoh(&bufs[1])?;
+            let got = s.clone_dtoh(&total)?[0];
+            let partial_sum: u64 = s.clone_dtoh(&partials)?.iter().sum();
+            if partial_sum != got {
+                max_err = f64::INFINITY;
+            }
+            let all = s.clone_dtoh(&bufs)?;
+            let spare_at = (1 - sel) * n;
+            let got_spare = &all[spare_at..spare_at + n];
             bad_spare += got_spare
                 .iter()
                 .zip(&host_spare)
@@ -226,19 +257,21 @@ fn kernels(k: &Kernels, s: &Arc<CudaStream>, r: &mut Rng) -> Result<Outcome, Dri
             let frozen = !first && freeze::mafd(want, shape.count(), c.depth) <= NOISE;
             frozen_frames += frozen as usize;
             if !frozen {
-                bufs.swap(0, 1);
+                sel = 1 - sel;
                 std::mem::swap(&mut host_ref, &mut host_spare);
             }
+            bad_state += (s.clone_dtoh(&state)?[0] as usize != sel) as usize;
             if f == 0 && got != 0 {
                 max_err = f64::INFINITY;
             }
             first = false;
         }
-        if bad_spare > 0 {
+        if bad_spare > 0 || bad_state > 0 {
             max_err = f64::INFINITY;
         }
         notes.push(format!(
-            "{}x{} {}-bit: {frozen_frames} frozen of {FRAMES}, {bad_spare} spare samples differ",
+            "{}x{} {}-bit: {frozen_frames} frozen of {FRAMES}, {bad_spare} spare samples \
+             differ, {bad_state} reference choices differ",
             c.w, c.h, c.depth
         ));
     }

@@ -38,6 +38,7 @@ mod butteraugli;
 mod cambi;
 mod engine;
 mod freeze;
+mod in_flight;
 mod psnr;
 mod selftest;
 mod siti;

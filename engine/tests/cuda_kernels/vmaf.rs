@@ -115,7 +115,7 @@ fn vmaf_pipeline(_k: &Kernels, _s: &Arc<CudaStream>, r: &mut Rng) -> Result<Outc
                 );
                 out.extend(e.push(&fa, &fb).map_err(|e| e.to_string())?);
             }
-            out.extend(e.finish());
+            out.extend(e.finish().expect("finishing the sequence"));
             Ok(out)
         };
         match (run(BackendChoice::Cuda), run(BackendChoice::Cpu)) {

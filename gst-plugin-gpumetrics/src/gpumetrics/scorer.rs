@@ -83,14 +83,14 @@ impl Scorer {
     pub(crate) fn retire(&mut self) -> Vec<Scores> {
         self.engine
             .take()
-            .map(|mut e| e.finish())
+            .map(|mut e| finished(&mut e))
             .unwrap_or_default()
     }
 
     /// End of the run: the scores of the pairs the engine still holds; it stays for the
     /// next sequence.
     pub(crate) fn finish(&mut self) -> Vec<Scores> {
-        self.engine.as_mut().map(Engine::finish).unwrap_or_default()
+        self.engine.as_mut().map(finished).unwrap_or_default()
     }
 
     /// A flush: drops the held pairs; returns how many measured pairs were dropped.
@@ -245,6 +245,14 @@ pub(crate) fn stream_error(e: &EngineError) -> gst::StreamError {
         }
         _ => gst::StreamError::Failed,
     }
+}
+
+/// The scores `engine` still holds at the end of its sequence. The element's engines have
+/// no pair in flight ([`Engine::in_flight`] is 1: every push completes its pair), so only
+/// pairs held back by temporal metrics remain, and scoring them runs on the host.
+fn finished(engine: &mut Engine) -> Vec<Scores> {
+    debug_assert_eq!(engine.in_flight(), 1);
+    engine.finish().unwrap_or_default()
 }
 
 #[cfg(test)]

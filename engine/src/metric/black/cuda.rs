@@ -5,7 +5,7 @@
 use cudarc::driver::{DriverError, LaunchConfig};
 
 use super::BLACK;
-use crate::cuda::{DeviceBuffer, Gpu, PinnedBuffer};
+use crate::cuda::{DeviceBuffer, Gpu, Readback};
 use crate::error::EngineError;
 use crate::frame::PlanePtrs;
 use crate::metric::single::{CudaSingle, Side};
@@ -17,14 +17,12 @@ use gpumetrics_kernels::black::{self, BlackLuma};
 pub(super) struct Black {
     /// One count per block.
     partials: DeviceBuffer<u32>,
-    /// The counts, back on the host.
-    host: PinnedBuffer<u32>,
+    /// The counts, back on the host (one slot per frame in flight).
+    host: Readback<u32>,
     width: u32,
     height: u32,
     blocks: u32,
     threshold: u32,
-    /// This frame's count and copy are queued ([`CudaSingle::queue`]), not read yet.
-    queued: bool,
 }
 
 impl Black {
@@ -38,13 +36,11 @@ impl Black {
         let blocks = black::blocks(layout.height);
         Ok(Black {
             partials: DeviceBuffer::zeroed(&gpu.stream, blocks as usize)?,
-            // SAFETY: written by the copy in `count` before it is read.
-            host: unsafe { PinnedBuffer::new(&gpu.ctx, blocks as usize, 0) }?,
+            host: Readback::new(&gpu.ctx, blocks as usize)?,
             width: layout.width,
             height: layout.height,
             blocks,
             threshold,
-            queued: false,
         })
     }
 
@@ -77,22 +73,19 @@ impl Black {
         let out = self.partials.as_mut();
         // SAFETY: `l` was validated against the plan's layout by the backend and against
         // these buffers by `mismatch`; `partials` holds one value per block of the grid; the
-        // copy follows the kernel on the stream and the host reads after synchronising.
+        // copy follows the kernel on the stream and the host reads after its event.
         unsafe {
             gpu.kernels.black_count(&gpu.stream, cfg, l, out)?;
-            self.host.copy_from_device(out.as_raw(), &gpu.stream)?;
+            self.host
+                .queue(out.as_raw(), self.blocks as usize, &gpu.stream)?;
         }
         Ok(())
     }
 
-    /// Waits for the queued count and adds the blocks' counts.
-    fn count(&mut self, gpu: &Gpu) -> Result<u64, DriverError> {
-        gpu.stream.synchronize()?;
-        // SAFETY: the copy completed.
-        Ok(unsafe { self.host.as_slice() }
-            .iter()
-            .map(|&n| n as u64)
-            .sum())
+    /// Waits for the oldest queued count and adds the blocks' counts.
+    fn count(&mut self) -> Result<u64, DriverError> {
+        let host = self.host.take(self.blocks as usize)?;
+        Ok(host.iter().map(|&n| n as u64).sum())
     }
 }
 
@@ -108,11 +101,8 @@ impl CudaSingle for Black {
         if let Some(why) = self.mismatch(&l) {
             return Err(EngineError::InvalidFrame(format!("black: {why}")));
         }
-        self.queued = false;
         self.launch(gpu, l)
-            .map_err(|e| EngineError::Cuda(format!("running black: {e}")))?;
-        self.queued = true;
-        Ok(())
+            .map_err(|e| EngineError::Cuda(format!("running black: {e}")))
     }
 
     fn measure(
@@ -123,12 +113,11 @@ impl CudaSingle for Black {
         frame: &PlanePtrs,
         out: &mut Scores,
     ) -> Result<(), EngineError> {
-        if !self.queued {
+        if self.host.queued() == 0 {
             self.queue(gpu, plan, side, frame)?;
         }
-        self.queued = false;
         let n = self
-            .count(gpu)
+            .count()
             .map_err(|e| EngineError::Cuda(format!("running black: {e}")))?;
         out.push(side.name(BLACK), black::ratio(n, self.width, self.height));
         Ok(())
@@ -137,6 +126,6 @@ impl CudaSingle for Black {
 
 impl Restart for Black {
     fn restart(&mut self) {
-        self.queued = false;
+        self.host.clear();
     }
 }

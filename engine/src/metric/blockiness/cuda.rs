@@ -8,7 +8,7 @@
 use cudarc::driver::{DriverError, LaunchConfig};
 
 use super::{BLOCKINESS, Settings, value};
-use crate::cuda::{DeviceBuffer, Gpu, PinnedBuffer};
+use crate::cuda::{DeviceBuffer, Gpu, Readback};
 use crate::error::EngineError;
 use crate::frame::PlanePtrs;
 use crate::metric::single::{CudaSingle, Side};
@@ -29,15 +29,15 @@ pub(super) struct Blockiness {
     row_bands: DeviceBuffer<f32>,
     /// Per (direction, period) pair, its four sums (`blockiness::decode`).
     sums: DeviceBuffer<f32>,
-    host: PinnedBuffer<f32>,
+    /// The sums, back on the host (one slot per frame in flight).
+    host: Readback<f32>,
     /// (direction, period) pairs: 2 · periods.
     pairs: u32,
     width: u32,
     height: u32,
-    /// A new sequence (or a failed frame left the profiles unknown): start from 0.
+    /// The next frame queued starts a sequence (or a failed frame left the profiles
+    /// unknown): start from 0. Cleared when a frame is queued.
     first: bool,
-    /// This frame's kernels and copy are queued ([`CudaSingle::queue`]), not read yet.
-    queued: bool,
 }
 
 impl Blockiness {
@@ -64,13 +64,11 @@ impl Blockiness {
                 (blockiness::bands(width) as usize * height as usize).max(1),
             )?,
             sums: DeviceBuffer::zeroed(&gpu.stream, len)?,
-            // SAFETY: written by the copy in `launch` before it is read.
-            host: unsafe { PinnedBuffer::new(&gpu.ctx, len, 0) }?,
+            host: Readback::new(&gpu.ctx, len)?,
             pairs,
             width,
             height,
             first: true,
-            queued: false,
         })
     }
 
@@ -107,7 +105,7 @@ impl Blockiness {
         // the band buffers `bands(height) · width` and `bands(width) · height` (what
         // `profile_grid`'s blocks write), `sums` 4 per pair for the grid of `pairs` blocks;
         // the bands kernel's grid covers width + height; the kernels and the copy run in
-        // stream order and the host reads after the synchronisation.
+        // stream order and the host reads after the copy's event.
         unsafe {
             if grid > 0 {
                 let cfg = LaunchConfig {
@@ -141,20 +139,20 @@ impl Blockiness {
                     shared_mem_bytes: 0,
                 };
                 k.blockiness_periods(stream, cfg, p, cols.as_const(), rows.as_const(), sums)?;
-                self.host.copy_from_device(sums.as_raw(), stream)?;
             }
+            // Without pairs nothing is copied; the slot's event still marks the frame.
+            self.host
+                .queue(sums.as_raw(), 4 * self.pairs as usize, stream)?;
         }
         Ok(())
     }
 
-    /// Waits for the queued kernels; the frame's value from the pairs' sums.
-    fn read(&mut self, gpu: &Gpu) -> Result<f32, DriverError> {
-        gpu.stream.synchronize()?;
+    /// Waits for the oldest queued frame; its value from the pairs' sums.
+    fn read(&mut self) -> Result<f32, DriverError> {
+        let host = self.host.take(4 * self.pairs as usize)?;
         if self.pairs == 0 {
             return Ok(0.0);
         }
-        // SAFETY: the copy completed.
-        let host = unsafe { self.host.as_slice() };
         Ok(blockiness::combine(
             host.chunks_exact(4).map(blockiness::decode),
         ))
@@ -173,13 +171,12 @@ impl CudaSingle for Blockiness {
         if let Some(why) = self.mismatch(&p.luma) {
             return Err(EngineError::InvalidFrame(format!("blockiness: {why}")));
         }
-        self.queued = false;
         self.launch(gpu, p).map_err(|e| {
             // The profiles may hold part of this frame: start the next one afresh.
             self.first = true;
             EngineError::Cuda(format!("running blockiness: {e}"))
         })?;
-        self.queued = true;
+        self.first = false;
         Ok(())
     }
 
@@ -191,15 +188,13 @@ impl CudaSingle for Blockiness {
         frame: &PlanePtrs,
         out: &mut Scores,
     ) -> Result<(), EngineError> {
-        if !self.queued {
+        if self.host.queued() == 0 {
             self.queue(gpu, plan, side, frame)?;
         }
-        self.queued = false;
-        let v = self.read(gpu).map_err(|e| {
+        let v = self.read().map_err(|e| {
             self.first = true;
             EngineError::Cuda(format!("running blockiness: {e}"))
         })?;
-        self.first = false;
         if let Some(v) = value(v) {
             out.push(side.name(BLOCKINESS), v);
         }
@@ -210,6 +205,6 @@ impl CudaSingle for Blockiness {
 impl Restart for Blockiness {
     fn restart(&mut self) {
         self.first = true;
-        self.queued = false;
+        self.host.clear();
     }
 }

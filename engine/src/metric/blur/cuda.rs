@@ -8,7 +8,7 @@
 use cudarc::driver::{DriverError, LaunchConfig};
 
 use super::{BLUR, Settings, pool};
-use crate::cuda::{DeviceBuffer, Gpu, PinnedBuffer};
+use crate::cuda::{DeviceBuffer, Gpu, Readback};
 use crate::error::EngineError;
 use crate::frame::PlanePtrs;
 use crate::metric::single::{CudaSingle, Side};
@@ -25,15 +25,16 @@ pub(super) struct Blur {
     suppressed: DeviceBuffer<u8>,
     /// Per CUDA block of `blur_widths`: (sum, count).
     partials: DeviceBuffer<f64>,
-    host: PinnedBuffer<f64>,
+    /// The partials, back on the host (one slot per frame in flight).
+    host: Readback<f64>,
+    /// Values of the partials: 2 per block of the grid.
+    len: usize,
     width: u32,
     height: u32,
     /// CUDA blocks of `blur_widths` (0: the frame holds no whole block, nothing runs).
     grid: u32,
     means: Vec<f32>,
     sums: Vec<(f64, u32)>,
-    /// This frame's kernels and copy are queued ([`CudaSingle::queue`]), not read yet.
-    queued: bool,
 }
 
 impl Blur {
@@ -59,14 +60,13 @@ impl Blur {
             blurred: DeviceBuffer::zeroed(&gpu.stream, n)?,
             suppressed: DeviceBuffer::zeroed(&gpu.stream, n)?,
             partials: DeviceBuffer::zeroed(&gpu.stream, len)?,
-            // SAFETY: written by the copy in `launch` before it is read.
-            host: unsafe { PinnedBuffer::new(&gpu.ctx, len, 0) }?,
+            host: Readback::new(&gpu.ctx, len)?,
+            len: 2 * grid as usize,
             width,
             height,
             grid,
             means: Vec::with_capacity(blocks),
             sums: Vec::with_capacity(blocks),
-            queued: false,
         })
     }
 
@@ -112,7 +112,7 @@ impl Blur {
         // SAFETY: the frame was validated against the plan's layout by the backend and
         // against these buffers by `mismatch`; both planes hold width·height bytes, the
         // partials 2·grid values for the grid of `grid` blocks; the kernels and the copy
-        // run in stream order and the host reads after the synchronisation.
+        // run in stream order and the host reads after the copy's event.
         unsafe {
             k.blur_gauss(stream, plane, p, blurred)?;
             k.blur_suppress(stream, plane, p, blurred.as_const(), suppressed)?;
@@ -124,7 +124,7 @@ impl Blur {
                 suppressed.as_const(),
                 partials,
             )?;
-            self.host.copy_from_device(partials.as_raw(), stream)?;
+            self.host.queue(partials.as_raw(), self.len, stream)?;
         }
         Ok(())
     }
@@ -142,15 +142,12 @@ impl CudaSingle for Blur {
         if let Some(why) = self.mismatch(&l) {
             return Err(EngineError::InvalidFrame(format!("blur: {why}")));
         }
-        self.queued = false;
         if self.grid == 0 {
             // No whole block (or an empty frame): nothing runs.
             return Ok(());
         }
         self.launch(gpu, self.settings.params(l))
-            .map_err(|e| EngineError::Cuda(format!("running blur: {e}")))?;
-        self.queued = true;
-        Ok(())
+            .map_err(|e| EngineError::Cuda(format!("running blur: {e}")))
     }
 
     fn measure(
@@ -165,18 +162,16 @@ impl CudaSingle for Blur {
             // No whole block (or an empty frame): FFmpeg's 0/0, no field.
             return Ok(());
         }
-        if !self.queued {
+        if self.host.queued() == 0 {
             self.queue(gpu, plan, side, frame)?;
         }
-        self.queued = false;
-        gpu.stream
-            .synchronize()
-            .map_err(|e| EngineError::Cuda(format!("running blur: {e}")))?;
         let p = self.settings.params(super::luma8(plan, side, frame));
         self.sums.clear();
         self.sums.resize((p.cols * p.rows) as usize, (0.0, 0));
-        // SAFETY: the copy completed (the stream is synchronised).
-        let host = unsafe { self.host.as_slice() };
+        let host = self
+            .host
+            .take(self.len)
+            .map_err(|e| EngineError::Cuda(format!("running blur: {e}")))?;
         for (b, pair) in host.chunks_exact(2).enumerate() {
             let s = &mut self.sums[b / p.chunks as usize];
             s.0 += pair[0];
@@ -195,6 +190,6 @@ impl CudaSingle for Blur {
 
 impl Restart for Blur {
     fn restart(&mut self) {
-        self.queued = false;
+        self.host.clear();
     }
 }

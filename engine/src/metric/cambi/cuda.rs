@@ -11,7 +11,7 @@ use cudarc::driver::sys::{CUdevice_attribute_enum, CUfunction_attribute_enum};
 use cudarc::driver::{DriverError, LaunchConfig};
 
 use super::{CAMBI, CambiSettings, Geometry};
-use crate::cuda::{DevPtr, DevPtrMut, DeviceBuffer, Gpu, PinnedBuffer};
+use crate::cuda::{DevPtr, DevPtrMut, DeviceBuffer, Gpu, Readback};
 use crate::error::EngineError;
 use crate::format::{ChannelSpec, FrameLayout};
 use crate::frame::PlanePtrs;
@@ -59,7 +59,8 @@ pub(crate) struct CambiCuda {
     counters: DeviceBuffer<u32>,
     partials: DeviceBuffer<f64>,
     scores: DeviceBuffer<f64>,
-    host: PinnedBuffer<f64>,
+    /// The scale scores, back on the host (one slot per frame in flight).
+    host: Readback<f64>,
     /// Bytes of one column of `cambi_cvalues`' counts.
     col_bytes: u32,
 }
@@ -145,7 +146,7 @@ impl CambiCuda {
             partials: DeviceBuffer::zeroed(&gpu.stream, SCALES * TOPK_BLOCKS as usize)?,
             scores: DeviceBuffer::zeroed(&gpu.stream, SCALES)?,
             // SAFETY: written by the copy in `queue` before `finish` reads it.
-            host: unsafe { PinnedBuffer::new(&gpu.ctx, SCALES, 0) }?,
+            host: Readback::new(&gpu.ctx, SCALES)?,
             luma: format.channels()[0],
             peak: format.peak(),
             contrast,
@@ -164,13 +165,25 @@ impl CambiCuda {
             .map_err(|e| EngineError::Cuda(format!("running cambi: {e}")))
     }
 
-    /// The score of the frame last queued, once the stream has been synchronised after it.
-    pub(crate) fn finish(&self) -> f64 {
-        // SAFETY: the copy queued by `queue` completed (the caller synchronised).
-        let scores = unsafe { self.host.as_slice() };
+    /// Frames queued whose score was not read yet.
+    pub(crate) fn queued(&self) -> usize {
+        self.host.queued()
+    }
+
+    /// Forgets the frames queued (a restart).
+    pub(crate) fn clear(&mut self) {
+        self.host.clear();
+    }
+
+    /// The score of the oldest frame queued (waits for its copy).
+    pub(crate) fn finish(&mut self) -> Result<f64, EngineError> {
+        let scores = self
+            .host
+            .take(SCALES)
+            .map_err(|e| EngineError::Cuda(format!("running cambi: {e}")))?;
         let mut s = [0.0; SCALES];
         s.copy_from_slice(scores);
-        k::combine(&s, self.g.window).min(self.g.max_val)
+        Ok(k::combine(&s, self.g.window).min(self.g.max_val))
     }
 
     fn launch(&mut self, gpu: &Gpu, frame: &PlanePtrs) -> Result<(), DriverError> {
@@ -316,7 +329,7 @@ impl CambiCuda {
                     self.scores.as_mut().wrapping_add(s),
                 )?;
             }
-            self.host.copy_from_device(self.scores.ptr(), stream)?;
+            self.host.queue(self.scores.ptr(), SCALES, stream)?;
         }
         Ok(())
     }
@@ -325,15 +338,11 @@ impl CambiCuda {
 /// The standalone metric's side state on the CUDA backend.
 pub(super) struct Single {
     cambi: CambiCuda,
-    queued: bool,
 }
 
 impl Single {
     pub(super) fn new(cambi: CambiCuda) -> Single {
-        Single {
-            cambi,
-            queued: false,
-        }
+        Single { cambi }
     }
 }
 
@@ -345,10 +354,7 @@ impl CudaSingle for Single {
         _side: Side,
         frame: &PlanePtrs,
     ) -> Result<(), EngineError> {
-        self.queued = false;
-        self.cambi.queue(gpu, frame)?;
-        self.queued = true;
-        Ok(())
+        self.cambi.queue(gpu, frame)
     }
 
     fn measure(
@@ -359,20 +365,16 @@ impl CudaSingle for Single {
         frame: &PlanePtrs,
         out: &mut Scores,
     ) -> Result<(), EngineError> {
-        if !self.queued {
+        if self.cambi.queued() == 0 {
             self.queue(gpu, plan, side, frame)?;
         }
-        self.queued = false;
-        gpu.stream
-            .synchronize()
-            .map_err(|e| EngineError::Cuda(format!("running cambi: {e}")))?;
-        out.push(side.name(CAMBI), self.cambi.finish());
+        out.push(side.name(CAMBI), self.cambi.finish()?);
         Ok(())
     }
 }
 
 impl Restart for Single {
     fn restart(&mut self) {
-        self.queued = false;
+        self.cambi.clear();
     }
 }

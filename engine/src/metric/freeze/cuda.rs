@@ -1,13 +1,14 @@
 //! Freeze on the GPU, one state per input: per frame one `freeze_sad` launch (the sums of
 //! absolute differences against the reference frame, a partial per block, while the frame
-//! is written to the spare buffer) and one copy of the partials, which the host adds. The
-//! reference frame stays on the device: when a frame is not frozen the host swaps the two
-//! buffers, so no second pass copies it. Buffers are allocated once, for the side's layout.
+//! is written to the spare buffer), one `freeze_decide` (one warp adds the partials and,
+//! when the frame is not frozen, makes the spare the reference: no second pass copies the
+//! frame, and no host decision stands between two frames in flight) and one copy of the
+//! total. Buffers are allocated once, for the side's layout.
 
 use cudarc::driver::{DriverError, LaunchConfig};
 
 use super::DIFF;
-use crate::cuda::{DeviceBuffer, Gpu, PinnedBuffer};
+use crate::cuda::{DeviceBuffer, Gpu, Readback};
 use crate::error::EngineError;
 use crate::frame::PlanePtrs;
 use crate::metric::single::{CudaSingle, Side};
@@ -17,24 +18,26 @@ use crate::scores::Scores;
 use gpumetrics_kernels::freeze::{self, FreezeFrame};
 
 pub(super) struct Freeze {
-    /// The reference frame's samples (`FreezeFrame::count` values, its layout).
-    reference: DeviceBuffer<u16>,
-    /// Where the measured frame's samples go; swapped with `reference` when the frame is
-    /// not frozen.
-    spare: DeviceBuffer<u16>,
-    /// One sum per block.
+    /// Two frames' samples (`FreezeFrame::count` values each, its layout): the reference
+    /// frame and the spare the measured frame is written to. Which is which is `state`'s.
+    buffers: DeviceBuffer<u16>,
+    /// On the device: which of `buffers` is the reference (0 or 1), flipped by
+    /// `freeze_decide` when a frame is not frozen.
+    state: DeviceBuffer<u32>,
+    /// One sum per block, then the frame's total (`blocks + 1` values).
     partials: DeviceBuffer<u64>,
-    /// The sums, back on the host.
-    host: PinnedBuffer<u64>,
+    /// The totals, back on the host (one slot per frame in flight).
+    host: Readback<u64>,
     /// The frame these buffers were made for (its addresses unset).
     shape: FreezeFrame,
     blocks: u32,
-    /// No reference frame on the device yet (or a failed frame left it unknown).
+    /// The next frame queued has no reference frame on the device (a new sequence, or a
+    /// failed frame left it unknown). Cleared when a frame is queued.
     first: bool,
     noise: f64,
     depth: u32,
-    /// This frame's sums and copy are queued ([`CudaSingle::queue`]), not read yet.
-    queued: bool,
+    /// Per frame queued and not read: whether it was the first of its sequence.
+    firsts: std::collections::VecDeque<bool>,
 }
 
 impl Freeze {
@@ -48,17 +51,16 @@ impl Freeze {
         let n = (shape.count() as usize).max(1);
         let blocks = freeze::blocks(shape.rows);
         Ok(Freeze {
-            reference: DeviceBuffer::zeroed(&gpu.stream, n)?,
-            spare: DeviceBuffer::zeroed(&gpu.stream, n)?,
-            partials: DeviceBuffer::zeroed(&gpu.stream, blocks as usize)?,
-            // SAFETY: written by the copy in `sad` before it is read.
-            host: unsafe { PinnedBuffer::new(&gpu.ctx, blocks as usize, 0) }?,
+            buffers: DeviceBuffer::zeroed(&gpu.stream, 2 * n)?,
+            state: DeviceBuffer::zeroed(&gpu.stream, 1)?,
+            partials: DeviceBuffer::zeroed(&gpu.stream, blocks as usize + 1)?,
+            host: Readback::new(&gpu.ctx, 1)?,
             shape,
             blocks,
             first: true,
             noise,
             depth: side.layout(plan).format.depth(),
-            queued: false,
+            firsts: std::collections::VecDeque::with_capacity(crate::cuda::IN_FLIGHT),
         })
     }
 
@@ -87,38 +89,53 @@ impl Freeze {
         None
     }
 
-    /// Queues the sums and their copy to the host.
+    /// Queues the sums, the decision and the copy of the total to the host.
     fn launch(&mut self, gpu: &Gpu, f: FreezeFrame) -> Result<(), DriverError> {
         let cfg = LaunchConfig {
             grid_dim: (self.blocks, 1, 1),
             block_dim: (freeze::BLOCK, 1, 1),
             shared_mem_bytes: 0,
         };
-        let out = self.partials.as_mut();
+        let one_warp = LaunchConfig {
+            grid_dim: (1, 1, 1),
+            block_dim: (32, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let partials = self.partials.as_mut();
+        let total = partials.wrapping_add(self.blocks as usize);
+        let state = self.state.as_mut();
+        let first = self.first as u32;
         // SAFETY: `f` was validated against the plan's layout by the backend and against
-        // these buffers by `mismatch`; `reference` and `spare` hold `f.count()` values each
-        // and are distinct allocations; `partials` holds one value per block; the copy
-        // follows the kernel on the stream and the host reads after synchronising.
+        // these buffers by `mismatch`; `buffers` holds two frames of `f.count()` values and
+        // `state` one value, 0 or 1 (zeroed, then only flipped by `freeze_decide`);
+        // `partials` holds one value per block and the total after them; the kernels and
+        // the copy run in stream order and the host reads after the copy's event.
         unsafe {
-            gpu.kernels.freeze_sad(
+            let k = &gpu.kernels;
+            k.freeze_sad(
                 &gpu.stream,
                 cfg,
                 f,
-                self.reference.as_mut().as_const(),
-                self.spare.as_mut(),
-                self.first as u32,
-                out,
+                self.buffers.as_mut(),
+                state.as_const(),
+                first,
+                partials,
             )?;
-            self.host.copy_from_device(out.as_raw(), &gpu.stream)?;
+            k.freeze_decide(
+                &gpu.stream,
+                one_warp,
+                partials.as_const(),
+                self.blocks,
+                f.count(),
+                self.depth,
+                self.noise,
+                first,
+                state,
+                total,
+            )?;
+            self.host.queue(total.as_raw(), 1, &gpu.stream)?;
         }
         Ok(())
-    }
-
-    /// Waits for the queued sums and adds the blocks' sums.
-    fn sad(&mut self, gpu: &Gpu) -> Result<u64, DriverError> {
-        gpu.stream.synchronize()?;
-        // SAFETY: the copy completed.
-        Ok(unsafe { self.host.as_slice() }.iter().sum())
     }
 }
 
@@ -134,12 +151,14 @@ impl CudaSingle for Freeze {
         if let Some(why) = self.mismatch(&f) {
             return Err(EngineError::InvalidFrame(format!("freeze: {why}")));
         }
-        self.queued = false;
         self.launch(gpu, f).map_err(|e| {
+            // Which buffer holds the reference is unknown now: start again from the next
+            // frame.
             self.first = true;
             EngineError::Cuda(format!("running freeze: {e}"))
         })?;
-        self.queued = true;
+        self.firsts.push_back(self.first);
+        self.first = false;
         Ok(())
     }
 
@@ -151,28 +170,24 @@ impl CudaSingle for Freeze {
         frame: &PlanePtrs,
         out: &mut Scores,
     ) -> Result<(), EngineError> {
-        if !self.queued {
+        if self.host.queued() == 0 {
             self.queue(gpu, plan, side, frame)?;
         }
-        self.queued = false;
-        let f = super::frame(plan, side, frame);
-        let sad = self.sad(gpu).map_err(|e| {
-            // The spare buffer may hold part of this frame; the reference is intact, but
-            // which frame comes next is unknown: start again from the next frame.
-            self.first = true;
-            EngineError::Cuda(format!("running freeze: {e}"))
-        })?;
-        let frozen = if self.first {
-            false
-        } else {
-            let diff = freeze::mafd(sad, f.count(), self.depth);
-            out.push(side.name(DIFF), diff);
-            super::is_frozen(diff, self.noise)
+        let first = self.firsts.pop_front().unwrap_or(true);
+        let sad = match self.host.take(1) {
+            Ok(total) => total[0],
+            Err(e) => {
+                self.first = true;
+                return Err(EngineError::Cuda(format!("running freeze: {e}")));
+            }
         };
-        if !frozen {
-            std::mem::swap(&mut self.reference, &mut self.spare);
+        if !first {
+            // The value the device decided with (`freeze_decide`), from the same sum.
+            out.push(
+                side.name(DIFF),
+                freeze::mafd(sad, self.shape.count(), self.depth),
+            );
         }
-        self.first = false;
         Ok(())
     }
 }
@@ -180,6 +195,7 @@ impl CudaSingle for Freeze {
 impl Restart for Freeze {
     fn restart(&mut self) {
         self.first = true;
-        self.queued = false;
+        self.host.clear();
+        self.firsts.clear();
     }
 }

@@ -121,10 +121,9 @@ pub(crate) fn frame(plan: &Plan, side: Side, frame: &PlanePtrs) -> FreezeFrame {
     f.with_offsets()
 }
 
-/// Whether a frame whose value is `diff` is frozen: FFmpeg's `mafd <= noise`.
-pub(crate) fn is_frozen(diff: f64, noise: f64) -> bool {
-    diff <= noise
-}
+/// Whether a frame whose value is `diff` is frozen (the kernel crate's, which the GPU's
+/// `freeze_decide` uses too).
+pub(crate) use gpumetrics_kernels::freeze::is_frozen;
 
 #[cfg(test)]
 mod tests {

@@ -8,7 +8,7 @@
 use cudarc::driver::{DriverError, LaunchConfig};
 
 use super::{SI, TI};
-use crate::cuda::{DeviceBuffer, Gpu, PinnedBuffer};
+use crate::cuda::{DeviceBuffer, Gpu, Readback};
 use crate::error::EngineError;
 use crate::frame::PlanePtrs;
 use crate::metric::single::{CudaSingle, Side};
@@ -22,15 +22,15 @@ pub(super) struct Siti {
     previous: DeviceBuffer<u16>,
     /// Per block the four sums of `siti::Sums`: `4 · blocks` values.
     partials: DeviceBuffer<f64>,
-    /// The partials, back on the host.
-    host: PinnedBuffer<f64>,
+    /// The partials, back on the host (one slot per frame in flight).
+    host: Readback<f64>,
     width: u32,
     height: u32,
     blocks: u32,
-    /// No previous frame on the device yet (or a failed frame left it unknown): TI is 0.
+    /// The next frame queued has no previous frame on the device (a new sequence, or a
+    /// failed frame left it unknown): its TI is 0. Cleared when a frame is queued, so that
+    /// the frame queued after it (maybe before this one is read) measures its motion.
     first: bool,
-    /// This frame's passes and copy are queued ([`CudaSingle::queue`]), not read yet.
-    queued: bool,
 }
 
 impl Siti {
@@ -43,13 +43,11 @@ impl Siti {
         Ok(Siti {
             previous: DeviceBuffer::zeroed(&gpu.stream, width as usize * height as usize)?,
             partials: DeviceBuffer::zeroed(&gpu.stream, 4 * blocks as usize)?,
-            // SAFETY: written by the copy in `launch` before it is read.
-            host: unsafe { PinnedBuffer::new(&gpu.ctx, 4 * blocks as usize, 0) }?,
+            host: Readback::new(&gpu.ctx, 4 * blocks as usize)?,
             width,
             height,
             blocks,
             first: true,
-            queued: false,
         })
     }
 
@@ -90,19 +88,18 @@ impl Siti {
         // SAFETY: `l` was validated against the plan's layout by the backend and against
         // these buffers' size by `mismatch`; `previous` holds width·height values, the
         // partials 4·blocks for the grid of `blocks` blocks; the kernel and the copy run in
-        // stream order, and the host reads after the synchronisation.
+        // stream order, and the host reads after the copy's event.
         unsafe {
             k.siti_sums(stream, cfg, l, previous, first, sums)?;
-            self.host.copy_from_device(sums.as_raw(), stream)?;
+            self.host
+                .queue(sums.as_raw(), 4 * self.blocks as usize, stream)?;
         }
         Ok(())
     }
 
-    /// Waits for the queued kernel and adds the partials in block order.
-    fn sums(&mut self, gpu: &Gpu) -> Result<siti::Sums, DriverError> {
-        gpu.stream.synchronize()?;
-        // SAFETY: the copy completed.
-        let host = unsafe { self.host.as_slice() };
+    /// Waits for the oldest queued frame and adds its partials in block order.
+    fn sums(&mut self) -> Result<siti::Sums, DriverError> {
+        let host = self.host.take(4 * self.blocks as usize)?;
         let mut total = [0.0f64; 4];
         for p in host.chunks_exact(4) {
             for (t, v) in total.iter_mut().zip(p) {
@@ -125,12 +122,11 @@ impl CudaSingle for Siti {
         if let Some(why) = self.mismatch(&l) {
             return Err(EngineError::InvalidFrame(format!("siti: {why}")));
         }
-        self.queued = false;
         self.launch(gpu, l).map_err(|e| {
             self.first = true;
             EngineError::Cuda(format!("running siti: {e}"))
         })?;
-        self.queued = true;
+        self.first = false;
         Ok(())
     }
 
@@ -142,16 +138,14 @@ impl CudaSingle for Siti {
         frame: &PlanePtrs,
         out: &mut Scores,
     ) -> Result<(), EngineError> {
-        if !self.queued {
+        if self.host.queued() == 0 {
             self.queue(gpu, plan, side, frame)?;
         }
-        self.queued = false;
-        let s = self.sums(gpu).map_err(|e| {
+        let s = self.sums().map_err(|e| {
             // `previous` may hold part of this frame: measure the next against nothing.
             self.first = true;
             EngineError::Cuda(format!("running siti: {e}"))
         })?;
-        self.first = false;
         let (ng, nm) = siti::counts(self.width, self.height);
         out.push(side.name(SI), siti::stddev(s[0], s[1], ng) as f64);
         out.push(side.name(TI), siti::stddev(s[2], s[3], nm) as f64);
@@ -162,6 +156,6 @@ impl CudaSingle for Siti {
 impl Restart for Siti {
     fn restart(&mut self) {
         self.first = true;
-        self.queued = false;
+        self.host.clear();
     }
 }

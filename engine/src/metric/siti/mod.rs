@@ -184,7 +184,7 @@ mod tests {
             }
             assert!(si > 100.0 && (k == 0 || ti > 10.0), "{s:?}");
         }
-        assert!(e.finish().is_empty());
+        assert!(e.finish().expect("finishing again").is_empty());
         let s = e
             .compare(&gray(&frames[2], w), &gray(&frames[2], w))
             .unwrap();

@@ -329,6 +329,8 @@ impl CudaFrames for Vmaf {
         }
         if let Some((c, lane)) = &mut self.cambi {
             ordered(lane, &self.ready)?;
+            // One frame at a time here: nothing of an earlier, failed frame is read.
+            c.clear();
             c.queue(lane, d)?;
         }
         let (sums, sad) = self
@@ -347,9 +349,9 @@ impl CudaFrames for Vmaf {
             done(lane)?;
             f.speed_chroma_uv = s.finish();
         }
-        if let Some((c, lane)) = &self.cambi {
+        if let Some((c, lane)) = &mut self.cambi {
             done(lane)?;
-            f.cambi = c.finish();
+            f.cambi = c.finish()?;
         }
         Ok(f)
     }

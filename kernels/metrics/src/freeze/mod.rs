@@ -8,11 +8,12 @@
 //! * the integer sum of `|cur − ref|` over those samples, divided in f64 by their count and
 //!   by 2^depth ([`mafd`]).
 //!
-//! The reference frame is the last frame that was not frozen (the engine decides, from the
-//! value and the noise threshold); it is kept as u16 samples, channel after channel, row
-//! pitch `width` ([`FreezeFrame::offset`]). While summing, every sample of the frame is also
+//! The reference frame is the last frame that was not frozen ([`frozen`], from the value
+//! and the noise threshold); it is kept as u16 samples, channel after channel, row pitch
+//! `width` ([`FreezeFrame::offset`]). While summing, every sample of the frame is also
 //! written into a spare buffer of the same layout, so a frame that becomes the reference
-//! costs no second pass: the caller swaps the two buffers.
+//! costs no second pass: the two buffers swap roles (on the GPU `freeze_decide` does it, so
+//! the host need not answer before the next frame is queued).
 //!
 //! One code path for the host and the GPU: [`sad_row`] is one row on the CPU backend; the
 //! GPU kernel (`kernels.rs`: `freeze_sad`) runs [`thread_sad`] in every thread ([`BLOCK`]
@@ -189,6 +190,20 @@ pub unsafe fn thread_sad(
         r += blocks;
     }
     s
+}
+
+/// Whether a frame whose value is `diff` is frozen: FFmpeg's `mafd <= noise`.
+#[inline(always)]
+pub fn is_frozen(diff: f64, noise: f64) -> bool {
+    diff <= noise
+}
+
+/// Whether a frame whose sum of absolute differences is `sad` (over `count` samples of
+/// `depth` bits) is frozen; the first frame of a sequence never is (it has no reference).
+/// Both backends decide with this: the CPU engine on the host, the GPU in `freeze_decide`.
+#[inline(always)]
+pub fn frozen(sad: u64, count: u64, depth: u32, noise: f64, first: bool) -> bool {
+    !first && is_frozen(mafd(sad, count, depth), noise)
 }
 
 /// FFmpeg's `mafd`: the sum of absolute differences over `count` samples of `depth` bits,

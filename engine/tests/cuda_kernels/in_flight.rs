@@ -1,0 +1,188 @@
+//! Pairs in flight ([`EngineBuilder::in_flight`]): the CUDA engine with two pairs in flight
+//! gives the same records, field for field and bit for bit, as the same engine with one,
+//! over a sequence with moving, black and frozen frames, an end of sequence in the middle
+//! and a flush with a pair in flight; with device frames (all kept until the end) and host
+//! frames (copied when pushed). The metrics: the no-reference ones and CAMBI, which queue
+//! ahead (`CudaMetric::queue`), alone and next to PSNR and VMAF, which do not (VMAF also
+//! holds a pair back).
+
+use std::sync::Arc;
+
+use cudarc::driver::{CudaStream, DevicePtr, DriverError};
+use gpumetrics_engine::cuda::Kernels;
+use gpumetrics_engine::{
+    BackendChoice, Engine, EngineConfig, Frame, FrameLayout, MetricSet, PixelFormat, Scores,
+};
+
+use crate::Outcome;
+use crate::common::{self, Rng};
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn pairs_in_flight_score_as_one_at_a_time() {
+    crate::run("in flight (engine)", check);
+}
+
+fn set(names: &[&str]) -> MetricSet {
+    names.iter().fold(MetricSet::default(), |s, n| {
+        s | MetricSet::named(n).expect("a registered metric")
+    })
+}
+
+/// Frame `i` of the test sequence (`w`×`h`, `format`): smooth random pictures, black ones
+/// (4–5) and repeats of frame 5 with one byte changed (6–7: frozen).
+fn sequence(r: &mut Rng, format: PixelFormat, w: u32, h: u32, n: usize) -> Vec<common::OwnedFrame> {
+    let wide = format.depth() > 8;
+    let mut frames: Vec<common::OwnedFrame> = Vec::new();
+    for i in 0..n {
+        let f = match i {
+            4 | 5 => common::OwnedFrame::new(format, w, h, |_| 0),
+            6 | 7 => {
+                let mut f = common::OwnedFrame::new(format, w, h, |b| frames[5].data[b]);
+                let at = r.next_u32() as usize % f.data.len();
+                f.data[at] = 1;
+                f
+            }
+            _ => {
+                let seed = r.bytes(64);
+                common::OwnedFrame::new(format, w, h, |b| {
+                    let v = seed[(b / 7) % 64].wrapping_add((b % 7) as u8 * 3);
+                    if wide && b % 2 == 1 { v & 3 } else { v }
+                })
+            }
+        };
+        frames.push(f);
+    }
+    frames
+}
+
+/// The records of `engine` over `pairs`, as segments: cut at the end of sequence after
+/// pair `finish_at` and at the flush before pair `reset_at` (which also returns how many
+/// pairs it dropped).
+fn run(
+    engine: &mut Engine,
+    pairs: &[(Frame, Frame)],
+    single: bool,
+    finish_at: usize,
+    reset_at: usize,
+) -> (Vec<Vec<Scores>>, usize) {
+    let mut segments = vec![Vec::new()];
+    let mut dropped = 0;
+    for (i, (r, d)) in pairs.iter().enumerate() {
+        if i == reset_at {
+            dropped = engine.reset();
+            segments.push(Vec::new());
+        }
+        let got = match single {
+            true => engine.push_single(d),
+            false => engine.push(r, d),
+        };
+        segments
+            .last_mut()
+            .unwrap()
+            .extend(got.expect("a pushed pair"));
+        if i == finish_at {
+            let rest = engine.finish().expect("finishing the sequence");
+            segments.last_mut().unwrap().extend(rest);
+        }
+    }
+    let rest = engine.finish().expect("finishing the sequence");
+    segments.last_mut().unwrap().extend(rest);
+    (segments, dropped)
+}
+
+fn bits(s: &Scores) -> Vec<(&'static str, u64)> {
+    s.iter().map(|(f, v)| (f, v.to_bits())).collect()
+}
+
+fn check(_k: &Kernels, _s: &Arc<CudaStream>, r: &mut Rng) -> Result<Outcome, DriverError> {
+    let ctx = cudarc::driver::CudaContext::new(0)?;
+    let stream = ctx.default_stream();
+    let nr = ["blur", "blockiness", "siti", "black", "freeze", "cambi"];
+    let cases: [(&str, MetricSet, bool); 3] = [
+        ("no-reference, one input", set(&nr), true),
+        ("psnr + no-reference", set(&["psnr"]) | set(&nr), false),
+        (
+            "psnr + vmaf + siti + freeze",
+            set(&["psnr", "vmaf", "siti", "freeze"]),
+            false,
+        ),
+    ];
+    let (mut elements, mut bad, mut notes) = (0usize, 0usize, Vec::new());
+    for (format, w, h) in [
+        (PixelFormat::I420, 320, 180),
+        (PixelFormat::I420_10Le, 198, 120),
+    ] {
+        let n = 14;
+        let refs = sequence(r, format, w, h, n);
+        let dists = sequence(r, format, w, h, n);
+        let on_device: Vec<_> = refs
+            .iter()
+            .chain(&dists)
+            .map(|f| stream.clone_htod(&f.data))
+            .collect::<Result<_, _>>()?;
+        stream.synchronize()?;
+        let ptrs: Vec<u64> = on_device.iter().map(|b| b.device_ptr(&stream).0).collect();
+        let device: Vec<(Frame, Frame)> = (0..n)
+            .map(|i| (refs[i].device(ptrs[i]), dists[i].device(ptrs[n + i])))
+            .collect();
+        let host: Vec<(Frame, Frame)> = (0..n).map(|i| (refs[i].host(), dists[i].host())).collect();
+        let layout = FrameLayout {
+            format,
+            width: w,
+            height: h,
+        };
+        for (label, metrics, single) in cases {
+            let cfg = EngineConfig {
+                metrics,
+                backend: BackendChoice::Cuda,
+                ..Default::default()
+            };
+            let build = |pairs: usize| {
+                let b = match single {
+                    true => Engine::single_builder(&cfg, layout),
+                    false => Engine::builder(&cfg, layout, layout),
+                };
+                b.in_flight(pairs).build().expect("a CUDA engine")
+            };
+            for (memory, pairs) in [("device", &device), ("host", &host)] {
+                let (mut one, mut two) = (build(1), build(2));
+                assert_eq!((one.in_flight(), two.in_flight()), (1, 2));
+                let (a, dropped_a) = run(&mut one, pairs, single, 8, 11);
+                let (b, dropped_b) = run(&mut two, pairs, single, 8, 11);
+                let what = format!("{} {w}x{h} {label}, {memory} frames", format.name());
+                // The flush drops one pair more with two in flight: the last before it.
+                let mut same = dropped_b == dropped_a + 1
+                    && a.len() == 2
+                    && b.len() == 2
+                    && b[0].len() + 1 == a[0].len()
+                    && a[1].len() == b[1].len()
+                    && a[1].len() == n - 11;
+                for (sa, sb) in a.iter().zip(&b) {
+                    for (x, y) in sa.iter().zip(sb) {
+                        elements += 1;
+                        if bits(x) != bits(y) {
+                            same = false;
+                            notes.push(format!("{what}: {:?} != {:?}", x, y));
+                        }
+                    }
+                }
+                if !same {
+                    bad += 1;
+                    notes.push(format!(
+                        "{what}: segments {:?} / {:?} records, dropped {dropped_a} / {dropped_b}",
+                        a.iter().map(Vec::len).collect::<Vec<_>>(),
+                        b.iter().map(Vec::len).collect::<Vec<_>>()
+                    ));
+                }
+            }
+        }
+        notes.push(format!("{} {w}x{h}: {} records", format.name(), elements));
+    }
+    Ok(Outcome {
+        elements,
+        max_err: bad as f64,
+        tolerance: 0.0,
+        note: notes.join("; "),
+    })
+}
