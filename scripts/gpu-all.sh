@@ -388,9 +388,17 @@ step_inflight() {
   step "pairs in flight score as one at a time (cuda_kernels --ignored in_flight::)"
   run $B/cuda_kernels --ignored --test-threads 1 --nocapture "in_flight::"
   bench && need $B/throughput || return 0
-  local rows=no-reference,cambi,full-reference,siti,black,freeze,blur,blockiness
+  local five=blur+blockiness+siti+black+freeze
+  local rows=$five,no-reference,cambi,full-reference,siti,black,freeze,blur,blockiness
   step "throughput with one and two pairs in flight, 1080p"
   run $B/throughput --seconds 2 --no-cpu --sizes 1080p --metrics "$rows" --in-flight 1,2
+  # Where a frame's time goes on the host (CUDA API calls) and on the device, when nsys is there.
+  command -v nsys >/dev/null || { echo "skipped: no nsys"; return 0; }
+  step "nsys: CUDA API and kernel time of the five no-reference metrics, one input, 2 in flight"
+  nsys profile -q -o /tmp/gpumetrics-nr --force-overwrite true \
+    $B/throughput --seconds 0.5 --no-cpu --sizes 1080p --metrics "$five" --in-flight 2 >/dev/null 2>&1
+  nsys stats -q --report cuda_api_sum,cuda_gpu_kern_sum --format csv /tmp/gpumetrics-nr.nsys-rep 2>&1 |
+    cut -c1-160 | head -60
 }
 
 step_blur() {

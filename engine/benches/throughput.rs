@@ -31,7 +31,8 @@ struct Args {
     /// Skip the CPU backend.
     #[arg(long)]
     no_cpu: bool,
-    /// Comma-separated metrics to run (default: all), e.g. ssim,ms-ssim.
+    /// Comma-separated rows to run (default: all), e.g. ssim,ms-ssim; a name with `+` is a
+    /// row of its own for that set of metrics (blur+siti).
     #[arg(long, value_delimiter = ',')]
     metrics: Vec<String>,
     /// Comma-separated pairs in flight for the CUDA rows (`EngineBuilder::in_flight`).
@@ -183,6 +184,24 @@ fn main() {
                 bits,
             ));
         }
+    }
+    // Sets named on the command line (`--metrics blur+siti+black`): on one input alone too
+    // when every metric of the set needs no reference.
+    for name in args.metrics.iter().filter(|n| n.contains('+')) {
+        if rows.iter().any(|r| &r.0 == name) {
+            continue;
+        }
+        let set = name.split('+').try_fold(MetricSet::default(), |s, n| {
+            MetricSet::named(n).map(|f| s | f)
+        });
+        let Some(set) = set else {
+            eprintln!("throughput: {name}: not a set of metric names");
+            std::process::exit(2);
+        };
+        if nr.contains(set) {
+            rows.push((name.clone(), set, true, None, 8));
+        }
+        rows.push((name.clone(), set, false, None, 8));
     }
     println!("| metric | inputs | size | format | backend | in flight | frames | pairs/s |");
     println!("| --- | --- | --- | --- | --- | --- | --- | --- |");

@@ -14,7 +14,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 use cudarc::driver::result as cu;
-use cudarc::driver::{CudaContext, CudaStream, DriverError};
+use cudarc::driver::{CudaContext, CudaEvent, CudaStream, DriverError};
 
 use rayon::prelude::*;
 
@@ -130,6 +130,9 @@ pub(crate) struct CudaBackend {
     depth: usize,
     /// The device planes of the pairs submitted and not completed, oldest first.
     in_flight: VecDeque<(PlanePtrs, PlanePtrs)>,
+    /// Recorded on the engine's stream after a pair's uploads (host frames), for the
+    /// metrics' own streams to wait for.
+    uploaded: CudaEvent,
     /// Set when running in a context lent by the caller; last, so it goes after the rest.
     _external: Option<crate::cuda::ExternalGuard>,
 }
@@ -184,7 +187,9 @@ impl CudaBackend {
             };
             let mut metrics = Vec::new();
             for c in configured {
-                if let Some(m) = (c.entry.cuda)(&gpu, &c.setup(plan, set))? {
+                let mut setup = c.setup(plan, set);
+                setup.in_flight = depth;
+                if let Some(m) = (c.entry.cuda)(&gpu, &setup)? {
                     metrics.push(m);
                 }
             }
@@ -196,6 +201,7 @@ impl CudaBackend {
                 metrics,
                 depth,
                 in_flight: VecDeque::with_capacity(depth),
+                uploaded: ctx.new_event(None)?,
                 _external: None,
             })
         };
@@ -281,7 +287,16 @@ impl Backend for CudaBackend {
                 .map_err(cuda_err("uploading frames"))?;
         } else {
             let gpu = &self.gpu;
-            if let Err(e) = self.metrics.each(|m| m.queue(gpu, plan, &r, &d)) {
+            let host = |f: &Frame| matches!(f, Frame::Host(_));
+            let uploaded = if host(distorted) || (plan.has_reference && host(reference)) {
+                self.uploaded
+                    .record(&gpu.stream)
+                    .map_err(cuda_err("ordering the uploads"))?;
+                Some(&self.uploaded)
+            } else {
+                None
+            };
+            if let Err(e) = self.metrics.each(|m| m.queue(gpu, plan, &r, &d, uploaded)) {
                 self.abandon();
                 return Err(e);
             }

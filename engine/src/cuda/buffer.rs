@@ -132,28 +132,58 @@ impl<T> PinnedBuffer<T> {
 /// work on one pair (queueing, reading, scoring) to overlap the device's work on the other.
 pub(crate) const IN_FLIGHT: usize = 2;
 
-/// Where a metric's per-frame results come back to the host: one pinned slot per frame in
-/// flight ([`IN_FLIGHT`]), each with the event recorded after its copy.
+/// Where a metric's per-frame results come back to the host: one slot of pinned host
+/// memory, mapped into the device's address space, per frame in flight ([`IN_FLIGHT`]),
+/// each with the event recorded after the frame's kernels.
 ///
-/// A frame's copy can then be queued while the host has not read the previous frame's
-/// values yet, and reading a frame waits for that frame's copy only, never for the whole
-/// stream (which may already run the next frame's kernels). Frames are read in the order
-/// they were queued.
+/// The kernels write a frame's results straight into its slot ([`Readback::target`]), so
+/// no copy is queued and no copy engine sits between one frame's kernels and the next's. A
+/// frame's slot is taken while the host has not read the previous frame's values yet, and
+/// reading a frame waits for that frame's event only, never for the whole stream (which may
+/// already run the next frame's kernels). Frames are read in the order they were queued.
+///
+/// What goes there must be plain stores of final values (no atomics, nothing a later
+/// kernel reads back): every access crosses the bus.
 pub(crate) struct Readback<T> {
-    slots: Vec<(PinnedBuffer<T>, CudaEvent)>,
+    slots: Vec<(MappedBuffer<T>, CudaEvent)>,
     /// The oldest queued slot.
     head: usize,
     /// Slots queued and not read.
     queued: usize,
 }
 
+/// Pinned host memory mapped into the device's address space.
+struct MappedBuffer<T> {
+    /// Owns the memory at `host`.
+    _slice: PinnedHostSlice<T>,
+    host: *mut T,
+    device: u64,
+    len: usize,
+}
+
+// SAFETY: the memory is owned by the struct; the host reads it only after the event of the
+// work that writes it (see `Readback`).
+unsafe impl<T: Send> Send for MappedBuffer<T> {}
+
 impl<T: DeviceRepr + ValidAsZeroBits> Readback<T> {
     /// [`IN_FLIGHT`] slots of `len` values.
     pub(crate) fn new(ctx: &Arc<CudaContext>, len: usize) -> Result<Self, DriverError> {
         let mut slots = Vec::with_capacity(IN_FLIGHT);
         for _ in 0..IN_FLIGHT {
-            // SAFETY: a slot is read only after its copy completed (`take`).
-            let buf = unsafe { PinnedBuffer::new(ctx, len.max(1), 0) }?;
+            let len = len.max(1);
+            // SAFETY: a slot is read only after the kernels that write it completed (`take`).
+            let mut slice =
+                unsafe { ctx.alloc_pinned_with_flags::<T>(len, sys::CU_MEMHOSTALLOC_DEVICEMAP) }?;
+            let host = slice.as_mut_ptr()?;
+            let mut device: sys::CUdeviceptr = 0;
+            // SAFETY: `host` is the start of a mapped pinned allocation of this context.
+            unsafe { sys::cuMemHostGetDevicePointer_v2(&mut device, host.cast(), 0) }.result()?;
+            let buf = MappedBuffer {
+                _slice: slice,
+                host,
+                device,
+                len,
+            };
             slots.push((buf, ctx.new_event(None)?));
         }
         Ok(Readback {
@@ -170,38 +200,32 @@ impl<T> Readback<T> {
         self.queued
     }
 
-    /// Queues the copy of `len` values (at most the slots' length; 0 copies nothing) from
-    /// device address `src` into the next free slot, and the slot's event after it.
-    /// Refused (`CUDA_ERROR_ILLEGAL_STATE`) when every slot is queued: the engine never
-    /// has more frames in flight than there are slots.
-    ///
-    /// # Safety
-    /// `src` holds `len` readable values of `T` once the work before it on `stream` ran.
-    pub(crate) unsafe fn queue(
-        &mut self,
-        src: u64,
-        len: usize,
-        stream: &CudaStream,
-    ) -> Result<(), DriverError> {
-        if self.queued == self.slots.len() || len > self.slots[0].0.len {
+    /// The device address of the next frame's slot (its length is the `len` given to
+    /// `new`), for the frame's kernels to write their results to; then
+    /// [`Readback::commit`]. Refused (`CUDA_ERROR_ILLEGAL_STATE`) when every slot is
+    /// queued: the engine never has more frames in flight than there are slots.
+    pub(crate) fn target(&self) -> Result<DevPtrMut<T>, DriverError> {
+        if self.queued == self.slots.len() {
             return Err(DriverError(sys::cudaError_enum::CUDA_ERROR_ILLEGAL_STATE));
         }
-        let (buf, event) = &self.slots[(self.head + self.queued) % self.slots.len()];
-        if len > 0 {
-            // SAFETY: the slot holds at least `len` values and is not read before its event.
-            unsafe {
-                let host = std::slice::from_raw_parts_mut(buf.ptr, len);
-                cu::memcpy_dtoh_async(host, src, stream.cu_stream())?;
-            }
+        let (buf, _) = &self.slots[(self.head + self.queued) % self.slots.len()];
+        Ok(DevPtrMut::from_raw(buf.device))
+    }
+
+    /// The frame whose kernels write to [`Readback::target`] is queued on `stream`: records
+    /// the slot's event after them.
+    pub(crate) fn commit(&mut self, stream: &CudaStream) -> Result<(), DriverError> {
+        if self.queued == self.slots.len() {
+            return Err(DriverError(sys::cudaError_enum::CUDA_ERROR_ILLEGAL_STATE));
         }
+        let (_, event) = &self.slots[(self.head + self.queued) % self.slots.len()];
         event.record(stream)?;
         self.queued += 1;
         Ok(())
     }
 
-    /// Waits for the oldest queued copy and gives its first `len` values (refused, as
-    /// `queue`, when nothing is queued). The slot is free again for the next
-    /// [`Readback::queue`].
+    /// Waits for the oldest frame queued and gives its first `len` values (refused, as
+    /// `target`, when nothing is queued). The slot is free again for the next frame.
     pub(crate) fn take(&mut self, len: usize) -> Result<&[T], DriverError> {
         if self.queued == 0 {
             return Err(DriverError(sys::cudaError_enum::CUDA_ERROR_ILLEGAL_STATE));
@@ -211,13 +235,13 @@ impl<T> Readback<T> {
         self.queued -= 1;
         let (buf, event) = &self.slots[i];
         event.synchronize()?;
-        // SAFETY: the copy into the slot completed; `len` is at most the slot's length
-        // (checked when it was queued with the same length by the caller).
-        Ok(unsafe { std::slice::from_raw_parts(buf.ptr, len.min(buf.len)) })
+        // SAFETY: the kernels that wrote the slot completed (its event); at most its length.
+        Ok(unsafe { std::slice::from_raw_parts(buf.host, len.min(buf.len)) })
     }
 
-    /// Forgets the queued frames (a restart or a failed frame). A copy still running lands
-    /// in its slot before any later copy into it (one stream), so nothing stale is read.
+    /// Forgets the queued frames (a restart or a failed frame). The caller has made sure
+    /// that no kernel still writes to them (the backend synchronises after a failure; a
+    /// finished sequence was read to the end).
     pub(crate) fn clear(&mut self) {
         self.queued = 0;
     }

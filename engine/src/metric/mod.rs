@@ -26,7 +26,7 @@ pub mod vmaf;
 
 use std::any::Any;
 
-use cudarc::driver::DriverError;
+use cudarc::driver::{CudaEvent, DriverError};
 
 use crate::cuda::Gpu;
 use crate::error::EngineError;
@@ -85,6 +85,8 @@ pub(crate) type Settings = Box<dyn Any + Send + Sync>;
 pub(crate) struct Setup<'a> {
     pub plan: &'a Plan,
     pub set: MetricSet,
+    /// Pairs the backend may have in flight (1 on the CPU backend).
+    pub in_flight: usize,
     settings: &'a (dyn Any + Send + Sync),
 }
 
@@ -151,6 +153,7 @@ impl Configured {
         Setup {
             plan,
             set,
+            in_flight: 1,
             settings: &*self.settings,
         }
     }
@@ -177,12 +180,17 @@ pub(crate) trait CudaMetric: Send + Sequenced {
     /// kernels need on the device. A metric that does nothing here (the default) queues and
     /// waits in `measure`, one pair at a time, while the frames of the pair it measures are
     /// still valid.
+    ///
+    /// `uploaded` is recorded on the engine's stream after this pair's uploads (host
+    /// frames); work on other streams that reads the frames waits for it. Without it the
+    /// frames were in device memory already and nothing has to be waited for.
     fn queue(
         &mut self,
         _gpu: &Gpu,
         _plan: &Plan,
         _r: &PlanePtrs,
         _d: &PlanePtrs,
+        _uploaded: Option<&CudaEvent>,
     ) -> Result<(), EngineError> {
         Ok(())
     }

@@ -13,8 +13,11 @@
 //! On the CUDA backend each side of each no-reference metric runs on its own stream (a
 //! [`Lanes`] entry, forked from the engine's): these kernels are small and mostly wait on
 //! memory latency, so those of different metrics and sides overlap on the device instead of
-//! queueing behind one another. Each lane waits for the engine's stream (the frame's
-//! uploads) before its kernels; `measure` waits for its own lane only.
+//! queueing behind one another. Each lane waits for the frame's uploads (host frames; a
+//! frame already in device memory waits for nothing) before its kernels; `measure` waits
+//! for its own results only (`Readback`), so frames can be in flight.
+
+use std::collections::VecDeque;
 
 use cudarc::driver::{CudaEvent, DriverError};
 
@@ -99,6 +102,17 @@ pub(crate) trait CudaSingle: Send + Restart {
 
 /// A no-reference metric on both inputs: a [`CpuMetric`] without lag.
 pub(crate) struct NoReference<S> {
+    /// The states: one copy, or on the CUDA backend one per frame in flight for a metric
+    /// without state across frames ([`NoReference::cuda_boxed`]).
+    copies: Vec<Replica<S>>,
+    /// The copy the next frame is queued on.
+    next: usize,
+    /// The copies of the frames queued and not measured yet, oldest first.
+    queued: VecDeque<usize>,
+}
+
+/// One state per side, and on the CUDA backend the sides' streams.
+struct Replica<S> {
     distorted: S,
     reference: Option<S>,
     /// The sides' streams on the CUDA backend (none on the CPU backend).
@@ -110,11 +124,10 @@ pub(crate) struct NoReference<S> {
 struct Lanes {
     distorted: Gpu,
     reference: Option<Gpu>,
-    /// Recorded on the engine's stream when a frame's kernels are queued: where the frame's
-    /// uploads (and every earlier use of the lanes' inputs) end.
+    /// Recorded on the engine's stream for a frame measured without being queued first:
+    /// where its uploads end. (Queued frames wait for the backend's `uploaded` event, and
+    /// frames already in device memory for nothing.)
     ready: CudaEvent,
-    /// Frames queued on the lanes and not measured yet.
-    queued: usize,
 }
 
 impl Lanes {
@@ -129,22 +142,27 @@ impl Lanes {
                 None
             },
             ready: gpu.ctx.new_event(None)?,
-            queued: 0,
         })
     }
 
-    /// Makes both lanes wait for the work queued so far on the engine's stream.
-    fn fork(&mut self, gpu: &Gpu) -> Result<(), EngineError> {
-        let wait = || -> Result<(), DriverError> {
-            self.ready.record(&gpu.stream)?;
-            self.distorted.stream.wait(&self.ready)?;
-            if let Some(r) = &self.reference {
-                r.stream.wait(&self.ready)?;
-            }
-            Ok(())
-        };
-        wait().map_err(|e| EngineError::Cuda(format!("ordering the metric's streams: {e}")))
+    /// Makes both lanes wait for `event`.
+    fn wait(&self, event: &CudaEvent) -> Result<(), DriverError> {
+        self.distorted.stream.wait(event)?;
+        if let Some(r) = &self.reference {
+            r.stream.wait(event)?;
+        }
+        Ok(())
     }
+
+    /// Makes both lanes wait for the work queued so far on the engine's stream.
+    fn fork(&self, gpu: &Gpu) -> Result<(), DriverError> {
+        self.ready.record(&gpu.stream)?;
+        self.wait(&self.ready)
+    }
+}
+
+fn ordering(e: DriverError) -> EngineError {
+    EngineError::Cuda(format!("ordering the metric's streams: {e}"))
 }
 
 impl<S: CpuSingle + 'static> NoReference<S> {
@@ -156,7 +174,7 @@ impl<S: CpuSingle + 'static> NoReference<S> {
         make: impl Fn(Side) -> Option<S>,
     ) -> Option<Box<dyn CpuMetric>> {
         let distorted = make(Side::Distorted)?;
-        Some(Box::new(NoReference {
+        let copy = Replica {
             distorted,
             reference: if plan.has_reference {
                 make(Side::Reference)
@@ -164,50 +182,79 @@ impl<S: CpuSingle + 'static> NoReference<S> {
                 None
             },
             lanes: None,
-        }))
+        };
+        Some(Box::new(NoReference::of(vec![copy])))
+    }
+}
+
+impl<S> NoReference<S> {
+    fn of(copies: Vec<Replica<S>>) -> Self {
+        NoReference {
+            copies,
+            next: 0,
+            queued: VecDeque::with_capacity(crate::cuda::IN_FLIGHT),
+        }
     }
 }
 
 impl<S: CudaSingle + 'static> NoReference<S> {
     /// The metric on the CUDA backend, one state per side from `make`, which allocates on
     /// the side's lane (as [`NoReference::boxed`]).
+    ///
+    /// A metric without state across frames (each frame's fields depend on that frame
+    /// alone: blur, CAMBI) asks for `copies` = [`Setup::in_flight`](super::Setup): the
+    /// frames in flight then go to the copies in turn, each on its own streams, so that
+    /// one frame's chain of small kernels runs beside the next one's instead of after it.
+    /// A metric with such state (the previous frame) asks for one.
     pub(crate) fn cuda_boxed(
         gpu: &Gpu,
         plan: &Plan,
+        copies: usize,
         mut make: impl FnMut(&Gpu, Side) -> Result<Option<S>, DriverError>,
     ) -> CudaState {
-        let mut lanes = Lanes::new(gpu, plan.has_reference)?;
-        let Some(distorted) = make(&lanes.distorted, Side::Distorted)? else {
-            return Ok(None);
-        };
-        let reference = match &lanes.reference {
-            Some(lane) => make(lane, Side::Reference)?,
-            None => None,
-        };
-        if reference.is_none() {
-            lanes.reference = None;
+        let mut made = Vec::with_capacity(copies.max(1));
+        for _ in 0..copies.max(1) {
+            let mut lanes = Lanes::new(gpu, plan.has_reference)?;
+            let Some(distorted) = make(&lanes.distorted, Side::Distorted)? else {
+                return Ok(None);
+            };
+            let reference = match &lanes.reference {
+                Some(lane) => make(lane, Side::Reference)?,
+                None => None,
+            };
+            if reference.is_none() {
+                lanes.reference = None;
+            }
+            // The states' buffers are ready before their first frame.
+            lanes.distorted.stream.synchronize()?;
+            if let Some(r) = &lanes.reference {
+                r.stream.synchronize()?;
+            }
+            made.push(Replica {
+                distorted,
+                reference,
+                lanes: Some(lanes),
+            });
         }
-        // The states' buffers are ready before their first frame.
-        lanes.distorted.stream.synchronize()?;
-        if let Some(r) = &lanes.reference {
-            r.stream.synchronize()?;
-        }
-        Ok(Some(Box::new(NoReference {
-            distorted,
-            reference,
-            lanes: Some(lanes),
-        })))
+        Ok(Some(Box::new(NoReference::of(made))))
+    }
+}
+
+impl<S: CudaSingle> Replica<S> {
+    fn lanes(&self) -> &Lanes {
+        self.lanes
+            .as_ref()
+            .expect("a CUDA no-reference metric has its lanes")
     }
 
-    /// The lanes, after making them wait for the work queued so far on the engine's
-    /// stream (this frame's uploads).
-    fn forked(&mut self, gpu: &Gpu) -> Result<&mut Lanes, EngineError> {
-        let lanes = self
-            .lanes
-            .as_mut()
-            .expect("a CUDA no-reference metric has its lanes");
-        lanes.fork(gpu)?;
-        Ok(lanes)
+    fn queue(&mut self, plan: &Plan, r: &PlanePtrs, d: &PlanePtrs) -> Result<(), EngineError> {
+        let lanes = self.lanes.as_ref().expect("a CUDA metric has its lanes");
+        self.distorted
+            .queue(&lanes.distorted, plan, Side::Distorted, d)?;
+        if let (Some(s), Some(lane)) = (&mut self.reference, &lanes.reference) {
+            s.queue(lane, plan, Side::Reference, r)?;
+        }
+        Ok(())
     }
 }
 
@@ -217,20 +264,22 @@ impl<S: Restart> Sequenced for NoReference<S> {
     }
 
     fn reset(&mut self) {
-        if let Some(lanes) = &mut self.lanes {
-            lanes.queued = 0;
-        }
-        self.distorted.restart();
-        if let Some(r) = &mut self.reference {
-            r.restart();
+        self.queued.clear();
+        self.next = 0;
+        for c in &mut self.copies {
+            c.distorted.restart();
+            if let Some(r) = &mut c.reference {
+                r.restart();
+            }
         }
     }
 }
 
 impl<S: CpuSingle> CpuMetric for NoReference<S> {
     fn measure(&mut self, plan: &Plan, r: &PlanePtrs, d: &PlanePtrs, scores: &mut Scores) {
-        self.distorted.measure(plan, Side::Distorted, d, scores);
-        if let Some(s) = &mut self.reference {
+        let c = &mut self.copies[0];
+        c.distorted.measure(plan, Side::Distorted, d, scores);
+        if let Some(s) = &mut c.reference {
             s.measure(plan, Side::Reference, r, scores);
         }
     }
@@ -239,18 +288,20 @@ impl<S: CpuSingle> CpuMetric for NoReference<S> {
 impl<S: CudaSingle + 'static> CudaMetric for NoReference<S> {
     fn queue(
         &mut self,
-        gpu: &Gpu,
+        _gpu: &Gpu,
         plan: &Plan,
         r: &PlanePtrs,
         d: &PlanePtrs,
+        uploaded: Option<&CudaEvent>,
     ) -> Result<(), EngineError> {
-        self.forked(gpu)?.queued += 1;
-        let lanes = self.lanes.as_ref().expect("a CUDA metric has its lanes");
-        self.distorted
-            .queue(&lanes.distorted, plan, Side::Distorted, d)?;
-        if let (Some(s), Some(lane)) = (&mut self.reference, &lanes.reference) {
-            s.queue(lane, plan, Side::Reference, r)?;
+        let i = self.next;
+        let c = &mut self.copies[i];
+        if let Some(event) = uploaded {
+            c.lanes().wait(event).map_err(ordering)?;
         }
+        c.queue(plan, r, d)?;
+        self.queued.push_back(i);
+        self.next = (i + 1) % self.copies.len();
         Ok(())
     }
 
@@ -267,16 +318,20 @@ impl<S: CudaSingle + 'static> CudaMetric for NoReference<S> {
         scores: &mut Scores,
     ) -> Result<(), EngineError> {
         // Without `queue` first, the states queue their work here, on lanes forked now.
-        let lanes = self.lanes.as_mut().expect("a CUDA metric has its lanes");
-        if lanes.queued > 0 {
-            lanes.queued -= 1;
-        } else {
-            self.forked(gpu)?;
-        }
-        let lanes = self.lanes.as_ref().expect("a CUDA metric has its lanes");
-        self.distorted
+        let i = match self.queued.pop_front() {
+            Some(i) => i,
+            None => {
+                let i = self.next;
+                self.copies[i].lanes().fork(gpu).map_err(ordering)?;
+                self.next = (i + 1) % self.copies.len();
+                i
+            }
+        };
+        let c = &mut self.copies[i];
+        let lanes = c.lanes.as_ref().expect("a CUDA metric has its lanes");
+        c.distorted
             .measure(&lanes.distorted, plan, Side::Distorted, d, scores)?;
-        if let (Some(s), Some(lane)) = (&mut self.reference, &lanes.reference) {
+        if let (Some(s), Some(lane)) = (&mut c.reference, &lanes.reference) {
             s.measure(lane, plan, Side::Reference, r, scores)?;
         }
         Ok(())

@@ -1,11 +1,11 @@
-//! Black on the GPU, one state per input: per frame one `black_count` launch (a partial
-//! count per block) and one copy of those counts, which the host adds. Buffers are
-//! allocated once, for the side's layout.
+//! Black on the GPU, one state per input: per frame one `black_count` launch, whose blocks
+//! write their partial counts straight to the frame's host slot (`Readback`), which the
+//! host adds. Buffers are allocated once, for the side's layout.
 
 use cudarc::driver::{DriverError, LaunchConfig};
 
 use super::BLACK;
-use crate::cuda::{DeviceBuffer, Gpu, Readback};
+use crate::cuda::{Gpu, Readback};
 use crate::error::EngineError;
 use crate::frame::PlanePtrs;
 use crate::metric::single::{CudaSingle, Side};
@@ -15,8 +15,6 @@ use crate::scores::Scores;
 use gpumetrics_kernels::black::{self, BlackLuma};
 
 pub(super) struct Black {
-    /// One count per block.
-    partials: DeviceBuffer<u32>,
     /// The counts, back on the host (one slot per frame in flight).
     host: Readback<u32>,
     width: u32,
@@ -35,7 +33,6 @@ impl Black {
         let layout = side.layout(plan);
         let blocks = black::blocks(layout.height);
         Ok(Black {
-            partials: DeviceBuffer::zeroed(&gpu.stream, blocks as usize)?,
             host: Readback::new(&gpu.ctx, blocks as usize)?,
             width: layout.width,
             height: layout.height,
@@ -63,22 +60,21 @@ impl Black {
         None
     }
 
-    /// Queues the count and its copy to the host.
+    /// Queues the count, into the next host slot.
     fn launch(&mut self, gpu: &Gpu, l: BlackLuma) -> Result<(), DriverError> {
         let cfg = LaunchConfig {
             grid_dim: (self.blocks, 1, 1),
             block_dim: (black::BLOCK, 1, 1),
             shared_mem_bytes: 0,
         };
-        let out = self.partials.as_mut();
+        let out = self.host.target()?;
         // SAFETY: `l` was validated against the plan's layout by the backend and against
-        // these buffers by `mismatch`; `partials` holds one value per block of the grid; the
-        // copy follows the kernel on the stream and the host reads after its event.
+        // these buffers by `mismatch`; the slot holds one value per block of the grid, and
+        // the host reads it after the event committed after the kernel.
         unsafe {
             gpu.kernels.black_count(&gpu.stream, cfg, l, out)?;
-            self.host
-                .queue(out.as_raw(), self.blocks as usize, &gpu.stream)?;
         }
+        self.host.commit(&gpu.stream)?;
         Ok(())
     }
 

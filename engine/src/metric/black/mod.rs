@@ -112,7 +112,7 @@ pub(crate) const ENTRY: Entry = Entry {
             return Ok(None);
         }
         let settings: &Settings = s.settings();
-        NoReference::cuda_boxed(gpu, s.plan, |gpu, side| {
+        NoReference::cuda_boxed(gpu, s.plan, 1, |gpu, side| {
             if !measurable(side.layout(s.plan).format) {
                 return Ok(None);
             }

@@ -1,8 +1,8 @@
 //! Blockiness on the GPU, one state per input: per frame `blockiness_profiles` (the frame's
 //! gradients summed per band of 32 rows or columns), `blockiness_bands` (the band sums
 //! added to both profiles, which stay on the device for the sequence) and
-//! `blockiness_periods` (each (direction, period) pair's sums, one warp each), one copy of
-//! those sums (16 bytes per pair), from which the host keeps the largest ratio. All are
+//! `blockiness_periods` (each (direction, period) pair's sums, one warp each, written
+//! straight to the frame's host slot, `Readback`: 16 bytes per pair), from which the host keeps the largest ratio. All are
 //! queued first ([`CudaSingle::queue`]); `measure` waits and reads.
 
 use cudarc::driver::{DriverError, LaunchConfig};
@@ -27,9 +27,8 @@ pub(super) struct Blockiness {
     /// height` for the rows.
     col_bands: DeviceBuffer<f32>,
     row_bands: DeviceBuffer<f32>,
-    /// Per (direction, period) pair, its four sums (`blockiness::decode`).
-    sums: DeviceBuffer<f32>,
-    /// The sums, back on the host (one slot per frame in flight).
+    /// Per (direction, period) pair, its four sums (`blockiness::decode`), on the host (one
+    /// slot per frame in flight).
     host: Readback<f32>,
     /// (direction, period) pairs: 2 · periods.
     pairs: u32,
@@ -63,7 +62,6 @@ impl Blockiness {
                 &gpu.stream,
                 (blockiness::bands(width) as usize * height as usize).max(1),
             )?,
-            sums: DeviceBuffer::zeroed(&gpu.stream, len)?,
             host: Readback::new(&gpu.ctx, len)?,
             pairs,
             width,
@@ -91,7 +89,7 @@ impl Blockiness {
         None
     }
 
-    /// Queues the three kernels and the copy of the pairs' sums to the host.
+    /// Queues the three kernels, the pairs' sums into the next host slot.
     fn launch(&mut self, gpu: &Gpu, p: Params) -> Result<(), DriverError> {
         let (k, stream) = (&gpu.kernels, &gpu.stream);
         let grid = blockiness::profile_grid(self.width, self.height);
@@ -99,13 +97,13 @@ impl Blockiness {
         let rows = self.rows.as_mut();
         let col_bands = self.col_bands.as_mut();
         let row_bands = self.row_bands.as_mut();
-        let sums = self.sums.as_mut();
+        let sums = self.host.target()?;
         // SAFETY: the frame was validated against the plan's layout by the backend and
         // against these buffers by `mismatch`; the profiles hold width and height values,
         // the band buffers `bands(height) · width` and `bands(width) · height` (what
         // `profile_grid`'s blocks write), `sums` 4 per pair for the grid of `pairs` blocks;
-        // the bands kernel's grid covers width + height; the kernels and the copy run in
-        // stream order and the host reads after the copy's event.
+        // the bands kernel's grid covers width + height; the kernels run in stream order and
+        // the host reads the slot after the event committed after them.
         unsafe {
             if grid > 0 {
                 let cfg = LaunchConfig {
@@ -140,10 +138,9 @@ impl Blockiness {
                 };
                 k.blockiness_periods(stream, cfg, p, cols.as_const(), rows.as_const(), sums)?;
             }
-            // Without pairs nothing is copied; the slot's event still marks the frame.
-            self.host
-                .queue(sums.as_raw(), 4 * self.pairs as usize, stream)?;
         }
+        // Without pairs nothing is written; the slot's event still marks the frame.
+        self.host.commit(stream)?;
         Ok(())
     }
 

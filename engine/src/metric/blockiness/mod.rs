@@ -99,7 +99,7 @@ pub(crate) const ENTRY: Entry = Entry {
             return Ok(None);
         }
         let settings = *s.settings::<Settings>();
-        NoReference::cuda_boxed(gpu, s.plan, |gpu, side| {
+        NoReference::cuda_boxed(gpu, s.plan, 1, |gpu, side| {
             cuda::Blockiness::new(gpu, s.plan, side, settings).map(Some)
         })
     },

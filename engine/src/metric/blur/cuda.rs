@@ -1,7 +1,7 @@
 //! Blur on the GPU, one state per input: per frame `blur_gauss` (the blurred plane),
 //! `blur_suppress` (the suppressed gradients), `blur_widths` (per CUDA block, the exact sum
-//! and the count of the edge widths of one 32×32 tile of one block), one copy of those
-//! partials, which the host adds per block and pools ([`super::pool`]). All are queued first
+//! and the count of the edge widths of one 32×32 tile of one block, written straight to
+//! the frame's host slot, `Readback`), which the host adds per block and pools ([`super::pool`]). All are queued first
 //! ([`CudaSingle::queue`]); `measure` waits and reads. Buffers are
 //! allocated once, for the side's layout.
 
@@ -23,9 +23,8 @@ pub(super) struct Blur {
     /// The blurred and the suppressed planes, `width · height` bytes each (pitch `width`).
     blurred: DeviceBuffer<u8>,
     suppressed: DeviceBuffer<u8>,
-    /// Per CUDA block of `blur_widths`: (sum, count).
-    partials: DeviceBuffer<f64>,
-    /// The partials, back on the host (one slot per frame in flight).
+    /// Per CUDA block of `blur_widths`: (sum, count), on the host (one slot per frame in
+    /// flight).
     host: Readback<f64>,
     /// Values of the partials: 2 per block of the grid.
     len: usize,
@@ -59,7 +58,6 @@ impl Blur {
             settings,
             blurred: DeviceBuffer::zeroed(&gpu.stream, n)?,
             suppressed: DeviceBuffer::zeroed(&gpu.stream, n)?,
-            partials: DeviceBuffer::zeroed(&gpu.stream, len)?,
             host: Readback::new(&gpu.ctx, len)?,
             len: 2 * grid as usize,
             width,
@@ -89,7 +87,7 @@ impl Blur {
         None
     }
 
-    /// Queues the three kernels and the copy of the width partials to the host.
+    /// Queues the three kernels, the width partials into the next host slot.
     fn launch(&mut self, gpu: &Gpu, p: Params) -> Result<(), DriverError> {
         let (k, stream) = (&gpu.kernels, &gpu.stream);
         let plane = LaunchConfig {
@@ -103,7 +101,7 @@ impl Blur {
         };
         let blurred = self.blurred.as_mut();
         let suppressed = self.suppressed.as_mut();
-        let partials = self.partials.as_mut();
+        let partials = self.host.target()?;
         let cfg = LaunchConfig {
             grid_dim: (self.grid, 1, 1),
             block_dim: (blur::BLOCK, 1, 1),
@@ -111,8 +109,8 @@ impl Blur {
         };
         // SAFETY: the frame was validated against the plan's layout by the backend and
         // against these buffers by `mismatch`; both planes hold width·height bytes, the
-        // partials 2·grid values for the grid of `grid` blocks; the kernels and the copy
-        // run in stream order and the host reads after the copy's event.
+        // slot 2·grid values for the grid of `grid` blocks; the kernels run in stream order
+        // and the host reads the slot after the event committed after them.
         unsafe {
             k.blur_gauss(stream, plane, p, blurred)?;
             k.blur_suppress(stream, plane, p, blurred.as_const(), suppressed)?;
@@ -124,8 +122,8 @@ impl Blur {
                 suppressed.as_const(),
                 partials,
             )?;
-            self.host.queue(partials.as_raw(), self.len, stream)?;
         }
+        self.host.commit(stream)?;
         Ok(())
     }
 }

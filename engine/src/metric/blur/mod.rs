@@ -168,7 +168,7 @@ pub(crate) const ENTRY: Entry = Entry {
             return Ok(None);
         }
         let settings = *s.settings::<Settings>();
-        NoReference::cuda_boxed(gpu, s.plan, |gpu, side| {
+        NoReference::cuda_boxed(gpu, s.plan, s.in_flight, |gpu, side| {
             cuda::Blur::new(gpu, s.plan, side, settings).map(Some)
         })
     },

@@ -1,7 +1,8 @@
 //! CAMBI on the GPU: the kernel crate's per-pixel functions as kernels
 //! (`gpumetrics_kernels::cambi`'s `kernels.rs` lists them), every buffer allocated once at
-//! the encoding size, and per frame one queue of launches with one copy of the five scale
-//! scores back; the host only weighs the scores ([`k::combine`]).
+//! the encoding size, and per frame one queue of launches whose last kernels write the five
+//! scale scores straight to the host (`Readback`); the host only weighs the scores
+//! ([`k::combine`]).
 //!
 //! The scores equal the CPU backend's: the planes, the mask and the c-values are integer or
 //! the same `f32` operations, the top-k selection is exact ([`k::topk`]), and only the
@@ -58,8 +59,8 @@ pub(crate) struct CambiCuda {
     /// Per scale: the three histograms, then the three selections (cleared per frame).
     counters: DeviceBuffer<u32>,
     partials: DeviceBuffer<f64>,
-    scores: DeviceBuffer<f64>,
-    /// The scale scores, back on the host (one slot per frame in flight).
+    /// The scale scores, written by the last kernel of each scale straight to the host
+    /// (one slot per frame in flight).
     host: Readback<f64>,
     /// Bytes of one column of `cambi_cvalues`' counts.
     col_bytes: u32,
@@ -144,7 +145,6 @@ impl CambiCuda {
             values: DeviceBuffer::zeroed(&gpu.stream, n)?,
             counters: DeviceBuffer::zeroed(&gpu.stream, SCALES * (COUNTERS + STATE_WORDS))?,
             partials: DeviceBuffer::zeroed(&gpu.stream, SCALES * TOPK_BLOCKS as usize)?,
-            scores: DeviceBuffer::zeroed(&gpu.stream, SCALES)?,
             // SAFETY: written by the copy in `queue` before `finish` reads it.
             host: Readback::new(&gpu.ctx, SCALES)?,
             luma: format.channels()[0],
@@ -159,7 +159,8 @@ impl CambiCuda {
     }
 
     /// Queues the work for the luma of `frame` (a validated device frame of the layout
-    /// given to [`CambiCuda::new`]) and the copy of its scale scores; no synchronisation.
+    /// given to [`CambiCuda::new`]), its scale scores into the next host slot; no
+    /// synchronisation.
     pub(crate) fn queue(&mut self, gpu: &Gpu, frame: &PlanePtrs) -> Result<(), EngineError> {
         self.launch(gpu, frame)
             .map_err(|e| EngineError::Cuda(format!("running cambi: {e}")))
@@ -201,12 +202,13 @@ impl CambiCuda {
             _pad: 0,
         };
         let counters = self.counters.as_mut();
+        let scores = self.host.target()?;
         let plane =
             |b: &DeviceBuffer<u16>, w: u32, h: u32| Plane16::new(b.ptr() as *const u16, w, w, h);
         // SAFETY: every buffer was allocated for the encoding size (each scale is smaller)
         // and the frame was validated against the layout the rows and columns were made
-        // for; the kernels, the clear and the copy run in stream order, and the host reads
-        // the copy only after the caller synchronises.
+        // for; the kernels and the clear run in stream order, and the host reads the
+        // scores' slot (SCALES values) only after the event committed after them.
         unsafe {
             cudarc::driver::result::memset_d8_async(
                 self.counters.ptr(),
@@ -326,11 +328,11 @@ impl CambiCuda {
                     blocks,
                     kept,
                     state.as_const(),
-                    self.scores.as_mut().wrapping_add(s),
+                    scores.wrapping_add(s),
                 )?;
             }
-            self.host.queue(self.scores.ptr(), SCALES, stream)?;
         }
+        self.host.commit(stream)?;
         Ok(())
     }
 }

@@ -453,7 +453,7 @@ pub(crate) const ENTRY: Entry = Entry {
             return Ok(None);
         }
         let settings = *s.settings::<CambiSettings>();
-        NoReference::cuda_boxed(gpu, s.plan, |gpu, side| {
+        NoReference::cuda_boxed(gpu, s.plan, s.in_flight, |gpu, side| {
             Ok(cuda::CambiCuda::new(gpu, side.layout(s.plan), &settings)?
                 .ok()
                 .map(cuda::Single::new))

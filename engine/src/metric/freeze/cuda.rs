@@ -2,8 +2,8 @@
 //! absolute differences against the reference frame, a partial per block, while the frame
 //! is written to the spare buffer), one `freeze_decide` (one warp adds the partials and,
 //! when the frame is not frozen, makes the spare the reference: no second pass copies the
-//! frame, and no host decision stands between two frames in flight) and one copy of the
-//! total. Buffers are allocated once, for the side's layout.
+//! frame, and no host decision stands between two frames in flight), which writes the total
+//! straight to the frame's host slot (`Readback`). Buffers are allocated once, for the side's layout.
 
 use cudarc::driver::{DriverError, LaunchConfig};
 
@@ -24,9 +24,9 @@ pub(super) struct Freeze {
     /// On the device: which of `buffers` is the reference (0 or 1), flipped by
     /// `freeze_decide` when a frame is not frozen.
     state: DeviceBuffer<u32>,
-    /// One sum per block, then the frame's total (`blocks + 1` values).
+    /// One sum per block.
     partials: DeviceBuffer<u64>,
-    /// The totals, back on the host (one slot per frame in flight).
+    /// The frame's total, on the host (one slot per frame in flight).
     host: Readback<u64>,
     /// The frame these buffers were made for (its addresses unset).
     shape: FreezeFrame,
@@ -53,7 +53,7 @@ impl Freeze {
         Ok(Freeze {
             buffers: DeviceBuffer::zeroed(&gpu.stream, 2 * n)?,
             state: DeviceBuffer::zeroed(&gpu.stream, 1)?,
-            partials: DeviceBuffer::zeroed(&gpu.stream, blocks as usize + 1)?,
+            partials: DeviceBuffer::zeroed(&gpu.stream, blocks as usize)?,
             host: Readback::new(&gpu.ctx, 1)?,
             shape,
             blocks,
@@ -89,7 +89,7 @@ impl Freeze {
         None
     }
 
-    /// Queues the sums, the decision and the copy of the total to the host.
+    /// Queues the sums and the decision, the total into the next host slot.
     fn launch(&mut self, gpu: &Gpu, f: FreezeFrame) -> Result<(), DriverError> {
         let cfg = LaunchConfig {
             grid_dim: (self.blocks, 1, 1),
@@ -102,14 +102,14 @@ impl Freeze {
             shared_mem_bytes: 0,
         };
         let partials = self.partials.as_mut();
-        let total = partials.wrapping_add(self.blocks as usize);
+        let total = self.host.target()?;
         let state = self.state.as_mut();
         let first = self.first as u32;
         // SAFETY: `f` was validated against the plan's layout by the backend and against
         // these buffers by `mismatch`; `buffers` holds two frames of `f.count()` values and
         // `state` one value, 0 or 1 (zeroed, then only flipped by `freeze_decide`);
-        // `partials` holds one value per block and the total after them; the kernels and
-        // the copy run in stream order and the host reads after the copy's event.
+        // `partials` holds one value per block and the slot one; the kernels run in stream
+        // order and the host reads the slot after the event committed after them.
         unsafe {
             let k = &gpu.kernels;
             k.freeze_sad(
@@ -133,8 +133,8 @@ impl Freeze {
                 state,
                 total,
             )?;
-            self.host.queue(total.as_raw(), 1, &gpu.stream)?;
         }
+        self.host.commit(&gpu.stream)?;
         Ok(())
     }
 }

@@ -85,7 +85,7 @@ pub(crate) const ENTRY: Entry = Entry {
             return Ok(None);
         }
         let noise = s.settings::<Settings>().noise;
-        NoReference::cuda_boxed(gpu, s.plan, |gpu, side| {
+        NoReference::cuda_boxed(gpu, s.plan, 1, |gpu, side| {
             cuda::Freeze::new(gpu, s.plan, side, noise).map(Some)
         })
     },

@@ -1,8 +1,8 @@
 //! SI/TI on the GPU, one state per input: per frame one `siti_sums` launch (per block the
 //! f64 sums of the gradients, of their squares, of the motions and of their squares, on a
 //! grid of tiles that each block converts once into shared memory; the frame's luma
-//! becomes the previous frame) and one copy of those partials, which the host adds in
-//! block order. The previous frame's luma stays on the device. Buffers are allocated once,
+//! becomes the previous frame), written straight to the frame's host slot (`Readback`),
+//! which the host adds in block order. The previous frame's luma stays on the device. Buffers are allocated once,
 //! for the side's layout.
 
 use cudarc::driver::{DriverError, LaunchConfig};
@@ -20,9 +20,8 @@ use gpumetrics_kernels::siti::{self, Luma};
 pub(super) struct Siti {
     /// The previous frame's full-range luma, `width · height` values (pitch `width`).
     previous: DeviceBuffer<u16>,
-    /// Per block the four sums of `siti::Sums`: `4 · blocks` values.
-    partials: DeviceBuffer<f64>,
-    /// The partials, back on the host (one slot per frame in flight).
+    /// Per block the four sums of `siti::Sums` (`4 · blocks` values), on the host (one
+    /// slot per frame in flight).
     host: Readback<f64>,
     width: u32,
     height: u32,
@@ -42,7 +41,6 @@ impl Siti {
         let blocks = siti::blocks(width, height);
         Ok(Siti {
             previous: DeviceBuffer::zeroed(&gpu.stream, width as usize * height as usize)?,
-            partials: DeviceBuffer::zeroed(&gpu.stream, 4 * blocks as usize)?,
             host: Readback::new(&gpu.ctx, 4 * blocks as usize)?,
             width,
             height,
@@ -74,7 +72,7 @@ impl Siti {
         None
     }
 
-    /// Queues the kernel and the copy of its partials to the host.
+    /// Queues the kernel, its partials into the next host slot.
     fn launch(&mut self, gpu: &Gpu, l: Luma) -> Result<(), DriverError> {
         let (k, stream) = (&gpu.kernels, &gpu.stream);
         let cfg = LaunchConfig {
@@ -83,17 +81,16 @@ impl Siti {
             shared_mem_bytes: 0,
         };
         let first = self.first as u32;
-        let sums = self.partials.as_mut();
+        let sums = self.host.target()?;
         let previous = self.previous.as_mut();
         // SAFETY: `l` was validated against the plan's layout by the backend and against
         // these buffers' size by `mismatch`; `previous` holds width·height values, the
-        // partials 4·blocks for the grid of `blocks` blocks; the kernel and the copy run in
-        // stream order, and the host reads after the copy's event.
+        // slot 4·blocks values for the grid of `blocks` blocks; the host reads it after the
+        // event committed after the kernel.
         unsafe {
             k.siti_sums(stream, cfg, l, previous, first, sums)?;
-            self.host
-                .queue(sums.as_raw(), 4 * self.blocks as usize, stream)?;
         }
+        self.host.commit(stream)?;
         Ok(())
     }
 

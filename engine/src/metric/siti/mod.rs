@@ -63,7 +63,7 @@ pub(crate) const ENTRY: Entry = Entry {
         if !s.set.contains(FLAG) || why_not(s.plan).is_some() {
             return Ok(None);
         }
-        NoReference::cuda_boxed(gpu, s.plan, |gpu, side| {
+        NoReference::cuda_boxed(gpu, s.plan, 1, |gpu, side| {
             cuda::Siti::new(gpu, s.plan, side).map(Some)
         })
     },
