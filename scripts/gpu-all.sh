@@ -389,9 +389,13 @@ step_inflight() {
   run $B/cuda_kernels --ignored --test-threads 1 --nocapture "in_flight::"
   bench && need $B/throughput || return 0
   local five=blur+blockiness+siti+black+freeze
-  local rows=$five,no-reference,cambi,full-reference,siti,black,freeze,blur,blockiness
-  step "throughput with one and two pairs in flight, 1080p"
-  run $B/throughput --seconds 2 --no-cpu --sizes 1080p --metrics "$rows" --in-flight 1,2
+  local rows=$five,no-reference,cambi,siti,black,freeze,blur,blockiness
+  step "throughput with 1, 2 and 4 pairs in flight, 1080p"
+  run $B/throughput --seconds 2 --no-cpu --sizes 1080p --metrics "$rows" --in-flight 1,2,4
+  step "throughput of the full-reference metrics and VMAF v1 with 1 and 4 pairs in flight, 1080p"
+  run $B/throughput --seconds 2 --no-cpu --sizes 1080p --in-flight 1,4 \
+    --metrics "full-reference,full-reference+$five,vmaf vmaf_v1.0.16_3d0h"
+  ncu_kernels "(blur|blockiness|siti|black|freeze)_" 10 "$five" gpu__time_duration.sum
   # Where a frame's time goes on the host (CUDA API calls) and on the device, when nsys is there.
   command -v nsys >/dev/null || { echo "skipped: no nsys"; return 0; }
   step "nsys: CUDA API and kernel time of the five no-reference metrics, one input, 2 in flight"

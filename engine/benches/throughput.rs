@@ -32,11 +32,11 @@ struct Args {
     #[arg(long)]
     no_cpu: bool,
     /// Comma-separated rows to run (default: all), e.g. ssim,ms-ssim; a name with `+` is a
-    /// row of its own for that set of metrics (blur+siti).
+    /// row of its own for that set of metrics and row sets (blur+siti, full-reference+blur).
     #[arg(long, value_delimiter = ',')]
     metrics: Vec<String>,
     /// Comma-separated pairs in flight for the CUDA rows (`EngineBuilder::in_flight`).
-    #[arg(long, default_value = "1,2", value_delimiter = ',')]
+    #[arg(long, default_value = "1,2,4", value_delimiter = ',')]
     in_flight: Vec<usize>,
     #[arg(long)]
     bench: bool,
@@ -192,7 +192,13 @@ fn main() {
             continue;
         }
         let set = name.split('+').try_fold(MetricSet::default(), |s, n| {
-            MetricSet::named(n).map(|f| s | f)
+            let part = match n {
+                "full-reference" => Some(fr),
+                "no-reference" => Some(nr),
+                "all" => Some(MetricSet::ALL),
+                _ => MetricSet::named(n),
+            };
+            part.map(|f| s | f)
         });
         let Some(set) = set else {
             eprintln!("throughput: {name}: not a set of metric names");

@@ -128,9 +128,10 @@ impl<T> PinnedBuffer<T> {
 }
 
 /// Pairs one engine may have in flight (submitted, results not read yet): the depth of
-/// every [`Readback`] and of the host frames' upload staging. Two are enough for the host's
-/// work on one pair (queueing, reading, scoring) to overlap the device's work on the other.
-pub(crate) const IN_FLIGHT: usize = 2;
+/// every [`Readback`] (the upload staging has as many slots as the engine asks for). With two
+/// the host's work on one pair (queueing, reading, scoring) overlaps the device's work on
+/// the other; more let the small kernels of several pairs share the device.
+pub(crate) const IN_FLIGHT: usize = 4;
 
 /// Where a metric's per-frame results come back to the host: one slot of pinned host
 /// memory, mapped into the device's address space, per frame in flight ([`IN_FLIGHT`]),

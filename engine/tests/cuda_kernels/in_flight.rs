@@ -1,5 +1,5 @@
-//! Pairs in flight ([`EngineBuilder::in_flight`]): the CUDA engine with two pairs in flight
-//! gives the same records, field for field and bit for bit, as the same engine with one,
+//! Pairs in flight ([`EngineBuilder::in_flight`]): the CUDA engine with two (and with the
+//! most) pairs in flight gives the same records, field for field and bit for bit, as the same engine with one,
 //! over a sequence with moving, black and frozen frames, an end of sequence in the middle
 //! and a flush with a pair in flight; with device frames (all kept until the end) and host
 //! frames (copied when pushed). The metrics: the no-reference ones and CAMBI, which queue
@@ -11,7 +11,8 @@ use std::sync::Arc;
 use cudarc::driver::{CudaStream, DevicePtr, DriverError};
 use gpumetrics_engine::cuda::Kernels;
 use gpumetrics_engine::{
-    BackendChoice, Engine, EngineConfig, Frame, FrameLayout, MetricSet, PixelFormat, Scores,
+    BackendChoice, Engine, EngineConfig, Frame, FrameLayout, MAX_IN_FLIGHT, MetricSet, PixelFormat,
+    Scores,
 };
 
 use crate::Outcome;
@@ -145,17 +146,25 @@ fn check(_k: &Kernels, _s: &Arc<CudaStream>, r: &mut Rng) -> Result<Outcome, Dri
                 };
                 b.in_flight(pairs).build().expect("a CUDA engine")
             };
-            for (memory, pairs) in [("device", &device), ("host", &host)] {
-                let (mut one, mut two) = (build(1), build(2));
-                assert_eq!((one.in_flight(), two.in_flight()), (1, 2));
-                let (a, dropped_a) = run(&mut one, pairs, single, 8, 11);
-                let (b, dropped_b) = run(&mut two, pairs, single, 8, 11);
-                let what = format!("{} {w}x{h} {label}, {memory} frames", format.name());
-                // The flush drops one pair more with two in flight: the last before it.
-                let mut same = dropped_b == dropped_a + 1
+            for (memory, pairs, depth) in [
+                ("device", &device, 2),
+                ("host", &host, 2),
+                ("device", &device, MAX_IN_FLIGHT),
+            ] {
+                let (mut one, mut more) = (build(1), build(depth));
+                assert_eq!((one.in_flight(), more.in_flight()), (1, depth));
+                let (a, dropped_a) = run(&mut one, pairs, single, 4, 11);
+                let (b, dropped_b) = run(&mut more, pairs, single, 4, 11);
+                let what = format!(
+                    "{} {w}x{h} {label}, {memory} frames, {depth} in flight",
+                    format.name()
+                );
+                // The flush drops the pairs in flight before it too (depth − 1 more).
+                let extra = depth - 1;
+                let mut same = dropped_b == dropped_a + extra
                     && a.len() == 2
                     && b.len() == 2
-                    && b[0].len() + 1 == a[0].len()
+                    && b[0].len() + extra == a[0].len()
                     && a[1].len() == b[1].len()
                     && a[1].len() == n - 11;
                 for (sa, sb) in a.iter().zip(&b) {
