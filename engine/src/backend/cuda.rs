@@ -208,36 +208,31 @@ impl CudaBackend {
         setup().map_err(cuda_err("setting up the CUDA backend"))
     }
 
+    /// Where the kernels read a validated frame (`checked`, from [`CudaBackend::validate`]):
+    /// a host frame is uploaded to input `index`'s staging (0 reference, 1 distorted), a
+    /// device frame is read in place.
     fn device_planes(
         &mut self,
         frame: &Frame,
-        plan: &Plan,
+        checked: PlanePtrs,
         index: usize,
     ) -> Result<PlanePtrs, EngineError> {
-        let (layout, what) = if index == 0 {
-            (&plan.reference, "reference")
-        } else {
-            (&plan.distorted, "distorted")
-        };
         match frame {
-            Frame::Host(f) => {
-                let host = f.validate(layout, what)?;
-                self.uploads[index]
-                    .as_mut()
-                    .expect("a staging buffer for each input of the plan")
-                    .upload(f, &host, &self.gpu.stream)
-                    .map_err(cuda_err("uploading a frame"))
-            }
-            Frame::Device(f) => f.validate(layout, what),
+            Frame::Host(f) => self.uploads[index]
+                .as_mut()
+                .expect("a staging buffer for each input of the plan")
+                .upload(f, &checked, &self.gpu.stream)
+                .map_err(cuda_err("uploading a frame")),
+            Frame::Device(_) => Ok(checked),
         }
     }
 
-    /// Validates both frames before anything is uploaded or queued (an invalid frame
-    /// leaves the pairs in flight as they were).
-    fn validate(frame: &Frame, layout: &FrameLayout, what: &str) -> Result<(), EngineError> {
+    /// Validates a frame against its layout, before anything is uploaded or queued (an
+    /// invalid frame leaves the pairs in flight as they were).
+    fn validate(frame: &Frame, layout: &FrameLayout, what: &str) -> Result<PlanePtrs, EngineError> {
         match frame {
-            Frame::Host(f) => f.validate(layout, what).map(|_| ()),
-            Frame::Device(f) => f.validate(layout, what).map(|_| ()),
+            Frame::Host(f) => f.validate(layout, what),
+            Frame::Device(f) => f.validate(layout, what),
         }
     }
 }
@@ -267,17 +262,17 @@ impl Backend for CudaBackend {
             .ctx
             .bind_to_thread()
             .map_err(cuda_err("binding the CUDA context"))?;
-        Self::validate(distorted, &plan.distorted, "distorted")?;
-        if plan.has_reference {
-            Self::validate(reference, &plan.reference, "reference")?;
-        }
-        let d = self.device_planes(distorted, plan, 1)?;
+        let checked_d = Self::validate(distorted, &plan.distorted, "distorted")?;
+        let checked_r = match plan.has_reference {
+            true => Some(Self::validate(reference, &plan.reference, "reference")?),
+            false => None,
+        };
+        let d = self.device_planes(distorted, checked_d, 1)?;
         // One input alone: its frame stands for both (uploaded once); the no-reference
         // metrics measure only the distorted side.
-        let r = if plan.has_reference {
-            self.device_planes(reference, plan, 0)?
-        } else {
-            d
+        let r = match checked_r {
+            Some(checked) => self.device_planes(reference, checked, 0)?,
+            None => d,
         };
         if self.metrics.is_empty() {
             // Nothing waits for the uploads otherwise: surface their errors here.
