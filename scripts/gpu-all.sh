@@ -42,6 +42,11 @@
 #                their throughput and ncu's kernel times
 #   inflight     cuda_kernels in_flight:: (two pairs in flight give the records of one at a
 #                time), the throughput of the no-reference metrics and CAMBI with 1 and 2
+#   streams      many engines in one process (engine bench streams): N = 1..32 engines, one
+#                thread each, aggregate and per-engine pairs/s and device memory per engine,
+#                for PSNR+SSIM+VMAF and all metrics (device and host frames), and the five
+#                no-reference metrics on one input (N = 1, 2, 4: whether one engine is bound
+#                by the device or by its host thread)
 #   blur         cuda_kernels blur:: (the kernels against the host, exact; the CUDA engine
 #                against the CPU engine), its throughput and ncu's kernel times
 #   blockiness   cuda_kernels blockiness:: (the same, over sequences), its throughput, ncu
@@ -89,7 +94,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 d=.gpu/all
 B=$d/bin
-ALL_STEPS="selftest psnr ssim ssimulacra2 butteraugli siti blur blockiness blackfreeze nr inflight vmaf cambi element throughput cudamem colour cli libvmaf libvmaf32"
+ALL_STEPS="selftest psnr ssim ssimulacra2 butteraugli siti blur blockiness blackfreeze nr inflight streams vmaf cambi element throughput cudamem colour cli libvmaf libvmaf32"
 
 # ---------------------------------------------------------------------------------------------
 # Packing (this machine)
@@ -107,6 +112,7 @@ bins() {
     blackfreeze) echo $e:test:cuda_kernels $e:test:black_freeze_ffmpeg $e:bench:throughput ;;
     nr) echo $e:bench:throughput $g:test:no_reference ;;
     inflight) echo $e:test:cuda_kernels $e:bench:throughput ;;
+    streams) echo $e:bench:streams ;;
     vmaf) echo $e:test:cuda_kernels $e:test:vmaf_cuda $e:test:vmaf_reference $e:bench:throughput $g:test:vmaf_element ;;
     vmafcore) echo $e:test:cuda_kernels $e:test:vmaf_cuda $e:test:vmaf_reference $e:bench:throughput ;;
     cambi) echo $e:test:cuda_kernels $e:test:cambi_reference $e:bench:throughput ;;
@@ -396,6 +402,15 @@ step_inflight() {
   run $B/throughput --seconds 2 --no-cpu --sizes 1080p --in-flight 1,4 \
     --metrics "full-reference,full-reference+$five,vmaf vmaf_v1.0.16_3d0h"
   ncu_kernels "(blur|blockiness|siti|black|freeze)_" 10 "$five" gpu__time_duration.sum
+  # What bounds each: throughput of the SMs, L1, L2 and DRAM, occupancy and the top stalls.
+  command -v ncu >/dev/null && {
+    step "ncu: what bounds the five's kernels (speed of light, occupancy, warp stalls)"
+    ncu --clock-control none -k "regex:(blur|blockiness|siti|black|freeze)_" -c 10 \
+      --section SpeedOfLight --section Occupancy --section WarpStateStats --section LaunchStats \
+      $B/throughput --seconds 0.05 --sizes 1080p --no-cpu --metrics "$five" --in-flight 1 2>&1 |
+      grep -E "^  [a-z_]+|Duration|Throughput|Occupancy|Registers|Shared Memory Config|Grid Size|Block Size|Stall|cycles being stalled|One or More Eligible" |
+      grep -v "^    ---" | head -200
+  }
   # Where a frame's time goes on the host (CUDA API calls) and on the device, when nsys is there.
   command -v nsys >/dev/null || { echo "skipped: no nsys"; return 0; }
   step "nsys: CUDA API and kernel time of the five no-reference metrics, one input, 2 in flight"
@@ -403,6 +418,15 @@ step_inflight() {
     $B/throughput --seconds 0.5 --no-cpu --sizes 1080p --metrics "$five" --in-flight 2 >/dev/null 2>&1
   nsys stats -q --report cuda_api_sum,cuda_gpu_kern_sum --format csv /tmp/gpumetrics-nr.nsys-rep 2>&1 |
     cut -c1-160 | head -60
+}
+
+step_streams() {
+  bench && need $B/streams || return 0
+  step "streams: the five no-reference metrics on one input, 1, 2 and 4 engines (threads), device frames"
+  run $B/streams --seconds 2 --engines 1,2,4 --frames device --in-flight 2 \
+    --sets dist:blur+blockiness+siti+black+freeze
+  step "streams: N engines in one process, 1080p, PSNR+SSIM+VMAF and all metrics"
+  run $B/streams --seconds 2 --engines 1,2,4,8,16,32 --frames device,host --sets psnr+ssim+vmaf,all
 }
 
 step_blur() {

@@ -11,7 +11,7 @@ src=${1:-../vmaf}
 out=$PWD/.gpu/inputs/lv32
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-git -C "$src" archive v3.2.0 libvmaf | tar -x -C "$work"
+git -C "$src" archive v3.2.0 libvmaf model | tar -x -C "$work"
 meson setup "$work/build" "$work/libvmaf" --buildtype=release -Denable_float=true \
   -Denable_asm=true -Denable_cuda=false -Ddefault_library=static -Dbuilt_in_models=true
 ninja -C "$work/build" tools/vmaf

@@ -128,7 +128,12 @@ fn kernels(k: &Kernels, s: &Arc<CudaStream>, r: &mut Rng) -> Result<Outcome, Dri
             3
         };
         let dims = [(c.w, c.h), (c.cw, c.ch), (c.cw, c.ch)];
-        let pitches = dims.map(|(w, _)| (w.max(1) - 1) * c.bytes + c.bytes + 3);
+        // Widths that are multiples of 4 get pitches aligned to 8 bytes (the kernel reads
+        // them a group at a time), the others an odd pitch (a sample at a time).
+        let pitches = dims.map(|(w, _)| match w % 4 {
+            0 => (w * c.bytes).max(1).next_multiple_of(8),
+            _ => (w.max(1) - 1) * c.bytes + c.bytes + 3,
+        });
         let shape = FreezeFrame {
             width: [c.w, c.cw, c.cw],
             height: [c.h, c.ch, c.ch],
@@ -146,9 +151,10 @@ fn kernels(k: &Kernels, s: &Arc<CudaStream>, r: &mut Rng) -> Result<Outcome, Dri
         }
         .with_offsets();
         let n = shape.count() as usize;
+        let stride = shape.buffer_len() as usize;
         let blocks = freeze::blocks(shape.rows);
         // Both frame buffers in one allocation; `state` names the reference (0 or 1).
-        let mut bufs = s.alloc_zeros::<u16>(2 * n.max(1))?;
+        let mut bufs = s.alloc_zeros::<u16>(2 * stride.max(4))?;
         let mut state = s.alloc_zeros::<u32>(1)?;
         let mut sel = 0usize;
         let mut partials = s.alloc_zeros::<u64>(blocks as usize)?;
@@ -245,7 +251,7 @@ fn kernels(k: &Kernels, s: &Arc<CudaStream>, r: &mut Rng) -> Result<Outcome, Dri
                 max_err = f64::INFINITY;
             }
             let all = s.clone_dtoh(&bufs)?;
-            let spare_at = (1 - sel) * n;
+            let spare_at = (1 - sel) * stride;
             let got_spare = &all[spare_at..spare_at + n];
             bad_spare += got_spare
                 .iter()

@@ -48,7 +48,7 @@ impl Freeze {
         noise: f64,
     ) -> Result<Freeze, DriverError> {
         let shape = super::frame(plan, side, &PlanePtrs::default());
-        let n = (shape.count() as usize).max(1);
+        let n = (shape.buffer_len() as usize).max(4);
         let blocks = freeze::blocks(shape.rows);
         Ok(Freeze {
             buffers: DeviceBuffer::zeroed(&gpu.stream, 2 * n)?,
@@ -106,7 +106,8 @@ impl Freeze {
         let state = self.state.as_mut();
         let first = self.first as u32;
         // SAFETY: `f` was validated against the plan's layout by the backend and against
-        // these buffers by `mismatch`; `buffers` holds two frames of `f.count()` values and
+        // these buffers by `mismatch`; `buffers` holds two frames of `f.buffer_len()`
+        // values (allocations are 256-byte aligned, so both start 8-byte aligned) and
         // `state` one value, 0 or 1 (zeroed, then only flipped by `freeze_decide`);
         // `partials` holds one value per block and the slot one; the kernels run in stream
         // order and the host reads the slot after the event committed after them.

@@ -15,7 +15,8 @@ use super::{FreezeFrame, WARPS, frozen, thread_sad};
 use gpumetrics_device as dev;
 
 gpumetrics_device::kernel! {
-    /// `buffers` holds two frames of `f.count()` values: the reference frame is the one
+    /// `buffers` holds two frames of `f.buffer_len()` values (8-byte aligned): the
+    /// reference frame is the one
     /// `*state` (0 or 1) names, the other is the spare. `out[b]` becomes the sum of
     /// `|frame − reference|` over the rows block b visits (0 when `first` ≠ 0: the
     /// reference is not read), and the spare the frame's samples (the layout of
@@ -50,7 +51,7 @@ gpumetrics_device::kernel! {
 #[inline(always)]
 unsafe fn sad(f: FreezeFrame, buffers: *mut u16, state: *const u32, first: u32, out: *mut u64) {
     gpumetrics_device::shared!(static FREEZE_WARP_SUMS: [u64; WARPS]);
-    let count = f.count() as usize;
+    let count = f.buffer_len() as usize;
     let sel = (unsafe { *state } & 1) as usize;
     let reference = unsafe { buffers.add(sel * count) } as *const u16;
     let spare = unsafe { buffers.add((1 - sel) * count) };

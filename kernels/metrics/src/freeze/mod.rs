@@ -72,6 +72,13 @@ impl FreezeFrame {
             .sum()
     }
 
+    /// Values of one frame buffer of the GPU's pair (reference and spare side by side):
+    /// [`FreezeFrame::count`] rounded up to a multiple of 4, so that the second buffer
+    /// starts 8-byte aligned as the first does ([`vector_row`]'s stores need it).
+    pub fn buffer_len(&self) -> u64 {
+        self.count().next_multiple_of(4)
+    }
+
     /// Sets `rows` and `offset` from `planes`, `width` and `height`.
     pub fn with_offsets(mut self) -> FreezeFrame {
         let (mut rows, mut at) = (0u32, 0u32);
@@ -151,15 +158,83 @@ pub unsafe fn sad_row(
     s
 }
 
+/// Consecutive samples of one row that a GPU thread handles per step of [`thread_sad`]:
+/// its loads are independent (so they overlap in flight) and, on aligned planar rows
+/// ([`vector_row`]), one 4- or 8-byte load of the frame, one 8-byte load of the reference
+/// and one 8-byte store to the spare.
+pub const GROUP: u32 = 4;
+
+/// Whether channel `c`'s rows can be read [`GROUP`] samples at a time with one aligned load
+/// (planar 8-bit or 16-bit samples, plane start and pitch aligned to the group's bytes) and
+/// its reference row written 4 values at a time (width and offset multiples of 4, so every
+/// row of the reference layout starts 8-byte aligned). The same for every thread.
+#[inline(always)]
+pub fn vector_row(ch: &Channel, width: u32, offset: u32) -> bool {
+    let bytes = (GROUP * ch.sample_bytes) as u64;
+    ch.step == ch.sample_bytes
+        && ch.sample_bytes <= 2
+        && ch.ptr.is_multiple_of(bytes)
+        && (ch.pitch as u64).is_multiple_of(bytes)
+        && width.is_multiple_of(GROUP)
+        && offset.is_multiple_of(GROUP)
+}
+
+/// One group of [`GROUP`] samples of a [`vector_row`] row from `x` (`x % GROUP == 0`,
+/// `x + GROUP <= width`): the sum of `|cur − reference|` (0 when `first`), the samples
+/// written to `spare`.
+///
+/// # Safety
+/// As [`thread_sad`], with `row` the row's start and `i` the group's index in the
+/// reference layout (`i % 4 == 0`, so `reference`/`spare` + `i` is 8-byte aligned when the
+/// buffers are).
+#[inline(always)]
+unsafe fn vector_group(
+    row: *const u8,
+    ch: &Channel,
+    x: u32,
+    i: usize,
+    reference: *const u16,
+    spare: *mut u16,
+    first: bool,
+) -> u32 {
+    let cur: [u32; 4] = if ch.sample_bytes == 1 {
+        let v = unsafe { *(row.add(x as usize) as *const u32) };
+        [v & 0xff, (v >> 8) & 0xff, (v >> 16) & 0xff, v >> 24]
+    } else {
+        let v = unsafe { *(row.add(2 * x as usize) as *const u64) };
+        let s = ch.shift;
+        [
+            (v as u32 & 0xffff) >> s,
+            ((v >> 16) as u32 & 0xffff) >> s,
+            ((v >> 32) as u32 & 0xffff) >> s,
+            ((v >> 48) as u32) >> s,
+        ]
+    };
+    let mut s = 0u32;
+    if !first {
+        let r = unsafe { *(reference.add(i) as *const u64) };
+        for (k, c) in cur.iter().enumerate() {
+            s += abs_diff(*c, (r >> (16 * k)) as u16);
+        }
+    }
+    let packed =
+        cur[0] as u64 | (cur[1] as u64) << 16 | (cur[2] as u64) << 32 | (cur[3] as u64) << 48;
+    unsafe { *(spare.add(i) as *mut u64) = packed };
+    s
+}
+
 /// One GPU thread's share of a frame: thread `thread` of block `block` of `blocks` visits
 /// rows `block, block + blocks, ..` of all channels in turn ([`FreezeFrame::locate`]) and
-/// in each the columns `thread, thread + BLOCK, ..`, summing the absolute differences with
-/// `reference` (none when `first`) and writing each sample to `spare`.
+/// in each the groups of [`GROUP`] columns from `GROUP · thread`, `GROUP · (thread +
+/// BLOCK)`, .., summing the absolute differences with `reference` (none when `first`) and
+/// writing each sample to `spare`. Rows that allow it are read and written a group at a
+/// time ([`vector_row`]), others (packed formats, odd widths, unaligned planes) a sample at
+/// a time; the sums are the same integers either way.
 ///
 /// # Safety
 /// `f` must describe readable memory; `reference` (unless `first`) and `spare` must hold
-/// [`FreezeFrame::count`] values laid out as [`FreezeFrame::offset`] says, and no other
-/// thread may write this thread's samples of `spare` during the call.
+/// [`FreezeFrame::count`] values laid out as [`FreezeFrame::offset`] says, 8-byte aligned,
+/// and no other thread may write this thread's samples of `spare` during the call.
 #[inline(always)]
 pub unsafe fn thread_sad(
     f: &FreezeFrame,
@@ -177,15 +252,24 @@ pub unsafe fn thread_sad(
         let (ch, width, offset) = f.plane(c);
         let row = row_ptr(&ch, y);
         let at = offset as usize + y as usize * width as usize;
-        let mut x = thread;
+        let vector = vector_row(&ch, width, offset);
+        let mut x = thread * GROUP;
         while x < width {
-            let cur = unsafe { load(row, x, &ch) };
             let i = at + x as usize;
-            if !first {
-                s += abs_diff(cur, unsafe { *reference.add(i) }) as u64;
+            if vector {
+                s += unsafe { vector_group(row, &ch, x, i, reference, spare, first) } as u64;
+            } else {
+                let mut k = 0;
+                while k < GROUP && x + k < width {
+                    let cur = unsafe { load(row, x + k, &ch) };
+                    if !first {
+                        s += abs_diff(cur, unsafe { *reference.add(i + k as usize) }) as u64;
+                    }
+                    unsafe { *spare.add(i + k as usize) = cur as u16 };
+                    k += 1;
+                }
             }
-            unsafe { *spare.add(i) = cur as u16 };
-            x += BLOCK;
+            x += BLOCK * GROUP;
         }
         r += blocks;
     }
@@ -332,6 +416,120 @@ mod tests {
         assert_eq!(got, want);
         assert_eq!(spare_gpu, spare);
         assert!(want > 0);
+    }
+
+    /// Bytes in storage aligned to 8, as device allocations are.
+    fn aligned(bytes: &[u8]) -> Vec<u64> {
+        let mut v = vec![0u64; bytes.len().div_ceil(8)];
+        for (i, b) in bytes.iter().enumerate() {
+            v[i / 8] |= (*b as u64) << (8 * (i % 8));
+        }
+        v
+    }
+
+    #[test]
+    fn aligned_rows_go_a_group_at_a_time_with_the_same_sums() {
+        // 8-bit 4:2:0 with widths multiple of 4, and 10-bit in the high bits of 16-bit
+        // containers (P010-like): both take the group path; the sums and the spare are the
+        // row function's.
+        for (bytes, shift, max) in [(1u32, 0u32, 255u32), (2, 6, 1023)] {
+            let (w, h, cw, chh) = (64u32, 9u32, 32u32, 4u32);
+            let mk = |n: u32, k: u32| -> Vec<u8> {
+                (0..n)
+                    .flat_map(|i| {
+                        let v = ((i * k) % (max + 1)) << shift;
+                        if bytes == 1 {
+                            vec![v as u8]
+                        } else {
+                            vec![v as u8, (v >> 8) as u8]
+                        }
+                    })
+                    .collect()
+            };
+            let planes = |k: u32| {
+                [
+                    aligned(&mk(w * h, k)),
+                    aligned(&mk(cw * chh, k + 1)),
+                    aligned(&mk(cw * chh, k + 2)),
+                ]
+            };
+            let frame_of = |p: &[Vec<u64>; 3]| {
+                let c = |d: &Vec<u64>, width: u32| Channel {
+                    ptr: d.as_ptr() as u64,
+                    pitch: width * bytes,
+                    step: bytes,
+                    sample_bytes: bytes,
+                    shift,
+                    max,
+                    _pad: 0,
+                };
+                FreezeFrame {
+                    chans: [c(&p[0], w), c(&p[1], cw), c(&p[2], cw)],
+                    width: [w, cw, cw],
+                    height: [h, chh, chh],
+                    planes: 3,
+                    ..Default::default()
+                }
+                .with_offsets()
+            };
+            let (a, b) = (planes(7), planes(11));
+            let (fa, fb) = (frame_of(&a), frame_of(&b));
+            for c in 0..3 {
+                let (ch, width, offset) = fb.plane(c);
+                assert!(vector_row(&ch, width, offset));
+            }
+            let n = fa.count() as usize;
+            let (mut reference, mut spare) = (vec![0u16; n], vec![0u16; n]);
+            host_sad(&fa, &reference, &mut spare, true);
+            core::mem::swap(&mut reference, &mut spare);
+            let want = host_sad(&fb, &reference, &mut spare, false);
+            assert!(want > 0);
+            let mut ref_words = vec![0u64; n.div_ceil(4)];
+            let mut spare_words = vec![0u64; n.div_ceil(4)];
+            for (i, v) in reference.iter().enumerate() {
+                ref_words[i / 4] |= (*v as u64) << (16 * (i % 4));
+            }
+            let mut got = 0;
+            for t in 0..BLOCK {
+                got += unsafe {
+                    thread_sad(
+                        &fb,
+                        ref_words.as_ptr() as *const u16,
+                        spare_words.as_mut_ptr() as *mut u16,
+                        false,
+                        0,
+                        1,
+                        t,
+                    )
+                };
+            }
+            assert_eq!(got, want);
+            let got_spare: Vec<u16> = (0..n)
+                .map(|i| (spare_words[i / 4] >> (16 * (i % 4))) as u16)
+                .collect();
+            assert_eq!(got_spare, spare);
+        }
+    }
+
+    #[test]
+    fn unaligned_or_packed_rows_go_a_sample_at_a_time() {
+        let d = vec![0u64; 8];
+        let p = d.as_ptr() as u64;
+        let c = |ptr: u64, pitch: u32, step: u32, bytes: u32| Channel {
+            ptr,
+            pitch,
+            step,
+            sample_bytes: bytes,
+            ..Default::default()
+        };
+        assert!(vector_row(&c(p, 16, 1, 1), 16, 0));
+        assert!(!vector_row(&c(p + 1, 16, 1, 1), 16, 0));
+        assert!(!vector_row(&c(p, 18, 1, 1), 16, 0));
+        assert!(!vector_row(&c(p, 16, 1, 1), 14, 0));
+        assert!(!vector_row(&c(p, 16, 1, 1), 16, 2));
+        assert!(!vector_row(&c(p, 64, 4, 1), 16, 0));
+        assert!(vector_row(&c(p, 32, 2, 2), 16, 0));
+        assert!(!vector_row(&c(p + 4, 32, 2, 2), 16, 0));
     }
 
     #[test]
