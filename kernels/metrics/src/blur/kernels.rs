@@ -11,9 +11,9 @@
 use super::Params;
 #[cfg(target_arch = "nvptx64")]
 use super::{
-    BLOCK, MAG_LEN, Plane, STAGE_LEN, TILE_H, TILE_W, WARPS, WIDTH_PIXELS, WIDTH_ROWS, counts,
-    edge_pixel_width, gauss_stage, gauss_tile, suppress_grads, suppress_stage, suppressed_tile,
-    thread_edges, width_tile,
+    BLOCK, COLUMN_ROWS, MAG_LEN, Plane, STAGE_LEN, TILE_H, TILE_W, WARPS, WIDTH_PIXELS, WIDTH_ROWS,
+    counts, edge_pixel_width, gauss_column, gauss_stage, suppress_grads, suppress_stage,
+    suppressed_tile, thread_edges, width_tile,
 };
 #[cfg(target_arch = "nvptx64")]
 use gpumetrics_device as dev;
@@ -52,15 +52,21 @@ unsafe fn gauss_body(p: Params, blurred: *mut u8) {
     let s = BLUR_STAGE.as_mut_ptr();
     unsafe { gauss_stage(&l, x0, y0, s, ty * dev::block_dim_x() + tx, threads) };
     unsafe { dev::sync_threads() };
-    // Rows ty, ty + block_dim_y, .. of the tile.
-    let mut r = ty;
-    while r < TILE_H {
-        let (x, y) = (x0 + tx, y0 + r);
-        if x < l.width && y < l.height {
-            let v = unsafe { gauss_tile(&l, s, x0, y0, tx, r) };
-            unsafe { *blurred.add(y as usize * l.width as usize + x as usize) = v };
+    // Rows COLUMN_ROWS·ty .. COLUMN_ROWS·(ty + 1) of the tile, then (with fewer rows of
+    // threads than THREADS_Y) the next rows of threads' share.
+    let mut r0 = ty * COLUMN_ROWS;
+    let x = x0 + tx;
+    while r0 < TILE_H {
+        let v = unsafe { gauss_column(&l, s, x0, y0, tx, r0) };
+        let mut i = 0;
+        while i < COLUMN_ROWS {
+            let y = y0 + r0 + i;
+            if x < l.width && y < l.height {
+                unsafe { *blurred.add(y as usize * l.width as usize + x as usize) = v[i as usize] };
+            }
+            i += 1;
         }
-        r += dev::block_dim_y();
+        r0 += dev::block_dim_y() * COLUMN_ROWS;
     }
 }
 
@@ -141,11 +147,11 @@ unsafe fn widths_body(p: Params, blurred: *const u8, suppressed: *const u8, out:
         total += c;
     }
     // Entries: the pixel's column and row in the tile (`r · TILE_W + c`).
-    let (c, r0) = (t % TILE_W, t / TILE_W);
+    let (c, r0) = (t % TILE_W, t / TILE_W * WIDTH_PIXELS);
     let mut k = 0;
     while k < WIDTH_PIXELS {
         if mask & 1 << k != 0 {
-            let r = r0 + k * (BLOCK / TILE_W);
+            let r = r0 + k;
             unsafe { BLUR_EDGES.write(at as usize, r * TILE_W + c) };
             at += 1;
         }

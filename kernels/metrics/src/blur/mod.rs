@@ -196,28 +196,61 @@ pub unsafe fn gauss_stage(l: &Luma8, x0: u32, y0: u32, s: *mut u32, thread: u32,
     unsafe { stage(&one, s, thread, threads) };
 }
 
-/// [`gauss`] at (x0 + tx, y0 + ty) from the tile [`gauss_stage`] staged: the same sum.
+/// Rows of one column a thread of the plane kernels computes: consecutive, so that the
+/// rows of their windows are loaded once for all of them (the Gaussian's 5×5 windows of 4
+/// pixels share 5×8 samples: 40 shared-memory loads instead of 100).
+pub const COLUMN_ROWS: u32 = TILE_H / THREADS_Y;
+
+/// [`gauss`] at (x0 + tx, y0 + r0 + i), i < [`COLUMN_ROWS`], from the tile
+/// [`gauss_stage`] staged: the same sums. Values of pixels outside the frame are
+/// meaningless (the caller does not write them).
 ///
 /// # Safety
-/// `s` holds the staged tile; the pixel lies inside the frame, tx < `TILE_W`, ty < `TILE_H`.
+/// `s` holds the staged tile; tx < `TILE_W`, r0 + [`COLUMN_ROWS`] ≤ `TILE_H`.
 #[inline(always)]
-pub unsafe fn gauss_tile(l: &Luma8, s: *const u32, x0: u32, y0: u32, tx: u32, ty: u32) -> u8 {
-    let (x, y) = (x0 + tx, y0 + ty);
-    let at = |dx: u32, dy: u32| unsafe { *s.add(((ty + dy) * STAGE_W + tx + dx) as usize) };
-    if x < 2 || y < 2 || x + 2 >= l.width || y + 2 >= l.height {
-        return at(2, 2) as u8;
-    }
-    let mut sum = 0u32;
-    let mut dy = 0;
-    while dy < 5 {
+pub unsafe fn gauss_column(
+    l: &Luma8,
+    s: *const u32,
+    x0: u32,
+    y0: u32,
+    tx: u32,
+    r0: u32,
+) -> [u8; COLUMN_ROWS as usize] {
+    const N: usize = COLUMN_ROWS as usize;
+    // Stage rows r0 .. r0 + N + 4 (frame rows y0 + r0 − 2 ..), stage columns tx .. tx + 5.
+    let mut win = [[0u32; 5]; N + 4];
+    let mut k = 0;
+    while k < N + 4 {
         let mut dx = 0;
         while dx < 5 {
-            sum += GAUSS[dy][dx] * at(dx as u32, dy as u32);
+            win[k][dx] = unsafe { *s.add(((r0 + k as u32) * STAGE_W + tx + dx as u32) as usize) };
             dx += 1;
         }
-        dy += 1;
+        k += 1;
     }
-    (sum / 159) as u8
+    let x = x0 + tx;
+    let mut out = [0u8; N];
+    let mut i = 0;
+    while i < N {
+        let y = y0 + r0 + i as u32;
+        out[i] = if x < 2 || y < 2 || x + 2 >= l.width || y + 2 >= l.height {
+            win[i + 2][2] as u8
+        } else {
+            let mut sum = 0u32;
+            let mut dy = 0;
+            while dy < 5 {
+                let mut dx = 0;
+                while dx < 5 {
+                    sum += GAUSS[dy][dx] * win[i + dy][dx];
+                    dx += 1;
+                }
+                dy += 1;
+            }
+            (sum / 159) as u8
+        };
+        i += 1;
+    }
+    out
 }
 
 /// Row `y` of the blurred plane into `out[0..w]`.
@@ -289,8 +322,19 @@ pub fn sobel_with(at: &impl Fn(u32, u32) -> i32, w: u32, h: u32, x: u32, y: u32)
         return (0, DIR_VERTICAL);
     }
     let p = |dx: u32, dy: u32| at(x + dx - 1, y + dy - 1);
-    let gx = (p(2, 0) - p(0, 0)) + 2 * (p(2, 1) - p(0, 1)) + (p(2, 2) - p(0, 2));
-    let gy = (p(0, 2) - p(0, 0)) + 2 * (p(1, 2) - p(1, 0)) + (p(2, 2) - p(2, 0));
+    sobel3(&[
+        [p(0, 0), p(1, 0), p(2, 0)],
+        [p(0, 1), p(1, 1), p(2, 1)],
+        [p(0, 2), p(1, 2), p(2, 2)],
+    ])
+}
+
+/// The Sobel magnitude and rounded direction of an inner pixel from its 3×3 neighbourhood
+/// `n[row][column]`.
+#[inline(always)]
+pub fn sobel3(n: &[[i32; 3]; 3]) -> (i32, u32) {
+    let gx = (n[0][2] - n[0][0]) + 2 * (n[1][2] - n[1][0]) + (n[2][2] - n[2][0]);
+    let gy = (n[2][0] - n[0][0]) + 2 * (n[2][1] - n[0][1]) + (n[2][2] - n[0][2]);
     (gx.abs() + gy.abs(), direction(gx, gy))
 }
 
@@ -375,8 +419,9 @@ const _: () = assert!(MAG_LEN == (MAG_W * MAG_H) as usize);
 /// From the tile [`suppress_stage`] staged, the [`sobel`] gradients around the block at
 /// (x0, y0) in `m`: `m[r · MAG_W + c]` = the magnitude of (x0 − 1 + c, y0 − 1 + r) plus its
 /// direction times 2^16 (a magnitude is at most 2040), 0 outside the frame (thread
-/// `thread` of `threads` takes every `threads`-th one): each gradient computed once per
-/// block (it reads at most one pixel away, all in the staged tile).
+/// `thread` of `threads` takes every `threads`-th run of [`COLUMN_ROWS`] rows of one
+/// column): each gradient computed once per block, a run's four from one 3 × 6 window of
+/// the staged tile.
 ///
 /// # Safety
 /// `s` holds the staged tile, `m` [`MAG_LEN`] values.
@@ -389,19 +434,42 @@ pub unsafe fn suppress_grads(
     thread: u32,
     threads: u32,
 ) {
-    let at =
-        |x: u32, y: u32| unsafe { *s.add(((y + 2 - y0) * STAGE_W + x + 2 - x0) as usize) as i32 };
+    const N: usize = COLUMN_ROWS as usize;
+    let runs = MAG_H.div_ceil(COLUMN_ROWS);
     let mut i = thread;
-    while i < MAG_LEN as u32 {
-        let (r, c) = (i / MAG_W, i % MAG_W);
-        let (x, y) = ((x0 + c).wrapping_sub(1), (y0 + r).wrapping_sub(1));
-        let v = if x < w && y < h {
-            let (g, dir) = sobel_with(&at, w, h, x, y);
-            g as u32 | dir << 16
-        } else {
-            0
-        };
-        unsafe { *m.add(i as usize) = v };
+    while i < MAG_W * runs {
+        let (c, r0) = (i % MAG_W, i / MAG_W * COLUMN_ROWS);
+        // Staged rows r0 .. r0 + N + 2 (frame rows y0 − 2 + r0 ..), columns c .. c + 3 (the
+        // gradient at mag (c, r) is centred on stage (c + 1, r + 1)). Rows past the stage
+        // (the last run) read its last row and are not stored.
+        let mut win = [[0i32; 3]; N + 2];
+        let mut k = 0;
+        while k < N + 2 {
+            let row = (r0 + k as u32).min(STAGE_H - 1);
+            let at = |dc: u32| unsafe { *s.add((row * STAGE_W + c + dc) as usize) as i32 };
+            win[k] = [at(0), at(1), at(2)];
+            k += 1;
+        }
+        let x = (x0 + c).wrapping_sub(1);
+        let mut k = 0;
+        while k < N {
+            let r = r0 + k as u32;
+            let y = (y0 + r).wrapping_sub(1);
+            if r < MAG_H {
+                let v = if x < w && y < h {
+                    if x < 1 || y < 1 || x + 1 >= w || y + 1 >= h {
+                        DIR_VERTICAL << 16
+                    } else {
+                        let (g, dir) = sobel3(&[win[k], win[k + 1], win[k + 2]]);
+                        g as u32 | dir << 16
+                    }
+                } else {
+                    0
+                };
+                unsafe { *m.add((r * MAG_W + c) as usize) = v };
+            }
+            k += 1;
+        }
         i += threads;
     }
 }
@@ -605,37 +673,6 @@ pub fn counts(width: f32) -> bool {
 pub const WIDTH_PIXELS: u32 = WIDTH_ROWS / (BLOCK / TILE_W);
 const _: () = assert!(WIDTH_PIXELS <= 32 && TILE_W * WIDTH_ROWS <= 1 << 16);
 
-/// [`is_edge`] with the pixel and its eight neighbours all loaded before any comparison
-/// (their coordinates clamped into the plane; a border pixel's neighbours never decide), so
-/// that the loads of a warp overlap: the same answer.
-///
-/// # Safety
-/// (x, y) must lie inside `n`.
-#[inline(always)]
-pub unsafe fn is_edge_loaded(n: &Plane, x: u32, y: u32, low: u32, high: u32) -> bool {
-    let (low, high) = (low as i32, high as i32);
-    let inner = x >= 1 && y >= 1 && x + 1 < n.w && y + 1 < n.h;
-    let (xl, xr) = (x.saturating_sub(1), (x + 1).min(n.w - 1));
-    let (yu, yd) = (y.saturating_sub(1), (y + 1).min(n.h - 1));
-    let at = |x, y| unsafe { n.at(x, y) };
-    let v = at(x, y);
-    let around = [
-        at(xl, yu),
-        at(x, yu),
-        at(xr, yu),
-        at(xl, y),
-        at(xr, y),
-        at(xl, yd),
-        at(x, yd),
-        at(xr, yd),
-    ];
-    let mut top = 0;
-    for a in around {
-        top = top.max(a);
-    }
-    v > high || (inner && v > low && top > high)
-}
-
 /// Where tile `chunk` of block `block` (row-major over the blocks; the tiles of [`chunks`],
 /// row-major in the block) lies: its first pixel (x, y) and its columns and rows (`TILE_W`
 /// by [`WIDTH_ROWS`], cut at the block's edge).
@@ -654,9 +691,11 @@ pub fn width_tile(p: &Params, block: u32, chunk: u32) -> (u32, u32, u32, u32) {
 }
 
 /// Which of thread `thread`'s pixels of the tile at (x0, y0) of `cols`×`rows`
-/// ([`width_tile`]) are edge pixels ([`is_edge_loaded`]): bit k for column `thread %
-/// TILE_W`, row `thread / TILE_W + k · (BLOCK / TILE_W)` (k < [`WIDTH_PIXELS`]); pixels
-/// outside the tile are not. All loads are issued before the comparisons.
+/// ([`width_tile`]) are edge pixels ([`is_edge`]'s answer): bit k for column
+/// `thread % TILE_W`, row `(thread / TILE_W) · WIDTH_PIXELS + k` (k < [`WIDTH_PIXELS`]);
+/// pixels outside the tile are not. The pixels are consecutive rows of one column, so
+/// their 3×3 neighbourhoods share one 3 × (`WIDTH_PIXELS` + 2) window, all loaded (the
+/// coordinates clamped into the plane) before any comparison.
 ///
 /// # Safety
 /// `n` must be readable and the tile inside it; `thread < BLOCK`.
@@ -667,18 +706,34 @@ pub unsafe fn thread_edges(
     (x0, y0, cols, rows): (u32, u32, u32, u32),
     thread: u32,
 ) -> u32 {
-    let (c, r0) = (thread % TILE_W, thread / TILE_W);
-    if c >= cols {
+    const K: usize = WIDTH_PIXELS as usize;
+    let (c, r0) = (thread % TILE_W, (thread / TILE_W) * WIDTH_PIXELS);
+    if c >= cols || r0 >= rows {
         return 0;
     }
+    let x = x0 + c;
+    let (xl, xr) = (x.saturating_sub(1), (x + 1).min(n.w - 1));
+    // Window rows y − 1 .. y + K of the column's first pixel y, clamped into the plane.
+    let y = y0 + r0;
+    let mut win = [[0i32; 3]; K + 2];
+    let mut k = 0;
+    while k < K + 2 {
+        let wy = (y + k as u32).saturating_sub(1).min(n.h - 1);
+        win[k] = unsafe { [n.at(xl, wy), n.at(x, wy), n.at(xr, wy)] };
+        k += 1;
+    }
+    let (low, high) = (p.low as i32, p.high as i32);
     let mut mask = 0;
     let mut k = 0;
-    while k < WIDTH_PIXELS {
-        let r = r0 + k * (BLOCK / TILE_W);
-        // A row past the tile tests the tile's last row again and drops the answer: the
-        // loop stays branch-free.
-        let edge = unsafe { is_edge_loaded(n, x0 + c, y0 + r.min(rows - 1), p.low, p.high) };
-        if edge && r < rows {
+    while k < K {
+        let py = y + k as u32;
+        let v = win[k + 1][1];
+        let inner = x >= 1 && py >= 1 && x + 1 < n.w && py + 1 < n.h;
+        let mut top = win[k][0].max(win[k][1]).max(win[k][2]);
+        top = top.max(win[k + 1][0]).max(win[k + 1][2]);
+        top = top.max(win[k + 2][0]).max(win[k + 2][1]).max(win[k + 2][2]);
+        let edge = v > high || (inner && v > low && top > high);
+        if edge && r0 + (k as u32) < rows {
             mask |= 1 << k;
         }
         k += 1;
@@ -892,9 +947,17 @@ mod tests {
     }
 
     #[test]
-    fn is_edge_loaded_is_is_edge() {
+    fn thread_edges_is_is_edge() {
         let mut seed = 0x1234_5678u64;
-        for &(w, h) in &[(1u32, 1u32), (2, 2), (3, 1), (1, 4), (5, 5), (17, 9)] {
+        for &(w, h) in &[
+            (1u32, 1u32),
+            (2, 2),
+            (3, 1),
+            (1, 4),
+            (5, 5),
+            (17, 9),
+            (40, 45),
+        ] {
             for _ in 0..8 {
                 let n: Vec<u8> = (0..w * h)
                     .map(|_| {
@@ -906,21 +969,47 @@ mod tests {
                         if v & 3 == 0 { v } else { v / 8 }
                     })
                     .collect();
-                let p = Plane {
+                let plane = Plane {
                     ptr: n.as_ptr(),
                     w,
                     h,
                 };
                 for (low, high) in [(0u32, 0u32), (5, 20), (15, 30), (30, 31)] {
-                    for y in 0..h {
-                        for x in 0..w {
-                            assert_eq!(
-                                unsafe { is_edge_loaded(&p, x, y, low, high) },
-                                unsafe { is_edge(&p, x, y, low, high) },
-                                "{w}x{h} at ({x}, {y}), {low}/{high}"
-                            );
+                    let p = Params {
+                        low,
+                        high,
+                        ..Default::default()
+                    };
+                    let mut seen = vec![0u32; (w * h) as usize];
+                    for (x0, y0) in [
+                        (0u32, 0u32),
+                        (TILE_W, 0),
+                        (0, WIDTH_ROWS),
+                        (TILE_W, WIDTH_ROWS),
+                    ] {
+                        if x0 >= w || y0 >= h {
+                            continue;
+                        }
+                        let tile = (x0, y0, TILE_W.min(w - x0), WIDTH_ROWS.min(h - y0));
+                        for t in 0..BLOCK {
+                            let mask = unsafe { thread_edges(&p, &plane, tile, t) };
+                            let (c, r0) = (t % TILE_W, t / TILE_W * WIDTH_PIXELS);
+                            for k in 0..WIDTH_PIXELS {
+                                let (x, y) = (x0 + c, y0 + r0 + k);
+                                let inside = c < tile.2 && r0 + k < tile.3;
+                                if inside {
+                                    seen[(y * w + x) as usize] += 1;
+                                }
+                                let want = inside && unsafe { is_edge(&plane, x, y, low, high) };
+                                assert_eq!(
+                                    mask & 1 << k != 0,
+                                    want,
+                                    "{w}x{h} at ({x}, {y}), {low}/{high}"
+                                );
+                            }
                         }
                     }
+                    assert!(seen.iter().all(|&s| s == 1), "{w}x{h}: every pixel once");
                 }
             }
         }
@@ -975,10 +1064,11 @@ mod tests {
                         if c >= block_w {
                             continue;
                         }
-                        let mut r = cy * WIDTH_ROWS + t / TILE_W;
-                        while r < ((cy + 1) * WIDTH_ROWS).min(block_h) {
-                            seen[((by * block_h + r) * w + bx * block_w + c) as usize] += 1;
-                            r += BLOCK / TILE_W;
+                        let r0 = cy * WIDTH_ROWS + t / TILE_W * WIDTH_PIXELS;
+                        for r in r0..r0 + WIDTH_PIXELS {
+                            if r < ((cy + 1) * WIDTH_ROWS).min(block_h) {
+                                seen[((by * block_h + r) * w + bx * block_w + c) as usize] += 1;
+                            }
                         }
                     }
                 }
@@ -1044,10 +1134,8 @@ mod tests {
                             if mask & 1 << k == 0 {
                                 continue;
                             }
-                            let (x, y) = (
-                                tile.0 + t % TILE_W,
-                                tile.1 + t / TILE_W + k * (BLOCK / TILE_W),
-                            );
+                            let (x, y) =
+                                (tile.0 + t % TILE_W, tile.1 + t / TILE_W * WIDTH_PIXELS + k);
                             assert!(unsafe { is_edge(&n, x, y, p.low, p.high) });
                             let v = unsafe { edge_pixel_width(&p, &b, x, y) };
                             if counts(v) {
@@ -1103,11 +1191,17 @@ mod tests {
                     for t in 0..threads {
                         unsafe { gauss_stage(&l, x0, y0, tile.as_mut_ptr(), t, threads) };
                     }
-                    for ty in 0..TILE_H.min(h - y0) {
+                    for r0 in (0..TILE_H).step_by(COLUMN_ROWS as usize) {
                         for tx in 0..TILE_W.min(w - x0) {
-                            let got = unsafe { gauss_tile(&l, tile.as_ptr(), x0, y0, tx, ty) };
-                            let want = unsafe { gauss(&l, x0 + tx, y0 + ty) };
-                            assert_eq!(got, want, "{w}x{h} at ({}, {})", x0 + tx, y0 + ty);
+                            let got = unsafe { gauss_column(&l, tile.as_ptr(), x0, y0, tx, r0) };
+                            for (i, got) in got.into_iter().enumerate() {
+                                let y = y0 + r0 + i as u32;
+                                if y >= h {
+                                    continue;
+                                }
+                                let want = unsafe { gauss(&l, x0 + tx, y) };
+                                assert_eq!(got, want, "{w}x{h} at ({}, {y})", x0 + tx);
+                            }
                         }
                     }
                 }
