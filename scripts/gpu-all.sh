@@ -137,7 +137,7 @@ inputs() {
 }
 
 # Whether a step runs GStreamer (the plugin and the kit are packed for it).
-uses_gst() { case $1 in selftest | throughput | libvmaf | libvmaf32 | blackfreeze | cambi | vmafcore) return 1 ;; *) return 0 ;; esac; }
+uses_gst() { case $1 in selftest | throughput | libvmaf | libvmaf32 | blackfreeze | cambi | vmafcore | inflight | streams | siti | blur | blockiness) return 1 ;; *) return 0 ;; esac; }
 
 pack() {
   set -e

@@ -45,28 +45,20 @@ pub const LANES: u32 = 64;
 pub const TILE: u32 = 32;
 /// Samples a tile reads on each side of a gradient: 3 before, 4 after.
 pub const HALO: u32 = 7;
-/// Stride of the column part's sample tile, which is stored transposed (one run of
-/// [`TILE`] rows per profile column, so that a gradient's window runs down the tile and a
-/// warp's 32 rows hit 32 banks): one more than [`TILE`], so the staging's stores, 32
-/// consecutive columns of one row, hit distinct banks too.
-pub const COL_STRIDE: u32 = TILE + 1;
-/// Consecutive profile columns (rows) a thread of the profile kernel takes gradients for:
-/// their windows overlap, so 11 staged samples give 4 gradients (instead of 32 loads).
-pub const RUN: u32 = 4;
+/// Row stride of the column part's sample tile (`LANES + HALO`, rounded up).
+pub const COL_STRIDE: u32 = 72;
 /// Row stride of the row part's gradient tile (one more than [`TILE`]: the summing lanes,
 /// one per row, hit distinct banks).
 pub const ROW_STRIDE: u32 = TILE + 1;
-/// Shared values of the profile kernel: the staged 8-bit samples (`(LANES + HALO) ·
-/// COL_STRIDE` in the column part, `(LANES + HALO) · TILE` in the row part) and the
-/// gradients (`TILE · LANES`, `LANES · ROW_STRIDE`).
-pub const SAMPLES_LEN: usize = 71 * 33;
+/// Shared values of the profile kernel: the staged 8-bit samples (`TILE · COL_STRIDE` in
+/// the column part, `(LANES + HALO) · TILE` in the row part) and the gradients
+/// (`TILE · LANES`, `LANES · ROW_STRIDE`).
+pub const SAMPLES_LEN: usize = 32 * 72;
 pub const GRADS_LEN: usize = 64 * 33;
 const _: () = assert!(
-    SAMPLES_LEN == ((LANES + HALO) * COL_STRIDE) as usize
+    SAMPLES_LEN == (TILE * COL_STRIDE) as usize
         && SAMPLES_LEN >= ((LANES + HALO) * TILE) as usize
-        && COL_STRIDE > TILE
-        && LANES.is_multiple_of(RUN)
-        && (LANES / RUN) * TILE == BLOCK
+        && COL_STRIDE >= LANES + HALO
 );
 const _: () =
     assert!(GRADS_LEN == (LANES * ROW_STRIDE) as usize && GRADS_LEN >= (TILE * LANES) as usize);
@@ -499,9 +491,8 @@ pub fn tile(p: &Luma8, part: &Part, k: u32) -> Option<(u32, u32)> {
 
 /// Stages the 8-bit samples of one tile in `s` (thread `thread` of `threads` takes every
 /// `threads`-th one): for columns, rows `start..start + len`, columns `first − 3 ..
-/// first + lanes + 4` at `s[c · COL_STRIDE + r]` (transposed); for rows, rows `first − 3
-/// .. first + lanes + 4`, columns `start..start + len` at `s[r · TILE + c]`. Outside the
-/// part, 0.
+/// first + lanes + 4` at `s[r · COL_STRIDE + c]`; for rows, rows `first − 3 .. first +
+/// lanes + 4`, columns `start..start + len` at `s[r · TILE + c]`. Outside the part, 0.
 ///
 /// # Safety
 /// `l` readable; `s` holds [`SAMPLES_LEN`] values.
@@ -514,10 +505,10 @@ pub unsafe fn stage(
     thread: u32,
     threads: u32,
 ) {
-    let (rows, cols) = if part.columns {
-        (TILE, LANES + HALO)
+    let (rows, cols, stride) = if part.columns {
+        (TILE, LANES + HALO, COL_STRIDE)
     } else {
-        (LANES + HALO, TILE)
+        (LANES + HALO, TILE, TILE)
     };
     let total = rows * cols;
     // Sample i of the tile: where it goes, and its value.
@@ -535,12 +526,7 @@ pub unsafe fn stage(
         } else {
             0
         };
-        let at = if part.columns {
-            c * COL_STRIDE + r
-        } else {
-            r * TILE + c
-        };
-        (at, v)
+        (r * stride + c, v)
     };
     // Every load first, then every store: a store to shared memory through a generic
     // pointer could alias the next load, so interleaved they would wait one by one.
@@ -568,9 +554,7 @@ pub unsafe fn stage(
 
 /// The gradients of one staged tile into `g`: for columns, lane `c` of row `r` at
 /// `g[r · LANES + c]`; for rows, lane `r` at column `c` at `g[r · ROW_STRIDE + c]` (the
-/// same `normalised` values as [`col_grad`] and [`row_grad`]); 0 outside the part. Work
-/// item i (thread `thread` of `threads` takes every `threads`-th) is position `i % TILE`
-/// of the [`RUN`] lanes from `RUN · (i / TILE)`: a warp's 32 positions read 32 banks.
+/// same `normalised` values as [`col_grad`] and [`row_grad`]); 0 outside the part.
 ///
 /// # Safety
 /// `s` holds a staged tile, `g` [`GRADS_LEN`] values.
@@ -583,52 +567,36 @@ pub unsafe fn tile_grads(
     thread: u32,
     threads: u32,
 ) {
-    const R: usize = RUN as usize;
-    const V: usize = R + HALO as usize;
     let mut i = thread;
-    while i < TILE * (LANES / RUN) {
-        let (pos, lane0) = (i % TILE, i / TILE * RUN);
-        // Samples lane0 + m, m < RUN + HALO, of the position's window line: down the
-        // transposed tile for columns, down the tile for rows.
-        let (base, step) = if part.columns {
-            (lane0 * COL_STRIDE + pos, COL_STRIDE)
+    while i < TILE * LANES {
+        let (at, lane, pos, v) = if part.columns {
+            let (r, c) = (i / LANES, i % LANES);
+            let base = r * COL_STRIDE + c;
+            (r * LANES + c, c, r, unsafe { window(s, base, 1) })
         } else {
-            (lane0 * TILE + pos, TILE)
+            let (r, c) = (i / TILE, i % TILE);
+            (r * ROW_STRIDE + c, r, c, unsafe {
+                window(s, r * TILE + c, TILE)
+            })
         };
-        let mut v = [0u32; V];
-        let mut m = 0;
-        while m < V {
-            v[m] = unsafe { *s.add((base + m as u32 * step) as usize) };
-            m += 1;
-        }
-        let mut j = 0;
-        while j < R {
-            let lane = lane0 + j as u32;
-            let w = [
-                v[j],
-                v[j + 1],
-                v[j + 2],
-                v[j + 3],
-                v[j + 4],
-                v[j + 5],
-                v[j + 6],
-                v[j + 7],
-            ];
-            let x = if lane < part.lanes && pos < len {
-                normalised(&w)
-            } else {
-                0.0
-            };
-            let at = if part.columns {
-                pos * LANES + lane
-            } else {
-                lane * ROW_STRIDE + pos
-            };
-            unsafe { *g.add(at as usize) = x };
-            j += 1;
-        }
+        let v = if lane < part.lanes && pos < len {
+            normalised(&v)
+        } else {
+            0.0
+        };
+        unsafe { *g.add(at as usize) = v };
         i += threads;
     }
+}
+
+/// Eight staged samples from `base`, `step` apart.
+///
+/// # Safety
+/// They lie in `s`.
+#[inline(always)]
+unsafe fn window(s: *const u32, base: u32, step: u32) -> [u32; 8] {
+    let at = |k: u32| unsafe { *s.add((base + k * step) as usize) };
+    [at(0), at(1), at(2), at(3), at(4), at(5), at(6), at(7)]
 }
 
 /// Lane `lane`'s running sum plus its tile's gradients, in order (rows for a column,
