@@ -1,7 +1,16 @@
 //! Compiles the kernel crate to PTX and generates the typed launchers included by
 //! `src/cuda/mod.rs` (needs the nightly toolchain with rust-src and llvm-tools; see
-//! docs/KERNELS.md).
+//! docs/KERNELS.md). The kernel crate's sources are found through Cargo: its build script
+//! publishes their directory (`links = "gpumetrics-kernels"`), which is a checkout or a
+//! read-only registry copy alike.
 
 fn main() {
-    gpumetrics_build::Builder::new("../kernels/metrics").build_or_exit();
+    let Some(root) = std::env::var_os("DEP_GPUMETRICS_KERNELS_ROOT") else {
+        eprintln!(
+            "gpumetrics-engine: DEP_GPUMETRICS_KERNELS_ROOT is not set: the gpumetrics-kernels \
+             dependency must be built with its build script (it declares `links`)"
+        );
+        std::process::exit(1);
+    };
+    gpumetrics_build::Builder::new(root).build_or_exit();
 }

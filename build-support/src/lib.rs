@@ -213,6 +213,29 @@ impl Builder {
             .map_err(|e| Error(format!("in the kernel sources:\n{e}")))?;
         codegen::check_names(&found.kernels).map_err(Error)?;
 
+        // docs.rs builds documentation without a device toolchain or network: the typed
+        // launchers are generated from the declarations alone, with no PTX (loading the
+        // kernels would fail; nothing runs there).
+        if std::env::var_os("DOCS_RS").is_some() {
+            std::fs::create_dir_all(&out_dir)
+                .map_err(|e| Error(format!("{}: {e}", out_dir.display())))?;
+            let text = codegen::bindings(
+                &found.kernels,
+                &[],
+                &[],
+                &self.runtime_path,
+                &crate_dir.display().to_string(),
+            );
+            let bindings = out_dir.join("kernels.rs");
+            write_if_changed(&bindings, &text)?;
+            return Ok(Output {
+                ptx: Vec::new(),
+                bindings,
+                kernels: found.kernels,
+                shared: found.shared,
+            });
+        }
+
         // toolchain
         let tc = Toolchain::find(self.toolchain.clone())?;
 
@@ -263,11 +286,21 @@ impl Builder {
             .arg(&manifest)
             .arg("--target-dir")
             .arg(&target_dir)
+            // The lock file goes with the build, not beside the sources: a kernel crate
+            // from a registry is a read-only directory with no workspace around it.
+            .arg("--config")
+            .arg(format!(
+                "resolver.lockfile-path={}",
+                toml_string(&target_dir.join("Cargo.lock").to_string_lossy())
+            ))
             .arg("--config")
             .arg(format!(
                 "target.{TARGET}.linker={}",
                 toml_string(&driver.to_string_lossy())
             ))
+            // The device build's profile, whatever workspace (if any) the kernel crate is
+            // in: one fat-LTO codegen unit, so the linker driver sees every function.
+            .args(DEVICE_PROFILE.iter().flat_map(|c| ["--config", *c]))
             .args(["--", "-C", &format!("target-cpu=sm_{BASELINE_SM}")])
             .arg("-C")
             .arg(format!(
@@ -353,6 +386,15 @@ impl Builder {
         })
     }
 }
+
+/// The release profile of the nested device build, as `--config` values.
+const DEVICE_PROFILE: &[&str] = &[
+    "profile.release.lto=\"fat\"",
+    "profile.release.codegen-units=1",
+    "profile.release.panic=\"abort\"",
+    "profile.release.opt-level=3",
+    "profile.release.debug=false",
+];
 
 /// The nightly (or chosen) toolchain's tools.
 struct Toolchain {

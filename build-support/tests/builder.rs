@@ -116,3 +116,129 @@ fn builds_and_rejects_mismatched_kernels() {
         "{e}"
     );
 }
+
+/// Makes every file and folder under `dir` read-only (or writable again).
+fn set_read_only(dir: &Path, read_only: bool) {
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        if e.path().is_dir() {
+            set_read_only(&e.path(), read_only);
+        }
+        let mut p = e.metadata().unwrap().permissions();
+        p.set_readonly(read_only);
+        std::fs::set_permissions(e.path(), p).unwrap();
+    }
+    let mut p = std::fs::metadata(dir).unwrap().permissions();
+    p.set_readonly(read_only);
+    std::fs::set_permissions(dir, p).unwrap();
+}
+
+/// The kernel crate as a registry gives it: packaged by `cargo package` (its manifest
+/// normalised, the device crate a registry dependency), unpacked into a read-only folder
+/// with no workspace around it (so no workspace profile and nowhere to write a lock file),
+/// the device crate patched to its own unpacked package by a `.cargo/config.toml` above
+/// them, as a local registry would serve it. The build must work from there.
+#[test]
+fn builds_a_packaged_kernel_crate_from_a_read_only_folder() {
+    // Outside the repository: Cargo looks for a workspace in every folder above a
+    // package, as it does not above a registry's copies.
+    let root = std::env::temp_dir().join(format!("gpumetrics-packaged-{}", std::process::id()));
+    if root.exists() {
+        set_read_only(&root, false);
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+    let _cleanup = Cleanup(root.clone());
+    let ws = root.join("ws");
+    copy_dir(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("../kernels"),
+        &ws,
+    );
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let packaged = std::process::Command::new(&cargo)
+        .args(["package", "--no-verify", "--allow-dirty", "--manifest-path"])
+        .arg(ws.join("Cargo.toml"))
+        .args([
+            "-p",
+            "gpumetrics-device",
+            "-p",
+            "gpumetrics-kernels",
+            "--target-dir",
+        ])
+        .arg(root.join("t"))
+        .output()
+        .unwrap();
+    assert!(
+        packaged.status.success(),
+        "{}",
+        String::from_utf8_lossy(&packaged.stderr)
+    );
+    let registry = root.join("registry");
+    std::fs::create_dir_all(registry.join(".cargo")).unwrap();
+    for name in ["gpumetrics-device-0.1.0", "gpumetrics-kernels-0.1.0"] {
+        let crate_file = root.join("t/package").join(format!("{name}.crate"));
+        let unpacked = std::process::Command::new("tar")
+            .arg("-xzf")
+            .arg(&crate_file)
+            .arg("-C")
+            .arg(&registry)
+            .status()
+            .unwrap();
+        assert!(unpacked.success(), "tar -xzf {}", crate_file.display());
+    }
+    std::fs::write(
+        registry.join(".cargo/config.toml"),
+        format!(
+            "[patch.crates-io]\ngpumetrics-device = {{ path = {:?} }}\n",
+            registry.join("gpumetrics-device-0.1.0")
+        ),
+    )
+    .unwrap();
+    let kernels = registry.join("gpumetrics-kernels-0.1.0");
+    let manifest = std::fs::read_to_string(kernels.join("Cargo.toml")).unwrap();
+    assert!(!manifest.contains("workspace = true") && !manifest.contains("path = \"../"));
+    // Read-only permissions do not stop root (as CI may run): the folder's listing, sizes
+    // and times before and after the build say whether anything was written there.
+    let before = listing(&registry);
+    set_read_only(&registry, true);
+    let out = root.join("out");
+    let built = gpumetrics_build::Builder::new(&kernels)
+        .out_dir(&out)
+        .emit_cargo_directives(false)
+        .build();
+    set_read_only(&registry, false);
+    let built = built.unwrap();
+    assert_eq!(built.ptx.len(), 1);
+    let ptx = std::fs::read_to_string(&built.ptx[0].1).unwrap();
+    assert!(ptx.contains(".target sm_70") && ptx.contains(".entry selftest_saxpy"));
+    assert!(out.join("nvptx/Cargo.lock").exists());
+    assert_eq!(
+        listing(&registry),
+        before,
+        "the build wrote into the package's folder"
+    );
+}
+
+/// Every path under `dir` with its size and modification time, sorted.
+fn listing(dir: &Path) -> Vec<(PathBuf, u64, std::time::SystemTime)> {
+    let mut all = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let m = e.metadata().unwrap();
+        all.push((e.path(), m.len(), m.modified().unwrap()));
+        if m.is_dir() {
+            all.extend(listing(&e.path()));
+        }
+    }
+    all.sort();
+    all
+}
+
+/// Removes a test's folder when dropped, whether its checks passed or not.
+struct Cleanup(PathBuf);
+
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        if self.0.exists() {
+            set_read_only(&self.0, false);
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+}

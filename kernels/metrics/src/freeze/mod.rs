@@ -513,7 +513,7 @@ mod tests {
 
     #[test]
     fn unaligned_or_packed_rows_go_a_sample_at_a_time() {
-        let d = vec![0u64; 8];
+        let d = [0u64; 8];
         let p = d.as_ptr() as u64;
         let c = |ptr: u64, pitch: u32, step: u32, bytes: u32| Channel {
             ptr,
