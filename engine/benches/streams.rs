@@ -15,10 +15,10 @@ use std::time::{Duration, Instant};
 use clap::Parser;
 use cudarc::driver::{CudaContext, CudaSlice, DevicePtr};
 use gpumetrics_engine::metric::{needing_reference, no_reference};
-use gpumetrics_engine::{
-    BackendChoice, DeviceFrame, Engine, EngineConfig, Frame, FrameLayout, HostFrame, MetricSet,
-    PixelFormat, Plane,
-};
+use gpumetrics_engine::{BackendChoice, Engine, EngineConfig, Frame, FrameLayout, MetricSet};
+
+mod common;
+use common::I420;
 
 #[derive(Parser)]
 struct Args {
@@ -45,66 +45,6 @@ struct Args {
     height: u32,
     #[arg(long)]
     bench: bool,
-}
-
-/// Deterministic noise so every run measures the same pixels.
-fn pattern(len: usize, seed: u64) -> Vec<u8> {
-    let mut s = seed | 1;
-    (0..len)
-        .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            (s >> 56) as u8
-        })
-        .collect()
-}
-
-/// One I420 frame in host memory, and where its planes are.
-struct I420 {
-    layout: FrameLayout,
-    data: Vec<u8>,
-    offsets: [usize; 3],
-    strides: [usize; 3],
-}
-
-impl I420 {
-    fn new(width: u32, height: u32, seed: u64) -> I420 {
-        let (w, h) = (width as usize, height as usize);
-        let (cw, ch) = (w.div_ceil(2), h.div_ceil(2));
-        I420 {
-            layout: FrameLayout {
-                format: PixelFormat::I420,
-                width,
-                height,
-            },
-            data: pattern(w * h + 2 * cw * ch, seed),
-            offsets: [0, w * h, w * h + cw * ch],
-            strides: [w, cw, cw],
-        }
-    }
-
-    fn host(&self) -> Frame<'_> {
-        let planes: Vec<Plane> = (0..3)
-            .map(|i| Plane {
-                data: &self.data[self.offsets[i]..],
-                stride: self.strides[i],
-            })
-            .collect();
-        Frame::Host(HostFrame::new(&planes))
-    }
-
-    fn device(&self, base: u64) -> Frame<'static> {
-        let mut f = DeviceFrame {
-            n_planes: 3,
-            ..Default::default()
-        };
-        for i in 0..3 {
-            f.ptrs[i] = base + self.offsets[i] as u64;
-            f.pitches[i] = self.strides[i];
-        }
-        Frame::Device(f)
-    }
 }
 
 /// A set named on the command line: its metrics and whether it runs on one input.

@@ -15,10 +15,10 @@ use std::time::{Duration, Instant};
 
 use clap::Parser;
 use cudarc::driver::{CudaContext, CudaSlice, DevicePtr};
-use gpumetrics_engine::{
-    BackendChoice, DeviceFrame, Engine, EngineConfig, Frame, FrameLayout, HostFrame, PixelFormat,
-    Plane,
-};
+use gpumetrics_engine::{BackendChoice, Engine, EngineConfig, Frame};
+
+mod common;
+use common::I420;
 
 #[derive(Parser)]
 struct Args {
@@ -40,81 +40,6 @@ struct Args {
     in_flight: Vec<usize>,
     #[arg(long)]
     bench: bool,
-}
-
-/// Deterministic noise so every run measures the same pixels.
-fn pattern(len: usize, seed: u64) -> Vec<u8> {
-    let mut s = seed | 1;
-    (0..len)
-        .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            (s >> 56) as u8
-        })
-        .collect()
-}
-
-struct I420 {
-    layout: FrameLayout,
-    data: Vec<u8>,
-    offsets: [usize; 3],
-    strides: [usize; 3],
-}
-
-impl I420 {
-    fn new(width: u32, height: u32, seed: u64) -> I420 {
-        Self::with_depth(width, height, seed, 8)
-    }
-
-    /// I420 (8 bits) or I420_10LE (10: the noise masked to 10 bits).
-    fn with_depth(width: u32, height: u32, seed: u64, depth: u32) -> I420 {
-        let (w, h) = (width as usize, height as usize);
-        let (cw, ch) = (w.div_ceil(2), h.div_ceil(2));
-        let bps = if depth > 8 { 2 } else { 1 };
-        let mut data = pattern((w * h + 2 * cw * ch) * bps, seed);
-        if bps == 2 {
-            for v in data.chunks_mut(2) {
-                v[1] &= 0x03;
-            }
-        }
-        I420 {
-            layout: FrameLayout {
-                format: if bps == 2 {
-                    PixelFormat::I420_10Le
-                } else {
-                    PixelFormat::I420
-                },
-                width,
-                height,
-            },
-            data,
-            offsets: [0, w * h * bps, (w * h + cw * ch) * bps],
-            strides: [w * bps, cw * bps, cw * bps],
-        }
-    }
-
-    fn host(&self) -> Frame<'_> {
-        let planes: Vec<Plane> = (0..3)
-            .map(|i| Plane {
-                data: &self.data[self.offsets[i]..],
-                stride: self.strides[i],
-            })
-            .collect();
-        Frame::Host(HostFrame::new(&planes))
-    }
-
-    fn device(&self, base: u64) -> Frame<'static> {
-        let mut f = DeviceFrame {
-            n_planes: 3,
-            ..Default::default()
-        };
-        for i in 0..3 {
-            f.ptrs[i] = base + self.offsets[i] as u64;
-            f.pitches[i] = self.strides[i];
-        }
-        Frame::Device(f)
-    }
 }
 
 /// Pairs per second; `push`, so that metrics holding a pair back (VMAF) run as in a stream,
