@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use clap::Parser;
 use cudarc::driver::{CudaContext, CudaSlice, DevicePtr};
-use gpumetrics_engine::metric::{needing_reference, no_reference};
+use gpumetrics_engine::metric::no_reference;
 use gpumetrics_engine::{BackendChoice, Engine, EngineConfig, Frame, FrameLayout, MetricSet};
 
 mod common;
@@ -49,22 +49,12 @@ struct Args {
 
 /// A set named on the command line: its metrics and whether it runs on one input.
 fn parse_set(name: &str) -> Option<(MetricSet, bool)> {
-    let nr = no_reference();
-    let fr = needing_reference(MetricSet::ALL).fold(MetricSet::default(), |s, i| s | i.flag);
     let (single, names) = match name.strip_prefix("dist:") {
         Some(rest) => (true, rest),
         None => (false, name),
     };
-    let set = names.split('+').try_fold(MetricSet::default(), |s, n| {
-        let part = match n {
-            "full-reference" => Some(fr),
-            "no-reference" => Some(nr),
-            "all" => Some(MetricSet::ALL),
-            _ => MetricSet::named(n),
-        };
-        part.map(|f| s | f)
-    })?;
-    (!single || nr.contains(set)).then_some((set, single))
+    let set = common::named_set(names)?;
+    (!single || no_reference().contains(set)).then_some((set, single))
 }
 
 /// Free device memory in bytes, as the driver reports it for the current context.

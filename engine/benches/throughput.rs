@@ -116,16 +116,7 @@ fn main() {
         if rows.iter().any(|r| &r.0 == name) {
             continue;
         }
-        let set = name.split('+').try_fold(MetricSet::default(), |s, n| {
-            let part = match n {
-                "full-reference" => Some(fr),
-                "no-reference" => Some(nr),
-                "all" => Some(MetricSet::ALL),
-                _ => MetricSet::named(n),
-            };
-            part.map(|f| s | f)
-        });
-        let Some(set) = set else {
+        let Some(set) = common::named_set(name) else {
             eprintln!("throughput: {name}: not a set of metric names");
             std::process::exit(2);
         };

@@ -2,7 +2,26 @@
 //! every run measures the same pixels) in host memory, and their planes as host or device
 //! frames.
 
-use gpumetrics_engine::{DeviceFrame, Frame, FrameLayout, HostFrame, PixelFormat, Plane};
+use gpumetrics_engine::metric::{needing_reference, no_reference};
+use gpumetrics_engine::{
+    DeviceFrame, Frame, FrameLayout, HostFrame, MetricSet, PixelFormat, Plane,
+};
+
+/// The metrics of a set named on a bench's command line: names joined by `+`, each a
+/// metric's name, `all`, `full-reference` or `no-reference`; `None` if one is none of those.
+pub fn named_set(names: &str) -> Option<MetricSet> {
+    let nr = no_reference();
+    let fr = needing_reference(MetricSet::ALL).fold(MetricSet::default(), |s, i| s | i.flag);
+    names.split('+').try_fold(MetricSet::default(), |s, n| {
+        let part = match n {
+            "full-reference" => Some(fr),
+            "no-reference" => Some(nr),
+            "all" => Some(MetricSet::ALL),
+            _ => MetricSet::named(n),
+        };
+        part.map(|f| s | f)
+    })
+}
 
 /// Deterministic noise so every run measures the same pixels.
 pub fn pattern(len: usize, seed: u64) -> Vec<u8> {
