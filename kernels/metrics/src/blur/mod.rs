@@ -580,7 +580,7 @@ pub unsafe fn edge_width(b: &Plane, x: u32, y: u32, dir: u32, radius: u32) -> f3
 }
 
 /// Samples of a width search loaded at once, before any is compared.
-pub const WALK: usize = 8;
+pub const WALK: usize = 4;
 
 /// The [`WALK`] samples after step `n` of a width search from (x, y) in steps of (sx, sy)
 /// on a `w`×`h` plane read through `at`: `v[k]` = the sample of step j = n + k + 1, loaded
