@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every check that needs no GPU: formatting and clippy, kernel math (host build), the
-# PTX toolchain checks, the engine, the element (CPU backend) and the meson build.
+# PTX toolchain checks, the engine, the element (CPU backend), the packaged crates (a
+# consumer built from the .crate files alone) and the meson build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup-deps.sh
@@ -13,6 +14,8 @@ cargo clippy --manifest-path kernels/Cargo.toml --workspace --all-targets -- -D 
 
 cargo test --manifest-path kernels/Cargo.toml --workspace
 cargo test --workspace
+# Every crate packaged, and a consumer of gpumetrics-engine built from the packages alone.
+./scripts/package-check.sh
 # The meson build installs the plugin the way distributions do.
 builddir=target/meson
 [ -d "$builddir" ] || meson setup "$builddir" . --buildtype=release >/dev/null
