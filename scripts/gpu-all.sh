@@ -178,6 +178,15 @@ pack() {
     read -ra plugins <<<"$(printf '%s\n' $plugins | sort -u | tr '\n' ' ')"
     EXTRA="$extra" PLUGINS="${PLUGINS:-${plugins[*]}}" ../shared/tools/gpu-kit $d/gst
   fi
+  # The rust-kernels example (build-support's README): another project's kernel crate
+  # launched through the typed launchers; selftest runs it on the GPU.
+  if printf '%s\n' "${steps[@]}" | grep -qx selftest; then
+    mkdir -p $B
+    cargo build --release --quiet --manifest-path examples/rust-kernels/host/Cargo.toml \
+      --target-dir "${CARGO_TARGET_DIR:-target}/rust-kernels-example"
+    cp "${CARGO_TARGET_DIR:-target}/rust-kernels-example/release/rust-kernels-example" $B/
+    strip $B/rust-kernels-example
+  fi
   pwd >$d/build-root
   echo "${steps[*]}" >$d/steps
   # Inputs: made in .gpu/inputs where a script can make them, then copied in for the steps
@@ -354,6 +363,12 @@ step_selftest() {
   step "every kernel has a check, every check a kernel (cuda_kernels, no GPU needed)"
   run $B/cuda_kernels --test-threads 1
   kernels selftest
+  need $B/rust-kernels-example || return 0
+  step "examples/rust-kernels: another crate's kernels through gpumetrics-build's launchers"
+  local out
+  out=$($B/rust-kernels-example 2>&1) || true
+  echo "$out"
+  grep -q "equal the CPU's bit for bit" <<<"$out" || { echo FAILED: rust-kernels-example; fail=1; }
 }
 
 step_siti() {

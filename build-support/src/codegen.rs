@@ -116,7 +116,8 @@ fn arg_name(name: &str) -> String {
 
 /// The generated `kernels.rs`: PTX constants, kernel table, size assertions and the `Kernels`
 /// type with one typed, `unsafe` launcher per kernel. `rt` is the path of the runtime
-/// module (with `DevPtr`, `DevPtrMut`, `KernelInfo`, `ParamInfo` and `launch`); `ptx` lists
+/// module (with `DevPtr`, `DevPtrMut`, `KernelInfo`, `ParamInfo`, `launch` and `cudarc`,
+/// as `gpumetrics-launch` has them); `ptx` lists
 /// (compute capability, absolute PTX path), lowest first.
 pub fn bindings(
     kernels: &[KernelDecl],
@@ -192,13 +193,15 @@ pub fn bindings(
         "\n/// Every kernel of the module, looked up once. Launch them with the typed methods,\n\
          /// whose parameters mirror the kernel's: `*const T` is `DevPtr<T>`, `*mut T` is\n\
          /// `DevPtrMut<T>`, numbers and `#[repr(C)]` structs are passed as themselves.\n\
+         // A binary may use only some of the launchers and accessors.\n\
+         #[allow(dead_code)]\n\
          pub struct Kernels {\n    ctx: ::std::sync::Arc<::cudarc::driver::CudaContext>,\n    \
          module: ::std::sync::Arc<::cudarc::driver::CudaModule>,\n",
     );
     for k in kernels {
         let _ = writeln!(s, "    {}: ::cudarc::driver::CudaFunction,", k.name);
     }
-    s.push_str("}\n\nimpl Kernels {\n");
+    s.push_str("}\n\n#[allow(dead_code)]\nimpl Kernels {\n");
     s.push_str(
         "    /// Looks every kernel up in `module`, loaded in `ctx` from one of [`PTX`].\n    \
          pub fn from_module(\n        ctx: &::std::sync::Arc<::cudarc::driver::CudaContext>,\n        \
@@ -302,7 +305,9 @@ pub fn bindings(
         );
     }
     s.push_str("}\n");
-    s
+    // cudarc is named through the runtime, so the host crate needs no cudarc dependency of
+    // its own (and cannot pick a version other than the runtime's).
+    s.replace("::cudarc::driver::", &format!("{rt}::cudarc::driver::"))
 }
 
 #[cfg(test)]
@@ -407,6 +412,9 @@ mod tests {
         assert!(b.contains("let mut __p1: u64 = x.as_raw();"));
         assert!(b.contains("crate::rt::launch(&self.ctx, &self.k, stream, cfg, &mut __params)"));
         assert!(b.contains("    /// Doc.\n"));
+        // cudarc only through the runtime: the host crate needs no cudarc of its own.
+        assert!(b.contains("stream: &crate::rt::cudarc::driver::CudaStream,"));
+        assert!(!b.replace("crate::rt::cudarc::", "").contains("cudarc::"));
     }
 
     #[test]

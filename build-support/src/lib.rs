@@ -7,10 +7,13 @@
 //! gpumetrics_build::Builder::new("../kernels/metrics").build_or_exit();
 //! ```
 //!
-//! and in the host crate, inside the module named by [`Builder::runtime_path`]:
+//! and in the host crate, which depends on `gpumetrics-launch` (the runtime the generated
+//! code calls, [`Builder::runtime_path`]):
 //!
 //! ```ignore
-//! include!(concat!(env!("OUT_DIR"), "/kernels.rs"));
+//! mod kernels {
+//!     include!(concat!(env!("OUT_DIR"), "/kernels.rs"));
+//! }
 //! ```
 //!
 //! Steps of [`Builder::build`]:
@@ -115,7 +118,7 @@ impl Builder {
             crate_dir: crate_dir.into(),
             toolchain: None,
             extra_sms: Vec::new(),
-            runtime_path: "crate::cuda".into(),
+            runtime_path: "::gpumetrics_launch".into(),
             out_dir: None,
             emit_cargo: true,
         }
@@ -135,8 +138,10 @@ impl Builder {
         Ok(self)
     }
 
-    /// Path, in the host crate, of the module providing `DevPtr`, `DevPtrMut`, `KernelInfo`,
-    /// `ParamInfo` and `launch`, used by the generated code (default `crate::cuda`).
+    /// Path, in the host crate, of the runtime the generated code calls: the
+    /// `gpumetrics-launch` crate (the default, `::gpumetrics_launch`), or a module that
+    /// provides the same `DevPtr`, `DevPtrMut`, `KernelInfo`, `ParamInfo`, `launch` and
+    /// `cudarc`.
     pub fn runtime_path(mut self, path: impl Into<String>) -> Self {
         self.runtime_path = path.into();
         self

@@ -15,7 +15,6 @@
 mod buffer;
 mod external;
 mod module;
-mod ptr;
 
 pub(crate) use buffer::{DeviceBuffer, Gpu, IN_FLIGHT, PinnedBuffer, Readback, ResultSlots};
 
@@ -23,64 +22,12 @@ pub use external::ExternalContext;
 pub(crate) use external::{ExternalGuard, wrap as wrap_external};
 
 pub use module::{kernels, unload};
-pub use ptr::{DevPtr, DevPtrMut};
+// The runtime of the generated launchers lives in its own crate, so that other host crates
+// can use gpumetrics-build for their own kernels; re-exported here for the engine's users.
+pub use gpumetrics_launch::{DevPtr, DevPtrMut, KernelInfo, ParamInfo};
 
 mod generated {
     include!(concat!(env!("OUT_DIR"), "/kernels.rs"));
 }
 
 pub use generated::{KERNELS, Kernels, PTX};
-
-use std::ffi::c_void;
-use std::sync::Arc;
-
-use cudarc::driver::{CudaContext, CudaFunction, CudaStream, DriverError, LaunchConfig, sys};
-
-/// A kernel as declared in the kernel crate (generated table [`KERNELS`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct KernelInfo {
-    /// Entry-point name.
-    pub name: &'static str,
-    /// Parameters in order.
-    pub params: &'static [ParamInfo],
-}
-
-/// One kernel parameter.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ParamInfo {
-    /// Name in the kernel signature.
-    pub name: &'static str,
-    /// Type as written in the kernel signature.
-    pub ty: &'static str,
-    /// Size of the `.param` in the PTX.
-    pub ptx_bytes: usize,
-}
-
-/// Launches `f` (of a module loaded in `ctx`) on `stream`; used by the generated launchers.
-///
-/// # Safety
-/// `params` holds one pointer per kernel parameter, each to a value of the parameter's
-/// type, and the kernel's memory accesses are valid (see the generated methods).
-unsafe fn launch(
-    ctx: &Arc<CudaContext>,
-    f: &CudaFunction,
-    stream: &CudaStream,
-    cfg: LaunchConfig,
-    params: &mut [*mut c_void],
-) -> Result<(), DriverError> {
-    if ctx.cu_ctx() != stream.context().cu_ctx() {
-        return Err(DriverError(sys::CUresult::CUDA_ERROR_INVALID_CONTEXT));
-    }
-    ctx.bind_to_thread()?;
-    // SAFETY: the function belongs to `ctx`, which is current; the rest is the caller's.
-    unsafe {
-        cudarc::driver::result::launch_kernel(
-            f.cu_function(),
-            cfg.grid_dim,
-            cfg.block_dim,
-            cfg.shared_mem_bytes,
-            stream.cu_stream(),
-            params,
-        )
-    }
-}

@@ -3,7 +3,6 @@
 use std::sync::{Arc, Mutex};
 
 use cudarc::driver::{CudaContext, DriverError};
-use cudarc::nvrtc::Ptx;
 
 use super::{Kernels, PTX};
 
@@ -20,15 +19,7 @@ pub fn kernels(ctx: &Arc<CudaContext>) -> Result<Arc<Kernels>, DriverError> {
     if let Some((_, k)) = loaded.iter().find(|(c, _)| *c == key) {
         return Ok(k.clone());
     }
-    let (major, minor) = ctx.compute_capability()?;
-    let cc = (major * 10 + minor).max(0) as u32;
-    let ptx = PTX
-        .iter()
-        .rev()
-        .find(|(sm, _)| *sm <= cc)
-        .unwrap_or(&PTX[0])
-        .1;
-    let module = ctx.load_module(Ptx::from_src(ptx))?;
+    let module = gpumetrics_launch::load_module(ctx, PTX)?;
     let k = Arc::new(Kernels::from_module(ctx, &module)?);
     loaded.push((key, k.clone()));
     Ok(k)
