@@ -500,12 +500,34 @@ pub fn tile(p: &Luma8, part: &Part, k: u32) -> Option<(u32, u32)> {
 pub unsafe fn stage(
     l: &Luma8,
     part: &Part,
+    tile: (u32, u32),
+    s: *mut u32,
+    thread: u32,
+    threads: u32,
+) {
+    // Block-uniform: each part's copy has its tile's shape as constants, so the sample
+    // index splits into row and column by a multiplication, not a division.
+    if part.columns {
+        unsafe { stage_part::<true>(l, part, tile, s, thread, threads) }
+    } else {
+        unsafe { stage_part::<false>(l, part, tile, s, thread, threads) }
+    }
+}
+
+/// [`stage`] for the column part (`COLUMNS`) or the row part.
+///
+/// # Safety
+/// As [`stage`]; `part.columns == COLUMNS`.
+#[inline(always)]
+unsafe fn stage_part<const COLUMNS: bool>(
+    l: &Luma8,
+    part: &Part,
     (start, len): (u32, u32),
     s: *mut u32,
     thread: u32,
     threads: u32,
 ) {
-    let (rows, cols, stride) = if part.columns {
+    let (rows, cols, stride) = if COLUMNS {
         (TILE, LANES + HALO, COL_STRIDE)
     } else {
         (LANES + HALO, TILE, TILE)
@@ -514,7 +536,7 @@ pub unsafe fn stage(
     // Sample i of the tile: where it goes, and its value.
     let one = |i: u32| {
         let (r, c) = (i / cols, i % cols);
-        let (x, y, inside) = if part.columns {
+        let (x, y, inside) = if COLUMNS {
             let x = part.first - 3 + c;
             (x, start + r, r < len && c < part.lanes + HALO)
         } else {
@@ -561,6 +583,27 @@ pub unsafe fn stage(
 #[inline(always)]
 pub unsafe fn tile_grads(
     part: &Part,
+    tile: (u32, u32),
+    s: *const u32,
+    g: *mut f32,
+    thread: u32,
+    threads: u32,
+) {
+    // Block-uniform, as in `stage`: one straight loop per part.
+    if part.columns {
+        unsafe { part_grads::<true>(part, tile, s, g, thread, threads) }
+    } else {
+        unsafe { part_grads::<false>(part, tile, s, g, thread, threads) }
+    }
+}
+
+/// [`tile_grads`] for the column part (`COLUMNS`) or the row part.
+///
+/// # Safety
+/// As [`tile_grads`]; `part.columns == COLUMNS`.
+#[inline(always)]
+unsafe fn part_grads<const COLUMNS: bool>(
+    part: &Part,
     (_, len): (u32, u32),
     s: *const u32,
     g: *mut f32,
@@ -569,7 +612,7 @@ pub unsafe fn tile_grads(
 ) {
     let mut i = thread;
     while i < TILE * LANES {
-        let (at, lane, pos, v) = if part.columns {
+        let (at, lane, pos, v) = if COLUMNS {
             let (r, c) = (i / LANES, i % LANES);
             let base = r * COL_STRIDE + c;
             (r * LANES + c, c, r, unsafe { window(s, base, 1) })
@@ -605,15 +648,27 @@ unsafe fn window(s: *const u32, base: u32, step: u32) -> [u32; 8] {
 /// # Safety
 /// `g` holds the tile's gradients; `lane < part.lanes`.
 #[inline(always)]
-pub unsafe fn tile_sum(
-    part: &Part,
+pub unsafe fn tile_sum(part: &Part, tile: (u32, u32), g: *const f32, lane: u32, acc: f32) -> f32 {
+    if part.columns {
+        unsafe { part_sum::<true>(tile, g, lane, acc) }
+    } else {
+        unsafe { part_sum::<false>(tile, g, lane, acc) }
+    }
+}
+
+/// [`tile_sum`] for the column part (`COLUMNS`) or the row part.
+///
+/// # Safety
+/// As [`tile_sum`].
+#[inline(always)]
+unsafe fn part_sum<const COLUMNS: bool>(
     (_, len): (u32, u32),
     g: *const f32,
     lane: u32,
     acc: f32,
 ) -> f32 {
     let at = |k: u32| {
-        let i = if part.columns {
+        let i = if COLUMNS {
             k * LANES + lane
         } else {
             lane * ROW_STRIDE + k
