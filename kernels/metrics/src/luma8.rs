@@ -162,6 +162,28 @@ pub fn row_ptr(l: &Luma8, y: u32) -> *const u8 {
     (l.chan.ptr + y as u64 * l.chan.pitch as u64) as *const u8
 }
 
+/// Whether `l`'s samples are plain bytes (8-bit planar or semi-planar luma, no shift):
+/// then [`sample`] is the byte itself, and [`sample_as`] with `PLAIN` reads just that.
+#[inline(always)]
+pub fn is_plain(l: &Luma8) -> bool {
+    l.chan.sample_bytes == 1 && l.chan.step == 1 && l.chan.shift == 0 && l.shift == 0
+}
+
+/// [`sample`], with `PLAIN` = [`is_plain`]`(l)` known to the compiler: a kernel that
+/// branches once per block on [`is_plain`] reads 8-bit frames without the general
+/// format's arithmetic (the same value either way).
+///
+/// # Safety
+/// As [`sample`]; `PLAIN` only when [`is_plain`]`(l)`.
+#[inline(always)]
+pub unsafe fn sample_as<const PLAIN: bool>(l: &Luma8, x: u32, y: u32) -> u32 {
+    if PLAIN {
+        unsafe { *row_ptr(l, y).add(x as usize) as u32 }
+    } else {
+        unsafe { sample(l, x, y) }
+    }
+}
+
 /// The 8-bit luma sample (x, y) of `l`.
 ///
 /// # Safety
@@ -179,6 +201,40 @@ mod tests {
     const L: u32 = Range::Limited as u32;
     const Y: u32 = Range::FullYuv as u32;
     const G: u32 = Range::FullGray as u32;
+
+    #[test]
+    fn plain_samples_are_the_general_ones() {
+        let data: std::vec::Vec<u8> = (0..6 * 4).map(|i| (i * 37 % 251) as u8).collect();
+        let chan = |step, sample_bytes, shift| Channel {
+            ptr: data.as_ptr() as u64,
+            pitch: 6,
+            step,
+            sample_bytes,
+            shift,
+            max: 255,
+            _pad: 0,
+        };
+        let l = Luma8 {
+            chan: chan(1, 1, 0),
+            width: 6,
+            height: 4,
+            shift: 0,
+            range: L,
+        };
+        assert!(is_plain(&l));
+        for y in 0..4 {
+            for x in 0..6 {
+                let general = unsafe { sample(&l, x, y) };
+                assert_eq!(unsafe { sample_as::<true>(&l, x, y) }, general);
+                assert_eq!(unsafe { sample_as::<false>(&l, x, y) }, general);
+                assert_eq!(general, data[(y * 6 + x) as usize] as u32);
+            }
+        }
+        // Packed, 16-bit, shifted or deeper luma takes the general path.
+        let not = |chan, shift| !is_plain(&Luma8 { chan, shift, ..l });
+        assert!(not(chan(2, 1, 0), 0) && not(chan(2, 2, 0), 2) && not(chan(1, 1, 2), 0));
+        assert!(not(chan(1, 1, 0), 2));
+    }
 
     #[test]
     fn eight_bit_samples_pass_and_deeper_ones_are_dithered() {

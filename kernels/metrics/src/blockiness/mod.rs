@@ -507,19 +507,22 @@ pub unsafe fn stage(
 ) {
     // Block-uniform: each part's copy has its tile's shape as constants, so the sample
     // index splits into row and column by a multiplication, not a division.
-    if part.columns {
-        unsafe { stage_part::<true>(l, part, tile, s, thread, threads) }
-    } else {
-        unsafe { stage_part::<false>(l, part, tile, s, thread, threads) }
+    // And 8-bit frames read their bytes without the general conversion.
+    match (part.columns, luma8::is_plain(l)) {
+        (true, true) => unsafe { stage_part::<true, true>(l, part, tile, s, thread, threads) },
+        (true, false) => unsafe { stage_part::<true, false>(l, part, tile, s, thread, threads) },
+        (false, true) => unsafe { stage_part::<false, true>(l, part, tile, s, thread, threads) },
+        (false, false) => unsafe { stage_part::<false, false>(l, part, tile, s, thread, threads) },
     }
 }
 
-/// [`stage`] for the column part (`COLUMNS`) or the row part.
+/// [`stage`] for the column part (`COLUMNS`) or the row part, with `PLAIN` =
+/// [`luma8::is_plain`]`(l)`.
 ///
 /// # Safety
 /// As [`stage`]; `part.columns == COLUMNS`.
 #[inline(always)]
-unsafe fn stage_part<const COLUMNS: bool>(
+unsafe fn stage_part<const COLUMNS: bool, const PLAIN: bool>(
     l: &Luma8,
     part: &Part,
     (start, len): (u32, u32),
@@ -544,7 +547,7 @@ unsafe fn stage_part<const COLUMNS: bool>(
             (start + c, y, c < len && r < part.lanes + HALO)
         };
         let v = if inside && x < l.width && y < l.height {
-            unsafe { luma8::sample(l, x, y) }
+            unsafe { luma8::sample_as::<PLAIN>(l, x, y) }
         } else {
             0
         };

@@ -184,11 +184,32 @@ unsafe fn stage(one: &impl Fn(u32) -> u32, s: *mut u32, thread: u32, threads: u3
 /// `l` readable; `s` holds [`STAGE_LEN`] values.
 #[inline(always)]
 pub unsafe fn gauss_stage(l: &Luma8, x0: u32, y0: u32, s: *mut u32, thread: u32, threads: u32) {
+    // Block-uniform: 8-bit frames read their bytes without the general conversion.
+    if luma8::is_plain(l) {
+        unsafe { gauss_stage_as::<true>(l, x0, y0, s, thread, threads) }
+    } else {
+        unsafe { gauss_stage_as::<false>(l, x0, y0, s, thread, threads) }
+    }
+}
+
+/// [`gauss_stage`] with `PLAIN` = [`luma8::is_plain`]`(l)`.
+///
+/// # Safety
+/// As [`gauss_stage`].
+#[inline(always)]
+unsafe fn gauss_stage_as<const PLAIN: bool>(
+    l: &Luma8,
+    x0: u32,
+    y0: u32,
+    s: *mut u32,
+    thread: u32,
+    threads: u32,
+) {
     let one = |i: u32| {
         let (r, c) = (i / STAGE_W, i % STAGE_W);
         let (x, y) = ((x0 + c).wrapping_sub(2), (y0 + r).wrapping_sub(2));
         if x < l.width && y < l.height {
-            unsafe { luma8::sample(l, x, y) }
+            unsafe { luma8::sample_as::<PLAIN>(l, x, y) }
         } else {
             0
         }
