@@ -12,7 +12,8 @@
 //! }
 //! let module = gpumetrics_launch::load_module(&ctx, kernels::PTX)?;
 //! let k = kernels::Kernels::from_module(&ctx, &module)?;
-//! unsafe { k.scale(&stream, cfg, DevPtrMut::from_raw(ptr), 2.0, n)? };
+//! // `scale(p: Scale, x: *const f32, y: *mut f32)` in the kernel crate:
+//! unsafe { k.scale(&stream, cfg, Scale { n, factor: 2.0 }, x, y)? };
 //! ```
 //!
 //! Nothing here loads the CUDA library: cudarc does that (dynamically) when the caller first

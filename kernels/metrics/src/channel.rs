@@ -36,6 +36,22 @@ pub struct ChannelPair {
 
 pub const MAX_CHANNELS: usize = 3;
 
+impl Channel {
+    /// Whether a sample is its byte: one byte per sample, adjacent, no shift (8-bit planar
+    /// or semi-planar luma). Kernels test it once per block and then read bytes directly.
+    #[inline(always)]
+    pub fn is_plain_bytes(&self) -> bool {
+        self.sample_bytes == 1 && self.step == 1 && self.shift == 0
+    }
+
+    /// Whether every row starts `bytes`-aligned (the first sample and the pitch), so rows
+    /// can be read with aligned loads of that size.
+    #[inline(always)]
+    pub fn rows_aligned(&self, bytes: u32) -> bool {
+        self.ptr.is_multiple_of(bytes as u64) && self.pitch.is_multiple_of(bytes)
+    }
+}
+
 /// Loads sample `x` of the row starting at `row`.
 ///
 /// # Safety

@@ -166,7 +166,7 @@ pub fn row_ptr(l: &Luma8, y: u32) -> *const u8 {
 /// then [`sample`] is the byte itself, and [`sample_as`] with `PLAIN` reads just that.
 #[inline(always)]
 pub fn is_plain(l: &Luma8) -> bool {
-    l.chan.sample_bytes == 1 && l.chan.step == 1 && l.chan.shift == 0 && l.shift == 0
+    l.chan.is_plain_bytes() && l.shift == 0
 }
 
 /// [`sample`], with `PLAIN` = [`is_plain`]`(l)` known to the compiler: a kernel that

@@ -122,11 +122,7 @@ pub unsafe fn thread_count(l: &BlackLuma, block: u32, blocks: u32, thread: u32) 
 /// same for every thread.
 #[inline(always)]
 pub fn by_words(l: &BlackLuma) -> bool {
-    l.chan.sample_bytes == 1
-        && l.chan.step == 1
-        && l.chan.shift == 0
-        && l.chan.ptr.is_multiple_of(4)
-        && l.chan.pitch.is_multiple_of(4)
+    l.chan.is_plain_bytes() && l.chan.rows_aligned(4)
 }
 
 /// [`thread_count`] of a [`by_words`] frame: in each row the thread takes the words

@@ -19,8 +19,8 @@ gpumetrics_device::kernel! {
     /// reference frame is the one `*state` (0 or 1) names, the other is the spare.
     /// `out[b]` becomes the sum of `|frame − reference|` over the rows block b visits (0
     /// when `first` ≠ 0: the reference is not read), and the spare the frame's samples
-    /// (the layout of `FreezeFrame::offset`). Launch `BLOCK` threads on grid.x = `blocks(f.rows)`; `out`
-    /// holds grid.x values.
+    /// (the layout of `FreezeFrame::offset`). Launch `BLOCK` threads on grid.x =
+    /// `blocks(f.rows)`; `out` holds grid.x values.
     pub unsafe fn freeze_sad(
         f: FreezeFrame,
         buffers: *mut u16,

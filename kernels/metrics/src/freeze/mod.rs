@@ -170,11 +170,9 @@ pub const GROUP: u32 = 4;
 /// row of the reference layout starts 8-byte aligned). The same for every thread.
 #[inline(always)]
 pub fn vector_row(ch: &Channel, width: u32, offset: u32) -> bool {
-    let bytes = (GROUP * ch.sample_bytes) as u64;
     ch.step == ch.sample_bytes
         && ch.sample_bytes <= 2
-        && ch.ptr.is_multiple_of(bytes)
-        && (ch.pitch as u64).is_multiple_of(bytes)
+        && ch.rows_aligned(GROUP * ch.sample_bytes)
         && width.is_multiple_of(GROUP)
         && offset.is_multiple_of(GROUP)
 }
