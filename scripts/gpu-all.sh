@@ -42,6 +42,8 @@
 #                their throughput and ncu's kernel times
 #   inflight     cuda_kernels in_flight:: (two pairs in flight give the records of one at a
 #                time), the throughput of the no-reference metrics and CAMBI with 1 and 2
+#   ab           the throughput bench against that of another commit in the same call
+#                (after pack: scripts/gpu-all.sh pack-base [REV]; AB_METRICS, AB_ROUNDS)
 #   streams      many engines in one process (engine bench streams): N = 1..32 engines, one
 #                thread each, aggregate and per-engine pairs/s and device memory per engine,
 #                for PSNR+SSIM+VMAF and all metrics (device and host frames), and the five
@@ -95,6 +97,7 @@ cd "$(dirname "$0")/.."
 d=.gpu/all
 B=$d/bin
 ALL_STEPS="selftest psnr ssim ssimulacra2 butteraugli siti blur blockiness blackfreeze nr inflight streams vmaf cambi element throughput cudamem colour cli libvmaf libvmaf32"
+# Not in ALL_STEPS (it needs `pack-base` after pack): ab.
 
 # ---------------------------------------------------------------------------------------------
 # Packing (this machine)
@@ -112,6 +115,7 @@ bins() {
     blackfreeze) echo $e:test:cuda_kernels $e:test:black_freeze_ffmpeg $e:bench:throughput ;;
     nr) echo $e:bench:throughput $g:test:no_reference ;;
     inflight) echo $e:test:cuda_kernels $e:bench:throughput ;;
+    ab) echo $e:bench:throughput ;;
     streams) echo $e:bench:streams ;;
     vmaf) echo $e:test:cuda_kernels $e:test:vmaf_cuda $e:test:vmaf_reference $e:bench:throughput $g:test:vmaf_element ;;
     vmafcore) echo $e:test:cuda_kernels $e:test:vmaf_cuda $e:test:vmaf_reference $e:bench:throughput ;;
@@ -137,7 +141,7 @@ inputs() {
 }
 
 # Whether a step runs GStreamer (the plugin and the kit are packed for it).
-uses_gst() { case $1 in selftest | throughput | libvmaf | libvmaf32 | blackfreeze | cambi | vmafcore | inflight | streams | siti | blur | blockiness) return 1 ;; *) return 0 ;; esac; }
+uses_gst() { case $1 in selftest | ab | throughput | libvmaf | libvmaf32 | blackfreeze | cambi | vmafcore | inflight | streams | siti | blur | blockiness) return 1 ;; *) return 0 ;; esac; }
 
 pack() {
   set -e
@@ -259,6 +263,28 @@ make_cli_clips() {
 
 case ${1:-} in
   pack) shift; pack "$@"; exit ;;
+  pack-base)
+    # The throughput bench of another commit (default HEAD), for the step `ab`: built in a
+    # temporary worktree with this tree's target directory (the dependencies are not built
+    # again), copied to bin/throughput-base. Pack the steps first: pack empties bin/.
+    set -e
+    rev=${2:-HEAD}
+    wt=$(mktemp -d)/base
+    git worktree add --detach -q "$wt" "$rev"
+    trap 'git worktree remove --force "$wt"' EXIT
+    target=$(cd "${CARGO_TARGET_DIR:-target}" 2>/dev/null && pwd || echo "$PWD/target")
+    exe=$(cd "$wt" && CARGO_TARGET_DIR=$target cargo bench --no-run -p gpumetrics-engine \
+      --bench throughput --message-format=json | python3 -c '
+import json, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["name"] == "throughput":
+        print(m["executable"])')
+    mkdir -p $B
+    cp "$exe" $B/throughput-base && strip $B/throughput-base
+    echo "$(git rev-parse --short "$rev")" >$B/throughput-base.rev
+    echo "gpu-all: $B/throughput-base is the throughput bench of $(cat $B/throughput-base.rev)"
+    exit ;;
   pack-ffmpeg-cache)
     set -e
     mkdir -p .gpu/inputs
@@ -433,6 +459,22 @@ step_inflight() {
     $B/throughput --seconds 0.5 --no-cpu --sizes 1080p --metrics "$five" --in-flight 2 >/dev/null 2>&1
   nsys stats -q --report cuda_api_sum,cuda_gpu_kern_sum --format csv /tmp/gpumetrics-nr.nsys-rep 2>&1 |
     cut -c1-160 | head -60
+}
+
+# A/B in one call: the throughput bench of the working tree against that of another commit
+# (bin/throughput-base, `scripts/gpu-all.sh pack-base REV` after pack), interleaved, each
+# AB_ROUNDS times (default 2), over AB_METRICS (default the five no-reference metrics and
+# siti) at 1080p with 2 and 4 pairs in flight: rows of this size move by a few per cent
+# between calls, so a change is judged against its base in the same call.
+step_ab() {
+  bench && need $B/throughput $B/throughput-base || return 0
+  local metrics=${AB_METRICS:-blur+blockiness+siti+black+freeze,siti} i bin
+  for i in $(seq "${AB_ROUNDS:-2}"); do
+    for bin in throughput-base throughput; do
+      step "ab round $i: $bin ($([ $bin = throughput ] && echo "working tree" || cat $B/throughput-base.rev))"
+      run $B/$bin --seconds 2 --no-cpu --sizes 1080p --metrics "$metrics" --in-flight 2,4
+    done
+  done
 }
 
 step_streams() {

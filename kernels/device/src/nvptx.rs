@@ -329,6 +329,17 @@ impl<T: Copy, const N: usize> SharedArray<T, N> {
         unsafe { self.ptr.add(i).read() }
     }
 
+    /// Reads element `i` without [`SharedArray::read`]'s bounds check (a compare and a
+    /// branch per read): for inner loops whose indices are in bounds by construction.
+    ///
+    /// # Safety
+    /// `i < N`, and as [`SharedArray::read`].
+    #[inline(always)]
+    pub unsafe fn read_unchecked(&self, i: usize) -> T {
+        // SAFETY: in bounds by the caller's contract; races excluded by the caller.
+        unsafe { self.ptr.add(i).read() }
+    }
+
     /// Writes element `i`.
     ///
     /// # Safety

@@ -61,6 +61,13 @@ impl Siti {
             // `siti::to_full_range` needs 2^(depth − 8) for a depth of 8 to 16.
             return Some(format!("a luma depth factor of {}", l.factor));
         }
+        if l.chan.sample_bytes == 1 && l.factor != 1 {
+            // The kernel's 1-byte reads take the 8-bit factor as a constant.
+            return Some(format!(
+                "1-byte luma samples with a depth factor of {}",
+                l.factor
+            ));
+        }
         let c = &l.chan;
         let row = (l.width as u64 - 1) * c.step as u64 + c.sample_bytes as u64;
         if c.ptr == 0 || (l.height > 1 && (c.pitch as u64) < row) {

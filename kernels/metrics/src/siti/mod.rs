@@ -136,18 +136,34 @@ pub fn row_ptr(l: &Luma, y: u32) -> *const u8 {
 
 /// Sobel gradient magnitude of a 3×3 neighbourhood of full-range samples: `a` the row
 /// above (left, centre, right), `h` the pixel's row (its centre unused), `b` the row
-/// below; `sqrt(gx² + gy²)` of the integer sums, in f64 rounded to f32.
+/// below; `sqrt(gx² + gy²)` of the integer sums, in f64 rounded to f32 (FFmpeg's value).
+///
+/// Where both sums are below 2048 (every 8-bit pixel, most pixels of deeper video) the
+/// square sum is below 2^23, exact in f32, and the f32 square root is taken instead: a
+/// correctly rounded square root in f32 equals the f64 one rounded to f32 (53 ≥ 2·24 + 2
+/// bits make the double rounding of a square root innocuous; `small_roots_in_f32_are_exact`
+/// checks every value), at a fraction of the f64 root's instructions on the GPU.
 #[inline(always)]
 pub fn magnitude(a: (u32, u32, u32), h: (u32, u32, u32), b: (u32, u32, u32)) -> f32 {
     let (a0, a1, a2) = (a.0 as i32, a.1 as i32, a.2 as i32);
     let (h0, h2) = (h.0 as i32, h.2 as i32);
     let (b0, b1, b2) = (b.0 as i32, b.1 as i32, b.2 as i32);
     // x: columns left minus right (1 2 1); y: row above minus row below (1 2 1). Each is
-    // at most 4·65535 in magnitude (i32), the squares are summed in i64 (exact).
-    let gx = ((a0 - a2) + 2 * (h0 - h2) + (b0 - b2)) as i64;
-    let gy = ((a0 + 2 * a1 + a2) - (b0 + 2 * b1 + b2)) as i64;
-    gpumetrics_device::math::sqrt((gx * gx + gy * gy) as f64) as f32
+    // at most 4·65535 in magnitude (i32).
+    let gx = ((a0 - a2) + 2 * (h0 - h2) + (b0 - b2)).unsigned_abs();
+    let gy = ((a0 + 2 * a1 + a2) - (b0 + 2 * b1 + b2)).unsigned_abs();
+    if (gx | gy) < SMALL_GRADIENT {
+        gpumetrics_device::math::sqrtf((gx * gx + gy * gy) as f32)
+    } else {
+        // The squares summed in u64 (exact).
+        let q = gx as u64 * gx as u64 + gy as u64 * gy as u64;
+        gpumetrics_device::math::sqrt(q as f64) as f32
+    }
 }
+
+/// Gradient sums below this (in magnitude) have `gx² + gy² < 2^23`: [`magnitude`] takes
+/// their root in f32.
+const SMALL_GRADIENT: u32 = 1 << 11;
 
 /// Sobel gradient magnitude at the inner pixel (x, y) (1 ≤ x < w − 1, 1 ≤ y < h − 1), given
 /// the three rows around it ([`magnitude`]).
@@ -254,7 +270,8 @@ pub unsafe fn tile_sample_as<const WIDE: bool, const FULL: bool>(
 /// over.
 ///
 /// # Safety
-/// As [`sample`]; `WIDE` must be `l.chan.sample_bytes == 2`, `FULL` `l.full_range != 0`.
+/// As [`sample`]; `WIDE` must be `l.chan.sample_bytes == 2`, `FULL` `l.full_range != 0`;
+/// 1-byte samples must have `l.factor` 1.
 #[inline(always)]
 pub unsafe fn sample_as<const WIDE: bool, const FULL: bool>(
     row: *const u8,
@@ -269,7 +286,10 @@ pub unsafe fn sample_as<const WIDE: bool, const FULL: bool>(
         unsafe { *p as u32 }
     };
     let y = raw >> l.chan.shift;
-    if FULL { y } else { to_full_range(y, l.factor) }
+    // 1-byte samples are 8-bit (factor 1): a constant, so the conversion folds to a few
+    // instructions.
+    let factor = if WIDE { l.factor } else { 1 };
+    if FULL { y } else { to_full_range(y, factor) }
 }
 
 /// Running sums of one frame's values: the gradients, their squares, the motions, their
@@ -284,8 +304,35 @@ fn add(acc: &mut Sums, i: usize, v: f32) {
     acc[i + 1] += v * v;
 }
 
+/// One GPU thread's running sums ([`thread_sums`]): the gradients and their squares in
+/// f64, the motions (integers) and their squares in integers. Integer sums are exact, and
+/// so are the f64 sums of the same integers that the CPU backend makes while they stay
+/// below 2^53 (a 16-bit 8K frame of full-scale motion would pass it): both backends give
+/// the same TI, without a conversion and four f64 operations per pixel on the GPU.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct ThreadSums {
+    pub gradient: f64,
+    pub gradient_squares: f64,
+    pub motion: i64,
+    pub motion_squares: u64,
+}
+
+impl ThreadSums {
+    /// The four sums as [`Sums`] (the integer ones in f64: exact below 2^53, far above what
+    /// one thread's pixels, 8 per tile of a few tiles, add up to).
+    #[inline(always)]
+    pub fn to_sums(self) -> Sums {
+        [
+            self.gradient,
+            self.gradient_squares,
+            self.motion as f64,
+            self.motion_squares as f64,
+        ]
+    }
+}
+
 /// One GPU thread's share of the tile at `origin`, added to its running sums `acc`
-/// ([`Sums`]): thread `thread` takes column `x0 + thread % TILE_W` and, from row `y0 +
+/// ([`ThreadSums`]): thread `thread` takes column `x0 + thread % TILE_W` and, from row `y0 +
 /// (thread / TILE_W)·ROWS`, [`ROWS`] rows (those inside the frame), in row order. Per pixel
 /// it adds the gradient (inner pixels) and the motion against `prev`, then stores the
 /// pixel's sample in `prev` (the previous frame for the next one). `tile(i)` is entry i of
@@ -302,8 +349,8 @@ pub unsafe fn thread_sums(
     prev: *mut u16,
     first: bool,
     thread: u32,
-    mut acc: Sums,
-) -> Sums {
+    mut acc: ThreadSums,
+) -> ThreadSums {
     let (w, h) = (l.width, l.height);
     let (tx, ty) = (thread % TILE_W, thread / TILE_W);
     let x = origin.0 + tx;
@@ -327,9 +374,17 @@ pub unsafe fn thread_sums(
         let below = three(j0 + r + 2);
         let cur = here.1;
         let p = unsafe { prev.add(y as usize * w as usize + x as usize) };
-        add(&mut acc, 2, motion(cur, unsafe { *p }, first));
+        if !first {
+            // [`motion`]'s value, as an integer.
+            let d = cur as i32 - unsafe { *p } as i32;
+            let m = d.unsigned_abs();
+            acc.motion += d as i64;
+            acc.motion_squares += (m * m) as u64;
+        }
         if inner_col && y >= 1 && y + 1 < h {
-            add(&mut acc, 0, magnitude(above, here, below));
+            let g = magnitude(above, here, below) as f64;
+            acc.gradient += g;
+            acc.gradient_squares += g * g;
         }
         unsafe { *p = cur as u16 };
         above = here;
@@ -436,7 +491,8 @@ mod tests {
             (4, 2, 0),
         ] {
             for full in [0, 1] {
-                for factor in [1u32, 4, 256] {
+                // 1-byte samples are 8-bit: factor 1 (the engine checks it).
+                for factor in [1u32, 4, 256].into_iter().filter(|&f| bytes == 2 || f == 1) {
                     let l = Luma {
                         chan: Channel {
                             ptr: d.as_ptr() as u64,
@@ -528,6 +584,49 @@ mod tests {
         assert_eq!(out, [2.0, -5.0, 0.0]);
     }
 
+    /// [`magnitude`]'s f32 root of a square sum below 2^23 is the f64 root rounded to f32,
+    /// for every such sum (and on to 2^24).
+    #[test]
+    fn small_roots_in_f32_are_exact() {
+        for q in 0u32..1 << 24 {
+            let f32_root = gpumetrics_device::math::sqrtf(q as f32);
+            let f64_root = gpumetrics_device::math::sqrt(q as f64) as f32;
+            assert_eq!(f32_root.to_bits(), f64_root.to_bits(), "sqrt({q})");
+        }
+    }
+
+    /// Gradients on both sides of [`SMALL_GRADIENT`] (and the largest 16-bit one) equal the
+    /// f64 root of the exact square sum.
+    #[test]
+    fn magnitude_takes_the_f64_value_on_both_paths() {
+        let want = |gx: u64, gy: u64| ((gx * gx + gy * gy) as f64).sqrt() as f32;
+        // A row above of (v, 0, 0) and a row below of (0, 0, 0): gx = v, gy = v.
+        for v in [0u32, 1, 2047, 2048, 2049, 65535] {
+            let m = magnitude((v, 0, 0), (0, 0, 0), (0, 0, 0));
+            assert_eq!(m, want(v as u64, v as u64), "v {v}");
+        }
+        // gx = 4·65535 (a full-scale vertical edge), gy = 0.
+        let m = magnitude((65535, 0, 0), (65535, 0, 0), (65535, 0, 0));
+        assert_eq!(m, want(4 * 65535, 0));
+        // gx = 2047 exactly, gy = 2048: one on each side of the bound.
+        let m = magnitude((2047, 1024, 0), (0, 0, 0), (0, 0, 0));
+        assert_eq!(m, want(2047, 2047 + 2048));
+    }
+
+    /// Integer motion sums equal the f64 sums of the motion map's values.
+    #[test]
+    fn integer_motion_sums_equal_the_f64_sums() {
+        let mut t = ThreadSums::default();
+        let mut f = [0.0f64; 4];
+        for (cur, prev) in [(0u32, 65535u16), (65535, 0), (7, 9), (200, 13)] {
+            let d = cur as i32 - prev as i32;
+            t.motion += d as i64;
+            t.motion_squares += (d.unsigned_abs() * d.unsigned_abs()) as u64;
+            add(&mut f, 2, motion(cur, prev, false));
+        }
+        assert_eq!(t.to_sums()[2..], f[2..]);
+    }
+
     #[test]
     fn stddev_is_the_population_one() {
         let v = [2f32, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0];
@@ -563,7 +662,7 @@ mod tests {
         };
         let partials: Vec<Sums> = (0..blocks)
             .map(|b| {
-                let mut t = vec![[0.0f64; 4]; BLOCK as usize];
+                let mut t = vec![ThreadSums::default(); BLOCK as usize];
                 let mut tile = b;
                 while tile < tx * ty {
                     let origin = tile_origin(tile, l.width);
@@ -577,6 +676,7 @@ mod tests {
                     }
                     tile += blocks;
                 }
+                let t: Vec<Sums> = t.iter().map(|s| s.to_sums()).collect();
                 let mut s = [0.0f64; 4];
                 for w in t.chunks(32) {
                     for (k, s) in s.iter_mut().enumerate() {
