@@ -265,14 +265,16 @@ case ${1:-} in
   pack) shift; pack "$@"; exit ;;
   pack-base)
     # The throughput bench of another commit (default HEAD), for the step `ab`: built in a
-    # temporary worktree with this tree's target directory (the dependencies are not built
-    # again), copied to bin/throughput-base. Pack the steps first: pack empties bin/.
+    # temporary worktree with a target directory of its own (target/base: Cargo hashes path
+    # crates relative to their workspace, so sharing this tree's would mix the two trees'
+    # build-script outputs, the kernel crate's location among them), copied to
+    # bin/throughput-base. Pack the steps first: pack empties bin/.
     set -e
     rev=${2:-HEAD}
     wt=$(mktemp -d)/base
     git worktree add --detach -q "$wt" "$rev"
     trap 'git worktree remove --force "$wt"' EXIT
-    target=$(cd "${CARGO_TARGET_DIR:-target}" 2>/dev/null && pwd || echo "$PWD/target")
+    target=$PWD/target/base
     exe=$(cd "$wt" && CARGO_TARGET_DIR=$target cargo bench --no-run -p gpumetrics-engine \
       --bench throughput --message-format=json | python3 -c '
 import json, sys

@@ -16,8 +16,9 @@ use crate::frame::PlanePtrs;
 use crate::metric::CudaMetric;
 use crate::plan::Plan;
 use crate::scores::Scores;
+use gpumetrics_kernels::butteraugli::blur::RUN;
 use gpumetrics_kernels::butteraugli::{
-    BLOCK_ROWS, Level, Params, REDUCE_THREADS, REDUCE_VALUES, Taps, plane,
+    BLOCK_ROWS, Level, Params, REDUCE_THREADS, REDUCE_VALUES, ROW_SPAN, Taps, plane,
 };
 
 /// Blocks of `ba_reduce` (fewer for small frames): a few per SM of a large GPU.
@@ -118,6 +119,23 @@ impl Butteraugli {
             block_dim: (32, BLOCK_ROWS, 1),
             shared_mem_bytes: 0,
         };
+        // The Gaussians' passes: a thread per run of RUN outputs along the pass.
+        let row_grid = |lv: &Level, z: u32| LaunchConfig {
+            grid_dim: (
+                lv.width.div_ceil(ROW_SPAN),
+                lv.height.div_ceil(BLOCK_ROWS),
+                z,
+            ),
+            ..grid(lv, z)
+        };
+        let col_grid = |lv: &Level, z: u32| LaunchConfig {
+            grid_dim: (
+                lv.width.div_ceil(32),
+                lv.height.div_ceil(BLOCK_ROWS * RUN as u32),
+                z,
+            ),
+            ..grid(lv, z)
+        };
         let taps = || DevPtr::<Taps>::from_raw(self.taps.ptr());
         let prm = self.params;
         let full = self.levels[0];
@@ -132,16 +150,23 @@ impl Butteraugli {
             for &lv in &self.levels {
                 for (step, z) in STEPS {
                     let cfg = grid(&lv, z);
+                    let col = col_grid(&lv, z);
                     match step {
                         Step::Blur5Row => k.ba_blur5_row(stream, cfg, lv, prm)?,
                         Step::Opsin => k.ba_opsin(stream, cfg, lv, prm)?,
-                        Step::GaussRow { filter, from } => {
-                            k.ba_gauss_row(stream, cfg, lv, taps(), filter, from, plane::tmp(0))?
-                        }
-                        Step::LfCol => k.ba_lf_col(stream, cfg, lv, taps())?,
-                        Step::MfCol => k.ba_mf_col(stream, cfg, lv, taps())?,
-                        Step::UhfCol => k.ba_uhf_col(stream, cfg, lv, taps())?,
-                        Step::MaskCol => k.ba_mask_col(stream, cfg, lv, taps())?,
+                        Step::GaussRow { filter, from } => k.ba_gauss_row(
+                            stream,
+                            row_grid(&lv, z),
+                            lv,
+                            taps(),
+                            filter,
+                            from,
+                            plane::tmp(0),
+                        )?,
+                        Step::LfCol => k.ba_lf_col(stream, col, lv, taps())?,
+                        Step::MfCol => k.ba_mf_col(stream, col, lv, taps())?,
+                        Step::UhfCol => k.ba_uhf_col(stream, col, lv, taps())?,
+                        Step::MaskCol => k.ba_mask_col(stream, col, lv, taps())?,
                         Step::MaltaInputs => k.ba_malta_inputs(stream, cfg, lv, prm)?,
                         Step::AcError => k.ba_ac_error(stream, cfg, lv, prm)?,
                         Step::Diffmap => k.ba_diffmap(stream, cfg, lv, prm)?,

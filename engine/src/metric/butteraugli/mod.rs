@@ -262,6 +262,13 @@ fn push_fields(acc: &[f64; REDUCE_VALUES], pixels: u64, scores: &mut Scores) {
 mod tests {
     use super::*;
 
+    /// The GPU's run kernels are compiled for `HALVES`: the filter table must have them.
+    #[test]
+    fn filters_have_the_widths_the_run_kernels_are_built_for() {
+        let halves = filters().map(|t| t.half as usize);
+        assert_eq!(halves, gpumetrics_kernels::butteraugli::HALVES);
+    }
+
     #[test]
     fn identical_sums_give_zero() {
         let mut s = Scores::new();

@@ -1,8 +1,15 @@
 //! The Butteraugli kernels: thin `kernel!` declarations over device-only bodies, one thread
 //! per pixel of [`super::pixel`]'s functions (block (32, `BLOCK_ROWS`), grid over the
 //! level's width and height; `z` picks the plane or image where a stage has several), and
-//! the reduction of the final diffmap.
+//! the reduction of the final diffmap. The Gaussians' passes give each thread a run of
+//! [`super::blur::RUN`] outputs, whose samples it loads once for all of them (the row
+//! pass from a block-staged tile in shared memory, the column pass straight down its
+//! column), with the same sums bit for bit as one output at a time.
 
+#[cfg(target_arch = "nvptx64")]
+use super::blur::{self, MAX_HALF, RUN, RUN_SAMPLES};
+#[cfg(target_arch = "nvptx64")]
+use super::{BLOCK_ROWS, HALVES, ROW_SPAN, ROW_STAGE_LEN, ROW_STAGE_W, filter};
 #[cfg(target_arch = "nvptx64")]
 use super::{Level, Params, Taps};
 #[cfg(target_arch = "nvptx64")]
@@ -33,10 +40,14 @@ gpumetrics_device::kernel! {
     /// Column pass of the opsin blur and opsin dynamics (z = image).
     pub unsafe fn ba_opsin(lv: Level, prm: Params) => opsin;
 
-    /// Row pass of Gaussian `filter` from planes `from + z` into planes `to + z`.
+    /// Row pass of Gaussian `filter` from planes `from + z` into planes `to + z`. Block (32,
+    /// `BLOCK_ROWS`), each thread `RUN` consecutive columns: grid (⌈width / ROW_SPAN⌉,
+    /// ⌈height / BLOCK_ROWS⌉, planes).
     pub unsafe fn ba_gauss_row(lv: Level, taps: *const Taps, filter: u32, from: u32, to: u32) => gauss_row;
 
-    /// LF and MF (z = image).
+    /// LF and MF (z = image). This and the other column passes: block (32, `BLOCK_ROWS`),
+    /// each thread `RUN` consecutive rows of one column: grid (⌈width / 32⌉, ⌈height /
+    /// (BLOCK_ROWS · RUN)⌉, z).
     pub unsafe fn ba_lf_col(lv: Level, taps: *const Taps) => lf_col;
 
     /// MF and HF (z = image).
@@ -101,22 +112,138 @@ unsafe fn opsin(lv: Level, prm: Params) {
     }
 }
 
-/// The body of `ba_gauss_row`.
+/// The body of `ba_gauss_row`: one copy of the row pass per Gaussian width (the branch is
+/// the same for the whole launch).
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 unsafe fn gauss_row(lv: Level, taps: *const Taps, filter: u32, from: u32, to: u32) {
-    if let Some((x, y)) = pixel_of(&lv) {
-        let z = dev::block_idx_z();
-        unsafe { pixel::gauss_row(&lv, taps.add(filter as usize), from + z, to + z, x, y) };
+    let z = dev::block_idx_z();
+    let (t, from, to) = (unsafe { taps.add(filter as usize) }, from + z, to + z);
+    unsafe {
+        match filter {
+            filter::LF => row_run::<{ HALVES[filter::LF as usize] }>(&lv, t, from, to),
+            filter::HF => row_run::<{ HALVES[filter::HF as usize] }>(&lv, t, from, to),
+            filter::UHF => row_run::<{ HALVES[filter::UHF as usize] }>(&lv, t, from, to),
+            _ => row_run::<{ HALVES[filter::MASK as usize] }>(&lv, t, from, to),
+        }
     }
+}
+
+/// The row pass of a Gaussian of `half` = `H` over [`ROW_SPAN`] columns × [`BLOCK_ROWS`]
+/// rows: the block stages its rows with [`blur::MAX_HALF`] samples on each side in shared
+/// memory (0 outside the plane), then each thread takes [`RUN`] consecutive outputs. An
+/// interior run reads its samples as aligned 16-byte vectors and sums them with
+/// [`blur::gauss_run`]; runs near the left or right edge (or a table of another width)
+/// take [`pixel::gauss_row`] per output, from the plane.
+///
+/// # Safety
+/// `taps` valid; every thread of the block calls it (it synchronises once).
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn row_run<const H: usize>(lv: &Level, taps: *const Taps, from: u32, to: u32) {
+    gpumetrics_device::shared!(static BA_ROW_STAGE: [f32; ROW_STAGE_LEN]);
+    #[repr(C, align(16))]
+    #[derive(Clone, Copy)]
+    struct F4([f32; 4]);
+    let (tx, ty) = (dev::thread_idx_x(), dev::thread_idx_y());
+    let (w, h) = (lv.width, lv.height);
+    let (x0, y0) = (
+        dev::block_idx_x() * ROW_SPAN,
+        dev::block_idx_y() * BLOCK_ROWS,
+    );
+    let src = lv.plane(from) as *const f32;
+    // Stage entry i: row y0 + i / ROW_STAGE_W, column x0 − MAX_HALF + i % ROW_STAGE_W.
+    let mut i = ty * 32 + tx;
+    while i < ROW_STAGE_LEN as u32 {
+        let (r, c) = (i / ROW_STAGE_W, i % ROW_STAGE_W);
+        let (x, y) = ((x0 + c).wrapping_sub(MAX_HALF as u32), y0 + r);
+        let v = if x < w && y < h {
+            unsafe { *src.add((y * w + x) as usize) }
+        } else {
+            0.0
+        };
+        unsafe { BA_ROW_STAGE.write(i as usize, v) };
+        i += 32 * BLOCK_ROWS;
+    }
+    unsafe { dev::sync_threads() };
+    let (x, y) = (x0 + RUN as u32 * tx, y0 + ty);
+    if x >= w || y >= h {
+        return;
+    }
+    if unsafe { (*taps).half } as usize == H && blur::run_inside(x, w, H as u32) {
+        // Sample m of the run (x − H + m) is stage column RUN·tx + MAX_HALF − H + m: the
+        // 16-byte chunks q0..=q1 of the thread's stretch hold them all, from `o`.
+        let (q0, q1) = ((MAX_HALF - H) / 4, (MAX_HALF + H + RUN - 1) / 4);
+        let o = MAX_HALF - H - 4 * q0;
+        let chunks = BA_ROW_STAGE.as_mut_ptr() as *const F4;
+        let first = ((ty * ROW_STAGE_W + RUN as u32 * tx) / 4) as usize;
+        let mut s = [0.0f32; RUN_SAMPLES];
+        for q in q0..=q1 {
+            // SAFETY: the chunk lies in row ty of the stage (RUN·tx + 4·q1 + 3 <
+            // ROW_STAGE_W); the stage is 16-byte aligned and rows are multiples of 4.
+            let c = unsafe { *chunks.add(first + q) };
+            let at = 4 * (q - q0);
+            s[at] = c.0[0];
+            s[at + 1] = c.0[1];
+            s[at + 2] = c.0[2];
+            s[at + 3] = c.0[3];
+        }
+        let mut v = [0.0f32; RUN_SAMPLES];
+        for m in 0..RUN + 2 * H {
+            v[m] = s[o + m];
+        }
+        let weights = unsafe { blur::run_weights::<H>(taps) };
+        let out = blur::gauss_run::<H, false>(&v, &weights);
+        let dst = unsafe { lv.plane(to).add((y * w + x) as usize) };
+        for (j, v) in out.iter().enumerate() {
+            unsafe { *dst.add(j) = *v };
+        }
+    } else {
+        for j in 0..RUN as u32 {
+            if x + j < w {
+                unsafe { pixel::gauss_row(lv, taps, from, to, x + j, y) };
+            }
+        }
+    }
+}
+
+/// The first pixel of this thread's column run ([`RUN`] rows from there), if it lies
+/// inside `lv`: block (32, [`BLOCK_ROWS`]) covers 32 columns × `BLOCK_ROWS · RUN` rows.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+fn run_of(lv: &Level) -> Option<(u32, u32)> {
+    let (x, y) = (dev::global_idx_x(), dev::global_idx_y() * RUN as u32);
+    (x < lv.width && y < lv.height).then_some((x, y))
+}
+
+/// `out(j, y)` for each row y of this thread's column run (from `y0`) inside the level,
+/// `j` its index in the run (a constant: straight-line code, arrays in registers).
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+fn run_rows(lv: &Level, y0: u32, mut out: impl FnMut(usize, u32)) {
+    const _: () = assert!(RUN == 4, "the unroll! list below");
+    unroll!(j in [0 1 2 3] {
+        if y0 + (j as u32) < lv.height {
+            out(j, y0 + j as u32);
+        }
+    });
 }
 
 /// The body of `ba_lf_col`.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 unsafe fn lf_col(lv: Level, taps: *const Taps) {
-    if let Some((x, y)) = pixel_of(&lv) {
-        unsafe { pixel::lf_col(&lv, taps, dev::block_idx_z(), x, y) };
+    const H: usize = HALVES[filter::LF as usize];
+    if let Some((x, y)) = run_of(&lv) {
+        let img = dev::block_idx_z();
+        let t = unsafe { taps.add(filter::LF as usize) };
+        let mut b = [[0.0f32; RUN]; 3];
+        unroll!(c in [0 1 2] {
+            b[c] = unsafe { pixel::gauss_col_run::<H>(&lv, t, img * 3 + c as u32, x, y) };
+        });
+        run_rows(&lv, y, |j, y| unsafe {
+            pixel::lf_out(&lv, img, x, y, [b[0][j], b[1][j], b[2][j]])
+        });
     }
 }
 
@@ -124,8 +251,17 @@ unsafe fn lf_col(lv: Level, taps: *const Taps) {
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 unsafe fn mf_col(lv: Level, taps: *const Taps) {
-    if let Some((x, y)) = pixel_of(&lv) {
-        unsafe { pixel::mf_col(&lv, taps, dev::block_idx_z(), x, y) };
+    const H: usize = HALVES[filter::HF as usize];
+    if let Some((x, y)) = run_of(&lv) {
+        let img = dev::block_idx_z();
+        let t = unsafe { taps.add(filter::HF as usize) };
+        let mut b = [[0.0f32; RUN]; 3];
+        unroll!(c in [0 1 2] {
+            b[c] = unsafe { pixel::gauss_col_run::<H>(&lv, t, img * 3 + c as u32, x, y) };
+        });
+        run_rows(&lv, y, |j, y| unsafe {
+            pixel::mf_out(&lv, img, x, y, [b[0][j], b[1][j], b[2][j]])
+        });
     }
 }
 
@@ -133,8 +269,17 @@ unsafe fn mf_col(lv: Level, taps: *const Taps) {
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 unsafe fn uhf_col(lv: Level, taps: *const Taps) {
-    if let Some((x, y)) = pixel_of(&lv) {
-        unsafe { pixel::uhf_col(&lv, taps, dev::block_idx_z(), x, y) };
+    const H: usize = HALVES[filter::UHF as usize];
+    if let Some((x, y)) = run_of(&lv) {
+        let img = dev::block_idx_z();
+        let t = unsafe { taps.add(filter::UHF as usize) };
+        let mut b = [[0.0f32; RUN]; 2];
+        unroll!(c in [0 1] {
+            b[c] = unsafe { pixel::gauss_col_run::<H>(&lv, t, img * 2 + c as u32, x, y) };
+        });
+        run_rows(&lv, y, |j, y| unsafe {
+            pixel::uhf_out(&lv, img, x, y, [b[0][j], b[1][j]])
+        });
     }
 }
 
@@ -142,8 +287,16 @@ unsafe fn uhf_col(lv: Level, taps: *const Taps) {
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 unsafe fn mask_col(lv: Level, taps: *const Taps) {
-    if let Some((x, y)) = pixel_of(&lv) {
-        unsafe { pixel::mask_col(&lv, taps, x, y) };
+    const H: usize = HALVES[filter::MASK as usize];
+    if let Some((x, y)) = run_of(&lv) {
+        let t = unsafe { taps.add(filter::MASK as usize) };
+        let mut b = [[0.0f32; RUN]; 2];
+        unroll!(c in [0 1] {
+            b[c] = unsafe { pixel::gauss_col_run::<H>(&lv, t, c as u32, x, y) };
+        });
+        run_rows(&lv, y, |j, y| unsafe {
+            pixel::mask_out(&lv, x, y, [b[0][j], b[1][j]])
+        });
     }
 }
 

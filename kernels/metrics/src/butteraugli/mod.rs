@@ -35,6 +35,26 @@ pub const MALTA_PAD: u32 = 4;
 pub const MAX_TAPS: usize = 64;
 /// Threads per block of the per-pixel kernels: 32 × [`BLOCK_ROWS`].
 pub const BLOCK_ROWS: u32 = 8;
+/// Columns of a block of the row-pass kernel (`ba_gauss_row`): 32 threads of
+/// [`blur::RUN`] consecutive outputs.
+pub const ROW_SPAN: u32 = 32 * blur::RUN as u32;
+/// Staged samples per row of a row-pass block: its columns and [`blur::MAX_HALF`] on each
+/// side (a multiple of 4, so that every row's runs are read as aligned 16-byte vectors).
+pub const ROW_STAGE_W: u32 = ROW_SPAN + 2 * blur::MAX_HALF as u32;
+/// Staged samples of a row-pass block: [`BLOCK_ROWS`] rows of [`ROW_STAGE_W`].
+pub const ROW_STAGE_LEN: usize = 1280;
+const _: () =
+    assert!(ROW_STAGE_LEN == (BLOCK_ROWS * ROW_STAGE_W) as usize && ROW_STAGE_W.is_multiple_of(4));
+/// `half` of each Gaussian ([`filter`] order) for σ 7.156, 3.225, 1.564 and 2.7: the GPU's
+/// run kernels are compiled for these widths (a table whose widths differ would take
+/// their per-output path: correct, only slower; the engine's filters are tested to match).
+pub const HALVES: [usize; filter::COUNT] = [16, 7, 3, 6];
+const _: () = assert!(
+    HALVES[0] <= blur::MAX_HALF
+        && HALVES[1] <= blur::MAX_HALF
+        && HALVES[2] <= blur::MAX_HALF
+        && HALVES[3] <= blur::MAX_HALF
+);
 /// Threads of the reduction kernel's blocks.
 pub const REDUCE_THREADS: u32 = 256;
 /// Warps of a reduction block.

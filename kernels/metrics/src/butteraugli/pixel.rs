@@ -6,7 +6,7 @@
 // libjxl's f64 digits, rounded to f32 where the reference rounds them.
 #![allow(clippy::excessive_precision)]
 
-use super::blur::{blur5, gauss};
+use super::blur::{RUN, RUN_SAMPLES, blur5, gauss, gauss_run, run_inside, run_weights};
 use super::malta::{malta_hf, malta_lf};
 use super::{Level, Params, Taps, filter, plane};
 use crate::color::{ColorSource, linear_rgb};
@@ -259,10 +259,54 @@ pub unsafe fn gauss_row(lv: &Level, taps: *const Taps, from: u32, to: u32, x: u3
 }
 
 /// Column pass of a Gaussian over scratch plane `k`.
+///
+/// # Safety
+/// `taps` valid; (x, y) inside the level.
 #[inline(always)]
-unsafe fn gauss_col(lv: &Level, taps: *const Taps, k: u32, x: u32, y: u32) -> f32 {
+pub unsafe fn gauss_col(lv: &Level, taps: *const Taps, k: u32, x: u32, y: u32) -> f32 {
     // SAFETY: reads stay in column x of the scratch plane.
     unsafe { gauss(taps, y, lv.height, true, |j| get(lv, plane::tmp(k), x, j)) }
+}
+
+/// [`gauss_col`] of the [`RUN`] rows from `y` of column x, for the GPU's run kernels: one
+/// load per sample of the run ([`gauss_run`], the same values bit for bit) where the run
+/// is interior ([`run_inside`]) and `taps` has `half` = `H`, else [`gauss_col`] per row
+/// (rows at or past the level's height give 0).
+///
+/// # Safety
+/// `taps` valid; x inside the level, y below its height.
+#[inline(always)]
+pub unsafe fn gauss_col_run<const H: usize>(
+    lv: &Level,
+    taps: *const Taps,
+    k: u32,
+    x: u32,
+    y: u32,
+) -> [f32; RUN] {
+    // SAFETY: the caller's contract; an interior run reads rows y − H .. y + RUN + H,
+    // all inside the level.
+    unsafe {
+        if (*taps).half as usize == H && run_inside(y, lv.height, H as u32) {
+            let w = run_weights::<H>(taps);
+            let col = at(lv, plane::tmp(k), x, y - H as u32) as *const f32;
+            let mut v = [0.0f32; RUN_SAMPLES];
+            // An index loop of constant length: unrolled, `v` in registers.
+            #[allow(clippy::needless_range_loop)]
+            for m in 0..RUN + 2 * H {
+                v[m] = *col.add(m * lv.width as usize);
+            }
+            gauss_run::<H, true>(&v, &w)
+        } else {
+            const _: () = assert!(RUN == 4, "the unroll! list below");
+            let mut out = [0.0f32; RUN];
+            unroll!(j in [0 1 2 3] {
+                if y + (j as u32) < lv.height {
+                    out[j] = gauss_col(lv, taps, k, x, y + j as u32);
+                }
+            });
+            out
+        }
+    }
 }
 
 /// LF = the σ-7.16 blur of XYB (column pass of scratch planes 3·img..), converted to
@@ -275,10 +319,21 @@ pub unsafe fn lf_col(lv: &Level, taps: *const Taps, img: u32, x: u32, y: u32) {
     // SAFETY: the caller's contract.
     unsafe {
         let t = taps.add(filter::LF as usize);
-        let mut lf = [0.0f32; 3];
-        for (c, lf) in lf.iter_mut().enumerate() {
+        let lf = core::array::from_fn(|c| gauss_col(lv, t, img * 3 + c as u32, x, y));
+        lf_out(lv, img, x, y, lf);
+    }
+}
+
+/// [`lf_col`] after its column blurs: `lf` the blurred XYB of (x, y).
+///
+/// # Safety
+/// (x, y) inside the level.
+#[inline(always)]
+pub unsafe fn lf_out(lv: &Level, img: u32, x: u32, y: u32, lf: [f32; 3]) {
+    // SAFETY: the caller's contract.
+    unsafe {
+        for (c, lf) in lf.iter().enumerate() {
             let c = c as u32;
-            *lf = gauss_col(lv, t, img * 3 + c, x, y);
             put(
                 lv,
                 plane::mf(img, c),
@@ -304,10 +359,19 @@ pub unsafe fn mf_col(lv: &Level, taps: *const Taps, img: u32, x: u32, y: u32) {
     // SAFETY: the caller's contract.
     unsafe {
         let t = taps.add(filter::HF as usize);
-        let mut blurred = [0.0f32; 3];
-        for (c, b) in blurred.iter_mut().enumerate() {
-            *b = gauss_col(lv, t, img * 3 + c as u32, x, y);
-        }
+        let blurred = core::array::from_fn(|c| gauss_col(lv, t, img * 3 + c as u32, x, y));
+        mf_out(lv, img, x, y, blurred);
+    }
+}
+
+/// [`mf_col`] after its column blurs: `blurred` the blurred MF of (x, y).
+///
+/// # Safety
+/// (x, y) inside the level.
+#[inline(always)]
+pub unsafe fn mf_out(lv: &Level, img: u32, x: u32, y: u32, blurred: [f32; 3]) {
+    // SAFETY: the caller's contract.
+    unsafe {
         let hf_x = get(lv, plane::mf(img, 0), x, y) - blurred[0];
         let hf_y = get(lv, plane::mf(img, 1), x, y) - blurred[1];
         let suppress = fmaf(
@@ -347,6 +411,18 @@ pub unsafe fn uhf_col(lv: &Level, taps: *const Taps, img: u32, x: u32, y: u32) {
         let t = taps.add(filter::UHF as usize);
         let bx = gauss_col(lv, t, img * 2, x, y);
         let by = gauss_col(lv, t, img * 2 + 1, x, y);
+        uhf_out(lv, img, x, y, [bx, by]);
+    }
+}
+
+/// [`uhf_col`] after its column blurs: the blurred HF of X and Y at (x, y).
+///
+/// # Safety
+/// (x, y) inside the level.
+#[inline(always)]
+pub unsafe fn uhf_out(lv: &Level, img: u32, x: u32, y: u32, [bx, by]: [f32; 2]) {
+    // SAFETY: the caller's contract.
+    unsafe {
         let uhf_x = remove_range(get(lv, plane::hf(img, 0), x, y) - bx, REMOVE_UHF_RANGE);
         let hf_x = remove_range(bx, REMOVE_HF_RANGE);
         let hf_clamped = maximum_clamp(by, MAXCLAMP_HF);
@@ -383,6 +459,18 @@ pub unsafe fn mask_col(lv: &Level, taps: *const Taps, x: u32, y: u32) {
         let t = taps.add(filter::MASK as usize);
         let b0 = gauss_col(lv, t, 0, x, y);
         let b1 = gauss_col(lv, t, 1, x, y);
+        mask_out(lv, x, y, [b0, b1]);
+    }
+}
+
+/// [`mask_col`] after its column blurs: the blurred activities of (x, y).
+///
+/// # Safety
+/// (x, y) inside the level.
+#[inline(always)]
+pub unsafe fn mask_out(lv: &Level, x: u32, y: u32, [b0, b1]: [f32; 2]) {
+    // SAFETY: the caller's contract.
+    unsafe {
         put(lv, plane::MASK_BLURRED, x, y, b0);
         put(lv, plane::MASK_DIFF, x, y, b0 - b1);
     }
