@@ -350,8 +350,7 @@ impl Builder {
                 ));
             }
         }
-        cmd
-            .args(["--", "-C", &format!("target-cpu=sm_{BASELINE_SM}")])
+        cmd.args(["--", "-C", &format!("target-cpu=sm_{BASELINE_SM}")])
             .arg("-C")
             .arg(format!(
                 "link-arg=--gpumetrics-llvm-bin={}",
@@ -381,10 +380,18 @@ impl Builder {
             ));
         }
         if self.emit_cargo {
-            for line in stderr
-                .lines()
-                .filter(|l| l.starts_with("warning") && !l.contains("generated"))
-            {
+            // `-Zbuild-std` resolves the standard library with the same configuration, where
+            // the `dependency_dir` patches are unused: cargo's warning about it is no news.
+            let unused_patch = |l: &str| {
+                l.contains("was not used in the crate graph")
+                    && self
+                        .dependency_dirs
+                        .iter()
+                        .any(|(p, _)| l.starts_with(&format!("warning: patch `{p} v")))
+            };
+            for line in stderr.lines().filter(|l| {
+                l.starts_with("warning") && !l.contains("generated") && !unused_patch(l)
+            }) {
                 println!("cargo:warning=device build: {line}");
             }
         }
@@ -710,7 +717,10 @@ fn path_dependencies(manifest: &str) -> Vec<(String, Option<String>)> {
         if before.is_some_and(|c| c.is_alphanumeric() || c == '-' || c == '_') {
             return None;
         }
-        let rest = v[i + key.len()..].trim_start().strip_prefix('=')?.trim_start();
+        let rest = v[i + key.len()..]
+            .trim_start()
+            .strip_prefix('=')?
+            .trim_start();
         let rest = rest.strip_prefix('"')?;
         Some(rest[..rest.find('"')?].to_string())
     }
@@ -776,7 +786,11 @@ fn workspace_dependency_paths(manifest: &str) -> Vec<(String, String)> {
         if l.starts_with('[') {
             in_table = l == "[workspace.dependencies]";
             // the entries, as a dependency table for `path_dependencies`
-            text.push_str(if in_table { "[dependencies]\n" } else { "[other]\n" });
+            text.push_str(if in_table {
+                "[dependencies]\n"
+            } else {
+                "[other]\n"
+            });
         } else if in_table {
             text.push_str(l);
             text.push('\n');
