@@ -34,7 +34,7 @@ cleanup() {
   local d
   for d in "$unpacked"/*/; do
     d=${d%/}
-    if ! grep -qxF "$(basename "$d")" <<<"$before" && compgen -G "$d/gpumetrics-*" >/dev/null; then
+    if ! grep -qxF -e "$(basename "$d")" <<<"$before" && compgen -G "$d/gpumetrics-*" >/dev/null; then
       rm -rf "$d"
     fi
   done
