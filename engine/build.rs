@@ -12,5 +12,11 @@ fn main() {
         );
         std::process::exit(1);
     };
-    gpumetrics_build::Builder::new(root).build_or_exit();
+    let mut builder = gpumetrics_build::Builder::new(root);
+    // The device crate as Cargo has it, for a packaged kernel crate, whose manifest asks a
+    // registry for gpumetrics-device: the nested device build takes the same copy.
+    if let Some(device) = std::env::var_os("DEP_GPUMETRICS_KERNELS_DEVICE_ROOT") {
+        builder = builder.dependency_dir("gpumetrics-device", device);
+    }
+    builder.build_or_exit();
 }

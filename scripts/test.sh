@@ -6,13 +6,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup-deps.sh
 
-# Formatting and lints of both workspaces first: cheap, and they fail with a clear message.
+# Formatting and lints first (the kernel crates are members of the workspace): cheap, and
+# they fail with a clear message.
 cargo fmt --all --check
-cargo fmt --manifest-path kernels/Cargo.toml --all --check
 cargo clippy --workspace --all-targets -- -D warnings
-cargo clippy --manifest-path kernels/Cargo.toml --workspace --all-targets -- -D warnings
 
-cargo test --manifest-path kernels/Cargo.toml --workspace
 cargo test --workspace
 # Every crate packaged, and a consumer of gpumetrics-engine built from the packages alone.
 ./scripts/package-check.sh

@@ -80,6 +80,7 @@ pub struct Builder {
     runtime_path: String,
     out_dir: Option<PathBuf>,
     emit_cargo: bool,
+    dependency_dirs: Vec<(String, PathBuf)>,
 }
 
 /// The PTX ISA version `llc` is asked for on a given `sm_XY`: the minimum that target needs,
@@ -121,6 +122,7 @@ impl Builder {
             runtime_path: "::gpumetrics_launch".into(),
             out_dir: None,
             emit_cargo: true,
+            dependency_dirs: Vec::new(),
         }
     }
 
@@ -150,6 +152,21 @@ impl Builder {
     /// Output directory (default `$OUT_DIR`).
     pub fn out_dir(mut self, dir: impl Into<PathBuf>) -> Self {
         self.out_dir = Some(dir.into());
+        self
+    }
+
+    /// Where the nested device build takes the kernel crate's dependency `package` from when
+    /// the kernel crate's manifest asks a registry for it: `dir`, the folder of the copy the
+    /// outer build has (a dependency's `links` metadata can tell the host's build script).
+    ///
+    /// The nested build resolves the kernel crate's dependencies itself, from crates.io. A
+    /// packaged kernel crate whose sibling crates are not there (not published yet, or
+    /// served by a local or private registry, as while `cargo package --workspace` verifies
+    /// the packages) would not build otherwise; with this, the nested build has
+    /// `patch.crates-io.<package>.path = <dir>`. Ignored while the kernel crate has the
+    /// dependency by path (directly or from its workspace), as in a checkout.
+    pub fn dependency_dir(mut self, package: impl Into<String>, dir: impl Into<PathBuf>) -> Self {
+        self.dependency_dirs.push((package.into(), dir.into()));
         self
     }
 
@@ -270,6 +287,18 @@ impl Builder {
         sms.retain(|&s| s != BASELINE_SM);
 
         let target_dir = out_dir.join("nvptx");
+        // The nested build's lock file starts as the workspace's, if the kernel crate is in
+        // one: cargo resolves the whole workspace, and with the versions the outer build
+        // locked it needs no registry index update (offline builds) and picks no others.
+        let lock = target_dir.join("Cargo.lock");
+        if let Some(ws_lock) = workspace_root(&crate_dir)
+            .map(|r| r.join("Cargo.lock"))
+            .and_then(|l| std::fs::read_to_string(l).ok())
+        {
+            std::fs::create_dir_all(&target_dir)
+                .map_err(|e| Error(format!("{}: {e}", target_dir.display())))?;
+            write_if_changed(&lock, &ws_lock)?;
+        }
         let fingerprint = fnv(&[linker::SOURCE, &ll_text]);
         let mut cmd = Command::new(&tc.cargo);
         clean_env(&mut cmd);
@@ -296,7 +325,7 @@ impl Builder {
             .arg("--config")
             .arg(format!(
                 "resolver.lockfile-path={}",
-                toml_string(&target_dir.join("Cargo.lock").to_string_lossy())
+                toml_string(&lock.to_string_lossy())
             ))
             .arg("--config")
             .arg(format!(
@@ -305,8 +334,23 @@ impl Builder {
             ))
             // The device build's profile, whatever workspace (if any) the kernel crate is
             // in: one fat-LTO codegen unit, so the linker driver sees every function.
-            .args(DEVICE_PROFILE.iter().flat_map(|c| ["--config", *c]))
-            .args(["--", "-C", &format!("target-cpu=sm_{BASELINE_SM}")])
+            .args(DEVICE_PROFILE.iter().flat_map(|c| ["--config", *c]));
+        // The dependencies a packaged kernel crate asks a registry for, where the outer
+        // build has them (`dependency_dir`).
+        let local: Vec<String> = path_dependencies(&manifest_text)
+            .into_iter()
+            .map(|(k, _)| k)
+            .collect();
+        for (package, dir) in &self.dependency_dirs {
+            if !local.contains(package) {
+                cmd.arg("--config").arg(format!(
+                    "patch.crates-io.{}.path={}",
+                    toml_string(package),
+                    toml_string(&dir.to_string_lossy())
+                ));
+            }
+        }
+        cmd.args(["--", "-C", &format!("target-cpu=sm_{BASELINE_SM}")])
             .arg("-C")
             .arg(format!(
                 "link-arg=--gpumetrics-llvm-bin={}",
@@ -336,10 +380,18 @@ impl Builder {
             ));
         }
         if self.emit_cargo {
-            for line in stderr
-                .lines()
-                .filter(|l| l.starts_with("warning") && !l.contains("generated"))
-            {
+            // `-Zbuild-std` resolves the standard library with the same configuration, where
+            // the `dependency_dir` patches are unused: cargo's warning about it is no news.
+            let unused_patch = |l: &str| {
+                l.contains("was not used in the crate graph")
+                    && self
+                        .dependency_dirs
+                        .iter()
+                        .any(|(p, _)| l.starts_with(&format!("warning: patch `{p} v")))
+            };
+            for line in stderr.lines().filter(|l| {
+                l.starts_with("warning") && !l.contains("generated") && !unused_patch(l)
+            }) {
                 println!("cargo:warning=device build: {line}");
             }
         }
@@ -637,49 +689,158 @@ fn package_name(manifest: &str) -> Option<String> {
     None
 }
 
-/// What the device build depends on: every crate of the kernel workspace (their `src`
-/// directories, which cargo scans recursively, and manifests) and the workspace manifest,
-/// lock file and cargo config.
-fn watched_paths(crate_dir: &Path) -> Vec<PathBuf> {
-    let mut root = crate_dir.to_path_buf();
-    let mut dir = crate_dir.parent();
-    while let Some(d) = dir {
-        if std::fs::read_to_string(d.join("Cargo.toml")).is_ok_and(|t| t.contains("[workspace]")) {
-            root = d.to_path_buf();
-            break;
+/// The root of the workspace the kernel crate belongs to: the crate's own folder if its
+/// manifest has a `[workspace]` table, else the nearest folder above with one (as cargo
+/// finds it); none for a registry copy.
+fn workspace_root(crate_dir: &Path) -> Option<PathBuf> {
+    let has_workspace = |d: &Path| {
+        std::fs::read_to_string(d.join("Cargo.toml")).is_ok_and(|t| {
+            t.lines()
+                .any(|l| l.trim() == "[workspace]" || l.trim().starts_with("[workspace."))
+        })
+    };
+    crate_dir
+        .ancestors()
+        .find(|d| has_workspace(d))
+        .map(Path::to_path_buf)
+}
+
+/// The dependencies a manifest gives by path, as (table key, path as written): the
+/// `path` of inline tables (`name = { path = "…" }`) and of `[dependencies.name]` tables in
+/// every dependency table, and, with `workspace = true`, the key alone (path `None`, to be
+/// looked up in the workspace's `[workspace.dependencies]`). A line scan, like
+/// [`package_name`]: enough for the manifests cargo writes and people usually write.
+fn path_dependencies(manifest: &str) -> Vec<(String, Option<String>)> {
+    fn string_value(v: &str, key: &str) -> Option<String> {
+        let i = v.find(key)?;
+        let before = v[..i].chars().next_back();
+        if before.is_some_and(|c| c.is_alphanumeric() || c == '-' || c == '_') {
+            return None;
         }
-        dir = d.parent();
+        let rest = v[i + key.len()..]
+            .trim_start()
+            .strip_prefix('=')?
+            .trim_start();
+        let rest = rest.strip_prefix('"')?;
+        Some(rest[..rest.find('"')?].to_string())
     }
-    if std::fs::read_to_string(crate_dir.join("Cargo.toml"))
-        .is_ok_and(|t| t.contains("[workspace]"))
-    {
-        root = crate_dir.to_path_buf();
+    fn inherits(v: &str) -> bool {
+        v.split([',', '{', '}'])
+            .any(|p| p.trim().replace(' ', "") == "workspace=true")
     }
+    let mut out = Vec::new();
+    // Some(None): a dependency table; Some(Some(key)): the table of one dependency.
+    let mut table: Option<Option<String>> = None;
+    for line in manifest.lines() {
+        let l = line.trim();
+        if l.starts_with('[') {
+            let name = l.trim_matches(|c| c == '[' || c == ']').trim();
+            let mut parts = name.rsplitn(2, '.');
+            let last = parts.next().unwrap_or("");
+            let head = parts.next().unwrap_or("");
+            let dep_table = |t: &str| t.ends_with("dependencies") && !t.starts_with("workspace");
+            table = if dep_table(name) {
+                Some(None)
+            } else if dep_table(head) {
+                Some(Some(last.trim_matches('"').to_string()))
+            } else {
+                None
+            };
+            continue;
+        }
+        let Some((key, value)) = l.split_once('=') else {
+            continue;
+        };
+        let key = key.trim().trim_matches('"');
+        match &table {
+            Some(None) => {
+                if let Some(name) = key.strip_suffix(".workspace") {
+                    out.push((name.trim_matches('"').to_string(), None));
+                } else if let Some(path) = string_value(value, "path") {
+                    out.push((key.to_string(), Some(path)));
+                } else if inherits(value) {
+                    out.push((key.to_string(), None));
+                }
+            }
+            Some(Some(name)) => {
+                if key == "path" {
+                    if let Some(path) = string_value(l, "path") {
+                        out.push((name.clone(), Some(path)));
+                    }
+                } else if key == "workspace" && value.trim() == "true" {
+                    out.push((name.clone(), None));
+                }
+            }
+            None => {}
+        }
+    }
+    out
+}
+
+/// The paths of `[workspace.dependencies]` entries of a workspace manifest, by key.
+fn workspace_dependency_paths(manifest: &str) -> Vec<(String, String)> {
+    let mut in_table = false;
+    let mut text = String::new();
+    for line in manifest.lines() {
+        let l = line.trim();
+        if l.starts_with('[') {
+            in_table = l == "[workspace.dependencies]";
+            // the entries, as a dependency table for `path_dependencies`
+            text.push_str(if in_table {
+                "[dependencies]\n"
+            } else {
+                "[other]\n"
+            });
+        } else if in_table {
+            text.push_str(l);
+            text.push('\n');
+        }
+    }
+    path_dependencies(&text)
+        .into_iter()
+        .filter_map(|(k, p)| Some((k, p?)))
+        .collect()
+}
+
+/// What the device build depends on: the kernel crate and the crates it depends on by path
+/// (directly or through its workspace's `[workspace.dependencies]`), each crate's manifest
+/// and `src` directory (which cargo scans recursively), and the workspace's manifest, lock
+/// file and cargo config. Not the workspace's other members: a change to the host crates
+/// does not rerun the device build.
+fn watched_paths(crate_dir: &Path) -> Vec<PathBuf> {
+    let root = workspace_root(crate_dir).unwrap_or_else(|| crate_dir.to_path_buf());
+    let ws_deps = std::fs::read_to_string(root.join("Cargo.toml"))
+        .map(|t| workspace_dependency_paths(&t))
+        .unwrap_or_default();
     let mut out = vec![
         root.join("Cargo.toml"),
         root.join("Cargo.lock"),
         root.join(".cargo"),
     ];
-    let mut stack = vec![(root.clone(), 0)];
-    while let Some((d, depth)) = stack.pop() {
-        let Ok(rd) = std::fs::read_dir(&d) else {
+    let mut seen = Vec::new();
+    let mut stack = vec![crate_dir.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        let dir = dir.canonicalize().unwrap_or(dir);
+        if seen.contains(&dir) {
+            continue;
+        }
+        seen.push(dir.clone());
+        let manifest = dir.join("Cargo.toml");
+        let Ok(text) = std::fs::read_to_string(&manifest) else {
             continue;
         };
-        for e in rd.flatten() {
-            let p = e.path();
-            let name = e.file_name().to_string_lossy().into_owned();
-            if !p.is_dir() || name.starts_with('.') || name == "target" || depth >= 3 {
-                continue;
+        out.push(manifest);
+        out.push(dir.join("src"));
+        for (key, path) in path_dependencies(&text) {
+            match path {
+                Some(p) => stack.push(dir.join(p)),
+                None => {
+                    if let Some((_, p)) = ws_deps.iter().find(|(k, _)| *k == key) {
+                        stack.push(root.join(p));
+                    }
+                }
             }
-            if p.join("Cargo.toml").is_file() {
-                out.push(p.join("Cargo.toml"));
-                out.push(p.join("src"));
-            }
-            stack.push((p, depth + 1));
         }
-    }
-    if root == crate_dir {
-        out.push(crate_dir.join("src"));
     }
     // a path that does not exist would make cargo rerun the build script every time
     out.retain(|p| p.exists());
@@ -706,5 +867,55 @@ mod tests {
             Some("gpumetrics-kernels")
         );
         assert_ne!(fnv(&["a", "b"]), fnv(&["ab"]));
+    }
+
+    #[test]
+    fn path_dependencies_of_a_manifest() {
+        let manifest = "[package]\nname = \"k\"\npath = \"no\"\n\
+            [lib]\npath = \"src/lib.rs\"\n\
+            [dependencies]\na = { path = \"../a\", version = \"0.1.0\" }\nb.workspace = true\n\
+            c = { workspace = true, features = [\"x\"] }\nd = \"1\"\ne = { version = \"1\", subpath = \"x\" }\n\
+            [dependencies.f]\nversion = \"1\"\npath = \"../f\"\n\
+            [target.'cfg(unix)'.dependencies]\ng = { path = \"g\" }\n\
+            [workspace.dependencies]\nh = { path = \"h\" }\n";
+        let deps = path_dependencies(manifest);
+        let some = |s: &str| Some(s.to_string());
+        assert_eq!(
+            deps,
+            [
+                ("a".to_string(), some("../a")),
+                ("b".to_string(), None),
+                ("c".to_string(), None),
+                ("f".to_string(), some("../f")),
+                ("g".to_string(), some("g")),
+            ]
+        );
+        assert_eq!(
+            workspace_dependency_paths(manifest),
+            [("h".to_string(), "h".to_string())]
+        );
+    }
+
+    /// The repository's engine kernels: the device build watches the kernel crate and the
+    /// device crate, not the host crates of the workspace.
+    #[test]
+    fn watched_paths_of_the_kernel_crate() {
+        let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let repo = repo.canonicalize().unwrap();
+        let paths = watched_paths(&repo.join("kernels/metrics"));
+        for p in [
+            "Cargo.toml",
+            "Cargo.lock",
+            "kernels/metrics/Cargo.toml",
+            "kernels/metrics/src",
+            "kernels/device/Cargo.toml",
+            "kernels/device/src",
+        ] {
+            assert!(paths.contains(&repo.join(p)), "{p} not in {paths:?}");
+        }
+        assert!(
+            !paths.iter().any(|p| p.starts_with(repo.join("engine"))),
+            "{paths:?}"
+        );
     }
 }

@@ -1,6 +1,6 @@
-//! End to end: builds a copy of the repository's kernel workspace (needs the nightly
-//! toolchain with rust-src and llvm-tools, like the engine build) and checks that the build
-//! fails, naming the kernel, when declarations and PTX disagree.
+//! End to end: builds a copy of the repository's kernel crates (needs the nightly toolchain
+//! with rust-src and llvm-tools, like the engine build) and checks that the build fails,
+//! naming the kernel, when declarations and PTX disagree.
 
 use std::path::{Path, PathBuf};
 
@@ -20,6 +20,41 @@ fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
+/// The repository's kernel crates (`kernels/device`, `kernels/metrics`) copied into `to`,
+/// with a workspace manifest of their own there: the crates inherit their version, edition,
+/// licence and the device crate's requirement from the repository's workspace, whose
+/// `[workspace.package]` table and `gpumetrics-device` line are copied (its path made
+/// relative to `to`).
+fn copy_kernel_crates(to: &Path) {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    copy_dir(&repo.join("kernels"), to);
+    let root = std::fs::read_to_string(repo.join("Cargo.toml")).unwrap();
+    let mut package = String::new();
+    let mut in_package = false;
+    for line in root.lines() {
+        if line.starts_with('[') {
+            in_package = line == "[workspace.package]";
+        }
+        if in_package {
+            package.push_str(line);
+            package.push('\n');
+        }
+    }
+    let device = root
+        .lines()
+        .find(|l| l.starts_with("gpumetrics-device = "))
+        .expect("the workspace's gpumetrics-device requirement")
+        .replace("\"kernels/device\"", "\"device\"");
+    std::fs::write(
+        to.join("Cargo.toml"),
+        format!(
+            "[workspace]\nresolver = \"3\"\nmembers = [\"device\", \"metrics\"]\n\n{package}\n\
+             [workspace.dependencies]\n{device}\n"
+        ),
+    )
+    .unwrap();
+}
+
 fn build(crate_dir: &Path, out: &Path) -> Result<gpumetrics_build::Output, String> {
     gpumetrics_build::Builder::new(crate_dir)
         .out_dir(out)
@@ -35,10 +70,7 @@ fn builds_and_rejects_mismatched_kernels() {
     let root = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("builder-test");
     let _ = std::fs::remove_dir_all(&root);
     let kernels = root.join("kernels");
-    copy_dir(
-        &Path::new(env!("CARGO_MANIFEST_DIR")).join("../kernels"),
-        &kernels,
-    );
+    copy_kernel_crates(&kernels);
     let metrics = kernels.join("metrics");
     let out = root.join("out");
 
@@ -148,10 +180,7 @@ fn builds_a_packaged_kernel_crate_from_a_read_only_folder() {
     }
     let _cleanup = Cleanup(root.clone());
     let ws = root.join("ws");
-    copy_dir(
-        &Path::new(env!("CARGO_MANIFEST_DIR")).join("../kernels"),
-        &ws,
-    );
+    copy_kernel_crates(&ws);
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let packaged = std::process::Command::new(&cargo)
         .args(["package", "--no-verify", "--allow-dirty", "--manifest-path"])
