@@ -49,6 +49,8 @@
 #                for PSNR+SSIM+VMAF and all metrics (device and host frames), and the five
 #                no-reference metrics on one input (N = 1, 2, 4: whether one engine is bound
 #                by the device or by its host thread)
+#   elements     N gpumetrics instances in one gst-launch on NVDEC inputs (the cudamem clips),
+#                N = 1..16, PSNR+SSIM+VMAF and all metrics: aggregate and per-instance pairs/s
 #   blur         cuda_kernels blur:: (the kernels against the host, exact; the CUDA engine
 #                against the CPU engine), its throughput and ncu's kernel times
 #   blockiness   cuda_kernels blockiness:: (the same, over sequences), its throughput, ncu
@@ -96,7 +98,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 d=.gpu/all
 B=$d/bin
-ALL_STEPS="selftest psnr ssim ssimulacra2 butteraugli siti blur blockiness blackfreeze nr inflight streams vmaf cambi element throughput cudamem colour cli libvmaf libvmaf32"
+ALL_STEPS="selftest psnr ssim ssimulacra2 butteraugli siti blur blockiness blackfreeze nr inflight streams elements vmaf cambi element throughput cudamem colour cli libvmaf libvmaf32"
 # Not in ALL_STEPS (it needs `pack-base` after pack): ab.
 
 # ---------------------------------------------------------------------------------------------
@@ -117,6 +119,7 @@ bins() {
     inflight) echo $e:test:cuda_kernels $e:bench:throughput ;;
     ab) echo $e:bench:throughput ;;
     streams) echo $e:bench:streams ;;
+    elements) ;;
     vmaf) echo $e:test:cuda_kernels $e:test:vmaf_cuda $e:test:vmaf_reference $e:bench:throughput $g:test:vmaf_element ;;
     vmafcore) echo $e:test:cuda_kernels $e:test:vmaf_cuda $e:test:vmaf_reference $e:bench:throughput ;;
     cambi) echo $e:test:cuda_kernels $e:test:cambi_reference $e:bench:throughput ;;
@@ -132,6 +135,7 @@ bins() {
 inputs() {
   case $1 in
     cudamem | colour | cli) echo "$1" ;;
+    elements) echo cudamem ;;
     ssim) echo whl ;;
     butteraugli | vmaf | blackfreeze | cambi) echo "ffmpeg-cache-$1.tar.xz" ;;
     vmafcore) echo ffmpeg-cache-vmaf.tar.xz ;;
@@ -156,7 +160,7 @@ pack() {
     specs+=("${more[@]}")
     if uses_gst "$s"; then gst=1; fi
     case $s in
-      cudamem | colour | cli)
+      cudamem | colour | cli | elements)
         plugins="$plugins debug playback typefindfunctions matroska isomp4 videoparsersbad rawparse"
         plugins="$plugins y4mdec png pbtypes" ;;
     esac
@@ -198,7 +202,7 @@ pack() {
   local in=.gpu/inputs name
   for s in "${steps[@]}"; do
     case $s in
-      cudamem) [ -f $in/cudamem/avdec.jsonl ] || make_cudamem_clips $in/cudamem ;;
+      cudamem | elements) [ -f $in/cudamem/avdec.jsonl ] || make_cudamem_clips $in/cudamem ;;
       colour) [ -f $in/colour/pq-cpu.jsonl ] || scripts/make-colour-clips.sh $in/colour ;;
       cli) [ -f $in/cli/dist.mp4 ] || make_cli_clips $in/cli ;;
     esac
@@ -475,6 +479,36 @@ step_ab() {
     for bin in throughput-base throughput; do
       step "ab round $i: $bin ($([ $bin = throughput ] && echo "working tree" || cat $B/throughput-base.rev))"
       run $B/$bin --seconds 2 --no-cpu --sizes 1080p --metrics "$metrics" --in-flight 2,4
+    done
+  done
+}
+
+# N gpumetrics instances in one gst-launch (one process, one CUDA context), each on its own
+# NVDEC-decoded pair of the cudamem clips (1080p H.264, 300 frames): the element-level
+# counterpart of the streams bench. Prints the wall time and the aggregate and per-instance
+# pairs/s for N = 1, 2, 4, 8, 16, for PSNR+SSIM+VMAF and for every metric. GStreamer
+# 1.22's nvh264dec decodes about 200–400 1080p frames/s per instance, so the cheap set
+# shows how far decoding, not scoring, bounds a channel.
+step_elements() {
+  local c=$d/data/cudamem n set i launch t0 t1
+  need $d/gst/env.sh $d/plugin/libgstgpumetrics.so || return 0
+  have $c/ref.mp4 $c/dist.mp4 || return 0
+  bench || return 0
+  for set in psnr+ssim+vmaf all; do
+    step "elements: N gpumetrics metrics=$set in one gst-launch, NVDEC inputs, 300 pairs each"
+    echo "| metrics | instances | wall s | pairs/s in all | pairs/s per instance |"
+    echo "| --- | --- | --- | --- | --- |"
+    for n in 1 2 4 8 16; do
+      launch=()
+      for i in $(seq 0 $((n - 1))); do
+        launch+=(filesrc location=$c/ref.mp4 ! parsebin ! nvh264dec ! queue ! m$i.ref_sink)
+        launch+=(filesrc location=$c/dist.mp4 ! parsebin ! nvh264dec ! queue ! m$i.dist_sink)
+        launch+=(gpumetrics name=m$i backend=cuda metrics=$set ! fakesink sync=false)
+      done
+      t0=$(date +%s.%N)
+      gst-launch-1.0 -q "${launch[@]}" >/dev/null 2>&1 || { echo "FAILED: elements $set x$n"; fail=1; continue; }
+      t1=$(date +%s.%N)
+      python3 -c "w=$t1-$t0; print(f'| $set | $n | {w:.2f} | {300*$n/w:,.0f} | {300/w:,.0f} |')"
     done
   done
 }
