@@ -50,7 +50,7 @@
 #                no-reference metrics on one input (N = 1, 2, 4: whether one engine is bound
 #                by the device or by its host thread)
 #   elements     N gpumetrics instances in one gst-launch on NVDEC inputs (the cudamem clips),
-#                N = 1..16, PSNR+SSIM+VMAF and all metrics: aggregate and per-instance pairs/s
+#                N = 1..16, PSNR+SSIM+VMAF and the six full-reference metrics: pairs/s
 #   blur         cuda_kernels blur:: (the kernels against the host, exact; the CUDA engine
 #                against the CPU engine), its throughput and ncu's kernel times
 #   blockiness   cuda_kernels blockiness:: (the same, over sequences), its throughput, ncu
@@ -486,7 +486,7 @@ step_ab() {
 # N gpumetrics instances in one gst-launch (one process, one CUDA context), each on its own
 # NVDEC-decoded pair of the cudamem clips (1080p H.264, 300 frames): the element-level
 # counterpart of the streams bench. Prints the wall time and the aggregate and per-instance
-# pairs/s for N = 1, 2, 4, 8, 16, for PSNR+SSIM+VMAF and for every metric. GStreamer
+# pairs/s for N = 1, 2, 4, 8, 16, for PSNR+SSIM+VMAF and for the six full-reference metrics. GStreamer
 # 1.22's nvh264dec decodes about 200–400 1080p frames/s per instance, so the cheap set
 # shows how far decoding, not scoring, bounds a channel.
 step_elements() {
@@ -494,7 +494,7 @@ step_elements() {
   need $d/gst/env.sh $d/plugin/libgstgpumetrics.so || return 0
   have $c/ref.mp4 $c/dist.mp4 || return 0
   bench || return 0
-  for set in psnr+ssim+vmaf all; do
+  for set in psnr+ssim+vmaf psnr+ssim+ms-ssim+ssimulacra2+butteraugli+vmaf; do
     step "elements: N gpumetrics metrics=$set in one gst-launch, NVDEC inputs, 300 pairs each"
     echo "| metrics | instances | wall s | pairs/s in all | pairs/s per instance |"
     echo "| --- | --- | --- | --- | --- |"
