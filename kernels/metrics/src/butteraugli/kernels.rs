@@ -130,14 +130,16 @@ unsafe fn gauss_row(lv: Level, taps: *const Taps, filter: u32, from: u32, to: u3
 }
 
 /// The row pass of a Gaussian of `half` = `H` over [`ROW_SPAN`] columns × [`BLOCK_ROWS`]
-/// rows: the block stages its rows with [`blur::MAX_HALF`] samples on each side in shared
-/// memory (0 outside the plane), then each thread takes [`RUN`] consecutive outputs. An
-/// interior run reads its samples as aligned 16-byte vectors and sums them with
-/// [`blur::gauss_run`]; runs near the left or right edge (or a table of another width)
-/// take [`pixel::gauss_row`] per output, from the plane.
+/// rows, one warp per row: the warp stages its row with [`blur::MAX_HALF`] samples on each
+/// side in shared memory (0 outside the plane), then each lane takes [`RUN`] consecutive
+/// outputs. An interior run reads its samples as aligned 16-byte vectors and sums them with
+/// [`blur::gauss_run`]; a run near the left or right edge (or a table of another width)
+/// takes [`blur::gauss`] per output over the same staged samples. Either way the values are
+/// those of [`pixel::gauss_row`], bit for bit.
 ///
 /// # Safety
-/// `taps` valid; every thread of the block calls it (it synchronises once).
+/// `taps` valid; launched with blocks of (32, [`BLOCK_ROWS`]) threads, so that each warp is
+/// one row (it synchronises the warp, not the block).
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 unsafe fn row_run<const H: usize>(lv: &Level, taps: *const Taps, from: u32, to: u32) {
@@ -145,41 +147,47 @@ unsafe fn row_run<const H: usize>(lv: &Level, taps: *const Taps, from: u32, to: 
     #[repr(C, align(16))]
     #[derive(Clone, Copy)]
     struct F4([f32; 4]);
-    let (tx, ty) = (dev::thread_idx_x(), dev::thread_idx_y());
+    const _: () = assert!(ROW_STAGE_W.is_multiple_of(32), "whole lanes per staged row");
+    let (lane, ty) = (dev::thread_idx_x(), dev::thread_idx_y());
     let (w, h) = (lv.width, lv.height);
-    let (x0, y0) = (
+    let (x0, y) = (
         dev::block_idx_x() * ROW_SPAN,
-        dev::block_idx_y() * BLOCK_ROWS,
+        dev::block_idx_y() * BLOCK_ROWS + ty,
     );
-    let src = lv.plane(from) as *const f32;
-    // Stage entry i: row y0 + i / ROW_STAGE_W, column x0 − MAX_HALF + i % ROW_STAGE_W.
-    let mut i = ty * 32 + tx;
-    while i < ROW_STAGE_LEN as u32 {
-        let (r, c) = (i / ROW_STAGE_W, i % ROW_STAGE_W);
-        let (x, y) = ((x0 + c).wrapping_sub(MAX_HALF as u32), y0 + r);
-        let v = if x < w && y < h {
-            unsafe { *src.add((y * w + x) as usize) }
+    if y >= h {
+        // The whole warp: its row is past the plane.
+        return;
+    }
+    let src = unsafe { (lv.plane(from) as *const f32).add((y * w) as usize) };
+    // Staged entry `row + c` holds column x0 − MAX_HALF + c of row y.
+    let row = ty * ROW_STAGE_W;
+    let mut c = lane;
+    while c < ROW_STAGE_W {
+        let x = (x0 + c).wrapping_sub(MAX_HALF as u32);
+        let v = if x < w {
+            unsafe { *src.add(x as usize) }
         } else {
             0.0
         };
-        unsafe { BA_ROW_STAGE.write(i as usize, v) };
-        i += 32 * BLOCK_ROWS;
+        unsafe { BA_ROW_STAGE.write((row + c) as usize, v) };
+        c += 32;
     }
-    unsafe { dev::sync_threads() };
-    let (x, y) = (x0 + RUN as u32 * tx, y0 + ty);
-    if x >= w || y >= h {
+    unsafe { dev::sync_warp() };
+    let x = x0 + RUN as u32 * lane;
+    if x >= w {
         return;
     }
+    let dst = unsafe { lv.plane(to).add((y * w + x) as usize) };
     if unsafe { (*taps).half } as usize == H && blur::run_inside(x, w, H as u32) {
-        // Sample m of the run (x − H + m) is stage column RUN·tx + MAX_HALF − H + m: the
-        // 16-byte chunks q0..=q1 of the thread's stretch hold them all, from `o`.
+        // Sample m of the run (x − H + m) is staged column RUN·lane + MAX_HALF − H + m: the
+        // 16-byte chunks q0..=q1 of the lane's stretch hold them all, from `o`.
         let (q0, q1) = ((MAX_HALF - H) / 4, (MAX_HALF + H + RUN - 1) / 4);
         let o = MAX_HALF - H - 4 * q0;
         let chunks = BA_ROW_STAGE.as_mut_ptr() as *const F4;
-        let first = ((ty * ROW_STAGE_W + RUN as u32 * tx) / 4) as usize;
+        let first = ((row + RUN as u32 * lane) / 4) as usize;
         let mut s = [0.0f32; RUN_SAMPLES];
         for q in q0..=q1 {
-            // SAFETY: the chunk lies in row ty of the stage (RUN·tx + 4·q1 + 3 <
+            // SAFETY: the chunk lies in the warp's staged row (RUN·lane + 4·q1 + 3 <
             // ROW_STAGE_W); the stage is 16-byte aligned and rows are multiples of 4.
             let c = unsafe { *chunks.add(first + q) };
             let at = 4 * (q - q0);
@@ -194,11 +202,22 @@ unsafe fn row_run<const H: usize>(lv: &Level, taps: *const Taps, from: u32, to: 
         }
         let weights = unsafe { blur::run_weights::<H>(taps) };
         let out = blur::gauss_run::<H, false>(&v, &weights);
-        let dst = unsafe { lv.plane(to).add((y * w + x) as usize) };
         for (j, v) in out.iter().enumerate() {
             unsafe { *dst.add(j) = *v };
         }
+    } else if unsafe { (*taps).half } as usize <= MAX_HALF {
+        // Every tap of these outputs (columns x − half .. x + RUN − 1 + half inside the
+        // plane) lies in the staged stretch x0 − MAX_HALF .. x0 + ROW_SPAN + MAX_HALF.
+        let at = |i: u32| unsafe {
+            BA_ROW_STAGE.read_unchecked((row + i + MAX_HALF as u32 - x0) as usize)
+        };
+        for j in 0..RUN as u32 {
+            if x + j < w {
+                unsafe { *dst.add(j as usize) = blur::gauss(taps, x + j, w, false, at) };
+            }
+        }
     } else {
+        // A Gaussian wider than the staged stretch: from the plane.
         for j in 0..RUN as u32 {
             if x + j < w {
                 unsafe { pixel::gauss_row(lv, taps, from, to, x + j, y) };
