@@ -3,8 +3,11 @@
 //! level's width and height; `z` picks the plane or image where a stage has several), and
 //! the reduction of the final diffmap. The Gaussians' passes give each thread a run of
 //! [`super::blur::RUN`] outputs, whose samples it loads once for all of them (the row
-//! pass from a block-staged tile in shared memory, the column pass straight down its
-//! column), with the same sums bit for bit as one output at a time.
+//! pass from its warp's row, staged in shared memory; the column pass straight down its
+//! column), with the same sums bit for bit as one output at a time. The four column
+//! kernels spell out their planes with `unroll!` rather than share a helper looping over
+//! them: that loop, holding a whole column run, stayed rolled and put the runs in local
+//! memory (22–30 `.local` accesses per kernel in the PTX).
 
 #[cfg(target_arch = "nvptx64")]
 use super::blur::{self, MAX_HALF, RUN, RUN_SAMPLES};
