@@ -613,18 +613,72 @@ mod tests {
         assert_eq!(m, want(2047, 2047 + 2048));
     }
 
-    /// Integer motion sums equal the f64 sums of the motion map's values.
+    /// The GPU threads' integer motion sums ([`thread_sums`] over every thread of the one
+    /// tile of a 16-bit frame with full-scale motion, ±65535 at every pixel) equal the f64
+    /// sums of the CPU's motion map ([`motion_row`], [`sums`]).
     #[test]
     fn integer_motion_sums_equal_the_f64_sums() {
-        let mut t = ThreadSums::default();
-        let mut f = [0.0f64; 4];
-        for (cur, prev) in [(0u32, 65535u16), (65535, 0), (7, 9), (200, 13)] {
-            let d = cur as i32 - prev as i32;
-            t.motion += d as i64;
-            t.motion_squares += (d.unsigned_abs() * d.unsigned_abs()) as u64;
-            add(&mut f, 2, motion(cur, prev, false));
+        let (w, h) = (5u32, 3u32);
+        let cur: Vec<u8> = (0..w * h)
+            .flat_map(|i| if i % 2 == 0 { [0u8, 0] } else { [255, 255] })
+            .collect();
+        let l = Luma {
+            chan: Channel {
+                ptr: cur.as_ptr() as u64,
+                pitch: 2 * w,
+                step: 2,
+                sample_bytes: 2,
+                shift: 0,
+                max: 65535,
+                _pad: 0,
+            },
+            width: w,
+            height: h,
+            full_range: 1,
+            factor: 256,
+        };
+        let opposite: Vec<u16> = (0..w * h)
+            .map(|i| if i % 2 == 0 { 65535 } else { 0 })
+            .collect();
+        let origin = tile_origin(0, w);
+        let buf: Vec<u32> = (0..TILE_LEN as u32)
+            .map(|i| unsafe { tile_sample(&l, origin, i) })
+            .collect();
+        let mut prev = opposite.clone();
+        let (mut motion, mut squares) = (0i64, 0u64);
+        for t in 0..BLOCK {
+            let read = |k: u32| buf[k as usize];
+            let s = unsafe {
+                thread_sums(
+                    &l,
+                    read,
+                    origin,
+                    prev.as_mut_ptr(),
+                    false,
+                    t,
+                    ThreadSums::default(),
+                )
+            };
+            motion += s.motion;
+            squares += s.motion_squares;
         }
-        assert_eq!(t.to_sums()[2..], f[2..]);
+        let mut prev = opposite;
+        let mut map = vec![0f32; (w * h) as usize];
+        for y in 0..h {
+            let at = (y * w) as usize;
+            unsafe {
+                motion_row(
+                    &l,
+                    y,
+                    false,
+                    prev[at..].as_mut_ptr(),
+                    map[at..].as_mut_ptr(),
+                )
+            };
+        }
+        let (sum, sum_sq) = unsafe { sums(map.as_ptr(), map.len()) };
+        assert_eq!(squares, 15 * 65535 * 65535);
+        assert_eq!((motion as f64, squares as f64), (sum, sum_sq));
     }
 
     #[test]
