@@ -5,10 +5,13 @@
 //! host-to-device copies, then each metric queues its kernels and copies its sums back.
 //!
 //! Pairs can be in flight (the engine's `in_flight`, at most [`IN_FLIGHT`]): `submit`
-//! uploads and queues a pair, `complete` reads the oldest one's results, so the host's work
-//! on one pair overlaps the device's work on the next. The metrics that queue their work
-//! ahead (`CudaMetric::queue`: the no-reference ones and CAMBI) gain from it; the others
-//! do all of a pair in `complete`, one pair at a time.
+//! uploads and queues a pair, every metric queuing its kernels and the copy of its results
+//! into a pinned slot of that pair (`CudaMetric::queue`), and `complete` reads the oldest
+//! pair's slots, waiting for the events recorded after them. The host never waits for the
+//! device while it queues, so its work on one pair overlaps the device's work on the next,
+//! and host frames are uploaded on a stream of their own, so that the next pair's uploads
+//! overlap the current pair's kernels. (VMAF with the v1 models' side streams still queues
+//! and reads a pair in `complete`.)
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -130,8 +133,11 @@ pub(crate) struct CudaBackend {
     depth: usize,
     /// The device planes of the pairs submitted and not completed, oldest first.
     in_flight: VecDeque<(PlanePtrs, PlanePtrs)>,
-    /// Recorded on the engine's stream after a pair's uploads (host frames), for the
-    /// metrics' own streams to wait for.
+    /// Where host frames are uploaded: a stream of its own, so that a pair's uploads do
+    /// not queue behind the kernels of the pairs before it.
+    copies: Arc<CudaStream>,
+    /// Recorded on `copies` after a pair's uploads (host frames), for the engine's stream
+    /// and the metrics' own streams to wait for.
     uploaded: CudaEvent,
     /// Set when running in a context lent by the caller; last, so it goes after the rest.
     _external: Option<crate::cuda::ExternalGuard>,
@@ -172,6 +178,7 @@ impl CudaBackend {
         let depth = depth.clamp(1, IN_FLIGHT);
         let setup = || -> Result<CudaBackend, DriverError> {
             let stream = ctx.new_stream()?;
+            let copies = ctx.new_stream()?;
             let kernels = crate::cuda::kernels(&ctx)?;
             let uploads = [
                 match plan.has_reference {
@@ -201,6 +208,7 @@ impl CudaBackend {
                 metrics,
                 depth,
                 in_flight: VecDeque::with_capacity(depth),
+                copies,
                 uploaded: ctx.new_event(None)?,
                 _external: None,
             })
@@ -221,7 +229,7 @@ impl CudaBackend {
             Frame::Host(f) => self.uploads[index]
                 .as_mut()
                 .expect("a staging buffer for each input of the plan")
-                .upload(f, &checked, &self.gpu.stream)
+                .upload(f, &checked, &self.copies)
                 .map_err(cuda_err("uploading a frame")),
             Frame::Device(_) => Ok(checked),
         }
@@ -274,18 +282,20 @@ impl Backend for CudaBackend {
             Some(checked) => self.device_planes(reference, checked, 0)?,
             None => d,
         };
+        let host = |f: &Frame| matches!(f, Frame::Host(_));
+        let uploads = host(distorted) || (plan.has_reference && host(reference));
         if self.metrics.is_empty() {
             // Nothing waits for the uploads otherwise: surface their errors here.
-            self.gpu
-                .stream
+            self.copies
                 .synchronize()
                 .map_err(cuda_err("uploading frames"))?;
         } else {
             let gpu = &self.gpu;
-            let host = |f: &Frame| matches!(f, Frame::Host(_));
-            let uploaded = if host(distorted) || (plan.has_reference && host(reference)) {
+            let uploaded = if uploads {
+                // Every stream that reads the frames starts after their uploads.
                 self.uploaded
-                    .record(&gpu.stream)
+                    .record(&self.copies)
+                    .and_then(|()| gpu.stream.wait(&self.uploaded))
                     .map_err(cuda_err("ordering the uploads"))?;
                 Some(&self.uploaded)
             } else {

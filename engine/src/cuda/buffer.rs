@@ -225,6 +225,35 @@ impl<T> Readback<T> {
         Ok(())
     }
 
+    /// Queues a copy of `len` values from device address `src` into the next frame's slot
+    /// and commits it: for results that kernels build up in device memory (sums added with
+    /// atomics, which must not cross the bus one addition at a time). Refused as
+    /// [`Readback::target`], and when `len` is longer than a slot.
+    ///
+    /// # Safety
+    /// `src` holds `len` values of `T`, written by work queued on `stream` before this.
+    pub(crate) unsafe fn copy_in(
+        &mut self,
+        src: u64,
+        len: usize,
+        stream: &CudaStream,
+    ) -> Result<(), DriverError> {
+        if self.queued == self.slots.len() {
+            return Err(DriverError(sys::cudaError_enum::CUDA_ERROR_ILLEGAL_STATE));
+        }
+        let (buf, _) = &self.slots[(self.head + self.queued) % self.slots.len()];
+        if len > buf.len {
+            return Err(DriverError(sys::cudaError_enum::CUDA_ERROR_INVALID_VALUE));
+        }
+        // SAFETY: the slot is not queued, so the host does not read it until `take` has
+        // waited for the event committed after this copy; `len` values fit in it.
+        unsafe {
+            let host = std::slice::from_raw_parts_mut(buf.host, len);
+            cu::memcpy_dtoh_async(host, src, stream.cu_stream())?;
+        }
+        self.commit(stream)
+    }
+
     /// Waits for the oldest frame queued and gives its first `len` values (refused, as
     /// `target`, when nothing is queued). The slot is free again for the next frame.
     pub(crate) fn take(&mut self, len: usize) -> Result<&[T], DriverError> {
@@ -250,14 +279,19 @@ impl<T> Readback<T> {
 
 /// Where a metric's kernels add up one pair's sums: two device slots of `len` values, used
 /// in turn (the pair's first launch clears the *other* slot for the next pair, so no memset
-/// is queued per pair), and a pinned host copy.
+/// is queued per pair), and a pinned host slot per pair in flight ([`Readback`]).
 ///
 /// Per pair: [`ResultSlots::targets`] gives the launches their addresses, then
-/// [`ResultSlots::finish`] copies the slot back, synchronises and flips the slots; after a
-/// failed launch [`ResultSlots::reset`] zeroes both so that no stale sums reach the next pair.
+/// [`ResultSlots::queue`] queues the copy of the slot to the host and flips the slots, and
+/// [`ResultSlots::take`] later waits for the oldest pair queued. The device slots may be
+/// flipped again before a pair is taken: the next pair's kernels clear a slot only after
+/// the copy queued before them on the same stream. After a failed launch
+/// [`ResultSlots::reset`] zeroes both so that no stale sums reach the next pair.
 pub(crate) struct ResultSlots<T> {
     device: DeviceBuffer<T>,
-    host: PinnedBuffer<T>,
+    host: Readback<T>,
+    /// The engine's stream, which every launch adding into the slots runs on.
+    stream: Arc<CudaStream>,
     len: usize,
     slot: usize,
 }
@@ -270,8 +304,8 @@ impl<T: DeviceRepr + ValidAsZeroBits> ResultSlots<T> {
     ) -> Result<Self, DriverError> {
         Ok(ResultSlots {
             device: DeviceBuffer::zeroed(stream, 2 * len)?,
-            // SAFETY: written by the copy in `finish` before it is read.
-            host: unsafe { PinnedBuffer::new(ctx, len, 0) }?,
+            host: Readback::new(ctx, len)?,
+            stream: stream.clone(),
             len,
             slot: 0,
         })
@@ -288,19 +322,31 @@ impl<T> ResultSlots<T> {
         )
     }
 
-    /// Copies this pair's slot to the host, waits for the stream and flips the slots.
-    pub(crate) fn finish(&mut self, stream: &CudaStream) -> Result<&[T], DriverError> {
+    /// Queues the copy of this pair's slot to its host slot, after the kernels queued so
+    /// far on `stream`, and flips the slots.
+    pub(crate) fn queue(&mut self, stream: &CudaStream) -> Result<(), DriverError> {
         let (add_to, _) = self.targets();
-        // SAFETY: the slot holds `len` values; the stream is synchronised before reading.
-        unsafe { self.host.copy_from_device(add_to.as_raw(), stream) }?;
-        stream.synchronize()?;
+        // SAFETY: the slot holds `len` values, written by the launches queued before.
+        unsafe { self.host.copy_in(add_to.as_raw(), self.len, stream) }?;
         self.slot = 1 - self.slot;
-        // SAFETY: the copy completed.
-        Ok(unsafe { self.host.as_slice() })
+        Ok(())
     }
 
-    /// Queues zeroes into both slots (after an error; best effort).
-    pub(crate) fn reset(&self, stream: &CudaStream) {
+    /// Pairs queued and not taken.
+    pub(crate) fn queued(&self) -> usize {
+        self.host.queued()
+    }
+
+    /// Waits for the oldest pair queued and gives its sums.
+    pub(crate) fn take(&mut self) -> Result<&[T], DriverError> {
+        self.host.take(self.len)
+    }
+
+    /// Queues zeroes into both slots and forgets the pairs queued (after an error, once
+    /// nothing writes to them any more; best effort).
+    pub(crate) fn reset(&mut self) {
+        self.host.clear();
+        let stream = &self.stream;
         // SAFETY: both slots lie in the device buffer.
         let _ = unsafe {
             cu::memset_d8_async(

@@ -80,6 +80,23 @@ pub(crate) trait CpuFrames: Send + Restart {
 /// The CUDA half of a temporal metric: one pair's per-frame values.
 pub(crate) trait CudaFrames: Send + Restart {
     type Frame;
+
+    /// Queues a pair's work without waiting, as [`CudaMetric::queue`]; `frame` then reads
+    /// the oldest pair queued. The default queues nothing (`frame` does the pair's work).
+    fn queue(
+        &mut self,
+        _gpu: &Gpu,
+        _plan: &Plan,
+        _r: &PlanePtrs,
+        _d: &PlanePtrs,
+    ) -> Result<(), EngineError> {
+        Ok(())
+    }
+
+    /// As [`CudaMetric::drop_queued`].
+    fn drop_queued(&mut self) {}
+
+    /// The values of the oldest pair queued (of this pair when nothing is queued).
     fn frame(
         &mut self,
         gpu: &Gpu,
@@ -168,6 +185,21 @@ impl<W: Window, S: CpuFrames<Frame = W::Frame>> CpuMetric for Temporal<W, S> {
 }
 
 impl<W: Window, S: CudaFrames<Frame = W::Frame>> CudaMetric for Temporal<W, S> {
+    fn queue(
+        &mut self,
+        gpu: &Gpu,
+        plan: &Plan,
+        r: &PlanePtrs,
+        d: &PlanePtrs,
+        _uploaded: Option<&cudarc::driver::CudaEvent>,
+    ) -> Result<(), EngineError> {
+        self.source.queue(gpu, plan, r, d)
+    }
+
+    fn drop_queued(&mut self) {
+        self.source.drop_queued();
+    }
+
     fn measure(
         &mut self,
         gpu: &Gpu,

@@ -2,9 +2,9 @@
 //! most) pairs in flight gives the same records, field for field and bit for bit, as the same engine with one,
 //! over a sequence with moving, black and frozen frames, an end of sequence in the middle
 //! and a flush with a pair in flight; with device frames (all kept until the end) and host
-//! frames (copied when pushed). The metrics: the no-reference ones and CAMBI, which queue
-//! ahead (`CudaMetric::queue`), alone and next to PSNR and VMAF, which do not (VMAF also
-//! holds a pair back).
+//! frames (copied when pushed). The metrics: the no-reference ones and CAMBI alone, next to
+//! PSNR, next to PSNR and VMAF (which holds a pair back), and every metric together; all of
+//! them queue a pair's work ahead (`CudaMetric::queue`).
 
 use std::sync::Arc;
 
@@ -100,7 +100,7 @@ fn check(_k: &Kernels, _s: &Arc<CudaStream>, r: &mut Rng) -> Result<Outcome, Dri
     let ctx = cudarc::driver::CudaContext::new(0)?;
     let stream = ctx.default_stream();
     let nr = ["blur", "blockiness", "siti", "black", "freeze", "cambi"];
-    let cases: [(&str, MetricSet, bool); 3] = [
+    let cases: [(&str, MetricSet, bool); 4] = [
         ("no-reference, one input", set(&nr), true),
         ("psnr + no-reference", set(&["psnr"]) | set(&nr), false),
         (
@@ -108,6 +108,7 @@ fn check(_k: &Kernels, _s: &Arc<CudaStream>, r: &mut Rng) -> Result<Outcome, Dri
             set(&["psnr", "vmaf", "siti", "freeze"]),
             false,
         ),
+        ("every metric", MetricSet::ALL, false),
     ];
     let (mut elements, mut bad, mut notes) = (0usize, 0usize, Vec::new());
     for (format, w, h) in [

@@ -1,16 +1,17 @@
 //! Butteraugli on the GPU: per pair, on the backend's stream, `ba_linearize`, then (when
 //! the frame has a half-resolution level) `ba_downsample`, then for each level the
 //! [`STEPS`] as one launch each (both images or all planes of a stage in one grid, `z`),
-//! and `ba_reduce`, whose per-block maxima and power sums come back in one copy.
+//! and `ba_reduce`, whose per-block maxima and power sums come back in one copy, queued
+//! with the pair (`CudaMetric::queue`) and read when the pair is completed.
 //!
 //! Every buffer is allocated once per plan: per level 38 planes and 6 padded Malta planes
 //! (4 · 38 + 4 · 6 ≈ 176 bytes per pixel, a quarter of that again for the half level:
 //! about 455 MB at 1080p), the filter table and the reduction slots.
 
-use cudarc::driver::{DriverError, LaunchConfig};
+use cudarc::driver::{CudaEvent, DriverError, LaunchConfig};
 
 use super::{STEPS, Step, filters, level_len, level_sizes, params, plane_lens};
-use crate::cuda::{DevPtr, DevPtrMut, DeviceBuffer, Gpu, PinnedBuffer};
+use crate::cuda::{DevPtr, DevPtrMut, DeviceBuffer, Gpu, Readback};
 use crate::error::EngineError;
 use crate::frame::PlanePtrs;
 use crate::metric::CudaMetric;
@@ -33,7 +34,8 @@ pub(super) struct Butteraugli {
     taps: DeviceBuffer<u8>,
     reduce_blocks: u32,
     partials: DeviceBuffer<f64>,
-    host_partials: PinnedBuffer<f64>,
+    /// The partials of each pair in flight, on the host.
+    host_partials: Readback<f64>,
 }
 
 impl Butteraugli {
@@ -89,8 +91,7 @@ impl Butteraugli {
         let reduce_blocks = pixels.div_ceil(REDUCE_THREADS).clamp(1, REDUCE_BLOCKS);
         let slots = reduce_blocks as usize * REDUCE_VALUES;
         let partials = DeviceBuffer::<f64>::zeroed(stream, slots)?;
-        // SAFETY: written by the copy in `measure` before it is read.
-        let host_partials = unsafe { PinnedBuffer::new(&gpu.ctx, slots, 0) }?;
+        let host_partials = Readback::new(&gpu.ctx, slots)?;
         stream.synchronize()?;
         Ok(Butteraugli {
             _planes: planes,
@@ -104,7 +105,7 @@ impl Butteraugli {
         })
     }
 
-    /// Queues every stage of one pair and waits for the reduction.
+    /// Queues every stage of one pair and the copy of its reduction.
     fn run(
         &mut self,
         gpu: &Gpu,
@@ -189,9 +190,20 @@ impl Butteraugli {
                 out,
             )?;
             self.host_partials
-                .copy_from_device(self.partials.ptr(), stream)?;
+                .copy_in(self.partials.ptr(), self.partials.len(), stream)
         }
-        stream.synchronize()
+    }
+
+    /// [`Butteraugli::run`], its error an engine error.
+    fn launch(
+        &mut self,
+        gpu: &Gpu,
+        plan: &Plan,
+        r: &PlanePtrs,
+        d: &PlanePtrs,
+    ) -> Result<(), EngineError> {
+        self.run(gpu, plan, r, d)
+            .map_err(|e| EngineError::Cuda(format!("running butteraugli: {e}")))
     }
 }
 
@@ -199,6 +211,21 @@ impl Butteraugli {
 impl crate::metric::temporal::Sequenced for Butteraugli {}
 
 impl CudaMetric for Butteraugli {
+    fn queue(
+        &mut self,
+        gpu: &Gpu,
+        plan: &Plan,
+        r: &PlanePtrs,
+        d: &PlanePtrs,
+        _uploaded: Option<&CudaEvent>,
+    ) -> Result<(), EngineError> {
+        self.launch(gpu, plan, r, d)
+    }
+
+    fn drop_queued(&mut self) {
+        self.host_partials.clear();
+    }
+
     fn measure(
         &mut self,
         gpu: &Gpu,
@@ -207,10 +234,13 @@ impl CudaMetric for Butteraugli {
         d: &PlanePtrs,
         scores: &mut Scores,
     ) -> Result<(), EngineError> {
-        self.run(gpu, plan, r, d)
+        if self.host_partials.queued() == 0 {
+            self.launch(gpu, plan, r, d)?;
+        }
+        let host = self
+            .host_partials
+            .take(self.partials.len())
             .map_err(|e| EngineError::Cuda(format!("running butteraugli: {e}")))?;
-        // SAFETY: the copy completed (stream synchronised).
-        let host = unsafe { self.host_partials.as_slice() };
         let mut acc = [0.0f64; REDUCE_VALUES];
         for block in host.chunks(REDUCE_VALUES) {
             acc[0] = acc[0].max(block[0]);

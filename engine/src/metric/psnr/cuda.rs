@@ -1,7 +1,8 @@
 //! PSNR on the GPU: one `psnr_sse` launch per pair (all channels in one grid) and one
-//! 24-byte copy back.
+//! 24-byte copy back, queued with the pair (`CudaMetric::queue`) and read when the pair is
+//! completed.
 
-use cudarc::driver::{DriverError, LaunchConfig};
+use cudarc::driver::{CudaEvent, DriverError, LaunchConfig};
 
 use crate::cuda::{Gpu, ResultSlots};
 use crate::error::EngineError;
@@ -36,14 +37,14 @@ impl Psnr {
 /// No pairs held back.
 impl crate::metric::temporal::Sequenced for Psnr {}
 
-impl CudaMetric for Psnr {
-    fn measure(
+impl Psnr {
+    /// Queues the pair's launch and the copy of its sums.
+    fn launch(
         &mut self,
         gpu: &Gpu,
         plan: &Plan,
         r: &PlanePtrs,
         d: &PlanePtrs,
-        scores: &mut Scores,
     ) -> Result<(), EngineError> {
         let planes = plan.psnr_planes(r, d);
         let cfg = LaunchConfig {
@@ -58,10 +59,46 @@ impl CudaMetric for Psnr {
             gpu.kernels
                 .psnr_sse(&gpu.stream, cfg, planes, add_to, clear)
         };
-        let sse = match queued.and_then(|()| self.sums.finish(&gpu.stream)) {
+        queued
+            .and_then(|()| self.sums.queue(&gpu.stream))
+            .map_err(|e| {
+                self.sums.reset();
+                EngineError::Cuda(format!("running psnr_sse: {e}"))
+            })
+    }
+}
+
+impl CudaMetric for Psnr {
+    fn queue(
+        &mut self,
+        gpu: &Gpu,
+        plan: &Plan,
+        r: &PlanePtrs,
+        d: &PlanePtrs,
+        _uploaded: Option<&CudaEvent>,
+    ) -> Result<(), EngineError> {
+        self.launch(gpu, plan, r, d)
+    }
+
+    fn drop_queued(&mut self) {
+        self.sums.reset();
+    }
+
+    fn measure(
+        &mut self,
+        gpu: &Gpu,
+        plan: &Plan,
+        r: &PlanePtrs,
+        d: &PlanePtrs,
+        scores: &mut Scores,
+    ) -> Result<(), EngineError> {
+        if self.sums.queued() == 0 {
+            self.launch(gpu, plan, r, d)?;
+        }
+        let sse = match self.sums.take() {
             Ok(sse) => sse,
             Err(e) => {
-                self.sums.reset(&gpu.stream);
+                self.sums.reset();
                 return Err(EngineError::Cuda(format!("running psnr_sse: {e}")));
             }
         };

@@ -1,8 +1,9 @@
 //! SSIM / MS-SSIM on the GPU: one `ssim_scale` launch per scale (all channels of that scale
 //! in one grid), each also writing the next scale's pooled planes; one 240-byte result copy
-//! per pair. Buffers are allocated once per plan.
+//! per pair, queued with the pair (`CudaMetric::queue`) and read when the pair is completed.
+//! Buffers are allocated once per plan.
 
-use cudarc::driver::{DriverError, LaunchConfig};
+use cudarc::driver::{CudaEvent, DriverError, LaunchConfig};
 
 use super::{Job, scale_sizes};
 use crate::cuda::{DevPtrMut, DeviceBuffer, Gpu, ResultSlots};
@@ -69,14 +70,14 @@ impl Ssim {
         })
     }
 
-    /// Queues every scale, copies the slot back and waits for it.
+    /// Queues every scale and the copy of the pair's sums.
     fn run(
         &mut self,
         gpu: &Gpu,
         plan: &Plan,
         r: &PlanePtrs,
         d: &PlanePtrs,
-    ) -> Result<[f64; RESULT_LEN], DriverError> {
+    ) -> Result<(), DriverError> {
         let base = plan.psnr_planes(r, d);
         let peak = plan.reference.format.peak();
         let f32_chan = |ptr: u64, w: u32| Channel {
@@ -147,9 +148,22 @@ impl Ssim {
                     .ssim_scale(&gpu.stream, cfg, planes, add_to, clear_now)?
             };
         }
-        let mut out = [0.0; RESULT_LEN];
-        out.copy_from_slice(self.sums.finish(&gpu.stream)?);
-        Ok(out)
+        self.sums.queue(&gpu.stream)
+    }
+
+    /// [`Ssim::run`], with the slots left clean after a failure.
+    fn launch(
+        &mut self,
+        gpu: &Gpu,
+        plan: &Plan,
+        r: &PlanePtrs,
+        d: &PlanePtrs,
+    ) -> Result<(), EngineError> {
+        self.run(gpu, plan, r, d).map_err(|e| {
+            // Leave no stale sums behind for the next pair, should the stream recover.
+            self.sums.reset();
+            EngineError::Cuda(format!("running ssim_scale: {e}"))
+        })
     }
 }
 
@@ -157,6 +171,21 @@ impl Ssim {
 impl crate::metric::temporal::Sequenced for Ssim {}
 
 impl CudaMetric for Ssim {
+    fn queue(
+        &mut self,
+        gpu: &Gpu,
+        plan: &Plan,
+        r: &PlanePtrs,
+        d: &PlanePtrs,
+        _uploaded: Option<&CudaEvent>,
+    ) -> Result<(), EngineError> {
+        self.launch(gpu, plan, r, d)
+    }
+
+    fn drop_queued(&mut self) {
+        self.sums.reset();
+    }
+
     fn measure(
         &mut self,
         gpu: &Gpu,
@@ -165,11 +194,17 @@ impl CudaMetric for Ssim {
         d: &PlanePtrs,
         scores: &mut Scores,
     ) -> Result<(), EngineError> {
-        let sums = self.run(gpu, plan, r, d).map_err(|e| {
-            // Leave no stale sums behind for the next pair, should the stream recover.
-            self.sums.reset(&gpu.stream);
-            EngineError::Cuda(format!("running ssim_scale: {e}"))
-        })?;
+        if self.sums.queued() == 0 {
+            self.launch(gpu, plan, r, d)?;
+        }
+        let mut sums = [0.0; RESULT_LEN];
+        match self.sums.take() {
+            Ok(s) => sums.copy_from_slice(s),
+            Err(e) => {
+                self.sums.reset();
+                return Err(EngineError::Cuda(format!("running ssim_scale: {e}")));
+            }
+        }
         super::push_fields(plan, &self.job, self.set, &sums, scores);
         Ok(())
     }

@@ -8,17 +8,19 @@
 //!    comes from rows × planes × moments × scales);
 //! 4. `ssimu2_vblur`: the same along columns, fused with the three maps and their sums,
 //!    again all scales in one grid;
-//! 5. `ssimu2_finish`: the per-block sums reduced in f64; one copy of `SUMS_PER_SCALE` (18) sums per scale.
+//! 5. `ssimu2_finish`: the per-block sums reduced in f64; one copy of `SUMS_PER_SCALE` (18)
+//!    sums per scale, queued with the pair (`CudaMetric::queue`) and read when the pair is
+//!    completed.
 //!
 //! Every buffer is allocated once, when the first pair is measured: per scale 6 XYB and 15
 //! moment planes (all scales at once, so that they run concurrently; the moment planes in
 //! whole strips of 32 rows) and, from scale 1, 6 linear-RGB planes: about 4 · 4/3 · 21 +
 //! 4 · 1/3 · 6 = 120 bytes per pixel, 250 MB at 1080p.
 
-use cudarc::driver::{DriverError, LaunchConfig};
+use cudarc::driver::{CudaEvent, DriverError, LaunchConfig};
 
 use super::{Sums, scale_sizes};
-use crate::cuda::{DevPtr, DevPtrMut, DeviceBuffer, Gpu, PinnedBuffer};
+use crate::cuda::{DevPtr, DevPtrMut, DeviceBuffer, Gpu, Readback};
 use crate::error::EngineError;
 use crate::frame::PlanePtrs;
 use crate::metric::CudaMetric;
@@ -45,7 +47,8 @@ pub(super) struct Ssimu2 {
     v_blocks: u32,
     _partials: DeviceBuffer<f64>,
     out: DeviceBuffer<f64>,
-    host_out: PinnedBuffer<f64>,
+    /// `out` of each pair in flight, on the host.
+    host_out: Readback<f64>,
 }
 
 impl Ssimu2 {
@@ -146,8 +149,7 @@ impl Ssimu2 {
             cudarc::driver::result::memcpy_htod_async(levels_buf.ptr(), bytes, stream.cu_stream())
         }?;
         let out = DeviceBuffer::<f64>::zeroed(stream, MAX_SCALES * SUMS_PER_SCALE)?;
-        // SAFETY: written by the copy in `measure` before it is read.
-        let host_out = unsafe { PinnedBuffer::new(&gpu.ctx, out.len(), 0) }?;
+        let host_out = Readback::new(&gpu.ctx, out.len())?;
         stream.synchronize()?;
         Ok(Ssimu2 {
             upsampling,
@@ -164,21 +166,18 @@ impl Ssimu2 {
         })
     }
 
-    /// Queues the whole pipeline for one pair and waits for its sums.
-    fn sums(
+    /// Queues the whole pipeline for one pair and the copy of its sums (nothing for a
+    /// frame too small to score).
+    fn launch(
         &mut self,
         gpu: &Gpu,
         plan: &Plan,
         r: &PlanePtrs,
         d: &PlanePtrs,
-    ) -> Result<Sums, EngineError> {
+    ) -> Result<(), EngineError> {
         let (k, stream) = (&gpu.kernels, &gpu.stream);
-        let mut out = Sums {
-            scales: self.n_scales,
-            ..Default::default()
-        };
         if self.n_scales == 0 {
-            return Ok(out);
+            return Ok(());
         }
         let (rs, ds) = plan.color_sources(r, d, self.upsampling);
         let grid = |s: &Scale| LaunchConfig {
@@ -225,13 +224,26 @@ impl Ssimu2 {
                     shared_mem_bytes: 0,
                 };
                 k.ssimu2_finish(stream, cfg, levels, DevPtrMut::from_raw(self.out.ptr()))?;
-                self.host_out.copy_from_device(self.out.ptr(), stream)?;
-                stream.synchronize()
+                self.host_out.copy_in(self.out.ptr(), values, stream)
             })()
         };
-        queued.map_err(|e| EngineError::Cuda(format!("running ssimulacra2: {e}")))?;
-        // SAFETY: the copy completed (stream synchronised).
-        let host = unsafe { &self.host_out.as_slice()[..values] };
+        queued.map_err(|e| EngineError::Cuda(format!("running ssimulacra2: {e}")))
+    }
+
+    /// Waits for the oldest pair queued and gives its sums.
+    fn sums(&mut self) -> Result<Sums, EngineError> {
+        let mut out = Sums {
+            scales: self.n_scales,
+            ..Default::default()
+        };
+        if self.n_scales == 0 {
+            return Ok(out);
+        }
+        let values = self.n_scales * SUMS_PER_SCALE;
+        let host = self
+            .host_out
+            .take(values)
+            .map_err(|e| EngineError::Cuda(format!("running ssimulacra2: {e}")))?;
         for (i, chunk) in host.chunks(SUMS_PER_SCALE).enumerate() {
             out.sums[i].copy_from_slice(chunk);
             out.pixels[i] = self.xyb[i].plane_len as u64;
@@ -244,6 +256,21 @@ impl Ssimu2 {
 impl crate::metric::temporal::Sequenced for Ssimu2 {}
 
 impl CudaMetric for Ssimu2 {
+    fn queue(
+        &mut self,
+        gpu: &Gpu,
+        plan: &Plan,
+        r: &PlanePtrs,
+        d: &PlanePtrs,
+        _uploaded: Option<&CudaEvent>,
+    ) -> Result<(), EngineError> {
+        self.launch(gpu, plan, r, d)
+    }
+
+    fn drop_queued(&mut self) {
+        self.host_out.clear();
+    }
+
     fn measure(
         &mut self,
         gpu: &Gpu,
@@ -252,7 +279,10 @@ impl CudaMetric for Ssimu2 {
         d: &PlanePtrs,
         scores: &mut Scores,
     ) -> Result<(), EngineError> {
-        let sums = self.sums(gpu, plan, r, d)?;
+        if self.n_scales > 0 && self.host_out.queued() == 0 {
+            self.launch(gpu, plan, r, d)?;
+        }
+        let sums = self.sums()?;
         super::push_fields(&sums, scores);
         Ok(())
     }

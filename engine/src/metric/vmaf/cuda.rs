@@ -6,6 +6,11 @@
 //! kernels, each on a stream of its own that starts after the pair's uploads. Every
 //! buffer is allocated once per plan (about 60 bytes per pixel); the sums are zeroed by one
 //! memset per pair.
+//!
+//! Without the side streams (the v0 models) a pair's kernels and the copy of its sums are
+//! queued with the pair (`CudaFrames::queue`) and read when it is completed, so the host
+//! never waits for the device between pairs in flight; with them a pair is queued and read
+//! in one go, as the side streams' results are read by synchronising their streams.
 
 use cudarc::driver::result as cu;
 use cudarc::driver::{CudaEvent, DriverError, LaunchConfig};
@@ -14,7 +19,7 @@ use super::adm::{AdmOptions, adm_scale};
 use super::model::Feature;
 use super::speed::SpeedChromaCuda;
 use super::{Frame, Sums, adm_sizes, frame_features, luma_bpc, vif_sizes};
-use crate::cuda::{DevPtrMut, DeviceBuffer, Gpu, PinnedBuffer};
+use crate::cuda::{DevPtrMut, DeviceBuffer, Gpu, Readback};
 use crate::error::EngineError;
 use crate::frame::PlanePtrs;
 use crate::metric::cambi::CambiCuda;
@@ -44,7 +49,11 @@ pub(super) struct Vmaf {
     history: Vec<Plane>,
     held: usize,
     out: u64,
-    host_out: PinnedBuffer<u64>,
+    /// The sums of each pair in flight, on the host.
+    host_out: Readback<u64>,
+    /// Per pair in flight, oldest first: whether its SAD was measured (a previous
+    /// reference luma of its sequence was on the device).
+    motions: std::collections::VecDeque<bool>,
     /// SpEED chroma of the pair, for the models that read it, on a stream of its own.
     speed: Option<(SpeedChromaCuda, Gpu)>,
     /// CAMBI of the distorted frame, for the models that read it, on a stream of its own.
@@ -111,8 +120,7 @@ impl Vmaf {
         let table = super::cpu::log2_table();
         // SAFETY: the region holds the table; `table` lives until the synchronisation below.
         unsafe { cu::memcpy_htod_async(log2, &table[..], stream.cu_stream()) }?;
-        // SAFETY: written by the copy in `sums` before it is read.
-        let host_out = unsafe { PinnedBuffer::new(&gpu.ctx, SUMS, 0) }?;
+        let host_out = Readback::new(&gpu.ctx, SUMS)?;
         // SpEED and CAMBI read only the pair: their own streams overlap them with ADM and
         // motion.
         // `check` refused the plans whose features cannot be made (`host::why_not`).
@@ -149,6 +157,7 @@ impl Vmaf {
             held: 0,
             out,
             host_out,
+            motions: std::collections::VecDeque::new(),
             adm: model.adm,
             speed,
             cambi,
@@ -157,14 +166,14 @@ impl Vmaf {
         }))
     }
 
-    /// Queues the pipeline for one pair and waits for its sums and SAD.
-    fn sums(
+    /// Queues the pipeline for one pair and the copy of its sums and SAD.
+    fn launch(
         &mut self,
         gpu: &Gpu,
         plan: &Plan,
         r: &PlanePtrs,
         d: &PlanePtrs,
-    ) -> Result<(Sums, Option<u64>), DriverError> {
+    ) -> Result<(), DriverError> {
         let (k, stream) = (&gpu.kernels, &gpu.stream);
         let (w, h) = (plan.reference.width, plan.reference.height);
         let bpc = luma_bpc(plan);
@@ -274,11 +283,22 @@ impl Vmaf {
                 k.vmaf_motion_diff_y(stream, tiles(w, h), prev, cur, self.motion_tmp, bpc)?;
                 k.vmaf_motion_sad(stream, rows(h), self.motion_tmp, out(40))?;
             }
-            self.host_out.copy_from_device(self.out, stream)?;
+            self.host_out.copy_in(self.out, SUMS, stream)?;
         }
-        stream.synchronize()?;
-        // SAFETY: the copy completed.
-        let host = unsafe { self.host_out.as_slice() };
+        self.motions.push_back(measure_motion);
+        // This pair's luma joins the history; the oldest plane takes its place (the next
+        // pair's kernels, queued after these, write it).
+        let oldest = self.history.remove(0);
+        self.history
+            .push(std::mem::replace(&mut self.luma[0], oldest));
+        self.held = (self.held + 1).min(distance);
+        Ok(())
+    }
+
+    /// Waits for the oldest pair queued and gives its sums and SAD.
+    fn sums(&mut self) -> Result<(Sums, Option<u64>), DriverError> {
+        let measured_motion = self.motions.pop_front().unwrap_or(false);
+        let host = self.host_out.take(SUMS)?;
         let mut sums = Sums::default();
         for scale in 0..4 {
             for i in 0..4 {
@@ -291,19 +311,39 @@ impl Vmaf {
                 sums.adm_aim[scale][i] = host[AIM + 3 * scale + i] as i64;
             }
         }
-        let sad = measure_motion.then_some(host[40]);
-        // This pair's luma joins the history; the oldest plane takes its place.
-        let oldest = self.history.remove(0);
-        self.history
-            .push(std::mem::replace(&mut self.luma[0], oldest));
-        self.held = (self.held + 1).min(distance);
+        let sad = measured_motion.then_some(host[40]);
         Ok((sums, sad))
+    }
+
+    /// Whether a pair's work is read by synchronising side streams (SpEED chroma, CAMBI),
+    /// so that it is queued and read in one go.
+    fn has_lanes(&self) -> bool {
+        self.speed.is_some() || self.cambi.is_some()
     }
 }
 
 /// A pair's features; the window (`super::Settings`) holds them for motion2.
 impl CudaFrames for Vmaf {
     type Frame = Frame;
+
+    fn queue(
+        &mut self,
+        gpu: &Gpu,
+        plan: &Plan,
+        r: &PlanePtrs,
+        d: &PlanePtrs,
+    ) -> Result<(), EngineError> {
+        if self.has_lanes() {
+            return Ok(());
+        }
+        self.launch(gpu, plan, r, d)
+            .map_err(|e| EngineError::Cuda(format!("running vmaf: {e}")))
+    }
+
+    fn drop_queued(&mut self) {
+        self.host_out.clear();
+        self.motions.clear();
+    }
 
     fn frame(
         &mut self,
@@ -312,12 +352,20 @@ impl CudaFrames for Vmaf {
         r: &PlanePtrs,
         d: &PlanePtrs,
     ) -> Result<Frame, EngineError> {
-        // The side streams start after the pair's uploads, queued on the engine's stream.
-        if self.speed.is_some() || self.cambi.is_some() {
-            self.ready
-                .record(&gpu.stream)
-                .map_err(|e| EngineError::Cuda(format!("ordering vmaf's streams: {e}")))?;
+        let failed = |e: DriverError| EngineError::Cuda(format!("running vmaf: {e}"));
+        if !self.has_lanes() {
+            if self.host_out.queued() == 0 {
+                self.launch(gpu, plan, r, d).map_err(failed)?;
+            }
+            let (sums, sad) = self.sums().map_err(failed)?;
+            let (w, h) = (plan.reference.width, plan.reference.height);
+            let motion = self.model.motion.score(sad, w, h);
+            return Ok(frame_features(plan, &sums, motion, &self.adm));
         }
+        // The side streams start after the pair's uploads, queued on the engine's stream.
+        self.ready
+            .record(&gpu.stream)
+            .map_err(|e| EngineError::Cuda(format!("ordering vmaf's streams: {e}")))?;
         let ordered = |lane: &Gpu, ready: &CudaEvent| {
             lane.stream
                 .wait(ready)
@@ -333,9 +381,8 @@ impl CudaFrames for Vmaf {
             c.clear();
             c.queue(lane, d)?;
         }
-        let (sums, sad) = self
-            .sums(gpu, plan, r, d)
-            .map_err(|e| EngineError::Cuda(format!("running vmaf: {e}")))?;
+        self.launch(gpu, plan, r, d).map_err(failed)?;
+        let (sums, sad) = self.sums().map_err(failed)?;
         let (w, h) = (plan.reference.width, plan.reference.height);
         let motion = self.model.motion.score(sad, w, h);
         let mut f = frame_features(plan, &sums, motion, &self.adm);
