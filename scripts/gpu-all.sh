@@ -61,7 +61,7 @@
 #                frames, every option), cambi_reference on the CUDA backend with the FFmpeg
 #                cache, its throughput and ncu's kernel times
 #   element      the element's suites with backend=cuda (element, harness, hardening,
-#                cuda_context, no_gstcuda, reliability, monitoring, roi), the latency
+#                cuda_context, no_gstcuda, reliability, monitoring, roi, in_flight), the latency
 #                tracer, cpu-vs-cuda pipelines, bad property values,
 #                cudaupload memory under memcheck
 #   throughput   every metric and all together, 1080p and 2160p, device and host frames
@@ -123,7 +123,7 @@ bins() {
     vmaf) echo $e:test:cuda_kernels $e:test:vmaf_cuda $e:test:vmaf_reference $e:bench:throughput $g:test:vmaf_element ;;
     vmafcore) echo $e:test:cuda_kernels $e:test:vmaf_cuda $e:test:vmaf_reference $e:bench:throughput ;;
     cambi) echo $e:test:cuda_kernels $e:test:cambi_reference $e:bench:throughput ;;
-    element) echo $g:test:element $g:test:harness $g:test:hardening $g:test:cuda_context $g:test:no_gstcuda $g:test:reliability $g:test:monitoring $g:test:roi ;;
+    element) echo $g:test:element $g:test:harness $g:test:hardening $g:test:cuda_context $g:test:no_gstcuda $g:test:reliability $g:test:monitoring $g:test:roi $g:test:in_flight ;;
     throughput) echo $e:bench:throughput ;;
     cli) echo gpumetrics-cli:bin:gpumetrics ;;
     cudamem | colour | libvmaf | libvmaf32) ;;
@@ -658,7 +658,7 @@ step_element() {
   need $d/gst/env.sh $d/plugin/libgstgpumetrics.so || return 0
   step "plugin"
   gst-inspect-1.0 gpumetrics | grep -E "Long-name|Version" || fail=1
-  element_tests element harness hardening cuda_context no_gstcuda reliability monitoring roi
+  element_tests element harness hardening cuda_context no_gstcuda reliability monitoring roi in_flight
   if need $B/hardening; then
     step "the CUDA-memory hardening cases (GPU-only: they fail without cudaupload or CUDA)"
     GPUMETRICS_TEST_BACKEND=cuda run $B/hardening --include-ignored --test-threads 1 --nocapture cuda_memory

@@ -279,6 +279,16 @@ impl Engine {
         self.pending.len() + self.backend.in_flight()
     }
 
+    /// The last pairs pushed whose frames the engine may still read: those in flight (at
+    /// most [`Engine::in_flight`] − 1 after a push, 0 after [`Engine::complete_in_flight`],
+    /// [`Engine::finish`] or [`Engine::reset`]). A caller that lends the engine device
+    /// frames ([`crate::Frame::Device`]) can give the frames of older pairs back to their
+    /// pool: pairs held back by temporal metrics ([`Engine::lag`]) keep their own copy of
+    /// what they need.
+    pub fn reading(&self) -> usize {
+        self.backend.in_flight()
+    }
+
     /// Measures one pair and returns the complete scores of the pair [`Engine::delay`]
     /// pairs before it (this one's when the delay is 0), or `None` while the first pairs
     /// are held. Fields of held-back metrics come after the others.
@@ -328,10 +338,13 @@ impl Engine {
         Ok(self.pending.push(self.backend.lag(), now, late))
     }
 
-    /// End of the sequence (EOS, caps change): the scores of the pairs still in flight or
-    /// held back, oldest first, scored as libvmaf scores the last frames; the next pair
-    /// starts a new sequence. Fails only when the GPU fails on a pair still in flight.
-    pub fn finish(&mut self) -> Result<Vec<Scores>, EngineError> {
+    /// Waits for the pairs in flight and returns the scores that are then final, oldest
+    /// first, without ending the sequence: pairs held back by temporal metrics stay held
+    /// ([`Engine::lag`]). For a caller with nothing to push for a while (a frame without a
+    /// partner, a pair it does not measure), so that the pairs before it do not wait for
+    /// the next push; afterwards [`Engine::reading`] is 0. Fails only when the GPU fails on
+    /// a pair in flight; the pushed pairs are then dropped, as by [`Engine::reset`].
+    pub fn complete_in_flight(&mut self) -> Result<Vec<Scores>, EngineError> {
         let mut out = Vec::new();
         while self.backend.in_flight() > 0 {
             match self.complete() {
@@ -342,6 +355,14 @@ impl Engine {
                 }
             }
         }
+        Ok(out)
+    }
+
+    /// End of the sequence (EOS, caps change): the scores of the pairs still in flight or
+    /// held back, oldest first, scored as libvmaf scores the last frames; the next pair
+    /// starts a new sequence. Fails only when the GPU fails on a pair still in flight.
+    pub fn finish(&mut self) -> Result<Vec<Scores>, EngineError> {
+        let mut out = self.complete_in_flight()?;
         let mut late = vec![Scores::new(); self.pending.len()];
         self.backend.lineup().finish(&self.plan, &mut late);
         out.extend(self.pending.finish(late));
@@ -497,6 +518,40 @@ mod tests {
             err.starts_with("psnr, vmaf need a reference input") && err.contains("siti"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn completing_the_pairs_in_flight_keeps_the_pairs_held_back() {
+        let layout = FrameLayout {
+            format: PixelFormat::Gray8,
+            width: 64,
+            height: 64,
+        };
+        let cfg = EngineConfig {
+            metrics: MetricSet::PSNR | MetricSet::VMAF,
+            backend: BackendChoice::Cpu,
+            ..Default::default()
+        };
+        let data: Vec<u8> = (0..64 * 64).map(|i| (i * 37 % 251) as u8).collect();
+        let f = Frame::Host(HostFrame::new(&[Plane {
+            data: &data,
+            stride: 64,
+        }]));
+        // The CPU backend measures one pair at a time, whatever is asked.
+        let mut e = Engine::builder(&cfg, layout, layout)
+            .in_flight(MAX_IN_FLIGHT)
+            .build()
+            .unwrap();
+        assert_eq!((e.in_flight(), e.lag(), e.delay()), (1, 1, 1));
+        assert_eq!(e.push(&f, &f).unwrap(), None);
+        assert_eq!((e.held(), e.reading()), (1, 0));
+        // VMAF's pair stays held back: its motion needs the next frame.
+        assert!(e.complete_in_flight().unwrap().is_empty());
+        assert_eq!(e.held(), 1);
+        let second = e.push(&f, &f).unwrap().expect("the first pair's scores");
+        assert!(second.get("vmaf").is_some());
+        let last = e.finish().unwrap();
+        assert_eq!((last.len(), e.held(), e.reading()), (1, 0, 0));
     }
 
     #[test]

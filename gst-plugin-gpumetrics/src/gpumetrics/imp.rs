@@ -45,7 +45,7 @@ struct Notices {
     warned: Vec<String>,
     /// Warnings to post.
     pending: Vec<String>,
-    /// Latency to report (ns).
+    /// Latency to report (ns): that of the engine built last (0 resets an earlier one's).
     latency: Option<u64>,
 }
 
@@ -383,7 +383,7 @@ impl GpuMetrics {
         if !current {
             if st.scorer.engine().is_some() {
                 let finished = st.scorer.retire();
-                st.queue.finish(finished);
+                self.take_scores(st, finished, true)?;
                 gst::info!(
                     CAT,
                     imp = self,
@@ -421,7 +421,7 @@ impl GpuMetrics {
                 want.device_id()
             );
             let finished = st.scorer.retire();
-            st.queue.finish(finished);
+            self.take_scores(st, finished, true)?;
             st.scorer.use_context(want);
             self.build_engine(st, settings)?;
         }
@@ -448,9 +448,7 @@ impl GpuMetrics {
                 for note in built.notes {
                     st.notices.warn_once(note);
                 }
-                if built.latency.is_some() {
-                    st.notices.latency = built.latency;
-                }
+                st.notices.latency = Some(built.latency);
                 Ok(())
             }
             Err(e) => {
@@ -461,8 +459,8 @@ impl GpuMetrics {
     }
 
     /// Measures one pair; its distorted buffer leaves with its scores, or waits in the
-    /// queue while the engine holds the pair back (then the engine's scores of an earlier
-    /// pair let that one leave).
+    /// queue while the engine holds the pair back or has it in flight (then the engine's
+    /// scores of an earlier pair let that one leave).
     fn compare_and_push(
         &self,
         reference: Option<gst::Buffer>,
@@ -478,8 +476,7 @@ impl GpuMetrics {
             let r = reference.as_ref().unwrap_or(&distorted);
             self.prepare_engine(st, &settings, r, &distorted)?
         };
-        let (Some(rc), Some(dc), Some(engine)) = (&st.reference, &st.distorted, st.scorer.engine())
-        else {
+        let Some(lag) = st.scorer.engine().map(|e| e.lag()) else {
             return Err(gst::FlowError::NotNegotiated);
         };
         let pair = PairInfo {
@@ -492,11 +489,17 @@ impl GpuMetrics {
                 .is_multiple_of(u64::from(settings.subsample.max(1))),
         };
         st.frame += 1;
-        if pair.skip && engine.lag() == 0 {
-            // No metric needs every frame: a skipped pair costs nothing.
+        if pair.skip && lag == 0 {
+            // No metric needs every frame: a skipped pair costs nothing. It queues behind
+            // the pairs in flight, which are completed now rather than at the next scored
+            // pair, `subsample` frames later.
             st.queue.push_skipped(distorted, pair);
-            return self.deliver(state, true);
+            return self.settle_and_deliver(state, true);
         }
+        let (Some(rc), Some(dc), Some(engine)) = (&st.reference, &st.distorted, st.scorer.engine())
+        else {
+            return Err(gst::FlowError::NotNegotiated);
+        };
         let invalid = |e: String| {
             gst::element_imp_error!(self, gst::StreamError::Format, ("{e}"));
             gst::FlowError::Error
@@ -525,7 +528,9 @@ impl GpuMetrics {
                 None => engine.push_single(&df).map_err(failed)?,
             }
         };
-        drop(reference);
+        // With pairs in flight the engine may still read the reference frame (CUDA memory
+        // is read in place): its buffer is kept until then, the distorted one waits below.
+        st.scorer.keep(reference);
         st.queue.push_pair(distorted, pair);
         if let Some(scores) = scores {
             let matched = st.queue.score(scores);
@@ -623,14 +628,66 @@ impl GpuMetrics {
     }
 
     /// At the end of a run (EOS; on stop without pushing): scores the pairs still held
-    /// back, if any, and lets them leave.
+    /// back or in flight, if any, and lets them leave.
     fn drain_held(&self, push: bool) -> Result<gst::FlowSuccess, gst::FlowError> {
         let mut state = self.state.lock().unwrap();
+        let mut taken = Ok(());
         if state.queue.waiting() > 0 {
             let finished = state.scorer.finish();
-            state.queue.finish(finished);
+            taken = self.take_scores(&mut state, finished, true);
         }
-        self.deliver(state, push)
+        let delivered = self.deliver(state, push);
+        taken.and(delivered)
+    }
+
+    /// Nothing is pushed to the engine for now (a frame without a partner, a pair
+    /// `subsample` skips, an input late): the pairs in flight are completed, so that their
+    /// buffers and those queued behind them leave now rather than at the next push (the
+    /// latency stays that of the latency query); pairs held back for temporal metrics stay
+    /// in their sequence. Then lets what is ready leave.
+    fn settle_and_deliver(
+        &self,
+        mut state: MutexGuard<'_, State>,
+        push: bool,
+    ) -> Result<gst::FlowSuccess, gst::FlowError> {
+        let settled = state.scorer.settle();
+        let taken = self.take_scores(&mut state, settled, false);
+        let delivered = self.deliver(state, push);
+        taken.and(delivered)
+    }
+
+    /// Gives the waiting pairs what the engine returned: the scores of the oldest ones
+    /// (and with `end`, the end of a sequence: any pair left leaves without scores). When
+    /// the GPU failed on a pair, the element error names the oldest pair waiting and every
+    /// waiting pair leaves without scores (the engine dropped them), so that no buffer is
+    /// lost; no pair is measured after it.
+    fn take_scores(
+        &self,
+        st: &mut State,
+        result: Result<Vec<gpumetrics_engine::Scores>, gpumetrics_engine::EngineError>,
+        end: bool,
+    ) -> Result<(), gst::FlowError> {
+        match result {
+            Ok(scores) if end => st.queue.finish(scores),
+            Ok(scores) => {
+                for s in scores {
+                    let matched = st.queue.score(s);
+                    debug_assert!(matched, "the engine completed a pair it did not hold");
+                }
+            }
+            Err(e) => {
+                let frame = st.queue.oldest_waiting().unwrap_or(st.frame);
+                st.queue.finish(Vec::new());
+                st.failed = true;
+                gst::element_imp_error!(
+                    self,
+                    scorer::stream_error(&e),
+                    ("Measuring frame {frame} failed: {e}")
+                );
+                return Err(gst::FlowError::Error);
+            }
+        }
+        Ok(())
     }
 
     /// Posts queued warnings as element warnings (outside the state lock: a bus sync
@@ -855,9 +912,10 @@ impl AggregatorImpl for GpuMetrics {
         let mut state = self.state.lock().unwrap();
         state.summary_posted = false;
         let held = state.queue.waiting();
+        let mut taken = Ok(());
         if held > 0 {
             let finished = state.scorer.finish();
-            state.queue.finish(finished);
+            taken = self.take_scores(&mut state, finished, true);
             gst::info!(
                 CAT,
                 imp = self,
@@ -869,7 +927,7 @@ impl AggregatorImpl for GpuMetrics {
         debug_assert_eq!(dropped, 0, "finish() left no pair held");
         let delivered = self.deliver(state, false);
         self.parent_flush()?;
-        delivered
+        taken.and(delivered)
     }
 
     fn negotiate(&self) -> bool {
@@ -1111,13 +1169,16 @@ impl GpuMetrics {
         let (r, d) = self.heads();
         if timeout && (r.head.is_none() || d.head.is_none()) {
             // Live, and an input missed its deadline: the sequence of pairs is interrupted.
-            // The pairs the engine holds back are finished now (as a caps change does),
-            // not when that input resumes or the run ends.
+            // The pairs in flight are completed, and those the engine holds back are
+            // finished now (as a caps change does), not when that input resumes or the
+            // run ends.
             let state = self.state.lock().unwrap();
             if state.queue.waiting() > 0 {
-                drop(state);
-                gst::debug!(CAT, imp = self, "live timeout: finishing the held pairs");
-                self.drain_held(true)?;
+                self.settle_and_deliver(state, true)?;
+                if self.state.lock().unwrap().queue.waiting() > 0 {
+                    gst::debug!(CAT, imp = self, "live timeout: finishing the held pairs");
+                    self.drain_held(true)?;
+                }
             }
         }
         let decision = pairing::decide(mode, r, d, timeout, fixed);
@@ -1166,7 +1227,7 @@ impl GpuMetrics {
                 state.active = true;
                 let rt = r.head.and_then(|h| h.running_time);
                 state.queue.push_unmatched(None, Side::Reference, rt);
-                self.deliver(state, true)
+                self.settle_and_deliver(state, true)
             }
             Decision::DropDist => {
                 let b = self.dist_pad.pop_buffer().ok_or(gst::FlowError::Error)?;
@@ -1183,7 +1244,7 @@ impl GpuMetrics {
                 state.active = true;
                 let rt = d.head.and_then(|h| h.running_time);
                 state.queue.push_unmatched(Some(b), Side::Distorted, rt);
-                self.deliver(state, true)
+                self.settle_and_deliver(state, true)
             }
             Decision::Eos => {
                 gst::debug!(

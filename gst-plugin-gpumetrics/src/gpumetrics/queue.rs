@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MPL-2.0
 //! The distorted buffers on their way to `src`, in arrival order: a measured pair's buffer
-//! waits until the engine has its scores (an engine with lag holds pairs back, see
-//! [`gpumetrics_engine::Engine::lag`]; [`Queue::score`] gives the oldest waiting pair the
+//! waits until the engine has its scores (an engine with lag holds pairs back and one with
+//! pairs in flight returns them later, see [`gpumetrics_engine::Engine::delay`];
+//! [`Queue::score`] gives the oldest waiting pair the
 //! scores the engine returns, [`Queue::finish`] those of `Engine::finish`), and an
 //! unmatched distorted buffer that arrives meanwhile waits behind it, so that the output
 //! stays in order. Frames without a partner and pairs `subsample` skips queue up the same
@@ -103,7 +104,8 @@ impl<B> Queue<B> {
             .push_back(Entry::Ready(Ready::Skipped { buffer, pair }));
     }
 
-    /// Measured pairs still waiting for their scores (the engine's [`held`] pairs).
+    /// Measured pairs still waiting for their scores (the engine's [`held`] pairs: held
+    /// back or in flight).
     ///
     /// [`held`]: gpumetrics_engine::Engine::held
     pub(crate) fn waiting(&self) -> usize {
@@ -111,6 +113,17 @@ impl<B> Queue<B> {
             .iter()
             .filter(|e| matches!(e, Entry::Pair { scores: None, .. }))
             .count()
+    }
+
+    /// The index of the oldest pair waiting for its scores (what an error of the engine's
+    /// names).
+    pub(crate) fn oldest_waiting(&self) -> Option<u64> {
+        self.entries.iter().find_map(|e| match e {
+            Entry::Pair {
+                pair, scores: None, ..
+            } => Some(pair.frame),
+            _ => None,
+        })
     }
 
     /// The scores of the oldest waiting pair (what [`Engine::push`] returns). `false` when
@@ -273,6 +286,27 @@ mod tests {
         assert_eq!(left(&mut q), ["0=5", "Reference:u"]);
         assert!(q.score(scores(6.0)));
         assert_eq!(left(&mut q), ["1:s1", "2:s2"]);
+    }
+
+    #[test]
+    fn pairs_in_flight_wait_and_nothing_overtakes_them() {
+        // Two pairs in flight, no lag: the engine returns pair n's scores when pair n + 1 is
+        // pushed. A skipped pair and an unmatched buffer queued meanwhile leave after it.
+        let mut q = Queue::default();
+        q.push_pair(0, info(0));
+        assert_eq!((q.waiting(), q.oldest_waiting()), (1, Some(0)));
+        q.push_skipped(1, info(1));
+        q.push_unmatched(Some(2), Side::Distorted, Some(80));
+        assert!(left(&mut q).is_empty(), "pair 0 is in flight");
+        q.push_pair(3, info(2));
+        assert!(q.score(scores(1.0)));
+        assert_eq!(left(&mut q), ["0=1", "1:s1", "2:u"]);
+        assert_eq!((q.waiting(), q.oldest_waiting()), (1, Some(2)));
+        // End of the run: the pair in flight is waiting, and finished.
+        q.push_skipped(4, info(3));
+        q.finish(vec![scores(2.0)]);
+        assert_eq!(left(&mut q), ["3=2", "4:s3"]);
+        assert_eq!((q.waiting(), q.oldest_waiting()), (0, None));
     }
 
     #[test]

@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: MPL-2.0
 //! The engine of a run: built from the settings for the caps of both pads (and the CUDA
 //! context their memory lives in), retired when they change, and the element errors that
-//! say why one cannot be built.
+//! say why one cannot be built. It keeps the reference buffers of the pairs in flight alive
+//! while the engine may read them.
+
+use std::collections::VecDeque;
 
 use gpumetrics_engine::{BackendChoice, BackendKind, Engine, EngineError, Scores};
 
@@ -19,6 +22,43 @@ pub(crate) struct Scorer {
     built_for: Option<(gst_video::VideoInfo, gst_video::VideoInfo)>,
     /// The GstCudaContext the engine runs in (None: the device's primary context, or CPU).
     context: Option<gstcuda::Context>,
+    /// The reference buffers of the pairs the engine may still read.
+    reading: Reading<gst::Buffer>,
+}
+
+/// The buffers lent to the engine whose frames it may still read, oldest first: with pairs
+/// in flight the GPU reads CUDA memory in place after the push returned, and a buffer
+/// released earlier could go back to its pool and be overwritten meanwhile. (The distorted
+/// buffers wait in the queue until their scores come back, longer than that.) At most
+/// `in-flight` buffers are kept, which an upstream pool can spare.
+#[derive(Debug)]
+struct Reading<B>(VecDeque<B>);
+
+impl<B> Default for Reading<B> {
+    fn default() -> Self {
+        Reading(VecDeque::new())
+    }
+}
+
+impl<B> Reading<B> {
+    /// `buffer` was pushed; the engine now reads the frames of the last `reading` pairs.
+    fn keep(&mut self, buffer: B, reading: usize) {
+        self.0.push_back(buffer);
+        self.release(reading);
+    }
+
+    /// Releases the buffers of the pairs the engine no longer reads: all but the last
+    /// `reading` (pairs complete in the order they were pushed).
+    fn release(&mut self, reading: usize) {
+        while self.0.len() > reading {
+            self.0.pop_front();
+        }
+    }
+
+    #[cfg(test)]
+    fn held(&self) -> Vec<&B> {
+        self.0.iter().collect()
+    }
 }
 
 /// What an engine is built from.
@@ -42,8 +82,8 @@ pub(crate) struct Request<'a> {
 pub(crate) struct Built {
     /// Warnings to post once per run (metrics left out for these caps, or none requested).
     pub notes: Vec<String>,
-    /// The latency its held pairs add (ns), for an engine with lag.
-    pub latency: Option<u64>,
+    /// The latency its held pairs and pairs in flight add (ns): [`Engine::delay`] frames.
+    pub latency: u64,
 }
 
 impl Scorer {
@@ -79,29 +119,61 @@ impl Scorer {
     }
 
     /// Ends the engine's sequence and drops it: the scores of the pairs it still held,
-    /// oldest first (scored as the last pairs of a sequence).
-    pub(crate) fn retire(&mut self) -> Vec<Scores> {
-        self.engine
-            .take()
-            .map(|mut e| finished(&mut e))
-            .unwrap_or_default()
+    /// oldest first (scored as the last pairs of a sequence). `Err`: the GPU failed on a
+    /// pair in flight, and the held pairs have no scores.
+    pub(crate) fn retire(&mut self) -> Result<Vec<Scores>, EngineError> {
+        let finished = self.engine.take().map(|mut e| e.finish());
+        self.reading.release(0);
+        finished.unwrap_or_else(|| Ok(Vec::new()))
     }
 
     /// End of the run: the scores of the pairs the engine still holds; it stays for the
-    /// next sequence.
-    pub(crate) fn finish(&mut self) -> Vec<Scores> {
-        self.engine.as_mut().map(finished).unwrap_or_default()
+    /// next sequence. `Err` as [`Self::retire`].
+    pub(crate) fn finish(&mut self) -> Result<Vec<Scores>, EngineError> {
+        let finished = self.engine.as_mut().map(Engine::finish);
+        self.release();
+        finished.unwrap_or_else(|| Ok(Vec::new()))
+    }
+
+    /// Nothing is pushed for a while (a frame without a partner, a pair `subsample`
+    /// skips): the scores of the pairs in flight, so that they leave now rather than at the
+    /// next push; pairs held back for temporal metrics stay held, in their sequence.
+    /// `Err` as [`Self::retire`].
+    pub(crate) fn settle(&mut self) -> Result<Vec<Scores>, EngineError> {
+        let completed = self.engine.as_mut().map(Engine::complete_in_flight);
+        self.release();
+        completed.unwrap_or_else(|| Ok(Vec::new()))
     }
 
     /// A flush: drops the held pairs; returns how many measured pairs were dropped.
     pub(crate) fn reset(&mut self) -> usize {
-        self.engine.as_mut().map_or(0, Engine::reset)
+        let dropped = self.engine.as_mut().map_or(0, Engine::reset);
+        self.release();
+        dropped
+    }
+
+    /// `reference` (None: dist_sink alone) was pushed: it is kept while the engine may
+    /// read its frames ([`Engine::reading`]), and older ones are released. The distorted
+    /// buffer is the caller's to keep, until the pair's scores come back.
+    pub(crate) fn keep(&mut self, reference: Option<gst::Buffer>) {
+        let reading = self.engine.as_ref().map_or(0, Engine::reading);
+        match reference {
+            Some(r) => self.reading.keep(r, reading),
+            None => self.reading.release(reading),
+        }
+    }
+
+    /// Releases the reference buffers the engine no longer reads.
+    fn release(&mut self) {
+        let reading = self.engine.as_ref().map_or(0, Engine::reading);
+        self.reading.release(reading);
     }
 
     /// Builds the engine for `req`, replacing any; `Err` is the element error to post.
     pub(crate) fn build(&mut self, req: &Request) -> Result<Built, gst::ErrorMessage> {
         let mut built = Built::default();
         self.engine = None;
+        self.reading.release(0);
         let config = req.settings.engine_config();
         if config.metrics.is_empty() {
             built
@@ -133,7 +205,8 @@ impl Scorer {
         } else {
             Engine::builder(&config, r.measured(), d.measured())
         }
-        .colorimetry(r.colorimetry, d.colorimetry);
+        .colorimetry(r.colorimetry, d.colorimetry)
+        .in_flight(req.settings.in_flight as usize);
         if let (Some(ctx), Ok(api)) = (&context, gstcuda::api()) {
             // SAFETY: the handle stays valid while the context object lives, and the
             // engine keeps a reference to it.
@@ -164,10 +237,17 @@ impl Scorer {
                 engine.backend_name()
             ),
         }
-        if engine.lag() > 0 {
-            // Held pairs add their frames' time (reported in the latency query).
-            built.latency = Some(d.frame_duration.unwrap_or(0) * engine.lag() as u64);
-        }
+        // Pairs held back and pairs in flight add their frames' time (reported in the
+        // latency query); 0 resets what an earlier engine reported.
+        built.latency = d.frame_duration.unwrap_or(0) * engine.delay() as u64;
+        gst::debug!(
+            CAT,
+            obj = req.element,
+            "{} pair(s) in flight, {} held back: scores come {} pair(s) later",
+            engine.in_flight(),
+            engine.lag(),
+            engine.delay()
+        );
         self.engine = Some(engine);
         self.built_for = Some((r.info.clone(), d.info.clone()));
         Ok(built)
@@ -247,14 +327,6 @@ pub(crate) fn stream_error(e: &EngineError) -> gst::StreamError {
     }
 }
 
-/// The scores `engine` still holds at the end of its sequence. The element's engines have
-/// no pair in flight ([`Engine::in_flight`] is 1: every push completes its pair), so only
-/// pairs held back by temporal metrics remain, and scoring them runs on the host.
-fn finished(engine: &mut Engine) -> Vec<Scores> {
-    debug_assert_eq!(engine.in_flight(), 1);
-    engine.finish().unwrap_or_default()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -310,7 +382,7 @@ mod tests {
         let built = s.build(&request(&element, &settings, &a, &a, 0)).unwrap();
         assert_eq!(built, Built::default(), "PSNR: no notes, no lag");
         assert!(s.is_for(&a, &a) && !s.is_for(&a, &b) && !s.on_cuda());
-        assert!(s.retire().is_empty());
+        assert!(s.retire().unwrap().is_empty());
         assert!(!s.is_for(&a, &a) && s.engine().is_none());
         assert_eq!(s.reset(), 0);
     }
@@ -335,7 +407,7 @@ mod tests {
         );
         // After an engine for (a, a): what changed is named.
         s.build(&request(&element, &settings, &a, &a, 0)).unwrap();
-        s.retire();
+        s.retire().unwrap();
         let e = s
             .build(&request(&element, &settings, &a, &b, 7))
             .unwrap_err()
@@ -385,11 +457,14 @@ mod tests {
         settings.metrics = super::super::Metrics::from(gpumetrics_engine::MetricSet::ALL);
         let mut s = Scorer::default();
         let built = s.build(&request(&element, &settings, &a, &a, 0)).unwrap();
-        let lag = s.engine().unwrap().lag() as u64;
+        let (lag, delay) = {
+            let e = s.engine().unwrap();
+            (e.lag() as u64, e.delay() as u64)
+        };
         if lag == 0 {
             return; // no registered metric holds pairs back
         }
-        assert_eq!(built.latency, Some(40_000_000 * lag));
+        assert_eq!(built.latency, 40_000_000 * delay);
         let data = vec![16u8; 64 * 64 * 3 / 2];
         let planes = [
             gpumetrics_engine::Plane {
@@ -407,8 +482,63 @@ mod tests {
         ];
         let f = gpumetrics_engine::Frame::Host(gpumetrics_engine::HostFrame::new(&planes));
         assert_eq!(s.engine().unwrap().push(&f, &f).unwrap(), None);
-        let finished = s.retire();
+        let finished = s.retire().unwrap();
         assert_eq!(finished.len(), 1, "the held pair is scored when retired");
         assert!(!finished[0].is_empty());
+    }
+
+    /// The buffers kept are those of the last pairs pushed that the engine still reads,
+    /// whatever the number in flight.
+    #[test]
+    fn reference_buffers_are_kept_while_their_pairs_are_in_flight() {
+        // Two in flight: after each push the engine reads the pair just pushed.
+        let mut r = Reading::default();
+        r.keep(0, 1);
+        assert_eq!(r.held(), [&0]);
+        r.keep(1, 1);
+        assert_eq!(r.held(), [&1]);
+        r.release(0);
+        assert!(r.held().is_empty(), "finished: nothing is read");
+        // Four in flight: the first pushes fill the pipeline, then each push completes the
+        // oldest pair.
+        for (b, reading) in [(0, 1), (1, 2), (2, 3), (3, 3), (4, 3)] {
+            r.keep(b, reading);
+        }
+        assert_eq!(r.held(), [&2, &3, &4]);
+        r.release(1);
+        assert_eq!(r.held(), [&4]);
+        // One in flight (and the CPU backend): nothing is read after the push.
+        r.keep(5, 0);
+        assert!(r.held().is_empty());
+    }
+
+    /// On the CPU backend (one pair at a time whatever `in-flight` says) the reference
+    /// buffer is released by the push itself, and the latency is that of the lag alone.
+    #[test]
+    fn the_cpu_backend_reads_nothing_after_a_push() {
+        gst::init().unwrap();
+        let element = gst::Bin::new().upcast::<gst::Element>();
+        let a = caps(gst_video::VideoFormat::Gray8, 64, 64);
+        let mut settings = cpu();
+        settings.in_flight = gpumetrics_engine::MAX_IN_FLIGHT as u32;
+        let mut s = Scorer::default();
+        let built = s.build(&request(&element, &settings, &a, &a, 0)).unwrap();
+        let e = s.engine().unwrap();
+        assert_eq!((e.in_flight(), e.delay(), built.latency), (1, 0, 0));
+        let data = vec![16u8; 64 * 64];
+        let planes = [gpumetrics_engine::Plane {
+            data: &data,
+            stride: 64,
+        }];
+        let f = gpumetrics_engine::Frame::Host(gpumetrics_engine::HostFrame::new(&planes));
+        assert!(e.push(&f, &f).unwrap().is_some());
+        let buffer = gst::Buffer::new();
+        s.keep(Some(buffer.clone()));
+        assert!(
+            buffer.is_writable(),
+            "released: the engine read it during the push"
+        );
+        assert!(s.settle().unwrap().is_empty());
+        assert!(s.finish().unwrap().is_empty());
     }
 }

@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 use std::sync::LazyLock;
 
-use gpumetrics_engine::{BackendChoice, EngineConfig, Options};
+use gpumetrics_engine::{BackendChoice, EngineConfig, MAX_IN_FLIGHT, Options};
 use gst::glib;
 use gst::prelude::*;
 
@@ -16,6 +16,9 @@ use crate::stats;
 const DEFAULT_DEVICE_ID: u32 = 0;
 const DEFAULT_POST_MESSAGES: bool = true;
 const DEFAULT_ATTACH_META: bool = true;
+/// `in-flight`: the GPU measures one pair while the element prepares the next, for one
+/// frame of latency.
+const DEFAULT_IN_FLIGHT: u32 = 2;
 /// `pairing-tolerance`: half the shorter frame duration.
 const AUTO_TOLERANCE: i64 = -1;
 
@@ -44,6 +47,8 @@ pub(crate) struct Settings {
     pub roi: Option<String>,
     /// `prometheus-address`: `host:port` of the metrics endpoint.
     pub prometheus_address: Option<String>,
+    /// `in-flight`: pairs the engine may have in flight (1..=[`MAX_IN_FLIGHT`]).
+    pub in_flight: u32,
 }
 
 impl Default for Settings {
@@ -64,6 +69,7 @@ impl Default for Settings {
             subsample: 1,
             roi: None,
             prometheus_address: None,
+            in_flight: DEFAULT_IN_FLIGHT,
         }
     }
 }
@@ -191,6 +197,19 @@ fn own_properties() -> Vec<glib::ParamSpec> {
             .default_value(1)
             .mutable_ready()
             .build(),
+        glib::ParamSpecUInt::builder("in-flight")
+            .nick("Pairs in flight")
+            .blurb(
+                "Pairs measured concurrently on the GPU: the GPU works on one pair while the \
+                 element prepares the next; each extra pair adds one frame of latency \
+                 (reported in the latency query). 1 measures each pair before taking the next. \
+                 The CPU backend measures one pair at a time whatever is set",
+            )
+            .minimum(1)
+            .maximum(MAX_IN_FLIGHT as u32)
+            .default_value(DEFAULT_IN_FLIGHT)
+            .mutable_ready()
+            .build(),
         glib::ParamSpecString::builder("roi")
             .nick("Region of interest")
             .blurb(
@@ -259,6 +278,7 @@ impl Settings {
             "window" => self.window = value.get().expect(CHECKED),
             "alerts" => self.alerts = text(value),
             "subsample" => self.subsample = value.get().expect(CHECKED),
+            "in-flight" => self.in_flight = value.get().expect(CHECKED),
             "roi" => self.roi = text(value),
             "prometheus-address" => self.prometheus_address = text(value),
             _ => {
@@ -292,6 +312,7 @@ impl Settings {
             "window" => self.window.to_value(),
             "alerts" => self.alerts.to_value(),
             "subsample" => self.subsample.to_value(),
+            "in-flight" => self.in_flight.to_value(),
             "roi" => self.roi.to_value(),
             "prometheus-address" => self.prometheus_address.to_value(),
             _ => {
