@@ -15,6 +15,7 @@
 mod buffer;
 mod external;
 mod module;
+pub(crate) mod scratch;
 
 pub(crate) use buffer::{DeviceBuffer, Gpu, IN_FLIGHT, PinnedBuffer, Readback, ResultSlots};
 

@@ -212,3 +212,92 @@ fn check(_k: &Kernels, _s: &Arc<CudaStream>, r: &mut Rng) -> Result<Outcome, Dri
         note: notes.join("; "),
     })
 }
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn engines_sharing_scratch_score_as_one_alone() {
+    crate::run("scratch shared by engines", sharing);
+}
+
+/// Engines of one context with the same layout share Butteraugli's and SSIMULACRA2's
+/// scratch arenas (`cuda::scratch`): six engines, each on a thread of its own with two
+/// pairs in flight and each on a sequence of its own (host frames),
+/// give the records that each sequence gets from an engine measuring it alone.
+fn sharing(_k: &Kernels, _s: &Arc<CudaStream>, r: &mut Rng) -> Result<Outcome, DriverError> {
+    let (format, w, h, n, engines) = (PixelFormat::I420, 352, 288, 10, 6);
+    let metrics = set(&["ssimulacra2", "butteraugli", "psnr"]);
+    let cfg = EngineConfig {
+        metrics,
+        backend: BackendChoice::Cuda,
+        ..Default::default()
+    };
+    let layout = FrameLayout {
+        format,
+        width: w,
+        height: h,
+    };
+    let sequences: Vec<(Vec<common::OwnedFrame>, Vec<common::OwnedFrame>)> = (0..engines)
+        .map(|_| (sequence(r, format, w, h, n), sequence(r, format, w, h, n)))
+        .collect();
+    let records =
+        |e: &mut Engine, (refs, dists): &(Vec<common::OwnedFrame>, Vec<common::OwnedFrame>)| {
+            let mut out = Vec::new();
+            for (rf, df) in refs.iter().zip(dists) {
+                out.extend(e.push(&rf.host(), &df.host()).expect("a pushed pair"));
+            }
+            out.extend(e.finish().expect("finishing the sequence"));
+            out
+        };
+    // Alone: one engine after the other, each dropped (with its scratch) before the next.
+    let alone: Vec<Vec<Scores>> = sequences
+        .iter()
+        .map(|seq| {
+            let mut e = Engine::builder(&cfg, layout, layout)
+                .build()
+                .expect("a CUDA engine");
+            records(&mut e, seq)
+        })
+        .collect();
+    // Together: every engine built first (they share two arenas per metric), then all
+    // measuring at once.
+    let mut built: Vec<Engine> = (0..engines)
+        .map(|_| {
+            Engine::builder(&cfg, layout, layout)
+                .in_flight(2)
+                .build()
+                .expect("a CUDA engine")
+        })
+        .collect();
+    let together: Vec<Vec<Scores>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = built
+            .iter_mut()
+            .zip(&sequences)
+            .map(|(e, seq)| scope.spawn(move || records(e, seq)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("an engine's thread"))
+            .collect()
+    });
+    let (mut elements, mut bad, mut notes) = (0usize, 0usize, Vec::new());
+    for (i, (a, b)) in alone.iter().zip(&together).enumerate() {
+        if a.len() != n || b.len() != n {
+            bad += 1;
+            notes.push(format!("engine {i}: {} / {} records", a.len(), b.len()));
+        }
+        for (x, y) in a.iter().zip(b) {
+            elements += 1;
+            if !same_record(x, y) {
+                bad += 1;
+                notes.push(format!("engine {i}: {x:?} != {y:?}"));
+            }
+        }
+    }
+    notes.push(format!("{engines} engines, {elements} records"));
+    Ok(Outcome {
+        elements,
+        max_err: bad as f64,
+        tolerance: 0.0,
+        note: notes.join("; "),
+    })
+}

@@ -4,13 +4,17 @@
 //! and `ba_reduce`, whose per-block maxima and power sums come back in one copy, queued
 //! with the pair (`CudaMetric::queue`) and read when the pair is completed.
 //!
-//! Every buffer is allocated once per plan: per level 38 planes and 6 padded Malta planes
-//! (4 · 38 + 4 · 6 ≈ 176 bytes per pixel, a quarter of that again for the half level:
-//! about 455 MB at 1080p), the filter table and the reduction slots.
+//! Every buffer is allocated once per plan: the filter table and the reduction slots per
+//! engine, and the planes, per level 38 planes and 6 padded Malta planes (4 · 38 + 4 · 6 ≈
+//! 176 bytes per pixel, a quarter of that again for the half level: about 455 MB at
+//! 1080p), in a scratch arena that the engines of one context with the same frame size
+//! share (`crate::cuda::scratch`): a pair's planes are written before they are read, and
+//! the padded planes' borders, zeroes, are never written.
 
 use cudarc::driver::{CudaEvent, DriverError, LaunchConfig};
 
 use super::{STEPS, Step, filters, level_len, level_sizes, params, plane_lens};
+use crate::cuda::scratch::{Key, Share};
 use crate::cuda::{DevPtr, DevPtrMut, DeviceBuffer, Gpu, Readback};
 use crate::error::EngineError;
 use crate::frame::PlanePtrs;
@@ -26,8 +30,9 @@ use gpumetrics_kernels::butteraugli::{
 const REDUCE_BLOCKS: u32 = 512;
 
 pub(super) struct Butteraugli {
-    /// Owns the memory of every level.
-    _planes: DeviceBuffer<f32>,
+    /// The arenas every level's planes lie in.
+    scratch: Share,
+    /// The levels, their plane addresses relative to an arena's start.
     levels: Vec<Level>,
     params: Params,
     upsampling: crate::color::ChromaUpsampling,
@@ -53,9 +58,16 @@ impl Butteraugli {
                 planes + padded
             })
             .sum();
-        // Zeroed: the padded planes' borders must read 0 and are never written.
-        let planes = DeviceBuffer::<f32>::zeroed(stream, total)?;
-        let mut at = planes.ptr();
+        // Zeroed (a new arena is): the padded planes' borders must read 0 and are never
+        // written.
+        let key = Key {
+            context: gpu.ctx.cu_ctx() as usize,
+            metric: "butteraugli",
+            layout: [sizes[0].0 as u64, sizes[0].1 as u64],
+            bytes: total * 4,
+        };
+        let scratch = Share::join(gpu, key, &|_, _| Ok(()))?;
+        let mut at = 0u64;
         let levels = sizes
             .iter()
             .map(|&(w, h)| {
@@ -94,7 +106,7 @@ impl Butteraugli {
         let host_partials = Readback::new(&gpu.ctx, slots)?;
         stream.synchronize()?;
         Ok(Butteraugli {
-            _planes: planes,
+            scratch,
             levels,
             params: params(settings.intensity),
             upsampling: settings.upsampling,
@@ -139,16 +151,23 @@ impl Butteraugli {
         };
         let taps = || DevPtr::<Taps>::from_raw(self.taps.ptr());
         let prm = self.params;
-        let full = self.levels[0];
+        let lease = self.scratch.borrow(stream)?;
+        let at = |lv: &Level| Level {
+            base: lease.base() + lv.base,
+            padded: lease.base() + lv.padded,
+            ..*lv
+        };
+        let levels: Vec<Level> = self.levels.iter().map(at).collect();
+        let full = levels[0];
         // SAFETY: the frame pointers were validated against the plan's layouts (or are the
         // backend's upload buffers); every level, the filter table and the reduction slots
         // were sized for this plan in `new`, and kernels on one stream run in order.
         unsafe {
             k.ba_linearize(stream, grid(&full, 2), rs, ds, full)?;
-            if let Some(&half) = self.levels.get(1) {
+            if let Some(&half) = levels.get(1) {
                 k.ba_downsample(stream, grid(&half, 6), full, half)?;
             }
-            for &lv in &self.levels {
+            for &lv in &levels {
                 for (step, z) in STEPS {
                     let cfg = grid(&lv, z);
                     let col = col_grid(&lv, z);
@@ -174,7 +193,7 @@ impl Butteraugli {
                     }
                 }
             }
-            let half = self.levels.get(1).copied();
+            let half = levels.get(1).copied();
             let cfg = LaunchConfig {
                 grid_dim: (self.reduce_blocks, 1, 1),
                 block_dim: (REDUCE_THREADS, 1, 1),
@@ -189,6 +208,8 @@ impl Butteraugli {
                 half.is_some() as u32,
                 out,
             )?;
+            // The arena is free for the next engine once the reduction has read it.
+            lease.end()?;
             self.host_partials
                 .copy_in(self.partials.ptr(), self.partials.len(), stream)
         }

@@ -12,15 +12,19 @@
 //!    sums per scale, queued with the pair (`CudaMetric::queue`) and read when the pair is
 //!    completed.
 //!
-//! Every buffer is allocated once, when the first pair is measured: per scale 6 XYB and 15
-//! moment planes (all scales at once, so that they run concurrently; the moment planes in
-//! whole strips of 32 rows) and, from scale 1, 6 linear-RGB planes: about 4 · 4/3 · 21 +
-//! 4 · 1/3 · 6 = 120 bytes per pixel, 250 MB at 1080p.
+//! Every buffer is allocated once per plan: per scale 6 XYB and 15 moment planes (all
+//! scales at once, so that they run concurrently; the moment planes in whole strips of 32
+//! rows) and, from scale 1, 6 linear-RGB planes: about 4 · 4/3 · 21 + 4 · 1/3 · 6 = 120
+//! bytes per pixel, 250 MB at 1080p. They lie, with the partial sums, the sums and the
+//! table of levels, in a scratch arena that the engines of one context with the same frame
+//! size share (`crate::cuda::scratch`): a pair writes what it reads, and the table, which
+//! holds addresses inside the arena, is written when the arena is made.
 
 use cudarc::driver::{CudaEvent, DriverError, LaunchConfig};
 
 use super::{Sums, scale_sizes};
-use crate::cuda::{DevPtr, DevPtrMut, DeviceBuffer, Gpu, Readback};
+use crate::cuda::scratch::{Key, Share};
+use crate::cuda::{DevPtr, DevPtrMut, Gpu, Readback};
 use crate::error::EngineError;
 use crate::frame::PlanePtrs;
 use crate::metric::CudaMetric;
@@ -34,19 +38,21 @@ use gpumetrics_kernels::ssimulacra2::math::{MAX_SCALES, SUMS_PER_SCALE, half};
 /// Buffers of one plan, allocated once.
 pub(super) struct Ssimu2 {
     upsampling: crate::color::ChromaUpsampling,
-    /// Owns the memory of every plane below.
-    _planes: DeviceBuffer<f32>,
+    /// The arenas that every buffer below lies in; the addresses below are offsets from an
+    /// arena's start.
+    scratch: Share,
     /// Linear RGB of scales 1.. (index 0 unused: scale 0 is converted straight to XYB).
     rgb: Vec<Scale>,
     /// XYB of scales 0.. (scales 0 and 1 always exist: the linearize kernel writes both).
     xyb: Vec<Scale>,
     /// Scored scales.
     n_scales: usize,
-    levels: DeviceBuffer<u8>,
+    /// The table of levels (`Level`, with addresses inside the arena).
+    levels: u64,
     h_blocks: u32,
     v_blocks: u32,
-    _partials: DeviceBuffer<f64>,
-    out: DeviceBuffer<f64>,
+    /// The sums, `MAX_SCALES · SUMS_PER_SCALE` f64 values.
+    out: u64,
     /// `out` of each pair in flight, on the host.
     host_out: Readback<f64>,
 }
@@ -57,7 +63,6 @@ impl Ssimu2 {
         plan: &Plan,
         upsampling: crate::color::ChromaUpsampling,
     ) -> Result<Ssimu2, DriverError> {
-        let stream = &gpu.stream;
         let (w0, h0) = (plan.reference.width, plan.reference.height);
         let n_scales = scale_sizes(w0, h0).len();
         let mut sizes = vec![(w0, h0)];
@@ -80,19 +85,11 @@ impl Ssimu2 {
         // Each region starts 256-byte aligned (the column pass reads 16-byte vectors):
         // at a multiple of 64 f32 values.
         const ALIGN: u64 = 256 / 4;
-        let total: u64 = (0..sizes.len())
-            .map(|s| {
-                let rgb = if s > 0 { 6 } else { 0 };
-                let moments = if s < n_scales { 15 * moment_len(s) } else { 0 };
-                (6 + rgb) * len(s) + moments + 3 * ALIGN
-            })
-            .sum();
-        let planes = DeviceBuffer::<f32>::zeroed(stream, total as usize)?;
-        let base = planes.ptr();
+        // Byte offsets in the arena.
         let mut offset = 0u64;
         let mut take = |values: u64| {
             offset = offset.next_multiple_of(ALIGN);
-            let at = base + offset * 4;
+            let at = offset * 4;
             offset += values;
             at
         };
@@ -130,37 +127,53 @@ impl Ssimu2 {
                 levels.push(lv);
             }
         }
-        let partials = DeviceBuffer::<f64>::zeroed(stream, n_partials.max(1) as usize)?;
-        let partials_ptr = partials.ptr();
+        // Then the partial sums, the sums and the table of levels (f64 and u64 values: two
+        // f32 slots each).
+        let partials = take(2 * n_partials.max(1) as u64);
+        let out = take(2 * (MAX_SCALES * SUMS_PER_SCALE) as u64);
         for lv in &mut levels {
-            lv.partials = partials_ptr + lv.partials * 8;
+            lv.partials = partials + lv.partials * 8;
         }
-        // SAFETY: `Level` is `repr(C)` plain data without padding (u64 and u32 fields).
-        let bytes = unsafe {
-            std::slice::from_raw_parts(
-                levels.as_ptr().cast::<u8>(),
-                std::mem::size_of_val(&levels[..]),
-            )
+        let table = take(std::mem::size_of_val(&levels[..]).div_ceil(4) as u64);
+        let key = Key {
+            context: gpu.ctx.cu_ctx() as usize,
+            metric: "ssimulacra2",
+            layout: [w0 as u64, h0 as u64],
+            bytes: offset as usize * 4,
         };
-        let levels_buf = DeviceBuffer::<u8>::zeroed(stream, bytes.len())?;
-        // SAFETY: the buffer holds `bytes.len()` bytes; `bytes` lives until the stream is
-        // synchronised below.
-        unsafe {
-            cudarc::driver::result::memcpy_htod_async(levels_buf.ptr(), bytes, stream.cu_stream())
-        }?;
-        let out = DeviceBuffer::<f64>::zeroed(stream, MAX_SCALES * SUMS_PER_SCALE)?;
-        let host_out = Readback::new(&gpu.ctx, out.len())?;
-        stream.synchronize()?;
+        // A new arena's table: the levels with the arena's addresses.
+        let init = |base: u64, stream: &std::sync::Arc<cudarc::driver::CudaStream>| {
+            let at: Vec<Level> = levels
+                .iter()
+                .map(|lv| Level {
+                    xyb: base + lv.xyb,
+                    moments: base + lv.moments,
+                    partials: base + lv.partials,
+                    ..*lv
+                })
+                .collect();
+            // SAFETY: `Level` is `repr(C)` plain data without padding (u64 and u32 fields).
+            let bytes = unsafe {
+                std::slice::from_raw_parts(at.as_ptr().cast::<u8>(), std::mem::size_of_val(&at[..]))
+            };
+            // SAFETY: the table's region holds `bytes.len()` bytes; `at` lives until the
+            // stream is synchronised.
+            unsafe {
+                cudarc::driver::result::memcpy_htod_async(base + table, bytes, stream.cu_stream())
+            }?;
+            stream.synchronize()
+        };
+        let scratch = Share::join(gpu, key, &init)?;
+        let host_out = Readback::new(&gpu.ctx, MAX_SCALES * SUMS_PER_SCALE)?;
         Ok(Ssimu2 {
             upsampling,
-            _planes: planes,
+            scratch,
             rgb,
             xyb,
             n_scales,
-            levels: levels_buf,
+            levels: table,
             h_blocks,
             v_blocks,
-            _partials: partials,
             out,
             host_out,
         })
@@ -196,13 +209,21 @@ impl Ssimu2 {
         };
         let n = self.n_scales;
         let values = n * SUMS_PER_SCALE;
-        let levels = DevPtr::from_raw(self.levels.ptr());
         // SAFETY: the frame pointers were validated against the plan's layouts (or are
         // the backend's upload buffers); every plane, level, partials and output slot was
-        // sized for this plan in `new`.
+        // sized for this plan in `new`, in the arena lent here.
         let queued = unsafe {
             (|| -> Result<(), DriverError> {
-                let (rgb, xyb) = (&self.rgb, &self.xyb);
+                let lease = self.scratch.borrow(stream)?;
+                let base = lease.base();
+                let at = |s: &Scale| Scale {
+                    base: base + s.base,
+                    ..*s
+                };
+                let rgb: Vec<Scale> = self.rgb.iter().map(at).collect();
+                let xyb: Vec<Scale> = self.xyb.iter().map(at).collect();
+                let levels = DevPtr::from_raw(base + self.levels);
+                let out = base + self.out;
                 let lin = LaunchConfig {
                     grid_dim: (
                         (2 * rgb[1].width).div_ceil(LIN_COLS),
@@ -223,8 +244,10 @@ impl Ssimu2 {
                     block_dim: (FINISH_THREADS, 1, 1),
                     shared_mem_bytes: 0,
                 };
-                k.ssimu2_finish(stream, cfg, levels, DevPtrMut::from_raw(self.out.ptr()))?;
-                self.host_out.copy_in(self.out.ptr(), values, stream)
+                k.ssimu2_finish(stream, cfg, levels, DevPtrMut::from_raw(out))?;
+                self.host_out.copy_in(out, values, stream)?;
+                // The arena is free for the next engine once the sums are copied out.
+                lease.end()
             })()
         };
         queued.map_err(|e| EngineError::Cuda(format!("running ssimulacra2: {e}")))
