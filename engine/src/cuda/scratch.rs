@@ -27,13 +27,15 @@ use super::{DeviceBuffer, Gpu};
 /// starts; the metrics that borrow fill a large GPU on their own at 1080p.
 pub(crate) const ARENAS: usize = 2;
 
-/// What an arena is for: the context (its handle), the metric and its layout (e.g. the
-/// frame size), and the arena's size in bytes.
+/// What an arena is for: the context (its handle), the metric and its layout (the frame
+/// size, and whatever else selects which kernels write which planes), and the arena's size
+/// in bytes. Engines share an arena only when all of it is equal, so that what one never
+/// writes (zeroed borders) no other writes either.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Key {
     pub context: usize,
     pub metric: &'static str,
-    pub layout: [u64; 2],
+    pub layout: [u64; 3],
     pub bytes: usize,
 }
 

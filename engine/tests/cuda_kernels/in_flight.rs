@@ -219,13 +219,13 @@ fn engines_sharing_scratch_score_as_one_alone() {
     crate::run("scratch shared by engines", sharing);
 }
 
-/// Engines of one context with the same layout share Butteraugli's and SSIMULACRA2's
+/// Engines of one context with the same layout share Butteraugli's, SSIMULACRA2's and VMAF's
 /// scratch arenas (`cuda::scratch`): six engines, each on a thread of its own with two
 /// pairs in flight and each on a sequence of its own (host frames),
 /// give the records that each sequence gets from an engine measuring it alone.
 fn sharing(_k: &Kernels, _s: &Arc<CudaStream>, r: &mut Rng) -> Result<Outcome, DriverError> {
     let (format, w, h, n, engines) = (PixelFormat::I420, 352, 288, 10, 6);
-    let metrics = set(&["ssimulacra2", "butteraugli", "psnr"]);
+    let metrics = set(&["ssimulacra2", "butteraugli", "vmaf", "psnr"]);
     let cfg = EngineConfig {
         metrics,
         backend: BackendChoice::Cuda,

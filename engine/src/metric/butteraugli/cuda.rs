@@ -63,7 +63,7 @@ impl Butteraugli {
         let key = Key {
             context: gpu.ctx.cu_ctx() as usize,
             metric: "butteraugli",
-            layout: [sizes[0].0 as u64, sizes[0].1 as u64],
+            layout: [sizes[0].0 as u64, sizes[0].1 as u64, 0],
             bytes: total * 4,
         };
         let scratch = Share::join(gpu, key, &|_, _| Ok(()))?;

@@ -138,7 +138,7 @@ impl Ssimu2 {
         let key = Key {
             context: gpu.ctx.cu_ctx() as usize,
             metric: "ssimulacra2",
-            layout: [w0 as u64, h0 as u64],
+            layout: [w0 as u64, h0 as u64, 0],
             bytes: offset as usize * 4,
         };
         // A new arena's table: the levels with the arena's addresses.

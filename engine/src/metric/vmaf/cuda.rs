@@ -5,7 +5,10 @@
 //! sums; for the v1 models SpEED chroma's ([`SpeedChromaCuda`]) and CAMBI's ([`CambiCuda`])
 //! kernels, each on a stream of its own that starts after the pair's uploads. Every
 //! buffer is allocated once per plan (about 60 bytes per pixel); the sums are zeroed by one
-//! memset per pair.
+//! memset per pair. What a pair writes before it reads (the distorted luma, the VIF and
+//! ADM planes, the motion difference: all but about 4 bytes per pixel) lies in a scratch
+//! arena that the engines of one context with the same frame size and model share
+//! (`crate::cuda::scratch`); the reference lumas kept for motion are the engine's own.
 //!
 //! Without the side streams (the v0 models) a pair's kernels and the copy of its sums are
 //! queued with the pair (`CudaFrames::queue`) and read when it is completed, so the host
@@ -19,6 +22,7 @@ use super::adm::{AdmOptions, adm_scale};
 use super::model::Feature;
 use super::speed::SpeedChromaCuda;
 use super::{Frame, Sums, adm_sizes, frame_features, luma_bpc, vif_sizes};
+use crate::cuda::scratch::{Key, Share};
 use crate::cuda::{DevPtrMut, DeviceBuffer, Gpu, Readback};
 use crate::error::EngineError;
 use crate::frame::PlanePtrs;
@@ -33,9 +37,14 @@ const SUMS: usize = 16 + 24 + 1 + 12;
 const AIM: usize = 41;
 
 pub(super) struct Vmaf {
-    /// Owns every plane below.
+    /// Owns the engine's own planes: `luma_ref`, `history`, the log2 table and `out`.
     _memory: DeviceBuffer<u8>,
-    luma: [Plane; 2],
+    /// The arenas of the planes below whose addresses are offsets from an arena's start:
+    /// `luma_dist`, the VIF and ADM planes, `motion_tmp`.
+    scratch: Share,
+    /// The pair's luma as `u16` (reference, the engine's own; distorted, in the arena).
+    luma_ref: Plane,
+    luma_dist: Plane,
     /// VIF images of scales 1..3 (reference, distorted).
     vif_images: Vec<[Plane; 2]>,
     vif_tmp: Plane,
@@ -44,7 +53,7 @@ pub(super) struct Vmaf {
     adm_maps: Plane,
     /// Motion: the vertical pass of the difference (`i32`), and the earlier reference lumas
     /// (the oldest first; as many as the model's motion distance), of which `held` are
-    /// frames of this sequence. `luma[0]` and the history trade planes after each pair.
+    /// frames of this sequence. `luma_ref` and the history trade planes after each pair.
     motion_tmp: Plane,
     history: Vec<Plane>,
     held: usize,
@@ -79,24 +88,45 @@ impl Vmaf {
         let vs = vif_sizes(w, h);
         let asz = adm_sizes(w, h);
         let n = |(w, h): (u32, u32)| w as u64 * h as u64;
-        // Regions, in bytes, each 256-byte aligned.
-        let mut regions: Vec<u64> = vec![2 * 2 * n(vs[0])];
-        regions.extend(vs[1..].iter().map(|&s| 2 * 2 * n(s)));
-        regions.push(5 * 4 * n(vs[0]));
-        regions.push(2 * vif::LOG2_LEN as u64);
-        regions.extend(asz.iter().map(|&s| 8 * 4 * n(s)));
-        regions.push(adm::MAPS as u64 * 4 * n(asz[0]));
         let distance = model.motion.distance();
-        regions.push((4 + 2 * distance as u64) * n(vs[0]));
-        regions.push(8 * SUMS as u64);
-        let total: u64 = regions.iter().map(|r| r.next_multiple_of(256)).sum();
-        let memory = DeviceBuffer::<u8>::zeroed(stream, total as usize)?;
-        let mut at = memory.ptr();
-        let mut starts = Vec::new();
-        for r in &regions {
-            starts.push(at);
-            at += r.next_multiple_of(256);
-        }
+        // The engine's own regions and the arena's, in bytes, each 256-byte aligned.
+        let own: Vec<u64> = vec![
+            2 * n(vs[0]),
+            2 * distance as u64 * n(vs[0]),
+            2 * vif::LOG2_LEN as u64,
+            8 * SUMS as u64,
+        ];
+        let mut shared: Vec<u64> = vec![2 * n(vs[0])];
+        shared.extend(vs[1..].iter().map(|&s| 2 * 2 * n(s)));
+        shared.push(5 * 4 * n(vs[0]));
+        shared.extend(asz.iter().map(|&s| 8 * 4 * n(s)));
+        shared.push(adm::MAPS as u64 * 4 * n(asz[0]));
+        shared.push(4 * n(vs[0]));
+        let starts = |regions: &[u64], base: u64| {
+            let mut at = base;
+            let mut starts = Vec::new();
+            for r in regions {
+                starts.push(at);
+                at += r.next_multiple_of(256);
+            }
+            (starts, at - base)
+        };
+        let (own_at, own_total) = starts(&own, 0);
+        let memory = DeviceBuffer::<u8>::zeroed(stream, own_total as usize)?;
+        let own_at: Vec<u64> = own_at.iter().map(|a| memory.ptr() + a).collect();
+        let (at, shared_total) = starts(&shared, 0);
+        let key = Key {
+            context: gpu.ctx.cu_ctx() as usize,
+            metric: "vmaf",
+            // The model's choices of kernels: VIF or not, ADM's scale 0 or not.
+            layout: [
+                w as u64,
+                h as u64,
+                model.generations().0 as u64 | (model.adm.skip_scale0 as u64) << 1,
+            ],
+            bytes: shared_total as usize,
+        };
+        let scratch = Share::join(gpu, key, &|_, _| Ok(()))?;
         let plane = |ptr: u64, (width, height): (u32, u32)| Plane {
             ptr,
             stride: width,
@@ -106,17 +136,18 @@ impl Vmaf {
         };
         let pair =
             |ptr: u64, s: (u32, u32), elem: u64| [plane(ptr, s), plane(ptr + elem * n(s), s)];
-        let luma = pair(starts[0], vs[0], 2);
-        let vif_images = (1..4).map(|i| pair(starts[i], vs[i], 2)).collect();
-        let vif_tmp = plane(starts[4], vs[0]);
-        let log2 = starts[5];
-        let adm_bands = (0..4).map(|i| plane(starts[6 + i], asz[i])).collect();
-        let adm_maps = plane(starts[10], asz[0]);
-        let motion_tmp = plane(starts[11], vs[0]);
+        let luma_ref = plane(own_at[0], vs[0]);
         let history = (0..distance as u64)
-            .map(|k| plane(starts[11] + (4 + 2 * k) * n(vs[0]), vs[0]))
+            .map(|k| plane(own_at[1] + 2 * k * n(vs[0]), vs[0]))
             .collect();
-        let out = starts[12];
+        let log2 = own_at[2];
+        let out = own_at[3];
+        let luma_dist = plane(at[0], vs[0]);
+        let vif_images = (1..4).map(|i| pair(at[i], vs[i], 2)).collect();
+        let vif_tmp = plane(at[4], vs[0]);
+        let adm_bands = (0..4).map(|i| plane(at[5 + i], asz[i])).collect();
+        let adm_maps = plane(at[9], asz[0]);
+        let motion_tmp = plane(at[10], vs[0]);
         let table = super::cpu::log2_table();
         // SAFETY: the region holds the table; `table` lives until the synchronisation below.
         unsafe { cu::memcpy_htod_async(log2, &table[..], stream.cu_stream()) }?;
@@ -146,7 +177,9 @@ impl Vmaf {
         stream.synchronize()?;
         Ok(Some(Vmaf {
             _memory: memory,
-            luma,
+            scratch,
+            luma_ref,
+            luma_dist,
             vif_images,
             vif_tmp,
             log2,
@@ -193,6 +226,21 @@ impl Vmaf {
         let asz = adm_sizes(w, h);
         let distance = self.history.len();
         let measure_motion = self.held == distance;
+        let lease = self.scratch.borrow(stream)?;
+        let at = |p: Plane| Plane {
+            ptr: lease.base() + p.ptr,
+            ..p
+        };
+        let lumas = [self.luma_ref, at(self.luma_dist)];
+        let vif_images: Vec<[Plane; 2]> = self
+            .vif_images
+            .iter()
+            .map(|&[r, d]| [at(r), at(d)])
+            .collect();
+        let vif_tmp = at(self.vif_tmp);
+        let adm_bands: Vec<Plane> = self.adm_bands.iter().map(|&b| at(b)).collect();
+        let adm_maps = at(self.adm_maps);
+        let motion_tmp = at(self.motion_tmp);
         // SAFETY: the frame pointers were validated against the plan's layouts (or are the
         // backend's upload buffers); every plane was allocated for this plan in `new`, and
         // the kernels of one pair run in stream order.
@@ -203,16 +251,16 @@ impl Vmaf {
                 tiles(w, h),
                 luma.reference,
                 luma.distorted,
-                self.luma[0],
-                self.luma[1],
+                lumas[0],
+                lumas[1],
             )?;
             // VIF, for the models that read it (not the v1 models).
             let vif_scales = if self.model.generations().0 { 4 } else { 0 };
             for (scale, &(sw, sh)) in vs.iter().enumerate().take(vif_scales) {
                 let [r, d] = if scale == 0 {
-                    self.luma
+                    lumas
                 } else {
-                    self.vif_images[scale - 1]
+                    vif_images[scale - 1]
                 };
                 let s = vif::VifScale {
                     reference: r,
@@ -221,7 +269,7 @@ impl Vmaf {
                         stride: sw,
                         width: sw,
                         height: sh,
-                        ..self.vif_tmp
+                        ..vif_tmp
                     },
                     log2: self.log2,
                     gain_limit: self.model.vif_gain_limit,
@@ -231,22 +279,22 @@ impl Vmaf {
                 k.vmaf_vif_vertical(stream, tiles(sw, sh), s)?;
                 k.vmaf_vif_stat(stream, rows(sh), s, out(4 * scale))?;
                 if scale < 3 {
-                    let [nr, nd] = self.vif_images[scale];
+                    let [nr, nd] = vif_images[scale];
                     k.vmaf_vif_down(stream, tiles(nr.width, nr.height), s, nr, nd)?;
                 }
             }
             for (scale, &(bw, bh)) in asz.iter().enumerate() {
-                let bands = self.adm_bands[scale];
+                let bands = adm_bands[scale];
                 let dwt = if scale == 0 {
                     adm::Dwt {
-                        src_ref: self.luma[0],
-                        src_dis: self.luma[1],
+                        src_ref: lumas[0],
+                        src_dis: lumas[1],
                         bands,
                         scale: 0,
                         bpc,
                     }
                 } else {
-                    let p = self.adm_bands[scale - 1];
+                    let p = adm_bands[scale - 1];
                     adm::Dwt {
                         src_ref: p.nth::<i32>(adm::BAND_A),
                         src_dis: p.nth::<i32>(adm::DIS + adm::BAND_A),
@@ -265,7 +313,7 @@ impl Vmaf {
                         stride: bw,
                         width: bw,
                         height: bh,
-                        ..self.adm_maps
+                        ..adm_maps
                     },
                     ..adm_scale(&self.adm, scale)
                 };
@@ -279,18 +327,20 @@ impl Vmaf {
                 )?;
             }
             if measure_motion {
-                let (prev, cur) = (self.history[0], self.luma[0]);
-                k.vmaf_motion_diff_y(stream, tiles(w, h), prev, cur, self.motion_tmp, bpc)?;
-                k.vmaf_motion_sad(stream, rows(h), self.motion_tmp, out(40))?;
+                let (prev, cur) = (self.history[0], lumas[0]);
+                k.vmaf_motion_diff_y(stream, tiles(w, h), prev, cur, motion_tmp, bpc)?;
+                k.vmaf_motion_sad(stream, rows(h), motion_tmp, out(40))?;
             }
             self.host_out.copy_in(self.out, SUMS, stream)?;
         }
+        // The arena is free for the next engine once the sums are added up.
+        lease.end()?;
         self.motions.push_back(measure_motion);
         // This pair's luma joins the history; the oldest plane takes its place (the next
         // pair's kernels, queued after these, write it).
         let oldest = self.history.remove(0);
         self.history
-            .push(std::mem::replace(&mut self.luma[0], oldest));
+            .push(std::mem::replace(&mut self.luma_ref, oldest));
         self.held = (self.held + 1).min(distance);
         Ok(())
     }
