@@ -121,16 +121,9 @@ impl Share {
         loop {
             let n = arenas.len();
             let first = s.next.fetch_add(1, Ordering::Relaxed);
-            let free: Vec<usize> = (0..n)
-                .map(|i| (first + i) % n)
-                .filter(|&i| !arenas[i].lent)
-                .collect();
-            let idle = |a: &Arena| matches!(a.done.try_is_complete(), Ok(true));
-            let pick = free
-                .iter()
-                .copied()
-                .find(|&i| idle(&arenas[i]))
-                .or(free.first().copied());
+            let free = (0..n).map(|i| (first + i) % n).filter(|&i| !arenas[i].lent);
+            let idle = |&i: &usize| matches!(arenas[i].done.try_is_complete(), Ok(true));
+            let pick = free.clone().find(idle).or_else(|| free.clone().next());
             if let Some(i) = pick {
                 let arena = &mut arenas[i];
                 stream.wait(&arena.done)?;

@@ -157,17 +157,18 @@ impl Butteraugli {
             padded: lease.base() + lv.padded,
             ..*lv
         };
-        let levels: Vec<Level> = self.levels.iter().map(at).collect();
-        let full = levels[0];
+        // The full level and, for frames of 15×15 and more, the half level.
+        let full = at(&self.levels[0]);
+        let half = self.levels.get(1).map(at);
         // SAFETY: the frame pointers were validated against the plan's layouts (or are the
         // backend's upload buffers); every level, the filter table and the reduction slots
         // were sized for this plan in `new`, and kernels on one stream run in order.
         unsafe {
             k.ba_linearize(stream, grid(&full, 2), rs, ds, full)?;
-            if let Some(&half) = levels.get(1) {
+            if let Some(half) = half {
                 k.ba_downsample(stream, grid(&half, 6), full, half)?;
             }
-            for &lv in &levels {
+            for lv in std::iter::once(full).chain(half) {
                 for (step, z) in STEPS {
                     let cfg = grid(&lv, z);
                     let col = col_grid(&lv, z);
@@ -193,7 +194,6 @@ impl Butteraugli {
                     }
                 }
             }
-            let half = levels.get(1).copied();
             let cfg = LaunchConfig {
                 grid_dim: (self.reduce_blocks, 1, 1),
                 block_dim: (REDUCE_THREADS, 1, 1),

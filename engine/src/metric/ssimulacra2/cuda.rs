@@ -220,8 +220,7 @@ impl Ssimu2 {
                     base: base + s.base,
                     ..*s
                 };
-                let rgb: Vec<Scale> = self.rgb.iter().map(at).collect();
-                let xyb: Vec<Scale> = self.xyb.iter().map(at).collect();
+                let (rgb, xyb) = (&self.rgb, &self.xyb);
                 let levels = DevPtr::from_raw(base + self.levels);
                 let out = base + self.out;
                 let lin = LaunchConfig {
@@ -233,9 +232,10 @@ impl Ssimu2 {
                     block_dim: (32, LIN_WARPS, 1),
                     shared_mem_bytes: 0,
                 };
-                k.ssimu2_linearize(stream, lin, rs, ds, xyb[0], rgb[1], xyb[1])?;
+                k.ssimu2_linearize(stream, lin, rs, ds, at(&xyb[0]), at(&rgb[1]), at(&xyb[1]))?;
                 for i in 2..n {
-                    k.ssimu2_downsample(stream, grid(&rgb[i]), rgb[i - 1], rgb[i], xyb[i])?;
+                    let (prev, cur) = (at(&rgb[i - 1]), at(&rgb[i]));
+                    k.ssimu2_downsample(stream, grid(&cur), prev, cur, at(&xyb[i]))?;
                 }
                 k.ssimu2_hblur(stream, blur(self.h_blocks), levels, n as u32)?;
                 k.ssimu2_vblur(stream, blur(self.v_blocks), levels, n as u32)?;

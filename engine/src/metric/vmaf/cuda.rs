@@ -232,13 +232,12 @@ impl Vmaf {
             ..p
         };
         let lumas = [self.luma_ref, at(self.luma_dist)];
-        let vif_images: Vec<[Plane; 2]> = self
-            .vif_images
-            .iter()
-            .map(|&[r, d]| [at(r), at(d)])
-            .collect();
+        let vif_image = |i: usize| {
+            let [r, d] = self.vif_images[i];
+            [at(r), at(d)]
+        };
         let vif_tmp = at(self.vif_tmp);
-        let adm_bands: Vec<Plane> = self.adm_bands.iter().map(|&b| at(b)).collect();
+        let adm_band = |i: usize| at(self.adm_bands[i]);
         let adm_maps = at(self.adm_maps);
         let motion_tmp = at(self.motion_tmp);
         // SAFETY: the frame pointers were validated against the plan's layouts (or are the
@@ -260,7 +259,7 @@ impl Vmaf {
                 let [r, d] = if scale == 0 {
                     lumas
                 } else {
-                    vif_images[scale - 1]
+                    vif_image(scale - 1)
                 };
                 let s = vif::VifScale {
                     reference: r,
@@ -279,12 +278,12 @@ impl Vmaf {
                 k.vmaf_vif_vertical(stream, tiles(sw, sh), s)?;
                 k.vmaf_vif_stat(stream, rows(sh), s, out(4 * scale))?;
                 if scale < 3 {
-                    let [nr, nd] = vif_images[scale];
+                    let [nr, nd] = vif_image(scale);
                     k.vmaf_vif_down(stream, tiles(nr.width, nr.height), s, nr, nd)?;
                 }
             }
             for (scale, &(bw, bh)) in asz.iter().enumerate() {
-                let bands = adm_bands[scale];
+                let bands = adm_band(scale);
                 let dwt = if scale == 0 {
                     adm::Dwt {
                         src_ref: lumas[0],
@@ -294,7 +293,7 @@ impl Vmaf {
                         bpc,
                     }
                 } else {
-                    let p = adm_bands[scale - 1];
+                    let p = adm_band(scale - 1);
                     adm::Dwt {
                         src_ref: p.nth::<i32>(adm::BAND_A),
                         src_dis: p.nth::<i32>(adm::DIS + adm::BAND_A),
