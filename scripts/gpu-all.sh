@@ -13,9 +13,9 @@
 #    steps). No STEP: every step. The device tool carries 64 MiB in all (working tree
 #    included), which every step at once exceeds: pack fails when too large. Calls that
 #    fit, with every input made (about 57, 48, 50 and 49 MiB with the working tree, and 44
-#    for the fifth):
+#    for the fifth, before vship: `pack vship` alone is 9 MiB, 22 with the working tree):
 #      selftest psnr ssim butteraugli siti blur blockiness | vmaf throughput | ssimulacra2 element | cudamem colour cli
-#      | cambi libvmaf32 (and blackfreeze nr libvmaf where their inputs are made)
+#      | cambi libvmaf32 vship (and blackfreeze nr libvmaf where their inputs are made)
 # 2. There, with the device tool: `run` with carry [".gpu/all"] and the command
 #      bash scripts/gpu-all.sh [STEP...]
 #    (no STEP: the steps last packed; a step whose inputs were not packed says "skipped"). Each
@@ -73,6 +73,11 @@
 #   libvmaf32    libvmaf 3.2.0's CPU tool (data/lv32/vmaf: built here by
 #                tests/build_libvmaf_tool.sh, static, with its x86 asm) timed at 16 threads:
 #                VMAF v1 3d0h and v0.6.1 at 1080p 10-bit, CAMBI alone
+#   vship        Vship 4.0.2's C API (the GPU Butteraugli and SSIMULACRA2 of Av1an) built
+#                there with nvcc (data/vship-src: pack exports it) and timed by
+#                scripts/vship/vship_bench.c at 1080p (device, pinned and pageable frames, 8
+#                handlers on 8 threads), then the engine's throughput and streams (8
+#                engines) benches for the same two metrics in the same call
 # Inputs (.gpu/inputs/NAME, copied to .gpu/all/data/NAME for the steps that use them):
 #   cudamem, colour, cli  clips and their CPU-backend stats, made by pack when absent
 #   ffmpeg-cache-vmaf.tar.xz, ffmpeg-cache-butteraugli.tar.xz  (vmaf, butteraugli) the
@@ -85,6 +90,12 @@
 #   whl           (ssim) the pytorch-msssim wheel
 #   lv            (libvmaf) laid out by hand, see step_libvmaf
 #   lv32          (libvmaf32) the vmaf tool of libvmaf 3.2.0 (tests/build_libvmaf_tool.sh)
+#   vship-src     (vship) Vship's src/, include/ and LICENSE at VSHIP_REV (default v4.0.2's
+#                 commit, 0.6 MiB), exported by pack from a git copy of
+#                 github.com/Line-fr/Vship (VSHIP_GIT: its git directory, default
+#                 ../.mirror/Line-fr+Vship/repo, where the fetch tool puts it)
+#   vship-lib     (vship, optional) a libvship.so built by an earlier run (the step writes it
+#                 and its stamp to $OUT/vship-lib/): copied here, it spares the nvcc build
 #
 # Examples:
 #   scripts/gpu-all.sh pack vmaf                  # here; then on the GPU machine:
@@ -98,7 +109,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 d=.gpu/all
 B=$d/bin
-ALL_STEPS="selftest psnr ssim ssimulacra2 butteraugli siti blur blockiness blackfreeze nr inflight streams elements vmaf cambi element throughput cudamem colour cli libvmaf libvmaf32"
+ALL_STEPS="selftest psnr ssim ssimulacra2 butteraugli siti blur blockiness blackfreeze nr inflight streams elements vmaf cambi element throughput cudamem colour cli libvmaf libvmaf32 vship"
 # Not in ALL_STEPS (it needs `pack-base` after pack): ab.
 
 # ---------------------------------------------------------------------------------------------
@@ -126,6 +137,7 @@ bins() {
     element) echo $g:test:element $g:test:harness $g:test:hardening $g:test:cuda_context $g:test:no_gstcuda $g:test:reliability $g:test:monitoring $g:test:roi $g:test:in_flight ;;
     throughput) echo $e:bench:throughput ;;
     cli) echo gpumetrics-cli:bin:gpumetrics ;;
+    vship) echo $e:bench:throughput $e:bench:streams ;;
     cudamem | colour | libvmaf | libvmaf32) ;;
     *) echo "gpu-all: unknown step '$1' (steps: $ALL_STEPS)" >&2; exit 2 ;;
   esac
@@ -141,11 +153,12 @@ inputs() {
     vmafcore) echo ffmpeg-cache-vmaf.tar.xz ;;
     libvmaf) echo lv ;;
     libvmaf32) echo lv32 ;;
+    vship) echo vship-src vship-lib ;;
   esac
 }
 
 # Whether a step runs GStreamer (the plugin and the kit are packed for it).
-uses_gst() { case $1 in selftest | ab | throughput | libvmaf | libvmaf32 | blackfreeze | cambi | vmafcore | inflight | streams | siti | blur | blockiness) return 1 ;; *) return 0 ;; esac; }
+uses_gst() { case $1 in selftest | ab | throughput | libvmaf | libvmaf32 | blackfreeze | cambi | vmafcore | inflight | streams | siti | blur | blockiness | vship) return 1 ;; *) return 0 ;; esac; }
 
 pack() {
   set -e
@@ -205,6 +218,7 @@ pack() {
       cudamem | elements) [ -f $in/cudamem/avdec.jsonl ] || make_cudamem_clips $in/cudamem ;;
       colour) [ -f $in/colour/pq-cpu.jsonl ] || scripts/make-colour-clips.sh $in/colour ;;
       cli) [ -f $in/cli/dist.mp4 ] || make_cli_clips $in/cli ;;
+      vship) [ "$(cat $in/vship-src/COMMIT 2>/dev/null)" = "$VSHIP_REV" ] || make_vship_src $in/vship-src ;;
     esac
     for name in $(inputs "$s"); do
       if [ -e $d/data/$name ]; then
@@ -263,6 +277,21 @@ make_cli_clips() {
   ffmpeg -hide_banner -v error -y -f lavfi -i testsrc2=size=1920x1080:rate=30 -frames:v 150 \
     -pix_fmt yuv420p -c:v libx264 -preset veryfast -b:v 800k "$dir/dist.mp4"
   ls -l "$dir"
+}
+
+# Vship's source at VSHIP_REV, only what the build of src/VshipLib.cpp reads (src/, include/:
+# VapourSynth's headers, LICENSE), from a git copy of github.com/Line-fr/Vship.
+VSHIP_REV=${VSHIP_REV:-4748f9227f690f06adab8b2d808ee5dd2c292296} # tag v4.0.2
+make_vship_src() {
+  local dir=$1 git=${VSHIP_GIT:-../.mirror/Line-fr+Vship/repo}
+  if ! git --git-dir="$git" cat-file -e "$VSHIP_REV^{commit}" 2>/dev/null; then
+    echo "gpu-all: no Vship commit $VSHIP_REV in $git (VSHIP_GIT: a git directory of github.com/Line-fr/Vship)"
+    return 0
+  fi
+  rm -rf "$dir" && mkdir -p "$dir"
+  git --git-dir="$git" archive "$VSHIP_REV" src include LICENSE | tar -x -C "$dir"
+  echo "$VSHIP_REV" >"$dir/COMMIT"
+  echo "gpu-all: $dir: Vship $VSHIP_REV ($(du -sh "$dir" | cut -f1))"
 }
 
 case ${1:-} in
@@ -937,6 +966,68 @@ PY
     /usr/bin/time -f "$mode 30 frames: wall %e s" $V -r /tmp/r30.yuv -d /tmp/d30.yuv -w 1920 -h 1080 \
       -p 420 -b 8 --threads 16 -m version=vmaf_v0.6.1 $extra -o /dev/null -q 2>&1 | tail -1
   done
+}
+
+# Vship (github.com/Line-fr/Vship, 4.0.2) next to the engine in one call (issue 25). Its C
+# API (src/VshipAPI.h) is one shared library, src/VshipLib.cpp built by nvcc for sm_90 (a
+# few minutes). A build is reused when its stamp (Vship's commit, nvcc's version, the flags)
+# matches: data/vship-lib (packed from .gpu/inputs/vship-lib), else .gpu/vship-build (left
+# by an earlier call on a machine still warm). A fresh build is copied to $OUT/vship-lib/:
+# put it in .gpu/inputs/vship-lib here to spare the next call the build.
+# scripts/vship/vship_bench.c (built with gcc against libvship.so and libcudart) then times
+# Butteraugli and SSIMULACRA2 at 1080p I420 on device, pinned and pageable frames and with 8
+# handlers on 8 threads; then the engine's throughput bench (one engine, 2 pairs in flight:
+# its `device` rows against Vship's device rows, its `host` rows, pageable frames staged by
+# the engine, against Vship's pageable and pinned rows) and streams bench (8 engines, one
+# thread each, against Vship's 8 handlers) for the same metrics.
+step_vship() {
+  local src=$PWD/$d/data/vship-src build=$PWD/.gpu/vship-build packed=$PWD/$d/data/vship-lib
+  bench || return 0
+  have $src/src/VshipLib.cpp $src/COMMIT || return 0
+  command -v nvcc >/dev/null || { echo "FAILED: no nvcc on PATH ($PATH)"; fail=1; return 0; }
+  local cuda cudalib lib flags stamp t0
+  cuda=$(dirname "$(dirname "$(readlink -f "$(command -v nvcc)")")")
+  cudalib=$cuda/lib64
+  [ -e $cudalib/libcudart.so ] || cudalib=$(dirname "$(ls $cuda/targets/*/lib/libcudart.so | head -1)")
+  flags="-x cu -std=c++17 -O3 -gencode arch=compute_90,code=sm_90 --cudart shared -Xcompiler -fPIC -shared"
+  stamp="vship $(cat $src/COMMIT); $(nvcc --version | tail -1); $flags"
+  step "Vship $(cat $src/COMMIT): libvship.so for sm_90"
+  if [ -f $packed/libvship.so ] && [ "$(cat $packed/stamp 2>/dev/null)" = "$stamp" ]; then
+    lib=$packed
+    echo "using the packed build (data/vship-lib)"
+  elif [ -f $build/libvship.so ] && [ "$(cat $build/stamp 2>/dev/null)" = "$stamp" ]; then
+    lib=$build
+    echo "using the build left by an earlier call (.gpu/vship-build)"
+  else
+    lib=$build
+    rm -rf $build && mkdir -p $build
+    echo "nvcc $flags -I include src/VshipLib.cpp -o libvship.so (in $src)"
+    t0=$(date +%s)
+    # shellcheck disable=SC2086 # $flags is a list of arguments
+    if ! (cd $src && nvcc $flags -I include -Xlinker -rpath,$cudalib src/VshipLib.cpp \
+      -o $build/libvship.so) >$out/vship-build.log 2>&1; then
+      tail -30 $out/vship-build.log
+      echo "FAILED: the nvcc build of libvship.so (log: \$OUT/vship-build.log)"
+      fail=1; return 0
+    fi
+    echo "$stamp" >$build/stamp
+    echo "built in $(($(date +%s) - t0)) s; $(grep -c -i warning $out/vship-build.log) warning lines (\$OUT/vship-build.log)"
+    mkdir -p $out/vship-lib && cp $build/libvship.so $build/stamp $out/vship-lib/
+  fi
+  echo "$lib/libvship.so: $(du -h $lib/libvship.so | cut -f1)"
+  mkdir -p $build
+  gcc -O2 -std=c11 -Wall -I$cuda/include -I$src/src scripts/vship/vship_bench.c -o $build/vship_bench \
+    -L$lib -lvship -L$cudalib -lcudart -lpthread -lm -Wl,-rpath,$lib:$cudalib ||
+    { echo "FAILED: gcc scripts/vship/vship_bench.c"; fail=1; return 0; }
+  step "Vship: Butteraugli and SSIMULACRA2, 1080p I420 (scripts/vship/vship_bench.c)"
+  t0=$(date +%s)
+  run $build/vship_bench --seconds 2 --handlers 8
+  echo "($(($(date +%s) - t0)) s)"
+  need $B/throughput $B/streams || return 0
+  step "the engine: throughput of butteraugli and ssimulacra2, 1080p, 2 pairs in flight (device frames; host: pageable, staged by the engine)"
+  run $B/throughput --seconds 2 --no-cpu --sizes 1080p --metrics butteraugli,ssimulacra2 --in-flight 2
+  step "the engine: 8 engines on 8 threads in one process (streams), 1080p, 2 pairs in flight each"
+  run $B/streams --seconds 2 --engines 8 --frames device,host --in-flight 2 --sets butteraugli,ssimulacra2
 }
 
 steps=("$@")
