@@ -31,6 +31,7 @@ pub mod butteraugli;
 pub mod cambi;
 pub mod channel;
 pub mod color;
+pub mod color_tile;
 pub mod freeze;
 pub mod luma8;
 pub mod psnr;

@@ -12,6 +12,7 @@
 //! the padded planes' borders, zeroes, are never written.
 
 use cudarc::driver::{CudaEvent, DriverError, LaunchConfig};
+use gpumetrics_kernels::color_tile as tile;
 
 use super::{STEPS, Step, filters, level_len, level_sizes, params, plane_lens};
 use crate::cuda::scratch::{Key, Share};
@@ -164,7 +165,17 @@ impl Butteraugli {
         // backend's upload buffers); every level, the filter table and the reduction slots
         // were sized for this plan in `new`, and kernels on one stream run in order.
         unsafe {
-            k.ba_linearize(stream, grid(&full, 2), rs, ds, full)?;
+            // The colour stage's blocks: 16 × 8 pixels, chroma through shared memory.
+            let lin = LaunchConfig {
+                grid_dim: (
+                    full.width.div_ceil(tile::COLS),
+                    full.height.div_ceil(tile::ROWS),
+                    2,
+                ),
+                block_dim: (32, tile::WARPS, 1),
+                shared_mem_bytes: 0,
+            };
+            k.ba_linearize(stream, lin, rs, ds, full)?;
             if let Some(half) = half {
                 k.ba_downsample(stream, grid(&half, 6), full, half)?;
             }

@@ -11,7 +11,7 @@ use crate::color::{CHROMA_UPSAMPLING, ChromaUpsampling};
 use crate::metrics::MetricSet;
 use crate::plan::Plan;
 use crate::scores::Scores;
-use gpumetrics_kernels::butteraugli::blur::{blur5_weights, taps};
+use gpumetrics_kernels::butteraugli::blur::blur5_weights;
 use gpumetrics_kernels::butteraugli::{
     MIN_SIZE, MIN_SIZE_FOR_SUBLEVEL, Params, REDUCE_VALUES, Taps, filter, plane,
 };
@@ -129,16 +129,11 @@ pub fn level_len(w: u32, h: u32) -> (usize, usize) {
     )
 }
 
-/// The Gaussians in [`filter`] order (libjxl's f64 sigmas, rounded to f32 as it does).
-#[allow(clippy::excessive_precision)]
+/// The Gaussians in [`filter`] order: the constant tables the GPU's run kernels multiply by
+/// (`blur::GAUSS_TABLES`, libjxl's weights for its sigmas, checked against the host's
+/// `exp` by the kernels' tests), so the CPU backend and every GPU path use the same weights.
 pub fn filters() -> [Taps; filter::COUNT] {
-    let exp = |x: f32| x.exp();
-    [
-        taps(7.155_933_394_43, exp),
-        taps(3.224_899_012_62, exp),
-        taps(1.564_163_278_05, exp),
-        taps(2.7, exp),
-    ]
+    std::array::from_fn(gpumetrics_kernels::butteraugli::blur::table_taps)
 }
 
 /// The per-pair constants for an intensity target (nits of linear 1.0), with libjxl's

@@ -20,6 +20,8 @@ use super::{RED_LEN, REDUCE_THREADS, REDUCE_VALUES, REDUCE_WARPS, pixel};
 #[cfg(target_arch = "nvptx64")]
 use crate::color::ColorSource;
 #[cfg(target_arch = "nvptx64")]
+use crate::color_tile;
+#[cfg(target_arch = "nvptx64")]
 use gpumetrics_device as dev;
 
 /// The pixel of this thread, if it lies inside `lv`.
@@ -31,7 +33,9 @@ fn pixel_of(lv: &Level) -> Option<(u32, u32)> {
 }
 
 gpumetrics_device::kernel! {
-    /// Linear RGB of both frames (z = image).
+    /// Linear RGB of both frames (z = image). Blocks of the colour stage
+    /// (`crate::color_tile`): (32, `color_tile::WARPS`) threads over 16 × 8 pixels, grid
+    /// (⌈width / 16⌉, ⌈height / 8⌉, 2).
     pub unsafe fn ba_linearize(reference: ColorSource, distorted: ColorSource, lv: Level) => linearize;
 
     /// Linear RGB of the half-resolution level (grid over `to`; z = plane, 6).
@@ -77,14 +81,23 @@ gpumetrics_device::kernel! {
     pub unsafe fn ba_reduce(full: Level, half: Level, has_half: u32, out: *mut f64) => reduce;
 }
 
-/// The body of `ba_linearize`.
+/// The body of `ba_linearize`: [`pixel::linearize`]'s values, with the block's chroma read
+/// once into shared memory (`color_tile`).
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 unsafe fn linearize(reference: ColorSource, distorted: ColorSource, lv: Level) {
     let img = dev::block_idx_z();
+    if img > 1 {
+        return;
+    }
+    // By value: a reference to a kernel parameter would copy it to local memory.
     let src = if img == 0 { reference } else { distorted };
-    if let Some((x, y)) = pixel_of(&lv) {
-        unsafe { pixel::linearize(&src, &lv, img, x, y) };
+    let (x, y) = color_tile::pixel();
+    let (w, h) = (lv.width, lv.height);
+    let (cx, cy) = (x.min(w - 1), y.min(h - 1));
+    let rgb = crate::color::to_linear_rgb(&src, unsafe { color_tile::nonlinear_rgb(&src, cx, cy) });
+    if x < w && y < h {
+        unsafe { pixel::put_rgb(&lv, img, x, y, rgb) };
     }
 }
 
@@ -135,9 +148,10 @@ unsafe fn gauss_row(lv: Level, taps: *const Taps, filter: u32, from: u32, to: u3
 /// The row pass of a Gaussian of `half` = `H` over [`ROW_SPAN`] columns × [`BLOCK_ROWS`]
 /// rows, one warp per row: the warp stages its row with [`blur::MAX_HALF`] samples on each
 /// side in shared memory (0 outside the plane), then each lane takes [`RUN`] consecutive
-/// outputs. An interior run reads its samples as aligned 16-byte vectors and sums them with
-/// [`blur::gauss_run`]; a run near the left or right edge (or a table of another width)
-/// takes [`blur::gauss`] per output over the same staged samples. Either way the values are
+/// outputs. A run reads its samples as aligned 16-byte vectors and sums them with the
+/// weights as constants: [`blur::gauss_run`] inside, [`blur::gauss_run_edge`] near the
+/// left or right edge (a table of another width takes [`blur::gauss`] per output over the
+/// same staged samples). Either way the values are
 /// those of [`pixel::gauss_row`], bit for bit.
 ///
 /// # Safety
@@ -150,7 +164,6 @@ unsafe fn row_run<const H: usize>(lv: &Level, taps: *const Taps, from: u32, to: 
     #[repr(C, align(16))]
     #[derive(Clone, Copy)]
     struct F4([f32; 4]);
-    const _: () = assert!(ROW_STAGE_W.is_multiple_of(32), "whole lanes per staged row");
     let (lane, ty) = (dev::thread_idx_x(), dev::thread_idx_y());
     let (w, h) = (lv.width, lv.height);
     let (x0, y) = (
@@ -164,49 +177,71 @@ unsafe fn row_run<const H: usize>(lv: &Level, taps: *const Taps, from: u32, to: 
     let src = unsafe { (lv.plane(from) as *const f32).add((y * w) as usize) };
     // Staged entry `row + c` holds column x0 − MAX_HALF + c of row y.
     let row = ty * ROW_STAGE_W;
-    let mut c = lane;
-    while c < ROW_STAGE_W {
-        let x = (x0 + c).wrapping_sub(MAX_HALF as u32);
-        let v = if x < w {
-            unsafe { *src.add(x as usize) }
-        } else {
-            0.0
-        };
-        unsafe { BA_ROW_STAGE.write((row + c) as usize, v) };
-        c += 32;
-    }
+    // All five loads first, then the stores: a loop of load-then-store waited for each
+    // load in turn (the kernel's main stall).
+    const STAGE_LOADS: usize = 5;
+    const _: () = assert!(
+        ROW_STAGE_W == 32 * STAGE_LOADS as u32,
+        "the unroll! lists below"
+    );
+    let mut staged = [0.0f32; STAGE_LOADS];
+    unroll!(i in [0 1 2 3 4] {
+        let x = (x0 + lane + 32 * i as u32).wrapping_sub(MAX_HALF as u32);
+        if x < w {
+            staged[i] = unsafe { *src.add(x as usize) };
+        }
+    });
+    unroll!(i in [0 1 2 3 4] {
+        unsafe { BA_ROW_STAGE.write((row + lane + 32 * i as u32) as usize, staged[i]) };
+    });
     unsafe { dev::sync_warp() };
     let x = x0 + RUN as u32 * lane;
     if x >= w {
         return;
     }
     let dst = unsafe { lv.plane(to).add((y * w + x) as usize) };
-    if unsafe { (*taps).half } as usize == H && blur::run_inside(x, w, H as u32) {
+    if unsafe { (*taps).half } as usize == H {
         // Sample m of the run (x − H + m) is staged column RUN·lane + MAX_HALF − H + m: the
         // 16-byte chunks q0..=q1 of the lane's stretch hold them all, from `o`.
         let (q0, q1) = ((MAX_HALF - H) / 4, (MAX_HALF + H + RUN - 1) / 4);
         let o = MAX_HALF - H - 4 * q0;
         let chunks = BA_ROW_STAGE.as_mut_ptr() as *const F4;
         let first = ((row + RUN as u32 * lane) / 4) as usize;
+        // Spelled out (`unroll!`): as loops they were unrolled or not depending on the
+        // kernel's size, and when not, `s` and `v` went to local memory.
+        const _: () = assert!(RUN_SAMPLES == 36, "the unroll! lists below");
         let mut s = [0.0f32; RUN_SAMPLES];
-        for q in q0..=q1 {
-            // SAFETY: the chunk lies in the warp's staged row (RUN·lane + 4·q1 + 3 <
-            // ROW_STAGE_W); the stage is 16-byte aligned and rows are multiples of 4.
-            let c = unsafe { *chunks.add(first + q) };
-            let at = 4 * (q - q0);
-            s[at] = c.0[0];
-            s[at + 1] = c.0[1];
-            s[at + 2] = c.0[2];
-            s[at + 3] = c.0[3];
-        }
+        unroll!(q in [0 1 2 3 4 5 6 7 8] {
+            if q >= q0 && q <= q1 {
+                // SAFETY: the chunk lies in the warp's staged row (RUN·lane + 4·q1 + 3 <
+                // ROW_STAGE_W); the stage is 16-byte aligned and rows are multiples of 4.
+                let c = unsafe { *chunks.add(first + q) };
+                let at = 4 * (q - q0);
+                s[at] = c.0[0];
+                s[at + 1] = c.0[1];
+                s[at + 2] = c.0[2];
+                s[at + 3] = c.0[3];
+            }
+        });
         let mut v = [0.0f32; RUN_SAMPLES];
-        for m in 0..RUN + 2 * H {
-            v[m] = s[o + m];
-        }
-        let weights = unsafe { blur::run_weights::<H>(taps) };
-        let out = blur::gauss_run::<H, false>(&v, &weights);
-        for (j, v) in out.iter().enumerate() {
-            unsafe { *dst.add(j) = *v };
+        unroll!(m in [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27
+                      28 29 30 31 32 33 34 35] {
+            if m < RUN + 2 * H {
+                v[m] = s[o + m];
+            }
+        });
+        if blur::run_inside(x, w, H as u32) {
+            let out = blur::gauss_run::<H, false>(&v, &const { blur::run_table::<H>(true) });
+            for (j, v) in out.iter().enumerate() {
+                unsafe { *dst.add(j) = *v };
+            }
+        } else {
+            let out = blur::gauss_run_edge::<H, false>(&v, x, w);
+            unroll!(j in [0 1 2 3] {
+                if x + (j as u32) < w {
+                    unsafe { *dst.add(j) = out[j] };
+                }
+            });
         }
     } else if unsafe { (*taps).half } as usize <= MAX_HALF {
         // Every tap of these outputs (columns x − half .. x + RUN − 1 + half inside the

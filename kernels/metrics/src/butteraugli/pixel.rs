@@ -6,7 +6,7 @@
 // libjxl's f64 digits, rounded to f32 where the reference rounds them.
 #![allow(clippy::excessive_precision)]
 
-use super::blur::{RUN, RUN_SAMPLES, blur5, gauss, gauss_run, run_inside, run_weights};
+use super::blur::{RUN, RUN_SAMPLES, blur5, gauss, gauss_run, run_inside, run_table};
 use super::malta::{malta_hf, malta_lf};
 use super::{Level, Params, Taps, filter, plane};
 use crate::color::{ColorSource, linear_rgb};
@@ -169,12 +169,21 @@ unsafe fn put(lv: &Level, p: u32, x: u32, y: u32, v: f32) {
 #[inline(always)]
 pub unsafe fn linearize(src: &ColorSource, lv: &Level, img: u32, x: u32, y: u32) {
     // SAFETY: the caller's contract.
-    unsafe {
-        let rgb = linear_rgb(src, x, y);
-        for (c, v) in rgb.into_iter().enumerate() {
-            put(lv, plane::rgb(img, c as u32), x, y, v);
-        }
-    }
+    unsafe { put_rgb(lv, img, x, y, linear_rgb(src, x, y)) }
+}
+
+/// Stores the linear RGB of pixel (x, y) of frame `img` (the GPU's `ba_linearize`
+/// computes it through `color_tile`).
+///
+/// # Safety
+/// (x, y) inside the level.
+#[inline(always)]
+pub unsafe fn put_rgb(lv: &Level, img: u32, x: u32, y: u32, rgb: [f32; 3]) {
+    // Unrolled: an iterator loop left `rgb` in local memory on the GPU.
+    unroll!(c in [0 1 2] {
+        // SAFETY: the caller's contract.
+        unsafe { put(lv, plane::rgb(img, c as u32), x, y, rgb[c]) };
+    });
 }
 
 /// Linear RGB plane `p` of the half-resolution level `to` at (x, y): the mean of the 2×2
@@ -269,9 +278,13 @@ pub unsafe fn gauss_col(lv: &Level, taps: *const Taps, k: u32, x: u32, y: u32) -
 }
 
 /// [`gauss_col`] of the [`RUN`] rows from `y` of column x, for the GPU's run kernels: one
-/// load per sample of the run ([`gauss_run`], the same values bit for bit) where the run
-/// is interior ([`run_inside`]) and `taps` has `half` = `H`, else [`gauss_col`] per row
-/// (rows at or past the level's height give 0).
+/// load per sample of the run and the weights as constants ([`gauss_run`], the same values
+/// bit for bit) where the run is interior ([`run_inside`]) and `taps` has `half` = `H`,
+/// else [`gauss_col`] per row (rows at or past the level's height give 0). The runs
+/// within `H` of the top or bottom are whole warps here (a warp is 32 columns of the same
+/// rows), so their per-row loops cost no divergence; a straight-line edge path
+/// ([`gauss_run_edge`], as the row pass takes) made the kernels larger and LF's column pass
+/// slower (115 → 155 µs at 1080p).
 ///
 /// # Safety
 /// `taps` valid; x inside the level, y below its height.
@@ -287,7 +300,6 @@ pub unsafe fn gauss_col_run<const H: usize>(
     // all inside the level.
     unsafe {
         if (*taps).half as usize == H && run_inside(y, lv.height, H as u32) {
-            let w = run_weights::<H>(taps);
             let col = at(lv, plane::tmp(k), x, y - H as u32) as *const f32;
             let mut v = [0.0f32; RUN_SAMPLES];
             // An index loop of constant length: unrolled, `v` in registers.
@@ -295,7 +307,7 @@ pub unsafe fn gauss_col_run<const H: usize>(
             for m in 0..RUN + 2 * H {
                 v[m] = *col.add(m * lv.width as usize);
             }
-            gauss_run::<H, true>(&v, &w)
+            gauss_run::<H, true>(&v, &const { run_table::<H>(true) })
         } else {
             const _: () = assert!(RUN == 4, "the unroll! list below");
             let mut out = [0.0f32; RUN];

@@ -6,6 +6,8 @@ use super::{layout::*, math::*};
 #[cfg(target_arch = "nvptx64")]
 use crate::color::{self, ColorSource};
 #[cfg(target_arch = "nvptx64")]
+use crate::color_tile;
+#[cfg(target_arch = "nvptx64")]
 use gpumetrics_device as dev;
 
 /// Warp sum of an `f64`, valid in lane 0.
@@ -75,8 +77,7 @@ unsafe fn linearize(
     xyb1: Scale,
 ) {
     let lane = dev::thread_idx_x();
-    let x = dev::block_idx_x() * LIN_COLS + (lane & (LIN_COLS - 1));
-    let y = (dev::block_idx_y() * LIN_WARPS + dev::thread_idx_y()) * 2 + (lane >> 4);
+    let (x, y) = color_tile::pixel();
     let img = dev::block_idx_z();
     if img > 1 {
         return;
@@ -86,48 +87,8 @@ unsafe fn linearize(
     let (w, h) = (xyb0.width, xyb0.height);
     let cx = if x < w { x } else { w - 1 };
     let cy = if y < h { y } else { h - 1 };
-    // Subsampled chroma: the block's footprint (at most 20 × 12 samples per channel
-    // for 16 × 8 pixels) goes through shared memory, read once per block instead of
-    // sixteen times per pixel.
-    let sub = src.family == color::FAMILY_YUV && (src.sub_x | src.sub_y) != 0;
-    let p = if sub {
-        gpumetrics_device::shared!(static S2_CHROMA: [f32; CHROMA_LEN]);
-        let tile = S2_CHROMA.as_mut_ptr();
-        let (x0, y0) = (
-            dev::block_idx_x() * LIN_COLS,
-            dev::block_idx_y() * LIN_WARPS * 2,
-        );
-        let origin = color::chroma_taps(&src, x0, y0);
-        let (cw, ch) = color::chroma_size(&src);
-        let t = dev::thread_idx_y() * 32 + lane;
-        unroll!(i in [0 1 2 3] {
-            let e = t + i as u32 * 32 * LIN_WARPS;
-            if (e as usize) < CHROMA_LEN {
-                let plane = e / (CHROMA_W * CHROMA_H);
-                let rem = e % (CHROMA_W * CHROMA_H);
-                let (r, c) = ((rem / CHROMA_W) as i32, (rem % CHROMA_W) as i32);
-                let at = (
-                    color::clamp_i(origin.x0 + c, cw),
-                    color::clamp_i(origin.y0 + r, ch),
-                );
-                let v = unsafe { color::code(&src.c[1 + plane as usize], at.0, at.1) };
-                unsafe { *tile.add(e as usize) = v };
-            }
-        });
-        unsafe { dev::sync_threads() };
-        let taps = color::chroma_taps(&src, cx, cy);
-        let from = |plane: u32| {
-            move |i: i32, j: i32| {
-                let (r, c) = ((j - origin.y0) as u32, (i - origin.x0) as u32);
-                unsafe { *tile.add(((plane * CHROMA_H + r) * CHROMA_W + c) as usize) }
-            }
-        };
-        let cb = color::upsample(&taps, from(0));
-        let cr = color::upsample(&taps, from(1));
-        color::yuv_to_rgb(&src, unsafe { color::code(&src.c[0], cx, cy) }, cb, cr)
-    } else {
-        unsafe { color::nonlinear_rgb(&src, cx, cy) }
-    };
+    // Subsampled chroma goes through shared memory, read once per block.
+    let p = unsafe { color_tile::nonlinear_rgb(&src, cx, cy) };
     let rgb = color::to_linear_rgb(&src, p);
     if x < w && y < h {
         let v = xyb(rgb);

@@ -24,19 +24,11 @@ impl Scale {
 
 /// Block size of the downsample kernel (16×16).
 pub const PIXEL_BLOCK: u32 = 16;
-/// Warps per block of `ssimu2_linearize` (each covers `LIN_COLS`×2 pixels).
-pub const LIN_WARPS: u32 = 4;
+/// Warps per block of `ssimu2_linearize` (the colour stage's blocks, see
+/// `crate::color_tile`: each warp covers `LIN_COLS`×2 pixels).
+pub const LIN_WARPS: u32 = crate::color_tile::WARPS;
 /// Pixel columns of one `ssimu2_linearize` block.
-pub const LIN_COLS: u32 = 16;
-/// Chroma tile of `ssimu2_linearize` per channel: enough for the taps of 16 × 8 pixels
-/// at any siting with at most 2:1 subsampling (12 × 8 at 4:2:0).
-pub(super) const CHROMA_W: u32 = 20;
-pub(super) const CHROMA_H: u32 = 12;
-pub const CHROMA_LEN: usize = (2 * CHROMA_W * CHROMA_H) as usize;
-const _: () = assert!(
-    LIN_WARPS == 4 && CHROMA_LEN <= 4 * 32 * 4,
-    "the unroll! list of ssimu2_linearize (kernels.rs)"
-);
+pub const LIN_COLS: u32 = crate::color_tile::COLS;
 /// Rows of one `ssimu2_hblur` block and columns of one `ssimu2_vblur` block: one lane each.
 pub const LANES: u32 = 32;
 /// Threads of the blur kernels: one warp per moment.
