@@ -1,4 +1,6 @@
-//! CUDA backend: the same kernel crate compiled to PTX, on the engine's own stream.
+//! CUDA backend: the same kernel crate compiled to PTX, each metric on a stream of its own
+//! (a lane, `crate::metric::lane`) that follows the engine's stream, so that the metrics of
+//! a pair overlap on the device.
 //!
 //! Everything is allocated once per plan (pinned staging and device buffers for host
 //! frames here, each metric's buffers in its own `cuda.rs`); a host frame pair costs two
@@ -26,6 +28,7 @@ use crate::cuda::{DeviceBuffer, Gpu, IN_FLIGHT, PinnedBuffer};
 use crate::error::EngineError;
 use crate::format::FrameLayout;
 use crate::frame::{Frame, HostFrame, MAX_PLANES, PlanePtrs};
+use crate::metric::lane::Laned;
 use crate::metric::temporal::Lineup;
 use crate::metric::{Configured, CudaMetric};
 use crate::metrics::MetricSet;
@@ -196,7 +199,9 @@ impl CudaBackend {
             for c in configured {
                 let mut setup = c.setup(plan, set);
                 setup.in_flight = depth;
-                if let Some(m) = (c.entry.cuda)(&gpu, &setup)? {
+                // Each metric on a lane of its own, so that the metrics of a pair overlap
+                // on the device (crate::metric::lane).
+                if let Some(m) = Laned::make(&gpu, |lane| (c.entry.cuda)(lane, &setup))? {
                     metrics.push(m);
                 }
             }

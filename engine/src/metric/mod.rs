@@ -15,6 +15,7 @@ pub mod butteraugli;
 pub mod cambi;
 pub mod field;
 pub mod freeze;
+pub(crate) mod lane;
 pub mod option;
 pub mod psnr;
 pub(crate) mod single;
@@ -181,8 +182,9 @@ pub(crate) trait CudaMetric: Send + Sequenced {
     /// waits in `measure`, one pair at a time, while the frames of the pair it measures are
     /// still valid.
     ///
-    /// `uploaded` is recorded on the engine's stream after this pair's uploads (host
-    /// frames); work on other streams that reads the frames waits for it. Without it the
+    /// `gpu` is the metric's lane (`lane::Laned`): a stream of its own, which already waits
+    /// for the pair's uploads. `uploaded` is recorded after this pair's uploads (host
+    /// frames); work on further streams that reads the frames waits for it. Without it the
     /// frames were in device memory already and nothing has to be waited for.
     fn queue(
         &mut self,
@@ -200,8 +202,8 @@ pub(crate) trait CudaMetric: Send + Sequenced {
     fn drop_queued(&mut self) {}
 
     /// Appends the fields of the oldest pair queued (a metric without `queue`: queues the
-    /// kernels for this pair, in device memory and valid for the plan, on the engine's
-    /// stream, and waits for its sums).
+    /// kernels for this pair, in device memory and valid for the plan, on its lane, and
+    /// waits for its sums).
     fn measure(
         &mut self,
         gpu: &Gpu,

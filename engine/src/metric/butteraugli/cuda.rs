@@ -1,8 +1,9 @@
-//! Butteraugli on the GPU: per pair, on the backend's stream, `ba_linearize`, then (when
+//! Butteraugli on the GPU: per pair, on the metric's stream, `ba_linearize`, then (when
 //! the frame has a half-resolution level) `ba_downsample`, then for each level the
-//! [`STEPS`] as one launch each (both images or all planes of a stage in one grid, `z`),
-//! and `ba_reduce`, whose per-block maxima and power sums come back in one copy, queued
-//! with the pair (`CudaMetric::queue`) and read when the pair is completed.
+//! [`STEPS`] as one launch each (both images or all planes of a stage in one grid, `z`;
+//! the half level on a side stream, beside the full level), and `ba_reduce`, whose
+//! per-block maxima and power sums come back in one copy, queued with the pair
+//! (`CudaMetric::queue`) and read when the pair is completed.
 //!
 //! Every buffer is allocated once per plan: the filter table and the reduction slots per
 //! engine, and the planes, per level 38 planes and 6 padded Malta planes (4 · 38 + 4 · 6 ≈
@@ -11,7 +12,9 @@
 //! share (`crate::cuda::scratch`): a pair's planes are written before they are read, and
 //! the padded planes' borders, zeroes, are never written.
 
-use cudarc::driver::{CudaEvent, DriverError, LaunchConfig};
+use std::sync::Arc;
+
+use cudarc::driver::{CudaEvent, CudaStream, DriverError, LaunchConfig};
 use gpumetrics_kernels::color_tile as tile;
 
 use super::{STEPS, Step, filters, level_len, level_sizes, params, plane_lens};
@@ -42,6 +45,11 @@ pub(super) struct Butteraugli {
     partials: DeviceBuffer<f64>,
     /// The partials of each pair in flight, on the host.
     host_partials: Readback<f64>,
+    /// Where the half level runs, forked from the stream after the downsampling
+    /// (`split`) and joined back before the reduction (`joined`).
+    side: Arc<CudaStream>,
+    split: CudaEvent,
+    joined: CudaEvent,
 }
 
 impl Butteraugli {
@@ -115,6 +123,9 @@ impl Butteraugli {
             reduce_blocks,
             partials,
             host_partials,
+            side: stream.fork()?,
+            split: gpu.ctx.new_event(None)?,
+            joined: gpu.ctx.new_event(None)?,
         })
     }
 
@@ -178,8 +189,14 @@ impl Butteraugli {
             k.ba_linearize(stream, lin, rs, ds, full)?;
             if let Some(half) = half {
                 k.ba_downsample(stream, grid(&half, 6), full, half)?;
+                // The half level runs on the side stream, beside the full level: its grids
+                // are a quarter of the size and leave the device room (the levels share
+                // nothing until the reduction).
+                self.split.record(stream)?;
+                self.side.wait(&self.split)?;
             }
-            for lv in std::iter::once(full).chain(half) {
+            let levels = std::iter::once((full, stream)).chain(half.map(|h| (h, &self.side)));
+            for (lv, stream) in levels {
                 for (step, z) in STEPS {
                     let cfg = grid(&lv, z);
                     let col = col_grid(&lv, z);
@@ -204,6 +221,10 @@ impl Butteraugli {
                         Step::Diffmap => k.ba_diffmap(stream, cfg, lv, prm)?,
                     }
                 }
+            }
+            if half.is_some() {
+                self.joined.record(&self.side)?;
+                stream.wait(&self.joined)?;
             }
             let cfg = LaunchConfig {
                 grid_dim: (self.reduce_blocks, 1, 1),
