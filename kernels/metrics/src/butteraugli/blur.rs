@@ -162,34 +162,37 @@ const fn filter_of_half(h: usize) -> usize {
     panic!("no Gaussian of this half-width")
 }
 
-/// The raw (`normalised` false) or normalised weights of the Gaussian of `half` = `H`,
-/// tap `t` (offset `t − H`) at `[t]`, zero past `2·H`.
-pub const fn run_table<const H: usize>(normalised: bool) -> [f32; RUN_TAPS] {
-    let half = &GAUSS_TABLES[filter_of_half(H)][normalised as usize];
+/// The raw (`normalised` false) or normalised weights of Gaussian `f` ([`filter`] order),
+/// tap `t` (offset `t − half`) at `[t]`, zero past `2·half`.
+const fn weights(f: usize, normalised: bool) -> [f32; RUN_TAPS] {
+    let (h, half) = (HALVES[f], &GAUSS_TABLES[f][normalised as usize]);
     let mut w = [0.0f32; RUN_TAPS];
     let mut t = 0;
-    while t < 2 * H + 1 {
-        let d = H.abs_diff(t);
-        w[t] = f32::from_bits(half[d]);
+    while t < 2 * h + 1 {
+        w[t] = f32::from_bits(half[h.abs_diff(t)]);
         t += 1;
     }
     w
 }
 
+/// [`weights`] of the Gaussian whose `half` is `H`, as the run kernels take them.
+pub const fn run_table<const H: usize>(normalised: bool) -> [f32; RUN_TAPS] {
+    weights(filter_of_half(H), normalised)
+}
+
 /// The filter table entry of Gaussian `f` ([`filter`] order), from [`GAUSS_TABLES`].
 pub const fn table_taps(f: usize) -> Taps {
-    let h = HALVES[f];
+    let (raw, normalised) = (weights(f, false), weights(f, true));
     let mut t = Taps {
-        half: h as u32,
+        half: HALVES[f] as u32,
         _pad: [0; 3],
         kernel: [0.0; MAX_TAPS],
         scaled: [0.0; MAX_TAPS],
     };
     let mut k = 0;
-    while k < 2 * h + 1 {
-        let d = h.abs_diff(k);
-        t.kernel[k] = f32::from_bits(GAUSS_TABLES[f][0][d]);
-        t.scaled[k] = f32::from_bits(GAUSS_TABLES[f][1][d]);
+    while k < RUN_TAPS {
+        t.kernel[k] = raw[k];
+        t.scaled[k] = normalised[k];
         k += 1;
     }
     t
