@@ -1,8 +1,8 @@
-//! VMAF on the GPU: the kernel crate's functions as kernels, on the backend's stream. Per
+//! VMAF on the GPU: the kernel crate's functions as kernels, on the metric's stream. Per
 //! pair: `vmaf_load` (luma to `u16`), per VIF scale `vmaf_vif_vertical` + `vmaf_vif_stat`
-//! (+ `vmaf_vif_down`), per ADM level `vmaf_adm_dwt` + `vmaf_adm_decouple` +
-//! `vmaf_adm_rows`, the motion difference's blur and SAD, then one copy of the 53 integer
-//! sums; for the v1 models SpEED chroma's ([`SpeedChromaCuda`]) and CAMBI's ([`CambiCuda`])
+//! (+ `vmaf_vif_down`), and beside them on a side stream per ADM level `vmaf_adm_dwt` +
+//! `vmaf_adm_decouple` + `vmaf_adm_rows` and the motion difference's blur and SAD, then one
+//! copy of the 53 integer sums; for the v1 models SpEED chroma's ([`SpeedChromaCuda`]) and CAMBI's ([`CambiCuda`])
 //! kernels, each on a stream of its own that starts after the pair's uploads. Every
 //! buffer is allocated once per plan (about 60 bytes per pixel); the sums are zeroed by one
 //! memset per pair. What a pair writes before it reads (the distorted luma, the VIF and
@@ -74,6 +74,11 @@ pub(super) struct Vmaf {
     model: std::sync::Arc<super::Model>,
     /// ADM's options.
     adm: AdmOptions,
+    /// Where ADM and motion run, beside VIF: forked after the pair's luma is loaded
+    /// (`split`), joined back before the copy of the sums (`joined`).
+    side: std::sync::Arc<cudarc::driver::CudaStream>,
+    split: CudaEvent,
+    joined: CudaEvent,
 }
 
 impl Vmaf {
@@ -196,6 +201,9 @@ impl Vmaf {
             cambi,
             ready: gpu.ctx.new_event(None)?,
             model,
+            side: stream.fork()?,
+            split: gpu.ctx.new_event(None)?,
+            joined: gpu.ctx.new_event(None)?,
         }))
     }
 
@@ -207,7 +215,7 @@ impl Vmaf {
         r: &PlanePtrs,
         d: &PlanePtrs,
     ) -> Result<(), DriverError> {
-        let (k, stream) = (&gpu.kernels, &gpu.stream);
+        let (k, stream, side) = (&gpu.kernels, &gpu.stream, &self.side);
         let (w, h) = (plan.reference.width, plan.reference.height);
         let bpc = luma_bpc(plan);
         let tiles = |w: u32, h: u32| LaunchConfig {
@@ -253,6 +261,11 @@ impl Vmaf {
                 lumas[0],
                 lumas[1],
             )?;
+            // VIF on the stream, ADM and motion on the side stream: the three read the
+            // loaded lumas and write planes and sums of their own, and ADM's coarse
+            // levels and row sums are small grids that leave the device room.
+            self.split.record(stream)?;
+            self.side.wait(&self.split)?;
             // VIF, for the models that read it (not the v1 models).
             let vif_scales = if self.model.generations().0 { 4 } else { 0 };
             for (scale, &(sw, sh)) in vs.iter().enumerate().take(vif_scales) {
@@ -302,7 +315,7 @@ impl Vmaf {
                         bpc,
                     }
                 };
-                k.vmaf_adm_dwt(stream, tiles(bw, bh), dwt)?;
+                k.vmaf_adm_dwt(side, tiles(bw, bh), dwt)?;
                 if scale == 0 && self.adm.skip_scale0 {
                     continue;
                 }
@@ -316,20 +329,19 @@ impl Vmaf {
                     },
                     ..adm_scale(&self.adm, scale)
                 };
-                k.vmaf_adm_decouple(stream, tiles(bw, bh), s)?;
-                k.vmaf_adm_rows(
-                    stream,
-                    rows(bh),
-                    s,
-                    out(16 + 6 * scale),
-                    out(AIM + 3 * scale),
-                )?;
+                k.vmaf_adm_decouple(side, tiles(bw, bh), s)?;
+                k.vmaf_adm_rows(side, rows(bh), s, out(16 + 6 * scale), out(AIM + 3 * scale))?;
             }
             if measure_motion {
                 let (prev, cur) = (self.history[0], lumas[0]);
-                k.vmaf_motion_diff_y(stream, tiles(w, h), prev, cur, motion_tmp, bpc)?;
-                k.vmaf_motion_sad(stream, rows(h), motion_tmp, out(40))?;
+                k.vmaf_motion_diff_y(side, tiles(w, h), prev, cur, motion_tmp, bpc)?;
+                k.vmaf_motion_sad(side, rows(h), motion_tmp, out(40))?;
             }
+            // The sums are copied once VIF, ADM and motion are done (and the next pair's
+            // load, on the stream, waits for this pair's motion, which reads the plane it
+            // writes).
+            self.joined.record(side)?;
+            stream.wait(&self.joined)?;
             self.host_out.copy_in(self.out, SUMS, stream)?;
         }
         // The arena is free for the next engine once the sums are added up.
