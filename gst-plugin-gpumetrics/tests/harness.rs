@@ -23,6 +23,10 @@ fn setup(dist_caps: &str) -> Pair {
     let mut reference = Harness::with_padnames("gpumetrics", Some("ref_sink"), Some("src"));
     let element = reference.element().unwrap();
     element.set_property_from_str("backend", &test_backend());
+    // Each test pulls a pair's buffer right after pushing it: one pair at a time. (With the
+    // default of 2 in flight the CUDA backend hands a pair's buffer on when the next pair
+    // is queued, one frame later; tests/in_flight.rs checks that.)
+    element.set_property("in-flight", 1u32);
     let bus = gst::Bus::new();
     element.set_bus(Some(&bus));
     let mut distorted = Harness::with_element(&element, Some("dist_sink"), None);
