@@ -28,6 +28,7 @@ use crate::cuda::{DeviceBuffer, Gpu, IN_FLIGHT, PinnedBuffer};
 use crate::error::EngineError;
 use crate::format::FrameLayout;
 use crate::frame::{Frame, HostFrame, MAX_PLANES, PlanePtrs};
+use crate::metric::Reference;
 use crate::metric::lane::Laned;
 use crate::metric::temporal::Lineup;
 use crate::metric::{Configured, CudaMetric};
@@ -199,9 +200,14 @@ impl CudaBackend {
             for c in configured {
                 let mut setup = c.setup(plan, set);
                 setup.in_flight = depth;
-                // Each metric on a lane of its own, so that the metrics of a pair overlap
-                // on the device (crate::metric::lane).
-                if let Some(m) = Laned::make(&gpu, |lane| (c.entry.cuda)(lane, &setup))? {
+                // Each full-reference metric on a lane of its own, so that the metrics of a
+                // pair overlap on the device (crate::metric::lane); the no-reference ones
+                // run on lanes of their own per side already.
+                let made = match c.entry.reference {
+                    Reference::None => (c.entry.cuda)(&gpu, &setup)?,
+                    _ => Laned::make(&gpu, |lane| (c.entry.cuda)(lane, &setup))?,
+                };
+                if let Some(m) = made {
                     metrics.push(m);
                 }
             }

@@ -7,11 +7,15 @@
 //! docs/BENCHMARKS.md). On lanes of their own the metrics of a pair overlap on the device.
 //!
 //! Ordering stays what it was: a metric's work for successive pairs is on its one lane, in
-//! order (its buffers, its readback slots, a temporal metric's history); its lane starts each
-//! pair after the work queued on the engine's stream, which waits for the pair's uploads
-//! (host frames); the backend completes a pair only after every metric's results for it are
-//! read, so no upload overwrites frames a lane still reads. Scratch arenas shared between
-//! engines order their borrowers by events, whatever their streams.
+//! order (its buffers, its readback slots, a temporal metric's history). When a pair's frames
+//! are uploaded (host frames), the lane waits for the uploads' event as the pair is queued,
+//! before anything of that pair (a metric that queues nothing then and its work in
+//! `measure` comes later on the same lane, so after that wait too); frames already in
+//! device memory need no wait, so a lane costs device frames no call per pair. The backend
+//! completes a pair only after every metric's results for it are read, so no upload
+//! overwrites frames a lane still reads. Scratch arenas shared between engines order their
+//! borrowers by events, whatever their streams. (The no-reference metrics keep the lanes
+//! they have per side, `super::single`, and are not wrapped.)
 
 use cudarc::driver::{CudaEvent, DriverError};
 
@@ -26,14 +30,13 @@ use crate::scores::Scores;
 /// A metric and the lane it runs on.
 pub(crate) struct Laned {
     lane: Gpu,
-    /// Recorded on the engine's stream before each pair's work, for the lane to wait for.
-    ready: CudaEvent,
     inner: Box<dyn CudaMetric>,
 }
 
 impl Laned {
     /// A new lane, forked from `gpu`'s stream, for a metric that `make` builds on it (its
-    /// buffers are allocated on the lane); `None` when `make` builds none.
+    /// buffers are allocated on the lane, and ready when this returns); `None` when `make`
+    /// builds none.
     pub(crate) fn make(
         gpu: &Gpu,
         make: impl FnOnce(&Gpu) -> Result<Option<Box<dyn CudaMetric>>, DriverError>,
@@ -44,20 +47,7 @@ impl Laned {
         };
         // Its buffers are ready before its first pair.
         lane.stream.synchronize()?;
-        Ok(Some(Box::new(Laned {
-            ready: gpu.ctx.new_event(None)?,
-            lane,
-            inner,
-        })))
-    }
-
-    /// Makes the lane wait for the work queued so far on the engine's stream (the pair's
-    /// uploads).
-    fn follow(&self, gpu: &Gpu) -> Result<(), EngineError> {
-        self.ready
-            .record(&gpu.stream)
-            .and_then(|()| self.lane.stream.wait(&self.ready))
-            .map_err(|e| EngineError::Cuda(format!("ordering the metric's stream: {e}")))
+        Ok(Some(Box::new(Laned { lane, inner })))
     }
 }
 
@@ -82,13 +72,18 @@ impl Sequenced for Laned {
 impl CudaMetric for Laned {
     fn queue(
         &mut self,
-        gpu: &Gpu,
+        _engine: &Gpu,
         plan: &Plan,
         r: &PlanePtrs,
         d: &PlanePtrs,
         uploaded: Option<&CudaEvent>,
     ) -> Result<(), EngineError> {
-        self.follow(gpu)?;
+        if let Some(event) = uploaded {
+            self.lane
+                .stream
+                .wait(event)
+                .map_err(|e| EngineError::Cuda(format!("ordering the metric's stream: {e}")))?;
+        }
         self.inner.queue(&self.lane, plan, r, d, uploaded)
     }
 
@@ -98,14 +93,14 @@ impl CudaMetric for Laned {
 
     fn measure(
         &mut self,
-        gpu: &Gpu,
+        _engine: &Gpu,
         plan: &Plan,
         r: &PlanePtrs,
         d: &PlanePtrs,
         scores: &mut Scores,
     ) -> Result<(), EngineError> {
-        // A metric that queues nothing ahead queues its pair here: after the uploads.
-        self.follow(gpu)?;
+        // The pair was queued first (the backend queues every pair it measures), so the lane
+        // already waits for its uploads.
         self.inner.measure(&self.lane, plan, r, d, scores)
     }
 }
