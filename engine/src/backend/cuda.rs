@@ -1,6 +1,6 @@
-//! CUDA backend: the same kernel crate compiled to PTX, each metric on a stream of its own
-//! (a lane, `crate::metric::lane`) that follows the engine's stream, so that the metrics of
-//! a pair overlap on the device.
+//! CUDA backend: the same kernel crate compiled to PTX, each full-reference metric on a
+//! stream of its own (a lane, `crate::metric::lane`; the no-reference metrics have one per
+//! side), so that the metrics of a pair overlap on the device.
 //!
 //! Everything is allocated once per plan (pinned staging and device buffers for host
 //! frames here, each metric's buffers in its own `cuda.rs`); a host frame pair costs two

@@ -2,7 +2,7 @@
 //!
 //! Every metric of an engine used to queue its kernels on the engine's one stream, so the
 //! metrics of a pair ran one after another even where a metric leaves most of the GPU idle:
-//! SSIMULACRA2's recursive blurs keep 10–15 % of the SMs' warps busy for a quarter of its
+//! SSIMULACRA2's recursive blurs keep 10–15 % of the SMs' warps busy for over half of its
 //! time, and VMAF's coarse scales and ADM rows are grids of a few dozen blocks (ncu,
 //! docs/BENCHMARKS.md). On lanes of their own the metrics of a pair overlap on the device.
 //!

@@ -182,10 +182,11 @@ pub(crate) trait CudaMetric: Send + Sequenced {
     /// waits in `measure`, one pair at a time, while the frames of the pair it measures are
     /// still valid.
     ///
-    /// `gpu` is the metric's lane (`lane::Laned`): a stream of its own, which already waits
-    /// for the pair's uploads. `uploaded` is recorded after this pair's uploads (host
-    /// frames); work on further streams that reads the frames waits for it. Without it the
-    /// frames were in device memory already and nothing has to be waited for.
+    /// For a full-reference metric `gpu` is its lane (`lane::Laned`), a stream of its own
+    /// that already waits for the pair's uploads; for a no-reference one, the engine's.
+    /// `uploaded` is recorded after this pair's uploads (host frames); work on other
+    /// streams that reads the frames waits for it. Without it the frames were in device
+    /// memory already and nothing has to be waited for.
     fn queue(
         &mut self,
         _gpu: &Gpu,

@@ -12,14 +12,12 @@
 //! share (`crate::cuda::scratch`): a pair's planes are written before they are read, and
 //! the padded planes' borders, zeroes, are never written.
 
-use std::sync::Arc;
-
-use cudarc::driver::{CudaEvent, CudaStream, DriverError, LaunchConfig};
+use cudarc::driver::{CudaEvent, DriverError, LaunchConfig};
 use gpumetrics_kernels::color_tile as tile;
 
 use super::{STEPS, Step, filters, level_len, level_sizes, params, plane_lens};
 use crate::cuda::scratch::{Key, Share};
-use crate::cuda::{DevPtr, DevPtrMut, DeviceBuffer, Gpu, Readback};
+use crate::cuda::{DevPtr, DevPtrMut, DeviceBuffer, Gpu, Readback, SideStream};
 use crate::error::EngineError;
 use crate::frame::PlanePtrs;
 use crate::metric::CudaMetric;
@@ -45,11 +43,9 @@ pub(super) struct Butteraugli {
     partials: DeviceBuffer<f64>,
     /// The partials of each pair in flight, on the host.
     host_partials: Readback<f64>,
-    /// Where the half level runs, forked from the stream after the downsampling
-    /// (`split`) and joined back before the reduction (`joined`).
-    side: Arc<CudaStream>,
-    split: CudaEvent,
-    joined: CudaEvent,
+    /// Where the half level runs: forked from the stream after the downsampling, joined
+    /// back before the reduction.
+    side: SideStream,
 }
 
 impl Butteraugli {
@@ -123,9 +119,7 @@ impl Butteraugli {
             reduce_blocks,
             partials,
             host_partials,
-            side: stream.fork()?,
-            split: gpu.ctx.new_event(None)?,
-            joined: gpu.ctx.new_event(None)?,
+            side: SideStream::new(gpu)?,
         })
     }
 
@@ -192,10 +186,10 @@ impl Butteraugli {
                 // The half level runs on the side stream, beside the full level: its grids
                 // are a quarter of the size and leave the device room (the levels share
                 // nothing until the reduction).
-                self.split.record(stream)?;
-                self.side.wait(&self.split)?;
+                self.side.fork(stream)?;
             }
-            let levels = std::iter::once((full, stream)).chain(half.map(|h| (h, &self.side)));
+            let side = self.side.stream();
+            let levels = std::iter::once((full, stream)).chain(half.map(|h| (h, side)));
             for (lv, stream) in levels {
                 for (step, z) in STEPS {
                     let cfg = grid(&lv, z);
@@ -223,8 +217,7 @@ impl Butteraugli {
                 }
             }
             if half.is_some() {
-                self.joined.record(&self.side)?;
-                stream.wait(&self.joined)?;
+                self.side.join(stream)?;
             }
             let cfg = LaunchConfig {
                 grid_dim: (self.reduce_blocks, 1, 1),

@@ -1,9 +1,10 @@
 //! VMAF on the GPU: the kernel crate's functions as kernels, on the metric's stream. Per
 //! pair: `vmaf_load` (luma to `u16`), per VIF scale `vmaf_vif_vertical` + `vmaf_vif_stat`
 //! (+ `vmaf_vif_down`), and beside them on a side stream per ADM level `vmaf_adm_dwt` +
-//! `vmaf_adm_decouple` + `vmaf_adm_rows` and the motion difference's blur and SAD, then one
-//! copy of the 53 integer sums; for the v1 models SpEED chroma's ([`SpeedChromaCuda`]) and CAMBI's ([`CambiCuda`])
-//! kernels, each on a stream of its own that starts after the pair's uploads. Every
+//! `vmaf_adm_decouple` + `vmaf_adm_rows` and the motion difference's blur and SAD
+//! (`crate::cuda::SideStream`), then one copy of the 53 integer sums; for the v1 models
+//! SpEED chroma's ([`SpeedChromaCuda`]) and CAMBI's ([`CambiCuda`]) kernels, each on a
+//! stream of its own that starts after the pair's uploads. Every
 //! buffer is allocated once per plan (about 60 bytes per pixel); the sums are zeroed by one
 //! memset per pair. What a pair writes before it reads (the distorted luma, the VIF and
 //! ADM planes, the motion difference: all but about 4 bytes per pixel) lies in a scratch
@@ -23,7 +24,7 @@ use super::model::Feature;
 use super::speed::SpeedChromaCuda;
 use super::{Frame, Sums, adm_sizes, frame_features, luma_bpc, vif_sizes};
 use crate::cuda::scratch::{Key, Share};
-use crate::cuda::{DevPtrMut, DeviceBuffer, Gpu, Readback};
+use crate::cuda::{DevPtrMut, DeviceBuffer, Gpu, Readback, SideStream};
 use crate::error::EngineError;
 use crate::frame::PlanePtrs;
 use crate::metric::cambi::CambiCuda;
@@ -74,11 +75,9 @@ pub(super) struct Vmaf {
     model: std::sync::Arc<super::Model>,
     /// ADM's options.
     adm: AdmOptions,
-    /// Where ADM and motion run, beside VIF: forked after the pair's luma is loaded
-    /// (`split`), joined back before the copy of the sums (`joined`).
-    side: std::sync::Arc<cudarc::driver::CudaStream>,
-    split: CudaEvent,
-    joined: CudaEvent,
+    /// Where ADM and motion run, beside VIF: forked after the pair's lumas are loaded,
+    /// joined back before the copy of the sums.
+    side: SideStream,
 }
 
 impl Vmaf {
@@ -201,9 +200,7 @@ impl Vmaf {
             cambi,
             ready: gpu.ctx.new_event(None)?,
             model,
-            side: stream.fork()?,
-            split: gpu.ctx.new_event(None)?,
-            joined: gpu.ctx.new_event(None)?,
+            side: SideStream::new(gpu)?,
         }))
     }
 
@@ -215,7 +212,7 @@ impl Vmaf {
         r: &PlanePtrs,
         d: &PlanePtrs,
     ) -> Result<(), DriverError> {
-        let (k, stream, side) = (&gpu.kernels, &gpu.stream, &self.side);
+        let (k, stream, side) = (&gpu.kernels, &gpu.stream, self.side.stream());
         let (w, h) = (plan.reference.width, plan.reference.height);
         let bpc = luma_bpc(plan);
         let tiles = |w: u32, h: u32| LaunchConfig {
@@ -264,8 +261,7 @@ impl Vmaf {
             // VIF on the stream, ADM and motion on the side stream: the three read the
             // loaded lumas and write planes and sums of their own, and ADM's coarse
             // levels and row sums are small grids that leave the device room.
-            self.split.record(stream)?;
-            self.side.wait(&self.split)?;
+            self.side.fork(stream)?;
             // VIF, for the models that read it (not the v1 models).
             let vif_scales = if self.model.generations().0 { 4 } else { 0 };
             for (scale, &(sw, sh)) in vs.iter().enumerate().take(vif_scales) {
@@ -340,8 +336,7 @@ impl Vmaf {
             // The sums are copied once VIF, ADM and motion are done (and the next pair's
             // load, on the stream, waits for this pair's motion, which reads the plane it
             // writes).
-            self.joined.record(side)?;
-            stream.wait(&self.joined)?;
+            self.side.join(stream)?;
             self.host_out.copy_in(self.out, SUMS, stream)?;
         }
         // The arena is free for the next engine once the sums are added up.

@@ -233,8 +233,9 @@ pub fn gauss_run<const H: usize, const FUSED: bool>(
 /// [`gauss`] uses the normalised weights get [`gauss_run`]'s value; the others (within
 /// `H` of an edge) add the raw weights of the taps inside the line, in [`gauss`]'s order
 /// and with its operations, and divide by their sum, so every value is [`gauss`]'s bit for
-/// bit. Straight-line code (the taps outside get weight 0): the GPU's run kernels
-/// take it for the runs at the edges, instead of [`gauss`]'s loops over the filter table.
+/// bit. Straight-line code (the taps outside get weight 0): the GPU's row pass takes it
+/// for the runs at a row's ends, whose lanes would otherwise run [`gauss`]'s loops over the
+/// filter table while the rest of their warp waits.
 /// Outputs at or past `n` are left 0.
 #[inline(always)]
 pub fn gauss_run_edge<const H: usize, const FUSED: bool>(
