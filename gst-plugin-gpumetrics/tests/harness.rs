@@ -20,13 +20,22 @@ struct Pair {
 
 fn setup(dist_caps: &str) -> Pair {
     init();
-    let mut reference = Harness::with_padnames("gpumetrics", Some("ref_sink"), Some("src"));
-    let element = reference.element().unwrap();
-    element.set_property_from_str("backend", &test_backend());
+    // The properties are set before a harness wraps the element: a harness starts the
+    // element it is given, and the element refuses (with a warning) a change of these
+    // while it runs, so setting them afterwards would leave the defaults in effect.
     // Each test pulls a pair's buffer right after pushing it: one pair at a time. (With the
     // default of 2 in flight the CUDA backend hands a pair's buffer on when the next pair
     // is queued, one frame later; tests/in_flight.rs checks that.)
-    element.set_property("in-flight", 1u32);
+    let element = gst::ElementFactory::make("gpumetrics")
+        .property_from_str("backend", &test_backend())
+        .property("in-flight", 1u32)
+        .build()
+        .unwrap();
+    let mut reference = Harness::with_element(&element, Some("ref_sink"), Some("src"));
+    assert_eq!(element.property::<u32>("in-flight"), 1, "in effect");
+    let backend = element.property_value("backend");
+    let nick = gst::glib::EnumValue::from_value(&backend).map(|(_, v)| v.nick().to_string());
+    assert_eq!(nick.as_deref(), Some(test_backend().as_str()), "in effect");
     let bus = gst::Bus::new();
     element.set_bus(Some(&bus));
     let mut distorted = Harness::with_element(&element, Some("dist_sink"), None);

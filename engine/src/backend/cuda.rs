@@ -201,11 +201,12 @@ impl CudaBackend {
                 let mut setup = c.setup(plan, set);
                 setup.in_flight = depth;
                 // Each full-reference metric on a lane of its own, so that the metrics of a
-                // pair overlap on the device (crate::metric::lane); the no-reference ones
-                // run on lanes of their own per side already.
+                // pair overlap on the device, and two taking pairs in turn for one whose
+                // pairs are independent (crate::metric::lane); the no-reference ones run
+                // on lanes of their own per side already.
                 let made = match c.entry.reference {
                     Reference::None => (c.entry.cuda)(&gpu, &setup)?,
-                    _ => Laned::make(&gpu, |lane| (c.entry.cuda)(lane, &setup))?,
+                    _ => Laned::make(&gpu, depth, |lane| (c.entry.cuda)(lane, &setup))?,
                 };
                 if let Some(m) = made {
                     metrics.push(m);

@@ -1,4 +1,5 @@
-//! A CUDA metric on a stream of its own (a lane forked from the engine's stream).
+//! A CUDA metric on a stream of its own (a lane forked from the engine's stream), or on two
+//! that take successive pairs in turn.
 //!
 //! Every metric of an engine used to queue its kernels on the engine's one stream, so the
 //! metrics of a pair ran one after another even where a metric leaves most of the GPU idle:
@@ -6,16 +7,25 @@
 //! time, and VMAF's coarse scales and ADM rows are grids of a few dozen blocks (ncu,
 //! docs/BENCHMARKS.md). On lanes of their own the metrics of a pair overlap on the device.
 //!
-//! Ordering stays what it was: a metric's work for successive pairs is on its one lane, in
-//! order (its buffers, its readback slots, a temporal metric's history). When a pair's frames
-//! are uploaded (host frames), the lane waits for the uploads' event as the pair is queued,
-//! before anything of that pair (a metric that queues nothing then and its work in
-//! `measure` comes later on the same lane, so after that wait too); frames already in
-//! device memory need no wait, so a lane costs device frames no call per pair. The backend
-//! completes a pair only after every metric's results for it are read, so no upload
-//! overwrites frames a lane still reads. Scratch arenas shared between engines order their
-//! borrowers by events, whatever their streams. (The no-reference metrics keep the lanes
-//! they have per side, `super::single`, and are not wrapped.)
+//! A metric whose pairs are independent ([`CudaMetric::independent`]: nothing of one pair
+//! is read by the next) gets two lanes when pairs are in flight, each with an instance of
+//! its own (its buffers, its readback slots, its share of the scratch arenas), and the
+//! pairs alternate between them: the next pair's kernels then run beside this pair's,
+//! where one pair alone leaves the device idle (the same gain as two engines, inside one).
+//!
+//! Ordering stays what it was: a metric's work for successive pairs on one lane is in order
+//! (its buffers, its readback slots, a temporal metric's history), and the pairs are
+//! measured in the order they were queued, each by the instance that queued it. When a
+//! pair's frames are uploaded (host frames), the lane waits for the uploads' event as the
+//! pair is queued, before anything of that pair (a metric that queues nothing then and its
+//! work in `measure` comes later on the same lane, so after that wait too); frames already
+//! in device memory need no wait, so a lane costs device frames no call per pair. The
+//! backend completes a pair only after every metric's results for it are read, so no
+//! upload overwrites frames a lane still reads. Scratch arenas shared between engines order
+//! their borrowers by events, whatever their streams. (The no-reference metrics keep the
+//! lanes they have per side, `super::single`, and are not wrapped.)
+
+use std::collections::VecDeque;
 
 use cudarc::driver::{CudaEvent, DriverError};
 
@@ -27,45 +37,74 @@ use crate::frame::PlanePtrs;
 use crate::plan::Plan;
 use crate::scores::Scores;
 
-/// A metric and the lane it runs on.
+/// A metric's instances and the lane each runs on.
 pub(crate) struct Laned {
-    lane: Gpu,
-    inner: Box<dyn CudaMetric>,
+    /// One lane, or two ([`Laned::make`]).
+    lanes: Vec<(Gpu, Box<dyn CudaMetric>)>,
+    /// The lane of each pair queued and not measured yet, oldest first.
+    queued: VecDeque<usize>,
+    /// The lane the next pair goes to.
+    next: usize,
 }
 
 impl Laned {
     /// A new lane, forked from `gpu`'s stream, for a metric that `make` builds on it (its
-    /// buffers are allocated on the lane, and ready when this returns); `None` when `make`
-    /// builds none.
+    /// buffers are allocated on the lane, and ready when this returns); with `in_flight`
+    /// pairs above one and a metric whose pairs are independent, a second lane with a
+    /// second instance. `None` when `make` builds none.
     pub(crate) fn make(
         gpu: &Gpu,
-        make: impl FnOnce(&Gpu) -> Result<Option<Box<dyn CudaMetric>>, DriverError>,
+        in_flight: usize,
+        make: impl Fn(&Gpu) -> Result<Option<Box<dyn CudaMetric>>, DriverError>,
     ) -> Result<Option<Box<dyn CudaMetric>>, DriverError> {
         let lane = gpu.fork()?;
-        let Some(inner) = make(&lane)? else {
+        let Some(first) = make(&lane)? else {
             return Ok(None);
         };
-        // Its buffers are ready before its first pair.
-        lane.stream.synchronize()?;
-        Ok(Some(Box::new(Laned { lane, inner })))
+        let mut lanes = vec![(lane, first)];
+        if in_flight > 1 && lanes[0].1.independent() && lanes[0].1.lag() == 0 {
+            let lane = gpu.fork()?;
+            if let Some(second) = make(&lane)? {
+                lanes.push((lane, second));
+            }
+        }
+        // Their buffers are ready before the first pair.
+        for (lane, _) in &lanes {
+            lane.stream.synchronize()?;
+        }
+        Ok(Some(Box::new(Laned {
+            lanes,
+            queued: VecDeque::new(),
+            next: 0,
+        })))
+    }
+
+    /// The lane for a new pair (and the one after it next).
+    fn take_next(&mut self) -> usize {
+        let i = self.next;
+        self.next = (i + 1) % self.lanes.len();
+        i
     }
 }
 
 impl Sequenced for Laned {
     fn lag(&self) -> usize {
-        self.inner.lag()
+        self.lanes[0].1.lag()
     }
 
     fn align(&mut self, lag: usize) {
-        self.inner.align(lag);
+        self.lanes.iter_mut().for_each(|(_, m)| m.align(lag));
     }
 
     fn finish(&mut self, plan: &Plan, late: &mut [Scores]) {
-        self.inner.finish(plan, late);
+        // Two instances only for a metric without lag, which holds nothing to finish.
+        self.lanes
+            .iter_mut()
+            .for_each(|(_, m)| m.finish(plan, late));
     }
 
     fn reset(&mut self) {
-        self.inner.reset();
+        self.lanes.iter_mut().for_each(|(_, m)| m.reset());
     }
 }
 
@@ -78,17 +117,21 @@ impl CudaMetric for Laned {
         d: &PlanePtrs,
         uploaded: Option<&CudaEvent>,
     ) -> Result<(), EngineError> {
+        let i = self.take_next();
+        let (lane, metric) = &mut self.lanes[i];
         if let Some(event) = uploaded {
-            self.lane
-                .stream
+            lane.stream
                 .wait(event)
                 .map_err(|e| EngineError::Cuda(format!("ordering the metric's stream: {e}")))?;
         }
-        self.inner.queue(&self.lane, plan, r, d, uploaded)
+        metric.queue(lane, plan, r, d, uploaded)?;
+        self.queued.push_back(i);
+        Ok(())
     }
 
     fn drop_queued(&mut self) {
-        self.inner.drop_queued();
+        self.lanes.iter_mut().for_each(|(_, m)| m.drop_queued());
+        self.queued.clear();
     }
 
     fn measure(
@@ -99,8 +142,17 @@ impl CudaMetric for Laned {
         d: &PlanePtrs,
         scores: &mut Scores,
     ) -> Result<(), EngineError> {
-        // The pair was queued first (the backend queues every pair it measures), so the lane
-        // already waits for its uploads.
-        self.inner.measure(&self.lane, plan, r, d, scores)
+        // The pair was queued first (the backend queues every pair it measures), on the
+        // lane that measures it, which already waits for its uploads.
+        let i = match self.queued.pop_front() {
+            Some(i) => i,
+            None => self.take_next(),
+        };
+        let (lane, metric) = &mut self.lanes[i];
+        metric.measure(lane, plan, r, d, scores)
+    }
+
+    fn independent(&self) -> bool {
+        self.lanes[0].1.independent()
     }
 }

@@ -202,6 +202,14 @@ pub(crate) trait CudaMetric: Send + Sequenced {
     /// results are not mistaken for theirs). The default has nothing queued to forget.
     fn drop_queued(&mut self) {}
 
+    /// Whether a pair's work reads nothing that an earlier pair's work wrote or left (no
+    /// state across pairs, on the device or the host, beyond buffers each pair writes
+    /// before it reads them), so that two instances may take successive pairs in turn
+    /// and run them side by side (`lane::Laned`). The default, `false`, is always safe.
+    fn independent(&self) -> bool {
+        false
+    }
+
     /// Appends the fields of the oldest pair queued (a metric without `queue`: queues the
     /// kernels for this pair, in device memory and valid for the plan, on its lane, and
     /// waits for its sums).

@@ -272,6 +272,12 @@ impl CudaMetric for Butteraugli {
         self.host_partials.clear();
     }
 
+    /// Every plane a pair reads it wrote first (in its arena, or in this instance's
+    /// buffers); nothing is kept across pairs.
+    fn independent(&self) -> bool {
+        true
+    }
+
     fn measure(
         &mut self,
         gpu: &Gpu,

@@ -186,6 +186,12 @@ impl CudaMetric for Ssim {
         self.sums.reset();
     }
 
+    /// Every plane a pair reads it wrote first (in its arena, or in this instance's
+    /// buffers); nothing is kept across pairs.
+    fn independent(&self) -> bool {
+        true
+    }
+
     fn measure(
         &mut self,
         gpu: &Gpu,

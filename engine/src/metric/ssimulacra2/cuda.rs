@@ -294,6 +294,12 @@ impl CudaMetric for Ssimu2 {
         self.host_out.clear();
     }
 
+    /// Every plane a pair reads it wrote first (in its arena, or in this instance's
+    /// buffers); nothing is kept across pairs.
+    fn independent(&self) -> bool {
+        true
+    }
+
     fn measure(
         &mut self,
         gpu: &Gpu,
