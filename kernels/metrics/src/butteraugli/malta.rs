@@ -6,10 +6,10 @@
 //! The GPU filters [`GROUP`] horizontally adjacent pixels per thread ([`malta_hf_group`],
 //! [`malta_lf_group`]): one pixel at a time, `ba_ac_error` was bound by its loads (132 +
 //! 80 + 80 scalar loads of the three bands, and the pixel's HF and MF values: 296 per
-//! pixel and channel). A group loads
-//! each band's [`Window`] (9 rows × 12 columns) once, as 27 aligned 16-byte vectors, and
-//! sums every pixel's lines from it with the same additions in the same order as the
-//! per-pixel filters, so the values are the same bit for bit.
+//! pixel and channel). A group loads each band's [`Window`] (9 rows × 12 columns) once,
+//! as 27 aligned 16-byte vectors (fewer where the compiler drops chunks that no line
+//! reads), and sums every pixel's lines from it with the same additions in the same
+//! order as the per-pixel filters, so the values are the same bit for bit.
 
 /// Sum of the listed `(dx, dy)` samples, squared.
 macro_rules! line {

@@ -51,6 +51,7 @@ pub const fn padded_stride(width: u32) -> u32 {
 pub const fn padded_len(width: u32, height: u32) -> u32 {
     (padded_stride(width) * (height + 2 * MALTA_PAD)).next_multiple_of(64)
 }
+
 /// Largest Gaussian half-width (σ 7.16 · 2.25 → 16), with room to spare.
 pub const MAX_TAPS: usize = 64;
 /// Threads per block of the per-pixel kernels: 32 × [`BLOCK_ROWS`].
@@ -144,7 +145,9 @@ pub mod plane {
 /// `base + index · plane_len` (`f32`s, rows `width` apart), and [`plane::PADDED_COUNT`]
 /// planes with a [`MALTA_PAD`] zero border at `padded + index · padded_len` (rows
 /// [`padded_stride`] apart, [`padded_len`] values; the border is zeroed once and never
-/// written). `padded` must be 16-byte aligned (the engine's buffers are 256-byte aligned).
+/// written). For the GPU's `ba_ac_error`, `padded` must be 16-byte aligned (device
+/// allocations are 256-byte aligned; the CPU backend's per-pixel path needs no more than
+/// `f32` alignment).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Level {

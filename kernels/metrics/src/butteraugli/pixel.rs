@@ -1,5 +1,6 @@
 //! One pixel of each Butteraugli stage, reading and writing the planes of a [`Level`]. The
-//! GPU runs one thread per pixel (`kernels.rs`), the CPU backend loops over rows; both
+//! GPU runs one thread per pixel (`kernels.rs`; the runs of the Gaussians and the AC
+//! error's 4-pixel groups compute the same values), the CPU backend loops over rows; both
 //! call these functions. Constants are libjxl's; the operation order is the `butteraugli`
 //! crate's.
 
