@@ -2,14 +2,6 @@
 //! over a plane with a zero border of 4 ([`super::MALTA_PAD`]). `malta_hf` takes nine
 //! (or seven, on the diagonals) neighbours per line and filters the UHF band; `malta_lf`
 //! takes five, spread over the same reach, and filters HF and MF.
-//!
-//! The GPU filters [`GROUP`] horizontally adjacent pixels per thread ([`malta_hf_group`],
-//! [`malta_lf_group`]): one pixel at a time, `ba_ac_error` was bound by its loads (132 +
-//! 80 + 80 scalar loads of the three bands, and the pixel's HF and MF values: 296 per
-//! pixel and channel). A group loads each band's [`Window`] (9 rows × 12 columns) once,
-//! as 27 aligned 16-byte vectors (fewer where the compiler drops chunks that no line
-//! reads), and sums every pixel's lines from it with the same additions in the same
-//! order as the per-pixel filters, so the values are the same bit for bit.
 
 /// Sum of the listed `(dx, dy)` samples, squared.
 macro_rules! line {
@@ -35,12 +27,7 @@ unsafe fn reader(centre: *const f32, stride: u32) -> impl Fn(i32, i32) -> f32 {
 #[inline(always)]
 pub unsafe fn malta_hf(centre: *const f32, stride: u32) -> f32 {
     // SAFETY: the caller's contract.
-    hf_lines(unsafe { reader(centre, stride) })
-}
-
-/// [`malta_hf`] of the samples `at(dx, dy)` around the pixel.
-#[inline(always)]
-fn hf_lines(at: impl Fn(i32, i32) -> f32) -> f32 {
+    let at = unsafe { reader(centre, stride) };
     let mut r = 0.0f32;
     r += line!(at; (-4, 0) (-3, 0) (-2, 0) (-1, 0) (0, 0) (1, 0) (2, 0) (3, 0) (4, 0));
     r += line!(at; (0, -4) (0, -3) (0, -2) (0, -1) (0, 0) (0, 1) (0, 2) (0, 3) (0, 4));
@@ -69,12 +56,7 @@ fn hf_lines(at: impl Fn(i32, i32) -> f32) -> f32 {
 #[inline(always)]
 pub unsafe fn malta_lf(centre: *const f32, stride: u32) -> f32 {
     // SAFETY: the caller's contract.
-    lf_lines(unsafe { reader(centre, stride) })
-}
-
-/// [`malta_lf`] of the samples `at(dx, dy)` around the pixel.
-#[inline(always)]
-fn lf_lines(at: impl Fn(i32, i32) -> f32) -> f32 {
+    let at = unsafe { reader(centre, stride) };
     let mut r = 0.0f32;
     r += line!(at; (-4, 0) (-2, 0) (0, 0) (2, 0) (4, 0));
     r += line!(at; (0, -4) (0, -2) (0, 0) (0, 2) (0, 4));
@@ -93,83 +75,6 @@ fn lf_lines(at: impl Fn(i32, i32) -> f32) -> f32 {
     r += line!(at; (-2, -4) (-1, -2) (0, 0) (1, 2) (2, 4));
     r += line!(at; (2, -4) (1, -2) (0, 0) (-1, 2) (-2, 4));
     r
-}
-
-/// Horizontally adjacent pixels a GPU thread of `ba_ac_error` filters.
-pub const GROUP: usize = 4;
-/// Reach of the filters on each side of a pixel ([`super::MALTA_PAD`]).
-const REACH: usize = 4;
-/// Rows of a group's window: the filters' reach above and below the group's row.
-pub const WINDOW_ROWS: usize = 2 * REACH + 1;
-/// 16-byte chunks per window row: [`GROUP`] columns and the reach on each side (12).
-pub const WINDOW_CHUNKS: usize = (GROUP + 2 * REACH) / 4;
-const _: () = assert!(
-    GROUP == 4 && REACH == super::MALTA_PAD as usize && WINDOW_CHUNKS * 4 == GROUP + 2 * REACH,
-    "the unroll! lists below"
-);
-
-/// Four consecutive samples of a padded plane, as one aligned 16-byte load.
-#[repr(C, align(16))]
-#[derive(Clone, Copy, Debug, Default)]
-pub struct F4(pub [f32; 4]);
-
-/// The samples a group's filters read: rows `y − 4 ..= y + 4` ([`WINDOW_ROWS`]), columns
-/// `x0 − 4 .. x0 + 8` ([`WINDOW_CHUNKS`] chunks of 4) of the group at `(x0, y)`.
-pub type Window = [[F4; WINDOW_CHUNKS]; WINDOW_ROWS];
-
-/// The window of the group whose first pixel is at `first`.
-///
-/// # Safety
-/// `first − 4 − 4·stride` must be 16-byte aligned, `stride` a multiple of 4 and the 9 × 12
-/// samples of the window (rows `stride` apart) readable: in the padded planes, the
-/// group's first pixel a multiple of 4 and the planes laid out by
-/// [`super::padded_stride`] on a 16-byte aligned base.
-#[inline(always)]
-pub unsafe fn load_window(first: *const f32, stride: u32) -> Window {
-    let mut w = [[F4::default(); WINDOW_CHUNKS]; WINDOW_ROWS];
-    // Spelled out (`unroll!`, constant indices): the window stays in registers.
-    unroll!(r in [0 1 2 3 4 5 6 7 8] {
-        let offset = (r as i32 - REACH as i32) * stride as i32 - REACH as i32;
-        // SAFETY: the caller's contract.
-        let row = unsafe { first.offset(offset as isize) } as *const F4;
-        unroll!(q in [0 1 2] {
-            // SAFETY: the caller's contract (aligned, readable).
-            w[r][q] = unsafe { *row.add(q) };
-        });
-    });
-    w
-}
-
-/// Sample `(dx, dy)` around pixel `j` of the group, from its window (constant indices once
-/// inlined: `j` comes from `unroll!`, `dx` and `dy` from the `line!` lists).
-#[inline(always)]
-fn window_at(w: &Window, j: usize, dx: i32, dy: i32) -> f32 {
-    let (row, col) = (
-        (dy + REACH as i32) as usize,
-        (j as i32 + REACH as i32 + dx) as usize,
-    );
-    w[row][col / 4].0[col % 4]
-}
-
-/// [`malta_hf`] of the [`GROUP`] pixels of a window, pixel `j` at `[j]`: the same sums in
-/// the same order, from registers.
-#[inline(always)]
-pub fn malta_hf_group(w: &Window) -> [f32; GROUP] {
-    let mut out = [0.0f32; GROUP];
-    unroll!(j in [0 1 2 3] {
-        out[j] = hf_lines(|dx, dy| window_at(w, j, dx, dy));
-    });
-    out
-}
-
-/// [`malta_lf`] of the [`GROUP`] pixels of a window, as [`malta_hf_group`].
-#[inline(always)]
-pub fn malta_lf_group(w: &Window) -> [f32; GROUP] {
-    let mut out = [0.0f32; GROUP];
-    unroll!(j in [0 1 2 3] {
-        out[j] = lf_lines(|dx, dy| window_at(w, j, dx, dy));
-    });
-    out
 }
 
 #[cfg(test)]
