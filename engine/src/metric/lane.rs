@@ -9,9 +9,14 @@
 //!
 //! A metric whose pairs are independent ([`CudaMetric::independent`]: nothing of one pair
 //! is read by the next) gets two lanes when pairs are in flight, each with an instance of
-//! its own (its buffers, its readback slots, its share of the scratch arenas), and the
-//! pairs alternate between them: the next pair's kernels then run beside this pair's,
-//! where one pair alone leaves the device idle (the same gain as two engines, inside one).
+//! its own (its buffers, its readback slots, its share of the scratch arenas), and pairs
+//! of device frames alternate between them: the next pair's kernels then run beside this
+//! pair's, where one pair alone leaves the device idle (the same gain as two engines,
+//! inside one). A pair of uploaded host frames stays on the lane of the pair before it:
+//! two pairs side by side finish together and leave the device idle while the host stages
+//! the next pair's frames, where one after the other the second pair's kernels cover that
+//! staging (SSIMULACRA2 from system memory at 1080p, H200: 2,190 pairs/s on one lane,
+//! 1,810–1,990 alternating; docs/BENCHMARKS.md ~17:35).
 //!
 //! Ordering stays what it was: a metric's work for successive pairs on one lane is in order
 //! (its buffers, its readback slots, a temporal metric's history), and the pairs are
@@ -43,8 +48,8 @@ pub(crate) struct Laned {
     lanes: Vec<(Gpu, Box<dyn CudaMetric>)>,
     /// The lane of each pair queued and not measured yet, oldest first.
     queued: VecDeque<usize>,
-    /// The lane the next pair goes to.
-    next: usize,
+    /// The lane of the last pair queued.
+    last: usize,
 }
 
 impl Laned {
@@ -75,15 +80,17 @@ impl Laned {
         Ok(Some(Box::new(Laned {
             lanes,
             queued: VecDeque::new(),
-            next: 0,
+            last: 0,
         })))
     }
 
-    /// The lane for a new pair (and the one after it next).
-    fn take_next(&mut self) -> usize {
-        let i = self.next;
-        self.next = (i + 1) % self.lanes.len();
-        i
+    /// The lane for a new pair: the other one for device frames, the same one for uploaded
+    /// host frames (see the module's doc).
+    fn lane_for(&mut self, uploaded: bool) -> usize {
+        if !uploaded {
+            self.last = (self.last + 1) % self.lanes.len();
+        }
+        self.last
     }
 }
 
@@ -117,7 +124,7 @@ impl CudaMetric for Laned {
         d: &PlanePtrs,
         uploaded: Option<&CudaEvent>,
     ) -> Result<(), EngineError> {
-        let i = self.take_next();
+        let i = self.lane_for(uploaded.is_some());
         let (lane, metric) = &mut self.lanes[i];
         if let Some(event) = uploaded {
             lane.stream
@@ -144,10 +151,7 @@ impl CudaMetric for Laned {
     ) -> Result<(), EngineError> {
         // The pair was queued first (the backend queues every pair it measures), on the
         // lane that measures it, which already waits for its uploads.
-        let i = match self.queued.pop_front() {
-            Some(i) => i,
-            None => self.take_next(),
-        };
+        let i = self.queued.pop_front().unwrap_or(self.last);
         let (lane, metric) = &mut self.lanes[i];
         metric.measure(lane, plan, r, d, scores)
     }
