@@ -46,10 +46,55 @@ use crate::scores::Scores;
 pub(crate) struct Laned {
     /// One lane, or two ([`Laned::make`]).
     lanes: Vec<(Gpu, Box<dyn CudaMetric>)>,
+    /// Which lane each pair goes to.
+    route: Route,
+}
+
+/// Which lane each pair goes to, and which measures it: the other lane than the last
+/// pair's for device frames, the same one for uploaded host frames (see the module's doc);
+/// pairs are measured in the order they were queued, each on its own lane.
+#[derive(Debug)]
+struct Route {
+    lanes: usize,
     /// The lane of each pair queued and not measured yet, oldest first.
     queued: VecDeque<usize>,
     /// The lane of the last pair queued.
     last: usize,
+}
+
+impl Route {
+    fn new(lanes: usize) -> Route {
+        Route {
+            lanes,
+            queued: VecDeque::new(),
+            last: 0,
+        }
+    }
+
+    /// The lane for a new pair (`uploaded`: its frames were uploaded); once its work is
+    /// queued there, [`Route::queued`].
+    fn lane_for(&mut self, uploaded: bool) -> usize {
+        if !uploaded {
+            self.last = (self.last + 1) % self.lanes;
+        }
+        self.last
+    }
+
+    /// The pair given [`Route::lane_for`] was queued on lane `i`.
+    fn queued(&mut self, i: usize) {
+        self.queued.push_back(i);
+    }
+
+    /// The lane of the oldest pair queued (the last pair's lane when none is: a metric
+    /// measured without queuing first queues it then).
+    fn next_measured(&mut self) -> usize {
+        self.queued.pop_front().unwrap_or(self.last)
+    }
+
+    /// The pairs queued were dropped.
+    fn clear(&mut self) {
+        self.queued.clear();
+    }
 }
 
 impl Laned {
@@ -77,20 +122,8 @@ impl Laned {
         for (lane, _) in &lanes {
             lane.stream.synchronize()?;
         }
-        Ok(Some(Box::new(Laned {
-            lanes,
-            queued: VecDeque::new(),
-            last: 0,
-        })))
-    }
-
-    /// The lane for a new pair: the other one for device frames, the same one for uploaded
-    /// host frames (see the module's doc).
-    fn lane_for(&mut self, uploaded: bool) -> usize {
-        if !uploaded {
-            self.last = (self.last + 1) % self.lanes.len();
-        }
-        self.last
+        let route = Route::new(lanes.len());
+        Ok(Some(Box::new(Laned { lanes, route })))
     }
 }
 
@@ -124,7 +157,7 @@ impl CudaMetric for Laned {
         d: &PlanePtrs,
         uploaded: Option<&CudaEvent>,
     ) -> Result<(), EngineError> {
-        let i = self.lane_for(uploaded.is_some());
+        let i = self.route.lane_for(uploaded.is_some());
         let (lane, metric) = &mut self.lanes[i];
         if let Some(event) = uploaded {
             lane.stream
@@ -132,13 +165,13 @@ impl CudaMetric for Laned {
                 .map_err(|e| EngineError::Cuda(format!("ordering the metric's stream: {e}")))?;
         }
         metric.queue(lane, plan, r, d, uploaded)?;
-        self.queued.push_back(i);
+        self.route.queued(i);
         Ok(())
     }
 
     fn drop_queued(&mut self) {
         self.lanes.iter_mut().for_each(|(_, m)| m.drop_queued());
-        self.queued.clear();
+        self.route.clear();
     }
 
     fn measure(
@@ -151,12 +184,70 @@ impl CudaMetric for Laned {
     ) -> Result<(), EngineError> {
         // The pair was queued first (the backend queues every pair it measures), on the
         // lane that measures it, which already waits for its uploads.
-        let i = self.queued.pop_front().unwrap_or(self.last);
+        let i = self.route.next_measured();
         let (lane, metric) = &mut self.lanes[i];
         metric.measure(lane, plan, r, d, scores)
     }
 
     fn independent(&self) -> bool {
         self.lanes[0].1.independent()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Route;
+
+    #[test]
+    fn device_pairs_alternate_and_are_measured_in_order_on_their_lanes() {
+        let mut r = Route::new(2);
+        let lanes: Vec<usize> = (0..5)
+            .map(|_| {
+                let i = r.lane_for(false);
+                r.queued(i);
+                i
+            })
+            .collect();
+        assert_eq!(lanes, [1, 0, 1, 0, 1]);
+        let measured: Vec<usize> = (0..5).map(|_| r.next_measured()).collect();
+        assert_eq!(measured, lanes);
+    }
+
+    #[test]
+    fn uploaded_pairs_stay_on_the_last_lane() {
+        let mut r = Route::new(2);
+        let mut lanes = Vec::new();
+        for uploaded in [false, true, true, false, true, false, false] {
+            let i = r.lane_for(uploaded);
+            r.queued(i);
+            lanes.push(i);
+        }
+        assert_eq!(lanes, [1, 1, 1, 0, 0, 1, 0]);
+        // Interleaved queue and measure, as with two pairs in flight.
+        assert_eq!(r.next_measured(), 1);
+        let i = r.lane_for(true);
+        r.queued(i);
+        assert_eq!(i, 0);
+        let measured: Vec<usize> = (0..7).map(|_| r.next_measured()).collect();
+        assert_eq!(measured, [1, 1, 0, 0, 1, 0, 0]);
+    }
+
+    #[test]
+    fn one_lane_takes_every_pair_and_a_drop_forgets_the_queued() {
+        let mut r = Route::new(1);
+        for uploaded in [false, true, false] {
+            let i = r.lane_for(uploaded);
+            assert_eq!(i, 0);
+            r.queued(i);
+        }
+        let mut two = Route::new(2);
+        let i = two.lane_for(false);
+        two.queued(i);
+        let i = two.lane_for(false);
+        two.queued(i);
+        two.clear();
+        // Nothing queued: a pair measured without queuing goes to the last pair's lane.
+        assert_eq!(two.next_measured(), 0);
+        assert_eq!(r.next_measured(), 0);
     }
 }
