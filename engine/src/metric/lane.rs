@@ -188,10 +188,6 @@ impl CudaMetric for Laned {
         let (lane, metric) = &mut self.lanes[i];
         metric.measure(lane, plan, r, d, scores)
     }
-
-    fn independent(&self) -> bool {
-        self.lanes[0].1.independent()
-    }
 }
 
 #[cfg(test)]

@@ -186,8 +186,8 @@ impl CudaMetric for Ssim {
         self.sums.reset();
     }
 
-    /// Every plane a pair reads it wrote first (in its arena, or in this instance's
-    /// buffers); nothing is kept across pairs.
+    /// Every plane a pair reads (the scales' planes in this instance's buffers) it wrote
+    /// first; nothing is kept across pairs.
     fn independent(&self) -> bool {
         true
     }

@@ -294,8 +294,8 @@ impl CudaMetric for Ssimu2 {
         self.host_out.clear();
     }
 
-    /// Every plane a pair reads it wrote first (in its arena, or in this instance's
-    /// buffers); nothing is kept across pairs.
+    /// Every plane and sum a pair reads (all in its arena) it wrote first; nothing is kept
+    /// across pairs.
     fn independent(&self) -> bool {
         true
     }
