@@ -101,6 +101,28 @@ pub fn rcp_approx(x: f64) -> f64 {
     }
 }
 
+/// `x as i32`: truncated toward zero, saturated at the `i32` range, NaN to 0. On the device
+/// one `cvt.rzi.s32.f32`, which has exactly those semantics (PTX ISA, `cvt`: float to
+/// integer conversions saturate, and NaN gives 0 for a 32-bit destination); Rust's `as`
+/// compiles there to the conversion plus three compares and three selects that redo what
+/// the instruction already does.
+#[inline(always)]
+pub fn trunc_i32(x: f32) -> i32 {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let r: i32;
+        // SAFETY: pure arithmetic instruction on registers.
+        unsafe {
+            asm!("cvt.rzi.s32.f32 {r}, {x};", r = out(reg32) r, x = in(reg32) x, options(pure, nomem, nostack))
+        };
+        r
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        x as i32
+    }
+}
+
 /// Fused multiply-add `a * b + c` with one rounding (`fma.rn.f32`).
 #[inline(always)]
 pub fn fmaf(a: f32, b: f32, c: f32) -> f32 {

@@ -104,7 +104,7 @@ fn taps(x: u32, sub: u32, site: f32, nearest: bool) -> (i32, [f32; 4]) {
     // × 2^-sub: exact, as the division it stands for, and far cheaper on the GPU.
     let u = (x as f32 - site) * f32::from_bits((127 - sub) << 23);
     let j = {
-        let t = u as i32; // truncates toward zero
+        let t = gpumetrics_device::math::trunc_i32(u); // `u as i32`: toward zero
         if (t as f32) > u { t - 1 } else { t }
     };
     (j - 1, catmull_rom(u - j as f32))
@@ -159,16 +159,18 @@ pub fn chroma_size(s: &ColorSource) -> (u32, u32) {
     )
 }
 
-/// Chroma upsampled with taps `t` from `sample(column, row)` (unclamped indices), in code
-/// values. All sixteen taps, zero weights included (they add exactly zero): the GPU then
-/// runs it without branches.
+/// Chroma upsampled with taps `t` from `sample(i, j)`, the sample at column `t.x0 + i` and
+/// row `t.y0 + j` (i, j in 0..4; unclamped), in code values. All sixteen taps, zero
+/// weights included (they add exactly zero): the GPU then runs it without branches. The
+/// offsets are constants after unrolling, so a sampler reading a tile at a base address
+/// gets them as immediate offsets.
 #[inline(always)]
-pub fn upsample(t: &ChromaTaps, sample: impl Fn(i32, i32) -> f32) -> f32 {
+pub fn upsample(t: &ChromaTaps, sample: impl Fn(usize, usize) -> f32) -> f32 {
     let mut acc = 0.0f32;
     unroll!(j in [0 1 2 3] {
         let mut r = 0.0f32;
         unroll!(i in [0 1 2 3] {
-            r += t.wx[i] * sample(t.x0 + i as i32, t.y0 + j as i32);
+            r += t.wx[i] * sample(i, j);
         });
         acc += t.wy[j] * r;
     });
@@ -182,17 +184,20 @@ pub fn upsample(t: &ChromaTaps, sample: impl Fn(i32, i32) -> f32) -> f32 {
 #[inline(always)]
 pub unsafe fn chroma(c: &Channel, size: (u32, u32), t: &ChromaTaps) -> f32 {
     upsample(t, |i, j| unsafe {
-        code(c, clamp_i(i, size.0), clamp_i(j, size.1))
+        code(
+            c,
+            clamp_i(t.x0 + i as i32, size.0),
+            clamp_i(t.y0 + j as i32, size.1),
+        )
     })
 }
 
+/// `v` within [`lo`, `hi`] (`lo` < `hi`; NaN gives `lo`). Two selects, not nested
+/// branches: the GPU compiled the nested form to a branch per clamp.
 #[inline(always)]
 fn clamp(v: f32, lo: f32, hi: f32) -> f32 {
-    if v > lo {
-        if v < hi { v } else { hi }
-    } else {
-        lo
-    }
+    let a = if v > lo { v } else { lo };
+    if a < hi { a } else { hi }
 }
 
 #[inline(always)]
@@ -302,7 +307,7 @@ pub mod refmath {
     #[inline(always)]
     pub fn exp2(x: f32) -> f32 {
         let x = x.clamp(-126.999_99, 129.0);
-        let i = (x - 0.5) as i32;
+        let i = gpumetrics_device::math::trunc_i32(x - 0.5);
         let f = x - i as f32;
         let scale = f32::from_bits(((i + 127) << 23) as u32);
         scale
@@ -330,7 +335,7 @@ pub mod refmath {
     pub fn expf(x: f32) -> f32 {
         let t = core::f32::consts::LOG2_E * x;
         let ft = {
-            let i = t as i32; // toward zero
+            let i = gpumetrics_device::math::trunc_i32(t); // toward zero
             (if (i as f32) > t { i - 1 } else { i }) as f32
         };
         exp2(ft) * exp2(t - ft)

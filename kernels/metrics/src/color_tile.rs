@@ -17,15 +17,11 @@ pub const COLS: u32 = 16;
 /// Pixel rows of a block.
 pub const ROWS: u32 = 2 * WARPS;
 /// Chroma tile per channel: enough for the taps of 16 × 8 pixels at any siting with at
-/// most 2:1 subsampling (12 × 8 at 4:2:0, 20 × 12 at most).
+/// most 2:1 subsampling (12 × 8 at 4:2:0, 12 × 12 at 4:2:2, 20 × 8 at 4:4:0).
 const CHROMA_W: u32 = 20;
 const CHROMA_H: u32 = 12;
 /// Shared values of the tile (both chroma channels).
 pub const CHROMA_LEN: usize = (2 * CHROMA_W * CHROMA_H) as usize;
-const _: () = assert!(
-    WARPS == 4 && CHROMA_LEN <= 4 * 32 * WARPS as usize,
-    "the unroll! list of nonlinear_rgb"
-);
 
 /// The pixel of this thread in its block's grid: (x, y), unclamped.
 #[cfg(target_arch = "nvptx64")]
@@ -56,31 +52,53 @@ pub unsafe fn nonlinear_rgb(src: &ColorSource, cx: u32, cy: u32) -> [f32; 3] {
     let tile = COLOR_CHROMA_TILE.as_mut_ptr();
     let (x0, y0) = (dev::block_idx_x() * COLS, dev::block_idx_y() * ROWS);
     let origin = color::chroma_taps(src, x0, y0);
-    let (cw, ch) = color::chroma_size(src);
-    let t = dev::thread_idx_y() * 32 + dev::thread_idx_x();
-    unroll!(i in [0 1 2 3] {
-        let e = t + i as u32 * 32 * WARPS;
-        if (e as usize) < CHROMA_LEN {
-            let plane = e / (CHROMA_W * CHROMA_H);
-            let rem = e % (CHROMA_W * CHROMA_H);
-            let (r, c) = ((rem / CHROMA_W) as i32, (rem % CHROMA_W) as i32);
-            let at = (
-                color::clamp_i(origin.x0 + c, cw),
-                color::clamp_i(origin.y0 + r, ch),
-            );
-            let v = unsafe { color::code(&src.c[1 + plane as usize], at.0, at.1) };
-            unsafe { *tile.add(e as usize) = v };
+    // Only the samples the block's taps reach: 12 × 8 per channel at 4:2:0 (two loads per
+    // thread for both channels), where the whole 20 × 12 tile took four.
+    unsafe {
+        // Subsampled by 2 or more: at most 12 columns (8 rows); not subsampled: 20 (12).
+        match (src.sub_x, src.sub_y) {
+            (0, _) => fill::<CHROMA_W, 8>(src, tile, origin.x0, origin.y0),
+            (_, 0) => fill::<12, CHROMA_H>(src, tile, origin.x0, origin.y0),
+            _ => fill::<12, 8>(src, tile, origin.x0, origin.y0),
         }
-    });
-    unsafe { dev::sync_threads() };
+        dev::sync_threads();
+    }
     let taps = color::chroma_taps(src, cx, cy);
+    // The pixel's first tap in the tile; the sixteen taps are constant offsets from it.
+    let first = (taps.y0 - origin.y0) as u32 * CHROMA_W + (taps.x0 - origin.x0) as u32;
     let from = |plane: u32| {
-        move |i: i32, j: i32| {
-            let (r, c) = ((j - origin.y0) as u32, (i - origin.x0) as u32);
-            unsafe { *tile.add(((plane * CHROMA_H + r) * CHROMA_W + c) as usize) }
-        }
+        let base = unsafe { tile.add((plane * CHROMA_W * CHROMA_H + first) as usize) };
+        move |i: usize, j: usize| unsafe { *base.add(j * CHROMA_W as usize + i) }
     };
     let cb = color::upsample(&taps, from(0));
     let cr = color::upsample(&taps, from(1));
     color::yuv_to_rgb(src, unsafe { color::code(&src.c[0], cx, cy) }, cb, cr)
+}
+
+/// Fills the block's chroma tile: samples [`ox`, `ox` + `W`) × [`oy`, `oy` + `H`) of Cb and
+/// Cr (edge clamped), at row stride [`CHROMA_W`]. `W` and `H` are constants so that the
+/// index arithmetic is a multiply and shift, and each channel's fields are read without a
+/// select between the two.
+///
+/// # Safety
+/// `src` describes a validated subsampled frame; `tile` holds [`CHROMA_LEN`] values.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn fill<const W: u32, const H: u32>(src: &ColorSource, tile: *mut f32, ox: i32, oy: i32) {
+    const THREADS: u32 = 32 * WARPS;
+    let (cw, ch) = color::chroma_size(src);
+    let t = dev::thread_idx_y() * 32 + dev::thread_idx_x();
+    unroll!(plane in [0 1] {
+        let mut e = t;
+        while e < W * H {
+            let (r, c) = (e / W, e % W);
+            let at = (
+                color::clamp_i(ox + c as i32, cw),
+                color::clamp_i(oy + r as i32, ch),
+            );
+            let v = unsafe { color::code(&src.c[1 + plane], at.0, at.1) };
+            unsafe { *tile.add((plane as u32 * CHROMA_H * CHROMA_W + r * CHROMA_W + c) as usize) = v };
+            e += THREADS;
+        }
+    });
 }

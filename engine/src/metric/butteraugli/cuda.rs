@@ -175,12 +175,14 @@ impl Butteraugli {
                 grid_dim: (
                     full.width.div_ceil(tile::COLS),
                     full.height.div_ceil(tile::ROWS),
-                    2,
+                    1,
                 ),
                 block_dim: (32, tile::WARPS, 1),
                 shared_mem_bytes: 0,
             };
-            k.ba_linearize(stream, lin, rs, ds, full)?;
+            for (img, src) in [rs, ds].into_iter().enumerate() {
+                k.ba_linearize(stream, lin, src, img as u32, full)?;
+            }
             if let Some(half) = half {
                 k.ba_downsample(stream, grid(&half, 6), full, half)?;
                 // The half level runs on the side stream, beside the full level: its grids

@@ -1,7 +1,7 @@
 //! SSIMULACRA2 on the GPU. Per frame pair, on the backend's stream:
 //!
-//! 1. `ssimu2_linearize`: both frames → XYB at scale 0, and their 2×2 average at scale 1
-//!    in linear RGB and XYB, in one pass (scale 0's linear RGB is never stored);
+//! 1. `ssimu2_linearize`, once per frame: the frame → XYB at scale 0, and its 2×2 average
+//!    at scale 1 in linear RGB and XYB, in one pass (scale 0's linear RGB is never stored);
 //! 2. `ssimu2_downsample` for scales 2..: linear RGB and XYB of the next scale;
 //! 3. `ssimu2_hblur`: the reference's recursive Gaussian along rows, of the five moments of
 //!    every plane of every scale in one grid (the recursion is sequential, so parallelism
@@ -227,12 +227,22 @@ impl Ssimu2 {
                     grid_dim: (
                         (2 * rgb[1].width).div_ceil(LIN_COLS),
                         (2 * rgb[1].height).div_ceil(2 * LIN_WARPS),
-                        2,
+                        1,
                     ),
                     block_dim: (32, LIN_WARPS, 1),
                     shared_mem_bytes: 0,
                 };
-                k.ssimu2_linearize(stream, lin, rs, ds, at(&xyb[0]), at(&rgb[1]), at(&xyb[1]))?;
+                for (img, src) in [rs, ds].into_iter().enumerate() {
+                    k.ssimu2_linearize(
+                        stream,
+                        lin,
+                        src,
+                        img as u32,
+                        at(&xyb[0]),
+                        at(&rgb[1]),
+                        at(&xyb[1]),
+                    )?;
+                }
                 for i in 2..n {
                     let (prev, cur) = (at(&rgb[i - 1]), at(&rgb[i]));
                     k.ssimu2_downsample(stream, grid(&cur), prev, cur, at(&xyb[i]))?;

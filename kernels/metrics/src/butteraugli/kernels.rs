@@ -33,10 +33,11 @@ fn pixel_of(lv: &Level) -> Option<(u32, u32)> {
 }
 
 gpumetrics_device::kernel! {
-    /// Linear RGB of both frames (z = image). Blocks of the colour stage
-    /// (`crate::color_tile`): (32, `color_tile::WARPS`) threads over 16 × 8 pixels, grid
-    /// (⌈width / 16⌉, ⌈height / 8⌉, 2).
-    pub unsafe fn ba_linearize(reference: ColorSource, distorted: ColorSource, lv: Level) => linearize;
+    /// Linear RGB of image `img` (0 reference, 1 distorted; one launch each, so that the
+    /// kernel reads one source's fields as constants instead of selecting each between
+    /// two). Blocks of the colour stage (`crate::color_tile`): (32, `color_tile::WARPS`)
+    /// threads over 16 × 8 pixels, grid (⌈width / 16⌉, ⌈height / 8⌉).
+    pub unsafe fn ba_linearize(src: ColorSource, img: u32, lv: Level) => linearize;
 
     /// Linear RGB of the half-resolution level (grid over `to`; z = plane, 6).
     pub unsafe fn ba_downsample(from: Level, to: Level) => downsample;
@@ -85,13 +86,10 @@ gpumetrics_device::kernel! {
 /// once into shared memory (`color_tile`).
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
-unsafe fn linearize(reference: ColorSource, distorted: ColorSource, lv: Level) {
-    let img = dev::block_idx_z();
+unsafe fn linearize(src: ColorSource, img: u32, lv: Level) {
     if img > 1 {
         return;
     }
-    // By value: a reference to a kernel parameter would copy it to local memory.
-    let src = if img == 0 { reference } else { distorted };
     let (x, y) = color_tile::pixel();
     let (w, h) = (lv.width, lv.height);
     let (cx, cy) = (x.min(w - 1), y.min(h - 1));

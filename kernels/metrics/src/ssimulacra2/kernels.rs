@@ -23,15 +23,17 @@ unsafe fn warp_sum(mut v: f64) -> f64 {
 }
 
 gpumetrics_device::kernel! {
-    /// Both frames to linear RGB and XYB at scale 0 (`xyb0`; the linear RGB is not kept),
-    /// and their 2×2 average at scale 1 in linear RGB (`rgb1`) and XYB (`xyb1`). One thread
-    /// per scale-0 pixel of the 2·`rgb1` grid (edge pixels repeated); a warp covers 16×2
+    /// Image `img` (0 reference, 1 distorted; one launch each, so that the kernel reads
+    /// one source's fields as constants instead of selecting every one of them between
+    /// two) to linear RGB and XYB at scale 0 (`xyb0`; the linear RGB is not kept), and its
+    /// 2×2 average at scale 1 in linear RGB (`rgb1`) and XYB (`xyb1`). One thread per
+    /// scale-0 pixel of the 2·`rgb1` grid (edge pixels repeated); a warp covers 16×2
     /// pixels, so each 2×2 quad is four lanes that average through shuffles and share the
     /// three cube roots of the scale-1 pixel. Block (32, `LIN_WARPS`), grid
-    /// (2·w1 / 16, 2·h1 / (2·`LIN_WARPS`), 2 images).
+    /// (2·w1 / 16, 2·h1 / (2·`LIN_WARPS`)).
     pub unsafe fn ssimu2_linearize(
-        reference: ColorSource,
-        distorted: ColorSource,
+        src: ColorSource,
+        img: u32,
         xyb0: Scale,
         rgb1: Scale,
         xyb1: Scale,
@@ -69,21 +71,12 @@ gpumetrics_device::kernel! {
 /// The body of the `ssimu2_linearize` kernel (declared above).
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
-unsafe fn linearize(
-    reference: ColorSource,
-    distorted: ColorSource,
-    xyb0: Scale,
-    rgb1: Scale,
-    xyb1: Scale,
-) {
+unsafe fn linearize(src: ColorSource, img: u32, xyb0: Scale, rgb1: Scale, xyb1: Scale) {
     let lane = dev::thread_idx_x();
     let (x, y) = color_tile::pixel();
-    let img = dev::block_idx_z();
     if img > 1 {
         return;
     }
-    // By value: a reference to a kernel parameter would copy it to local memory.
-    let src = if img == 0 { reference } else { distorted };
     let (w, h) = (xyb0.width, xyb0.height);
     let cx = if x < w { x } else { w - 1 };
     let cy = if y < h { y } else { h - 1 };
