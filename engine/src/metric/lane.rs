@@ -42,9 +42,13 @@ use crate::frame::PlanePtrs;
 use crate::plan::Plan;
 use crate::scores::Scores;
 
+/// Most lanes of one metric: one per pair in flight, up to this many (each holds an
+/// instance's buffers).
+const MAX_LANES: usize = 4;
+
 /// A metric's instances and the lane each runs on.
 pub(crate) struct Laned {
-    /// One lane, or two ([`Laned::make`]).
+    /// One lane, or one per pair in flight ([`Laned::make`]).
     lanes: Vec<(Gpu, Box<dyn CudaMetric>)>,
     /// Which lane each pair goes to.
     route: Route,
@@ -112,11 +116,15 @@ impl Laned {
             return Ok(None);
         };
         let mut lanes = vec![(lane, first)];
-        if in_flight > 1 && lanes[0].1.independent() && lanes[0].1.lag() == 0 {
+        let wanted = if lanes[0].1.independent() && lanes[0].1.lag() == 0 {
+            in_flight.min(MAX_LANES)
+        } else {
+            1
+        };
+        while lanes.len() < wanted {
             let lane = gpu.fork()?;
-            if let Some(second) = make(&lane)? {
-                lanes.push((lane, second));
-            }
+            let Some(more) = make(&lane)? else { break };
+            lanes.push((lane, more));
         }
         // Their buffers are ready before the first pair.
         for (lane, _) in &lanes {
