@@ -42,13 +42,9 @@ use crate::frame::PlanePtrs;
 use crate::plan::Plan;
 use crate::scores::Scores;
 
-/// Most lanes of one metric: one per pair in flight, up to this many (each holds an
-/// instance's buffers).
-const MAX_LANES: usize = 4;
-
 /// A metric's instances and the lane each runs on.
 pub(crate) struct Laned {
-    /// One lane, or one per pair in flight ([`Laned::make`]).
+    /// One lane, or two ([`Laned::make`]).
     lanes: Vec<(Gpu, Box<dyn CudaMetric>)>,
     /// Which lane each pair goes to.
     route: Route,
@@ -116,15 +112,11 @@ impl Laned {
             return Ok(None);
         };
         let mut lanes = vec![(lane, first)];
-        let wanted = if lanes[0].1.independent() && lanes[0].1.lag() == 0 {
-            in_flight.min(MAX_LANES)
-        } else {
-            1
-        };
-        while lanes.len() < wanted {
+        if in_flight > 1 && lanes[0].1.independent() && lanes[0].1.lag() == 0 {
             let lane = gpu.fork()?;
-            let Some(more) = make(&lane)? else { break };
-            lanes.push((lane, more));
+            if let Some(second) = make(&lane)? {
+                lanes.push((lane, second));
+            }
         }
         // Their buffers are ready before the first pair.
         for (lane, _) in &lanes {
