@@ -2,8 +2,8 @@
 //! over a plane with a zero border of 4 ([`super::MALTA_PAD`]). `malta_hf` takes nine
 //! (or seven, on the diagonals) neighbours per line and filters the UHF band; `malta_lf`
 //! takes five, spread over the same reach, and filters HF and MF. The lines are listed
-//! once (`hf_list!`, `lf_list!`); the per-pixel filters and the GPU's group filters
-//! both sum them from those lists.
+//! once (`hf_list!`, `lf_list!`); the per-pixel filters sum them from those lists, and the
+//! GPU's group filters' code is generated from them (`malta_sweep.rs`).
 //!
 //! The GPU filters [`GROUP`] horizontally adjacent pixels per thread ([`malta_hf_group`],
 //! [`malta_lf_group`]): one pixel at a time, `ba_ac_error` was bound by its loads (132 +
@@ -16,6 +16,15 @@
 //! row loaded just before its samples are added to the lines through them. Every line's
 //! sum takes its samples in its listed order, so the values are the per-pixel filters'
 //! bit for bit.
+//!
+//! The sweeps are straight-line code holding only the additions that happen, generated
+//! by this module's test `generated_malta_sweeps_are_current` from the line tables
+//! ([`Line`]) and committed: 848 additions (4 pixels × hf's 132 samples and lf's 80).
+//! Spelling them out instead with `unroll!` over every line, sample and pixel and
+//! `if const` tests on the tables, for each of the 18 row visits of each filter, gave the
+//! compiler 2 × 18 × 16 × 9 × 4 = 20,736 blocks to build, check and optimise, nearly all
+//! of them dead: the crate's host test binary took 6.5 minutes to compile (ca4b061,
+//! reverted in 187ceb6 for that).
 
 use gpumetrics_device::hint::{opaque_ptr, settle_f32};
 
@@ -145,7 +154,7 @@ const LINES: usize = 16;
 const MAX_SAMPLES: usize = 2 * REACH + 1;
 const _: () = assert!(
     GROUP == 4 && REACH == super::MALTA_PAD as usize && LINES == 16 && MAX_SAMPLES == 9,
-    "the unroll! lists below"
+    "the unroll! lists below and the generated sweeps (malta_sweep.rs)"
 );
 
 /// One Malta line: its `len` samples `(dx, dy)` in the order they are summed.
@@ -198,24 +207,47 @@ impl Line {
     }
 }
 
-/// The lines of one Malta filter, for [`sweep`].
-trait Lines {
-    /// The lines in the order their squares are added.
-    const LINES: [Line; LINES];
-}
-
 /// The lines of [`malta_hf`].
 struct Hf;
 /// The lines of [`malta_lf`].
 struct Lf;
 
-impl Lines for Hf {
+impl Hf {
+    /// The lines in the order their squares are added.
     const LINES: [Line; LINES] = hf_list!(line_table!());
 }
 
-impl Lines for Lf {
+impl Lf {
+    /// The lines in the order their squares are added.
     const LINES: [Line; LINES] = lf_list!(line_table!());
 }
+
+/// A group's running line sums: `[j][l]` is line `l`'s sum so far for pixel `j`.
+type Sums = [[f32; LINES]; GROUP];
+
+/// The two sweeps of one Malta filter's lines over a group's window, for [`sweep`]:
+/// implemented for [`Hf`] and [`Lf`] by the generated `malta_sweep.rs`.
+trait Sweeps {
+    /// Adds to `acc` the window's samples on the lines whose rows go down
+    /// ([`Line::down`]), from the top row to the bottom one: for each row with such
+    /// samples, the row loaded ([`load_row`]), then for each of those lines in the listed
+    /// order its samples in that row in the listed order, each for the [`GROUP`] pixels.
+    ///
+    /// # Safety
+    /// As [`load_row`] for every row `0 ..= 8` of the window of `first`.
+    unsafe fn down(acc: &mut Sums, first: *const f32, stride: u32);
+
+    /// As [`Sweeps::down`], the other lines (rows going up), from the bottom row to the
+    /// top one.
+    ///
+    /// # Safety
+    /// As [`Sweeps::down`].
+    unsafe fn up(acc: &mut Sums, first: *const f32, stride: u32);
+}
+
+/// The generated sweeps: `impl Sweeps for Hf` and `for Lf`.
+#[path = "malta_sweep.rs"]
+mod malta_sweep;
 
 /// Every line is summed by one of the two sweeps: its rows in one direction.
 const fn monotone(lines: &[Line; LINES]) -> bool {
@@ -256,32 +288,6 @@ unsafe fn load_row(first: *const f32, stride: u32, r: usize) -> [F4; ROW_CHUNKS]
     }
 }
 
-/// Adds row `$r` of the window (`$row`, from [`load_row`]) to the running sums `$acc` of
-/// the lines of `$L` that `$down` ([`Line::down`]) sweeps: for each line, its samples in
-/// row `$r` in the listed order, for each of the [`GROUP`] pixels. Every index and test is
-/// a constant: the sums stay in registers and no code remains for the other lines.
-macro_rules! add_row {
-    ($L:ty, $acc:ident, $row:ident, $r:ident, $down:literal) => {
-        unroll!(l in [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15] {
-            if const { <$L>::LINES[l].down() == $down } {
-                unroll!(k in [0 1 2 3 4 5 6 7 8] {
-                    if const {
-                        let line = &<$L>::LINES[l];
-                        k < line.len && line.at[k].1 == $r as i32 - REACH as i32
-                    } {
-                        unroll!(j in [0 1 2 3] {
-                            let col = const {
-                                (j as i32 + REACH as i32 + <$L>::LINES[l].at[k].0) as usize
-                            };
-                            $acc[j][l] += $row[col / 4].0[col % 4];
-                        });
-                    }
-                });
-            }
-        });
-    };
-}
-
 /// The filter of lines `L` ([`malta_hf`] or [`malta_lf`]) of the [`GROUP`] pixels from
 /// `first`, pixel `j` at `[j]`: the same additions in the same order, so the same values
 /// bit for bit.
@@ -289,28 +295,23 @@ macro_rules! add_row {
 /// A row at a time: holding the whole window (108 samples) and the pixels' sums took 255
 /// registers per thread. Each of the 64 (pixel, line) sums starts at 0 and takes its
 /// samples in its listed order: the lines whose rows go down (or stay in one row) during
-/// a sweep from the top row to the bottom one, the others (rows going up, such as hf's
-/// `(-4, 1) … (4, -1)`) during a second sweep from the bottom row back to the top, which
-/// loads their rows again. The squares are then added in the lines' order.
+/// a sweep from the top row to the bottom one ([`Sweeps::down`]), the others (rows going
+/// up, such as hf's `(-4, 1) … (4, -1)`) during a second sweep from the bottom row back
+/// to the top ([`Sweeps::up`]), which loads their rows again. The squares are then added
+/// in the lines' order.
 ///
 /// # Safety
 /// As [`load_row`] for every row `0 ..= 8`.
 #[inline(always)]
-unsafe fn sweep<L: Lines>(first: *const f32, stride: u32) -> [f32; GROUP] {
-    let mut acc = [[0.0f32; LINES]; GROUP];
-    unroll!(r in [0 1 2 3 4 5 6 7 8] {
-        // SAFETY: the caller's contract.
-        let row = unsafe { load_row(first, stride, r) };
-        add_row!(L, acc, row, r, true);
-    });
+unsafe fn sweep<L: Sweeps>(first: *const f32, stride: u32) -> [f32; GROUP] {
+    let mut acc: Sums = [[0.0f32; LINES]; GROUP];
+    // SAFETY: the caller's contract.
+    unsafe { L::down(&mut acc, first, stride) };
     // The compiler would otherwise reuse the first sweep's loads, keeping their samples
     // live until here: an address it cannot match to them makes it load them again.
     let again = opaque_ptr(first);
-    unroll!(r in [8 7 6 5 4 3 2 1 0] {
-        // SAFETY: the caller's contract; `again` is `first`.
-        let row = unsafe { load_row(again, stride, r) };
-        add_row!(L, acc, row, r, false);
-    });
+    // SAFETY: the caller's contract; `again` is `first`.
+    unsafe { L::up(&mut acc, again, stride) };
     let mut out = [0.0f32; GROUP];
     unroll!(j in [0 1 2 3] {
         let mut r = 0.0f32;
@@ -349,6 +350,8 @@ pub unsafe fn malta_lf_group(first: *const f32, stride: u32) -> [f32; GROUP] {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use core::fmt::Write;
+    use std::string::String;
     use std::vec;
     use std::vec::Vec;
 
@@ -423,5 +426,181 @@ mod tests {
         };
         assert_eq!(up(&Hf::LINES), [7, 12]);
         assert_eq!(up(&Lf::LINES), [7, 12]);
+    }
+
+    /// Where `generated_malta_sweeps_are_current` writes the sweeps it renders.
+    const SWEEPS_PATH: &str = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/src/butteraugli/malta_sweep.rs"
+    );
+
+    /// The environment variable that makes `generated_malta_sweeps_are_current` rewrite
+    /// [`SWEEPS_PATH`].
+    const REGENERATE: &str = "GPUMETRICS_REGENERATE";
+
+    /// Rows of a group's window.
+    const WINDOW_ROWS: usize = 2 * REACH + 1;
+
+    /// `0, 1 and 2`.
+    fn listing(items: &[usize]) -> String {
+        let mut s = String::new();
+        for (i, item) in items.iter().enumerate() {
+            if i > 0 {
+                s.push_str(if i + 1 == items.len() { " and " } else { ", " });
+            }
+            let _ = write!(s, "{item}");
+        }
+        s
+    }
+
+    /// The lines of `lines` that the sweep `down` ([`Sweeps::down`] or, if false,
+    /// [`Sweeps::up`]) sums.
+    fn swept(lines: &[Line; LINES], down: bool) -> Vec<usize> {
+        (0..LINES).filter(|&l| lines[l].down() == down).collect()
+    }
+
+    /// The additions of row `r` of the window in the sweep `down`, in order: `(l, dx)` for
+    /// each of the sweep's lines `l` in the listed order, its samples in row `r` in the
+    /// listed order (each to be added for the [`GROUP`] pixels).
+    fn row_additions(lines: &[Line; LINES], down: bool, r: usize) -> Vec<(usize, i32)> {
+        let dy = r as i32 - REACH as i32;
+        let mut adds = Vec::new();
+        for l in swept(lines, down) {
+            let line = &lines[l];
+            for &(dx, _) in line.at[..line.len].iter().filter(|s| s.1 == dy) {
+                adds.push((l, dx));
+            }
+        }
+        adds
+    }
+
+    /// One sweep of one filter as the body of [`Sweeps::down`] or [`Sweeps::up`].
+    fn render_sweep(out: &mut String, lines: &[Line; LINES], down: bool) {
+        let (name, order, rows): (_, _, Vec<usize>) = if down {
+            ("down", "top to bottom", (0..WINDOW_ROWS).collect())
+        } else {
+            ("up", "bottom to top", (0..WINDOW_ROWS).rev().collect())
+        };
+        let _ = writeln!(
+            out,
+            "    /// Lines {}, rows {order}.",
+            listing(&swept(lines, down))
+        );
+        out.push_str("    #[inline(always)]\n");
+        let _ = writeln!(
+            out,
+            "    unsafe fn {name}(acc: &mut Sums, first: *const f32, stride: u32) {{"
+        );
+        let mut first_row = true;
+        for r in rows {
+            let adds = row_additions(lines, down, r);
+            if adds.is_empty() {
+                continue;
+            }
+            if !first_row {
+                out.push('\n');
+            }
+            first_row = false;
+            let mut on_row: Vec<usize> = adds.iter().map(|&(l, _)| l).collect();
+            on_row.dedup();
+            let dy = r as i32 - REACH as i32;
+            let lines_word = if on_row.len() == 1 { "line" } else { "lines" };
+            let _ = writeln!(
+                out,
+                "        // Row {r} (dy {dy}): {lines_word} {}.",
+                listing(&on_row)
+            );
+            out.push_str("        // SAFETY: the caller's contract.\n");
+            let _ = writeln!(
+                out,
+                "        let row = unsafe {{ load_row(first, stride, {r}) }};"
+            );
+            for (l, dx) in adds {
+                for j in 0..GROUP {
+                    let c = (j as i32 + REACH as i32 + dx) as usize;
+                    let _ = writeln!(out, "        acc[{j}][{l}] += row[{}].0[{}];", c / 4, c % 4);
+                }
+            }
+        }
+        out.push_str("    }\n");
+    }
+
+    /// The text of malta_sweep.rs for the current line tables: both sweeps of [`Hf`] and
+    /// [`Lf`], each addition in the order `sweep` needs for the per-pixel filters' values.
+    fn render_sweeps() -> String {
+        let mut out = String::from(concat!(
+            "//! The group filters' sweeps ([`super::Sweeps`]) as straight-line code, generated from\n",
+            "//! the line tables (`hf_list!`, `lf_list!`) by malta.rs's test\n",
+            "//! `generated_malta_sweeps_are_current`: do not edit. After a change to the lines or to\n",
+            "//! the generator, regenerate with\n",
+            "//! `GPUMETRICS_REGENERATE=1 cargo test -p gpumetrics-kernels generated_malta_sweeps`\n",
+            "//! (the test rewrites this file and fails; run the tests again to build and check it).\n",
+            "//!\n",
+            "//! Each row visit loads the window's row ([`super::load_row`]) and adds only the\n",
+            "//! samples on it: `acc[j][l] += row[c / 4].0[c % 4]` for pixel `j`, line `l` and window\n",
+            "//! column `c` (`j + 4 + dx`), the sweep's lines in their listed order, each line's\n",
+            "//! samples on the row in their listed order, the pixels innermost. Rows holding none\n",
+            "//! of a sweep's samples are skipped.\n",
+            "\n",
+            "use super::{Hf, Lf, Sums, Sweeps, load_row};\n",
+        ));
+        for (name, lines) in [("Hf", &Hf::LINES), ("Lf", &Lf::LINES)] {
+            let _ = writeln!(out, "\nimpl Sweeps for {name} {{");
+            render_sweep(&mut out, lines, true);
+            out.push('\n');
+            render_sweep(&mut out, lines, false);
+            out.push_str("}\n");
+        }
+        out
+    }
+
+    /// The committed sweeps (malta_sweep.rs, what this build compiled) are those the line
+    /// tables give now: fails on a stale or hand-edited file, naming the first line that
+    /// differs; with `GPUMETRICS_REGENERATE` set it rewrites the file (and still fails, as
+    /// this build ran the old one).
+    #[test]
+    fn generated_malta_sweeps_are_current() {
+        let committed = include_str!("malta_sweep.rs");
+        let rendered = render_sweeps();
+        if committed == rendered {
+            return;
+        }
+        if std::env::var_os(REGENERATE).is_some() {
+            std::fs::write(SWEEPS_PATH, &rendered).expect(SWEEPS_PATH);
+            panic!("rewrote {SWEEPS_PATH}: run the tests again to build and check it");
+        }
+        let (have, want): (Vec<&str>, Vec<&str>) =
+            (committed.lines().collect(), rendered.lines().collect());
+        let n = (0..have.len().max(want.len()))
+            .find(|&i| have.get(i) != want.get(i))
+            .unwrap_or(have.len());
+        let end = "<end of file>";
+        let (have, want) = (have.get(n).unwrap_or(&end), want.get(n).unwrap_or(&end));
+        panic!(
+            "{SWEEPS_PATH} is not what the line tables give: line {} is\n  {have}\n\
+             where the generator renders\n  {want}\nRegenerate it with {REGENERATE}=1 \
+             cargo test -p gpumetrics-kernels generated_malta_sweeps",
+            n + 1
+        );
+    }
+
+    /// The sweeps add every sample of every line once: 4 pixels × hf's 132 samples and
+    /// lf's 80.
+    #[test]
+    fn sweeps_add_every_sample_once() {
+        let additions = |lines: &[Line; LINES]| -> usize {
+            let row =
+                |r| row_additions(lines, true, r).len() + row_additions(lines, false, r).len();
+            (0..WINDOW_ROWS).map(row).sum()
+        };
+        let samples = |lines: &[Line; LINES]| lines.iter().map(|l| l.len).sum::<usize>();
+        assert_eq!(additions(&Hf::LINES), samples(&Hf::LINES));
+        assert_eq!(additions(&Lf::LINES), samples(&Lf::LINES));
+        assert_eq!((samples(&Hf::LINES), samples(&Lf::LINES)), (132, 80));
+        let rendered = render_sweeps();
+        let statements = rendered
+            .lines()
+            .filter(|l| l.trim_start().starts_with("acc["));
+        assert_eq!(statements.count(), GROUP * (132 + 80));
     }
 }
