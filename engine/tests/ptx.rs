@@ -127,3 +127,29 @@ fn warp_shuffles_atomics_and_fast_math_are_single_instructions() {
         "unresolved external function"
     );
 }
+
+/// `ba_ac_error`'s 4-pixel groups keep their 64 running line sums in registers and read
+/// the Malta windows as 16-byte vectors: sums the compiler failed to resolve to registers
+/// would go to local memory (`.local`), as the Butteraugli column runs' once did, and
+/// scalar loads were what bound the per-pixel kernel. Up to 3 vectors per window row;
+/// LLVM narrows those it uses only part of to `v2` or scalar loads (66 of 102 stay `v4`
+/// on sm_70 at 8268d2b), so this asks for at least one per row of each band's window.
+#[test]
+fn ac_error_groups_load_vectors_into_registers() {
+    for (sm, text) in PTX {
+        let body = entry_body(text, "ba_ac_error");
+        assert!(
+            !body.contains(".local"),
+            "sm_{sm}: ba_ac_error uses local memory"
+        );
+        let vector_loads = body
+            .lines()
+            .map(str::trim_start)
+            .filter(|l| l.starts_with("ld.") && l.contains(".v4."))
+            .count();
+        assert!(
+            vector_loads >= 3 * 9,
+            "sm_{sm}: {vector_loads} vector loads"
+        );
+    }
+}

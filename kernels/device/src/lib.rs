@@ -29,6 +29,7 @@
 #[cfg(not(target_arch = "nvptx64"))]
 extern crate std;
 
+pub mod hint;
 pub mod math;
 
 #[cfg(target_arch = "nvptx64")]

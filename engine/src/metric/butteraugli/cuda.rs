@@ -24,6 +24,7 @@ use crate::metric::CudaMetric;
 use crate::plan::Plan;
 use crate::scores::Scores;
 use gpumetrics_kernels::butteraugli::blur::RUN;
+use gpumetrics_kernels::butteraugli::malta::GROUP;
 use gpumetrics_kernels::butteraugli::{
     BLOCK_ROWS, Level, Params, REDUCE_THREADS, REDUCE_VALUES, ROW_SPAN, Taps, plane,
 };
@@ -155,6 +156,15 @@ impl Butteraugli {
             ),
             ..grid(lv, z)
         };
+        // The AC error: a thread per group of GROUP adjacent pixels of a row.
+        let group_grid = |lv: &Level, z: u32| LaunchConfig {
+            grid_dim: (
+                lv.width.div_ceil(GROUP as u32).div_ceil(32),
+                lv.height.div_ceil(BLOCK_ROWS),
+                z,
+            ),
+            ..grid(lv, z)
+        };
         let taps = || DevPtr::<Taps>::from_raw(self.taps.ptr());
         let prm = self.params;
         let lease = self.scratch.borrow(stream)?;
@@ -213,7 +223,7 @@ impl Butteraugli {
                         Step::UhfCol => k.ba_uhf_col(stream, col, lv, taps())?,
                         Step::MaskCol => k.ba_mask_col(stream, col, lv, taps())?,
                         Step::MaltaInputs => k.ba_malta_inputs(stream, cfg, lv, prm)?,
-                        Step::AcError => k.ba_ac_error(stream, cfg, lv, prm)?,
+                        Step::AcError => k.ba_ac_error(stream, group_grid(&lv, z), lv, prm)?,
                         Step::Diffmap => k.ba_diffmap(stream, cfg, lv, prm)?,
                     }
                 }

@@ -111,12 +111,12 @@ pub fn level_sizes(plan: &Plan) -> Vec<(u32, u32)> {
 }
 
 /// Values between planes of a `w`×`h` level and between its padded planes (multiples of
-/// 64, so every plane starts 256-byte aligned).
+/// 64, so every plane starts 256-byte aligned; the padded planes' layout is the kernel
+/// crate's `padded_len`).
 pub fn plane_lens(w: u32, h: u32) -> (u32, u32) {
-    let pad = 2 * gpumetrics_kernels::butteraugli::MALTA_PAD;
     (
         (w * h).next_multiple_of(64),
-        ((w + pad) * (h + pad)).next_multiple_of(64),
+        gpumetrics_kernels::butteraugli::padded_len(w, h),
     )
 }
 

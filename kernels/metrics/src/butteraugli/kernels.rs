@@ -7,10 +7,13 @@
 //! column), with the same sums bit for bit as one output at a time. The four column
 //! kernels spell out their planes with `unroll!` rather than share a helper looping over
 //! them: that loop, holding a whole column run, stayed rolled and put the runs in local
-//! memory (22–30 `.local` accesses per kernel in the PTX).
+//! memory (22–30 `.local` accesses per kernel in the PTX). `ba_ac_error` likewise gives
+//! each thread 4 adjacent pixels of a row, whose Malta windows it reads a row at a time.
 
 #[cfg(target_arch = "nvptx64")]
 use super::blur::{self, MAX_HALF, RUN, RUN_SAMPLES};
+#[cfg(target_arch = "nvptx64")]
+use super::malta::GROUP;
 #[cfg(target_arch = "nvptx64")]
 use super::{BLOCK_ROWS, HALVES, ROW_SPAN, ROW_STAGE_LEN, ROW_STAGE_W, filter};
 #[cfg(target_arch = "nvptx64")]
@@ -70,7 +73,13 @@ gpumetrics_device::kernel! {
     /// The six scaled differences the Malta filters read.
     pub unsafe fn ba_malta_inputs(lv: Level, prm: Params) => malta_inputs;
 
-    /// The AC error of X and Y (z = channel).
+    /// The AC error of X and Y (z = channel), each thread a group of
+    /// `malta::GROUP` (4) adjacent pixels of a row (`pixel::ac_error_group`): block
+    /// (32, `BLOCK_ROWS`), grid (⌈⌈width / 4⌉ / 32⌉, ⌈height / BLOCK_ROWS⌉, 2). One
+    /// pixel per thread, the kernel was bound by its loads (296 scalar loads per pixel
+    /// and channel); a group reads each band's 9 × 12 window as 16-byte vectors, a row
+    /// at a time (`malta::sweep`: the whole window at once took 255 registers per
+    /// thread).
     pub unsafe fn ba_ac_error(lv: Level, prm: Params) => ac_error;
 
     /// The level's diffmap.
@@ -364,12 +373,14 @@ unsafe fn malta_inputs(lv: Level, prm: Params) {
     }
 }
 
-/// The body of `ba_ac_error`.
+/// The body of `ba_ac_error`: the group of `GROUP` pixels from column `GROUP · x` of
+/// this thread, if it starts inside `lv` (its pixels past the width are not written).
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 unsafe fn ac_error(lv: Level, prm: Params) {
-    if let Some((x, y)) = pixel_of(&lv) {
-        unsafe { pixel::ac_error(&lv, &prm, dev::block_idx_z(), x, y) };
+    let (x0, y) = (dev::global_idx_x() * GROUP as u32, dev::global_idx_y());
+    if x0 < lv.width && y < lv.height {
+        unsafe { pixel::ac_error_group(&lv, &prm, dev::block_idx_z(), x0, y) };
     }
 }
 

@@ -31,6 +31,27 @@ pub const MIN_SIZE: u32 = 8;
 pub const MIN_SIZE_FOR_SUBLEVEL: u32 = 15;
 /// Zero border around the Malta input planes: the filters reach 4 pixels.
 pub const MALTA_PAD: u32 = 4;
+
+/// Row stride of the padded planes of a level `width` wide: the row and a [`MALTA_PAD`]
+/// border on each side, rounded up to a multiple of 4 (the extra columns are more zero
+/// border). `ba_ac_error` reads each row of its 4-pixel groups' windows
+/// ([`malta::GROUP`] pixels and the border's reach on each side) as aligned 16-byte
+/// vectors: with this stride every window row starts 16-byte aligned, and the last
+/// group's window (12 columns from the multiple of 4 at or below `width − 1`, in padded
+/// columns) ends inside its row.
+#[inline(always)]
+pub const fn padded_stride(width: u32) -> u32 {
+    (width + 2 * MALTA_PAD).next_multiple_of(4)
+}
+
+/// Values between the padded planes of a `width`×`height` level: its rows of
+/// [`padded_stride`] with [`MALTA_PAD`] rows of zeroes above and below, rounded up to a
+/// multiple of 64 (every padded plane starts 256-byte aligned).
+#[inline(always)]
+pub const fn padded_len(width: u32, height: u32) -> u32 {
+    (padded_stride(width) * (height + 2 * MALTA_PAD)).next_multiple_of(64)
+}
+
 /// Largest Gaussian half-width (σ 7.16 · 2.25 → 16), with room to spare.
 pub const MAX_TAPS: usize = 64;
 /// Threads per block of the per-pixel kernels: 32 × [`BLOCK_ROWS`].
@@ -123,7 +144,10 @@ pub mod plane {
 /// One resolution level: [`plane::COUNT`] planes of `width`×`height` at
 /// `base + index · plane_len` (`f32`s, rows `width` apart), and [`plane::PADDED_COUNT`]
 /// planes with a [`MALTA_PAD`] zero border at `padded + index · padded_len` (rows
-/// `width + 2·pad` apart; the border is zeroed once and never written).
+/// [`padded_stride`] apart, [`padded_len`] values; the border is zeroed once and never
+/// written). For the GPU's `ba_ac_error`, `padded` must be 16-byte aligned (device
+/// allocations are 256-byte aligned; the CPU backend's per-pixel path needs no more than
+/// `f32` alignment).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Level {
@@ -142,10 +166,10 @@ impl Level {
         (self.base + index as u64 * self.plane_len as u64 * 4) as *mut f32
     }
 
-    /// Row stride of the padded planes.
+    /// Row stride of the padded planes ([`padded_stride`]).
     #[inline(always)]
     pub fn padded_stride(&self) -> u32 {
-        self.width + 2 * MALTA_PAD
+        padded_stride(self.width)
     }
 
     /// Pixel (0, 0) of padded plane `index`.

@@ -1,5 +1,6 @@
 //! One pixel of each Butteraugli stage, reading and writing the planes of a [`Level`]. The
-//! GPU runs one thread per pixel (`kernels.rs`), the CPU backend loops over rows; both
+//! GPU runs one thread per pixel (`kernels.rs`; the runs of the Gaussians and the AC
+//! error's 4-pixel groups compute the same values), the CPU backend loops over rows; both
 //! call these functions. Constants are libjxl's; the operation order is the `butteraugli`
 //! crate's.
 
@@ -7,7 +8,7 @@
 #![allow(clippy::excessive_precision)]
 
 use super::blur::{RUN, RUN_SAMPLES, blur5, gauss, gauss_run, run_inside, run_table};
-use super::malta::{malta_hf, malta_lf};
+use super::malta::{GROUP, malta_hf, malta_hf_group, malta_lf, malta_lf_group};
 use super::{Level, Params, Taps, filter, plane};
 use crate::color::{ColorSource, linear_rgb};
 use gpumetrics_device::math::{fmaf, sqrtf};
@@ -524,7 +525,7 @@ pub unsafe fn malta_inputs(lv: &Level, prm: &Params, x: u32, y: u32) {
 }
 
 /// The unmasked AC error of channel `c` (X or Y): the three Malta filters, asymmetric L2
-/// of HF and L2 of MF.
+/// of HF and L2 of MF. The CPU backend's; the GPU computes [`ac_error_group`].
 ///
 /// # Safety
 /// As [`malta_inputs`], after it ran for every pixel.
@@ -540,6 +541,52 @@ pub unsafe fn ac_error(lv: &Level, prm: &Params, c: u32, x: u32, y: u32) {
         let uhf = malta_hf(centre(0), stride);
         let hf = malta_lf(centre(1), stride);
         let mf = malta_lf(centre(2), stride);
+        ac_error_out(lv, prm, c, x, y, [uhf, hf, mf]);
+    }
+}
+
+/// [`ac_error`] of the [`GROUP`] pixels `x0 .. x0 + 4` of row `y` (those inside the level):
+/// the GPU's, one group per thread. One pixel at a time the kernel was bound by its loads
+/// (296 scalar loads per pixel and channel, 292 of them the Malta filters' samples); a
+/// group reads each band's window as aligned 16-byte vectors and filters its pixels with
+/// the per-pixel sums, so the values are [`ac_error`]'s bit for bit. One band at a time,
+/// each swept a row at a time ([`malta_hf_group`]): a whole window in registers took 255
+/// registers per thread.
+///
+/// # Safety
+/// As [`ac_error`], with `x0` a multiple of [`GROUP`] below the level's width and the
+/// padded planes 16-byte aligned (`Level::padded`): the window of the last group of a
+/// row, up to 7 columns past `x0`, stays in its padded row ([`super::padded_stride`]).
+#[inline(always)]
+pub unsafe fn ac_error_group(lv: &Level, prm: &Params, c: u32, x0: u32, y: u32) {
+    let stride = lv.padded_stride();
+    // SAFETY: the caller's contract; the padding keeps the windows inside the planes.
+    unsafe {
+        let first = |b: u32| {
+            lv.padded_origin(plane::malta(b, c))
+                .add((y * stride + x0) as usize) as *const f32
+        };
+        let uhf = malta_hf_group(first(0), stride);
+        let hf = malta_lf_group(first(1), stride);
+        let mf = malta_lf_group(first(2), stride);
+        const _: () = assert!(GROUP == 4, "the unroll! list below");
+        unroll!(j in [0 1 2 3] {
+            let x = x0 + j as u32;
+            if x < lv.width {
+                ac_error_out(lv, prm, c, x, y, [uhf[j], hf[j], mf[j]]);
+            }
+        });
+    }
+}
+
+/// The rest of [`ac_error`] from the pixel's three Malta values (UHF, HF, MF).
+///
+/// # Safety
+/// (x, y) inside the level.
+#[inline(always)]
+unsafe fn ac_error_out(lv: &Level, prm: &Params, c: u32, x: u32, y: u32, [uhf, hf, mf]: [f32; 3]) {
+    // SAFETY: the caller's contract.
+    unsafe {
         let mut d = uhf + (hf + mf);
         // Asymmetric L2 of HF: blur (reference larger) weighs w·hf_asymmetry, ringing w/….
         let w = WMUL[c as usize];
@@ -685,7 +732,134 @@ pub fn accumulate(acc: &mut [f64; 4], v: f32) {
 
 #[cfg(test)]
 mod tests {
+    use super::super::{padded_len, padded_stride};
     use super::*;
+    use std::vec;
+    use std::vec::Vec;
+
+    /// 16-byte aligned storage, as the engine's level buffers are on the GPU.
+    #[repr(C, align(16))]
+    #[derive(Clone, Copy)]
+    struct Chunk([f32; 4]);
+
+    /// xorshift64*: values of either sign, magnitudes 2⁻¹⁰..2¹⁰ and a few zeros of both
+    /// signs, so that any other order of additions shows in the bits.
+    struct Rng(u64);
+
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 >> 12;
+            self.0 ^= self.0 << 25;
+            self.0 ^= self.0 >> 27;
+            self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+        }
+
+        fn value(&mut self) -> f32 {
+            let r = self.next();
+            let sign = if r & 1 == 0 { 1.0 } else { -1.0 };
+            if (r >> 4).is_multiple_of(16) {
+                return sign * 0.0;
+            }
+            let mantissa = 1.0 + ((r >> 8) & 0xff_ffff) as f32 / (1u32 << 24) as f32;
+            let exp = ((r >> 40) % 21) as i32 - 10;
+            sign * mantissa * 2.0f32.powi(exp)
+        }
+    }
+
+    fn bits(base: u64, len: usize) -> Vec<u32> {
+        // SAFETY: the callers' buffers hold `len` values from `base`.
+        let all = unsafe { core::slice::from_raw_parts(base as *const f32, len) };
+        all.iter().map(|v| v.to_bits()).collect()
+    }
+
+    /// The GPU's 4-pixel groups give the per-pixel AC error bit for bit on random Malta
+    /// inputs (from several seeds: the group filters' sums must take every line's samples
+    /// in the same order), write only their pixels inside the level (and nothing else),
+    /// and read only inside the padded planes.
+    #[test]
+    fn ac_error_group_matches_per_pixel() {
+        for seed in [
+            0x9e37_79b9_7f4a_7c15,
+            0x2545_f491_4f6c_dd1d,
+            0xd1b5_4a32_d192_ed03,
+        ] {
+            ac_error_group_matches_per_pixel_from(Rng(seed));
+        }
+    }
+
+    fn ac_error_group_matches_per_pixel_from(mut rng: Rng) {
+        let prm = Params {
+            hf_asymmetry: 0.8,
+            ..Params::default()
+        };
+        for w in [1u32, 2, 3, 4, 5, 8, 31, 33, 64 + 3] {
+            // The last group's window, padded columns x0 .. x0 + 12, lies in its row.
+            assert!((w - 1) / 4 * 4 + 12 <= padded_stride(w), "{w}");
+            assert!(padded_stride(w).is_multiple_of(4));
+            for h in [1u32, 2, 9, 10] {
+                let plane_len = (w * h).next_multiple_of(64);
+                let pad_len = padded_len(w, h);
+                let planes = (plane::COUNT * plane_len) as usize;
+                let total = planes + (plane::PADDED_COUNT * pad_len) as usize;
+                let mut buf = vec![Chunk([0.0; 4]); total.div_ceil(4)];
+                let base = buf.as_mut_ptr() as u64;
+                let lv = Level {
+                    base,
+                    padded: base + planes as u64 * 4,
+                    width: w,
+                    height: h,
+                    plane_len,
+                    padded_len: pad_len,
+                };
+                let stride = lv.padded_stride();
+                // SAFETY (every `unsafe` below): the buffer holds the level's planes.
+                for i in 0..planes {
+                    unsafe { *(base as *mut f32).add(i) = rng.value() };
+                }
+                for p in 0..plane::PADDED_COUNT {
+                    for y in 0..h {
+                        for x in 0..w {
+                            let at = unsafe { lv.padded_origin(p).add((y * stride + x) as usize) };
+                            unsafe { *at = rng.value() };
+                        }
+                    }
+                }
+                for c in 0..2 {
+                    for y in 0..h {
+                        for x in 0..w {
+                            unsafe { ac_error(&lv, &prm, c, x, y) };
+                        }
+                    }
+                    let out = (plane::ac(c) * plane_len) as usize;
+                    let expected = bits(base + out as u64 * 4, (w * h) as usize);
+                    for i in 0..plane_len as usize {
+                        unsafe { *(base as *mut f32).add(out + i) = f32::from_bits(0x7fc0_dead) };
+                    }
+                    let before = bits(base, total);
+                    // Last row and group first: a write past a row's end would land on
+                    // pixels not yet written, or past the plane's pixels.
+                    for y in (0..h).rev() {
+                        for x0 in (0..w).step_by(GROUP).rev() {
+                            unsafe { ac_error_group(&lv, &prm, c, x0, y) };
+                        }
+                    }
+                    let after = bits(base, total);
+                    for (i, (&a, &b)) in after.iter().zip(&before).enumerate() {
+                        let want = if (out..out + (w * h) as usize).contains(&i) {
+                            expected[i - out]
+                        } else {
+                            b
+                        };
+                        assert_eq!(
+                            a, want,
+                            "{w}×{h}, channel {c}, value {i} ({out} is pixel 0)"
+                        );
+                    }
+                }
+                drop(buf);
+            }
+        }
+    }
 
     #[test]
     fn fast_log2_is_close() {
