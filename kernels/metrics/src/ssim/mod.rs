@@ -85,12 +85,19 @@ impl Moments {
     /// Adds one sample pair with weight `w` (horizontal pass).
     #[inline(always)]
     pub fn add_sample(&mut self, w: f64, x: f32, y: f32) {
-        let (x, y) = (x as f64, y as f64);
-        self.x += w * x;
-        self.y += w * y;
-        self.xx += w * (x * x);
-        self.yy += w * (y * y);
-        self.xy += w * (x * y);
+        self.add_products(w, &Products::of(x, y));
+    }
+
+    /// [`Moments::add_sample`] of a sample pair whose products are already formed: the
+    /// same operations, so the same values (a thread that adds one sample to several
+    /// windows forms its products once).
+    #[inline(always)]
+    pub fn add_products(&mut self, w: f64, p: &Products) {
+        self.x += w * p.x;
+        self.y += w * p.y;
+        self.xx += w * p.xx;
+        self.yy += w * p.yy;
+        self.xy += w * p.xy;
     }
 
     /// Adds horizontally filtered moments with weight `w` (vertical pass).
@@ -101,6 +108,30 @@ impl Moments {
         self.xx += w * m.xx;
         self.yy += w * m.yy;
         self.xy += w * m.xy;
+    }
+}
+
+/// One sample pair in `f64` and its three products, as the horizontal pass adds them.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Products {
+    pub x: f64,
+    pub y: f64,
+    pub xx: f64,
+    pub yy: f64,
+    pub xy: f64,
+}
+
+impl Products {
+    #[inline(always)]
+    pub fn of(x: f32, y: f32) -> Products {
+        let (x, y) = (x as f64, y as f64);
+        Products {
+            x,
+            y,
+            xx: x * x,
+            yy: y * y,
+            xy: x * y,
+        }
     }
 }
 
@@ -207,6 +238,14 @@ pub const HROWS: u32 = TILE_H + 2 * RADIUS;
 pub const IN_LEN: usize = (IN_W * IN_H) as usize;
 pub const H_LEN: usize = (HROWS * TILE_W) as usize;
 pub const WARPS: usize = (TILE_W * BLOCK_ROWS / 32) as usize;
+/// Adjacent outputs of a row that one thread of the horizontal pass filters: each sample
+/// it reads is converted and its products formed once for all the windows it lies in
+/// (`H_RUN + TAPS − 1` of them per run instead of `TAPS` per output).
+pub const H_RUN: usize = 4;
+/// Runs of the horizontal pass per block: one per thread, `HROWS · TILE_W / H_RUN` ≤ the
+/// block's threads.
+pub const H_RUNS: u32 = HROWS * TILE_W / H_RUN as u32;
+const _: () = assert!(TILE_W.is_multiple_of(H_RUN as u32) && H_RUNS <= TILE_W * BLOCK_ROWS);
 
 /// Blocks along x and y that `ssim_scale` needs for a `w`×`h` channel: enough for the valid
 /// map (`TILE_W`×`TILE_H` per block) and, when pooling, for the next scale (half that).
