@@ -104,30 +104,36 @@ unsafe fn scale(planes: SsimPlanes, out: *mut f64, clear: *mut f64) {
     // run of H_RUN adjacent outputs per thread. Sample s of the run lies in the windows of
     // outputs j = s − k (tap k); taking the samples in order adds each window's taps in
     // order k = 0..TAPS, as one output at a time does.
-    if t < H_RUNS {
+    let mut i = t;
+    while i < H_RUNS {
         const RUN_W: u32 = TILE_W / H_RUN as u32;
-        let (r, c) = (t / RUN_W, (t % RUN_W) * H_RUN as u32);
+        let (r, c) = (i / RUN_W, (i % RUN_W) * H_RUN as u32);
         let base = ((r + 1) * IN_W + c + 1) as usize;
         let mut m = [Moments::default(); H_RUN];
-        const _: () = assert!(H_RUN == 4 && TAPS == 11, "the unroll! lists below");
+        const _: () = assert!(H_RUN <= 4 && TAPS == 11, "the unroll! lists below");
         unroll!(s in [0 1 2 3 4 5 6 7 8 9 10 11 12 13] {
-            let p = unsafe { Products::of(SSIM_X.read(base + s), SSIM_Y.read(base + s)) };
-            unroll!(j in [0 1 2 3] {
-                if s >= j && s - j < TAPS {
-                    m[j].add_products(WEIGHTS[s - j], &p);
-                }
-            });
+            if s < H_RUN + TAPS - 1 {
+                let p = unsafe { Products::of(SSIM_X.read(base + s), SSIM_Y.read(base + s)) };
+                unroll!(j in [0 1 2 3] {
+                    if j < H_RUN && s >= j && s - j < TAPS {
+                        m[j].add_products(WEIGHTS[s - j], &p);
+                    }
+                });
+            }
         });
         let o = (r * TILE_W + c) as usize;
         unroll!(j in [0 1 2 3] {
-            unsafe {
+            if j < H_RUN {
+              unsafe {
                 SSIM_H.write(o + j, m[j].x);
                 SSIM_H.write(H_LEN + o + j, m[j].y);
                 SSIM_H.write(2 * H_LEN + o + j, m[j].xx);
                 SSIM_H.write(3 * H_LEN + o + j, m[j].yy);
                 SSIM_H.write(4 * H_LEN + o + j, m[j].xy);
+              }
             }
         });
+        i += TILE_W * BLOCK_ROWS;
     }
     unsafe { dev::sync_threads() };
 
