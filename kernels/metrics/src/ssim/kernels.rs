@@ -124,13 +124,13 @@ unsafe fn scale(planes: SsimPlanes, out: *mut f64, clear: *mut f64) {
         let o = (r * TILE_W + c) as usize;
         unroll!(j in [0 1 2 3] {
             if j < H_RUN {
-              unsafe {
-                SSIM_H.write(o + j, m[j].x);
-                SSIM_H.write(H_LEN + o + j, m[j].y);
-                SSIM_H.write(2 * H_LEN + o + j, m[j].xx);
-                SSIM_H.write(3 * H_LEN + o + j, m[j].yy);
-                SSIM_H.write(4 * H_LEN + o + j, m[j].xy);
-              }
+                unsafe {
+                    SSIM_H.write(o + j, m[j].x);
+                    SSIM_H.write(H_LEN + o + j, m[j].y);
+                    SSIM_H.write(2 * H_LEN + o + j, m[j].xx);
+                    SSIM_H.write(3 * H_LEN + o + j, m[j].yy);
+                    SSIM_H.write(4 * H_LEN + o + j, m[j].xy);
+                }
             }
         });
         i += TILE_W * BLOCK_ROWS;
