@@ -856,7 +856,6 @@ mod tests {
                         );
                     }
                 }
-                drop(buf);
             }
         }
     }

@@ -113,10 +113,10 @@ unsafe fn scale(planes: SsimPlanes, out: *mut f64, clear: *mut f64) {
         const _: () = assert!(H_RUN <= 4 && TAPS == 11, "the unroll! lists below");
         unroll!(s in [0 1 2 3 4 5 6 7 8 9 10 11 12 13] {
             if s < H_RUN + TAPS - 1 {
-                let p = unsafe { Products::of(SSIM_X.read(base + s), SSIM_Y.read(base + s)) };
+                let p = unsafe { Moments::of_sample(SSIM_X.read(base + s), SSIM_Y.read(base + s)) };
                 unroll!(j in [0 1 2 3] {
                     if j < H_RUN && s >= j && s - j < TAPS {
-                        m[j].add_products(WEIGHTS[s - j], &p);
+                        m[j].add_moments(WEIGHTS[s - j], &p);
                     }
                 });
             }

@@ -82,25 +82,29 @@ pub struct Moments {
 }
 
 impl Moments {
-    /// Adds one sample pair with weight `w` (horizontal pass).
+    /// One sample pair in `f64` and its three products: its moments with weight 1.
+    #[inline(always)]
+    pub fn of_sample(x: f32, y: f32) -> Moments {
+        let (x, y) = (x as f64, y as f64);
+        Moments {
+            x,
+            y,
+            xx: x * x,
+            yy: y * y,
+            xy: x * y,
+        }
+    }
+
+    /// Adds one sample pair with weight `w` (horizontal pass). A thread that adds one
+    /// sample to several windows forms [`Moments::of_sample`] once and adds it with
+    /// [`Moments::add_moments`]: the same operations, so the same values.
     #[inline(always)]
     pub fn add_sample(&mut self, w: f64, x: f32, y: f32) {
-        self.add_products(w, &Products::of(x, y));
+        self.add_moments(w, &Moments::of_sample(x, y));
     }
 
-    /// [`Moments::add_sample`] of a sample pair whose products are already formed: the
-    /// same operations, so the same values (a thread that adds one sample to several
-    /// windows forms its products once).
-    #[inline(always)]
-    pub fn add_products(&mut self, w: f64, p: &Products) {
-        self.x += w * p.x;
-        self.y += w * p.y;
-        self.xx += w * p.xx;
-        self.yy += w * p.yy;
-        self.xy += w * p.xy;
-    }
-
-    /// Adds horizontally filtered moments with weight `w` (vertical pass).
+    /// Adds moments with weight `w`: horizontally filtered ones (vertical pass), or one
+    /// sample's ([`Moments::of_sample`], horizontal pass).
     #[inline(always)]
     pub fn add_moments(&mut self, w: f64, m: &Moments) {
         self.x += w * m.x;
@@ -108,30 +112,6 @@ impl Moments {
         self.xx += w * m.xx;
         self.yy += w * m.yy;
         self.xy += w * m.xy;
-    }
-}
-
-/// One sample pair in `f64` and its three products, as the horizontal pass adds them.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct Products {
-    pub x: f64,
-    pub y: f64,
-    pub xx: f64,
-    pub yy: f64,
-    pub xy: f64,
-}
-
-impl Products {
-    #[inline(always)]
-    pub fn of(x: f32, y: f32) -> Products {
-        let (x, y) = (x as f64, y as f64);
-        Products {
-            x,
-            y,
-            xx: x * x,
-            yy: y * y,
-            xy: x * y,
-        }
     }
 }
 
