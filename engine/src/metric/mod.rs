@@ -13,6 +13,8 @@ pub mod blockiness;
 pub mod blur;
 pub mod butteraugli;
 pub mod cambi;
+#[cfg(test)]
+mod example_entry;
 pub mod field;
 pub mod freeze;
 pub(crate) mod lane;
