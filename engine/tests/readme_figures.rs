@@ -4,7 +4,8 @@
 //! code blocks, whose example outputs are their own) is one that docs/BENCHMARKS.md or
 //! docs/GPU-RUNS.md records. A README figure that no run measured ("PSNR 47,000–50,000")
 //! fails here; which entry is the newest for a figure is for the writer to check (the
-//! entries are newest first).
+//! entries are newest first). A figure that README.md quotes in several places (VMAF v1,
+//! the six metrics together, Butteraugli) is the same in each.
 
 use std::path::{Path, PathBuf};
 
@@ -97,4 +98,48 @@ fn every_readme_figure_is_a_recorded_one() {
     }
     // The headline figures (throughput of each metric, VMAF v1, the six) are there.
     assert!(checked >= 20, "only {checked} figures found in the READMEs");
+}
+
+/// The first number after `prefix` in `text` (whitespace-normalised), as written.
+fn figure_after(text: &str, prefix: &str) -> String {
+    let at = text
+        .find(prefix)
+        .unwrap_or_else(|| panic!("README.md no longer says \"{prefix}\""));
+    text[at + prefix.len()..]
+        .split(|c: char| !(c.is_ascii_digit() || c == ','))
+        .find(|w| !w.is_empty())
+        .unwrap_or_default()
+        .trim_end_matches(',')
+        .to_string()
+}
+
+#[test]
+fn readme_headline_figures_agree_where_repeated() {
+    // README.md quotes some figures in several places; each place says the same.
+    let text = read("README.md")
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    for places in [
+        // VMAF v1 (`vmaf_v1.0.16_3d0h`, 1080p 10-bit): the opening and "VMAF v1".
+        &["v1 at ", "`vmaf_v1.0.16_3d0h` at 1080p 10-bit "][..],
+        // The six full-reference metrics in one engine.
+        &[
+            "All six metrics together: ",
+            "six metrics run at ",
+            "the six together ",
+        ][..],
+        // Butteraugli: the opening and "GPU machine, benchmarks".
+        &[
+            "`butteraugli` crate within 2.1e-6 relative, GPU equal to CPU; ",
+            "on 16 cores); Butteraugli ",
+        ][..],
+    ] {
+        let figures: Vec<String> = places.iter().map(|p| figure_after(&text, p)).collect();
+        assert!(
+            figures.iter().all(|f| *f == figures[0] && !f.is_empty()),
+            "README.md quotes different figures for one measurement: {:?}",
+            places.iter().zip(&figures).collect::<Vec<_>>()
+        );
+    }
 }
