@@ -9,7 +9,8 @@
 //! the full-reference ones, each in registry order. engine/README.md lists them as the
 //! first column of its tables under "## Metrics", and README.md's opening paragraphs name
 //! each in prose. Each README must hold the lists it has today, so that a list rewritten
-//! into another form is not silently left out.
+//! into another form is not silently left out. The element's README also lists every
+//! metric option, in registry order (`metric::options()`).
 
 use std::path::{Path, PathBuf};
 
@@ -205,4 +206,23 @@ fn the_list_scanner_finds_lists_and_their_drift() {
     // Fenced code is not prose; a table cell ends a list.
     assert!(runs(&format!("```\n{}\n```\n", code(&full))).is_empty());
     assert_eq!(runs("| `psnr` | `ssim` |").len(), 2);
+}
+
+#[test]
+fn the_element_readme_lists_every_metric_option() {
+    // "The metric options (`ssim-chroma`, ...) are not written in the element": every
+    // option of the registry (`metric::options()`), in its order.
+    let path = "gst-plugin-gpumetrics/README.md";
+    let text = read(path);
+    let list = text
+        .split("The metric options (")
+        .nth(1)
+        .and_then(|s| s.split(')').next())
+        .unwrap_or_else(|| panic!("{path} has no \"The metric options (...)\" sentence"));
+    let listed: Vec<&str> = list.split('`').skip(1).step_by(2).collect();
+    let registered: Vec<&str> = metric::options().map(|o| o.name).collect();
+    assert_eq!(
+        listed, registered,
+        "{path}'s \"The metric options (...)\" is not the registry's options, in its order"
+    );
 }
