@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MPL-2.0
 //! The per-frame records for programs (`--format jsonl|json|csv`), written by
-//! [`gstgpumetrics::records`] in the command's layouts ([`Style::Command`]), which its
-//! documentation describes (with the several-distorted-files `distorted` key and column, and
-//! +inf as `null` in JSON and `inf` in CSV):
+//! [`gstgpumetrics::records`] in the command's layouts
+//! ([`Style::Command`](gstgpumetrics::records::Style::Command)), which its documentation
+//! describes (with the several-distorted-files `distorted` key and column, and +inf as
+//! `null` in JSON and `inf` in CSV):
 //!
 //! * `csv`: a header `frame,pts,running-time,duration,<fields>` (every field the run's
 //!   metrics can produce, in registry order), then one row per compared pair and nothing
@@ -17,17 +18,16 @@ use std::io::{self, Write};
 use gpumetrics_engine::metric;
 pub use gstgpumetrics::records::Format as Layout;
 use gstgpumetrics::records::RecordWriter;
-#[cfg(doc)]
-use gstgpumetrics::records::Style;
 use serde::Serialize;
 
 /// The writer of the command's records.
 pub type Records = RecordWriter<Box<dyn Write>>;
 
 /// Starts the records on `out`: the header record (JSON layouts; `header`, the run's
-/// description) or the CSV header row (the columns: `columns`, registry field names, in
-/// order). With several distorted files, `distorted` names them (as given) and the records
-/// say which one they belong to; with one (or none), the single-file layouts.
+/// description) or the CSV header row (the columns: `columns`, registry field names in
+/// order, [`crate::fields::of_run`]; a name the registry does not declare has no column).
+/// With several distorted files, `distorted` names them (as given) and the records say
+/// which one they belong to; with one (or none), the single-file layouts.
 pub fn start(
     layout: Layout,
     out: Box<dyn Write>,

@@ -506,6 +506,30 @@ mod tests {
     }
 
     #[test]
+    fn a_rule_reads_its_own_field_of_the_record() {
+        let rules = parse("vmaf<70", &fields(&["psnr-y", "vmaf"])).unwrap();
+        assert_eq!(rules[0].field, fields(&["vmaf"])[0]);
+        let mut a = Alerts::new(rules);
+        let record = |scores: Vec<(&'static Field, f64)>| crate::message::FrameScores {
+            frame: 0,
+            pts: None,
+            running_time: None,
+            duration: None,
+            scores,
+        };
+        let psnr_only = record(fields(&["psnr-y"]).into_iter().zip([10.0]).collect());
+        assert!(a.observe(Some(0), |f| psnr_only.value(f)).is_empty());
+        let both = record(
+            fields(&["psnr-y", "vmaf"])
+                .into_iter()
+                .zip([90.0, 10.0])
+                .collect(),
+        );
+        let up = a.observe(Some(10), |f| both.value(f));
+        assert_eq!((up[0].field.as_str(), up[0].value), ("vmaf", 10.0));
+    }
+
+    #[test]
     fn windows_count_the_time_in_alert_they_overlap() {
         let mut a = Alerts::new(parse("vmaf<10", &fields(&["vmaf"])).unwrap());
         a.observe(Some(0), |_| Some(20.0));

@@ -363,6 +363,13 @@ fn rewind_file(w: &mut BufWriter<File>, n: u64) -> io::Result<()> {
     Ok(())
 }
 
+/// The command's JSON document holds these back for their own arrays.
+#[derive(Clone, Copy)]
+enum Held {
+    Window,
+    Event,
+}
+
 /// Writes the records of one run to `W` in one [`Format`] and [`Style`]. Every record
 /// reaches `W` in one write (what precedes it, the record and its line end) and is flushed
 /// as it is written, so that a crash or error loses nothing already measured and leaves
@@ -469,8 +476,9 @@ impl<W: Write> RecordWriter<W> {
             Format::Jsonl => match header.strip_prefix('{') {
                 Some(body) if body != "}" => format!("{{\"type\":\"header\",{body}\n"),
                 _ => "{\"type\":\"header\"}\n".to_string(),
-            },
-            Format::Json => format!("{{\"header\":{header},\"frames\":["),
+            }
+            .into_bytes(),
+            Format::Json => format!("{{\"header\":{header},\"frames\":[").into_bytes(),
             Format::Csv => {
                 let mut row: Vec<&str> = Vec::new();
                 if !w.labels.is_empty() {
@@ -478,10 +486,10 @@ impl<W: Write> RecordWriter<W> {
                 }
                 row.extend(&CSV_FIXED[1..]);
                 row.extend(w.planned.iter().map(|f| f.name));
-                String::from_utf8(csv_line(&row)?).expect("field names are UTF-8")
+                csv_line(&row)?
             }
         };
-        w.put(start.as_bytes())?;
+        w.put(&start)?;
         Ok(w)
     }
 
@@ -849,13 +857,6 @@ impl<W: Write> RecordWriter<W> {
     pub fn into_inner(self) -> W {
         self.out
     }
-}
-
-/// The command's JSON document holds these back for their own arrays.
-#[derive(Clone, Copy)]
-enum Held {
-    Window,
-    Event,
 }
 
 #[cfg(test)]
