@@ -66,7 +66,7 @@ impl std::fmt::Display for ParseError {
 impl std::error::Error for ParseError {}
 
 /// A metric field of a record: the registry's declaration of the field
-/// ([`gpumetrics_engine::metric::field`]) and the pair's value of it.
+/// ([`gpumetrics_engine::metric::field()`]) and the pair's value of it.
 pub type Score = (&'static Field, f64);
 
 /// The record of one compared (reference, distorted) pair: the pair's identity and its
