@@ -8,6 +8,7 @@ use std::io::{self, BufWriter, Write};
 use std::path::Path;
 
 use comfy_table::{CellAlignment, ContentArrangement, Table, presets};
+use gpumetrics_engine::Field;
 use gstgpumetrics::message::{EventRecord, FieldStats, FrameScores, Summary, Window};
 use serde::Serialize;
 
@@ -221,7 +222,7 @@ pub fn events_text(events: &[EventRecord]) -> String {
 /// The per-frame table (`--format table -o FILE`): pair index, PTS in seconds, one column
 /// per field.
 pub fn frames_table(records: &[FrameScores]) -> String {
-    let metas: Vec<_> = records
+    let metas: Vec<&Field> = records
         .first()
         .map(|r| r.fields().collect())
         .unwrap_or_default();
@@ -236,10 +237,9 @@ pub fn frames_table(records: &[FrameScores]) -> String {
     for r in records {
         let mut row = vec![r.frame.to_string(), fmt_time(r.pts)];
         row.extend(
-            columns
+            metas
                 .iter()
-                .zip(&metas)
-                .map(|(_, f)| r.value(f).map_or("-".into(), |v| f.format(v))),
+                .map(|f| r.value(f).map_or("-".into(), |v| f.format(v))),
         );
         table.add_row(row);
     }
