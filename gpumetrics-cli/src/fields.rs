@@ -30,7 +30,7 @@ pub fn panel(name: &str) -> Option<(String, bool)> {
 }
 
 /// Every field a run of `metrics` can produce, in registry order (the element's
-/// `stats::columns_for`); with one input (`single`) without the reference's fields of the
+/// `records::columns_for`); with one input (`single`) without the reference's fields of the
 /// no-reference metrics (`ref-si`), which only a run with a reference has.
 pub fn of_run(metrics: MetricSet, single: bool) -> Vec<&'static str> {
     let no_reference = metric::no_reference();
@@ -53,7 +53,11 @@ mod tests {
     #[test]
     fn one_input_has_no_reference_fields() {
         let all = metric::all().fold(MetricSet::default(), |s, m| s | m.flag);
-        assert_eq!(of_run(all, false), gstgpumetrics::stats::columns_for(all));
+        let columns = gstgpumetrics::records::columns_for(all);
+        assert_eq!(
+            of_run(all, false),
+            columns.iter().map(|f| f.name).collect::<Vec<_>>()
+        );
         let one = of_run(metric::no_reference(), true);
         assert!(one.contains(&"si") && one.contains(&"ti"), "{one:?}");
         assert!(!one.iter().any(|f| f.starts_with("ref-")), "{one:?}");

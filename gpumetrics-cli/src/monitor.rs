@@ -104,7 +104,10 @@ pub fn check_alerts(
         return Ok(None);
     }
     let joined = rules.join(",");
-    let fields = fields::of_run(metrics, single);
+    let fields: Vec<_> = fields::of_run(metrics, single)
+        .into_iter()
+        .filter_map(metric::field)
+        .collect();
     match alerts::parse(&joined, &fields) {
         Ok(parsed) => Ok(Some((joined, parsed))),
         Err(e) => Err(format!(
@@ -169,8 +172,8 @@ pub fn main_fields(metrics: MetricSet, rules: &[Rule]) -> Vec<String> {
         .filter_map(|m| m.fields.first().map(|f| f.name.to_string()))
         .collect();
     for r in rules {
-        if !out.contains(&r.field) {
-            out.push(r.field.clone());
+        if !out.iter().any(|f| f == r.field.name) {
+            out.push(r.field.name.to_string());
         }
     }
     out
@@ -390,7 +393,7 @@ mod tests {
         let set = MetricSet::named("psnr").unwrap() | MetricSet::named("ssim").unwrap();
         let rules = alerts::parse(
             "mse-y>10,ssim-y<0.9",
-            &gstgpumetrics::stats::columns_for(set),
+            &gstgpumetrics::records::columns_for(set),
         )
         .unwrap();
         let first: Vec<String> = metric::all()

@@ -8,12 +8,13 @@ use std::io::{self, BufWriter, Write};
 use std::path::Path;
 
 use comfy_table::{CellAlignment, ContentArrangement, Table, presets};
+use gpumetrics_engine::Field;
 use gstgpumetrics::message::{EventRecord, FieldStats, FrameScores, Summary, Window};
 use serde::Serialize;
 
 use crate::cli::FormatArg;
 use crate::fields;
-use crate::records::{Layout, RecordWriter};
+use crate::records::{self, Layout, Records};
 
 /// Counts shown under the table besides the element's own.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -221,11 +222,11 @@ pub fn events_text(events: &[EventRecord]) -> String {
 /// The per-frame table (`--format table -o FILE`): pair index, PTS in seconds, one column
 /// per field.
 pub fn frames_table(records: &[FrameScores]) -> String {
-    let columns: Vec<&str> = records
+    let metas: Vec<&Field> = records
         .first()
-        .map(|r| r.scores.iter().map(|(n, _)| n.as_str()).collect())
+        .map(|r| r.fields().collect())
         .unwrap_or_default();
-    let metas: Vec<_> = columns.iter().map(|c| fields::meta(c)).collect();
+    let columns: Vec<&str> = metas.iter().map(|f| f.name).collect();
     let mut table = Table::new();
     let mut header = vec!["frame", "pts"];
     header.extend(&columns);
@@ -236,10 +237,9 @@ pub fn frames_table(records: &[FrameScores]) -> String {
     for r in records {
         let mut row = vec![r.frame.to_string(), fmt_time(r.pts)];
         row.extend(
-            columns
+            metas
                 .iter()
-                .zip(&metas)
-                .map(|(c, f)| r.get(c).map_or("-".into(), |v| f.format(v))),
+                .map(|f| r.value(f).map_or("-".into(), |v| f.format(v))),
         );
         table.add_row(row);
     }
@@ -257,7 +257,7 @@ pub fn frames_table(records: &[FrameScores]) -> String {
 pub enum RecordSink {
     /// `--format table`: records are kept for the plot only.
     None,
-    Records(RecordWriter),
+    Records(Records),
 }
 
 impl RecordSink {
@@ -288,8 +288,8 @@ impl RecordSink {
             FormatArg::Csv => Layout::Csv,
             FormatArg::Json => Layout::Json,
         };
-        Ok(RecordSink::Records(RecordWriter::start(
-            layout, out, columns, header, distorted,
+        Ok(RecordSink::Records(records::start(
+            layout, out, &columns, header, distorted,
         )?))
     }
 
@@ -503,12 +503,16 @@ mod tests {
 
     #[test]
     fn frames_table_has_seconds() {
+        use gpumetrics_engine::metric;
         let recs = vec![FrameScores {
             frame: 3,
             pts: Some(gst::ClockTime::from_mseconds(100)),
             running_time: None,
             duration: None,
-            scores: vec![("psnr-y".into(), 40.0), ("ssim".into(), 0.5)],
+            scores: vec![
+                (metric::field("psnr-y").unwrap(), 40.0),
+                (metric::field("ssim").unwrap(), 0.5),
+            ],
         }];
         let t = frames_table(&recs);
         assert!(t.lines().next().unwrap().contains("psnr-y"), "{t}");
@@ -566,9 +570,7 @@ mod tests {
             pts: None,
             running_time: None,
             duration: None,
-            scores: metric::fields()
-                .map(|f| (f.name.into(), 0.123456789))
-                .collect(),
+            scores: metric::fields().map(|f| (f, 0.123456789)).collect(),
         }];
         let frames = frames_table(&recs);
         let cells: Vec<&str> = frames

@@ -391,7 +391,10 @@ mod tests {
                 pts: None,
                 running_time: None,
                 duration: None,
-                scores: vec![("psnr-y".into(), 30.0 + i as f64)],
+                scores: vec![(
+                    gpumetrics_engine::metric::field("psnr-y").unwrap(),
+                    30.0 + i as f64,
+                )],
             })
             .collect();
         let stats = FieldStats {

@@ -425,7 +425,7 @@ mod tests {
             outcome
                 .records
                 .iter()
-                .all(|r| r.scores.iter().all(|(n, _)| !n.starts_with("ref-"))),
+                .all(|r| r.fields().all(|f| !f.name.starts_with("ref-"))),
             "{:?}",
             outcome.records
         );

@@ -11,6 +11,8 @@
 //! Per rule the run (and each window) counts its episodes (times raised) and its seconds of
 //! running time in alert. No element state here: the outputs feed the pairs in order.
 
+use gpumetrics_engine::Field;
+
 use crate::message::{AlertChange, AlertCount, AlertState};
 
 /// Which side of the threshold raises a rule.
@@ -27,7 +29,8 @@ pub enum Op {
 pub struct Rule {
     /// As written (trimmed): the name in messages and counts.
     pub text: String,
-    pub field: String,
+    /// The watched field, as the registry declares it.
+    pub field: &'static Field,
     pub op: Op,
     pub threshold: f64,
     /// Nanoseconds of running time.
@@ -82,7 +85,15 @@ fn parse_hold(text: &str) -> Result<u64, String> {
     parse_duration(text).map_err(|why| format!("the hold time '{text}' {why}"))
 }
 
-fn parse_rule(text: &str) -> Result<Rule, String> {
+/// A rule as written: the field's name, its condition, its hold.
+struct Parsed<'a> {
+    field: &'a str,
+    op: Op,
+    threshold: f64,
+    hold: u64,
+}
+
+fn parse_rule(text: &str) -> Result<Parsed<'_>, String> {
     let bad = |why: String| {
         format!(
             "alerts: rule '{text}': {why}; a rule is FIELD<VALUE[:HOLD] or FIELD>VALUE[:HOLD], \
@@ -117,18 +128,18 @@ fn parse_rule(text: &str) -> Result<Rule, String> {
         .ok()
         .filter(|v: &f64| v.is_finite())
         .ok_or_else(|| bad(format!("the threshold '{value}' is not a finite number")))?;
-    Ok(Rule {
-        text: text.to_string(),
-        field: field.to_string(),
+    Ok(Parsed {
+        field,
         op,
         threshold,
         hold,
     })
 }
 
-/// Parses the `alerts` property. `fields` are the fields the enabled metrics can produce:
-/// a rule on any other field is refused (it could never fire).
-pub fn parse(text: &str, fields: &[&str]) -> Result<Vec<Rule>, String> {
+/// Parses the `alerts` property. `fields` are the fields the enabled metrics can produce
+/// ([`crate::records::columns_for`]): a rule on any other field is refused (it could never
+/// fire).
+pub fn parse(text: &str, fields: &[&'static Field]) -> Result<Vec<Rule>, String> {
     let mut rules = Vec::new();
     for part in text.split(',').map(str::trim) {
         if part.is_empty() {
@@ -136,20 +147,28 @@ pub fn parse(text: &str, fields: &[&str]) -> Result<Vec<Rule>, String> {
                 "alerts: '{text}' has an empty rule (two commas, or one at an end)"
             ));
         }
-        let rule = parse_rule(part)?;
-        if !fields.contains(&rule.field.as_str()) {
+        let parsed = parse_rule(part)?;
+        let Some(&field) = fields.iter().find(|f| f.name == parsed.field) else {
+            let names: Vec<&str> = fields.iter().map(|f| f.name).collect();
             return Err(format!(
                 "alerts: rule '{part}' names the field '{}', which no enabled metric produces \
                  (the enabled metrics give {}); enable its metric in 'metrics' or correct the \
                  name",
-                rule.field,
-                if fields.is_empty() {
+                parsed.field,
+                if names.is_empty() {
                     "no fields".to_string()
                 } else {
-                    fields.join(", ")
+                    names.join(", ")
                 }
             ));
-        }
+        };
+        let rule = Rule {
+            text: part.to_string(),
+            field,
+            op: parsed.op,
+            threshold: parsed.threshold,
+            hold: parsed.hold,
+        };
         if rules.iter().any(|r: &Rule| r.text == rule.text) {
             return Err(format!("alerts: rule '{part}' is given twice"));
         }
@@ -212,18 +231,19 @@ impl Alerts {
         self.rules.is_empty()
     }
 
-    /// A scored pair at `running_time`: the rules it raises or clears.
+    /// A scored pair at `running_time` whose value of a field is `get(field)` (the record's
+    /// [`crate::message::FrameScores::value`]): the rules it raises or clears.
     pub fn observe(
         &mut self,
         running_time: Option<u64>,
-        get: impl Fn(&str) -> Option<f64>,
+        get: impl Fn(&'static Field) -> Option<f64>,
     ) -> Vec<AlertChange> {
         let Some(t) = running_time else {
             return Vec::new();
         };
         let mut changes = Vec::new();
         for st in &mut self.rules {
-            let Some(v) = get(&st.rule.field) else {
+            let Some(v) = get(st.rule.field) else {
                 continue;
             };
             st.last = Some(t);
@@ -246,7 +266,7 @@ impl Alerts {
                         st.window.episodes += 1;
                         changes.push(AlertChange {
                             rule: st.rule.text.clone(),
-                            field: st.rule.field.clone(),
+                            field: st.rule.field.name.to_string(),
                             state: AlertState::Raised,
                             value: v,
                             running_time: t,
@@ -271,7 +291,7 @@ impl Alerts {
                         st.streak = None;
                         changes.push(AlertChange {
                             rule: st.rule.text.clone(),
-                            field: st.rule.field.clone(),
+                            field: st.rule.field.name.to_string(),
                             state: AlertState::Cleared,
                             value: v,
                             running_time: t,
@@ -355,18 +375,25 @@ mod tests {
 
     const MS: u64 = 1_000_000;
 
+    fn fields(names: &[&str]) -> Vec<&'static Field> {
+        names
+            .iter()
+            .map(|n| gpumetrics_engine::metric::field(n).unwrap())
+            .collect()
+    }
+
     #[test]
     fn rules_parse_as_written() {
         let r = parse(
             "vmaf<70:2s, psnr-y>30:500ms,ssim<0.9",
-            &["vmaf", "psnr-y", "ssim"],
+            &fields(&["vmaf", "psnr-y", "ssim"]),
         )
         .unwrap();
         assert_eq!(r.len(), 3);
         assert_eq!(
             (
                 r[0].text.as_str(),
-                r[0].field.as_str(),
+                r[0].field.name,
                 r[0].op,
                 r[0].threshold,
                 r[0].hold
@@ -379,14 +406,14 @@ mod tests {
         );
         assert_eq!(r[2].hold, 0);
         assert_eq!(
-            parse("vmaf<70:1.5s", &["vmaf"]).unwrap()[0].hold,
+            parse("vmaf<70:1.5s", &fields(&["vmaf"])).unwrap()[0].hold,
             1_500 * MS
         );
     }
 
     #[test]
     fn bad_rules_are_quoted_with_what_is_wrong() {
-        let fields = ["vmaf", "psnr-y"];
+        let fields = fields(&["vmaf", "psnr-y"]);
         for (text, want) in [
             ("vmaf=70", "rule 'vmaf=70': no '<' or '>'"),
             (
@@ -414,7 +441,7 @@ mod tests {
 
     /// Feeds `values` at 100 ms steps; returns (state, running time in ms) of each change.
     fn run(rule: &str, values: &[f64]) -> (Vec<(AlertState, u64)>, Alerts) {
-        let mut a = Alerts::new(parse(rule, &["x"]).unwrap());
+        let mut a = Alerts::new(parse(rule, &fields(&["vmaf"])).unwrap());
         let mut changes = Vec::new();
         for (i, v) in values.iter().enumerate() {
             for c in a.observe(Some(i as u64 * 100 * MS), |_| Some(*v)) {
@@ -426,7 +453,7 @@ mod tests {
 
     #[test]
     fn without_hold_every_crossing_changes_the_state() {
-        let (c, _) = run("x<10", &[20.0, 5.0, 20.0, 5.0]);
+        let (c, _) = run("vmaf<10", &[20.0, 5.0, 20.0, 5.0]);
         assert_eq!(
             c,
             [
@@ -442,7 +469,7 @@ mod tests {
         // Below 10 from 100 ms; hold 250 ms: raised at the first pair at or after 350 ms
         // (400 ms). A 100 ms blip above does not clear it; clearing needs 250 ms above.
         let v = [20.0, 5.0, 5.0, 5.0, 5.0, 15.0, 5.0, 15.0, 15.0, 15.0, 15.0];
-        let (c, a) = run("x<10:250ms", &v);
+        let (c, a) = run("vmaf<10:250ms", &v);
         assert_eq!(
             c,
             [(AlertState::Raised, 400), (AlertState::Cleared, 1000)],
@@ -451,14 +478,14 @@ mod tests {
         let t = a.totals();
         assert_eq!((t[0].episodes, t[0].seconds), (1, 0.6));
         // A dip shorter than the hold never raises.
-        let (c, a) = run("x<10:250ms", &[20.0, 5.0, 5.0, 20.0, 5.0, 20.0]);
+        let (c, a) = run("vmaf<10:250ms", &[20.0, 5.0, 5.0, 20.0, 5.0, 20.0]);
         assert!(c.is_empty(), "{c:?}");
         assert_eq!(a.totals()[0].episodes, 0);
     }
 
     #[test]
     fn cleared_changes_carry_since_and_worst() {
-        let mut a = Alerts::new(parse("x>3", &["x"]).unwrap());
+        let mut a = Alerts::new(parse("vmaf>3", &fields(&["vmaf"])).unwrap());
         assert!(a.observe(Some(0), |_| Some(1.0)).is_empty());
         let up = a.observe(Some(10), |_| Some(4.0));
         assert_eq!(
@@ -479,8 +506,32 @@ mod tests {
     }
 
     #[test]
+    fn a_rule_reads_its_own_field_of_the_record() {
+        let rules = parse("vmaf<70", &fields(&["psnr-y", "vmaf"])).unwrap();
+        assert_eq!(rules[0].field, fields(&["vmaf"])[0]);
+        let mut a = Alerts::new(rules);
+        let record = |scores: Vec<(&'static Field, f64)>| crate::message::FrameScores {
+            frame: 0,
+            pts: None,
+            running_time: None,
+            duration: None,
+            scores,
+        };
+        let psnr_only = record(fields(&["psnr-y"]).into_iter().zip([10.0]).collect());
+        assert!(a.observe(Some(0), |f| psnr_only.value(f)).is_empty());
+        let both = record(
+            fields(&["psnr-y", "vmaf"])
+                .into_iter()
+                .zip([90.0, 10.0])
+                .collect(),
+        );
+        let up = a.observe(Some(10), |f| both.value(f));
+        assert_eq!((up[0].field.as_str(), up[0].value), ("vmaf", 10.0));
+    }
+
+    #[test]
     fn windows_count_the_time_in_alert_they_overlap() {
-        let mut a = Alerts::new(parse("x<10", &["x"]).unwrap());
+        let mut a = Alerts::new(parse("vmaf<10", &fields(&["vmaf"])).unwrap());
         a.observe(Some(0), |_| Some(20.0));
         a.observe(Some(300 * MS), |_| Some(5.0)); // raised at 300 ms
         let w = a.close_window(1000 * MS);
@@ -491,7 +542,7 @@ mod tests {
         let w = a.close_window(3000 * MS);
         assert_eq!((w[0].episodes, w[0].seconds), (0, 0.0));
         assert_eq!(a.totals()[0].seconds, 1.2);
-        assert_eq!(a.active().collect::<Vec<_>>(), [("x<10", false)]);
+        assert_eq!(a.active().collect::<Vec<_>>(), [("vmaf<10", false)]);
         // Raised again at 3.2 s, last pair at 3.5 s: the run's last window (to 4 s) counts
         // 0.3 s, as the totals do.
         a.observe(Some(3200 * MS), |_| Some(1.0));

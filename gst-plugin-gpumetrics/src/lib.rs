@@ -10,8 +10,9 @@
 //!
 //! Besides the element, this crate offers typed Rust access to what the element produces:
 //! [`message::FrameScores`] (per-pair `gpumetrics` messages and the custom meta),
-//! [`message::Summary`] (the `gpumetrics-summary` message) and [`meta`] (reading the
-//! `GstGpuMetricsMeta` custom meta from buffers).
+//! [`message::Summary`] (the `gpumetrics-summary` message), [`meta`] (reading the
+//! `GstGpuMetricsMeta` custom meta from buffers) and [`records`] (the records as JSON Lines,
+//! JSON and CSV: the stats file's and the `gpumetrics` command's).
 
 use gst::glib;
 
@@ -22,8 +23,8 @@ pub mod gstcuda;
 pub mod message;
 pub mod meta;
 pub mod pairing;
+pub mod records;
 pub mod roi;
-pub mod stats;
 
 pub use gpumetrics::{Backend, GpuMetrics, Metrics, Pairing, StatsFormat};
 

@@ -33,6 +33,7 @@
 //!   `value` (double, the pair that changed it), `running-time` (`guint64` ns, that pair's),
 //!   and when cleared `since` (running time it was raised at) and `worst` (double).
 
+use gpumetrics_engine::{Field, Scores};
 use gst::glib;
 
 /// Name of the per-pair element message.
@@ -64,7 +65,14 @@ impl std::fmt::Display for ParseError {
 
 impl std::error::Error for ParseError {}
 
-/// Scores of one compared (reference, distorted) pair.
+/// A metric field of a record: the registry's declaration of the field
+/// ([`gpumetrics_engine::metric::field()`]) and the pair's value of it.
+pub type Score = (&'static Field, f64);
+
+/// The record of one compared (reference, distorted) pair: the pair's identity and its
+/// scores, each field typed by the registry's declaration (name, unit, direction, ...).
+/// The one per-pair record of this crate: messages, meta, alert rules, the stats file, the
+/// command's records ([`crate::records`]) all read it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FrameScores {
     /// Pair index (0, 1, 2, ...), counting compared pairs only.
@@ -75,17 +83,60 @@ pub struct FrameScores {
     pub running_time: Option<gst::ClockTime>,
     /// Duration of the distorted buffer.
     pub duration: Option<gst::ClockTime>,
-    /// Metric fields in the engine's stable order, e.g. `("psnr-y", 38.2)`.
-    pub scores: Vec<(String, f64)>,
+    /// Metric fields in the engine's stable order, e.g. `(psnr-y's Field, 38.2)`.
+    pub scores: Vec<Score>,
+}
+
+/// The registry's field of a score the engine named `name`. The engine only makes declared
+/// fields (a test of each metric checks it); one it did not declare is left out of the
+/// record (a debug build stops on it).
+fn declared(name: &str) -> Option<&'static Field> {
+    let field = gpumetrics_engine::metric::field(name);
+    debug_assert!(
+        field.is_some(),
+        "the engine made the undeclared field {name}"
+    );
+    field
 }
 
 impl FrameScores {
-    /// The score of `field` (e.g. `"psnr-avg"`), if present.
+    /// The record of a pair the engine scored: its identity and `scores`, each field
+    /// resolved in the registry.
+    pub fn of_scores(
+        frame: u64,
+        pts: Option<gst::ClockTime>,
+        running_time: Option<gst::ClockTime>,
+        duration: Option<gst::ClockTime>,
+        scores: &Scores,
+    ) -> Self {
+        FrameScores {
+            frame,
+            pts,
+            running_time,
+            duration,
+            scores: scores
+                .iter()
+                .filter_map(|(name, v)| Some((declared(name)?, v)))
+                .collect(),
+        }
+    }
+
+    /// The score of the field named `field` (e.g. `"psnr-avg"`), if present.
     pub fn get(&self, field: &str) -> Option<f64> {
         self.scores
             .iter()
-            .find(|(name, _)| name == field)
+            .find(|(f, _)| f.name == field)
             .map(|(_, v)| *v)
+    }
+
+    /// The score of `field`, if present.
+    pub fn value(&self, field: &Field) -> Option<f64> {
+        self.get(field.name)
+    }
+
+    /// The record's fields, in its order.
+    pub fn fields(&self) -> impl Iterator<Item = &'static Field> + '_ {
+        self.scores.iter().map(|(f, _)| *f)
     }
 
     /// Writes the record into `s` (existing fields of the same names are replaced).
@@ -94,8 +145,8 @@ impl FrameScores {
         s.set(PTS_FIELD, self.pts);
         s.set(RUNNING_TIME_FIELD, self.running_time);
         s.set(DURATION_FIELD, self.duration);
-        for (name, value) in &self.scores {
-            s.set(name.as_str(), *value);
+        for (field, value) in &self.scores {
+            s.set(field.name, *value);
         }
     }
 
@@ -107,7 +158,8 @@ impl FrameScores {
     }
 
     /// Reads a record from a structure written by [`FrameScores::write_into`] (message or
-    /// meta); every `gdouble` field is taken as a score, in structure order.
+    /// meta); every `gdouble` field named as a registry field is taken as a score, in
+    /// structure order (other doubles, which this crate does not write, are left out).
     pub fn from_structure(s: &gst::StructureRef) -> Result<Self, ParseError> {
         let frame = s
             .get::<u64>(FRAME_FIELD)
@@ -123,10 +175,8 @@ impl FrameScores {
         let scores = s
             .iter()
             .filter_map(|(name, value)| {
-                value
-                    .get::<f64>()
-                    .ok()
-                    .map(|v| (name.as_str().to_string(), v))
+                let v = value.get::<f64>().ok()?;
+                Some((gpumetrics_engine::metric::field(name.as_str())?, v))
             })
             .collect();
         Ok(FrameScores {
@@ -560,6 +610,10 @@ mod tests {
         gst::init().unwrap();
     }
 
+    fn field(name: &str) -> &'static Field {
+        gpumetrics_engine::metric::field(name).unwrap()
+    }
+
     #[test]
     fn frame_scores_roundtrip_with_inf() {
         init();
@@ -569,9 +623,9 @@ mod tests {
             running_time: Some(gst::ClockTime::from_mseconds(40)),
             duration: None,
             scores: vec![
-                ("psnr-y".into(), 41.5),
-                ("psnr-u".into(), f64::INFINITY),
-                ("mse-y".into(), 0.25),
+                (field("psnr-y"), 41.5),
+                (field("psnr-u"), f64::INFINITY),
+                (field("mse-y"), 0.25),
             ],
         };
         let s = f.to_structure(FRAME_MESSAGE_NAME);
@@ -581,6 +635,24 @@ mod tests {
         assert_eq!(back, f);
         assert_eq!(back.get("mse-y"), Some(0.25));
         assert_eq!(back.get("nope"), None);
+        assert_eq!(back.value(field("psnr-u")), Some(f64::INFINITY));
+        // A double that names no registry field is not a score.
+        let mut s = s;
+        s.set("no-such-field", 1.0f64);
+        assert_eq!(FrameScores::from_structure(&s).unwrap(), f);
+    }
+
+    #[test]
+    fn a_record_of_the_engines_scores_has_the_registrys_fields() {
+        let mut scores = Scores::new();
+        scores.push("psnr-y", 30.0);
+        scores.push("ssim", 0.5);
+        let r = FrameScores::of_scores(2, None, None, None, &scores);
+        assert_eq!(r.frame, 2);
+        let names: Vec<&str> = r.fields().map(|f| f.name).collect();
+        assert_eq!(names, ["psnr-y", "ssim"]);
+        assert_eq!(r.scores[1].0, field("ssim"));
+        assert_eq!(r.scores[1].0.decimals, 5);
     }
 
     #[test]

@@ -78,7 +78,11 @@ mod tests {
             pts: Some(gst::ClockTime::ZERO),
             running_time: Some(gst::ClockTime::ZERO),
             duration: Some(gst::ClockTime::from_mseconds(33)),
-            scores: vec![("psnr-y".into(), f64::INFINITY), ("psnr-avg".into(), 50.0)],
+            scores: ["psnr-y", "psnr-avg"]
+                .into_iter()
+                .map(|n| gpumetrics_engine::metric::field(n).unwrap())
+                .zip([f64::INFINITY, 50.0])
+                .collect(),
         };
         let mut buf = gst::Buffer::with_size(16).unwrap();
         assert!(get(&buf).is_none());

@@ -9,7 +9,7 @@ use std::time::Duration;
 use common::*;
 use gst::prelude::*;
 use gstgpumetrics::message::FrameScores;
-use gstgpumetrics::stats;
+use gstgpumetrics::records;
 
 const W: u32 = 32;
 const H: u32 = 24;
@@ -41,7 +41,8 @@ fn assert_all_inf(run: &Run) {
             "frame {} has no psnr-y: {f:?}",
             f.frame
         );
-        for (name, v) in &f.scores {
+        for (field, v) in &f.scores {
+            let name = field.name;
             if name.starts_with("psnr") {
                 assert_eq!(
                     *v,
@@ -436,8 +437,9 @@ fn check_frame_json(v: &serde_json::Value, f: &FrameScores) {
     assert_eq!(v["pts"], f.pts.unwrap().nseconds());
     assert_eq!(v["running-time"], f.running_time.unwrap().nseconds());
     assert_eq!(v["duration"], f.duration.unwrap().nseconds());
-    for (name, val) in &f.scores {
-        let got = stats::json_to_f64(&v[name.as_str()]).unwrap();
+    for (field, val) in &f.scores {
+        let name = field.name;
+        let got = records::json_to_f64(&v[name]).unwrap();
         assert!(same(got, *val), "{name}: {got} != {val}");
     }
 }
@@ -455,7 +457,7 @@ fn stats_file_jsonl() {
     for (l, f) in lines.iter().zip(&run.frames) {
         check_frame_json(l, f);
     }
-    assert_eq!(lines[0]["psnr-y"], "inf");
+    assert_eq!(lines[0]["psnr-y"], serde_json::Value::Null);
     let s = &lines[4];
     assert_eq!(s["type"], "summary");
     assert_eq!(s["frames"], 4);
@@ -463,10 +465,10 @@ fn stats_file_jsonl() {
     let sum = run.summary();
     let y = sum.field("psnr-y").unwrap();
     assert!(same(
-        stats::json_to_f64(&s["fields"]["psnr-y"]["p50"]).unwrap(),
+        records::json_to_f64(&s["fields"]["psnr-y"]["p50"]).unwrap(),
         y.p50
     ));
-    assert_eq!(s["fields"]["psnr-y"]["max"], "inf");
+    assert_eq!(s["fields"]["psnr-y"]["max"], serde_json::Value::Null);
     std::fs::remove_file(&path).ok();
 }
 
@@ -484,7 +486,7 @@ fn stats_file_json() {
     assert_eq!(v["summary"]["frames"], 4);
     let mse_v = run.summary().field("mse-v").unwrap();
     assert!(same(
-        stats::json_to_f64(&v["summary"]["fields"]["mse-v"]["mean"]).unwrap(),
+        records::json_to_f64(&v["summary"]["fields"]["mse-v"]["mean"]).unwrap(),
         mse_v.mean
     ));
     std::fs::remove_file(&path).ok();
@@ -507,8 +509,9 @@ fn stats_file_csv() {
         assert_eq!(&row[0], "frame");
         assert_eq!(row[1].parse::<u64>().unwrap(), f.frame);
         assert_eq!(row[2].parse::<u64>().unwrap(), f.pts.unwrap().nseconds());
-        for (name, val) in &f.scores {
-            assert_eq!(stats::parse_f64(&row[col(name)]), Some(*val), "{name}");
+        for (field, val) in &f.scores {
+            let name = field.name;
+            assert_eq!(records::parse_f64(&row[col(name)]), Some(*val), "{name}");
         }
     }
     assert_eq!(&rows[0][col("psnr-y")], "inf");
@@ -519,12 +522,12 @@ fn stats_file_csv() {
     assert_eq!(&rows[8][0], "mean");
     let sum = run.summary();
     assert_eq!(
-        stats::parse_f64(&rows[8][col("mse-y")]),
+        records::parse_f64(&rows[8][col("mse-y")]),
         Some(sum.field("mse-y").unwrap().mean)
     );
     assert_eq!(&rows[13][0], "pooled");
     assert_eq!(
-        stats::parse_f64(&rows[13][col("psnr-y")]),
+        records::parse_f64(&rows[13][col("psnr-y")]),
         sum.field("psnr-y").unwrap().pooled
     );
     assert_eq!(&rows[13][col("mse-y")], "");
@@ -638,17 +641,13 @@ fn format_mixes_of_the_same_content_are_inf() {
         run.expect_ok();
         assert_eq!(run.frames.len(), 3, "{a} vs {b}");
         for f in &run.frames {
-            for (name, v) in &f.scores {
-                if name.starts_with("psnr") {
+            for (field, v) in &f.scores {
+                if field.name.starts_with("psnr") {
                     assert_eq!(*v, f64::INFINITY, "{a} vs {b}: {f:?}");
                 }
             }
         }
-        let names: Vec<&str> = run.frames[0]
-            .scores
-            .iter()
-            .map(|(n, _)| n.as_str())
-            .collect();
+        let names: Vec<&str> = run.frames[0].fields().map(|f| f.name).collect();
         assert!(names.contains(&"psnr-avg"), "{a} vs {b}: {names:?}");
     }
 }

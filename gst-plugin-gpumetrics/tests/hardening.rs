@@ -179,7 +179,8 @@ fn padded_planes_of_a_valid_meta_are_read_where_the_meta_says() {
     assert_eq!(run.frames.len(), 3);
     for f in &run.frames {
         assert!(f.get("psnr-y").is_some(), "{f:?}");
-        for (name, v) in &f.scores {
+        for (field, v) in &f.scores {
+            let name = field.name;
             if name.starts_with("psnr") {
                 assert_eq!(*v, f64::INFINITY, "{name} of {f:?}");
             }

@@ -117,9 +117,10 @@ fn assert_same(records: &[FrameScores], one: &[FrameScores], what: &str) {
     for (a, b) in records.iter().zip(one) {
         let head = |f: &FrameScores| (f.frame, f.pts, f.running_time, f.duration);
         assert_eq!(head(a), head(b), "{what}");
-        let names = |f: &FrameScores| f.scores.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>();
+        let names = |f: &FrameScores| f.fields().map(|f| f.name).collect::<Vec<_>>();
         assert_eq!(names(a), names(b), "{what}: frame {}", a.frame);
-        for ((n, x), (_, y)) in a.scores.iter().zip(&b.scores) {
+        for ((field, x), (_, y)) in a.scores.iter().zip(&b.scores) {
+            let n = field.name;
             let atomic =
                 n.starts_with("ms-ssim") || (n.starts_with("ssim") && !n.starts_with("ssimulacra"));
             let same = x.to_bits() == y.to_bits()

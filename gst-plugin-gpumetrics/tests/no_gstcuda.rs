@@ -30,7 +30,7 @@ fn element_works_without_libgstcuda() {
     let psnr = r.frames[0]
         .scores
         .iter()
-        .find(|(n, _)| n == "psnr-y")
+        .find(|(f, _)| f.name == "psnr-y")
         .unwrap()
         .1;
     assert!(psnr.is_finite() && psnr > 0.0, "{psnr}");

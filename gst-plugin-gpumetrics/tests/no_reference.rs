@@ -77,7 +77,7 @@ fn dist_sink_alone_measures_no_reference_metrics_with_events() {
     assert_eq!(run.frames.len(), 90);
     assert_eq!(run.out.len(), 90, "every frame leaves on src");
     for f in &run.frames {
-        let names: Vec<_> = f.scores.iter().map(|(n, _)| n.as_str()).collect();
+        let names: Vec<_> = f.fields().map(|f| f.name).collect();
         assert!(names.iter().all(|n| !n.starts_with("ref-")), "{names:?}");
     }
     assert_eq!(run.frames[10].get("black"), Some(1.0));

@@ -140,7 +140,7 @@ fn csv_stats_file_keeps_fields_that_first_appear_after_the_first_record() {
     let frames: Vec<&csv::StringRecord> = rows.iter().filter(|r| &r[0] == "frame").collect();
     assert_eq!(frames.len(), 6);
     for (row, want) in frames[3..].iter().zip(&bus_r) {
-        let got = gstgpumetrics::stats::parse_f64(&row[r]).unwrap();
+        let got = gstgpumetrics::records::parse_f64(&row[r]).unwrap();
         assert_eq!(got, *want, "{row:?}");
         assert_eq!(&row[y], "", "no psnr-y on RGB frames");
     }

@@ -94,10 +94,11 @@ fn difference(a: &Run, b: &Run) -> Difference {
     let mut d = Difference::default();
     for (fa, fb) in a.frames.iter().zip(&b.frames) {
         let names = |f: &gstgpumetrics::message::FrameScores| {
-            f.scores.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>()
+            f.fields().map(|f| f.name).collect::<Vec<_>>()
         };
         assert_eq!(names(fa), names(fb), "frame {}", fa.frame);
-        for ((name, va), (_, vb)) in fa.scores.iter().zip(&fb.scores) {
+        for ((field, va), (_, vb)) in fa.scores.iter().zip(&fb.scores) {
+            let name = field.name;
             d.values += 1;
             if va.to_bits() == vb.to_bits() {
                 d.bitwise += 1;
@@ -172,11 +173,7 @@ fn roi_equals_videocrop(format: &str, props: &str, memory: Memory) -> Vec<String
         psnr(&roi),
         "{format}: the rectangle scored as the whole frame"
     );
-    roi.frames[0]
-        .scores
-        .iter()
-        .map(|(n, _)| n.clone())
-        .collect()
+    roi.frames[0].fields().map(|f| f.name.to_string()).collect()
 }
 
 #[track_caller]

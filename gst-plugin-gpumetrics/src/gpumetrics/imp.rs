@@ -597,13 +597,13 @@ impl GpuMetrics {
                     pair,
                     scores,
                 } => {
-                    let record = FrameScores {
-                        frame: pair.frame,
-                        pts: buffer.pts(),
-                        running_time: pair.running_time.map(gst::ClockTime::from_nseconds),
-                        duration: buffer.duration(),
-                        scores: scores.iter().map(|(n, v)| (n.to_string(), v)).collect(),
-                    };
+                    let record = FrameScores::of_scores(
+                        pair.frame,
+                        buffer.pts(),
+                        pair.running_time.map(gst::ClockTime::from_nseconds),
+                        buffer.duration(),
+                        &scores,
+                    );
                     if let Some(o) = outputs.as_mut() {
                         let mut pair = Pair {
                             record: &record,

@@ -11,7 +11,7 @@ use gst::glib;
 use gst::prelude::*;
 
 use super::{Backend, Metrics, Pairing, StatsFormat, options};
-use crate::stats;
+use crate::records;
 
 const DEFAULT_DEVICE_ID: u32 = 0;
 const DEFAULT_POST_MESSAGES: bool = true;
@@ -345,11 +345,11 @@ impl Settings {
         }
     }
 
-    pub(super) fn stats_format(&self) -> stats::Format {
+    pub(super) fn stats_format(&self) -> records::Format {
         match self.stats_format {
-            StatsFormat::Jsonl => stats::Format::Jsonl,
-            StatsFormat::Csv => stats::Format::Csv,
-            StatsFormat::Json => stats::Format::Json,
+            StatsFormat::Jsonl => records::Format::Jsonl,
+            StatsFormat::Csv => records::Format::Csv,
+            StatsFormat::Json => records::Format::Json,
         }
     }
 }

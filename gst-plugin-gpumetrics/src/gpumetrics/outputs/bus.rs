@@ -21,7 +21,11 @@ impl Sink for Bus {
             "pair {} scored {:?} after it arrived: {:?}",
             pair.record.frame,
             pair.arrived.elapsed(),
-            pair.record.scores
+            pair.record
+                .scores
+                .iter()
+                .map(|(f, v)| (f.name, v))
+                .collect::<Vec<_>>()
         );
         if env.settings.post_messages {
             let msg = gst::message::Element::builder(pair.record.to_structure(FRAME_MESSAGE_NAME))

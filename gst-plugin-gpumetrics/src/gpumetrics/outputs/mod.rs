@@ -35,7 +35,7 @@ use gst::prelude::*;
 use super::settings::Settings;
 use crate::alerts::{self, Alerts};
 use crate::message::{AlertChange, EventRecord, FrameScores, Summary, Window};
-use crate::stats;
+use crate::records;
 
 /// What every sink call may use besides its own state.
 pub(crate) struct Env<'a> {
@@ -127,7 +127,7 @@ impl Outputs {
         element: &gst::Element,
     ) -> Result<Outputs, gst::ErrorMessage> {
         let rules = match &settings.alerts {
-            Some(text) => alerts::parse(text, &stats::columns_for(settings.metrics.set()))
+            Some(text) => alerts::parse(text, &records::columns_for(settings.metrics.set()))
                 .map_err(|e| gst::error_msg!(gst::LibraryError::Settings, ("{e}")))?,
             None => Vec::new(),
         };
@@ -234,7 +234,7 @@ impl Outputs {
             self.publish(env, found)?;
         }
         let record = pair.record;
-        for change in self.alerts.observe(t, |f| record.get(f)) {
+        for change in self.alerts.observe(t, |f| record.value(f)) {
             self.all().try_for_each(|s| s.alert(env, &change))?;
         }
         Ok(())
@@ -361,13 +361,13 @@ mod tests {
     pub(super) fn pair_of(frame: u64, psnr: f64) -> (FrameScores, Scores, gst::Buffer) {
         let mut scores = Scores::new();
         scores.push("psnr-y", psnr);
-        let record = FrameScores {
+        let record = FrameScores::of_scores(
             frame,
-            pts: Some(gst::ClockTime::from_mseconds(40 * frame)),
-            running_time: Some(gst::ClockTime::from_mseconds(40 * frame)),
-            duration: Some(gst::ClockTime::from_mseconds(40)),
-            scores: scores.iter().map(|(n, v)| (n.to_string(), v)).collect(),
-        };
+            Some(gst::ClockTime::from_mseconds(40 * frame)),
+            Some(gst::ClockTime::from_mseconds(40 * frame)),
+            Some(gst::ClockTime::from_mseconds(40)),
+            &scores,
+        );
         (record, scores, gst::Buffer::with_size(8).unwrap())
     }
 

@@ -534,9 +534,10 @@ impl Sink for Prometheus {
     fn record(&mut self, _env: &Env<'_>, pair: &mut Pair<'_>) -> Result<(), gst::ErrorMessage> {
         self.scoring.observe(pair.arrived.elapsed().as_secs_f64());
         let fields = &pair.record.scores;
-        if !names(&self.scores).eq(names(fields)) {
+        let field_names = fields.iter().map(|(f, _)| f.name);
+        if !names(&self.scores).eq(field_names.clone()) {
             let mut scores = std::mem::take(&mut self.scores);
-            self.follow(&self.families.score, &mut scores, names(fields));
+            self.follow(&self.families.score, &mut scores, field_names);
             self.scores = scores;
         }
         for ((_, gauge), (_, value)) in self.scores.iter().zip(fields) {

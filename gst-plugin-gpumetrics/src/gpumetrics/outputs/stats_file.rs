@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MPL-2.0
 //! The `stats-file`: one line per record, flushed as it is written, and the summary as the
-//! last record, again after the records of a replay ([`crate::stats::StatsWriter`] has the
-//! layouts).
+//! last record, again after the records of a replay ([`crate::records`] has the layouts and
+//! the writer).
 
 use std::fs::File;
 use std::io::BufWriter;
@@ -11,11 +11,11 @@ use gpumetrics_engine::MetricSet;
 
 use super::{Env, Pair, Sink};
 use crate::message::{EventRecord, Summary, Window};
-use crate::stats::{self, Format, StatsWriter};
+use crate::records::{self, Format, RecordWriter};
 
 pub(crate) struct StatsFile {
     /// `None` after a write failed (the element stops measuring then).
-    writer: Option<StatsWriter<BufWriter<File>>>,
+    writer: Option<RecordWriter<BufWriter<File>>>,
     /// For the errors.
     path: PathBuf,
 }
@@ -28,7 +28,7 @@ impl StatsFile {
         format: Format,
         metrics: MetricSet,
     ) -> Result<StatsFile, gst::ErrorMessage> {
-        let writer = StatsWriter::create(path, format).map_err(|e| {
+        let writer = RecordWriter::create(path, format).map_err(|e| {
             gst::error_msg!(
                 gst::ResourceError::OpenWrite,
                 (
@@ -39,7 +39,7 @@ impl StatsFile {
             )
         })?;
         Ok(StatsFile {
-            writer: Some(writer.columns(stats::columns_for(metrics))),
+            writer: Some(writer.columns(records::columns_for(metrics))),
             path: path.to_path_buf(),
         })
     }
@@ -63,7 +63,7 @@ impl Sink for StatsFile {
         let Some(w) = self.writer.as_mut() else {
             return Ok(());
         };
-        w.write_frame(pair.record)
+        w.frame(0, pair.record)
             .map_err(|e| self.failed("a record", e))
     }
 
@@ -71,32 +71,31 @@ impl Sink for StatsFile {
         let Some(w) = self.writer.as_mut() else {
             return Ok(());
         };
-        w.write_window(window)
-            .map_err(|e| self.failed("a window", e))
+        w.window(0, window).map_err(|e| self.failed("a window", e))
     }
 
     fn event(&mut self, _: &Env<'_>, event: &EventRecord) -> Result<(), gst::ErrorMessage> {
         let Some(w) = self.writer.as_mut() else {
             return Ok(());
         };
-        w.write_event(event).map_err(|e| self.failed("an event", e))
+        w.event(0, event).map_err(|e| self.failed("an event", e))
     }
 
     /// Each summary the bus gets is written after the records before it: after a flushing
     /// seek past EOS, the replayed pairs' records and the updated summary follow the first
-    /// (see [`StatsWriter`]), so that the file and the bus agree.
+    /// (see [`RecordWriter`]), so that the file and the bus agree.
     fn summary(&mut self, _: &Env<'_>, summary: &Summary) -> Result<(), gst::ErrorMessage> {
         let Some(w) = self.writer.as_mut() else {
             return Ok(());
         };
-        w.write_summary(summary)
+        w.summary(summary)
             .map_err(|e| self.failed("the summary", e))
     }
 
     /// Closes the file with the summary as it stands, unless it already ends with it.
     fn end(&mut self, summary: &Summary) {
         if let Some(mut w) = self.writer.take() {
-            let _ = w.write_summary(summary);
+            let _ = w.summary(summary);
             let _ = w.flush();
         }
     }
