@@ -57,6 +57,9 @@ pub fn nvdec_factory(input: &Input) -> Option<String> {
 /// Caps seen on a pad, kept past the pipeline's end.
 pub type CapsCell = Arc<Mutex<Option<gst::Caps>>>;
 
+/// The decoder elements plugged for an input (filled while the pipeline starts).
+pub type Plugged = Arc<Mutex<Vec<String>>>;
+
 /// Everything the run needs to build the pipeline.
 #[derive(Debug, Clone)]
 pub struct PipelineConfig {
@@ -374,8 +377,9 @@ pub struct Distorted<'a> {
     pub convert_to: Option<String>,
 }
 
-/// The pipeline of one reference against several distorted inputs, and what the run reads.
-pub struct BuiltSeveral {
+/// The pipeline of a run ([`build_run`]), and what the run reads of it: one element per
+/// distorted input, each with its pair's gates and caps.
+pub struct BuiltRun {
     pub pipeline: gst::Pipeline,
     /// One per distorted input, in the order given.
     pub elements: Vec<gst::Element>,
@@ -383,13 +387,13 @@ pub struct BuiltSeveral {
     /// the distorted input), as in [`Built::gates`].
     pub gates: Vec<[Option<Gate>; 2]>,
     /// Decoder elements plugged: the reference's, then each distorted input's.
-    pub decoders: Vec<Arc<Mutex<Vec<String>>>>,
+    pub decoders: Vec<Plugged>,
     /// Per distorted input: the caps that reached its element (reference, distorted), and
     /// the caps decoded (before any conversion).
     pub caps: Vec<[Arc<Mutex<Option<gst::Caps>>>; 2]>,
     pub decoded: Vec<[Arc<Mutex<Option<gst::Caps>>>; 2]>,
     /// Every decoder element added anywhere in the pipeline (the graph's own count: the
-    /// reference is decoded once, so this is one per input).
+    /// reference is decoded once, so this is one per input); counted for several only.
     pub all_decoders: Arc<Mutex<Vec<String>>>,
 }
 
@@ -409,7 +413,7 @@ pub fn build_several(
     reference: (&Input, &Decoding),
     distorted: &[Distorted],
     stop: Arc<AtomicBool>,
-) -> Result<BuiltSeveral> {
+) -> Result<BuiltRun> {
     let pipeline = gst::Pipeline::with_name("gpumetrics-cli");
     let all_decoders = Arc::new(Mutex::new(Vec::new()));
     {
@@ -442,7 +446,7 @@ pub fn build_several(
     pipeline.add(&tee)?;
     ref_queue.link(&tee)?;
 
-    let mut out = BuiltSeveral {
+    let mut out = BuiltRun {
         pipeline: pipeline.clone(),
         elements: Vec::new(),
         gates: Vec::new(),
@@ -500,6 +504,42 @@ pub fn build_several(
         out.decoded.push([ref_decoded.clone(), dist_decoded]);
     }
     Ok(out)
+}
+
+/// Builds the pipeline (state NULL) of a run: one distorted input gets the graph of a pair
+/// ([`build`]: no tee, and no reference at all when it is measured alone), several get one
+/// element each behind a tee ([`build_several`]). Either way the run reads it as several:
+/// one element, gates, caps per distorted input. `config`'s own `decoding`, `scale_to` and
+/// `convert_to` are the ones of `reference` and `distorted`.
+pub fn build_run(
+    config: &PipelineConfig,
+    reference: Option<(&Input, &Decoding)>,
+    distorted: &[Distorted],
+    stop: Arc<AtomicBool>,
+) -> Result<BuiltRun> {
+    let [one] = distorted else {
+        let reference = reference.context("internal error: several inputs without reference")?;
+        return build_several(config, reference, distorted, stop);
+    };
+    let config = PipelineConfig {
+        decoding: [
+            reference.map_or(Decoding::Software, |(_, d)| d.clone()),
+            one.decoding.clone(),
+        ],
+        scale_to: one.scale_to,
+        convert_to: one.convert_to.clone(),
+        ..config.clone()
+    };
+    let built = build(&config, [reference.map(|(r, _)| r), Some(one.input)], stop)?;
+    Ok(BuiltRun {
+        pipeline: built.pipeline,
+        elements: vec![built.element],
+        gates: vec![built.gates],
+        decoders: built.decoders.into(),
+        caps: vec![built.caps],
+        decoded: vec![built.decoded],
+        all_decoders: Default::default(),
+    })
 }
 
 trait SetFromStrChecked {

@@ -15,6 +15,7 @@ use gstgpumetrics::message::{AlertChange, EventRecord, FrameScores, Summary, Win
 
 use crate::monitor;
 use crate::output::{self, RecordSink};
+#[cfg(test)]
 use crate::pipeline::Built;
 use crate::progress::Progress;
 
@@ -118,6 +119,9 @@ fn start(pipeline: &gst::Pipeline) -> Result<bool> {
     Ok(paused == gst::StateChangeSuccess::NoPreroll)
 }
 
+/// Runs a pipeline of one pair ([`crate::pipeline::build`]): its outcome. The command runs
+/// every pipeline as [`run_elements`]; this is the tests' shorter way in.
+#[cfg(test)]
 pub fn run(
     built: &Built,
     stop: &Arc<AtomicBool>,
