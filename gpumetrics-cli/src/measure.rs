@@ -213,3 +213,109 @@ pub fn measure(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli;
+    use crate::input::Input;
+
+    fn args(line: &[&str]) -> Args {
+        let matches = cli::command().get_matches_from(line);
+        cli::from_matches(&matches).unwrap()
+    }
+
+    fn plan(single: bool, every: u64) -> Plan {
+        Plan {
+            single,
+            metrics: "psnr".into(),
+            run_fields: Vec::new(),
+            rules: Vec::new(),
+            subsample: None,
+            every,
+            skipped_by: "--every",
+            alerts: None,
+        }
+    }
+
+    /// A file of `frames` frames at 10 fps (never opened).
+    fn clip(role: &'static str, given: &str, frames: u64, fps: i32) -> Input {
+        Input {
+            role,
+            given: given.into(),
+            uri: format!("file:///nonexistent/{given}"),
+            width: 64,
+            height: 48,
+            framerate: Some(gst::Fraction::new(fps, 1)),
+            duration: Some(gst::ClockTime::from_mseconds(frames * 1000 / fps as u64)),
+            caps: None,
+            live: false,
+            raw: None,
+        }
+    }
+
+    fn lineup(reference: Option<Input>, distorted: Vec<Input>) -> Lineup {
+        let n = distorted.len();
+        Lineup {
+            reference,
+            distorted,
+            scale_to: vec![None; n],
+            live: false,
+        }
+    }
+
+    #[test]
+    fn an_offset_skips_the_start_of_one_input() {
+        assert_eq!(skips(0), (0, 0));
+        assert_eq!(skips(3), (0, 3));
+        assert_eq!(skips(-2), (2, 0));
+    }
+
+    /// The progress total of several files is the sum of each pair's, each as long as its
+    /// shorter input allows (after the offset), when the rates agree; one file is N = 1.
+    #[test]
+    fn the_progress_total_adds_each_distorted_inputs_pairs() {
+        let a = args(&["gpumetrics", "ref.y4m", "a.y4m", "b.y4m"]);
+        let reference = || Some(clip("reference", "ref.y4m", 10, 10));
+        let several = lineup(
+            reference(),
+            vec![
+                clip("distorted", "a.y4m", 10, 10),
+                clip("distorted", "b.y4m", 6, 10),
+            ],
+        );
+        assert_eq!(total(&a, &plan(false, 1), &several, 0), Some(16));
+        assert_eq!(total(&a, &plan(false, 1), &several, 2), Some(12));
+        assert_eq!(total(&a, &plan(false, 1), &several, -3), Some(13));
+        assert_eq!(total(&a, &plan(false, 2), &several, 0), Some(8));
+        // Another rate: its pairs are not bounded by its own length.
+        let rates = lineup(reference(), vec![clip("distorted", "a.y4m", 5, 5)]);
+        assert_eq!(total(&a, &plan(false, 1), &rates, 0), Some(10));
+        let one = lineup(reference(), vec![clip("distorted", "b.y4m", 6, 10)]);
+        let frames = args(&["gpumetrics", "ref.y4m", "b.y4m", "--frames", "4"]);
+        assert_eq!(total(&frames, &plan(false, 1), &one, 0), Some(4));
+        // One input alone counts its own frames.
+        let alone = lineup(None, vec![clip("distorted", "b.y4m", 6, 10)]);
+        let single = args(&["gpumetrics", "b.y4m"]);
+        assert_eq!(total(&single, &plan(true, 1), &alone, 0), Some(6));
+    }
+
+    /// The distorted gate pairs by the reference's frame duration (timestamp pairing), and
+    /// the limit covers the pairs `--every` leaves unscored.
+    #[test]
+    fn the_gates_follow_offset_every_and_frames() {
+        let a = args(&["gpumetrics", "ref.y4m", "a.y4m", "--frames", "3"]);
+        let one = lineup(
+            Some(clip("reference", "ref.y4m", 10, 10)),
+            vec![clip("distorted", "a.y4m", 10, 10)],
+        );
+        let [r, d] = gates(&a, &plan(false, 2), &one, -1);
+        assert_eq!((r.skip, d.skip), (1, 0));
+        assert_eq!((r.limit, d.limit), (Some(5), Some(5)));
+        assert_eq!(r.index_duration, None);
+        assert_eq!(d.index_duration, Some(gst::ClockTime::from_mseconds(100)));
+        let alone = lineup(None, vec![clip("distorted", "a.y4m", 10, 10)]);
+        let [_, d] = gates(&args(&["gpumetrics", "a.y4m"]), &plan(true, 1), &alone, 0);
+        assert_eq!((d.index_duration, d.limit), (None, None));
+    }
+}

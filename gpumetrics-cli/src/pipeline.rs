@@ -12,7 +12,8 @@
 //! element's CUDA backend reads them in place. With one input (no reference) only the
 //! distorted branch is built: ref_sink stays unlinked, and the element measures dist_sink
 //! alone with the no-reference metrics. Several distorted inputs against one reference
-//! ([`build_several`]) get one element each, fed by a `tee` after the reference's decoder.
+//! ([`build_several`]) get one element each, fed by a `tee` after the reference's decoder;
+//! [`build_run`] builds either and gives the run one shape to read.
 
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
@@ -700,6 +701,72 @@ mod tests {
             e.property::<Option<String>>("prometheus-address")
                 .as_deref(),
             Some("127.0.0.1:9464")
+        );
+    }
+
+    /// A run of one distorted input has the graph of a pair (no tee; no reference branch
+    /// when it is measured alone), a run of several the tee that decodes the reference
+    /// once; both are read as one element, gates and caps per distorted input.
+    #[test]
+    fn a_run_has_a_tee_only_with_several_distorted_inputs() {
+        gst::init().unwrap();
+        gstgpumetrics::plugin_register_static().unwrap();
+        // Built, never started: the inputs need not exist.
+        let input = |role, given: &str| Input {
+            role,
+            given: given.into(),
+            uri: format!("file:///nonexistent/{given}"),
+            width: 64,
+            height: 48,
+            framerate: None,
+            duration: None,
+            caps: None,
+            live: false,
+            raw: None,
+        };
+        let reference = input("reference", "ref.mp4");
+        let (a, b) = (input("distorted", "a.mp4"), input("distorted", "b.mp4"));
+        let distorted = |input| Distorted {
+            input,
+            decoding: Decoding::Software,
+            scale_to: None,
+            convert_to: None,
+        };
+        let config = psnr_config(Decoding::Software);
+        // By type: the statically registered gpumetrics element has no factory to ask.
+        let has_tee = |built: &BuiltRun| {
+            built
+                .pipeline
+                .iterate_elements()
+                .into_iter()
+                .any(|e| e.is_ok_and(|e| e.type_().name() == "GstTee"))
+        };
+        let stop = Arc::new(AtomicBool::new(false));
+        let reference = Some((&reference, &Decoding::Software));
+
+        let one = build_run(&config, reference, &[distorted(&a)], stop.clone()).unwrap();
+        assert_eq!(one.elements.len(), 1);
+        assert!(one.gates[0].iter().all(Option::is_some));
+        assert_eq!((one.decoders.len(), one.caps.len()), (2, 1));
+        assert!(!has_tee(&one));
+
+        let alone = build_run(&config, None, &[distorted(&a)], stop.clone()).unwrap();
+        assert!(alone.gates[0][0].is_none() && alone.gates[0][1].is_some());
+        let element = &alone.elements[0];
+        assert!(!element.static_pad("ref_sink").unwrap().is_linked());
+
+        let two = build_run(&config, reference, &[distorted(&a), distorted(&b)], stop).unwrap();
+        assert_eq!(two.elements.len(), 2);
+        assert_eq!((two.decoders.len(), two.gates.len()), (3, 2));
+        assert!(has_tee(&two));
+        assert!(
+            build_run(
+                &config,
+                None,
+                &[distorted(&a), distorted(&b)],
+                Default::default()
+            )
+            .is_err()
         );
     }
 
