@@ -36,26 +36,25 @@ impl Decodings {
             (_, Err(e)) => Err(format!("GStreamer's CUDA library is not usable ({e})")),
         };
         let one = |input: &Input, scaled: bool| choose_one(args, input, &zero_copy, scaled, notes);
-        let reference = |done: &mut Option<Decoding>| -> Result<()> {
-            if let Some(r) = &lineup.reference {
-                *done = Some(one(r, false)?);
-            }
-            Ok(())
+        let of_reference = || lineup.reference.as_ref().map(|r| one(r, false)).transpose();
+        let mut reference = if lineup.several() {
+            None
+        } else {
+            of_reference()?
         };
-        let mut out = Decodings {
-            reference: None,
-            distorted: Vec::new(),
-        };
-        if !lineup.several() {
-            reference(&mut out.reference)?;
-        }
-        for (d, scale) in lineup.distorted.iter().zip(&lineup.scale_to) {
-            out.distorted.push(one(d, scale.is_some())?);
-        }
+        let distorted = lineup
+            .distorted
+            .iter()
+            .zip(&lineup.scale_to)
+            .map(|(d, scale)| one(d, scale.is_some()))
+            .collect::<Result<_>>()?;
         if lineup.several() {
-            reference(&mut out.reference)?;
+            reference = of_reference()?;
         }
-        Ok(out)
+        Ok(Decodings {
+            reference,
+            distorted,
+        })
     }
 
     /// Every input's, the reference's first (the header's `decoding`).

@@ -18,11 +18,22 @@ use crate::cli::{Args, FormatArg};
 use crate::decoding::{self, Decodings};
 use crate::exit::Failure;
 use crate::lineup::{self, Lineup};
-use crate::measure::{self, Measure};
+use crate::measure;
 use crate::notes::Notes;
 use crate::output::{self, RecordSink};
 use crate::plan::Plan;
 use crate::{align, backend, header, monitor, run, several, summary, verdict};
+
+/// The run settled before its pipeline is built: what the steps after share.
+pub struct Setup<'a> {
+    pub args: &'a Args,
+    pub plan: &'a Plan,
+    pub lineup: &'a Lineup,
+    pub decodings: &'a Decodings,
+    /// `--offset`, or the one `--align auto` found.
+    pub offset: i64,
+    pub notes: &'a Notes,
+}
 
 /// Runs the command's measurement: the exit status (0, 130 when interrupted, or
 /// [`crate::cli::EXIT_THRESHOLD`] when a `--fail` rule broke).
@@ -39,24 +50,19 @@ pub fn run(
     let cuda = backend::choose(args, notes)?;
     let decodings = Decodings::choose(args, &lineup, &cuda, notes)?;
     let offset = align::chosen_offset(args, &lineup, notes)?;
-    let header = header(args, plan, &lineup, &decodings, cuda.is_ok(), offset);
-    let path_text = args.output.as_deref().unwrap_or("-".as_ref()).display();
-    let mut sink = output::destination(args.output.as_deref())
-        .with_context(|| format!("cannot create {path_text}"))
-        .and_then(|out| {
-            let columns = plan.run_fields.clone();
-            if lineup.several() {
-                let given = lineup.given().into_iter().map(String::from).collect();
-                RecordSink::open_labelled(args.format, out, columns, &header, given)
-            } else {
-                // One distorted input: its records say nothing of which it is.
-                RecordSink::open(args.format, out, columns, &header)
-            }
-            .with_context(|| format!("cannot write {path_text}"))
-        })?;
-    notes.say(metrics_note(args, plan, &lineup));
+    let setup = Setup {
+        args,
+        plan,
+        lineup: &lineup,
+        decodings: &decodings,
+        offset,
+        notes,
+    };
+    let mut sink = open_records(&setup, &header(&setup, cuda.is_ok()))?;
+    notes.say(metrics_note(&setup));
 
     let to_file = args.output.is_some();
+    // The records are kept for the plot and for the per-frame table's file.
     let keep = args.plot.is_some() || (args.format == FormatArg::Table && to_file);
     let report = run::Report {
         unit: if plan.single { "frame" } else { "pair" },
@@ -66,26 +72,42 @@ pub fn run(
         alerts: plan.alerts.is_some(),
         frame_base: measure::skips(offset).0,
     };
-    let m = Measure {
-        args,
-        plan,
-        lineup: &lineup,
-        decodings: &decodings,
-        offset,
-        notes,
-    };
-    let (built, outcomes) = measure::measure(&m, &mut sink, &report, keep, stop)?;
+    let (built, outcomes) = measure::measure(&setup, &mut sink, &report, keep, stop)?;
     drop(sink);
 
-    summary::say_how_it_went(&m, &built, &outcomes);
+    summary::say_how_it_went(&setup, &built, &outcomes);
     verdict::refuse_empty(&lineup, &built, &outcomes, offset)?;
     let labels = several::labels(&lineup.given());
-    summary::print(&m, &built, &outcomes, &labels)?;
+    summary::print(&setup, &built, &outcomes, &labels)?;
     Ok(verdict::judge(&plan.rules, &labels, &outcomes, notes))
 }
 
+/// Starts the records (`-o FILE` or stdout) with `header`: with several distorted files
+/// each record says which file it belongs to, with one it says nothing of it.
+fn open_records(setup: &Setup, header: &header::Header) -> anyhow::Result<RecordSink> {
+    let Setup {
+        args, plan, lineup, ..
+    } = *setup;
+    let path_text = args.output.as_deref().unwrap_or("-".as_ref()).display();
+    output::destination(args.output.as_deref())
+        .with_context(|| format!("cannot create {path_text}"))
+        .and_then(|out| {
+            let columns = plan.run_fields.clone();
+            if lineup.several() {
+                let given = lineup.given().into_iter().map(String::from).collect();
+                RecordSink::open_labelled(args.format, out, columns, header, given)
+            } else {
+                RecordSink::open(args.format, out, columns, header)
+            }
+            .with_context(|| format!("cannot write {path_text}"))
+        })
+}
+
 /// The note that says the metrics (and, with one input or several, how they are measured).
-fn metrics_note(args: &Args, plan: &Plan, lineup: &Lineup) -> String {
+fn metrics_note(setup: &Setup) -> String {
+    let Setup {
+        args, plan, lineup, ..
+    } = *setup;
     let metrics = plan.metrics.replace('+', ", ");
     if lineup.several() {
         format!(
@@ -100,14 +122,15 @@ fn metrics_note(args: &Args, plan: &Plan, lineup: &Lineup) -> String {
 }
 
 /// The records' header: what was measured, how, on what.
-fn header(
-    args: &Args,
-    plan: &Plan,
-    lineup: &Lineup,
-    decodings: &Decodings,
-    cuda: bool,
-    offset: i64,
-) -> header::Header {
+fn header(setup: &Setup, cuda: bool) -> header::Header {
+    let Setup {
+        args,
+        plan,
+        lineup,
+        decodings,
+        offset,
+        ..
+    } = *setup;
     let metric_names: Vec<String> = plan.metrics.split('+').map(String::from).collect();
     let options = header::options(&args.metric_options);
     let distorted = if lineup.several() {

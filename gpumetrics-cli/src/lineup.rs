@@ -89,8 +89,8 @@ pub fn open(args: &Args, notes: &Notes) -> Result<Lineup, Failure> {
         scale_to: Vec::new(),
         live: false,
     };
-    let sized = lineup.sized();
     if let Some(roi) = &args.roi {
+        let sized = lineup.sized();
         let what = if args.single() {
             "the input's"
         } else {
@@ -99,6 +99,23 @@ pub fn open(args: &Args, notes: &Notes) -> Result<Lineup, Failure> {
         roi.check_within(sized.width, sized.height, what)
             .map_err(|e| usage(anyhow!("--roi: {e}")))?;
     }
+    lineup.live = live(args, &lineup, notes)?;
+    lineup.scale_to = scaling(args, &lineup, notes)?;
+    if let Some(r) = &lineup.reference
+        && args.pairing == PairingArg::Timestamp
+        && lineup.distorted.iter().any(|d| d.framerate != r.framerate)
+    {
+        notes.say(
+            "frame rates differ: frames are paired by timestamp; frames without a partner \
+             are counted as unmatched",
+        );
+    }
+    Ok(lineup)
+}
+
+/// Whether an input is live, said; `--align` is refused then (it decodes the first frames
+/// twice, which a live input cannot replay).
+fn live(args: &Args, lineup: &Lineup, notes: &Notes) -> Result<bool, Failure> {
     let live: Vec<&str> = lineup
         .reference
         .iter()
@@ -106,19 +123,31 @@ pub fn open(args: &Args, notes: &Notes) -> Result<Lineup, Failure> {
         .filter(|i| i.live)
         .map(|i| i.role)
         .collect();
-    if !live.is_empty() {
-        if args.align.is_some() {
-            return Err(usage(anyhow!(
-                "--align auto decodes the first frames of both inputs twice, which a live \
-                 input cannot replay: give the offset with --offset"
-            )));
-        }
-        notes.say(format!(
-            "live: the {} input{} live; running until Ctrl-C or the end of the stream",
-            live.join(" and "),
-            if live.len() == 1 { " is" } else { "s are" }
-        ));
+    if live.is_empty() {
+        return Ok(false);
     }
+    if args.align.is_some() {
+        return Err(usage(anyhow!(
+            "--align auto decodes the first frames of both inputs twice, which a live \
+             input cannot replay: give the offset with --offset"
+        )));
+    }
+    notes.say(format!(
+        "live: the {} input{} live; running until Ctrl-C or the end of the stream",
+        live.join(" and "),
+        if live.len() == 1 { " is" } else { "s are" }
+    ));
+    Ok(true)
+}
+
+/// The size each distorted input is scaled to: none at the reference's; the reference's
+/// with `--scale` (said), else an error.
+fn scaling(
+    args: &Args,
+    lineup: &Lineup,
+    notes: &Notes,
+) -> Result<Vec<Option<(u32, u32)>>, Failure> {
+    let sized = lineup.sized();
     let mut scale_to = Vec::new();
     for (i, d) in lineup.distorted.iter().enumerate() {
         let same = (d.width, d.height) == (sized.width, sized.height);
@@ -136,7 +165,7 @@ pub fn open(args: &Args, notes: &Notes) -> Result<Lineup, Failure> {
                 ));
                 Some((sized.width, sized.height))
             }
-            (false, false) if several => {
+            (false, false) if lineup.several() => {
                 return Err(anyhow!(
                     "{} differs in size from the reference ({}x{} against {}x{}): add \
                      --scale to scale the distorted videos to the reference size",
@@ -161,16 +190,5 @@ pub fn open(args: &Args, notes: &Notes) -> Result<Lineup, Failure> {
             }
         });
     }
-    if let Some(r) = &lineup.reference
-        && args.pairing == PairingArg::Timestamp
-        && lineup.distorted.iter().any(|d| d.framerate != r.framerate)
-    {
-        notes.say(
-            "frame rates differ: frames are paired by timestamp; frames without a partner \
-             are counted as unmatched",
-        );
-    }
-    lineup.scale_to = scale_to;
-    lineup.live = !live.is_empty();
-    Ok(lineup)
+    Ok(scale_to)
 }

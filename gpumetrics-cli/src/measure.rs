@@ -12,9 +12,9 @@ use anyhow::Result;
 
 use crate::cli::{Args, PairingArg};
 use crate::decoding::{self, Decodings};
+use crate::flow::Setup;
 use crate::gate::GateConfig;
 use crate::lineup::Lineup;
-use crate::notes::Notes;
 use crate::output::RecordSink;
 use crate::pipeline::{self, BuiltRun, Decoding, PipelineConfig};
 use crate::plan::Plan;
@@ -121,28 +121,18 @@ pub fn pairing(args: &Args) -> &'static str {
     }
 }
 
-/// What [`measure`] runs: the inputs, how they are decoded, from which offset.
-pub struct Measure<'a> {
-    pub args: &'a Args,
-    pub plan: &'a Plan,
-    pub lineup: &'a Lineup,
-    pub decodings: &'a Decodings,
-    pub offset: i64,
-    pub notes: &'a Notes,
-}
-
 /// Builds and runs the pipeline, writing the records to `sink` as they come (`keep`: kept
 /// too, for the plot and the per-frame table); again with the inputs converted whose raw
 /// format differs from the reference's. The pipeline (for what it saw) and each distorted
 /// input's outcome, in the order given.
 pub fn measure(
-    m: &Measure,
+    m: &Setup,
     sink: &mut RecordSink,
     report: &Report,
     keep: bool,
     stop: &Arc<AtomicBool>,
 ) -> Result<(BuiltRun, Vec<Outcome>)> {
-    let Measure {
+    let Setup {
         args,
         plan,
         lineup,

@@ -11,16 +11,16 @@ use gstgpumetrics::message::Summary;
 use crate::cli::FormatArg;
 use crate::decoding;
 use crate::exit::print_stdout;
+use crate::flow::Setup;
 use crate::gate::Gate;
-use crate::measure::Measure;
 use crate::output::{self, Counts};
 use crate::pipeline::BuiltRun;
 use crate::run::Outcome;
 use crate::{plot, several};
 
 /// Says how the run went, on stderr.
-pub fn say_how_it_went(m: &Measure, built: &BuiltRun, outcomes: &[Outcome]) {
-    let Measure {
+pub fn say_how_it_went(m: &Setup, built: &BuiltRun, outcomes: &[Outcome]) {
+    let Setup {
         args,
         plan,
         lineup,
@@ -108,8 +108,8 @@ pub fn interrupted(outcomes: &[Outcome]) -> bool {
 
 /// Prints the summary table where it goes, writes the per-frame table's file and the plot
 /// (`labels`: the distorted inputs' names in the table and the plot).
-pub fn print(m: &Measure, built: &BuiltRun, outcomes: &[Outcome], labels: &[String]) -> Result<()> {
-    let Measure {
+pub fn print(m: &Setup, built: &BuiltRun, outcomes: &[Outcome], labels: &[String]) -> Result<()> {
+    let Setup {
         args,
         plan,
         lineup,
