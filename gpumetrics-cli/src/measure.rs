@@ -126,7 +126,7 @@ pub fn pairing(args: &Args) -> &'static str {
 /// format differs from the reference's. The pipeline (for what it saw) and each distorted
 /// input's outcome, in the order given.
 pub fn measure(
-    m: &Setup,
+    setup: &Setup,
     sink: &mut RecordSink,
     report: &Report,
     keep: bool,
@@ -139,9 +139,9 @@ pub fn measure(
         decodings,
         notes,
         ..
-    } = *m;
-    let config = config(args, plan, lineup, decodings, m.offset);
-    let total = total(args, plan, lineup, m.offset);
+    } = *setup;
+    let config = config(args, plan, lineup, decodings, setup.offset);
+    let total = total(args, plan, lineup, setup.offset);
     let reference = lineup.reference.as_ref().zip(decodings.reference.as_ref());
     let unit = if plan.single { "frames" } else { "pairs" };
     let mut convert_to: Vec<Option<String>> = vec![None; lineup.distorted.len()];

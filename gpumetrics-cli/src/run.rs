@@ -174,7 +174,7 @@ pub fn run_elements(
     let mut summaries: Vec<Option<Summary>> = vec![None; n];
     // With several elements the records are held until each has measured a pair (or the
     // run ends): a distorted file whose raw format differs from the reference's fails at its
-    // first pair and the run is made again with it converted (see `several`); records
+    // first pair and the run is made again with it converted (see `measure`); records
     // written meanwhile for the other files would be written twice.
     let mut held: Option<Vec<Held>> = (n > 1).then(Vec::new);
     let mut started = vec![false; n];

@@ -19,7 +19,7 @@ use crate::run::Outcome;
 use crate::{plot, several};
 
 /// Says how the run went, on stderr.
-pub fn say_how_it_went(m: &Setup, built: &BuiltRun, outcomes: &[Outcome]) {
+pub fn say_how_it_went(setup: &Setup, built: &BuiltRun, outcomes: &[Outcome]) {
     let Setup {
         args,
         plan,
@@ -27,7 +27,7 @@ pub fn say_how_it_went(m: &Setup, built: &BuiltRun, outcomes: &[Outcome]) {
         decodings,
         notes,
         ..
-    } = *m;
+    } = *setup;
     let several = lineup.several();
     let given = lineup.given();
     let labels: Vec<&str> = (0..given.len()).map(|i| lineup.label(i)).collect();
@@ -108,14 +108,19 @@ pub fn interrupted(outcomes: &[Outcome]) -> bool {
 
 /// Prints the summary table where it goes, writes the per-frame table's file and the plot
 /// (`labels`: the distorted inputs' names in the table and the plot).
-pub fn print(m: &Setup, built: &BuiltRun, outcomes: &[Outcome], labels: &[String]) -> Result<()> {
+pub fn print(
+    setup: &Setup,
+    built: &BuiltRun,
+    outcomes: &[Outcome],
+    labels: &[String],
+) -> Result<()> {
     let Setup {
         args,
         plan,
         lineup,
         notes,
         ..
-    } = *m;
+    } = *setup;
     let several = lineup.several();
     let counts: Vec<Counts> = built
         .gates
