@@ -141,3 +141,52 @@ pub fn judge(rules: &[fail::Rule], labels: &[String], outcomes: &[Outcome], note
     }
     status
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gstgpumetrics::message::FieldStats;
+
+    fn outcome(psnr: f64, interrupted: bool) -> Outcome {
+        Outcome {
+            records: Vec::new(),
+            summary: Summary {
+                frames: 10,
+                fields: vec![(
+                    "psnr-y".into(),
+                    FieldStats {
+                        mean: psnr,
+                        min: psnr,
+                        max: psnr,
+                        ..Default::default()
+                    },
+                )],
+                ..Default::default()
+            },
+            events: Vec::new(),
+            memory_stats: None,
+            interrupted,
+        }
+    }
+
+    /// One distorted input or several, the status is the same rule: a broken `--fail`
+    /// rule of any file fails the run, else an interruption is 130, else 0.
+    #[test]
+    fn the_status_is_the_worst_of_each_files_verdicts() {
+        let rules = [fail::Rule::parse("psnr-y.mean<30", &["psnr-y"]).unwrap()];
+        let notes = Notes { quiet: true };
+        let labels = |n: usize| -> Vec<String> { (0..n).map(|i| format!("d{i}.mp4")).collect() };
+        let judge = |outcomes: &[Outcome]| judge(&rules, &labels(outcomes.len()), outcomes, &notes);
+        assert_eq!(judge(&[outcome(40.0, false)]), 0);
+        assert_eq!(judge(&[outcome(20.0, false)]), cli::EXIT_THRESHOLD);
+        assert_eq!(judge(&[outcome(40.0, true)]), 130);
+        assert_eq!(judge(&[outcome(20.0, true)]), cli::EXIT_THRESHOLD);
+        assert_eq!(judge(&[outcome(40.0, false), outcome(35.0, false)]), 0);
+        assert_eq!(
+            judge(&[outcome(40.0, false), outcome(20.0, false)]),
+            cli::EXIT_THRESHOLD
+        );
+        assert_eq!(judge(&[outcome(40.0, true), outcome(35.0, true)]), 130);
+        assert_eq!(judge(&[]), 0);
+    }
+}
