@@ -2,7 +2,8 @@
 //! How each input is decoded: NVDEC into CUDA memory where the element's CUDA backend reads
 //! the frames in place, else software decoding; why a wanted NVDEC is not used is said
 //! (`-v`), or is an error with `--decode nvdec`. After the run: which decoders were plugged,
-//! and where negotiation measured an input at fewer bits than it was decoded with.
+//! and where negotiation measured an input at fewer bits than it was decoded with (a note,
+//! since the scores include that rounding).
 
 use anyhow::{Result, bail};
 
@@ -10,7 +11,7 @@ use crate::cli::{Args, BackendArg, DecodeArg};
 use crate::input::Input;
 use crate::lineup::Lineup;
 use crate::notes::Notes;
-use crate::pipeline::{self, CapsCell, Decoding};
+use crate::pipeline::{self, BuiltRun, CapsCell, Decoding};
 
 /// The decoding of each input of a run.
 pub struct Decodings {
@@ -67,18 +68,45 @@ impl Decodings {
         self.all().any(|d| matches!(d, Decoding::Nvdec(_)))
     }
 
-    /// Says which decoders each input had (`decoders`: the reference's, then each
-    /// distorted input's, named by `labels`).
-    pub fn say_plugged(&self, decoders: &[pipeline::Plugged], labels: &[&str], notes: &Notes) {
+    /// Says which decoders each input had, with several files (`-v`) how many the graph
+    /// has, and the inputs measured at fewer bits than they were decoded with.
+    pub fn say_used(&self, built: &BuiltRun, lineup: &Lineup, verbose: bool, notes: &Notes) {
         let say = |role: &str, d: &Decoding, i: usize| {
-            let plugged = decoders[i].lock().map(|v| v.clone()).unwrap_or_default();
+            let plugged = built.decoders[i]
+                .lock()
+                .map(|v| v.clone())
+                .unwrap_or_default();
             notes.say(format!("decoding {role}: {}", describe(d, &plugged)));
         };
         if let Some(d) = &self.reference {
             say("reference", d, 0);
         }
         for (i, d) in self.distorted.iter().enumerate() {
-            say(labels[i], d, i + 1);
+            say(lineup.label(i), d, i + 1);
+        }
+        let given = lineup.given();
+        if lineup.several() && verbose {
+            let all = built
+                .all_decoders
+                .lock()
+                .map(|v| v.clone())
+                .unwrap_or_default();
+            notes.say(format!(
+                "pipeline: {} decoders ({}) for {} inputs (the reference and {} distorted files)",
+                all.len(),
+                all.join(", "),
+                given.len() + 1,
+                given.len()
+            ));
+        }
+        for (i, (decoded, caps)) in built.decoded.iter().zip(&built.caps).enumerate() {
+            for note in depth_notes(decoded, caps) {
+                notes.say(if lineup.several() {
+                    format!("{}: {note}", given[i])
+                } else {
+                    note
+                });
+            }
         }
     }
 }
@@ -156,7 +184,7 @@ fn depth(format: &str) -> Option<u32> {
 /// decoded with: formats that differ in layout are converted to the reference's, so a
 /// 10-bit 4:4:4 distorted video against an 8-bit 4:2:0 reference is measured as 8-bit
 /// 4:2:0.
-pub fn depth_notes(decoded: &[CapsCell; 2], caps: &[CapsCell; 2]) -> Vec<String> {
+fn depth_notes(decoded: &[CapsCell; 2], caps: &[CapsCell; 2]) -> Vec<String> {
     let mut notes = Vec::new();
     for (i, role) in ["reference", "distorted"].iter().enumerate() {
         let (Some(decoded), Some(measured)) = (format(&decoded[i]), format(&caps[i])) else {

@@ -9,7 +9,6 @@ use anyhow::{Context, Result};
 use gstgpumetrics::message::Summary;
 
 use crate::cli::FormatArg;
-use crate::decoding;
 use crate::exit::print_stdout;
 use crate::flow::Setup;
 use crate::gate::Gate;
@@ -28,33 +27,9 @@ pub fn say_how_it_went(setup: &Setup, built: &BuiltRun, outcomes: &[Outcome]) {
         notes,
         ..
     } = *setup;
+    decodings.say_used(built, lineup, args.verbose, notes);
     let several = lineup.several();
     let given = lineup.given();
-    let labels: Vec<&str> = (0..given.len()).map(|i| lineup.label(i)).collect();
-    decodings.say_plugged(&built.decoders, &labels, notes);
-    if several && args.verbose {
-        let all = built
-            .all_decoders
-            .lock()
-            .map(|v| v.clone())
-            .unwrap_or_default();
-        notes.say(format!(
-            "pipeline: {} decoders ({}) for {} inputs (the reference and {} distorted files)",
-            all.len(),
-            all.join(", "),
-            given.len() + 1,
-            given.len()
-        ));
-    }
-    for (i, (decoded, caps)) in built.decoded.iter().zip(&built.caps).enumerate() {
-        for note in decoding::depth_notes(decoded, caps) {
-            notes.say(if several {
-                format!("{}: {note}", given[i])
-            } else {
-                note
-            });
-        }
-    }
     // With NVDEC, whether the frames stayed on the device is the point: always say it.
     let nvdec = decodings.any_nvdec();
     for (i, outcome) in outcomes.iter().enumerate() {
