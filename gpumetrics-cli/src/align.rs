@@ -11,7 +11,45 @@ use anyhow::{Context, Result, anyhow, bail};
 use gst::prelude::*;
 use gst_video::prelude::*;
 
+use crate::cli::{AlignArg, Args};
 use crate::input::Input;
+use crate::lineup::Lineup;
+use crate::notes::Notes;
+
+/// The offset of the run (`--offset` convention): with `--align auto`, the one found
+/// between the reference and the distorted input, said with how sure it is; else
+/// `--offset`'s. `--align` is refused before this with one input, a live one, or several
+/// distorted files (it finds the offset of one pair).
+pub fn chosen_offset(args: &Args, lineup: &Lineup, notes: &Notes) -> Result<i64> {
+    let (Some(AlignArg::Auto), Some(reference)) = (args.align, &lineup.reference) else {
+        return Ok(args.offset);
+    };
+    let a = find(
+        reference,
+        &lineup.distorted[0],
+        args.align_frames,
+        args.align_range,
+    )?;
+    let direction = match a.offset {
+        0 => "the inputs are aligned".to_string(),
+        n if n > 0 => format!("the distorted video starts {n} frames late"),
+        n => format!("the distorted video starts {} frames early", -n),
+    };
+    let margin = a.margin.map_or("no other candidate".into(), |m| {
+        format!("margin {m:.2} dB over the next best")
+    });
+    notes.say(format!(
+        "align: offset {:+} ({direction}); PSNR-Y {:.2} dB, {margin} ({} offsets tried on {} pairs each)",
+        a.offset, a.psnr, a.candidates, a.pairs
+    ));
+    if a.margin.is_some_and(|m| m < 0.5) {
+        notes.say(
+            "align: warning: the margin is small (little motion?): check the offset or give \
+             it with --offset",
+        );
+    }
+    Ok(a.offset)
+}
 
 /// Width of the luma pictures compared (height keeps the reference's aspect ratio).
 const ALIGN_WIDTH: u32 = 256;

@@ -12,7 +12,8 @@
 //! element's CUDA backend reads them in place. With one input (no reference) only the
 //! distorted branch is built: ref_sink stays unlinked, and the element measures dist_sink
 //! alone with the no-reference metrics. Several distorted inputs against one reference
-//! ([`build_several`]) get one element each, fed by a `tee` after the reference's decoder.
+//! ([`build_several`]) get one element each, fed by a `tee` after the reference's decoder;
+//! [`build_run`] builds either and gives the run one shape to read.
 
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
@@ -56,6 +57,9 @@ pub fn nvdec_factory(input: &Input) -> Option<String> {
 
 /// Caps seen on a pad, kept past the pipeline's end.
 pub type CapsCell = Arc<Mutex<Option<gst::Caps>>>;
+
+/// The decoder elements plugged for an input (filled while the pipeline starts).
+pub type Plugged = Arc<Mutex<Vec<String>>>;
 
 /// Everything the run needs to build the pipeline.
 #[derive(Debug, Clone)]
@@ -374,8 +378,9 @@ pub struct Distorted<'a> {
     pub convert_to: Option<String>,
 }
 
-/// The pipeline of one reference against several distorted inputs, and what the run reads.
-pub struct BuiltSeveral {
+/// The pipeline of a run ([`build_run`]), and what the run reads of it: one element per
+/// distorted input, each with its pair's gates and caps.
+pub struct BuiltRun {
     pub pipeline: gst::Pipeline,
     /// One per distorted input, in the order given.
     pub elements: Vec<gst::Element>,
@@ -383,13 +388,13 @@ pub struct BuiltSeveral {
     /// the distorted input), as in [`Built::gates`].
     pub gates: Vec<[Option<Gate>; 2]>,
     /// Decoder elements plugged: the reference's, then each distorted input's.
-    pub decoders: Vec<Arc<Mutex<Vec<String>>>>,
+    pub decoders: Vec<Plugged>,
     /// Per distorted input: the caps that reached its element (reference, distorted), and
     /// the caps decoded (before any conversion).
     pub caps: Vec<[Arc<Mutex<Option<gst::Caps>>>; 2]>,
     pub decoded: Vec<[Arc<Mutex<Option<gst::Caps>>>; 2]>,
     /// Every decoder element added anywhere in the pipeline (the graph's own count: the
-    /// reference is decoded once, so this is one per input).
+    /// reference is decoded once, so this is one per input); counted for several only.
     pub all_decoders: Arc<Mutex<Vec<String>>>,
 }
 
@@ -409,7 +414,7 @@ pub fn build_several(
     reference: (&Input, &Decoding),
     distorted: &[Distorted],
     stop: Arc<AtomicBool>,
-) -> Result<BuiltSeveral> {
+) -> Result<BuiltRun> {
     let pipeline = gst::Pipeline::with_name("gpumetrics-cli");
     let all_decoders = Arc::new(Mutex::new(Vec::new()));
     {
@@ -442,7 +447,7 @@ pub fn build_several(
     pipeline.add(&tee)?;
     ref_queue.link(&tee)?;
 
-    let mut out = BuiltSeveral {
+    let mut out = BuiltRun {
         pipeline: pipeline.clone(),
         elements: Vec::new(),
         gates: Vec::new(),
@@ -500,6 +505,42 @@ pub fn build_several(
         out.decoded.push([ref_decoded.clone(), dist_decoded]);
     }
     Ok(out)
+}
+
+/// Builds the pipeline (state NULL) of a run: one distorted input gets the graph of a pair
+/// ([`build`]: no tee, and no reference at all when it is measured alone), several get one
+/// element each behind a tee ([`build_several`]). Either way the run reads it as several:
+/// one element, gates, caps per distorted input. `config`'s own `decoding`, `scale_to` and
+/// `convert_to` are the ones of `reference` and `distorted`.
+pub fn build_run(
+    config: &PipelineConfig,
+    reference: Option<(&Input, &Decoding)>,
+    distorted: &[Distorted],
+    stop: Arc<AtomicBool>,
+) -> Result<BuiltRun> {
+    let [one] = distorted else {
+        let reference = reference.context("internal error: several inputs without reference")?;
+        return build_several(config, reference, distorted, stop);
+    };
+    let config = PipelineConfig {
+        decoding: [
+            reference.map_or(Decoding::Software, |(_, d)| d.clone()),
+            one.decoding.clone(),
+        ],
+        scale_to: one.scale_to,
+        convert_to: one.convert_to.clone(),
+        ..config.clone()
+    };
+    let built = build(&config, [reference.map(|(r, _)| r), Some(one.input)], stop)?;
+    Ok(BuiltRun {
+        pipeline: built.pipeline,
+        elements: vec![built.element],
+        gates: vec![built.gates],
+        decoders: built.decoders.into(),
+        caps: vec![built.caps],
+        decoded: vec![built.decoded],
+        all_decoders: Default::default(),
+    })
 }
 
 trait SetFromStrChecked {
@@ -660,6 +701,72 @@ mod tests {
             e.property::<Option<String>>("prometheus-address")
                 .as_deref(),
             Some("127.0.0.1:9464")
+        );
+    }
+
+    /// A run of one distorted input has the graph of a pair (no tee; no reference branch
+    /// when it is measured alone), a run of several the tee that decodes the reference
+    /// once; both are read as one element, gates and caps per distorted input.
+    #[test]
+    fn a_run_has_a_tee_only_with_several_distorted_inputs() {
+        gst::init().unwrap();
+        gstgpumetrics::plugin_register_static().unwrap();
+        // Built, never started: the inputs need not exist.
+        let input = |role, given: &str| Input {
+            role,
+            given: given.into(),
+            uri: format!("file:///nonexistent/{given}"),
+            width: 64,
+            height: 48,
+            framerate: None,
+            duration: None,
+            caps: None,
+            live: false,
+            raw: None,
+        };
+        let reference = input("reference", "ref.mp4");
+        let (a, b) = (input("distorted", "a.mp4"), input("distorted", "b.mp4"));
+        let distorted = |input| Distorted {
+            input,
+            decoding: Decoding::Software,
+            scale_to: None,
+            convert_to: None,
+        };
+        let config = psnr_config(Decoding::Software);
+        // By type: the statically registered gpumetrics element has no factory to ask.
+        let has_tee = |built: &BuiltRun| {
+            built
+                .pipeline
+                .iterate_elements()
+                .into_iter()
+                .any(|e| e.is_ok_and(|e| e.type_().name() == "GstTee"))
+        };
+        let stop = Arc::new(AtomicBool::new(false));
+        let reference = Some((&reference, &Decoding::Software));
+
+        let one = build_run(&config, reference, &[distorted(&a)], stop.clone()).unwrap();
+        assert_eq!(one.elements.len(), 1);
+        assert!(one.gates[0].iter().all(Option::is_some));
+        assert_eq!((one.decoders.len(), one.caps.len()), (2, 1));
+        assert!(!has_tee(&one));
+
+        let alone = build_run(&config, None, &[distorted(&a)], stop.clone()).unwrap();
+        assert!(alone.gates[0][0].is_none() && alone.gates[0][1].is_some());
+        let element = &alone.elements[0];
+        assert!(!element.static_pad("ref_sink").unwrap().is_linked());
+
+        let two = build_run(&config, reference, &[distorted(&a), distorted(&b)], stop).unwrap();
+        assert_eq!(two.elements.len(), 2);
+        assert_eq!((two.decoders.len(), two.gates.len()), (3, 2));
+        assert!(has_tee(&two));
+        assert!(
+            build_run(
+                &config,
+                None,
+                &[distorted(&a), distorted(&b)],
+                Default::default()
+            )
+            .is_err()
         );
     }
 

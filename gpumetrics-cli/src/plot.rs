@@ -245,16 +245,6 @@ where
     Ok(())
 }
 
-/// Draws the plot of one input's frames into `path`; the extension picks PNG or SVG.
-pub fn write(path: &Path, records: &[FrameScores], summary: &Summary, title: &str) -> Result<()> {
-    let one = Curves {
-        label: None,
-        records,
-        summary,
-    };
-    write_curves(path, &[one], title)
-}
-
 /// Draws the plot of several inputs' frames into `path` (one line per input and field,
 /// in the panels of the first input's fields).
 pub fn write_curves(path: &Path, curves: &[Curves], title: &str) -> Result<()> {

@@ -15,6 +15,7 @@ use gstgpumetrics::message::{AlertChange, EventRecord, FrameScores, Summary, Win
 
 use crate::monitor;
 use crate::output::{self, RecordSink};
+#[cfg(test)]
 use crate::pipeline::Built;
 use crate::progress::Progress;
 
@@ -118,6 +119,9 @@ fn start(pipeline: &gst::Pipeline) -> Result<bool> {
     Ok(paused == gst::StateChangeSuccess::NoPreroll)
 }
 
+/// Runs a pipeline of one pair ([`crate::pipeline::build`]): its outcome. The command runs
+/// every pipeline as [`run_elements`]; this is the tests' shorter way in.
+#[cfg(test)]
 pub fn run(
     built: &Built,
     stop: &Arc<AtomicBool>,
@@ -170,7 +174,7 @@ pub fn run_elements(
     let mut summaries: Vec<Option<Summary>> = vec![None; n];
     // With several elements the records are held until each has measured a pair (or the
     // run ends): a distorted file whose raw format differs from the reference's fails at its
-    // first pair and the run is made again with it converted (see `several`); records
+    // first pair and the run is made again with it converted (see `measure`); records
     // written meanwhile for the other files would be written twice.
     let mut held: Option<Vec<Held>> = (n > 1).then(Vec::new);
     let mut started = vec![false; n];
