@@ -1,15 +1,15 @@
 //! The engine: validates the pair of layouts once, picks a backend, and turns frame pairs
 //! into scores.
 
-use crate::backend::{Backend, BackendKind};
+use crate::backend::BackendKind;
 use crate::color::Colorimetry;
 use crate::error::EngineError;
 use crate::format::FrameLayout;
 use crate::frame::Frame;
-use crate::metric::temporal::Pending;
 use crate::metric::{Configured, Options};
 use crate::metrics::MetricSet;
 use crate::plan::{Plan, PlanOptions};
+use crate::schedule::{Frames, Scheduler, Tag};
 use crate::scores::Scores;
 
 /// Which backend runs the kernels.
@@ -49,10 +49,12 @@ pub struct Engine {
     metrics: MetricSet,
     /// The requested metrics' entries with their settings.
     configured: Vec<Configured>,
-    backend: Box<dyn Backend>,
+    /// The backend and the pairs on their way through it.
+    scheduler: Scheduler,
     note: Option<String>,
-    /// The instant fields of the pairs temporal metrics hold back.
-    pending: Pending,
+    /// The tag [`Engine::push`] gives the next pair (callers of [`Engine::submit`] choose
+    /// their own).
+    next_tag: Tag,
 }
 
 /// Everything an [`Engine`] is made from, given before it is built: [`Engine::builder`].
@@ -138,9 +140,9 @@ impl EngineBuilder<'_> {
             plan,
             metrics: set,
             configured,
-            backend,
+            scheduler: Scheduler::new(backend),
             note,
-            pending: Pending::default(),
+            next_tag: 0,
         })
     }
 }
@@ -208,12 +210,12 @@ impl Engine {
 
     /// Where the kernels run.
     pub fn backend_kind(&self) -> BackendKind {
-        self.backend.kind()
+        self.scheduler.backend().kind()
     }
 
     /// "cuda" or "cpu".
     pub fn backend_name(&self) -> &'static str {
-        self.backend.kind().name()
+        self.backend_kind().name()
     }
 
     /// Why `auto` chose the CPU, when it did.
@@ -234,9 +236,100 @@ impl Engine {
             .collect()
     }
 
+    /// Pairs the engine holds back before their scores are final: 1 with VMAF (a pair's
+    /// motion needs the next reference frame), else 0. Pairs in flight come on top of it
+    /// ([`Engine::in_flight`]).
+    pub fn lag(&self) -> usize {
+        self.scheduler.lag()
+    }
+
+    /// Pairs the engine may have in flight, their work queued on the GPU and their scores
+    /// not read yet ([`EngineBuilder::in_flight`]; 1 on the CPU backend).
+    pub fn in_flight(&self) -> usize {
+        self.scheduler.depth()
+    }
+
+    /// Submits after a pair until its scores are ready: [`Engine::lag`] +
+    /// [`Engine::in_flight`] − 1 (the latency the engine adds, in pairs).
+    pub fn delay(&self) -> usize {
+        self.lag() + self.in_flight() - 1
+    }
+
+    /// Submits a pair under the caller's `tag` (the scheduler, `crate::schedule`): its
+    /// work is queued and, once the engine is full, the oldest pair in flight is
+    /// completed. The scores come back from [`Engine::poll`] as `(tag, scores)`, in
+    /// submission order, [`Engine::delay`] submits later (or at [`Engine::settle`] and
+    /// [`Engine::end`]).
+    ///
+    /// A frame that does not fit its layout is refused before anything is queued (the
+    /// pairs before it are kept). A device error drops every pair not yet ready: their
+    /// tags never come back, and the engine no longer reads their frames.
+    ///
+    /// A device frame ([`crate::Frame::Device`]) must stay valid while
+    /// [`Engine::reads`] its tag; host frames are copied when submitted.
+    pub fn submit(&mut self, frames: Frames<'_>, tag: Tag) -> Result<(), EngineError> {
+        let (reference, distorted) = match (frames, self.plan.has_reference) {
+            (
+                Frames::Pair {
+                    reference,
+                    distorted,
+                },
+                true,
+            ) => (reference, distorted),
+            (Frames::Single(frame), false) => (frame, frame),
+            (Frames::Pair { .. }, false) => {
+                return Err(EngineError::Unsupported(
+                    "this engine measures one input alone (it was built without a \
+                     reference); give it one frame (Frames::Single)"
+                        .into(),
+                ));
+            }
+            (Frames::Single(_), true) => {
+                return Err(EngineError::Unsupported(
+                    "this engine compares pairs; give it both frames (Frames::Pair)".into(),
+                ));
+            }
+        };
+        self.scheduler.submit(&self.plan, reference, distorted, tag)
+    }
+
+    /// The oldest pair whose scores are final, with its tag, in submission order.
+    pub fn poll(&mut self) -> Option<(Tag, Scores)> {
+        self.scheduler.poll()
+    }
+
+    /// Whether the engine may still read the frames of the pair submitted as `tag` (it is
+    /// in flight). Pairs held back for temporal metrics are not read: they keep their own
+    /// copy of what they need.
+    pub fn reads(&self, tag: Tag) -> bool {
+        self.scheduler.reads(tag)
+    }
+
+    /// Completes the pairs in flight without ending the sequence, for a caller with
+    /// nothing to submit for a while (a frame without a partner, a pair it does not
+    /// measure), so that their scores do not wait for the next submit; pairs held back by
+    /// temporal metrics stay held. Afterwards the engine reads no frame. Fails only when
+    /// the GPU fails on a pair in flight (the pairs not ready are then dropped).
+    pub fn settle(&mut self) -> Result<(), EngineError> {
+        self.scheduler.settle(&self.plan)
+    }
+
+    /// End of the sequence (EOS, caps change): every submitted pair becomes ready for
+    /// [`Engine::poll`], those held back scored as libvmaf scores the last frames; the
+    /// next pair starts a new sequence. Fails as [`Engine::settle`].
+    pub fn end(&mut self) -> Result<(), EngineError> {
+        self.scheduler.end(&self.plan)
+    }
+
+    /// Pairs submitted whose scores are not ready yet (at most [`Engine::delay`] after a
+    /// submit).
+    pub fn held(&self) -> usize {
+        self.scheduler.pending()
+    }
+
     /// Measures one pair: every requested metric's fields, in registry order. Engines that
     /// hold pairs back ([`Engine::lag`] > 0, e.g. with VMAF) refuse it, and so does an
-    /// engine with pairs in flight: use [`Engine::push`] and [`Engine::finish`].
+    /// engine with pairs pending: use [`Engine::submit`] and [`Engine::poll`].
     pub fn compare(&mut self, reference: &Frame, distorted: &Frame) -> Result<Scores, EngineError> {
         if self.lag() > 0 {
             return Err(EngineError::Unsupported(format!(
@@ -251,133 +344,58 @@ impl Engine {
                 self.held()
             )));
         }
-        self.backend.submit(&self.plan, reference, distorted)?;
-        Ok(self.complete()?.unwrap_or_default())
+        let tag = self.next_tag;
+        self.submit(
+            Frames::Pair {
+                reference,
+                distorted,
+            },
+            tag,
+        )?;
+        self.next_tag = self.next_tag.wrapping_add(1);
+        self.settle()?;
+        Ok(self.poll().map(|(_, s)| s).unwrap_or_default())
     }
 
-    /// Pairs the engine holds back before their scores are final: 1 with VMAF (a pair's
-    /// motion needs the next reference frame), else 0. Pairs in flight come on top of it
-    /// ([`Engine::in_flight`]).
-    pub fn lag(&self) -> usize {
-        self.backend.lag()
-    }
-
-    /// Pairs the engine may have in flight, their work queued on the GPU and their scores
-    /// not read yet ([`EngineBuilder::in_flight`]; 1 on the CPU backend).
-    pub fn in_flight(&self) -> usize {
-        self.backend.depth()
-    }
-
-    /// Pushes after a pair until [`Engine::push`] returns its scores: [`Engine::lag`] +
-    /// [`Engine::in_flight`] − 1.
-    pub fn delay(&self) -> usize {
-        self.lag() + self.in_flight() - 1
-    }
-
-    /// Pairs pushed whose scores are not final yet (at most [`Engine::delay`]).
-    pub fn held(&self) -> usize {
-        self.pending.len() + self.backend.in_flight()
-    }
-
-    /// The last pairs pushed whose frames the engine may still read: those in flight (at
-    /// most [`Engine::in_flight`] − 1 after a push, 0 after [`Engine::complete_in_flight`],
-    /// [`Engine::finish`] or [`Engine::reset`]). A caller that lends the engine device
-    /// frames ([`crate::Frame::Device`]) can give the frames of older pairs back to their
-    /// pool: pairs held back by temporal metrics ([`Engine::lag`]) keep their own copy of
-    /// what they need.
-    pub fn reading(&self) -> usize {
-        self.backend.in_flight()
-    }
-
-    /// Measures one pair and returns the complete scores of the pair [`Engine::delay`]
-    /// pairs before it (this one's when the delay is 0), or `None` while the first pairs
-    /// are held. Fields of held-back metrics come after the others.
+    /// [`Engine::submit`] for a caller without tags of its own: measures one pair and
+    /// returns the scores of the pair [`Engine::delay`] pairs before it (this one's when
+    /// the delay is 0), or `None` while the first pairs are held. Fields of held-back
+    /// metrics come after the others.
     pub fn push(
         &mut self,
         reference: &Frame,
         distorted: &Frame,
     ) -> Result<Option<Scores>, EngineError> {
-        if !self.plan.has_reference {
-            return Err(EngineError::Unsupported(
-                "this engine measures one input alone (it was built without a reference); \
-                 give it frames with Engine::push_single"
-                    .into(),
-            ));
-        }
-        self.measure(reference, distorted)
+        self.push_frames(Frames::Pair {
+            reference,
+            distorted,
+        })
     }
 
-    /// Measures one frame of an engine without reference ([`Engine::single_builder`]), as
-    /// [`Engine::push`] measures a pair.
+    /// [`Engine::push`] for an engine without reference ([`Engine::single_builder`]).
     pub fn push_single(&mut self, frame: &Frame) -> Result<Option<Scores>, EngineError> {
-        if self.plan.has_reference {
-            return Err(EngineError::Unsupported(
-                "this engine compares pairs; give it both frames with Engine::push".into(),
-            ));
-        }
-        self.measure(frame, frame)
+        self.push_frames(Frames::Single(frame))
     }
 
-    fn measure(
-        &mut self,
-        reference: &Frame,
-        distorted: &Frame,
-    ) -> Result<Option<Scores>, EngineError> {
-        // Every push completes a pair once the backend is full, so there is room here.
-        self.backend.submit(&self.plan, reference, distorted)?;
-        if self.backend.in_flight() < self.backend.depth() {
-            return Ok(None);
-        }
-        self.complete()
+    fn push_frames(&mut self, frames: Frames<'_>) -> Result<Option<Scores>, EngineError> {
+        let tag = self.next_tag;
+        self.submit(frames, tag)?;
+        self.next_tag = self.next_tag.wrapping_add(1);
+        Ok(self.poll().map(|(_, s)| s))
     }
 
-    /// Completes the oldest pair in flight; its scores, or those of the pair held back.
-    fn complete(&mut self) -> Result<Option<Scores>, EngineError> {
-        let (mut now, mut late) = (Scores::new(), Scores::new());
-        self.backend.complete(&self.plan, &mut now, &mut late)?;
-        Ok(self.pending.push(self.backend.lag(), now, late))
-    }
-
-    /// Waits for the pairs in flight and returns the scores that are then final, oldest
-    /// first, without ending the sequence: pairs held back by temporal metrics stay held
-    /// ([`Engine::lag`]). For a caller with nothing to push for a while (a frame without a
-    /// partner, a pair it does not measure), so that the pairs before it do not wait for
-    /// the next push; afterwards [`Engine::reading`] is 0. Fails only when the GPU fails on
-    /// a pair in flight; the pushed pairs are then dropped, as by [`Engine::reset`].
-    pub fn complete_in_flight(&mut self) -> Result<Vec<Scores>, EngineError> {
-        let mut out = Vec::new();
-        while self.backend.in_flight() > 0 {
-            match self.complete() {
-                Ok(s) => out.extend(s),
-                Err(e) => {
-                    self.reset();
-                    return Err(e);
-                }
-            }
-        }
-        Ok(out)
-    }
-
-    /// End of the sequence (EOS, caps change): the scores of the pairs still in flight or
-    /// held back, oldest first, scored as libvmaf scores the last frames; the next pair
-    /// starts a new sequence. Fails only when the GPU fails on a pair still in flight.
+    /// [`Engine::end`], for a caller without tags: the scores of the pairs still pending,
+    /// oldest first.
     pub fn finish(&mut self) -> Result<Vec<Scores>, EngineError> {
-        let mut out = self.complete_in_flight()?;
-        let mut late = vec![Scores::new(); self.pending.len()];
-        self.backend.lineup().finish(&self.plan, &mut late);
-        out.extend(self.pending.finish(late));
-        Ok(out)
+        self.end()?;
+        Ok(std::iter::from_fn(|| self.poll()).map(|(_, s)| s).collect())
     }
 
-    /// Drops the held pairs, those in flight and every state across pairs (a flush): the
-    /// next pair starts a new sequence. Returns how many pushed pairs were dropped (for
-    /// the caller to count).
+    /// Drops the pairs not ready (held back or in flight) and every state across pairs (a
+    /// flush): the next pair starts a new sequence. Returns how many pairs were dropped
+    /// (for the caller to count); their tags never come back. Ready pairs stay ready.
     pub fn reset(&mut self) -> usize {
-        let dropped = self.held();
-        self.backend.abandon();
-        self.pending.reset();
-        self.backend.lineup().reset();
-        dropped
+        self.scheduler.reset().len()
     }
 }
 
@@ -386,7 +404,7 @@ impl std::fmt::Debug for Engine {
         f.debug_struct("Engine")
             .field("plan", &self.plan)
             .field("metrics", &self.metrics)
-            .field("backend", &self.backend.kind())
+            .field("backend", &self.backend_kind())
             .finish()
     }
 }
@@ -544,14 +562,16 @@ mod tests {
             .unwrap();
         assert_eq!((e.in_flight(), e.lag(), e.delay()), (1, 1, 1));
         assert_eq!(e.push(&f, &f).unwrap(), None);
-        assert_eq!((e.held(), e.reading()), (1, 0));
+        assert_eq!(e.held(), 1);
+        assert!(!e.reads(0), "the CPU backend reads nothing after a push");
         // VMAF's pair stays held back: its motion needs the next frame.
-        assert!(e.complete_in_flight().unwrap().is_empty());
+        e.settle().unwrap();
+        assert!(e.poll().is_none());
         assert_eq!(e.held(), 1);
         let second = e.push(&f, &f).unwrap().expect("the first pair's scores");
         assert!(second.get("vmaf").is_some());
         let last = e.finish().unwrap();
-        assert_eq!((last.len(), e.held(), e.reading()), (1, 0, 0));
+        assert_eq!((last.len(), e.held()), (1, 0));
     }
 
     #[test]

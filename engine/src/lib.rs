@@ -12,6 +12,7 @@ mod frame;
 pub mod metric;
 mod metrics;
 mod plan;
+mod schedule;
 mod scores;
 mod summary;
 
@@ -29,5 +30,6 @@ pub use frame::{DeviceFrame, Frame, HostFrame, MAX_PLANES, Plane, PlaneOffsets};
 pub use metric::{Direction, Field, OptionKind, OptionSpec, OptionValue, Options};
 pub use metrics::MetricSet;
 pub use plan::{Plan, PlanOptions};
+pub use schedule::{Frames, Tag};
 pub use scores::Scores;
 pub use summary::{FieldSummary, Pooler, Summary};

@@ -57,7 +57,8 @@ pub(crate) trait Backend: Send {
         late: &mut Scores,
     ) -> Result<(), EngineError>;
 
-    /// Pairs submitted and not completed.
+    /// Pairs submitted and not completed (the scheduler's check that a failed submit
+    /// dropped them, `crate::schedule`).
     fn in_flight(&self) -> usize;
 
     /// Drops the pairs in flight (a flush, or after an error), once the device no longer

@@ -10,8 +10,8 @@
 //! * A backend keeps its metrics in a [`Lineup`], which routes each metric's fields to
 //!   the pair they belong to and aligns every temporal metric to the largest lag, so that
 //!   the late fields of one call always belong to one pair.
-//! * The engine keeps the instant fields of the pairs held back in [`Pending`] and joins
-//!   them with their late fields.
+//! * The scheduler (`crate::schedule`) keeps the instant fields of the pairs held back,
+//!   under their tags, and joins them with their late fields.
 
 use std::collections::VecDeque;
 
@@ -284,55 +284,55 @@ impl<M: ?Sized + Sequenced + Send> Held for Lineup<M> {
     }
 }
 
-/// The engine's side: the instant fields of the pairs held back, until their late fields
-/// arrive.
-#[derive(Debug, Default)]
-pub(crate) struct Pending {
-    held: VecDeque<Scores>,
-}
-
-impl Pending {
-    /// Takes a pair's instant fields and the late fields of the pair `lag` pairs back;
-    /// returns that pair's complete scores once there is one.
-    pub(crate) fn push(&mut self, lag: usize, now: Scores, late: Scores) -> Option<Scores> {
-        if lag == 0 {
-            return Some(now);
-        }
-        self.held.push_back(now);
-        if self.held.len() > lag {
-            let mut done = self.held.pop_front().expect("more than lag held");
-            done.append(late);
-            return Some(done);
-        }
-        None
-    }
-
-    /// Pairs held.
-    pub(crate) fn len(&self) -> usize {
-        self.held.len()
-    }
-
-    /// End of a sequence: the held pairs, oldest first, each with its late fields from
-    /// `late` (as long as [`Pending::len`]).
-    pub(crate) fn finish(&mut self, late: Vec<Scores>) -> Vec<Scores> {
-        self.held
-            .drain(..)
-            .zip(late)
-            .map(|(mut s, l)| {
-                s.append(l);
-                s
-            })
-            .collect()
-    }
-
-    pub(crate) fn reset(&mut self) {
-        self.held.clear();
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The scheduler's held stage in miniature (`crate::schedule`): the instant fields of
+    /// the pairs held back, until their late fields arrive.
+    #[derive(Debug, Default)]
+    struct Pending {
+        held: VecDeque<Scores>,
+    }
+
+    impl Pending {
+        /// Takes a pair's instant fields and the late fields of the pair `lag` pairs back;
+        /// returns that pair's complete scores once there is one.
+        fn push(&mut self, lag: usize, now: Scores, late: Scores) -> Option<Scores> {
+            if lag == 0 {
+                return Some(now);
+            }
+            self.held.push_back(now);
+            if self.held.len() > lag {
+                let mut done = self.held.pop_front().expect("more than lag held");
+                done.append(late);
+                return Some(done);
+            }
+            None
+        }
+
+        /// Pairs held.
+        fn len(&self) -> usize {
+            self.held.len()
+        }
+
+        /// End of a sequence: the held pairs, oldest first, each with its late fields from
+        /// `late` (as long as [`Pending::len`]).
+        fn finish(&mut self, late: Vec<Scores>) -> Vec<Scores> {
+            self.held
+                .drain(..)
+                .zip(late)
+                .map(|(mut s, l)| {
+                    s.append(l);
+                    s
+                })
+                .collect()
+        }
+
+        fn reset(&mut self) {
+            self.held.clear();
+        }
+    }
 
     /// A window over numbers: a frame's field is itself plus the sum of the following.
     struct Sum<const L: usize>;

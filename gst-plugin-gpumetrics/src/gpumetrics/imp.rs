@@ -496,50 +496,55 @@ impl GpuMetrics {
             st.queue.push_skipped(distorted, pair);
             return self.settle_and_deliver(state, true);
         }
-        let (Some(rc), Some(dc), Some(engine)) = (&st.reference, &st.distorted, st.scorer.engine())
-        else {
+        if st.scorer.engine().is_none() {
+            return Err(gst::FlowError::NotNegotiated);
+        }
+        let (Some(rc), Some(dc)) = (&st.reference, &st.distorted) else {
             return Err(gst::FlowError::NotNegotiated);
         };
         let invalid = |e: String| {
             gst::element_imp_error!(self, gst::StreamError::Format, ("{e}"));
             gst::FlowError::Error
         };
-        let scores = {
+        // The pair's tag is its index: the queue keeps its buffers under it until the
+        // engine hands back its scores.
+        let tag = pair.frame;
+        let scored = {
             let obj = self.obj();
             let memory = &mut st.memory;
             let dm = input::map_input(&distorted, dc, device, "dist_sink", memory, &*obj)
                 .map_err(invalid)?;
             let df = input::frame(&dm, dc, "dist_sink").map_err(invalid)?;
-            let failed = |e: gpumetrics_engine::EngineError| {
-                gst::element_imp_error!(
-                    self,
-                    scorer::stream_error(&e),
-                    ("Measuring frame {} failed: {e}", pair.frame)
-                );
-                gst::FlowError::Error
-            };
             match &reference {
                 Some(reference) => {
                     let rm = input::map_input(reference, rc, device, "ref_sink", memory, &*obj)
                         .map_err(invalid)?;
                     let rf = input::frame(&rm, rc, "ref_sink").map_err(invalid)?;
-                    engine.push(&rf, &df).map_err(failed)?
+                    st.scorer.submit(Some(&rf), &df, tag)
                 }
-                None => engine.push_single(&df).map_err(failed)?,
+                None => st.scorer.submit(None, &df, tag),
             }
         };
-        // With pairs in flight the engine may still read the reference frame (CUDA memory
-        // is read in place): its buffer is kept until then, the distorted one waits below.
-        st.scorer.keep(reference);
-        st.queue.push_pair(distorted, pair);
-        if let Some(scores) = scores {
-            let matched = st.queue.score(scores);
-            debug_assert!(
-                matched,
-                "the engine returned scores for a pair it did not hold"
+        if let Err(e) = scored {
+            // This pair is not measured. A frame the engine refused before queueing
+            // anything leaves the pairs before it in the engine; a device error dropped
+            // them, and their buffers leave without scores.
+            if !st.scorer.engine().is_some_and(|e| e.held() > 0) {
+                st.queue.finish();
+            }
+            gst::element_imp_error!(
+                self,
+                scorer::stream_error(&e),
+                ("Measuring frame {} failed: {e}", pair.frame)
             );
+            return Err(gst::FlowError::Error);
         }
-        self.deliver(state, true)
+        // With pairs in flight the engine may still read the reference frame (CUDA memory
+        // is read in place): its buffer is kept with the pair until then.
+        st.queue.push_pair(tag, distorted, reference, pair);
+        let taken = self.take_scores(st, scored, false);
+        let delivered = self.deliver(state, true);
+        taken.and(delivered)
     }
 
     /// Lets the buffers that are ready leave: each measured pair's record goes to the
@@ -656,28 +661,33 @@ impl GpuMetrics {
         taken.and(delivered)
     }
 
-    /// Gives the waiting pairs what the engine returned: the scores of the oldest ones
-    /// (and with `end`, the end of a sequence: any pair left leaves without scores). When
-    /// the GPU failed on a pair, the element error names the oldest pair waiting and every
-    /// waiting pair leaves without scores (the engine dropped them), so that no buffer is
-    /// lost; no pair is measured after it.
+    /// Gives the waiting pairs what the engine handed back, each under its tag (and with
+    /// `end`, the end of a sequence: any pair left leaves without scores), and releases
+    /// the reference buffers the engine no longer reads. When the GPU failed on a pair,
+    /// the element error names the oldest pair waiting and every waiting pair leaves
+    /// without scores (the engine dropped them), so that no buffer is lost; no pair is
+    /// measured after it.
     fn take_scores(
         &self,
         st: &mut State,
-        result: Result<Vec<gpumetrics_engine::Scores>, gpumetrics_engine::EngineError>,
+        result: scorer::Scored,
         end: bool,
     ) -> Result<(), gst::FlowError> {
         match result {
-            Ok(scores) if end => st.queue.finish(scores),
-            Ok(scores) => {
-                for s in scores {
-                    let matched = st.queue.score(s);
-                    debug_assert!(matched, "the engine completed a pair it did not hold");
+            Ok(scored) => {
+                for (tag, scores) in scored {
+                    let matched = st.queue.score(tag, scores);
+                    debug_assert!(matched, "the engine handed back a tag it was not given");
                 }
+                if end {
+                    st.queue.finish();
+                }
+                let scorer = &st.scorer;
+                st.queue.release_unread(|tag| scorer.reads(tag));
             }
             Err(e) => {
                 let frame = st.queue.oldest_waiting().unwrap_or(st.frame);
-                st.queue.finish(Vec::new());
+                st.queue.finish();
                 st.failed = true;
                 gst::element_imp_error!(
                     self,

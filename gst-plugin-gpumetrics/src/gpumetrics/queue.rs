@@ -1,18 +1,22 @@
 // SPDX-License-Identifier: MPL-2.0
 //! The distorted buffers on their way to `src`, in arrival order: a measured pair's buffer
-//! waits until the engine has its scores (an engine with lag holds pairs back and one with
-//! pairs in flight returns them later, see [`gpumetrics_engine::Engine::delay`];
-//! [`Queue::score`] gives the oldest waiting pair the
-//! scores the engine returns, [`Queue::finish`] those of `Engine::finish`), and an
-//! unmatched distorted buffer that arrives meanwhile waits behind it, so that the output
-//! stays in order. Frames without a partner and pairs `subsample` skips queue up the same
-//! way, so that the outputs (whose windows follow running time) receive every event in
-//! order. Generic over the buffer type, for the tests.
+//! waits, under the tag it was submitted with ([`gpumetrics_engine::Engine::submit`]),
+//! until the engine hands back that tag's scores ([`Queue::score`]; an engine with lag
+//! holds pairs back and one with pairs in flight returns them later, see
+//! [`gpumetrics_engine::Engine::delay`]), and an unmatched distorted buffer that arrives
+//! meanwhile waits behind it, so that the output stays in order. Frames without a partner
+//! and pairs `subsample` skips queue up the same way, so that the outputs (whose windows
+//! follow running time) receive every event in order.
+//!
+//! A measured pair's reference buffer is kept with it while the engine may still read its
+//! frame (CUDA memory is read in place after the submit returned, and a buffer released
+//! earlier could go back to its pool and be overwritten): [`Queue::release_unread`].
+//! Generic over the buffer type, for the tests.
 
 use std::collections::VecDeque;
 use std::time::Instant;
 
-use gpumetrics_engine::Scores;
+use gpumetrics_engine::{Scores, Tag};
 
 use super::outputs::Side;
 
@@ -53,7 +57,10 @@ pub(crate) enum Ready<B> {
 #[derive(Debug)]
 enum Entry<B> {
     Pair {
+        tag: Tag,
         buffer: B,
+        /// The reference buffer, while the engine may read its frame.
+        reference: Option<B>,
         pair: PairInfo,
         scores: Option<Scores>,
     },
@@ -74,13 +81,40 @@ impl<B> Default for Queue<B> {
 }
 
 impl<B> Queue<B> {
-    /// A measured pair's buffer, waiting for its scores.
-    pub(crate) fn push_pair(&mut self, buffer: B, pair: PairInfo) {
+    /// A measured pair's buffers, submitted as `tag`, waiting for its scores.
+    pub(crate) fn push_pair(&mut self, tag: Tag, buffer: B, reference: Option<B>, pair: PairInfo) {
         self.entries.push_back(Entry::Pair {
+            tag,
             buffer,
+            reference,
             pair,
             scores: None,
         });
+    }
+
+    /// Releases the reference buffers of the pairs whose frames the engine no longer
+    /// `reads` ([`gpumetrics_engine::Engine::reads`]).
+    pub(crate) fn release_unread(&mut self, reads: impl Fn(Tag) -> bool) {
+        for e in &mut self.entries {
+            if let Entry::Pair { tag, reference, .. } = e
+                && reference.is_some()
+                && !reads(*tag)
+            {
+                *reference = None;
+            }
+        }
+    }
+
+    /// Reference buffers kept for the engine to read.
+    #[cfg(test)]
+    fn references(&self) -> Vec<&B> {
+        self.entries
+            .iter()
+            .filter_map(|e| match e {
+                Entry::Pair { reference, .. } => reference.as_ref(),
+                _ => None,
+            })
+            .collect()
     }
 
     /// A frame without a partner (a distorted one with its buffer): it leaves after the
@@ -104,10 +138,7 @@ impl<B> Queue<B> {
             .push_back(Entry::Ready(Ready::Skipped { buffer, pair }));
     }
 
-    /// Measured pairs still waiting for their scores (the engine's [`held`] pairs: held
-    /// back or in flight).
-    ///
-    /// [`held`]: gpumetrics_engine::Engine::held
+    /// Measured pairs still waiting for their scores (held back or in flight).
     pub(crate) fn waiting(&self) -> usize {
         self.entries
             .iter()
@@ -126,17 +157,20 @@ impl<B> Queue<B> {
         })
     }
 
-    /// The scores of the oldest waiting pair (what [`Engine::push`] returns). `false` when
-    /// no pair waits (the scores are dropped: the engine and the queue disagree).
+    /// The scores of the pair submitted as `tag` (what [`Engine::poll`] hands back).
+    /// `false` when no pair waits under that tag (the scores are dropped).
     ///
-    /// [`Engine::push`]: gpumetrics_engine::Engine::push
-    pub(crate) fn score(&mut self, scores: Scores) -> bool {
-        match self.entries.iter_mut().find_map(|e| match e {
+    /// [`Engine::poll`]: gpumetrics_engine::Engine::poll
+    pub(crate) fn score(&mut self, tag: Tag, scores: Scores) -> bool {
+        let slot = self.entries.iter_mut().find_map(|e| match e {
             Entry::Pair {
-                scores: s @ None, ..
-            } => Some(s),
+                tag: t,
+                scores: s @ None,
+                ..
+            } if *t == tag => Some(s),
             _ => None,
-        }) {
+        });
+        match slot {
             Some(slot) => {
                 *slot = Some(scores);
                 true
@@ -145,18 +179,21 @@ impl<B> Queue<B> {
         }
     }
 
-    /// End of a sequence: the waiting pairs get `scores` (what [`Engine::finish`] returns,
-    /// oldest first); any pair left over gets no scores (an empty record), so that every
-    /// buffer leaves.
-    ///
-    /// [`Engine::finish`]: gpumetrics_engine::Engine::finish
-    pub(crate) fn finish(&mut self, scores: Vec<Scores>) {
-        for s in scores {
-            if !self.score(s) {
-                break;
+    /// The engine will not score the waiting pairs (it ended or dropped them, or failed):
+    /// they get no scores (an empty record) and their reference buffers are released, so
+    /// that every buffer leaves.
+    pub(crate) fn finish(&mut self) {
+        for e in &mut self.entries {
+            if let Entry::Pair {
+                scores, reference, ..
+            } = e
+            {
+                *reference = None;
+                if scores.is_none() {
+                    *scores = Some(Scores::new());
+                }
             }
         }
-        while self.score(Scores::new()) {}
     }
 
     /// Takes the buffers that can leave now: from the front, up to the first pair still
@@ -172,11 +209,13 @@ impl<B> Queue<B> {
                     buffer,
                     pair,
                     scores: Some(_),
+                    ..
                 }) if pair.skip => out.push(Ready::Skipped { buffer, pair }),
                 Some(Entry::Pair {
                     buffer,
                     pair,
                     scores: Some(scores),
+                    ..
                 }) => out.push(Ready::Scored {
                     buffer,
                     pair,
@@ -236,33 +275,35 @@ mod tests {
     #[test]
     fn without_lag_every_pair_leaves_at_once() {
         let mut q = Queue::default();
-        q.push_pair(0, info(0));
-        assert!(q.score(scores(1.0)));
+        q.push_pair(0, 0, None, info(0));
+        assert!(!q.score(1, scores(1.0)), "no pair was submitted as 1");
+        assert!(q.score(0, scores(1.0)));
         assert_eq!(left(&mut q), ["0=1"]);
         q.push_unmatched(Some(1), Side::Distorted, Some(40));
         assert_eq!(left(&mut q), ["1:u"]);
-        assert!(!q.score(scores(2.0)), "no pair waits");
+        assert!(!q.score(0, scores(2.0)), "no pair waits");
     }
 
     #[test]
     fn held_pairs_keep_unmatched_buffers_behind_them_in_order() {
         // Lag 2: the engine returns pair n's scores when pair n + 2 is pushed.
         let mut q = Queue::default();
-        q.push_pair(0, info(0));
+        q.push_pair(0, 0, None, info(0));
         q.push_unmatched(Some(1), Side::Distorted, Some(40));
-        q.push_pair(2, info(1));
+        q.push_pair(1, 2, None, info(1));
         assert_eq!(q.waiting(), 2);
         assert!(left(&mut q).is_empty());
-        q.push_pair(3, info(2));
-        assert!(q.score(scores(10.0)));
+        q.push_pair(2, 3, None, info(2));
+        assert!(q.score(0, scores(10.0)));
         assert_eq!(left(&mut q), ["0=10", "1:u"]);
         q.push_unmatched(Some(4), Side::Distorted, Some(160));
-        q.push_pair(5, info(3));
-        assert!(q.score(scores(11.0)));
+        q.push_pair(3, 5, None, info(3));
+        assert!(q.score(1, scores(11.0)));
         assert_eq!(left(&mut q), ["2=11"]);
         // End of the sequence: the engine finishes the two held pairs.
         assert_eq!(q.waiting(), 2);
-        q.finish(vec![scores(12.0), scores(13.0)]);
+        assert!(q.score(2, scores(12.0)) && q.score(3, scores(13.0)));
+        q.finish();
         assert_eq!(left(&mut q), ["3=12", "4:u", "5=13"]);
         assert_eq!(q.waiting(), 0);
     }
@@ -270,11 +311,13 @@ mod tests {
     #[test]
     fn skipped_pairs_and_unmatched_reference_frames_keep_their_place() {
         let mut q = Queue::default();
-        q.push_pair(0, info(0));
+        q.push_pair(0, 0, None, info(0));
         q.push_unmatched(None, Side::Reference, Some(40));
         // Skipped with the engine (lag): its scores are dropped when they come.
         q.push_pair(
             1,
+            1,
+            None,
             PairInfo {
                 skip: true,
                 ..info(1)
@@ -282,9 +325,9 @@ mod tests {
         );
         q.push_skipped(2, info(2));
         assert!(left(&mut q).is_empty());
-        assert!(q.score(scores(5.0)));
+        assert!(q.score(0, scores(5.0)));
         assert_eq!(left(&mut q), ["0=5", "Reference:u"]);
-        assert!(q.score(scores(6.0)));
+        assert!(q.score(1, scores(6.0)));
         assert_eq!(left(&mut q), ["1:s1", "2:s2"]);
     }
 
@@ -293,18 +336,19 @@ mod tests {
         // Two pairs in flight, no lag: the engine returns pair n's scores when pair n + 1 is
         // pushed. A skipped pair and an unmatched buffer queued meanwhile leave after it.
         let mut q = Queue::default();
-        q.push_pair(0, info(0));
+        q.push_pair(0, 0, None, info(0));
         assert_eq!((q.waiting(), q.oldest_waiting()), (1, Some(0)));
         q.push_skipped(1, info(1));
         q.push_unmatched(Some(2), Side::Distorted, Some(80));
         assert!(left(&mut q).is_empty(), "pair 0 is in flight");
-        q.push_pair(3, info(2));
-        assert!(q.score(scores(1.0)));
+        q.push_pair(2, 3, None, info(2));
+        assert!(q.score(0, scores(1.0)));
         assert_eq!(left(&mut q), ["0=1", "1:s1", "2:u"]);
         assert_eq!((q.waiting(), q.oldest_waiting()), (1, Some(2)));
         // End of the run: the pair in flight is waiting, and finished.
         q.push_skipped(4, info(3));
-        q.finish(vec![scores(2.0)]);
+        assert!(q.score(2, scores(2.0)));
+        q.finish();
         assert_eq!(left(&mut q), ["3=2", "4:s3"]);
         assert_eq!((q.waiting(), q.oldest_waiting()), (0, None));
     }
@@ -312,9 +356,45 @@ mod tests {
     #[test]
     fn pairs_the_engine_did_not_finish_leave_without_scores() {
         let mut q = Queue::default();
-        q.push_pair(0, info(0));
-        q.push_pair(1, info(1));
-        q.finish(vec![scores(1.0)]);
+        q.push_pair(0, 0, None, info(0));
+        q.push_pair(1, 1, None, info(1));
+        assert!(q.score(0, scores(1.0)));
+        q.finish();
         assert_eq!(left(&mut q), ["0=1", "1=-"]);
+    }
+
+    /// Scores come back by tag: a pair completed out of the order the queue holds them
+    /// still gets its own scores, and nothing leaves before the pairs in front of it.
+    #[test]
+    fn scores_go_to_their_tag_not_to_the_oldest_pair() {
+        let mut q = Queue::default();
+        q.push_pair(7, 0, None, info(0));
+        q.push_pair(8, 1, None, info(1));
+        assert!(q.score(8, scores(2.0)));
+        assert!(left(&mut q).is_empty(), "pair 7 is still waiting");
+        assert!(!q.score(8, scores(3.0)), "pair 8 has its scores already");
+        assert!(q.score(7, scores(1.0)));
+        assert_eq!(left(&mut q), ["0=1", "1=2"]);
+    }
+
+    /// Reference buffers stay while the engine reads their frames, and go when it no
+    /// longer does or when the pairs are finished.
+    #[test]
+    fn reference_buffers_are_kept_while_the_engine_reads_them() {
+        let mut q = Queue::default();
+        for t in 0..4 {
+            q.push_pair(t, t as u32, Some(100 + t as u32), info(t));
+        }
+        // The last two pairs are in flight.
+        q.release_unread(|t| t >= 2);
+        assert_eq!(q.references(), [&102, &103]);
+        q.release_unread(|t| t >= 2);
+        assert_eq!(
+            q.references(),
+            [&102, &103],
+            "released once, kept otherwise"
+        );
+        q.finish();
+        assert!(q.references().is_empty());
     }
 }

@@ -1,12 +1,10 @@
 // SPDX-License-Identifier: MPL-2.0
 //! The engine of a run: built from the settings for the caps of both pads (and the CUDA
 //! context their memory lives in), retired when they change, and the element errors that
-//! say why one cannot be built. It keeps the reference buffers of the pairs in flight alive
-//! while the engine may read them.
+//! say why one cannot be built. The buffers of the pairs it measures are kept, under their
+//! tags, by the element's queue (`super::queue`).
 
-use std::collections::VecDeque;
-
-use gpumetrics_engine::{BackendChoice, BackendKind, Engine, EngineError, Scores};
+use gpumetrics_engine::{BackendChoice, BackendKind, Engine, EngineError, Scores, Tag};
 
 use super::CAT;
 use super::input::PadCaps;
@@ -22,43 +20,16 @@ pub(crate) struct Scorer {
     built_for: Option<(gst_video::VideoInfo, gst_video::VideoInfo)>,
     /// The GstCudaContext the engine runs in (None: the device's primary context, or CPU).
     context: Option<gstcuda::Context>,
-    /// The reference buffers of the pairs the engine may still read.
-    reading: Reading<gst::Buffer>,
 }
 
-/// The buffers lent to the engine whose frames it may still read, oldest first: with pairs
-/// in flight the GPU reads CUDA memory in place after the push returned, and a buffer
-/// released earlier could go back to its pool and be overwritten meanwhile. (The distorted
-/// buffers wait in the queue until their scores come back, longer than that.) At most
-/// `in-flight` buffers are kept, which an upstream pool can spare.
-#[derive(Debug)]
-struct Reading<B>(VecDeque<B>);
+/// The scores the engine handed back, with the tags their pairs were submitted as, oldest
+/// first; `Err`: the GPU failed on a pair in flight, and the pairs not handed back have no
+/// scores.
+pub(crate) type Scored = Result<Vec<(Tag, Scores)>, EngineError>;
 
-impl<B> Default for Reading<B> {
-    fn default() -> Self {
-        Reading(VecDeque::new())
-    }
-}
-
-impl<B> Reading<B> {
-    /// `buffer` was pushed; the engine now reads the frames of the last `reading` pairs.
-    fn keep(&mut self, buffer: B, reading: usize) {
-        self.0.push_back(buffer);
-        self.release(reading);
-    }
-
-    /// Releases the buffers of the pairs the engine no longer reads: all but the last
-    /// `reading` (pairs complete in the order they were pushed).
-    fn release(&mut self, reading: usize) {
-        while self.0.len() > reading {
-            self.0.pop_front();
-        }
-    }
-
-    #[cfg(test)]
-    fn held(&self) -> Vec<&B> {
-        self.0.iter().collect()
-    }
+/// Everything the engine has ready.
+fn ready(engine: &mut Engine) -> Vec<(Tag, Scores)> {
+    std::iter::from_fn(|| engine.poll()).collect()
 }
 
 /// What an engine is built from.
@@ -118,62 +89,73 @@ impl Scorer {
         self.context = Some(context);
     }
 
-    /// Ends the engine's sequence and drops it: the scores of the pairs it still held,
-    /// oldest first (scored as the last pairs of a sequence). `Err`: the GPU failed on a
-    /// pair in flight, and the held pairs have no scores.
-    pub(crate) fn retire(&mut self) -> Result<Vec<Scores>, EngineError> {
-        let finished = self.engine.take().map(|mut e| e.finish());
-        self.reading.release(0);
-        finished.unwrap_or_else(|| Ok(Vec::new()))
+    /// Ends the engine's sequence and drops it: the scores of the pairs it still held
+    /// (scored as the last pairs of a sequence).
+    pub(crate) fn retire(&mut self) -> Scored {
+        let Some(mut engine) = self.engine.take() else {
+            return Ok(Vec::new());
+        };
+        engine.end()?;
+        Ok(ready(&mut engine))
     }
 
     /// End of the run: the scores of the pairs the engine still holds; it stays for the
-    /// next sequence. `Err` as [`Self::retire`].
-    pub(crate) fn finish(&mut self) -> Result<Vec<Scores>, EngineError> {
-        let finished = self.engine.as_mut().map(Engine::finish);
-        self.release();
-        finished.unwrap_or_else(|| Ok(Vec::new()))
+    /// next sequence.
+    pub(crate) fn finish(&mut self) -> Scored {
+        let Some(engine) = self.engine.as_mut() else {
+            return Ok(Vec::new());
+        };
+        engine.end()?;
+        Ok(ready(engine))
     }
 
-    /// Nothing is pushed for a while (a frame without a partner, a pair `subsample`
+    /// Nothing is submitted for a while (a frame without a partner, a pair `subsample`
     /// skips): the scores of the pairs in flight, so that they leave now rather than at the
-    /// next push; pairs held back for temporal metrics stay held, in their sequence.
-    /// `Err` as [`Self::retire`].
-    pub(crate) fn settle(&mut self) -> Result<Vec<Scores>, EngineError> {
-        let completed = self.engine.as_mut().map(Engine::complete_in_flight);
-        self.release();
-        completed.unwrap_or_else(|| Ok(Vec::new()))
+    /// next submit; pairs held back for temporal metrics stay held, in their sequence.
+    pub(crate) fn settle(&mut self) -> Scored {
+        let Some(engine) = self.engine.as_mut() else {
+            return Ok(Vec::new());
+        };
+        engine.settle()?;
+        Ok(ready(engine))
+    }
+
+    /// Submits a pair as `tag` (`reference` None: dist_sink alone); the scores the engine
+    /// then has ready, of this pair or earlier ones.
+    pub(crate) fn submit(
+        &mut self,
+        reference: Option<&gpumetrics_engine::Frame>,
+        distorted: &gpumetrics_engine::Frame,
+        tag: Tag,
+    ) -> Scored {
+        let Some(engine) = self.engine.as_mut() else {
+            return Ok(Vec::new());
+        };
+        let frames = match reference {
+            Some(reference) => gpumetrics_engine::Frames::Pair {
+                reference,
+                distorted,
+            },
+            None => gpumetrics_engine::Frames::Single(distorted),
+        };
+        engine.submit(frames, tag)?;
+        Ok(ready(engine))
+    }
+
+    /// Whether the engine may still read the frames of the pair submitted as `tag`.
+    pub(crate) fn reads(&self, tag: Tag) -> bool {
+        self.engine.as_ref().is_some_and(|e| e.reads(tag))
     }
 
     /// A flush: drops the held pairs; returns how many measured pairs were dropped.
     pub(crate) fn reset(&mut self) -> usize {
-        let dropped = self.engine.as_mut().map_or(0, Engine::reset);
-        self.release();
-        dropped
-    }
-
-    /// `reference` (None: dist_sink alone) was pushed: it is kept while the engine may
-    /// read its frames ([`Engine::reading`]), and older ones are released. The distorted
-    /// buffer is the caller's to keep, until the pair's scores come back.
-    pub(crate) fn keep(&mut self, reference: Option<gst::Buffer>) {
-        let reading = self.engine.as_ref().map_or(0, Engine::reading);
-        match reference {
-            Some(r) => self.reading.keep(r, reading),
-            None => self.reading.release(reading),
-        }
-    }
-
-    /// Releases the reference buffers the engine no longer reads.
-    fn release(&mut self) {
-        let reading = self.engine.as_ref().map_or(0, Engine::reading);
-        self.reading.release(reading);
+        self.engine.as_mut().map_or(0, Engine::reset)
     }
 
     /// Builds the engine for `req`, replacing any; `Err` is the element error to post.
     pub(crate) fn build(&mut self, req: &Request) -> Result<Built, gst::ErrorMessage> {
         let mut built = Built::default();
         self.engine = None;
-        self.reading.release(0);
         let config = req.settings.engine_config();
         if config.metrics.is_empty() {
             built
@@ -481,41 +463,17 @@ mod tests {
             },
         ];
         let f = gpumetrics_engine::Frame::Host(gpumetrics_engine::HostFrame::new(&planes));
-        assert_eq!(s.engine().unwrap().push(&f, &f).unwrap(), None);
+        assert!(s.submit(Some(&f), &f, 41).unwrap().is_empty());
         let finished = s.retire().unwrap();
         assert_eq!(finished.len(), 1, "the held pair is scored when retired");
-        assert!(!finished[0].is_empty());
+        assert_eq!(finished[0].0, 41, "under its tag");
+        assert!(!finished[0].1.is_empty());
     }
 
-    /// The buffers kept are those of the last pairs pushed that the engine still reads,
-    /// whatever the number in flight.
+    /// On the CPU backend (one pair at a time whatever `in-flight` says) the engine reads
+    /// no frame after the submit, and the latency is that of the lag alone.
     #[test]
-    fn reference_buffers_are_kept_while_their_pairs_are_in_flight() {
-        // Two in flight: after each push the engine reads the pair just pushed.
-        let mut r = Reading::default();
-        r.keep(0, 1);
-        assert_eq!(r.held(), [&0]);
-        r.keep(1, 1);
-        assert_eq!(r.held(), [&1]);
-        r.release(0);
-        assert!(r.held().is_empty(), "finished: nothing is read");
-        // Four in flight: the first pushes fill the pipeline, then each push completes the
-        // oldest pair.
-        for (b, reading) in [(0, 1), (1, 2), (2, 3), (3, 3), (4, 3)] {
-            r.keep(b, reading);
-        }
-        assert_eq!(r.held(), [&2, &3, &4]);
-        r.release(1);
-        assert_eq!(r.held(), [&4]);
-        // One in flight (and the CPU backend): nothing is read after the push.
-        r.keep(5, 0);
-        assert!(r.held().is_empty());
-    }
-
-    /// On the CPU backend (one pair at a time whatever `in-flight` says) the reference
-    /// buffer is released by the push itself, and the latency is that of the lag alone.
-    #[test]
-    fn the_cpu_backend_reads_nothing_after_a_push() {
+    fn the_cpu_backend_reads_nothing_after_a_submit() {
         gst::init().unwrap();
         let element = gst::Bin::new().upcast::<gst::Element>();
         let a = caps(gst_video::VideoFormat::Gray8, 64, 64);
@@ -531,13 +489,9 @@ mod tests {
             stride: 64,
         }];
         let f = gpumetrics_engine::Frame::Host(gpumetrics_engine::HostFrame::new(&planes));
-        assert!(e.push(&f, &f).unwrap().is_some());
-        let buffer = gst::Buffer::new();
-        s.keep(Some(buffer.clone()));
-        assert!(
-            buffer.is_writable(),
-            "released: the engine read it during the push"
-        );
+        let scored = s.submit(Some(&f), &f, 5).unwrap();
+        assert_eq!(scored.iter().map(|(t, _)| *t).collect::<Vec<_>>(), [5]);
+        assert!(!s.reads(5), "read during the submit");
         assert!(s.settle().unwrap().is_empty());
         assert!(s.finish().unwrap().is_empty());
     }
