@@ -529,7 +529,7 @@ impl GpuMetrics {
             // This pair is not measured. A frame the engine refused before queueing
             // anything leaves the pairs before it in the engine; a device error dropped
             // them, and their buffers leave without scores.
-            if !st.scorer.engine().is_some_and(|e| e.held() > 0) {
+            if st.scorer.engine().is_none_or(|e| e.held() == 0) {
                 st.queue.finish();
             }
             gst::element_imp_error!(
