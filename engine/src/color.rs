@@ -312,39 +312,11 @@ pub enum ChromaUpsampling {
 }
 
 impl ChromaUpsampling {
-    /// The values of the `chroma-upsampling` option, in its order.
-    const ALL: [ChromaUpsampling; 2] = [ChromaUpsampling::CatmullRom, ChromaUpsampling::Nearest];
-
-    /// The `chroma-upsampling` option's value.
-    pub(crate) fn from_options(options: &crate::metric::Options) -> ChromaUpsampling {
-        Self::ALL[options.choice(&CHROMA_UPSAMPLING)]
-    }
+    /// The values of the `chroma-upsampling` option (`crate::metric::option`), in its
+    /// order.
+    pub(crate) const ALL: [ChromaUpsampling; 2] =
+        [ChromaUpsampling::CatmullRom, ChromaUpsampling::Nearest];
 }
-
-/// The option of the linear-light metrics (SSIMULACRA2, Butteraugli) that picks the
-/// [`ChromaUpsampling`]; listed by each of their registry entries, one property.
-pub(crate) const CHROMA_UPSAMPLING: crate::metric::OptionSpec = crate::metric::OptionSpec {
-    name: "chroma-upsampling",
-    nick: "Chroma upsampling",
-    doc: "Linear-light metrics (ssimulacra2) on 4:2:0 / 4:2:2 input: catmull-rom (bicubic at \
-          the caps' chroma siting) or nearest (equal to the ssimulacra2 crate's video input; \
-          catmull-rom scores higher, see the README)",
-    kind: crate::metric::OptionKind::Choice {
-        type_name: "GstGpuMetricsChromaUpsampling",
-        values: &[
-            crate::metric::Choice {
-                nick: "catmull-rom",
-                description: "Catmull-Rom: 4-tap bicubic at the caps' chroma siting",
-            },
-            crate::metric::Choice {
-                nick: "nearest",
-                description: "Nearest: the sample at x/2 (as the ssimulacra2 crate's video \
-                              input reads it)",
-            },
-        ],
-        default: 0,
-    },
-};
 
 /// Colorimetry of one input (how its chroma is upsampled is the linear-light metrics'
 /// `chroma-upsampling` option).

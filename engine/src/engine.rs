@@ -1,7 +1,7 @@
 //! The engine: validates the pair of layouts once, picks a backend, and turns frame pairs
 //! into scores.
 
-use crate::backend::BackendKind;
+pub use crate::backend::BackendChoice;
 use crate::color::Colorimetry;
 use crate::error::EngineError;
 use crate::format::FrameLayout;
@@ -9,18 +9,9 @@ use crate::frame::Frame;
 use crate::metric::{Configured, Options};
 use crate::metrics::MetricSet;
 use crate::plan::{Plan, PlanOptions};
+use crate::schedule::BackendKind;
 use crate::schedule::{Frames, Scheduler, Tag};
 use crate::scores::Scores;
-
-/// Which backend runs the kernels.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum BackendChoice {
-    /// CUDA when a device is usable, else the CPU.
-    #[default]
-    Auto,
-    Cuda,
-    Cpu,
-}
 
 /// What to compute and where. How each metric measures is set by its options (declared
 /// in the registry, [`crate::metric::options`]), not by fields here.
@@ -120,7 +111,10 @@ impl EngineBuilder<'_> {
                     .map(|i| i.name)
                     .collect();
                 if !full.is_empty() {
-                    return Err(EngineError::NeedsReference(full.join(", ")));
+                    return Err(EngineError::NeedsReference {
+                        metrics: full.join(", "),
+                        available: crate::metric::no_reference_names(),
+                    });
                 }
                 Plan::single(self.distorted, options)?
             }
@@ -130,7 +124,9 @@ impl EngineBuilder<'_> {
             (c.entry.check)(&c.setup(&plan, set))?;
         }
         let (backend, note) = crate::backend::select(
-            self.config,
+            self.config.backend,
+            self.config.device_id,
+            set,
             &plan,
             &configured,
             self.context,

@@ -29,14 +29,14 @@ pub enum EngineError {
     CudaUnavailable(String),
     #[error("CUDA error: {0}; check the driver and device-id, or use backend=cpu")]
     Cuda(String),
-    /// Full-reference metrics requested without a reference input: names them.
+    /// Full-reference metrics requested without a reference input: names them, and the
+    /// metrics that can run on one input.
     #[error(
-        "{0} {verb} a reference input (link ref_sink, or give the command a reference file); \
-         without one only the no-reference metrics can run: {refs}",
-        verb = if .0.contains(", ") { "need" } else { "needs" },
-        refs = crate::metric::no_reference_names()
+        "{metrics} {verb} a reference input (link ref_sink, or give the command a reference \
+         file); without one only the no-reference metrics can run: {available}",
+        verb = if metrics.contains(", ") { "need" } else { "needs" }
     )]
-    NeedsReference(String),
+    NeedsReference { metrics: String, available: String },
     #[error("invalid frame: {0}")]
     InvalidFrame(String),
     #[error("{0}")]

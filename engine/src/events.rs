@@ -6,8 +6,9 @@
 //! fields and their `ref-` twins) with the frames' running times: a front end (the element,
 //! the command) feeds every record to [`Events::frame`], in order, and posts the events it
 //! gets. Each detector lives next to its metric (`metric::black::events`,
-//! `metric::freeze::events`, where their rules are written out); this module is the front
-//! that builds them for the requested metrics.
+//! `metric::freeze::events`, where their rules are written out) and is declared in its
+//! registry entry (`crate::event::EventHook`); this module is the front that builds them
+//! for the requested metrics.
 //!
 //! An interval's [`EventState::Start`] comes as soon as the interval is known to be
 //! reported (it always precedes its [`EventState::End`], and no `Start` comes for an
@@ -15,114 +16,23 @@
 //! [`Events::finish`] for an interval still open at the end of the stream.
 
 use crate::error::EngineError;
-use crate::metric::{Options, black, freeze};
+use crate::metric::Options;
 use crate::metrics::MetricSet;
 use crate::scores::Scores;
 
-/// What an interval is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum EventKind {
-    /// Black frames (blackdetect).
-    Black,
-    /// Frozen frames (freezedetect).
-    Freeze,
-}
-
-impl EventKind {
-    /// `black` or `freeze`.
-    pub fn name(self) -> &'static str {
-        match self {
-            EventKind::Black => "black",
-            EventKind::Freeze => "freeze",
-        }
-    }
-}
-
-/// Which end of an interval an event marks.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum EventState {
-    Start,
-    End,
-}
-
-impl EventState {
-    /// `start` or `end`.
-    pub fn name(self) -> &'static str {
-        match self {
-            EventState::Start => "start",
-            EventState::End => "end",
-        }
-    }
-}
-
-/// The input an interval was found on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Input {
-    Reference,
-    Distorted,
-}
-
-impl Input {
-    /// `ref` or `dist`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Input::Reference => "ref",
-            Input::Distorted => "dist",
-        }
-    }
-
-    /// The name of a no-reference field on this input: `field` on the distorted input,
-    /// `ref-field` on the reference.
-    pub(crate) fn field(self, names: [&'static str; 2]) -> &'static str {
-        match self {
-            Input::Distorted => names[0],
-            Input::Reference => names[1],
-        }
-    }
-}
-
-/// One end of an interval.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Event {
-    pub kind: EventKind,
-    pub state: EventState,
-    pub input: Input,
-    /// ns. `Start`: the running time of the interval's first frame; `End`: that of the
-    /// first frame after the interval (or the end of the stream).
-    pub running_time: u64,
-    /// ns, the interval's length (`End` minus `Start` running time): on `End` only.
-    pub duration: Option<u64>,
-}
-
-/// One detector: one metric's intervals on one input.
-pub(crate) trait Detector: Send {
-    /// One record, with its frame's running time and duration (ns).
-    fn frame(
-        &mut self,
-        scores: &Scores,
-        running_time: u64,
-        duration: Option<u64>,
-        out: &mut Vec<Event>,
-    );
-    /// End of stream at `end` (ns).
-    fn finish(&mut self, end: u64, out: &mut Vec<Event>);
-    /// A flush: forget open intervals.
-    fn reset(&mut self);
-}
-
-/// The detectors of one metric for the inputs given, if the metric is in the set.
-type Source = fn(MetricSet, &Options, &[Input]) -> Result<Vec<Box<dyn Detector>>, EngineError>;
-
-/// The metrics with events, in registry order.
-const SOURCES: &[Source] = &[black::events::detectors, freeze::events::detectors];
+use crate::event::Detector;
+pub use crate::event::{Event, EventState, Input};
 
 /// The event detectors of an engine's metrics.
 pub struct Events {
     detectors: Vec<Box<dyn Detector>>,
+    /// The names of the requested metrics' intervals, in registry order.
+    kinds: Vec<&'static str>,
 }
 
 impl Events {
-    /// Detectors for the requested metrics that have events (black, freeze), on the
+    /// Detectors for the requested metrics that have events (their entries'
+    /// [`EventHook`](crate::event::EventHook)s: black, freeze), in registry order, on the
     /// distorted input and, when `with_reference`, on the reference input too.
     pub fn new(
         set: MetricSet,
@@ -134,11 +44,22 @@ impl Events {
         } else {
             &[Input::Distorted]
         };
-        let mut detectors = Vec::new();
-        for source in SOURCES {
-            detectors.extend(source(set, options, inputs)?);
-        }
-        Ok(Events { detectors })
+        let configured = crate::metric::Configured::all(set, options)?;
+        let detectors = configured
+            .iter()
+            .flat_map(|c| c.detectors(inputs))
+            .collect();
+        let kinds = configured
+            .iter()
+            .filter_map(|c| c.entry.events.map(|h| h.kind))
+            .collect();
+        Ok(Events { detectors, kinds })
+    }
+
+    /// What the requested metrics' intervals are called (`black`, `freeze`), in registry
+    /// order: the values of [`Event::kind`] this front can give.
+    pub fn kinds(&self) -> &[&'static str] {
+        &self.kinds
     }
 
     /// No detector: no metric with events was requested.
@@ -178,7 +99,7 @@ impl Events {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::metric::OptionValue;
+    use crate::metric::{OptionValue, black, freeze};
 
     fn scores(fields: &[(&'static str, f64)]) -> Scores {
         let mut s = Scores::new();
@@ -193,6 +114,10 @@ mod tests {
         let o = Options::new();
         assert!(Events::new(MetricSet::PSNR, &o, true).unwrap().is_empty());
         let both = black::FLAG | freeze::FLAG;
+        assert_eq!(
+            Events::new(both, &o, true).unwrap().kinds(),
+            ["black", "freeze"]
+        );
         assert_eq!(Events::new(both, &o, true).unwrap().detectors.len(), 4);
         assert_eq!(Events::new(both, &o, false).unwrap().detectors.len(), 2);
         assert_eq!(
@@ -203,12 +128,8 @@ mod tests {
             1
         );
         assert_eq!(
-            (
-                EventKind::Freeze.name(),
-                EventState::End.name(),
-                Input::Reference.name()
-            ),
-            ("freeze", "end", "ref")
+            (EventState::End.name(), Input::Reference.name()),
+            ("end", "ref")
         );
     }
 
@@ -231,7 +152,7 @@ mod tests {
         assert_eq!(out.len(), 1);
         assert_eq!(
             (out[0].kind, out[0].input, out[0].state),
-            (EventKind::Black, Input::Distorted, EventState::Start)
+            ("black", Input::Distorted, EventState::Start)
         );
         out.clear();
         // Frame 1: both frozen; the reference is black now.
@@ -249,9 +170,9 @@ mod tests {
         assert_eq!(
             got,
             [
-                (EventKind::Black, Input::Reference, EventState::Start, 10),
-                (EventKind::Freeze, Input::Distorted, EventState::Start, 0),
-                (EventKind::Freeze, Input::Reference, EventState::Start, 0),
+                ("black", Input::Reference, EventState::Start, 10),
+                ("freeze", Input::Distorted, EventState::Start, 0),
+                ("freeze", Input::Reference, EventState::Start, 0),
             ]
         );
         out.clear();
@@ -263,10 +184,10 @@ mod tests {
         assert_eq!(
             got,
             [
-                (EventKind::Black, Input::Distorted, 20, Some(20)),
-                (EventKind::Black, Input::Reference, 20, Some(10)),
-                (EventKind::Freeze, Input::Distorted, 20, Some(20)),
-                (EventKind::Freeze, Input::Reference, 20, Some(20)),
+                ("black", Input::Distorted, 20, Some(20)),
+                ("black", Input::Reference, 20, Some(10)),
+                ("freeze", Input::Distorted, 20, Some(20)),
+                ("freeze", Input::Reference, 20, Some(20)),
             ]
         );
         // Without the reference input its fields are not read.

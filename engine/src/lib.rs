@@ -6,6 +6,7 @@ mod color;
 pub mod cuda;
 mod engine;
 mod error;
+mod event;
 pub mod events;
 mod format;
 mod frame;
@@ -16,20 +17,20 @@ mod schedule;
 mod scores;
 mod summary;
 
-pub use backend::BackendKind;
+pub use backend::BackendChoice;
 pub use metric::{butteraugli, psnr, ssim, ssimulacra2, vmaf};
 
 pub use color::{
     ChromaSiting, ChromaUpsampling, Colorimetry, Matrix, Primaries, Range, Transfer,
     host_linear_rgb,
 };
-pub use engine::{BackendChoice, Engine, EngineBuilder, EngineConfig, MAX_IN_FLIGHT};
+pub use engine::{Engine, EngineBuilder, EngineConfig, MAX_IN_FLIGHT};
 pub use error::EngineError;
 pub use format::{ChannelSpec, ColorFamily, FrameLayout, PixelFormat};
 pub use frame::{DeviceFrame, Frame, HostFrame, MAX_PLANES, Plane, PlaneOffsets};
 pub use metric::{Direction, Field, OptionKind, OptionSpec, OptionValue, Options};
 pub use metrics::MetricSet;
 pub use plan::{Plan, PlanOptions};
-pub use schedule::{Frames, Tag};
+pub use schedule::{BackendKind, Frames, Tag};
 pub use scores::Scores;
 pub use summary::{FieldSummary, Pooler, Summary};

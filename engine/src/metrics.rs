@@ -23,19 +23,9 @@ impl MetricSet {
     /// VMAF, libvmaf's integer features and model (field `vmaf`, and the features with
     /// `vmaf-features`).
     pub const VMAF: MetricSet = MetricSet(1 << 5);
-    /// Every registered metric.
-    pub const ALL: MetricSet = MetricSet(crate::metric::all_flags());
-
     /// The metric of bit `n` (as a registry entry declares it).
     pub const fn bit(n: u32) -> MetricSet {
         MetricSet(1 << n)
-    }
-
-    /// The registered metric called `name` (its flag nick, e.g. `ms-ssim`).
-    pub fn named(name: &str) -> Option<MetricSet> {
-        crate::metric::all()
-            .find(|i| i.name == name)
-            .map(|i| i.flag)
     }
 
     pub const fn contains(self, other: MetricSet) -> bool {
@@ -46,9 +36,10 @@ impl MetricSet {
         self.0
     }
 
-    /// Unknown bits are dropped.
-    pub const fn from_bits(bits: u32) -> Self {
-        MetricSet(bits & Self::ALL.0)
+    /// A set of the given bits, known or not (`from_bits`, where the registry is known,
+    /// drops unknown ones).
+    pub(crate) const fn from_raw(bits: u32) -> Self {
+        MetricSet(bits)
     }
 
     pub const fn is_empty(self) -> bool {

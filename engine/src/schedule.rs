@@ -24,9 +24,9 @@
 
 use std::collections::VecDeque;
 
-use crate::backend::Backend;
 use crate::error::EngineError;
 use crate::frame::Frame;
+use crate::metric::temporal::Held;
 use crate::plan::Plan;
 use crate::scores::Scores;
 
@@ -44,6 +44,68 @@ pub enum Frames<'a> {
     },
     /// One input alone (an engine built with [`crate::Engine::single_builder`]).
     Single(&'a Frame<'a>),
+}
+
+/// Where an engine's kernels run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BackendKind {
+    Cuda,
+    Cpu,
+}
+
+impl BackendKind {
+    /// "cuda" or "cpu".
+    pub fn name(self) -> &'static str {
+        match self {
+            BackendKind::Cuda => "cuda",
+            BackendKind::Cpu => "cpu",
+        }
+    }
+}
+
+pub(crate) trait Backend: Send {
+    fn kind(&self) -> BackendKind;
+
+    /// Pairs the backend can have in flight: submitted, their fields not taken yet (1: it
+    /// measures a pair before it takes the next).
+    fn depth(&self) -> usize {
+        1
+    }
+
+    /// Starts measuring one pair with every metric of the plan: validates the frames,
+    /// brings host frames to where the kernels run and queues the metrics' work. At most
+    /// [`Backend::depth`] pairs are in flight; the frames must stay valid until
+    /// [`Backend::complete`] has taken this pair's fields.
+    fn submit(
+        &mut self,
+        plan: &Plan,
+        reference: &Frame,
+        distorted: &Frame,
+    ) -> Result<(), EngineError>;
+
+    /// Finishes the oldest pair submitted, appending its fields in registry order: those
+    /// of metrics without lag to `scores`, those of temporal metrics (of the pair
+    /// [`Held::lag`] pairs back, `crate::metric::temporal`) to `late`.
+    fn complete(
+        &mut self,
+        plan: &Plan,
+        scores: &mut Scores,
+        late: &mut Scores,
+    ) -> Result<(), EngineError>;
+
+    /// Pairs submitted and not completed (the scheduler's check that a failed submit
+    /// dropped them, `crate::schedule`).
+    fn in_flight(&self) -> usize;
+
+    /// Drops the pairs in flight (a flush, or after an error), once the device no longer
+    /// reads their frames.
+    fn abandon(&mut self);
+
+    /// The metrics' held pairs: their lag, the end of a sequence, a flush.
+    fn lineup(&mut self) -> &mut dyn Held;
+
+    /// As [`Held::lag`].
+    fn lag(&self) -> usize;
 }
 
 /// The pairs between submit and poll, and the backend that measures them.
@@ -190,7 +252,6 @@ impl Scheduler {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::backend::{BackendKind, Held};
     use crate::format::{FrameLayout, PixelFormat};
 
     /// A backend whose "metric" gives each pair its submission number, with `lag` pairs

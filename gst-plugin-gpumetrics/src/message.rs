@@ -301,7 +301,7 @@ impl EventRecord {
     /// The record of an engine event.
     pub fn of(e: &gpumetrics_engine::events::Event) -> EventRecord {
         EventRecord {
-            event: e.kind.name().into(),
+            event: e.kind.into(),
             state: e.state.name().into(),
             input: e.input.name().into(),
             running_time: e.running_time,

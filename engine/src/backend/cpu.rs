@@ -1,12 +1,13 @@
 //! CPU backend: the kernel crate's host build, parallel with rayon inside each metric.
 
-use super::{Backend, BackendKind, Held};
 use crate::error::EngineError;
 use crate::frame::{Frame, PlanePtrs};
+use crate::metric::temporal::Held;
 use crate::metric::temporal::Lineup;
 use crate::metric::{Configured, CpuMetric};
 use crate::metrics::MetricSet;
 use crate::plan::Plan;
+use crate::schedule::{Backend, BackendKind};
 use crate::scores::Scores;
 
 pub(crate) struct CpuBackend {

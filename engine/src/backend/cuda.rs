@@ -23,17 +23,18 @@ use cudarc::driver::{CudaContext, CudaEvent, CudaStream, DriverError};
 
 use rayon::prelude::*;
 
-use super::{Backend, BackendKind, Held};
 use crate::cuda::{DeviceBuffer, Gpu, IN_FLIGHT, PinnedBuffer};
 use crate::error::EngineError;
 use crate::format::FrameLayout;
 use crate::frame::{Frame, HostFrame, MAX_PLANES, PlanePtrs};
 use crate::metric::Reference;
 use crate::metric::lane::Laned;
+use crate::metric::temporal::Held;
 use crate::metric::temporal::Lineup;
 use crate::metric::{Configured, CudaMetric};
 use crate::metrics::MetricSet;
 use crate::plan::Plan;
+use crate::schedule::{Backend, BackendKind};
 use crate::scores::Scores;
 
 fn cuda_err(what: &str) -> impl FnOnce(DriverError) -> EngineError + '_ {

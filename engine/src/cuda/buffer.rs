@@ -15,7 +15,7 @@ use cudarc::driver::{
     ValidAsZeroBits, sys,
 };
 
-use super::DevPtrMut;
+use gpumetrics_launch::DevPtrMut;
 
 /// Device memory of `len` values of `T`, with its address cached.
 pub(crate) struct DeviceBuffer<T> {
@@ -363,7 +363,7 @@ impl<T> ResultSlots<T> {
 pub(crate) struct Gpu {
     pub ctx: Arc<CudaContext>,
     pub stream: Arc<CudaStream>,
-    pub kernels: Arc<super::Kernels>,
+    pub kernels: Arc<super::generated::Kernels>,
 }
 
 impl Gpu {

@@ -29,8 +29,6 @@ pub use module::{kernels, unload};
 // can use gpumetrics-build for their own kernels; re-exported here for the engine's users.
 pub use gpumetrics_launch::{DevPtr, DevPtrMut, KernelInfo, ParamInfo};
 
-mod generated {
-    include!(concat!(env!("OUT_DIR"), "/kernels.rs"));
-}
+mod generated;
 
 pub use generated::{KERNELS, Kernels, PTX};

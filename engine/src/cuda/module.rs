@@ -4,7 +4,7 @@ use std::sync::{Arc, Mutex};
 
 use cudarc::driver::{CudaContext, DriverError};
 
-use super::{Kernels, PTX};
+use super::generated::{Kernels, PTX};
 
 /// Loaded modules, by context handle. An entry keeps its context alive (the module holds
 /// it), which suits the primary contexts the engine uses; [`unload`] drops one.

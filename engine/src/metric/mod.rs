@@ -33,6 +33,7 @@ use cudarc::driver::{CudaEvent, DriverError};
 
 use crate::cuda::Gpu;
 use crate::error::EngineError;
+use crate::event::{Detector, EventHook, Input};
 use crate::frame::PlanePtrs;
 use crate::metrics::MetricSet;
 use crate::plan::Plan;
@@ -124,6 +125,9 @@ pub(crate) struct Entry {
     pub reference: Reference,
     /// GPU state for the plan (allocated here, once); `None` as for `cpu`.
     pub cuda: fn(&Gpu, &Setup) -> CudaState,
+    /// The intervals it reports (black, freeze), if any: the outputs take events from
+    /// here ([`crate::events`]).
+    pub events: Option<EventHook>,
 }
 
 /// `configure` of an entry without options.
@@ -149,6 +153,17 @@ impl Configured {
                     settings: (entry.configure)(options)?,
                 })
             })
+            .collect()
+    }
+
+    /// The entry's event detectors for `inputs` (none without an [`EventHook`]).
+    pub(crate) fn detectors(&self, inputs: &[Input]) -> Vec<Box<dyn Detector>> {
+        let Some(hook) = self.entry.events else {
+            return Vec::new();
+        };
+        inputs
+            .iter()
+            .map(|&input| (hook.detector)(&*self.settings, input))
             .collect()
     }
 
@@ -310,6 +325,61 @@ pub fn fields() -> impl Iterator<Item = &'static Field> {
 /// The field called `name`.
 pub fn field(name: &str) -> Option<&'static Field> {
     fields().find(|f| f.name == name)
+}
+
+/// Options by name: defined here, with the list of the registered metrics whose options
+/// they look up, so that `option` (read by every metric) depends on nothing above it.
+impl Options {
+    /// Sets option `name` (any registered metric's, [`crate::metric::options`]), after
+    /// checking its type and range. Empty text sets a text option back to its default.
+    pub fn set(&mut self, name: &str, value: OptionValue) -> Result<(), EngineError> {
+        let spec = option_spec(name).ok_or_else(|| unknown(name))?;
+        self.put(spec, value)
+    }
+
+    /// Sets option `name` from its text form ([`OptionSpec::parse`]).
+    pub fn parse(&mut self, name: &str, text: &str) -> Result<(), EngineError> {
+        let spec = option_spec(name).ok_or_else(|| unknown(name))?;
+        let value = spec.parse(text)?;
+        self.set(name, value)
+    }
+
+    /// With option `name` set (builder style); see [`Options::set`].
+    pub fn with(mut self, name: &str, value: OptionValue) -> Result<Options, EngineError> {
+        self.set(name, value)?;
+        Ok(self)
+    }
+
+    /// The value of `name`: the one set, else the default; `None` for an unknown name.
+    pub fn get(&self, name: &str) -> Option<OptionValue> {
+        let spec = option_spec(name)?;
+        Some(self.value(spec))
+    }
+}
+
+fn unknown(name: &str) -> EngineError {
+    let known: Vec<_> = options().map(|o| o.name).collect();
+    EngineError::InvalidOption {
+        option: "options",
+        why: format!("no option `{name}`; the options are {}", known.join(", ")),
+    }
+}
+
+/// What a [`MetricSet`] knows of the registered metrics: defined here, with the list, so
+/// that the set itself (`crate::metrics`, used by every layer) depends on nothing above it.
+impl MetricSet {
+    /// Every registered metric.
+    pub const ALL: MetricSet = MetricSet::from_raw(all_flags());
+
+    /// The registered metric called `name` (its flag nick, e.g. `ms-ssim`).
+    pub fn named(name: &str) -> Option<MetricSet> {
+        all().find(|i| i.name == name).map(|i| i.flag)
+    }
+
+    /// Unknown bits are dropped.
+    pub const fn from_bits(bits: u32) -> Self {
+        MetricSet::from_raw(bits & Self::ALL.bits())
+    }
 }
 
 /// The flags of every registered metric.

@@ -4,6 +4,7 @@
 //! [`Options::parse`]) and handed to each metric, which turns them into its own typed
 //! settings when an engine is built (`Entry::configure`).
 
+use crate::color::ChromaUpsampling;
 use crate::error::EngineError;
 
 /// One value of a choice option (a GEnum value for the element).
@@ -174,10 +175,14 @@ impl Options {
         Options::default()
     }
 
-    /// Sets option `name` (any registered metric's, [`crate::metric::options`]), after
-    /// checking its type and range. Empty text sets a text option back to its default.
-    pub fn set(&mut self, name: &str, value: OptionValue) -> Result<(), EngineError> {
-        let spec = crate::metric::option_spec(name).ok_or_else(|| unknown(name))?;
+    /// Sets a declared option to a value its spec accepts (checked here); empty text
+    /// sets a text option back to its default. Setting by name, which looks the spec up
+    /// among the registered metrics', is `crate::metric`'s ([`Options::set`]).
+    pub(crate) fn put(
+        &mut self,
+        spec: &'static OptionSpec,
+        value: OptionValue,
+    ) -> Result<(), EngineError> {
         spec.check(&value)?;
         if matches!(&value, OptionValue::Text(t) if t.is_empty()) {
             self.set.retain(|(n, _)| *n != spec.name);
@@ -190,26 +195,8 @@ impl Options {
         Ok(())
     }
 
-    /// Sets option `name` from its text form ([`OptionSpec::parse`]).
-    pub fn parse(&mut self, name: &str, text: &str) -> Result<(), EngineError> {
-        let spec = crate::metric::option_spec(name).ok_or_else(|| unknown(name))?;
-        let value = spec.parse(text)?;
-        self.set(name, value)
-    }
-
-    /// With option `name` set (builder style); see [`Options::set`].
-    pub fn with(mut self, name: &str, value: OptionValue) -> Result<Options, EngineError> {
-        self.set(name, value)?;
-        Ok(self)
-    }
-
-    /// The value of `name`: the one set, else the default; `None` for an unknown name.
-    pub fn get(&self, name: &str) -> Option<OptionValue> {
-        let spec = crate::metric::option_spec(name)?;
-        Some(self.value(spec))
-    }
-
-    fn value(&self, spec: &OptionSpec) -> OptionValue {
+    /// The value of a declared option: the one set, else its default.
+    pub(crate) fn value(&self, spec: &OptionSpec) -> OptionValue {
         self.set
             .iter()
             .find(|(n, _)| *n == spec.name)
@@ -247,13 +234,37 @@ impl Options {
     }
 }
 
-fn unknown(name: &str) -> EngineError {
-    let known: Vec<_> = crate::metric::options().map(|o| o.name).collect();
-    EngineError::InvalidOption {
-        option: "options",
-        why: format!("no option `{name}`; the options are {}", known.join(", ")),
+impl ChromaUpsampling {
+    /// The `chroma-upsampling` option's value.
+    pub(crate) fn from_options(options: &Options) -> ChromaUpsampling {
+        Self::ALL[options.choice(&CHROMA_UPSAMPLING)]
     }
 }
+
+/// The option of the linear-light metrics (SSIMULACRA2, Butteraugli) that picks the
+/// [`ChromaUpsampling`]; listed by each of their registry entries, one property.
+pub(crate) const CHROMA_UPSAMPLING: OptionSpec = OptionSpec {
+    name: "chroma-upsampling",
+    nick: "Chroma upsampling",
+    doc: "Linear-light metrics (ssimulacra2) on 4:2:0 / 4:2:2 input: catmull-rom (bicubic at \
+          the caps' chroma siting) or nearest (equal to the ssimulacra2 crate's video input; \
+          catmull-rom scores higher, see the README)",
+    kind: OptionKind::Choice {
+        type_name: "GstGpuMetricsChromaUpsampling",
+        values: &[
+            Choice {
+                nick: "catmull-rom",
+                description: "Catmull-Rom: 4-tap bicubic at the caps' chroma siting",
+            },
+            Choice {
+                nick: "nearest",
+                description: "Nearest: the sample at x/2 (as the ssimulacra2 crate's video \
+                              input reads it)",
+            },
+        ],
+        default: 0,
+    },
+};
 
 #[cfg(test)]
 mod tests {

@@ -15,28 +15,23 @@
 //! interval that will not be reported gives no event. A record without the field (a format
 //! the metric cannot measure) is skipped.
 
-use super::{BLACK, FLAG};
-use crate::error::EngineError;
-use crate::events::{Detector, Event, EventKind, EventState, Input};
-use crate::metric::Options;
-use crate::metrics::MetricSet;
+use super::{BLACK, Settings};
+use crate::event::{Detector, Event, EventHook, EventState, Input};
 use crate::scores::Scores;
 
-/// The detectors of `inputs`, if black is requested.
-pub(crate) fn detectors(
-    set: MetricSet,
-    options: &Options,
-    inputs: &[Input],
-) -> Result<Vec<Box<dyn Detector>>, EngineError> {
-    if !set.contains(FLAG) {
-        return Ok(Vec::new());
-    }
-    let (picture, min) = super::event_options(options)?;
-    Ok(inputs
-        .iter()
-        .map(|&input| Box::new(BlackEvents::new(input, picture, min)) as Box<dyn Detector>)
-        .collect())
-}
+/// Black intervals in the registry: one detector per input, from the entry's settings.
+pub(crate) const HOOK: EventHook = EventHook {
+    kind: KIND,
+    detector: |settings, input| {
+        let s = settings
+            .downcast_ref::<Settings>()
+            .expect("black's events read black's settings");
+        Box::new(BlackEvents::new(input, s.picture_threshold, s.min_duration))
+    },
+};
+
+/// The name of black intervals in events.
+const KIND: &str = "black";
 
 /// An interval being followed: its first frame's time and whether its `Start` was sent.
 #[derive(Clone, Copy, Debug)]
@@ -69,7 +64,7 @@ impl BlackEvents {
 
     fn event(&self, state: EventState, running_time: u64, duration: Option<u64>) -> Event {
         Event {
-            kind: EventKind::Black,
+            kind: KIND,
             state,
             input: self.input,
             running_time,

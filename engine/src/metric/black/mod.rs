@@ -16,9 +16,8 @@ mod cuda;
 pub(crate) mod events;
 
 use super::single::{NoReference, Side};
-use super::{Entry, Field, Info, OptionKind, OptionSpec, Options, Reference};
+use super::{Entry, Field, Info, OptionKind, OptionSpec, Reference};
 use crate::color::Range;
-use crate::error::EngineError;
 use crate::format::{ColorFamily, PixelFormat};
 use crate::frame::PlanePtrs;
 use crate::metrics::MetricSet;
@@ -70,9 +69,12 @@ pub const MIN_DURATION: OptionSpec = OptionSpec {
     },
 };
 
-/// The metric's settings: the pixel threshold (the events read the other two options).
+/// The metric's settings: the pixel threshold, and the events' picture threshold and
+/// shortest interval (ns).
 pub(crate) struct Settings {
     pixel_threshold: f64,
+    pub(crate) picture_threshold: f64,
+    pub(crate) min_duration: u64,
 }
 
 pub(crate) const ENTRY: Entry = Entry {
@@ -87,6 +89,8 @@ pub(crate) const ENTRY: Entry = Entry {
     configure: |o| {
         Ok(Box::new(Settings {
             pixel_threshold: o.float(&PIXEL_THRESHOLD),
+            picture_threshold: o.float(&PICTURE_THRESHOLD),
+            min_duration: seconds_to_ns(o.float(&MIN_DURATION)),
         }))
     },
     notes: |s| {
@@ -119,6 +123,7 @@ pub(crate) const ENTRY: Entry = Entry {
             cuda::Black::new(gpu, s.plan, side, threshold_of(s.plan, side, settings)).map(Some)
         })
     },
+    events: Some(events::HOOK),
 };
 
 /// The ratio's field: 0..1, 6 decimals as FFmpeg prints it; more black is worse.
@@ -172,13 +177,6 @@ fn luma(plan: &Plan, side: Side, frame: &PlanePtrs, threshold: u32) -> BlackLuma
         threshold,
         _pad: 0,
     }
-}
-
-/// The options of the black event detector: (picture threshold, minimum duration in ns).
-pub(crate) fn event_options(options: &Options) -> Result<(f64, u64), EngineError> {
-    let picture = options.float(&PICTURE_THRESHOLD);
-    let seconds = options.float(&MIN_DURATION);
-    Ok((picture, seconds_to_ns(seconds)))
 }
 
 /// `seconds` in ns, truncated as blackdetect truncates `d` to its time base.

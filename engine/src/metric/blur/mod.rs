@@ -162,6 +162,7 @@ pub(crate) const ENTRY: Entry = Entry {
             Some(cpu::Blur::new(side.layout(s.plan), settings))
         })
     },
+    events: None,
     reference: Reference::None,
     cuda: |gpu, s| {
         if !s.set.contains(FLAG) || why_not(s.plan).is_some() {

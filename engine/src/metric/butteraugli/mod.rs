@@ -7,7 +7,8 @@ mod cpu;
 mod cuda;
 
 use super::{CpuMetric, CudaMetric, Entry, Field, Info, OptionKind, OptionSpec, Reference};
-use crate::color::{CHROMA_UPSAMPLING, ChromaUpsampling};
+use crate::color::ChromaUpsampling;
+use crate::metric::option::CHROMA_UPSAMPLING;
 use crate::metrics::MetricSet;
 use crate::plan::Plan;
 use crate::scores::Scores;
@@ -51,6 +52,7 @@ pub(crate) const ENTRY: Entry = Entry {
         wanted(s.plan, s.set)
             .then(|| Box::new(cpu::Butteraugli::new(s.plan, s.settings())) as Box<dyn CpuMetric>)
     },
+    events: None,
     reference: Reference::Full,
     cuda: |gpu, s| {
         if !wanted(s.plan, s.set) {

@@ -447,6 +447,7 @@ pub(crate) const ENTRY: Entry = Entry {
                 .map(cpu::Single)
         })
     },
+    events: None,
     reference: Reference::None,
     cuda: |gpu, s| {
         if !s.set.contains(FLAG) {

@@ -38,6 +38,7 @@ pub(crate) const ENTRY: Entry = Entry {
         }
         NoReference::boxed(s.plan, |_side| Some(Bar))
     },
+    events: None,
     reference: Reference::None,
     // A real metric: `NoReference::cuda_boxed(gpu, s.plan, 1, |gpu, side| {
     // cuda::Bar::new(gpu, s.plan, side).map(Some) })`, as SI/TI does.

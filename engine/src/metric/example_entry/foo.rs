@@ -63,6 +63,7 @@ pub(crate) const ENTRY: Entry = Entry {
         let threshold = s.settings::<Settings>().threshold;
         Some(Box::new(Foo { threshold }) as Box<dyn CpuMetric>)
     },
+    events: None,
     reference: Reference::Full,
     // This example has no kernels, so it gives no `foo` on the CUDA backend. A real metric
     // returns its `cuda.rs` state here, its buffers allocated once, as PSNR does:

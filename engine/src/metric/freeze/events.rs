@@ -16,29 +16,23 @@
 //! first of a sequence): it becomes the reference frame, and an interval still open ends
 //! there. At the end of the stream an interval whose `Start` was sent ends there.
 
-use super::{DIFF, FLAG, MIN_DURATION, NOISE};
-use crate::error::EngineError;
-use crate::events::{Detector, Event, EventKind, EventState, Input};
-use crate::metric::Options;
-use crate::metrics::MetricSet;
+use super::{DIFF, Settings};
+use crate::event::{Detector, Event, EventHook, EventState, Input};
 use crate::scores::Scores;
 
-/// The detectors of `inputs`, if freeze is requested.
-pub(crate) fn detectors(
-    set: MetricSet,
-    options: &Options,
-    inputs: &[Input],
-) -> Result<Vec<Box<dyn Detector>>, EngineError> {
-    if !set.contains(FLAG) {
-        return Ok(Vec::new());
-    }
-    let noise = options.float(&NOISE);
-    let min_us = (options.float(&MIN_DURATION) * 1e6).round() as u64;
-    Ok(inputs
-        .iter()
-        .map(|&input| Box::new(FreezeEvents::new(input, noise, min_us)) as Box<dyn Detector>)
-        .collect())
-}
+/// Frozen intervals in the registry: one detector per input, from the entry's settings.
+pub(crate) const HOOK: EventHook = EventHook {
+    kind: KIND,
+    detector: |settings, input| {
+        let s = settings
+            .downcast_ref::<Settings>()
+            .expect("freeze's events read freeze's settings");
+        Box::new(FreezeEvents::new(input, s.noise, s.min_us))
+    },
+};
+
+/// The name of frozen intervals in events.
+const KIND: &str = "freeze";
 
 /// The reference frame: its time and its number.
 #[derive(Clone, Copy, Debug)]
@@ -79,7 +73,7 @@ impl FreezeEvents {
 
     fn event(&self, state: EventState, running_time: u64, duration: Option<u64>) -> Event {
         Event {
-            kind: EventKind::Freeze,
+            kind: KIND,
             state,
             input: self.input,
             running_time,

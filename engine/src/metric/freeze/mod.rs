@@ -55,9 +55,11 @@ pub const MIN_DURATION: OptionSpec = OptionSpec {
     },
 };
 
-/// The metric's settings: the noise tolerance that decides which frame is the reference.
+/// The metric's settings: the noise tolerance that decides which frame is the reference,
+/// and the events' shortest interval (µs, as freezedetect compares).
 pub(crate) struct Settings {
-    noise: f64,
+    pub(crate) noise: f64,
+    pub(crate) min_us: u64,
 }
 
 pub(crate) const ENTRY: Entry = Entry {
@@ -89,6 +91,7 @@ pub(crate) const ENTRY: Entry = Entry {
             cuda::Freeze::new(gpu, s.plan, side, noise).map(Some)
         })
     },
+    events: Some(events::HOOK),
 };
 
 /// The difference's field: 0..1 of the sample range, 6 decimals (the default noise
@@ -100,6 +103,7 @@ const fn field(name: &'static str) -> Field {
 fn settings(o: &Options) -> Settings {
     Settings {
         noise: o.float(&NOISE),
+        min_us: (o.float(&MIN_DURATION) * 1e6).round() as u64,
     }
 }
 

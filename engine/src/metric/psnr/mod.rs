@@ -25,6 +25,7 @@ pub(crate) const ENTRY: Entry = Entry {
             .contains(MetricSet::PSNR)
             .then(|| Box::new(cpu::Psnr) as Box<dyn super::CpuMetric>)
     },
+    events: None,
     reference: Reference::Full,
     cuda: |gpu, s| {
         if !s.set.contains(MetricSet::PSNR) {

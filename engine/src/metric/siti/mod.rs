@@ -58,6 +58,7 @@ pub(crate) const ENTRY: Entry = Entry {
         }
         NoReference::boxed(s.plan, |side| Some(cpu::Siti::new(side.layout(s.plan))))
     },
+    events: None,
     reference: Reference::None,
     cuda: |gpu, s| {
         if !s.set.contains(FLAG) || why_not(s.plan).is_some() {

@@ -6,7 +6,8 @@ mod cpu;
 mod cuda;
 
 use super::{CpuMetric, CudaMetric, Entry, Field, Info, Reference};
-use crate::color::{CHROMA_UPSAMPLING, ChromaUpsampling};
+use crate::color::ChromaUpsampling;
+use crate::metric::option::CHROMA_UPSAMPLING;
 use crate::metrics::MetricSet;
 use crate::plan::Plan;
 use crate::scores::Scores;
@@ -40,6 +41,7 @@ pub(crate) const ENTRY: Entry = Entry {
             .contains(MetricSet::SSIMULACRA2)
             .then(|| Box::new(cpu::Ssimu2 { upsampling }) as Box<dyn CpuMetric>)
     },
+    events: None,
     reference: Reference::Full,
     cuda: |gpu, s| {
         if !s.set.contains(MetricSet::SSIMULACRA2) {

@@ -198,6 +198,7 @@ pub(crate) const ENTRY: Entry = Entry {
         let frames = cpu::Vmaf::new(s.plan, settings.model.clone(), &settings.cambi()).ok()?;
         Some(Box::new(Temporal::new(Scorer::new(settings), frames)) as Box<dyn super::CpuMetric>)
     },
+    events: None,
     reference: Reference::Full,
     cuda: |gpu, s| {
         let settings: &Settings = s.settings();
