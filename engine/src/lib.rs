@@ -13,6 +13,7 @@ mod frame;
 pub mod metric;
 mod metrics;
 mod plan;
+mod registry;
 mod schedule;
 mod scores;
 mod summary;
