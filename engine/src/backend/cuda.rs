@@ -6,16 +6,17 @@
 //! frames here, each metric's buffers in its own `cuda.rs`); a host frame pair costs two
 //! host-to-device copies, then each metric queues its kernels and copies its sums back.
 //!
-//! Pairs can be in flight (the engine's `in_flight`, at most [`IN_FLIGHT`]): `submit`
-//! uploads and queues a pair, every metric queuing its kernels and the copy of its results
-//! into a pinned slot of that pair (`CudaMetric::queue`), and `complete` reads the oldest
-//! pair's slots, waiting for the events recorded after them. The host never waits for the
-//! device while it queues, so its work on one pair overlaps the device's work on the next,
-//! and host frames are uploaded on a stream of their own, so that the next pair's uploads
-//! overlap the current pair's kernels. (VMAF with the v1 models' side streams still queues
-//! and reads a pair in `complete`.)
+//! Pairs can be in flight (the engine's `in_flight`, at most [`IN_FLIGHT`] and at most
+//! what every metric can keep apart, `CudaMetric::max_queued`): `submit` uploads and
+//! queues a pair, every metric queuing its kernels and the copy of its results into a
+//! pinned slot of that pair (`CudaMetric::queue`, the only call that is given the frames),
+//! and `complete` reads the oldest pair's slots (`CudaMetric::read`), waiting for the
+//! events recorded after them. The host never waits for the device while it queues, so its
+//! work on one pair overlaps the device's work on the next, and host frames are uploaded
+//! on a stream of their own, so that the next pair's uploads overlap the current pair's
+//! kernels. (VMAF with the v1 models' side streams keeps one pair's results: with it, one
+//! pair is in flight.)
 
-use std::collections::VecDeque;
 use std::sync::Arc;
 
 use cudarc::driver::result as cu;
@@ -134,10 +135,11 @@ pub(crate) struct CudaBackend {
     uploads: [Option<Upload>; 2],
     /// Every requested metric's state, allocated for the plan.
     metrics: Lineup<dyn CudaMetric>,
-    /// Pairs that may be in flight ([`IN_FLIGHT`] at most).
+    /// Pairs that may be in flight ([`IN_FLIGHT`] at most, and at most the metrics'
+    /// [`CudaMetric::max_queued`]).
     depth: usize,
-    /// The device planes of the pairs submitted and not completed, oldest first.
-    in_flight: VecDeque<(PlanePtrs, PlanePtrs)>,
+    /// Pairs submitted and not completed (their work queued, their results not read).
+    in_flight: usize,
     /// Where host frames are uploaded: a stream of its own, so that a pair's uploads do
     /// not queue behind the kernels of the pairs before it.
     copies: Arc<CudaStream>,
@@ -213,6 +215,14 @@ impl CudaBackend {
                     metrics.push(m);
                 }
             }
+            // No more pairs in flight than every metric keeps apart (the uploads' slots,
+            // and the lanes and copies the metrics made for `depth`, then have room to
+            // spare).
+            let depth = metrics
+                .iter()
+                .map(|m| m.max_queued())
+                .fold(depth, usize::min)
+                .max(1);
             let metrics = Lineup::new(metrics);
             gpu.stream.synchronize()?;
             Ok(CudaBackend {
@@ -220,7 +230,7 @@ impl CudaBackend {
                 uploads,
                 metrics,
                 depth,
-                in_flight: VecDeque::with_capacity(depth),
+                in_flight: 0,
                 copies,
                 uploaded: ctx.new_event(None)?,
                 _external: None,
@@ -273,10 +283,10 @@ impl Backend for CudaBackend {
         reference: &Frame,
         distorted: &Frame,
     ) -> Result<(), EngineError> {
-        if self.in_flight.len() >= self.depth {
+        if self.in_flight >= self.depth {
             return Err(EngineError::Unsupported(format!(
                 "{} pairs are in flight already; complete one first",
-                self.in_flight.len()
+                self.in_flight
             )));
         }
         self.gpu
@@ -319,7 +329,7 @@ impl Backend for CudaBackend {
                 return Err(e);
             }
         }
-        self.in_flight.push_back((r, d));
+        self.in_flight += 1;
         Ok(())
     }
 
@@ -329,19 +339,19 @@ impl Backend for CudaBackend {
         scores: &mut Scores,
         late: &mut Scores,
     ) -> Result<(), EngineError> {
-        let Some((r, d)) = self.in_flight.pop_front() else {
+        if self.in_flight == 0 {
             return Err(EngineError::Unsupported(
                 "no pair was submitted to complete".into(),
             ));
-        };
+        }
+        self.in_flight -= 1;
         self.gpu
             .ctx
             .bind_to_thread()
             .map_err(cuda_err("binding the CUDA context"))?;
-        let gpu = &self.gpu;
         let result = self
             .metrics
-            .measure(scores, late, |m, out| m.measure(gpu, plan, &r, &d, out));
+            .measure(scores, late, |m, out| m.read(plan, out));
         if result.is_err() {
             self.abandon();
         }
@@ -349,14 +359,14 @@ impl Backend for CudaBackend {
     }
 
     fn in_flight(&self) -> usize {
-        self.in_flight.len()
+        self.in_flight
     }
 
     fn abandon(&mut self) {
         // Metrics on their own streams (the no-reference ones) may still read the frames:
         // nothing reuses them before that work is done.
         let _ = self.gpu.ctx.synchronize();
-        self.in_flight.clear();
+        self.in_flight = 0;
         let _ = self.metrics.each(|m| {
             m.drop_queued();
             Ok(())

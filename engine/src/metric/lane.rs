@@ -19,16 +19,16 @@
 //! 1,810–1,990 alternating; docs/BENCHMARKS.md ~17:35).
 //!
 //! Ordering stays what it was: a metric's work for successive pairs on one lane is in order
-//! (its buffers, its readback slots, a temporal metric's history), and the pairs are
-//! measured in the order they were queued, each by the instance that queued it. When a
-//! pair's frames are uploaded (host frames), the lane waits for the uploads' event as the
-//! pair is queued, before anything of that pair (a metric that queues nothing then and its
-//! work in `measure` comes later on the same lane, so after that wait too); frames already
-//! in device memory need no wait, so a lane costs device frames no call per pair. The
-//! backend completes a pair only after every metric's results for it are read, so no
-//! upload overwrites frames a lane still reads. Scratch arenas shared between engines order
-//! their borrowers by events, whatever their streams. (The no-reference metrics keep the
-//! lanes they have per side, `super::single`, and are not wrapped.)
+//! (its buffers, its readback slots, a temporal metric's history), and the pairs are read
+//! in the order they were queued, each by the instance that queued it. A pair's work is all
+//! queued in `queue` (`read` only waits for its slot and reads it): when the pair's frames
+//! are uploaded (host frames), the lane waits for the uploads' event first, before
+//! anything of that pair; frames already in device memory need no wait, so a lane costs
+//! device frames no call per pair. The backend completes a pair only after every metric's
+//! results for it are read, so no upload overwrites frames a lane still reads. Scratch
+//! arenas shared between engines order their borrowers by events, whatever their streams.
+//! (The no-reference metrics keep the lanes they have per side, `super::single`, and are
+//! not wrapped.)
 
 use std::collections::VecDeque;
 
@@ -50,13 +50,13 @@ pub(crate) struct Laned {
     route: Route,
 }
 
-/// Which lane each pair goes to, and which measures it: the other lane than the last
+/// Which lane each pair goes to, and which reads it: the other lane than the last
 /// pair's for device frames, the same one for uploaded host frames (see the module's doc);
-/// pairs are measured in the order they were queued, each on its own lane.
+/// pairs are read in the order they were queued, each on its own lane.
 #[derive(Debug)]
 struct Route {
     lanes: usize,
-    /// The lane of each pair queued and not measured yet, oldest first.
+    /// The lane of each pair queued and not read yet, oldest first.
     queued: VecDeque<usize>,
     /// The lane of the last pair queued.
     last: usize,
@@ -85,10 +85,9 @@ impl Route {
         self.queued.push_back(i);
     }
 
-    /// The lane of the oldest pair queued (the last pair's lane when none is: a metric
-    /// measured without queuing first queues it then).
-    fn next_measured(&mut self) -> usize {
-        self.queued.pop_front().unwrap_or(self.last)
+    /// The lane of the oldest pair queued, `None` when none is.
+    fn next_read(&mut self) -> Option<usize> {
+        self.queued.pop_front()
     }
 
     /// The pairs queued were dropped.
@@ -174,19 +173,24 @@ impl CudaMetric for Laned {
         self.route.clear();
     }
 
-    fn measure(
-        &mut self,
-        _engine: &Gpu,
-        plan: &Plan,
-        r: &PlanePtrs,
-        d: &PlanePtrs,
-        scores: &mut Scores,
-    ) -> Result<(), EngineError> {
-        // The pair was queued first (the backend queues every pair it measures), on the
-        // lane that measures it, which already waits for its uploads.
-        let i = self.route.next_measured();
-        let (lane, metric) = &mut self.lanes[i];
-        metric.measure(lane, plan, r, d, scores)
+    /// Two instances only for a metric whose pairs are independent, with the same limit.
+    fn max_queued(&self) -> usize {
+        self.lanes
+            .iter()
+            .map(|(_, m)| m.max_queued())
+            .min()
+            .unwrap_or(1)
+    }
+
+    fn read(&mut self, plan: &Plan, scores: &mut Scores) -> Result<(), EngineError> {
+        // The pair was queued first (the backend queues every pair it reads), by the
+        // instance that reads it.
+        let Some(i) = self.route.next_read() else {
+            return Err(EngineError::Unsupported(
+                "a metric's lane: no pair queued to read".into(),
+            ));
+        };
+        self.lanes[i].1.read(plan, scores)
     }
 }
 
@@ -195,7 +199,7 @@ mod tests {
     use super::Route;
 
     #[test]
-    fn device_pairs_alternate_and_are_measured_in_order_on_their_lanes() {
+    fn device_pairs_alternate_and_are_read_in_order_on_their_lanes() {
         let mut r = Route::new(2);
         let lanes: Vec<usize> = (0..5)
             .map(|_| {
@@ -205,7 +209,7 @@ mod tests {
             })
             .collect();
         assert_eq!(lanes, [1, 0, 1, 0, 1]);
-        let measured: Vec<usize> = (0..5).map(|_| r.next_measured()).collect();
+        let measured: Vec<usize> = (0..5).map(|_| r.next_read().unwrap()).collect();
         assert_eq!(measured, lanes);
     }
 
@@ -219,12 +223,12 @@ mod tests {
             lanes.push(i);
         }
         assert_eq!(lanes, [1, 1, 1, 0, 0, 1, 0]);
-        // Interleaved queue and measure, as with two pairs in flight.
-        assert_eq!(r.next_measured(), 1);
+        // Interleaved queue and read, as with two pairs in flight.
+        assert_eq!(r.next_read(), Some(1));
         let i = r.lane_for(true);
         r.queued(i);
         assert_eq!(i, 0);
-        let measured: Vec<usize> = (0..7).map(|_| r.next_measured()).collect();
+        let measured: Vec<usize> = (0..7).map(|_| r.next_read().unwrap()).collect();
         assert_eq!(measured, [1, 1, 0, 0, 1, 0, 0]);
     }
 
@@ -242,8 +246,8 @@ mod tests {
         let i = two.lane_for(false);
         two.queued(i);
         two.clear();
-        // Nothing queued: a pair measured without queuing goes to the last pair's lane.
-        assert_eq!(two.next_measured(), 0);
-        assert_eq!(r.next_measured(), 0);
+        // Nothing queued: nothing to read.
+        assert_eq!(two.next_read(), None);
+        assert_eq!(r.next_read(), Some(0));
     }
 }

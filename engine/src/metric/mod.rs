@@ -66,20 +66,20 @@ pub(crate) trait CpuMetric: Send + Sequenced {
     fn measure(&mut self, plan: &Plan, r: &PlanePtrs, d: &PlanePtrs, scores: &mut Scores);
 }
 
-/// A metric's per-plan state on the CUDA backend.
+/// A metric's per-plan state on the CUDA backend: `queue` enqueues a pair's work into a
+/// slot of that pair, `read` reads the oldest pair's slot back.
 pub(crate) trait CudaMetric: Send + Sequenced {
     /// Queues the pair's kernels and the copy of their results to the host, without
-    /// waiting. The backend queues every metric first, so that the first `measure` waits
+    /// waiting. The backend queues every metric first, so that the first `read` waits
     /// once for all of them and the others find their results ready (one host
     /// synchronisation per pair instead of one per metric: what the cheap no-reference
     /// metrics cost at thousands of frames per second).
     ///
-    /// With pairs in flight ([`crate::cuda::IN_FLIGHT`]) the backend queues the next pair
-    /// before it measures this one, so a metric that queues here reads its results back
-    /// per pair, in order ([`crate::cuda::Readback`]), and keeps what the next pair's
-    /// kernels need on the device. A metric that does nothing here (the default) queues and
-    /// waits in `measure`, one pair at a time, while the frames of the pair it measures are
-    /// still valid.
+    /// The backend queues every pair it reads, and with pairs in flight
+    /// ([`crate::cuda::IN_FLIGHT`], at most [`CudaMetric::max_queued`]) it queues the next
+    /// pair before it reads this one, so a metric reads its results back per pair, in
+    /// order ([`crate::cuda::Readback`]), and keeps what the next pair's kernels need on
+    /// the device. The frames are valid until the pair is read, and only given here.
     ///
     /// For a full-reference metric `gpu` is its lane (`lane::Laned`), a stream of its own
     /// that already waits for the pair's uploads; for a no-reference one, the engine's.
@@ -88,16 +88,14 @@ pub(crate) trait CudaMetric: Send + Sequenced {
     /// memory already and nothing has to be waited for.
     fn queue(
         &mut self,
-        _gpu: &Gpu,
-        _plan: &Plan,
-        _r: &PlanePtrs,
-        _d: &PlanePtrs,
-        _uploaded: Option<&CudaEvent>,
-    ) -> Result<(), EngineError> {
-        Ok(())
-    }
+        gpu: &Gpu,
+        plan: &Plan,
+        r: &PlanePtrs,
+        d: &PlanePtrs,
+        uploaded: Option<&CudaEvent>,
+    ) -> Result<(), EngineError>;
 
-    /// Forgets the pairs queued and not measured (after an error, so that the next pair's
+    /// Forgets the pairs queued and not read (after an error, so that the next pair's
     /// results are not mistaken for theirs). The default has nothing queued to forget.
     fn drop_queued(&mut self) {}
 
@@ -109,17 +107,16 @@ pub(crate) trait CudaMetric: Send + Sequenced {
         false
     }
 
-    /// Appends the fields of the oldest pair queued (a metric without `queue`: queues the
-    /// kernels for this pair, in device memory and valid for the plan, on its lane, and
-    /// waits for its sums).
-    fn measure(
-        &mut self,
-        gpu: &Gpu,
-        plan: &Plan,
-        r: &PlanePtrs,
-        d: &PlanePtrs,
-        scores: &mut Scores,
-    ) -> Result<(), EngineError>;
+    /// The most pairs the metric can have queued and not read, its results kept apart
+    /// per pair; the backend has no more pairs in flight than its metrics' least. The
+    /// default, [`crate::cuda::IN_FLIGHT`], is a [`crate::cuda::Readback`]'s depth.
+    fn max_queued(&self) -> usize {
+        crate::cuda::IN_FLIGHT
+    }
+
+    /// Waits for the oldest pair queued and appends its fields; an error, and nothing
+    /// appended, when no pair is queued.
+    fn read(&mut self, plan: &Plan, scores: &mut Scores) -> Result<(), EngineError>;
 }
 
 /// Every metric implementation, in the order their fields appear in a record (the fields of

@@ -14,7 +14,7 @@
 //! [`Lanes`] entry, forked from the engine's): these kernels are small and mostly wait on
 //! memory latency, so those of different metrics and sides overlap on the device instead of
 //! queueing behind one another. Each lane waits for the frame's uploads (host frames; a
-//! frame already in device memory waits for nothing) before its kernels; `measure` waits
+//! frame already in device memory waits for nothing) before its kernels; `read` waits
 //! for its own results only (`Readback`), so frames can be in flight.
 
 use std::collections::VecDeque;
@@ -74,9 +74,10 @@ pub(crate) trait CpuSingle: Send + Restart {
 /// allocated once, for the side's layout).
 ///
 /// Frames may be in flight ([`crate::cuda::IN_FLIGHT`]): `queue` may be called for the
-/// next frame before `measure` read this one, so the results come back through a
+/// next frame before `read` read this one, so the results come back through a
 /// [`crate::cuda::Readback`] and state that the next frame's kernels need (the previous
 /// frame, which buffer is the reference) stays on the device or is settled when queueing.
+/// Every frame read was queued first ([`NoReference`] queues each frame before it reads it).
 pub(crate) trait CudaSingle: Send + Restart {
     /// Queues the frame's kernels and result copy on the side's stream without waiting
     /// ([`CudaMetric::queue`]).
@@ -88,16 +89,9 @@ pub(crate) trait CudaSingle: Send + Restart {
         frame: &PlanePtrs,
     ) -> Result<(), EngineError>;
 
-    /// Waits for the oldest frame queued and appends its fields; with nothing queued it
-    /// queues `frame` first.
-    fn measure(
-        &mut self,
-        gpu: &Gpu,
-        plan: &Plan,
-        side: Side,
-        frame: &PlanePtrs,
-        out: &mut Scores,
-    ) -> Result<(), EngineError>;
+    /// Waits for the oldest frame queued and appends its fields; an error, and nothing
+    /// appended, when no frame is queued.
+    fn read(&mut self, plan: &Plan, side: Side, out: &mut Scores) -> Result<(), EngineError>;
 }
 
 /// A no-reference metric on both inputs: a [`CpuMetric`] without lag.
@@ -107,7 +101,7 @@ pub(crate) struct NoReference<S> {
     copies: Vec<Replica<S>>,
     /// The copy the next frame is queued on.
     next: usize,
-    /// The copies of the frames queued and not measured yet, oldest first.
+    /// The copies of the frames queued and not read yet, oldest first.
     queued: VecDeque<usize>,
 }
 
@@ -119,15 +113,10 @@ struct Replica<S> {
     lanes: Option<Lanes>,
 }
 
-/// The CUDA streams of a no-reference metric's sides, and the event that orders them after
-/// the engine's stream.
+/// The CUDA streams of a no-reference metric's sides.
 struct Lanes {
     distorted: Gpu,
     reference: Option<Gpu>,
-    /// Recorded on the engine's stream for a frame measured without being queued first:
-    /// where its uploads end. (Queued frames wait for the backend's `uploaded` event, and
-    /// frames already in device memory for nothing.)
-    ready: CudaEvent,
 }
 
 impl Lanes {
@@ -141,23 +130,17 @@ impl Lanes {
             } else {
                 None
             },
-            ready: gpu.ctx.new_event(None)?,
         })
     }
 
-    /// Makes both lanes wait for `event`.
+    /// Makes both lanes wait for `event` (the frame's uploads; frames already in device
+    /// memory wait for nothing).
     fn wait(&self, event: &CudaEvent) -> Result<(), DriverError> {
         self.distorted.stream.wait(event)?;
         if let Some(r) = &self.reference {
             r.stream.wait(event)?;
         }
         Ok(())
-    }
-
-    /// Makes both lanes wait for the work queued so far on the engine's stream.
-    fn fork(&self, gpu: &Gpu) -> Result<(), DriverError> {
-        self.ready.record(&gpu.stream)?;
-        self.wait(&self.ready)
     }
 }
 
@@ -309,30 +292,18 @@ impl<S: CudaSingle + 'static> CudaMetric for NoReference<S> {
         self.reset();
     }
 
-    fn measure(
-        &mut self,
-        gpu: &Gpu,
-        plan: &Plan,
-        r: &PlanePtrs,
-        d: &PlanePtrs,
-        scores: &mut Scores,
-    ) -> Result<(), EngineError> {
-        // Without `queue` first, the states queue their work here, on lanes forked now.
-        let i = match self.queued.pop_front() {
-            Some(i) => i,
-            None => {
-                let i = self.next;
-                self.copies[i].lanes().fork(gpu).map_err(ordering)?;
-                self.next = (i + 1) % self.copies.len();
-                i
-            }
+    fn read(&mut self, plan: &Plan, scores: &mut Scores) -> Result<(), EngineError> {
+        let Some(i) = self.queued.pop_front() else {
+            return Err(EngineError::Unsupported(
+                "a no-reference metric: no frame queued to read".into(),
+            ));
         };
         let c = &mut self.copies[i];
-        let lanes = c.lanes.as_ref().expect("a CUDA metric has its lanes");
-        c.distorted
-            .measure(&lanes.distorted, plan, Side::Distorted, d, scores)?;
-        if let (Some(s), Some(lane)) = (&mut c.reference, &lanes.reference) {
-            s.measure(lane, plan, Side::Reference, r, scores)?;
+        // The sides `Replica::queue` queued.
+        let reference = c.lanes().reference.is_some();
+        c.distorted.read(plan, Side::Distorted, scores)?;
+        if let (Some(s), true) = (&mut c.reference, reference) {
+            s.read(plan, Side::Reference, scores)?;
         }
         Ok(())
     }

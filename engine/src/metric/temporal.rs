@@ -81,29 +81,27 @@ pub(crate) trait CpuFrames: Send + Restart {
 pub(crate) trait CudaFrames: Send + Restart {
     type Frame;
 
-    /// Queues a pair's work without waiting, as [`CudaMetric::queue`]; `frame` then reads
-    /// the oldest pair queued. The default queues nothing (`frame` does the pair's work).
+    /// Queues a pair's work without waiting, as [`CudaMetric::queue`]; `read` then reads
+    /// the oldest pair queued.
     fn queue(
-        &mut self,
-        _gpu: &Gpu,
-        _plan: &Plan,
-        _r: &PlanePtrs,
-        _d: &PlanePtrs,
-    ) -> Result<(), EngineError> {
-        Ok(())
-    }
-
-    /// As [`CudaMetric::drop_queued`].
-    fn drop_queued(&mut self) {}
-
-    /// The values of the oldest pair queued (of this pair when nothing is queued).
-    fn frame(
         &mut self,
         gpu: &Gpu,
         plan: &Plan,
         r: &PlanePtrs,
         d: &PlanePtrs,
-    ) -> Result<Self::Frame, EngineError>;
+    ) -> Result<(), EngineError>;
+
+    /// As [`CudaMetric::drop_queued`].
+    fn drop_queued(&mut self) {}
+
+    /// As [`CudaMetric::max_queued`].
+    fn max_queued(&self) -> usize {
+        crate::cuda::IN_FLIGHT
+    }
+
+    /// Waits for the oldest pair queued and gives its values; an error when no pair is
+    /// queued.
+    fn read(&mut self, plan: &Plan) -> Result<Self::Frame, EngineError>;
 }
 
 /// A temporal metric: its window, its backend's frame source and the frames held; a
@@ -200,15 +198,12 @@ impl<W: Window, S: CudaFrames<Frame = W::Frame>> CudaMetric for Temporal<W, S> {
         self.source.drop_queued();
     }
 
-    fn measure(
-        &mut self,
-        gpu: &Gpu,
-        plan: &Plan,
-        r: &PlanePtrs,
-        d: &PlanePtrs,
-        late: &mut Scores,
-    ) -> Result<(), EngineError> {
-        let frame = self.source.frame(gpu, plan, r, d)?;
+    fn max_queued(&self) -> usize {
+        self.source.max_queued()
+    }
+
+    fn read(&mut self, plan: &Plan, late: &mut Scores) -> Result<(), EngineError> {
+        let frame = self.source.read(plan)?;
         self.take(plan, frame, late);
         Ok(())
     }

@@ -101,16 +101,11 @@ impl CudaSingle for Black {
             .map_err(|e| EngineError::Cuda(format!("running black: {e}")))
     }
 
-    fn measure(
-        &mut self,
-        gpu: &Gpu,
-        plan: &Plan,
-        side: Side,
-        frame: &PlanePtrs,
-        out: &mut Scores,
-    ) -> Result<(), EngineError> {
+    fn read(&mut self, _plan: &Plan, side: Side, out: &mut Scores) -> Result<(), EngineError> {
         if self.host.queued() == 0 {
-            self.queue(gpu, plan, side, frame)?;
+            return Err(EngineError::Unsupported(
+                "black: no frame queued to read".into(),
+            ));
         }
         let n = self
             .count()

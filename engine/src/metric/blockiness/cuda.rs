@@ -3,7 +3,7 @@
 //! added to both profiles, which stay on the device for the sequence) and
 //! `blockiness_periods` (each (direction, period) pair's sums, one warp each, written
 //! straight to the frame's host slot, `Readback`: 16 bytes per pair), from which the host keeps the largest ratio. All are
-//! queued first ([`CudaSingle::queue`]); `measure` waits and reads.
+//! queued first ([`CudaSingle::queue`]); `read` waits and reads.
 
 use cudarc::driver::{DriverError, LaunchConfig};
 
@@ -145,7 +145,7 @@ impl Blockiness {
     }
 
     /// Waits for the oldest queued frame; its value from the pairs' sums.
-    fn read(&mut self) -> Result<f32, DriverError> {
+    fn value(&mut self) -> Result<f32, DriverError> {
         let host = self.host.take(4 * self.pairs as usize)?;
         if self.pairs == 0 {
             return Ok(0.0);
@@ -177,18 +177,13 @@ impl CudaSingle for Blockiness {
         Ok(())
     }
 
-    fn measure(
-        &mut self,
-        gpu: &Gpu,
-        plan: &Plan,
-        side: Side,
-        frame: &PlanePtrs,
-        out: &mut Scores,
-    ) -> Result<(), EngineError> {
+    fn read(&mut self, _plan: &Plan, side: Side, out: &mut Scores) -> Result<(), EngineError> {
         if self.host.queued() == 0 {
-            self.queue(gpu, plan, side, frame)?;
+            return Err(EngineError::Unsupported(
+                "blockiness: no frame queued to read".into(),
+            ));
         }
-        let v = self.read().map_err(|e| {
+        let v = self.value().map_err(|e| {
             self.first = true;
             EngineError::Cuda(format!("running blockiness: {e}"))
         })?;

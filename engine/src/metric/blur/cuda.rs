@@ -2,7 +2,7 @@
 //! `blur_suppress` (the suppressed gradients), `blur_widths` (per CUDA block, the exact sum
 //! and the count of the edge widths of one 32×32 tile of one block, written straight to
 //! the frame's host slot, `Readback`), which the host adds per block and pools ([`super::pool`]). All are queued first
-//! ([`CudaSingle::queue`]); `measure` waits and reads. Buffers are
+//! ([`CudaSingle::queue`]); `read` waits and reads. Buffers are
 //! allocated once, for the side's layout.
 
 use cudarc::driver::{DriverError, LaunchConfig};
@@ -148,22 +148,23 @@ impl CudaSingle for Blur {
             .map_err(|e| EngineError::Cuda(format!("running blur: {e}")))
     }
 
-    fn measure(
-        &mut self,
-        gpu: &Gpu,
-        plan: &Plan,
-        side: Side,
-        frame: &PlanePtrs,
-        out: &mut Scores,
-    ) -> Result<(), EngineError> {
+    fn read(&mut self, _plan: &Plan, side: Side, out: &mut Scores) -> Result<(), EngineError> {
         if self.grid == 0 {
-            // No whole block (or an empty frame): FFmpeg's 0/0, no field.
+            // No whole block (or an empty frame): nothing was queued; FFmpeg's 0/0, no
+            // field.
             return Ok(());
         }
         if self.host.queued() == 0 {
-            self.queue(gpu, plan, side, frame)?;
+            return Err(EngineError::Unsupported(
+                "blur: no frame queued to read".into(),
+            ));
         }
-        let p = self.settings.params(super::luma8(plan, side, frame));
+        // The blocks' layout depends on the frame's size alone (as in `new`).
+        let p = self.settings.params(Luma8 {
+            width: self.width,
+            height: self.height,
+            ..Luma8::default()
+        });
         self.sums.clear();
         self.sums.resize((p.cols * p.rows) as usize, (0.0, 0));
         let host = self

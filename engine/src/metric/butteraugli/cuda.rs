@@ -290,16 +290,11 @@ impl CudaMetric for Butteraugli {
         true
     }
 
-    fn measure(
-        &mut self,
-        gpu: &Gpu,
-        plan: &Plan,
-        r: &PlanePtrs,
-        d: &PlanePtrs,
-        scores: &mut Scores,
-    ) -> Result<(), EngineError> {
+    fn read(&mut self, _plan: &Plan, scores: &mut Scores) -> Result<(), EngineError> {
         if self.host_partials.queued() == 0 {
-            self.launch(gpu, plan, r, d)?;
+            return Err(EngineError::Unsupported(
+                "butteraugli: no pair queued to read".into(),
+            ));
         }
         let host = self
             .host_partials

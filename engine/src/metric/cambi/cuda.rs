@@ -359,16 +359,11 @@ impl CudaSingle for Single {
         self.cambi.queue(gpu, frame)
     }
 
-    fn measure(
-        &mut self,
-        gpu: &Gpu,
-        plan: &Plan,
-        side: Side,
-        frame: &PlanePtrs,
-        out: &mut Scores,
-    ) -> Result<(), EngineError> {
+    fn read(&mut self, _plan: &Plan, side: Side, out: &mut Scores) -> Result<(), EngineError> {
         if self.cambi.queued() == 0 {
-            self.queue(gpu, plan, side, frame)?;
+            return Err(EngineError::Unsupported(
+                "cambi: no frame queued to read".into(),
+            ));
         }
         out.push(side.name(CAMBI), self.cambi.finish()?);
         Ok(())

@@ -163,16 +163,11 @@ impl CudaSingle for Freeze {
         Ok(())
     }
 
-    fn measure(
-        &mut self,
-        gpu: &Gpu,
-        plan: &Plan,
-        side: Side,
-        frame: &PlanePtrs,
-        out: &mut Scores,
-    ) -> Result<(), EngineError> {
+    fn read(&mut self, _plan: &Plan, side: Side, out: &mut Scores) -> Result<(), EngineError> {
         if self.host.queued() == 0 {
-            self.queue(gpu, plan, side, frame)?;
+            return Err(EngineError::Unsupported(
+                "freeze: no frame queued to read".into(),
+            ));
         }
         let first = self.firsts.pop_front().unwrap_or(true);
         let sad = match self.host.take(1) {

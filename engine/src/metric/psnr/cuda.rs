@@ -84,16 +84,11 @@ impl CudaMetric for Psnr {
         self.sums.reset();
     }
 
-    fn measure(
-        &mut self,
-        gpu: &Gpu,
-        plan: &Plan,
-        r: &PlanePtrs,
-        d: &PlanePtrs,
-        scores: &mut Scores,
-    ) -> Result<(), EngineError> {
+    fn read(&mut self, plan: &Plan, scores: &mut Scores) -> Result<(), EngineError> {
         if self.sums.queued() == 0 {
-            self.launch(gpu, plan, r, d)?;
+            return Err(EngineError::Unsupported(
+                "psnr: no pair queued to read".into(),
+            ));
         }
         let sse = match self.sums.take() {
             Ok(sse) => sse,

@@ -134,16 +134,11 @@ impl CudaSingle for Siti {
         Ok(())
     }
 
-    fn measure(
-        &mut self,
-        gpu: &Gpu,
-        plan: &Plan,
-        side: Side,
-        frame: &PlanePtrs,
-        out: &mut Scores,
-    ) -> Result<(), EngineError> {
+    fn read(&mut self, _plan: &Plan, side: Side, out: &mut Scores) -> Result<(), EngineError> {
         if self.host.queued() == 0 {
-            self.queue(gpu, plan, side, frame)?;
+            return Err(EngineError::Unsupported(
+                "siti: no frame queued to read".into(),
+            ));
         }
         let s = self.sums().map_err(|e| {
             // `previous` may hold part of this frame: measure the next against nothing.

@@ -192,16 +192,11 @@ impl CudaMetric for Ssim {
         true
     }
 
-    fn measure(
-        &mut self,
-        gpu: &Gpu,
-        plan: &Plan,
-        r: &PlanePtrs,
-        d: &PlanePtrs,
-        scores: &mut Scores,
-    ) -> Result<(), EngineError> {
+    fn read(&mut self, plan: &Plan, scores: &mut Scores) -> Result<(), EngineError> {
         if self.sums.queued() == 0 {
-            self.launch(gpu, plan, r, d)?;
+            return Err(EngineError::Unsupported(
+                "ssim: no pair queued to read".into(),
+            ));
         }
         let mut sums = [0.0; RESULT_LEN];
         match self.sums.take() {

@@ -310,16 +310,12 @@ impl CudaMetric for Ssimu2 {
         true
     }
 
-    fn measure(
-        &mut self,
-        gpu: &Gpu,
-        plan: &Plan,
-        r: &PlanePtrs,
-        d: &PlanePtrs,
-        scores: &mut Scores,
-    ) -> Result<(), EngineError> {
+    /// A frame too small to score queues nothing, and reads the sums of no scale.
+    fn read(&mut self, _plan: &Plan, scores: &mut Scores) -> Result<(), EngineError> {
         if self.n_scales > 0 && self.host_out.queued() == 0 {
-            self.launch(gpu, plan, r, d)?;
+            return Err(EngineError::Unsupported(
+                "ssimulacra2: no pair queued to read".into(),
+            ));
         }
         let sums = self.sums()?;
         super::push_fields(&sums, scores);

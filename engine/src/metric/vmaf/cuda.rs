@@ -11,10 +11,11 @@
 //! arena that the engines of one context with the same frame size and model share
 //! (`crate::cuda::scratch`); the reference lumas kept for motion are the engine's own.
 //!
-//! Without the side streams (the v0 models) a pair's kernels and the copy of its sums are
-//! queued with the pair (`CudaFrames::queue`) and read when it is completed, so the host
-//! never waits for the device between pairs in flight; with them a pair is queued and read
-//! in one go, as the side streams' results are read by synchronising their streams.
+//! A pair's kernels and the copy of its sums are queued with the pair (`CudaFrames::queue`)
+//! and read when it is completed (`CudaFrames::read`), so the host never waits for the
+//! device between pairs in flight; with the side streams (the v1 models) the engine has one
+//! pair in flight, as the side streams' results are read by synchronising their streams and
+//! SpEED chroma keeps one pair's results (see `impl CudaFrames for Vmaf`).
 
 use cudarc::driver::result as cu;
 use cudarc::driver::{CudaEvent, DriverError, LaunchConfig};
@@ -372,13 +373,26 @@ impl Vmaf {
     }
 
     /// Whether a pair's work is read by synchronising side streams (SpEED chroma, CAMBI),
-    /// so that it is queued and read in one go.
+    /// so that the engine has one pair in flight (`CudaFrames::max_queued`).
     fn has_lanes(&self) -> bool {
         self.speed.is_some() || self.cambi.is_some()
     }
 }
 
 /// A pair's features; the window (`super::Settings`) holds them for motion2.
+///
+/// Every pair's work is queued in `queue` and read in `read`. With the side streams
+/// ([`Vmaf::has_lanes`]) `queue` also queues SpEED chroma's and CAMBI's kernels on their
+/// streams, after the pair's uploads, and `read` synchronises those streams and reads their
+/// results. CAMBI keeps each frame's scores in a slot of its own ([`Readback`]), but SpEED
+/// chroma has one set of host outputs ([`SpeedChromaCuda::finish`] reads the last pair
+/// queued), which the next pair's copy would overwrite before this pair is read: so with
+/// the side streams the metric asks the backend for one pair in flight
+/// ([`CudaFrames::max_queued`] 1), and each pair is queued and then read before the next
+/// is queued. Every launch, copy, event and synchronisation of the metric is then the one
+/// it made when it queued and read such a pair in one go as the backend completed it, in
+/// the same order on the same streams, so the results are the same (only the other
+/// metrics, whose results do not depend on the pairs in flight, lose their overlap).
 impl CudaFrames for Vmaf {
     type Frame = Frame;
 
@@ -389,34 +403,9 @@ impl CudaFrames for Vmaf {
         r: &PlanePtrs,
         d: &PlanePtrs,
     ) -> Result<(), EngineError> {
-        if self.has_lanes() {
-            return Ok(());
-        }
-        self.launch(gpu, plan, r, d)
-            .map_err(|e| EngineError::Cuda(format!("running vmaf: {e}")))
-    }
-
-    fn drop_queued(&mut self) {
-        self.host_out.clear();
-        self.motions.clear();
-    }
-
-    fn frame(
-        &mut self,
-        gpu: &Gpu,
-        plan: &Plan,
-        r: &PlanePtrs,
-        d: &PlanePtrs,
-    ) -> Result<Frame, EngineError> {
         let failed = |e: DriverError| EngineError::Cuda(format!("running vmaf: {e}"));
         if !self.has_lanes() {
-            if self.host_out.queued() == 0 {
-                self.launch(gpu, plan, r, d).map_err(failed)?;
-            }
-            let (sums, sad) = self.sums().map_err(failed)?;
-            let (w, h) = (plan.reference.width, plan.reference.height);
-            let motion = self.model.motion.score(sad, w, h);
-            return Ok(frame_features(plan, &sums, motion, &self.adm));
+            return self.launch(gpu, plan, r, d).map_err(failed);
         }
         // The side streams start after the pair's uploads, queued on the engine's stream.
         self.ready
@@ -437,11 +426,36 @@ impl CudaFrames for Vmaf {
             c.clear();
             c.queue(lane, d)?;
         }
-        self.launch(gpu, plan, r, d).map_err(failed)?;
+        self.launch(gpu, plan, r, d).map_err(failed)
+    }
+
+    fn drop_queued(&mut self) {
+        self.host_out.clear();
+        self.motions.clear();
+    }
+
+    /// One pair at a time with the side streams (see above).
+    fn max_queued(&self) -> usize {
+        match self.has_lanes() {
+            true => 1,
+            false => crate::cuda::IN_FLIGHT,
+        }
+    }
+
+    fn read(&mut self, plan: &Plan) -> Result<Frame, EngineError> {
+        if self.host_out.queued() == 0 {
+            return Err(EngineError::Unsupported(
+                "vmaf: no pair queued to read".into(),
+            ));
+        }
+        let failed = |e: DriverError| EngineError::Cuda(format!("running vmaf: {e}"));
         let (sums, sad) = self.sums().map_err(failed)?;
         let (w, h) = (plan.reference.width, plan.reference.height);
         let motion = self.model.motion.score(sad, w, h);
         let mut f = frame_features(plan, &sums, motion, &self.adm);
+        if !self.has_lanes() {
+            return Ok(f);
+        }
         // The side streams end before the next pair's uploads may overwrite their inputs.
         let done = |lane: &Gpu| {
             lane.stream
