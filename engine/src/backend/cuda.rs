@@ -6,16 +6,15 @@
 //! frames here, each metric's buffers in its own `cuda.rs`); a host frame pair costs two
 //! host-to-device copies, then each metric queues its kernels and copies its sums back.
 //!
-//! Pairs can be in flight (the engine's `in_flight`, at most [`IN_FLIGHT`] and at most
-//! what every metric can keep apart, `CudaMetric::max_queued`): `submit` uploads and
-//! queues a pair, every metric queuing its kernels and the copy of its results into a
+//! Pairs can be in flight (the engine's `in_flight`, at most [`IN_FLIGHT`]): `submit`
+//! uploads and queues a pair, every metric queuing its kernels and the copy of its results into a
 //! pinned slot of that pair (`CudaMetric::queue`, the only call that is given the frames),
 //! and `complete` reads the oldest pair's slots (`CudaMetric::read`), waiting for the
 //! events recorded after them. The host never waits for the device while it queues, so its
 //! work on one pair overlaps the device's work on the next, and host frames are uploaded
 //! on a stream of their own, so that the next pair's uploads overlap the current pair's
-//! kernels. (VMAF with the v1 models' side streams keeps one pair's results: with it, one
-//! pair is in flight.)
+//! kernels. (VMAF with the v1 models' side streams queues and reads a pair in one go when
+//! it is read: its SpEED chroma keeps one pair's results.)
 
 use std::sync::Arc;
 
@@ -135,8 +134,7 @@ pub(crate) struct CudaBackend {
     uploads: [Option<Upload>; 2],
     /// Every requested metric's state, allocated for the plan.
     metrics: Lineup<dyn CudaMetric>,
-    /// Pairs that may be in flight ([`IN_FLIGHT`] at most, and at most the metrics'
-    /// [`CudaMetric::max_queued`]).
+    /// Pairs that may be in flight ([`IN_FLIGHT`] at most).
     depth: usize,
     /// Pairs submitted and not completed (their work queued, their results not read).
     in_flight: usize,
@@ -215,14 +213,6 @@ impl CudaBackend {
                     metrics.push(m);
                 }
             }
-            // No more pairs in flight than every metric keeps apart (the uploads' slots,
-            // and the lanes and copies the metrics made for `depth`, then have room to
-            // spare).
-            let depth = metrics
-                .iter()
-                .map(|m| m.max_queued())
-                .fold(depth, usize::min)
-                .max(1);
             let metrics = Lineup::new(metrics);
             gpu.stream.synchronize()?;
             Ok(CudaBackend {

@@ -173,15 +173,6 @@ impl CudaMetric for Laned {
         self.route.clear();
     }
 
-    /// Two instances only for a metric whose pairs are independent, with the same limit.
-    fn max_queued(&self) -> usize {
-        self.lanes
-            .iter()
-            .map(|(_, m)| m.max_queued())
-            .min()
-            .unwrap_or(1)
-    }
-
     fn read(&mut self, plan: &Plan, scores: &mut Scores) -> Result<(), EngineError> {
         // The pair was queued first (the backend queues every pair it reads), by the
         // instance that reads it.

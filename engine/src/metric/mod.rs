@@ -76,7 +76,7 @@ pub(crate) trait CudaMetric: Send + Sequenced {
     /// metrics cost at thousands of frames per second).
     ///
     /// The backend queues every pair it reads, and with pairs in flight
-    /// ([`crate::cuda::IN_FLIGHT`], at most [`CudaMetric::max_queued`]) it queues the next
+    /// (at most [`crate::cuda::IN_FLIGHT`]) it queues the next
     /// pair before it reads this one, so a metric reads its results back per pair, in
     /// order ([`crate::cuda::Readback`]), and keeps what the next pair's kernels need on
     /// the device. The frames are valid until the pair is read, and only given here.
@@ -105,13 +105,6 @@ pub(crate) trait CudaMetric: Send + Sequenced {
     /// and run them side by side (`lane::Laned`). The default, `false`, is always safe.
     fn independent(&self) -> bool {
         false
-    }
-
-    /// The most pairs the metric can have queued and not read, its results kept apart
-    /// per pair; the backend has no more pairs in flight than its metrics' least. The
-    /// default, [`crate::cuda::IN_FLIGHT`], is a [`crate::cuda::Readback`]'s depth.
-    fn max_queued(&self) -> usize {
-        crate::cuda::IN_FLIGHT
     }
 
     /// Waits for the oldest pair queued and appends its fields; an error, and nothing

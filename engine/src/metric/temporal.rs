@@ -94,11 +94,6 @@ pub(crate) trait CudaFrames: Send + Restart {
     /// As [`CudaMetric::drop_queued`].
     fn drop_queued(&mut self) {}
 
-    /// As [`CudaMetric::max_queued`].
-    fn max_queued(&self) -> usize {
-        crate::cuda::IN_FLIGHT
-    }
-
     /// Waits for the oldest pair queued and gives its values; an error when no pair is
     /// queued.
     fn read(&mut self, plan: &Plan) -> Result<Self::Frame, EngineError>;
@@ -196,10 +191,6 @@ impl<W: Window, S: CudaFrames<Frame = W::Frame>> CudaMetric for Temporal<W, S> {
 
     fn drop_queued(&mut self) {
         self.source.drop_queued();
-    }
-
-    fn max_queued(&self) -> usize {
-        self.source.max_queued()
     }
 
     fn read(&mut self, plan: &Plan, late: &mut Scores) -> Result<(), EngineError> {

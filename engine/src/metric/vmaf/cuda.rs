@@ -13,9 +13,10 @@
 //!
 //! A pair's kernels and the copy of its sums are queued with the pair (`CudaFrames::queue`)
 //! and read when it is completed (`CudaFrames::read`), so the host never waits for the
-//! device between pairs in flight; with the side streams (the v1 models) the engine has one
-//! pair in flight, as the side streams' results are read by synchronising their streams and
-//! SpEED chroma keeps one pair's results (see `impl CudaFrames for Vmaf`).
+//! device between pairs in flight; with the side streams (the v1 models) a pair is queued
+//! and read in one go when it is completed, as the side streams' results are read by
+//! synchronising their streams and SpEED chroma keeps one pair's results (see `impl
+//! CudaFrames for Vmaf`).
 
 use cudarc::driver::result as cu;
 use cudarc::driver::{CudaEvent, DriverError, LaunchConfig};
@@ -72,6 +73,10 @@ pub(super) struct Vmaf {
     /// Recorded on the engine's stream when a pair's kernels are queued: where the side
     /// streams start (after the pair's uploads).
     ready: CudaEvent,
+    /// With the side streams: the frames of the pairs queued, each measured in one go when
+    /// it is read (see `impl CudaFrames for Vmaf`), and the lane they run on.
+    deferred: std::collections::VecDeque<(PlanePtrs, PlanePtrs)>,
+    lane: Option<Gpu>,
     /// The model (its gain limits parameterise the kernels).
     model: std::sync::Arc<super::Model>,
     /// ADM's options.
@@ -200,6 +205,8 @@ impl Vmaf {
             speed,
             cambi,
             ready: gpu.ctx.new_event(None)?,
+            deferred: std::collections::VecDeque::new(),
+            lane: None,
             model,
             side: SideStream::new(gpu)?,
         }))
@@ -373,7 +380,7 @@ impl Vmaf {
     }
 
     /// Whether a pair's work is read by synchronising side streams (SpEED chroma, CAMBI),
-    /// so that the engine has one pair in flight (`CudaFrames::max_queued`).
+    /// so that it is queued and read in one go.
     fn has_lanes(&self) -> bool {
         self.speed.is_some() || self.cambi.is_some()
     }
@@ -381,18 +388,15 @@ impl Vmaf {
 
 /// A pair's features; the window (`super::Settings`) holds them for motion2.
 ///
-/// Every pair's work is queued in `queue` and read in `read`. With the side streams
-/// ([`Vmaf::has_lanes`]) `queue` also queues SpEED chroma's and CAMBI's kernels on their
-/// streams, after the pair's uploads, and `read` synchronises those streams and reads their
-/// results. CAMBI keeps each frame's scores in a slot of its own ([`Readback`]), but SpEED
-/// chroma has one set of host outputs ([`SpeedChromaCuda::finish`] reads the last pair
-/// queued), which the next pair's copy would overwrite before this pair is read: so with
-/// the side streams the metric asks the backend for one pair in flight
-/// ([`CudaFrames::max_queued`] 1), and each pair is queued and then read before the next
-/// is queued. Every launch, copy, event and synchronisation of the metric is then the one
-/// it made when it queued and read such a pair in one go as the backend completed it, in
-/// the same order on the same streams, so the results are the same (only the other
-/// metrics, whose results do not depend on the pairs in flight, lose their overlap).
+/// Without the side streams (the v0 models) `queue` queues a pair's kernels and the copy
+/// of its sums, and `read` reads them: the host never waits for the device between pairs
+/// in flight. With them ([`Vmaf::has_lanes`]: SpEED chroma, CAMBI), SpEED chroma keeps one
+/// pair's host results ([`SpeedChromaCuda::finish`] reads the last pair queued), which the
+/// next pair's copy would overwrite before this pair is read; so `queue` keeps the pair's
+/// frames (valid until the backend completes the pair) and `read` queues and reads that
+/// pair in one go, synchronising the side streams: the launches, copies, events and
+/// synchronisations of the pairs measured as before this change, in the same order on
+/// the same streams, while the other metrics keep their pairs in flight.
 impl CudaFrames for Vmaf {
     type Frame = Frame;
 
@@ -403,10 +407,61 @@ impl CudaFrames for Vmaf {
         r: &PlanePtrs,
         d: &PlanePtrs,
     ) -> Result<(), EngineError> {
+        if self.has_lanes() {
+            if self.lane.is_none() {
+                self.lane = Some(Gpu {
+                    ctx: gpu.ctx.clone(),
+                    stream: gpu.stream.clone(),
+                    kernels: gpu.kernels.clone(),
+                });
+            }
+            self.deferred.push_back((*r, *d));
+            return Ok(());
+        }
+        self.launch(gpu, plan, r, d)
+            .map_err(|e| EngineError::Cuda(format!("running vmaf: {e}")))
+    }
+
+    fn drop_queued(&mut self) {
+        self.host_out.clear();
+        self.motions.clear();
+        self.deferred.clear();
+    }
+
+    fn read(&mut self, plan: &Plan) -> Result<Frame, EngineError> {
         let failed = |e: DriverError| EngineError::Cuda(format!("running vmaf: {e}"));
         if !self.has_lanes() {
-            return self.launch(gpu, plan, r, d).map_err(failed);
+            if self.host_out.queued() == 0 {
+                return Err(EngineError::Unsupported(
+                    "vmaf: no pair queued to read".into(),
+                ));
+            }
+            let (sums, sad) = self.sums().map_err(failed)?;
+            let (w, h) = (plan.reference.width, plan.reference.height);
+            let motion = self.model.motion.score(sad, w, h);
+            return Ok(frame_features(plan, &sums, motion, &self.adm));
         }
+        let (Some((r, d)), Some(gpu)) = (self.deferred.pop_front(), self.lane.take()) else {
+            return Err(EngineError::Unsupported(
+                "vmaf: no pair queued to read".into(),
+            ));
+        };
+        let measured = self.measure_with_lanes(&gpu, plan, &r, &d);
+        self.lane = Some(gpu);
+        measured
+    }
+}
+
+impl Vmaf {
+    /// One pair with the side streams, queued and read in one go (see above).
+    fn measure_with_lanes(
+        &mut self,
+        gpu: &Gpu,
+        plan: &Plan,
+        r: &PlanePtrs,
+        d: &PlanePtrs,
+    ) -> Result<Frame, EngineError> {
+        let failed = |e: DriverError| EngineError::Cuda(format!("running vmaf: {e}"));
         // The side streams start after the pair's uploads, queued on the engine's stream.
         self.ready
             .record(&gpu.stream)
@@ -426,36 +481,11 @@ impl CudaFrames for Vmaf {
             c.clear();
             c.queue(lane, d)?;
         }
-        self.launch(gpu, plan, r, d).map_err(failed)
-    }
-
-    fn drop_queued(&mut self) {
-        self.host_out.clear();
-        self.motions.clear();
-    }
-
-    /// One pair at a time with the side streams (see above).
-    fn max_queued(&self) -> usize {
-        match self.has_lanes() {
-            true => 1,
-            false => crate::cuda::IN_FLIGHT,
-        }
-    }
-
-    fn read(&mut self, plan: &Plan) -> Result<Frame, EngineError> {
-        if self.host_out.queued() == 0 {
-            return Err(EngineError::Unsupported(
-                "vmaf: no pair queued to read".into(),
-            ));
-        }
-        let failed = |e: DriverError| EngineError::Cuda(format!("running vmaf: {e}"));
+        self.launch(gpu, plan, r, d).map_err(failed)?;
         let (sums, sad) = self.sums().map_err(failed)?;
         let (w, h) = (plan.reference.width, plan.reference.height);
         let motion = self.model.motion.score(sad, w, h);
         let mut f = frame_features(plan, &sums, motion, &self.adm);
-        if !self.has_lanes() {
-            return Ok(f);
-        }
         // The side streams end before the next pair's uploads may overwrite their inputs.
         let done = |lane: &Gpu| {
             lane.stream
