@@ -6,6 +6,7 @@
 mod common;
 
 use std::sync::mpsc::Receiver;
+use std::sync::{Arc, Mutex};
 
 use gst::prelude::*;
 use gstgpumetrics::message::{AlertChange, EventRecord, FrameScores, Summary, Window};
@@ -28,11 +29,14 @@ fn output_of(msg: &gst::MessageRef) -> Option<Output> {
 struct Seen {
     fed: Vec<Output>,
     posted: Vec<Output>,
+    /// Messages posted before the subscription had their record.
+    early: Vec<Output>,
 }
 
 /// Runs `desc` to EOS with the elements named in `names` subscribed before it starts:
-/// per element, what its subscription delivered and what it posted. Checks, at each
-/// message of an element, that its subscription had delivered that record already.
+/// per element, what its subscription delivered and what it posted. A bus sync handler
+/// (called where the message is posted) checks that the subscription had each record
+/// already.
 fn run(desc: &str, names: &[&str]) -> Vec<Seen> {
     init();
     let desc = desc.replace("backend=cpu", &format!("backend={}", test_backend()));
@@ -50,9 +54,29 @@ fn run(desc: &str, names: &[&str]) -> Vec<Seen> {
                 .unwrap()
         })
         .collect();
-    let feeds: Vec<Receiver<Output>> = elements.iter().map(|e| e.subscribe()).collect();
-    let mut seen: Vec<Seen> = names.iter().map(|_| Seen::default()).collect();
+    let feeds: Arc<Vec<Mutex<Receiver<Output>>>> =
+        Arc::new(elements.iter().map(|e| Mutex::new(e.subscribe())).collect());
+    let seen: Arc<Mutex<Vec<Seen>>> =
+        Arc::new(Mutex::new(names.iter().map(|_| Seen::default()).collect()));
     let bus = pipeline.bus().unwrap();
+    {
+        let (feeds, seen) = (feeds.clone(), seen.clone());
+        let elements = elements.clone();
+        bus.set_sync_handler(move |_, msg| {
+            let which = elements
+                .iter()
+                .position(|e| msg.src() == Some(e.upcast_ref::<gst::Object>()));
+            if let (Some(which), Some(output)) = (which, output_of(msg)) {
+                let s = &mut seen.lock().unwrap()[which];
+                s.fed.extend(feeds[which].lock().unwrap().try_iter());
+                if s.fed.len() <= s.posted.len() {
+                    s.early.push(output.clone());
+                }
+                s.posted.push(output);
+            }
+            gst::BusSyncReply::Pass
+        });
+    }
     pipeline.set_state(gst::State::Playing).unwrap();
     let mut eos = false;
     while let Some(msg) = bus.timed_pop(gst::ClockTime::from_seconds(60)) {
@@ -64,33 +88,17 @@ fn run(desc: &str, names: &[&str]) -> Vec<Seen> {
             gst::MessageView::Error(e) => panic!("{} ({:?})", e.error(), e.debug()),
             _ => {}
         }
-        let Some(which) = elements
-            .iter()
-            .position(|e| msg.src() == Some(e.upcast_ref::<gst::Object>()))
-        else {
-            continue;
-        };
-        let Some(output) = output_of(&msg) else {
-            continue;
-        };
-        let s = &mut seen[which];
-        s.fed.extend(feeds[which].try_iter());
-        s.posted.push(output);
-        assert!(
-            s.fed.len() >= s.posted.len(),
-            "{}: message {:?} posted before its record was delivered",
-            names[which],
-            s.posted.last()
-        );
     }
     assert!(eos, "no EOS");
+    let mut seen = std::mem::take(&mut *seen.lock().unwrap());
     // Everything was delivered before EOS: the stop adds nothing (the summary was made).
-    for (s, feed) in seen.iter_mut().zip(&feeds) {
-        s.fed.extend(feed.try_iter());
+    for (s, feed) in seen.iter_mut().zip(feeds.iter()) {
+        s.fed.extend(feed.lock().unwrap().try_iter());
     }
     pipeline.set_state(gst::State::Null).unwrap();
-    for (name, feed) in names.iter().zip(&feeds) {
-        let late: Vec<Output> = feed.try_iter().collect();
+    bus.unset_sync_handler();
+    for (name, feed) in names.iter().zip(feeds.iter()) {
+        let late: Vec<Output> = feed.lock().unwrap().try_iter().collect();
         assert!(late.is_empty(), "{name}: delivered after EOS: {late:?}");
     }
     seen
@@ -121,6 +129,11 @@ fn the_subscription_delivers_what_the_bus_carries_for_every_element() {
     );
     for (name, s) in ["a", "b"].iter().zip(&seen) {
         assert_eq!(s.fed, s.posted, "{name}");
+        assert!(
+            s.early.is_empty(),
+            "{name}: posted before delivered: {:?}",
+            s.early
+        );
         assert!(
             matches!(s.fed.last(), Some(Output::Summary(_))),
             "{name}: the summary last: {:?}",
