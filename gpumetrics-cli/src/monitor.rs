@@ -2,8 +2,8 @@
 //! Live monitoring: the options that become the element's monitoring properties
 //! (`--window` → `window`, `--alert` → `alerts`, `--subsample`, `--roi`, `--prometheus` →
 //! `prometheus-address`), checked before anything is decoded; which inputs are live; and the
-//! lines printed for the element's `gpumetrics-window` and `gpumetrics-alert` messages as
-//! they arrive.
+//! lines printed for the element's windows and alert changes (its `gpumetrics-window` and
+//! `gpumetrics-alert` records) as they arrive.
 
 use gpumetrics_engine::{MetricSet, metric};
 use gst::prelude::*;

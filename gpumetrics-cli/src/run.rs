@@ -1,17 +1,19 @@
 // SPDX-License-Identifier: MPL-2.0
-//! Runs the built pipeline to the end: reads the per-pair, window, event, alert and summary
-//! messages from the bus, feeds the progress display and the record writer, prints windows,
+//! Runs the built pipeline to the end: takes the per-pair, window, event, alert and summary
+//! records from the elements' subscriptions (the bus is watched for errors, warnings and
+//! EOS), feeds the progress display and the record writer, prints windows,
 //! black/freeze intervals and alert changes as they arrive, and turns Ctrl-C into an orderly end (the gates send EOS, the
 //! element posts the last window and the summary of what was measured). A pipeline that
 //! does not preroll is live: the display switches to running time instead of an ETA.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow, bail};
 use gst::prelude::*;
-use gstgpumetrics::message::{AlertChange, EventRecord, FrameScores, Summary, Window};
+use gstgpumetrics::message::{EventRecord, FrameScores, Summary, Window};
+use gstgpumetrics::{GpuMetrics, Output};
 
 use crate::monitor;
 use crate::output::{self, RecordSink};
@@ -145,9 +147,101 @@ pub fn run(
     Ok(outcomes.remove(0))
 }
 
+/// What the run has taken from the elements' records so far.
+struct Taken {
+    /// Per element: its records, when asked to keep them.
+    records: Vec<Vec<FrameScores>>,
+    /// Per element: its events.
+    events: Vec<Vec<EventRecord>>,
+    /// Per element: its latest summary.
+    summaries: Vec<Option<Summary>>,
+    /// Pairs measured, over all elements.
+    pairs: u64,
+    /// With several elements the records are held until each has measured a pair (or the
+    /// run ends): a distorted file whose raw format differs from the reference's fails at
+    /// its first pair and the run is made again with it converted (see `measure`); records
+    /// written meanwhile for the other files would be written twice.
+    held: Option<Vec<Held>>,
+    /// Per element: it has measured a pair.
+    started: Vec<bool>,
+    keep_records: bool,
+}
+
+impl Taken {
+    fn new(n: usize, keep_records: bool) -> Taken {
+        Taken {
+            records: vec![Vec::new(); n],
+            events: vec![Vec::new(); n],
+            summaries: vec![None; n],
+            pairs: 0,
+            held: (n > 1).then(Vec::new),
+            started: vec![false; n],
+            keep_records,
+        }
+    }
+
+    /// Writes, prints and keeps what element `which` handed over. A write error (a full
+    /// disk, a closed pipe) is returned, so that the run ends and the pipeline is stopped
+    /// before the error is reported.
+    fn take(
+        &mut self,
+        which: usize,
+        output: Output,
+        sink: &mut RecordSink,
+        progress: &mut Progress,
+        report: &Report,
+    ) -> Result<()> {
+        let written = |r: std::io::Result<()>, what: &str| {
+            r.map_err(|e| anyhow::Error::new(e).context(format!("writing {what}")))
+        };
+        match output {
+            Output::Frame(mut rec) => {
+                rec.frame += report.frame_base;
+                self.started[which] = true;
+                match &mut self.held {
+                    Some(h) => {
+                        h.push(Held::Frame(which, rec.clone()));
+                        if self.started.iter().all(|s| *s) {
+                            write_held(sink, self.held.take().unwrap_or_default())?;
+                        }
+                    }
+                    None => written(sink.frame(which, &rec), "a per-frame record")?,
+                }
+                self.pairs += 1;
+                let running_time = rec.running_time.map(|t| t.nseconds());
+                if self.keep_records {
+                    self.records[which].push(rec);
+                }
+                progress.update(self.pairs, running_time);
+            }
+            Output::Window(w) => {
+                written(sink.window(which, &w), "a window record")?;
+                report.window(&w, progress);
+            }
+            Output::Event(e) => {
+                match &mut self.held {
+                    Some(h) => h.push(Held::Event(which, e.clone())),
+                    None => written(sink.event(which, &e), "an event record")?,
+                }
+                progress.note(&output::event_line(&e));
+                self.events[which].push(e);
+            }
+            Output::Alert(a) => progress.note(&monitor::alert_line(&a)),
+            Output::Summary(s) => self.summaries[which] = Some(s),
+        }
+        Ok(())
+    }
+}
+
+/// How long the run waits for a bus message before it looks at the records again.
+const POLL: gst::ClockTime = gst::ClockTime::from_mseconds(20);
+
 /// Runs `pipeline` with one gpumetrics element per distorted input (`elements`, in the
 /// order given; one, or several against one reference): the outcome of each, in that
-/// order. A record is written with the index of the element that posted it.
+/// order. The records (frames, windows, events, alert changes, summaries) come from each
+/// element's subscription ([`GpuMetrics::subscribe_with`]), into one channel in the order
+/// the elements make them; a record is written with the index of its element. The bus is
+/// watched for the rest (errors, warnings, EOS).
 #[allow(clippy::too_many_arguments)]
 pub fn run_elements(
     pipeline: &gst::Pipeline,
@@ -160,6 +254,7 @@ pub fn run_elements(
     verbose: bool,
 ) -> Result<Vec<Outcome>> {
     let bus = pipeline.bus().context("pipeline without bus")?;
+    let feed = subscribe(elements)?;
     let live = start(pipeline)?;
     if live && !progress.is_live() {
         progress.set_live();
@@ -167,20 +262,10 @@ pub fn run_elements(
             "live: the pipeline does not preroll; running until Ctrl-C or the end of the stream",
         );
     }
-    let n = elements.len();
-    let mut records = vec![Vec::new(); n];
-    let mut events = vec![Vec::new(); n];
-    let mut pairs = 0u64;
-    let mut summaries: Vec<Option<Summary>> = vec![None; n];
-    // With several elements the records are held until each has measured a pair (or the
-    // run ends): a distorted file whose raw format differs from the reference's fails at its
-    // first pair and the run is made again with it converted (see `measure`); records
-    // written meanwhile for the other files would be written twice.
-    let mut held: Option<Vec<Held>> = (n > 1).then(Vec::new);
-    let mut started = vec![false; n];
+    let mut taken = Taken::new(elements.len(), keep_records);
     let mut interrupted_at: Option<Instant> = None;
     let mut hard_stopped = false;
-    let result: Result<()> = loop {
+    let result: Result<()> = 'run: loop {
         if stop.load(Ordering::SeqCst) && interrupted_at.is_none() {
             interrupted_at = Some(Instant::now());
             progress.note("interrupted: finishing the pairs in flight (Ctrl-C again to abort)");
@@ -194,70 +279,22 @@ pub fn run_elements(
             hard_stopped = true;
             pipeline.send_event(gst::event::Eos::new());
         }
-        let Some(msg) = bus.timed_pop(gst::ClockTime::from_mseconds(100)) else {
+        let msg = bus.timed_pop(POLL);
+        // The records come first: an element hands each over before it posts the messages
+        // after it (its EOS included), so a message is seen after the records before it.
+        while let Ok((which, output)) = feed.try_recv() {
+            if let Err(e) = taken.take(which, output, sink, progress, report) {
+                break 'run Err(e);
+            }
+        }
+        let Some(msg) = msg else {
             continue;
         };
-        // Which element posted it (one element: all its messages are its own).
+        // Which element posted it.
         let from = elements
             .iter()
             .position(|e| msg.src() == Some(e.upcast_ref::<gst::Object>()));
         match msg.view() {
-            gst::MessageView::Element(_) => {
-                let Some(which) = from.or((n == 1).then_some(0)) else {
-                    continue;
-                };
-                // A write error (a full disk, a closed pipe) ends the run here, so that the
-                // pipeline is stopped below before the error is reported.
-                let written = |r: std::io::Result<()>, what: &str| {
-                    r.map_err(|e| anyhow::Error::new(e).context(format!("writing {what}")))
-                };
-                if let Some(mut rec) = FrameScores::from_message(&msg) {
-                    rec.frame += report.frame_base;
-                    started[which] = true;
-                    let result = match &mut held {
-                        Some(h) => {
-                            h.push(Held::Frame(which, rec.clone()));
-                            if started.iter().all(|s| *s) {
-                                write_held(sink, held.take().unwrap_or_default())
-                            } else {
-                                Ok(())
-                            }
-                        }
-                        None => written(sink.frame(which, &rec), "a per-frame record"),
-                    };
-                    if let Err(e) = result {
-                        break Err(e);
-                    }
-                    pairs += 1;
-                    let running_time = rec.running_time.map(|t| t.nseconds());
-                    if keep_records {
-                        records[which].push(rec);
-                    }
-                    progress.update(pairs, running_time);
-                } else if let Some(w) = Window::from_message(&msg) {
-                    if let Err(e) = written(sink.window(which, &w), "a window record") {
-                        break Err(e);
-                    }
-                    report.window(&w, progress);
-                } else if let Some(e) = EventRecord::from_message(&msg) {
-                    let result = match &mut held {
-                        Some(h) => {
-                            h.push(Held::Event(which, e.clone()));
-                            Ok(())
-                        }
-                        None => written(sink.event(which, &e), "an event record"),
-                    };
-                    if let Err(e) = result {
-                        break Err(e);
-                    }
-                    progress.note(&output::event_line(&e));
-                    events[which].push(e);
-                } else if let Some(a) = AlertChange::from_message(&msg) {
-                    progress.note(&monitor::alert_line(&a));
-                } else if let Some(s) = Summary::from_message(&msg) {
-                    summaries[which] = Some(s);
-                }
-            }
             gst::MessageView::Warning(w)
                 if report.alerts
                     && from.is_some()
@@ -270,7 +307,9 @@ pub fn run_elements(
                 progress.note(&text);
             }
             gst::MessageView::Error(e) => break Err(anyhow!(error_text(e))),
-            gst::MessageView::Eos(_) => break write_held(sink, held.take().unwrap_or_default()),
+            gst::MessageView::Eos(_) => {
+                break write_held(sink, taken.held.take().unwrap_or_default());
+            }
             _ => {}
         }
     };
@@ -279,9 +318,13 @@ pub fn run_elements(
         .map(|e| e.property::<Option<gst::Structure>>("memory-stats"))
         .collect();
     let _ = pipeline.set_state(gst::State::Null);
-    progress.finish(pairs);
+    progress.finish(taken.pairs);
     result?;
-    let Some(summaries) = summaries.into_iter().collect::<Option<Vec<Summary>>>() else {
+    let Some(summaries) = taken
+        .summaries
+        .into_iter()
+        .collect::<Option<Vec<Summary>>>()
+    else {
         bail!("the element posted no summary");
     };
     sink.summaries(&summaries)
@@ -289,8 +332,8 @@ pub fn run_elements(
     let interrupted = interrupted_at.is_some();
     Ok(summaries
         .into_iter()
-        .zip(records)
-        .zip(events)
+        .zip(taken.records)
+        .zip(taken.events)
         .zip(memory_stats)
         .map(|(((summary, records), events), memory_stats)| Outcome {
             records,
@@ -302,52 +345,72 @@ pub fn run_elements(
         .collect())
 }
 
+/// One channel of the records of every element in `elements`, each with the element's
+/// index, in the order the elements hand them over (subscribed before the pipeline
+/// starts; unbounded, so that no record is lost and no streaming thread waits).
+fn subscribe(elements: &[gst::Element]) -> Result<mpsc::Receiver<(usize, Output)>> {
+    let (tx, rx) = mpsc::channel();
+    for (which, element) in elements.iter().enumerate() {
+        let element = element
+            .downcast_ref::<GpuMetrics>()
+            .with_context(|| format!("{} is no gpumetrics element", element.name()))?;
+        let tx = tx.clone();
+        element.subscribe_with(move |output| tx.send((which, output.clone())).is_ok());
+    }
+    Ok(rx)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// One input measured alone (ref_sink unlinked), with `gpumetrics-event` messages from
-    /// the element (posted here, from its dist_sink, as the element posts its detectors'):
-    /// the run keeps them, writes them as event records among the frames, and the frames
-    /// have the distorted fields only.
+    /// One input measured alone (ref_sink unlinked), with a black interval the element
+    /// finds (frames 2 to 4 of 8 black, `black-min-duration` 0.1 s): the run takes its
+    /// start and end from the element's subscription, keeps them, writes them as event
+    /// records among the frames, and the frames have the distorted fields only.
     #[test]
     fn one_input_runs_alone_and_keeps_the_event_records() {
         use crate::cli::FormatArg;
         use crate::gate::GateConfig;
         use crate::pipeline::{self, Decoding, PipelineConfig};
-        use std::sync::atomic::AtomicU64;
+        use gpumetrics_engine::metric::OptionValue;
 
         gst::init().unwrap();
         gstgpumetrics::plugin_register_static().unwrap();
         let dir = tempfile::tempdir().unwrap();
         let clip = dir.path().join("clip.y4m");
-        let launch = format!(
-            "videotestsrc num-buffers=8 pattern=ball ! video/x-raw,format=I420,width=64,\
-             height=48,framerate=10/1 ! y4menc ! filesink location={}",
-            clip.display()
-        );
-        let p = gst::parse::launch(&launch)
-            .unwrap()
-            .downcast::<gst::Pipeline>()
-            .unwrap();
-        p.set_state(gst::State::Playing).unwrap();
-        let bus = p.bus().unwrap();
-        let done = bus.timed_pop_filtered(
-            gst::ClockTime::from_seconds(30),
-            &[gst::MessageType::Eos, gst::MessageType::Error],
-        );
-        assert!(matches!(done.unwrap().view(), gst::MessageView::Eos(_)));
-        p.set_state(gst::State::Null).unwrap();
+        // 64x48 4:2:0 at 10 fps: grey noise, but black (Y 16) from 0.2 s to 0.5 s.
+        let (w, h) = (64usize, 48usize);
+        let mut y4m = b"YUV4MPEG2 W64 H48 F10:1 Ip A1:1 C420jpeg\n".to_vec();
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        for n in 0..8 {
+            y4m.extend_from_slice(b"FRAME\n");
+            for _ in 0..w * h {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                y4m.push(if (2..5).contains(&n) {
+                    16
+                } else {
+                    108 + (seed % 41) as u8
+                });
+            }
+            y4m.extend(std::iter::repeat_n(128u8, w * h / 2));
+        }
+        std::fs::write(&clip, y4m).unwrap();
 
         let input =
             crate::input::discover(clip.to_str().unwrap(), "distorted", &Default::default())
                 .unwrap();
+        let min_duration = gpumetrics_engine::metric::options()
+            .find(|o| o.name == "black-min-duration")
+            .unwrap();
         let config = PipelineConfig {
-            metrics: "siti".into(),
+            metrics: "siti+black".into(),
             backend: "cpu",
             device: 0,
             pairing: "timestamp",
-            options: Vec::new(),
+            options: vec![(min_duration, OptionValue::Float(0.1))],
             scale_to: None,
             convert_to: None,
             decoding: [Decoding::Software, Decoding::Software],
@@ -362,33 +425,6 @@ mod tests {
         assert!(built.gates[0].is_none());
         let element = built.element.clone();
         assert!(!element.static_pad("ref_sink").unwrap().is_linked());
-        // A black interval from the 3rd frame (0.2 s) to the 6th (0.5 s).
-        let seen = AtomicU64::new(0);
-        element.static_pad("dist_sink").unwrap().add_probe(
-            gst::PadProbeType::BUFFER,
-            move |pad, _| {
-                let n = seen.fetch_add(1, Ordering::SeqCst);
-                let record = |state: &str, at: u64, duration| EventRecord {
-                    event: "black".into(),
-                    state: state.into(),
-                    input: "dist".into(),
-                    running_time: at,
-                    duration,
-                };
-                let event = match n {
-                    2 => Some(record("start", 200_000_000, None)),
-                    5 => Some(record("end", 500_000_000, Some(300_000_000))),
-                    _ => None,
-                };
-                if let (Some(e), Some(el)) = (event, pad.parent_element()) {
-                    let msg = gst::message::Element::builder(e.to_structure())
-                        .src(&el)
-                        .build();
-                    let _ = el.post_message(msg);
-                }
-                gst::PadProbeReturn::Ok
-            },
-        );
         let path = dir.path().join("records.jsonl");
         let mut sink = RecordSink::open(
             FormatArg::Jsonl,
@@ -423,7 +459,7 @@ mod tests {
             .iter()
             .map(|(n, _)| n.as_str())
             .collect();
-        assert_eq!(fields, ["si", "ti"]);
+        assert_eq!(fields, ["si", "ti", "black"]);
         assert_eq!(outcome.records.len(), 8);
         assert!(
             outcome

@@ -26,7 +26,7 @@ pub mod pairing;
 pub mod records;
 pub mod roi;
 
-pub use gpumetrics::{Backend, GpuMetrics, Metrics, Pairing, StatsFormat};
+pub use gpumetrics::{Backend, GpuMetrics, Metrics, Output, Pairing, StatsFormat};
 
 fn plugin_init(plugin: &gst::Plugin) -> Result<(), glib::BoolError> {
     meta::register();

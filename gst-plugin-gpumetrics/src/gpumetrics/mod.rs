@@ -32,6 +32,8 @@ use gpumetrics_engine::MetricSet;
 use gst::glib;
 use gst::prelude::*;
 
+use crate::message::{AlertChange, EventRecord, FrameScores, Summary, Window};
+
 mod cuda;
 mod imp;
 mod input;
@@ -241,6 +243,52 @@ glib::wrapper! {
     /// The `gpumetrics` element (GType `GstGpuMetrics`).
     pub struct GpuMetrics(ObjectSubclass<imp::GpuMetrics>)
         @extends gst_base::Aggregator, gst::Element, gst::Object;
+}
+
+/// One record of the element, as its subscribers receive it ([`GpuMetrics::subscribe`]): the
+/// values the element posts as its element messages and writes to its `stats-file`, typed.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Output {
+    /// A measured pair (the `gpumetrics` message; delivered also with `post-messages` off).
+    Frame(FrameScores),
+    /// A complete tumbling window (`gpumetrics-window`), before the records after it.
+    Window(Window),
+    /// A black or freeze interval started or ended (`gpumetrics-event`).
+    Event(EventRecord),
+    /// An alert rule raised or cleared (`gpumetrics-alert`).
+    Alert(AlertChange),
+    /// The run's summary (`gpumetrics-summary`): at EOS, or when the element stops before
+    /// one; again at the next EOS after a flushing seek.
+    Summary(Summary),
+}
+
+impl GpuMetrics {
+    /// A receiver of the element's records, in the order the element makes them: each
+    /// [`Output`] is sent just before the element posts its message (or, for a pair with
+    /// `post-messages` off, where it would post it), so a record is in the channel before
+    /// any message the element posts after it, its EOS included.
+    ///
+    /// Subscribe before the element starts (READY to PAUSED): the subscribers are read
+    /// then, and a subscription receives every record of each run after that. The channel
+    /// is unbounded: the streaming thread never waits for the receiver, and nothing is
+    /// lost however far behind it falls (records are small; a receiver that is never
+    /// read keeps them all). Dropping the receiver ends the subscription; the channel stays
+    /// open while the element lives (the end of a run is its [`Output::Summary`], or EOS on
+    /// the bus).
+    pub fn subscribe(&self) -> std::sync::mpsc::Receiver<Output> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        self.subscribe_with(move |output| tx.send(output.clone()).is_ok());
+        rx
+    }
+
+    /// [`GpuMetrics::subscribe`] with a function instead of a channel: `f` is called with
+    /// each record, in order, on the thread that makes it (a streaming thread, or the one
+    /// that stops the element); it must return quickly (the stream waits for it) and must
+    /// not subscribe to this element or hold a strong reference to it (the element keeps
+    /// `f`). `f` returning `false` ends the subscription.
+    pub fn subscribe_with(&self, f: impl FnMut(&Output) -> bool + Send + 'static) {
+        outputs::subscribe(self.upcast_ref(), Box::new(f));
+    }
 }
 
 pub fn register(plugin: &gst::Plugin) -> Result<(), glib::BoolError> {

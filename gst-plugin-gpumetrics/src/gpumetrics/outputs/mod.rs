@@ -6,6 +6,7 @@
 //! |------|------|------|
 //! | [`pool::Pool`] | `pool.rs` | pools the scores and counts the unmatched frames: makes the [`Summary`] the others receive |
 //! | [`stats_file::StatsFile`] | `stats_file.rs` | `stats-file`: a line per record, the summary last |
+//! | [`feed::Feed`] | `feed.rs` | [`crate::GpuMetrics::subscribe`]: each record, window, event, alert change and summary as a typed value |
 //! | [`bus::Bus`] | `bus.rs` | the `gpumetrics` message per pair (`post-messages`), the `gpumetrics-summary` message |
 //! | [`buffer_meta::BufferMeta`] | `buffer_meta.rs` | `GstGpuMetricsMeta` on the distorted buffer (`attach-meta`) |
 //! | [`prometheus::Prometheus`] | `prometheus.rs` | `prometheus-address`: the element's series on the process's endpoint of that address |
@@ -21,12 +22,15 @@
 
 mod buffer_meta;
 mod bus;
+mod feed;
 mod pool;
 mod prometheus;
 mod stats_file;
 mod window;
 
 use std::time::Instant;
+
+pub(crate) use feed::subscribe;
 
 use gpumetrics_engine::Scores;
 use gpumetrics_engine::events::Events;
@@ -151,6 +155,10 @@ impl Outputs {
                 settings.stats_format(),
                 settings.metrics.set(),
             )?));
+        }
+        if let Some(subscribers) = feed::subscribers(element) {
+            // Before the messages: a subscriber has a record before any message after it.
+            sinks.push(Box::new(feed::Feed(subscribers)));
         }
         sinks.push(Box::new(bus::Bus));
         sinks.push(Box::new(buffer_meta::BufferMeta));
