@@ -6,15 +6,17 @@
 
 use std::any::Any;
 
-use cudarc::driver::DriverError;
+use cudarc::driver::{CudaEvent, DriverError};
 
 use crate::cuda::Gpu;
 use crate::error::EngineError;
 use crate::event::{Detector, EventHook, Input};
+use crate::frame::PlanePtrs;
 use crate::metric::option::Options;
-use crate::metric::{CpuMetric, CudaMetric, Field, OptionSpec};
+use crate::metric::{Field, OptionSpec};
 use crate::metrics::MetricSet;
 use crate::plan::Plan;
+use crate::scores::Scores;
 
 /// A metric as users name it: the `metrics` flag, its documentation and its fields.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -135,4 +137,77 @@ impl Configured {
             settings: &*self.settings,
         }
     }
+}
+
+/// A metric's per-plan state on the CPU backend.
+pub(crate) trait CpuMetric: Send + Sequenced {
+    /// Measures one validated host pair and appends its fields (a temporal metric, see
+    /// `crate::metric::temporal`, those of the pair it held back).
+    fn measure(&mut self, plan: &Plan, r: &PlanePtrs, d: &PlanePtrs, scores: &mut Scores);
+}
+
+/// A metric's per-plan state on the CUDA backend: `queue` enqueues a pair's work into a
+/// slot of that pair, `read` reads the oldest pair's slot back.
+pub(crate) trait CudaMetric: Send + Sequenced {
+    /// Queues the pair's kernels and the copy of their results to the host, without
+    /// waiting. The backend queues every metric first, so that the first `read` waits
+    /// once for all of them and the others find their results ready (one host
+    /// synchronisation per pair instead of one per metric: what the cheap no-reference
+    /// metrics cost at thousands of frames per second).
+    ///
+    /// The backend queues every pair it reads, and with pairs in flight
+    /// (at most [`crate::cuda::IN_FLIGHT`]) it queues the next
+    /// pair before it reads this one, so a metric reads its results back per pair, in
+    /// order ([`crate::cuda::Readback`]), and keeps what the next pair's kernels need on
+    /// the device. The frames are valid until the pair is read, and only given here.
+    ///
+    /// For a full-reference metric `gpu` is its lane (`crate::metric::lane::Laned`), a stream of its own
+    /// that already waits for the pair's uploads; for a no-reference one, the engine's.
+    /// `uploaded` is recorded after this pair's uploads (host frames); work on other
+    /// streams that reads the frames waits for it. Without it the frames were in device
+    /// memory already and nothing has to be waited for.
+    fn queue(
+        &mut self,
+        gpu: &Gpu,
+        plan: &Plan,
+        r: &PlanePtrs,
+        d: &PlanePtrs,
+        uploaded: Option<&CudaEvent>,
+    ) -> Result<(), EngineError>;
+
+    /// Forgets the pairs queued and not read (after an error, so that the next pair's
+    /// results are not mistaken for theirs). The default has nothing queued to forget.
+    fn drop_queued(&mut self) {}
+
+    /// Whether a pair's work reads nothing that an earlier pair's work wrote or left (no
+    /// state across pairs, on the device or the host, beyond buffers each pair writes
+    /// before it reads them), so that two instances may take successive pairs in turn
+    /// and run them side by side (`crate::metric::lane::Laned`). The default, `false`, is always safe.
+    fn independent(&self) -> bool {
+        false
+    }
+
+    /// Waits for the oldest pair queued and appends its fields; an error, and nothing
+    /// appended, when no pair is queued.
+    fn read(&mut self, plan: &Plan, scores: &mut Scores) -> Result<(), EngineError>;
+}
+
+/// The life of a metric's state across pairs; every metric state has it (the defaults are
+/// those of a metric without lag).
+pub(crate) trait Sequenced {
+    /// Pairs the metric holds back before its fields for a pair are known.
+    fn lag(&self) -> usize {
+        0
+    }
+
+    /// Makes the metric hold `lag` pairs (at least its own [`Sequenced::lag`]), the
+    /// lineup's largest, so that all late fields of one call belong to one pair.
+    fn align(&mut self, _lag: usize) {}
+
+    /// End of a sequence (EOS, caps change): appends the fields of each pair still held to
+    /// `late` (one entry per held pair, oldest first), then starts a new sequence.
+    fn finish(&mut self, _plan: &Plan, _late: &mut [Scores]) {}
+
+    /// Drops the held pairs and any state across pairs (a flush).
+    fn reset(&mut self) {}
 }

@@ -27,19 +27,14 @@ pub mod ssimulacra2;
 pub(crate) mod temporal;
 pub mod vmaf;
 
-use cudarc::driver::CudaEvent;
-
-use crate::cuda::Gpu;
 use crate::error::EngineError;
-use crate::frame::PlanePtrs;
 use crate::metrics::MetricSet;
-use crate::plan::Plan;
-use crate::scores::Scores;
 pub use field::{Direction, Field, Panel};
 pub use option::{Choice, OptionKind, OptionSpec, OptionValue, Options};
-use temporal::Sequenced;
 
-pub(crate) use crate::registry::{Configured, CudaState, Entry, Settings, no_settings};
+pub(crate) use crate::registry::{
+    Configured, CpuMetric, CudaMetric, CudaState, Entry, Settings, no_settings,
+};
 pub use crate::registry::{Info, REF_PREFIX, Reference};
 
 /// The entries of a set of metrics: defined here, with the list they are taken from.
@@ -57,59 +52,6 @@ impl Configured {
             })
             .collect()
     }
-}
-
-/// A metric's per-plan state on the CPU backend.
-pub(crate) trait CpuMetric: Send + Sequenced {
-    /// Measures one validated host pair and appends its fields (a temporal metric, see
-    /// [`temporal`], those of the pair it held back).
-    fn measure(&mut self, plan: &Plan, r: &PlanePtrs, d: &PlanePtrs, scores: &mut Scores);
-}
-
-/// A metric's per-plan state on the CUDA backend: `queue` enqueues a pair's work into a
-/// slot of that pair, `read` reads the oldest pair's slot back.
-pub(crate) trait CudaMetric: Send + Sequenced {
-    /// Queues the pair's kernels and the copy of their results to the host, without
-    /// waiting. The backend queues every metric first, so that the first `read` waits
-    /// once for all of them and the others find their results ready (one host
-    /// synchronisation per pair instead of one per metric: what the cheap no-reference
-    /// metrics cost at thousands of frames per second).
-    ///
-    /// The backend queues every pair it reads, and with pairs in flight
-    /// (at most [`crate::cuda::IN_FLIGHT`]) it queues the next
-    /// pair before it reads this one, so a metric reads its results back per pair, in
-    /// order ([`crate::cuda::Readback`]), and keeps what the next pair's kernels need on
-    /// the device. The frames are valid until the pair is read, and only given here.
-    ///
-    /// For a full-reference metric `gpu` is its lane (`lane::Laned`), a stream of its own
-    /// that already waits for the pair's uploads; for a no-reference one, the engine's.
-    /// `uploaded` is recorded after this pair's uploads (host frames); work on other
-    /// streams that reads the frames waits for it. Without it the frames were in device
-    /// memory already and nothing has to be waited for.
-    fn queue(
-        &mut self,
-        gpu: &Gpu,
-        plan: &Plan,
-        r: &PlanePtrs,
-        d: &PlanePtrs,
-        uploaded: Option<&CudaEvent>,
-    ) -> Result<(), EngineError>;
-
-    /// Forgets the pairs queued and not read (after an error, so that the next pair's
-    /// results are not mistaken for theirs). The default has nothing queued to forget.
-    fn drop_queued(&mut self) {}
-
-    /// Whether a pair's work reads nothing that an earlier pair's work wrote or left (no
-    /// state across pairs, on the device or the host, beyond buffers each pair writes
-    /// before it reads them), so that two instances may take successive pairs in turn
-    /// and run them side by side (`lane::Laned`). The default, `false`, is always safe.
-    fn independent(&self) -> bool {
-        false
-    }
-
-    /// Waits for the oldest pair queued and appends its fields; an error, and nothing
-    /// appended, when no pair is queued.
-    fn read(&mut self, plan: &Plan, scores: &mut Scores) -> Result<(), EngineError>;
 }
 
 /// Every metric implementation, in the order their fields appear in a record (the fields of

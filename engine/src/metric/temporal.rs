@@ -15,32 +15,13 @@
 
 use std::collections::VecDeque;
 
-use super::{CpuMetric, CudaMetric};
 use crate::cuda::Gpu;
 use crate::error::EngineError;
 use crate::frame::PlanePtrs;
 use crate::plan::Plan;
+pub(crate) use crate::registry::Sequenced;
+use crate::registry::{CpuMetric, CudaMetric};
 use crate::scores::Scores;
-
-/// The life of a metric's state across pairs; every metric state has it (the defaults are
-/// those of a metric without lag).
-pub(crate) trait Sequenced {
-    /// Pairs the metric holds back before its fields for a pair are known.
-    fn lag(&self) -> usize {
-        0
-    }
-
-    /// Makes the metric hold `lag` pairs (at least its own [`Sequenced::lag`]), the
-    /// lineup's largest, so that all late fields of one call belong to one pair.
-    fn align(&mut self, _lag: usize) {}
-
-    /// End of a sequence (EOS, caps change): appends the fields of each pair still held to
-    /// `late` (one entry per held pair, oldest first), then starts a new sequence.
-    fn finish(&mut self, _plan: &Plan, _late: &mut [Scores]) {}
-
-    /// Drops the held pairs and any state across pairs (a flush).
-    fn reset(&mut self) {}
-}
 
 /// The metric half of a temporal metric: from per-pair values to fields.
 pub(crate) trait Window: Send {
