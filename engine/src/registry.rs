@@ -39,7 +39,7 @@ pub struct Info {
 /// the prefix `ref-` (`si`, `ref-si`). Both names are declared in the metric's
 /// [`Info::fields`] (the registry test checks the pairs), so that [`crate::metric::fields`] and every
 /// output know them. The per-side state and the order (the distorted frame's fields, then
-/// the reference's) are `crate::metric::single`'s, not the metric's. See docs/METRICS.md, "No-reference
+/// the reference's) are `crate::metric::no_reference`'s, not the metric's. See docs/METRICS.md, "No-reference
 /// metrics".
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Reference {

@@ -20,7 +20,7 @@ pub mod freeze;
 pub(crate) mod lane;
 pub mod option;
 pub mod psnr;
-pub(crate) mod single;
+pub(crate) mod no_reference;
 pub mod siti;
 pub mod ssim;
 pub mod ssimulacra2;

@@ -4,7 +4,7 @@ use rayon::prelude::*;
 
 use super::BLACK;
 use crate::frame::PlanePtrs;
-use crate::metric::single::{CpuSingle, Side};
+use crate::metric::no_reference::{CpuSingle, Side};
 use crate::metric::temporal::Restart;
 use crate::plan::Plan;
 use crate::scores::Scores;

@@ -15,7 +15,7 @@ mod cpu;
 mod cuda;
 pub(crate) mod events;
 
-use super::single::{NoReference, Side};
+use super::no_reference::{NoReference, Side};
 use super::{Entry, Field, Info, OptionKind, OptionSpec, Reference};
 use crate::color::Range;
 use crate::format::{ColorFamily, PixelFormat};

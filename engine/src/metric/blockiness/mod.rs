@@ -16,7 +16,7 @@ mod cpu;
 mod cuda;
 
 use super::blur::{luma8, whole};
-use super::single::{NoReference, Side};
+use super::no_reference::{NoReference, Side};
 use super::{Entry, Field, Info, OptionKind, OptionSpec, Options, Reference};
 use crate::error::EngineError;
 use crate::format::ColorFamily;

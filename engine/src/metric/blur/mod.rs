@@ -14,7 +14,7 @@
 mod cpu;
 mod cuda;
 
-use super::single::{NoReference, Side};
+use super::no_reference::{NoReference, Side};
 use super::{Entry, Field, Info, OptionKind, OptionSpec, Options, Reference};
 use crate::color::Range;
 use crate::error::EngineError;

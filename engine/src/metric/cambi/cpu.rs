@@ -7,7 +7,7 @@ use rayon::prelude::*;
 use super::{CAMBI, CambiSettings, Geometry};
 use crate::format::FrameLayout;
 use crate::frame::PlanePtrs;
-use crate::metric::single::{CpuSingle, Side};
+use crate::metric::no_reference::{CpuSingle, Side};
 use crate::metric::temporal::Restart;
 use crate::plan::Plan;
 use crate::scores::Scores;

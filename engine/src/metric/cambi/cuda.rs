@@ -16,7 +16,7 @@ use crate::cuda::{DevPtr, DevPtrMut, DeviceBuffer, Gpu, Readback};
 use crate::error::EngineError;
 use crate::format::{ChannelSpec, FrameLayout};
 use crate::frame::PlanePtrs;
-use crate::metric::single::{CudaSingle, Side};
+use crate::metric::no_reference::{CudaSingle, Side};
 use crate::metric::temporal::Restart;
 use crate::plan::Plan;
 use crate::scores::Scores;

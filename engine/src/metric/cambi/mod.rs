@@ -16,7 +16,7 @@
 pub(crate) mod cpu;
 pub(crate) mod cuda;
 
-use super::single::NoReference;
+use super::no_reference::NoReference;
 use super::{Choice, Entry, Field, Info, OptionKind, OptionSpec, Options, Reference};
 use crate::error::EngineError;
 use crate::format::{ColorFamily, FrameLayout};

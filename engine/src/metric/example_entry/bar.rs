@@ -4,7 +4,7 @@
 //! checks it); the engine's tests compile and run it, and it is never registered.
 
 use crate::frame::PlanePtrs;
-use crate::metric::single::{CpuSingle, NoReference, Side};
+use crate::metric::no_reference::{CpuSingle, NoReference, Side};
 use crate::metric::temporal::Restart;
 use crate::metric::{Entry, Field, Info, Reference, no_settings};
 use crate::metrics::MetricSet;

@@ -15,7 +15,7 @@ mod cpu;
 mod cuda;
 pub(crate) mod events;
 
-use super::single::{NoReference, Side};
+use super::no_reference::{NoReference, Side};
 use super::{Entry, Field, Info, OptionKind, OptionSpec, Options, Reference};
 use crate::frame::PlanePtrs;
 use crate::metrics::MetricSet;

@@ -11,7 +11,7 @@ use super::{SI, TI};
 use crate::cuda::{DeviceBuffer, Gpu, Readback};
 use crate::error::EngineError;
 use crate::frame::PlanePtrs;
-use crate::metric::single::{CudaSingle, Side};
+use crate::metric::no_reference::{CudaSingle, Side};
 use crate::metric::temporal::Restart;
 use crate::plan::Plan;
 use crate::scores::Scores;

@@ -10,7 +10,7 @@
 mod cpu;
 mod cuda;
 
-use super::single::{NoReference, Side};
+use super::no_reference::{NoReference, Side};
 use super::{Entry, Field, Info, Reference};
 use crate::color::Range;
 use crate::format::ColorFamily;
