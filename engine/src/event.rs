@@ -25,31 +25,7 @@ impl EventState {
     }
 }
 
-/// The input an interval was found on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Input {
-    Reference,
-    Distorted,
-}
-
-impl Input {
-    /// `ref` or `dist`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Input::Reference => "ref",
-            Input::Distorted => "dist",
-        }
-    }
-
-    /// The name of a no-reference field on this input: `field` on the distorted input,
-    /// `ref-field` on the reference.
-    pub(crate) fn field(self, names: [&'static str; 2]) -> &'static str {
-        match self {
-            Input::Distorted => names[0],
-            Input::Reference => names[1],
-        }
-    }
-}
+pub use crate::input::Input;
 
 /// One end of an interval.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

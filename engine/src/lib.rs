@@ -10,6 +10,7 @@ mod event;
 pub mod events;
 mod format;
 mod frame;
+mod input;
 pub mod metric;
 mod metrics;
 mod plan;

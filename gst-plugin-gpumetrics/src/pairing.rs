@@ -42,9 +42,9 @@ pub struct Head {
     pub duration: Option<u64>,
 }
 
-/// State of one input.
+/// State of one input pad: its head frame and whether it ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Input {
+pub struct PadState {
     /// The frame at the head of the queue, if any.
     pub head: Option<Head>,
     /// The input received EOS (and, with `head == None`, has nothing left).
@@ -82,8 +82,8 @@ pub fn tolerance(a: Option<u64>, b: Option<u64>) -> u64 {
 /// `pairing-tolerance`).
 pub fn decide(
     mode: Mode,
-    reference: Input,
-    distorted: Input,
+    reference: PadState,
+    distorted: PadState,
     timeout: bool,
     fixed_tolerance: Option<u64>,
 ) -> Decision {
@@ -154,8 +154,8 @@ mod tests {
 
     const MS: u64 = 1_000_000;
 
-    fn at(t: u64) -> Input {
-        Input {
+    fn at(t: u64) -> PadState {
+        PadState {
             head: Some(Head {
                 running_time: Some(t * MS),
                 duration: Some(40 * MS),
@@ -164,8 +164,8 @@ mod tests {
         }
     }
 
-    fn empty(eos: bool) -> Input {
-        Input { head: None, eos }
+    fn empty(eos: bool) -> PadState {
+        PadState { head: None, eos }
     }
 
     /// Runs the pairing over two whole streams (frame start times in ms) like the element does,
@@ -303,7 +303,7 @@ mod tests {
 
     #[test]
     fn untimed_frames_are_compared_in_sequence() {
-        let untimed = Input {
+        let untimed = PadState {
             head: Some(Head::default()),
             eos: false,
         };

@@ -3,10 +3,10 @@
 //! for each (SI/TI's previous frame is per input).
 //!
 //! A no-reference metric is written per backend as a [`CpuSingle`] or a [`CudaSingle`]
-//! (one frame of one [`Side`]) and its entry wraps it in [`NoReference`], which is the
+//! (one frame of one [`Input`]) and its entry wraps it in [`NoReference`], which is the
 //! [`CpuMetric`] or [`CudaMetric`] the backend runs: it measures the distorted frame, then
 //! the reference frame, so a record holds the metric's distorted fields followed by its
-//! `ref-` fields. The metric picks the field names of a side with [`Side::name`]. It has
+//! `ref-` fields. The metric picks the field names of a side with [`Input::name`]. It has
 //! no lag: state across frames (the previous frame, [`Restart`]) is restarted at the end of
 //! a sequence and at a flush, as the temporal metrics' is.
 //!
@@ -23,51 +23,18 @@ use cudarc::driver::{CudaEvent, DriverError};
 
 use super::temporal::{Restart, Sequenced};
 use super::{CpuMetric, CudaMetric, CudaState};
-use crate::color::Colorimetry;
 use crate::cuda::Gpu;
 use crate::error::EngineError;
-use crate::format::FrameLayout;
 use crate::frame::PlanePtrs;
 use crate::plan::Plan;
 use crate::scores::Scores;
 
-/// Which input a no-reference metric measures.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Side {
-    Distorted,
-    Reference,
-}
-
-impl Side {
-    /// The side's frame layout in the plan.
-    pub(crate) fn layout(self, plan: &Plan) -> &FrameLayout {
-        match self {
-            Side::Distorted => &plan.distorted,
-            Side::Reference => &plan.reference,
-        }
-    }
-
-    /// The side's colorimetry in the plan.
-    pub(crate) fn colorimetry(self, plan: &Plan) -> &Colorimetry {
-        match self {
-            Side::Distorted => &plan.colorimetry[1],
-            Side::Reference => &plan.colorimetry[0],
-        }
-    }
-
-    /// The side's name of a field declared as `[name, ref-name]`.
-    pub(crate) fn name(self, names: [&'static str; 2]) -> &'static str {
-        match self {
-            Side::Distorted => names[0],
-            Side::Reference => names[1],
-        }
-    }
-}
+pub(crate) use crate::input::Input;
 
 /// A no-reference metric's per-plan state for one side, on the CPU backend.
 pub(crate) trait CpuSingle: Send + Restart {
     /// Measures one validated host frame of `side` and appends its fields.
-    fn measure(&mut self, plan: &Plan, side: Side, frame: &PlanePtrs, out: &mut Scores);
+    fn measure(&mut self, plan: &Plan, side: Input, frame: &PlanePtrs, out: &mut Scores);
 }
 
 /// A no-reference metric's per-plan state for one side, on the CUDA backend (its buffers
@@ -85,13 +52,13 @@ pub(crate) trait CudaSingle: Send + Restart {
         &mut self,
         gpu: &Gpu,
         plan: &Plan,
-        side: Side,
+        side: Input,
         frame: &PlanePtrs,
     ) -> Result<(), EngineError>;
 
     /// Waits for the oldest frame queued and appends its fields; an error, and nothing
     /// appended, when no frame is queued.
-    fn read(&mut self, plan: &Plan, side: Side, out: &mut Scores) -> Result<(), EngineError>;
+    fn read(&mut self, plan: &Plan, side: Input, out: &mut Scores) -> Result<(), EngineError>;
 }
 
 /// A no-reference metric on both inputs: a [`CpuMetric`] without lag.
@@ -154,13 +121,13 @@ impl<S: CpuSingle + 'static> NoReference<S> {
     /// cannot be measured.
     pub(crate) fn boxed(
         plan: &Plan,
-        make: impl Fn(Side) -> Option<S>,
+        make: impl Fn(Input) -> Option<S>,
     ) -> Option<Box<dyn CpuMetric>> {
-        let distorted = make(Side::Distorted)?;
+        let distorted = make(Input::Distorted)?;
         let copy = Replica {
             distorted,
             reference: if plan.has_reference {
-                make(Side::Reference)
+                make(Input::Reference)
             } else {
                 None
             },
@@ -193,16 +160,16 @@ impl<S: CudaSingle + 'static> NoReference<S> {
         gpu: &Gpu,
         plan: &Plan,
         copies: usize,
-        mut make: impl FnMut(&Gpu, Side) -> Result<Option<S>, DriverError>,
+        mut make: impl FnMut(&Gpu, Input) -> Result<Option<S>, DriverError>,
     ) -> CudaState {
         let mut made = Vec::with_capacity(copies.max(1));
         for _ in 0..copies.max(1) {
             let mut lanes = Lanes::new(gpu, plan.has_reference)?;
-            let Some(distorted) = make(&lanes.distorted, Side::Distorted)? else {
+            let Some(distorted) = make(&lanes.distorted, Input::Distorted)? else {
                 return Ok(None);
             };
             let reference = match &lanes.reference {
-                Some(lane) => make(lane, Side::Reference)?,
+                Some(lane) => make(lane, Input::Reference)?,
                 None => None,
             };
             if reference.is_none() {
@@ -233,9 +200,9 @@ impl<S: CudaSingle> Replica<S> {
     fn queue(&mut self, plan: &Plan, r: &PlanePtrs, d: &PlanePtrs) -> Result<(), EngineError> {
         let lanes = self.lanes.as_ref().expect("a CUDA metric has its lanes");
         self.distorted
-            .queue(&lanes.distorted, plan, Side::Distorted, d)?;
+            .queue(&lanes.distorted, plan, Input::Distorted, d)?;
         if let (Some(s), Some(lane)) = (&mut self.reference, &lanes.reference) {
-            s.queue(lane, plan, Side::Reference, r)?;
+            s.queue(lane, plan, Input::Reference, r)?;
         }
         Ok(())
     }
@@ -261,9 +228,9 @@ impl<S: Restart> Sequenced for NoReference<S> {
 impl<S: CpuSingle> CpuMetric for NoReference<S> {
     fn measure(&mut self, plan: &Plan, r: &PlanePtrs, d: &PlanePtrs, scores: &mut Scores) {
         let c = &mut self.copies[0];
-        c.distorted.measure(plan, Side::Distorted, d, scores);
+        c.distorted.measure(plan, Input::Distorted, d, scores);
         if let Some(s) = &mut c.reference {
-            s.measure(plan, Side::Reference, r, scores);
+            s.measure(plan, Input::Reference, r, scores);
         }
     }
 }
@@ -301,9 +268,9 @@ impl<S: CudaSingle + 'static> CudaMetric for NoReference<S> {
         let c = &mut self.copies[i];
         // The sides `Replica::queue` queued.
         let reference = c.lanes().reference.is_some();
-        c.distorted.read(plan, Side::Distorted, scores)?;
+        c.distorted.read(plan, Input::Distorted, scores)?;
         if let (Some(s), true) = (&mut c.reference, reference) {
-            s.read(plan, Side::Reference, scores)?;
+            s.read(plan, Input::Reference, scores)?;
         }
         Ok(())
     }

@@ -27,7 +27,7 @@ use gst_base::subclass::prelude::*;
 
 use super::cuda::{self, SharedContext};
 use super::input::{self, MemoryStats, PadCaps};
-use super::outputs::{Env, Outputs, Pair, Side};
+use super::outputs::{Env, Input, Outputs, Pair};
 use super::queue::{PairInfo, Queue, Ready};
 use super::scorer::{self, Request, Scorer};
 use super::settings::{self, Settings};
@@ -35,7 +35,7 @@ use super::{Backend, CAT};
 use crate::caps;
 use crate::gstcuda;
 use crate::message::FrameScores;
-use crate::pairing::{self, Decision, Head, Input};
+use crate::pairing::{self, Decision, Head, PadState};
 use crate::roi::Rect;
 
 /// Warnings and latency found under the state lock, posted once it is released.
@@ -333,12 +333,12 @@ impl GpuMetrics {
     }
 
     /// What aggregate() finds at the head of one pad.
-    fn head(&self, pad: &gst_base::AggregatorPad, caps_duration: Option<u64>) -> Input {
+    fn head(&self, pad: &gst_base::AggregatorPad, caps_duration: Option<u64>) -> PadState {
         let head = pad.peek_buffer().map(|b| Head {
             running_time: Self::running_time(pad, &b),
             duration: b.duration().map(|d| d.nseconds()).or(caps_duration),
         });
-        Input {
+        PadState {
             head,
             eos: pad.is_eos(),
         }
@@ -798,7 +798,7 @@ impl GpuMetrics {
     }
 
     /// Head frames of both pads and the frame durations of their caps.
-    fn heads(&self) -> (Input, Input) {
+    fn heads(&self) -> (PadState, PadState) {
         let (rd, dd) = {
             let state = self.state.lock().unwrap();
             let duration = |c: &Option<PadCaps>| c.as_ref().and_then(|c| c.frame_duration);
@@ -809,7 +809,7 @@ impl GpuMetrics {
 
     /// Notes where a popped frame ends in running time (the stalled-input deadline), and
     /// the first frame of each input.
-    fn note_end(&self, side: Side, input: &Input) {
+    fn note_end(&self, side: Input, input: &PadState) {
         let mut state = self.state.lock().unwrap();
         let first = &mut state.first[side as usize];
         if first.is_none() {
@@ -1058,7 +1058,7 @@ impl AggregatorImpl for GpuMetrics {
         // the base class adds the latency and times out if the partner has not arrived.
         let fixed = self.fixed_tolerance();
         let (r, d) = self.heads();
-        let ended = |i: &Input| i.eos && i.head.is_none();
+        let ended = |i: &PadState| i.eos && i.head.is_none();
         if (ended(&r) && (d.head.is_some() || ended(&d))) || (ended(&d) && r.head.is_some()) {
             // Something to do right away: drain the input left, or finish.
             return Some(gst::ClockTime::ZERO);
@@ -1154,7 +1154,7 @@ impl GpuMetrics {
         let d = self.head(&self.dist_pad, dd);
         if d.head.is_some() {
             let db = self.dist_pad.pop_buffer().ok_or(gst::FlowError::Error)?;
-            self.note_end(Side::Distorted, &d);
+            self.note_end(Input::Distorted, &d);
             self.obj()
                 .selected_samples(db.pts(), db.dts(), db.duration(), None);
             return self.compare_and_push(None, db, d.head.and_then(|h| h.running_time));
@@ -1216,8 +1216,8 @@ impl GpuMetrics {
                 }
                 let rb = self.ref_pad.pop_buffer().ok_or(gst::FlowError::Error)?;
                 let db = self.dist_pad.pop_buffer().ok_or(gst::FlowError::Error)?;
-                self.note_end(Side::Reference, &r);
-                self.note_end(Side::Distorted, &d);
+                self.note_end(Input::Reference, &r);
+                self.note_end(Input::Distorted, &d);
                 // Lets applications (emit-signals / samples-selected) see what is compared.
                 self.obj()
                     .selected_samples(db.pts(), db.dts(), db.duration(), None);
@@ -1225,7 +1225,7 @@ impl GpuMetrics {
             }
             Decision::DropRef => {
                 let b = self.ref_pad.pop_buffer();
-                self.note_end(Side::Reference, &r);
+                self.note_end(Input::Reference, &r);
                 gst::debug!(
                     CAT,
                     imp = self,
@@ -1236,12 +1236,12 @@ impl GpuMetrics {
                 let mut state = self.state.lock().unwrap();
                 state.active = true;
                 let rt = r.head.and_then(|h| h.running_time);
-                state.queue.push_unmatched(None, Side::Reference, rt);
+                state.queue.push_unmatched(None, Input::Reference, rt);
                 self.settle_and_deliver(state, true)
             }
             Decision::DropDist => {
                 let b = self.dist_pad.pop_buffer().ok_or(gst::FlowError::Error)?;
-                self.note_end(Side::Distorted, &d);
+                self.note_end(Input::Distorted, &d);
                 gst::debug!(
                     CAT,
                     imp = self,
@@ -1253,7 +1253,7 @@ impl GpuMetrics {
                 let mut state = self.state.lock().unwrap();
                 state.active = true;
                 let rt = d.head.and_then(|h| h.running_time);
-                state.queue.push_unmatched(Some(b), Side::Distorted, rt);
+                state.queue.push_unmatched(Some(b), Input::Distorted, rt);
                 self.settle_and_deliver(state, true)
             }
             Decision::Eos => {

@@ -18,7 +18,7 @@ use std::time::Instant;
 
 use gpumetrics_engine::{Scores, Tag};
 
-use super::outputs::Side;
+use super::outputs::Input;
 
 /// What a record says about its pair besides the scores.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,7 +49,7 @@ pub(crate) enum Ready<B> {
     /// has no buffer here.
     Unmatched {
         buffer: Option<B>,
-        side: Side,
+        side: Input,
         running_time: Option<u64>,
     },
 }
@@ -122,7 +122,7 @@ impl<B> Queue<B> {
     pub(crate) fn push_unmatched(
         &mut self,
         buffer: Option<B>,
-        side: Side,
+        side: Input,
         running_time: Option<u64>,
     ) {
         self.entries.push_back(Entry::Ready(Ready::Unmatched {
@@ -279,7 +279,7 @@ mod tests {
         assert!(!q.score(1, scores(1.0)), "no pair was submitted as 1");
         assert!(q.score(0, scores(1.0)));
         assert_eq!(left(&mut q), ["0=1"]);
-        q.push_unmatched(Some(1), Side::Distorted, Some(40));
+        q.push_unmatched(Some(1), Input::Distorted, Some(40));
         assert_eq!(left(&mut q), ["1:u"]);
         assert!(!q.score(0, scores(2.0)), "no pair waits");
     }
@@ -289,14 +289,14 @@ mod tests {
         // Lag 2: the engine returns pair n's scores when pair n + 2 is pushed.
         let mut q = Queue::default();
         q.push_pair(0, 0, None, info(0));
-        q.push_unmatched(Some(1), Side::Distorted, Some(40));
+        q.push_unmatched(Some(1), Input::Distorted, Some(40));
         q.push_pair(1, 2, None, info(1));
         assert_eq!(q.waiting(), 2);
         assert!(left(&mut q).is_empty());
         q.push_pair(2, 3, None, info(2));
         assert!(q.score(0, scores(10.0)));
         assert_eq!(left(&mut q), ["0=10", "1:u"]);
-        q.push_unmatched(Some(4), Side::Distorted, Some(160));
+        q.push_unmatched(Some(4), Input::Distorted, Some(160));
         q.push_pair(3, 5, None, info(3));
         assert!(q.score(1, scores(11.0)));
         assert_eq!(left(&mut q), ["2=11"]);
@@ -312,7 +312,7 @@ mod tests {
     fn skipped_pairs_and_unmatched_reference_frames_keep_their_place() {
         let mut q = Queue::default();
         q.push_pair(0, 0, None, info(0));
-        q.push_unmatched(None, Side::Reference, Some(40));
+        q.push_unmatched(None, Input::Reference, Some(40));
         // Skipped with the engine (lag): its scores are dropped when they come.
         q.push_pair(
             1,
@@ -339,7 +339,7 @@ mod tests {
         q.push_pair(0, 0, None, info(0));
         assert_eq!((q.waiting(), q.oldest_waiting()), (1, Some(0)));
         q.push_skipped(1, info(1));
-        q.push_unmatched(Some(2), Side::Distorted, Some(80));
+        q.push_unmatched(Some(2), Input::Distorted, Some(80));
         assert!(left(&mut q).is_empty(), "pair 0 is in flight");
         q.push_pair(2, 3, None, info(2));
         assert!(q.score(0, scores(1.0)));

@@ -4,7 +4,7 @@ use rayon::prelude::*;
 
 use super::BLACK;
 use crate::frame::PlanePtrs;
-use crate::metric::no_reference::{CpuSingle, Side};
+use crate::metric::no_reference::{CpuSingle, Input};
 use crate::metric::temporal::Restart;
 use crate::plan::Plan;
 use crate::scores::Scores;
@@ -25,7 +25,7 @@ impl Black {
 }
 
 impl CpuSingle for Black {
-    fn measure(&mut self, plan: &Plan, side: Side, frame: &PlanePtrs, out: &mut Scores) {
+    fn measure(&mut self, plan: &Plan, side: Input, frame: &PlanePtrs, out: &mut Scores) {
         let l = super::luma(plan, side, frame, self.threshold);
         let count: u64 = (0..l.height.div_ceil(BAND_ROWS))
             .into_par_iter()
@@ -37,7 +37,7 @@ impl CpuSingle for Black {
                     .sum::<u64>()
             })
             .sum();
-        out.push(side.name(BLACK), black::ratio(count, l.width, l.height));
+        out.push(side.field(BLACK), black::ratio(count, l.width, l.height));
     }
 }
 

@@ -8,7 +8,7 @@ use super::BLACK;
 use crate::cuda::{Gpu, Readback};
 use crate::error::EngineError;
 use crate::frame::PlanePtrs;
-use crate::metric::no_reference::{CudaSingle, Side};
+use crate::metric::no_reference::{CudaSingle, Input};
 use crate::metric::temporal::Restart;
 use crate::plan::Plan;
 use crate::scores::Scores;
@@ -27,7 +27,7 @@ impl Black {
     pub(super) fn new(
         gpu: &Gpu,
         plan: &Plan,
-        side: Side,
+        side: Input,
         threshold: u32,
     ) -> Result<Black, DriverError> {
         let layout = side.layout(plan);
@@ -90,7 +90,7 @@ impl CudaSingle for Black {
         &mut self,
         gpu: &Gpu,
         plan: &Plan,
-        side: Side,
+        side: Input,
         frame: &PlanePtrs,
     ) -> Result<(), EngineError> {
         let l = super::luma(plan, side, frame, self.threshold);
@@ -101,7 +101,7 @@ impl CudaSingle for Black {
             .map_err(|e| EngineError::Cuda(format!("running black: {e}")))
     }
 
-    fn read(&mut self, _plan: &Plan, side: Side, out: &mut Scores) -> Result<(), EngineError> {
+    fn read(&mut self, _plan: &Plan, side: Input, out: &mut Scores) -> Result<(), EngineError> {
         if self.host.queued() == 0 {
             return Err(EngineError::Unsupported(
                 "black: no frame queued to read".into(),
@@ -110,7 +110,7 @@ impl CudaSingle for Black {
         let n = self
             .count()
             .map_err(|e| EngineError::Cuda(format!("running black: {e}")))?;
-        out.push(side.name(BLACK), black::ratio(n, self.width, self.height));
+        out.push(side.field(BLACK), black::ratio(n, self.width, self.height));
         Ok(())
     }
 }

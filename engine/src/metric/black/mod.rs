@@ -15,7 +15,7 @@ mod cpu;
 mod cuda;
 pub(crate) mod events;
 
-use super::no_reference::{NoReference, Side};
+use super::no_reference::{Input, NoReference};
 use super::{Entry, Field, Info, OptionKind, OptionSpec, Reference};
 use crate::color::Range;
 use crate::format::{ColorFamily, PixelFormat};
@@ -158,14 +158,14 @@ pub fn ffmpeg_full_range(format: PixelFormat, range: Range) -> bool {
 }
 
 /// `side`'s integer pixel threshold.
-fn threshold_of(plan: &Plan, side: Side, settings: &Settings) -> u32 {
+fn threshold_of(plan: &Plan, side: Input, settings: &Settings) -> u32 {
     let format = side.layout(plan).format;
     let full = ffmpeg_full_range(format, side.colorimetry(plan).range);
     black::threshold(settings.pixel_threshold, format.depth(), full)
 }
 
 /// The kernel-side luma of `side`'s frame at `frame`, with its threshold.
-fn luma(plan: &Plan, side: Side, frame: &PlanePtrs, threshold: u32) -> BlackLuma {
+fn luma(plan: &Plan, side: Input, frame: &PlanePtrs, threshold: u32) -> BlackLuma {
     let layout = side.layout(plan);
     let format = layout.format;
     let y = &format.channels()[0];

@@ -8,7 +8,7 @@ use rayon::prelude::*;
 use super::{BLOCKINESS, Settings, value};
 use crate::format::FrameLayout;
 use crate::frame::PlanePtrs;
-use crate::metric::no_reference::{CpuSingle, Side};
+use crate::metric::no_reference::{CpuSingle, Input};
 use crate::metric::temporal::Restart;
 use crate::plan::Plan;
 use crate::scores::Scores;
@@ -38,7 +38,7 @@ impl Blockiness {
 }
 
 impl CpuSingle for Blockiness {
-    fn measure(&mut self, plan: &Plan, side: Side, frame: &PlanePtrs, out: &mut Scores) {
+    fn measure(&mut self, plan: &Plan, side: Input, frame: &PlanePtrs, out: &mut Scores) {
         let p = self.settings.params(plan, side, frame, self.first);
         let l = p.luma;
         if self.first {
@@ -70,7 +70,7 @@ impl CpuSingle for Blockiness {
         // SAFETY: the profiles hold w and h values.
         let v = unsafe { blockiness::ratio(&p, self.cols.as_ptr(), self.rows.as_ptr()) };
         if let Some(v) = value(v) {
-            out.push(side.name(BLOCKINESS), v);
+            out.push(side.field(BLOCKINESS), v);
         }
     }
 }

@@ -11,7 +11,7 @@ use super::{BLOCKINESS, Settings, value};
 use crate::cuda::{DeviceBuffer, Gpu, Readback};
 use crate::error::EngineError;
 use crate::frame::PlanePtrs;
-use crate::metric::no_reference::{CudaSingle, Side};
+use crate::metric::no_reference::{CudaSingle, Input};
 use crate::metric::temporal::Restart;
 use crate::plan::Plan;
 use crate::scores::Scores;
@@ -43,7 +43,7 @@ impl Blockiness {
     pub(super) fn new(
         gpu: &Gpu,
         plan: &Plan,
-        side: Side,
+        side: Input,
         settings: Settings,
     ) -> Result<Blockiness, DriverError> {
         let layout = side.layout(plan);
@@ -161,7 +161,7 @@ impl CudaSingle for Blockiness {
         &mut self,
         gpu: &Gpu,
         plan: &Plan,
-        side: Side,
+        side: Input,
         frame: &PlanePtrs,
     ) -> Result<(), EngineError> {
         let p = self.settings.params(plan, side, frame, self.first);
@@ -177,7 +177,7 @@ impl CudaSingle for Blockiness {
         Ok(())
     }
 
-    fn read(&mut self, _plan: &Plan, side: Side, out: &mut Scores) -> Result<(), EngineError> {
+    fn read(&mut self, _plan: &Plan, side: Input, out: &mut Scores) -> Result<(), EngineError> {
         if self.host.queued() == 0 {
             return Err(EngineError::Unsupported(
                 "blockiness: no frame queued to read".into(),
@@ -188,7 +188,7 @@ impl CudaSingle for Blockiness {
             EngineError::Cuda(format!("running blockiness: {e}"))
         })?;
         if let Some(v) = value(v) {
-            out.push(side.name(BLOCKINESS), v);
+            out.push(side.field(BLOCKINESS), v);
         }
         Ok(())
     }

@@ -16,7 +16,7 @@ mod cpu;
 mod cuda;
 
 use super::blur::{luma8, whole};
-use super::no_reference::{NoReference, Side};
+use super::no_reference::{Input, NoReference};
 use super::{Entry, Field, Info, OptionKind, OptionSpec, Options, Reference};
 use crate::error::EngineError;
 use crate::format::ColorFamily;
@@ -127,7 +127,7 @@ fn why_not(plan: &Plan) -> Option<String> {
 
 impl Settings {
     /// The kernels' parameters for `side`'s frame at `frame`.
-    fn params(&self, plan: &Plan, side: Side, frame: &PlanePtrs, first: bool) -> Params {
+    fn params(&self, plan: &Plan, side: Input, frame: &PlanePtrs, first: bool) -> Params {
         Params {
             first: first as u32,
             ..self.params_for(luma8(plan, side, frame))

@@ -7,7 +7,7 @@ use rayon::prelude::*;
 use super::{BLUR, Settings, pool};
 use crate::format::FrameLayout;
 use crate::frame::PlanePtrs;
-use crate::metric::no_reference::{CpuSingle, Side};
+use crate::metric::no_reference::{CpuSingle, Input};
 use crate::metric::temporal::Restart;
 use crate::plan::Plan;
 use crate::scores::Scores;
@@ -37,7 +37,7 @@ impl Blur {
 }
 
 impl CpuSingle for Blur {
-    fn measure(&mut self, plan: &Plan, side: Side, frame: &PlanePtrs, out: &mut Scores) {
+    fn measure(&mut self, plan: &Plan, side: Input, frame: &PlanePtrs, out: &mut Scores) {
         let l = super::luma8(plan, side, frame);
         let p = self.settings.params(l);
         let (w, h) = (l.width, l.height);
@@ -116,7 +116,7 @@ impl CpuSingle for Blur {
             }
         }
         if let Some(v) = pool(blocks.into_iter(), self.settings.pct, &mut self.means) {
-            out.push(side.name(BLUR), v as f64);
+            out.push(side.field(BLUR), v as f64);
         }
     }
 }

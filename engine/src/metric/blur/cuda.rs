@@ -11,7 +11,7 @@ use super::{BLUR, Settings, pool};
 use crate::cuda::{DeviceBuffer, Gpu, Readback};
 use crate::error::EngineError;
 use crate::frame::PlanePtrs;
-use crate::metric::no_reference::{CudaSingle, Side};
+use crate::metric::no_reference::{CudaSingle, Input};
 use crate::metric::temporal::Restart;
 use crate::plan::Plan;
 use crate::scores::Scores;
@@ -40,7 +40,7 @@ impl Blur {
     pub(super) fn new(
         gpu: &Gpu,
         plan: &Plan,
-        side: Side,
+        side: Input,
         settings: Settings,
     ) -> Result<Blur, DriverError> {
         let layout = side.layout(plan);
@@ -133,7 +133,7 @@ impl CudaSingle for Blur {
         &mut self,
         gpu: &Gpu,
         plan: &Plan,
-        side: Side,
+        side: Input,
         frame: &PlanePtrs,
     ) -> Result<(), EngineError> {
         let l = super::luma8(plan, side, frame);
@@ -148,7 +148,7 @@ impl CudaSingle for Blur {
             .map_err(|e| EngineError::Cuda(format!("running blur: {e}")))
     }
 
-    fn read(&mut self, _plan: &Plan, side: Side, out: &mut Scores) -> Result<(), EngineError> {
+    fn read(&mut self, _plan: &Plan, side: Input, out: &mut Scores) -> Result<(), EngineError> {
         if self.grid == 0 {
             // No whole block (or an empty frame): nothing was queued; FFmpeg's 0/0, no
             // field.
@@ -181,7 +181,7 @@ impl CudaSingle for Blur {
             self.settings.pct,
             &mut self.means,
         ) {
-            out.push(side.name(BLUR), v as f64);
+            out.push(side.field(BLUR), v as f64);
         }
         Ok(())
     }

@@ -14,7 +14,7 @@
 mod cpu;
 mod cuda;
 
-use super::no_reference::{NoReference, Side};
+use super::no_reference::{Input, NoReference};
 use super::{Entry, Field, Info, OptionKind, OptionSpec, Options, Reference};
 use crate::color::Range;
 use crate::error::EngineError;
@@ -196,7 +196,7 @@ fn why_not(plan: &Plan) -> Option<String> {
 
 /// The 8-bit view of `side`'s luma at `frame`: its depth, and its range (the caps'
 /// colorimetry) and colour family, which pick libswscale's way for deeper samples.
-pub(crate) fn luma8(plan: &Plan, side: Side, frame: &PlanePtrs) -> Luma8 {
+pub(crate) fn luma8(plan: &Plan, side: Input, frame: &PlanePtrs) -> Luma8 {
     let layout = side.layout(plan);
     let format = layout.format;
     let y = &format.channels()[0];

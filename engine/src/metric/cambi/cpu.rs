@@ -7,7 +7,7 @@ use rayon::prelude::*;
 use super::{CAMBI, CambiSettings, Geometry};
 use crate::format::FrameLayout;
 use crate::frame::PlanePtrs;
-use crate::metric::no_reference::{CpuSingle, Side};
+use crate::metric::no_reference::{CpuSingle, Input};
 use crate::metric::temporal::Restart;
 use crate::plan::Plan;
 use crate::scores::Scores;
@@ -207,8 +207,8 @@ fn decimate(src: &[u16], dst: &mut [u16], stride: usize, w: u32, h: u32, next_h:
 pub(super) struct Single(pub CambiCpu);
 
 impl CpuSingle for Single {
-    fn measure(&mut self, _plan: &Plan, side: Side, frame: &PlanePtrs, out: &mut Scores) {
-        out.push(side.name(CAMBI), self.0.score(frame));
+    fn measure(&mut self, _plan: &Plan, side: Input, frame: &PlanePtrs, out: &mut Scores) {
+        out.push(side.field(CAMBI), self.0.score(frame));
     }
 }
 

@@ -16,7 +16,7 @@ use crate::cuda::{DevPtr, DevPtrMut, DeviceBuffer, Gpu, Readback};
 use crate::error::EngineError;
 use crate::format::{ChannelSpec, FrameLayout};
 use crate::frame::PlanePtrs;
-use crate::metric::no_reference::{CudaSingle, Side};
+use crate::metric::no_reference::{CudaSingle, Input};
 use crate::metric::temporal::Restart;
 use crate::plan::Plan;
 use crate::scores::Scores;
@@ -353,19 +353,19 @@ impl CudaSingle for Single {
         &mut self,
         gpu: &Gpu,
         _plan: &Plan,
-        _side: Side,
+        _side: Input,
         frame: &PlanePtrs,
     ) -> Result<(), EngineError> {
         self.cambi.queue(gpu, frame)
     }
 
-    fn read(&mut self, _plan: &Plan, side: Side, out: &mut Scores) -> Result<(), EngineError> {
+    fn read(&mut self, _plan: &Plan, side: Input, out: &mut Scores) -> Result<(), EngineError> {
         if self.cambi.queued() == 0 {
             return Err(EngineError::Unsupported(
                 "cambi: no frame queued to read".into(),
             ));
         }
-        out.push(side.name(CAMBI), self.cambi.finish()?);
+        out.push(side.field(CAMBI), self.cambi.finish()?);
         Ok(())
     }
 }

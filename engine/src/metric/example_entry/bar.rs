@@ -4,7 +4,7 @@
 //! checks it); the engine's tests compile and run it, and it is never registered.
 
 use crate::frame::PlanePtrs;
-use crate::metric::no_reference::{CpuSingle, NoReference, Side};
+use crate::metric::no_reference::{CpuSingle, Input, NoReference};
 use crate::metric::temporal::Restart;
 use crate::metric::{Entry, Field, Info, Reference, no_settings};
 use crate::metrics::MetricSet;
@@ -16,7 +16,7 @@ use gpumetrics_kernels::channel::load;
 pub const FLAG: MetricSet = MetricSet::bit(30);
 
 /// The field on the distorted frame and on the reference frame: both are declared in the
-/// entry, and a side's measurement picks its own with `Side::name`.
+/// entry, and a side's measurement picks its own with `Input::name`.
 const BAR: [&str; 2] = ["bar", "ref-bar"];
 
 pub(crate) const ENTRY: Entry = Entry {
@@ -58,7 +58,7 @@ impl Restart for Bar {
 }
 
 impl CpuSingle for Bar {
-    fn measure(&mut self, plan: &Plan, side: Side, frame: &PlanePtrs, out: &mut Scores) {
+    fn measure(&mut self, plan: &Plan, side: Input, frame: &PlanePtrs, out: &mut Scores) {
         let layout = side.layout(plan);
         let c = frame.channel(&layout.format.channels()[0], layout.format.peak());
         let mut sum = 0u64;
@@ -70,6 +70,6 @@ impl CpuSingle for Bar {
             }
         }
         let samples = layout.width as f64 * layout.height as f64;
-        out.push(side.name(BAR), sum as f64 / samples);
+        out.push(side.field(BAR), sum as f64 / samples);
     }
 }

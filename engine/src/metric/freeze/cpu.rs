@@ -6,7 +6,7 @@ use rayon::prelude::*;
 
 use super::DIFF;
 use crate::frame::PlanePtrs;
-use crate::metric::no_reference::{CpuSingle, Side};
+use crate::metric::no_reference::{CpuSingle, Input};
 use crate::metric::temporal::Restart;
 use crate::plan::Plan;
 use crate::scores::Scores;
@@ -27,7 +27,7 @@ pub(super) struct Freeze {
 }
 
 impl Freeze {
-    pub(super) fn new(plan: &Plan, side: Side, noise: f64) -> Freeze {
+    pub(super) fn new(plan: &Plan, side: Input, noise: f64) -> Freeze {
         let layout = side.layout(plan);
         let n = super::frame(plan, side, &PlanePtrs::default()).count() as usize;
         Freeze {
@@ -41,7 +41,7 @@ impl Freeze {
 }
 
 impl CpuSingle for Freeze {
-    fn measure(&mut self, plan: &Plan, side: Side, frame: &PlanePtrs, out: &mut Scores) {
+    fn measure(&mut self, plan: &Plan, side: Input, frame: &PlanePtrs, out: &mut Scores) {
         let f = super::frame(plan, side, frame);
         let first = self.first;
         let mut sad = 0u64;
@@ -73,7 +73,7 @@ impl CpuSingle for Freeze {
             false
         } else {
             let diff = freeze::mafd(sad, f.count(), self.depth);
-            out.push(side.name(DIFF), diff);
+            out.push(side.field(DIFF), diff);
             super::is_frozen(diff, self.noise)
         };
         if !frozen {

@@ -11,7 +11,7 @@ use super::DIFF;
 use crate::cuda::{DeviceBuffer, Gpu, Readback};
 use crate::error::EngineError;
 use crate::frame::PlanePtrs;
-use crate::metric::no_reference::{CudaSingle, Side};
+use crate::metric::no_reference::{CudaSingle, Input};
 use crate::metric::temporal::Restart;
 use crate::plan::Plan;
 use crate::scores::Scores;
@@ -44,7 +44,7 @@ impl Freeze {
     pub(super) fn new(
         gpu: &Gpu,
         plan: &Plan,
-        side: Side,
+        side: Input,
         noise: f64,
     ) -> Result<Freeze, DriverError> {
         let shape = super::frame(plan, side, &PlanePtrs::default());
@@ -145,7 +145,7 @@ impl CudaSingle for Freeze {
         &mut self,
         gpu: &Gpu,
         plan: &Plan,
-        side: Side,
+        side: Input,
         frame: &PlanePtrs,
     ) -> Result<(), EngineError> {
         let f = super::frame(plan, side, frame);
@@ -163,7 +163,7 @@ impl CudaSingle for Freeze {
         Ok(())
     }
 
-    fn read(&mut self, _plan: &Plan, side: Side, out: &mut Scores) -> Result<(), EngineError> {
+    fn read(&mut self, _plan: &Plan, side: Input, out: &mut Scores) -> Result<(), EngineError> {
         if self.host.queued() == 0 {
             return Err(EngineError::Unsupported(
                 "freeze: no frame queued to read".into(),
@@ -180,7 +180,7 @@ impl CudaSingle for Freeze {
         if !first {
             // The value the device decided with (`freeze_decide`), from the same sum.
             out.push(
-                side.name(DIFF),
+                side.field(DIFF),
                 freeze::mafd(sad, self.shape.count(), self.depth),
             );
         }

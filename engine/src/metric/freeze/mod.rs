@@ -15,7 +15,7 @@ mod cpu;
 mod cuda;
 pub(crate) mod events;
 
-use super::no_reference::{NoReference, Side};
+use super::no_reference::{Input, NoReference};
 use super::{Entry, Field, Info, OptionKind, OptionSpec, Options, Reference};
 use crate::frame::PlanePtrs;
 use crate::metrics::MetricSet;
@@ -110,7 +110,7 @@ fn settings(o: &Options) -> Settings {
 /// The kernel-side frame of `side` at `frame`: every colour channel of the format (alpha
 /// and padding bytes are never read), widths rounded up, chroma heights rounded down, as
 /// freezedetect reads the planes.
-pub(crate) fn frame(plan: &Plan, side: Side, frame: &PlanePtrs) -> FreezeFrame {
+pub(crate) fn frame(plan: &Plan, side: Input, frame: &PlanePtrs) -> FreezeFrame {
     let layout = side.layout(plan);
     let format = layout.format;
     let mut f = FreezeFrame {

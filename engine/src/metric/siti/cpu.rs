@@ -6,7 +6,7 @@ use rayon::prelude::*;
 use super::{SI, TI};
 use crate::format::FrameLayout;
 use crate::frame::PlanePtrs;
-use crate::metric::no_reference::{CpuSingle, Side};
+use crate::metric::no_reference::{CpuSingle, Input};
 use crate::metric::temporal::Restart;
 use crate::plan::Plan;
 use crate::scores::Scores;
@@ -54,7 +54,7 @@ fn deviation(map: &[f32], row: usize) -> f32 {
 }
 
 impl CpuSingle for Siti {
-    fn measure(&mut self, plan: &Plan, side: Side, frame: &PlanePtrs, out: &mut Scores) {
+    fn measure(&mut self, plan: &Plan, side: Input, frame: &PlanePtrs, out: &mut Scores) {
         let l = super::luma(plan, side, frame);
         let w = l.width as usize;
         let gw = w - 2;
@@ -81,8 +81,8 @@ impl CpuSingle for Siti {
                 }
             });
         self.first = false;
-        out.push(side.name(SI), deviation(&self.gradient, gw) as f64);
-        out.push(side.name(TI), deviation(&self.motion, w) as f64);
+        out.push(side.field(SI), deviation(&self.gradient, gw) as f64);
+        out.push(side.field(TI), deviation(&self.motion, w) as f64);
     }
 }
 

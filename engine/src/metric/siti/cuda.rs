@@ -11,7 +11,7 @@ use super::{SI, TI};
 use crate::cuda::{DeviceBuffer, Gpu, Readback};
 use crate::error::EngineError;
 use crate::frame::PlanePtrs;
-use crate::metric::no_reference::{CudaSingle, Side};
+use crate::metric::no_reference::{CudaSingle, Input};
 use crate::metric::temporal::Restart;
 use crate::plan::Plan;
 use crate::scores::Scores;
@@ -34,7 +34,7 @@ pub(super) struct Siti {
 
 impl Siti {
     /// The state for `side`'s frames (the entry checked that they are at least 3×3).
-    pub(super) fn new(gpu: &Gpu, plan: &Plan, side: Side) -> Result<Siti, DriverError> {
+    pub(super) fn new(gpu: &Gpu, plan: &Plan, side: Input) -> Result<Siti, DriverError> {
         let layout = side.layout(plan);
         let (width, height) = (layout.width, layout.height);
         debug_assert!(width >= super::MIN_SIDE && height >= super::MIN_SIDE);
@@ -119,7 +119,7 @@ impl CudaSingle for Siti {
         &mut self,
         gpu: &Gpu,
         plan: &Plan,
-        side: Side,
+        side: Input,
         frame: &PlanePtrs,
     ) -> Result<(), EngineError> {
         let l = super::luma(plan, side, frame);
@@ -134,7 +134,7 @@ impl CudaSingle for Siti {
         Ok(())
     }
 
-    fn read(&mut self, _plan: &Plan, side: Side, out: &mut Scores) -> Result<(), EngineError> {
+    fn read(&mut self, _plan: &Plan, side: Input, out: &mut Scores) -> Result<(), EngineError> {
         if self.host.queued() == 0 {
             return Err(EngineError::Unsupported(
                 "siti: no frame queued to read".into(),
@@ -146,8 +146,8 @@ impl CudaSingle for Siti {
             EngineError::Cuda(format!("running siti: {e}"))
         })?;
         let (ng, nm) = siti::counts(self.width, self.height);
-        out.push(side.name(SI), siti::stddev(s[0], s[1], ng) as f64);
-        out.push(side.name(TI), siti::stddev(s[2], s[3], nm) as f64);
+        out.push(side.field(SI), siti::stddev(s[0], s[1], ng) as f64);
+        out.push(side.field(TI), siti::stddev(s[2], s[3], nm) as f64);
         Ok(())
     }
 }

@@ -10,7 +10,7 @@
 mod cpu;
 mod cuda;
 
-use super::no_reference::{NoReference, Side};
+use super::no_reference::{Input, NoReference};
 use super::{Entry, Field, Info, Reference};
 use crate::color::Range;
 use crate::format::ColorFamily;
@@ -90,7 +90,7 @@ fn why_not(plan: &Plan) -> Option<String> {
 
 /// The kernel-side luma of `side`'s frame at `frame`: its depth, and whether it is full
 /// range (the caps' colorimetry; FFmpeg reads the frame's range, limited when unset).
-pub(crate) fn luma(plan: &Plan, side: Side, frame: &PlanePtrs) -> Luma {
+pub(crate) fn luma(plan: &Plan, side: Input, frame: &PlanePtrs) -> Luma {
     let layout = side.layout(plan);
     let format = layout.format;
     let y = &format.channels()[0];

@@ -61,12 +61,8 @@ pub(crate) struct Pair<'a> {
     pub arrived: Instant,
 }
 
-/// Which input a frame without a partner came on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Side {
-    Reference,
-    Distorted,
-}
+/// Which input a frame without a partner came on: the engine's one type for it.
+pub(crate) use gpumetrics_engine::events::Input;
 
 /// One output of the element. Errors are element errors: the element posts the first one
 /// and stops measuring.
@@ -75,7 +71,7 @@ pub(crate) trait Sink: Send {
     fn record(&mut self, env: &Env<'_>, pair: &mut Pair<'_>) -> Result<(), gst::ErrorMessage>;
 
     /// A frame without a partner (counted, never compared).
-    fn unmatched(&mut self, _side: Side) {}
+    fn unmatched(&mut self, _side: Input) {}
 
     /// A matched pair that `subsample` left unscored.
     fn skipped(&mut self) {}
@@ -252,7 +248,7 @@ impl Outputs {
     pub(crate) fn unmatched(
         &mut self,
         env: &Env<'_>,
-        side: Side,
+        side: Input,
         t: Option<u64>,
     ) -> Result<(), gst::ErrorMessage> {
         self.advance(env, t)?;
@@ -342,7 +338,7 @@ mod tests {
             }
             Ok(())
         }
-        fn unmatched(&mut self, side: Side) {
+        fn unmatched(&mut self, side: Input) {
             self.0
                 .lock()
                 .unwrap()
@@ -403,7 +399,7 @@ mod tests {
             };
             outputs.record(&env, &mut pair).unwrap();
         }
-        outputs.unmatched(&env, Side::Distorted, None).unwrap();
+        outputs.unmatched(&env, Input::Distorted, None).unwrap();
         let (summary, result) = outputs.summary(&env);
         result.unwrap();
         assert_eq!(

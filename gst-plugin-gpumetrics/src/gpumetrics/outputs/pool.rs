@@ -4,7 +4,7 @@
 
 use gpumetrics_engine::Pooler;
 
-use super::{Env, Pair, Side, Sink};
+use super::{Env, Input, Pair, Sink};
 use crate::message::{EventCount, EventRecord, Summary};
 
 #[derive(Default)]
@@ -51,10 +51,10 @@ impl Sink for Pool {
         Ok(())
     }
 
-    fn unmatched(&mut self, side: Side) {
+    fn unmatched(&mut self, side: Input) {
         match side {
-            Side::Reference => self.unmatched_ref += 1,
-            Side::Distorted => self.unmatched_dist += 1,
+            Input::Reference => self.unmatched_ref += 1,
+            Input::Distorted => self.unmatched_dist += 1,
         }
     }
 
@@ -115,9 +115,9 @@ mod tests {
             };
             pool.record(&env, &mut pair).unwrap();
         }
-        pool.unmatched(Side::Reference);
-        pool.unmatched(Side::Distorted);
-        pool.unmatched(Side::Distorted);
+        pool.unmatched(Input::Reference);
+        pool.unmatched(Input::Distorted);
+        pool.unmatched(Input::Distorted);
         pool.skipped();
         let s = pool.summary();
         assert_eq!(

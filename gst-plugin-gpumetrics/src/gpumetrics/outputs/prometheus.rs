@@ -29,7 +29,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::{Registry, Unit};
 
-use super::{Env, Pair, Side, Sink};
+use super::{Env, Input, Pair, Sink};
 use crate::gpumetrics::CAT;
 use crate::message::{AlertChange, AlertState, EventRecord, Window};
 
@@ -547,10 +547,10 @@ impl Sink for Prometheus {
         Ok(())
     }
 
-    fn unmatched(&mut self, side: Side) {
+    fn unmatched(&mut self, side: Input) {
         match side {
-            Side::Reference => self.unmatched_ref.inc(),
-            Side::Distorted => self.unmatched_dist.inc(),
+            Input::Reference => self.unmatched_ref.inc(),
+            Input::Distorted => self.unmatched_dist.inc(),
         };
     }
 
@@ -786,9 +786,9 @@ mod tests {
             assert!(!body.contains("gpumetrics_score{"), "{body}");
             record(&mut sink, env, 0, 30.0);
             record(&mut sink, env, 1, f64::INFINITY);
-            sink.unmatched(Side::Reference);
-            sink.unmatched(Side::Distorted);
-            sink.unmatched(Side::Distorted);
+            sink.unmatched(Input::Reference);
+            sink.unmatched(Input::Distorted);
+            sink.unmatched(Input::Distorted);
             sink.skipped();
             let stats = |mean| FieldStats {
                 mean,

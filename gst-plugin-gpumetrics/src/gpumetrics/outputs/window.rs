@@ -8,7 +8,7 @@
 
 use gpumetrics_engine::{Pooler, Scores};
 
-use super::Side;
+use super::Input;
 use super::pool::summary_of;
 use crate::message::{AlertCount, Window};
 
@@ -49,7 +49,7 @@ pub(crate) struct Windows {
 /// What a window's event is.
 pub(crate) enum Event<'a> {
     Pair(&'a Scores),
-    Unmatched(Side),
+    Unmatched(Input),
     Skipped,
 }
 
@@ -131,8 +131,8 @@ impl Windows {
             .get_or_insert_with(|| Current::new(0, self.length));
         match event {
             Event::Pair(scores) => c.pooler.push(scores),
-            Event::Unmatched(Side::Reference) => c.unmatched_ref += 1,
-            Event::Unmatched(Side::Distorted) => c.unmatched_dist += 1,
+            Event::Unmatched(Input::Reference) => c.unmatched_ref += 1,
+            Event::Unmatched(Input::Distorted) => c.unmatched_dist += 1,
             Event::Skipped => c.skipped += 1,
         }
     }
@@ -181,7 +181,7 @@ mod tests {
         let mut w = Windows::new(S);
         assert!(feed(&mut w, S / 2, Event::Pair(&scores(30.0))).is_empty());
         assert!(feed(&mut w, S / 2 + 1, Event::Pair(&scores(40.0))).is_empty());
-        assert!(feed(&mut w, S - 1, Event::Unmatched(Side::Reference)).is_empty());
+        assert!(feed(&mut w, S - 1, Event::Unmatched(Input::Reference)).is_empty());
         // 3.2 s: windows [0, 1) with the two pairs, then [1, 2) and [2, 3) empty.
         let done = feed(&mut w, 3 * S + S / 5, Event::Skipped);
         let spans: Vec<(u64, u64, u64)> = done
