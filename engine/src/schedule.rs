@@ -237,15 +237,12 @@ impl Scheduler {
     pub(crate) fn reset(&mut self) -> Vec<Tag> {
         self.backend.abandon();
         self.backend.lineup().reset();
-        let mut dropped: Vec<(Tag, bool)> = self
-            .held
+        // Held pairs were submitted before those in flight: oldest first as they come.
+        self.held
             .drain(..)
-            .map(|(t, _)| (t, true))
-            .chain(self.in_flight.drain(..).map(|t| (t, false)))
-            .collect();
-        // Held pairs were submitted before those in flight: oldest first already.
-        dropped.sort_by_key(|&(_, held)| !held);
-        dropped.into_iter().map(|(t, _)| t).collect()
+            .map(|(t, _)| t)
+            .chain(self.in_flight.drain(..))
+            .collect()
     }
 }
 

@@ -161,12 +161,13 @@ fn uses(text: &str) -> (Vec<(bool, String)>, String) {
     (paths, rest)
 }
 
-/// Paths through `crate::` or `super::` written in code.
-fn inline_paths(text: &str) -> Vec<String> {
+/// The paths written in code that start with one of `starts` (`crate::`, `super::`, a
+/// child module's `cpu::`), each at a word's start.
+fn paths_from(text: &str, starts: &[String]) -> Vec<String> {
     let mut out = Vec::new();
-    for start in ["crate::", "super::"] {
+    for start in starts {
         let mut from = 0;
-        while let Some(pos) = text[from..].find(start) {
+        while let Some(pos) = text[from..].find(start.as_str()) {
             let i = from + pos;
             from = i + start.len();
             if i > 0 {
@@ -185,36 +186,22 @@ fn inline_paths(text: &str) -> Vec<String> {
     out
 }
 
+/// Paths through `crate::` or `super::` written in code.
+fn inline_paths(text: &str) -> Vec<String> {
+    paths_from(text, &["crate::".to_string(), "super::".to_string()])
+}
+
 /// Paths in code that start with a child module's name (`cpu::Psnr` in a metric's
 /// `mod.rs`).
 fn child_paths(module: &str, text: &str, modules: &BTreeSet<String>) -> Vec<String> {
     let prefix = format!("{module}::");
-    let children: Vec<&str> = modules
+    let children: Vec<String> = modules
         .iter()
         .filter_map(|m| m.strip_prefix(&prefix))
         .filter(|c| !c.contains("::"))
+        .map(|c| format!("{c}::"))
         .collect();
-    let mut out = Vec::new();
-    for c in children {
-        let pat = format!("{c}::");
-        let mut from = 0;
-        while let Some(pos) = text[from..].find(&pat) {
-            let i = from + pos;
-            from = i + pat.len();
-            if i > 0 {
-                let b = text.as_bytes()[i - 1];
-                if b.is_ascii_alphanumeric() || b == b'_' || b == b':' {
-                    continue;
-                }
-            }
-            let path: String = text[i..]
-                .chars()
-                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == ':')
-                .collect();
-            out.push(path.trim_end_matches(':').to_string());
-        }
-    }
-    out
+    paths_from(text, &children)
 }
 
 struct Graph {
