@@ -18,12 +18,11 @@
 
 use std::sync::Arc;
 
-use cudarc::driver::result as cu;
-use cudarc::driver::{CudaContext, CudaEvent, CudaStream, DriverError};
+use cudarc::driver::{CudaContext, CudaEvent, CudaSlice, CudaStream, DriverError, PinnedHostSlice};
 
 use rayon::prelude::*;
 
-use crate::cuda::{DeviceBuffer, Gpu, IN_FLIGHT, PinnedBuffer};
+use crate::cuda::{DeviceMemory, Gpu, IN_FLIGHT, zeroed};
 use crate::error::EngineError;
 use crate::format::FrameLayout;
 use crate::frame::{Frame, HostFrame, MAX_PLANES, PlanePtrs};
@@ -44,10 +43,11 @@ fn cuda_err(what: &str) -> impl FnOnce(DriverError) -> EngineError + '_ {
 /// Device pitches are multiples of this (coalesced row starts).
 const PITCH_ALIGN: usize = 256;
 
-/// A host frame's way to the device: pinned staging, then one asynchronous copy, with one
-/// slot (staging and device buffer) per pair in flight.
+/// A host frame's way to the device: pinned staging (cudarc's `PinnedHostSlice`,
+/// write-combined), then one asynchronous copy with cudarc's `memcpy_htod`, with one slot
+/// (staging and device buffer) per pair in flight.
 struct Upload {
-    slots: Vec<(PinnedBuffer<u8>, DeviceBuffer<u8>)>,
+    slots: Vec<(PinnedHostSlice<u8>, CudaSlice<u8>)>,
     /// The slot the next frame goes to.
     next: usize,
     /// Per plane: byte offset in both buffers, pitch, row bytes, rows.
@@ -74,13 +74,12 @@ impl Upload {
         for _ in 0..depth.max(1) {
             // SAFETY: the staging memory is written before every copy that reads it.
             let staging = unsafe {
-                PinnedBuffer::new(
-                    ctx,
-                    total,
+                ctx.alloc_pinned_with_flags::<u8>(
+                    total.max(1),
                     cudarc::driver::sys::CU_MEMHOSTALLOC_WRITECOMBINED,
                 )
             }?;
-            slots.push((staging, DeviceBuffer::zeroed(stream, total)?));
+            slots.push((staging, zeroed(stream, total.max(1))?));
         }
         Ok(Upload {
             slots,
@@ -93,36 +92,32 @@ impl Upload {
     ///
     /// A slot is used again `depth` frames later, when the backend has completed the pair
     /// that used it: every metric's results for that pair were read, so the device no
-    /// longer reads its frame and its upload from the staging memory is done.
+    /// longer reads its frame. Taking the staging memory waits for its previous upload
+    /// (cudarc records an event after each copy from it; done by then).
     fn upload(
         &mut self,
         frame: &HostFrame,
         host: &PlanePtrs,
-        stream: &CudaStream,
+        stream: &Arc<CudaStream>,
     ) -> Result<PlanePtrs, DriverError> {
         let (staging, device) = &mut self.slots[self.next];
         let mut out = PlanePtrs::default();
+        let staged = staging.as_mut_slice()?;
         for (i, &(offset, pitch, row, rows)) in self.planes.iter().enumerate() {
             let src = frame.planes()[i];
             debug_assert_eq!(src.data.as_ptr() as u64, host.ptr[i]);
             // Rows in parallel: a single core cannot fill write-combined memory at PCIe speed.
-            let staging = staging.as_mut_ptr() as usize + offset;
-            (0..rows).into_par_iter().with_min_len(16).for_each(|y| {
-                let s = &src.data[y * src.stride..y * src.stride + row];
-                // SAFETY: offset + y * pitch + row <= staging length by construction, and
-                // rows do not overlap.
-                unsafe {
-                    std::ptr::copy_nonoverlapping(s.as_ptr(), (staging + y * pitch) as *mut u8, row)
-                };
-            });
+            let dst = &mut staged[offset..offset + pitch * rows];
+            dst.par_chunks_mut(pitch)
+                .with_min_len(16)
+                .enumerate()
+                .for_each(|(y, line)| {
+                    line[..row].copy_from_slice(&src.data[y * src.stride..][..row]);
+                });
             out.ptr[i] = device.ptr_at(offset);
             out.pitch[i] = pitch as u32;
         }
-        // SAFETY: both buffers hold the same length; the slot's previous pair was completed
-        // (see above) before its staging memory was written again.
-        unsafe {
-            cu::memcpy_htod_async(device.ptr(), staging.as_slice(), stream.cu_stream())?;
-        }
+        stream.memcpy_htod(staging, device)?;
         self.next = (self.next + 1) % self.slots.len();
         Ok(out)
     }
@@ -392,6 +387,7 @@ pub(crate) fn open_context(device_id: u32) -> Result<Arc<CudaContext>, EngineErr
             ));
         }
         CudaContext::new(device_id as usize)
+            .map(crate::cuda::untracked)
             .map_err(|e| format!("cannot open CUDA device {device_id}: {e}"))
     };
     // cudarc panics on missing driver symbols; keep that inside the engine.

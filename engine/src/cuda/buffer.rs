@@ -1,130 +1,69 @@
-//! Memory an engine owns: device buffers, pinned host buffers and the result slots that
-//! bring a pair's sums back.
+//! Memory an engine owns: device memory ([`DeviceMemory`] over cudarc's `CudaSlice`), the
+//! readback of a pair's results ([`Readback`]) and the device slots that kernels add a
+//! pair's sums into ([`AddSlots`]).
 //!
-//! The single-stream rule: every buffer here is allocated on the engine's one stream and used
-//! only by work queued on that stream, or by the host after synchronising it. Its address is
-//! therefore read once, when it is allocated, and cached: cudarc's per-access event tracking
-//! (the guard of `device_ptr`) has nothing to order here and would cost a call per launch.
-//! The buffers are `Send` for the same reason: whoever owns the engine owns the stream.
+//! Ordering: the engine orders its streams itself, at the few points where work crosses
+//! from one stream to another (a lane forked from the engine's stream, a side stream
+//! joined back, an upload awaited, a scratch arena lent), with cudarc's `fork`, `join` and
+//! events. Its contexts therefore run with cudarc's per-slice event tracking off
+//! ([`untracked`]): that tracking records an event per buffer per launch, and it cannot see
+//! a launch that takes addresses from a parameter struct (as most of the kernels' do).
+//! Device memory is cudarc's `CudaSlice`, bound to the stream it was allocated on (and
+//! freed on); its address is read from the slice at each use, never cached beside it.
 
 use std::sync::Arc;
 
-use cudarc::driver::result as cu;
 use cudarc::driver::{
-    CudaContext, CudaEvent, CudaSlice, CudaStream, DeviceRepr, DriverError, PinnedHostSlice,
-    ValidAsZeroBits, sys,
+    CudaContext, CudaEvent, CudaSlice, CudaStream, DevicePtr, DeviceRepr, DriverError,
+    PinnedHostSlice, ValidAsZeroBits, sys,
 };
 
 use gpumetrics_launch::DevPtrMut;
 
-/// Device memory of `len` values of `T`, with its address cached.
-pub(crate) struct DeviceBuffer<T> {
-    /// Owns the memory at `ptr`.
-    _slice: CudaSlice<T>,
-    ptr: u64,
+/// Turns cudarc's per-slice event tracking off for `ctx` (see the module's doc: the engine
+/// orders its streams itself). Every context an engine runs in goes through here before
+/// anything is allocated in it.
+pub(crate) fn untracked(ctx: Arc<CudaContext>) -> Arc<CudaContext> {
+    // SAFETY: every buffer the engine allocates in `ctx` is used on its own stream, or on a
+    // stream ordered after the work that wrote it by an explicit fork, join or event wait
+    // (the lanes, side streams, uploads and scratch arenas), and freed on its own stream
+    // after the work that reads it (the engine synchronises before it drops its buffers).
+    unsafe { ctx.disable_event_tracking() };
+    ctx
+}
+
+/// What the kernels need of device memory: its address, at each launch.
+pub(crate) trait DeviceMemory<T> {
+    /// The address of the first value.
+    fn ptr(&self) -> u64;
+    /// The address of value `i` (not checked against the length).
+    fn ptr_at(&self, i: usize) -> u64;
+    /// The address as a typed kernel argument.
+    fn as_mut(&self) -> DevPtrMut<T>;
+}
+
+impl<T> DeviceMemory<T> for CudaSlice<T> {
+    fn ptr(&self) -> u64 {
+        // Untracked (see the module's doc): the guard records nothing.
+        let (ptr, _untracked) = self.device_ptr(self.stream());
+        ptr
+    }
+
+    fn ptr_at(&self, i: usize) -> u64 {
+        self.ptr() + (i * size_of::<T>()) as u64
+    }
+
+    fn as_mut(&self) -> DevPtrMut<T> {
+        DevPtrMut::from_raw(self.ptr())
+    }
+}
+
+/// `len` zeroed values on `stream` (which the memory is bound to).
+pub(crate) fn zeroed<T: DeviceRepr + ValidAsZeroBits>(
+    stream: &Arc<CudaStream>,
     len: usize,
-}
-
-impl<T: DeviceRepr + ValidAsZeroBits> DeviceBuffer<T> {
-    /// `len` zeroed values on `stream`.
-    pub(crate) fn zeroed(stream: &Arc<CudaStream>, len: usize) -> Result<Self, DriverError> {
-        let slice = stream.alloc_zeros::<T>(len)?;
-        let ptr = {
-            let (ptr, _sync) = cudarc::driver::DevicePtr::device_ptr(&slice, stream);
-            ptr
-        };
-        Ok(DeviceBuffer {
-            _slice: slice,
-            ptr,
-            len,
-        })
-    }
-}
-
-impl<T> DeviceBuffer<T> {
-    pub(crate) fn ptr(&self) -> u64 {
-        self.ptr
-    }
-
-    /// Address of element `i` (not checked against the length).
-    pub(crate) fn ptr_at(&self, i: usize) -> u64 {
-        self.ptr + (i * size_of::<T>()) as u64
-    }
-
-    pub(crate) fn len(&self) -> usize {
-        self.len
-    }
-
-    pub(crate) fn as_mut(&self) -> DevPtrMut<T> {
-        DevPtrMut::from_raw(self.ptr)
-    }
-}
-
-/// Page-locked host memory of `len` values of `T`, with its address cached.
-pub(crate) struct PinnedBuffer<T> {
-    /// Owns the memory at `ptr`.
-    _slice: PinnedHostSlice<T>,
-    ptr: *mut T,
-    len: usize,
-}
-
-// SAFETY: `ptr` addresses memory owned by the struct; see the single-stream rule above.
-unsafe impl<T: Send> Send for PinnedBuffer<T> {}
-
-impl<T: DeviceRepr + ValidAsZeroBits> PinnedBuffer<T> {
-    /// `len` values allocated with `cuMemHostAlloc` `flags` (e.g. write-combined for
-    /// upload staging).
-    ///
-    /// # Safety
-    /// The memory is uninitialised: it must be written (by the host or by a device copy)
-    /// before it is read.
-    pub(crate) unsafe fn new(
-        ctx: &Arc<CudaContext>,
-        len: usize,
-        flags: u32,
-    ) -> Result<Self, DriverError> {
-        // SAFETY: the caller writes before reading.
-        let mut slice = unsafe { ctx.alloc_pinned_with_flags::<T>(len, flags) }?;
-        let ptr = slice.as_mut_ptr()?;
-        Ok(PinnedBuffer {
-            _slice: slice,
-            ptr,
-            len,
-        })
-    }
-}
-
-impl<T> PinnedBuffer<T> {
-    pub(crate) fn as_mut_ptr(&self) -> *mut T {
-        self.ptr
-    }
-
-    /// The values.
-    ///
-    /// # Safety
-    /// No device copy into the buffer may be pending (the stream was synchronised after
-    /// the last one), and the values were written.
-    pub(crate) unsafe fn as_slice(&self) -> &[T] {
-        // SAFETY: `len` values owned by the struct; the caller rules out concurrent writes.
-        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
-    }
-
-    /// Queues a copy of `len` values from device address `src` into the buffer.
-    ///
-    /// # Safety
-    /// `src` holds `len` readable values of `T`; the buffer is not read before the stream
-    /// is synchronised.
-    pub(crate) unsafe fn copy_from_device(
-        &self,
-        src: u64,
-        stream: &CudaStream,
-    ) -> Result<(), DriverError> {
-        // SAFETY: see above; the host memory is ours and pinned.
-        unsafe {
-            let host = std::slice::from_raw_parts_mut(self.ptr, self.len);
-            cu::memcpy_dtoh_async(host, src, stream.cu_stream())
-        }
-    }
+) -> Result<CudaSlice<T>, DriverError> {
+    stream.alloc_zeros::<T>(len)
 }
 
 /// Pairs one engine may have in flight (submitted, results not read yet): the depth of
@@ -133,59 +72,52 @@ impl<T> PinnedBuffer<T> {
 /// the other; more let the small kernels of several pairs share the device.
 pub(crate) const IN_FLIGHT: usize = 4;
 
-/// Where a metric's per-frame results come back to the host: one slot of pinned host
-/// memory, mapped into the device's address space, per frame in flight ([`IN_FLIGHT`]),
-/// each with the event recorded after the frame's kernels.
+/// How a metric's per-pair results come back to the host, the one way: one slot of pinned
+/// host memory mapped into the device's address space (cudarc's `PinnedHostSlice`,
+/// allocated with `CU_MEMHOSTALLOC_DEVICEMAP`) per pair in flight ([`IN_FLIGHT`]), each with
+/// a cudarc event recorded after the pair's work.
 ///
-/// The kernels write a frame's results straight into its slot ([`Readback::target`]), so
-/// no copy is queued and no copy engine sits between one frame's kernels and the next's. A
-/// frame's slot is taken while the host has not read the previous frame's values yet, and
-/// reading a frame waits for that frame's event only, never for the whole stream (which may
-/// already run the next frame's kernels). Frames are read in the order they were queued.
-///
-/// What goes there must be plain stores of final values (no atomics, nothing a later
-/// kernel reads back): every access crosses the bus.
+/// Kernels whose results are plain stores of final values write them straight into the
+/// pair's slot ([`Readback::target`], then [`Readback::commit`]): no copy is queued and no
+/// copy engine sits between one pair's kernels and the next's (every access crosses the
+/// bus, so nothing there may be an atomic or read back by a later kernel). Results built up
+/// in device memory (sums added with atomics, [`AddSlots`]) come over with one copy
+/// ([`Readback::copy_in`]). A pair's slot is taken while the host has not read the previous
+/// pair's values yet; reading a pair ([`Readback::take`]) waits for that pair's event only,
+/// never for the whole stream (which may already run the next pair's kernels). Pairs are
+/// read in the order they were queued.
 pub(crate) struct Readback<T> {
-    slots: Vec<(MappedBuffer<T>, CudaEvent)>,
+    slots: Vec<(PinnedHostSlice<T>, CudaEvent)>,
     /// The oldest queued slot.
     head: usize,
     /// Slots queued and not read.
     queued: usize,
 }
 
-/// Pinned host memory mapped into the device's address space.
-struct MappedBuffer<T> {
-    /// Owns the memory at `host`.
-    _slice: PinnedHostSlice<T>,
-    host: *mut T,
-    device: u64,
-    len: usize,
+fn refused() -> DriverError {
+    DriverError(sys::cudaError_enum::CUDA_ERROR_ILLEGAL_STATE)
 }
-
-// SAFETY: the memory is owned by the struct; the host reads it only after the event of the
-// work that writes it (see `Readback`).
-unsafe impl<T: Send> Send for MappedBuffer<T> {}
 
 impl<T: DeviceRepr + ValidAsZeroBits> Readback<T> {
     /// [`IN_FLIGHT`] slots of `len` values.
     pub(crate) fn new(ctx: &Arc<CudaContext>, len: usize) -> Result<Self, DriverError> {
-        let mut slots = Vec::with_capacity(IN_FLIGHT);
-        for _ in 0..IN_FLIGHT {
-            let len = len.max(1);
-            // SAFETY: a slot is read only after the kernels that write it completed (`take`).
-            let mut slice =
-                unsafe { ctx.alloc_pinned_with_flags::<T>(len, sys::CU_MEMHOSTALLOC_DEVICEMAP) }?;
-            let host = slice.as_mut_ptr()?;
-            let mut device: sys::CUdeviceptr = 0;
-            // SAFETY: `host` is the start of a mapped pinned allocation of this context.
-            unsafe { sys::cuMemHostGetDevicePointer_v2(&mut device, host.cast(), 0) }.result()?;
-            let buf = MappedBuffer {
-                _slice: slice,
-                host,
-                device,
-                len,
-            };
-            slots.push((buf, ctx.new_event(None)?));
+        Self::with_slots(ctx, len, IN_FLIGHT)
+    }
+
+    /// `depth` slots of `len` values (for results of which one pair is kept, e.g. SpEED's
+    /// planes, `depth` 1).
+    pub(crate) fn with_slots(
+        ctx: &Arc<CudaContext>,
+        len: usize,
+        depth: usize,
+    ) -> Result<Self, DriverError> {
+        let mut slots = Vec::with_capacity(depth);
+        for _ in 0..depth.max(1) {
+            // SAFETY: a slot is read only after the work that writes it completed (`take`).
+            let slice = unsafe {
+                ctx.alloc_pinned_with_flags::<T>(len.max(1), sys::CU_MEMHOSTALLOC_DEVICEMAP)
+            }?;
+            slots.push((slice, ctx.new_event(None)?));
         }
         Ok(Readback {
             slots,
@@ -195,40 +127,47 @@ impl<T: DeviceRepr + ValidAsZeroBits> Readback<T> {
     }
 }
 
-impl<T> Readback<T> {
-    /// Frames queued and not read yet.
+impl<T: DeviceRepr + ValidAsZeroBits> Readback<T> {
+    /// Pairs queued and not read yet.
     pub(crate) fn queued(&self) -> usize {
         self.queued
     }
 
-    /// The device address of the next frame's slot (its length is the `len` given to
-    /// `new`), for the frame's kernels to write their results to; then
-    /// [`Readback::commit`]. Refused (`CUDA_ERROR_ILLEGAL_STATE`) when every slot is
-    /// queued: the engine never has more frames in flight than there are slots.
-    pub(crate) fn target(&self) -> Result<DevPtrMut<T>, DriverError> {
+    /// The next pair's slot, refused (`CUDA_ERROR_ILLEGAL_STATE`) when every slot is
+    /// queued: the engine never has more pairs in flight than there are slots.
+    fn next(&mut self) -> Result<&mut (PinnedHostSlice<T>, CudaEvent), DriverError> {
         if self.queued == self.slots.len() {
-            return Err(DriverError(sys::cudaError_enum::CUDA_ERROR_ILLEGAL_STATE));
+            return Err(refused());
         }
-        let (buf, _) = &self.slots[(self.head + self.queued) % self.slots.len()];
-        Ok(DevPtrMut::from_raw(buf.device))
+        let n = self.slots.len();
+        Ok(&mut self.slots[(self.head + self.queued) % n])
     }
 
-    /// The frame whose kernels write to [`Readback::target`] is queued on `stream`: records
+    /// The device address of the next pair's slot (its length is the `len` given to
+    /// `new`), for the pair's kernels to write their results to; then
+    /// [`Readback::commit`]. Refused when every slot is queued.
+    pub(crate) fn target(&mut self) -> Result<DevPtrMut<T>, DriverError> {
+        let (slice, _) = self.next()?;
+        let host = slice.as_ptr()?;
+        let mut device: sys::CUdeviceptr = 0;
+        // SAFETY: `host` is the start of a mapped pinned allocation of this context.
+        unsafe { sys::cuMemHostGetDevicePointer_v2(&mut device, host.cast_mut().cast(), 0) }
+            .result()?;
+        Ok(DevPtrMut::from_raw(device))
+    }
+
+    /// The pair whose kernels write to [`Readback::target`] is queued on `stream`: records
     /// the slot's event after them.
     pub(crate) fn commit(&mut self, stream: &CudaStream) -> Result<(), DriverError> {
-        if self.queued == self.slots.len() {
-            return Err(DriverError(sys::cudaError_enum::CUDA_ERROR_ILLEGAL_STATE));
-        }
-        let (_, event) = &self.slots[(self.head + self.queued) % self.slots.len()];
+        let (_, event) = self.next()?;
         event.record(stream)?;
         self.queued += 1;
         Ok(())
     }
 
-    /// Queues a copy of `len` values from device address `src` into the next frame's slot
-    /// and commits it: for results that kernels build up in device memory (sums added with
-    /// atomics, which must not cross the bus one addition at a time). Refused as
-    /// [`Readback::target`], and when `len` is longer than a slot.
+    /// Queues a copy of `len` values from device address `src` into the next pair's slot
+    /// and commits it. Refused as [`Readback::target`], and when `len` is longer than a
+    /// slot.
     ///
     /// # Safety
     /// `src` holds `len` values of `T`, written by work queued on `stream` before this.
@@ -238,38 +177,33 @@ impl<T> Readback<T> {
         len: usize,
         stream: &CudaStream,
     ) -> Result<(), DriverError> {
-        if self.queued == self.slots.len() {
-            return Err(DriverError(sys::cudaError_enum::CUDA_ERROR_ILLEGAL_STATE));
-        }
-        let (buf, _) = &self.slots[(self.head + self.queued) % self.slots.len()];
-        if len > buf.len {
+        let (slice, _) = self.next()?;
+        if len > slice.len() {
             return Err(DriverError(sys::cudaError_enum::CUDA_ERROR_INVALID_VALUE));
         }
+        let host = &mut slice.as_mut_slice()?[..len];
         // SAFETY: the slot is not queued, so the host does not read it until `take` has
-        // waited for the event committed after this copy; `len` values fit in it.
-        unsafe {
-            let host = std::slice::from_raw_parts_mut(buf.host, len);
-            cu::memcpy_dtoh_async(host, src, stream.cu_stream())?;
-        }
+        // waited for the event committed after this copy; `src` holds `len` values.
+        unsafe { cudarc::driver::result::memcpy_dtoh_async(host, src, stream.cu_stream()) }?;
         self.commit(stream)
     }
 
-    /// Waits for the oldest frame queued and gives its first `len` values (refused, as
-    /// `target`, when nothing is queued). The slot is free again for the next frame.
+    /// Waits for the oldest pair queued and gives its first `len` values (refused when
+    /// nothing is queued). The slot is free again for the next pair.
     pub(crate) fn take(&mut self, len: usize) -> Result<&[T], DriverError> {
         if self.queued == 0 {
-            return Err(DriverError(sys::cudaError_enum::CUDA_ERROR_ILLEGAL_STATE));
+            return Err(refused());
         }
         let i = self.head;
         self.head = (self.head + 1) % self.slots.len();
         self.queued -= 1;
-        let (buf, event) = &self.slots[i];
+        let (slice, event) = &self.slots[i];
         event.synchronize()?;
-        // SAFETY: the kernels that wrote the slot completed (its event); at most its length.
-        Ok(unsafe { std::slice::from_raw_parts(buf.host, len.min(buf.len)) })
+        let values = slice.as_slice()?;
+        Ok(&values[..len.min(values.len())])
     }
 
-    /// Forgets the queued frames (a restart or a failed frame). The caller has made sure
+    /// Forgets the queued pairs (a restart or a failed pair). The caller has made sure
     /// that no kernel still writes to them (the backend synchronises after a failure; a
     /// finished sequence was read to the end).
     pub(crate) fn clear(&mut self) {
@@ -279,40 +213,40 @@ impl<T> Readback<T> {
 
 /// Where a metric's kernels add up one pair's sums: two device slots of `len` values, used
 /// in turn (the pair's first launch clears the *other* slot for the next pair, so no memset
-/// is queued per pair), and a pinned host slot per pair in flight ([`Readback`]).
+/// is queued per pair). Device memory, not a readback: a pair's slot goes to the metric's
+/// [`Readback`] with [`AddSlots::copy_to`].
 ///
-/// Per pair: [`ResultSlots::targets`] gives the launches their addresses, then
-/// [`ResultSlots::queue`] queues the copy of the slot to the host and flips the slots, and
-/// [`ResultSlots::take`] later waits for the oldest pair queued. The device slots may be
-/// flipped again before a pair is taken: the next pair's kernels clear a slot only after
-/// the copy queued before them on the same stream. After a failed launch
-/// [`ResultSlots::reset`] zeroes both so that no stale sums reach the next pair.
-pub(crate) struct ResultSlots<T> {
-    device: DeviceBuffer<T>,
-    host: Readback<T>,
-    /// The engine's stream, which every launch adding into the slots runs on.
-    stream: Arc<CudaStream>,
+/// Per pair: [`AddSlots::targets`] gives the launches their addresses, then
+/// [`AddSlots::copy_to`] queues the copy of the slot and flips the slots. The slots may be
+/// flipped again before a pair is read: the next pair's kernels clear a slot only after the
+/// copy queued before them on the same stream. After a failed launch [`AddSlots::zero`]
+/// zeroes both so that no stale sums reach the next pair.
+pub(crate) struct AddSlots<T> {
+    device: CudaSlice<T>,
     len: usize,
     slot: usize,
 }
 
-impl<T: DeviceRepr + ValidAsZeroBits> ResultSlots<T> {
-    pub(crate) fn new(
-        ctx: &Arc<CudaContext>,
-        stream: &Arc<CudaStream>,
-        len: usize,
-    ) -> Result<Self, DriverError> {
-        Ok(ResultSlots {
-            device: DeviceBuffer::zeroed(stream, 2 * len)?,
-            host: Readback::new(ctx, len)?,
-            stream: stream.clone(),
+impl<T: DeviceRepr + ValidAsZeroBits> AddSlots<T> {
+    /// Two zeroed slots of `len` values on `stream`, which every launch adding into them
+    /// runs on.
+    pub(crate) fn new(stream: &Arc<CudaStream>, len: usize) -> Result<Self, DriverError> {
+        Ok(AddSlots {
+            device: zeroed(stream, 2 * len)?,
             len,
             slot: 0,
         })
     }
+
+    /// Queues zeroes into both slots (after an error, once nothing writes to them any more;
+    /// best effort).
+    pub(crate) fn zero(&mut self) {
+        let stream = self.device.stream().clone();
+        let _ = stream.memset_zeros(&mut self.device);
+    }
 }
 
-impl<T> ResultSlots<T> {
+impl<T: DeviceRepr + ValidAsZeroBits> AddSlots<T> {
     /// (slot this pair adds into, slot to clear for the next pair).
     pub(crate) fn targets(&self) -> (DevPtrMut<T>, DevPtrMut<T>) {
         let base = self.device.as_mut();
@@ -322,40 +256,15 @@ impl<T> ResultSlots<T> {
         )
     }
 
-    /// Queues the copy of this pair's slot to its host slot, after the kernels queued so
-    /// far on `stream`, and flips the slots.
-    pub(crate) fn queue(&mut self, stream: &CudaStream) -> Result<(), DriverError> {
+    /// Queues the copy of this pair's slot into `host`'s next slot, after the kernels
+    /// queued so far on the slots' stream, and flips the slots.
+    pub(crate) fn copy_to(&mut self, host: &mut Readback<T>) -> Result<(), DriverError> {
         let (add_to, _) = self.targets();
-        // SAFETY: the slot holds `len` values, written by the launches queued before.
-        unsafe { self.host.copy_in(add_to.as_raw(), self.len, stream) }?;
+        // SAFETY: the slot holds `len` values, written by the launches queued before on
+        // the slots' stream.
+        unsafe { host.copy_in(add_to.as_raw(), self.len, self.device.stream()) }?;
         self.slot = 1 - self.slot;
         Ok(())
-    }
-
-    /// Pairs queued and not taken.
-    pub(crate) fn queued(&self) -> usize {
-        self.host.queued()
-    }
-
-    /// Waits for the oldest pair queued and gives its sums.
-    pub(crate) fn take(&mut self) -> Result<&[T], DriverError> {
-        self.host.take(self.len)
-    }
-
-    /// Queues zeroes into both slots and forgets the pairs queued (after an error, once
-    /// nothing writes to them any more; best effort).
-    pub(crate) fn reset(&mut self) {
-        self.host.clear();
-        let stream = &self.stream;
-        // SAFETY: both slots lie in the device buffer.
-        let _ = unsafe {
-            cu::memset_d8_async(
-                self.device.ptr(),
-                0,
-                self.device.len() * size_of::<T>(),
-                stream.cu_stream(),
-            )
-        };
     }
 }
 
@@ -367,8 +276,8 @@ pub(crate) struct Gpu {
 }
 
 impl Gpu {
-    /// The same GPU on a new stream that starts after the work queued so far on this one
-    /// (a side lane whose buffers follow the single-stream rule on that stream).
+    /// The same GPU on a stream forked from this one (cudarc's `fork`: it starts after the
+    /// work queued so far here), for a lane of its own.
     pub(crate) fn fork(&self) -> Result<Gpu, DriverError> {
         Ok(Gpu {
             ctx: self.ctx.clone(),

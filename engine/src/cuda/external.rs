@@ -90,6 +90,7 @@ pub(crate) fn wrap(ext: &ExternalContext) -> Result<Arc<CudaContext>, EngineErro
         // SAFETY: valid context of `device` (checked above); the Arc kept in WRAPPED
         // means cudarc never destroys it.
         let ctx = unsafe { CudaContext::from_raw_context(ext.device_id as usize, device, raw) }
+            .map(super::untracked)
             .map_err(|e| format!("cannot use the upstream CUDA context: {e}"))?;
         wrapped.push(ctx.clone());
         Ok(ctx)

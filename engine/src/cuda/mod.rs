@@ -16,10 +16,8 @@ mod buffer;
 mod external;
 mod module;
 pub(crate) mod scratch;
-mod side;
 
-pub(crate) use buffer::{DeviceBuffer, Gpu, IN_FLIGHT, PinnedBuffer, Readback, ResultSlots};
-pub(crate) use side::SideStream;
+pub(crate) use buffer::{AddSlots, DeviceMemory, Gpu, IN_FLIGHT, Readback, untracked, zeroed};
 
 pub use external::ExternalContext;
 pub(crate) use external::{ExternalGuard, wrap as wrap_external};

@@ -18,9 +18,9 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, Weak};
 
-use cudarc::driver::{CudaEvent, CudaStream, DriverError};
+use cudarc::driver::{CudaEvent, CudaSlice, CudaStream, DriverError};
 
-use super::{DeviceBuffer, Gpu};
+use super::{DeviceMemory, Gpu, zeroed};
 
 /// Arenas per key at most: that many engines of one context can have that metric's work on
 /// the GPU at once. Two keep the GPU busy while one engine's pair ends and the next one's
@@ -42,7 +42,7 @@ pub(crate) struct Key {
 /// One arena: its memory, the event recorded after the last work queued in it, and whether
 /// an engine is queuing work in it now.
 struct Arena {
-    memory: DeviceBuffer<u8>,
+    memory: CudaSlice<u8>,
     done: CudaEvent,
     lent: bool,
 }
@@ -98,7 +98,7 @@ impl Share {
         {
             let mut arenas = scratch.arenas.lock().unwrap_or_else(|e| e.into_inner());
             if arenas.len() < ARENAS {
-                let memory = DeviceBuffer::<u8>::zeroed(&gpu.stream, key.bytes)?;
+                let memory = zeroed::<u8>(&gpu.stream, key.bytes)?;
                 init(memory.ptr(), &gpu.stream)?;
                 gpu.stream.synchronize()?;
                 arenas.push(Arena {

@@ -5,10 +5,10 @@
 //! straight to the frame's host slot, `Readback`: 16 bytes per pair), from which the host keeps the largest ratio. All are
 //! queued first ([`CudaSingle::queue`]); `read` waits and reads.
 
-use cudarc::driver::{DriverError, LaunchConfig};
+use cudarc::driver::{CudaSlice, DriverError, LaunchConfig};
 
 use super::{BLOCKINESS, Settings, value};
-use crate::cuda::{DeviceBuffer, Gpu, Readback};
+use crate::cuda::{DeviceMemory, Gpu, Readback, zeroed};
 use crate::error::EngineError;
 use crate::frame::PlanePtrs;
 use crate::metric::no_reference::{CudaSingle, Input};
@@ -21,12 +21,12 @@ use gpumetrics_kernels::luma8::Luma8;
 pub(super) struct Blockiness {
     settings: Settings,
     /// The column profile (`width` values) and the row profile (`height` values).
-    cols: DeviceBuffer<f32>,
-    rows: DeviceBuffer<f32>,
+    cols: CudaSlice<f32>,
+    rows: CudaSlice<f32>,
     /// The frame's band sums: `bands(height) · width` for the columns, `bands(width) ·
     /// height` for the rows.
-    col_bands: DeviceBuffer<f32>,
-    row_bands: DeviceBuffer<f32>,
+    col_bands: CudaSlice<f32>,
+    row_bands: CudaSlice<f32>,
     /// Per (direction, period) pair, its four sums (`blockiness::decode`), on the host (one
     /// slot per frame in flight).
     host: Readback<f32>,
@@ -52,13 +52,13 @@ impl Blockiness {
         let len = 4 * (pairs as usize).max(1);
         Ok(Blockiness {
             settings,
-            cols: DeviceBuffer::zeroed(&gpu.stream, (width as usize).max(1))?,
-            rows: DeviceBuffer::zeroed(&gpu.stream, (height as usize).max(1))?,
-            col_bands: DeviceBuffer::zeroed(
+            cols: zeroed(&gpu.stream, (width as usize).max(1))?,
+            rows: zeroed(&gpu.stream, (height as usize).max(1))?,
+            col_bands: zeroed(
                 &gpu.stream,
                 (blockiness::bands(height) as usize * width as usize).max(1),
             )?,
-            row_bands: DeviceBuffer::zeroed(
+            row_bands: zeroed(
                 &gpu.stream,
                 (blockiness::bands(width) as usize * height as usize).max(1),
             )?,

@@ -5,10 +5,10 @@
 //! ([`CudaSingle::queue`]); `read` waits and reads. Buffers are
 //! allocated once, for the side's layout.
 
-use cudarc::driver::{DriverError, LaunchConfig};
+use cudarc::driver::{CudaSlice, DriverError, LaunchConfig};
 
 use super::{BLUR, Settings, pool};
-use crate::cuda::{DeviceBuffer, Gpu, Readback};
+use crate::cuda::{DeviceMemory, Gpu, Readback, zeroed};
 use crate::error::EngineError;
 use crate::frame::PlanePtrs;
 use crate::metric::no_reference::{CudaSingle, Input};
@@ -21,8 +21,8 @@ use gpumetrics_kernels::luma8::Luma8;
 pub(super) struct Blur {
     settings: Settings,
     /// The blurred and the suppressed planes, `width · height` bytes each (pitch `width`).
-    blurred: DeviceBuffer<u8>,
-    suppressed: DeviceBuffer<u8>,
+    blurred: CudaSlice<u8>,
+    suppressed: CudaSlice<u8>,
     /// Per CUDA block of `blur_widths`: (sum, count), on the host (one slot per frame in
     /// flight).
     host: Readback<f64>,
@@ -56,8 +56,8 @@ impl Blur {
         let len = 2 * (grid as usize).max(1);
         Ok(Blur {
             settings,
-            blurred: DeviceBuffer::zeroed(&gpu.stream, n)?,
-            suppressed: DeviceBuffer::zeroed(&gpu.stream, n)?,
+            blurred: zeroed(&gpu.stream, n)?,
+            suppressed: zeroed(&gpu.stream, n)?,
             host: Readback::new(&gpu.ctx, len)?,
             len: 2 * grid as usize,
             width,

@@ -12,12 +12,14 @@
 //! share (`crate::cuda::scratch`): a pair's planes are written before they are read, and
 //! the padded planes' borders, zeroes, are never written.
 
-use cudarc::driver::{CudaEvent, DriverError, LaunchConfig};
+use std::sync::Arc;
+
+use cudarc::driver::{CudaEvent, CudaSlice, CudaStream, DriverError, LaunchConfig};
 use gpumetrics_kernels::color_tile as tile;
 
 use super::{STEPS, Step, filters, level_len, level_sizes, params, plane_lens};
 use crate::cuda::scratch::{Key, Share};
-use crate::cuda::{DevPtr, DevPtrMut, DeviceBuffer, Gpu, Readback, SideStream};
+use crate::cuda::{DevPtr, DevPtrMut, DeviceMemory, Gpu, Readback, zeroed};
 use crate::error::EngineError;
 use crate::frame::PlanePtrs;
 use crate::metric::CudaMetric;
@@ -39,14 +41,14 @@ pub(super) struct Butteraugli {
     levels: Vec<Level>,
     params: Params,
     upsampling: crate::color::ChromaUpsampling,
-    taps: DeviceBuffer<u8>,
+    taps: CudaSlice<u8>,
     reduce_blocks: u32,
-    partials: DeviceBuffer<f64>,
+    partials: CudaSlice<f64>,
     /// The partials of each pair in flight, on the host.
     host_partials: Readback<f64>,
     /// Where the half level runs: forked from the stream after the downsampling, joined
     /// back before the reduction.
-    side: SideStream,
+    side: Arc<CudaStream>,
 }
 
 impl Butteraugli {
@@ -99,7 +101,7 @@ impl Butteraugli {
                 std::mem::size_of_val(&filters),
             )
         };
-        let taps = DeviceBuffer::<u8>::zeroed(stream, bytes.len())?;
+        let taps = zeroed::<u8>(stream, bytes.len())?;
         // SAFETY: the buffer holds `bytes.len()` bytes; `filters` lives until the stream is
         // synchronised below.
         unsafe {
@@ -108,7 +110,7 @@ impl Butteraugli {
         let pixels = sizes[0].0 * sizes[0].1;
         let reduce_blocks = pixels.div_ceil(REDUCE_THREADS).clamp(1, REDUCE_BLOCKS);
         let slots = reduce_blocks as usize * REDUCE_VALUES;
-        let partials = DeviceBuffer::<f64>::zeroed(stream, slots)?;
+        let partials = zeroed::<f64>(stream, slots)?;
         let host_partials = Readback::new(&gpu.ctx, slots)?;
         stream.synchronize()?;
         Ok(Butteraugli {
@@ -120,7 +122,7 @@ impl Butteraugli {
             reduce_blocks,
             partials,
             host_partials,
-            side: SideStream::new(gpu)?,
+            side: gpu.stream.fork()?,
         })
     }
 
@@ -198,9 +200,9 @@ impl Butteraugli {
                 // The half level runs on the side stream, beside the full level: its grids
                 // are a quarter of the size and leave the device room (the levels share
                 // nothing until the reduction).
-                self.side.fork(stream)?;
+                self.side.join(stream)?;
             }
-            let side = self.side.stream();
+            let side = &self.side;
             let levels = std::iter::once((full, stream)).chain(half.map(|h| (h, side)));
             for (lv, stream) in levels {
                 for (step, z) in STEPS {
@@ -229,7 +231,7 @@ impl Butteraugli {
                 }
             }
             if half.is_some() {
-                self.side.join(stream)?;
+                stream.join(&self.side)?;
             }
             let cfg = LaunchConfig {
                 grid_dim: (self.reduce_blocks, 1, 1),

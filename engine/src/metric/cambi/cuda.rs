@@ -9,10 +9,10 @@
 //! order of the `f64` sum of the kept values differs.
 
 use cudarc::driver::sys::{CUdevice_attribute_enum, CUfunction_attribute_enum};
-use cudarc::driver::{DriverError, LaunchConfig};
+use cudarc::driver::{CudaSlice, DriverError, LaunchConfig};
 
 use super::{CAMBI, CambiSettings, Geometry};
-use crate::cuda::{DevPtr, DevPtrMut, DeviceBuffer, Gpu, Readback};
+use crate::cuda::{DevPtr, DevPtrMut, DeviceMemory, Gpu, Readback, zeroed};
 use crate::error::EngineError;
 use crate::format::{ChannelSpec, FrameLayout};
 use crate::frame::PlanePtrs;
@@ -45,20 +45,20 @@ pub(crate) struct CambiCuda {
     luma: ChannelSpec,
     peak: u32,
     contrast: ContrastArgs,
-    rows: DeviceBuffer<u32>,
-    cols: DeviceBuffer<u32>,
-    recip: DeviceBuffer<f32>,
+    rows: CudaSlice<u32>,
+    cols: CudaSlice<u32>,
+    recip: CudaSlice<f32>,
     /// The working plane and the scales' filtered planes, in turn (encoding size).
-    planes: [DeviceBuffer<u16>; 2],
-    flats: DeviceBuffer<u8>,
+    planes: [CudaSlice<u16>; 2],
+    flats: CudaSlice<u8>,
     /// The flatness map's sums along the rows (the mask's first pass).
-    sums: DeviceBuffer<u8>,
-    mask: DeviceBuffer<u16>,
-    keys: DeviceBuffer<u16>,
-    values: DeviceBuffer<f32>,
+    sums: CudaSlice<u8>,
+    mask: CudaSlice<u16>,
+    keys: CudaSlice<u16>,
+    values: CudaSlice<f32>,
     /// Per scale: the three histograms, then the three selections (cleared per frame).
-    counters: DeviceBuffer<u32>,
-    partials: DeviceBuffer<f64>,
+    counters: CudaSlice<u32>,
+    partials: CudaSlice<f64>,
     /// The scale scores, written by the last kernel of each scale straight to the host
     /// (one slot per frame in flight).
     host: Readback<f64>,
@@ -71,8 +71,8 @@ pub(crate) struct CambiCuda {
 fn upload<T: cudarc::driver::DeviceRepr + cudarc::driver::ValidAsZeroBits>(
     gpu: &Gpu,
     values: &[T],
-) -> Result<DeviceBuffer<T>, DriverError> {
-    let buf = DeviceBuffer::zeroed(&gpu.stream, values.len().max(1))?;
+) -> Result<CudaSlice<T>, DriverError> {
+    let buf = zeroed(&gpu.stream, values.len().max(1))?;
     // SAFETY: the buffer holds at least `values.len()` values; the caller keeps `values`
     // until the stream is synchronised.
     unsafe {
@@ -134,17 +134,14 @@ impl CambiCuda {
             rows: upload(gpu, &rows)?,
             cols: upload(gpu, &cols)?,
             recip: upload(gpu, &recip)?,
-            planes: [
-                DeviceBuffer::zeroed(&gpu.stream, n)?,
-                DeviceBuffer::zeroed(&gpu.stream, n)?,
-            ],
-            flats: DeviceBuffer::zeroed(&gpu.stream, n)?,
-            sums: DeviceBuffer::zeroed(&gpu.stream, n)?,
-            mask: DeviceBuffer::zeroed(&gpu.stream, n)?,
-            keys: DeviceBuffer::zeroed(&gpu.stream, n)?,
-            values: DeviceBuffer::zeroed(&gpu.stream, n)?,
-            counters: DeviceBuffer::zeroed(&gpu.stream, SCALES * (COUNTERS + STATE_WORDS))?,
-            partials: DeviceBuffer::zeroed(&gpu.stream, SCALES * TOPK_BLOCKS as usize)?,
+            planes: [zeroed(&gpu.stream, n)?, zeroed(&gpu.stream, n)?],
+            flats: zeroed(&gpu.stream, n)?,
+            sums: zeroed(&gpu.stream, n)?,
+            mask: zeroed(&gpu.stream, n)?,
+            keys: zeroed(&gpu.stream, n)?,
+            values: zeroed(&gpu.stream, n)?,
+            counters: zeroed(&gpu.stream, SCALES * (COUNTERS + STATE_WORDS))?,
+            partials: zeroed(&gpu.stream, SCALES * TOPK_BLOCKS as usize)?,
             // SAFETY: written by the copy in `queue` before `finish` reads it.
             host: Readback::new(&gpu.ctx, SCALES)?,
             luma: format.channels()[0],
@@ -204,7 +201,7 @@ impl CambiCuda {
         let counters = self.counters.as_mut();
         let scores = self.host.target()?;
         let plane =
-            |b: &DeviceBuffer<u16>, w: u32, h: u32| Plane16::new(b.ptr() as *const u16, w, w, h);
+            |b: &CudaSlice<u16>, w: u32, h: u32| Plane16::new(b.ptr() as *const u16, w, w, h);
         // SAFETY: every buffer was allocated for the encoding size (each scale is smaller)
         // and the frame was validated against the layout the rows and columns were made
         // for; the kernels and the clear run in stream order, and the host reads the

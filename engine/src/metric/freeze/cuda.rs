@@ -5,10 +5,10 @@
 //! frame, and no host decision stands between two frames in flight), which writes the total
 //! straight to the frame's host slot (`Readback`). Buffers are allocated once, for the side's layout.
 
-use cudarc::driver::{DriverError, LaunchConfig};
+use cudarc::driver::{CudaSlice, DriverError, LaunchConfig};
 
 use super::DIFF;
-use crate::cuda::{DeviceBuffer, Gpu, Readback};
+use crate::cuda::{DeviceMemory, Gpu, Readback, zeroed};
 use crate::error::EngineError;
 use crate::frame::PlanePtrs;
 use crate::metric::no_reference::{CudaSingle, Input};
@@ -20,12 +20,12 @@ use gpumetrics_kernels::freeze::{self, FreezeFrame};
 pub(super) struct Freeze {
     /// Two frames' samples (`FreezeFrame::count` values each, its layout): the reference
     /// frame and the spare the measured frame is written to. Which is which is `state`'s.
-    buffers: DeviceBuffer<u16>,
+    buffers: CudaSlice<u16>,
     /// On the device: which of `buffers` is the reference (0 or 1), flipped by
     /// `freeze_decide` when a frame is not frozen.
-    state: DeviceBuffer<u32>,
+    state: CudaSlice<u32>,
     /// One sum per block.
-    partials: DeviceBuffer<u64>,
+    partials: CudaSlice<u64>,
     /// The frame's total, on the host (one slot per frame in flight).
     host: Readback<u64>,
     /// The frame these buffers were made for (its addresses unset).
@@ -51,9 +51,9 @@ impl Freeze {
         let n = (shape.buffer_len() as usize).max(4);
         let blocks = freeze::blocks(shape.rows);
         Ok(Freeze {
-            buffers: DeviceBuffer::zeroed(&gpu.stream, 2 * n)?,
-            state: DeviceBuffer::zeroed(&gpu.stream, 1)?,
-            partials: DeviceBuffer::zeroed(&gpu.stream, blocks as usize)?,
+            buffers: zeroed(&gpu.stream, 2 * n)?,
+            state: zeroed(&gpu.stream, 1)?,
+            partials: zeroed(&gpu.stream, blocks as usize)?,
             host: Readback::new(&gpu.ctx, 1)?,
             shape,
             blocks,

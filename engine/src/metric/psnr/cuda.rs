@@ -4,7 +4,7 @@
 
 use cudarc::driver::{CudaEvent, DriverError, LaunchConfig};
 
-use crate::cuda::{Gpu, ResultSlots};
+use crate::cuda::{AddSlots, Gpu, Readback};
 use crate::error::EngineError;
 use crate::frame::PlanePtrs;
 use crate::metric::CudaMetric;
@@ -14,7 +14,10 @@ use gpumetrics_kernels::channel::MAX_CHANNELS;
 use gpumetrics_kernels::psnr;
 
 pub(super) struct Psnr {
-    sums: ResultSlots<u64>,
+    /// Where the launches add the pair's sums.
+    sums: AddSlots<u64>,
+    /// Where they come back to the host.
+    host: Readback<u64>,
     /// Blocks along y: one per row of the tallest channel, at most 2048 (rows stride).
     grid_x: u32,
 }
@@ -28,7 +31,8 @@ impl Psnr {
             .max()
             .unwrap_or(1);
         Ok(Psnr {
-            sums: ResultSlots::new(&gpu.ctx, &gpu.stream, MAX_CHANNELS)?,
+            sums: AddSlots::new(&gpu.stream, MAX_CHANNELS)?,
+            host: Readback::new(&gpu.ctx, MAX_CHANNELS)?,
             grid_x: rows.min(2048),
         })
     }
@@ -60,9 +64,10 @@ impl Psnr {
                 .psnr_sse(&gpu.stream, cfg, planes, add_to, clear)
         };
         queued
-            .and_then(|()| self.sums.queue(&gpu.stream))
+            .and_then(|()| self.sums.copy_to(&mut self.host))
             .map_err(|e| {
-                self.sums.reset();
+                self.host.clear();
+                self.sums.zero();
                 EngineError::Cuda(format!("running psnr_sse: {e}"))
             })
     }
@@ -81,19 +86,21 @@ impl CudaMetric for Psnr {
     }
 
     fn drop_queued(&mut self) {
-        self.sums.reset();
+        self.host.clear();
+        self.sums.zero();
     }
 
     fn read(&mut self, plan: &Plan, scores: &mut Scores) -> Result<(), EngineError> {
-        if self.sums.queued() == 0 {
+        if self.host.queued() == 0 {
             return Err(EngineError::Unsupported(
                 "psnr: no pair queued to read".into(),
             ));
         }
-        let sse = match self.sums.take() {
+        let sse = match self.host.take(MAX_CHANNELS) {
             Ok(sse) => sse,
             Err(e) => {
-                self.sums.reset();
+                self.host.clear();
+                self.sums.zero();
                 return Err(EngineError::Cuda(format!("running psnr_sse: {e}")));
             }
         };

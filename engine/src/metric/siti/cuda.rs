@@ -5,10 +5,10 @@
 //! which the host adds in block order. The previous frame's luma stays on the device. Buffers are allocated once,
 //! for the side's layout.
 
-use cudarc::driver::{DriverError, LaunchConfig};
+use cudarc::driver::{CudaSlice, DriverError, LaunchConfig};
 
 use super::{SI, TI};
-use crate::cuda::{DeviceBuffer, Gpu, Readback};
+use crate::cuda::{DeviceMemory, Gpu, Readback, zeroed};
 use crate::error::EngineError;
 use crate::frame::PlanePtrs;
 use crate::metric::no_reference::{CudaSingle, Input};
@@ -19,7 +19,7 @@ use gpumetrics_kernels::siti::{self, Luma};
 
 pub(super) struct Siti {
     /// The previous frame's full-range luma, `width · height` values (pitch `width`).
-    previous: DeviceBuffer<u16>,
+    previous: CudaSlice<u16>,
     /// Per block the four sums of `siti::Sums` (`4 · blocks` values), on the host (one
     /// slot per frame in flight).
     host: Readback<f64>,
@@ -40,7 +40,7 @@ impl Siti {
         debug_assert!(width >= super::MIN_SIDE && height >= super::MIN_SIDE);
         let blocks = siti::blocks(width, height);
         Ok(Siti {
-            previous: DeviceBuffer::zeroed(&gpu.stream, width as usize * height as usize)?,
+            previous: zeroed(&gpu.stream, width as usize * height as usize)?,
             host: Readback::new(&gpu.ctx, 4 * blocks as usize)?,
             width,
             height,

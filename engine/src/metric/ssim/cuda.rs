@@ -3,10 +3,10 @@
 //! per pair, queued with the pair (`CudaMetric::queue`) and read when the pair is completed.
 //! Buffers are allocated once per plan.
 
-use cudarc::driver::{CudaEvent, DriverError, LaunchConfig};
+use cudarc::driver::{CudaEvent, CudaSlice, DriverError, LaunchConfig};
 
 use super::{Job, scale_sizes};
-use crate::cuda::{DevPtrMut, DeviceBuffer, Gpu, ResultSlots};
+use crate::cuda::{AddSlots, DevPtrMut, DeviceMemory, Gpu, Readback, zeroed};
 use crate::error::EngineError;
 use crate::frame::PlanePtrs;
 use crate::metric::CudaMetric;
@@ -20,7 +20,7 @@ use gpumetrics_kernels::ssim::{
 
 /// Pooled planes of one channel at scales 1.. (reference, distorted), f32, packed rows.
 struct Pooled {
-    _buffers: Vec<DeviceBuffer<f32>>,
+    _buffers: Vec<CudaSlice<f32>>,
     /// Per scale 1..SCALES: (reference, distorted) addresses.
     ptrs: [(u64, u64); SCALES],
 }
@@ -29,7 +29,10 @@ pub(super) struct Ssim {
     job: Job,
     set: MetricSet,
     pooled: Vec<Option<Pooled>>,
-    sums: ResultSlots<f64>,
+    /// Where the launches add the pair's sums.
+    sums: AddSlots<f64>,
+    /// Where they come back to the host.
+    host: Readback<f64>,
 }
 
 impl Ssim {
@@ -51,8 +54,8 @@ impl Ssim {
             let mut ptrs = [(0, 0); SCALES];
             for s in 1..job.levels[i] as usize {
                 let n = sizes[s].0 as usize * sizes[s].1 as usize;
-                let r = DeviceBuffer::<f32>::zeroed(&gpu.stream, n)?;
-                let d = DeviceBuffer::<f32>::zeroed(&gpu.stream, n)?;
+                let r = zeroed::<f32>(&gpu.stream, n)?;
+                let d = zeroed::<f32>(&gpu.stream, n)?;
                 ptrs[s] = (r.ptr(), d.ptr());
                 buffers.push(r);
                 buffers.push(d);
@@ -66,7 +69,8 @@ impl Ssim {
             job,
             set,
             pooled,
-            sums: ResultSlots::new(&gpu.ctx, &gpu.stream, RESULT_LEN)?,
+            sums: AddSlots::new(&gpu.stream, RESULT_LEN)?,
+            host: Readback::new(&gpu.ctx, RESULT_LEN)?,
         })
     }
 
@@ -148,7 +152,7 @@ impl Ssim {
                     .ssim_scale(&gpu.stream, cfg, planes, add_to, clear_now)?
             };
         }
-        self.sums.queue(&gpu.stream)
+        self.sums.copy_to(&mut self.host)
     }
 
     /// [`Ssim::run`], with the slots left clean after a failure.
@@ -161,7 +165,8 @@ impl Ssim {
     ) -> Result<(), EngineError> {
         self.run(gpu, plan, r, d).map_err(|e| {
             // Leave no stale sums behind for the next pair, should the stream recover.
-            self.sums.reset();
+            self.host.clear();
+            self.sums.zero();
             EngineError::Cuda(format!("running ssim_scale: {e}"))
         })
     }
@@ -183,7 +188,8 @@ impl CudaMetric for Ssim {
     }
 
     fn drop_queued(&mut self) {
-        self.sums.reset();
+        self.host.clear();
+        self.sums.zero();
     }
 
     /// Every plane a pair reads (the scales' planes in this instance's buffers) it wrote
@@ -193,16 +199,17 @@ impl CudaMetric for Ssim {
     }
 
     fn read(&mut self, plan: &Plan, scores: &mut Scores) -> Result<(), EngineError> {
-        if self.sums.queued() == 0 {
+        if self.host.queued() == 0 {
             return Err(EngineError::Unsupported(
                 "ssim: no pair queued to read".into(),
             ));
         }
         let mut sums = [0.0; RESULT_LEN];
-        match self.sums.take() {
+        match self.host.take(RESULT_LEN) {
             Ok(s) => sums.copy_from_slice(s),
             Err(e) => {
-                self.sums.reset();
+                self.host.clear();
+                self.sums.zero();
                 return Err(EngineError::Cuda(format!("running ssim_scale: {e}")));
             }
         }

@@ -2,7 +2,7 @@
 //! pair: `vmaf_load` (luma to `u16`), per VIF scale `vmaf_vif_vertical` + `vmaf_vif_stat`
 //! (+ `vmaf_vif_down`), and beside them on a side stream per ADM level `vmaf_adm_dwt` +
 //! `vmaf_adm_decouple` + `vmaf_adm_rows` and the motion difference's blur and SAD
-//! (`crate::cuda::SideStream`), then one copy of the 53 integer sums; for the v1 models
+//! (a stream forked from the metric's, joined back with cudarc's `join`), then one copy of the 53 integer sums; for the v1 models
 //! SpEED chroma's ([`SpeedChromaCuda`]) and CAMBI's ([`CambiCuda`]) kernels, each on a
 //! stream of its own that starts after the pair's uploads. Every
 //! buffer is allocated once per plan (about 60 bytes per pixel); the sums are zeroed by one
@@ -19,14 +19,16 @@
 //! CudaFrames for Vmaf`).
 
 use cudarc::driver::result as cu;
-use cudarc::driver::{CudaEvent, DriverError, LaunchConfig};
+use std::sync::Arc;
+
+use cudarc::driver::{CudaEvent, CudaSlice, CudaStream, DriverError, LaunchConfig};
 
 use super::adm::{AdmOptions, adm_scale};
 use super::model::Feature;
 use super::speed::SpeedChromaCuda;
 use super::{Frame, Sums, adm_sizes, frame_features, luma_bpc, vif_sizes};
 use crate::cuda::scratch::{Key, Share};
-use crate::cuda::{DevPtrMut, DeviceBuffer, Gpu, Readback, SideStream};
+use crate::cuda::{DevPtrMut, DeviceMemory, Gpu, Readback, zeroed};
 use crate::error::EngineError;
 use crate::frame::PlanePtrs;
 use crate::metric::cambi::CambiCuda;
@@ -41,7 +43,7 @@ const AIM: usize = 41;
 
 pub(super) struct Vmaf {
     /// Owns the engine's own planes: `luma_ref`, `history`, the log2 table and `out`.
-    _memory: DeviceBuffer<u8>,
+    _memory: CudaSlice<u8>,
     /// The arenas of the planes below whose addresses are offsets from an arena's start:
     /// `luma_dist`, the VIF and ADM planes, `motion_tmp`.
     scratch: Share,
@@ -83,7 +85,7 @@ pub(super) struct Vmaf {
     adm: AdmOptions,
     /// Where ADM and motion run, beside VIF: forked after the pair's lumas are loaded,
     /// joined back before the copy of the sums.
-    side: SideStream,
+    side: Arc<CudaStream>,
 }
 
 impl Vmaf {
@@ -122,7 +124,7 @@ impl Vmaf {
             (starts, at - base)
         };
         let (own_at, own_total) = starts(&own, 0);
-        let memory = DeviceBuffer::<u8>::zeroed(stream, own_total as usize)?;
+        let memory = zeroed::<u8>(stream, own_total as usize)?;
         let own_at: Vec<u64> = own_at.iter().map(|a| memory.ptr() + a).collect();
         let (at, shared_total) = starts(&shared, 0);
         let key = Key {
@@ -208,7 +210,7 @@ impl Vmaf {
             deferred: std::collections::VecDeque::new(),
             lane: None,
             model,
-            side: SideStream::new(gpu)?,
+            side: gpu.stream.fork()?,
         }))
     }
 
@@ -220,7 +222,7 @@ impl Vmaf {
         r: &PlanePtrs,
         d: &PlanePtrs,
     ) -> Result<(), DriverError> {
-        let (k, stream, side) = (&gpu.kernels, &gpu.stream, self.side.stream());
+        let (k, stream, side) = (&gpu.kernels, &gpu.stream, &self.side);
         let (w, h) = (plan.reference.width, plan.reference.height);
         let bpc = luma_bpc(plan);
         let tiles = |w: u32, h: u32| LaunchConfig {
@@ -269,7 +271,7 @@ impl Vmaf {
             // VIF on the stream, ADM and motion on the side stream: the three read the
             // loaded lumas and write planes and sums of their own, and ADM's coarse
             // levels and row sums are small grids that leave the device room.
-            self.side.fork(stream)?;
+            self.side.join(stream)?;
             // VIF, for the models that read it (not the v1 models).
             let vif_scales = if self.model.generations().0 { 4 } else { 0 };
             for (scale, &(sw, sh)) in vs.iter().enumerate().take(vif_scales) {
@@ -344,7 +346,7 @@ impl Vmaf {
             // The sums are copied once VIF, ADM and motion are done (and the next pair's
             // load, on the stream, waits for this pair's motion, which reads the plane it
             // writes).
-            self.side.join(stream)?;
+            stream.join(&self.side)?;
             self.host_out.copy_in(self.out, SUMS, stream)?;
         }
         // The arena is free for the next engine once the sums are added up.

@@ -9,11 +9,11 @@
 //! the entropies (`log2` in f64, the host's) and the score. Buffers are allocated once, in
 //! [`SpeedChromaCuda::new`]; nothing waits on the stream until the caller does.
 
-use cudarc::driver::{DriverError, LaunchConfig};
+use cudarc::driver::{CudaSlice, DriverError, LaunchConfig};
 
 use super::solve::{ChromaScores, Solver};
 use super::{Setup, SpeedOptions};
-use crate::cuda::{DeviceBuffer, Gpu, PinnedBuffer};
+use crate::cuda::{DeviceMemory, Gpu, Readback, zeroed};
 use crate::error::EngineError;
 use crate::format::ChannelSpec;
 use crate::frame::PlanePtrs;
@@ -33,15 +33,15 @@ pub(crate) struct SpeedChromaCuda {
     /// The launches' parameters: sizes and buffer addresses, the channels set per pair.
     frames: Frames,
     /// The filter taps (anti-alias, then local mean).
-    _taps: DeviceBuffer<f32>,
+    _taps: CudaSlice<f32>,
     /// Each `JOBS` regions of the job's length ([`Frames`]).
-    plane: DeviceBuffer<f32>,
-    scaled: DeviceBuffer<f32>,
-    rows: DeviceBuffer<f32>,
-    vertical: DeviceBuffer<f32>,
-    out: DeviceBuffer<f32>,
-    /// The copy of `out`.
-    host: PinnedBuffer<f32>,
+    plane: CudaSlice<f32>,
+    scaled: CudaSlice<f32>,
+    rows: CudaSlice<f32>,
+    vertical: CudaSlice<f32>,
+    out: CudaSlice<f32>,
+    /// The copy of `out` (one pair's).
+    host: Readback<f32>,
     /// One per plane (U, V), so that the planes' host steps run in parallel.
     solvers: [Solver; 2],
     /// A pair's launches and copy are queued and not read yet.
@@ -79,8 +79,8 @@ impl SpeedChromaCuda {
             ..Frames::default()
         };
         let taps: Vec<f32> = s.antialias.iter().chain(&s.local).copied().collect();
-        let buffer = |len: usize| DeviceBuffer::<f32>::zeroed(stream, (JOBS * len).max(1));
-        let taps_buf = DeviceBuffer::<f32>::zeroed(stream, taps.len())?;
+        let buffer = |len: usize| zeroed::<f32>(stream, (JOBS * len).max(1));
+        let taps_buf = zeroed::<f32>(stream, taps.len())?;
         // SAFETY: the buffer holds `taps.len()` values; `taps` lives until the stream is
         // synchronised below.
         unsafe {
@@ -91,8 +91,7 @@ impl SpeedChromaCuda {
         let rows = buffer(frames.rows_len())?;
         let vertical = buffer(frames.op_len())?;
         let out = buffer(frames.out_len())?;
-        // SAFETY: written by the copy in `queue` before `finish` reads it.
-        let host = unsafe { PinnedBuffer::new(&gpu.ctx, out.len(), 0) }?;
+        let host = Readback::with_slots(&gpu.ctx, out.len(), 1)?;
         stream.synchronize()?;
         frames.taps = taps_buf.ptr();
         frames.plane = plane.ptr();
@@ -140,6 +139,8 @@ impl SpeedChromaCuda {
         d: &PlanePtrs,
     ) -> Result<(), EngineError> {
         self.queued = false;
+        // A pair queued and never read (its caller failed before `finish`) is dropped.
+        self.host.clear();
         for (plane, (rc, dc)) in self.channels.iter().enumerate() {
             let rch = r.channel(rc, self.peaks.0);
             let dch = d.channel(dc, self.peaks.1);
@@ -156,7 +157,7 @@ impl SpeedChromaCuda {
         Ok(())
     }
 
-    fn launch(&self, gpu: &Gpu) -> Result<(), DriverError> {
+    fn launch(&mut self, gpu: &Gpu) -> Result<(), DriverError> {
         let (k, stream, f) = (&gpu.kernels, &gpu.stream, self.frames);
         let need = [
             (&self.plane, f.plane_len()),
@@ -202,7 +203,7 @@ impl SpeedChromaCuda {
             k.speed_stats(stream, stats, f)?;
             k.speed_qr(stream, qr, f)?;
             k.speed_solve(stream, solve, f)?;
-            self.host.copy_from_device(self.out.ptr(), stream)?;
+            self.host.copy_in(self.out.ptr(), self.out.len(), stream)?;
         }
         Ok(())
     }
@@ -220,8 +221,8 @@ impl SpeedChromaCuda {
         if !std::mem::take(&mut self.queued) {
             return None;
         }
-        // SAFETY: the copy was queued by `queue` and the caller synchronised the stream.
-        let host = unsafe { self.host.as_slice() };
+        // Waits for the copy queued by `queue` (done already: the caller synchronised).
+        let host = self.host.take(self.out.len()).ok()?;
         let n = self.frames.out_len();
         let f = &self.frames;
         let plane = |i: usize, solver: &mut Solver| {
@@ -360,7 +361,7 @@ mod tests {
                     let mut ptrs = PlanePtrs::default();
                     let mut keep = Vec::new();
                     for (i, d) in p.iter().enumerate() {
-                        let b = DeviceBuffer::<u8>::zeroed(&gpu.stream, d.len()).unwrap();
+                        let b = zeroed::<u8>(&gpu.stream, d.len()).unwrap();
                         unsafe {
                             cudarc::driver::result::memcpy_htod_async(
                                 b.ptr(),
