@@ -363,13 +363,9 @@ impl Colorimetry {
         if self.transfer != Transfer::Other {
             return Ok(());
         }
-        Err(EngineError::Unsupported(format!(
-            "the {what} input's transfer function is not supported by the linear-light metrics \
-             (supported: sRGB, BT.709/BT.601/SMPTE 240M/BT.2020 through BT.1886, gamma 1.8, \
-             2.0, 2.2, 2.8, Adobe RGB, linear, PQ, HLG, log100, log316); convert it first \
-             (e.g. `videoconvert ! video/x-raw,colorimetry=bt709`) or leave ssimulacra2 out of \
-             `metrics`"
-        )))
+        Err(EngineError::UnsupportedTransfer {
+            input: what.to_string(),
+        })
     }
 
     /// Kernel-side description of a frame with this colorimetry at the given planes, its
@@ -577,7 +573,16 @@ mod tests {
             ..Colorimetry::default()
         };
         let e = other.check_linearizable("distorted").unwrap_err();
-        assert!(e.to_string().contains("distorted") && e.to_string().contains("videoconvert"));
+        assert_eq!(
+            e,
+            EngineError::UnsupportedTransfer {
+                input: "distorted".into()
+            }
+        );
+        assert!(
+            e.to_string()
+                .contains("the distorted input's transfer function")
+        );
     }
 
     #[test]

@@ -1,14 +1,15 @@
-//! Engine errors. Each message names the problem and how to fix it, because the element
-//! forwards it to the user verbatim.
+//! Engine errors. Each says what is wrong, in terms of frames, formats, metrics and
+//! options; what to do about it (a pipeline to change, a property or a flag to set) is the
+//! caller's to say, in its own terms: the element's `advice` (GStreamer) and the command's
+//! (its flags) match on the variant.
 
 use thiserror::Error;
 
 #[derive(Debug, Error, Clone, PartialEq)]
 pub enum EngineError {
     #[error(
-        "reference is {ref_w}x{ref_h} but distorted is {dist_w}x{dist_h}; scale one input to the \
-         other's size first (e.g. insert `videoscale ! video/x-raw,width={ref_w},height={ref_h}` \
-         before dist_sink)"
+        "reference is {ref_w}x{ref_h} but distorted is {dist_w}x{dist_h}: the metrics compare \
+         frames of one size"
     )]
     SizeMismatch {
         ref_w: u32,
@@ -16,27 +17,34 @@ pub enum EngineError {
         dist_w: u32,
         dist_h: u32,
     },
-    #[error(
-        "cannot compare {reference} (reference) with {distorted} (distorted): {why}; convert one \
-         input first (e.g. insert `videoconvert ! video/x-raw,format={reference}` before dist_sink)"
-    )]
+    #[error("cannot compare {reference} (reference) with {distorted} (distorted): {why}")]
     IncompatibleFormats {
         reference: &'static str,
         distorted: &'static str,
         why: &'static str,
     },
-    #[error("CUDA backend unavailable: {0}; use backend=cpu (or backend=auto to fall back)")]
+    #[error("CUDA backend unavailable: {0}")]
     CudaUnavailable(String),
-    #[error("CUDA error: {0}; check the driver and device-id, or use backend=cpu")]
+    #[error("CUDA error: {0}")]
     Cuda(String),
     /// Full-reference metrics requested without a reference input: names them, and the
     /// metrics that can run on one input.
     #[error(
-        "{metrics} {verb} a reference input (link ref_sink, or give the command a reference \
-         file); without one only the no-reference metrics can run: {available}",
+        "{metrics} {verb} a reference input; without one only the no-reference metrics can \
+         run: {available}",
         verb = if metrics.contains(", ") { "need" } else { "needs" }
     )]
     NeedsReference { metrics: String, available: String },
+    /// A frame in CUDA memory given to the CPU backend, which cannot read it.
+    #[error("the {input} frame is in CUDA memory, which the CPU backend cannot read")]
+    DeviceFrameOnCpu { input: &'static str },
+    /// An input's transfer function cannot be linearised for the linear-light metrics.
+    #[error(
+        "the {input} input's transfer function is not supported by the linear-light metrics \
+         (supported: sRGB, BT.709/BT.601/SMPTE 240M/BT.2020 through BT.1886, gamma 1.8, 2.0, \
+         2.2, 2.8, Adobe RGB, linear, PQ, HLG, log100, log316)"
+    )]
+    UnsupportedTransfer { input: String },
     #[error("invalid frame: {0}")]
     InvalidFrame(String),
     #[error("{0}")]

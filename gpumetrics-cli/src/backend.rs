@@ -37,7 +37,9 @@ pub fn choose(args: &Args, notes: &Notes) -> Result<Result<(), String>> {
         cuda_backend_usable(args.device)
     };
     match (&cuda, args.backend) {
-        (Err(e), BackendArg::Cuda) => bail!("--backend cuda: no usable CUDA device: {e}"),
+        (Err(e), BackendArg::Cuda) => bail!(
+            "--backend cuda: no usable CUDA device: {e}; use --backend cpu, or --backend auto to fall back"
+        ),
         (Ok(()), _) => notes.say(format!("backend: cuda (device {})", args.device)),
         (Err(e), BackendArg::Auto) => notes.say(if args.verbose {
             format!("backend: cpu (CUDA not usable: {e})")

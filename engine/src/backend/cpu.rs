@@ -37,10 +37,7 @@ fn host_planes(frame: &Frame, plan: &Plan, reference: bool) -> Result<PlanePtrs,
     };
     match frame {
         Frame::Host(f) => f.validate(layout, what),
-        Frame::Device(_) => Err(EngineError::Unsupported(format!(
-            "the {what} frame is in CUDA memory, which the CPU backend cannot read; use \
-             backend=cuda or put cudadownload before the pad"
-        ))),
+        Frame::Device(_) => Err(EngineError::DeviceFrameOnCpu { input: what }),
     }
 }
 

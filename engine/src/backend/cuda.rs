@@ -44,8 +44,8 @@ fn cuda_err(what: &str) -> impl FnOnce(DriverError) -> EngineError + '_ {
 const PITCH_ALIGN: usize = 256;
 
 /// A host frame's way to the device: pinned staging (cudarc's `PinnedHostSlice`,
-/// write-combined), then one asynchronous copy with cudarc's `memcpy_htod`, with one slot
-/// (staging and device buffer) per pair in flight.
+/// write-combined), then one asynchronous copy, with one slot (staging and device buffer)
+/// per pair in flight.
 struct Upload {
     slots: Vec<(PinnedHostSlice<u8>, CudaSlice<u8>)>,
     /// The slot the next frame goes to.
@@ -92,8 +92,7 @@ impl Upload {
     ///
     /// A slot is used again `depth` frames later, when the backend has completed the pair
     /// that used it: every metric's results for that pair were read, so the device no
-    /// longer reads its frame. Taking the staging memory waits for its previous upload
-    /// (cudarc records an event after each copy from it; done by then).
+    /// longer reads its frame and its upload from the staging memory is done.
     fn upload(
         &mut self,
         frame: &HostFrame,
@@ -117,7 +116,12 @@ impl Upload {
             out.ptr[i] = device.ptr_at(offset);
             out.pitch[i] = pitch as u32;
         }
-        stream.memcpy_htod(staging, device)?;
+        // The raw copy, not cudarc's `memcpy_htod`: that would wait for and record the
+        // staging's event per frame, and the slot's reuse is ordered already (above).
+        // SAFETY: both buffers hold the same length; the staging was written above.
+        unsafe {
+            cudarc::driver::result::memcpy_htod_async(device.ptr(), &staged[..], stream.cu_stream())
+        }?;
         self.next = (self.next + 1) % self.slots.len();
         Ok(out)
     }

@@ -535,7 +535,11 @@ impl GpuMetrics {
             gst::element_imp_error!(
                 self,
                 scorer::stream_error(&e),
-                ("Measuring frame {} failed: {e}", pair.frame)
+                (
+                    "Measuring frame {} failed: {}",
+                    pair.frame,
+                    super::advice::Advised(&e)
+                )
             );
             return Err(gst::FlowError::Error);
         }
@@ -692,7 +696,10 @@ impl GpuMetrics {
                 gst::element_imp_error!(
                     self,
                     scorer::stream_error(&e),
-                    ("Measuring frame {frame} failed: {e}")
+                    (
+                        "Measuring frame {frame} failed: {}",
+                        super::advice::Advised(&e)
+                    )
                 );
                 return Err(gst::FlowError::Error);
             }

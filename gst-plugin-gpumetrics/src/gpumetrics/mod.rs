@@ -34,6 +34,7 @@ use gst::prelude::*;
 
 use crate::message::{AlertChange, EventRecord, FrameScores, Summary, Window};
 
+mod advice;
 mod cuda;
 mod imp;
 mod input;

@@ -244,6 +244,7 @@ fn build_error(
     previous: Option<&(gst_video::VideoInfo, gst_video::VideoInfo)>,
 ) -> gst::ErrorMessage {
     let (rd, dd) = (req.reference.describe(), req.distorted.describe());
+    let advised = super::advice::Advised(e);
     let changed = previous.map(|(r, d)| (*r != req.reference.info, *d != req.distorted.info));
     let after = if req.pairs > 0 {
         format!(" after {} pairs", req.pairs)
@@ -253,7 +254,7 @@ fn build_error(
     if req.single {
         return gst::error_msg!(
             stream_error(e),
-            ("Cannot measure dist_sink alone{after}: {e}"),
+            ("Cannot measure dist_sink alone{after}: {advised}"),
             ["dist_sink: {dd}; ref_sink is not linked"]
         );
     }
@@ -261,7 +262,7 @@ fn build_error(
         // A metric option's value: the message names the property and what it accepts.
         (EngineError::InvalidOption { .. }, _) => gst::error_msg!(
             gst::LibraryError::Settings,
-            ("{e}"),
+            ("{advised}"),
             ["ref_sink: {rd}, dist_sink: {dd}"]
         ),
         (_, Some((true, false) | (false, true))) => {
@@ -274,26 +275,26 @@ fn build_error(
                 stream_error(e),
                 ("Cannot compare ref_sink with dist_sink{after}: the caps changed on one input \
                      only, {which} ({other} kept its caps; now ref_sink: {rd}, dist_sink: {dd}); \
-                     both inputs must change together. {e}"),
+                     both inputs must change together. {advised}"),
                 ["ref_sink: {rd}, dist_sink: {dd}"]
             )
         }
         (_, Some((true, true))) => gst::error_msg!(
             stream_error(e),
             ("Cannot compare ref_sink with dist_sink{after}: both inputs changed caps (now \
-                 ref_sink: {rd}, dist_sink: {dd}) and the new caps cannot be compared: {e}"),
+                 ref_sink: {rd}, dist_sink: {dd}) and the new caps cannot be compared: {advised}"),
             ["ref_sink: {rd}, dist_sink: {dd}"]
         ),
         (_, Some((false, false))) => gst::error_msg!(
             stream_error(e),
             ("Cannot compare ref_sink with dist_sink{after}: the caps did not change (ref_sink: \
                  {rd}, dist_sink: {dd}), but the engine could not be rebuilt in the CUDA context \
-                 of the inputs' memory: {e}"),
+                 of the inputs' memory: {advised}"),
             ["ref_sink: {rd}, dist_sink: {dd}"]
         ),
         (_, None) => gst::error_msg!(
             stream_error(e),
-            ("Cannot compare ref_sink with dist_sink{after}: {e}"),
+            ("Cannot compare ref_sink with dist_sink{after}: {advised}"),
             ["ref_sink: {rd}, dist_sink: {dd}"]
         ),
     }

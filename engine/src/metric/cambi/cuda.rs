@@ -120,7 +120,7 @@ impl CambiCuda {
             if shared as i64 > room as i64 {
                 return Ok(Err(format!(
                     "cambi's window ({}) needs {shared} bytes of shared memory per block on the \
-                     GPU, which has {room}; use a smaller cambi-window-size or backend=cpu",
+                     GPU, which has {room}; use a smaller cambi-window-size or the CPU backend",
                     g.window
                 )));
             }

@@ -166,7 +166,7 @@ pub(crate) const ENTRY: Entry = Entry {
         if set.contains(MetricSet::VMAF) && plan.reference.format.family() == ColorFamily::Rgb {
             vec![
                 "vmaf measures luma: RGB inputs get no vmaf (convert them to a YUV format \
-                  first, e.g. with videoconvert)"
+                  first)"
                     .to_string(),
             ]
         } else if set.contains(MetricSet::VMAF) && !fits(plan) {
