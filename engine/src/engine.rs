@@ -7,7 +7,7 @@ use crate::error::EngineError;
 use crate::format::FrameLayout;
 use crate::frame::Frame;
 use crate::metric::{Configured, Options};
-use crate::metrics::MetricSet;
+use crate::metric_set::MetricSet;
 use crate::plan::{Plan, PlanOptions};
 use crate::schedule::BackendKind;
 use crate::schedule::{Frames, Scheduler, Tag};
@@ -410,7 +410,7 @@ mod tests {
     use super::*;
     use crate::format::PixelFormat;
     use crate::frame::{HostFrame, Plane};
-    use crate::metrics::MetricSet;
+    use crate::metric_set::MetricSet;
 
     /// Deterministic test pattern value for (x, y, channel).
     fn px(x: usize, y: usize, c: usize) -> u8 {

@@ -17,7 +17,7 @@
 
 use crate::error::EngineError;
 use crate::metric::Options;
-use crate::metrics::MetricSet;
+use crate::metric_set::MetricSet;
 use crate::scores::Scores;
 
 use crate::event::Detector;

@@ -14,7 +14,7 @@ use crate::event::{Detector, EventHook, Input};
 use crate::frame::PlanePtrs;
 use crate::metric::option::Options;
 use crate::metric::{Field, OptionSpec};
-use crate::metrics::MetricSet;
+use crate::metric_set::MetricSet;
 use crate::plan::Plan;
 use crate::scores::Scores;
 

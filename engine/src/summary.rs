@@ -51,14 +51,15 @@ impl FieldSummary {
     }
 }
 
-/// Summary of a run.
+/// The pooled statistics of every field over a run (what a summary reports of the
+/// scores; the element's `message::Summary` adds the run's counts, alerts and events).
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct Summary {
+pub struct Pooled {
     pub frames: u64,
     pub fields: Vec<(&'static str, FieldSummary)>,
 }
 
-impl Summary {
+impl Pooled {
     pub fn get(&self, field: &str) -> Option<&FieldSummary> {
         self.fields
             .iter()
@@ -148,8 +149,8 @@ impl Pooler {
         self.fields.iter().map(|(_, p)| p.values.retained()).sum()
     }
 
-    pub fn summary(&self) -> Summary {
-        Summary {
+    pub fn summary(&self) -> Pooled {
+        Pooled {
             frames: self.frames,
             fields: self
                 .fields

@@ -6,7 +6,7 @@
 use anyhow::{Result, bail};
 use gpumetrics_engine::{BackendChoice, Engine, EngineConfig, FrameLayout, MetricSet, PixelFormat};
 
-use crate::cli::{Args, BackendArg};
+use crate::cli::Args;
 use crate::notes::Notes;
 
 /// Whether the element's CUDA backend can run here: the engine opens its CUDA context for a
@@ -31,17 +31,17 @@ fn cuda_backend_usable(device: u32) -> Result<(), String> {
 /// Whether the CUDA backend runs (`Err`: why not), said on stderr; `--backend cuda`
 /// without a usable device is an error.
 pub fn choose(args: &Args, notes: &Notes) -> Result<Result<(), String>> {
-    let cuda = if args.backend == BackendArg::Cpu {
+    let cuda = if args.backend == BackendChoice::Cpu {
         Err("--backend cpu".to_string())
     } else {
         cuda_backend_usable(args.device)
     };
     match (&cuda, args.backend) {
-        (Err(e), BackendArg::Cuda) => bail!(
+        (Err(e), BackendChoice::Cuda) => bail!(
             "--backend cuda: no usable CUDA device: {e}; use --backend cpu, or --backend auto to fall back"
         ),
         (Ok(()), _) => notes.say(format!("backend: cuda (device {})", args.device)),
-        (Err(e), BackendArg::Auto) => notes.say(if args.verbose {
+        (Err(e), BackendChoice::Auto) => notes.say(if args.verbose {
             format!("backend: cpu (CUDA not usable: {e})")
         } else {
             "backend: cpu (no usable CUDA device; -v says why)".to_string()

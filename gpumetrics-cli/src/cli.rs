@@ -10,8 +10,9 @@
 
 use std::path::PathBuf;
 
+use clap::builder::TypedValueParser;
 use clap::{ArgMatches, Command, CommandFactory, FromArgMatches, Parser, ValueEnum};
-use gpumetrics_engine::metric;
+use gpumetrics_engine::{BackendChoice, metric};
 
 use crate::{monitor, options};
 
@@ -107,8 +108,8 @@ pub struct Args {
     pub metrics: Option<String>,
 
     /// Where the metrics run: auto = CUDA when a device is usable, else the CPU.
-    #[arg(long, value_enum, default_value_t = BackendArg::Auto)]
-    pub backend: BackendArg,
+    #[arg(long, default_value = "auto", value_parser = backend_parser())]
+    pub backend: BackendChoice,
 
     /// CUDA device index (for --backend cuda and auto).
     #[arg(long, default_value_t = 0, value_name = "N")]
@@ -265,22 +266,10 @@ impl Args {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum BackendArg {
-    Auto,
-    Cuda,
-    Cpu,
-}
-
-impl BackendArg {
-    /// The element's `backend` property nick.
-    pub fn nick(self) -> &'static str {
-        match self {
-            BackendArg::Auto => "auto",
-            BackendArg::Cuda => "cuda",
-            BackendArg::Cpu => "cpu",
-        }
-    }
+/// `--backend`'s values: the engine's choices, by name.
+fn backend_parser() -> impl TypedValueParser<Value = BackendChoice> {
+    clap::builder::PossibleValuesParser::new(BackendChoice::ALL.map(BackendChoice::name))
+        .map(|s| s.parse().expect("a possible value is a backend"))
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]

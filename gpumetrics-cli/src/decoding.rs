@@ -7,11 +7,12 @@
 
 use anyhow::{Result, bail};
 
-use crate::cli::{Args, BackendArg, DecodeArg};
+use crate::cli::{Args, DecodeArg};
 use crate::input::Input;
 use crate::lineup::Lineup;
 use crate::notes::Notes;
 use crate::pipeline::{self, BuiltRun, CapsCell, Decoding};
+use gpumetrics_engine::BackendChoice;
 
 /// The decoding of each input of a run.
 pub struct Decodings {
@@ -120,7 +121,7 @@ fn choose_one(
     scaled: bool,
     notes: &Notes,
 ) -> Result<Decoding> {
-    let want_nv = args.decode != DecodeArg::Software && args.backend != BackendArg::Cpu;
+    let want_nv = args.decode != DecodeArg::Software && args.backend != BackendChoice::Cpu;
     let factory = pipeline::nvdec_factory(input);
     let cudascale = !scaled || gst::ElementFactory::find("cudascale").is_some();
     let choice = match (zero_copy, factory) {

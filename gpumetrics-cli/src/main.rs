@@ -33,7 +33,7 @@ mod header;
 mod input;
 mod lineup;
 mod measure;
-mod metrics;
+mod metric_names;
 mod monitor;
 mod notes;
 mod options;
@@ -103,8 +103,8 @@ fn parse_args() -> Args {
         .and_then(|_| gstgpumetrics::plugin_register_static().ok())
         .map(|_| {
             (
-                metrics::available().join(", "),
-                metrics::no_reference().join(", "),
+                metric_names::available().join(", "),
+                metric_names::no_reference().join(", "),
             )
         });
     let mut cmd = cli::command();

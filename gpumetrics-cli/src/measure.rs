@@ -92,7 +92,7 @@ fn config(
 ) -> PipelineConfig {
     PipelineConfig {
         metrics: plan.metrics.clone(),
-        backend: args.backend.nick(),
+        backend: args.backend.name(),
         device: args.device,
         pairing: pairing(args),
         options: args.metric_options.clone(),

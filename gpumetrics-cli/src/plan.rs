@@ -8,7 +8,7 @@ use gpumetrics_engine::{EngineError, MetricSet, Options, metric};
 
 use crate::cli::{self, Args};
 use crate::exit::{Failure, usage};
-use crate::{fail, fields, metrics, monitor, options};
+use crate::{fail, fields, metric_names, monitor, options};
 
 /// The run settled from the arguments, the same for one distorted file or several.
 pub struct Plan {
@@ -59,9 +59,9 @@ pub fn check(args: &Args) -> Result<Plan, Failure> {
     let list = args
         .metrics
         .clone()
-        .unwrap_or_else(|| metrics::default_list(single));
+        .unwrap_or_else(|| metric_names::default_list(single));
     let metrics =
-        metrics::parse(&list, single).map_err(|e| usage(anyhow!("--metrics {list}: {e}")))?;
+        metric_names::parse(&list, single).map_err(|e| usage(anyhow!("--metrics {list}: {e}")))?;
     check_options(&metrics, &args.metric_options).map_err(usage)?;
     check_thresholds(&metrics, &args.fail_below, single).map_err(usage)?;
     let run_fields = fields::of_run(metric_set(&metrics), single);

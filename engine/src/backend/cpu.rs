@@ -5,7 +5,7 @@ use crate::frame::{Frame, PlanePtrs};
 use crate::metric::temporal::Held;
 use crate::metric::temporal::Lineup;
 use crate::metric::{Configured, CpuMetric};
-use crate::metrics::MetricSet;
+use crate::metric_set::MetricSet;
 use crate::plan::Plan;
 use crate::schedule::{Backend, BackendKind};
 use crate::scores::Scores;

@@ -31,7 +31,7 @@ use crate::metric::lane::Laned;
 use crate::metric::temporal::Held;
 use crate::metric::temporal::Lineup;
 use crate::metric::{Configured, CudaMetric};
-use crate::metrics::MetricSet;
+use crate::metric_set::MetricSet;
 use crate::plan::Plan;
 use crate::schedule::{Backend, BackendKind};
 use crate::scores::Scores;

@@ -9,7 +9,8 @@ use crate::error::EngineError;
 use crate::plan::Plan;
 use crate::schedule::Backend;
 
-/// Which backend runs the kernels.
+/// Which backend a caller asks for (the element's `backend` property, the command's
+/// `--backend`); the one an engine runs on is a [`crate::schedule::BackendKind`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum BackendChoice {
     /// CUDA when a device is usable, else the CPU.
@@ -19,13 +20,39 @@ pub enum BackendChoice {
     Cpu,
 }
 
+impl BackendChoice {
+    /// Every choice, in the order callers list them.
+    pub const ALL: [BackendChoice; 3] =
+        [BackendChoice::Auto, BackendChoice::Cuda, BackendChoice::Cpu];
+
+    /// "auto", "cuda" or "cpu" (the element's nicks, the command's values).
+    pub fn name(self) -> &'static str {
+        match self {
+            BackendChoice::Auto => "auto",
+            BackendChoice::Cuda => "cuda",
+            BackendChoice::Cpu => "cpu",
+        }
+    }
+}
+
+impl std::str::FromStr for BackendChoice {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        BackendChoice::ALL
+            .into_iter()
+            .find(|c| c.name() == s)
+            .ok_or_else(|| format!("'{s}' is not a backend (auto, cuda or cpu)"))
+    }
+}
+
 /// Picks the backend for `config`; the note says why `auto` fell back to the CPU. With
 /// `external`, the CUDA backend runs in that context instead of `device_id`'s primary one;
 /// `in_flight` pairs may be in flight on it.
 pub(crate) fn select(
     choice: BackendChoice,
     device_id: u32,
-    metrics: crate::metrics::MetricSet,
+    metrics: crate::metric_set::MetricSet,
     plan: &Plan,
     configured: &[crate::metric::Configured],
     external: Option<crate::cuda::ExternalContext>,

@@ -28,7 +28,7 @@ pub(crate) mod temporal;
 pub mod vmaf;
 
 use crate::error::EngineError;
-use crate::metrics::MetricSet;
+use crate::metric_set::MetricSet;
 pub use field::{Direction, Field, Panel};
 pub use option::{Choice, OptionKind, OptionSpec, OptionValue, Options};
 
@@ -180,7 +180,7 @@ fn unknown(name: &str) -> EngineError {
 }
 
 /// What a [`MetricSet`] knows of the registered metrics: defined here, with the list, so
-/// that the set itself (`crate::metrics`, used by every layer) depends on nothing above it.
+/// that the set itself (`crate::metric_set`, used by every layer) depends on nothing above it.
 impl MetricSet {
     /// Every registered metric.
     pub const ALL: MetricSet = MetricSet::from_raw(all_flags());

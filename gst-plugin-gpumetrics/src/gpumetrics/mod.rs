@@ -184,7 +184,8 @@ impl glib::HasParamSpec for Metrics {
     }
 }
 
-/// Where the metrics run (`backend` property, GType `GstGpuMetricsBackend`).
+/// Where the metrics run (`backend` property, GType `GstGpuMetricsBackend`): the engine's
+/// `BackendChoice` as a GObject enum (mapped in `settings.rs`; a test keeps the names equal).
 #[derive(Debug, Eq, PartialEq, Ord, PartialOrd, Hash, Clone, Copy, Default, glib::Enum)]
 #[repr(u32)]
 #[enum_type(name = "GstGpuMetricsBackend")]
@@ -312,6 +313,23 @@ pub fn register(plugin: &gst::Plugin) -> Result<(), glib::BoolError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The property's enum is the engine's `BackendChoice` as a GType: the same values by
+    /// the same names (the command takes the engine's names for `--backend`).
+    #[test]
+    fn backend_nicks_are_the_engines_choices() {
+        gst::init().unwrap();
+        let class = glib::EnumClass::with_type(Backend::static_type()).unwrap();
+        let nicks: Vec<_> = class
+            .values()
+            .iter()
+            .map(|v| v.nick().to_string())
+            .collect();
+        let names: Vec<_> = gpumetrics_engine::BackendChoice::ALL
+            .map(|c| c.name().to_string())
+            .to_vec();
+        assert_eq!(nicks, names);
+    }
 
     /// The registered flags type lists the registry's metrics, in order, as gst-inspect and
     /// the `gpumetrics` command show them; values round-trip through `glib::Value`.

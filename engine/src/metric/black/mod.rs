@@ -20,7 +20,7 @@ use super::{Entry, Field, Info, OptionKind, OptionSpec, Reference};
 use crate::color::Range;
 use crate::format::{ColorFamily, PixelFormat};
 use crate::frame::PlanePtrs;
-use crate::metrics::MetricSet;
+use crate::metric_set::MetricSet;
 use crate::plan::Plan;
 use gpumetrics_kernels::black::{self, BlackLuma};
 

@@ -21,7 +21,7 @@ use super::{Entry, Field, Info, OptionKind, OptionSpec, Options, Reference};
 use crate::error::EngineError;
 use crate::format::ColorFamily;
 use crate::frame::PlanePtrs;
-use crate::metrics::MetricSet;
+use crate::metric_set::MetricSet;
 use crate::plan::Plan;
 use gpumetrics_kernels::blockiness::Params;
 use gpumetrics_kernels::luma8::Luma8;

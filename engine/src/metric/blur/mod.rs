@@ -20,7 +20,7 @@ use crate::color::Range;
 use crate::error::EngineError;
 use crate::format::ColorFamily;
 use crate::frame::PlanePtrs;
-use crate::metrics::MetricSet;
+use crate::metric_set::MetricSet;
 use crate::plan::Plan;
 use gpumetrics_kernels::blur::{self, Params};
 use gpumetrics_kernels::luma8::{self, Luma8};

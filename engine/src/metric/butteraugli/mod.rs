@@ -9,7 +9,7 @@ mod cuda;
 use super::{CpuMetric, CudaMetric, Entry, Field, Info, OptionKind, OptionSpec, Reference};
 use crate::color::ChromaUpsampling;
 use crate::metric::option::CHROMA_UPSAMPLING;
-use crate::metrics::MetricSet;
+use crate::metric_set::MetricSet;
 use crate::plan::Plan;
 use crate::scores::Scores;
 use gpumetrics_kernels::butteraugli::blur::blur5_weights;

@@ -20,7 +20,7 @@ use super::no_reference::NoReference;
 use super::{Choice, Entry, Field, Info, OptionKind, OptionSpec, Options, Reference};
 use crate::error::EngineError;
 use crate::format::{ColorFamily, FrameLayout};
-use crate::metrics::MetricSet;
+use crate::metric_set::MetricSet;
 use gpumetrics_kernels::cambi::{self as k, Contrast, MAX_DIFFS, MIN_SIDE, RECIP_LEN, SCALES};
 
 pub(crate) use cpu::CambiCpu;

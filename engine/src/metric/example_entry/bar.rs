@@ -7,7 +7,7 @@ use crate::frame::PlanePtrs;
 use crate::metric::no_reference::{CpuSingle, Input, NoReference};
 use crate::metric::temporal::Restart;
 use crate::metric::{Entry, Field, Info, Reference, no_settings};
-use crate::metrics::MetricSet;
+use crate::metric_set::MetricSet;
 use crate::plan::Plan;
 use crate::scores::Scores;
 use gpumetrics_kernels::channel::load;

@@ -7,7 +7,7 @@ use crate::format::{ColorFamily, FrameLayout};
 use crate::frame::PlanePtrs;
 use crate::metric::temporal::Sequenced;
 use crate::metric::{CpuMetric, Entry, Field, Info, OptionKind, OptionSpec, Reference};
-use crate::metrics::MetricSet;
+use crate::metric_set::MetricSet;
 use crate::plan::Plan;
 use crate::scores::Scores;
 use gpumetrics_kernels::channel::{Channel, load, rescale};

@@ -13,7 +13,7 @@ use std::path::Path;
 use super::{Configured, Entry, Options, REF_PREFIX, Reference, all, all_flags, fields, options};
 use crate::format::{FrameLayout, PixelFormat};
 use crate::frame::{HostFrame, Plane};
-use crate::metrics::MetricSet;
+use crate::metric_set::MetricSet;
 use crate::plan::Plan;
 use crate::scores::Scores;
 

@@ -18,7 +18,7 @@ pub(crate) mod events;
 use super::no_reference::{Input, NoReference};
 use super::{Entry, Field, Info, OptionKind, OptionSpec, Options, Reference};
 use crate::frame::PlanePtrs;
-use crate::metrics::MetricSet;
+use crate::metric_set::MetricSet;
 use crate::plan::Plan;
 use gpumetrics_kernels::freeze::FreezeFrame;
 

@@ -5,7 +5,7 @@ mod cpu;
 mod cuda;
 
 use super::{Entry, Field, Info, Reference};
-use crate::metrics::MetricSet;
+use crate::metric_set::MetricSet;
 use crate::plan::Plan;
 use crate::scores::Scores;
 

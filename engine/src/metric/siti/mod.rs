@@ -15,7 +15,7 @@ use super::{Entry, Field, Info, Reference};
 use crate::color::Range;
 use crate::format::ColorFamily;
 use crate::frame::PlanePtrs;
-use crate::metrics::MetricSet;
+use crate::metric_set::MetricSet;
 use crate::plan::Plan;
 use gpumetrics_kernels::siti::Luma;
 
@@ -266,7 +266,7 @@ mod tests {
     #[test]
     fn rgb_and_tiny_frames_get_a_note() {
         let cfg = EngineConfig {
-            metrics: super::FLAG | crate::metrics::MetricSet::PSNR,
+            metrics: super::FLAG | crate::metric_set::MetricSet::PSNR,
             backend: BackendChoice::Cpu,
             ..Default::default()
         };

@@ -12,7 +12,7 @@ use rayon::prelude::*;
 use super::{Job, slot_index};
 use crate::frame::PlanePtrs;
 use crate::metric::CpuMetric;
-use crate::metrics::MetricSet;
+use crate::metric_set::MetricSet;
 use crate::plan::Plan;
 use crate::scores::Scores;
 

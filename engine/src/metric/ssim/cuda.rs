@@ -10,7 +10,7 @@ use crate::cuda::{AddSlots, DevPtrMut, DeviceMemory, Gpu, Readback, zeroed};
 use crate::error::EngineError;
 use crate::frame::PlanePtrs;
 use crate::metric::CudaMetric;
-use crate::metrics::MetricSet;
+use crate::metric_set::MetricSet;
 use crate::plan::Plan;
 use crate::scores::Scores;
 use gpumetrics_kernels::channel::{Channel, ChannelPair, MAX_CHANNELS};

@@ -8,7 +8,7 @@ mod cuda;
 use super::{CpuMetric, CudaMetric, Entry, Field, Info, Reference};
 use crate::color::ChromaUpsampling;
 use crate::metric::option::CHROMA_UPSAMPLING;
-use crate::metrics::MetricSet;
+use crate::metric_set::MetricSet;
 use crate::plan::Plan;
 use crate::scores::Scores;
 use gpumetrics_kernels::ssimulacra2::math::{

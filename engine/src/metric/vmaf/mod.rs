@@ -24,7 +24,7 @@ use super::temporal::{Temporal, Window};
 use super::{Entry, Field, Info, OptionKind, OptionSpec, Options, Reference};
 use crate::error::EngineError;
 use crate::format::ColorFamily;
-use crate::metrics::MetricSet;
+use crate::metric_set::MetricSet;
 use crate::plan::Plan;
 use crate::scores::Scores;
 use gpumetrics_kernels::vmaf::MIN_SIDE_EXCLUSIVE;
