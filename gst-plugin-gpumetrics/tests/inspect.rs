@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MPL-2.0
-//! The element's properties as `gst-inspect-1.0 gpumetrics` shows them are exactly those of
-//! tests/data/gst-inspect-properties.txt (the "Element Properties:" section to the end,
-//! taken before the properties came from the engine's registry): names, blurbs, flags,
-//! types, ranges, defaults and enum values stay as users know them. Runs the plugin cargo
+//! The element's properties as `gst-inspect-1.0 gpumetrics` shows them: names, blurbs,
+//! flags, types, ranges, defaults and enum values stay as users know them. What comes from
+//! the engine's registry (a line per metric in the `metrics` flags, a property block per
+//! metric option) is checked against the registry itself, so that adding a metric changes
+//! no file here; everything else is exactly tests/data/gst-inspect-properties.txt (the
+//! "Element Properties:" section to the end, without those lines and blocks). Runs the plugin cargo
 //! built for this test (the cdylib next to the test executable, in target/<profile>/deps:
 //! `cargo test` builds it there and does not copy it up), alone in a temporary directory,
 //! in a fresh registry. Fails where gst-inspect-1.0 is not installed (gstreamer1.0-tools,
@@ -86,7 +88,9 @@ fn gst_inspect_shows_the_properties_unchanged() {
     let start = stdout
         .find("Element Properties:")
         .unwrap_or_else(|| panic!("no \"Element Properties:\" section in:\n{stdout}"));
-    let actual = &stdout[start..];
+    let (actual, registry) = split_registry(&stdout[start..]);
+    check_registry(&registry);
+    let actual = actual.as_str();
     if actual != EXPECTED {
         let first = actual
             .lines()
@@ -101,4 +105,65 @@ fn gst_inspect_shows_the_properties_unchanged() {
             actual.lines().nth(first)
         );
     }
+}
+
+/// What the registry makes, taken out of the inspected section.
+#[derive(Default)]
+struct Registry {
+    /// The `metrics` flags' value lines, trimmed.
+    flags: Vec<String>,
+    /// Per option property: its name and its block's first line's blurb.
+    options: Vec<(String, String)>,
+}
+
+/// Splits the section into the element's own lines and what the registry made.
+fn split_registry(section: &str) -> (String, Registry) {
+    let names: Vec<&str> = gpumetrics_engine::metric::options().map(|o| o.name).collect();
+    let mut rest = String::new();
+    let mut registry = Registry::default();
+    let mut in_option = false;
+    for line in section.split_inclusive('\n') {
+        // A property block starts with its name at the second column.
+        let starts_block = line.starts_with("  ") && !line[2..].starts_with(' ');
+        if starts_block {
+            let (name, blurb) = line.trim().split_once(':').unwrap_or((line.trim(), ""));
+            in_option = names.contains(&name.trim());
+            if in_option {
+                registry
+                    .options
+                    .push((name.trim().to_string(), blurb.trim().to_string()));
+            }
+        }
+        if in_option {
+            continue;
+        }
+        let t = line.trim();
+        if t.starts_with("(0x") && t.contains("): ") {
+            registry.flags.push(t.to_string());
+            continue;
+        }
+        rest.push_str(line);
+    }
+    (rest, registry)
+}
+
+/// One flag line per registered metric (its bit, nick and description), in registry
+/// order, and one property per option with the option's doc as its blurb.
+fn check_registry(found: &Registry) {
+    let flags: Vec<String> = gpumetrics_engine::metric::all()
+        .map(|m| {
+            format!(
+                "(0x{:08x}): {:<16} - {}",
+                m.flag.bits(),
+                m.name,
+                m.description
+            )
+        })
+        .collect();
+    assert_eq!(found.flags, flags, "the metrics flags' lines");
+    let mut options: Vec<(String, String)> = gpumetrics_engine::metric::options()
+        .map(|o| (o.name.to_string(), o.doc.to_string()))
+        .collect();
+    options.sort();
+    assert_eq!(found.options, options, "the metric options' properties");
 }
