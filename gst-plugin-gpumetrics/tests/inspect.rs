@@ -118,7 +118,9 @@ struct Registry {
 
 /// Splits the section into the element's own lines and what the registry made.
 fn split_registry(section: &str) -> (String, Registry) {
-    let names: Vec<&str> = gpumetrics_engine::metric::options().map(|o| o.name).collect();
+    let names: Vec<&str> = gpumetrics_engine::metric::options()
+        .map(|o| o.name)
+        .collect();
     let mut rest = String::new();
     let mut registry = Registry::default();
     let mut in_option = false;
