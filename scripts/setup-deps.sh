@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Installs what building and testing gpumetrics needs on Debian 12: GStreamer development
 # packages and plugins (x264, libav for the example and tests), ffmpeg (reference values),
-# meson, Prometheus (the server that gst-plugin-gpumetrics/tests/prometheus.rs scrapes the
-# element with; the test starts its own instance, /usr/bin/prometheus), and the nightly
-# toolchain components that build the PTX kernels.
+# meson, python3-venv (scripts/reference-ffmpeg.sh), Prometheus (the server that
+# gst-plugin-gpumetrics/tests/prometheus.rs scrapes the element with; the test starts its
+# own instance, /usr/bin/prometheus), and the nightly toolchain components that build the
+# PTX kernels.
 # Safe to run repeatedly: it only installs what is missing.
 set -euo pipefail
 
@@ -13,7 +14,7 @@ packages=(
   gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good
   gstreamer1.0-plugins-bad gstreamer1.0-plugins-ugly gstreamer1.0-libav
   prometheus
-  python3-gi gir1.2-gstreamer-1.0
+  python3-gi gir1.2-gstreamer-1.0 python3-venv
 )
 missing=()
 for p in "${packages[@]}"; do

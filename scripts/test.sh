@@ -9,8 +9,14 @@ cd "$(dirname "$0")/.."
 # Formatting and lints first (the kernel crates are members of the workspace): cheap, and
 # they fail with a clear message.
 cargo fmt --all --check
+# The metrics' GPU checks are modules of the cuda_kernels test binary included through its
+# build script's list, which `cargo fmt` does not follow.
+rustfmt --edition 2024 --check engine/src/metric/*/gpu_checks.rs
 cargo clippy --workspace --all-targets -- -D warnings
 
+# XPSNR's reference values come from FFmpeg 9.0.2, run by the test (a virtual environment).
+GPUMETRICS_REFERENCE_FFMPEG=$(./scripts/reference-ffmpeg.sh)
+export GPUMETRICS_REFERENCE_FFMPEG
 cargo test --workspace
 # Every crate packaged, and a consumer of gpumetrics-engine built from the packages alone.
 ./scripts/package-check.sh

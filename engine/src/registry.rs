@@ -24,6 +24,9 @@ pub struct Info {
     pub flag: MetricSet,
     /// Flag name, e.g. `ms-ssim` (the element's flag nick).
     pub name: &'static str,
+    /// How prose names it (`PSNR`, `MS-SSIM`, `black intervals`): the element's
+    /// description lists the registered metrics by these.
+    pub title: &'static str,
     /// One line for `gst-inspect-1.0` and `--help`.
     pub description: &'static str,
     /// Every field it can add to a record (which ones a record has depends on the format

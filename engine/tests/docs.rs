@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MPL-2.0
 //! The documents that must follow the registry: the license text, every per-crate README
-//! naming every metric, and docs/METRICS.md defining every field and the summary's
+//! pointing to docs/METRICS.md, and docs/METRICS.md defining every field and the summary's
 //! statistics by itself (no pointer out of the repository as the definition).
 
 use std::path::{Path, PathBuf};
@@ -31,21 +31,19 @@ fn the_license_is_the_full_mpl_2_0() {
 }
 
 #[test]
-fn every_readme_lists_every_metric() {
+fn every_readme_points_to_the_metrics() {
+    // The READMEs name no list of metrics (engine/tests/metric_lists.rs) but point to the
+    // one that is kept complete.
     for path in [
         "README.md",
         "engine/README.md",
         "gst-plugin-gpumetrics/README.md",
         "gpumetrics-cli/README.md",
     ] {
-        let text = read(path);
-        for m in metric::all() {
-            assert!(
-                text.contains(&format!("`{}`", m.name)),
-                "{path} does not name the metric `{}`",
-                m.name
-            );
-        }
+        assert!(
+            read(path).contains("docs/METRICS.md"),
+            "{path} does not point to docs/METRICS.md"
+        );
     }
 }
 

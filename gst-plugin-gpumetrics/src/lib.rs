@@ -3,10 +3,10 @@
 
 //! GStreamer plugin `gpumetrics`: the `gpumetrics` element compares a distorted video stream
 //! (`dist_sink`) against a reference stream (`ref_sink`) frame by frame and reports quality
-//! metrics (PSNR, SSIM, MS-SSIM, SSIMULACRA2, Butteraugli, VMAF) and no-reference checks
-//! on each input (blur, blockiness, SITI, black, freeze, CAMBI banding; these also on
-//! `dist_sink` alone)
-//! as bus messages, buffer meta and a stats file.
+//! metrics, full-reference ones per pair and no-reference checks on each input (these also
+//! on `dist_sink` alone), as bus messages, buffer meta and a stats file. The metrics are
+//! the engine's registry: the element's `metrics` property lists them, docs/METRICS.md
+//! defines each.
 //!
 //! Besides the element, this crate offers typed Rust access to what the element produces:
 //! [`message::FrameScores`] (per-pair `gpumetrics` messages and the custom meta),

@@ -4,11 +4,14 @@
 //! its row (elements compared, max error, tolerance). `GPUMETRICS_KERNEL_SEED` sets the
 //! random seed. `every_kernel_has_a_check` runs everywhere: a new kernel needs a check here.
 //!
-//! One test binary, one module per metric (as `kernels/metrics/src/`): each module lists its
-//! checks with the kernels they cover (`CHECKS`) and declares one `#[ignore]` test per check
-//! (`gpu_tests!`), so a test's name starts with its module (`vmaf::…`, `psnr::…`) and
-//! `cuda_kernels --ignored vmaf` runs one metric's. `selftest` checks the toolchain's own
-//! kernels; `engine` holds the CUDA-versus-CPU engine comparison the pipeline checks share.
+//! One test binary, one module per metric: each module lists its checks with the kernels
+//! they cover (`CHECKS`) and declares one `#[ignore]` test per check (`gpu_tests!`), so a
+//! test's name starts with its module (`vmaf::…`, `psnr::…`) and `cuda_kernels --ignored
+//! vmaf` runs one metric's. A metric's module is its folder's `gpu_checks.rs`
+//! (`engine/src/metric/<metric>/`), found there by the engine's build script; the modules
+//! here are those of no metric's folder: `selftest` checks the toolchain's own kernels,
+//! `speed` the SpEED kernels VMAF v1 reads, `engine` holds the CUDA-versus-CPU engine
+//! comparison the pipeline checks share and `in_flight` the pairs in flight.
 
 #[path = "../common/mod.rs"]
 mod common;
@@ -31,21 +34,12 @@ macro_rules! gpu_tests {
 }
 pub(crate) use gpu_tests;
 
-mod black;
-mod blockiness;
-mod blur;
-mod butteraugli;
-mod cambi;
 mod engine;
-mod freeze;
 mod in_flight;
-mod psnr;
 mod selftest;
-mod siti;
 mod speed;
-mod ssim;
-mod ssimulacra2;
-mod vmaf;
+
+include!(concat!(env!("OUT_DIR"), "/gpu_checks.rs"));
 
 /// Outcome of one kernel check: elements compared, worst error, tolerance.
 pub(crate) struct Outcome {
@@ -57,28 +51,14 @@ pub(crate) struct Outcome {
 
 pub(crate) type Check = fn(&Kernels, &Arc<CudaStream>, &mut Rng) -> Result<Outcome, DriverError>;
 
-/// Every module's checks (the SSIMULACRA2, Butteraugli and VMAF kernels run as one pipeline
-/// each, one check for all of a metric's kernels).
-const CHECKS: &[&[(&[&str], Check)]] = &[
-    psnr::CHECKS,
-    ssim::CHECKS,
-    ssimulacra2::CHECKS,
-    butteraugli::CHECKS,
-    siti::CHECKS,
-    black::CHECKS,
-    freeze::CHECKS,
-    blur::CHECKS,
-    blockiness::CHECKS,
-    vmaf::CHECKS,
-    cambi::CHECKS,
-    speed::CHECKS,
-    selftest::CHECKS,
-];
+/// The checks of the modules here; the metrics' are `METRIC_CHECKS`.
+const CHECKS: &[&[(&[&str], Check)]] = &[speed::CHECKS, selftest::CHECKS];
 
 /// The check of kernel `name`.
 fn check_for(name: &str) -> Option<Check> {
     CHECKS
         .iter()
+        .chain(METRIC_CHECKS)
         .flat_map(|m| m.iter())
         .find(|(kernels, _)| kernels.contains(&name))
         .map(|&(_, check)| check)
@@ -93,8 +73,8 @@ fn every_kernel_has_a_check() {
         .collect();
     assert!(
         missing.is_empty(),
-        "kernels without a check in engine/tests/cuda_kernels/ (add it to the metric's \
-         module's CHECKS and gpu_tests!): {missing:?}"
+        "kernels without a check (add it to the CHECKS and gpu_tests! of the metric's \
+         engine/src/metric/<metric>/gpu_checks.rs): {missing:?}"
     );
 }
 
@@ -102,6 +82,7 @@ fn every_kernel_has_a_check() {
 fn every_check_names_a_kernel() {
     let unknown: Vec<_> = CHECKS
         .iter()
+        .chain(METRIC_CHECKS)
         .flat_map(|m| m.iter())
         .flat_map(|(kernels, _)| kernels.iter())
         .filter(|name| !cuda::KERNELS.iter().any(|k| k.name == **name))

@@ -232,21 +232,36 @@ impl ObjectImpl for GpuMetrics {
 
 impl GstObjectImpl for GpuMetrics {}
 
+/// The element's long description (`gst-inspect-1.0`'s "Description"), naming the
+/// registered metrics by their titles: full-reference ones, then no-reference ones, each in
+/// registry order, so that a new metric needs no edit here.
+fn description() -> String {
+    let no_reference = gpumetrics_engine::metric::no_reference();
+    let (nr, full): (Vec<_>, Vec<_>) =
+        gpumetrics_engine::metric::all().partition(|i| no_reference.contains(i.flag));
+    let titles = |infos: Vec<&gpumetrics_engine::metric::Info>| {
+        infos.iter().map(|i| i.title).collect::<Vec<_>>().join(", ")
+    };
+    format!(
+        "Compares the distorted video (dist_sink) with the reference video (ref_sink) frame \
+         by frame and reports quality metrics ({}) and no-reference checks on each input ({}; \
+         these also on dist_sink alone, when ref_sink is not linked) as 'gpumetrics' element \
+         messages, GstGpuMetricsMeta buffer meta and an optional stats file, plus a pooled \
+         'gpumetrics-summary' message at EOS. Frames are paired by running time (or by \
+         sequence). The distorted stream is passed through on src unchanged. Runs on NVIDIA \
+         GPUs (CUDA) or the CPU.",
+        titles(full),
+        titles(nr)
+    )
+}
+
 impl ElementImpl for GpuMetrics {
     fn metadata() -> Option<&'static gst::subclass::ElementMetadata> {
         static ELEMENT_METADATA: LazyLock<gst::subclass::ElementMetadata> = LazyLock::new(|| {
             gst::subclass::ElementMetadata::new(
                 "GPU video quality metrics",
                 "Filter/Analyzer/Video",
-                "Compares the distorted video (dist_sink) with the reference video (ref_sink) \
-                 frame by frame and reports quality metrics (PSNR, SSIM, MS-SSIM, SSIMULACRA2, \
-                 Butteraugli, VMAF) and no-reference checks on each input (blur, blockiness, \
-                 SITI, black and freeze intervals, CAMBI banding; these also on dist_sink \
-                 alone, when ref_sink \
-                 is not linked) as 'gpumetrics' element messages, GstGpuMetricsMeta buffer meta and an optional \
-                 stats file, plus a pooled 'gpumetrics-summary' message at EOS. Frames are \
-                 paired by running time (or by sequence). The distorted stream is passed \
-                 through on src unchanged. Runs on NVIDIA GPUs (CUDA) or the CPU.",
+                &description(),
                 "gpumetrics developers",
             )
         });

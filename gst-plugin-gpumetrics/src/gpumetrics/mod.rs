@@ -5,9 +5,10 @@
  * SECTION:element-gpumetrics
  *
  * Compares a distorted video (`dist_sink`) with its reference (`ref_sink`) frame by frame and
- * reports quality metrics (PSNR, SSIM, MS-SSIM, SSIMULACRA2, Butteraugli, VMAF) per pair, and
- * no-reference checks on each input (blur, blockiness, SITI, black, freeze, CAMBI banding;
- * `ref-` fields for the reference; black and freeze intervals as `gpumetrics-event` messages), as
+ * reports the quality metrics chosen in its `metrics` property (gst-inspect-1.0 lists them;
+ * docs/METRICS.md defines each): full-reference ones per pair, and no-reference checks on
+ * each input (`ref-` fields for the reference; intervals such as black and freeze as
+ * `gpumetrics-event` messages), as
  * `gpumetrics` element messages and as `GstGpuMetricsMeta` custom meta on the outgoing
  * buffer, optionally to a stats file (jsonl/csv/json), and the pooled `gpumetrics-summary`
  * message at EOS. The distorted stream

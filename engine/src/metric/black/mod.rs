@@ -81,6 +81,7 @@ pub(crate) const ENTRY: Entry = Entry {
     provides: &[Info {
         flag: FLAG,
         name: "black",
+        title: "black intervals",
         description: "Fraction of black luma samples (FFmpeg 5.1's blackdetect picture ratio), \
                       on each input; black intervals as events",
         fields: &[field(BLACK[0]), field(BLACK[1])],

@@ -71,6 +71,7 @@ pub(crate) const ENTRY: Entry = Entry {
     provides: &[Info {
         flag: FLAG,
         name: "blockiness",
+        title: "blockiness",
         description: "Blockiness of the luma: block grid strength, accumulated over the \
                       sequence (FFmpeg 5.1's blockdetect), on each input",
         fields: &[field(BLOCKINESS[0]), field(BLOCKINESS[1])],

@@ -140,6 +140,7 @@ pub(crate) const ENTRY: Entry = Entry {
     provides: &[Info {
         flag: FLAG,
         name: "blur",
+        title: "blur",
         description: "Blur of the luma: mean edge width of the sharpest blocks (FFmpeg 5.1's \
                       blurdetect), on each input",
         fields: &[field(BLUR[0]), field(BLUR[1])],

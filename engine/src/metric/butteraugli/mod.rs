@@ -26,6 +26,7 @@ pub(crate) const ENTRY: Entry = Entry {
     provides: &[Info {
         flag: MetricSet::BUTTERAUGLI,
         name: "butteraugli",
+        title: "Butteraugli",
         description: "Butteraugli (libjxl) on display-referred linear light: max norm and \
                       3-norm; frames >= 8x8",
         fields: &[

@@ -407,6 +407,7 @@ pub(crate) const ENTRY: Entry = Entry {
     provides: &[Info {
         flag: FLAG,
         name: "cambi",
+        title: "CAMBI banding",
         description: "Banding of the luma: Netflix's CAMBI (libvmaf 3.2.0's cambi feature), \
                       on each input",
         fields: &[field(CAMBI[0]), field(CAMBI[1])],

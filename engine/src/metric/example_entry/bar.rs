@@ -23,6 +23,7 @@ pub(crate) const ENTRY: Entry = Entry {
     provides: &[Info {
         flag: FLAG,
         name: "bar",
+        title: "Bar",
         description: "Mean of the first channel (luma, or R), on each input",
         fields: &[field(BAR[0]), field(BAR[1])],
     }],

@@ -38,6 +38,7 @@ pub(crate) const ENTRY: Entry = Entry {
     provides: &[Info {
         flag: FLAG,
         name: "foo",
+        title: "Foo",
         description: "Mean absolute luma difference above foo-threshold",
         fields: &[Field::new("foo", "Foo (codes)")
             .decimals(3)

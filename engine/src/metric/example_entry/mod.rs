@@ -56,16 +56,6 @@ fn contributing_shows_the_examples() {
 }
 
 #[test]
-fn contributing_names_the_next_free_bit() {
-    let next = 32 - all_flags().leading_zeros();
-    let doc = contributing();
-    assert!(
-        doc.contains(&format!("`MetricSet::bit({next})`")),
-        "CONTRIBUTING.md should name the next free flag bit, `MetricSet::bit({next})`"
-    );
-}
-
-#[test]
 fn the_examples_clash_with_no_registered_metric() {
     for (file, entry, flag) in EXAMPLES {
         assert_eq!(entry.provides.len(), 1, "{file}");

@@ -66,6 +66,7 @@ pub(crate) const ENTRY: Entry = Entry {
     provides: &[Info {
         flag: FLAG,
         name: "freeze",
+        title: "freeze intervals",
         description: "Mean absolute difference with the last frame that was not frozen (FFmpeg \
                       5.1's freezedetect), on each input; frozen intervals as events",
         fields: &[field(DIFF[0]), field(DIFF[1])],

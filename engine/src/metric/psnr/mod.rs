@@ -13,6 +13,7 @@ pub(crate) const ENTRY: Entry = Entry {
     provides: &[Info {
         flag: MetricSet::PSNR,
         name: "psnr",
+        title: "PSNR",
         description: "PSNR and MSE per plane, and their plane-weighted average",
         fields: &FIELDS,
     }],

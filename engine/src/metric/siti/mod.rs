@@ -39,6 +39,7 @@ pub(crate) const ENTRY: Entry = Entry {
     provides: &[Info {
         flag: FLAG,
         name: "siti",
+        title: "SITI",
         description: "Spatial and temporal information of the luma (FFmpeg 5.1's siti), on \
                       each input",
         fields: &[field(SI[0]), field(TI[0]), field(SI[1]), field(TI[1])],

@@ -18,6 +18,7 @@ pub(crate) const ENTRY: Entry = Entry {
         Info {
             flag: MetricSet::SSIM,
             name: "ssim",
+            title: "SSIM",
             description: "SSIM (11x11 Gaussian window) of luma, or of R, G, B; chroma and ssim-all \
                           with ssim-chroma",
             fields: &SSIM_FIELDS,
@@ -25,6 +26,7 @@ pub(crate) const ENTRY: Entry = Entry {
         Info {
             flag: MetricSet::MS_SSIM,
             name: "ms-ssim",
+            title: "MS-SSIM",
             description: "MS-SSIM (5 scales) of luma, or the mean over R, G, B; frames > 160x160",
             fields: &[score("ms-ssim")],
         },

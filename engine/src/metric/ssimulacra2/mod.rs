@@ -21,6 +21,7 @@ pub(crate) const ENTRY: Entry = Entry {
     provides: &[Info {
         flag: MetricSet::SSIMULACRA2,
         name: "ssimulacra2",
+        title: "SSIMULACRA2",
         description: "SSIMULACRA2 (version 2.1) on display-referred linear light from the caps' \
                       colorimetry; frames >= 8x8",
         fields: &[Field::new(FIELD, "SSIMULACRA2 (100 = identical)")],

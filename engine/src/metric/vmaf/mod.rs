@@ -149,6 +149,7 @@ pub(crate) const ENTRY: Entry = Entry {
     provides: &[Info {
         flag: MetricSet::VMAF,
         name: "vmaf",
+        title: "VMAF",
         description: "VMAF (libvmaf 3.2.0 integer features and models, v0 and v1; holds one pair \
                       back, two for the HFR models)",
         fields: &FIELDS,
