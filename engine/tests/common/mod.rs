@@ -5,6 +5,7 @@
 
 #![allow(dead_code)] // each test crate uses part of it
 
+pub mod clips;
 pub mod images;
 pub mod synthetic;
 
