@@ -13,6 +13,7 @@ pub mod blockiness;
 pub mod blur;
 pub mod butteraugli;
 pub mod cambi;
+pub mod ciede2000;
 #[cfg(test)]
 mod example_entry;
 pub mod field;
@@ -61,6 +62,7 @@ pub(crate) const REGISTRY: &[Entry] = &[
     ssim::ENTRY,
     ssimulacra2::ENTRY,
     butteraugli::ENTRY,
+    ciede2000::ENTRY,
     blur::ENTRY,
     blockiness::ENTRY,
     siti::ENTRY,
