@@ -22,6 +22,7 @@ pub(crate) mod lane;
 pub(crate) mod no_reference;
 pub mod option;
 pub mod psnr;
+pub mod psnr_hvs;
 pub mod siti;
 pub mod ssim;
 pub mod ssimulacra2;
@@ -62,6 +63,7 @@ pub(crate) const REGISTRY: &[Entry] = &[
     ssim::ENTRY,
     ssimulacra2::ENTRY,
     butteraugli::ENTRY,
+    psnr_hvs::ENTRY,
     ciede2000::ENTRY,
     blur::ENTRY,
     blockiness::ENTRY,
