@@ -9,9 +9,10 @@ cd "$(dirname "$0")/.."
 # Formatting and lints first (the kernel crates are members of the workspace): cheap, and
 # they fail with a clear message.
 cargo fmt --all --check
-# The metrics' GPU checks are modules of the cuda_kernels test binary included through its
-# build script's list, which `cargo fmt` does not follow.
-rustfmt --edition 2024 --check engine/src/metric/*/gpu_checks.rs
+# The metrics' kernel folders and GPU checks are modules included through their build
+# scripts' lists (kernels/metrics/build.rs, engine/build.rs), which `cargo fmt` does not
+# follow.
+rustfmt --edition 2024 --check kernels/metrics/src/*/mod.rs engine/src/metric/*/gpu_checks.rs
 cargo clippy --workspace --all-targets -- -D warnings
 
 # XPSNR's reference values come from FFmpeg 9.0.2, run by the test (a virtual environment).

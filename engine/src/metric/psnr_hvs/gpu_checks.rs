@@ -180,10 +180,7 @@ fn host(p: &HvsPlane) -> Host {
             })
         };
     }
-    let tile_sums: Vec<f64> = own
-        .chunks(TILE as usize)
-        .map(|c| c.iter().sum())
-        .collect();
+    let tile_sums: Vec<f64> = own.chunks(TILE as usize).map(|c| c.iter().sum()).collect();
     let mut tile_prefixes = Vec::with_capacity(tile_sums.len());
     let mut before = 0.0;
     for s in &tile_sums {
@@ -276,7 +273,12 @@ fn kernels(k: &Kernels, s: &Arc<CudaStream>, r: &mut Rng) -> Result<Outcome, Dri
         .iter()
         .map(|(a, b)| Ok((s.clone_htod(a)?, s.clone_htod(b)?)))
         .collect::<Result<_, DriverError>>()?;
-    let grid_x = host_planes.planes.iter().map(|p| tiles(p.blocks)).max().unwrap();
+    let grid_x = host_planes
+        .planes
+        .iter()
+        .map(|p| tiles(p.blocks))
+        .max()
+        .unwrap();
     let per_block = LaunchConfig {
         grid_dim: (grid_x, 1, 3),
         block_dim: (TILE, 1, 1),

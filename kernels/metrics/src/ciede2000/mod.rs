@@ -131,7 +131,11 @@ pub fn sin_cos(x: f32) -> (f32, f32) {
             r2,
             fmaf(
                 r2,
-                fmaf(r2, fmaf(r2, -1.0 / 3_628_800.0, 1.0 / 40_320.0), -1.0 / 720.0),
+                fmaf(
+                    r2,
+                    fmaf(r2, -1.0 / 3_628_800.0, 1.0 / 40_320.0),
+                    -1.0 / 720.0,
+                ),
                 1.0 / 24.0,
             ),
             -0.5,
@@ -169,7 +173,11 @@ fn atan_unit(t: f32) -> f32 {
         t2,
         fmaf(
             t2,
-            fmaf(t2, fmaf(t2, fmaf(t2, -1.0 / 11.0, 1.0 / 9.0), -1.0 / 7.0), 0.2),
+            fmaf(
+                t2,
+                fmaf(t2, fmaf(t2, -1.0 / 11.0, 1.0 / 9.0), -1.0 / 7.0),
+                0.2,
+            ),
             -1.0 / 3.0,
         ),
         1.0,
@@ -217,7 +225,11 @@ pub fn exp_neg(x: f32) -> f32 {
                 f,
                 fmaf(
                     f,
-                    fmaf(f, fmaf(f, fmaf(f, 1.0 / 5040.0, 1.0 / 720.0), 1.0 / 120.0), 1.0 / 24.0),
+                    fmaf(
+                        f,
+                        fmaf(f, fmaf(f, 1.0 / 5040.0, 1.0 / 720.0), 1.0 / 120.0),
+                        1.0 / 24.0,
+                    ),
                     1.0 / 6.0,
                 ),
                 0.5,
@@ -459,7 +471,10 @@ mod tests {
             let want = (x as f64).exp();
             let got = exp_neg(x) as f64;
             // x·log2 e rounded to f32 costs up to ~3e-6 relative at x = −100.
-            assert!((got - want).abs() <= 5e-6 * want + 1e-38, "exp({x}) = {got}, want {want}");
+            assert!(
+                (got - want).abs() <= 5e-6 * want + 1e-38,
+                "exp({x}) = {got}, want {want}"
+            );
         }
         assert_eq!(exp_neg(-200.0), 0.0);
     }
@@ -468,11 +483,22 @@ mod tests {
     fn lab_matches_the_f64_conversion() {
         for depth in [8u32, 10, 12, 16] {
             let s = 1u32 << (depth - 8);
-            for (y, u, v) in [(16, 128, 128), (235, 128, 128), (81, 90, 240), (145, 54, 34), (41, 240, 110), (0, 0, 0), (255, 255, 255)] {
+            for (y, u, v) in [
+                (16, 128, 128),
+                (235, 128, 128),
+                (81, 90, 240),
+                (145, 54, 34),
+                (41, 240, 110),
+                (0, 0, 0),
+                (255, 255, 255),
+            ] {
                 let got = lab(y * s, u * s, v * s, depth);
                 let want = lab64((y * s) as f64, (u * s) as f64, (v * s) as f64, depth);
                 for (g, w) in [got.l, got.a, got.b].into_iter().zip(want) {
-                    assert!((g as f64 - w).abs() < 2e-4, "{depth} bit ({y},{u},{v}): {g} vs {w}");
+                    assert!(
+                        (g as f64 - w).abs() < 2e-4,
+                        "{depth} bit ({y},{u},{v}): {g} vs {w}"
+                    );
                 }
             }
         }

@@ -339,7 +339,11 @@ pub fn error_term(k: usize, reference: i32, distorted: i32, strength: f32, w: &W
     let mut err = reference.wrapping_sub(distorted).unsigned_abs() as f32;
     if k != 0 {
         let threshold = strength / w.mask[k];
-        err = if err < threshold { 0.0 } else { err - threshold };
+        err = if err < threshold {
+            0.0
+        } else {
+            err - threshold
+        };
     }
     let weighted = err * w.csf[k];
     weighted * weighted

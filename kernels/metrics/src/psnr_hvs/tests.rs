@@ -35,7 +35,10 @@ fn the_dct_is_daalas_integer_transform() {
     // Orthonormal: DC is the sum over 8, up to the roundings.
     assert!((x[0] - sum / 8).abs() <= 2, "{} vs {sum}/8", x[0]);
     // A ramp has odd harmonics only, and no energy lost to the roundings.
-    assert_eq!(fdct8([0, 10, 20, 30, 40, 50, 60, 70]), [99, -64, 0, -7, 0, -2, 0, 0]);
+    assert_eq!(
+        fdct8([0, 10, 20, 30, 40, 50, 60, 70]),
+        [99, -64, 0, -7, 0, -2, 0, 0]
+    );
     assert_eq!(fdct8([-5; 8]), [-14, 0, 0, 0, 0, 0, 0, 0]);
 }
 
@@ -84,13 +87,19 @@ fn flat_blocks_mask_nothing() {
 #[test]
 fn the_threshold_spares_dc_only() {
     let w = &WEIGHTS[0];
-    assert_eq!(error_term(5, 10, 4, 0.0, w), (6.0 * w.csf[5]) * (6.0 * w.csf[5]));
+    assert_eq!(
+        error_term(5, 10, 4, 0.0, w),
+        (6.0 * w.csf[5]) * (6.0 * w.csf[5])
+    );
     // Below the threshold an AC difference is dropped, above it reduced by it.
     let strength = 3.0 * w.mask[5];
     assert_eq!(error_term(5, 10, 8, strength, w), 0.0);
     let e = (6.0 - strength / w.mask[5]) * w.csf[5];
     assert_eq!(error_term(5, 4, 10, strength, w), e * e);
-    assert_eq!(error_term(0, 10, 8, 1e9, w), (2.0 * w.csf[0]) * (2.0 * w.csf[0]));
+    assert_eq!(
+        error_term(0, 10, 8, 1e9, w),
+        (2.0 * w.csf[0]) * (2.0 * w.csf[0])
+    );
 }
 
 /// A 40×30 plane pair as libvmaf's test saw it: a ramp with noise, and that plus small
@@ -101,7 +110,8 @@ fn plane_pair(depth: u32) -> (Vec<u8>, Vec<u8>) {
     let (mut r, mut d) = (Vec::new(), Vec::new());
     for y in 0..h {
         for x in 0..w {
-            let v = ((x * 5 + y * 3) * (max + 1) / 256 + (rng.next() % ((max as u32 + 1) / 8)) as i32)
+            let v = ((x * 5 + y * 3) * (max + 1) / 256
+                + (rng.next() % ((max as u32 + 1) / 8)) as i32)
                 .min(max);
             let e = ((rng.next() % 9) as i32 - 4) * (max + 1) / 256;
             let u = (v + e).clamp(0, max);
@@ -180,10 +190,17 @@ fn plane_scores_are_libvmafs_to_the_bit() {
             // small sums that cross binades often).
             let spacing = (f32::from_bits(sequential.to_bits() + 1) - sequential) as f64;
             let off = (emulated - sequential as f64).abs();
-            assert!(off <= 4.0 * spacing, "depth {depth}, table {table}: {emulated} vs {sequential}");
+            assert!(
+                off <= 4.0 * spacing,
+                "depth {depth}, table {table}: {emulated} vs {sequential}"
+            );
             let max = (1u32 << depth) - 1;
             let score = sequential / terms.len() as f32 / (max * max) as f32;
-            assert_eq!(score.to_bits(), bits, "depth {depth}, table {table}: {score}");
+            assert_eq!(
+                score.to_bits(),
+                bits,
+                "depth {depth}, table {table}: {score}"
+            );
         }
     }
 }
@@ -218,7 +235,10 @@ fn the_emulated_sum_follows_a_long_f32_sum() {
     let drift = (exact - sequential as f64).abs() / exact;
     let error = (emulated - sequential as f64).abs() / exact;
     assert!(drift > 1e-4, "the f32 sum drifts by {drift:e}");
-    assert!(error < 1e-6, "the emulation is {error:e} off (the drift is {drift:e})");
+    assert!(
+        error < 1e-6,
+        "the emulation is {error:e} off (the drift is {drift:e})"
+    );
 }
 
 #[test]
