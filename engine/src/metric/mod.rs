@@ -28,6 +28,7 @@ pub mod ssim;
 pub mod ssimulacra2;
 pub(crate) mod temporal;
 pub mod vmaf;
+pub mod xpsnr;
 
 use crate::error::EngineError;
 use crate::metric_set::MetricSet;
@@ -63,6 +64,7 @@ pub(crate) const REGISTRY: &[Entry] = &[
     ssim::ENTRY,
     ssimulacra2::ENTRY,
     butteraugli::ENTRY,
+    xpsnr::ENTRY,
     psnr_hvs::ENTRY,
     ciede2000::ENTRY,
     blur::ENTRY,
