@@ -496,8 +496,15 @@ fn descriptions_name_every_metric() {
         .unwrap()
         .description()
         .to_lowercase();
-    let named = flags.values().iter().filter(|v| plugin.contains(v.nick())).count();
-    assert!(named <= 2, "the plugin's description lists metrics: {plugin}");
+    let named = flags
+        .values()
+        .iter()
+        .filter(|v| plugin.contains(v.nick()))
+        .count();
+    assert!(
+        named <= 2,
+        "the plugin's description lists metrics: {plugin}"
+    );
 }
 
 /// The stats file after the process writing it is killed: complete lines only, one per
