@@ -54,3 +54,23 @@ pub enum EngineError {
     #[error("{option}: {why}")]
     InvalidOption { option: &'static str, why: String },
 }
+
+impl EngineError {
+    /// A stable name of the error's variant (`size-mismatch`, `cuda-unavailable`, ...), for
+    /// front ends that say in their own terms what to do about it (the element's error
+    /// details carry it; the `gpumetrics` command maps it to its flags).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            EngineError::SizeMismatch { .. } => "size-mismatch",
+            EngineError::IncompatibleFormats { .. } => "incompatible-formats",
+            EngineError::CudaUnavailable(_) => "cuda-unavailable",
+            EngineError::Cuda(_) => "cuda",
+            EngineError::NeedsReference { .. } => "needs-reference",
+            EngineError::DeviceFrameOnCpu { .. } => "device-frame-on-cpu",
+            EngineError::UnsupportedTransfer { .. } => "unsupported-transfer",
+            EngineError::InvalidFrame(_) => "invalid-frame",
+            EngineError::Unsupported(_) => "unsupported",
+            EngineError::InvalidOption { .. } => "invalid-option",
+        }
+    }
+}

@@ -408,7 +408,11 @@ fn engine_sources() -> Sources {
             let p = e.unwrap().path();
             if p.is_dir() {
                 dirs.push(p);
-            } else if p.extension().is_some_and(|x| x == "rs") {
+            } else if p.extension().is_some_and(|x| x == "rs")
+                // A metric's GPU checks are modules of the cuda_kernels test binary, not of
+                // the library (engine/build.rs lists them there).
+                && p.file_name().is_none_or(|n| n != "gpu_checks.rs")
+            {
                 files.push(p);
             }
         }

@@ -20,6 +20,7 @@
 //! its exit status, [`several`] what only several distorted files have, [`exit`] how the
 //! command ends.
 
+mod advice;
 mod align;
 mod backend;
 mod cli;

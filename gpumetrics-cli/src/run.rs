@@ -84,17 +84,6 @@ fn write_held(sink: &mut RecordSink, held: Vec<Held>) -> Result<()> {
 /// How long an interrupted run may take to drain before the pipeline is stopped hard.
 const DRAIN_GRACE: Duration = Duration::from_secs(10);
 
-fn error_text(e: &gst::message::Error) -> String {
-    let src = e
-        .src()
-        .map(|s| s.path_string().to_string())
-        .unwrap_or_default();
-    match e.debug() {
-        Some(d) if !d.is_empty() => format!("{} ({src}; {d})", e.error()),
-        _ => format!("{} ({src})", e.error()),
-    }
-}
-
 /// Sets `pipeline` PLAYING, through PAUSED: whether it is live (a live source answers
 /// NO_PREROLL in PAUSED: it produces data only when playing).
 fn start(pipeline: &gst::Pipeline) -> Result<bool> {
@@ -104,7 +93,7 @@ fn start(pipeline: &gst::Pipeline) -> Result<bool> {
             .bus()
             .and_then(|bus| bus.pop_filtered(&[gst::MessageType::Error]))
             .and_then(|m| match m.view() {
-                gst::MessageView::Error(e) => Some(error_text(e)),
+                gst::MessageView::Error(e) => Some(crate::advice::error_text(e)),
                 _ => None,
             });
         anyhow!(
@@ -306,7 +295,7 @@ pub fn run_elements(
                 }
                 progress.note(&text);
             }
-            gst::MessageView::Error(e) => break Err(anyhow!(error_text(e))),
+            gst::MessageView::Error(e) => break Err(anyhow!(crate::advice::error_text(e))),
             gst::MessageView::Eos(_) => {
                 break write_held(sink, taken.held.take().unwrap_or_default());
             }

@@ -87,11 +87,20 @@ pub(crate) const IN_FLIGHT: usize = 4;
 /// never for the whole stream (which may already run the next pair's kernels). Pairs are
 /// read in the order they were queued.
 pub(crate) struct Readback<T> {
-    slots: Vec<(PinnedHostSlice<T>, CudaEvent)>,
+    slots: Vec<Slot<T>>,
     /// The oldest queued slot.
     head: usize,
     /// Slots queued and not read.
     queued: usize,
+}
+
+/// One pair's slot of a [`Readback`].
+struct Slot<T> {
+    host: PinnedHostSlice<T>,
+    /// The slot's address in the device's address space, looked up once.
+    device: sys::CUdeviceptr,
+    /// Recorded after the pair's work that writes the slot.
+    done: CudaEvent,
 }
 
 fn refused() -> DriverError {
@@ -117,7 +126,18 @@ impl<T: DeviceRepr + ValidAsZeroBits> Readback<T> {
             let slice = unsafe {
                 ctx.alloc_pinned_with_flags::<T>(len.max(1), sys::CU_MEMHOSTALLOC_DEVICEMAP)
             }?;
-            slots.push((slice, ctx.new_event(None)?));
+            let mut device: sys::CUdeviceptr = 0;
+            // SAFETY: the start of a mapped pinned allocation of this context (nothing
+            // queued touches it yet, so taking its pointer waits for nothing).
+            unsafe {
+                sys::cuMemHostGetDevicePointer_v2(&mut device, slice.as_ptr()?.cast_mut().cast(), 0)
+            }
+            .result()?;
+            slots.push(Slot {
+                host: slice,
+                device,
+                done: ctx.new_event(None)?,
+            });
         }
         Ok(Readback {
             slots,
@@ -135,7 +155,7 @@ impl<T: DeviceRepr + ValidAsZeroBits> Readback<T> {
 
     /// The next pair's slot, refused (`CUDA_ERROR_ILLEGAL_STATE`) when every slot is
     /// queued: the engine never has more pairs in flight than there are slots.
-    fn next(&mut self) -> Result<&mut (PinnedHostSlice<T>, CudaEvent), DriverError> {
+    fn next(&mut self) -> Result<&mut Slot<T>, DriverError> {
         if self.queued == self.slots.len() {
             return Err(refused());
         }
@@ -147,20 +167,13 @@ impl<T: DeviceRepr + ValidAsZeroBits> Readback<T> {
     /// `new`), for the pair's kernels to write their results to; then
     /// [`Readback::commit`]. Refused when every slot is queued.
     pub(crate) fn target(&mut self) -> Result<DevPtrMut<T>, DriverError> {
-        let (slice, _) = self.next()?;
-        let host = slice.as_ptr()?;
-        let mut device: sys::CUdeviceptr = 0;
-        // SAFETY: `host` is the start of a mapped pinned allocation of this context.
-        unsafe { sys::cuMemHostGetDevicePointer_v2(&mut device, host.cast_mut().cast(), 0) }
-            .result()?;
-        Ok(DevPtrMut::from_raw(device))
+        Ok(DevPtrMut::from_raw(self.next()?.device))
     }
 
     /// The pair whose kernels write to [`Readback::target`] is queued on `stream`: records
     /// the slot's event after them.
     pub(crate) fn commit(&mut self, stream: &CudaStream) -> Result<(), DriverError> {
-        let (_, event) = self.next()?;
-        event.record(stream)?;
+        self.next()?.done.record(stream)?;
         self.queued += 1;
         Ok(())
     }
@@ -177,11 +190,11 @@ impl<T: DeviceRepr + ValidAsZeroBits> Readback<T> {
         len: usize,
         stream: &CudaStream,
     ) -> Result<(), DriverError> {
-        let (slice, _) = self.next()?;
-        if len > slice.len() {
+        let slot = self.next()?;
+        if len > slot.host.len() {
             return Err(DriverError(sys::cudaError_enum::CUDA_ERROR_INVALID_VALUE));
         }
-        let host = &mut slice.as_mut_slice()?[..len];
+        let host = &mut slot.host.as_mut_slice()?[..len];
         // SAFETY: the slot is not queued, so the host does not read it until `take` has
         // waited for the event committed after this copy; `src` holds `len` values.
         unsafe { cudarc::driver::result::memcpy_dtoh_async(host, src, stream.cu_stream()) }?;
@@ -197,9 +210,9 @@ impl<T: DeviceRepr + ValidAsZeroBits> Readback<T> {
         let i = self.head;
         self.head = (self.head + 1) % self.slots.len();
         self.queued -= 1;
-        let (slice, event) = &self.slots[i];
-        event.synchronize()?;
-        let values = slice.as_slice()?;
+        let slot = &self.slots[i];
+        slot.done.synchronize()?;
+        let values = slot.host.as_slice()?;
         Ok(&values[..len.min(values.len())])
     }
 

@@ -12,11 +12,13 @@
 //! Nothing here loads the CUDA library: cudarc does that (dynamically) when the caller first
 //! creates a context, so the crate also runs on machines without CUDA.
 
+mod branch;
 mod buffer;
 mod external;
 mod module;
 pub(crate) mod scratch;
 
+pub(crate) use branch::Branch;
 pub(crate) use buffer::{AddSlots, DeviceMemory, Gpu, IN_FLIGHT, Readback, untracked, zeroed};
 
 pub use external::ExternalContext;

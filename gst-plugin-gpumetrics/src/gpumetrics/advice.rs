@@ -20,6 +20,22 @@ impl fmt::Display for Advised<'_> {
     }
 }
 
+/// The `gpumetrics-error` details of an element error caused by `e` (GStreamer's error
+/// details, `gst_message_parse_error_details`): `kind` (`EngineError::kind`), `problem` (the
+/// engine's text, which says what is wrong and nothing about GStreamer) and, where there is
+/// one, `advice` (the element's fix, the text after the problem in the message). The
+/// `gpumetrics` command gives its own flags' advice from `kind` instead.
+pub(crate) fn details(e: &EngineError) -> gst::Structure {
+    let mut s = gst::Structure::builder("gpumetrics-error")
+        .field("kind", e.kind())
+        .field("problem", e.to_string())
+        .build();
+    if let Some(a) = advice(e) {
+        s.set("advice", a);
+    }
+    s
+}
+
 /// The fix for `e` in a pipeline, where there is one to name.
 pub(crate) fn advice(e: &EngineError) -> Option<String> {
     Some(match e {
@@ -55,6 +71,21 @@ pub(crate) fn advice(e: &EngineError) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_details_keep_the_problem_and_the_advice_apart() {
+        gst::init().unwrap();
+        let e = EngineError::CudaUnavailable("no driver".into());
+        let d = details(&e);
+        assert_eq!(d.name(), "gpumetrics-error");
+        assert_eq!(d.get::<&str>("kind").unwrap(), "cuda-unavailable");
+        assert_eq!(d.get::<&str>("problem").unwrap(), e.to_string());
+        assert_eq!(
+            d.get::<&str>("advice").unwrap(),
+            "use backend=cpu (or backend=auto to fall back)"
+        );
+        assert!(!details(&EngineError::Unsupported("x".into())).has_field("advice"));
+    }
 
     #[test]
     fn the_element_adds_the_pipelines_fix() {

@@ -466,10 +466,27 @@ impl GpuMetrics {
                 st.notices.latency = Some(built.latency);
                 Ok(())
             }
-            Err(e) => {
-                self.post_error_message(e);
+            Err(f) => {
+                self.post_failure(f);
                 Err(gst::FlowError::NotNegotiated)
             }
+        }
+    }
+
+    /// Posts an engine build failure as the element's error, with its details.
+    fn post_failure(&self, f: scorer::Failure) {
+        let (text, debug, details) = (f.text, f.debug, f.details);
+        match f.code {
+            scorer::Code::Stream(code) => {
+                gst::element_imp_error!(self, code, ("{text}"), ["{debug}"], details: details)
+            }
+            scorer::Code::Settings => gst::element_imp_error!(
+                self,
+                gst::LibraryError::Settings,
+                ("{text}"),
+                ["{debug}"],
+                details: details
+            ),
         }
     }
 
@@ -554,7 +571,8 @@ impl GpuMetrics {
                     "Measuring frame {} failed: {}",
                     pair.frame,
                     super::advice::Advised(&e)
-                )
+                ),
+                details: super::advice::details(&e)
             );
             return Err(gst::FlowError::Error);
         }
@@ -714,7 +732,8 @@ impl GpuMetrics {
                     (
                         "Measuring frame {frame} failed: {}",
                         super::advice::Advised(&e)
-                    )
+                    ),
+                    details: super::advice::details(&e)
                 );
                 return Err(gst::FlowError::Error);
             }

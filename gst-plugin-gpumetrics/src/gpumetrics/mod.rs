@@ -351,25 +351,4 @@ mod tests {
         assert_eq!(all.to_value().get::<Metrics>().unwrap(), all);
         assert_eq!(Metrics::default().set(), MetricSet::PSNR);
     }
-
-    /// The element's and the crate's documentation list the metrics as text: every
-    /// registered metric is named there (the element and plugin descriptions are checked
-    /// by tests/hardening.rs, `descriptions_name_every_metric`).
-    #[test]
-    fn docs_name_every_metric() {
-        let section = |text: &'static str, from: &str, to: &str| {
-            let start = text.find(from).expect("the section's start");
-            let end = start + text[start..].find(to).expect("the section's end");
-            text[start..end].to_lowercase()
-        };
-        let docs = [
-            section(include_str!("mod.rs"), "SECTION:element", "## Example"),
-            section(include_str!("../lib.rs"), "//! GStreamer plugin", "\n//!\n"),
-        ];
-        for i in gpumetrics_engine::metric::all() {
-            for d in &docs {
-                assert!(d.contains(i.name), "{} not named in {d}", i.name);
-            }
-        }
-    }
 }

@@ -153,7 +153,7 @@ impl Scorer {
     }
 
     /// Builds the engine for `req`, replacing any; `Err` is the element error to post.
-    pub(crate) fn build(&mut self, req: &Request) -> Result<Built, gst::ErrorMessage> {
+    pub(crate) fn build(&mut self, req: &Request) -> Result<Built, Failure> {
         let mut built = Built::default();
         self.engine = None;
         let config = req.settings.engine_config();
@@ -236,13 +236,51 @@ impl Scorer {
     }
 }
 
+/// What kind of element error a [`Failure`] is.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Code {
+    /// About the inputs (`gst::StreamError`).
+    Stream(gst::StreamError),
+    /// About a property's value (`gst::LibraryError::Settings`).
+    Settings,
+}
+
+/// An element error caused by an engine error: its message (the context, the engine's
+/// problem and the element's advice), its debug text, and the `gpumetrics-error` details
+/// (`advice::details`) with the problem and the advice apart, so that an application (the
+/// `gpumetrics` command) can give its own advice instead of the pipeline's.
+#[derive(Debug)]
+pub(crate) struct Failure {
+    pub(crate) code: Code,
+    pub(crate) text: String,
+    pub(crate) debug: String,
+    pub(crate) details: gst::Structure,
+}
+
+impl Failure {
+    fn new(code: Code, text: String, debug: String, e: &EngineError) -> Failure {
+        Failure {
+            code,
+            text,
+            debug,
+            details: super::advice::details(e),
+        }
+    }
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} ({})", self.text, self.debug)
+    }
+}
+
 /// The element error of an engine that cannot be built for `req`; `previous` is what the
 /// last engine was built for (the message says what changed since).
 fn build_error(
     e: &EngineError,
     req: &Request,
     previous: Option<&(gst_video::VideoInfo, gst_video::VideoInfo)>,
-) -> gst::ErrorMessage {
+) -> Failure {
     let (rd, dd) = (req.reference.describe(), req.distorted.describe());
     let advised = super::advice::Advised(e);
     let changed = previous.map(|(r, d)| (*r != req.reference.info, *d != req.distorted.info));
@@ -252,18 +290,20 @@ fn build_error(
         String::new()
     };
     if req.single {
-        return gst::error_msg!(
-            stream_error(e),
-            ("Cannot measure dist_sink alone{after}: {advised}"),
-            ["dist_sink: {dd}; ref_sink is not linked"]
+        return Failure::new(
+            Code::Stream(stream_error(e)),
+            format!("Cannot measure dist_sink alone{after}: {advised}"),
+            format!("dist_sink: {dd}; ref_sink is not linked"),
+            e,
         );
     }
     match (e, changed) {
         // A metric option's value: the message names the property and what it accepts.
-        (EngineError::InvalidOption { .. }, _) => gst::error_msg!(
-            gst::LibraryError::Settings,
-            ("{advised}"),
-            ["ref_sink: {rd}, dist_sink: {dd}"]
+        (EngineError::InvalidOption { .. }, _) => Failure::new(
+            Code::Settings,
+            advised.to_string(),
+            format!("ref_sink: {rd}, dist_sink: {dd}"),
+            e,
         ),
         (_, Some((true, false) | (false, true))) => {
             let (which, other) = if changed == Some((true, false)) {
@@ -271,31 +311,41 @@ fn build_error(
             } else {
                 ("dist_sink", "ref_sink")
             };
-            gst::error_msg!(
-                stream_error(e),
-                ("Cannot compare ref_sink with dist_sink{after}: the caps changed on one input \
+            Failure::new(
+                Code::Stream(stream_error(e)),
+                format!(
+                    "Cannot compare ref_sink with dist_sink{after}: the caps changed on one input \
                      only, {which} ({other} kept its caps; now ref_sink: {rd}, dist_sink: {dd}); \
-                     both inputs must change together. {advised}"),
-                ["ref_sink: {rd}, dist_sink: {dd}"]
+                     both inputs must change together. {advised}"
+                ),
+                format!("ref_sink: {rd}, dist_sink: {dd}"),
+                e,
             )
         }
-        (_, Some((true, true))) => gst::error_msg!(
-            stream_error(e),
-            ("Cannot compare ref_sink with dist_sink{after}: both inputs changed caps (now \
-                 ref_sink: {rd}, dist_sink: {dd}) and the new caps cannot be compared: {advised}"),
-            ["ref_sink: {rd}, dist_sink: {dd}"]
+        (_, Some((true, true))) => Failure::new(
+            Code::Stream(stream_error(e)),
+            format!(
+                "Cannot compare ref_sink with dist_sink{after}: both inputs changed caps (now \
+                 ref_sink: {rd}, dist_sink: {dd}) and the new caps cannot be compared: {advised}"
+            ),
+            format!("ref_sink: {rd}, dist_sink: {dd}"),
+            e,
         ),
-        (_, Some((false, false))) => gst::error_msg!(
-            stream_error(e),
-            ("Cannot compare ref_sink with dist_sink{after}: the caps did not change (ref_sink: \
+        (_, Some((false, false))) => Failure::new(
+            Code::Stream(stream_error(e)),
+            format!(
+                "Cannot compare ref_sink with dist_sink{after}: the caps did not change (ref_sink: \
                  {rd}, dist_sink: {dd}), but the engine could not be rebuilt in the CUDA context \
-                 of the inputs' memory: {advised}"),
-            ["ref_sink: {rd}, dist_sink: {dd}"]
+                 of the inputs' memory: {advised}"
+            ),
+            format!("ref_sink: {rd}, dist_sink: {dd}"),
+            e,
         ),
-        (_, None) => gst::error_msg!(
-            stream_error(e),
-            ("Cannot compare ref_sink with dist_sink{after}: {advised}"),
-            ["ref_sink: {rd}, dist_sink: {dd}"]
+        (_, None) => Failure::new(
+            Code::Stream(stream_error(e)),
+            format!("Cannot compare ref_sink with dist_sink{after}: {advised}"),
+            format!("ref_sink: {rd}, dist_sink: {dd}"),
+            e,
         ),
     }
 }
@@ -426,7 +476,13 @@ mod tests {
                 .build(&request(&element, &settings, &a, &a, 0))
                 .unwrap_err();
             let text = e.to_string();
-            assert!(text.contains(&format!("\"{}: ", o.name)), "{text}");
+            assert!(text.starts_with(&format!("{}: ", o.name)), "{text}");
+            assert_eq!(
+                e.details.get::<&str>("kind").unwrap(),
+                "invalid-option",
+                "{:?}",
+                e.details
+            );
             assert!(s.engine().is_none());
         }
     }

@@ -12,14 +12,12 @@
 //! share (`crate::cuda::scratch`): a pair's planes are written before they are read, and
 //! the padded planes' borders, zeroes, are never written.
 
-use std::sync::Arc;
-
-use cudarc::driver::{CudaEvent, CudaSlice, CudaStream, DriverError, LaunchConfig};
+use cudarc::driver::{CudaEvent, CudaSlice, DriverError, LaunchConfig};
 use gpumetrics_kernels::color_tile as tile;
 
 use super::{STEPS, Step, filters, level_len, level_sizes, params, plane_lens};
 use crate::cuda::scratch::{Key, Share};
-use crate::cuda::{DevPtr, DevPtrMut, DeviceMemory, Gpu, Readback, zeroed};
+use crate::cuda::{Branch, DevPtr, DevPtrMut, DeviceMemory, Gpu, Readback, zeroed};
 use crate::error::EngineError;
 use crate::frame::PlanePtrs;
 use crate::metric::CudaMetric;
@@ -48,7 +46,7 @@ pub(super) struct Butteraugli {
     host_partials: Readback<f64>,
     /// Where the half level runs: forked from the stream after the downsampling, joined
     /// back before the reduction.
-    side: Arc<CudaStream>,
+    side: Branch,
 }
 
 impl Butteraugli {
@@ -122,7 +120,7 @@ impl Butteraugli {
             reduce_blocks,
             partials,
             host_partials,
-            side: gpu.stream.fork()?,
+            side: Branch::new(&gpu.stream)?,
         })
     }
 
@@ -200,9 +198,9 @@ impl Butteraugli {
                 // The half level runs on the side stream, beside the full level: its grids
                 // are a quarter of the size and leave the device room (the levels share
                 // nothing until the reduction).
-                self.side.join(stream)?;
+                self.side.start_after(stream)?;
             }
-            let side = &self.side;
+            let side = &self.side.stream;
             let levels = std::iter::once((full, stream)).chain(half.map(|h| (h, side)));
             for (lv, stream) in levels {
                 for (step, z) in STEPS {
@@ -231,7 +229,7 @@ impl Butteraugli {
                 }
             }
             if half.is_some() {
-                stream.join(&self.side)?;
+                self.side.join_into(stream)?;
             }
             let cfg = LaunchConfig {
                 grid_dim: (self.reduce_blocks, 1, 1),

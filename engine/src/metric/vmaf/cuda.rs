@@ -19,16 +19,15 @@
 //! CudaFrames for Vmaf`).
 
 use cudarc::driver::result as cu;
-use std::sync::Arc;
 
-use cudarc::driver::{CudaEvent, CudaSlice, CudaStream, DriverError, LaunchConfig};
+use cudarc::driver::{CudaEvent, CudaSlice, DriverError, LaunchConfig};
 
 use super::adm::{AdmOptions, adm_scale};
 use super::model::Feature;
 use super::speed::SpeedChromaCuda;
 use super::{Frame, Sums, adm_sizes, frame_features, luma_bpc, vif_sizes};
 use crate::cuda::scratch::{Key, Share};
-use crate::cuda::{DevPtrMut, DeviceMemory, Gpu, Readback, zeroed};
+use crate::cuda::{Branch, DevPtrMut, DeviceMemory, Gpu, Readback, zeroed};
 use crate::error::EngineError;
 use crate::frame::PlanePtrs;
 use crate::metric::cambi::CambiCuda;
@@ -85,7 +84,7 @@ pub(super) struct Vmaf {
     adm: AdmOptions,
     /// Where ADM and motion run, beside VIF: forked after the pair's lumas are loaded,
     /// joined back before the copy of the sums.
-    side: Arc<CudaStream>,
+    side: Branch,
 }
 
 impl Vmaf {
@@ -210,7 +209,7 @@ impl Vmaf {
             deferred: std::collections::VecDeque::new(),
             lane: None,
             model,
-            side: gpu.stream.fork()?,
+            side: Branch::new(&gpu.stream)?,
         }))
     }
 
@@ -222,7 +221,7 @@ impl Vmaf {
         r: &PlanePtrs,
         d: &PlanePtrs,
     ) -> Result<(), DriverError> {
-        let (k, stream, side) = (&gpu.kernels, &gpu.stream, &self.side);
+        let (k, stream, side) = (&gpu.kernels, &gpu.stream, &self.side.stream);
         let (w, h) = (plan.reference.width, plan.reference.height);
         let bpc = luma_bpc(plan);
         let tiles = |w: u32, h: u32| LaunchConfig {
@@ -271,7 +270,7 @@ impl Vmaf {
             // VIF on the stream, ADM and motion on the side stream: the three read the
             // loaded lumas and write planes and sums of their own, and ADM's coarse
             // levels and row sums are small grids that leave the device room.
-            self.side.join(stream)?;
+            self.side.start_after(stream)?;
             // VIF, for the models that read it (not the v1 models).
             let vif_scales = if self.model.generations().0 { 4 } else { 0 };
             for (scale, &(sw, sh)) in vs.iter().enumerate().take(vif_scales) {
@@ -346,7 +345,7 @@ impl Vmaf {
             // The sums are copied once VIF, ADM and motion are done (and the next pair's
             // load, on the stream, waits for this pair's motion, which reads the plane it
             // writes).
-            stream.join(&self.side)?;
+            self.side.join_into(stream)?;
             self.host_out.copy_in(self.out, SUMS, stream)?;
         }
         // The arena is free for the next engine once the sums are added up.
