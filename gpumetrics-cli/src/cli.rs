@@ -13,6 +13,7 @@ use std::path::PathBuf;
 use clap::builder::TypedValueParser;
 use clap::{ArgMatches, Command, CommandFactory, FromArgMatches, Parser, ValueEnum};
 use gpumetrics_engine::{BackendChoice, metric};
+use gstgpumetrics::quote::quoted;
 
 use crate::{monitor, options};
 
@@ -306,17 +307,19 @@ pub struct Threshold {
 }
 
 fn parse_threshold(s: &str) -> Result<Threshold, String> {
+    let shown = quoted(s);
     let (field, value) = s
         .split_once('=')
-        .ok_or_else(|| format!("expected FIELD=VALUE (e.g. psnr-y=35), got `{s}`"))?;
+        .ok_or_else(|| format!("expected FIELD=VALUE (e.g. psnr-y=35), got `{shown}`"))?;
     let field = field.trim();
     if field.is_empty() {
-        return Err(format!("no field name in `{s}` (e.g. psnr-y=35)"));
+        return Err(format!("no field name in `{shown}` (e.g. psnr-y=35)"));
     }
     let Some(meta) = metric::field(field) else {
         let known: Vec<&str> = metric::fields().map(|f| f.name).collect();
         return Err(format!(
-            "no field `{field}`; the fields are {}",
+            "no field `{}`; the fields are {}",
+            quoted(field),
             known.join(", ")
         ));
     };
@@ -329,9 +332,11 @@ fn parse_threshold(s: &str) -> Result<Threshold, String> {
     let value: f64 = value
         .trim()
         .parse()
-        .map_err(|_| format!("`{}` is not a number (in `{s}`)", value.trim()))?;
+        .map_err(|_| format!("`{}` is not a number (in `{shown}`)", quoted(value.trim())))?;
     if !value.is_finite() {
-        return Err(format!("the threshold in `{s}` must be a finite number"));
+        return Err(format!(
+            "the threshold in `{shown}` must be a finite number"
+        ));
     }
     Ok(Threshold {
         field: field.to_string(),

@@ -320,6 +320,39 @@ fn cell(table: &str, field: &str, i: usize) -> f64 {
     cells[i].parse().unwrap()
 }
 
+/// An argument of 100,000 characters (one argument may hold up to 128 KiB) that the command
+/// refuses: the error quotes its start and states its length, in a few hundred bytes, from
+/// clap (`--roi`, `--window`, ...) and from the command's own checks (`--alert`, `--fail`,
+/// `--metrics`) alike (issue 43).
+#[test]
+fn errors_quote_a_huge_value_cut_with_its_length() {
+    for (flag, unit) in [
+        ("--roi", "1,"),
+        ("--window", "x"),
+        ("--subsample", "9"),
+        ("--prometheus", "x"),
+        ("--fail-below", "x"),
+        ("--alert", "x"),
+        ("--fail", "x"),
+        ("--metrics", "x"),
+    ] {
+        let value = unit.repeat(100_000 / unit.len());
+        let err = before_decoding(&[flag, &value], 2)
+            .get_output()
+            .stderr
+            .clone();
+        let err = String::from_utf8_lossy(&err);
+        assert!(
+            err.len() < 2048,
+            "{flag}: {} bytes: {}",
+            err.len(),
+            &err[..300]
+        );
+        assert!(err.contains("...(100000 characters)"), "{flag}: {err}");
+        assert!(err.contains(&value[..100]), "{flag}: {err}");
+    }
+}
+
 #[test]
 fn write_errors_end_the_run_in_one_line() {
     let c = clips();

@@ -36,6 +36,7 @@ use crate::caps;
 use crate::gstcuda;
 use crate::message::FrameScores;
 use crate::pairing::{self, Decision, Head, PadState};
+use crate::quote::quoted;
 use crate::roi::Rect;
 
 /// Warnings and latency found under the state lock, posted once it is released.
@@ -169,11 +170,11 @@ impl ObjectImpl for GpuMetrics {
                 gst::CoreError::StateChange,
                 (
                     "Property '{}' can be changed only in the NULL or READY state: the new \
-                     value {:?} is ignored while the element runs (it keeps {:?}). Set it \
+                     value {} is ignored while the element runs (it keeps {}). Set it \
                      before starting the pipeline, or set the pipeline to READY first",
                     pspec.name(),
-                    value,
-                    current
+                    shown(value),
+                    shown(&current)
                 )
             );
             return;
@@ -231,6 +232,16 @@ impl ObjectImpl for GpuMetrics {
 }
 
 impl GstObjectImpl for GpuMetrics {}
+
+/// A property value as a warning quotes it: a string as `"text"`, bounded
+/// ([`crate::quote`]), anything else as GLib prints it.
+fn shown(value: &glib::Value) -> String {
+    match value.get::<Option<String>>() {
+        Ok(Some(s)) => format!("\"{}\"", quoted(&s)),
+        Ok(None) => "NULL".into(),
+        Err(_) => quoted(&format!("{value:?}")).to_string(),
+    }
+}
 
 /// The element's long description (`gst-inspect-1.0`'s "Description"), naming the
 /// registered metrics by their titles: full-reference ones, then no-reference ones, each in

@@ -260,11 +260,16 @@ fn build_error(
     }
     match (e, changed) {
         // A metric option's value: the message names the property and what it accepts.
-        (EngineError::InvalidOption { .. }, _) => gst::error_msg!(
-            gst::LibraryError::Settings,
-            ("{advised}"),
-            ["ref_sink: {rd}, dist_sink: {dd}"]
-        ),
+        // A text option's value may be quoted whole by the metric (a `vmaf-model` path):
+        // bounded as every quoted value is.
+        (EngineError::InvalidOption { .. }, _) => {
+            let advised = req.settings.bounded(e, advised.to_string());
+            gst::error_msg!(
+                gst::LibraryError::Settings,
+                ("{advised}"),
+                ["ref_sink: {rd}, dist_sink: {dd}"]
+            )
+        }
         (_, Some((true, false) | (false, true))) => {
             let (which, other) = if changed == Some((true, false)) {
                 ("ref_sink", "dist_sink")

@@ -6,7 +6,9 @@
 use std::path::PathBuf;
 use std::sync::LazyLock;
 
-use gpumetrics_engine::{BackendChoice, EngineConfig, MAX_IN_FLIGHT, Options};
+use gpumetrics_engine::{
+    BackendChoice, EngineConfig, EngineError, MAX_IN_FLIGHT, OptionValue, Options,
+};
 use gst::glib;
 use gst::prelude::*;
 
@@ -335,6 +337,19 @@ impl Settings {
             },
             device_id: self.device_id,
             options: self.options.clone(),
+        }
+    }
+
+    /// `text`, the message of the engine error `e`: a metric's refusal of a text option
+    /// may quote the value whole (a `vmaf-model` path), bounded here as every quoted value
+    /// is ([`crate::quote`]).
+    pub(crate) fn bounded(&self, e: &EngineError, text: String) -> String {
+        let EngineError::InvalidOption { option, .. } = e else {
+            return text;
+        };
+        match self.options.get(option) {
+            Some(OptionValue::Text(v)) => crate::quote::bounded_within(&text, &v),
+            _ => text,
         }
     }
 

@@ -164,8 +164,10 @@ impl Outputs {
         let mut outputs = Outputs::with_sinks(sinks);
         // Both inputs: a run of one input has no `ref-` fields, and a detector without its
         // fields finds nothing.
-        let events = Events::new(settings.metrics.set(), &settings.options, true)
-            .map_err(|e| gst::error_msg!(gst::LibraryError::Settings, ("{e}")))?;
+        let events = Events::new(settings.metrics.set(), &settings.options, true).map_err(|e| {
+            let text = settings.bounded(&e, e.to_string());
+            gst::error_msg!(gst::LibraryError::Settings, ("{text}"))
+        })?;
         outputs.events = (!events.is_empty()).then_some(events);
         outputs.alerts = Alerts::new(rules);
         outputs.windows = (settings.window > 0).then(|| window::Windows::new(settings.window));

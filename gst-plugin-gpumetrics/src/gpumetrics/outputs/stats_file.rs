@@ -11,6 +11,7 @@ use gpumetrics_engine::MetricSet;
 
 use super::{Env, Pair, Sink};
 use crate::message::{EventRecord, Summary, Window};
+use crate::quote::quoted;
 use crate::records::{self, Format, RecordWriter};
 
 pub(crate) struct StatsFile {
@@ -34,7 +35,7 @@ impl StatsFile {
                 (
                     "Cannot create stats-file {}: {e}; check the path and its directory's \
                      permissions",
-                    path.display()
+                    quoted(&path.to_string_lossy())
                 )
             )
         })?;
@@ -52,7 +53,7 @@ impl StatsFile {
             (
                 "Writing {what} to stats-file {} failed: {e}; check the free space and the \
                  file system",
-                self.path.display()
+                quoted(&self.path.to_string_lossy())
             )
         )
     }
