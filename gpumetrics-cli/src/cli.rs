@@ -131,7 +131,8 @@ pub struct Args {
     pub format: FormatArg,
 
     /// Write the --format output to FILE instead of stdout (the summary table is then
-    /// printed on stdout as well).
+    /// printed on stdout as well). `-o -` is stdout, as without -o: the records there, the
+    /// table on stderr.
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
 
@@ -414,6 +415,10 @@ pub fn command() -> Command {
 /// The arguments from the matches of [`command`].
 pub fn from_matches(matches: &ArgMatches) -> Result<Args, clap::Error> {
     let mut args = Args::from_arg_matches(matches)?;
+    // `-o -`: standard output, as tools write it, not a file named `-`.
+    if args.output.as_deref() == Some(std::path::Path::new("-")) {
+        args.output = None;
+    }
     args.metric_options = options::given(matches);
     (args.reference, args.distorted, args.more_distorted) = inputs(&args).map_err(|e| {
         let mut cmd = command();

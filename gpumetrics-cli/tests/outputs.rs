@@ -353,6 +353,36 @@ fn errors_quote_a_huge_value_cut_with_its_length() {
     }
 }
 
+/// `-o -` is standard output (issue 43): the records there, the summary table on stderr,
+/// and no file named `-`.
+#[test]
+fn dash_output_is_standard_output() {
+    let c = clips();
+    let dir = tempfile::tempdir().unwrap();
+    let out = common::gpumetrics(&[
+        "-f",
+        "jsonl",
+        "-o",
+        "-",
+        &c.get("ref.mp4"),
+        &c.get("dist.mp4"),
+    ])
+    .current_dir(dir.path())
+    .output()
+    .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(
+        !dir.path().join("-").exists(),
+        "a file named '-' was written"
+    );
+    let records = jsonl(&String::from_utf8(out.stdout).unwrap());
+    assert_eq!(of_type(&records, "frame").len() as u64, FRAMES);
+    assert_eq!(of_type(&records, "summary").len(), 1);
+    assert!(err.contains("psnr-y"), "the table on stderr: {err}");
+    assert!(!err.contains("records: -"), "{err}");
+}
+
 #[test]
 fn write_errors_end_the_run_in_one_line() {
     let c = clips();
