@@ -108,3 +108,55 @@ fn a_refused_change_while_playing_quotes_the_value_bounded() {
     assert!(warning.contains("'roi'"), "{warning}");
     assert_bounded(&warning, "\"7777");
 }
+
+/// GET /metrics from `address`: the body.
+fn scrape(address: &str) -> String {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(address).expect("the endpoint listens");
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(s, "GET /metrics HTTP/1.0\r\nHost: {address}\r\n\r\n").unwrap();
+    let mut text = String::new();
+    s.read_to_string(&mut text).unwrap();
+    text
+}
+
+#[test]
+fn port_zero_is_bound_and_reported_in_prometheus_bound_address() {
+    init();
+    let p = gst::parse::launch(
+        "videotestsrc is-live=true ! video/x-raw,format=I420,width=64,height=48 ! tee name=t \
+         t. ! queue ! m.ref_sink t. ! queue ! m.dist_sink \
+         gpumetrics name=m backend=cpu prometheus-address=127.0.0.1:0 ! fakesink",
+    )
+    .unwrap()
+    .downcast::<gst::Pipeline>()
+    .unwrap();
+    let m = p.by_name("m").unwrap();
+    assert_eq!(
+        m.property::<Option<String>>("prometheus-bound-address")
+            .as_deref(),
+        Some("")
+    );
+    p.set_state(gst::State::Playing).unwrap();
+    p.state(gst::ClockTime::from_seconds(10)).0.unwrap();
+    let bound = m
+        .property::<Option<String>>("prometheus-bound-address")
+        .unwrap();
+    let addr: std::net::SocketAddr = bound.parse().expect("host:port");
+    assert_eq!(addr.ip().to_string(), "127.0.0.1");
+    assert_ne!(addr.port(), 0, "the port the system chose");
+    assert!(
+        scrape(&bound).contains("gpumetrics_pairs_total{element=\"m\"}"),
+        "the endpoint at {bound} serves the element's series"
+    );
+    p.set_state(gst::State::Null).unwrap();
+    assert_eq!(
+        m.property::<Option<String>>("prometheus-bound-address")
+            .as_deref(),
+        Some("")
+    );
+    assert!(
+        std::net::TcpStream::connect(&bound).is_err(),
+        "closed at stop"
+    );
+}

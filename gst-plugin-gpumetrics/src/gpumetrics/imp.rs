@@ -112,6 +112,9 @@ struct State {
     /// The first frame taken from ref_sink and from dist_sink (what a run that paired
     /// nothing says).
     first: [Option<Head>; 2],
+    /// Where the `prometheus-address` endpoint listens (`prometheus-bound-address`): kept
+    /// here, not read from the outputs, whose lock is held while they post messages.
+    prometheus_bound: Option<String>,
     notices: Notices,
 }
 
@@ -185,6 +188,10 @@ impl ObjectImpl for GpuMetrics {
     fn property(&self, _id: usize, pspec: &glib::ParamSpec) -> glib::Value {
         if pspec.name() == settings::MEMORY_STATS {
             return self.state.lock().unwrap().memory.to_structure().to_value();
+        }
+        if pspec.name() == settings::PROMETHEUS_BOUND_ADDRESS {
+            let state = self.state.lock().unwrap();
+            return state.prometheus_bound.as_deref().unwrap_or("").to_value();
         }
         self.settings.lock().unwrap().get(pspec.name())
     }
@@ -920,9 +927,20 @@ impl AggregatorImpl for GpuMetrics {
             .transpose()
             .map_err(|e| gst::error_msg!(gst::LibraryError::Settings, ("{e}")))?;
         let outputs = Outputs::new(&settings, self.obj().upcast_ref())?;
+        let prometheus_bound = outputs.prometheus_bound().map(|a| a.to_string());
+        if let (Some(asked), Some(bound)) = (&settings.prometheus_address, &prometheus_bound) {
+            // With port 0 the system chose the port: this line and the property say which.
+            gst::info!(
+                CAT,
+                imp = self,
+                "prometheus-address {asked}: serving http://{bound}/metrics \
+                 (prometheus-bound-address {bound})"
+            );
+        }
         *self.outputs.lock().unwrap() = Some(outputs);
         *self.state.lock().unwrap() = State {
             roi,
+            prometheus_bound,
             ..State::default()
         };
         gst::debug!(CAT, imp = self, "started");

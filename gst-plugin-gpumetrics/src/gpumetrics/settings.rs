@@ -229,6 +229,16 @@ fn own_properties() -> Vec<glib::ParamSpec> {
             )
             .mutable_ready()
             .build(),
+        glib::ParamSpecString::builder(PROMETHEUS_BOUND_ADDRESS)
+            .nick("Prometheus bound address")
+            .blurb(
+                "host:port where the prometheus-address endpoint listens, from the element's \
+                 start to its stop (with port 0, e.g. 127.0.0.1:0, the port the system chose); \
+                 empty until then",
+            )
+            .default_value(Some(""))
+            .read_only()
+            .build(),
         glib::ParamSpecBoxed::builder::<gst::Structure>(MEMORY_STATS)
             .nick("Memory stats")
             .blurb(
@@ -241,8 +251,9 @@ fn own_properties() -> Vec<glib::ParamSpec> {
     ]
 }
 
-/// The read-only property that is no setting (the element answers it from its state).
+/// The read-only properties that are no setting (the element answers them from its state).
 pub(super) const MEMORY_STATS: &str = "memory-stats";
+pub(super) const PROMETHEUS_BOUND_ADDRESS: &str = "prometheus-bound-address";
 
 const CHECKED: &str = "GLib checks the value type of a property";
 
@@ -292,7 +303,7 @@ impl Settings {
         }
     }
 
-    /// The value of property `name` (not [`MEMORY_STATS`]).
+    /// The value of property `name` (not [`MEMORY_STATS`] nor [`PROMETHEUS_BOUND_ADDRESS`]).
     pub(super) fn get(&self, name: &str) -> glib::Value {
         match name {
             "metrics" => self.metrics.to_value(),
@@ -380,7 +391,7 @@ mod tests {
         gst::init().unwrap();
         let mut s = Settings::default();
         for p in properties() {
-            if p.name() == MEMORY_STATS {
+            if [MEMORY_STATS, PROMETHEUS_BOUND_ADDRESS].contains(&p.name()) {
                 continue;
             }
             let default = p.default_value().clone();

@@ -372,7 +372,7 @@ struct Endpoint {
     families: Families,
     /// Names of the elements whose series it serves; it goes away when none is left.
     elements: Vec<String>,
-    _server: Server,
+    server: Server,
 }
 
 /// The endpoints of the process, by address as written.
@@ -388,6 +388,9 @@ struct RuleSeries {
 /// The sink of one element: handles on its series of its address's endpoint.
 pub(crate) struct Prometheus {
     address: String,
+    /// Where the endpoint listens: the address's port, or the one the system chose for
+    /// port 0 (the element's `prometheus-bound-address`).
+    bound: SocketAddr,
     element: String,
     families: Families,
     pairs: Counter,
@@ -436,11 +439,12 @@ impl Prometheus {
                 v.insert(Endpoint {
                     families,
                     elements: Vec::new(),
-                    _server: server,
+                    server,
                 })
             }
         };
         endpoint.elements.push(element.to_string());
+        let bound = endpoint.server.local;
         let f = endpoint.families.clone();
         let of_element = ElementLabels {
             element: element.to_string(),
@@ -467,6 +471,7 @@ impl Prometheus {
             .collect();
         Ok(Prometheus {
             address: address.to_string(),
+            bound,
             element: element.to_string(),
             pairs: f.pairs.get_or_create_owned(&of_element),
             skipped: f.skipped.get_or_create_owned(&of_element),
@@ -479,6 +484,11 @@ impl Prometheus {
             event_series: Vec::new(),
             families: f,
         })
+    }
+
+    /// Where the endpoint listens (for port 0: the port the system chose).
+    pub(crate) fn bound(&self) -> SocketAddr {
+        self.bound
     }
 
     fn field_labels(&self, field: &str) -> FieldLabels {
