@@ -160,3 +160,76 @@ fn port_zero_is_bound_and_reported_in_prometheus_bound_address() {
         "closed at stop"
     );
 }
+
+/// A disk that fills up during the run: the stats file, limited to 4 KiB by the child's
+/// RLIMIT_FSIZE (`ulimit -f`, so a write that crosses the limit is short and the next one
+/// fails), ends at the last complete record, in every layout, and the element errors naming
+/// the file. The child is this test binary, re-run under the limit with
+/// GPUMETRICS_FULL_CHILD set.
+#[test]
+fn a_full_disk_leaves_the_stats_file_ending_with_a_whole_record() {
+    const CHILD: &str = "GPUMETRICS_FULL_CHILD";
+    if let Ok(spec) = std::env::var(CHILD) {
+        let (format, path) = spec.split_once(':').unwrap();
+        let run = run(&format!(
+            "videotestsrc num-buffers=300 ! {c} ! tee name=t t. ! queue ! m.ref_sink \
+             t. ! queue ! m.dist_sink gpumetrics name=m backend=cpu stats-file={path} \
+             stats-format={format} metrics=psnr+ssim window=200000000 ! fakesink",
+            c = i420_caps(64, 48, 25)
+        ));
+        let (message, _) = run.error.expect("the write fails");
+        assert!(
+            message.contains("to stats-file") && message.contains("failed"),
+            "{message}"
+        );
+        return;
+    }
+    for format in ["jsonl", "csv", "json"] {
+        let path = temp_path(&format!("full.{format}"));
+        let exe = std::env::current_exe().unwrap();
+        // SIGXFSZ ignored (it stays ignored across exec): the write fails with EFBIG.
+        let out = std::process::Command::new("bash")
+            .args([
+                "-c",
+                "trap '' XFSZ; ulimit -f 4; exec \"$0\" \"$@\"",
+                exe.to_str().unwrap(),
+                "a_full_disk_leaves_the_stats_file_ending_with_a_whole_record",
+                "--exact",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env(CHILD, format!("{format}:{}", path.display()))
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{format}: the child: {}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let text = std::fs::read_to_string(&path).unwrap();
+        std::fs::remove_file(&path).ok();
+        assert!(text.len() > 1000, "{format}: records before the limit");
+        assert!(text.len() <= 4096, "{format}: {} bytes", text.len());
+        assert!(
+            text.ends_with('\n'),
+            "{format}: a partial record at the end: {:?}",
+            &text[text.len().saturating_sub(200)..]
+        );
+        let lines: Vec<&str> = text.lines().collect();
+        for (i, line) in lines.iter().enumerate() {
+            match format {
+                "csv" => assert_eq!(
+                    line.split(',').count(),
+                    lines[0].split(',').count(),
+                    "{line}"
+                ),
+                "json" if i == 0 => assert_eq!(*line, "{\"frames\":["),
+                _ => {
+                    serde_json::from_str::<serde_json::Value>(line.trim_start_matches(','))
+                        .unwrap_or_else(|e| panic!("{format} line {i} {line:?}: {e}"));
+                }
+            }
+        }
+    }
+}

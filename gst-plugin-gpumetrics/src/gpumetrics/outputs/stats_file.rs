@@ -4,7 +4,6 @@
 //! the writer).
 
 use std::fs::File;
-use std::io::BufWriter;
 use std::path::{Path, PathBuf};
 
 use gpumetrics_engine::MetricSet;
@@ -16,7 +15,7 @@ use crate::records::{self, Format, RecordWriter};
 
 pub(crate) struct StatsFile {
     /// `None` after a write failed (the element stops measuring then).
-    writer: Option<RecordWriter<BufWriter<File>>>,
+    writer: Option<RecordWriter<File>>,
     /// For the errors.
     path: PathBuf,
 }
