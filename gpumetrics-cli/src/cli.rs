@@ -13,6 +13,7 @@ use std::path::PathBuf;
 use clap::builder::TypedValueParser;
 use clap::{ArgMatches, Command, CommandFactory, FromArgMatches, Parser, ValueEnum};
 use gpumetrics_engine::{BackendChoice, metric};
+use gstgpumetrics::quote::quoted;
 
 use crate::{monitor, options};
 
@@ -130,7 +131,8 @@ pub struct Args {
     pub format: FormatArg,
 
     /// Write the --format output to FILE instead of stdout (the summary table is then
-    /// printed on stdout as well).
+    /// printed on stdout as well). `-o -` is stdout, as without -o: the records there, the
+    /// table on stderr.
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
 
@@ -306,17 +308,19 @@ pub struct Threshold {
 }
 
 fn parse_threshold(s: &str) -> Result<Threshold, String> {
+    let shown = quoted(s);
     let (field, value) = s
         .split_once('=')
-        .ok_or_else(|| format!("expected FIELD=VALUE (e.g. psnr-y=35), got `{s}`"))?;
+        .ok_or_else(|| format!("expected FIELD=VALUE (e.g. psnr-y=35), got `{shown}`"))?;
     let field = field.trim();
     if field.is_empty() {
-        return Err(format!("no field name in `{s}` (e.g. psnr-y=35)"));
+        return Err(format!("no field name in `{shown}` (e.g. psnr-y=35)"));
     }
     let Some(meta) = metric::field(field) else {
         let known: Vec<&str> = metric::fields().map(|f| f.name).collect();
         return Err(format!(
-            "no field `{field}`; the fields are {}",
+            "no field `{}`; the fields are {}",
+            quoted(field),
             known.join(", ")
         ));
     };
@@ -329,9 +333,11 @@ fn parse_threshold(s: &str) -> Result<Threshold, String> {
     let value: f64 = value
         .trim()
         .parse()
-        .map_err(|_| format!("`{}` is not a number (in `{s}`)", value.trim()))?;
+        .map_err(|_| format!("`{}` is not a number (in `{shown}`)", quoted(value.trim())))?;
     if !value.is_finite() {
-        return Err(format!("the threshold in `{s}` must be a finite number"));
+        return Err(format!(
+            "the threshold in `{shown}` must be a finite number"
+        ));
     }
     Ok(Threshold {
         field: field.to_string(),
@@ -409,6 +415,10 @@ pub fn command() -> Command {
 /// The arguments from the matches of [`command`].
 pub fn from_matches(matches: &ArgMatches) -> Result<Args, clap::Error> {
     let mut args = Args::from_arg_matches(matches)?;
+    // `-o -`: standard output, as tools write it, not a file named `-`.
+    if args.output.as_deref() == Some(std::path::Path::new("-")) {
+        args.output = None;
+    }
     args.metric_options = options::given(matches);
     (args.reference, args.distorted, args.more_distorted) = inputs(&args).map_err(|e| {
         let mut cmd = command();

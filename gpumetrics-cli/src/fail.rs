@@ -8,6 +8,7 @@
 
 use gpumetrics_engine::metric::{self, Direction};
 use gstgpumetrics::message::{FieldStats, Summary};
+use gstgpumetrics::quote::quoted;
 
 use crate::fields;
 
@@ -81,7 +82,7 @@ impl Rule {
     /// the run's metrics can produce. The error names the rule and the fix (for a field of
     /// another metric: which one to add to `--metrics`).
     pub fn parse(text: &str, run_fields: &[&str]) -> Result<Rule, String> {
-        let bad = |why: String| format!("--fail '{text}': {why}");
+        let bad = |why: String| format!("--fail '{}': {why}", quoted(text));
         let at = text.find(['<', '>']).ok_or_else(|| {
             bad(
                 "no '<' or '>': write FIELD.STAT<VALUE or FIELD.STAT>VALUE, e.g. \
@@ -106,7 +107,8 @@ impl Rule {
         };
         let Some(stat) = STATS.iter().copied().find(|s| *s == stat) else {
             return Err(bad(format!(
-                "no statistic `{stat}`: choose from {}",
+                "no statistic `{}`: choose from {}",
+                quoted(stat),
                 STATS.join(", ")
             )));
         };
@@ -124,7 +126,8 @@ impl Rule {
                 None => String::new(),
             };
             return Err(bad(format!(
-                "no field `{field}` in this run{hint}; its fields are {}",
+                "no field `{}` in this run{hint}; its fields are {}",
+                quoted(field),
                 run_fields.join(", ")
             )));
         }
@@ -132,7 +135,7 @@ impl Rule {
             .parse()
             .ok()
             .filter(|v: &f64| v.is_finite())
-            .ok_or_else(|| bad(format!("`{value}` is not a finite number")))?;
+            .ok_or_else(|| bad(format!("`{}` is not a finite number", quoted(value))))?;
         // The direction the statistic gets worse: a wider spread is worse for every field.
         let worse = match (stat, fields::meta(field).direction) {
             ("stddev", _) | (_, Direction::Lower) => Op::Above,

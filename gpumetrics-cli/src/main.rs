@@ -119,8 +119,23 @@ fn parse_args() -> Args {
             ))
         });
     }
-    let matches = cmd.get_matches();
-    cli::from_matches(&matches).unwrap_or_else(|e| e.exit())
+    let matches = cmd.try_get_matches().unwrap_or_else(|e| exit_bounded(e));
+    cli::from_matches(&matches).unwrap_or_else(|e| exit_bounded(e))
+}
+
+/// Exits with clap's error (or help), each argument it quotes bounded as the command's own
+/// errors quote values ([`gstgpumetrics::quote`]): clap quotes a refused value whole, and a
+/// megabyte pasted into `--roi` would come back whole.
+fn exit_bounded(e: clap::Error) -> ! {
+    let text = e.render().to_string();
+    let bounded = std::env::args_os().skip(1).fold(text.clone(), |t, a| {
+        gstgpumetrics::quote::bounded_within(&t, &a.to_string_lossy())
+    });
+    if bounded == text {
+        e.exit()
+    }
+    eprint!("{bounded}");
+    std::process::exit(e.exit_code())
 }
 
 fn main() -> ExitCode {

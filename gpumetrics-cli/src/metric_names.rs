@@ -57,7 +57,8 @@ pub fn parse(list: &str, single: bool) -> Result<String, String> {
             .find(|a| a.replace('-', "") == name.replace(['-', '_'], ""))
             .ok_or_else(|| {
                 format!(
-                    "unknown metric `{name}`: choose from {} or all",
+                    "unknown metric `{}`: choose from {} or all",
+                    gstgpumetrics::quote::quoted(&name),
                     known.join(", ")
                 )
             })?;

@@ -9,6 +9,7 @@ use gpumetrics_engine::{MetricSet, metric};
 use gst::prelude::*;
 use gstgpumetrics::alerts::{self, Rule};
 use gstgpumetrics::message::{AlertChange, AlertState, Window};
+use gstgpumetrics::quote::quoted;
 
 use crate::fields;
 
@@ -29,9 +30,12 @@ pub fn is_live_uri(uri: &str) -> bool {
 /// the alert rules' HOLD reads it ([`gstgpumetrics::alerts::parse_duration`]); not 0.
 pub fn parse_duration(text: &str) -> Result<u64, String> {
     match gstgpumetrics::alerts::parse_duration(text) {
-        Ok(0) => Err(format!("`{text}` must be longer than 0 (e.g. 500ms, 1s)")),
+        Ok(0) => Err(format!(
+            "`{}` must be longer than 0 (e.g. 500ms, 1s)",
+            quoted(text)
+        )),
         Ok(ns) => Ok(ns),
-        Err(why) => Err(format!("`{text}` {why}")),
+        Err(why) => Err(format!("`{}` {why}", quoted(text))),
     }
 }
 
@@ -49,7 +53,10 @@ impl Roi {
     pub fn parse(text: &str) -> Result<Roi, String> {
         let r = gstgpumetrics::roi::Rect::parse(text)?;
         if r.width == 0 || r.height == 0 {
-            return Err(format!("`{text}`: width and height must be at least 1"));
+            return Err(format!(
+                "`{}`: width and height must be at least 1",
+                quoted(text)
+            ));
         }
         Ok(Roi {
             x: r.x,
@@ -83,7 +90,12 @@ impl std::fmt::Display for Roi {
 /// `--prometheus HOST:PORT` (an IPv6 host in brackets: `[::1]:9100`).
 pub fn parse_address(text: &str) -> Result<String, String> {
     let t = text.trim();
-    let bad = || format!("`{text}` is not HOST:PORT (e.g. 127.0.0.1:9100, 0.0.0.0:9100)");
+    let bad = || {
+        format!(
+            "`{}` is not HOST:PORT (e.g. 127.0.0.1:9100, 0.0.0.0:9100)",
+            quoted(text)
+        )
+    };
     let (host, port) = t.rsplit_once(':').ok_or_else(bad)?;
     if host.is_empty() || port.parse::<u16>().map_or(true, |p| p == 0) {
         return Err(bad());

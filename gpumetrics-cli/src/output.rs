@@ -257,7 +257,8 @@ pub fn frames_table(records: &[FrameScores]) -> String {
 pub enum RecordSink {
     /// `--format table`: records are kept for the plot only.
     None,
-    Records(Records),
+    /// Boxed: the writer is large, and there is one sink per run.
+    Records(Box<Records>),
 }
 
 impl RecordSink {
@@ -288,9 +289,9 @@ impl RecordSink {
             FormatArg::Csv => Layout::Csv,
             FormatArg::Json => Layout::Json,
         };
-        Ok(RecordSink::Records(records::start(
+        Ok(RecordSink::Records(Box::new(records::start(
             layout, out, &columns, header, distorted,
-        )?))
+        )?)))
     }
 
     /// A frame record of the `which`-th distorted file (0 with one).

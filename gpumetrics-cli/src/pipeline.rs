@@ -553,8 +553,12 @@ impl SetFromStrChecked for gst::Element {
         let pspec = self
             .find_property(name)
             .with_context(|| format!("no property {name}"))?;
-        let v = gst::glib::Value::deserialize_with_pspec(value, &pspec)
-            .map_err(|e| anyhow!("invalid value `{value}` for {name}: {e}"))?;
+        let v = gst::glib::Value::deserialize_with_pspec(value, &pspec).map_err(|e| {
+            anyhow!(
+                "invalid value `{}` for {name}: {e}",
+                gstgpumetrics::quote::quoted(value)
+            )
+        })?;
         self.set_property_from_value(name, &v);
         Ok(())
     }

@@ -60,8 +60,12 @@ pub fn check(args: &Args) -> Result<Plan, Failure> {
         .metrics
         .clone()
         .unwrap_or_else(|| metric_names::default_list(single));
-    let metrics =
-        metric_names::parse(&list, single).map_err(|e| usage(anyhow!("--metrics {list}: {e}")))?;
+    let metrics = metric_names::parse(&list, single).map_err(|e| {
+        usage(anyhow!(
+            "--metrics {}: {e}",
+            gstgpumetrics::quote::quoted(&list)
+        ))
+    })?;
     check_options(&metrics, &args.metric_options).map_err(usage)?;
     check_thresholds(&metrics, &args.fail_below, single).map_err(usage)?;
     let run_fields = fields::of_run(metric_set(&metrics), single);
@@ -141,7 +145,18 @@ fn check_options(metrics: &str, given: &[options::Given]) -> Result<()> {
         set.set(spec.name, value.clone())?;
     }
     match metric::check_options(requested, &set) {
-        Err(EngineError::InvalidOption { option, why }) => bail!("--{option}: {why}"),
+        Err(EngineError::InvalidOption { option, why }) => {
+            // A text option's value may be quoted whole by the metric (a `--vmaf-model`
+            // path): bounded as every quoted value is.
+            let text = match set.get(option) {
+                Some(gpumetrics_engine::OptionValue::Text(v)) => v,
+                _ => String::new(),
+            };
+            bail!(
+                "--{option}: {}",
+                gstgpumetrics::quote::bounded_within(&why, &text)
+            )
+        }
         // Anything else depends on the real frames: the run says it.
         _ => Ok(()),
     }

@@ -71,7 +71,8 @@ fn parse_framerate(s: &str) -> Result<gst::Fraction, String> {
     match (n.trim().parse::<i32>(), d.trim().parse::<i32>()) {
         (Ok(n), Ok(d)) if n > 0 && d > 0 => Ok(gst::Fraction::new(n, d)),
         _ => Err(format!(
-            "`{s}` is not a frame rate: give N or N/D with positive integers (25, 30000/1001)"
+            "`{}` is not a frame rate: give N or N/D with positive integers (25, 30000/1001)",
+            gstgpumetrics::quote::quoted(s)
         )),
     }
 }

@@ -320,6 +320,69 @@ fn cell(table: &str, field: &str, i: usize) -> f64 {
     cells[i].parse().unwrap()
 }
 
+/// An argument of 100,000 characters (one argument may hold up to 128 KiB) that the command
+/// refuses: the error quotes its start and states its length, in a few hundred bytes, from
+/// clap (`--roi`, `--window`, ...) and from the command's own checks (`--alert`, `--fail`,
+/// `--metrics`) alike (issue 43).
+#[test]
+fn errors_quote_a_huge_value_cut_with_its_length() {
+    for (flag, unit) in [
+        ("--roi", "1,"),
+        ("--window", "x"),
+        ("--subsample", "9"),
+        ("--prometheus", "x"),
+        ("--fail-below", "x"),
+        ("--alert", "x"),
+        ("--fail", "x"),
+        ("--metrics", "x"),
+    ] {
+        let value = unit.repeat(100_000 / unit.len());
+        let err = before_decoding(&[flag, &value], 2)
+            .get_output()
+            .stderr
+            .clone();
+        let err = String::from_utf8_lossy(&err);
+        assert!(
+            err.len() < 2048,
+            "{flag}: {} bytes: {}",
+            err.len(),
+            &err[..300]
+        );
+        assert!(err.contains("...(100000 characters)"), "{flag}: {err}");
+        assert!(err.contains(&value[..100]), "{flag}: {err}");
+    }
+}
+
+/// `-o -` is standard output (issue 43): the records there, the summary table on stderr,
+/// and no file named `-`.
+#[test]
+fn dash_output_is_standard_output() {
+    let c = clips();
+    let dir = tempfile::tempdir().unwrap();
+    let out = common::gpumetrics(&[
+        "-f",
+        "jsonl",
+        "-o",
+        "-",
+        &c.get("ref.mp4"),
+        &c.get("dist.mp4"),
+    ])
+    .current_dir(dir.path())
+    .output()
+    .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(
+        !dir.path().join("-").exists(),
+        "a file named '-' was written"
+    );
+    let records = jsonl(&String::from_utf8(out.stdout).unwrap());
+    assert_eq!(of_type(&records, "frame").len() as u64, FRAMES);
+    assert_eq!(of_type(&records, "summary").len(), 1);
+    assert!(err.contains("psnr-y"), "the table on stderr: {err}");
+    assert!(!err.contains("records: -"), "{err}");
+}
+
 #[test]
 fn write_errors_end_the_run_in_one_line() {
     let c = clips();

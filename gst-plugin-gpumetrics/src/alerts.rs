@@ -14,6 +14,7 @@
 use gpumetrics_engine::Field;
 
 use crate::message::{AlertChange, AlertCount, AlertState};
+use crate::quote::quoted;
 
 /// Which side of the threshold raises a rule.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -82,7 +83,7 @@ pub fn parse_duration(text: &str) -> Result<u64, String> {
 }
 
 fn parse_hold(text: &str) -> Result<u64, String> {
-    parse_duration(text).map_err(|why| format!("the hold time '{text}' {why}"))
+    parse_duration(text).map_err(|why| format!("the hold time '{}' {why}", quoted(text)))
 }
 
 /// A rule as written: the field's name, its condition, its hold.
@@ -96,8 +97,9 @@ struct Parsed<'a> {
 fn parse_rule(text: &str) -> Result<Parsed<'_>, String> {
     let bad = |why: String| {
         format!(
-            "alerts: rule '{text}': {why}; a rule is FIELD<VALUE[:HOLD] or FIELD>VALUE[:HOLD], \
-             e.g. vmaf<70:2s"
+            "alerts: rule '{}': {why}; a rule is FIELD<VALUE[:HOLD] or FIELD>VALUE[:HOLD], \
+             e.g. vmaf<70:2s",
+            quoted(text)
         )
     };
     let at = text
@@ -115,7 +117,8 @@ fn parse_rule(text: &str) -> Result<Parsed<'_>, String> {
             .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
     {
         return Err(bad(format!(
-            "'{field}' is not a field name (lower case, digits and '-', e.g. psnr-y)"
+            "'{}' is not a field name (lower case, digits and '-', e.g. psnr-y)",
+            quoted(field)
         )));
     }
     let rest = &text[at + 1..];
@@ -127,7 +130,12 @@ fn parse_rule(text: &str) -> Result<Parsed<'_>, String> {
         .parse()
         .ok()
         .filter(|v: &f64| v.is_finite())
-        .ok_or_else(|| bad(format!("the threshold '{value}' is not a finite number")))?;
+        .ok_or_else(|| {
+            bad(format!(
+                "the threshold '{}' is not a finite number",
+                quoted(value)
+            ))
+        })?;
     Ok(Parsed {
         field,
         op,
@@ -144,17 +152,19 @@ pub fn parse(text: &str, fields: &[&'static Field]) -> Result<Vec<Rule>, String>
     for part in text.split(',').map(str::trim) {
         if part.is_empty() {
             return Err(format!(
-                "alerts: '{text}' has an empty rule (two commas, or one at an end)"
+                "alerts: '{}' has an empty rule (two commas, or one at an end)",
+                quoted(text)
             ));
         }
         let parsed = parse_rule(part)?;
         let Some(&field) = fields.iter().find(|f| f.name == parsed.field) else {
             let names: Vec<&str> = fields.iter().map(|f| f.name).collect();
             return Err(format!(
-                "alerts: rule '{part}' names the field '{}', which no enabled metric produces \
+                "alerts: rule '{}' names the field '{}', which no enabled metric produces \
                  (the enabled metrics give {}); enable its metric in 'metrics' or correct the \
                  name",
-                parsed.field,
+                quoted(part),
+                quoted(parsed.field),
                 if names.is_empty() {
                     "no fields".to_string()
                 } else {
@@ -170,7 +180,7 @@ pub fn parse(text: &str, fields: &[&'static Field]) -> Result<Vec<Rule>, String>
             hold: parsed.hold,
         };
         if rules.iter().any(|r: &Rule| r.text == rule.text) {
-            return Err(format!("alerts: rule '{part}' is given twice"));
+            return Err(format!("alerts: rule '{}' is given twice", quoted(part)));
         }
         rules.push(rule);
     }

@@ -23,6 +23,7 @@ pub mod gstcuda;
 pub mod message;
 pub mod meta;
 pub mod pairing;
+pub mod quote;
 pub mod records;
 pub mod roi;
 

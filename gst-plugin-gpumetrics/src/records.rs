@@ -89,7 +89,7 @@
 //! `summary` array of them. With one distorted file the layouts have no such key.
 
 use std::fs::File;
-use std::io::{self, BufWriter, Seek, SeekFrom, Write};
+use std::io::{self, Seek, SeekFrom, Write};
 use std::path::Path;
 
 use gpumetrics_engine::{Field, MetricSet};
@@ -347,19 +347,14 @@ const CSV_STATS: [&str; 11] = [
     "p99",
 ];
 
-/// Removes the last `n` bytes written to `W` (a JSON document's closing part, replaced when
-/// records follow a summary).
-type Rewind<W> = fn(&mut W, u64) -> io::Result<()>;
+/// Cuts `W` back to its first `len` bytes, writing on from there: a JSON document's closing
+/// part is removed when records follow a summary, and a record whose write failed is
+/// removed whole.
+type Truncate<W> = fn(&mut W, u64) -> io::Result<()>;
 
-fn rewind_file(w: &mut BufWriter<File>, n: u64) -> io::Result<()> {
-    w.flush()?;
-    let file = w.get_mut();
-    let end = file.seek(SeekFrom::End(0))?;
-    let to = end
-        .checked_sub(n)
-        .ok_or_else(|| io::Error::other("the stats file is shorter than what was written to it"))?;
-    file.set_len(to)?;
-    file.seek(SeekFrom::Start(to))?;
+fn truncate_file(file: &mut File, len: u64) -> io::Result<()> {
+    file.set_len(len)?;
+    file.seek(SeekFrom::Start(len))?;
     Ok(())
 }
 
@@ -373,7 +368,8 @@ enum Held {
 /// Writes the records of one run to `W` in one [`Format`] and [`Style`]. Every record
 /// reaches `W` in one write (what precedes it, the record and its line end) and is flushed
 /// as it is written, so that a crash or error loses nothing already measured and leaves
-/// whole lines; a failed write is the method's error.
+/// whole lines; a failed write is the method's error, and where `W` can be cut back (a
+/// stats file) the record it failed in is removed, so that `W` ends with whole records.
 ///
 /// A run may go on after a summary (the element: a flushing seek after EOS replays part of
 /// the input): its records follow, and the next summary is written after them. JSON Lines
@@ -398,7 +394,13 @@ pub struct RecordWriter<W: Write> {
     json_count: u64,
     /// Stats file JSON: length of the closing part the last summary wrote.
     json_tail: u64,
-    rewind: Option<Rewind<W>>,
+    /// Where `W` can be cut back ([`RecordWriter::create`], [`RecordWriter::in_memory`]).
+    truncate: Option<Truncate<W>>,
+    /// Bytes written to `W` so far.
+    len: u64,
+    /// Where the last complete record ends: a record whose write fails (a full disk, a
+    /// short write) is cut back to here, so that `W` ends with whole records.
+    committed: u64,
     /// The command's JSON: the windows and events, written with the summary in their own
     /// arrays.
     windows: Vec<String>,
@@ -407,11 +409,12 @@ pub struct RecordWriter<W: Write> {
     last_summaries: Option<Vec<Summary>>,
 }
 
-impl RecordWriter<BufWriter<File>> {
-    /// A stats file at `path`, created (truncated).
+impl RecordWriter<File> {
+    /// A stats file at `path`, created (truncated). Unbuffered: each record is one write
+    /// (see [`RecordWriter`]), and one that fails is cut off the file.
     pub fn create(path: &Path, format: Format) -> io::Result<Self> {
-        let mut w = Self::stats_file(BufWriter::new(File::create(path)?), format);
-        w.rewind = Some(rewind_file);
+        let mut w = Self::stats_file(File::create(path)?, format);
+        w.truncate = Some(truncate_file);
         Ok(w)
     }
 }
@@ -420,9 +423,8 @@ impl RecordWriter<Vec<u8>> {
     /// A stats file in memory (what a file would hold, for tests and callers that buffer).
     pub fn in_memory(format: Format) -> Self {
         let mut w = Self::stats_file(Vec::new(), format);
-        w.rewind = Some(|v: &mut Vec<u8>, n| {
-            let len = v.len().saturating_sub(n as usize);
-            v.truncate(len);
+        w.truncate = Some(|v: &mut Vec<u8>, len| {
+            v.truncate(len as usize);
             Ok(())
         });
         w
@@ -440,7 +442,9 @@ impl<W: Write> RecordWriter<W> {
             labels: Vec::new(),
             json_count: 0,
             json_tail: 0,
-            rewind: None,
+            truncate: None,
+            len: 0,
+            committed: 0,
             windows: Vec::new(),
             events: Vec::new(),
             last_summaries: None,
@@ -519,7 +523,27 @@ impl<W: Write> RecordWriter<W> {
     /// Writes `bytes` in one piece and flushes.
     fn put(&mut self, bytes: &[u8]) -> io::Result<()> {
         self.out.write_all(bytes)?;
-        self.out.flush()
+        self.out.flush()?;
+        self.len += bytes.len() as u64;
+        Ok(())
+    }
+
+    /// Runs `write`, one record (a frame, a window, an event, the summaries: each one or
+    /// more `put`s). When it fails, what it wrote is cut off where `W` can be cut back, so
+    /// that the output ends with the last complete record (a failed or short write may
+    /// have left part of a line), and the error is returned.
+    fn whole(&mut self, write: impl FnOnce(&mut Self) -> io::Result<()>) -> io::Result<()> {
+        self.committed = self.len;
+        let result = write(self);
+        if result.is_ok() {
+            self.committed = self.len;
+        } else if let Some(truncate) = self.truncate {
+            let _ = self.out.flush();
+            if truncate(&mut self.out, self.committed).is_ok() {
+                self.len = self.committed;
+            }
+        }
+        result
     }
 
     /// Writes `lead`, `record` and a newline in one piece and flushes, so that a record
@@ -550,8 +574,8 @@ impl<W: Write> RecordWriter<W> {
 
     /// Removes the JSON closing part the last summary wrote, so that records can follow.
     fn reopen_json(&mut self) -> io::Result<()> {
-        let rewind = self
-            .rewind
+        let truncate = self
+            .truncate
             .filter(|_| self.style == Style::StatsFile)
             .ok_or_else(|| {
                 io::Error::other(
@@ -559,7 +583,13 @@ impl<W: Write> RecordWriter<W> {
                 )
             })?;
         self.out.flush()?;
-        rewind(&mut self.out, self.json_tail)?;
+        let len = self.len.checked_sub(self.json_tail).ok_or_else(|| {
+            io::Error::other("the stats file is shorter than what was written to it")
+        })?;
+        truncate(&mut self.out, len)?;
+        self.len = len;
+        // The record after it completes the file again; until then it ends here.
+        self.committed = self.committed.min(len);
         self.json_tail = 0;
         Ok(())
     }
@@ -698,6 +728,10 @@ impl<W: Write> RecordWriter<W> {
     /// A pair's record, of the `which`-th distorted file (0 with one; a stats file's
     /// records are all of its one file).
     pub fn frame(&mut self, which: usize, rec: &FrameScores) -> io::Result<()> {
+        self.whole(|s| s.write_frame(which, rec))
+    }
+
+    fn write_frame(&mut self, which: usize, rec: &FrameScores) -> io::Result<()> {
         self.continue_after_summary()?;
         let label = self.label(which).map(str::to_string);
         match (self.format, self.style) {
@@ -736,6 +770,10 @@ impl<W: Write> RecordWriter<W> {
     /// `running-time` and its length in `duration`; not in the command's CSV, whose rows are
     /// pairs only.
     pub fn window(&mut self, which: usize, w: &Window) -> io::Result<()> {
+        self.whole(|s| s.write_window(which, w))
+    }
+
+    fn write_window(&mut self, which: usize, w: &Window) -> io::Result<()> {
         self.continue_after_summary()?;
         let label = self.label(which).map(str::to_string);
         match (self.format, self.style) {
@@ -757,6 +795,10 @@ impl<W: Write> RecordWriter<W> {
     /// (`black-start`, `freeze-end`; `ref-` before it for the reference input) with the time
     /// in `running-time` and, at the end, the length in `duration`; not in the command's CSV.
     pub fn event(&mut self, which: usize, e: &EventRecord) -> io::Result<()> {
+        self.whole(|s| s.write_event(which, e))
+    }
+
+    fn write_event(&mut self, which: usize, e: &EventRecord) -> io::Result<()> {
         self.continue_after_summary()?;
         let label = self.label(which).map(str::to_string);
         match (self.format, self.style) {
@@ -791,6 +833,10 @@ impl<W: Write> RecordWriter<W> {
     /// written last, with no record since, are not written again (the element's stop after
     /// EOS).
     pub fn summaries(&mut self, all: &[Summary]) -> io::Result<()> {
+        self.whole(|s| s.write_summaries(all))
+    }
+
+    fn write_summaries(&mut self, all: &[Summary]) -> io::Result<()> {
         if self.last_summaries.as_deref() == Some(all) {
             return Ok(());
         }
@@ -1077,6 +1123,56 @@ mod tests {
                 RecordWriter::command(format, full, fields(&["psnr-y"]), &(), vec![]).unwrap();
             let e = w.frame(0, &rec(0, 30.0)).unwrap_err();
             assert_eq!(e.kind(), io::ErrorKind::StorageFull, "{format:?}: {e}");
+        }
+    }
+
+    /// A stats file whose disk fills up in the middle of a record (a window's, a frame's,
+    /// the summary's): the record's write fails, and the file is cut back to the end of
+    /// the last complete record, in every layout (issue 43).
+    #[test]
+    fn a_failed_write_leaves_whole_records() {
+        let window = Window {
+            start: 0,
+            end: 1_000_000_000,
+            stats: summary(),
+        };
+        for format in [Format::Jsonl, Format::Json, Format::Csv] {
+            // What a disk with room for everything holds, record by record.
+            let mut ends = Vec::new();
+            let mut all = RecordWriter::in_memory(format).columns(fields(&["psnr-y", "mse-y"]));
+            for i in 0..3 {
+                all.frame(0, &rec(i, 30.0)).unwrap();
+                ends.push(all.len);
+                all.window(0, &window).unwrap();
+                ends.push(all.len);
+            }
+            all.summary(&summary()).unwrap();
+            let complete = all.into_inner();
+            // Room up to each byte of the file: the file ends at a record's end.
+            for room in (1..complete.len()).step_by(7) {
+                let mut w = RecordWriter::stats_file(Full { room, kept: vec![] }, format)
+                    .columns(fields(&["psnr-y", "mse-y"]));
+                w.truncate = Some(|f: &mut Full, len| {
+                    f.kept.truncate(len as usize);
+                    Ok(())
+                });
+                let failed = (0..3)
+                    .try_for_each(|i| {
+                        w.frame(0, &rec(i, 30.0))?;
+                        w.window(0, &window)
+                    })
+                    .and_then(|()| w.summary(&summary()));
+                assert!(failed.is_err(), "{format:?}, room {room}");
+                let kept = w.into_inner().kept;
+                let whole = ends.iter().rev().find(|&&e| e as usize <= room).copied();
+                assert_eq!(
+                    kept.len() as u64,
+                    whole.unwrap_or(0),
+                    "{format:?}, room {room}: {:?}",
+                    String::from_utf8_lossy(&kept)
+                );
+                assert_eq!(kept[..], complete[..kept.len()], "{format:?}, room {room}");
+            }
         }
     }
 

@@ -36,8 +36,9 @@ impl Rect {
     pub fn parse(text: &str) -> Result<Rect, String> {
         let bad = || {
             format!(
-                "roi \"{text}\" is not x,y,width,height: four non-negative integers in pixels \
-                 of the reference separated by commas, e.g. roi=0,0,640,360"
+                "roi \"{}\" is not x,y,width,height: four non-negative integers in pixels \
+                 of the reference separated by commas, e.g. roi=0,0,640,360",
+                crate::quote::quoted(text)
             )
         };
         let mut values = [0u32; 4];

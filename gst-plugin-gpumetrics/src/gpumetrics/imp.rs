@@ -36,6 +36,7 @@ use crate::caps;
 use crate::gstcuda;
 use crate::message::FrameScores;
 use crate::pairing::{self, Decision, Head, PadState};
+use crate::quote::quoted;
 use crate::roi::Rect;
 
 /// Warnings and latency found under the state lock, posted once it is released.
@@ -111,6 +112,9 @@ struct State {
     /// The first frame taken from ref_sink and from dist_sink (what a run that paired
     /// nothing says).
     first: [Option<Head>; 2],
+    /// Where the `prometheus-address` endpoint listens (`prometheus-bound-address`): kept
+    /// here, not read from the outputs, whose lock is held while they post messages.
+    prometheus_bound: Option<String>,
     notices: Notices,
 }
 
@@ -169,11 +173,11 @@ impl ObjectImpl for GpuMetrics {
                 gst::CoreError::StateChange,
                 (
                     "Property '{}' can be changed only in the NULL or READY state: the new \
-                     value {:?} is ignored while the element runs (it keeps {:?}). Set it \
+                     value {} is ignored while the element runs (it keeps {}). Set it \
                      before starting the pipeline, or set the pipeline to READY first",
                     pspec.name(),
-                    value,
-                    current
+                    shown(value),
+                    shown(&current)
                 )
             );
             return;
@@ -184,6 +188,10 @@ impl ObjectImpl for GpuMetrics {
     fn property(&self, _id: usize, pspec: &glib::ParamSpec) -> glib::Value {
         if pspec.name() == settings::MEMORY_STATS {
             return self.state.lock().unwrap().memory.to_structure().to_value();
+        }
+        if pspec.name() == settings::PROMETHEUS_BOUND_ADDRESS {
+            let state = self.state.lock().unwrap();
+            return state.prometheus_bound.as_deref().unwrap_or("").to_value();
         }
         self.settings.lock().unwrap().get(pspec.name())
     }
@@ -231,6 +239,16 @@ impl ObjectImpl for GpuMetrics {
 }
 
 impl GstObjectImpl for GpuMetrics {}
+
+/// A property value as a warning quotes it: a string as `"text"`, bounded
+/// ([`crate::quote`]), anything else as GLib prints it.
+fn shown(value: &glib::Value) -> String {
+    match value.get::<Option<String>>() {
+        Ok(Some(s)) => format!("\"{}\"", quoted(&s)),
+        Ok(None) => "NULL".into(),
+        Err(_) => quoted(&format!("{value:?}")).to_string(),
+    }
+}
 
 /// The element's long description (`gst-inspect-1.0`'s "Description"), naming the
 /// registered metrics by their titles: full-reference ones, then no-reference ones, each in
@@ -928,9 +946,20 @@ impl AggregatorImpl for GpuMetrics {
             .transpose()
             .map_err(|e| gst::error_msg!(gst::LibraryError::Settings, ("{e}")))?;
         let outputs = Outputs::new(&settings, self.obj().upcast_ref())?;
+        let prometheus_bound = outputs.prometheus_bound().map(|a| a.to_string());
+        if let (Some(asked), Some(bound)) = (&settings.prometheus_address, &prometheus_bound) {
+            // With port 0 the system chose the port: this line and the property say which.
+            gst::info!(
+                CAT,
+                imp = self,
+                "prometheus-address {asked}: serving http://{bound}/metrics \
+                 (prometheus-bound-address {bound})"
+            );
+        }
         *self.outputs.lock().unwrap() = Some(outputs);
         *self.state.lock().unwrap() = State {
             roi,
+            prometheus_bound,
             ..State::default()
         };
         gst::debug!(CAT, imp = self, "started");

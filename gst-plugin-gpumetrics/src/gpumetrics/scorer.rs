@@ -299,9 +299,11 @@ fn build_error(
     }
     match (e, changed) {
         // A metric option's value: the message names the property and what it accepts.
+        // A text option's value may be quoted whole by the metric (a `vmaf-model` path):
+        // bounded as every quoted value is.
         (EngineError::InvalidOption { .. }, _) => Failure::new(
             Code::Settings,
-            advised.to_string(),
+            req.settings.bounded(e, advised.to_string()),
             format!("ref_sink: {rd}, dist_sink: {dd}"),
             e,
         ),

@@ -6,7 +6,9 @@
 use std::path::PathBuf;
 use std::sync::LazyLock;
 
-use gpumetrics_engine::{BackendChoice, EngineConfig, MAX_IN_FLIGHT, Options};
+use gpumetrics_engine::{
+    BackendChoice, EngineConfig, EngineError, MAX_IN_FLIGHT, OptionValue, Options,
+};
 use gst::glib;
 use gst::prelude::*;
 
@@ -227,6 +229,16 @@ fn own_properties() -> Vec<glib::ParamSpec> {
             )
             .mutable_ready()
             .build(),
+        glib::ParamSpecString::builder(PROMETHEUS_BOUND_ADDRESS)
+            .nick("Prometheus bound address")
+            .blurb(
+                "host:port where the prometheus-address endpoint listens, from the element's \
+                 start to its stop (with port 0, e.g. 127.0.0.1:0, the port the system chose); \
+                 empty until then",
+            )
+            .default_value(Some(""))
+            .read_only()
+            .build(),
         glib::ParamSpecBoxed::builder::<gst::Structure>(MEMORY_STATS)
             .nick("Memory stats")
             .blurb(
@@ -239,8 +251,9 @@ fn own_properties() -> Vec<glib::ParamSpec> {
     ]
 }
 
-/// The read-only property that is no setting (the element answers it from its state).
+/// The read-only properties that are no setting (the element answers them from its state).
 pub(super) const MEMORY_STATS: &str = "memory-stats";
+pub(super) const PROMETHEUS_BOUND_ADDRESS: &str = "prometheus-bound-address";
 
 const CHECKED: &str = "GLib checks the value type of a property";
 
@@ -290,7 +303,7 @@ impl Settings {
         }
     }
 
-    /// The value of property `name` (not [`MEMORY_STATS`]).
+    /// The value of property `name` (not [`MEMORY_STATS`] nor [`PROMETHEUS_BOUND_ADDRESS`]).
     pub(super) fn get(&self, name: &str) -> glib::Value {
         match name {
             "metrics" => self.metrics.to_value(),
@@ -338,6 +351,19 @@ impl Settings {
         }
     }
 
+    /// `text`, the message of the engine error `e`: a metric's refusal of a text option
+    /// may quote the value whole (a `vmaf-model` path), bounded here as every quoted value
+    /// is ([`crate::quote`]).
+    pub(crate) fn bounded(&self, e: &EngineError, text: String) -> String {
+        let EngineError::InvalidOption { option, .. } = e else {
+            return text;
+        };
+        match self.options.get(option) {
+            Some(OptionValue::Text(v)) => crate::quote::bounded_within(&text, &v),
+            _ => text,
+        }
+    }
+
     pub(super) fn pairing_mode(&self) -> crate::pairing::Mode {
         match self.pairing {
             Pairing::Timestamp => crate::pairing::Mode::Timestamp,
@@ -365,7 +391,7 @@ mod tests {
         gst::init().unwrap();
         let mut s = Settings::default();
         for p in properties() {
-            if p.name() == MEMORY_STATS {
+            if [MEMORY_STATS, PROMETHEUS_BOUND_ADDRESS].contains(&p.name()) {
                 continue;
             }
             let default = p.default_value().clone();

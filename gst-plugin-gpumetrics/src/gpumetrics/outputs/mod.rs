@@ -116,6 +116,8 @@ pub(crate) struct Outputs {
     /// Running time where the last record's frame ends: where an open interval ends at EOS.
     last_end: Option<u64>,
     sinks: Vec<Box<dyn Sink>>,
+    /// `prometheus-address`: where its endpoint listens.
+    prometheus_bound: Option<std::net::SocketAddr>,
 }
 
 impl Outputs {
@@ -143,6 +145,7 @@ impl Outputs {
             }
             None => None,
         };
+        let prometheus_bound = prometheus.as_ref().map(prometheus::Prometheus::bound);
         let mut sinks: Vec<Box<dyn Sink>> = Vec::new();
         if let Some(path) = &settings.stats_file {
             // Before the messages: a record is on disk when its message is posted.
@@ -162,10 +165,13 @@ impl Outputs {
             sinks.push(Box::new(p));
         }
         let mut outputs = Outputs::with_sinks(sinks);
+        outputs.prometheus_bound = prometheus_bound;
         // Both inputs: a run of one input has no `ref-` fields, and a detector without its
         // fields finds nothing.
-        let events = Events::new(settings.metrics.set(), &settings.options, true)
-            .map_err(|e| gst::error_msg!(gst::LibraryError::Settings, ("{e}")))?;
+        let events = Events::new(settings.metrics.set(), &settings.options, true).map_err(|e| {
+            let text = settings.bounded(&e, e.to_string());
+            gst::error_msg!(gst::LibraryError::Settings, ("{text}"))
+        })?;
         outputs.events = (!events.is_empty()).then_some(events);
         outputs.alerts = Alerts::new(rules);
         outputs.windows = (settings.window > 0).then(|| window::Windows::new(settings.window));
@@ -180,7 +186,14 @@ impl Outputs {
             events: None,
             last_end: None,
             sinks,
+            prometheus_bound: None,
         }
+    }
+
+    /// Where the `prometheus-address` endpoint listens (with port 0: the port the system
+    /// chose); `None` without one.
+    pub(crate) fn prometheus_bound(&self) -> Option<std::net::SocketAddr> {
+        self.prometheus_bound
     }
 
     /// Hands `events` to every sink, in order; stops at the first error.

@@ -32,6 +32,7 @@ use prometheus_client::registry::{Registry, Unit};
 use super::{Env, Input, Pair, Sink};
 use crate::gpumetrics::CAT;
 use crate::message::{AlertChange, AlertState, EventRecord, Window};
+use crate::quote::quoted;
 
 /// Upper bounds (seconds) of `gpumetrics_scoring_seconds`: 0.1 ms to 1 s, three per decade.
 const SCORING_BUCKETS: [f64; 13] = [
@@ -241,12 +242,13 @@ fn serve(http: &tiny_http::Server, registry: &Registry) {
 
 /// The first address of `address` that can be listened on.
 fn bind(address: &str) -> Result<TcpListener, gst::ErrorMessage> {
+    let shown = quoted(address);
     let addrs: Vec<SocketAddr> = address
         .to_socket_addrs()
         .map_err(|e| {
             gst::error_msg!(
                 gst::ResourceError::Settings,
-                ("prometheus-address '{address}' is not a usable host:port ({e}); {EXAMPLES}")
+                ("prometheus-address '{shown}' is not a usable host:port ({e}); {EXAMPLES}")
             )
         })?
         .collect();
@@ -260,7 +262,7 @@ fn bind(address: &str) -> Result<TcpListener, gst::ErrorMessage> {
     if failures.is_empty() {
         return Err(gst::error_msg!(
             gst::ResourceError::Settings,
-            ("prometheus-address '{address}' resolves to no address; {EXAMPLES}")
+            ("prometheus-address '{shown}' resolves to no address; {EXAMPLES}")
         ));
     }
     let in_use = failures
@@ -274,7 +276,7 @@ fn bind(address: &str) -> Result<TcpListener, gst::ErrorMessage> {
     Err(if in_use {
         gst::error_msg!(
             gst::ResourceError::Busy,
-            ("prometheus-address '{address}': cannot listen there ({why}): the port is \
+            ("prometheus-address '{shown}': cannot listen there ({why}): the port is \
                  taken, by another program or process (or by an endpoint of this process \
                  under another spelling of the address); choose another port, or give the \
                  elements that are to share one endpoint the same address")
@@ -282,7 +284,7 @@ fn bind(address: &str) -> Result<TcpListener, gst::ErrorMessage> {
     } else {
         gst::error_msg!(
             gst::ResourceError::OpenReadWrite,
-            ("prometheus-address '{address}': cannot listen there ({why}); {EXAMPLES}")
+            ("prometheus-address '{shown}': cannot listen there ({why}); {EXAMPLES}")
         )
     })
 }
@@ -298,10 +300,11 @@ struct Server {
 impl Server {
     fn start(address: &str, registry: Registry) -> Result<Server, gst::ErrorMessage> {
         let listener = bind(address)?;
+        let shown = quoted(address);
         let failed = |e: &dyn std::fmt::Display| {
             gst::error_msg!(
                 gst::ResourceError::OpenReadWrite,
-                ("prometheus-address '{address}': cannot serve there: {e}")
+                ("prometheus-address '{shown}': cannot serve there: {e}")
             )
         };
         let local = listener.local_addr().map_err(|e| failed(&e))?;
@@ -369,7 +372,7 @@ struct Endpoint {
     families: Families,
     /// Names of the elements whose series it serves; it goes away when none is left.
     elements: Vec<String>,
-    _server: Server,
+    server: Server,
 }
 
 /// The endpoints of the process, by address as written.
@@ -385,6 +388,9 @@ struct RuleSeries {
 /// The sink of one element: handles on its series of its address's endpoint.
 pub(crate) struct Prometheus {
     address: String,
+    /// Where the endpoint listens: the address's port, or the one the system chose for
+    /// port 0 (the element's `prometheus-bound-address`).
+    bound: SocketAddr,
     element: String,
     families: Families,
     pairs: Counter,
@@ -411,6 +417,7 @@ impl Prometheus {
         rules: &[&str],
     ) -> Result<Prometheus, gst::ErrorMessage> {
         let address = address.trim();
+        let shown = quoted(address);
         let mut endpoints = ENDPOINTS.lock().unwrap_or_else(PoisonError::into_inner);
         let endpoint = match endpoints.entry(address.to_string()) {
             Entry::Occupied(e) => {
@@ -418,7 +425,7 @@ impl Prometheus {
                 if endpoint.elements.iter().any(|e| e == element) {
                     return Err(gst::error_msg!(
                         gst::ResourceError::Busy,
-                        ("prometheus-address '{address}': an element named '{element}' of \
+                        ("prometheus-address '{shown}': an element named '{element}' of \
                              this process already exports its series there (labelled \
                              element=\"{element}\"); give the elements different names")
                     ));
@@ -432,11 +439,12 @@ impl Prometheus {
                 v.insert(Endpoint {
                     families,
                     elements: Vec::new(),
-                    _server: server,
+                    server,
                 })
             }
         };
         endpoint.elements.push(element.to_string());
+        let bound = endpoint.server.local;
         let f = endpoint.families.clone();
         let of_element = ElementLabels {
             element: element.to_string(),
@@ -463,6 +471,7 @@ impl Prometheus {
             .collect();
         Ok(Prometheus {
             address: address.to_string(),
+            bound,
             element: element.to_string(),
             pairs: f.pairs.get_or_create_owned(&of_element),
             skipped: f.skipped.get_or_create_owned(&of_element),
@@ -475,6 +484,11 @@ impl Prometheus {
             event_series: Vec::new(),
             families: f,
         })
+    }
+
+    /// Where the endpoint listens (for port 0: the port the system chose).
+    pub(crate) fn bound(&self) -> SocketAddr {
+        self.bound
     }
 
     fn field_labels(&self, field: &str) -> FieldLabels {

@@ -4,18 +4,18 @@
 //! the writer).
 
 use std::fs::File;
-use std::io::BufWriter;
 use std::path::{Path, PathBuf};
 
 use gpumetrics_engine::MetricSet;
 
 use super::{Env, Pair, Sink};
 use crate::message::{EventRecord, Summary, Window};
+use crate::quote::quoted;
 use crate::records::{self, Format, RecordWriter};
 
 pub(crate) struct StatsFile {
     /// `None` after a write failed (the element stops measuring then).
-    writer: Option<RecordWriter<BufWriter<File>>>,
+    writer: Option<RecordWriter<File>>,
     /// For the errors.
     path: PathBuf,
 }
@@ -34,7 +34,7 @@ impl StatsFile {
                 (
                     "Cannot create stats-file {}: {e}; check the path and its directory's \
                      permissions",
-                    path.display()
+                    quoted(&path.to_string_lossy())
                 )
             )
         })?;
@@ -52,7 +52,7 @@ impl StatsFile {
             (
                 "Writing {what} to stats-file {} failed: {e}; check the free space and the \
                  file system",
-                self.path.display()
+                quoted(&self.path.to_string_lossy())
             )
         )
     }
