@@ -9,17 +9,19 @@
 //! (thread stopped, port released) when the last of them stops; an element that stops
 //! takes its series with it. Bind errors fail the element's start.
 //!
-//! The families are `prometheus-client`'s; the server is `tiny_http`, whose requests are
-//! answered by one thread per endpoint. GET `/metrics` gets the OpenMetrics text format
-//! when the client accepts it (Prometheus does), else the Prometheus text format 0.0.4.
+//! The families are `prometheus-client`'s; the HTTP server is the few lines below (a scrape
+//! is one GET), one thread per endpoint that answers one connection at a time and is
+//! joined when the endpoint goes. GET `/metrics` gets the OpenMetrics text format when the
+//! client accepts it (Prometheus does), else the Prometheus text format 0.0.4.
 
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
-use std::sync::atomic::AtomicU64;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock, Mutex, PoisonError};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::encoding::{prometheus_text, text};
@@ -174,12 +176,7 @@ struct Reply {
     body: String,
 }
 
-fn reply(
-    registry: &Registry,
-    method: &tiny_http::Method,
-    url: &str,
-    accept: Option<&str>,
-) -> Reply {
+fn reply(registry: &Registry, method: &str, url: &str, accept: Option<&str>) -> Reply {
     let plain = |status, body: &str| Reply {
         status,
         content_type: "text/plain; charset=utf-8",
@@ -189,7 +186,7 @@ fn reply(
     if path != "/metrics" {
         return plain(404, "not found: the metrics are at /metrics");
     }
-    if *method != tiny_http::Method::Get {
+    if method != "GET" {
         return plain(405, "method not allowed: GET /metrics");
     }
     let mut body = String::new();
@@ -213,29 +210,102 @@ fn reply(
     }
 }
 
-/// Answers the requests of `http` until it is unblocked (or its socket fails).
-fn serve(http: &tiny_http::Server, registry: &Registry) {
-    loop {
-        let request = match http.recv() {
-            Ok(r) => r,
-            Err(e) => {
-                gst::debug!(CAT, "prometheus endpoint: no more requests: {e}");
-                return;
+/// The longest request head read (a scrape's is a few hundred bytes).
+const MAX_HEAD: usize = 16 * 1024;
+
+/// How long a client may take to send its request or read the reply: the endpoint answers
+/// one connection at a time, so a client that stalls holds the others back this long (and
+/// the element's stop, which waits for the thread).
+const CLIENT_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// How often the serving thread looks for a connection. The listener does not block, so
+/// that the thread can be stopped and joined at once (it is unparked then) without
+/// connecting to it; a scrape waits this long at most before it is answered.
+const ACCEPT_POLL: Duration = Duration::from_millis(50);
+
+/// The request line's method and target, and the `Accept` header, of a request head;
+/// `None` when it is no HTTP request.
+fn parse_head(head: &str) -> Option<(&str, &str, Option<&str>)> {
+    let mut lines = head.split("\r\n");
+    let mut request = lines.next()?.split(' ');
+    let (method, url, version) = (request.next()?, request.next()?, request.next()?);
+    if !version.starts_with("HTTP/1.") || request.next().is_some() {
+        return None;
+    }
+    let accept = lines.find_map(|l| {
+        let (name, value) = l.split_once(':')?;
+        name.trim()
+            .eq_ignore_ascii_case("accept")
+            .then_some(value.trim())
+    });
+    Some((method, url, accept))
+}
+
+/// Reads one request from `stream`, answers it and closes the connection (HTTP/1.1
+/// `Connection: close`: a scraper connects again for the next scrape).
+fn answer(mut stream: TcpStream, registry: &Registry) -> std::io::Result<()> {
+    stream.set_nonblocking(false)?;
+    stream.set_read_timeout(Some(CLIENT_TIMEOUT))?;
+    stream.set_write_timeout(Some(CLIENT_TIMEOUT))?;
+    let mut head = Vec::new();
+    let mut chunk = [0; 4096];
+    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+        let n = stream.read(&mut chunk)?;
+        if n == 0 || head.len() + n > MAX_HEAD {
+            break;
+        }
+        head.extend_from_slice(&chunk[..n]);
+    }
+    let text = String::from_utf8_lossy(&head);
+    let r = match parse_head(&text) {
+        Some((method, url, accept)) => reply(registry, method, url, accept),
+        None => Reply {
+            status: 400,
+            content_type: "text/plain; charset=utf-8",
+            body: "bad request: GET /metrics\n".into(),
+        },
+    };
+    let reason = match r.status {
+        200 => "OK",
+        400 => "Bad Request",
+        404 => "Not Found",
+        405 => "Method Not Allowed",
+        _ => "Internal Server Error",
+    };
+    let allow = if r.status == 405 {
+        "Allow: GET\r\n"
+    } else {
+        ""
+    };
+    write!(
+        stream,
+        "HTTP/1.1 {} {reason}\r\nContent-Type: {}\r\nContent-Length: {}\r\n{allow}\
+         Connection: close\r\n\r\n",
+        r.status,
+        r.content_type,
+        r.body.len()
+    )?;
+    stream.write_all(r.body.as_bytes())?;
+    stream.flush()
+}
+
+/// Answers the connections of `listener` one at a time until `stop` is set.
+fn serve(listener: TcpListener, registry: &Registry, stop: &AtomicBool) {
+    while !stop.load(Ordering::Acquire) {
+        match listener.accept() {
+            Ok((stream, peer)) => {
+                if let Err(e) = answer(stream, registry) {
+                    gst::debug!(CAT, "prometheus endpoint: a reply to {peer} failed: {e}");
+                }
             }
-        };
-        let accept = request
-            .headers()
-            .iter()
-            .find(|h| h.field.equiv("Accept"))
-            .map(|h| h.value.as_str().to_string());
-        let r = reply(registry, request.method(), request.url(), accept.as_deref());
-        let header =
-            tiny_http::Header::from_bytes("Content-Type", r.content_type).expect("a valid header");
-        let response = tiny_http::Response::from_string(r.body)
-            .with_status_code(r.status)
-            .with_header(header);
-        if let Err(e) = request.respond(response) {
-            gst::debug!(CAT, "prometheus endpoint: a reply failed: {e}");
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                std::thread::park_timeout(ACCEPT_POLL);
+            }
+            Err(e) => {
+                // E.g. out of fds (EMFILE): the pending connection stays queued; try later.
+                gst::debug!(CAT, "prometheus endpoint: accept failed: {e}");
+                std::thread::park_timeout(ACCEPT_POLL);
+            }
         }
     }
 }
@@ -289,9 +359,13 @@ fn bind(address: &str) -> Result<TcpListener, gst::ErrorMessage> {
     })
 }
 
-/// A listening socket and the thread answering it.
+/// A listening socket and the one thread answering it, which owns the socket: joining the
+/// thread closes the port. Nothing else runs for an endpoint, so that nothing of it
+/// outlives the stop of its last element (tiny_http, used before, left its 4 pooled
+/// connection threads behind for 5 s, or for good when its pool was dropped as they
+/// started: a service restarting channels grew by 4 threads a restart).
 struct Server {
-    http: Option<Arc<tiny_http::Server>>,
+    stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
     /// Where it listens (the port chosen by the system when the address gave 0).
     local: SocketAddr,
@@ -308,13 +382,13 @@ impl Server {
             )
         };
         let local = listener.local_addr().map_err(|e| failed(&e))?;
-        let http =
-            Arc::new(tiny_http::Server::from_listener(listener, None).map_err(|e| failed(&e))?);
+        listener.set_nonblocking(true).map_err(|e| failed(&e))?;
+        let stop = Arc::new(AtomicBool::new(false));
         let thread = std::thread::Builder::new()
             .name("gpumetrics-prom".into())
             .spawn({
-                let http = http.clone();
-                move || serve(&http, &registry)
+                let stop = stop.clone();
+                move || serve(listener, &registry, &stop)
             })
             .map_err(|e| failed(&e))?;
         gst::info!(
@@ -322,7 +396,7 @@ impl Server {
             "prometheus-address {address}: serving http://{local}/metrics"
         );
         Ok(Server {
-            http: Some(http),
+            stop,
             thread: Some(thread),
             local,
         })
@@ -330,39 +404,20 @@ impl Server {
 }
 
 impl Drop for Server {
+    /// Stops the thread (a request being answered is finished first) and waits for it: the
+    /// port is free once the element has stopped, and a restart on the same address binds
+    /// again.
     fn drop(&mut self) {
-        if let Some(http) = self.http.take() {
-            // Requests taken before this are still answered, then the thread returns.
-            http.unblock();
-            if let Some(thread) = self.thread.take() {
-                let _ = thread.join();
-            }
-            // The last handle: tiny_http stops accepting, and its accept thread closes the
-            // socket right after.
-            drop(http);
-        }
-        // That close happens on tiny_http's thread: wait for it (connections are refused
-        // then), so that the port is free once the element has stopped and a restart on
-        // the same address binds again.
-        let target = match self.local.ip() {
-            IpAddr::V4(ip) if ip.is_unspecified() => {
-                SocketAddr::new(Ipv4Addr::LOCALHOST.into(), self.local.port())
-            }
-            IpAddr::V6(ip) if ip.is_unspecified() => {
-                SocketAddr::new(Ipv6Addr::LOCALHOST.into(), self.local.port())
-            }
-            _ => self.local,
-        };
-        let deadline = Instant::now() + Duration::from_secs(2);
-        while TcpStream::connect_timeout(&target, Duration::from_millis(100)).is_ok() {
-            if Instant::now() > deadline {
+        self.stop.store(true, Ordering::Release);
+        if let Some(thread) = self.thread.take() {
+            thread.thread().unpark();
+            if thread.join().is_err() {
                 gst::warning!(
                     CAT,
-                    "prometheus endpoint {target}: still listening 2 s after it stopped"
+                    "prometheus endpoint {}: its thread panicked",
+                    self.local
                 );
-                return;
             }
-            std::thread::sleep(Duration::from_millis(2));
         }
     }
 }
@@ -668,6 +723,7 @@ impl Drop for Prometheus {
 #[cfg(test)]
 mod tests {
     use std::io::{Read, Write};
+    use std::time::Instant;
 
     use gst::prelude::*;
 
@@ -742,10 +798,10 @@ mod tests {
             field: "psnr-y".into(),
         };
         f.score.get_or_create(&psnr).set(f64::INFINITY);
-        let get = tiny_http::Method::Get;
+        let get = "GET";
         let om = reply(
             &registry,
-            &get,
+            get,
             "/metrics",
             Some("application/openmetrics-text;version=1.0.0,text/plain;q=0.5"),
         );
@@ -762,7 +818,7 @@ mod tests {
         ] {
             assert!(om.body.lines().any(|l| l == line), "{line}:\n{}", om.body);
         }
-        let plain = reply(&registry, &get, "/metrics?x=1", None);
+        let plain = reply(&registry, get, "/metrics?x=1", None);
         assert_eq!(
             (plain.status, plain.content_type),
             (200, prometheus_text::CONTENT_TYPE)
@@ -776,10 +832,9 @@ mod tests {
             "{}",
             plain.body
         );
-        assert_eq!(reply(&registry, &get, "/", None).status, 404);
-        assert_eq!(reply(&registry, &get, "/metricsx", None).status, 404);
-        let post = tiny_http::Method::Post;
-        assert_eq!(reply(&registry, &post, "/metrics", None).status, 405);
+        assert_eq!(reply(&registry, get, "/", None).status, 404);
+        assert_eq!(reply(&registry, get, "/metricsx", None).status, 404);
+        assert_eq!(reply(&registry, "POST", "/metrics", None).status, 405);
     }
 
     #[test]
@@ -931,6 +986,40 @@ mod tests {
             assert!(metrics(&address).contains("gpumetrics_pairs_total{element=\"a\"} 0"));
             drop(c);
         });
+    }
+
+    #[test]
+    fn a_request_that_is_no_http_gets_400_and_the_endpoint_goes_on() {
+        let address = free_address();
+        let sink = Prometheus::open(&address, "m", &[]).unwrap();
+        let mut s = TcpStream::connect(&address).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        s.write_all(b"hello\r\n\r\n").unwrap();
+        let mut text = String::new();
+        s.read_to_string(&mut text).unwrap();
+        assert!(text.starts_with("HTTP/1.1 400 Bad Request\r\n"), "{text}");
+        assert!(metrics(&address).contains("gpumetrics_pairs_total{element=\"m\"} 0"));
+        drop(sink);
+    }
+
+    #[test]
+    fn parses_the_request_line_and_the_accept_header() {
+        assert_eq!(
+            parse_head("GET /metrics HTTP/1.1\r\nHost: x\r\naccept : text/plain\r\n\r\n"),
+            Some(("GET", "/metrics", Some("text/plain")))
+        );
+        assert_eq!(
+            parse_head("HEAD / HTTP/1.0\r\n\r\n"),
+            Some(("HEAD", "/", None))
+        );
+        for bad in [
+            "",
+            "GET /metrics",
+            "GET /metrics SPDY/3\r\n",
+            "GET a b c HTTP/1.1\r\n",
+        ] {
+            assert_eq!(parse_head(bad), None, "{bad:?}");
+        }
     }
 
     #[test]
