@@ -136,6 +136,11 @@ fn split_registry(section: &str) -> (String, Registry) {
                     .push((name.trim().to_string(), blurb.trim().to_string()));
             }
         }
+        // A line that is not indented (a blank line, the "Element Signals:" header) ends
+        // the block: an option property may be the last of the properties.
+        if !line.starts_with("  ") {
+            in_option = false;
+        }
         if in_option {
             continue;
         }

@@ -124,8 +124,8 @@ fn own_properties() -> Vec<glib::ParamSpec> {
         glib::ParamSpecEnum::builder::<StatsFormat>("stats-format")
             .nick("Stats format")
             .blurb(
-                "Layout of stats-file: jsonl, csv or json. Infinite PSNR is written as inf \
-                 (JSON: the string \"inf\"); times are integer nanoseconds",
+                "Layout of stats-file: jsonl, csv or json. An infinite score (PSNR of \
+                 identical planes) is null in JSON and inf in CSV; times are integer nanoseconds",
             )
             .default_value(StatsFormat::default())
             .mutable_ready()
