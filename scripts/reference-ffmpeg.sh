@@ -14,7 +14,9 @@ if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import imageio_ffmpeg
   "$venv/bin/pip" install --quiet --disable-pip-version-check imageio-ffmpeg==0.8.1 >&2
 fi
 exe=$("$venv/bin/python" -c 'import imageio_ffmpeg; print(imageio_ffmpeg.get_ffmpeg_exe())')
-"$exe" -hide_banner -filters 2>/dev/null | grep -q ' xpsnr ' || {
+# Capture first: `grep -q` would close the pipe early and pipefail would report SIGPIPE.
+filters=$("$exe" -hide_banner -filters 2>/dev/null)
+grep -q ' xpsnr ' <<<"$filters" || {
   echo "reference-ffmpeg: $exe has no xpsnr filter" >&2
   exit 1
 }
