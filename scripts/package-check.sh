@@ -43,6 +43,10 @@ trap cleanup EXIT
 
 rm -rf "$pt"/debug/.fingerprint/gpumetrics-* "$pt"/debug/.fingerprint/gst-plugin-gpumetrics-* \
   "$pt"/package/*.crate
+# The same in the engine's nested device builds (the packaged kernel crate's build script
+# and library, compiled there for the host and for nvptx64).
+rm -rf "$pt"/debug/build/gpumetrics-engine-*/out/nvptx/release/.fingerprint/gpumetrics-* \
+  "$pt"/debug/build/gpumetrics-engine-*/out/nvptx/*/release/.fingerprint/gpumetrics-*
 # Plain `cargo package --workspace` (--allow-dirty for uncommitted work), in its own target.
 cargo package --workspace --allow-dirty --target-dir "$pt" --quiet
 
