@@ -25,7 +25,7 @@ mod common;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use common::ffmpeg;
+use common::clips::{Pair, backend, decode, host, layout_of, pairs};
 use gpumetrics_engine::{
     BackendChoice, Engine, EngineConfig, Frame, FrameLayout, HostFrame, MetricSet, PixelFormat,
     Plane, Scores,
@@ -42,119 +42,6 @@ fn exact_dir() -> Option<PathBuf> {
 
 fn data() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/data/vmaf")
-}
-
-struct Pair {
-    name: String,
-    reference: String,
-    distorted: String,
-    width: u32,
-    height: u32,
-    pix_fmt: String,
-}
-
-fn pairs() -> Vec<Pair> {
-    std::fs::read_to_string(data().join("pairs.txt"))
-        .expect("tests/data/vmaf/pairs.txt")
-        .lines()
-        .map(|l| {
-            let f: Vec<&str> = l.split_whitespace().collect();
-            Pair {
-                name: f[0].into(),
-                reference: f[1].into(),
-                distorted: f[2].into(),
-                width: f[3].parse().unwrap(),
-                height: f[4].parse().unwrap(),
-                pix_fmt: f[5].into(),
-            }
-        })
-        .collect()
-}
-
-/// (our format, bytes per sample, chroma subsampling shift)
-fn layout_of(pix_fmt: &str) -> (PixelFormat, usize, u32) {
-    match pix_fmt {
-        "yuv420p" => (PixelFormat::I420, 1, 1),
-        "yuv420p10le" => (PixelFormat::I420_10Le, 2, 1),
-        "yuv444p" => (PixelFormat::Y444, 1, 0),
-        "yuv420p12le" => (PixelFormat::I420_12Le, 2, 1),
-        "yuv444p16le" => (PixelFormat::Y444_16Le, 2, 0),
-        other => panic!("no layout for {other}"),
-    }
-}
-
-/// A clip decoded by FFmpeg to raw `pix_fmt` frames.
-fn raw_frames(clip: &str, pix_fmt: &str) -> Vec<u8> {
-    let path = data().join(format!("{clip}.mkv"));
-    ffmpeg(&[
-        "-i",
-        path.to_str().unwrap(),
-        "-f",
-        "rawvideo",
-        "-pix_fmt",
-        pix_fmt,
-        "-",
-    ])
-}
-
-/// The backend the comparison runs on: the CPU, or `GPUMETRICS_TEST_BACKEND=cuda` (on the
-/// GPU machine: libvmaf's numbers from the CUDA backend, frames in system memory).
-fn backend() -> BackendChoice {
-    match std::env::var("GPUMETRICS_TEST_BACKEND").as_deref() {
-        Ok("cuda") => BackendChoice::Cuda,
-        _ => BackendChoice::Cpu,
-    }
-}
-
-/// A clip's frames, decoded at its (even) coded size and cropped to w×h: per frame the
-/// three planes, tightly packed.
-fn decode(clip: &str, w: u32, h: u32, pix_fmt: &str) -> Vec<[Vec<u8>; 3]> {
-    let raw = raw_frames(clip, pix_fmt);
-    let (_, bps, s) = layout_of(pix_fmt);
-    let (ew, eh) = (
-        w.next_multiple_of(2) as usize,
-        h.next_multiple_of(2) as usize,
-    );
-    let (w, h) = (w as usize, h as usize);
-    let planes = [
-        (w, h, ew, eh),
-        (w.div_ceil(1 << s), h.div_ceil(1 << s), ew >> s, eh >> s),
-        (w.div_ceil(1 << s), h.div_ceil(1 << s), ew >> s, eh >> s),
-    ];
-    let frame_bytes: usize = planes.iter().map(|p| p.2 * p.3 * bps).sum();
-    assert_eq!(raw.len() % frame_bytes, 0, "{clip}: partial frame");
-    raw.chunks(frame_bytes)
-        .map(|f| {
-            let mut pos = 0;
-            planes.map(|(cw, ch, pw, ph)| {
-                let mut out = Vec::with_capacity(cw * ch * bps);
-                for y in 0..ch {
-                    let row = pos + y * pw * bps;
-                    out.extend_from_slice(&f[row..row + cw * bps]);
-                }
-                pos += pw * ph * bps;
-                out
-            })
-        })
-        .collect()
-}
-
-fn host(planes: &[Vec<u8>; 3], w: u32, bps: usize, s: u32) -> Frame<'_> {
-    let cw = (w as usize).div_ceil(1 << s);
-    Frame::Host(HostFrame::new(&[
-        Plane {
-            data: &planes[0],
-            stride: w as usize * bps,
-        },
-        Plane {
-            data: &planes[1],
-            stride: cw * bps,
-        },
-        Plane {
-            data: &planes[2],
-            stride: cw * bps,
-        },
-    ]))
 }
 
 /// libvmaf's CSV: one map of column → value per frame.
