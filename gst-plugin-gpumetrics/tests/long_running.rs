@@ -233,3 +233,150 @@ fn a_full_disk_leaves_the_stats_file_ending_with_a_whole_record() {
         }
     }
 }
+
+/// Issue 43, finding 2: a live distorted input stalls 1.2 s after 1 s, then delivers its
+/// backlog at once and goes on. Runs the two live inputs (25 fps, 3 s) with `props` and
+/// returns the run and the stats file's records.
+fn stalled_run(props: &str) -> (Run, Vec<serde_json::Value>) {
+    const FRAMES: u64 = 75;
+    let c = i420_caps(32, 24, 25);
+    let path = temp_path(&format!("stall-{}.jsonl", props.len()));
+    let desc = format!(
+        "appsrc name=ref is-live=true format=time block=false caps=\"{c}\" ! m.ref_sink \
+         appsrc name=dist is-live=true format=time block=false caps=\"{c}\" ! m.dist_sink \
+         gpumetrics name=m backend=cpu metrics=psnr latency=300000000 window=500000000 \
+         stats-file={} {props} ! fakesink",
+        path.display()
+    );
+    let run = run_with(&desc, Duration::from_secs(30), |p| {
+        let src = |name: &str| {
+            p.by_name(name)
+                .unwrap()
+                .downcast::<gst_app::AppSrc>()
+                .unwrap()
+        };
+        let (r, d) = (src("ref"), src("dist"));
+        let frame = |i: u64| solid_i420(32, 24, [(16 + i) as u8, 128, 128], 40 * i, 40);
+        let start = std::time::Instant::now();
+        let mut dist_next = 0;
+        for i in 0..FRAMES {
+            let due = Duration::from_millis(40 * i);
+            if let Some(wait) = due.checked_sub(start.elapsed()) {
+                std::thread::sleep(wait);
+            }
+            let _ = r.push_buffer(frame(i));
+            // The distorted input delivers nothing from 1 s to 2.2 s, then its backlog.
+            if !(25..55).contains(&i) {
+                while dist_next <= i {
+                    let _ = d.push_buffer(frame(dist_next));
+                    dist_next += 1;
+                }
+            }
+        }
+        let _ = r.end_of_stream();
+        let _ = d.end_of_stream();
+    });
+    let text = std::fs::read_to_string(&path).unwrap_or_default();
+    std::fs::remove_file(&path).ok();
+    let records = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l}: {e}")))
+        .collect();
+    (run, records)
+}
+
+/// The windows of a stats file: posted once each, starts strictly increasing.
+#[track_caller]
+fn assert_windows_final(records: &[serde_json::Value]) -> u64 {
+    let windows: Vec<&serde_json::Value> =
+        records.iter().filter(|r| r["type"] == "window").collect();
+    assert!(windows.len() >= 6, "{} windows", windows.len());
+    let starts: Vec<u64> = windows
+        .iter()
+        .map(|w| w["start"].as_u64().unwrap())
+        .collect();
+    assert!(
+        starts.windows(2).all(|p| p[0] < p[1]),
+        "window starts go back or repeat: {starts:?}"
+    );
+    windows.iter().map(|w| w["frames"].as_u64().unwrap()).sum()
+}
+
+#[test]
+fn a_live_stall_is_an_event_its_pairs_are_measured_within_the_budget_and_windows_are_final() {
+    let (run, records) = stalled_run("stall-budget=3000000000");
+    run.expect_ok();
+    let s = run.summary();
+    // Every pair that both inputs delivered is measured, none is unmatched.
+    assert_eq!(
+        (s.frames, s.unmatched_ref, s.unmatched_dist),
+        (75, 0, 0),
+        "{s:?}"
+    );
+    assert_eq!(assert_windows_final(&records), 75);
+    // The stall is said: its start at the first reference frame left without a partner
+    // (1 s), its end with its length; on the bus, in the stats file and in the summary.
+    let stalls: Vec<_> = run.events.iter().filter(|e| e.event == "stall").collect();
+    let start = stalls
+        .iter()
+        .find(|e| e.state == "start" && e.input == "dist" && e.running_time == 1_000_000_000)
+        .unwrap_or_else(|| panic!("no stall of dist at 1 s: {stalls:?}"));
+    assert!(start.duration.is_none());
+    let end = stalls
+        .iter()
+        .find(|e| e.state == "end" && e.input == "dist")
+        .unwrap_or_else(|| panic!("the stall does not end: {stalls:?}"));
+    let length = end.duration.unwrap();
+    assert!(
+        (500_000_000..=2_000_000_000).contains(&length),
+        "a stall of {length} ns"
+    );
+    for input in ["ref", "dist"] {
+        let n = |state: &str| {
+            stalls
+                .iter()
+                .filter(|e| e.input == input && e.state == state)
+                .count()
+        };
+        assert_eq!(n("start"), n("end"), "{input}: every stall ends");
+    }
+    let in_file = records
+        .iter()
+        .filter(|r| r["type"] == "event" && r["event"] == "stall")
+        .count();
+    assert_eq!(in_file, stalls.len());
+    let counted = s
+        .events
+        .iter()
+        .find(|c| c.event == "stall" && c.input == "dist")
+        .unwrap_or_else(|| panic!("the summary counts no stall: {:?}", s.events));
+    assert!(
+        counted.intervals >= 1 && counted.seconds > 0.4,
+        "{counted:?}"
+    );
+}
+
+#[test]
+fn past_the_stall_budget_frames_are_unmatched_once_and_windows_stay_final() {
+    let (run, records) = stalled_run("stall-budget=0");
+    run.expect_ok();
+    let s = run.summary();
+    // Given up at once: the reference frames of the stall are unmatched, and the
+    // distorted backlog that arrives after them too; each frame counted exactly once.
+    assert!(s.unmatched_ref >= 10 && s.unmatched_dist >= 10, "{s:?}");
+    assert_eq!(s.frames + s.unmatched_ref, 75, "{s:?}");
+    assert_eq!(s.frames + s.unmatched_dist, 75, "{s:?}");
+    assert_eq!(assert_windows_final(&records), s.frames);
+    let windows = records.iter().filter(|r| r["type"] == "window");
+    let unmatched: u64 = windows
+        .map(|w| w["unmatched-ref"].as_u64().unwrap() + w["unmatched-dist"].as_u64().unwrap())
+        .sum();
+    assert_eq!(unmatched, s.unmatched_ref + s.unmatched_dist);
+    assert!(
+        run.events
+            .iter()
+            .any(|e| e.event == "stall" && e.input == "dist" && e.state == "start"),
+        "{:?}",
+        run.events
+    );
+}

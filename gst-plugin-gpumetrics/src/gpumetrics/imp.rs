@@ -31,6 +31,7 @@ use super::outputs::{Env, Input, Outputs, Pair};
 use super::queue::{PairInfo, Queue, Ready};
 use super::scorer::{self, Request, Scorer};
 use super::settings::{self, Settings};
+use super::stall::{self, Stalls};
 use super::{Backend, CAT};
 use crate::caps;
 use crate::gstcuda;
@@ -112,6 +113,8 @@ struct State {
     /// The first frame taken from ref_sink and from dist_sink (what a run that paired
     /// nothing says).
     first: [Option<Head>; 2],
+    /// A live input's stall in progress and the other input's frames held for it.
+    stalls: Stalls<gst::Buffer>,
     /// Where the `prometheus-address` endpoint listens (`prometheus-bound-address`): kept
     /// here, not read from the outputs, whose lock is held while they post messages.
     prometheus_bound: Option<String>,
@@ -646,6 +649,12 @@ impl GpuMetrics {
                     }
                     buffer
                 }
+                Ready::Stall(event) => {
+                    if let Some(o) = outputs.as_mut() {
+                        o.stall(&env, &event).map_err(failed)?;
+                    }
+                    None
+                }
                 Ready::Skipped { buffer, pair } => {
                     if let Some(o) = outputs.as_mut() {
                         o.skipped(&env, pair.running_time).map_err(failed)?;
@@ -856,6 +865,150 @@ impl GpuMetrics {
         true
     }
 
+    fn pad_of(&self, side: Input) -> &gst_base::AggregatorPad {
+        match side {
+            Input::Reference => &self.ref_pad,
+            Input::Distorted => &self.dist_pad,
+        }
+    }
+
+    /// Takes the head frame of `side` for pairing: its oldest held frame when its frames
+    /// are `held`, else its pad's (noting where that one ends).
+    fn take(&self, side: Input, held: Option<Input>, input: &PadState) -> Option<gst::Buffer> {
+        if held == Some(side) {
+            return self.state.lock().unwrap().stalls.pop().map(|(_, b, _)| b);
+        }
+        let b = self.pad_of(side).pop_buffer();
+        self.note_end(side, input);
+        b
+    }
+
+    /// The running time the data flow has reached: the clock's less the latency (where a
+    /// frame due now is in the streams). `None` without a clock.
+    fn data_time(&self) -> Option<u64> {
+        let obj = self.obj();
+        let now = obj.current_running_time()?;
+        let latency = obj.latency().unwrap_or(gst::ClockTime::ZERO);
+        Some(now.saturating_sub(latency).nseconds())
+    }
+
+    /// A stalled input that delivers again, or ended, ends its stall.
+    fn end_stall_if_resumed(&self, r: &PadState, d: &PadState) {
+        let Some(stall) = self.state.lock().unwrap().stalls.current() else {
+            return;
+        };
+        let pad = if stall.input == Input::Reference {
+            r
+        } else {
+            d
+        };
+        if pad.head.is_some() || pad.eos {
+            self.end_stall(pad.head.and_then(|h| h.running_time));
+        }
+    }
+
+    /// Ends the stall in progress, if any, where the data flow is now (without a clock: at
+    /// `fallback`, else where the frames seen end), in order with the frames before it.
+    fn end_stall(&self, fallback: Option<u64>) {
+        let now = self.data_time();
+        let mut state = self.state.lock().unwrap();
+        let at = now.or(fallback).or(state.last_end).unwrap_or(0);
+        if let Some(e) = state.stalls.end(at) {
+            gst::info!(
+                CAT,
+                imp = self,
+                "{}: the stall ends at running time {} after {}",
+                side_pad_name(e.input),
+                gst::ClockTime::from_nseconds(e.running_time),
+                gst::ClockTime::from_nseconds(e.duration.unwrap_or(0))
+            );
+            state.queue.push_stall(e);
+        }
+    }
+
+    /// Live, at a timeout, with one input (X) empty and the other (Y) with a frame: what a
+    /// stall asks for, or `None` when pairing decides (X ended, or both have frames).
+    /// - X missed the deadline of Y's frame: X stalled (the start event), Y's frame is held;
+    /// - while X is stalled, or Y has held frames, Y's new frames are held at once (a live
+    ///   upstream is never blocked);
+    /// - the oldest held frame whose `stall-budget` is spent is counted unmatched.
+    fn stall_step(
+        &self,
+        (r, d): (PadState, PadState),
+        (rp, dp): (PadState, PadState),
+        held: Option<(Input, Head)>,
+        fixed: Option<u64>,
+        budget: u64,
+    ) -> Option<Result<gst::FlowSuccess, gst::FlowError>> {
+        let x = match (r.head, d.head) {
+            (None, Some(_)) if !r.eos => Input::Reference,
+            (Some(_), None) if !d.eos => Input::Distorted,
+            _ => return None,
+        };
+        let y = other(x);
+        let (y_now, y_pad) = match y {
+            Input::Reference => (r.head?, rp),
+            Input::Distorted => (d.head?, dp),
+        };
+        let tol = fixed.unwrap_or_else(|| pairing::tolerance(y_now.duration, None));
+        let now = self.data_time();
+        let passed = |deadline: u64| now.is_none_or(|n| n >= deadline);
+        let mut state = self.state.lock().unwrap();
+        if held.is_none() && state.stalls.current().is_none_or(|s| s.input != x) {
+            // Y's frame waits on its pad: has X missed its deadline?
+            let due = y_now.running_time.map_or(0, |t| t.saturating_add(tol));
+            if !passed(due) {
+                return Some(Err(gst_base::AGGREGATOR_FLOW_NEED_DATA));
+            }
+            let at = y_now.running_time.or(state.last_end).unwrap_or(0);
+            if let Some(e) = state.stalls.start(x, at) {
+                gst::info!(
+                    CAT,
+                    imp = self,
+                    "{} stalled: no frame by the deadline of the {} frame at running time {}; \
+                     its frames are held for up to stall-budget {}",
+                    side_pad_name(x),
+                    side_pad_name(y),
+                    gst::ClockTime::from_nseconds(at),
+                    gst::ClockTime::from_nseconds(budget)
+                );
+                state.active = true;
+                state.queue.push_stall(e);
+            }
+        }
+        if let Some(head) = y_pad.head {
+            drop(state);
+            let b = self.pad_of(y).pop_buffer()?;
+            self.note_end(y, &y_pad);
+            let mut state = self.state.lock().unwrap();
+            if let Some((old, h)) = state.stalls.hold(y, b, head) {
+                gst::debug!(
+                    CAT,
+                    imp = self,
+                    "{} held frames: the oldest is unmatched",
+                    stall::MAX_HELD
+                );
+                push_unmatched(&mut state, y, old, h.running_time);
+            }
+            return Some(self.settle_and_deliver(state, true));
+        }
+        // The oldest held frame: is its budget spent?
+        let deadline = state.stalls.deadline(tol, budget)?;
+        if !passed(deadline) {
+            return Some(Err(gst_base::AGGREGATOR_FLOW_NEED_DATA));
+        }
+        let (side, b, h) = state.stalls.pop()?;
+        gst::debug!(
+            CAT,
+            imp = self,
+            "{} frame at {:?} waited stall-budget for its partner: unmatched",
+            side_pad_name(side),
+            h.running_time
+        );
+        push_unmatched(&mut state, side, b, h.running_time);
+        Some(self.settle_and_deliver(state, true))
+    }
+
     /// Head frames of both pads and the frame durations of their caps.
     fn heads(&self) -> (PadState, PadState) {
         let (rd, dd) = {
@@ -883,6 +1036,40 @@ impl GpuMetrics {
             state.last_end = Some(state.last_end.map_or(end, |e| e.max(end)));
         }
     }
+}
+
+/// The heads that pairing sees: an input's held frames come before its pad's.
+fn with_held(held: Option<(Input, Head)>, r: PadState, d: PadState) -> (PadState, PadState) {
+    let put = |side: Input, pad: PadState| match held {
+        Some((s, h)) if s == side => PadState {
+            head: Some(h),
+            eos: pad.eos,
+        },
+        _ => pad,
+    };
+    (put(Input::Reference, r), put(Input::Distorted, d))
+}
+
+fn other(side: Input) -> Input {
+    match side {
+        Input::Reference => Input::Distorted,
+        Input::Distorted => Input::Reference,
+    }
+}
+
+fn side_pad_name(side: Input) -> &'static str {
+    match side {
+        Input::Reference => "ref_sink",
+        Input::Distorted => "dist_sink",
+    }
+}
+
+/// A frame without a partner, in order with the pairs before it (a distorted one leaves
+/// without scores).
+fn push_unmatched(state: &mut State, side: Input, buffer: gst::Buffer, running_time: Option<u64>) {
+    state.active = true;
+    let buffer = (side == Input::Distorted).then_some(buffer);
+    state.queue.push_unmatched(buffer, side, running_time);
 }
 
 /// Why a run with frames compared none: each input's first frame and the tolerance in
@@ -969,8 +1156,15 @@ impl AggregatorImpl for GpuMetrics {
     fn stop(&self) -> Result<(), gst::ErrorMessage> {
         let active = self.state.lock().unwrap().active;
         if active {
-            // Stopped before EOS: the held pairs still get their records, and the summary
-            // is posted if it was not.
+            // Stopped before EOS: the held pairs still get their records, the frames held
+            // for a stalled input are unmatched, and the summary is posted if it was not.
+            self.end_stall(None);
+            {
+                let mut state = self.state.lock().unwrap();
+                while let Some((side, b, h)) = state.stalls.pop() {
+                    push_unmatched(&mut state, side, b, h.running_time);
+                }
+            }
             let _ = self.drain_held(false);
             self.finish_run();
         }
@@ -1005,7 +1199,15 @@ impl AggregatorImpl for GpuMetrics {
         }
         let dropped = state.scorer.reset();
         debug_assert_eq!(dropped, 0, "finish() left no pair held");
+        // Frames held for a stalled input go with the flushed data, like the pads' own.
+        let flushed = state.stalls.clear().len();
+        if flushed > 0 {
+            gst::debug!(CAT, imp = self, "flush: {flushed} held frame(s) flushed");
+        }
         let delivered = self.deliver(state, false);
+        if let Some(o) = self.outputs.lock().unwrap().as_mut() {
+            o.flush();
+        }
         self.parent_flush()?;
         taken.and(delivered)
     }
@@ -1127,16 +1329,45 @@ impl AggregatorImpl for GpuMetrics {
         // Live: the deadline of the earliest waiting frame (its running time + tolerance);
         // the base class adds the latency and times out if the partner has not arrived.
         let fixed = self.fixed_tolerance();
-        let (r, d) = self.heads();
+        let budget = self.settings.lock().unwrap().stall_budget;
+        let (rp, dp) = self.heads();
+        let (held, stall, last_end) = {
+            let state = self.state.lock().unwrap();
+            (state.stalls.front(), state.stalls.current(), state.last_end)
+        };
+        let (r, d) = with_held(held, rp, dp);
         let ended = |i: &PadState| i.eos && i.head.is_none();
         if (ended(&r) && (d.head.is_some() || ended(&d))) || (ended(&d) && r.head.is_some()) {
             // Something to do right away: drain the input left, or finish.
             return Some(gst::ClockTime::ZERO);
         }
+        let pad_of = |side: Input| if side == Input::Reference { &rp } else { &dp };
+        if let Some((_, front)) = held {
+            // Held frames: a new frame of theirs joins them, a frame of the other input
+            // pairs with them, at once; otherwise the oldest waits until its budget is spent.
+            if rp.head.is_some() || dp.head.is_some() {
+                return Some(gst::ClockTime::ZERO);
+            }
+            let tol = fixed.unwrap_or_else(|| pairing::tolerance(front.duration, None));
+            return self
+                .state
+                .lock()
+                .unwrap()
+                .stalls
+                .deadline(tol, budget)
+                .filter(|t| *t <= pairing::MAX_DEADLINE)
+                .map(gst::ClockTime::from_nseconds);
+        }
+        if let Some(s) = stall
+            && pad_of(other(s.input)).head.is_some()
+        {
+            // A stall in progress: the other input's frame is held at once.
+            return Some(gst::ClockTime::ZERO);
+        }
         // One input ended and the other has nothing yet: give it until the end of what was
         // seen plus the tolerance, then finish (a live input may stall without EOS).
         let last_end = if ended(&r) || ended(&d) {
-            self.state.lock().unwrap().last_end
+            last_end
         } else {
             None
         };
@@ -1242,11 +1473,15 @@ impl GpuMetrics {
         if self.state.lock().unwrap().inputs == Inputs::DistortedOnly {
             return self.measure_alone();
         }
-        let (fixed, mode) = {
+        let (fixed, mode, budget) = {
             let s = self.settings.lock().unwrap();
-            (s.pairing_tolerance, s.pairing_mode())
+            (s.pairing_tolerance, s.pairing_mode(), s.stall_budget)
         };
-        let (r, d) = self.heads();
+        let (rp, dp) = self.heads();
+        self.end_stall_if_resumed(&rp, &dp);
+        let held = self.state.lock().unwrap().stalls.front();
+        // The frames held during a stall come before their pad's.
+        let (r, d) = with_held(held, rp, dp);
         if timeout && (r.head.is_none() || d.head.is_none()) {
             // Live, and an input missed its deadline: the sequence of pairs is interrupted.
             // The pairs in flight are completed, and those the engine holds back are
@@ -1261,12 +1496,16 @@ impl GpuMetrics {
                 }
             }
         }
+        if timeout && let Some(step) = self.stall_step((r, d), (rp, dp), held, fixed, budget) {
+            return step;
+        }
         let decision = pairing::decide(mode, r, d, timeout, fixed);
         gst::trace!(
             CAT,
             imp = self,
-            "aggregate timeout={timeout} ref={r:?} dist={d:?} -> {decision:?}"
+            "aggregate timeout={timeout} ref={r:?} dist={d:?} held={held:?} -> {decision:?}"
         );
+        let held_side = held.map(|(side, _)| side);
         match decision {
             Decision::Pair | Decision::PairUntimed => {
                 if decision == Decision::PairUntimed {
@@ -1284,18 +1523,19 @@ impl GpuMetrics {
                          n-th). Set pairing=sequence if the inputs are untimed"
                     ));
                 }
-                let rb = self.ref_pad.pop_buffer().ok_or(gst::FlowError::Error)?;
-                let db = self.dist_pad.pop_buffer().ok_or(gst::FlowError::Error)?;
-                self.note_end(Input::Reference, &r);
-                self.note_end(Input::Distorted, &d);
+                let rb = self
+                    .take(Input::Reference, held_side, &r)
+                    .ok_or(gst::FlowError::Error)?;
+                let db = self
+                    .take(Input::Distorted, held_side, &d)
+                    .ok_or(gst::FlowError::Error)?;
                 // Lets applications (emit-signals / samples-selected) see what is compared.
                 self.obj()
                     .selected_samples(db.pts(), db.dts(), db.duration(), None);
                 self.compare_and_push(Some(rb), db, d.head.and_then(|h| h.running_time))
             }
             Decision::DropRef => {
-                let b = self.ref_pad.pop_buffer();
-                self.note_end(Input::Reference, &r);
+                let b = self.take(Input::Reference, held_side, &r);
                 gst::debug!(
                     CAT,
                     imp = self,
@@ -1310,8 +1550,9 @@ impl GpuMetrics {
                 self.settle_and_deliver(state, true)
             }
             Decision::DropDist => {
-                let b = self.dist_pad.pop_buffer().ok_or(gst::FlowError::Error)?;
-                self.note_end(Input::Distorted, &d);
+                let b = self
+                    .take(Input::Distorted, held_side, &d)
+                    .ok_or(gst::FlowError::Error)?;
                 gst::debug!(
                     CAT,
                     imp = self,
@@ -1337,6 +1578,7 @@ impl GpuMetrics {
                         "one input ended and the other stalled"
                     }
                 );
+                self.end_stall(None);
                 let drained = self.drain_held(true);
                 self.finish_run();
                 drained.and(Err(gst::FlowError::Eos))

@@ -44,6 +44,7 @@ mod outputs;
 mod queue;
 mod scorer;
 mod settings;
+mod stall;
 
 /// The element's debug category.
 pub(crate) static CAT: LazyLock<gst::DebugCategory> = LazyLock::new(|| {

@@ -19,6 +19,7 @@ use std::time::Instant;
 use gpumetrics_engine::{Scores, Tag};
 
 use super::outputs::Input;
+use super::stall::StallEvent;
 
 /// What a record says about its pair besides the scores.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -52,6 +53,8 @@ pub(crate) enum Ready<B> {
         side: Input,
         running_time: Option<u64>,
     },
+    /// An input stalled or resumed: told in order with the frames around it.
+    Stall(StallEvent),
 }
 
 #[derive(Debug)]
@@ -130,6 +133,11 @@ impl<B> Queue<B> {
             side,
             running_time,
         }));
+    }
+
+    /// A stall's start or end: it leaves after the entries before it.
+    pub(crate) fn push_stall(&mut self, event: StallEvent) {
+        self.entries.push_back(Entry::Ready(Ready::Stall(event)));
     }
 
     /// A pair `subsample` skips without the engine (no metric needs every frame).
@@ -268,8 +276,26 @@ mod tests {
                 } => format!("{b}:u"),
                 Ready::Unmatched { side, .. } => format!("{side:?}:u"),
                 Ready::Skipped { buffer, pair } => format!("{buffer}:s{}", pair.frame),
+                Ready::Stall(e) => format!("stall:{}", if e.end { "end" } else { "start" }),
             })
             .collect()
+    }
+
+    #[test]
+    fn a_stall_leaves_in_order_behind_the_pairs_before_it() {
+        let mut q = Queue::default();
+        q.push_pair(0, 0, None, info(0));
+        let start = StallEvent {
+            input: Input::Distorted,
+            end: false,
+            running_time: 40,
+            duration: None,
+        };
+        q.push_stall(start);
+        q.push_unmatched(None, Input::Reference, Some(40));
+        assert!(left(&mut q).is_empty(), "the pair waits for its scores");
+        assert!(q.score(0, scores(1.0)));
+        assert_eq!(left(&mut q), ["0=1", "stall:start", "Reference:u"]);
     }
 
     #[test]

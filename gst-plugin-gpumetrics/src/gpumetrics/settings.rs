@@ -37,6 +37,9 @@ pub(crate) struct Settings {
     pub pairing: Pairing,
     /// Fixed pairing tolerance in ns; `None` = half the shorter frame duration.
     pub pairing_tolerance: Option<u64>,
+    /// `stall-budget`: how long (ns of running time past its live deadline) a frame waits
+    /// for the partner of an input that stalled.
+    pub stall_budget: u64,
     /// The metrics' options (one property each), defaults unless set.
     pub options: Options,
     /// `window`: length of the tumbling windows in ns of running time; 0 = none.
@@ -65,6 +68,7 @@ impl Default for Settings {
             attach_meta: DEFAULT_ATTACH_META,
             pairing: Pairing::default(),
             pairing_tolerance: None,
+            stall_budget: super::stall::DEFAULT_BUDGET,
             options: Options::new(),
             window: 0,
             alerts: None,
@@ -166,6 +170,18 @@ fn own_properties() -> Vec<glib::ParamSpec> {
             )
             .minimum(AUTO_TOLERANCE)
             .default_value(AUTO_TOLERANCE)
+            .mutable_ready()
+            .build(),
+        glib::ParamSpecUInt64::builder("stall-budget")
+            .nick("Stall budget")
+            .blurb(
+                "Live: when an input delivers no frame by the live deadline it has stalled (a \
+                 'gpumetrics-event' event=stall state=start, then state=end when it delivers \
+                 again); the other input's frames are held for this long (ns of running time \
+                 past their deadline, at most 1000 frames) and paired if the stalled input's \
+                 frames arrive meanwhile, else counted unmatched. 0 = give them up at once",
+            )
+            .default_value(super::stall::DEFAULT_BUDGET)
             .mutable_ready()
             .build(),
         glib::ParamSpecUInt64::builder("window")
@@ -288,6 +304,7 @@ impl Settings {
                 let v: i64 = value.get().expect(CHECKED);
                 self.pairing_tolerance = u64::try_from(v).ok();
             }
+            "stall-budget" => self.stall_budget = value.get().expect(CHECKED),
             "window" => self.window = value.get().expect(CHECKED),
             "alerts" => self.alerts = text(value),
             "subsample" => self.subsample = value.get().expect(CHECKED),
@@ -322,6 +339,7 @@ impl Settings {
                 .pairing_tolerance
                 .map_or(AUTO_TOLERANCE, |t| i64::try_from(t).unwrap_or(i64::MAX))
                 .to_value(),
+            "stall-budget" => self.stall_budget.to_value(),
             "window" => self.window.to_value(),
             "alerts" => self.alerts.to_value(),
             "subsample" => self.subsample.to_value(),

@@ -103,6 +103,10 @@ pub(crate) trait Sink: Send {
     fn end(&mut self, _summary: &Summary) {}
 }
 
+/// The `event` of a stall's `gpumetrics-event` (the element's own interval, beside the
+/// metrics' `black` and `freeze`).
+pub(crate) const STALL_EVENT: &str = "stall";
+
 /// The sinks of a run, in the order they receive everything.
 pub(crate) struct Outputs {
     /// The pooled summary: first, so that the others receive what it has counted.
@@ -268,6 +272,31 @@ impl Outputs {
         self.add_to_window(window::Event::Unmatched(side));
         self.all().for_each(|s| s.unmatched(side));
         Ok(())
+    }
+
+    /// An input stalled or resumed (`gpumetrics-event` `event=stall`): counted by the
+    /// summary and Prometheus like the metrics' intervals.
+    pub(crate) fn stall(
+        &mut self,
+        env: &Env<'_>,
+        stall: &super::stall::StallEvent,
+    ) -> Result<(), gst::ErrorMessage> {
+        let record = EventRecord {
+            event: STALL_EVENT.into(),
+            state: if stall.end { "end" } else { "start" }.into(),
+            input: stall.input.name().into(),
+            running_time: stall.running_time,
+            duration: stall.duration,
+        };
+        self.all().try_for_each(|s| s.event(env, &record))
+    }
+
+    /// A flushing seek: running time may start over, so the next event may open a window
+    /// before the current one (otherwise a late event counts in the window it arrives in).
+    pub(crate) fn flush(&mut self) {
+        if let Some(w) = &mut self.windows {
+            w.flushed();
+        }
     }
 
     /// A matched pair at running time `t` that `subsample` left unscored.

@@ -3,8 +3,11 @@
 //! running time 0. Each pair, unmatched frame and skipped pair falls in the window of its
 //! running time; when one arrives past the current window's end, that window is complete
 //! and so is every window between (posted with no pairs, so that gaps show). The last one
-//! closes at the end of the run. A running time before the current window (a flushing seek
-//! restarts running time) closes it and starts over.
+//! closes at the end of the run. A window is posted once and never re-opened, so window
+//! starts strictly increase: an event whose running time lies before the current window (a
+//! frame of an input that resumed after a live stall with its backlog, given up as
+//! unmatched) counts in the current window. Only after a flushing seek, where running time
+//! starts over, does such an event close the current window and start anew.
 
 use gpumetrics_engine::{Pooler, Scores};
 
@@ -44,6 +47,8 @@ impl Current {
 pub(crate) struct Windows {
     length: u64,
     current: Option<Current>,
+    /// A flushing seek happened since the last event: running time may have gone back.
+    flushed: bool,
 }
 
 /// What a window's event is.
@@ -60,7 +65,13 @@ impl Windows {
         Windows {
             length,
             current: None,
+            flushed: false,
         }
+    }
+
+    /// A flushing seek: the next event may start running time over.
+    pub(crate) fn flushed(&mut self) {
+        self.flushed = true;
     }
 
     fn start_of(&self, t: u64) -> u64 {
@@ -82,9 +93,12 @@ impl Windows {
             return Vec::new();
         };
         let mut done = Vec::new();
+        let flushed = std::mem::take(&mut self.flushed);
         match &self.current {
             None => {}
             Some(c) if t >= c.start && t < c.end => return done,
+            // A late event: the window it belongs to was posted; it counts in this one.
+            Some(c) if t < c.start && !flushed => return done,
             Some(c) if t < c.start => {
                 // Running time went back (a flushing seek): this window ends here.
                 let end = c.end;
@@ -201,9 +215,39 @@ mod tests {
     }
 
     #[test]
-    fn running_time_going_back_closes_the_window() {
+    fn a_late_event_counts_in_the_current_window_which_is_posted_once() {
+        // Issue 43, finding 2: after a live stall the frames of the input that resumed with
+        // its backlog were given up as unmatched at running times whose windows had been
+        // posted, and those windows were posted again (starts went backwards).
+        let mut w = Windows::new(S);
+        let mut posted = Vec::new();
+        for t in [S / 2, 6 * S + 1] {
+            posted.extend(feed(&mut w, t, Event::Unmatched(Input::Reference)));
+        }
+        for t in [S + 1, 2 * S, 5 * S] {
+            posted.extend(feed(&mut w, t, Event::Unmatched(Input::Distorted)));
+        }
+        posted.extend(feed(&mut w, 7 * S, Event::Pair(&scores(1.0))));
+        posted.extend(w.finish(|_| Vec::new()));
+        let starts: Vec<u64> = posted.iter().map(|x| x.start / S).collect();
+        assert_eq!(starts, [0, 1, 2, 3, 4, 5, 6, 7]);
+        assert_eq!(
+            posted[6].stats.unmatched_dist, 3,
+            "late events count where they arrive"
+        );
+        assert_eq!(posted[6].stats.unmatched_ref, 1);
+        assert_eq!(
+            posted.iter().map(|x| x.stats.unmatched_dist).sum::<u64>(),
+            3,
+            "each once"
+        );
+    }
+
+    #[test]
+    fn running_time_going_back_after_a_flush_closes_the_window() {
         let mut w = Windows::new(S);
         feed(&mut w, 5 * S, Event::Pair(&scores(1.0)));
+        w.flushed();
         let done = feed(&mut w, S / 10, Event::Pair(&scores(2.0)));
         assert_eq!(done.len(), 1);
         assert_eq!((done[0].start, done[0].stats.frames), (5 * S, 1));
