@@ -218,6 +218,8 @@ struct State {
 #[derive(Debug, Default)]
 pub struct Alerts {
     rules: Vec<State>,
+    /// The fields of the last records checked by [`Alerts::unproduced`].
+    checked: Vec<&'static str>,
 }
 
 impl Alerts {
@@ -234,11 +236,39 @@ impl Alerts {
                     window: Count::default(),
                 })
                 .collect(),
+            checked: Vec::new(),
         }
     }
 
     pub fn is_empty(&self) -> bool {
         self.rules.is_empty()
+    }
+
+    /// The rules on a field that records with these `fields` lack (`psnr-r` on GRAY8, a
+    /// field of a metric left out for the frame size): never evaluated while the inputs
+    /// stay as they are. One text per such rule, naming it and the fields available, the
+    /// first time a set of fields is seen (after a caps change, again).
+    pub fn unproduced(&mut self, fields: impl Iterator<Item = &'static str>) -> Vec<String> {
+        let fields: Vec<&'static str> = fields.collect();
+        if self.rules.is_empty() || fields.is_empty() || fields == self.checked {
+            return Vec::new();
+        }
+        let texts = self
+            .rules
+            .iter()
+            .filter(|st| !fields.contains(&st.rule.field.name))
+            .map(|st| {
+                format!(
+                    "alert rule '{}' is never evaluated: these inputs give no {} (the fields \
+                     available: {})",
+                    crate::quote::quoted(&st.rule.text),
+                    st.rule.field.name,
+                    fields.join(", ")
+                )
+            })
+            .collect();
+        self.checked = fields;
+        texts
     }
 
     /// A scored pair at `running_time` whose value of a field is `get(field)` (the record's
@@ -390,6 +420,31 @@ mod tests {
             .iter()
             .map(|n| gpumetrics_engine::metric::field(n).unwrap())
             .collect()
+    }
+
+    #[test]
+    fn a_rule_on_a_field_the_records_lack_is_said_once_per_set_of_fields() {
+        let rules = parse(
+            "psnr-r<30, psnr-y<30",
+            &fields(&["psnr-y", "psnr-r", "mse-y"]),
+        )
+        .unwrap();
+        let mut a = Alerts::new(rules);
+        let gray = ["psnr-y", "mse-y"];
+        let said = a.unproduced(gray.into_iter());
+        assert_eq!(
+            said,
+            [
+                "alert rule 'psnr-r<30' is never evaluated: these inputs give no psnr-r (the \
+              fields available: psnr-y, mse-y)"
+            ]
+        );
+        assert!(a.unproduced(gray.into_iter()).is_empty(), "once");
+        // Empty scores (a pair the engine could not score) say nothing.
+        assert!(a.unproduced(std::iter::empty()).is_empty());
+        // New caps with both fields: nothing to say; back to GRAY8: said again.
+        assert!(a.unproduced(["psnr-y", "psnr-r"].into_iter()).is_empty());
+        assert_eq!(a.unproduced(gray.into_iter()).len(), 1);
     }
 
     #[test]

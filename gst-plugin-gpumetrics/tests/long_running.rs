@@ -380,3 +380,28 @@ fn past_the_stall_budget_frames_are_unmatched_once_and_windows_stay_final() {
         run.events
     );
 }
+
+/// Issue 43, finding 8: an alert rule on a field the inputs never give was silently never
+/// evaluated.
+#[test]
+fn an_alert_rule_on_a_field_the_caps_cannot_give_is_a_warning_naming_it() {
+    let run = run(
+        "videotestsrc num-buffers=5 ! video/x-raw,format=GRAY8,width=64,height=48 ! tee name=t \
+         t. ! queue ! m.ref_sink t. ! queue ! m.dist_sink \
+         gpumetrics name=m backend=cpu metrics=psnr alerts=psnr-r<30,psnr-y<30 ! fakesink",
+    );
+    run.expect_ok();
+    let said: Vec<&String> = run
+        .warnings
+        .iter()
+        .filter(|w| w.contains("never evaluated"))
+        .collect();
+    assert_eq!(said.len(), 1, "{:?}", run.warnings);
+    assert!(
+        said[0].contains("'psnr-r<30'")
+            && said[0].contains("no psnr-r")
+            && said[0].contains("available: psnr-y, mse-y"),
+        "{}",
+        said[0]
+    );
+}

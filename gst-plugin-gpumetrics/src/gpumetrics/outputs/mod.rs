@@ -244,6 +244,14 @@ impl Outputs {
         pair: &mut Pair<'_>,
     ) -> Result<(), gst::ErrorMessage> {
         let t = pair.record.running_time.map(gst::ClockTime::nseconds);
+        // Rules on a field these inputs do not give are said at their first pair.
+        for text in self
+            .alerts
+            .unproduced(pair.scores.iter().map(|(name, _)| name))
+        {
+            gst::warning!(super::CAT, obj = env.element, "{text}");
+            gst::element_warning!(env.element, gst::LibraryError::Settings, ("{text}"));
+        }
         self.advance(env, t)?;
         self.add_to_window(window::Event::Pair(pair.scores));
         self.all().try_for_each(|s| s.record(env, pair))?;
