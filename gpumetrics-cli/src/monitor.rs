@@ -428,6 +428,7 @@ mod tests {
                 unmatched_ref: 1,
                 unmatched_dist: 0,
                 skipped: 3,
+                decode: Default::default(),
                 fields: vec![
                     ("psnr-y".into(), stats(35.12345)),
                     ("mse-y".into(), stats(20.0)),

@@ -191,6 +191,18 @@ pub fn counts_text(summary: &Summary, counts: &Counts) -> String {
     }
     out.push_str(&line);
     out.push('\n');
+    let d = &summary.decode;
+    for (i, input) in ["reference", "distorted"].into_iter().enumerate() {
+        let (w, c) = (d.warnings[i], d.corrupted[i]);
+        if w + c > 0 {
+            out.push_str(&format!(
+                "decode errors in the {input}: {w} decoder warning{}, {c} frame{} flagged \
+                 corrupted (their scores measure the decoder's concealment too)\n",
+                if w == 1 { "" } else { "s" },
+                if c == 1 { "" } else { "s" },
+            ));
+        }
+    }
     for a in &summary.alerts {
         out.push_str(&format!(
             "alert {}: {} episode{}, {:.3} s in alert\n",
@@ -364,6 +376,7 @@ mod tests {
             unmatched_ref: 2,
             unmatched_dist: 0,
             skipped: 7,
+            decode: Default::default(),
             fields: vec![
                 ("psnr-y".into(), stats(38.25, Some(38.1))),
                 ("mse-y".into(), stats(9.5, Some(9.4))),
@@ -408,6 +421,29 @@ mod tests {
             ),
             "{t}"
         );
+    }
+
+    #[test]
+    fn decode_errors_are_said_per_input() {
+        let s = Summary {
+            frames: 3,
+            decode: gstgpumetrics::message::DecodeCounts {
+                warnings: [0, 2],
+                corrupted: [1, 1],
+            },
+            ..Default::default()
+        };
+        let t = counts_text(&s, &Counts::default());
+        assert!(
+            t.contains(
+                "decode errors in the reference: 0 decoder warnings, 1 frame flagged corrupted"
+            ) && t.contains(
+                "decode errors in the distorted: 2 decoder warnings, 1 frame flagged corrupted"
+            ),
+            "{t}"
+        );
+        let clean = counts_text(&Summary::default(), &Counts::default());
+        assert!(!clean.contains("decode"), "{clean}");
     }
 
     #[test]

@@ -245,6 +245,37 @@ pub struct Summary {
     /// Per event kind and input that had intervals (black, freeze), in the order of their
     /// first interval.
     pub events: Vec<EventCount>,
+    /// What the inputs' decoders reported (the summary only; all zero in a window).
+    pub decode: DecodeCounts,
+}
+
+/// What the decoders upstream of each input reported over a run, `[ref, dist]`: a score of
+/// a frame decoded with errors measures the decoder's concealment too.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct DecodeCounts {
+    /// Warning messages posted by a decoder upstream of the input
+    /// (`decode-warnings-ref`, `decode-warnings-dist`).
+    pub warnings: [u64; 2],
+    /// Frames that arrived flagged corrupted by their decoder (`GST_BUFFER_FLAG_CORRUPTED`;
+    /// `corrupted-ref`, `corrupted-dist`).
+    pub corrupted: [u64; 2],
+}
+
+impl DecodeCounts {
+    /// The counts' names and values, in the order records give them.
+    pub fn entries(&self) -> [(&'static str, u64); 4] {
+        [
+            ("decode-warnings-ref", self.warnings[0]),
+            ("decode-warnings-dist", self.warnings[1]),
+            ("corrupted-ref", self.corrupted[0]),
+            ("corrupted-dist", self.corrupted[1]),
+        ]
+    }
+
+    /// Nothing was reported (records then leave the counts out).
+    pub fn is_empty(&self) -> bool {
+        self.entries().iter().all(|(_, n)| *n == 0)
+    }
 }
 
 /// The black or freeze intervals of one input, over a run.
@@ -390,6 +421,11 @@ impl Summary {
         s.set("unmatched-ref", self.unmatched_ref);
         s.set("unmatched-dist", self.unmatched_dist);
         s.set("skipped", self.skipped);
+        if !self.decode.is_empty() {
+            for (name, n) in self.decode.entries() {
+                s.set(name, n);
+            }
+        }
         for (name, stats) in &self.fields {
             let mut sub = gst::Structure::new_empty(name.as_str());
             for (k, v) in stats.entries() {
@@ -440,8 +476,17 @@ impl Summary {
                 events.push(EventCount::from_structure(&a)?);
             }
         }
+        let optional = |f: &str| s.get_optional::<u64>(f).ok().flatten().unwrap_or(0);
+        let decode = DecodeCounts {
+            warnings: [
+                optional("decode-warnings-ref"),
+                optional("decode-warnings-dist"),
+            ],
+            corrupted: [optional("corrupted-ref"), optional("corrupted-dist")],
+        };
         Ok(Summary {
             events,
+            decode,
             frames: count("frames")?,
             unmatched_ref: count("unmatched-ref")?,
             unmatched_dist: count("unmatched-dist")?,
@@ -676,6 +721,10 @@ mod tests {
             unmatched_ref: 1,
             unmatched_dist: 2,
             skipped: 3,
+            decode: DecodeCounts {
+                warnings: [4, 0],
+                corrupted: [0, 5],
+            },
             alerts: vec![AlertCount {
                 rule: "vmaf<70:2s".into(),
                 episodes: 2,

@@ -271,8 +271,13 @@ fn summary_entries(o: Object, s: &Summary, style: Style) -> Object {
         .put("frames", s.frames)
         .put("unmatched-ref", s.unmatched_ref)
         .put("unmatched-dist", s.unmatched_dist)
-        .put("skipped", s.skipped)
-        .raw("fields", fields.finish());
+        .put("skipped", s.skipped);
+    if !s.decode.is_empty() {
+        for (name, n) in s.decode.entries() {
+            o = o.put(name, n);
+        }
+    }
+    let mut o = o.raw("fields", fields.finish());
     let always = style == Style::Command;
     if always || !alerts.is_empty() {
         o = o.put("alerts", alerts);
@@ -670,12 +675,21 @@ impl<W: Write> RecordWriter<W> {
             row
         };
         let mut rows = Vec::new();
+        let decode = s.decode.entries();
+        let decode = if s.decode.is_empty() {
+            &[][..]
+        } else {
+            &decode[..]
+        };
         for (record, count) in [
             ("frames", s.frames),
             ("unmatched-ref", s.unmatched_ref),
             ("unmatched-dist", s.unmatched_dist),
             ("skipped", s.skipped),
-        ] {
+        ]
+        .into_iter()
+        .chain(decode.iter().copied())
+        {
             let mut row = lead(format!("{prefix}{record}"), count.to_string());
             row.resize(width, String::new());
             rows.push(row);
@@ -1258,6 +1272,52 @@ mod tests {
         w.summary(&Summary::default()).unwrap();
         let v: Value = serde_json::from_slice(&w.into_inner()).unwrap();
         assert_eq!(v["frames"].as_array().unwrap().len(), 0);
+    }
+
+    #[test]
+    fn decode_counts_follow_the_counts_when_a_decoder_reported_errors() {
+        let mut s = summary();
+        let d = crate::message::DecodeCounts {
+            warnings: [0, 2],
+            corrupted: [1, 3],
+        };
+        s.decode = d;
+        let mut w = RecordWriter::in_memory(Format::Jsonl);
+        w.summary(&s).unwrap();
+        let jsonl = text(w.into_inner());
+        assert!(
+            jsonl.starts_with(
+                "{\"type\":\"summary\",\"frames\":2,\"unmatched-ref\":1,\"unmatched-dist\":0,\
+                 \"skipped\":0,\"decode-warnings-ref\":0,\"decode-warnings-dist\":2,\
+                 \"corrupted-ref\":1,\"corrupted-dist\":3,\"fields\""
+            ),
+            "{jsonl}"
+        );
+        let mut w = RecordWriter::in_memory(Format::Csv);
+        w.summary(&s).unwrap();
+        let csv_text = text(w.into_inner());
+        let rows: Vec<Vec<String>> = csv::Reader::from_reader(csv_text.as_bytes())
+            .records()
+            .map(|r| r.unwrap().iter().map(String::from).collect())
+            .collect();
+        let counts: Vec<(&str, &str)> = rows[4..8]
+            .iter()
+            .map(|r| (r[0].as_str(), r[1].as_str()))
+            .collect();
+        assert_eq!(
+            counts,
+            [
+                ("decode-warnings-ref", "0"),
+                ("decode-warnings-dist", "2"),
+                ("corrupted-ref", "1"),
+                ("corrupted-dist", "3")
+            ]
+        );
+        // The message carries them too, and reads back.
+        let back = Summary::from_structure(&s.to_structure()).unwrap();
+        assert_eq!(back.decode, d);
+        // Without decoder errors, nothing is added (the layout of earlier runs).
+        assert!(!write(Format::Jsonl).contains("decode-warnings"));
     }
 
     #[test]

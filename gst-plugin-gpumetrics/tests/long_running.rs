@@ -405,3 +405,67 @@ fn an_alert_rule_on_a_field_the_caps_cannot_give_is_a_warning_naming_it() {
         said[0]
     );
 }
+
+/// Issue 43, finding 8: frames decoded with errors were scored with no word about it.
+/// The decoders here post warnings (as a decoder that tolerates an error does) and flag
+/// frames corrupted from pad probes in their streaming threads.
+#[test]
+fn decoder_warnings_and_corrupted_frames_are_counted_per_input() {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    let c = i420_caps(64, 48, 25);
+    let desc = format!(
+        "videotestsrc num-buffers=10 ! {c} ! jpegenc ! jpegdec name=rdec ! videoconvert ! {c} \
+         ! m.ref_sink \
+         videotestsrc num-buffers=10 ! {c} ! jpegenc ! ( jpegdec name=ddec ) ! \
+         videoconvert name=dconv ! {c} ! m.dist_sink \
+         videotestsrc num-buffers=3 ! jpegenc ! jpegdec name=other ! fakesink \
+         gpumetrics name=m backend=cpu ! fakesink"
+    );
+    // `(decoder, buffers at which it posts a warning, buffers it flags corrupted)`.
+    let plan: [(&str, &[u64], &[u64]); 4] = [
+        ("rdec", &[3], &[]),
+        ("ddec", &[2, 5], &[1, 4, 7]),
+        ("other", &[0, 1], &[]),
+        // Not a decoder: its warnings are not the decoder's.
+        ("dconv", &[1], &[]),
+    ];
+    let run = run_prepared(
+        &desc,
+        Duration::from_secs(30),
+        move |p| {
+            for (name, warn_at, corrupt_at) in plan {
+                let element = p.by_name(name).unwrap();
+                let n = AtomicU64::new(0);
+                element.static_pad("src").unwrap().add_probe(
+                    gst::PadProbeType::BUFFER,
+                    move |pad, info| {
+                        let i = n.fetch_add(1, Ordering::Relaxed);
+                        let e = pad.parent_element().unwrap();
+                        if warn_at.contains(&i) {
+                            let _ = e.post_message(
+                                gst::message::Warning::builder(
+                                    gst::StreamError::Decode,
+                                    "could not decode a slice",
+                                )
+                                .src(&e)
+                                .build(),
+                            );
+                        }
+                        if corrupt_at.contains(&i)
+                            && let Some(gst::PadProbeData::Buffer(b)) = &mut info.data
+                        {
+                            b.make_mut().set_flags(gst::BufferFlags::CORRUPTED);
+                        }
+                        gst::PadProbeReturn::Ok
+                    },
+                );
+            }
+        },
+        |_| {},
+    );
+    run.expect_ok();
+    let s = run.summary();
+    assert_eq!(s.frames, 10);
+    assert_eq!(s.decode.warnings, [1, 2], "{:?}", s.decode);
+    assert_eq!(s.decode.corrupted, [0, 3], "{:?}", s.decode);
+}

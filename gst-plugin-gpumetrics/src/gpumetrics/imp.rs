@@ -26,6 +26,7 @@ use gst_base::prelude::*;
 use gst_base::subclass::prelude::*;
 
 use super::cuda::{self, SharedContext};
+use super::decode::Decode;
 use super::input::{self, MemoryStats, PadCaps};
 use super::outputs::{Env, Input, Outputs, Pair};
 use super::queue::{PairInfo, Queue, Ready};
@@ -130,6 +131,8 @@ pub struct GpuMetrics {
     outputs: Mutex<Option<Outputs>>,
     /// The GstCudaContext shared with the neighbours (gst.cuda.context).
     cuda: SharedContext,
+    /// What the inputs' decoders report (warnings, corrupted frames), for the summary.
+    decode: Decode,
     /// Between start() and stop(): the properties that are not `GST_PARAM_MUTABLE_PLAYING`
     /// are in effect for the run and refuse changes.
     running: AtomicBool,
@@ -153,6 +156,7 @@ impl ObjectSubclass for GpuMetrics {
             state: Mutex::new(State::default()),
             outputs: Mutex::new(None),
             cuda: SharedContext::default(),
+            decode: Decode::default(),
             running: AtomicBool::new(false),
         }
     }
@@ -801,15 +805,30 @@ impl GpuMetrics {
             element: obj.upcast_ref(),
             settings: &settings,
         };
-        let Some((summary, result)) = self
-            .outputs
-            .lock()
-            .unwrap()
-            .as_mut()
-            .map(|o| o.summary(&env))
-        else {
+        let decode = self.decode.counts();
+        let Some((summary, result)) = self.outputs.lock().unwrap().as_mut().map(|o| {
+            o.set_decode(decode);
+            o.summary(&env)
+        }) else {
             return;
         };
+        for (side, pad) in [
+            (Input::Reference, "ref_sink"),
+            (Input::Distorted, "dist_sink"),
+        ] {
+            let (w, c) = (
+                decode.warnings[side as usize],
+                decode.corrupted[side as usize],
+            );
+            if w + c > 0 {
+                gst::warning!(
+                    CAT,
+                    imp = self,
+                    "{pad}: its decoder reported errors ({w} warning messages, {c} frames \
+                     flagged corrupted): the scores of those frames measure its concealment too"
+                );
+            }
+        }
         gst::info!(
             CAT,
             imp = self,
@@ -1144,6 +1163,10 @@ impl AggregatorImpl for GpuMetrics {
             );
         }
         *self.outputs.lock().unwrap() = Some(outputs);
+        self.decode.start(
+            self.obj().upcast_ref(),
+            [self.ref_pad.upcast_ref(), self.dist_pad.upcast_ref()],
+        );
         *self.state.lock().unwrap() = State {
             roi,
             prometheus_bound,
@@ -1172,6 +1195,7 @@ impl AggregatorImpl for GpuMetrics {
         if let Some(outputs) = outputs {
             outputs.end();
         }
+        self.decode.stop();
         *self.state.lock().unwrap() = State::default();
         self.running.store(false, Ordering::SeqCst);
         gst::debug!(CAT, imp = self, "stopped");
@@ -1221,9 +1245,16 @@ impl AggregatorImpl for GpuMetrics {
         // GAP events arrive as empty GAP buffers: no frame at that time, nothing to compare.
         // The partner frame (if any) ends up unmatched.
         if buffer.flags().contains(gst::BufferFlags::GAP) && buffer.size() == 0 {
+            // (not a frame: no decoder output to count either)
             gst::log!(CAT, obj = pad, "skipping gap at {:?}", buffer.pts());
             return None;
         }
+        let side = if pad == &self.ref_pad {
+            Input::Reference
+        } else {
+            Input::Distorted
+        };
+        self.decode.frame(side, &buffer);
         let Some(pts) = buffer.pts() else {
             return Some(buffer);
         };

@@ -37,6 +37,7 @@ use crate::message::{AlertChange, EventRecord, FrameScores, Summary, Window};
 
 mod advice;
 mod cuda;
+mod decode;
 mod imp;
 mod input;
 mod options;

@@ -122,6 +122,8 @@ pub(crate) struct Outputs {
     sinks: Vec<Box<dyn Sink>>,
     /// `prometheus-address`: where its endpoint listens.
     prometheus_bound: Option<std::net::SocketAddr>,
+    /// What the inputs' decoders reported, for the summary.
+    decode: crate::message::DecodeCounts,
 }
 
 impl Outputs {
@@ -191,6 +193,7 @@ impl Outputs {
             last_end: None,
             sinks,
             prometheus_bound: None,
+            decode: Default::default(),
         }
     }
 
@@ -319,10 +322,16 @@ impl Outputs {
         Ok(())
     }
 
+    /// What the inputs' decoders reported so far (the summary gives it).
+    pub(crate) fn set_decode(&mut self, decode: crate::message::DecodeCounts) {
+        self.decode = decode;
+    }
+
     /// The summary of what the run measured so far.
     pub(crate) fn current_summary(&self) -> Summary {
         Summary {
             alerts: self.alerts.totals(),
+            decode: self.decode,
             ..self.pool.summary()
         }
     }
