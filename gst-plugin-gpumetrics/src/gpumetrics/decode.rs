@@ -114,10 +114,12 @@ impl Drop for Decode {
 }
 
 /// A decoder, by its element class (`Codec/Decoder/Video`, `Decoder/Video`, ...).
+/// (Read from the element's class, not its factory: an element of a type registered in the
+/// application has no factory, or one that is not a `GstElementFactory` to the bindings.)
 fn is_decoder(element: &gst::Element) -> bool {
     element
-        .factory()
-        .and_then(|f| f.metadata(gst::ELEMENT_METADATA_KLASS).map(str::to_owned))
+        .element_class()
+        .metadata(gst::ELEMENT_METADATA_KLASS)
         .is_some_and(|k| k.split('/').any(|part| part == "Decoder"))
 }
 
