@@ -4,6 +4,9 @@
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Scores {
     entries: Vec<(&'static str, f64)>,
+    /// Per PSNR field pooled as libvmaf's APSNR: the pair's (sum of squared errors,
+    /// samples, peak), which the summary sums over the frames (not a field of the record).
+    squared_errors: Vec<(&'static str, [f64; 3])>,
 }
 
 impl Scores {
@@ -15,6 +18,17 @@ impl Scores {
         self.entries.push((field, value));
     }
 
+    /// Records the squared errors behind `field`'s value for the summary, which pools them
+    /// as libvmaf's aggregate APSNR (`aom-psnr-*`'s `pooled`).
+    pub fn push_squared_error(&mut self, field: &'static str, sse: f64, samples: f64, peak: f64) {
+        self.squared_errors.push((field, [sse, samples, peak]));
+    }
+
+    /// What [`Scores::push_squared_error`] recorded, in its order.
+    pub fn squared_errors(&self) -> impl Iterator<Item = (&'static str, [f64; 3])> + '_ {
+        self.squared_errors.iter().copied()
+    }
+
     pub fn iter(&self) -> impl Iterator<Item = (&'static str, f64)> + '_ {
         self.entries.iter().copied()
     }
@@ -22,6 +36,7 @@ impl Scores {
     /// Appends every field of `other`, in its order.
     pub fn append(&mut self, other: Scores) {
         self.entries.extend(other.entries);
+        self.squared_errors.extend(other.squared_errors);
     }
 
     pub fn get(&self, field: &str) -> Option<f64> {

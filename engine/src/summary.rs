@@ -15,7 +15,9 @@ pub struct FieldSummary {
     /// Only for fields whose values are all non-negative.
     pub harmonic_mean: Option<f64>,
     /// Only for PSNR fields ([`crate::metric::Field::mse_pooled`]): the PSNR of the mean MSE
-    /// over the frames, FFmpeg's summary line (the mean of the per-frame PSNRs is `mean`).
+    /// over the frames, FFmpeg's summary line (the mean of the per-frame PSNRs is `mean`);
+    /// for `aom-psnr-*`, libvmaf's aggregate APSNR (`aom-apsnr-*`: the PSNR of the squared
+    /// errors summed over the frames, capped as libvmaf caps it).
     pub pooled: Option<f64>,
     pub p1: f64,
     pub p5: f64,
@@ -133,6 +135,14 @@ impl Pooler {
                 }
             }
         }
+        for (name, [sse, samples, peak]) in scores.squared_errors() {
+            if let Some((_, pool)) = self.fields.iter_mut().find(|(f, _)| *f == name) {
+                let sums = pool.squared_errors.get_or_insert([0.0, 0.0, peak]);
+                sums[0] += sse;
+                sums[1] += samples;
+                sums[2] = peak;
+            }
+        }
     }
 
     pub fn frames(&self) -> u64 {
@@ -171,6 +181,9 @@ struct FieldPool {
     /// is its MSE over peak² exactly (up to rounding), so the pool needs neither the MSE
     /// field nor the bit depth, and stays right across a change of depth. +inf adds 0.
     mse: Option<f64>,
+    /// A field pooled as libvmaf's APSNR (`aom-psnr-*`): its frames' squared errors and
+    /// samples summed, and the peak ([`Scores::push_squared_error`]).
+    squared_errors: Option<[f64; 3]>,
 }
 
 /// What is streamed exactly, value by value.
@@ -332,7 +345,10 @@ impl FieldPool {
         };
         // 10·log10(peak² / mean MSE) = −10·log10(mean of MSE/peak²); all frames identical:
         // a mean MSE of 0, +inf.
-        let pooled = self.mse.map(|sum| -10.0 * (sum / n).log10());
+        let pooled = match self.squared_errors {
+            Some([sse, samples, peak]) => Some(crate::metric::psnr::apsnr(sse, samples, peak)),
+            None => self.mse.map(|sum| -10.0 * (sum / n).log10()),
+        };
         FieldSummary {
             mean: clamp_to(mean, min, max),
             min,

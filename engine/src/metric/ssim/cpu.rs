@@ -27,7 +27,7 @@ impl crate::metric::temporal::Sequenced for Ssim {}
 
 impl CpuMetric for Ssim {
     fn measure(&mut self, plan: &Plan, r: &PlanePtrs, d: &PlanePtrs, scores: &mut Scores) {
-        let sums = sums(&self.job, &plan.psnr_planes(r, d));
+        let sums = sums(&self.job, &self.job.planes(plan, r, d));
         super::push_fields(plan, &self.job, self.set, &sums, scores);
     }
 }

@@ -82,7 +82,7 @@ impl Ssim {
         r: &PlanePtrs,
         d: &PlanePtrs,
     ) -> Result<(), DriverError> {
-        let base = plan.psnr_planes(r, d);
+        let base = self.job.planes(plan, r, d);
         let peak = plan.reference.format.peak();
         let f32_chan = |ptr: u64, w: u32| Channel {
             ptr,

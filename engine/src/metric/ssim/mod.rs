@@ -6,10 +6,12 @@ mod cuda;
 
 use super::{CpuMetric, CudaMetric, Entry, Field, Info, OptionKind, OptionSpec, Reference};
 use crate::format::ColorFamily;
+use crate::frame::PlanePtrs;
 use crate::metric_set::MetricSet;
 use crate::plan::Plan;
 use crate::scores::Scores;
 use gpumetrics_kernels::channel::MAX_CHANNELS;
+use gpumetrics_kernels::psnr::PsnrPlanes;
 use gpumetrics_kernels::ssim::{MS_MIN_SIDE, MS_WEIGHTS, RESULT_LEN, SCALES, half, valid};
 
 /// SSIM and MS-SSIM: one pass computes both (MS-SSIM's first scale is the SSIM map).
@@ -29,6 +31,14 @@ pub(crate) const ENTRY: Entry = Entry {
             title: "MS-SSIM",
             description: "MS-SSIM (5 scales) of luma, or the mean over R, G, B; frames > 160x160",
             fields: &[score("ms-ssim")],
+        },
+        Info {
+            flag: AOM_SSIM,
+            name: "aom-ssim-db",
+            title: "AOM CTC SSIM (dB)",
+            description: "Luma SSIM in dB as libvmaf's float_ssim in the AOM CTC (scale=1, \
+                          enable_db, clip_db)",
+            fields: &[Field::new("aom-ssim-db", "SSIM (dB)").unit("dB").harmonic()],
         },
     ],
     options: &[CHROMA],
@@ -53,6 +63,9 @@ pub(crate) const ENTRY: Entry = Entry {
         )),
     },
 };
+
+/// `aom-ssim-db`: luma SSIM as libvmaf's `float_ssim` with `scale=1:enable_db:clip_db`.
+pub const AOM_SSIM: MetricSet = MetricSet::bit(16);
 
 /// `ssim-chroma`: SSIM on the chroma planes of YUV input too.
 const CHROMA: OptionSpec = OptionSpec {
@@ -94,14 +107,21 @@ const SSIM_FIELDS: [Field; 8] = [
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Job {
     pub levels: [u32; MAX_CHANNELS],
+    /// The peak that sets C1 and C2 for luma when it is not the format's: libvmaf's
+    /// `float_ssim` scales samples of more than 8 bits down to 0..255 by a power of two,
+    /// so its peak is 255·2^(bits − 8) (`aom-ssim-db` without `ssim` or `ms-ssim`; with
+    /// them, luma is computed once, with the format's peak, and so is `aom-ssim-db`).
+    pub luma_peak: Option<u32>,
 }
 
 impl Job {
     /// `None` when neither metric is enabled or no channel is large enough; `chroma`: SSIM
     /// on the chroma planes of YUV input too.
     pub(crate) fn new(plan: &Plan, metrics: MetricSet, chroma: bool) -> Option<Job> {
+        let want_aom =
+            metrics.contains(AOM_SSIM) && plan.reference.format.family() != ColorFamily::Rgb;
         let (want_ssim, want_ms) = (
-            metrics.contains(MetricSet::SSIM),
+            metrics.contains(MetricSet::SSIM) || want_aom,
             metrics.contains(MetricSet::MS_SSIM),
         );
         let rgb = plan.reference.format.family() == ColorFamily::Rgb;
@@ -109,6 +129,7 @@ impl Job {
         for (i, (c, _)) in plan.channels.iter().enumerate() {
             let (w, h) = plan.reference.channel_size(c);
             let luma_like = i == 0 || rgb;
+            let chroma = chroma && metrics.contains(MetricSet::SSIM);
             let ssim = want_ssim && (luma_like || chroma);
             let ms = want_ms && luma_like && w.min(h) > MS_MIN_SIDE;
             job.levels[i] = if valid(w) == 0 || valid(h) == 0 {
@@ -120,7 +141,26 @@ impl Job {
                 ssim as u32
             };
         }
+        let bits = plan.reference.format.depth();
+        if want_aom
+            && bits > 8
+            && !metrics.contains(MetricSet::SSIM)
+            && !metrics.contains(MetricSet::MS_SSIM)
+        {
+            job.luma_peak = Some(255 << (bits - 8));
+        }
         job.levels.iter().any(|&l| l > 0).then_some(job)
+    }
+
+    /// The kernel-side channel pairs of a pair of frames, with [`Job::luma_peak`] applied
+    /// (both channels at that peak: the samples are read as they are, C1 and C2 from it).
+    pub(crate) fn planes(&self, plan: &Plan, r: &PlanePtrs, d: &PlanePtrs) -> PsnrPlanes {
+        let mut planes = plan.psnr_planes(r, d);
+        if let Some(peak) = self.luma_peak {
+            planes.pairs[0].reference.max = peak;
+            planes.pairs[0].distorted.max = peak;
+        }
+        planes
     }
 
     pub(crate) fn max_levels(&self) -> u32 {
@@ -162,6 +202,17 @@ pub fn notes(plan: &Plan, metrics: MetricSet, chroma: bool) -> Vec<String> {
             ));
         }
     }
+    if metrics.contains(AOM_SSIM) && plan.reference.format.family() == ColorFamily::Rgb {
+        out.push("aom-ssim-db reads luma (as libvmaf): RGB inputs get none".into());
+    } else if metrics.contains(AOM_SSIM)
+        && !metrics.contains(MetricSet::SSIM)
+        && (valid(w) == 0 || valid(h) == 0)
+    {
+        out.push(format!(
+            "aom-ssim-db needs frames of at least 11x11 (the Gaussian window); {w}x{h} frames \
+             get none"
+        ));
+    }
     if metrics.contains(MetricSet::MS_SSIM) && w.min(h) <= MS_MIN_SIDE {
         out.push(format!(
             "ms-ssim needs both sides larger than {MS_MIN_SIDE} pixels (5 scales of an 11-pixel \
@@ -200,6 +251,16 @@ pub(crate) fn push_fields(
         let (sw, sh) = scale_sizes(w, h)[scale];
         sums[slot_index(i, scale, which)] / (valid(sw) as f64 * valid(sh) as f64)
     };
+    if metrics.contains(AOM_SSIM) && job.levels[0] > 0 && !rgb {
+        // libvmaf's cap: the dB of half a squared error over the frame at the full peak.
+        let peak = plan.reference.format.peak() as f64;
+        let samples = plan.reference.width as f64 * plan.reference.height as f64;
+        let cap = (10.0 * (peak * peak / (0.5 / samples)).log10()).ceil();
+        s.push(
+            "aom-ssim-db",
+            (-10.0 * (1.0 - mean(0, 0, 0)).log10()).min(cap),
+        );
+    }
     if metrics.contains(MetricSet::SSIM) && job.levels[0] > 0 {
         let mut per = Vec::new();
         for (i, (c, _)) in plan.channels.iter().enumerate() {
