@@ -6,8 +6,10 @@
 //! tests/data/features/aom_ctc.csv and aom_ctc.pooled.csv, made by
 //! `tests/generate_aom_ctc_reference.sh` from the clips of tests/data/vmaf/.
 //!
-//! Except at odd 4:2:0 sizes for `ciede2000`, which there reads memory past libvmaf's chroma
-//! planes (tests/ciede2000_reference.rs says why): within [`ODD_TOLERANCE`] only. The 16-bit
+//! Except at odd 4:2:0 sizes for `ciede2000`, where libvmaf reads memory past its chroma
+//! planes (tests/ciede2000_reference.rs says why): within [`ODD_TOLERANCE`] only, wider than
+//! there because what that memory holds differs between libvmaf's runs (its `ciede` alone
+//! and the whole set are 0.043 apart on the 333x199 clip). The 16-bit
 //! pair, which libvmaf refuses (psnr_hvs takes at most 12 bits), is refused by the engine.
 //!
 //! `-- --nocapture` prints the largest difference per field. On the GPU machine,
@@ -23,7 +25,7 @@ use gpumetrics_engine::{MetricSet, Options, Pooler};
 
 const TOLERANCE: f64 = 1e-3;
 /// `ciede2000` at odd 4:2:0 sizes (see above).
-const ODD_TOLERANCE: f64 = 0.05;
+const ODD_TOLERANCE: f64 = 0.1;
 
 /// (our field, libvmaf's column), in the set's report order.
 const FIELDS: [(&str, &str); 12] = [

@@ -3,13 +3,13 @@
 
 use gpumetrics_kernels::channel::{Channel, ChannelPair};
 use gpumetrics_kernels::psnr::PsnrPlanes;
+use gpumetrics_kernels::ssim::float::{PLANES, map_value, store_row_sums};
 use gpumetrics_kernels::ssim::{
-    F32_SAMPLES, Moments, RESULT_LEN, TAPS, WEIGHTS, constants, half, pooled, sample, ssim_cs,
-    valid,
+    F32_SAMPLES, Moments, TAPS, WEIGHTS, constants, half, pooled, sample, ssim_cs, valid,
 };
 use rayon::prelude::*;
 
-use super::{Job, slot_index};
+use super::{FLOAT_SUM, Job, SUMS, slot_index};
 use crate::frame::PlanePtrs;
 use crate::metric::CpuMetric;
 use crate::metric_set::MetricSet;
@@ -27,7 +27,11 @@ impl crate::metric::temporal::Sequenced for Ssim {}
 
 impl CpuMetric for Ssim {
     fn measure(&mut self, plan: &Plan, r: &PlanePtrs, d: &PlanePtrs, scores: &mut Scores) {
-        let sums = sums(&self.job, &self.job.planes(plan, r, d));
+        let planes = self.job.planes(plan, r, d);
+        let mut sums = sums(&self.job, &planes);
+        if self.job.float {
+            sums[FLOAT_SUM] = float_sum(plan, &planes);
+        }
         super::push_fields(plan, &self.job, self.set, &sums, scores);
     }
 }
@@ -118,8 +122,8 @@ fn f32_channel(data: &[f32], width: u32, max: u32) -> Channel {
 }
 
 /// Every sum the job asks for, laid out as the GPU's result slot.
-fn sums(job: &Job, planes: &PsnrPlanes) -> [f64; RESULT_LEN] {
-    let mut out = [0.0; RESULT_LEN];
+fn sums(job: &Job, planes: &PsnrPlanes) -> [f64; SUMS] {
+    let mut out = [0.0; SUMS];
     for (i, &levels) in job.levels.iter().enumerate() {
         if levels == 0 {
             continue;
@@ -149,4 +153,29 @@ fn sums(job: &Job, planes: &PsnrPlanes) -> [f64; RESULT_LEN] {
         }
     }
     out
+}
+
+/// The sum of libvmaf's float SSIM map of the luma of `planes`
+/// (`gpumetrics_kernels::ssim::float`): its horizontal pass into planes here, rows in
+/// parallel, then its map values, rows in parallel.
+fn float_sum(plan: &Plan, planes: &PsnrPlanes) -> f64 {
+    let mut p = Job::float_ssim(plan, planes, 0);
+    let (w, h) = (p.pair.width, p.pair.height);
+    let (vw, vh) = (valid(w), valid(h));
+    let mut rows = vec![0f32; PLANES * p.plane_len()];
+    p.rows = rows.as_mut_ptr() as u64;
+    // SAFETY: the luma pair describes readable memory of w×h samples (validated frames);
+    // `rows` holds the planes, each task writes its own row of them.
+    (0..h).into_par_iter().for_each(|y| {
+        for x in 0..vw {
+            unsafe { store_row_sums(&p, x, y) };
+        }
+    });
+    // SAFETY: every row of the planes was written above.
+    let per_row: Vec<f64> = (0..vh)
+        .into_par_iter()
+        .map(|y| (0..vw).map(|x| unsafe { map_value(&p, x, y) }).sum())
+        .collect();
+    drop(rows);
+    per_row.iter().sum()
 }

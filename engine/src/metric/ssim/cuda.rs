@@ -5,7 +5,7 @@
 
 use cudarc::driver::{CudaEvent, CudaSlice, DriverError, LaunchConfig};
 
-use super::{Job, scale_sizes};
+use super::{FLOAT_SUM, Job, SUMS, scale_sizes};
 use crate::cuda::{AddSlots, DevPtrMut, DeviceMemory, Gpu, Readback, zeroed};
 use crate::error::EngineError;
 use crate::frame::PlanePtrs;
@@ -15,7 +15,7 @@ use crate::plan::Plan;
 use crate::scores::Scores;
 use gpumetrics_kernels::channel::{Channel, ChannelPair, MAX_CHANNELS};
 use gpumetrics_kernels::ssim::{
-    BLOCK_ROWS, F32_SAMPLES, RESULT_LEN, SCALES, ScalePair, SsimPlanes, TILE_W, grid,
+    BLOCK_ROWS, F32_SAMPLES, FLOAT_BLOCK, SCALES, ScalePair, SsimPlanes, TILE_W, grid,
 };
 
 /// Pooled planes of one channel at scales 1.. (reference, distorted), f32, packed rows.
@@ -33,6 +33,8 @@ pub(super) struct Ssim {
     sums: AddSlots<f64>,
     /// Where they come back to the host.
     host: Readback<f64>,
+    /// The planes of libvmaf's float SSIM's horizontal pass ([`Job::float`]).
+    float_rows: Option<CudaSlice<f32>>,
 }
 
 impl Ssim {
@@ -65,12 +67,23 @@ impl Ssim {
                 ptrs,
             }));
         }
+        let float_rows = if job.float {
+            let (w, h) = (plan.reference.width, plan.reference.height);
+            let n = gpumetrics_kernels::ssim::valid(w) as usize * h as usize;
+            Some(zeroed::<f32>(
+                &gpu.stream,
+                gpumetrics_kernels::ssim::float::PLANES * n,
+            )?)
+        } else {
+            None
+        };
         Ok(Ssim {
             job,
             set,
             pooled,
-            sums: AddSlots::new(&gpu.stream, RESULT_LEN)?,
-            host: Readback::new(&gpu.ctx, RESULT_LEN)?,
+            sums: AddSlots::new(&gpu.stream, SUMS)?,
+            host: Readback::new(&gpu.ctx, SUMS)?,
+            float_rows,
         })
     }
 
@@ -146,11 +159,32 @@ impl Ssim {
             };
             let clear_now = if scale == 0 { clear } else { DevPtrMut::null() };
             // SAFETY: the plane pointers were validated against the layouts; the pooled
-            // buffers hold each scale's size; both result slots hold RESULT_LEN values.
+            // buffers hold each scale's size; both result slots hold SUMS values.
             unsafe {
                 gpu.kernels
                     .ssim_scale(&gpu.stream, cfg, planes, add_to, clear_now)?
             };
+        }
+        if let Some(rows) = &self.float_rows {
+            let p = Job::float_ssim(plan, &base, rows.ptr());
+            let blocks = p.pair.height.clamp(1, 2048);
+            let cfg = LaunchConfig {
+                grid_dim: (blocks, 1, 1),
+                block_dim: (FLOAT_BLOCK, 1, 1),
+                shared_mem_bytes: 0,
+            };
+            // SAFETY: the luma pointers were validated against the layout; `rows` holds the
+            // planes of this size; both result slots hold SUMS values.
+            unsafe {
+                gpu.kernels.vmaf_ssim_rows(&gpu.stream, cfg, p)?;
+                gpu.kernels.vmaf_ssim_map(
+                    &gpu.stream,
+                    cfg,
+                    p,
+                    add_to.wrapping_add(FLOAT_SUM),
+                    clear.wrapping_add(FLOAT_SUM),
+                )?;
+            }
         }
         self.sums.copy_to(&mut self.host)
     }
@@ -204,8 +238,8 @@ impl CudaMetric for Ssim {
                 "ssim: no pair queued to read".into(),
             ));
         }
-        let mut sums = [0.0; RESULT_LEN];
-        match self.host.take(RESULT_LEN) {
+        let mut sums = [0.0; SUMS];
+        match self.host.take(SUMS) {
             Ok(s) => sums.copy_from_slice(s),
             Err(e) => {
                 self.host.clear();

@@ -12,6 +12,7 @@ use crate::plan::Plan;
 use crate::scores::Scores;
 use gpumetrics_kernels::channel::MAX_CHANNELS;
 use gpumetrics_kernels::psnr::PsnrPlanes;
+use gpumetrics_kernels::ssim::FloatSsim;
 use gpumetrics_kernels::ssim::{MS_MIN_SIDE, MS_WEIGHTS, RESULT_LEN, SCALES, half, valid};
 
 /// SSIM and MS-SSIM: one pass computes both (MS-SSIM's first scale is the SSIM map).
@@ -107,21 +108,22 @@ const SSIM_FIELDS: [Field; 8] = [
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Job {
     pub levels: [u32; MAX_CHANNELS],
-    /// The peak that sets C1 and C2 for luma when it is not the format's: libvmaf's
-    /// `float_ssim` scales samples of more than 8 bits down to 0..255 by a power of two,
-    /// so its peak is 255·2^(bits − 8) (`aom-ssim-db` without `ssim` or `ms-ssim`; with
-    /// them, luma is computed once, with the format's peak, and so is `aom-ssim-db`).
-    pub luma_peak: Option<u32>,
+    /// libvmaf's `float_ssim` of luma too (`aom-ssim-db`:
+    /// `gpumetrics_kernels::ssim::float`), its sum at [`FLOAT_SUM`].
+    pub float: bool,
 }
+
+/// Where a result slot holds the sum of libvmaf's float SSIM map ([`Job::float`]).
+pub(crate) const FLOAT_SUM: usize = RESULT_LEN;
+/// f64 values per result slot: the SSIM/MS-SSIM sums and [`FLOAT_SUM`].
+pub(crate) const SUMS: usize = RESULT_LEN + 1;
 
 impl Job {
     /// `None` when neither metric is enabled or no channel is large enough; `chroma`: SSIM
     /// on the chroma planes of YUV input too.
     pub(crate) fn new(plan: &Plan, metrics: MetricSet, chroma: bool) -> Option<Job> {
-        let want_aom =
-            metrics.contains(AOM_SSIM) && plan.reference.format.family() != ColorFamily::Rgb;
         let (want_ssim, want_ms) = (
-            metrics.contains(MetricSet::SSIM) || want_aom,
+            metrics.contains(MetricSet::SSIM),
             metrics.contains(MetricSet::MS_SSIM),
         );
         let rgb = plan.reference.format.family() == ColorFamily::Rgb;
@@ -129,7 +131,6 @@ impl Job {
         for (i, (c, _)) in plan.channels.iter().enumerate() {
             let (w, h) = plan.reference.channel_size(c);
             let luma_like = i == 0 || rgb;
-            let chroma = chroma && metrics.contains(MetricSet::SSIM);
             let ssim = want_ssim && (luma_like || chroma);
             let ms = want_ms && luma_like && w.min(h) > MS_MIN_SIDE;
             job.levels[i] = if valid(w) == 0 || valid(h) == 0 {
@@ -141,26 +142,29 @@ impl Job {
                 ssim as u32
             };
         }
-        let bits = plan.reference.format.depth();
-        if want_aom
-            && bits > 8
-            && !metrics.contains(MetricSet::SSIM)
-            && !metrics.contains(MetricSet::MS_SSIM)
-        {
-            job.luma_peak = Some(255 << (bits - 8));
-        }
-        job.levels.iter().any(|&l| l > 0).then_some(job)
+        let (w, h) = (plan.reference.width, plan.reference.height);
+        job.float = metrics.contains(AOM_SSIM)
+            && plan.reference.format.family() != ColorFamily::Rgb
+            && valid(w) > 0
+            && valid(h) > 0;
+        (job.float || job.levels.iter().any(|&l| l > 0)).then_some(job)
     }
 
-    /// The kernel-side channel pairs of a pair of frames, with [`Job::luma_peak`] applied
-    /// (both channels at that peak: the samples are read as they are, C1 and C2 from it).
+    /// The kernel-side channel pairs of a pair of frames.
     pub(crate) fn planes(&self, plan: &Plan, r: &PlanePtrs, d: &PlanePtrs) -> PsnrPlanes {
-        let mut planes = plan.psnr_planes(r, d);
-        if let Some(peak) = self.luma_peak {
-            planes.pairs[0].reference.max = peak;
-            planes.pairs[0].distorted.max = peak;
+        plan.psnr_planes(r, d)
+    }
+
+    /// libvmaf's float SSIM of the luma of `planes` (its pair 0), its horizontal pass in
+    /// `rows` ([`FloatSsim::rows`]).
+    pub(crate) fn float_ssim(plan: &Plan, planes: &PsnrPlanes, rows: u64) -> FloatSsim {
+        let bits = plan.reference.format.depth();
+        FloatSsim {
+            pair: planes.pairs[0],
+            divisor: (1u32 << (bits - 8)) as f32,
+            _pad: 0,
+            rows,
         }
-        planes
     }
 
     pub(crate) fn max_levels(&self) -> u32 {
@@ -241,7 +245,7 @@ pub(crate) fn push_fields(
     plan: &Plan,
     job: &Job,
     metrics: MetricSet,
-    sums: &[f64; RESULT_LEN],
+    sums: &[f64; SUMS],
     s: &mut Scores,
 ) {
     let rgb = plan.reference.format.family() == ColorFamily::Rgb;
@@ -251,15 +255,13 @@ pub(crate) fn push_fields(
         let (sw, sh) = scale_sizes(w, h)[scale];
         sums[slot_index(i, scale, which)] / (valid(sw) as f64 * valid(sh) as f64)
     };
-    if metrics.contains(AOM_SSIM) && job.levels[0] > 0 && !rgb {
+    if job.float {
         // libvmaf's cap: the dB of half a squared error over the frame at the full peak.
+        let (w, h) = (plan.reference.width, plan.reference.height);
         let peak = plan.reference.format.peak() as f64;
-        let samples = plan.reference.width as f64 * plan.reference.height as f64;
-        let cap = (10.0 * (peak * peak / (0.5 / samples)).log10()).ceil();
-        s.push(
-            "aom-ssim-db",
-            (-10.0 * (1.0 - mean(0, 0, 0)).log10()).min(cap),
-        );
+        let cap = (10.0 * (peak * peak / (0.5 / (w as f64 * h as f64))).log10()).ceil();
+        let ssim = gpumetrics_kernels::ssim::float::ssim(sums[FLOAT_SUM], w, h);
+        s.push("aom-ssim-db", (-10.0 * (1.0 - ssim).log10()).min(cap));
     }
     if metrics.contains(MetricSet::SSIM) && job.levels[0] > 0 {
         let mut per = Vec::new();
@@ -328,7 +330,7 @@ mod tests {
         Job::new(&p.0, set, p.1)
     }
 
-    fn fields(p: &(Plan, bool), set: MetricSet, sums: &[f64; RESULT_LEN], s: &mut Scores) {
+    fn fields(p: &(Plan, bool), set: MetricSet, sums: &[f64; SUMS], s: &mut Scores) {
         let job = job(p, set).unwrap();
         push_fields(&p.0, &job, set, sums, s);
     }
@@ -355,7 +357,7 @@ mod tests {
     #[test]
     fn fields_weight_planes_and_scales() {
         let p = plan(PixelFormat::I420, 20, 20, true);
-        let mut sums = [0.0; RESULT_LEN];
+        let mut sums = [0.0; SUMS];
         // Luma 10x10 valid, chroma 10x10 planes: 0x0 valid -> chroma left out.
         sums[slot_index(0, 0, 0)] = 50.0;
         let mut s = Scores::new();
@@ -365,7 +367,7 @@ mod tests {
         assert_eq!(s.get("ssim-all"), None);
 
         let p = plan(PixelFormat::Y444, 12, 12, true);
-        let mut sums = [0.0; RESULT_LEN];
+        let mut sums = [0.0; SUMS];
         for (i, v) in [4.0, 2.0, 0.0].into_iter().enumerate() {
             sums[slot_index(i, 0, 0)] = v;
         }
@@ -376,7 +378,7 @@ mod tests {
         assert_eq!(s.get("ssim-all"), Some(0.5));
 
         let p = plan(PixelFormat::Gray8, 200, 170, false);
-        let mut sums = [0.0; RESULT_LEN];
+        let mut sums = [0.0; SUMS];
         let sizes = scale_sizes(200, 170);
         for (scale, &(w, h)) in sizes.iter().enumerate() {
             let n = valid(w) as f64 * valid(h) as f64;
