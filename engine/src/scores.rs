@@ -4,9 +4,21 @@
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Scores {
     entries: Vec<(&'static str, f64)>,
-    /// Per PSNR field pooled as libvmaf's APSNR: the pair's (sum of squared errors,
-    /// samples, peak), which the summary sums over the frames (not a field of the record).
-    squared_errors: Vec<(&'static str, [f64; 3])>,
+    /// Per field whose summary pools more than its values ([`PoolTerms`]): this pair's
+    /// terms (not fields of the record).
+    pool_terms: Vec<(&'static str, PoolTerms)>,
+}
+
+/// What a field's summary pools besides its values, where its `pooled` statistic is an
+/// aggregate of the reference's own (not something the values alone give).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum PoolTerms {
+    /// libvmaf's aggregate APSNR (`aom-psnr-*`): the pair's sum of squared errors, its
+    /// samples and the peak.
+    Apsnr { sse: f64, samples: f64, peak: f64 },
+    /// FFmpeg's XPSNR average (`xpsnr-*`): the root of the pair's weighted distortion and
+    /// what it is compared with (samples · peak²).
+    Xpsnr { root: f64, scale: f64 },
 }
 
 impl Scores {
@@ -18,15 +30,15 @@ impl Scores {
         self.entries.push((field, value));
     }
 
-    /// Records the squared errors behind `field`'s value for the summary, which pools them
-    /// as libvmaf's aggregate APSNR (`aom-psnr-*`'s `pooled`).
-    pub fn push_squared_error(&mut self, field: &'static str, sse: f64, samples: f64, peak: f64) {
-        self.squared_errors.push((field, [sse, samples, peak]));
+    /// Records the terms behind `field`'s value that the summary pools
+    /// ([`PoolTerms`]: its `pooled` statistic).
+    pub fn push_pool_terms(&mut self, field: &'static str, terms: PoolTerms) {
+        self.pool_terms.push((field, terms));
     }
 
-    /// What [`Scores::push_squared_error`] recorded, in its order.
-    pub fn squared_errors(&self) -> impl Iterator<Item = (&'static str, [f64; 3])> + '_ {
-        self.squared_errors.iter().copied()
+    /// What [`Scores::push_pool_terms`] recorded, in its order.
+    pub fn pool_terms(&self) -> impl Iterator<Item = (&'static str, PoolTerms)> + '_ {
+        self.pool_terms.iter().copied()
     }
 
     pub fn iter(&self) -> impl Iterator<Item = (&'static str, f64)> + '_ {
@@ -36,7 +48,7 @@ impl Scores {
     /// Appends every field of `other`, in its order.
     pub fn append(&mut self, other: Scores) {
         self.entries.extend(other.entries);
-        self.squared_errors.extend(other.squared_errors);
+        self.pool_terms.extend(other.pool_terms);
     }
 
     pub fn get(&self, field: &str) -> Option<f64> {

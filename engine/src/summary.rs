@@ -2,7 +2,7 @@
 
 use sketches_ddsketch::{Config, DDSketch};
 
-use crate::scores::Scores;
+use crate::scores::{PoolTerms, Scores};
 
 /// Pooled statistics of one field.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -17,7 +17,8 @@ pub struct FieldSummary {
     /// Only for PSNR fields ([`crate::metric::Field::mse_pooled`]): the PSNR of the mean MSE
     /// over the frames, FFmpeg's summary line (the mean of the per-frame PSNRs is `mean`);
     /// for `aom-psnr-*`, libvmaf's aggregate APSNR (`aom-apsnr-*`: the PSNR of the squared
-    /// errors summed over the frames, capped as libvmaf caps it).
+    /// errors summed over the frames, capped as libvmaf caps it); for `xpsnr-*`, FFmpeg's
+    /// XPSNR average (its summary line: the XPSNR of the mean root distortion).
     pub pooled: Option<f64>,
     pub p1: f64,
     pub p5: f64,
@@ -135,12 +136,9 @@ impl Pooler {
                 }
             }
         }
-        for (name, [sse, samples, peak]) in scores.squared_errors() {
+        for (name, terms) in scores.pool_terms() {
             if let Some((_, pool)) = self.fields.iter_mut().find(|(f, _)| *f == name) {
-                let sums = pool.squared_errors.get_or_insert([0.0, 0.0, peak]);
-                sums[0] += sse;
-                sums[1] += samples;
-                sums[2] = peak;
+                pool.add_terms(terms);
             }
         }
     }
@@ -181,9 +179,9 @@ struct FieldPool {
     /// is its MSE over peak² exactly (up to rounding), so the pool needs neither the MSE
     /// field nor the bit depth, and stays right across a change of depth. +inf adds 0.
     mse: Option<f64>,
-    /// A field pooled as libvmaf's APSNR (`aom-psnr-*`): its frames' squared errors and
-    /// samples summed, and the peak ([`Scores::push_squared_error`]).
-    squared_errors: Option<[f64; 3]>,
+    /// The sums of the terms of a field whose `pooled` is its reference's own aggregate
+    /// ([`PoolTerms`]; the last frame's peak or scale).
+    terms: Option<PoolTerms>,
 }
 
 /// What is streamed exactly, value by value.
@@ -298,6 +296,31 @@ impl Values {
 const PERCENTILES: [f64; 5] = [1.0, 5.0, 50.0, 95.0, 99.0];
 
 impl FieldPool {
+    /// Adds one pair's terms to their sums.
+    fn add_terms(&mut self, t: PoolTerms) {
+        self.terms = Some(match (self.terms, t) {
+            (
+                Some(PoolTerms::Apsnr { sse, samples, .. }),
+                PoolTerms::Apsnr {
+                    sse: s,
+                    samples: n,
+                    peak,
+                },
+            ) => PoolTerms::Apsnr {
+                sse: sse + s,
+                samples: samples + n,
+                peak,
+            },
+            (Some(PoolTerms::Xpsnr { root, .. }), PoolTerms::Xpsnr { root: r, scale }) => {
+                PoolTerms::Xpsnr {
+                    root: root + r,
+                    scale,
+                }
+            }
+            (_, t) => t,
+        });
+    }
+
     fn push(&mut self, v: f64) {
         self.moments.push(v);
         self.values.push(v);
@@ -345,8 +368,20 @@ impl FieldPool {
         };
         // 10·log10(peak² / mean MSE) = −10·log10(mean of MSE/peak²); all frames identical:
         // a mean MSE of 0, +inf.
-        let pooled = match self.squared_errors {
-            Some([sse, samples, peak]) => Some(crate::metric::psnr::apsnr(sse, samples, peak)),
+        let pooled = match self.terms {
+            Some(PoolTerms::Apsnr { sse, samples, peak }) => {
+                Some(crate::metric::psnr::apsnr(sse, samples, peak))
+            }
+            Some(PoolTerms::Xpsnr { root, scale }) => {
+                // FFmpeg's mean of the values: +inf as soon as one is.
+                let values_mean = if m.pos_inf > 0 { f64::INFINITY } else { mean };
+                Some(crate::metric::xpsnr::ffmpeg_average(
+                    root,
+                    scale,
+                    n,
+                    values_mean,
+                ))
+            }
             None => self.mse.map(|sum| -10.0 * (sum / n).log10()),
         };
         FieldSummary {

@@ -28,11 +28,12 @@ const TOLERANCE: f64 = 1e-3;
 const ODD_TOLERANCE: f64 = 0.1;
 
 /// (our field, libvmaf's column), in the set's report order.
-const FIELDS: [(&str, &str); 12] = [
+const FIELDS: [(&str, &str); 13] = [
     ("aom-psnr-y", "psnr_y"),
     ("aom-psnr-u", "psnr_cb"),
     ("aom-psnr-v", "psnr_cr"),
     ("aom-ssim-db", "float_ssim"),
+    ("aom-ms-ssim-db", "float_ms_ssim"),
     ("vmaf", "vmaf"),
     ("vmaf-neg", "vmaf_neg"),
     ("psnr-hvs-y", "psnr_hvs_y"),

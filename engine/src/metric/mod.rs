@@ -105,11 +105,13 @@ impl NamedSet {
 pub const SETS: &[NamedSet] = &[NamedSet {
     name: "aom-ctc",
     description: "The AOM common test conditions' set (libvmaf's --aom_ctc v7.0): aom-psnr, \
-                  ciede2000, aom-ssim-db, psnr-hvs, cambi, vmaf and vmaf-neg in one pass",
+                  ciede2000, aom-ssim-db, aom-ms-ssim-db, psnr-hvs, cambi, vmaf and vmaf-neg \
+                  in one pass",
     metrics: &[
         "aom-psnr",
         "ciede2000",
         "aom-ssim-db",
+        "aom-ms-ssim-db",
         "psnr-hvs",
         "cambi",
         "vmaf",
@@ -120,6 +122,7 @@ pub const SETS: &[NamedSet] = &[NamedSet {
         "aom-psnr-u",
         "aom-psnr-v",
         "aom-ssim-db",
+        "aom-ms-ssim-db",
         "vmaf",
         "vmaf-neg",
         "psnr-hvs",

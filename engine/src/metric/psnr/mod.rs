@@ -212,7 +212,7 @@ pub const AOM_MIN_SSE: f64 = 0.5;
 const AOM_NAMES: [&str; 3] = ["aom-psnr-y", "aom-psnr-u", "aom-psnr-v"];
 
 /// Appends `aom-psnr-y/u/v` (Y'CbCr only; gray: luma alone, as libvmaf's 4:0:0), each with
-/// its squared error for the summary's APSNR ([`Scores::push_squared_error`]).
+/// its squared error for the summary's APSNR ([`crate::scores::PoolTerms::Apsnr`]).
 pub(crate) fn push_aom_fields(plan: &Plan, sse: &[u64], scores: &mut Scores) {
     let bits = plan.reference.format.depth();
     let peak = aom_peak(bits);
@@ -224,7 +224,12 @@ pub(crate) fn push_aom_fields(plan: &Plan, sse: &[u64], scores: &mut Scores) {
         let mse = sse as f64 / n as f64;
         let psnr = (10.0 * (peak * peak / mse.max(1e-16)).log10()).min(cap);
         scores.push(AOM_NAMES[i], psnr);
-        scores.push_squared_error(AOM_NAMES[i], sse as f64, n as f64, peak);
+        let terms = crate::scores::PoolTerms::Apsnr {
+            sse: sse as f64,
+            samples: n as f64,
+            peak,
+        };
+        scores.push_pool_terms(AOM_NAMES[i], terms);
     }
 }
 

@@ -5,7 +5,7 @@
 
 use cudarc::driver::{CudaEvent, CudaSlice, DriverError, LaunchConfig};
 
-use super::{FLOAT_SUM, Job, SUMS, scale_sizes};
+use super::{Job, SUMS, float_sizes, float_sums, scale_sizes};
 use crate::cuda::{AddSlots, DevPtrMut, DeviceMemory, Gpu, Readback, zeroed};
 use crate::error::EngineError;
 use crate::frame::PlanePtrs;
@@ -14,6 +14,7 @@ use crate::metric_set::MetricSet;
 use crate::plan::Plan;
 use crate::scores::Scores;
 use gpumetrics_kernels::channel::{Channel, ChannelPair, MAX_CHANNELS};
+use gpumetrics_kernels::ssim::float::{Decimation, down, f32_channel};
 use gpumetrics_kernels::ssim::{
     BLOCK_ROWS, F32_SAMPLES, FLOAT_BLOCK, SCALES, ScalePair, SsimPlanes, TILE_W, grid,
 };
@@ -33,8 +34,10 @@ pub(super) struct Ssim {
     sums: AddSlots<f64>,
     /// Where they come back to the host.
     host: Readback<f64>,
-    /// The planes of libvmaf's float SSIM's horizontal pass ([`Job::float`]).
+    /// The planes of libvmaf's float SSIM's horizontal pass ([`Job::float`], sized for its
+    /// first scale), and its decimated scales 1.. (reference, distorted).
     float_rows: Option<CudaSlice<f32>>,
+    float_scales: Vec<(CudaSlice<f32>, CudaSlice<f32>)>,
 }
 
 impl Ssim {
@@ -67,8 +70,8 @@ impl Ssim {
                 ptrs,
             }));
         }
-        let float_rows = if job.float {
-            let (w, h) = (plan.reference.width, plan.reference.height);
+        let (w, h) = (plan.reference.width, plan.reference.height);
+        let float_rows = if job.float > 0 {
             let n = gpumetrics_kernels::ssim::valid(w) as usize * h as usize;
             Some(zeroed::<f32>(
                 &gpu.stream,
@@ -77,6 +80,14 @@ impl Ssim {
         } else {
             None
         };
+        let mut float_scales = Vec::new();
+        for &(sw, sh) in float_sizes(w, h).iter().take(job.float as usize).skip(1) {
+            let n = sw as usize * sh as usize;
+            float_scales.push((
+                zeroed::<f32>(&gpu.stream, n)?,
+                zeroed::<f32>(&gpu.stream, n)?,
+            ));
+        }
         Ok(Ssim {
             job,
             set,
@@ -84,6 +95,7 @@ impl Ssim {
             sums: AddSlots::new(&gpu.stream, SUMS)?,
             host: Readback::new(&gpu.ctx, SUMS)?,
             float_rows,
+            float_scales,
         })
     }
 
@@ -166,24 +178,48 @@ impl Ssim {
             };
         }
         if let Some(rows) = &self.float_rows {
-            let p = Job::float_ssim(plan, &base, rows.ptr());
-            let blocks = p.pair.height.clamp(1, 2048);
-            let cfg = LaunchConfig {
-                grid_dim: (blocks, 1, 1),
+            let cfg = |rows: u32| LaunchConfig {
+                grid_dim: (rows.clamp(1, 2048), 1, 1),
                 block_dim: (FLOAT_BLOCK, 1, 1),
                 shared_mem_bytes: 0,
             };
-            // SAFETY: the luma pointers were validated against the layout; `rows` holds the
-            // planes of this size; both result slots hold SUMS values.
-            unsafe {
-                gpu.kernels.vmaf_ssim_rows(&gpu.stream, cfg, p)?;
-                gpu.kernels.vmaf_ssim_map(
-                    &gpu.stream,
-                    cfg,
-                    p,
-                    add_to.wrapping_add(FLOAT_SUM),
-                    clear.wrapping_add(FLOAT_SUM),
-                )?;
+            let mut p = Job::float_ssim(plan, &base, rows.ptr());
+            for scale in 0..self.job.float as usize {
+                if scale > 0 {
+                    let (r, d) = &self.float_scales[scale - 1];
+                    let dec = Decimation {
+                        pair: p.pair,
+                        divisor: p.divisor,
+                        _pad: 0,
+                        down_reference: r.ptr(),
+                        down_distorted: d.ptr(),
+                    };
+                    let (dw, dh) = (down(p.pair.width), down(p.pair.height));
+                    // SAFETY: the source is the validated luma or the previous scale's
+                    // planes; the next scale's planes hold dw×dh values.
+                    unsafe { gpu.kernels.vmaf_ssim_down(&gpu.stream, cfg(dh), dec)? };
+                    p.pair = ChannelPair {
+                        reference: f32_channel(r.ptr(), dw),
+                        distorted: f32_channel(d.ptr(), dw),
+                        width: dw,
+                        height: dh,
+                    };
+                    p.divisor = 1.0;
+                }
+                let at = float_sums(scale);
+                // SAFETY: `rows` holds the planes of the first (largest) scale; both result
+                // slots hold SUMS values.
+                unsafe {
+                    gpu.kernels
+                        .vmaf_ssim_rows(&gpu.stream, cfg(p.pair.height), p)?;
+                    gpu.kernels.vmaf_ssim_map(
+                        &gpu.stream,
+                        cfg(p.pair.height),
+                        p,
+                        add_to.wrapping_add(at),
+                        clear.wrapping_add(at),
+                    )?;
+                }
             }
         }
         self.sums.copy_to(&mut self.host)

@@ -13,6 +13,9 @@ use crate::scores::Scores;
 use gpumetrics_kernels::channel::MAX_CHANNELS;
 use gpumetrics_kernels::psnr::PsnrPlanes;
 use gpumetrics_kernels::ssim::FloatSsim;
+use gpumetrics_kernels::ssim::float::{
+    MS_ALPHAS, MS_BETAS, MS_SCALES, SUMS as FLOAT_SUMS, down, mean as float_mean, ms_fits,
+};
 use gpumetrics_kernels::ssim::{MS_MIN_SIDE, MS_WEIGHTS, RESULT_LEN, SCALES, half, valid};
 
 /// SSIM and MS-SSIM: one pass computes both (MS-SSIM's first scale is the SSIM map).
@@ -41,6 +44,16 @@ pub(crate) const ENTRY: Entry = Entry {
                           enable_db, clip_db)",
             fields: &[Field::new("aom-ssim-db", "SSIM (dB)").unit("dB").harmonic()],
         },
+        Info {
+            flag: AOM_MS_SSIM,
+            name: "aom-ms-ssim-db",
+            title: "AOM CTC MS-SSIM (dB)",
+            description: "Luma MS-SSIM in dB as libvmaf's float_ms_ssim in the AOM CTC \
+                          (enable_db, clip_db); frames >= 176x176",
+            fields: &[Field::new("aom-ms-ssim-db", "SSIM (dB)")
+                .unit("dB")
+                .harmonic()],
+        },
     ],
     options: &[CHROMA],
     configure: |o| {
@@ -67,6 +80,9 @@ pub(crate) const ENTRY: Entry = Entry {
 
 /// `aom-ssim-db`: luma SSIM as libvmaf's `float_ssim` with `scale=1:enable_db:clip_db`.
 pub const AOM_SSIM: MetricSet = MetricSet::bit(16);
+
+/// `aom-ms-ssim-db`: luma MS-SSIM as libvmaf's `float_ms_ssim` with `enable_db:clip_db`.
+pub const AOM_MS_SSIM: MetricSet = MetricSet::bit(18);
 
 /// `ssim-chroma`: SSIM on the chroma planes of YUV input too.
 const CHROMA: OptionSpec = OptionSpec {
@@ -108,15 +124,27 @@ const SSIM_FIELDS: [Field; 8] = [
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Job {
     pub levels: [u32; MAX_CHANNELS],
-    /// libvmaf's `float_ssim` of luma too (`aom-ssim-db`:
-    /// `gpumetrics_kernels::ssim::float`), its sum at [`FLOAT_SUM`].
-    pub float: bool,
+    /// Scales of libvmaf's float SSIM of luma (`gpumetrics_kernels::ssim::float`): 0, 1
+    /// (`aom-ssim-db`) or [`MS_SCALES`] (`aom-ms-ssim-db`, whose first scale is
+    /// `aom-ssim-db`'s); their sums at [`float_sums`].
+    pub float: u32,
 }
 
-/// Where a result slot holds the sum of libvmaf's float SSIM map ([`Job::float`]).
-pub(crate) const FLOAT_SUM: usize = RESULT_LEN;
-/// f64 values per result slot: the SSIM/MS-SSIM sums and [`FLOAT_SUM`].
-pub(crate) const SUMS: usize = RESULT_LEN + 1;
+/// Where a result slot holds the sums (l, c, s, l·c·s) of libvmaf's float SSIM at `scale`.
+pub(crate) const fn float_sums(scale: usize) -> usize {
+    RESULT_LEN + scale * FLOAT_SUMS
+}
+/// f64 values per result slot: the SSIM/MS-SSIM sums and the float ones.
+pub(crate) const SUMS: usize = float_sums(MS_SCALES);
+
+/// The sizes of libvmaf's MS-SSIM scales of a w×h frame.
+pub(crate) fn float_sizes(w: u32, h: u32) -> [(u32, u32); MS_SCALES] {
+    let mut out = [(w, h); MS_SCALES];
+    for s in 1..MS_SCALES {
+        out[s] = (down(out[s - 1].0), down(out[s - 1].1));
+    }
+    out
+}
 
 impl Job {
     /// `None` when neither metric is enabled or no channel is large enough; `chroma`: SSIM
@@ -143,11 +171,15 @@ impl Job {
             };
         }
         let (w, h) = (plan.reference.width, plan.reference.height);
-        job.float = metrics.contains(AOM_SSIM)
-            && plan.reference.format.family() != ColorFamily::Rgb
-            && valid(w) > 0
-            && valid(h) > 0;
-        (job.float || job.levels.iter().any(|&l| l > 0)).then_some(job)
+        let yuv = plan.reference.format.family() != ColorFamily::Rgb;
+        job.float = if yuv && metrics.contains(AOM_MS_SSIM) && ms_fits(w, h) {
+            MS_SCALES as u32
+        } else if yuv && metrics.contains(AOM_SSIM) && valid(w) > 0 && valid(h) > 0 {
+            1
+        } else {
+            0
+        };
+        (job.float > 0 || job.levels.iter().any(|&l| l > 0)).then_some(job)
     }
 
     /// The kernel-side channel pairs of a pair of frames.
@@ -155,8 +187,8 @@ impl Job {
         plan.psnr_planes(r, d)
     }
 
-    /// libvmaf's float SSIM of the luma of `planes` (its pair 0), its horizontal pass in
-    /// `rows` ([`FloatSsim::rows`]).
+    /// libvmaf's float SSIM of the luma of `planes` (its pair 0) at scale 0, its horizontal
+    /// pass in `rows` ([`FloatSsim::rows`]).
     pub(crate) fn float_ssim(plan: &Plan, planes: &PsnrPlanes, rows: u64) -> FloatSsim {
         let bits = plan.reference.format.depth();
         FloatSsim {
@@ -205,6 +237,14 @@ pub fn notes(plan: &Plan, metrics: MetricSet, chroma: bool) -> Vec<String> {
                  chroma ssim and no ssim-all"
             ));
         }
+    }
+    if metrics.contains(AOM_MS_SSIM) && plan.reference.format.family() == ColorFamily::Rgb {
+        out.push("aom-ms-ssim-db reads luma (as libvmaf): RGB inputs get none".into());
+    } else if metrics.contains(AOM_MS_SSIM) && !ms_fits(w, h) {
+        out.push(format!(
+            "aom-ms-ssim-db needs frames of at least 176x176 (as libvmaf: 5 scales of an \
+             11-pixel window); {w}x{h} frames get none"
+        ));
     }
     if metrics.contains(AOM_SSIM) && plan.reference.format.family() == ColorFamily::Rgb {
         out.push("aom-ssim-db reads luma (as libvmaf): RGB inputs get none".into());
@@ -255,13 +295,27 @@ pub(crate) fn push_fields(
         let (sw, sh) = scale_sizes(w, h)[scale];
         sums[slot_index(i, scale, which)] / (valid(sw) as f64 * valid(sh) as f64)
     };
-    if job.float {
+    if job.float > 0 {
         // libvmaf's cap: the dB of half a squared error over the frame at the full peak.
         let (w, h) = (plan.reference.width, plan.reference.height);
         let peak = plan.reference.format.peak() as f64;
         let cap = (10.0 * (peak * peak / (0.5 / (w as f64 * h as f64))).log10()).ceil();
-        let ssim = gpumetrics_kernels::ssim::float::ssim(sums[FLOAT_SUM], w, h);
-        s.push("aom-ssim-db", (-10.0 * (1.0 - ssim).log10()).min(cap));
+        let db = |v: f64| (-10.0 * (1.0 - v).log10()).min(cap);
+        if metrics.contains(AOM_SSIM) {
+            s.push("aom-ssim-db", db(float_mean(sums[float_sums(0) + 3], w, h)));
+        }
+        if metrics.contains(AOM_MS_SSIM) && job.float == MS_SCALES as u32 {
+            let sizes = float_sizes(w, h);
+            let mut ms = 1.0f64;
+            for (k, &(sw, sh)) in sizes.iter().enumerate() {
+                let at = float_sums(k);
+                let [l, c, cs] = [0, 1, 2].map(|i| float_mean(sums[at + i], sw, sh));
+                ms *= l.powf(MS_ALPHAS[k] as f64)
+                    * c.powf(MS_BETAS[k] as f64)
+                    * cs.powf(MS_BETAS[k] as f64);
+            }
+            s.push("aom-ms-ssim-db", db(ms));
+        }
     }
     if metrics.contains(MetricSet::SSIM) && job.levels[0] > 0 {
         let mut per = Vec::new();

@@ -11,7 +11,7 @@
 pub mod float;
 mod kernels;
 
-pub use float::FloatSsim;
+pub use float::{Decimation, FloatSsim};
 
 /// Threads per block of the `vmaf_ssim_rows` and `vmaf_ssim_map` kernels.
 pub const FLOAT_BLOCK: u32 = 256;
