@@ -321,6 +321,8 @@ fn aom_ctc_set() {
             "psnr-hvs-y",
             "psnr-hvs-u",
             "psnr-hvs-v",
+            // CAMBI is a no-reference metric: of the reference too.
+            "ref-cambi",
         ],
         "{out}"
     );

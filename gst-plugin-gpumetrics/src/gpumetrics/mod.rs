@@ -362,5 +362,22 @@ mod tests {
         let all = Metrics::from(MetricSet::ALL);
         assert_eq!(all.to_value().get::<Metrics>().unwrap(), all);
         assert_eq!(Metrics::default().set(), MetricSet::PSNR);
+        // `metrics=aom-ctc` (gst-launch, the command) is the set's metrics; written back,
+        // a value names its metrics, not the set.
+        let aom = gpumetrics_engine::metric::named_set("aom-ctc")
+            .unwrap()
+            .set();
+        let parse = |text: &str| {
+            glib::Value::deserialize(text, Metrics::static_type())
+                .unwrap()
+                .get::<Metrics>()
+                .unwrap()
+                .set()
+        };
+        assert_eq!(parse("aom-ctc"), aom);
+        assert_eq!(parse("psnr+aom-ctc"), aom | MetricSet::PSNR);
+        let text = Metrics::from(aom).to_value().serialize().unwrap();
+        assert!(!text.contains("common test conditions"), "{text}");
+        assert_eq!(parse(&text), aom);
     }
 }
