@@ -24,6 +24,101 @@ crate::gpu_tests! {
     vmaf_ssim_matches_the_host => "vmaf_ssim_map",
 }
 
+/// The engine check of the AOM CTC set, outside `CHECKS` (which maps each kernel to one
+/// check): the float SSIMs are this folder's, the set's other fields come along.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn aom_ctc_cuda_engine_matches_the_cpu_engine() {
+    crate::run("aom-ctc (engine)", aom_ctc_engine);
+}
+
+/// `aom-ctc` on the CUDA engine against the CPU engine, host frames, four pairs in a row
+/// (VMAF holds one back; the last comes with `finish`) at 8 bits 4:2:0 of an odd size, 10
+/// bits 4:2:0 and 8 bits 4:4:4, the third pair identical frames (the capped values): the
+/// set's own fields (the others have their metrics' engine checks, with their tolerances)
+/// within 1e-6 relative (the float SSIMs' sums in another order on the GPU).
+fn aom_ctc_engine(_k: &Kernels, _s: &Arc<CudaStream>, r: &mut Rng) -> Result<Outcome, DriverError> {
+    use gpumetrics_engine::{BackendChoice, Engine, EngineConfig, FrameLayout, PixelFormat};
+    let set = gpumetrics_engine::MetricSet::named("aom-ctc").expect("a named set");
+    const TOLERANCE: f64 = 1e-6;
+    let (mut max_err, mut elements, mut notes) = (0f64, 0, Vec::new());
+    for (format, w, h) in [
+        (PixelFormat::I420, 333, 199),
+        (PixelFormat::I420_10Le, 320, 240),
+        (PixelFormat::Y444, 256, 192),
+    ] {
+        let layout = FrameLayout {
+            format,
+            width: w,
+            height: h,
+        };
+        let [mut gpu, mut cpu] = [BackendChoice::Cuda, BackendChoice::Cpu].map(|backend| {
+            let cfg = EngineConfig {
+                metrics: set,
+                backend,
+                ..Default::default()
+            };
+            Engine::new(&cfg, layout, layout).expect("an engine")
+        });
+        assert_eq!(gpu.backend_name(), "cuda");
+        let depth = format.depth();
+        let (mut got, mut want) = (Vec::new(), Vec::new());
+        for f in 0..4 {
+            let mut fill = |i: usize| {
+                let b = r.next_u32() as u8;
+                if depth == 10 && i % 2 == 1 { b & 3 } else { b }
+            };
+            let a = crate::common::OwnedFrame::new(format, w, h, &mut fill);
+            let noise = r.bytes(a.data.len());
+            let b = crate::common::OwnedFrame::new(format, w, h, |i| {
+                if f == 2 || (depth > 8 && i % 2 == 1) {
+                    a.data[i]
+                } else {
+                    a.data[i].saturating_add(noise[i] % 7).saturating_sub(3)
+                }
+            });
+            got.extend(gpu.push(&a.host(), &b.host()).expect("cuda scores"));
+            want.extend(cpu.push(&a.host(), &b.host()).expect("cpu scores"));
+        }
+        got.extend(gpu.finish().expect("cuda scores"));
+        want.extend(cpu.finish().expect("cpu scores"));
+        assert_eq!(got.len(), want.len());
+        const FIELDS: [&str; 7] = [
+            "aom-psnr-y",
+            "aom-psnr-u",
+            "aom-psnr-v",
+            "aom-ssim-db",
+            "aom-ms-ssim-db",
+            "vmaf",
+            "vmaf-neg",
+        ];
+        for (i, (g, c)) in got.iter().zip(&want).enumerate() {
+            for (field, c) in c.iter().filter(|(f, _)| FIELDS.contains(f)) {
+                let e = match g.get(field) {
+                    Some(g) if g == c => 0.0,
+                    Some(g) => rel_err(g, c),
+                    None => f64::INFINITY,
+                };
+                max_err = max_err.max(if e.is_nan() { f64::INFINITY } else { e });
+                elements += 1;
+                if e > TOLERANCE {
+                    notes.push(format!(
+                        "{} {w}x{h} pair {i} {field}: {:?} (cpu {c})",
+                        format.name(),
+                        g.get(field)
+                    ));
+                }
+            }
+        }
+    }
+    Ok(Outcome {
+        elements,
+        max_err,
+        tolerance: TOLERANCE,
+        note: notes.join("; "),
+    })
+}
+
 /// libvmaf's float SSIM and MS-SSIM (`aom-ssim-db`, `aom-ms-ssim-db`): an odd-size 8-bit
 /// pair and a 10-bit one (16-bit containers, padded pitches, the distorted frame the
 /// reference plus noise, flat areas where the covariance rounds below 0). The horizontal
