@@ -235,7 +235,7 @@ pub(crate) const ENTRY: Entry = Entry {
                     as Box<dyn super::CpuMetric>)
             })
             .collect::<Option<_>>()?;
-        Models::of(states).map(|m| m as Box<dyn super::CpuMetric>)
+        Models::of(states, Vec::new()).map(|m| m as Box<dyn super::CpuMetric>)
     },
     events: None,
     reference: Reference::Full,
@@ -244,15 +244,30 @@ pub(crate) const ENTRY: Entry = Entry {
             return Ok(None);
         }
         let mut states: Vec<Box<dyn super::CudaMetric>> = Vec::new();
-        for settings in models(s.settings(), s.set) {
+        let mut lanes = Vec::new();
+        for (i, settings) in models(s.settings(), s.set).into_iter().enumerate() {
+            // The second model on a stream of its own, beside the first.
+            let lane = if i == 0 {
+                None
+            } else {
+                let branch = crate::cuda::Branch::new(&gpu.stream)?;
+                let lane = crate::cuda::Gpu {
+                    ctx: gpu.ctx.clone(),
+                    stream: branch.stream.clone(),
+                    kernels: gpu.kernels.clone(),
+                };
+                Some((branch, lane))
+            };
+            let on = lane.as_ref().map_or(gpu, |(_, g)| g);
             let Some(frames) =
-                cuda::Vmaf::new(gpu, s.plan, settings.model.clone(), &settings.cambi())?
+                cuda::Vmaf::new(on, s.plan, settings.model.clone(), &settings.cambi())?
             else {
                 return Ok(None);
             };
             states.push(Box::new(Temporal::new(Scorer::new(&settings), frames)));
+            lanes.push(lane);
         }
-        Ok(Models::of(states).map(|m| m as Box<dyn super::CudaMetric>))
+        Ok(Models::of(states, lanes).map(|m| m as Box<dyn super::CudaMetric>))
     },
 };
 
@@ -273,16 +288,25 @@ fn models(settings: &Settings, set: MetricSet) -> Vec<Settings> {
     out
 }
 
-/// The states of the models of one run (`vmaf`, `vmaf-neg`), measured one after the other
-/// on each pair: one metric state to the engine, fields in the models' order.
+/// The states of the models of one run (`vmaf`, `vmaf-neg`): one metric state to the
+/// engine, fields in the models' order. On the CPU they measure a pair one after the other;
+/// on the GPU the second has a stream of its own (a [`crate::cuda::Branch`] of the first's,
+/// which starts after the work queued there for the pair, so after its uploads), and both
+/// models' kernels overlap.
 struct Models<M: ?Sized> {
     states: Vec<Box<M>>,
+    /// Per state, on the GPU: `None` on the metric's stream, or its own stream (the branch
+    /// and the GPU on it, on which the state was made and is queued).
+    lanes: Vec<Option<(crate::cuda::Branch, crate::cuda::Gpu)>>,
 }
 
 impl<M: ?Sized> Models<M> {
-    /// `None` without a state.
-    fn of(states: Vec<Box<M>>) -> Option<Box<Self>> {
-        (!states.is_empty()).then(|| Box::new(Models { states }))
+    /// `None` without a state; `lanes` empty on the CPU.
+    fn of(
+        states: Vec<Box<M>>,
+        lanes: Vec<Option<(crate::cuda::Branch, crate::cuda::Gpu)>>,
+    ) -> Option<Box<Self>> {
+        (!states.is_empty()).then(|| Box::new(Models { states, lanes }))
     }
 }
 
@@ -333,9 +357,18 @@ impl super::CudaMetric for Models<dyn super::CudaMetric> {
         d: &crate::frame::PlanePtrs,
         uploaded: Option<&cudarc::driver::CudaEvent>,
     ) -> Result<(), EngineError> {
-        self.states
-            .iter_mut()
-            .try_for_each(|m| m.queue(gpu, plan, r, d, uploaded))
+        for (i, m) in self.states.iter_mut().enumerate() {
+            match self.lanes.get(i).and_then(Option::as_ref) {
+                None => m.queue(gpu, plan, r, d, uploaded)?,
+                Some((branch, lane)) => {
+                    branch
+                        .start_after(&gpu.stream)
+                        .map_err(|e| EngineError::Cuda(format!("ordering vmaf-neg: {e}")))?;
+                    m.queue(lane, plan, r, d, uploaded)?;
+                }
+            }
+        }
+        Ok(())
     }
 
     fn drop_queued(&mut self) {
