@@ -27,7 +27,7 @@ pub(crate) const ENTRY: Entry = Entry {
         Info {
             flag: AOM_FLAG,
             name: "aom-psnr",
-            title: "AOM CTC PSNR",
+            title: "AOM-PSNR",
             description: "PSNR per YUV plane as libvmaf's psnr in the AOM CTC (peak 255 scaled \
                           to the bit depth, capped at a squared error of 0.5), APSNR in the \
                           summary",

@@ -39,7 +39,7 @@ pub(crate) const ENTRY: Entry = Entry {
         Info {
             flag: AOM_SSIM,
             name: "aom-ssim-db",
-            title: "AOM CTC SSIM (dB)",
+            title: "AOM-SSIM-dB",
             description: "Luma SSIM in dB as libvmaf's float_ssim in the AOM CTC (scale=1, \
                           enable_db, clip_db)",
             fields: &[Field::new("aom-ssim-db", "SSIM (dB)").unit("dB").harmonic()],
@@ -47,7 +47,7 @@ pub(crate) const ENTRY: Entry = Entry {
         Info {
             flag: AOM_MS_SSIM,
             name: "aom-ms-ssim-db",
-            title: "AOM CTC MS-SSIM (dB)",
+            title: "AOM-MS-SSIM-dB",
             description: "Luma MS-SSIM in dB as libvmaf's float_ms_ssim in the AOM CTC \
                           (enable_db, clip_db); frames >= 176x176",
             fields: &[Field::new("aom-ms-ssim-db", "SSIM (dB)")

@@ -178,7 +178,7 @@ pub(crate) const ENTRY: Entry = Entry {
         Info {
             flag: NEG_FLAG,
             name: "vmaf-neg",
-            title: "VMAF NEG",
+            title: "VMAF-NEG",
             description: "VMAF NEG (libvmaf's vmaf_v0.6.1neg), beside vmaf in the same run \
                           (holds one pair back)",
             fields: &[Field::new("vmaf-neg", "VMAF (0..100)").harmonic()],
