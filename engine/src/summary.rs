@@ -714,6 +714,53 @@ mod tests {
         *p.summary().get("psnr-y").unwrap()
     }
 
+    /// One field's summary from values with their pool terms.
+    fn pool_terms(values: &[(f64, PoolTerms)]) -> FieldSummary {
+        let mut p = Pooler::new();
+        for &(v, t) in values {
+            let mut s = Scores::new();
+            s.push("aom-psnr-y", v);
+            s.push_pool_terms("aom-psnr-y", t);
+            p.push(&s);
+        }
+        *p.summary().get("aom-psnr-y").unwrap()
+    }
+
+    #[test]
+    fn apsnr_pools_the_squared_errors_as_libvmaf() {
+        let t = |sse: f64| PoolTerms::Apsnr {
+            sse,
+            samples: 100.0,
+            peak: 255.0,
+        };
+        // Squared errors 100 and 300 over 200 samples: MSE 2, whatever the frames' values.
+        let s = pool_terms(&[(1.0, t(100.0)), (2.0, t(300.0))]);
+        let want = 10.0 * (255.0f64 * 255.0 / 2.0).log10();
+        assert!((s.pooled.unwrap() - want).abs() < 1e-12, "{s:?}");
+        // All frames identical: libvmaf's cap, the PSNR of half a squared error over all
+        // the samples, rounded up (65025 · 300 · 2: 75.9 dB, 76).
+        let s = pool_terms(&[(60.0, t(0.0)); 3]);
+        assert_eq!(s.pooled, Some(76.0));
+        // One identical frame adds no error.
+        let s = pool_terms(&[(60.0, t(0.0)), (2.0, t(400.0))]);
+        assert!((s.pooled.unwrap() - want).abs() < 1e-12, "{s:?}");
+    }
+
+    #[test]
+    fn xpsnr_pools_as_ffmpeg_s_average() {
+        let t = |root: f64| PoolTerms::Xpsnr { root, scale: 1e6 };
+        // Roots 10 and 30: the XPSNR of their mean, 20, 10·log10(1e6 / 400).
+        let s = pool_terms(&[(40.0, t(10.0)), (30.46, t(30.0))]);
+        let want = 10.0 * (1e6f64 / 400.0).log10();
+        assert!((s.pooled.unwrap() - want).abs() < 1e-12, "{s:?}");
+        // The roots add up to less than the frames: the mean of the values (+inf when one
+        // frame was identical).
+        let s = pool_terms(&[(f64::INFINITY, t(0.0)), (59.0, t(1.5))]);
+        assert_eq!(s.pooled, Some(f64::INFINITY));
+        let s = pool_terms(&[(61.0, t(0.5)), (59.0, t(0.5))]);
+        assert_eq!(s.pooled, Some(60.0));
+    }
+
     #[test]
     fn psnr_fields_pool_the_mse_as_ffmpeg() {
         // MSE 10 and 40: FFmpeg's summary is the PSNR of MSE 25, 34.150 dB; the mean of the
