@@ -60,6 +60,10 @@
 #   cambi        cuda_kernels cambi:: (the CUDA engine against the CPU engine on banded
 #                frames, every option), cambi_reference on the CUDA backend with the FFmpeg
 #                cache, its throughput and ncu's kernel times
+#   aomctc       the AOM CTC set (issue 44): cuda_kernels ssim:: (libvmaf's float SSIM and
+#                MS-SSIM kernels against the host, the set's CUDA engine against the CPU
+#                engine), aom_ctc_reference on the CUDA backend with the FFmpeg cache, the
+#                throughput of aom-ctc
 #   element      the element's suites with backend=cuda (element, harness, hardening,
 #                cuda_context, no_gstcuda, reliability, monitoring, roi, in_flight), the latency
 #                tracer, cpu-vs-cuda pipelines, bad property values,
@@ -86,7 +90,8 @@
 #                 tests here with GPUMETRICS_FFMPEG_CACHE (engine/tests/common)
 #   ffmpeg-cache-blackfreeze.tar.xz  (blackfreeze) the FFmpeg outputs of black_freeze_ffmpeg
 #                 (1.5 MiB), made the same way; ffmpeg-cache-cambi.tar.xz (cambi) those of
-#                 cambi_reference
+#                 cambi_reference, ffmpeg-cache-aomctc.tar.xz (aomctc) those of
+#                 aom_ctc_reference (11 MiB)
 #   whl           (ssim) the pytorch-msssim wheel
 #   lv            (libvmaf) laid out by hand, see step_libvmaf
 #   lv32          (libvmaf32) the vmaf tool of libvmaf 3.2.0 (tests/build_libvmaf_tool.sh)
@@ -109,7 +114,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 d=.gpu/all
 B=$d/bin
-ALL_STEPS="selftest psnr ssim ssimulacra2 butteraugli siti blur blockiness blackfreeze nr inflight streams elements vmaf cambi element throughput cudamem colour cli libvmaf libvmaf32 vship"
+ALL_STEPS="selftest psnr ssim ssimulacra2 butteraugli siti blur blockiness blackfreeze nr inflight streams elements vmaf cambi aomctc element throughput cudamem colour cli libvmaf libvmaf32 vship"
 # Not in ALL_STEPS (it needs `pack-base` after pack): ab.
 
 # ---------------------------------------------------------------------------------------------
@@ -134,6 +139,7 @@ bins() {
     vmaf) echo $e:test:cuda_kernels $e:test:vmaf_cuda $e:test:vmaf_reference $e:bench:throughput $g:test:vmaf_element ;;
     vmafcore) echo $e:test:cuda_kernels $e:test:vmaf_cuda $e:test:vmaf_reference $e:bench:throughput ;;
     cambi) echo $e:test:cuda_kernels $e:test:cambi_reference $e:bench:throughput ;;
+    aomctc) echo $e:test:cuda_kernels $e:test:aom_ctc_reference $e:bench:throughput ;;
     element) echo $g:test:element $g:test:harness $g:test:hardening $g:test:cuda_context $g:test:no_gstcuda $g:test:reliability $g:test:monitoring $g:test:roi $g:test:in_flight ;;
     throughput) echo $e:bench:throughput ;;
     cli) echo gpumetrics-cli:bin:gpumetrics ;;
@@ -149,7 +155,7 @@ inputs() {
     cudamem | colour | cli) echo "$1" ;;
     elements) echo cudamem ;;
     ssim) echo whl ;;
-    butteraugli | vmaf | blackfreeze | cambi) echo "ffmpeg-cache-$1.tar.xz" ;;
+    butteraugli | vmaf | blackfreeze | cambi | aomctc) echo "ffmpeg-cache-$1.tar.xz" ;;
     vmafcore) echo ffmpeg-cache-vmaf.tar.xz ;;
     libvmaf) echo lv ;;
     libvmaf32) echo lv32 ;;
@@ -158,7 +164,7 @@ inputs() {
 }
 
 # Whether a step runs GStreamer (the plugin and the kit are packed for it).
-uses_gst() { case $1 in selftest | ab | throughput | libvmaf | libvmaf32 | blackfreeze | cambi | vmafcore | inflight | streams | siti | blur | blockiness | vship) return 1 ;; *) return 0 ;; esac; }
+uses_gst() { case $1 in selftest | ab | throughput | libvmaf | libvmaf32 | blackfreeze | cambi | aomctc | vmafcore | inflight | streams | siti | blur | blockiness | vship) return 1 ;; *) return 0 ;; esac; }
 
 pack() {
   set -e
@@ -323,7 +329,7 @@ for line in sys.stdin:
   pack-ffmpeg-cache)
     set -e
     mkdir -p .gpu/inputs
-    for t in vmaf:vmaf_reference butteraugli:butteraugli_crate blackfreeze:black_freeze_ffmpeg cambi:cambi_reference; do
+    for t in vmaf:vmaf_reference butteraugli:butteraugli_crate blackfreeze:black_freeze_ffmpeg cambi:cambi_reference aomctc:aom_ctc_reference; do
       cache=$(mktemp -d)
       GPUMETRICS_FFMPEG_CACHE=$cache cargo test --release -p gpumetrics-engine --test "${t#*:}"
       tar -cJf ".gpu/inputs/ffmpeg-cache-${t%%:*}.tar.xz" -C "$cache" .
@@ -683,6 +689,18 @@ step_cambi() {
   ncu_kernels cambi_ 40 cambi
 }
 
+step_aomctc() {
+  # ssim:: has the float SSIM kernels' check and the set's engine check.
+  kernels ssim
+  local cache
+  if cache=$(ffmpeg_cache aomctc) && need $B/aom_ctc_reference; then
+    step "aom-ctc on the CUDA backend vs libvmaf's vmaf --aom_ctc v7.0 (aom_ctc_reference, cached FFmpeg outputs)"
+    GPUMETRICS_FFMPEG_CACHE=$cache GPUMETRICS_TEST_BACKEND=cuda \
+      run $B/aom_ctc_reference --nocapture --test-threads 1
+  fi
+  throughput aom-ctc
+}
+
 step_element() {
   need $d/gst/env.sh $d/plugin/libgstgpumetrics.so || return 0
   step "plugin"
@@ -925,6 +943,10 @@ PY
       --threads 16 -m version=$m -o /tmp/lv32.json --json -q 2>&1 | grep -v WARNING | tail -2
     python3 -c "import json; d=json.load(open('/tmp/lv32.json')); print('fps', d.get('fps'), 'pooled vmaf', d['pooled_metrics']['vmaf']['mean'], 'frames', len(d['frames']))"
   done
+  step "libvmaf 3.2.0 CPU, --aom_ctc v7.0, 16 threads, 120 frames 1080p 10-bit"
+  /usr/bin/time -f "wall %e s" $V -r /tmp/r10.yuv -d /tmp/d10.yuv -w 1920 -h 1080 -p 420 -b 10 \
+    --threads 16 --aom_ctc v7.0 -o /tmp/lv32a.json --json -q 2>&1 | grep -v WARNING | tail -2
+  python3 -c "import json; d=json.load(open('/tmp/lv32a.json')); print('fps', d.get('fps'), 'frames', len(d['frames']), d.get('aggregate_metrics'))"
   step "libvmaf 3.2.0 CPU, --feature cambi alone, 16 threads, 120 frames 1080p 10-bit"
   /usr/bin/time -f "wall %e s" $V -r /tmp/r10.yuv -d /tmp/d10.yuv -w 1920 -h 1080 -p 420 -b 10 \
     --threads 16 --no_prediction --feature cambi -o /tmp/lv32c.json --json -q 2>&1 | grep -v WARNING | tail -2

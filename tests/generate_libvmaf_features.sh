@@ -14,6 +14,13 @@
 # take) is one row `pair,refused,<libvmaf's first error line>`, so the test knows to expect
 # no value there. Values as libvmaf prints them (6 decimals).
 #
+# A FEATURE that starts with `--` is one of `vmaf`'s own flags, given as it is (with its
+# value after `=`: `--aom_ctc=v7.0`); `--predict` (not libvmaf's) keeps the models that such
+# a flag adds (without it, `--no_prediction`: features only). With AGGREGATES=1, libvmaf's
+# aggregate values (the `aggregate_metrics` of its JSON output, e.g. APSNR) go to
+# tests/data/features/NAME.pooled.csv too: `pair` and one column each, one row per pair that
+# libvmaf accepts.
+#
 # libvmaf: release v3.2.0 built from its source without SIMD and with the float features, as
 # tests/generate_vmaf_reference.sh says (its $VMAF or $VMAF_SRC). Needs ffmpeg and python3.
 set -euo pipefail
@@ -36,7 +43,15 @@ if [ -z "${VMAF:-}" ]; then
     VMAF="$VMAF_SRC/build/tools/vmaf"
 fi
 features=()
-for f in "$@"; do features+=(--feature "$f"); done
+predict=(--no_prediction)
+for f in "$@"; do
+    case "$f" in
+        --predict) predict=() ;;
+        --*) features+=("$f") ;;
+        *) features+=(--feature "$f") ;;
+    esac
+done
+pooled_out="$root/tests/data/features/$name.pooled.csv"
 
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
@@ -67,6 +82,7 @@ PY
 }
 
 : > "$tmp/rows.csv"
+: > "$tmp/pooled.jsonl"
 header=""
 while read -r pair ref dist w h pix; do
     depth=8 sub=420
@@ -75,9 +91,18 @@ while read -r pair ref dist w h pix; do
     decode "$ref" "$w" "$h" "$pix" "$tmp/r.yuv"
     decode "$dist" "$w" "$h" "$pix" "$tmp/d.yuv"
     if "$VMAF" -q -r "$tmp/r.yuv" -d "$tmp/d.yuv" -w "$w" -h "$h" -p "$sub" -b "$depth" \
-        --no_prediction "${features[@]}" --csv -o "$tmp/pair.csv" 2>"$tmp/log"; then
+        "${predict[@]}" "${features[@]}" --csv -o "$tmp/pair.csv" 2>"$tmp/log"; then
         header=$(head -n 1 "$tmp/pair.csv")
         tail -n +2 "$tmp/pair.csv" | grep . | sed "s/^/$pair,/" >> "$tmp/rows.csv"
+        if [ "${AGGREGATES:-0}" = 1 ]; then
+            "$VMAF" -q -r "$tmp/r.yuv" -d "$tmp/d.yuv" -w "$w" -h "$h" -p "$sub" -b "$depth" \
+                "${predict[@]}" "${features[@]}" --json -o "$tmp/pair.json" 2>>"$tmp/log"
+            python3 - "$tmp/pair.json" "$pair" >> "$tmp/pooled.jsonl" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+print(json.dumps({"pair": sys.argv[2], **d.get("aggregate_metrics", {})}))
+PY
+        fi
     else
         why=$(grep -v WARNING "$tmp/log" | grep . | head -n 1 | tr ',' ';')
         echo "$pair: libvmaf refuses: $why"
@@ -97,3 +122,15 @@ with open(out, "w") as f:
         f.write(",".join(fields) + "\n")
 PY
 echo "$out: $(($(wc -l < "$out") - 1)) rows"
+if [ "${AGGREGATES:-0}" = 1 ]; then
+    python3 - "$tmp/pooled.jsonl" "$pooled_out" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+cols = [k for k in rows[0] if k != "pair"]
+with open(sys.argv[2], "w") as f:
+    f.write(",".join(["pair"] + cols) + "\n")
+    for r in rows:
+        f.write(",".join([r["pair"]] + ["%.6f" % r[c] for c in cols]) + "\n")
+PY
+    echo "$pooled_out: $(($(wc -l < "$pooled_out") - 1)) rows"
+fi

@@ -8,8 +8,9 @@
 //! Rows: every metric alone, `all`; the no-reference metrics also on one input alone
 //! (`inputs` = dist: frames/s), and together (`no-reference`); `full-reference` (every
 //! metric that needs the reference) and `full-reference+M` for each no-reference metric M,
-//! which show what M adds to a comparison; `vmaf <model>` rows for VMAF's v1 models (at 8
-//! and, as Netflix recommends measuring v1, 10 bits).
+//! which show what M adds to a comparison; one per named set of metrics (`aom-ctc`: the AOM
+//! CTC's set in one run); `vmaf <model>` rows for VMAF's v1 models (at 8 and, as Netflix
+//! recommends measuring v1, 10 bits).
 
 use std::time::{Duration, Instant};
 
@@ -98,6 +99,9 @@ fn main() {
             None,
             8,
         ));
+    }
+    for set in gpumetrics_engine::metric::SETS {
+        rows.push((set.name.into(), set.set(), false, None, 8));
     }
     for model in ["vmaf_v1.0.16_3d0h", "vmaf_v1.0.16_hfr_3d0h"] {
         for bits in [8, 10] {

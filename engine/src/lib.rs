@@ -34,5 +34,5 @@ pub use metric::{Direction, Field, OptionKind, OptionSpec, OptionValue, Options}
 pub use metric_set::MetricSet;
 pub use plan::{Plan, PlanOptions};
 pub use schedule::{BackendKind, Frames, Tag};
-pub use scores::Scores;
+pub use scores::{PoolTerms, Scores};
 pub use summary::{FieldSummary, Pooled, Pooler};

@@ -4,6 +4,21 @@
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Scores {
     entries: Vec<(&'static str, f64)>,
+    /// Per field whose summary pools more than its values ([`PoolTerms`]): this pair's
+    /// terms (not fields of the record).
+    pool_terms: Vec<(&'static str, PoolTerms)>,
+}
+
+/// What a field's summary pools besides its values, where its `pooled` statistic is an
+/// aggregate of the reference's own (not something the values alone give).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum PoolTerms {
+    /// libvmaf's aggregate APSNR (`aom-psnr-*`): the pair's sum of squared errors, its
+    /// samples and the peak.
+    Apsnr { sse: f64, samples: f64, peak: f64 },
+    /// FFmpeg's XPSNR average (`xpsnr-*`): the root of the pair's weighted distortion and
+    /// what it is compared with (samples · peak²).
+    Xpsnr { root: f64, scale: f64 },
 }
 
 impl Scores {
@@ -15,6 +30,17 @@ impl Scores {
         self.entries.push((field, value));
     }
 
+    /// Records the terms behind `field`'s value that the summary pools
+    /// ([`PoolTerms`]: its `pooled` statistic).
+    pub fn push_pool_terms(&mut self, field: &'static str, terms: PoolTerms) {
+        self.pool_terms.push((field, terms));
+    }
+
+    /// What [`Scores::push_pool_terms`] recorded, in its order.
+    pub fn pool_terms(&self) -> impl Iterator<Item = (&'static str, PoolTerms)> + '_ {
+        self.pool_terms.iter().copied()
+    }
+
     pub fn iter(&self) -> impl Iterator<Item = (&'static str, f64)> + '_ {
         self.entries.iter().copied()
     }
@@ -22,6 +48,7 @@ impl Scores {
     /// Appends every field of `other`, in its order.
     pub fn append(&mut self, other: Scores) {
         self.entries.extend(other.entries);
+        self.pool_terms.extend(other.pool_terms);
     }
 
     pub fn get(&self, field: &str) -> Option<f64> {

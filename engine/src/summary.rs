@@ -2,7 +2,7 @@
 
 use sketches_ddsketch::{Config, DDSketch};
 
-use crate::scores::Scores;
+use crate::scores::{PoolTerms, Scores};
 
 /// Pooled statistics of one field.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -15,7 +15,10 @@ pub struct FieldSummary {
     /// Only for fields whose values are all non-negative.
     pub harmonic_mean: Option<f64>,
     /// Only for PSNR fields ([`crate::metric::Field::mse_pooled`]): the PSNR of the mean MSE
-    /// over the frames, FFmpeg's summary line (the mean of the per-frame PSNRs is `mean`).
+    /// over the frames, FFmpeg's summary line (the mean of the per-frame PSNRs is `mean`);
+    /// for `aom-psnr-*`, libvmaf's aggregate APSNR (`aom-apsnr-*`: the PSNR of the squared
+    /// errors summed over the frames, capped as libvmaf caps it); for `xpsnr-*`, FFmpeg's
+    /// XPSNR average (its summary line: the XPSNR of the mean root distortion).
     pub pooled: Option<f64>,
     pub p1: f64,
     pub p5: f64,
@@ -133,6 +136,11 @@ impl Pooler {
                 }
             }
         }
+        for (name, terms) in scores.pool_terms() {
+            if let Some((_, pool)) = self.fields.iter_mut().find(|(f, _)| *f == name) {
+                pool.add_terms(terms);
+            }
+        }
     }
 
     pub fn frames(&self) -> u64 {
@@ -171,6 +179,9 @@ struct FieldPool {
     /// is its MSE over peak² exactly (up to rounding), so the pool needs neither the MSE
     /// field nor the bit depth, and stays right across a change of depth. +inf adds 0.
     mse: Option<f64>,
+    /// The sums of the terms of a field whose `pooled` is its reference's own aggregate
+    /// ([`PoolTerms`]; the last frame's peak or scale).
+    terms: Option<PoolTerms>,
 }
 
 /// What is streamed exactly, value by value.
@@ -285,6 +296,31 @@ impl Values {
 const PERCENTILES: [f64; 5] = [1.0, 5.0, 50.0, 95.0, 99.0];
 
 impl FieldPool {
+    /// Adds one pair's terms to their sums.
+    fn add_terms(&mut self, t: PoolTerms) {
+        self.terms = Some(match (self.terms, t) {
+            (
+                Some(PoolTerms::Apsnr { sse, samples, .. }),
+                PoolTerms::Apsnr {
+                    sse: s,
+                    samples: n,
+                    peak,
+                },
+            ) => PoolTerms::Apsnr {
+                sse: sse + s,
+                samples: samples + n,
+                peak,
+            },
+            (Some(PoolTerms::Xpsnr { root, .. }), PoolTerms::Xpsnr { root: r, scale }) => {
+                PoolTerms::Xpsnr {
+                    root: root + r,
+                    scale,
+                }
+            }
+            (_, t) => t,
+        });
+    }
+
     fn push(&mut self, v: f64) {
         self.moments.push(v);
         self.values.push(v);
@@ -332,7 +368,22 @@ impl FieldPool {
         };
         // 10·log10(peak² / mean MSE) = −10·log10(mean of MSE/peak²); all frames identical:
         // a mean MSE of 0, +inf.
-        let pooled = self.mse.map(|sum| -10.0 * (sum / n).log10());
+        let pooled = match self.terms {
+            Some(PoolTerms::Apsnr { sse, samples, peak }) => {
+                Some(crate::metric::psnr::apsnr(sse, samples, peak))
+            }
+            Some(PoolTerms::Xpsnr { root, scale }) => {
+                // FFmpeg's mean of the values: +inf as soon as one is.
+                let values_mean = if m.pos_inf > 0 { f64::INFINITY } else { mean };
+                Some(crate::metric::xpsnr::ffmpeg_average(
+                    root,
+                    scale,
+                    n,
+                    values_mean,
+                ))
+            }
+            None => self.mse.map(|sum| -10.0 * (sum / n).log10()),
+        };
         FieldSummary {
             mean: clamp_to(mean, min, max),
             min,
@@ -661,6 +712,53 @@ mod tests {
             p.push(&s);
         }
         *p.summary().get("psnr-y").unwrap()
+    }
+
+    /// One field's summary from values with their pool terms.
+    fn pool_terms(values: &[(f64, PoolTerms)]) -> FieldSummary {
+        let mut p = Pooler::new();
+        for &(v, t) in values {
+            let mut s = Scores::new();
+            s.push("aom-psnr-y", v);
+            s.push_pool_terms("aom-psnr-y", t);
+            p.push(&s);
+        }
+        *p.summary().get("aom-psnr-y").unwrap()
+    }
+
+    #[test]
+    fn apsnr_pools_the_squared_errors_as_libvmaf() {
+        let t = |sse: f64| PoolTerms::Apsnr {
+            sse,
+            samples: 100.0,
+            peak: 255.0,
+        };
+        // Squared errors 100 and 300 over 200 samples: MSE 2, whatever the frames' values.
+        let s = pool_terms(&[(1.0, t(100.0)), (2.0, t(300.0))]);
+        let want = 10.0 * (255.0f64 * 255.0 / 2.0).log10();
+        assert!((s.pooled.unwrap() - want).abs() < 1e-12, "{s:?}");
+        // All frames identical: libvmaf's cap, the PSNR of half a squared error over all
+        // the samples, rounded up (65025 · 300 · 2: 75.9 dB, 76).
+        let s = pool_terms(&[(60.0, t(0.0)); 3]);
+        assert_eq!(s.pooled, Some(76.0));
+        // One identical frame adds no error.
+        let s = pool_terms(&[(60.0, t(0.0)), (2.0, t(400.0))]);
+        assert!((s.pooled.unwrap() - want).abs() < 1e-12, "{s:?}");
+    }
+
+    #[test]
+    fn xpsnr_pools_as_ffmpeg_s_average() {
+        let t = |root: f64| PoolTerms::Xpsnr { root, scale: 1e6 };
+        // Roots 10 and 30: the XPSNR of their mean, 20, 10·log10(1e6 / 400).
+        let s = pool_terms(&[(40.0, t(10.0)), (30.46, t(30.0))]);
+        let want = 10.0 * (1e6f64 / 400.0).log10();
+        assert!((s.pooled.unwrap() - want).abs() < 1e-12, "{s:?}");
+        // The roots add up to less than the frames: the mean of the values (+inf when one
+        // frame was identical).
+        let s = pool_terms(&[(f64::INFINITY, t(0.0)), (59.0, t(1.5))]);
+        assert_eq!(s.pooled, Some(f64::INFINITY));
+        let s = pool_terms(&[(61.0, t(0.5)), (59.0, t(0.5))]);
+        assert_eq!(s.pooled, Some(60.0));
     }
 
     #[test]

@@ -1,7 +1,9 @@
 //! XPSNR against FFmpeg 9.0.2's `xpsnr` filter (issue 44): `xpsnr-y`, `xpsnr-u`, `xpsnr-v`
 //! of every frame within 1e-3 dB of FFmpeg's (it prints 4 decimals: 5e-5 of rounding, the
 //! rest is room for the f64 sums' order), and +inf where FFmpeg prints `inf` (identical
-//! frames), on the CPU backend (`GPUMETRICS_TEST_BACKEND=cuda`: the CUDA one).
+//! frames), on the CPU backend (`GPUMETRICS_TEST_BACKEND=cuda`: the CUDA one); and the
+//! summary's `pooled` of each field within the same of FFmpeg's average (the last line of its
+//! stats file: the XPSNR of the frames' mean root distortion).
 //!
 //! The reference program is named by `GPUMETRICS_REFERENCE_FFMPEG` (Debian 12's FFmpeg 5.1
 //! has no `xpsnr`): `scripts/reference-ffmpeg.sh` installs the static FFmpeg 9.0.2 of PyPI's
@@ -35,7 +37,7 @@ use std::path::{Path, PathBuf};
 use common::{ffmpeg, scratch};
 use gpumetrics_engine::{
     BackendChoice, Engine, EngineConfig, Frame, FrameLayout, HostFrame, OptionValue, Options,
-    PixelFormat, Plane, Scores,
+    PixelFormat, Plane, Pooler, Scores,
 };
 
 /// Largest |engine − FFmpeg| per value (dB).
@@ -339,15 +341,18 @@ fn reference_ffmpeg(args: &[String]) -> Vec<u8> {
     out.stdout
 }
 
-/// FFmpeg's per-frame values of `case` at `fps`: per frame (y, u, v), the chroma `None` for
-/// gray. The frames go to it as raw files, the distorted first (or the reference).
+/// FFmpeg's values of (y, u, v), the chroma `None` for gray.
+type Values = [Option<f64>; 3];
+
+/// FFmpeg's per-frame values of `case` at `fps`, and its average over them (its summary
+/// line). The frames go to it as raw files, the distorted first (or the reference).
 fn ffmpeg_values(
     case: &Case,
     fps: u32,
     reference_first: bool,
     refs: &Frames,
     dists: &Frames,
-) -> Vec<[Option<f64>; 3]> {
+) -> (Vec<Values>, Values) {
     let (w, h) = case.size;
     let input = |tag: &str, frames: &Frames| -> PathBuf {
         let path = scratch(&format!("xpsnr-{}-{tag}.raw", case.name));
@@ -374,37 +379,46 @@ fn ffmpeg_values(
     }
     a.extend(args(&[
         "-lavfi",
-        "[0:v][1:v]xpsnr=stats_file=-",
+        // A stats file that is not `-`: to `-` the filter writes its average's luma only.
+        "[0:v][1:v]xpsnr=stats_file=/dev/stdout",
         "-f",
         "null",
         "-",
     ]));
     let out = reference_ffmpeg(&a);
     let _ = (std::fs::remove_file(&r), std::fs::remove_file(&d));
-    // `n:    1  XPSNR y: 33.6285  XPSNR u: 33.6957  XPSNR v: 33.6101` (`inf` when equal).
-    String::from_utf8(out)
-        .unwrap()
+    // `n:    1  XPSNR y: 33.6285  XPSNR u: 33.6957  XPSNR v: 33.6101` (`inf` when equal),
+    // and at the end `XPSNR average, 12 frames  y: 33.1234  u: ...  v: ...  (minimum: ..)`.
+    let parse = |l: &str| {
+        let mut v = [None; 3];
+        let words: Vec<&str> = l.split_whitespace().collect();
+        for pair in words.windows(2) {
+            let c = match pair[0] {
+                "y:" => 0,
+                "u:" => 1,
+                "v:" => 2,
+                _ => continue,
+            };
+            v[c] = Some(
+                pair[1]
+                    .parse::<f64>()
+                    .unwrap_or_else(|e| panic!("{l}: {e}")),
+            );
+        }
+        v
+    };
+    let text = String::from_utf8(out).unwrap();
+    let frames = text
         .lines()
         .filter(|l| l.starts_with("n:"))
-        .map(|l| {
-            let mut v = [None; 3];
-            let words: Vec<&str> = l.split_whitespace().collect();
-            for pair in words.windows(2) {
-                let c = match pair[0] {
-                    "y:" => 0,
-                    "u:" => 1,
-                    "v:" => 2,
-                    _ => continue,
-                };
-                v[c] = Some(
-                    pair[1]
-                        .parse::<f64>()
-                        .unwrap_or_else(|e| panic!("{l}: {e}")),
-                );
-            }
-            v
-        })
-        .collect()
+        .map(parse)
+        .collect();
+    let average = text
+        .lines()
+        .find(|l| l.starts_with("XPSNR average"))
+        .map(parse)
+        .unwrap_or_else(|| panic!("no average in FFmpeg's output:\n{text}"));
+    (frames, average)
 }
 
 /// Whether a value is FFmpeg's within the tolerance (both +inf for identical planes).
@@ -421,6 +435,7 @@ fn xpsnr_equals_ffmpeg_9_per_frame() {
     let mut failures = Vec::new();
     let mut largest = [0.0f64; 3];
     let (mut values, mut infinite) = (0usize, 0usize);
+    let (mut pooled, mut largest_pooled) = (0usize, 0.0f64);
     for case in cases() {
         let refs = decode(&case, &case.reference);
         let dists = decode(&case, &case.distorted);
@@ -428,9 +443,32 @@ fn xpsnr_equals_ffmpeg_9_per_frame() {
         let planes = layout_of(&case.pix_fmt).4;
         for (&fps, reference_first) in case.rates.iter().flat_map(|r| [(r, false), (r, true)]) {
             let first = if reference_first { "ref" } else { "dist" };
-            let want = ffmpeg_values(&case, fps, reference_first, &refs, &dists);
+            let (want, average) = ffmpeg_values(&case, fps, reference_first, &refs, &dists);
             let got = measure(&case, fps, reference_first, backend, &refs, &dists);
             assert_eq!(got.len(), want.len(), "{} at {fps}: frames", case.name);
+            // The summary's `pooled` is FFmpeg's average.
+            let mut pool = Pooler::new();
+            for g in &got {
+                pool.push(g);
+            }
+            let summary = pool.summary();
+            for (c, field) in FIELDS.iter().enumerate() {
+                let g = summary.get(field).and_then(|s| s.pooled);
+                match (g, average[c]) {
+                    (None, None) => {}
+                    (Some(g), Some(w)) if close(g, w) => {
+                        pooled += 1;
+                        if !w.is_infinite() {
+                            largest_pooled = largest_pooled.max((g - w).abs());
+                        }
+                    }
+                    (g, w) => failures.push(format!(
+                        "{} at {fps} fps ({first} first) {field} pooled: {g:?} vs FFmpeg's \
+                         average {w:?}",
+                        case.name
+                    )),
+                }
+            }
             let mut worst = [0.0f64; 3];
             for (i, (g, w)) in got.iter().zip(&want).enumerate() {
                 for (c, field) in FIELDS.iter().enumerate() {
@@ -478,7 +516,11 @@ fn xpsnr_equals_ffmpeg_9_per_frame() {
          (4 decimals): y {:.1e}, u {:.1e}, v {:.1e}",
         largest[0], largest[1], largest[2]
     );
+    println!(
+        "{pooled} pooled values (FFmpeg's average); largest |engine - FFmpeg 9.0.2| {largest_pooled:.1e}"
+    );
     assert!(infinite > 0, "the identical pair gives +inf");
+    assert!(pooled > 50, "only {pooled} pooled values compared");
     assert!(
         failures.is_empty(),
         "{} values off by more than {TOLERANCE}:\n{}",

@@ -106,16 +106,18 @@ fn parse_args() -> Args {
             (
                 metric_names::available().join(", "),
                 metric_names::no_reference().join(", "),
+                metric_names::sets().join(", "),
             )
         });
     let mut cmd = cli::command();
-    if let Some((names, no_reference)) = names {
+    if let Some((names, no_reference, sets)) = names {
         cmd = cmd.mut_arg("metrics", |a| {
             a.help(format!(
-                "Metrics to compute, comma-separated: {names}; or all (every metric the \
-                 element offers; with one input, every no-reference metric). Default: psnr; \
-                 with one input (DIST alone), the no-reference metrics ({no_reference}), the \
-                 only ones it can run"
+                "Metrics to compute, comma-separated: {names}; a named set of them ({sets}: \
+                 the AOM common test conditions' set, its table in the CTC's order); or all \
+                 (every metric the element offers; with one input, every no-reference \
+                 metric). Default: psnr; with one input (DIST alone), the no-reference \
+                 metrics ({no_reference}), the only ones it can run"
             ))
         });
     }

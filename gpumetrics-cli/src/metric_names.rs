@@ -7,13 +7,25 @@ use gpumetrics_engine::{MetricSet, metric};
 use gst::glib;
 use gst::prelude::*;
 
-/// The nicks of the element's metrics flags, in flag order (e.g. `psnr`, `ssim`, ...).
+/// The nicks of the element's metrics flags, in flag order (e.g. `psnr`, `ssim`, ...): its
+/// metrics, without the named sets ([`sets`]).
 pub fn available() -> Vec<String> {
+    nicks(true)
+}
+
+/// The nicks of the element's flags that stand for several metrics (`aom-ctc`).
+pub fn sets() -> Vec<String> {
+    nicks(false)
+}
+
+/// The nicks of the flags of one bit (`single`) or of several.
+fn nicks(single: bool) -> Vec<String> {
     let class = glib::FlagsClass::with_type(gstgpumetrics::Metrics::static_type())
         .expect("Metrics is a flags type");
     class
         .values()
         .iter()
+        .filter(|v| (v.value().count_ones() == 1) == single)
         .map(|v| v.nick().to_string())
         .collect()
 }
@@ -34,12 +46,13 @@ pub fn default_list(single: bool) -> String {
     if single { "all".into() } else { "psnr".into() }
 }
 
-/// Turns `--metrics` (`psnr,ssim` or `all`) into the element's string form (`psnr+ssim`).
+/// Turns `--metrics` (`psnr,ssim`, a named set such as `aom-ctc`, or `all`) into the
+/// element's string form (`psnr+ssim`).
 /// With one input (`single`), `all` is every no-reference metric, and a metric that needs a
 /// reference is an error naming it (and the no-reference metrics).
 pub fn parse(list: &str, single: bool) -> Result<String, String> {
     let available = if single { no_reference() } else { available() };
-    let known = self::available();
+    let known: Vec<String> = self::available().into_iter().chain(sets()).collect();
     let mut chosen: Vec<String> = Vec::new();
     for name in list
         .split([',', '+'])
@@ -110,6 +123,16 @@ mod tests {
                 .contains("unknown metric `lpips`")
         );
         assert!(parse(",", false).is_err());
+        // A named set is a name of the flags type too, but not among `all`'s metrics.
+        assert_eq!(sets(), ["aom-ctc"]);
+        assert!(!names.contains(&"aom-ctc".to_string()));
+        assert_eq!(parse("aom-ctc", false).unwrap(), "aom-ctc");
+        assert_eq!(parse("psnr,AOM_CTC", false).unwrap(), "psnr+aom-ctc");
+        assert!(
+            parse("aom-ctc", true)
+                .unwrap_err()
+                .contains("need a reference")
+        );
     }
 
     #[test]

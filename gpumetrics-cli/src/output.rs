@@ -69,11 +69,20 @@ pub fn fmt_time(t: Option<gst::ClockTime>) -> String {
 }
 
 /// The PSNR fields' `pooled` statistic, FFmpeg's summary line, under the table (whose
-/// `mean` is the mean of the per-frame PSNRs); empty without PSNR fields.
+/// `mean` is the mean of the per-frame PSNRs); empty without PSNR fields. Those shown as rows
+/// of their own ([`rows`]: `aom-apsnr-*`) are left out.
 fn pooled_line(summary: &Summary) -> String {
+    let shown: Vec<&str> = rows(summary)
+        .iter()
+        .filter_map(|r| match r {
+            Row::Pooled(_, of, _) => Some(*of),
+            Row::Field(..) => None,
+        })
+        .collect();
     let pooled: Vec<String> = summary
         .fields
         .iter()
+        .filter(|(name, _)| !shown.contains(&name.as_str()))
         .filter_map(|(name, st)| Some(format!("{name} {}", fields::format(name, st.pooled?))))
         .collect();
     if pooled.is_empty() {
@@ -101,6 +110,69 @@ pub fn repeats(summary: &Summary, name: &str) -> bool {
     })
 }
 
+/// A row of the summary table.
+enum Row<'a> {
+    /// A field's statistics.
+    Field(&'a str, &'a FieldStats),
+    /// A value reported under a name of its own: (name, the field whose `pooled` it is,
+    /// the value), e.g. `aom-apsnr-y`.
+    Pooled(&'static str, &'a str, f64),
+}
+
+/// The table's rows: a run of a named set of metrics (`aom-ctc`: every field of the summary
+/// is one of its metrics', its report fields are all there) in the set's report order (the
+/// AOM CTC's, with `aom-apsnr-*` as rows), then any other field; any other run, every field
+/// in the summary's order.
+fn rows(summary: &Summary) -> Vec<Row<'_>> {
+    let mut out = Vec::new();
+    let mut taken: Vec<&str> = Vec::new();
+    for set in gpumetrics_engine::metric::SETS {
+        let of_set: Vec<&str> = gpumetrics_engine::metric::all()
+            .filter(|i| set.set().contains(i.flag))
+            .flat_map(|i| i.fields.iter().map(|f| f.name))
+            .collect();
+        if !summary
+            .fields
+            .iter()
+            .all(|(n, _)| of_set.contains(&n.as_str()))
+        {
+            continue;
+        }
+        // `name=field:pooled`: the field's pooled value under `name`.
+        let parse = |entry: &'static str| match entry.split_once('=') {
+            Some((name, rest)) => (name, rest.trim_end_matches(":pooled"), true),
+            None => (entry, entry, false),
+        };
+        let complete = set
+            .report_order
+            .iter()
+            .all(|e| summary.field(parse(e).1).is_some());
+        if !complete {
+            continue;
+        }
+        for entry in set.report_order {
+            let (name, field, pooled) = parse(entry);
+            let Some((key, st)) = summary.fields.iter().find(|(n, _)| n == field) else {
+                continue;
+            };
+            if pooled {
+                if let Some(p) = st.pooled {
+                    out.push(Row::Pooled(name, key.as_str(), p));
+                }
+            } else if !taken.contains(&field) {
+                out.push(Row::Field(key.as_str(), st));
+                taken.push(key.as_str());
+            }
+        }
+    }
+    for (name, st) in &summary.fields {
+        if !taken.contains(&name.as_str()) {
+            out.push(Row::Field(name.as_str(), st));
+        }
+    }
+    out
+}
+
 /// The summary table: one row per field (the worst frame is the min of a higher-is-better
 /// field, the max of a lower-is-better one: both are shown), then the counts.
 pub fn summary_table(summary: &Summary, counts: &Counts) -> String {
@@ -118,7 +190,25 @@ pub fn summary_table(summary: &Summary, counts: &Counts) -> String {
             "p50",
             "p95",
         ]);
-    for (name, st) in &summary.fields {
+    for row in rows(summary) {
+        let (name, st) = match row {
+            Row::Field(name, st) => (name, st),
+            Row::Pooled(name, of, value) => {
+                let v = fields::format(of, value);
+                let dash = || "-".to_string();
+                table.add_row([
+                    name.to_string(),
+                    v,
+                    dash(),
+                    dash(),
+                    dash(),
+                    dash(),
+                    dash(),
+                    dash(),
+                ]);
+                continue;
+            }
+        };
         if repeats(summary, name) {
             continue;
         }
@@ -138,7 +228,7 @@ pub fn summary_table(summary: &Summary, counts: &Counts) -> String {
             _ => "-".into(),
         };
         table.add_row([
-            name.clone(),
+            name.to_string(),
             field.format(mean),
             hm,
             field.format(min),

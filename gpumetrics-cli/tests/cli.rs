@@ -246,7 +246,7 @@ fn all_metrics() {
             "ssimulacra2" => 10.0..90.0,
             "butteraugli" => 1.0..50.0,
             "butteraugli-3norm" => 0.1..table_mean(&out, "butteraugli"),
-            "vmaf" => 50.0..100.0,
+            "vmaf" | "vmaf-neg" => 50.0..100.0,
             // SI/TI of each input (no reference); TI's mean includes the first frame's 0.
             "si" | "ref-si" => 1.0..300.0,
             "ti" | "ref-ti" => 0.01..100.0,
@@ -287,6 +287,59 @@ fn all_metrics() {
         table_mean(&out, "blockiness") > 2.0 * table_mean(&out, "ref-blockiness"),
         "{out}"
     );
+}
+
+/// `--metrics aom-ctc`: the AOM CTC set in one run, its table in the CTC's order with the
+/// aggregate APSNR as rows.
+#[test]
+fn aom_ctc_set() {
+    let c = clips();
+    let (out, _) = run_ok(&[
+        &c.get("ref.mp4"),
+        &c.get("dist.mp4"),
+        "--metrics",
+        "aom-ctc",
+        "--frames",
+        "4",
+    ]);
+    assert_eq!(
+        table_fields(&out),
+        [
+            "aom-psnr-y",
+            "aom-psnr-u",
+            "aom-psnr-v",
+            "aom-ssim-db",
+            "aom-ms-ssim-db",
+            "vmaf",
+            "vmaf-neg",
+            "psnr-hvs",
+            "ciede2000",
+            "aom-apsnr-y",
+            "aom-apsnr-u",
+            "aom-apsnr-v",
+            "cambi",
+            "psnr-hvs-y",
+            "psnr-hvs-u",
+            "psnr-hvs-v",
+            // CAMBI is a no-reference metric: of the reference too.
+            "ref-cambi",
+        ],
+        "{out}"
+    );
+    // A real encode: PSNRs and their aggregates of 25 to 50 dB, SSIM of 10 to 30 dB, VMAF
+    // NEG at most VMAF.
+    for f in ["aom-psnr-y", "aom-apsnr-y", "psnr-hvs", "aom-apsnr-v"] {
+        let v = table_mean(&out, f);
+        assert!((25.0..50.0).contains(&v), "{f}: {v}\n{out}");
+    }
+    for f in ["aom-ssim-db", "aom-ms-ssim-db"] {
+        assert!((10.0..35.0).contains(&table_mean(&out, f)), "{f}\n{out}");
+    }
+    assert!(
+        table_mean(&out, "vmaf-neg") <= table_mean(&out, "vmaf"),
+        "{out}"
+    );
+    assert!(!out.contains("pooled (PSNR"), "shown as rows: {out}");
 }
 
 #[test]

@@ -155,17 +155,19 @@ fn split_registry(section: &str) -> (String, Registry) {
 }
 
 /// One flag line per registered metric (its bit, nick and description), in registry
-/// order, and one property per option with the option's doc as its blurb.
+/// order, then one per named set of metrics (its metrics' bits), and one property per
+/// option with the option's doc as its blurb.
 fn check_registry(found: &Registry) {
+    let line = |bits: u32, name: &str, description: &str| {
+        format!("(0x{bits:08x}): {name:<16} - {description}")
+    };
     let flags: Vec<String> = gpumetrics_engine::metric::all()
-        .map(|m| {
-            format!(
-                "(0x{:08x}): {:<16} - {}",
-                m.flag.bits(),
-                m.name,
-                m.description
-            )
-        })
+        .map(|m| line(m.flag.bits(), m.name, m.description))
+        .chain(
+            gpumetrics_engine::metric::SETS
+                .iter()
+                .map(|s| line(s.set().bits(), s.name, s.description)),
+        )
         .collect();
     assert_eq!(found.flags, flags, "the metrics flags' lines");
     let mut options: Vec<(String, String)> = gpumetrics_engine::metric::options()

@@ -76,6 +76,69 @@ pub(crate) const REGISTRY: &[Entry] = &[
     vmaf::ENTRY,
 ];
 
+/// A name that stands for several registered metrics (`aom-ctc`): what users ask for when
+/// they follow a standard set of measurements rather than pick metrics one by one.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct NamedSet {
+    /// As users write it (`metrics=aom-ctc`, `--metrics aom-ctc`).
+    pub name: &'static str,
+    /// One line for `gst-inspect-1.0` and `--help`.
+    pub description: &'static str,
+    /// The registered metrics it stands for.
+    pub metrics: &'static [&'static str],
+    /// The order in which the standard reports its numbers: fields, and the summary-only
+    /// values as `<field>:pooled` under the name they are reported by (`aom-apsnr-y`).
+    pub report_order: &'static [&'static str],
+}
+
+impl NamedSet {
+    /// The flags of its metrics.
+    pub fn set(&self) -> MetricSet {
+        self.metrics
+            .iter()
+            .map(|n| MetricSet::named(n).expect("a named set lists registered metrics"))
+            .fold(MetricSet::default(), |a, b| a | b)
+    }
+}
+
+/// The named sets of registered metrics.
+pub const SETS: &[NamedSet] = &[NamedSet {
+    name: "aom-ctc",
+    description: "The AOM common test conditions' set (libvmaf's --aom_ctc v7.0): aom-psnr, \
+                  ciede2000, aom-ssim-db, aom-ms-ssim-db, psnr-hvs, cambi, vmaf and vmaf-neg \
+                  in one pass",
+    metrics: &[
+        "aom-psnr",
+        "ciede2000",
+        "aom-ssim-db",
+        "aom-ms-ssim-db",
+        "psnr-hvs",
+        "cambi",
+        "vmaf",
+        "vmaf-neg",
+    ],
+    report_order: &[
+        "aom-psnr-y",
+        "aom-psnr-u",
+        "aom-psnr-v",
+        "aom-ssim-db",
+        "aom-ms-ssim-db",
+        "vmaf",
+        "vmaf-neg",
+        "psnr-hvs",
+        "ciede2000",
+        "aom-apsnr-y=aom-psnr-y:pooled",
+        "aom-apsnr-u=aom-psnr-u:pooled",
+        "aom-apsnr-v=aom-psnr-v:pooled",
+        "cambi",
+    ],
+}];
+
+/// The named set called `name`.
+pub fn named_set(name: &str) -> Option<&'static NamedSet> {
+    SETS.iter().find(|s| s.name == name)
+}
+
 /// Every metric the engine offers, in registry order.
 pub fn all() -> impl Iterator<Item = &'static Info> {
     REGISTRY.iter().flat_map(|e| e.provides.iter())
@@ -191,9 +254,13 @@ impl MetricSet {
     /// Every registered metric.
     pub const ALL: MetricSet = MetricSet::from_raw(all_flags());
 
-    /// The registered metric called `name` (its flag nick, e.g. `ms-ssim`).
+    /// The registered metric called `name` (its flag nick, e.g. `ms-ssim`), or the metrics of
+    /// the named set called so (`aom-ctc`, [`SETS`]).
     pub fn named(name: &str) -> Option<MetricSet> {
-        all().find(|i| i.name == name).map(|i| i.flag)
+        all()
+            .find(|i| i.name == name)
+            .map(|i| i.flag)
+            .or_else(|| named_set(name).map(|s| s.set()))
     }
 
     /// Unknown bits are dropped.
@@ -244,6 +311,16 @@ mod tests {
             assert_eq!(MetricSet::named(name), Some(flag), "{name}");
         }
         assert_eq!(MetricSet::named("no-such-metric"), None);
+        // A named set is not a metric's name, and stands for registered metrics only.
+        for s in SETS {
+            assert!(all().all(|i| i.name != s.name), "{}", s.name);
+            assert_eq!(MetricSet::named(s.name), Some(s.set()));
+            assert_eq!(s.set().bits().count_ones() as usize, s.metrics.len());
+            for f in s.report_order {
+                let field_name = f.split('=').next_back().unwrap().split(':').next().unwrap();
+                assert!(field(field_name).is_some(), "{}: {f}", s.name);
+            }
+        }
     }
 
     #[test]

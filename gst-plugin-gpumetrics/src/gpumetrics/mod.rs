@@ -59,7 +59,9 @@ pub(crate) static CAT: LazyLock<gst::DebugCategory> = LazyLock::new(|| {
 /// Metrics computed per pair (`metrics` property, GType `GstGpuMetricsMetrics`). The flags
 /// type is registered at run time from the engine's registry
 /// ([`gpumetrics_engine::metric::all`]): one value per metric, with its bit, its description
-/// as the value name and its name as the nick, so a new metric needs no edit here.
+/// as the value name and its name as the nick, so a new metric needs no edit here; then one
+/// value per named set of metrics ([`gpumetrics_engine::metric::SETS`]: `aom-ctc`), with its
+/// metrics' bits (after the metrics, so that a value is written with the metrics' nicks).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Metrics(MetricSet);
 
@@ -107,6 +109,11 @@ impl glib::prelude::StaticType for Metrics {
                     value_name: text(i.description),
                     value_nick: text(i.name),
                 })
+                .chain(gpumetrics_engine::metric::SETS.iter().map(|s| GFlagsValue {
+                    value: s.set().bits(),
+                    value_name: text(s.description),
+                    value_nick: text(s.name),
+                }))
                 .chain([GFlagsValue {
                     value: 0,
                     value_name: std::ptr::null(),
@@ -347,10 +354,32 @@ mod tests {
             .collect();
         let registry: Vec<_> = gpumetrics_engine::metric::all()
             .map(|i| (i.flag.bits(), i.name, i.description))
+            .chain(
+                gpumetrics_engine::metric::SETS
+                    .iter()
+                    .map(|s| (s.set().bits(), s.name, s.description)),
+            )
             .collect();
         assert_eq!(flags, registry);
         let all = Metrics::from(MetricSet::ALL);
         assert_eq!(all.to_value().get::<Metrics>().unwrap(), all);
         assert_eq!(Metrics::default().set(), MetricSet::PSNR);
+        // `metrics=aom-ctc` (gst-launch, the command) is the set's metrics; written back,
+        // a value names its metrics, not the set.
+        let aom = gpumetrics_engine::metric::named_set("aom-ctc")
+            .unwrap()
+            .set();
+        let parse = |text: &str| {
+            glib::Value::deserialize(text, Metrics::static_type())
+                .unwrap()
+                .get::<Metrics>()
+                .unwrap()
+                .set()
+        };
+        assert_eq!(parse("aom-ctc"), aom);
+        assert_eq!(parse("psnr+aom-ctc"), aom | MetricSet::PSNR);
+        let text = Metrics::from(aom).to_value().serialize().unwrap();
+        assert!(!text.contains("common test conditions"), "{text}");
+        assert_eq!(parse(&text), aom);
     }
 }

@@ -13,14 +13,29 @@ use gpumetrics_kernels::psnr::sse_rows;
 /// chroma planes against luma.
 const BAND_ROWS: u32 = 32;
 
-pub(super) struct Psnr;
+pub(super) struct Psnr {
+    /// The entry's metrics to report.
+    pub set: crate::metric_set::MetricSet,
+}
 
 /// No pairs held back.
 impl crate::metric::temporal::Sequenced for Psnr {}
 
 impl CpuMetric for Psnr {
     fn measure(&mut self, plan: &Plan, r: &PlanePtrs, d: &PlanePtrs, scores: &mut Scores) {
-        let planes = plan.psnr_planes(r, d);
+        let sums: Vec<[u64; MAX_CHANNELS]> = super::passes(plan, self.set)
+            .into_iter()
+            .map(|extent| sums(&super::planes(plan, extent, r, d)))
+            .collect();
+        let n = plan.channels.len();
+        let sums: Vec<&[u64]> = sums.iter().map(|s| &s[..n]).collect();
+        super::push_all(plan, self.set, &sums, scores);
+    }
+}
+
+/// The sums of squared errors of each channel of `planes`.
+fn sums(planes: &gpumetrics_kernels::psnr::PsnrPlanes) -> [u64; MAX_CHANNELS] {
+    {
         let pairs = &planes.pairs[..planes.count as usize];
         let bands: Vec<(usize, u32)> = pairs
             .iter()
@@ -46,6 +61,6 @@ impl CpuMetric for Psnr {
         for (c, s) in sums {
             sse[c] += s;
         }
-        super::push_fields(plan, &sse[..plan.channels.len()], scores);
+        sse
     }
 }

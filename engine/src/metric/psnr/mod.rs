@@ -1,40 +1,80 @@
 //! PSNR: fields from per-channel sums of squared errors (kernel side:
-//! `gpumetrics_kernels::psnr`), equal to FFmpeg's `psnr` filter.
+//! `gpumetrics_kernels::psnr`), equal to FFmpeg's `psnr` filter; and from the same sums
+//! `aom-psnr`, libvmaf 3.2.0's `psnr` as the AOM CTC configures it (`reduced_hbd_peak`,
+//! `min_sse=0.5`, and its aggregate APSNR in the summary).
 
 mod cpu;
 mod cuda;
 
 use super::{Entry, Field, Info, Reference};
+use crate::format::ColorFamily;
 use crate::metric_set::MetricSet;
 use crate::plan::Plan;
 use crate::scores::Scores;
 
+/// `aom-psnr`: libvmaf's `psnr` with the AOM CTC's options (one of the `aom-ctc` set).
+pub const AOM_FLAG: MetricSet = MetricSet::bit(15);
+
 pub(crate) const ENTRY: Entry = Entry {
-    provides: &[Info {
-        flag: MetricSet::PSNR,
-        name: "psnr",
-        title: "PSNR",
-        description: "PSNR and MSE per plane, and their plane-weighted average",
-        fields: &FIELDS,
-    }],
+    provides: &[
+        Info {
+            flag: MetricSet::PSNR,
+            name: "psnr",
+            title: "PSNR",
+            description: "PSNR and MSE per plane, and their plane-weighted average",
+            fields: &FIELDS,
+        },
+        Info {
+            flag: AOM_FLAG,
+            name: "aom-psnr",
+            title: "AOM-PSNR",
+            description: "PSNR per YUV plane as libvmaf's psnr in the AOM CTC (peak 255 scaled \
+                          to the bit depth, capped at a squared error of 0.5), APSNR in the \
+                          summary",
+            fields: &AOM_FIELDS,
+        },
+    ],
     options: &[],
     configure: super::no_settings,
-    notes: |_| Vec::new(),
+    notes: |s| {
+        if s.set.contains(AOM_FLAG) && s.plan.reference.format.family() == ColorFamily::Rgb {
+            vec!["aom-psnr reads YUV (as libvmaf): RGB inputs get no aom-psnr".into()]
+        } else {
+            Vec::new()
+        }
+    },
     check: |_| Ok(()),
     cpu: |s| {
-        s.set
-            .contains(MetricSet::PSNR)
-            .then(|| Box::new(cpu::Psnr) as Box<dyn super::CpuMetric>)
+        wanted(s.plan, s.set).map(|set| Box::new(cpu::Psnr { set }) as Box<dyn super::CpuMetric>)
     },
     events: None,
     reference: Reference::Full,
     cuda: |gpu, s| {
-        if !s.set.contains(MetricSet::PSNR) {
+        let Some(set) = wanted(s.plan, s.set) else {
             return Ok(None);
-        }
-        Ok(Some(Box::new(cuda::Psnr::new(gpu, s.plan)?)))
+        };
+        Ok(Some(Box::new(cuda::Psnr::new(gpu, s.plan, set)?)))
     },
 };
+
+/// The metrics of this entry that `set` asks for and the plan can have; `None` if none.
+fn wanted(plan: &Plan, set: MetricSet) -> Option<MetricSet> {
+    let mut out = MetricSet::default();
+    if set.contains(MetricSet::PSNR) {
+        out = out | MetricSet::PSNR;
+    }
+    if set.contains(AOM_FLAG) && plan.reference.format.family() != ColorFamily::Rgb {
+        out = out | AOM_FLAG;
+    }
+    (!out.is_empty()).then_some(out)
+}
+
+/// An AOM CTC PSNR: its summary's `pooled` is libvmaf's APSNR (`aom-apsnr-*`).
+const fn aom(name: &'static str) -> Field {
+    Field::new(name, "PSNR (dB)").unit("dB").harmonic()
+}
+
+const AOM_FIELDS: [Field; 3] = [aom("aom-psnr-y"), aom("aom-psnr-u"), aom("aom-psnr-v")];
 
 const fn psnr(name: &'static str) -> Field {
     Field::new(name, "PSNR (dB)")
@@ -85,6 +125,121 @@ pub fn psnr_db(mse: f64, peak: f64) -> f64 {
     } else {
         10.0 * (peak * peak / mse).log10()
     }
+}
+
+/// Which samples of the channels a pass of the entry sums.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Extent {
+    /// Every sample (FFmpeg's planes, rounded up at odd sizes).
+    Whole,
+    /// libvmaf's planes: a subsampled plane is half the frame's width (height) rounded
+    /// down, so at odd sizes its last column (row) is left out.
+    RoundedDown,
+}
+
+/// A channel's size in `extent`.
+fn channel_size(plan: &Plan, c: &crate::format::ChannelSpec, extent: Extent) -> (u32, u32) {
+    match extent {
+        Extent::Whole => plan.reference.channel_size(c),
+        Extent::RoundedDown => (
+            plan.reference.width >> c.sub_x,
+            plan.reference.height >> c.sub_y,
+        ),
+    }
+}
+
+/// The passes (sums of squared errors per channel) that the metrics of `set` need, in
+/// order: FFmpeg's whole planes for `psnr`, libvmaf's for `aom-psnr` when they differ.
+pub(crate) fn passes(plan: &Plan, set: MetricSet) -> Vec<Extent> {
+    let differ = plan.channels.iter().any(|(c, _)| {
+        channel_size(plan, c, Extent::Whole) != channel_size(plan, c, Extent::RoundedDown)
+    });
+    let mut out = Vec::new();
+    if set.contains(MetricSet::PSNR) {
+        out.push(Extent::Whole);
+    }
+    if set.contains(AOM_FLAG) && (differ || out.is_empty()) {
+        out.push(if differ {
+            Extent::RoundedDown
+        } else {
+            Extent::Whole
+        });
+    }
+    out
+}
+
+/// The kernel-side channel pairs of one pass.
+pub(crate) fn planes(
+    plan: &Plan,
+    extent: Extent,
+    r: &crate::frame::PlanePtrs,
+    d: &crate::frame::PlanePtrs,
+) -> gpumetrics_kernels::psnr::PsnrPlanes {
+    let mut planes = plan.psnr_planes(r, d);
+    for (pair, (c, _)) in planes.pairs.iter_mut().zip(&plan.channels) {
+        (pair.width, pair.height) = channel_size(plan, c, extent);
+    }
+    planes
+}
+
+/// Appends the fields of the metrics of `set` from the sums of squared errors of each of
+/// its [`passes`] (per channel).
+pub(crate) fn push_all(plan: &Plan, set: MetricSet, sse: &[&[u64]], scores: &mut Scores) {
+    if set.contains(MetricSet::PSNR) {
+        push_fields(plan, sse[0], scores);
+    }
+    if set.contains(AOM_FLAG) {
+        let last = sse.len() - 1;
+        push_aom_fields(plan, sse[last], scores);
+    }
+}
+
+/// libvmaf's peak of `psnr` with `reduced_hbd_peak`: 255·2^(bits − 8).
+pub fn aom_peak(bits: u32) -> f64 {
+    (255u64 << (bits - 8)) as f64
+}
+
+/// libvmaf's cap of a plane's PSNR with `min_sse`: the PSNR of a squared error of
+/// `min_sse` over the plane, rounded up, where libvmaf counts a subsampled plane's samples
+/// as half the frame's width and height rounded down (its planes are rounded up).
+pub fn aom_cap(peak: f64, min_sse: f64, samples: u64) -> f64 {
+    (10.0 * (peak * peak / (min_sse / samples as f64)).log10()).ceil()
+}
+
+/// libvmaf's `min_sse` in the AOM CTC.
+pub const AOM_MIN_SSE: f64 = 0.5;
+
+const AOM_NAMES: [&str; 3] = ["aom-psnr-y", "aom-psnr-u", "aom-psnr-v"];
+
+/// Appends `aom-psnr-y/u/v` (Y'CbCr only; gray: luma alone, as libvmaf's 4:0:0), each with
+/// its squared error for the summary's APSNR ([`crate::scores::PoolTerms::Apsnr`]).
+pub(crate) fn push_aom_fields(plan: &Plan, sse: &[u64], scores: &mut Scores) {
+    let bits = plan.reference.format.depth();
+    let peak = aom_peak(bits);
+    for ((c, _), &sse) in plan.channels.iter().zip(sse).take(3) {
+        let i = usize::from(c.name == "u") + 2 * usize::from(c.name == "v");
+        let (w, h) = channel_size(plan, c, Extent::RoundedDown);
+        let n = w as u64 * h as u64;
+        let cap = aom_cap(peak, AOM_MIN_SSE, n);
+        let mse = sse as f64 / n as f64;
+        let psnr = (10.0 * (peak * peak / mse.max(1e-16)).log10()).min(cap);
+        scores.push(AOM_NAMES[i], psnr);
+        let terms = crate::scores::PoolTerms::Apsnr {
+            sse: sse as f64,
+            samples: n as f64,
+            peak,
+        };
+        scores.push_pool_terms(AOM_NAMES[i], terms);
+    }
+}
+
+/// libvmaf's aggregate APSNR of a plane from its squared errors and samples summed over the
+/// frames: the PSNR of their ratio, capped at that of half a squared error over them all
+/// (rounded up), which identical frames get.
+pub fn apsnr(sse: f64, samples: f64, peak: f64) -> f64 {
+    let value = 10.0 * ((peak * peak).log10() + samples.log10() - sse.log10());
+    let cap = (10.0 * (peak * peak * samples * 2.0).log10()).ceil();
+    value.min(cap)
 }
 
 /// Appends `psnr-*`/`mse-*` per channel and the plane-size weighted `psnr-avg`/`mse-avg`,

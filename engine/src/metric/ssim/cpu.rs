@@ -3,13 +3,16 @@
 
 use gpumetrics_kernels::channel::{Channel, ChannelPair};
 use gpumetrics_kernels::psnr::PsnrPlanes;
+use gpumetrics_kernels::ssim::float::{
+    self as float, Decimation, FloatSsim, PLANES, SUMS as FLOAT_SUMS, down, map_values,
+    store_decimated, store_row_sums,
+};
 use gpumetrics_kernels::ssim::{
-    F32_SAMPLES, Moments, RESULT_LEN, TAPS, WEIGHTS, constants, half, pooled, sample, ssim_cs,
-    valid,
+    F32_SAMPLES, Moments, TAPS, WEIGHTS, constants, half, pooled, sample, ssim_cs, valid,
 };
 use rayon::prelude::*;
 
-use super::{Job, slot_index};
+use super::{Job, SUMS, float_sums, slot_index};
 use crate::frame::PlanePtrs;
 use crate::metric::CpuMetric;
 use crate::metric_set::MetricSet;
@@ -27,7 +30,11 @@ impl crate::metric::temporal::Sequenced for Ssim {}
 
 impl CpuMetric for Ssim {
     fn measure(&mut self, plan: &Plan, r: &PlanePtrs, d: &PlanePtrs, scores: &mut Scores) {
-        let sums = sums(&self.job, &plan.psnr_planes(r, d));
+        let planes = self.job.planes(plan, r, d);
+        let mut sums = sums(&self.job, &planes);
+        if self.job.float > 0 {
+            float_scales(plan, &planes, self.job.float, &mut sums);
+        }
         super::push_fields(plan, &self.job, self.set, &sums, scores);
     }
 }
@@ -118,8 +125,8 @@ fn f32_channel(data: &[f32], width: u32, max: u32) -> Channel {
 }
 
 /// Every sum the job asks for, laid out as the GPU's result slot.
-fn sums(job: &Job, planes: &PsnrPlanes) -> [f64; RESULT_LEN] {
-    let mut out = [0.0; RESULT_LEN];
+fn sums(job: &Job, planes: &PsnrPlanes) -> [f64; SUMS] {
+    let mut out = [0.0; SUMS];
     for (i, &levels) in job.levels.iter().enumerate() {
         if levels == 0 {
             continue;
@@ -149,4 +156,90 @@ fn sums(job: &Job, planes: &PsnrPlanes) -> [f64; RESULT_LEN] {
         }
     }
     out
+}
+
+/// The sums of libvmaf's float SSIM of the luma of `planes` at each of `scales` scales
+/// (`gpumetrics_kernels::ssim::float`), into `out` at [`float_sums`]: each scale's
+/// horizontal pass into planes here, then its map values, rows in parallel; the next scale
+/// decimated from it.
+fn float_scales(plan: &Plan, planes: &PsnrPlanes, scales: u32, out: &mut [f64; SUMS]) {
+    let first = Job::float_ssim(plan, planes, 0);
+    let mut p = first;
+    // Keeps the decimated planes that `p` points into alive.
+    let mut owned: (Vec<f32>, Vec<f32>);
+    for scale in 0..scales as usize {
+        let sums = float_scale(&mut p);
+        out[float_sums(scale)..float_sums(scale) + FLOAT_SUMS].copy_from_slice(&sums);
+        if scale + 1 < scales as usize {
+            let (w, h) = (p.pair.width, p.pair.height);
+            let (dw, dh) = (down(w), down(h));
+            let mut r = vec![0f32; dw as usize * dh as usize];
+            let mut d = r.clone();
+            let dec = Decimation {
+                pair: p.pair,
+                divisor: p.divisor,
+                _pad: 0,
+                down_reference: r.as_mut_ptr() as u64,
+                down_distorted: d.as_mut_ptr() as u64,
+            };
+            // SAFETY: the source describes readable memory of w×h samples; each task writes
+            // its own row of the next scale's planes.
+            (0..dh).into_par_iter().for_each(|y| {
+                for x in 0..dw {
+                    unsafe { store_decimated(&dec, x, y) };
+                }
+            });
+            owned = (r, d);
+            p = FloatSsim {
+                pair: ChannelPair {
+                    reference: float::f32_channel(owned.0.as_ptr() as u64, dw),
+                    distorted: float::f32_channel(owned.1.as_ptr() as u64, dw),
+                    width: dw,
+                    height: dh,
+                },
+                divisor: 1.0,
+                _pad: 0,
+                rows: 0,
+            };
+        }
+    }
+}
+
+/// The sums (l, c, s, l·c·s) of one scale's map: its horizontal pass into planes here,
+/// rows in parallel, then its map values, rows in parallel.
+fn float_scale(p: &mut FloatSsim) -> [f64; FLOAT_SUMS] {
+    let (w, h) = (p.pair.width, p.pair.height);
+    let (vw, vh) = (valid(w), valid(h));
+    let mut rows = vec![0f32; PLANES * p.plane_len()];
+    p.rows = rows.as_mut_ptr() as u64;
+    let p = &*p;
+    // SAFETY: the pair describes readable memory of w×h samples (validated frames or the
+    // decimated planes); `rows` holds the planes, each task writes its own row of them.
+    (0..h).into_par_iter().for_each(|y| {
+        for x in 0..vw {
+            unsafe { store_row_sums(p, x, y) };
+        }
+    });
+    // SAFETY: every row of the planes was written above.
+    let per_row: Vec<[f64; FLOAT_SUMS]> = (0..vh)
+        .into_par_iter()
+        .map(|y| {
+            let mut sums = [0.0; FLOAT_SUMS];
+            for x in 0..vw {
+                let v = unsafe { map_values(p, x, y) };
+                for i in 0..FLOAT_SUMS {
+                    sums[i] += v[i];
+                }
+            }
+            sums
+        })
+        .collect();
+    drop(rows);
+    let mut total = [0.0; FLOAT_SUMS];
+    for r in per_row {
+        for i in 0..FLOAT_SUMS {
+            total[i] += r[i];
+        }
+    }
+    total
 }

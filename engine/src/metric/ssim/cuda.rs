@@ -5,7 +5,7 @@
 
 use cudarc::driver::{CudaEvent, CudaSlice, DriverError, LaunchConfig};
 
-use super::{Job, scale_sizes};
+use super::{Job, SUMS, float_sizes, float_sums, scale_sizes};
 use crate::cuda::{AddSlots, DevPtrMut, DeviceMemory, Gpu, Readback, zeroed};
 use crate::error::EngineError;
 use crate::frame::PlanePtrs;
@@ -14,8 +14,9 @@ use crate::metric_set::MetricSet;
 use crate::plan::Plan;
 use crate::scores::Scores;
 use gpumetrics_kernels::channel::{Channel, ChannelPair, MAX_CHANNELS};
+use gpumetrics_kernels::ssim::float::{Decimation, down, f32_channel};
 use gpumetrics_kernels::ssim::{
-    BLOCK_ROWS, F32_SAMPLES, RESULT_LEN, SCALES, ScalePair, SsimPlanes, TILE_W, grid,
+    BLOCK_ROWS, F32_SAMPLES, FLOAT_BLOCK, SCALES, ScalePair, SsimPlanes, TILE_W, grid,
 };
 
 /// Pooled planes of one channel at scales 1.. (reference, distorted), f32, packed rows.
@@ -33,6 +34,10 @@ pub(super) struct Ssim {
     sums: AddSlots<f64>,
     /// Where they come back to the host.
     host: Readback<f64>,
+    /// The planes of libvmaf's float SSIM's horizontal pass ([`Job::float`], sized for its
+    /// first scale), and its decimated scales 1.. (reference, distorted).
+    float_rows: Option<CudaSlice<f32>>,
+    float_scales: Vec<(CudaSlice<f32>, CudaSlice<f32>)>,
 }
 
 impl Ssim {
@@ -65,12 +70,32 @@ impl Ssim {
                 ptrs,
             }));
         }
+        let (w, h) = (plan.reference.width, plan.reference.height);
+        let float_rows = if job.float > 0 {
+            let n = gpumetrics_kernels::ssim::valid(w) as usize * h as usize;
+            Some(zeroed::<f32>(
+                &gpu.stream,
+                gpumetrics_kernels::ssim::float::PLANES * n,
+            )?)
+        } else {
+            None
+        };
+        let mut float_scales = Vec::new();
+        for &(sw, sh) in float_sizes(w, h).iter().take(job.float as usize).skip(1) {
+            let n = sw as usize * sh as usize;
+            float_scales.push((
+                zeroed::<f32>(&gpu.stream, n)?,
+                zeroed::<f32>(&gpu.stream, n)?,
+            ));
+        }
         Ok(Ssim {
             job,
             set,
             pooled,
-            sums: AddSlots::new(&gpu.stream, RESULT_LEN)?,
-            host: Readback::new(&gpu.ctx, RESULT_LEN)?,
+            sums: AddSlots::new(&gpu.stream, SUMS)?,
+            host: Readback::new(&gpu.ctx, SUMS)?,
+            float_rows,
+            float_scales,
         })
     }
 
@@ -82,7 +107,7 @@ impl Ssim {
         r: &PlanePtrs,
         d: &PlanePtrs,
     ) -> Result<(), DriverError> {
-        let base = plan.psnr_planes(r, d);
+        let base = self.job.planes(plan, r, d);
         let peak = plan.reference.format.peak();
         let f32_chan = |ptr: u64, w: u32| Channel {
             ptr,
@@ -146,11 +171,56 @@ impl Ssim {
             };
             let clear_now = if scale == 0 { clear } else { DevPtrMut::null() };
             // SAFETY: the plane pointers were validated against the layouts; the pooled
-            // buffers hold each scale's size; both result slots hold RESULT_LEN values.
+            // buffers hold each scale's size; both result slots hold SUMS values.
             unsafe {
                 gpu.kernels
                     .ssim_scale(&gpu.stream, cfg, planes, add_to, clear_now)?
             };
+        }
+        if let Some(rows) = &self.float_rows {
+            let cfg = |rows: u32| LaunchConfig {
+                grid_dim: (rows.clamp(1, 2048), 1, 1),
+                block_dim: (FLOAT_BLOCK, 1, 1),
+                shared_mem_bytes: 0,
+            };
+            let mut p = Job::float_ssim(plan, &base, rows.ptr());
+            for scale in 0..self.job.float as usize {
+                if scale > 0 {
+                    let (r, d) = &self.float_scales[scale - 1];
+                    let dec = Decimation {
+                        pair: p.pair,
+                        divisor: p.divisor,
+                        _pad: 0,
+                        down_reference: r.ptr(),
+                        down_distorted: d.ptr(),
+                    };
+                    let (dw, dh) = (down(p.pair.width), down(p.pair.height));
+                    // SAFETY: the source is the validated luma or the previous scale's
+                    // planes; the next scale's planes hold dw×dh values.
+                    unsafe { gpu.kernels.vmaf_ssim_down(&gpu.stream, cfg(dh), dec)? };
+                    p.pair = ChannelPair {
+                        reference: f32_channel(r.ptr(), dw),
+                        distorted: f32_channel(d.ptr(), dw),
+                        width: dw,
+                        height: dh,
+                    };
+                    p.divisor = 1.0;
+                }
+                let at = float_sums(scale);
+                // SAFETY: `rows` holds the planes of the first (largest) scale; both result
+                // slots hold SUMS values.
+                unsafe {
+                    gpu.kernels
+                        .vmaf_ssim_rows(&gpu.stream, cfg(p.pair.height), p)?;
+                    gpu.kernels.vmaf_ssim_map(
+                        &gpu.stream,
+                        cfg(p.pair.height),
+                        p,
+                        add_to.wrapping_add(at),
+                        clear.wrapping_add(at),
+                    )?;
+                }
+            }
         }
         self.sums.copy_to(&mut self.host)
     }
@@ -204,8 +274,8 @@ impl CudaMetric for Ssim {
                 "ssim: no pair queued to read".into(),
             ));
         }
-        let mut sums = [0.0; RESULT_LEN];
-        match self.host.take(RESULT_LEN) {
+        let mut sums = [0.0; SUMS];
+        match self.host.take(SUMS) {
             Ok(s) => sums.copy_from_slice(s),
             Err(e) => {
                 self.host.clear();

@@ -1,4 +1,5 @@
-//! SSIM's kernel (`ssim_scale`) against the host build of the same per-pixel functions.
+//! SSIM's kernels (`ssim_scale`; `vmaf_ssim_rows` and `vmaf_ssim_map`, libvmaf's float SSIM
+//! of `aom-ssim-db`) against the host build of the same per-pixel functions.
 
 use std::sync::Arc;
 
@@ -10,10 +11,265 @@ use crate::common::Rng;
 use crate::{Check, Outcome, rel_err};
 
 /// The checks of this module and the kernels each covers.
-pub(crate) const CHECKS: &[(&[&str], Check)] = &[(&["ssim_scale"], ssim_scale)];
+pub(crate) const CHECKS: &[(&[&str], Check)] = &[
+    (&["ssim_scale"], ssim_scale),
+    (
+        &["vmaf_ssim_rows", "vmaf_ssim_map", "vmaf_ssim_down"],
+        vmaf_ssim,
+    ),
+];
 
 crate::gpu_tests! {
     ssim_scale_matches_the_host => "ssim_scale",
+    vmaf_ssim_matches_the_host => "vmaf_ssim_map",
+}
+
+/// The engine check of the AOM CTC set, outside `CHECKS` (which maps each kernel to one
+/// check): the float SSIMs are this folder's, the set's other fields come along.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn aom_ctc_cuda_engine_matches_the_cpu_engine() {
+    crate::run("aom-ctc (engine)", aom_ctc_engine);
+}
+
+/// `aom-ctc` on the CUDA engine against the CPU engine, host frames, four pairs in a row
+/// (VMAF holds one back; the last comes with `finish`) at 8 bits 4:2:0 of an odd size, 10
+/// bits 4:2:0 and 8 bits 4:4:4, the third pair identical frames (the capped values): the
+/// set's own fields (the others have their metrics' engine checks, with their tolerances)
+/// within 1e-6 relative (the float SSIMs' sums in another order on the GPU).
+fn aom_ctc_engine(_k: &Kernels, _s: &Arc<CudaStream>, r: &mut Rng) -> Result<Outcome, DriverError> {
+    use gpumetrics_engine::{BackendChoice, Engine, EngineConfig, FrameLayout, PixelFormat};
+    let set = gpumetrics_engine::MetricSet::named("aom-ctc").expect("a named set");
+    const TOLERANCE: f64 = 1e-6;
+    let (mut max_err, mut elements, mut notes) = (0f64, 0, Vec::new());
+    for (format, w, h) in [
+        (PixelFormat::I420, 333, 199),
+        (PixelFormat::I420_10Le, 320, 240),
+        (PixelFormat::Y444, 256, 192),
+    ] {
+        let layout = FrameLayout {
+            format,
+            width: w,
+            height: h,
+        };
+        let [mut gpu, mut cpu] = [BackendChoice::Cuda, BackendChoice::Cpu].map(|backend| {
+            let cfg = EngineConfig {
+                metrics: set,
+                backend,
+                ..Default::default()
+            };
+            Engine::new(&cfg, layout, layout).expect("an engine")
+        });
+        assert_eq!(gpu.backend_name(), "cuda");
+        let depth = format.depth();
+        let (mut got, mut want) = (Vec::new(), Vec::new());
+        for f in 0..4 {
+            let mut fill = |i: usize| {
+                let b = r.next_u32() as u8;
+                if depth == 10 && i % 2 == 1 { b & 3 } else { b }
+            };
+            let a = crate::common::OwnedFrame::new(format, w, h, &mut fill);
+            let noise = r.bytes(a.data.len());
+            let b = crate::common::OwnedFrame::new(format, w, h, |i| {
+                if f == 2 || (depth > 8 && i % 2 == 1) {
+                    a.data[i]
+                } else {
+                    a.data[i].saturating_add(noise[i] % 7).saturating_sub(3)
+                }
+            });
+            got.extend(gpu.push(&a.host(), &b.host()).expect("cuda scores"));
+            want.extend(cpu.push(&a.host(), &b.host()).expect("cpu scores"));
+        }
+        got.extend(gpu.finish().expect("cuda scores"));
+        want.extend(cpu.finish().expect("cpu scores"));
+        assert_eq!(got.len(), want.len());
+        const FIELDS: [&str; 7] = [
+            "aom-psnr-y",
+            "aom-psnr-u",
+            "aom-psnr-v",
+            "aom-ssim-db",
+            "aom-ms-ssim-db",
+            "vmaf",
+            "vmaf-neg",
+        ];
+        for (i, (g, c)) in got.iter().zip(&want).enumerate() {
+            for (field, c) in c.iter().filter(|(f, _)| FIELDS.contains(f)) {
+                let e = match g.get(field) {
+                    Some(g) if g == c => 0.0,
+                    Some(g) => rel_err(g, c),
+                    None => f64::INFINITY,
+                };
+                max_err = max_err.max(if e.is_nan() { f64::INFINITY } else { e });
+                elements += 1;
+                if e > TOLERANCE {
+                    notes.push(format!(
+                        "{} {w}x{h} pair {i} {field}: {:?} (cpu {c})",
+                        format.name(),
+                        g.get(field)
+                    ));
+                }
+            }
+        }
+    }
+    Ok(Outcome {
+        elements,
+        max_err,
+        tolerance: TOLERANCE,
+        note: notes.join("; "),
+    })
+}
+
+/// libvmaf's float SSIM and MS-SSIM (`aom-ssim-db`, `aom-ms-ssim-db`): an odd-size 8-bit
+/// pair and a 10-bit one (16-bit containers, padded pitches, the distorted frame the
+/// reference plus noise, flat areas where the covariance rounds below 0). The horizontal
+/// pass's planes and the next MS-SSIM scale bit for bit (the same f32 products and f64
+/// sums), the map's four sums within 1e-12 (another summation order); the other result
+/// slot must come back cleared.
+fn vmaf_ssim(k: &Kernels, s: &Arc<CudaStream>, r: &mut Rng) -> Result<Outcome, DriverError> {
+    use gpumetrics_kernels::ssim::float::{
+        Decimation, PLANES, SUMS, down, map_values, store_decimated, store_row_sums,
+    };
+    use gpumetrics_kernels::ssim::{FLOAT_BLOCK, FloatSsim, valid};
+    let mut worst = 0.0f64;
+    let mut notes = Vec::new();
+    for (w, h, bytes, depth) in [(333u32, 199u32, 1u32, 8u32), (160, 97, 2, 10)] {
+        let max = (1u32 << depth) - 1;
+        let pitch = w * bytes + 32;
+        let mut a = vec![0u8; (pitch * h) as usize];
+        let mut b = a.clone();
+        for y in 0..h {
+            for x in 0..w {
+                // A ramp with noise, flat and equal in the left quarter.
+                let v = if x < w / 4 {
+                    max / 3
+                } else {
+                    ((x + y) * max / (w + h) + r.bytes(1)[0] as u32 % 5).min(max)
+                };
+                let d = (v + r.bytes(1)[0] as u32 % 9).saturating_sub(4).min(max);
+                let d = if x < w / 4 { v } else { d };
+                let at = (y * pitch + x * bytes) as usize;
+                let n = bytes as usize;
+                a[at..at + n].copy_from_slice(&v.to_le_bytes()[..n]);
+                b[at..at + n].copy_from_slice(&d.to_le_bytes()[..n]);
+            }
+        }
+        let chan = |ptr: u64| Channel {
+            ptr,
+            pitch,
+            step: bytes,
+            sample_bytes: bytes,
+            shift: 0,
+            max,
+            _pad: 0,
+        };
+        let pair = |ra: u64, rb: u64| ChannelPair {
+            reference: chan(ra),
+            distorted: chan(rb),
+            width: w,
+            height: h,
+        };
+        let divisor = (1u32 << (depth - 8)) as f32;
+        let describe = |ra: u64, rb: u64, rows: u64| FloatSsim {
+            pair: pair(ra, rb),
+            divisor,
+            _pad: 0,
+            rows,
+        };
+        let decimation = |ra: u64, rb: u64, dr: u64, dd: u64| Decimation {
+            pair: pair(ra, rb),
+            divisor,
+            _pad: 0,
+            down_reference: dr,
+            down_distorted: dd,
+        };
+        let n = valid(w) as usize * h as usize;
+        let nd = down(w) as usize * down(h) as usize;
+        let mut host_rows = vec![0f32; PLANES * n];
+        let (mut host_dr, mut host_dd) = (vec![0f32; nd], vec![0f32; nd]);
+        let (pa, pb) = (a.as_ptr() as u64, b.as_ptr() as u64);
+        let hp = describe(pa, pb, host_rows.as_mut_ptr() as u64);
+        let hd = decimation(
+            pa,
+            pb,
+            host_dr.as_mut_ptr() as u64,
+            host_dd.as_mut_ptr() as u64,
+        );
+        let mut want = [0.0f64; SUMS];
+        // SAFETY: the frames and the planes hold what the descriptions address.
+        unsafe {
+            for y in 0..h {
+                for x in 0..valid(w) {
+                    store_row_sums(&hp, x, y);
+                }
+            }
+            for y in 0..valid(h) {
+                for x in 0..valid(w) {
+                    let v = map_values(&hp, x, y);
+                    for i in 0..SUMS {
+                        want[i] += v[i];
+                    }
+                }
+            }
+            for y in 0..down(h) {
+                for x in 0..down(w) {
+                    store_decimated(&hd, x, y);
+                }
+            }
+        }
+        let (da, db) = (s.clone_htod(&a)?, s.clone_htod(&b)?);
+        let mut rows = s.alloc_zeros::<f32>(PLANES * n)?;
+        let mut dr = s.alloc_zeros::<f32>(nd)?;
+        let mut dd = s.alloc_zeros::<f32>(nd)?;
+        let mut init = vec![0f64; SUMS];
+        init.extend(std::iter::repeat_n(7.0, SUMS));
+        let mut out = s.clone_htod(&init)?;
+        {
+            let (pa, _ga) = DevPtr::of(&da, s);
+            let (pb, _gb) = DevPtr::of(&db, s);
+            let (pr, _gr) = DevPtrMut::of(&mut rows, s);
+            let (pdr, _gdr) = DevPtrMut::of(&mut dr, s);
+            let (pdd, _gdd) = DevPtrMut::of(&mut dd, s);
+            let (po, _go) = DevPtrMut::of(&mut out, s);
+            let p = describe(pa.as_raw(), pb.as_raw(), pr.as_raw());
+            let dec = decimation(pa.as_raw(), pb.as_raw(), pdr.as_raw(), pdd.as_raw());
+            let cfg = LaunchConfig {
+                grid_dim: (64, 1, 1),
+                block_dim: (FLOAT_BLOCK, 1, 1),
+                shared_mem_bytes: 0,
+            };
+            unsafe {
+                k.vmaf_ssim_rows(s, cfg, p)?;
+                k.vmaf_ssim_map(s, cfg, p, po, po.wrapping_add(SUMS))?;
+                k.vmaf_ssim_down(s, cfg, dec)?;
+            }
+        }
+        let got = s.clone_dtoh(&out)?;
+        let same = |g: &[f32], w: &[f32]| g.iter().zip(w).all(|(g, w)| g.to_bits() == w.to_bits());
+        let rows_equal = same(&s.clone_dtoh(&rows)?, &host_rows);
+        let down_equal = same(&s.clone_dtoh(&dr)?, &host_dr) && same(&s.clone_dtoh(&dd)?, &host_dd);
+        let cleared = got[SUMS..].iter().all(|&v| v == 0.0);
+        let err = (0..SUMS)
+            .map(|i| rel_err(got[i], want[i]))
+            .fold(0.0, f64::max);
+        worst = worst.max(if cleared && rows_equal && down_equal {
+            err
+        } else {
+            f64::INFINITY
+        });
+        notes.push(format!(
+            "{w}x{h} {depth}-bit: l·c·s {} vs host {} (planes {}, next scale {})",
+            got[3],
+            want[3],
+            if rows_equal { "equal" } else { "differ" },
+            if down_equal { "equal" } else { "differs" },
+        ));
+    }
+    Ok(Outcome {
+        elements: 2,
+        max_err: worst,
+        tolerance: 1e-12,
+        note: notes.join("; "),
+    })
 }
 
 /// Host sums of the ssim and cs map values of `p`, from the same per-pixel functions.

@@ -6,10 +6,16 @@ mod cuda;
 
 use super::{CpuMetric, CudaMetric, Entry, Field, Info, OptionKind, OptionSpec, Reference};
 use crate::format::ColorFamily;
+use crate::frame::PlanePtrs;
 use crate::metric_set::MetricSet;
 use crate::plan::Plan;
 use crate::scores::Scores;
 use gpumetrics_kernels::channel::MAX_CHANNELS;
+use gpumetrics_kernels::psnr::PsnrPlanes;
+use gpumetrics_kernels::ssim::FloatSsim;
+use gpumetrics_kernels::ssim::float::{
+    MS_ALPHAS, MS_BETAS, MS_SCALES, SUMS as FLOAT_SUMS, down, mean as float_mean, ms_fits,
+};
 use gpumetrics_kernels::ssim::{MS_MIN_SIDE, MS_WEIGHTS, RESULT_LEN, SCALES, half, valid};
 
 /// SSIM and MS-SSIM: one pass computes both (MS-SSIM's first scale is the SSIM map).
@@ -29,6 +35,24 @@ pub(crate) const ENTRY: Entry = Entry {
             title: "MS-SSIM",
             description: "MS-SSIM (5 scales) of luma, or the mean over R, G, B; frames > 160x160",
             fields: &[score("ms-ssim")],
+        },
+        Info {
+            flag: AOM_SSIM,
+            name: "aom-ssim-db",
+            title: "AOM-SSIM-dB",
+            description: "Luma SSIM in dB as libvmaf's float_ssim in the AOM CTC (scale=1, \
+                          enable_db, clip_db)",
+            fields: &[Field::new("aom-ssim-db", "SSIM (dB)").unit("dB").harmonic()],
+        },
+        Info {
+            flag: AOM_MS_SSIM,
+            name: "aom-ms-ssim-db",
+            title: "AOM-MS-SSIM-dB",
+            description: "Luma MS-SSIM in dB as libvmaf's float_ms_ssim in the AOM CTC \
+                          (enable_db, clip_db); frames >= 176x176",
+            fields: &[Field::new("aom-ms-ssim-db", "SSIM (dB)")
+                .unit("dB")
+                .harmonic()],
         },
     ],
     options: &[CHROMA],
@@ -53,6 +77,12 @@ pub(crate) const ENTRY: Entry = Entry {
         )),
     },
 };
+
+/// `aom-ssim-db`: luma SSIM as libvmaf's `float_ssim` with `scale=1:enable_db:clip_db`.
+pub const AOM_SSIM: MetricSet = MetricSet::bit(16);
+
+/// `aom-ms-ssim-db`: luma MS-SSIM as libvmaf's `float_ms_ssim` with `enable_db:clip_db`.
+pub const AOM_MS_SSIM: MetricSet = MetricSet::bit(18);
 
 /// `ssim-chroma`: SSIM on the chroma planes of YUV input too.
 const CHROMA: OptionSpec = OptionSpec {
@@ -94,6 +124,26 @@ const SSIM_FIELDS: [Field; 8] = [
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Job {
     pub levels: [u32; MAX_CHANNELS],
+    /// Scales of libvmaf's float SSIM of luma (`gpumetrics_kernels::ssim::float`): 0, 1
+    /// (`aom-ssim-db`) or [`MS_SCALES`] (`aom-ms-ssim-db`, whose first scale is
+    /// `aom-ssim-db`'s); their sums at [`float_sums`].
+    pub float: u32,
+}
+
+/// Where a result slot holds the sums (l, c, s, l·c·s) of libvmaf's float SSIM at `scale`.
+pub(crate) const fn float_sums(scale: usize) -> usize {
+    RESULT_LEN + scale * FLOAT_SUMS
+}
+/// f64 values per result slot: the SSIM/MS-SSIM sums and the float ones.
+pub(crate) const SUMS: usize = float_sums(MS_SCALES);
+
+/// The sizes of libvmaf's MS-SSIM scales of a w×h frame.
+pub(crate) fn float_sizes(w: u32, h: u32) -> [(u32, u32); MS_SCALES] {
+    let mut out = [(w, h); MS_SCALES];
+    for s in 1..MS_SCALES {
+        out[s] = (down(out[s - 1].0), down(out[s - 1].1));
+    }
+    out
 }
 
 impl Job {
@@ -120,7 +170,33 @@ impl Job {
                 ssim as u32
             };
         }
-        job.levels.iter().any(|&l| l > 0).then_some(job)
+        let (w, h) = (plan.reference.width, plan.reference.height);
+        let yuv = plan.reference.format.family() != ColorFamily::Rgb;
+        job.float = if yuv && metrics.contains(AOM_MS_SSIM) && ms_fits(w, h) {
+            MS_SCALES as u32
+        } else if yuv && metrics.contains(AOM_SSIM) && valid(w) > 0 && valid(h) > 0 {
+            1
+        } else {
+            0
+        };
+        (job.float > 0 || job.levels.iter().any(|&l| l > 0)).then_some(job)
+    }
+
+    /// The kernel-side channel pairs of a pair of frames.
+    pub(crate) fn planes(&self, plan: &Plan, r: &PlanePtrs, d: &PlanePtrs) -> PsnrPlanes {
+        plan.psnr_planes(r, d)
+    }
+
+    /// libvmaf's float SSIM of the luma of `planes` (its pair 0) at scale 0, its horizontal
+    /// pass in `rows` ([`FloatSsim::rows`]).
+    pub(crate) fn float_ssim(plan: &Plan, planes: &PsnrPlanes, rows: u64) -> FloatSsim {
+        let bits = plan.reference.format.depth();
+        FloatSsim {
+            pair: planes.pairs[0],
+            divisor: (1u32 << (bits - 8)) as f32,
+            _pad: 0,
+            rows,
+        }
     }
 
     pub(crate) fn max_levels(&self) -> u32 {
@@ -162,6 +238,25 @@ pub fn notes(plan: &Plan, metrics: MetricSet, chroma: bool) -> Vec<String> {
             ));
         }
     }
+    if metrics.contains(AOM_MS_SSIM) && plan.reference.format.family() == ColorFamily::Rgb {
+        out.push("aom-ms-ssim-db reads luma (as libvmaf): RGB inputs get none".into());
+    } else if metrics.contains(AOM_MS_SSIM) && !ms_fits(w, h) {
+        out.push(format!(
+            "aom-ms-ssim-db needs frames of at least 176x176 (as libvmaf: 5 scales of an \
+             11-pixel window); {w}x{h} frames get none"
+        ));
+    }
+    if metrics.contains(AOM_SSIM) && plan.reference.format.family() == ColorFamily::Rgb {
+        out.push("aom-ssim-db reads luma (as libvmaf): RGB inputs get none".into());
+    } else if metrics.contains(AOM_SSIM)
+        && !metrics.contains(MetricSet::SSIM)
+        && (valid(w) == 0 || valid(h) == 0)
+    {
+        out.push(format!(
+            "aom-ssim-db needs frames of at least 11x11 (the Gaussian window); {w}x{h} frames \
+             get none"
+        ));
+    }
     if metrics.contains(MetricSet::MS_SSIM) && w.min(h) <= MS_MIN_SIDE {
         out.push(format!(
             "ms-ssim needs both sides larger than {MS_MIN_SIDE} pixels (5 scales of an 11-pixel \
@@ -190,7 +285,7 @@ pub(crate) fn push_fields(
     plan: &Plan,
     job: &Job,
     metrics: MetricSet,
-    sums: &[f64; RESULT_LEN],
+    sums: &[f64; SUMS],
     s: &mut Scores,
 ) {
     let rgb = plan.reference.format.family() == ColorFamily::Rgb;
@@ -200,6 +295,28 @@ pub(crate) fn push_fields(
         let (sw, sh) = scale_sizes(w, h)[scale];
         sums[slot_index(i, scale, which)] / (valid(sw) as f64 * valid(sh) as f64)
     };
+    if job.float > 0 {
+        // libvmaf's cap: the dB of half a squared error over the frame at the full peak.
+        let (w, h) = (plan.reference.width, plan.reference.height);
+        let peak = plan.reference.format.peak() as f64;
+        let cap = (10.0 * (peak * peak / (0.5 / (w as f64 * h as f64))).log10()).ceil();
+        let db = |v: f64| (-10.0 * (1.0 - v).log10()).min(cap);
+        if metrics.contains(AOM_SSIM) {
+            s.push("aom-ssim-db", db(float_mean(sums[float_sums(0) + 3], w, h)));
+        }
+        if metrics.contains(AOM_MS_SSIM) && job.float == MS_SCALES as u32 {
+            let sizes = float_sizes(w, h);
+            let mut ms = 1.0f64;
+            for (k, &(sw, sh)) in sizes.iter().enumerate() {
+                let at = float_sums(k);
+                let [l, c, cs] = [0, 1, 2].map(|i| float_mean(sums[at + i], sw, sh));
+                ms *= l.powf(MS_ALPHAS[k] as f64)
+                    * c.powf(MS_BETAS[k] as f64)
+                    * cs.powf(MS_BETAS[k] as f64);
+            }
+            s.push("aom-ms-ssim-db", db(ms));
+        }
+    }
     if metrics.contains(MetricSet::SSIM) && job.levels[0] > 0 {
         let mut per = Vec::new();
         for (i, (c, _)) in plan.channels.iter().enumerate() {
@@ -267,7 +384,7 @@ mod tests {
         Job::new(&p.0, set, p.1)
     }
 
-    fn fields(p: &(Plan, bool), set: MetricSet, sums: &[f64; RESULT_LEN], s: &mut Scores) {
+    fn fields(p: &(Plan, bool), set: MetricSet, sums: &[f64; SUMS], s: &mut Scores) {
         let job = job(p, set).unwrap();
         push_fields(&p.0, &job, set, sums, s);
     }
@@ -294,7 +411,7 @@ mod tests {
     #[test]
     fn fields_weight_planes_and_scales() {
         let p = plan(PixelFormat::I420, 20, 20, true);
-        let mut sums = [0.0; RESULT_LEN];
+        let mut sums = [0.0; SUMS];
         // Luma 10x10 valid, chroma 10x10 planes: 0x0 valid -> chroma left out.
         sums[slot_index(0, 0, 0)] = 50.0;
         let mut s = Scores::new();
@@ -304,7 +421,7 @@ mod tests {
         assert_eq!(s.get("ssim-all"), None);
 
         let p = plan(PixelFormat::Y444, 12, 12, true);
-        let mut sums = [0.0; RESULT_LEN];
+        let mut sums = [0.0; SUMS];
         for (i, v) in [4.0, 2.0, 0.0].into_iter().enumerate() {
             sums[slot_index(i, 0, 0)] = v;
         }
@@ -315,7 +432,7 @@ mod tests {
         assert_eq!(s.get("ssim-all"), Some(0.5));
 
         let p = plan(PixelFormat::Gray8, 200, 170, false);
-        let mut sums = [0.0; RESULT_LEN];
+        let mut sums = [0.0; SUMS];
         let sizes = scale_sizes(200, 170);
         for (scale, &(w, h)) in sizes.iter().enumerate() {
             let n = valid(w) as f64 * valid(h) as f64;

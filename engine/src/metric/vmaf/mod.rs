@@ -42,9 +42,22 @@ pub(crate) struct Settings {
     /// `cambi-enc-width`, `cambi-enc-height`, `cambi-enc-bitdepth` (0: the input's), for
     /// the models that read CAMBI.
     cambi_enc: (u32, u32, u32),
+    /// The field of the model's score: `vmaf`, or `vmaf-neg` for the second model.
+    field: &'static str,
 }
 
 impl Settings {
+    /// The settings of `vmaf-neg`: libvmaf's `vmaf_v0.6.1neg` on its own features (those of
+    /// its enhancement gain limits), without the feature fields.
+    fn neg(&self) -> Settings {
+        Settings {
+            model: Model::built_in(NEG_MODEL).expect("vmaf_v0.6.1neg is built in"),
+            features: false,
+            cambi_enc: self.cambi_enc,
+            field: "vmaf-neg",
+        }
+    }
+
     /// The model's CAMBI settings with the encode side's properties.
     fn cambi(&self) -> CambiSettings {
         let mut c = self.model.cambi;
@@ -94,6 +107,7 @@ fn configure(o: &Options) -> Result<super::Settings, EngineError> {
         model,
         features: o.bool(&FEATURES),
         cambi_enc: super::cambi::encode_side(o)?,
+        field: "vmaf",
     }))
 }
 
@@ -145,15 +159,31 @@ const FIELDS: [Field; 16] = [
     feature(V1_FEATURE_FIELDS[4]),
 ];
 
+/// `vmaf-neg`: the VMAF NEG model beside the `vmaf-model` one (the AOM CTC reports both).
+pub const NEG_FLAG: MetricSet = MetricSet::bit(17);
+
+/// The model of `vmaf-neg`.
+pub const NEG_MODEL: &str = "vmaf_v0.6.1neg";
+
 pub(crate) const ENTRY: Entry = Entry {
-    provides: &[Info {
-        flag: MetricSet::VMAF,
-        name: "vmaf",
-        title: "VMAF",
-        description: "VMAF (libvmaf 3.2.0 integer features and models, v0 and v1; holds one pair \
-                      back, two for the HFR models)",
-        fields: &FIELDS,
-    }],
+    provides: &[
+        Info {
+            flag: MetricSet::VMAF,
+            name: "vmaf",
+            title: "VMAF",
+            description: "VMAF (libvmaf 3.2.0 integer features and models, v0 and v1; holds \
+                          one pair back, two for the HFR models)",
+            fields: &FIELDS,
+        },
+        Info {
+            flag: NEG_FLAG,
+            name: "vmaf-neg",
+            title: "VMAF-NEG",
+            description: "VMAF NEG (libvmaf's vmaf_v0.6.1neg), beside vmaf in the same run \
+                          (holds one pair back)",
+            fields: &[Field::new("vmaf-neg", "VMAF (0..100)").harmonic()],
+        },
+    ],
     options: &[
         MODEL,
         FEATURES,
@@ -164,13 +194,13 @@ pub(crate) const ENTRY: Entry = Entry {
     configure,
     notes: |s| {
         let (plan, set) = (s.plan, s.set);
-        if set.contains(MetricSet::VMAF) && plan.reference.format.family() == ColorFamily::Rgb {
+        if wants(set) && plan.reference.format.family() == ColorFamily::Rgb {
             vec![
                 "vmaf measures luma: RGB inputs get no vmaf (convert them to a YUV format \
                   first)"
                     .to_string(),
             ]
-        } else if set.contains(MetricSet::VMAF) && !fits(plan) {
+        } else if wants(set) && !fits(plan) {
             vec![format!(
                 "vmaf needs frames larger than {MIN_SIDE_EXCLUSIVE}x{MIN_SIDE_EXCLUSIVE} (as \
                  libvmaf); {}x{} frames get no vmaf",
@@ -181,38 +211,182 @@ pub(crate) const ENTRY: Entry = Entry {
         }
     },
     check: |s| {
-        let settings: &Settings = s.settings();
-        if !s.set.contains(MetricSet::VMAF) || !fits(s.plan) {
+        if !fits(s.plan) {
             return Ok(());
         }
-        match host::why_not(s.plan, &settings.model, &settings.cambi()) {
-            Some(why) => Err(EngineError::Unsupported(why)),
-            None => Ok(()),
+        for settings in models(s.settings(), s.set) {
+            if let Some(why) = host::why_not(s.plan, &settings.model, &settings.cambi()) {
+                return Err(EngineError::Unsupported(why));
+            }
         }
+        Ok(())
     },
     cpu: |s| {
-        let settings: &Settings = s.settings();
-        if !s.set.contains(MetricSet::VMAF) || !fits(s.plan) {
+        if !fits(s.plan) {
             return None;
         }
         // `check` refused the plans whose host features cannot be made.
-        let frames = cpu::Vmaf::new(s.plan, settings.model.clone(), &settings.cambi()).ok()?;
-        Some(Box::new(Temporal::new(Scorer::new(settings), frames)) as Box<dyn super::CpuMetric>)
+        let states: Vec<Box<dyn super::CpuMetric>> = models(s.settings(), s.set)
+            .into_iter()
+            .map(|settings| {
+                let frames =
+                    cpu::Vmaf::new(s.plan, settings.model.clone(), &settings.cambi()).ok()?;
+                Some(Box::new(Temporal::new(Scorer::new(&settings), frames))
+                    as Box<dyn super::CpuMetric>)
+            })
+            .collect::<Option<_>>()?;
+        Models::of(states, Vec::new()).map(|m| m as Box<dyn super::CpuMetric>)
     },
     events: None,
     reference: Reference::Full,
     cuda: |gpu, s| {
-        let settings: &Settings = s.settings();
-        if !s.set.contains(MetricSet::VMAF) || !fits(s.plan) {
+        if !fits(s.plan) {
             return Ok(None);
         }
-        let Some(frames) = cuda::Vmaf::new(gpu, s.plan, settings.model.clone(), &settings.cambi())?
-        else {
-            return Ok(None);
-        };
-        Ok(Some(Box::new(Temporal::new(Scorer::new(settings), frames))))
+        let mut states: Vec<Box<dyn super::CudaMetric>> = Vec::new();
+        let mut lanes = Vec::new();
+        for (i, settings) in models(s.settings(), s.set).into_iter().enumerate() {
+            // The second model on a stream of its own, beside the first.
+            let lane = if i == 0 {
+                None
+            } else {
+                let branch = crate::cuda::Branch::new(&gpu.stream)?;
+                let lane = crate::cuda::Gpu {
+                    ctx: gpu.ctx.clone(),
+                    stream: branch.stream.clone(),
+                    kernels: gpu.kernels.clone(),
+                };
+                Some((branch, lane))
+            };
+            let on = lane.as_ref().map_or(gpu, |(_, g)| g);
+            let Some(frames) =
+                cuda::Vmaf::new(on, s.plan, settings.model.clone(), &settings.cambi())?
+            else {
+                return Ok(None);
+            };
+            states.push(Box::new(Temporal::new(Scorer::new(&settings), frames)));
+            lanes.push(lane);
+        }
+        Ok(Models::of(states, lanes).map(|m| m as Box<dyn super::CudaMetric>))
     },
 };
+
+/// Whether `set` asks for a VMAF model's score.
+fn wants(set: MetricSet) -> bool {
+    set.contains(MetricSet::VMAF) || set.contains(NEG_FLAG)
+}
+
+/// The settings of each model `set` asks for: `vmaf`'s, then `vmaf-neg`'s.
+fn models(settings: &Settings, set: MetricSet) -> Vec<Settings> {
+    let mut out = Vec::new();
+    if set.contains(MetricSet::VMAF) {
+        out.push(settings.clone());
+    }
+    if set.contains(NEG_FLAG) {
+        out.push(settings.neg());
+    }
+    out
+}
+
+/// The states of the models of one run (`vmaf`, `vmaf-neg`): one metric state to the
+/// engine, fields in the models' order. On the CPU they measure a pair one after the other;
+/// on the GPU the second has a stream of its own (a [`crate::cuda::Branch`] of the first's,
+/// which starts after the work queued there for the pair, so after its uploads), and both
+/// models' kernels overlap.
+struct Models<M: ?Sized> {
+    states: Vec<Box<M>>,
+    /// Per state, on the GPU: `None` on the metric's stream, or its own stream (the branch
+    /// and the GPU on it, on which the state was made and is queued).
+    lanes: Vec<Option<(crate::cuda::Branch, crate::cuda::Gpu)>>,
+}
+
+impl<M: ?Sized> Models<M> {
+    /// `None` without a state; `lanes` empty on the CPU.
+    fn of(
+        states: Vec<Box<M>>,
+        lanes: Vec<Option<(crate::cuda::Branch, crate::cuda::Gpu)>>,
+    ) -> Option<Box<Self>> {
+        (!states.is_empty()).then(|| Box::new(Models { states, lanes }))
+    }
+}
+
+impl<M: ?Sized + super::temporal::Sequenced> super::temporal::Sequenced for Models<M> {
+    fn lag(&self) -> usize {
+        self.states.iter().map(|m| m.lag()).max().unwrap_or(0)
+    }
+
+    fn align(&mut self, lag: usize) {
+        for m in &mut self.states {
+            m.align(lag);
+        }
+    }
+
+    fn finish(&mut self, plan: &Plan, late: &mut [Scores]) {
+        for m in &mut self.states {
+            m.finish(plan, late);
+        }
+    }
+
+    fn reset(&mut self) {
+        for m in &mut self.states {
+            m.reset();
+        }
+    }
+}
+
+impl super::CpuMetric for Models<dyn super::CpuMetric> {
+    fn measure(
+        &mut self,
+        plan: &Plan,
+        r: &crate::frame::PlanePtrs,
+        d: &crate::frame::PlanePtrs,
+        scores: &mut Scores,
+    ) {
+        for m in &mut self.states {
+            m.measure(plan, r, d, scores);
+        }
+    }
+}
+
+impl super::CudaMetric for Models<dyn super::CudaMetric> {
+    fn queue(
+        &mut self,
+        gpu: &crate::cuda::Gpu,
+        plan: &Plan,
+        r: &crate::frame::PlanePtrs,
+        d: &crate::frame::PlanePtrs,
+        uploaded: Option<&cudarc::driver::CudaEvent>,
+    ) -> Result<(), EngineError> {
+        for (i, m) in self.states.iter_mut().enumerate() {
+            match self.lanes.get(i).and_then(Option::as_ref) {
+                None => m.queue(gpu, plan, r, d, uploaded)?,
+                Some((branch, lane)) => {
+                    branch
+                        .start_after(&gpu.stream)
+                        .map_err(|e| EngineError::Cuda(format!("ordering vmaf-neg: {e}")))?;
+                    m.queue(lane, plan, r, d, uploaded)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn drop_queued(&mut self) {
+        for m in &mut self.states {
+            m.drop_queued();
+        }
+    }
+
+    fn independent(&self) -> bool {
+        self.states.iter().all(|m| m.independent())
+    }
+
+    fn read(&mut self, plan: &Plan, scores: &mut Scores) -> Result<(), EngineError> {
+        self.states
+            .iter_mut()
+            .try_for_each(|m| m.read(plan, scores))
+    }
+}
 
 fn fits(plan: &Plan) -> bool {
     plan.reference.width > MIN_SIDE_EXCLUSIVE
@@ -316,7 +490,7 @@ fn push_fields(opts: &Settings, f: &Frame, motion2: f64, motion3: f64, scores: &
         .iter()
         .map(|m| value(m.feature))
         .collect();
-    scores.push("vmaf", opts.model.predict(&inputs));
+    scores.push(opts.field, opts.model.predict(&inputs));
     if opts.features {
         let (v0, v1) = opts.model.generations();
         if v0 {
@@ -401,6 +575,7 @@ mod tests {
             model: Model::default_model(),
             features: true,
             cambi_enc: (0, 0, 0),
+            field: "vmaf",
         };
         let mut scorer = Scorer::new(&settings);
         assert_eq!(scorer.lag(), 1);

@@ -229,6 +229,24 @@ pub(crate) fn push_fields(
             other => unreachable!("xpsnr: no field for channel {other}"),
         };
         scores.push(name, xpsnr_db(d, n, peak));
+        let terms = crate::scores::PoolTerms::Xpsnr {
+            root: (d as f64).sqrt(),
+            scale: (n * peak * peak) as f64,
+        };
+        scores.push_pool_terms(name, terms);
+    }
+}
+
+/// FFmpeg's average of a plane's XPSNR over `frames` frames (its summary line), from the sum
+/// of the frames' √distortion and their samples · peak²: the XPSNR of the mean √distortion
+/// when that sum is at least the number of frames, else the mean of the frames' values
+/// (`mean`; +inf when a frame's is).
+pub fn ffmpeg_average(root_sum: f64, scale: f64, frames: f64, mean: f64) -> f64 {
+    if root_sum >= frames {
+        let average = root_sum / frames;
+        10.0 * (scale / (average * average)).log10()
+    } else {
+        mean
     }
 }
 

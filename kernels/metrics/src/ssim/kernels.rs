@@ -196,3 +196,105 @@ unsafe fn scale(planes: SsimPlanes, out: *mut f64, clear: *mut f64) {
         }
     }
 }
+
+gpumetrics_device::kernel! {
+    /// libvmaf's `float_ssim`, horizontal pass ([`super::float::store_row_sums`]): the five
+    /// planes of `p.rows`. Launch with [`FLOAT_BLOCK`] threads and any grid.x: blocks
+    /// stride over rows, threads over the valid columns.
+    pub unsafe fn vmaf_ssim_rows(p: FloatSsim) => float_rows;
+}
+
+/// The body of the `vmaf_ssim_rows` kernel (declared above).
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn float_rows(p: FloatSsim) {
+    let vw = valid(p.pair.width);
+    let mut y = dev::block_idx_x();
+    while y < p.pair.height {
+        let mut x = dev::thread_idx_x();
+        while x < vw {
+            unsafe { super::float::store_row_sums(&p, x, y) };
+            x += FLOAT_BLOCK;
+        }
+        y += dev::grid_dim_x();
+    }
+}
+
+gpumetrics_device::kernel! {
+    /// libvmaf's float SSIM, vertical pass: adds the sums of the map values
+    /// ([`super::float::map_values`]: l, c, s, l·c·s) over the valid region to
+    /// `out[0..4]`, and zeroes `clear[0..4]` for the next pair (callers alternate two result
+    /// slots). Launch after `vmaf_ssim_rows` on the same planes, with [`FLOAT_BLOCK`]
+    /// threads and any grid.x.
+    pub unsafe fn vmaf_ssim_map(p: FloatSsim, out: *mut f64, clear: *mut f64) => float_map;
+}
+
+/// The body of the `vmaf_ssim_map` kernel (declared above).
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn float_map(p: FloatSsim, out: *mut f64, clear: *mut f64) {
+    use super::float::SUMS;
+    gpumetrics_device::shared!(static FLOAT_WARP_SUMS: [f64; SUMS * FLOAT_BLOCK as usize / 32]);
+    let t = dev::thread_idx_x();
+    if dev::block_idx_x() == 0 && (t as usize) < SUMS && !clear.is_null() {
+        unsafe { *clear.add(t as usize) = 0.0 };
+    }
+    let (vw, vh) = (valid(p.pair.width), valid(p.pair.height));
+    let mut sums = [0.0f64; SUMS];
+    let mut y = dev::block_idx_x();
+    while y < vh {
+        let mut x = t;
+        while x < vw {
+            let v = unsafe { super::float::map_values(&p, x, y) };
+            for i in 0..SUMS {
+                sums[i] += v[i];
+            }
+            x += FLOAT_BLOCK;
+        }
+        y += dev::grid_dim_x();
+    }
+    for sum in &mut sums {
+        let mut delta = 16;
+        while delta > 0 {
+            *sum += unsafe { dev::shfl_down(dev::FULL_MASK, *sum, delta) };
+            delta /= 2;
+        }
+    }
+    if dev::lane_id() == 0 {
+        for i in 0..SUMS {
+            unsafe { FLOAT_WARP_SUMS.write((t / 32) as usize * SUMS + i, sums[i]) };
+        }
+    }
+    unsafe { dev::sync_threads() };
+    if (t as usize) < SUMS {
+        let mut total = 0.0f64;
+        for w in 0..FLOAT_BLOCK as usize / 32 {
+            total += unsafe { FLOAT_WARP_SUMS.read(w * SUMS + t as usize) };
+        }
+        unsafe { dev::atomic_add_f64(out.add(t as usize), total) };
+    }
+}
+
+gpumetrics_device::kernel! {
+    /// libvmaf's MS-SSIM, the next scale of both frames
+    /// ([`super::float::store_decimated`]). Launch with [`FLOAT_BLOCK`] threads and any
+    /// grid.x: blocks stride over the next scale's rows, threads over its columns.
+    pub unsafe fn vmaf_ssim_down(p: Decimation) => float_down;
+}
+
+/// The body of the `vmaf_ssim_down` kernel (declared above).
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn float_down(p: Decimation) {
+    use super::float::down;
+    let (w, h) = (down(p.pair.width), down(p.pair.height));
+    let mut y = dev::block_idx_x();
+    while y < h {
+        let mut x = dev::thread_idx_x();
+        while x < w {
+            unsafe { super::float::store_decimated(&p, x, y) };
+            x += FLOAT_BLOCK;
+        }
+        y += dev::grid_dim_x();
+    }
+}

@@ -8,7 +8,13 @@
 //! are f32, which holds every integer sample and every 2×2-pooled value of MS-SSIM exactly
 //! (at most 16 integer bits + 2 fractional bits per pooling, 4 poolings: 24 bits).
 
+pub mod float;
 mod kernels;
+
+pub use float::{Decimation, FloatSsim};
+
+/// Threads per block of the `vmaf_ssim_rows` and `vmaf_ssim_map` kernels.
+pub const FLOAT_BLOCK: u32 = 256;
 
 use crate::channel::{Channel, ChannelPair, MAX_CHANNELS, load, rescale};
 
