@@ -409,6 +409,23 @@ impl Summary {
         self.fields.iter().find(|(n, _)| n == name).map(|(_, s)| s)
     }
 
+    /// The values a named set reports under names of their own, from the statistics of
+    /// its fields (`aom-apsnr-y`: the `pooled` of `aom-psnr-y`, libvmaf's APSNR), for the
+    /// fields this summary has.
+    pub fn named_values(&self) -> Vec<(&'static str, f64)> {
+        gpumetrics_engine::metric::summary_values()
+            .filter_map(|(name, field, stat)| {
+                let v = self
+                    .field(field)?
+                    .entries()
+                    .into_iter()
+                    .find(|(k, _)| *k == stat)?
+                    .1;
+                Some((name, v))
+            })
+            .collect()
+    }
+
     pub fn to_structure(&self) -> gst::Structure {
         let mut s = gst::Structure::new_empty(SUMMARY_MESSAGE_NAME);
         self.write_into(&mut s);
@@ -432,6 +449,9 @@ impl Summary {
                 sub.set(k, v);
             }
             s.set(name.as_str(), sub);
+        }
+        for (name, v) in self.named_values() {
+            s.set(name, v);
         }
         if !self.alerts.is_empty() {
             s.set(

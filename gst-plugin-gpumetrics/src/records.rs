@@ -278,6 +278,10 @@ fn summary_entries(o: Object, s: &Summary, style: Style) -> Object {
         }
     }
     let mut o = o.raw("fields", fields.finish());
+    // A named set's own summary values (`aom-apsnr-y`) after the fields.
+    for (name, v) in s.named_values() {
+        o = o.put(name, json_f64(v));
+    }
     let always = style == Style::Command;
     if always || !alerts.is_empty() {
         o = o.put("alerts", alerts);
@@ -704,6 +708,23 @@ impl<W: Write> RecordWriter<W> {
                         .map(|(_, v)| v)
                 });
                 row.push(csv_score(v));
+            }
+            rows.push(row);
+        }
+        // A named set's own summary values (`aom-apsnr-y`), in their field's column.
+        for (name, value) in s.named_values() {
+            let Some((_, source, _)) =
+                gpumetrics_engine::metric::summary_values().find(|(n, _, _)| *n == name)
+            else {
+                continue;
+            };
+            let mut row = lead(format!("{prefix}{name}"), String::new());
+            for f in &fields {
+                row.push(if f.name == source {
+                    csv_score(Some(value))
+                } else {
+                    String::new()
+                });
             }
             rows.push(row);
         }
@@ -1275,7 +1296,44 @@ mod tests {
     }
 
     #[test]
+    fn the_aom_sets_apsnr_is_in_the_summary_under_its_own_names() {
+        // Issue 44: "the summary adds aom-apsnr-y/u/v": the pooled value of aom-psnr-*.
+        gst::init().unwrap();
+        let mut s = summary();
+        s.fields = vec![
+            ("aom-psnr-y".into(), stats(40.0)),
+            ("aom-psnr-u".into(), stats(41.0)),
+        ];
+        let named = s.named_values();
+        let pooled = 33.010_299_956_639_81;
+        assert_eq!(named, [("aom-apsnr-y", pooled), ("aom-apsnr-u", pooled)]);
+        let st = s.to_structure();
+        assert_eq!(st.get::<f64>("aom-apsnr-y").unwrap(), pooled);
+        assert!(
+            !st.has_field("aom-apsnr-v"),
+            "no aom-psnr-v: no aom-apsnr-v"
+        );
+        assert_eq!(Summary::from_structure(&st).unwrap().fields.len(), 2);
+        let mut w = RecordWriter::in_memory(Format::Jsonl);
+        w.summary(&s).unwrap();
+        let v: Value = serde_json::from_str(text(w.into_inner()).trim()).unwrap();
+        assert_eq!(json_to_f64(&v["aom-apsnr-y"]), Some(pooled));
+        assert_eq!(json_to_f64(&v["aom-apsnr-u"]), Some(pooled));
+        let mut w = RecordWriter::in_memory(Format::Csv);
+        w.summary(&s).unwrap();
+        let csv_text = text(w.into_inner());
+        let row = csv_text
+            .lines()
+            .find(|l| l.starts_with("aom-apsnr-u,"))
+            .unwrap_or_else(|| panic!("{csv_text}"));
+        assert_eq!(row, format!("aom-apsnr-u,,,,,,{pooled}"));
+        // Another run's summary has none.
+        assert!(summary().named_values().is_empty());
+    }
+
+    #[test]
     fn decode_counts_follow_the_counts_when_a_decoder_reported_errors() {
+        gst::init().unwrap();
         let mut s = summary();
         let d = crate::message::DecodeCounts {
             warnings: [0, 2],

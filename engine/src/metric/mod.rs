@@ -134,6 +134,19 @@ pub const SETS: &[NamedSet] = &[NamedSet {
     ],
 }];
 
+/// The summary-only values the named sets report, as `(name, field, statistic)`
+/// (`("aom-apsnr-y", "aom-psnr-y", "pooled")`): a summary that has the field gives the
+/// statistic under that name too.
+pub fn summary_values() -> impl Iterator<Item = (&'static str, &'static str, &'static str)> {
+    SETS.iter()
+        .flat_map(|s| s.report_order.iter())
+        .filter_map(|entry| {
+            let (name, source) = entry.split_once('=')?;
+            let (field, stat) = source.split_once(':')?;
+            Some((name, field, stat))
+        })
+}
+
 /// The named set called `name`.
 pub fn named_set(name: &str) -> Option<&'static NamedSet> {
     SETS.iter().find(|s| s.name == name)
