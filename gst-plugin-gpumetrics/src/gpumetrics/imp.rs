@@ -267,16 +267,23 @@ fn description() -> String {
     let titles = |infos: Vec<&gpumetrics_engine::metric::Info>| {
         infos.iter().map(|i| i.title).collect::<Vec<_>>().join(", ")
     };
+    let sets = gpumetrics_engine::metric::SETS
+        .iter()
+        .map(|s| s.name)
+        .collect::<Vec<_>>()
+        .join(", ");
     format!(
         "Compares the distorted video (dist_sink) with the reference video (ref_sink) frame \
          by frame and reports quality metrics ({}) and no-reference checks on each input ({}; \
-         these also on dist_sink alone, when ref_sink is not linked) as 'gpumetrics' element \
+         these also on dist_sink alone, when ref_sink is not linked), or a standard set of \
+         them in one pass ({}), as 'gpumetrics' element \
          messages, GstGpuMetricsMeta buffer meta and an optional stats file, plus a pooled \
          'gpumetrics-summary' message at EOS. Frames are paired by running time (or by \
          sequence). The distorted stream is passed through on src unchanged. Runs on NVIDIA \
          GPUs (CUDA) or the CPU.",
         titles(full),
-        titles(nr)
+        titles(nr),
+        sets
     )
 }
 
@@ -1207,6 +1214,7 @@ impl AggregatorImpl for GpuMetrics {
         // The pairs the engine holds back were measured: they are scored as the last of
         // their sequence and recorded (messages, stats file, summary), and only their
         // buffers go with the flushed data. Temporal metrics start a new sequence.
+        let now = self.data_time();
         let mut state = self.state.lock().unwrap();
         state.summary_posted = false;
         let held = state.queue.waiting();
@@ -1223,7 +1231,12 @@ impl AggregatorImpl for GpuMetrics {
         }
         let dropped = state.scorer.reset();
         debug_assert_eq!(dropped, 0, "finish() left no pair held");
-        // Frames held for a stalled input go with the flushed data, like the pads' own.
+        // A stall in progress ends here (every start has its end); the frames held for it
+        // go with the flushed data, like the pads' own.
+        let at = now.or(state.last_end).unwrap_or(0);
+        if let Some(e) = state.stalls.end(at) {
+            state.queue.push_stall(e);
+        }
         let flushed = state.stalls.clear().len();
         if flushed > 0 {
             gst::debug!(CAT, imp = self, "flush: {flushed} held frame(s) flushed");
