@@ -14,7 +14,7 @@ use crate::metric_set::MetricSet;
 use crate::plan::Plan;
 use crate::scores::Scores;
 use gpumetrics_kernels::channel::{Channel, ChannelPair, MAX_CHANNELS};
-use gpumetrics_kernels::ssim::float::{Decimation, down, f32_channel};
+use gpumetrics_kernels::ssim::float::{DOWN_TILE, Decimation, down, f32_channel};
 use gpumetrics_kernels::ssim::{
     BLOCK_ROWS, F32_SAMPLES, FLOAT_BLOCK, SCALES, ScalePair, SsimPlanes, TILE_W, grid,
 };
@@ -195,9 +195,14 @@ impl Ssim {
                         down_distorted: d.ptr(),
                     };
                     let (dw, dh) = (down(p.pair.width), down(p.pair.height));
+                    let tiles = LaunchConfig {
+                        grid_dim: (dw.div_ceil(DOWN_TILE), dh.div_ceil(DOWN_TILE), 1),
+                        block_dim: (DOWN_TILE, DOWN_TILE, 1),
+                        shared_mem_bytes: 0,
+                    };
                     // SAFETY: the source is the validated luma or the previous scale's
                     // planes; the next scale's planes hold dw×dh values.
-                    unsafe { gpu.kernels.vmaf_ssim_down(&gpu.stream, cfg(dh), dec)? };
+                    unsafe { gpu.kernels.vmaf_ssim_down(&gpu.stream, tiles, dec)? };
                     p.pair = ChannelPair {
                         reference: f32_channel(r.ptr(), dw),
                         distorted: f32_channel(d.ptr(), dw),

@@ -127,7 +127,7 @@ fn aom_ctc_engine(_k: &Kernels, _s: &Arc<CudaStream>, r: &mut Rng) -> Result<Out
 /// slot must come back cleared.
 fn vmaf_ssim(k: &Kernels, s: &Arc<CudaStream>, r: &mut Rng) -> Result<Outcome, DriverError> {
     use gpumetrics_kernels::ssim::float::{
-        Decimation, PLANES, SUMS, down, map_values, store_decimated, store_row_sums,
+        DOWN_TILE, Decimation, PLANES, SUMS, down, map_values, store_decimated, store_row_sums,
     };
     use gpumetrics_kernels::ssim::{FLOAT_BLOCK, FloatSsim, valid};
     let mut worst = 0.0f64;
@@ -240,7 +240,12 @@ fn vmaf_ssim(k: &Kernels, s: &Arc<CudaStream>, r: &mut Rng) -> Result<Outcome, D
             unsafe {
                 k.vmaf_ssim_rows(s, cfg, p)?;
                 k.vmaf_ssim_map(s, cfg, p, po, po.wrapping_add(SUMS))?;
-                k.vmaf_ssim_down(s, cfg, dec)?;
+                let tiles = LaunchConfig {
+                    grid_dim: (down(w).div_ceil(DOWN_TILE), down(h).div_ceil(DOWN_TILE), 1),
+                    block_dim: (DOWN_TILE, DOWN_TILE, 1),
+                    shared_mem_bytes: 0,
+                };
+                k.vmaf_ssim_down(s, tiles, dec)?;
             }
         }
         let got = s.clone_dtoh(&out)?;

@@ -119,6 +119,29 @@ pub unsafe fn row_sums(p: &FloatSsim, x: u32, y: u32) -> [f32; PLANES] {
             d[k] = read(b, x + k as u32, &pr.distorted, to, p.divisor);
         }
     }
+    window_sums(&r, &d)
+}
+
+/// [`row_sums`] from staged samples: `r(base + k)` and `d(base + k)` are the window's k-th
+/// samples. The same products and sums: the same values.
+#[inline(always)]
+pub fn row_sums_staged(
+    r: impl Fn(usize) -> f32,
+    d: impl Fn(usize) -> f32,
+    base: usize,
+) -> [f32; PLANES] {
+    let mut rv = [0f32; TAPS];
+    let mut dv = [0f32; TAPS];
+    for k in 0..TAPS {
+        rv[k] = r(base + k);
+        dv[k] = d(base + k);
+    }
+    window_sums(&rv, &dv)
+}
+
+/// The five filtered values of one window of samples of both frames.
+#[inline(always)]
+fn window_sums(r: &[f32; TAPS], d: &[f32; TAPS]) -> [f32; PLANES] {
     let mut rr = [0f32; TAPS];
     let mut dd = [0f32; TAPS];
     let mut rd = [0f32; TAPS];
@@ -127,7 +150,20 @@ pub unsafe fn row_sums(p: &FloatSsim, x: u32, y: u32) -> [f32; PLANES] {
         dd[k] = d[k] * d[k];
         rd[k] = r[k] * d[k];
     }
-    [pass(&r), pass(&d), pass(&rr), pass(&dd), pass(&rd)]
+    [pass(r), pass(d), pass(&rr), pass(&dd), pass(&rd)]
+}
+
+/// Columns of a row the GPU's horizontal pass stages per round, and the samples that takes.
+pub const ROW_CHUNK: u32 = 1024;
+pub const ROW_STAGE: u32 = ROW_CHUNK + TAPS as u32 - 1;
+
+/// Sample `x` of row `y` of `c`, as the passes read it (see [`row_sums`]).
+///
+/// # Safety
+/// `c` must describe readable memory holding that sample.
+#[inline(always)]
+pub unsafe fn sample(c: &Channel, x: u32, y: u32, to_max: u32, divisor: f32) -> f32 {
+    unsafe { read(row(c, y), x, c, to_max, divisor) }
 }
 
 /// Writes [`row_sums`] of (`x`, `y`) to the planes.
@@ -243,6 +279,54 @@ pub unsafe fn decimate(
     sum as f32
 }
 
+/// The GPU's decimation works on tiles: [`DOWN_TILE`]² next-scale pixels per block, from a
+/// staged span of [`DOWN_SPAN`]² source samples per frame (the 9×9 windows of the tile's
+/// pixels, two samples apart).
+pub const DOWN_TILE: u32 = 16;
+pub const DOWN_SPAN: u32 = 2 * DOWN_TILE + 7;
+
+/// The source sample at (`x`, `y`) as [`decimate`] reads it: mirrored into the w×h frame.
+/// A coordinate further out than one mirror reaches (staged for a tile's pixels past the
+/// next scale's edge, which nothing reads) is clamped first, so that no read leaves the
+/// frame.
+///
+/// # Safety
+/// `c` must describe readable memory of w×h samples; w, h ≥ 4.
+#[inline(always)]
+pub unsafe fn mirrored_sample(
+    c: &Channel,
+    w: u32,
+    h: u32,
+    to_max: u32,
+    divisor: f32,
+    x: i64,
+    y: i64,
+) -> f32 {
+    let (wi, hi) = (w as i64, h as i64);
+    let y = mirror(y.clamp(-hi, 2 * hi - 1), hi) as u32;
+    let x = mirror(x.clamp(-wi, 2 * wi - 1), wi) as u32;
+    unsafe { read(row(c, y), x, c, to_max, divisor) }
+}
+
+/// [`decimate`] from staged samples: `sample(base + v·stride + u)` is the source sample
+/// (2x − 4 + u, 2y − 4 + v). The same products, summed in the same order: the same value.
+#[inline(always)]
+pub fn decimate_staged(sample: impl Fn(usize) -> f32, base: usize, stride: usize) -> f32 {
+    let mut sum = 0.0f64;
+    let mut v = 0;
+    while v < 9 {
+        let kr = &LPF[4 - (v as i64 - 4).unsigned_abs() as usize];
+        let mut u = 0;
+        while u < 9 {
+            let k = kr[4 - (u as i64 - 4).unsigned_abs() as usize];
+            sum += (sample(base + v * stride + u) * k) as f64;
+            u += 1;
+        }
+        v += 1;
+    }
+    sum as f32
+}
+
 /// One MS-SSIM scale of both frames to make: the source (w×h) and where the next goes.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -283,5 +367,53 @@ pub fn f32_channel(ptr: u64, width: u32) -> Channel {
         shift: 0,
         max: 0,
         _pad: 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The GPU's staged decimation gives `decimate`'s values bit for bit, at the frame's
+    /// edges (mirrored) and inside, for tiles that run past the next scale's edge.
+    #[test]
+    fn staged_decimation_equals_decimate() {
+        for (w, h) in [(37u32, 23u32), (64, 48), (11, 11)] {
+            let mut seed = 0x2545_f491u32;
+            let frame: std::vec::Vec<f32> = (0..w * h)
+                .map(|_| {
+                    seed ^= seed << 13;
+                    seed ^= seed >> 17;
+                    seed ^= seed << 5;
+                    (seed % 25_500) as f32 / 100.0
+                })
+                .collect();
+            let c = f32_channel(frame.as_ptr() as u64, w);
+            let (dw, dh) = (down(w), down(h));
+            for ty0 in (0..dh).step_by(DOWN_TILE as usize) {
+                for tx0 in (0..dw).step_by(DOWN_TILE as usize) {
+                    let (sx0, sy0) = (2 * tx0 as i64 - 4, 2 * ty0 as i64 - 4);
+                    let span = DOWN_SPAN as usize;
+                    let staged: std::vec::Vec<f32> = (0..span * span)
+                        .map(|i| unsafe {
+                            let (x, y) = (sx0 + (i % span) as i64, sy0 + (i / span) as i64);
+                            mirrored_sample(&c, w, h, 0, 1.0, x, y)
+                        })
+                        .collect();
+                    for ty in 0..DOWN_TILE {
+                        for tx in 0..DOWN_TILE {
+                            let (x, y) = (tx0 + tx, ty0 + ty);
+                            if x >= dw || y >= dh {
+                                continue;
+                            }
+                            let base = (2 * ty * DOWN_SPAN + 2 * tx) as usize;
+                            let got = decimate_staged(|k| staged[k], base, span);
+                            let want = unsafe { decimate(&c, w, h, 0, 1.0, x, y) };
+                            assert_eq!(got.to_bits(), want.to_bits(), "{w}x{h} at {x},{y}");
+                        }
+                    }
+                }
+            }
+        }
     }
 }

@@ -204,17 +204,49 @@ gpumetrics_device::kernel! {
     pub unsafe fn vmaf_ssim_rows(p: FloatSsim) => float_rows;
 }
 
-/// The body of the `vmaf_ssim_rows` kernel (declared above).
+/// The body of the `vmaf_ssim_rows` kernel (declared above). Each row is staged in shared
+/// memory, [`super::float::ROW_CHUNK`] columns at a time (each sample read and converted
+/// once, instead of 11 times), then each thread filters its columns from there.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 unsafe fn float_rows(p: FloatSsim) {
-    let vw = valid(p.pair.width);
+    use super::float::{ROW_CHUNK, ROW_STAGE, row_sums_staged, sample};
+    gpumetrics_device::shared!(static ROW_REF: [f32; ROW_STAGE as usize]);
+    gpumetrics_device::shared!(static ROW_DIST: [f32; ROW_STAGE as usize]);
+    let pr = &p.pair;
+    let (vw, to) = (valid(pr.width), pr.reference.max);
+    let (n, out) = (p.plane_len(), p.rows as *mut f32);
+    let t = dev::thread_idx_x();
     let mut y = dev::block_idx_x();
-    while y < p.pair.height {
-        let mut x = dev::thread_idx_x();
-        while x < vw {
-            unsafe { super::float::store_row_sums(&p, x, y) };
-            x += FLOAT_BLOCK;
+    while y < pr.height {
+        let mut x0 = 0;
+        while x0 < vw {
+            let cols = (vw - x0).min(ROW_CHUNK);
+            // Samples x0 .. x0 + cols + 10: all inside the row (valid = width − 10).
+            let mut i = t;
+            while i < cols + TAPS as u32 - 1 {
+                unsafe {
+                    ROW_REF.write(i as usize, sample(&pr.reference, x0 + i, y, to, p.divisor));
+                    ROW_DIST.write(i as usize, sample(&pr.distorted, x0 + i, y, to, p.divisor));
+                }
+                i += FLOAT_BLOCK;
+            }
+            unsafe { dev::sync_threads() };
+            let mut x = t;
+            while x < cols {
+                let v = row_sums_staged(
+                    |k| unsafe { ROW_REF.read(k) },
+                    |k| unsafe { ROW_DIST.read(k) },
+                    x as usize,
+                );
+                let at = (y * vw + x0 + x) as usize;
+                for (i, v) in v.into_iter().enumerate() {
+                    unsafe { *out.add(i * n + at) = v };
+                }
+                x += FLOAT_BLOCK;
+            }
+            unsafe { dev::sync_threads() };
+            x0 += ROW_CHUNK;
         }
         y += dev::grid_dim_x();
     }
@@ -276,9 +308,12 @@ unsafe fn float_map(p: FloatSsim, out: *mut f64, clear: *mut f64) {
 }
 
 gpumetrics_device::kernel! {
-    /// libvmaf's MS-SSIM, the next scale of both frames
-    /// ([`super::float::store_decimated`]). Launch with [`FLOAT_BLOCK`] threads and any
-    /// grid.x: blocks stride over the next scale's rows, threads over its columns.
+    /// libvmaf's MS-SSIM, the next scale of both frames ([`super::float::decimate`]'s
+    /// values): each block stages the source samples of a [`super::float::DOWN_TILE`]²
+    /// tile of the next scale in shared memory (each read and converted once, instead of
+    /// 81 times from global memory), then its threads sum their 9×9 windows from there.
+    /// Launch with `DOWN_TILE`×`DOWN_TILE` threads and a grid covering the next scale
+    /// (`ceil(down(w) / DOWN_TILE)` × `ceil(down(h) / DOWN_TILE)`).
     pub unsafe fn vmaf_ssim_down(p: Decimation) => float_down;
 }
 
@@ -286,15 +321,41 @@ gpumetrics_device::kernel! {
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 unsafe fn float_down(p: Decimation) {
-    use super::float::down;
-    let (w, h) = (down(p.pair.width), down(p.pair.height));
-    let mut y = dev::block_idx_x();
-    while y < h {
-        let mut x = dev::thread_idx_x();
-        while x < w {
-            unsafe { super::float::store_decimated(&p, x, y) };
-            x += FLOAT_BLOCK;
+    use super::float::{DOWN_SPAN, DOWN_TILE, decimate_staged, down, mirrored_sample};
+    const STAGED: usize = (DOWN_SPAN * DOWN_SPAN) as usize;
+    gpumetrics_device::shared!(static DOWN_REF: [f32; STAGED]);
+    gpumetrics_device::shared!(static DOWN_DIST: [f32; STAGED]);
+    let (w, h) = (p.pair.width, p.pair.height);
+    let (dw, dh) = (down(w), down(h));
+    let (ox0, oy0) = (
+        dev::block_idx_x() * DOWN_TILE,
+        dev::block_idx_y() * DOWN_TILE,
+    );
+    let (sx0, sy0) = (2 * ox0 as i64 - 4, 2 * oy0 as i64 - 4);
+    let (tx, ty) = (dev::thread_idx_x(), dev::thread_idx_y());
+    let to = p.pair.reference.max;
+    let mut i = ty * DOWN_TILE + tx;
+    while (i as usize) < STAGED {
+        let (x, y) = (sx0 + (i % DOWN_SPAN) as i64, sy0 + (i / DOWN_SPAN) as i64);
+        unsafe {
+            let r = mirrored_sample(&p.pair.reference, w, h, to, p.divisor, x, y);
+            let d = mirrored_sample(&p.pair.distorted, w, h, to, p.divisor, x, y);
+            DOWN_REF.write(i as usize, r);
+            DOWN_DIST.write(i as usize, d);
         }
-        y += dev::grid_dim_x();
+        i += DOWN_TILE * DOWN_TILE;
+    }
+    unsafe { dev::sync_threads() };
+    let (ox, oy) = (ox0 + tx, oy0 + ty);
+    if ox < dw && oy < dh {
+        let base = (2 * ty * DOWN_SPAN + 2 * tx) as usize;
+        let stride = DOWN_SPAN as usize;
+        let r = decimate_staged(|k| unsafe { DOWN_REF.read(k) }, base, stride);
+        let d = decimate_staged(|k| unsafe { DOWN_DIST.read(k) }, base, stride);
+        let at = (oy * dw + ox) as usize;
+        unsafe {
+            *(p.down_reference as *mut f32).add(at) = r;
+            *(p.down_distorted as *mut f32).add(at) = d;
+        }
     }
 }
