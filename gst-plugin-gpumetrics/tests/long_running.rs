@@ -236,8 +236,9 @@ fn a_full_disk_leaves_the_stats_file_ending_with_a_whole_record() {
 
 /// Issue 43, finding 2: a live distorted input stalls 1.2 s after 1 s, then delivers its
 /// backlog at once and goes on. Runs the two live inputs (25 fps, 3 s) with `props` and
-/// returns the run and the stats file's records.
-fn stalled_run(props: &str) -> (Run, Vec<serde_json::Value>) {
+/// returns the run, the stats file's records and, with `prometheus-address`, a scrape of
+/// the endpoint taken after the backlog (before the stop).
+fn stalled_run(props: &str) -> (Run, Vec<serde_json::Value>, String) {
     const FRAMES: u64 = 75;
     let c = i420_caps(32, 24, 25);
     let path = temp_path(&format!("stall-{}.jsonl", props.len()));
@@ -248,7 +249,9 @@ fn stalled_run(props: &str) -> (Run, Vec<serde_json::Value>) {
          stats-file={} {props} ! fakesink",
         path.display()
     );
-    let run = run_with(&desc, Duration::from_secs(30), |p| {
+    let scraped = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let scraped_by_feeder = scraped.clone();
+    let run = run_with(&desc, Duration::from_secs(30), move |p| {
         let src = |name: &str| {
             p.by_name(name)
                 .unwrap()
@@ -273,16 +276,24 @@ fn stalled_run(props: &str) -> (Run, Vec<serde_json::Value>) {
                 }
             }
         }
+        // The endpoint while the run goes on (its series leave at the stop), once the
+        // backlog was taken.
+        std::thread::sleep(Duration::from_millis(600));
+        let address: String = p.by_name("m").unwrap().property("prometheus-bound-address");
+        if !address.is_empty() {
+            *scraped_by_feeder.lock().unwrap() = scrape(&address);
+        }
         let _ = r.end_of_stream();
         let _ = d.end_of_stream();
     });
+    let scraped = scraped.lock().unwrap().clone();
     let text = std::fs::read_to_string(&path).unwrap_or_default();
     std::fs::remove_file(&path).ok();
     let records = text
         .lines()
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l}: {e}")))
         .collect();
-    (run, records)
+    (run, records, scraped)
 }
 
 /// The windows of a stats file: posted once each, starts strictly increasing.
@@ -304,7 +315,8 @@ fn assert_windows_final(records: &[serde_json::Value]) -> u64 {
 
 #[test]
 fn a_live_stall_is_an_event_its_pairs_are_measured_within_the_budget_and_windows_are_final() {
-    let (run, records) = stalled_run("stall-budget=3000000000");
+    let (run, records, scraped) =
+        stalled_run("stall-budget=3000000000 prometheus-address=127.0.0.1:0");
     run.expect_ok();
     let s = run.summary();
     // Every pair that both inputs delivered is measured, none is unmatched.
@@ -354,11 +366,18 @@ fn a_live_stall_is_an_event_its_pairs_are_measured_within_the_budget_and_windows
         counted.intervals >= 1 && counted.seconds > 0.4,
         "{counted:?}"
     );
+    // Prometheus counts it like black and freeze.
+    let series = "gpumetrics_events_total{element=\"m\",event=\"stall\",input=\"dist\"} ";
+    let stalls_counted = scraped
+        .lines()
+        .find_map(|l| l.strip_prefix(series))
+        .and_then(|n| n.trim().parse::<u64>().ok());
+    assert!(stalls_counted.is_some_and(|n| n >= 1), "{scraped}");
 }
 
 #[test]
 fn past_the_stall_budget_frames_are_unmatched_once_and_windows_stay_final() {
-    let (run, records) = stalled_run("stall-budget=0");
+    let (run, records, _) = stalled_run("stall-budget=0");
     run.expect_ok();
     let s = run.summary();
     // Given up at once: the reference frames of the stall are unmatched, and the
