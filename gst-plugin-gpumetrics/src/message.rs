@@ -412,7 +412,8 @@ impl Summary {
     /// The values a named set reports under names of their own, from the statistics of
     /// its fields (`aom-apsnr-y`: the `pooled` of `aom-psnr-y`, libvmaf's APSNR), for the
     /// fields this summary has.
-    pub fn named_values(&self) -> Vec<(&'static str, f64)> {
+    /// Each as `(name, field, value)`: the field it comes from says where a CSV gives it.
+    pub fn named_values(&self) -> Vec<(&'static str, &'static str, f64)> {
         gpumetrics_engine::metric::summary_values()
             .filter_map(|(name, field, stat)| {
                 let v = self
@@ -421,7 +422,7 @@ impl Summary {
                     .into_iter()
                     .find(|(k, _)| *k == stat)?
                     .1;
-                Some((name, v))
+                Some((name, field, v))
             })
             .collect()
     }
@@ -450,7 +451,7 @@ impl Summary {
             }
             s.set(name.as_str(), sub);
         }
-        for (name, v) in self.named_values() {
+        for (name, _, v) in self.named_values() {
             s.set(name, v);
         }
         if !self.alerts.is_empty() {
@@ -510,7 +511,7 @@ impl Summary {
             frames: count("frames")?,
             unmatched_ref: count("unmatched-ref")?,
             unmatched_dist: count("unmatched-dist")?,
-            skipped: s.get_optional::<u64>("skipped").ok().flatten().unwrap_or(0),
+            skipped: optional("skipped"),
             fields,
             alerts,
         })

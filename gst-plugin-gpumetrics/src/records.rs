@@ -279,7 +279,7 @@ fn summary_entries(o: Object, s: &Summary, style: Style) -> Object {
     }
     let mut o = o.raw("fields", fields.finish());
     // A named set's own summary values (`aom-apsnr-y`) after the fields.
-    for (name, v) in s.named_values() {
+    for (name, _, v) in s.named_values() {
         o = o.put(name, json_f64(v));
     }
     let always = style == Style::Command;
@@ -712,12 +712,7 @@ impl<W: Write> RecordWriter<W> {
             rows.push(row);
         }
         // A named set's own summary values (`aom-apsnr-y`), in their field's column.
-        for (name, value) in s.named_values() {
-            let Some((_, source, _)) =
-                gpumetrics_engine::metric::summary_values().find(|(n, _, _)| *n == name)
-            else {
-                continue;
-            };
+        for (name, source, value) in s.named_values() {
             let mut row = lead(format!("{prefix}{name}"), String::new());
             for f in &fields {
                 row.push(if f.name == source {
@@ -1306,7 +1301,13 @@ mod tests {
         ];
         let named = s.named_values();
         let pooled = 33.010_299_956_639_81;
-        assert_eq!(named, [("aom-apsnr-y", pooled), ("aom-apsnr-u", pooled)]);
+        assert_eq!(
+            named,
+            [
+                ("aom-apsnr-y", "aom-psnr-y", pooled),
+                ("aom-apsnr-u", "aom-psnr-u", pooled)
+            ]
+        );
         let st = s.to_structure();
         assert_eq!(st.get::<f64>("aom-apsnr-y").unwrap(), pooled);
         assert!(

@@ -109,17 +109,6 @@ fn a_refused_change_while_playing_quotes_the_value_bounded() {
     assert_bounded(&warning, "\"7777");
 }
 
-/// GET /metrics from `address`: the body.
-fn scrape(address: &str) -> String {
-    use std::io::{Read, Write};
-    let mut s = std::net::TcpStream::connect(address).expect("the endpoint listens");
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    write!(s, "GET /metrics HTTP/1.0\r\nHost: {address}\r\n\r\n").unwrap();
-    let mut text = String::new();
-    s.read_to_string(&mut text).unwrap();
-    text
-}
-
 #[test]
 fn port_zero_is_bound_and_reported_in_prometheus_bound_address() {
     init();
@@ -234,19 +223,19 @@ fn a_full_disk_leaves_the_stats_file_ending_with_a_whole_record() {
     }
 }
 
-/// Issue 43, finding 2: a live distorted input stalls 1.2 s after 1 s, then delivers its
-/// backlog at once and goes on. Runs the two live inputs (25 fps, 3 s) with `props` and
+/// Issue 43, finding 2: a live input (`stalling`: `ref` or `dist`) stalls 1.2 s after 1 s,
+/// then delivers its backlog at once and goes on. Runs the two live inputs (25 fps, 3 s) with `props` and
 /// returns the run, the stats file's records and, with `prometheus-address`, a scrape of
 /// the endpoint taken after the backlog (before the stop).
-fn stalled_run(props: &str) -> (Run, Vec<serde_json::Value>, String) {
+fn stalled_run(props: &str, stalling: &'static str) -> (Run, Vec<serde_json::Value>, String) {
     const FRAMES: u64 = 75;
     let c = i420_caps(32, 24, 25);
-    let path = temp_path(&format!("stall-{}.jsonl", props.len()));
+    let path = temp_path(&format!("stall-{stalling}-{}.jsonl", props.len()));
     let desc = format!(
         "appsrc name=ref is-live=true format=time block=false caps=\"{c}\" ! m.ref_sink \
          appsrc name=dist is-live=true format=time block=false caps=\"{c}\" ! m.dist_sink \
          gpumetrics name=m backend=cpu metrics=psnr latency=300000000 window=500000000 \
-         stats-file={} {props} ! fakesink",
+         stats-file={} {props} ! appsink name=out",
         path.display()
     );
     let scraped = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
@@ -259,20 +248,25 @@ fn stalled_run(props: &str) -> (Run, Vec<serde_json::Value>, String) {
                 .unwrap()
         };
         let (r, d) = (src("ref"), src("dist"));
+        let (steady, stalled) = if stalling == "dist" {
+            (&r, &d)
+        } else {
+            (&d, &r)
+        };
         let frame = |i: u64| solid_i420(32, 24, [(16 + i) as u8, 128, 128], 40 * i, 40);
         let start = std::time::Instant::now();
-        let mut dist_next = 0;
+        let mut stalled_next = 0;
         for i in 0..FRAMES {
             let due = Duration::from_millis(40 * i);
             if let Some(wait) = due.checked_sub(start.elapsed()) {
                 std::thread::sleep(wait);
             }
-            let _ = r.push_buffer(frame(i));
-            // The distorted input delivers nothing from 1 s to 2.2 s, then its backlog.
+            let _ = steady.push_buffer(frame(i));
+            // The stalling input delivers nothing from 1 s to 2.2 s, then its backlog.
             if !(25..55).contains(&i) {
-                while dist_next <= i {
-                    let _ = d.push_buffer(frame(dist_next));
-                    dist_next += 1;
+                while stalled_next <= i {
+                    let _ = stalled.push_buffer(frame(stalled_next));
+                    stalled_next += 1;
                 }
             }
         }
@@ -315,8 +309,10 @@ fn assert_windows_final(records: &[serde_json::Value]) -> u64 {
 
 #[test]
 fn a_live_stall_is_an_event_its_pairs_are_measured_within_the_budget_and_windows_are_final() {
-    let (run, records, scraped) =
-        stalled_run("stall-budget=3000000000 prometheus-address=127.0.0.1:0");
+    let (run, records, scraped) = stalled_run(
+        "stall-budget=3000000000 prometheus-address=127.0.0.1:0",
+        "dist",
+    );
     run.expect_ok();
     let s = run.summary();
     // Every pair that both inputs delivered is measured, none is unmatched.
@@ -377,7 +373,7 @@ fn a_live_stall_is_an_event_its_pairs_are_measured_within_the_budget_and_windows
 
 #[test]
 fn past_the_stall_budget_frames_are_unmatched_once_and_windows_stay_final() {
-    let (run, records, _) = stalled_run("stall-budget=0");
+    let (run, records, _) = stalled_run("stall-budget=0", "dist");
     run.expect_ok();
     let s = run.summary();
     // Given up at once: the reference frames of the stall are unmatched, and the
@@ -487,4 +483,33 @@ fn decoder_warnings_and_corrupted_frames_are_counted_per_input() {
     assert_eq!(s.frames, 10);
     assert_eq!(s.decode.warnings, [1, 2], "{:?}", s.decode);
     assert_eq!(s.decode.corrupted, [0, 3], "{:?}", s.decode);
+}
+
+#[test]
+fn a_stalled_reference_holds_the_distorted_frames_and_lets_them_all_leave() {
+    // The other direction: the distorted frames wait (not pushed) while the reference
+    // stalls, are paired when its backlog comes, and all leave `src`, in order.
+    let (run, records, _) = stalled_run("stall-budget=3000000000", "ref");
+    run.expect_ok();
+    let s = run.summary();
+    assert_eq!(
+        (s.frames, s.unmatched_ref, s.unmatched_dist),
+        (75, 0, 0),
+        "{s:?}"
+    );
+    assert_eq!(assert_windows_final(&records), 75);
+    let pts: Vec<u64> = run
+        .out
+        .iter()
+        .map(|b| b.pts().unwrap().mseconds())
+        .collect();
+    assert_eq!(pts, (0..75).map(|i| 40 * i).collect::<Vec<_>>());
+    assert!(
+        run.events.iter().any(|e| e.event == "stall"
+            && e.input == "ref"
+            && e.state == "start"
+            && e.running_time == 1_000_000_000),
+        "{:?}",
+        run.events
+    );
 }

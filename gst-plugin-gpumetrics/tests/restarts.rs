@@ -9,37 +9,12 @@
 
 mod common;
 
-use std::io::{Read, Write};
 use std::time::{Duration, Instant};
 
 use common::*;
 use gst::prelude::*;
 
 const CYCLES: usize = 100;
-
-/// Threads of the process.
-fn threads() -> usize {
-    std::fs::read_dir("/proc/self/task").unwrap().count()
-}
-
-/// Open fds of the process (the directory's own fd is counted every time alike).
-fn fds() -> usize {
-    std::fs::read_dir("/proc/self/fd").unwrap().count()
-}
-
-/// Resident memory of the process, in KiB.
-fn rss_kib() -> u64 {
-    let statm = std::fs::read_to_string("/proc/self/statm").unwrap();
-    let pages: u64 = statm.split_whitespace().nth(1).unwrap().parse().unwrap();
-    // The page size of the process's mappings (4 KiB on x86_64, up to 64 KiB on arm64).
-    let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
-    let page_kib: u64 = smaps
-        .lines()
-        .find_map(|l| l.strip_prefix("KernelPageSize:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap_or(4);
-    pages * page_kib
-}
 
 #[derive(Debug, Clone, Copy)]
 struct Usage {
@@ -54,21 +29,6 @@ fn usage() -> Usage {
         fds: fds(),
         rss_kib: rss_kib(),
     }
-}
-
-/// GET /metrics from `address`: the body.
-fn scrape(address: &str) -> String {
-    let mut s = std::net::TcpStream::connect(address).expect("the endpoint listens");
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    write!(s, "GET /metrics HTTP/1.0\r\nHost: {address}\r\n\r\n").unwrap();
-    let mut text = String::new();
-    s.read_to_string(&mut text).unwrap();
-    let (head, body) = text.split_once("\r\n\r\n").expect("a head and a body");
-    assert!(
-        head.starts_with("HTTP/1.") && head.contains(" 200 "),
-        "{head}"
-    );
-    body.to_string()
 }
 
 /// A pipeline of three frames of videotestsrc on both pads of an element named `name`

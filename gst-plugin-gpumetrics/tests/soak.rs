@@ -27,16 +27,6 @@ fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
         .unwrap_or(default)
 }
 
-/// Resident set of this process in KiB (Linux).
-fn rss_kib() -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .expect("VmRSS in /proc/self/status")
-}
-
 #[test]
 #[ignore = "soak: minutes of CPU; run by scripts/soak.sh"]
 fn rss_stays_flat_over_millions_of_pairs() {
@@ -126,29 +116,6 @@ fn rss_stays_flat_over_millions_of_pairs() {
     assert!(hi - lo <= 2048, "RSS grew by {} KiB after warm-up", hi - lo);
 }
 
-/// Threads of this process (Linux).
-fn threads() -> usize {
-    std::fs::read_dir("/proc/self/task").unwrap().count()
-}
-
-/// Open file descriptors of this process (Linux).
-fn fds() -> usize {
-    std::fs::read_dir("/proc/self/fd").unwrap().count()
-}
-
-/// One scrape of the Prometheus endpoint at `address`: the body's length.
-fn scrape(address: &str) -> usize {
-    use std::io::{Read, Write};
-    let Ok(mut s) = std::net::TcpStream::connect(address) else {
-        return 0;
-    };
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    let _ = write!(s, "GET /metrics HTTP/1.0\r\nHost: {address}\r\n\r\n");
-    let mut text = String::new();
-    let _ = s.read_to_string(&mut text);
-    text.len()
-}
-
 /// A monitor for an hour (issue 43): two live inputs at 25 fps, `window`, `alerts`,
 /// Prometheus (scraped every 10 s) and a stats file, the distorted input stalling for
 /// `SOAK_STALL_FOR` s (default 5, beyond the default 2 s `stall-budget`: some frames are
@@ -236,7 +203,7 @@ fn a_live_monitor_with_stalls_stays_flat_for_an_hour() {
         }
         let t = start.elapsed();
         if t >= next_scrape {
-            if scrape(&address) > 0 {
+            if !scrape(&address).is_empty() {
                 scrapes += 1;
             }
             next_scrape += Duration::from_secs(10);

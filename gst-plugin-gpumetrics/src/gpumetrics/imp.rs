@@ -819,10 +819,8 @@ impl GpuMetrics {
         }) else {
             return;
         };
-        for (side, pad) in [
-            (Input::Reference, "ref_sink"),
-            (Input::Distorted, "dist_sink"),
-        ] {
+        for side in [Input::Reference, Input::Distorted] {
+            let pad = side_pad_name(side);
             let (w, c) = (
                 decode.warnings[side as usize],
                 decode.corrupted[side as usize],

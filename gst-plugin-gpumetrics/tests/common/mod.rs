@@ -267,3 +267,45 @@ pub fn temp_path(name: &str) -> PathBuf {
 pub fn psnr(peak: f64, mse: f64) -> f64 {
     10.0 * (peak * peak / mse).log10()
 }
+
+// ---- The process's resources and the Prometheus endpoint (restart and soak tests).
+
+/// Threads of this process (Linux).
+pub fn threads() -> usize {
+    std::fs::read_dir("/proc/self/task").unwrap().count()
+}
+
+/// Open fds of this process (the directory's own fd is counted every time alike).
+pub fn fds() -> usize {
+    std::fs::read_dir("/proc/self/fd").unwrap().count()
+}
+
+/// Resident memory of this process, in KiB.
+pub fn rss_kib() -> u64 {
+    let statm = std::fs::read_to_string("/proc/self/statm").unwrap();
+    let pages: u64 = statm.split_whitespace().nth(1).unwrap().parse().unwrap();
+    // The page size of the process's mappings (4 KiB on x86_64, up to 64 KiB on arm64).
+    let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
+    let page_kib: u64 = smaps
+        .lines()
+        .find_map(|l| l.strip_prefix("KernelPageSize:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(4);
+    pages * page_kib
+}
+
+/// GET /metrics from `address` (a Prometheus endpoint that answers 200): the body.
+pub fn scrape(address: &str) -> String {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(address).expect("the endpoint listens");
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(s, "GET /metrics HTTP/1.0\r\nHost: {address}\r\n\r\n").unwrap();
+    let mut text = String::new();
+    s.read_to_string(&mut text).unwrap();
+    let (head, body) = text.split_once("\r\n\r\n").expect("a head and a body");
+    assert!(
+        head.starts_with("HTTP/1.") && head.contains(" 200 "),
+        "{head}"
+    );
+    body.to_string()
+}
