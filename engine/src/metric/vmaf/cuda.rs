@@ -1,14 +1,19 @@
 //! VMAF on the GPU: the kernel crate's functions as kernels, on the metric's stream. Per
-//! pair: `vmaf_load` (luma to `u16`), per VIF scale `vmaf_vif_vertical` + `vmaf_vif_stat`
-//! (+ `vmaf_vif_down`), and beside them on a side stream per ADM level `vmaf_adm_dwt` +
-//! `vmaf_adm_decouple` + `vmaf_adm_rows` and the motion difference's blur and SAD
-//! (a stream forked from the metric's, joined back with cudarc's `join`), then one copy of the 53 integer sums; for the v1 models
-//! SpEED chroma's ([`SpeedChromaCuda`]) and CAMBI's ([`CambiCuda`]) kernels, each on a
-//! stream of its own that starts after the pair's uploads. Every
-//! buffer is allocated once per plan (about 60 bytes per pixel); the sums are zeroed by one
-//! memset per pair. What a pair writes before it reads (the distorted luma, the VIF and
-//! ADM planes, the motion difference: all but about 4 bytes per pixel) lies in a scratch
-//! arena that the engines of one context with the same frame size and model share
+//! pair: `vmaf_load` (luma to `u16`), per VIF scale `vmaf_vif_fused` (the vertical pass of
+//! a tile in shared memory, the horizontal pass and the sums from there) and
+//! `vmaf_vif_down`, and beside them on a side stream per ADM level `vmaf_adm_dwt` +
+//! `vmaf_adm_decouple` + `vmaf_adm_rows` and the motion difference's blur and SAD (a
+//! stream forked from the metric's, joined back with cudarc's `join`), then one copy of
+//! the 53 integer sums; for the v1 models SpEED chroma's ([`SpeedChromaCuda`]) and CAMBI's
+//! ([`CambiCuda`]) kernels, each on a stream of its own that starts after the pair's
+//! uploads. A second model that differs only in its enhancement gain limits (`vmaf-neg`
+//! beside `vmaf`) is measured in the same pass: `vmaf_vif_fused` adds its VIF sums too, and
+//! ADM's decoupling and row sums run again with its limit, into a second block of sums.
+//!
+//! Every buffer is allocated once per plan (about 40 bytes per pixel); the sums are zeroed
+//! by one memset per pair. What a pair writes before it reads (the distorted luma, the VIF
+//! and ADM planes, the motion difference: all but about 4 bytes per pixel) lies in a
+//! scratch arena that the engines of one context with the same frame size and model share
 //! (`crate::cuda::scratch`); the reference lumas kept for motion are the engine's own.
 //!
 //! A pair's kernels and the copy of its sums are queued with the pair (`CudaFrames::queue`)
@@ -51,7 +56,6 @@ pub(super) struct Vmaf {
     luma_dist: Plane,
     /// VIF images of scales 1..3 (reference, distorted).
     vif_images: Vec<[Plane; 2]>,
-    vif_tmp: Plane,
     log2: u64,
     adm_bands: Vec<Plane>,
     adm_maps: Plane,
@@ -82,6 +86,12 @@ pub(super) struct Vmaf {
     model: std::sync::Arc<super::Model>,
     /// ADM's options.
     adm: AdmOptions,
+    /// A second model's VIF gain limit and ADM options, when it reads the same features
+    /// but for its enhancement gain limits (`vmaf-neg` beside `vmaf`): VIF's filtering,
+    /// ADM's wavelets and motion are computed once; `vmaf_vif_fused` computes its VIF terms
+    /// beside the first model's, and ADM's `vmaf_adm_decouple` and `vmaf_adm_rows` run
+    /// again with its limit, into a second block of sums after the first.
+    second: Option<(f64, AdmOptions)>,
     /// Where ADM and motion run, beside VIF: forked after the pair's lumas are loaded,
     /// joined back before the copy of the sums.
     side: Branch,
@@ -93,7 +103,10 @@ impl Vmaf {
         plan: &Plan,
         model: std::sync::Arc<super::Model>,
         cambi: &crate::metric::cambi::CambiSettings,
+        second: Option<&super::Model>,
     ) -> Result<Option<Vmaf>, DriverError> {
+        let second = second.map(|m| (m.vif_gain_limit, m.adm));
+        let blocks = 1 + second.is_some() as usize;
         let stream = &gpu.stream;
         let (w, h) = (plan.reference.width, plan.reference.height);
         let vs = vif_sizes(w, h);
@@ -105,11 +118,10 @@ impl Vmaf {
             2 * n(vs[0]),
             2 * distance as u64 * n(vs[0]),
             2 * vif::LOG2_LEN as u64,
-            8 * SUMS as u64,
+            8 * (SUMS * blocks) as u64,
         ];
         let mut shared: Vec<u64> = vec![2 * n(vs[0])];
         shared.extend(vs[1..].iter().map(|&s| 2 * 2 * n(s)));
-        shared.push(5 * 4 * n(vs[0]));
         shared.extend(asz.iter().map(|&s| 8 * 4 * n(s)));
         shared.push(adm::MAPS as u64 * 4 * n(asz[0]));
         shared.push(4 * n(vs[0]));
@@ -155,14 +167,13 @@ impl Vmaf {
         let out = own_at[3];
         let luma_dist = plane(at[0], vs[0]);
         let vif_images = (1..4).map(|i| pair(at[i], vs[i], 2)).collect();
-        let vif_tmp = plane(at[4], vs[0]);
-        let adm_bands = (0..4).map(|i| plane(at[5 + i], asz[i])).collect();
-        let adm_maps = plane(at[9], asz[0]);
-        let motion_tmp = plane(at[10], vs[0]);
+        let adm_bands = (0..4).map(|i| plane(at[4 + i], asz[i])).collect();
+        let adm_maps = plane(at[8], asz[0]);
+        let motion_tmp = plane(at[9], vs[0]);
         let table = super::cpu::log2_table();
         // SAFETY: the region holds the table; `table` lives until the synchronisation below.
         unsafe { cu::memcpy_htod_async(log2, &table[..], stream.cu_stream()) }?;
-        let host_out = Readback::new(&gpu.ctx, SUMS)?;
+        let host_out = Readback::new(&gpu.ctx, SUMS * blocks)?;
         // SpEED and CAMBI read only the pair: their own streams overlap them with ADM and
         // motion.
         // `check` refused the plans whose features cannot be made (`host::why_not`).
@@ -192,7 +203,6 @@ impl Vmaf {
             luma_ref,
             luma_dist,
             vif_images,
-            vif_tmp,
             log2,
             adm_bands,
             adm_maps,
@@ -203,6 +213,7 @@ impl Vmaf {
             host_out,
             motions: std::collections::VecDeque::new(),
             adm: model.adm,
+            second,
             speed,
             cambi,
             ready: gpu.ctx.new_event(None)?,
@@ -250,7 +261,6 @@ impl Vmaf {
             let [r, d] = self.vif_images[i];
             [at(r), at(d)]
         };
-        let vif_tmp = at(self.vif_tmp);
         let adm_band = |i: usize| at(self.adm_bands[i]);
         let adm_maps = at(self.adm_maps);
         let motion_tmp = at(self.motion_tmp);
@@ -258,7 +268,7 @@ impl Vmaf {
         // backend's upload buffers); every plane was allocated for this plan in `new`, and
         // the kernels of one pair run in stream order.
         unsafe {
-            cu::memset_d8_async(self.out, 0, 8 * SUMS, stream.cu_stream())?;
+            cu::memset_d8_async(self.out, 0, 8 * self.sums_len(), stream.cu_stream())?;
             k.vmaf_load(
                 stream,
                 tiles(w, h),
@@ -282,19 +292,23 @@ impl Vmaf {
                 let s = vif::VifScale {
                     reference: r,
                     distorted: d,
-                    tmp: Plane {
-                        stride: sw,
-                        width: sw,
-                        height: sh,
-                        ..vif_tmp
-                    },
+                    // The fused kernel keeps the vertical pass in shared memory.
+                    tmp: Plane::default(),
                     log2: self.log2,
                     gain_limit: self.model.vif_gain_limit,
                     scale: scale as u32,
                     bpc,
                 };
-                k.vmaf_vif_vertical(stream, tiles(sw, sh), s)?;
-                k.vmaf_vif_stat(stream, rows(sh), s, out(4 * scale))?;
+                let fused = LaunchConfig {
+                    grid_dim: (sw.div_ceil(vif::FUSED_W), sh.div_ceil(vif::FUSED_H), 1),
+                    block_dim: (vif::FUSED_THREADS, 1, 1),
+                    shared_mem_bytes: 0,
+                };
+                let (second, out2) = match self.second {
+                    Some((gain_limit, _)) => (gain_limit, out(SUMS + 4 * scale)),
+                    None => (0.0, DevPtrMut::null()),
+                };
+                k.vmaf_vif_fused(stream, fused, s, second, out(4 * scale), out2)?;
                 if scale < 3 {
                     let [nr, nd] = vif_image(scale);
                     k.vmaf_vif_down(stream, tiles(nr.width, nr.height), s, nr, nd)?;
@@ -336,6 +350,17 @@ impl Vmaf {
                 };
                 k.vmaf_adm_decouple(side, tiles(bw, bh), s)?;
                 k.vmaf_adm_rows(side, rows(bh), s, out(16 + 6 * scale), out(AIM + 3 * scale))?;
+                if let Some((_, adm)) = &self.second {
+                    // The maps are rewritten after the first model's rows read them.
+                    let s = adm::Scale {
+                        bands: s.bands,
+                        maps: s.maps,
+                        ..adm_scale(adm, scale)
+                    };
+                    let (o, a) = (SUMS + 16 + 6 * scale, SUMS + AIM + 3 * scale);
+                    k.vmaf_adm_decouple(side, tiles(bw, bh), s)?;
+                    k.vmaf_adm_rows(side, rows(bh), s, out(o), out(a))?;
+                }
             }
             if measure_motion {
                 let (prev, cur) = (self.history[0], lumas[0]);
@@ -346,7 +371,7 @@ impl Vmaf {
             // load, on the stream, waits for this pair's motion, which reads the plane it
             // writes).
             self.side.join_into(stream)?;
-            self.host_out.copy_in(self.out, SUMS, stream)?;
+            self.host_out.copy_in(self.out, self.sums_len(), stream)?;
         }
         // The arena is free for the next engine once the sums are added up.
         lease.end()?;
@@ -360,24 +385,56 @@ impl Vmaf {
         Ok(())
     }
 
-    /// Waits for the oldest pair queued and gives its sums and SAD.
-    fn sums(&mut self) -> Result<(Sums, Option<u64>), DriverError> {
+    /// The u64 values a pair's sums take: one block per model measured.
+    fn sums_len(&self) -> usize {
+        SUMS * (1 + self.second.is_some() as usize)
+    }
+
+    /// Waits for the oldest pair queued and gives its sums (the second model's too, when
+    /// there is one) and SAD.
+    fn sums(&mut self) -> Result<(Sums, Option<Sums>, Option<u64>), DriverError> {
         let measured_motion = self.motions.pop_front().unwrap_or(false);
-        let host = self.host_out.take(SUMS)?;
-        let mut sums = Sums::default();
-        for scale in 0..4 {
-            for i in 0..4 {
-                sums.vif[scale][i] = host[4 * scale + i] as i64;
+        let len = self.sums_len();
+        let host = self.host_out.take(len)?;
+        let block = |host: &[u64]| {
+            let mut sums = Sums::default();
+            for scale in 0..4 {
+                for i in 0..4 {
+                    sums.vif[scale][i] = host[4 * scale + i] as i64;
+                }
+                for i in 0..6 {
+                    sums.adm[scale][i] = host[16 + 6 * scale + i] as i64;
+                }
+                for i in 0..3 {
+                    sums.adm_aim[scale][i] = host[AIM + 3 * scale + i] as i64;
+                }
             }
-            for i in 0..6 {
-                sums.adm[scale][i] = host[16 + 6 * scale + i] as i64;
-            }
-            for i in 0..3 {
-                sums.adm_aim[scale][i] = host[AIM + 3 * scale + i] as i64;
-            }
-        }
+            sums
+        };
+        let second = (len > SUMS).then(|| block(&host[SUMS..]));
         let sad = measured_motion.then_some(host[40]);
-        Ok((sums, sad))
+        Ok((block(host), second, sad))
+    }
+
+    /// The oldest pair's features without the side streams: the model's, and the second
+    /// model's when there is one.
+    fn read_frames(&mut self, plan: &Plan) -> Result<(Frame, Option<Frame>), EngineError> {
+        if self.host_out.queued() == 0 {
+            return Err(EngineError::Unsupported(
+                "vmaf: no pair queued to read".into(),
+            ));
+        }
+        let (sums, second, sad) = self
+            .sums()
+            .map_err(|e| EngineError::Cuda(format!("running vmaf: {e}")))?;
+        let (w, h) = (plan.reference.width, plan.reference.height);
+        let motion = self.model.motion.score(sad, w, h);
+        let first = frame_features(plan, &sums, motion, &self.adm);
+        let second = match (second, &self.second) {
+            (Some(sums), Some((_, adm))) => Some(frame_features(plan, &sums, motion, adm)),
+            _ => None,
+        };
+        Ok((first, second))
     }
 
     /// Whether a pair's work is read by synchronising side streams (SpEED chroma, CAMBI),
@@ -430,17 +487,8 @@ impl CudaFrames for Vmaf {
     }
 
     fn read(&mut self, plan: &Plan) -> Result<Frame, EngineError> {
-        let failed = |e: DriverError| EngineError::Cuda(format!("running vmaf: {e}"));
         if !self.has_lanes() {
-            if self.host_out.queued() == 0 {
-                return Err(EngineError::Unsupported(
-                    "vmaf: no pair queued to read".into(),
-                ));
-            }
-            let (sums, sad) = self.sums().map_err(failed)?;
-            let (w, h) = (plan.reference.width, plan.reference.height);
-            let motion = self.model.motion.score(sad, w, h);
-            return Ok(frame_features(plan, &sums, motion, &self.adm));
+            return Ok(self.read_frames(plan)?.0);
         }
         let (Some((r, d)), Some(gpu)) = (self.deferred.pop_front(), self.lane.take()) else {
             return Err(EngineError::Unsupported(
@@ -483,7 +531,7 @@ impl Vmaf {
             c.queue(lane, d)?;
         }
         self.launch(gpu, plan, r, d).map_err(failed)?;
-        let (sums, sad) = self.sums().map_err(failed)?;
+        let (sums, _, sad) = self.sums().map_err(failed)?;
         let (w, h) = (plan.reference.width, plan.reference.height);
         let motion = self.model.motion.score(sad, w, h);
         let mut f = frame_features(plan, &sums, motion, &self.adm);
@@ -502,6 +550,45 @@ impl Vmaf {
             f.cambi = c.finish()?;
         }
         Ok(f)
+    }
+}
+
+/// A [`Vmaf`] with a second model (its `second`): both models' features of each pair, for
+/// [`super::Both`].
+pub(super) struct Shared(pub(super) Vmaf);
+
+impl CudaFrames for Shared {
+    type Frame = [Frame; 2];
+
+    fn queue(
+        &mut self,
+        gpu: &Gpu,
+        plan: &Plan,
+        r: &PlanePtrs,
+        d: &PlanePtrs,
+    ) -> Result<(), EngineError> {
+        self.0
+            .launch(gpu, plan, r, d)
+            .map_err(|e| EngineError::Cuda(format!("running vmaf: {e}")))
+    }
+
+    fn drop_queued(&mut self) {
+        self.0.drop_queued();
+    }
+
+    fn read(&mut self, plan: &Plan) -> Result<[Frame; 2], EngineError> {
+        match self.0.read_frames(plan)? {
+            (first, Some(second)) => Ok([first, second]),
+            (_, None) => Err(EngineError::Unsupported(
+                "vmaf: the second model's features were not measured".into(),
+            )),
+        }
+    }
+}
+
+impl Restart for Shared {
+    fn restart(&mut self) {
+        self.0.restart();
     }
 }
 

@@ -12,8 +12,7 @@ use crate::{Check, Outcome};
 pub(crate) const CHECKS: &[(&[&str], Check)] = &[(
     &[
         "vmaf_load",
-        "vmaf_vif_vertical",
-        "vmaf_vif_stat",
+        "vmaf_vif_fused",
         "vmaf_vif_down",
         "vmaf_adm_dwt",
         "vmaf_adm_decouple",
@@ -30,7 +29,8 @@ crate::gpu_tests! {
 
 /// VMAF's whole pipeline (every `vmaf_*` kernel) on the GPU against the CPU backend: three
 /// pairs of a smooth random odd-sized frame and a noisier copy, 8-bit 4:2:0 and 10-bit
-/// 4:4:4 with features; the features are integer sums on both sides, so they must be equal.
+/// 4:4:4 with features, `vmaf` and `vmaf-neg` (one pass on the GPU, two on the CPU); the
+/// features are integer sums on both sides, so they must be equal.
 fn vmaf_pipeline(_k: &Kernels, _s: &Arc<CudaStream>, r: &mut Rng) -> Result<Outcome, DriverError> {
     use gpumetrics_engine::{
         BackendChoice, Engine, EngineConfig, Frame, FrameLayout, HostFrame, MetricSet, PixelFormat,
@@ -87,7 +87,7 @@ fn vmaf_pipeline(_k: &Kernels, _s: &Arc<CudaStream>, r: &mut Rng) -> Result<Outc
         ];
         let run = |backend| -> Result<Vec<Scores>, String> {
             let cfg = EngineConfig {
-                metrics: MetricSet::VMAF,
+                metrics: MetricSet::VMAF | MetricSet::named("vmaf-neg").expect("registered"),
                 backend,
                 options: crate::common::vmaf_options("vmaf_v0.6.1"),
                 ..Default::default()
@@ -121,19 +121,28 @@ fn vmaf_pipeline(_k: &Kernels, _s: &Arc<CudaStream>, r: &mut Rng) -> Result<Outc
         match (run(BackendChoice::Cuda), run(BackendChoice::Cpu)) {
             (Ok(g), Ok(c)) if g.len() == c.len() && g.len() == 3 => {
                 for (g, c) in g.iter().zip(&c) {
+                    let names = |s: &Scores| s.iter().map(|(n, _)| n).collect::<Vec<_>>();
+                    if names(g) != names(c) {
+                        max_err = f64::INFINITY;
+                        notes.push(format!("fields {:?} against {:?}", names(g), names(c)));
+                    }
                     for ((name, gv), (_, cv)) in g.iter().zip(c.iter()) {
-                        let tol_scale = if name == "vmaf" { 1e-9 } else { 0.0 };
+                        let model = name == "vmaf" || name == "vmaf-neg";
+                        let tol_scale = if model { 1e-9 } else { 0.0 };
                         let e = (gv - cv).abs();
                         let e = if e.is_nan() { f64::INFINITY } else { e };
                         max_err = max_err.max((e - tol_scale).max(0.0));
                         elements += 1;
                     }
                 }
+                let at = |s: &Scores, f: &str| s.get(f).unwrap_or(f64::NAN);
                 notes.push(format!(
-                    "{} vmaf cuda {:.4} cpu {:.4}",
+                    "{} vmaf cuda {:.4} cpu {:.4}, vmaf-neg cuda {:.4} cpu {:.4}",
                     format.name(),
-                    g[2].get("vmaf").unwrap_or(f64::NAN),
-                    c[2].get("vmaf").unwrap_or(f64::NAN)
+                    at(&g[2], "vmaf"),
+                    at(&c[2], "vmaf"),
+                    at(&g[2], "vmaf-neg"),
+                    at(&c[2], "vmaf-neg"),
                 ));
             }
             (g, c) => {
@@ -151,6 +160,9 @@ fn vmaf_pipeline(_k: &Kernels, _s: &Arc<CudaStream>, r: &mut Rng) -> Result<Outc
         elements,
         max_err,
         tolerance: 0.0,
-        note: format!("fields equal (vmaf within 1e-9); {}", notes.join(", ")),
+        note: format!(
+            "fields equal (vmaf, vmaf-neg within 1e-9); {}",
+            notes.join(", ")
+        ),
     })
 }

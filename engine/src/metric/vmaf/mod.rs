@@ -243,9 +243,28 @@ pub(crate) const ENTRY: Entry = Entry {
         if !fits(s.plan) {
             return Ok(None);
         }
+        let models = models(s.settings(), s.set);
+        if let [first, second] = &models[..]
+            && shares_features(&first.model, &second.model)
+        {
+            let Some(frames) = cuda::Vmaf::new(
+                gpu,
+                s.plan,
+                first.model.clone(),
+                &first.cambi(),
+                Some(&second.model),
+            )?
+            else {
+                return Ok(None);
+            };
+            let both = Both([Scorer::new(first), Scorer::new(second)]);
+            let state: Box<dyn super::CudaMetric> =
+                Box::new(Temporal::new(both, cuda::Shared(frames)));
+            return Ok(Models::of(vec![state], vec![None]).map(|m| m as Box<dyn super::CudaMetric>));
+        }
         let mut states: Vec<Box<dyn super::CudaMetric>> = Vec::new();
         let mut lanes = Vec::new();
-        for (i, settings) in models(s.settings(), s.set).into_iter().enumerate() {
+        for (i, settings) in models.into_iter().enumerate() {
             // The second model on a stream of its own, beside the first.
             let lane = if i == 0 {
                 None
@@ -260,7 +279,7 @@ pub(crate) const ENTRY: Entry = Entry {
             };
             let on = lane.as_ref().map_or(gpu, |(_, g)| g);
             let Some(frames) =
-                cuda::Vmaf::new(on, s.plan, settings.model.clone(), &settings.cambi())?
+                cuda::Vmaf::new(on, s.plan, settings.model.clone(), &settings.cambi(), None)?
             else {
                 return Ok(None);
             };
@@ -274,6 +293,24 @@ pub(crate) const ENTRY: Entry = Entry {
 /// Whether `set` asks for a VMAF model's score.
 fn wants(set: MetricSet) -> bool {
     set.contains(MetricSet::VMAF) || set.contains(NEG_FLAG)
+}
+
+/// Whether `second` reads the features `first` reads but for their enhancement gain limits
+/// (`vmaf-neg` beside `vmaf_v0.6.1`): the same VIF, ADM and motion options otherwise, and
+/// no side features (SpEED chroma, CAMBI). On the GPU one pass then measures both
+/// ([`cuda::Shared`]): the filtering, the wavelets and motion once, the stages that apply
+/// the limits once per model.
+fn shares_features(first: &Model, second: &Model) -> bool {
+    let plain = |m: &Model| {
+        m.generations() == (true, false)
+            && !m.reads(Feature::SpeedChromaUv)
+            && !m.reads(Feature::Cambi)
+    };
+    let adm = adm::AdmOptions {
+        enhn_gain_limit: first.adm.enhn_gain_limit,
+        ..second.adm
+    };
+    plain(first) && plain(second) && adm == first.adm && first.motion == second.motion
 }
 
 /// The settings of each model `set` asks for: `vmaf`'s, then `vmaf-neg`'s.
@@ -556,6 +593,34 @@ impl Window for Scorer {
 
     fn restart(&mut self) {
         self.motion.restart();
+    }
+}
+
+/// Two models' scorers over the features of one pass ([`cuda::Shared`]): the first
+/// model's fields, then the second's, as [`Models`] gives them.
+pub(crate) struct Both([Scorer; 2]);
+
+impl Window for Both {
+    type Frame = [Frame; 2];
+
+    fn lag(&self) -> usize {
+        self.0.iter().map(Window::lag).max().unwrap_or(0)
+    }
+
+    fn fields(&mut self, plan: &Plan, f: &[Frame; 2], following: &[[Frame; 2]], out: &mut Scores) {
+        for (i, scorer) in self.0.iter_mut().enumerate() {
+            // The scorer reads the motion of at most two following pairs.
+            let mut next = [Frame::default(); 2];
+            let n = following.len().min(next.len());
+            for (slot, g) in next.iter_mut().zip(following) {
+                *slot = g[i];
+            }
+            scorer.fields(plan, &f[i], &next[..n], out);
+        }
+    }
+
+    fn restart(&mut self) {
+        self.0.iter_mut().for_each(Window::restart);
     }
 }
 

@@ -26,13 +26,18 @@ gpumetrics_device::kernel! {
         dis_out: Plane,
     ) => load;
 
-    /// The vertical pass of one scale into `s.tmp`. `TILE`×`TILE` threads, grid covering
-    /// the scale.
-    pub unsafe fn vmaf_vif_vertical(s: VifScale) => vif_vertical;
-
-    /// Adds one scale's four sums to `out[0..4]` (two's complement in `u64`). One block of
-    /// `ROW_BLOCK` threads per row (grid.x = rows).
-    pub unsafe fn vmaf_vif_stat(s: VifScale, out: *mut u64) => vif_stat;
+    /// One scale's VIF: the vertical pass of a tile into shared memory, the horizontal pass
+    /// and the terms from there (`s.tmp` is not read), and the tile's four sums added to
+    /// `out[0..4]` (two's complement in `u64`). With a non-null `out2`, a second model's
+    /// sums too (its gain limit `second_gain_limit`, all else equal) to `out2[0..4]`.
+    /// `FUSED_THREADS` threads a block, a grid of `FUSED_W`×`FUSED_H` tiles covering the
+    /// scale.
+    pub unsafe fn vmaf_vif_fused(
+        s: VifScale,
+        second_gain_limit: f64,
+        out: *mut u64,
+        out2: *mut u64,
+    ) => vif_fused;
 
     /// The next scale's images (`next_ref`, `next_dis`, half this scale's size rounded
     /// down). `TILE`×`TILE` threads, grid covering the next scale.
@@ -84,64 +89,146 @@ unsafe fn load(reference: Channel, distorted: Channel, ref_out: Plane, dis_out: 
     }
 }
 
-/// The body of `vmaf_vif_vertical`.
+/// The body of `vmaf_vif_fused`.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
-unsafe fn vif_vertical(s: VifScale) {
-    let x = dev::block_idx_x() * TILE + dev::thread_idx_x();
-    let y = dev::block_idx_y() * TILE + dev::thread_idx_y();
-    if x < s.reference.width && y < s.reference.height {
-        unsafe { vif::vertical_store(&s, x, y) };
-    }
-}
-
-/// The body of `vmaf_vif_stat`.
-#[cfg(target_arch = "nvptx64")]
-#[inline(always)]
-unsafe fn vif_stat(s: VifScale, out: *mut u64) {
-    gpumetrics_device::shared!(static VMAF_VIF_WARPS: [i64; 4 * ROW_WARPS]);
-    let y = dev::block_idx_x();
+unsafe fn vif_fused(s: VifScale, second_gain_limit: f64, out: *mut u64, out2: *mut u64) {
+    use vif::{FUSED_COLS, FUSED_H, FUSED_THREADS, FUSED_W};
+    gpumetrics_device::shared!(static VMAF_VIF_V: [u32; (5 * FUSED_H * FUSED_COLS) as usize]);
+    gpumetrics_device::shared!(static VMAF_VIF_WARPS: [i64; 5 * ROW_WARPS]);
+    let fw = vif::WIDTHS[s.scale as usize];
+    let (w, h) = (s.reference.width, s.reference.height);
+    let (x0, y0) = (dev::block_idx_x() * FUSED_W, dev::block_idx_y() * FUSED_H);
     let t = dev::thread_idx_x();
-    let mut acc = vif::Sums::default();
-    let mut x = t;
-    while x < s.reference.width {
-        acc.add(&unsafe { vif::pixel(&s, x, y) });
-        x += ROW_BLOCK;
+    // The tile's outputs, and the vertical pass's columns they read.
+    let (cols_out, rows) = (FUSED_W.min(w - x0), FUSED_H.min(h - y0));
+    let cols = cols_out + fw - 1;
+    let at = |k: u32, r: u32, j: u32| ((k * FUSED_H + r) * FUSED_COLS + j) as usize;
+    let mut e = t;
+    while e < cols * rows {
+        let (j, r) = (e % cols, e / cols);
+        let col = super::reflect(x0 as i32 - (fw / 2) as i32 + j as i32, w as i32) as u32;
+        let v = unsafe { vif::vertical(&s, col, y0 + r) };
+        for (k, &v) in v.iter().enumerate() {
+            unsafe { VMAF_VIF_V.write(at(k as u32, r, j), v) };
+        }
+        e += FUSED_THREADS;
     }
-    let mut v = acc.to_array();
+    unsafe { dev::sync_threads() };
+    let second = (!out2.is_null()).then_some(second_gain_limit);
+    let mut acc = vif::Sums::default();
+    let mut num_log2 = 0i64;
+    let mut e = t;
+    while e < FUSED_W * rows {
+        let (c, r) = (e % FUSED_W, e / FUSED_W);
+        if c < cols_out {
+            let m = vif::horizontal(s.scale, |k| {
+                [0, 1, 2, 3, 4].map(|p| unsafe { VMAF_VIF_V.read(at(p, r, c + k)) })
+            });
+            let (first, n) = unsafe { vif::stat(&s, second, m) };
+            acc.add(&first);
+            num_log2 = num_log2.wrapping_add(n);
+        }
+        e += FUSED_THREADS;
+    }
+    let [a, b, c, d] = acc.to_array();
+    let mut v = [a, b, c, d, num_log2];
+    let values = if second.is_some() { 5 } else { 4 };
     let mut delta = 16;
     while delta > 0 {
-        for k in 0..4 {
+        for k in 0..values {
             v[k] = v[k].wrapping_add(unsafe { dev::shfl_down(dev::FULL_MASK, v[k], delta) });
         }
         delta /= 2;
     }
     if dev::lane_id() == 0 {
-        for k in 0..4 {
+        for k in 0..values {
             unsafe { VMAF_VIF_WARPS.write(k * ROW_WARPS + (t / 32) as usize, v[k]) };
         }
     }
     unsafe { dev::sync_threads() };
-    if t < 4 {
+    let total = |k: usize| {
         let mut total = 0i64;
         for w in 0..ROW_WARPS {
-            total = total.wrapping_add(unsafe { VMAF_VIF_WARPS.read(t as usize * ROW_WARPS + w) });
+            total = total.wrapping_add(unsafe { VMAF_VIF_WARPS.read(k * ROW_WARPS + w) });
         }
-        unsafe { dev::atomic_add_u64(out.add(t as usize), total as u64) };
+        total as u64
+    };
+    if t < 4 {
+        let sum = total(t as usize);
+        unsafe { dev::atomic_add_u64(out.add(t as usize), sum) };
+        if second.is_some() {
+            // The second model's num_log, then the sums both share.
+            let sum2 = if t == 0 { total(4) } else { sum };
+            unsafe { dev::atomic_add_u64(out2.add(t as usize), sum2) };
+        }
     }
 }
 
-/// The body of `vmaf_vif_down`.
+/// The body of `vmaf_vif_down`: the tile's source samples staged in shared memory, then
+/// the vertical pass of its columns at the output rows, then the horizontal pass; the same
+/// sums as [`vif::down`] per output sample.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 unsafe fn vif_down(s: VifScale, next_ref: Plane, next_dis: Plane) {
-    let x = dev::block_idx_x() * TILE + dev::thread_idx_x();
-    let y = dev::block_idx_y() * TILE + dev::thread_idx_y();
-    if x < next_ref.width && y < next_ref.height {
-        let (a, b) = unsafe { vif::down(&s, x, y) };
+    use vif::DOWN_SRC;
+    const SRC: usize = (DOWN_SRC * DOWN_SRC) as usize;
+    const V: usize = (DOWN_SRC * TILE) as usize;
+    gpumetrics_device::shared!(static VMAF_VIF_DOWN_SRC: [u16; 2 * SRC]);
+    gpumetrics_device::shared!(static VMAF_VIF_DOWN_V: [u16; 2 * V]);
+    let fw = vif::WIDTHS[s.scale as usize + 1];
+    let half = (fw / 2) as i32;
+    let (w, h) = (s.reference.width as i32, s.reference.height as i32);
+    let (x0, y0) = (dev::block_idx_x() * TILE, dev::block_idx_y() * TILE);
+    let (tx, ty) = (dev::thread_idx_x(), dev::thread_idx_y());
+    let t = ty * TILE + tx;
+    // The tile's outputs, and the source columns and rows they read.
+    let (ox, oy) = (
+        TILE.min(next_ref.width - x0),
+        TILE.min(next_ref.height - y0),
+    );
+    let (cols, rows) = (2 * (ox - 1) + fw, 2 * (oy - 1) + fw);
+    let mut e = t;
+    while e < cols * rows {
+        let (j, i) = (e % cols, e / cols);
+        let col = super::reflect(2 * x0 as i32 - half + j as i32, w) as u32;
+        let row = super::reflect(2 * y0 as i32 - half + i as i32, h) as u32;
+        let at = (i * DOWN_SRC + j) as usize;
         unsafe {
-            next_ref.set::<u16>(x, y, a);
-            next_dis.set::<u16>(x, y, b);
+            VMAF_VIF_DOWN_SRC.write(at, s.reference.get::<u16>(col, row));
+            VMAF_VIF_DOWN_SRC.write(SRC + at, s.distorted.get::<u16>(col, row));
+        }
+        e += TILE * TILE;
+    }
+    unsafe { dev::sync_threads() };
+    let mut e = t;
+    while e < cols * oy {
+        let (j, r) = (e % cols, e / cols);
+        let (a, b) = vif::down_vertical(s.scale, s.bpc, |k| {
+            let at = ((2 * r + k) * DOWN_SRC + j) as usize;
+            unsafe {
+                (
+                    VMAF_VIF_DOWN_SRC.read(at),
+                    VMAF_VIF_DOWN_SRC.read(SRC + at),
+                )
+            }
+        });
+        let at = (r * DOWN_SRC + j) as usize;
+        unsafe {
+            VMAF_VIF_DOWN_V.write(at, a);
+            VMAF_VIF_DOWN_V.write(V + at, b);
+        }
+        e += TILE * TILE;
+    }
+    unsafe { dev::sync_threads() };
+    if tx < ox && ty < oy {
+        let (a, b) = vif::down_horizontal(s.scale, |j| {
+            let at = (ty * DOWN_SRC + 2 * tx + j) as usize;
+            unsafe { (VMAF_VIF_DOWN_V.read(at), VMAF_VIF_DOWN_V.read(V + at)) }
+        });
+        unsafe {
+            next_ref.set::<u16>(x0 + tx, y0 + ty, a);
+            next_dis.set::<u16>(x0 + tx, y0 + ty, b);
         }
     }
 }

@@ -34,6 +34,25 @@ pub const LOG2_BASE: u32 = 32768;
 /// σ_N² of libvmaf, in its Q16 units.
 const SIGMA_NSQ: i32 = 65536 << 1;
 
+/// Output columns of one block of `vmaf_vif_fused`.
+pub const FUSED_W: u32 = 64;
+/// Output rows of one block of `vmaf_vif_fused`.
+pub const FUSED_H: u32 = 16;
+/// Threads of one block of `vmaf_vif_fused`.
+pub const FUSED_THREADS: u32 = 256;
+/// Columns of the vertical pass that one block of `vmaf_vif_fused` keeps: its outputs' and
+/// the widest filter's reach on either side.
+pub const FUSED_COLS: u32 = FUSED_W + 16;
+
+// A block reduces its sums through one shared slot per warp of a row block.
+const _: () = assert!(FUSED_THREADS as usize == 32 * super::ROW_WARPS);
+const _: () = assert!(FUSED_COLS >= FUSED_W + WIDTHS[0] - 1);
+
+/// Source columns (and rows) of the tile that one `TILE`×`TILE` block of `vmaf_vif_down`
+/// stages: twice its outputs and the next scale's widest filter's reach.
+pub const DOWN_SRC: u32 = 40;
+const _: () = assert!(DOWN_SRC == 2 * super::TILE + WIDTHS[1] - 1);
+
 /// One scale of one pair.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -113,16 +132,25 @@ pub unsafe fn log2_64(table: *const u16, v: u64) -> i32 {
 /// The images must be readable.
 #[inline(always)]
 pub unsafe fn vertical(s: &VifScale, x: u32, y: u32) -> [u32; 5] {
-    let scale = s.scale as usize;
-    let fw = WIDTHS[scale] as i32;
+    let fw = WIDTHS[s.scale as usize] as i32;
     let h = s.reference.height as i32;
+    vertical_taps(s.scale, s.bpc, |k| {
+        let row = reflect(y as i32 - fw / 2 + k as i32, h) as u32;
+        unsafe { (s.reference.get::<u16>(x, row), s.distorted.get::<u16>(x, row)) }
+    })
+}
+
+/// [`vertical`] from the samples under each tap: `sample(k)` gives the reference's and the
+/// distorted image's samples of the row `y − width/2 + k` (reflected).
+#[inline(always)]
+pub fn vertical_taps(scale: u32, bpc: u32, sample: impl Fn(u32) -> (u16, u16)) -> [u32; 5] {
+    let scale = scale as usize;
     let (mut m1, mut m2) = (0u32, 0u32);
     let (mut xx, mut yy, mut xy) = (0u64, 0u64, 0u64);
-    for k in 0..fw {
-        let row = reflect(y as i32 - fw / 2 + k, h) as u32;
+    for k in 0..WIDTHS[scale] {
         let f = FILTERS[scale][k as usize] as u32;
-        let a = unsafe { s.reference.get::<u16>(x, row) } as u32;
-        let b = unsafe { s.distorted.get::<u16>(x, row) } as u32;
+        let (a, b) = sample(k);
+        let (a, b) = (a as u32, b as u32);
         let (fa, fb) = (f * a, f * b);
         m1 = m1.wrapping_add(fa);
         m2 = m2.wrapping_add(fb);
@@ -131,10 +159,10 @@ pub unsafe fn vertical(s: &VifScale, x: u32, y: u32) -> [u32; 5] {
         xy += fa as u64 * b as u64;
     }
     let (shift, round, sq_shift, sq_round) = if scale == 0 {
-        let sq = 2 * (s.bpc - 8);
+        let sq = 2 * (bpc - 8);
         (
-            s.bpc,
-            1u32 << (s.bpc - 1),
+            bpc,
+            1u32 << (bpc - 1),
             sq,
             if sq == 0 { 0 } else { 1u64 << (sq - 1) },
         )
@@ -168,11 +196,8 @@ pub unsafe fn vertical_store(s: &VifScale, x: u32, y: u32) {
 /// `tmp` must hold the vertical pass of row `y`; `log2` must be the table.
 #[inline(always)]
 pub unsafe fn pixel(s: &VifScale, x: u32, y: u32) -> Sums {
-    let scale = s.scale as usize;
-    let fw = WIDTHS[scale] as i32;
+    let fw = WIDTHS[s.scale as usize] as i32;
     let w = s.tmp.width as i32;
-    let (mut m1, mut m2) = (0u32, 0u32);
-    let (mut xx, mut yy, mut xy) = (0u64, 0u64, 0u64);
     let planes = [
         s.tmp,
         s.tmp.nth::<u32>(1),
@@ -180,26 +205,44 @@ pub unsafe fn pixel(s: &VifScale, x: u32, y: u32) -> Sums {
         s.tmp.nth::<u32>(3),
         s.tmp.nth::<u32>(4),
     ];
-    for k in 0..fw {
-        let col = reflect(x as i32 - fw / 2 + k, w) as u32;
-        let f = FILTERS[scale][k as usize] as u32;
-        unsafe {
-            m1 = m1.wrapping_add(f * planes[0].get::<u32>(col, y));
-            m2 = m2.wrapping_add(f * planes[1].get::<u32>(col, y));
-            xx += f as u64 * planes[2].get::<u32>(col, y) as u64;
-            yy += f as u64 * planes[3].get::<u32>(col, y) as u64;
-            xy += f as u64 * planes[4].get::<u32>(col, y) as u64;
-        }
-    }
-    unsafe { terms(s, m1, m2, xx, yy, xy) }
+    let m = horizontal(s.scale, |k| {
+        let col = reflect(x as i32 - fw / 2 + k as i32, w) as u32;
+        planes.map(|p| unsafe { p.get::<u32>(col, y) })
+    });
+    unsafe { stat(s, None, m).0 }
 }
 
-/// libvmaf's per-pixel statistic from the filtered moments.
+/// A pixel's filtered means and (co)variances: μ₁, μ₂ (wrapping `u32`), x², y², xy.
+pub type Moments = (u32, u32, u64, u64, u64);
+
+/// The horizontal pass of one pixel at `scale`: `tap(k)` gives the vertical pass's five
+/// values under the filter's tap `k` (the column `x − width/2 + k`, reflected).
+#[inline(always)]
+pub fn horizontal(scale: u32, tap: impl Fn(u32) -> [u32; 5]) -> Moments {
+    let scale = scale as usize;
+    let (mut m1, mut m2) = (0u32, 0u32);
+    let (mut xx, mut yy, mut xy) = (0u64, 0u64, 0u64);
+    for k in 0..WIDTHS[scale] {
+        let f = FILTERS[scale][k as usize] as u32;
+        let v = tap(k);
+        m1 = m1.wrapping_add(f * v[0]);
+        m2 = m2.wrapping_add(f * v[1]);
+        xx += f as u64 * v[2] as u64;
+        yy += f as u64 * v[3] as u64;
+        xy += f as u64 * v[4] as u64;
+    }
+    (m1, m2, xx, yy, xy)
+}
+
+/// A pixel's terms from its moments (libvmaf's per-pixel statistic); with `second`
+/// (another model's gain limit, the only option in which it differs) also that model's
+/// `num_log`, its one term that differs (0 without).
 ///
 /// # Safety
 /// `s.log2` must be the table.
 #[inline(always)]
-unsafe fn terms(s: &VifScale, m1: u32, m2: u32, xx: u64, yy: u64, xy: u64) -> Sums {
+pub unsafe fn stat(s: &VifScale, second: Option<f64>, m: Moments) -> (Sums, i64) {
+    let (m1, m2, xx, yy, xy) = m;
     let table = s.log2 as *const u16;
     let sq = |a: u32, b: u32| ((a as u64 * b as u64 + 2147483648) >> 32) as u32;
     let filt = |v: u64| ((v + 32768) >> 16) as u32;
@@ -207,26 +250,32 @@ unsafe fn terms(s: &VifScale, m1: u32, m2: u32, xx: u64, yy: u64, xy: u64) -> Su
     let sigma2_sq = (filt(yy).wrapping_sub(sq(m2, m2)) as i32).max(0);
     let sigma12 = filt(xy).wrapping_sub(sq(m1, m2)) as i32;
     let mut out = Sums::default();
+    let mut num_log2 = 0;
     if sigma1_sq >= SIGMA_NSQ {
         out.den_log = (unsafe { log2_32(table, SIGMA_NSQ.wrapping_add(sigma1_sq) as u32) }
             - 2048 * 17) as i64;
         if sigma12 > 0 && sigma2_sq > 0 {
             const EPS: f64 = 65536.0 * 1.0e-10;
-            let mut g = sigma12 as f64 / (sigma1_sq as f64 + EPS);
+            let g = sigma12 as f64 / (sigma1_sq as f64 + EPS);
             let sv_sq = ((sigma2_sq as f64 - g * sigma12 as f64) as i32).max(0);
-            if g > s.gain_limit {
-                g = s.gain_limit;
-            }
             let numer1 = sv_sq.wrapping_add(SIGMA_NSQ) as u32;
-            let numer1_tmp = (g * g * sigma1_sq as f64) as i64 + numer1 as i64;
-            out.num_log =
-                unsafe { log2_64(table, numer1_tmp as u64) - log2_64(table, numer1 as u64) } as i64;
+            let log_numer1 = unsafe { log2_64(table, numer1 as u64) };
+            // The gain is limited after σ_v² is computed from it.
+            let num_log = |limit: f64| {
+                let g = if g > limit { limit } else { g };
+                let numer1_tmp = (g * g * sigma1_sq as f64) as i64 + numer1 as i64;
+                (unsafe { log2_64(table, numer1_tmp as u64) } - log_numer1) as i64
+            };
+            out.num_log = num_log(s.gain_limit);
+            if let Some(limit) = second {
+                num_log2 = num_log(limit);
+            }
         }
     } else {
         out.num_non_log = sigma2_sq as i64;
         out.den_non_log = 1;
     }
-    out
+    (out, num_log2)
 }
 
 /// The next scale's sample (x, y) of both images: this scale filtered with the next
@@ -237,30 +286,58 @@ unsafe fn terms(s: &VifScale, m1: u32, m2: u32, xx: u64, yy: u64, xy: u64) -> Su
 /// The images must be readable.
 #[inline(always)]
 pub unsafe fn down(s: &VifScale, x: u32, y: u32) -> (u16, u16) {
-    let next = s.scale as usize + 1;
-    let fw = WIDTHS[next] as i32;
+    let fw = WIDTHS[s.scale as usize + 1] as i32;
     let (w, h) = (s.reference.width as i32, s.reference.height as i32);
-    let (shift, round) = if s.scale == 0 {
-        (s.bpc, 1u32 << (s.bpc - 1))
+    let (cx, cy) = (2 * x as i32, 2 * y as i32);
+    down_horizontal(s.scale, |j| {
+        let col = reflect(cx - fw / 2 + j as i32, w) as u32;
+        down_vertical(s.scale, s.bpc, |k| {
+            let row = reflect(cy - fw / 2 + k as i32, h) as u32;
+            unsafe {
+                (
+                    s.reference.get::<u16>(col, row),
+                    s.distorted.get::<u16>(col, row),
+                )
+            }
+        })
+    })
+}
+
+/// The vertical pass of [`down`] over one column of both images at `scale` (the images'
+/// scale): `sample(k)` gives the samples under the next scale's filter tap `k`; the sums
+/// rounded to 16 bits.
+#[inline(always)]
+pub fn down_vertical(scale: u32, bpc: u32, sample: impl Fn(u32) -> (u16, u16)) -> (u16, u16) {
+    let next = scale as usize + 1;
+    let (shift, round) = if scale == 0 {
+        (bpc, 1u32 << (bpc - 1))
     } else {
         (16, 32768)
     };
-    let (cx, cy) = (2 * x as i32, 2 * y as i32);
+    let (mut vr, mut vd) = (0u32, 0u32);
+    for k in 0..WIDTHS[next] {
+        let f = FILTERS[next][k as usize] as u32;
+        let (a, b) = sample(k);
+        vr = vr.wrapping_add(f * a as u32);
+        vd = vd.wrapping_add(f * b as u32);
+    }
+    (
+        (vr.wrapping_add(round) >> shift) as u16,
+        (vd.wrapping_add(round) >> shift) as u16,
+    )
+}
+
+/// The horizontal pass of [`down`]: `column(j)` gives the vertical pass under the next
+/// scale's filter tap `j`.
+#[inline(always)]
+pub fn down_horizontal(scale: u32, column: impl Fn(u32) -> (u16, u16)) -> (u16, u16) {
+    let next = scale as usize + 1;
     let (mut ar, mut ad) = (0u32, 0u32);
-    for j in 0..fw {
-        let col = reflect(cx - fw / 2 + j, w) as u32;
-        let (mut vr, mut vd) = (0u32, 0u32);
-        for k in 0..fw {
-            let row = reflect(cy - fw / 2 + k, h) as u32;
-            let f = FILTERS[next][k as usize] as u32;
-            unsafe {
-                vr = vr.wrapping_add(f * s.reference.get::<u16>(col, row) as u32);
-                vd = vd.wrapping_add(f * s.distorted.get::<u16>(col, row) as u32);
-            }
-        }
+    for j in 0..WIDTHS[next] {
         let f = FILTERS[next][j as usize] as u32;
-        ar = ar.wrapping_add(f * ((vr.wrapping_add(round) >> shift) as u16 as u32));
-        ad = ad.wrapping_add(f * ((vd.wrapping_add(round) >> shift) as u16 as u32));
+        let (a, b) = column(j);
+        ar = ar.wrapping_add(f * a as u32);
+        ad = ad.wrapping_add(f * b as u32);
     }
     (
         (ar.wrapping_add(32768) >> 16) as u16,
