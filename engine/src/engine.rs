@@ -535,6 +535,68 @@ mod tests {
     }
 
     #[test]
+    fn a_named_set_measures_its_distorted_only_metrics_on_the_distorted_input_alone() {
+        let (w, h) = (256usize, 224usize);
+        let layout = FrameLayout {
+            format: PixelFormat::I420,
+            width: w as u32,
+            height: h as u32,
+        };
+        let data: Vec<u8> = (0..w * h * 3 / 2).map(|i| (i * 37 % 251) as u8).collect();
+        let planes = [
+            Plane {
+                data: &data,
+                stride: w,
+            },
+            Plane {
+                data: &data[w * h..],
+                stride: w / 2,
+            },
+            Plane {
+                data: &data[w * h * 5 / 4..],
+                stride: w / 2,
+            },
+        ];
+        let f = Frame::Host(HostFrame::new(&planes));
+        let names = |metrics| {
+            let cfg = EngineConfig {
+                metrics,
+                backend: BackendChoice::Cpu,
+                ..Default::default()
+            };
+            let mut e = Engine::new(&cfg, layout, layout).unwrap();
+            let mut out: Vec<Scores> = e.push(&f, &f).unwrap().into_iter().collect();
+            out.extend(e.finish().unwrap());
+            out[0]
+                .iter()
+                .map(|(n, _)| n.to_string())
+                .collect::<Vec<_>>()
+        };
+        let aom = MetricSet::named("aom-ctc").unwrap();
+        let cambi = MetricSet::named("cambi").unwrap();
+        let whole = names(aom);
+        assert!(whole.iter().any(|n| n == "cambi"), "{whole:?}");
+        assert!(!whole.iter().any(|n| n == "ref-cambi"), "{whole:?}");
+        // Asked for on its own, or with part of the set, CAMBI measures both inputs.
+        let alone = names(cambi | MetricSet::PSNR);
+        assert!(alone.iter().any(|n| n == "ref-cambi"), "{alone:?}");
+        assert_eq!(crate::metric::distorted_only(aom), cambi);
+        assert!(
+            crate::metric::distorted_only(MetricSet::from_bits(
+                aom.bits() & !MetricSet::VMAF.bits()
+            ))
+            .is_empty()
+        );
+        // With another check (as with `all`) every input is measured; with another
+        // full-reference metric the set's rule holds.
+        let blur = MetricSet::named("blur").unwrap();
+        assert!(crate::metric::distorted_only(aom | blur).is_empty());
+        assert!(crate::metric::distorted_only(MetricSet::ALL).is_empty());
+        let xpsnr = MetricSet::named("xpsnr").unwrap();
+        assert_eq!(crate::metric::distorted_only(aom | xpsnr), cambi);
+    }
+
+    #[test]
     fn completing_the_pairs_in_flight_keeps_the_pairs_held_back() {
         let layout = FrameLayout {
             format: PixelFormat::Gray8,

@@ -70,6 +70,11 @@ pub(crate) struct Setup<'a> {
     pub set: MetricSet,
     /// Pairs the backend may have in flight (1 on the CPU backend).
     pub in_flight: usize,
+    /// Whether a no-reference metric also measures the reference input (when the plan has
+    /// one): not when every metric of the entry that `set` asks for is one that a named set
+    /// requested whole measures on the distorted input only
+    /// ([`crate::metric::distorted_only`]).
+    pub reference_side: bool,
     settings: &'a (dyn Any + Send + Sync),
 }
 
@@ -133,10 +138,18 @@ impl Configured {
     }
 
     pub(crate) fn setup<'a>(&'a self, plan: &'a Plan, set: MetricSet) -> Setup<'a> {
+        let only = crate::metric::distorted_only(set);
+        let reference_side = !self
+            .entry
+            .provides
+            .iter()
+            .filter(|i| set.contains(i.flag))
+            .all(|i| only.contains(i.flag));
         Setup {
             plan,
             set,
             in_flight: 1,
+            reference_side,
             settings: &*self.settings,
         }
     }

@@ -321,8 +321,7 @@ fn aom_ctc_set() {
             "psnr-hvs-y",
             "psnr-hvs-u",
             "psnr-hvs-v",
-            // CAMBI is a no-reference metric: of the reference too.
-            "ref-cambi",
+            // The CTC's CAMBI is the distorted video's alone: no ref-cambi.
         ],
         "{out}"
     );

@@ -89,6 +89,10 @@ pub struct NamedSet {
     /// The order in which the standard reports its numbers: fields, and the summary-only
     /// values as `<field>:pooled` under the name they are reported by (`aom-apsnr-y`).
     pub report_order: &'static [&'static str],
+    /// Its no-reference metrics that the standard measures on the distorted video only:
+    /// when the whole set is requested, they skip the reference input (no `ref-` fields),
+    /// which would cost as much again for numbers the standard does not report.
+    pub distorted_only: &'static [&'static str],
 }
 
 impl NamedSet {
@@ -105,8 +109,8 @@ impl NamedSet {
 pub const SETS: &[NamedSet] = &[NamedSet {
     name: "aom-ctc",
     description: "The AOM common test conditions' set (libvmaf's --aom_ctc v7.0): aom-psnr, \
-                  ciede2000, aom-ssim-db, aom-ms-ssim-db, psnr-hvs, cambi, vmaf and vmaf-neg \
-                  in one pass",
+                  ciede2000, aom-ssim-db, aom-ms-ssim-db, psnr-hvs, cambi (of the distorted \
+                  video), vmaf and vmaf-neg in one pass",
     metrics: &[
         "aom-psnr",
         "ciede2000",
@@ -132,7 +136,21 @@ pub const SETS: &[NamedSet] = &[NamedSet {
         "aom-apsnr-v=aom-psnr-v:pooled",
         "cambi",
     ],
+    // libvmaf's --aom_ctc measures CAMBI on the distorted video.
+    distorted_only: &["cambi"],
 }];
+
+/// The no-reference metrics of `set` that run on the distorted input only: those a named
+/// set lists in its `distorted_only`, when `set` holds the whole named set and no other
+/// no-reference metric (so `all`, with every check, still measures every input).
+pub fn distorted_only(set: MetricSet) -> MetricSet {
+    let nr = set.bits() & no_reference().bits();
+    SETS.iter()
+        .filter(|s| set.contains(s.set()) && nr & !s.set().bits() == 0)
+        .flat_map(|s| s.distorted_only.iter())
+        .filter_map(|n| MetricSet::named(n))
+        .fold(MetricSet::default(), |a, b| a | b)
+}
 
 /// The summary-only values the named sets report, as `(name, field, statistic)`
 /// (`("aom-apsnr-y", "aom-psnr-y", "pooled")`): a summary that has the field gives the

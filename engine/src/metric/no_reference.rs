@@ -27,6 +27,7 @@ use crate::cuda::Gpu;
 use crate::error::EngineError;
 use crate::frame::PlanePtrs;
 use crate::plan::Plan;
+use crate::registry::Setup;
 use crate::scores::Scores;
 
 pub(crate) use crate::input::Input;
@@ -111,6 +112,12 @@ impl Lanes {
     }
 }
 
+/// Whether the metric measures the reference input too: the plan has one and the request
+/// does not leave it out ([`Setup::reference_side`]).
+fn measures_reference(s: &Setup) -> bool {
+    s.plan.has_reference && s.reference_side
+}
+
 fn ordering(e: DriverError) -> EngineError {
     EngineError::Cuda(format!("ordering the metric's streams: {e}"))
 }
@@ -120,13 +127,13 @@ impl<S: CpuSingle + 'static> NoReference<S> {
     /// plan has no reference input, [`Plan::single`]); `None` when the distorted side
     /// cannot be measured.
     pub(crate) fn boxed(
-        plan: &Plan,
+        s: &Setup,
         make: impl Fn(Input) -> Option<S>,
     ) -> Option<Box<dyn CpuMetric>> {
         let distorted = make(Input::Distorted)?;
         let copy = Replica {
             distorted,
-            reference: if plan.has_reference {
+            reference: if measures_reference(s) {
                 make(Input::Reference)
             } else {
                 None
@@ -152,19 +159,19 @@ impl<S: CudaSingle + 'static> NoReference<S> {
     /// the side's lane (as [`NoReference::boxed`]).
     ///
     /// A metric without state across frames (each frame's fields depend on that frame
-    /// alone: blur, CAMBI) asks for `copies` = [`Setup::in_flight`](super::Setup): the
+    /// alone: blur, CAMBI) asks for `copies` = [`Setup::in_flight`]: the
     /// frames in flight then go to the copies in turn, each on its own streams, so that
     /// one frame's chain of small kernels runs beside the next one's instead of after it.
     /// A metric with such state (the previous frame) asks for one.
     pub(crate) fn cuda_boxed(
         gpu: &Gpu,
-        plan: &Plan,
+        s: &Setup,
         copies: usize,
         mut make: impl FnMut(&Gpu, Input) -> Result<Option<S>, DriverError>,
     ) -> CudaState {
         let mut made = Vec::with_capacity(copies.max(1));
         for _ in 0..copies.max(1) {
-            let mut lanes = Lanes::new(gpu, plan.has_reference)?;
+            let mut lanes = Lanes::new(gpu, measures_reference(s))?;
             let Some(distorted) = make(&lanes.distorted, Input::Distorted)? else {
                 return Ok(None);
             };

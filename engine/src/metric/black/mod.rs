@@ -106,7 +106,7 @@ pub(crate) const ENTRY: Entry = Entry {
             return None;
         }
         let settings: &Settings = s.settings();
-        NoReference::boxed(s.plan, |side| {
+        NoReference::boxed(s, |side| {
             measurable(side.layout(s.plan).format)
                 .then(|| cpu::Black::new(threshold_of(s.plan, side, settings)))
         })
@@ -117,7 +117,7 @@ pub(crate) const ENTRY: Entry = Entry {
             return Ok(None);
         }
         let settings: &Settings = s.settings();
-        NoReference::cuda_boxed(gpu, s.plan, 1, |gpu, side| {
+        NoReference::cuda_boxed(gpu, s, 1, |gpu, side| {
             if !measurable(side.layout(s.plan).format) {
                 return Ok(None);
             }

@@ -90,7 +90,7 @@ pub(crate) const ENTRY: Entry = Entry {
             return None;
         }
         let settings = *s.settings::<Settings>();
-        NoReference::boxed(s.plan, |side| {
+        NoReference::boxed(s, |side| {
             Some(cpu::Blockiness::new(side.layout(s.plan), settings))
         })
     },
@@ -101,7 +101,7 @@ pub(crate) const ENTRY: Entry = Entry {
             return Ok(None);
         }
         let settings = *s.settings::<Settings>();
-        NoReference::cuda_boxed(gpu, s.plan, 1, |gpu, side| {
+        NoReference::cuda_boxed(gpu, s, 1, |gpu, side| {
             cuda::Blockiness::new(gpu, s.plan, side, settings).map(Some)
         })
     },

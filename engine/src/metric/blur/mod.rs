@@ -159,7 +159,7 @@ pub(crate) const ENTRY: Entry = Entry {
             return None;
         }
         let settings = *s.settings::<Settings>();
-        NoReference::boxed(s.plan, |side| {
+        NoReference::boxed(s, |side| {
             Some(cpu::Blur::new(side.layout(s.plan), settings))
         })
     },
@@ -170,7 +170,7 @@ pub(crate) const ENTRY: Entry = Entry {
             return Ok(None);
         }
         let settings = *s.settings::<Settings>();
-        NoReference::cuda_boxed(gpu, s.plan, s.in_flight, |gpu, side| {
+        NoReference::cuda_boxed(gpu, s, s.in_flight, |gpu, side| {
             cuda::Blur::new(gpu, s.plan, side, settings).map(Some)
         })
     },

@@ -442,7 +442,7 @@ pub(crate) const ENTRY: Entry = Entry {
             return None;
         }
         let settings = *s.settings::<CambiSettings>();
-        NoReference::boxed(s.plan, |side| {
+        NoReference::boxed(s, |side| {
             CambiCpu::new(side.layout(s.plan), &settings)
                 .ok()
                 .map(cpu::Single)
@@ -455,7 +455,7 @@ pub(crate) const ENTRY: Entry = Entry {
             return Ok(None);
         }
         let settings = *s.settings::<CambiSettings>();
-        NoReference::cuda_boxed(gpu, s.plan, s.in_flight, |gpu, side| {
+        NoReference::cuda_boxed(gpu, s, s.in_flight, |gpu, side| {
             Ok(cuda::CambiCuda::new(gpu, side.layout(s.plan), &settings)?
                 .ok()
                 .map(cuda::Single::new))

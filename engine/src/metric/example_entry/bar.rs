@@ -37,11 +37,11 @@ pub(crate) const ENTRY: Entry = Entry {
         if !s.set.contains(FLAG) {
             return None;
         }
-        NoReference::boxed(s.plan, |_side| Some(Bar))
+        NoReference::boxed(s, |_side| Some(Bar))
     },
     events: None,
     reference: Reference::None,
-    // A real metric: `NoReference::cuda_boxed(gpu, s.plan, 1, |gpu, side| {
+    // A real metric: `NoReference::cuda_boxed(gpu, s, 1, |gpu, side| {
     // cuda::Bar::new(gpu, s.plan, side).map(Some) })`, as SI/TI does.
     cuda: |_gpu, _s| Ok(None),
 };

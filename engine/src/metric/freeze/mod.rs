@@ -80,7 +80,7 @@ pub(crate) const ENTRY: Entry = Entry {
             return None;
         }
         let noise = s.settings::<Settings>().noise;
-        NoReference::boxed(s.plan, |side| Some(cpu::Freeze::new(s.plan, side, noise)))
+        NoReference::boxed(s, |side| Some(cpu::Freeze::new(s.plan, side, noise)))
     },
     reference: Reference::None,
     cuda: |gpu, s| {
@@ -88,7 +88,7 @@ pub(crate) const ENTRY: Entry = Entry {
             return Ok(None);
         }
         let noise = s.settings::<Settings>().noise;
-        NoReference::cuda_boxed(gpu, s.plan, 1, |gpu, side| {
+        NoReference::cuda_boxed(gpu, s, 1, |gpu, side| {
             cuda::Freeze::new(gpu, s.plan, side, noise).map(Some)
         })
     },

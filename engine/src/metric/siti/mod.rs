@@ -57,7 +57,7 @@ pub(crate) const ENTRY: Entry = Entry {
         if !s.set.contains(FLAG) || why_not(s.plan).is_some() {
             return None;
         }
-        NoReference::boxed(s.plan, |side| Some(cpu::Siti::new(side.layout(s.plan))))
+        NoReference::boxed(s, |side| Some(cpu::Siti::new(side.layout(s.plan))))
     },
     events: None,
     reference: Reference::None,
@@ -65,7 +65,7 @@ pub(crate) const ENTRY: Entry = Entry {
         if !s.set.contains(FLAG) || why_not(s.plan).is_some() {
             return Ok(None);
         }
-        NoReference::cuda_boxed(gpu, s.plan, 1, |gpu, side| {
+        NoReference::cuda_boxed(gpu, s, 1, |gpu, side| {
             cuda::Siti::new(gpu, s.plan, side).map(Some)
         })
     },
