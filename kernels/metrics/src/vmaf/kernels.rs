@@ -206,12 +206,7 @@ unsafe fn vif_down(s: VifScale, next_ref: Plane, next_dis: Plane) {
         let (j, r) = (e % cols, e / cols);
         let (a, b) = vif::down_vertical(s.scale, s.bpc, |k| {
             let at = ((2 * r + k) * DOWN_SRC + j) as usize;
-            unsafe {
-                (
-                    VMAF_VIF_DOWN_SRC.read(at),
-                    VMAF_VIF_DOWN_SRC.read(SRC + at),
-                )
-            }
+            unsafe { (VMAF_VIF_DOWN_SRC.read(at), VMAF_VIF_DOWN_SRC.read(SRC + at)) }
         });
         let at = (r * DOWN_SRC + j) as usize;
         unsafe {

@@ -136,7 +136,12 @@ pub unsafe fn vertical(s: &VifScale, x: u32, y: u32) -> [u32; 5] {
     let h = s.reference.height as i32;
     vertical_taps(s.scale, s.bpc, |k| {
         let row = reflect(y as i32 - fw / 2 + k as i32, h) as u32;
-        unsafe { (s.reference.get::<u16>(x, row), s.distorted.get::<u16>(x, row)) }
+        unsafe {
+            (
+                s.reference.get::<u16>(x, row),
+                s.distorted.get::<u16>(x, row),
+            )
+        }
     })
 }
 
