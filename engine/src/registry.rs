@@ -73,7 +73,7 @@ pub(crate) struct Setup<'a> {
     /// Whether a no-reference metric also measures the reference input (when the plan has
     /// one): not when every metric of the entry that `set` asks for is one that a named set
     /// requested whole measures on the distorted input only
-    /// ([`crate::metric::distorted_only`]).
+    /// (`crate::metric::distorted_only`).
     pub reference_side: bool,
     settings: &'a (dyn Any + Send + Sync),
 }
@@ -123,6 +123,9 @@ pub(crate) fn no_settings(_: &Options) -> Result<Settings, EngineError> {
 pub(crate) struct Configured {
     pub entry: &'static Entry,
     pub(crate) settings: Settings,
+    /// The request's no-reference metrics that run on the distorted input only
+    /// (`crate::metric::distorted_only`), for [`Setup::reference_side`].
+    pub(crate) distorted_only: MetricSet,
 }
 
 impl Configured {
@@ -138,7 +141,7 @@ impl Configured {
     }
 
     pub(crate) fn setup<'a>(&'a self, plan: &'a Plan, set: MetricSet) -> Setup<'a> {
-        let only = crate::metric::distorted_only(set);
+        let only = self.distorted_only;
         let reference_side = !self
             .entry
             .provides

@@ -44,6 +44,7 @@ pub use crate::registry::{Info, REF_PREFIX, Reference};
 impl Configured {
     /// Every entry one of whose metrics is in `set`, configured from `options`.
     pub(crate) fn all(set: MetricSet, options: &Options) -> Result<Vec<Configured>, EngineError> {
+        let only = distorted_only(set);
         REGISTRY
             .iter()
             .filter(|e| e.provides.iter().any(|i| set.contains(i.flag)))
@@ -51,6 +52,7 @@ impl Configured {
                 Ok(Configured {
                     entry,
                     settings: (entry.configure)(options)?,
+                    distorted_only: only,
                 })
             })
             .collect()

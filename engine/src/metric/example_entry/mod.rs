@@ -129,6 +129,7 @@ fn the_examples_measure_on_the_cpu() {
         let configured = Configured {
             entry,
             settings: (entry.configure)(&Options::new()).unwrap(),
+            distorted_only: MetricSet::default(),
         };
         let setup = configured.setup(&plan, flag);
         assert!((entry.notes)(&setup).is_empty(), "{file}");
