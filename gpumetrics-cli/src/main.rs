@@ -18,7 +18,8 @@
 //! layouts, [`header`] their header, [`plot`] the curves, [`progress`] stderr display,
 //! [`notes`] the other stderr lines, [`summary`] what is said after the run, [`verdict`]
 //! its exit status, [`several`] what only several distorted files have, [`exit`] how the
-//! command ends.
+//! command ends. `gpumetrics monitor CONFIG` runs many channels as a service
+//! ([`service`]).
 
 mod advice;
 mod align;
@@ -46,6 +47,7 @@ mod progress;
 mod raw;
 mod records;
 mod run;
+mod service;
 mod several;
 mod summary;
 mod verdict;
@@ -141,6 +143,11 @@ fn exit_bounded(e: clap::Error) -> ! {
 }
 
 fn main() -> ExitCode {
+    // `gpumetrics monitor CONFIG`: the service (a file named `monitor` is `./monitor`).
+    let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if argv.get(1).is_some_and(|a| a == "monitor") {
+        return ExitCode::from(service::main(argv) as u8);
+    }
     let args = parse_args();
     match real_main(args) {
         Ok(status) => ExitCode::from(status as u8),

@@ -83,7 +83,7 @@ fn total(args: &Args, plan: &Plan, lineup: &Lineup, offset: i64) -> Option<u64> 
 
 /// The element's settings and each branch's, but for the distorted inputs'
 /// ([`pipeline::Distorted`]).
-fn config(
+pub fn config(
     args: &Args,
     plan: &Plan,
     lineup: &Lineup,
@@ -109,6 +109,7 @@ fn config(
             subsample: plan.subsample,
             roi: args.roi,
             prometheus: args.prometheus.clone(),
+            ..Default::default()
         },
     }
 }

@@ -141,6 +141,10 @@ pub struct Monitoring {
     pub roi: Option<Roi>,
     /// `prometheus-address`.
     pub prometheus: Option<String>,
+    /// `gpumetrics monitor`'s channel: the element's name and its `channel`.
+    pub channel: Option<String>,
+    /// `stats-file` (a channel's).
+    pub stats_file: Option<std::path::PathBuf>,
 }
 
 impl Monitoring {
@@ -159,6 +163,12 @@ impl Monitoring {
         }
         if let Some(p) = &self.prometheus {
             element.set_property("prometheus-address", p);
+        }
+        if let Some(c) = &self.channel {
+            element.set_property("channel", c);
+        }
+        if let Some(f) = &self.stats_file {
+            element.set_property("stats-file", f.to_string_lossy().as_ref());
         }
     }
 }

@@ -291,6 +291,11 @@ fn branch(
 /// A gpumetrics element set up from `config`, added to `pipeline` with a fakesink after it.
 fn measuring_element(pipeline: &gst::Pipeline, config: &PipelineConfig) -> Result<gst::Element> {
     let element = make("gpumetrics")?;
+    if let Some(channel) = &config.monitoring.channel {
+        // Named after its channel before it has a parent (a name is fixed then): its
+        // Prometheus series' `element` label, unique on the service's endpoint.
+        element.set_property("name", channel);
+    }
     element
         .set_property_from_str_checked("metrics", &config.metrics)
         .map_err(|e| anyhow!("metrics `{}`: {e}", config.metrics))?;
@@ -686,6 +691,8 @@ mod tests {
                 subsample: Some(4),
                 roi: Some(crate::monitor::Roi::parse("8,4,32,16").unwrap()),
                 prometheus: Some("127.0.0.1:9464".into()),
+                channel: Some("news".into()),
+                stats_file: None,
             },
             ..psnr_config(Decoding::Software)
         };
@@ -705,6 +712,12 @@ mod tests {
             e.property::<Option<String>>("prometheus-address")
                 .as_deref(),
             Some("127.0.0.1:9464")
+        );
+        // A channel of `gpumetrics monitor`: the element named after it.
+        assert_eq!(e.name(), "news");
+        assert_eq!(
+            e.property::<Option<String>>("channel").as_deref(),
+            Some("news")
         );
     }
 

@@ -86,7 +86,7 @@ const DRAIN_GRACE: Duration = Duration::from_secs(10);
 
 /// Sets `pipeline` PLAYING, through PAUSED: whether it is live (a live source answers
 /// NO_PREROLL in PAUSED: it produces data only when playing).
-fn start(pipeline: &gst::Pipeline) -> Result<bool> {
+pub fn start(pipeline: &gst::Pipeline) -> Result<bool> {
     let cannot_start = |_| {
         // The reason is on the bus.
         let msg = pipeline
@@ -337,7 +337,7 @@ pub fn run_elements(
 /// One channel of the records of every element in `elements`, each with the element's
 /// index, in the order the elements hand them over (subscribed before the pipeline
 /// starts; unbounded, so that no record is lost and no streaming thread waits).
-fn subscribe(elements: &[gst::Element]) -> Result<mpsc::Receiver<(usize, Output)>> {
+pub fn subscribe(elements: &[gst::Element]) -> Result<mpsc::Receiver<(usize, Output)>> {
     let (tx, rx) = mpsc::channel();
     for (which, element) in elements.iter().enumerate() {
         let element = element

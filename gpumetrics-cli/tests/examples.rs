@@ -302,18 +302,25 @@ fn scores_c_builds_and_prints_messages_meta_and_summary() {
     check_scores(&run_example(cmd, "scores.c"), 8);
 }
 
-/// The series the element's exporter serves (`prometheus-address`), with their labels.
+/// The series the element's exporter serves (`prometheus-address`), with their labels
+/// (`channel` where the element has one, as `gpumetrics monitor` gives it), and the
+/// series `gpumetrics monitor` adds per channel.
 const SERIES: &[(&str, &[&str])] = &[
-    ("gpumetrics_pairs_total", &["element"]),
-    ("gpumetrics_unmatched_total", &["element", "pad"]),
-    ("gpumetrics_skipped_total", &["element"]),
-    ("gpumetrics_score", &["element", "field"]),
-    ("gpumetrics_window_mean", &["element", "field"]),
-    ("gpumetrics_alert_active", &["element", "rule"]),
-    ("gpumetrics_alerts_total", &["element", "rule"]),
-    ("gpumetrics_scoring_seconds_bucket", &["element", "le"]),
-    ("gpumetrics_scoring_seconds_sum", &["element"]),
-    ("gpumetrics_scoring_seconds_count", &["element"]),
+    ("gpumetrics_pairs_total", &["element", "channel"]),
+    ("gpumetrics_unmatched_total", &["element", "channel", "pad"]),
+    ("gpumetrics_skipped_total", &["element", "channel"]),
+    ("gpumetrics_score", &["element", "channel", "field"]),
+    ("gpumetrics_window_mean", &["element", "channel", "field"]),
+    ("gpumetrics_alert_active", &["element", "channel", "rule"]),
+    ("gpumetrics_alerts_total", &["element", "channel", "rule"]),
+    (
+        "gpumetrics_scoring_seconds_bucket",
+        &["element", "channel", "le"],
+    ),
+    ("gpumetrics_scoring_seconds_sum", &["element", "channel"]),
+    ("gpumetrics_scoring_seconds_count", &["element", "channel"]),
+    ("gpumetrics_channel_up", &["channel"]),
+    ("gpumetrics_channel_restarts_total", &["channel"]),
 ];
 
 /// The `gpumetrics_*` names in a PromQL expression.
@@ -388,6 +395,10 @@ fn grafana_dashboard_queries_only_the_exporters_series() {
         (&ds["type"], &ds["query"]),
         (&"datasource".into(), &"prometheus".into())
     );
+    let channel = var("channel");
+    let q = channel["query"]["query"].as_str().unwrap();
+    assert_eq!(q, "label_values(gpumetrics_channel_up, channel)");
+    assert_eq!(channel["allValue"], ".*");
     let element = var("element");
     assert_eq!(element["type"], "query");
     let q = element["query"]
@@ -433,7 +444,11 @@ fn grafana_dashboard_queries_only_the_exporters_series() {
                     "{title}: {expr}: label `{l}`"
                 );
             }
-            assert!(expr.contains("element=~\"$element\""), "{title}: {expr}");
+            // Every query follows the channel selector; an element's series the element's.
+            assert!(expr.contains("channel=~\"$channel\""), "{title}: {expr}");
+            if !expr.contains("gpumetrics_channel_") {
+                assert!(expr.contains("element=~\"$element\""), "{title}: {expr}");
+            }
         }
     }
     assert!(queries >= 8, "{queries}");
@@ -445,4 +460,62 @@ fn grafana_dashboard_queries_only_the_exporters_series() {
     }
     // The latency quantiles come from the histogram's buckets.
     assert!(text.contains("histogram_quantile(0.5,") && text.contains("histogram_quantile(0.99,"));
+}
+
+#[test]
+fn the_monitor_examples_are_a_good_file_good_rules_and_a_unit_that_runs_it() {
+    // monitor.toml: the service accepts it.
+    let out = std::process::Command::new(assert_cmd::cargo::cargo_bin("gpumetrics"))
+        .args(["monitor", "--check"])
+        .arg(examples().join("monitor.toml"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // prometheus-alerts.yml: Prometheus' own check, over the exporter's series only.
+    let rules = examples().join("prometheus-alerts.yml");
+    let check = std::process::Command::new("promtool")
+        .args(["check", "rules"])
+        .arg(&rules)
+        .output()
+        .expect("promtool runs (Debian's prometheus package: scripts/setup-deps.sh installs it)");
+    assert!(
+        check.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&check.stdout),
+        String::from_utf8_lossy(&check.stderr)
+    );
+    let text = std::fs::read_to_string(&rules).unwrap();
+    let exprs: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("expr:"))
+        .collect();
+    assert!(exprs.len() >= 3, "{text}");
+    for expr in &exprs {
+        let names = series_in(expr);
+        assert!(!names.is_empty(), "{expr}");
+        for n in names {
+            assert!(SERIES.iter().any(|(s, _)| *s == n), "{expr}: {n}");
+        }
+    }
+    assert!(
+        exprs
+            .iter()
+            .any(|e| e.contains("gpumetrics_channel_up == 0"))
+    );
+    // The unit runs the service, reloads it with SIGHUP, and leaves a refused file alone.
+    let unit = std::fs::read_to_string(examples().join("gpumetrics-monitor.service")).unwrap();
+    let key = |k: &str| {
+        unit.lines()
+            .find_map(|l| l.strip_prefix(&format!("{k}=")))
+            .unwrap_or_else(|| panic!("no {k}= in the unit"))
+            .to_string()
+    };
+    assert!(key("ExecStart").ends_with("gpumetrics monitor /etc/gpumetrics/monitor.toml"));
+    assert!(key("ExecReload").contains("-HUP"));
+    assert_eq!(key("Restart"), "on-failure");
+    assert_eq!(key("RestartPreventExitStatus"), "2");
 }

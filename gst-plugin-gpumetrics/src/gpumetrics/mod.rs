@@ -42,6 +42,8 @@ mod imp;
 mod input;
 mod options;
 mod outputs;
+
+pub use outputs::Channels;
 mod queue;
 mod scorer;
 mod settings;

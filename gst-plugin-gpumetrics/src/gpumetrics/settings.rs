@@ -52,6 +52,8 @@ pub(crate) struct Settings {
     pub roi: Option<String>,
     /// `prometheus-address`: `host:port` of the metrics endpoint.
     pub prometheus_address: Option<String>,
+    /// `channel`: the channel the element measures (its series' `channel` label).
+    pub channel: Option<String>,
     /// `in-flight`: pairs the engine may have in flight (1..=[`MAX_IN_FLIGHT`]).
     pub in_flight: u32,
 }
@@ -75,6 +77,7 @@ impl Default for Settings {
             subsample: 1,
             roi: None,
             prometheus_address: None,
+            channel: None,
             in_flight: DEFAULT_IN_FLIGHT,
         }
     }
@@ -245,6 +248,15 @@ fn own_properties() -> Vec<glib::ParamSpec> {
             )
             .mutable_ready()
             .build(),
+        glib::ParamSpecString::builder("channel")
+            .nick("Channel")
+            .blurb(
+                "Name of the channel this element measures, for a service that runs many \
+                 (gpumetrics monitor): its prometheus-address series carry \
+                 channel=<name> beside element=<name>; NULL = no channel label",
+            )
+            .mutable_ready()
+            .build(),
         glib::ParamSpecString::builder(PROMETHEUS_BOUND_ADDRESS)
             .nick("Prometheus bound address")
             .blurb(
@@ -311,6 +323,7 @@ impl Settings {
             "in-flight" => self.in_flight = value.get().expect(CHECKED),
             "roi" => self.roi = text(value),
             "prometheus-address" => self.prometheus_address = text(value),
+            "channel" => self.channel = text(value),
             _ => {
                 let spec = options::spec(name).expect("a property of the element");
                 self.options
@@ -346,6 +359,7 @@ impl Settings {
             "in-flight" => self.in_flight.to_value(),
             "roi" => self.roi.to_value(),
             "prometheus-address" => self.prometheus_address.to_value(),
+            "channel" => self.channel.to_value(),
             _ => {
                 let spec = options::spec(name).expect("a property of the element");
                 let value = self.options.get(spec.name).expect("a registered option");

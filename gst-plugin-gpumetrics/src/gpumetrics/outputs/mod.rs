@@ -28,6 +28,8 @@ mod prometheus;
 mod stats_file;
 mod window;
 
+pub use prometheus::Channels;
+
 use std::time::Instant;
 
 pub(crate) use feed::subscribe;
@@ -146,6 +148,7 @@ impl Outputs {
                 Some(prometheus::Prometheus::open(
                     address,
                     &element.name(),
+                    settings.channel.as_deref(),
                     &rules,
                 )?)
             }

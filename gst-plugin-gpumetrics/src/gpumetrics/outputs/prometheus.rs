@@ -46,36 +46,68 @@ const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=
 
 const EXAMPLES: &str = "e.g. 127.0.0.1:9464, [::1]:9464, or 0.0.0.0:9464 for every interface";
 
+/// Whose series: the element's name, and its `channel` (the element's property) when it
+/// has one: a label that is absent, not empty, for an element without one.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct Owner {
+    element: String,
+    #[prometheus(flatten)]
+    channel: Vec<(&'static str, String)>,
+}
+
+impl Owner {
+    fn new(element: &str, channel: Option<&str>) -> Owner {
+        Owner {
+            element: element.to_string(),
+            channel: channel
+                .map(|c| ("channel", c.to_string()))
+                .into_iter()
+                .collect(),
+        }
+    }
+}
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ElementLabels {
-    element: String,
+    #[prometheus(flatten)]
+    of: Owner,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct PadLabels {
-    element: String,
+    #[prometheus(flatten)]
+    of: Owner,
     pad: String,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct FieldLabels {
-    element: String,
+    #[prometheus(flatten)]
+    of: Owner,
     field: String,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct RuleLabels {
-    element: String,
+    #[prometheus(flatten)]
+    of: Owner,
     rule: String,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct EventLabels {
-    element: String,
-    /// `black` or `freeze`.
+    #[prometheus(flatten)]
+    of: Owner,
+    /// `black`, `freeze` or `stall`.
     event: String,
     /// `dist` or `ref`.
     input: String,
+}
+
+/// A channel of a service (`gpumetrics monitor`).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ChannelLabels {
+    channel: String,
 }
 
 /// A gauge holding a double (a score may be +inf).
@@ -99,6 +131,8 @@ struct Families {
     event_active: Family<EventLabels, Gauge>,
     events: Family<EventLabels, Counter>,
     scoring: Family<ElementLabels, Histogram, fn() -> Histogram>,
+    channel_up: Family<ChannelLabels, Gauge>,
+    channel_restarts: Family<ChannelLabels, Counter>,
 }
 
 impl Families {
@@ -116,6 +150,8 @@ impl Families {
             event_active: Family::default(),
             events: Family::default(),
             scoring: Family::new_with_constructor(scoring_histogram),
+            channel_up: Family::default(),
+            channel_restarts: Family::default(),
         };
         registry.register("gpumetrics_pairs", "Frame pairs scored", f.pairs.clone());
         registry.register(
@@ -163,6 +199,16 @@ impl Families {
             "Time from a pair's arrival (taken from both inputs) to its scores",
             Unit::Seconds,
             f.scoring.clone(),
+        );
+        registry.register(
+            "gpumetrics_channel_up",
+            "1 while the channel's frames flow, else 0 (gpumetrics monitor)",
+            f.channel_up.clone(),
+        );
+        registry.register(
+            "gpumetrics_channel_restarts",
+            "Times the channel's pipeline was rebuilt (gpumetrics monitor)",
+            f.channel_restarts.clone(),
         );
         f
     }
@@ -422,12 +468,171 @@ impl Drop for Server {
     }
 }
 
-/// One address's endpoint, while elements use it.
+/// One address's endpoint, while elements or services use it.
 struct Endpoint {
     families: Families,
-    /// Names of the elements whose series it serves; it goes away when none is left.
+    /// Names of the elements whose series it serves; it goes away when none is left and no
+    /// service holds it.
     elements: Vec<String>,
+    /// [`Channels`] holding it open.
+    services: usize,
     server: Server,
+}
+
+/// The endpoint of `address`, made (listening) when the process has none there yet.
+fn endpoint<'a>(
+    endpoints: &'a mut HashMap<String, Endpoint>,
+    address: &str,
+) -> Result<&'a mut Endpoint, gst::ErrorMessage> {
+    Ok(match endpoints.entry(address.to_string()) {
+        Entry::Occupied(e) => e.into_mut(),
+        Entry::Vacant(v) => {
+            let mut registry = Registry::default();
+            let families = Families::register(&mut registry);
+            let server = Server::start(address, registry)?;
+            v.insert(Endpoint {
+                families,
+                elements: Vec::new(),
+                services: 0,
+                server,
+            })
+        }
+    })
+}
+
+/// Leaves the endpoint of `address` (an element or a service, as `leave` says), and
+/// closes it when nothing uses it any more. Under the endpoints' lock: something starting
+/// on this address meanwhile binds after the port is free.
+fn release(
+    endpoints: &mut HashMap<String, Endpoint>,
+    address: &str,
+    leave: impl FnOnce(&mut Endpoint),
+) {
+    if let Some(endpoint) = endpoints.get_mut(address) {
+        leave(endpoint);
+        if endpoint.elements.is_empty() && endpoint.services == 0 {
+            endpoints.remove(address);
+        }
+    }
+}
+
+/// The rules a service raises itself ([`Channels::alert`]).
+pub const SERVICE_RULES: [&str; 1] = ["no-signal"];
+
+/// A service's hold on an endpoint (`gpumetrics monitor`): the endpoint stays open while
+/// the service runs, whatever its channels' elements do, and serves per channel
+/// `gpumetrics_channel_up` and `gpumetrics_channel_restarts_total` beside the elements'
+/// series (which carry the same `channel` label, [`Prometheus`]).
+pub struct Channels {
+    address: String,
+    bound: SocketAddr,
+    families: Families,
+    /// The channels whose series exist, to remove at the end.
+    channels: Mutex<Vec<String>>,
+}
+
+impl Channels {
+    /// Joins (or makes) the endpoint of `address`; fails as an element's start does when
+    /// the address cannot be listened on.
+    pub fn open(address: &str) -> Result<Channels, gst::ErrorMessage> {
+        let address = address.trim();
+        let mut endpoints = ENDPOINTS.lock().unwrap_or_else(PoisonError::into_inner);
+        let endpoint = endpoint(&mut endpoints, address)?;
+        endpoint.services += 1;
+        Ok(Channels {
+            address: address.to_string(),
+            bound: endpoint.server.local,
+            families: endpoint.families.clone(),
+            channels: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// Where the endpoint listens (for port 0: the port the system chose).
+    pub fn bound(&self) -> SocketAddr {
+        self.bound
+    }
+
+    fn labels(&self, channel: &str) -> ChannelLabels {
+        let mut channels = self.channels.lock().unwrap_or_else(PoisonError::into_inner);
+        if !channels.iter().any(|c| c == channel) {
+            channels.push(channel.to_string());
+        }
+        ChannelLabels {
+            channel: channel.to_string(),
+        }
+    }
+
+    /// `gpumetrics_channel_up{channel}`: 1 while its frames flow, else 0. The first call
+    /// for a channel makes its series (its restart counter at 0).
+    pub fn set_up(&self, channel: &str, up: bool) {
+        let labels = self.labels(channel);
+        self.families
+            .channel_up
+            .get_or_create(&labels)
+            .set(up as i64);
+        let _ = self.families.channel_restarts.get_or_create(&labels);
+    }
+
+    /// Counts a rebuild of the channel's pipeline (`gpumetrics_channel_restarts_total`).
+    pub fn restarted(&self, channel: &str) {
+        let labels = self.labels(channel);
+        self.families.channel_restarts.get_or_create(&labels).inc();
+    }
+
+    /// A rule of the service's own (`no-signal`) raised or cleared on `channel`: the
+    /// alert series an element's rules have (`gpumetrics_alert_active`,
+    /// `gpumetrics_alerts_total`), labelled as the channel's element (named after it).
+    pub fn alert(&self, channel: &str, rule: &str, raised: bool) {
+        let _ = self.labels(channel);
+        let labels = Self::rule_labels(channel, rule);
+        self.families
+            .alert_active
+            .get_or_create(&labels)
+            .set(raised as i64);
+        let count = self.families.alerts.get_or_create(&labels);
+        if raised {
+            count.inc();
+        }
+    }
+
+    fn rule_labels(channel: &str, rule: &str) -> RuleLabels {
+        RuleLabels {
+            of: Owner::new(channel, Some(channel)),
+            rule: rule.to_string(),
+        }
+    }
+
+    /// The channel was removed: its series go (label sets stay bounded).
+    pub fn remove(&self, channel: &str) {
+        let labels = ChannelLabels {
+            channel: channel.to_string(),
+        };
+        self.families.channel_up.remove(&labels);
+        self.families.channel_restarts.remove(&labels);
+        for rule in SERVICE_RULES {
+            let labels = Self::rule_labels(channel, rule);
+            self.families.alert_active.remove(&labels);
+            self.families.alerts.remove(&labels);
+        }
+        self.channels
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .retain(|c| c != channel);
+    }
+}
+
+impl Drop for Channels {
+    /// The service stops: its channels' series go, and the endpoint when nothing else uses
+    /// it.
+    fn drop(&mut self) {
+        let channels =
+            std::mem::take(&mut *self.channels.lock().unwrap_or_else(PoisonError::into_inner));
+        for c in channels {
+            self.remove(&c);
+        }
+        let mut endpoints = ENDPOINTS.lock().unwrap_or_else(PoisonError::into_inner);
+        release(&mut endpoints, &self.address, |e| e.services -= 1);
+    }
 }
 
 /// The endpoints of the process, by address as written.
@@ -447,6 +652,8 @@ pub(crate) struct Prometheus {
     /// port 0 (the element's `prometheus-bound-address`).
     bound: SocketAddr,
     element: String,
+    /// The element and its channel, as labels.
+    owner: Owner,
     families: Families,
     pairs: Counter,
     skipped: Counter,
@@ -469,44 +676,32 @@ impl Prometheus {
     pub(crate) fn open(
         address: &str,
         element: &str,
+        channel: Option<&str>,
         rules: &[&str],
     ) -> Result<Prometheus, gst::ErrorMessage> {
         let address = address.trim();
         let shown = quoted(address);
         let mut endpoints = ENDPOINTS.lock().unwrap_or_else(PoisonError::into_inner);
-        let endpoint = match endpoints.entry(address.to_string()) {
-            Entry::Occupied(e) => {
-                let endpoint = e.into_mut();
-                if endpoint.elements.iter().any(|e| e == element) {
-                    return Err(gst::error_msg!(
-                        gst::ResourceError::Busy,
-                        ("prometheus-address '{shown}': an element named '{element}' of \
-                             this process already exports its series there (labelled \
-                             element=\"{element}\"); give the elements different names")
-                    ));
-                }
-                endpoint
-            }
-            Entry::Vacant(v) => {
-                let mut registry = Registry::default();
-                let families = Families::register(&mut registry);
-                let server = Server::start(address, registry)?;
-                v.insert(Endpoint {
-                    families,
-                    elements: Vec::new(),
-                    server,
-                })
-            }
-        };
+        if endpoints
+            .get(address)
+            .is_some_and(|e| e.elements.iter().any(|e| e == element))
+        {
+            return Err(gst::error_msg!(
+                gst::ResourceError::Busy,
+                ("prometheus-address '{shown}': an element named '{element}' of this process \
+                  already exports its series there (labelled element=\"{element}\"); give \
+                  the elements different names")
+            ));
+        }
+        let endpoint = endpoint(&mut endpoints, address)?;
         endpoint.elements.push(element.to_string());
         let bound = endpoint.server.local;
         let f = endpoint.families.clone();
-        let of_element = ElementLabels {
-            element: element.to_string(),
-        };
+        let owner = Owner::new(element, channel);
+        let of_element = ElementLabels { of: owner.clone() };
         let pad = |pad: &str| {
             f.unmatched.get_or_create_owned(&PadLabels {
-                element: element.to_string(),
+                of: owner.clone(),
                 pad: pad.to_string(),
             })
         };
@@ -514,7 +709,7 @@ impl Prometheus {
             .iter()
             .map(|&rule| {
                 let labels = RuleLabels {
-                    element: element.to_string(),
+                    of: owner.clone(),
                     rule: rule.to_string(),
                 };
                 RuleSeries {
@@ -524,14 +719,16 @@ impl Prometheus {
                 }
             })
             .collect();
+        let (unmatched_ref, unmatched_dist) = (pad("ref_sink"), pad("dist_sink"));
         Ok(Prometheus {
             address: address.to_string(),
             bound,
             element: element.to_string(),
+            owner,
             pairs: f.pairs.get_or_create_owned(&of_element),
             skipped: f.skipped.get_or_create_owned(&of_element),
-            unmatched_ref: pad("ref_sink"),
-            unmatched_dist: pad("dist_sink"),
+            unmatched_ref,
+            unmatched_dist,
             scoring: f.scoring.get_or_create_owned(&of_element),
             scores: Vec::new(),
             means: Vec::new(),
@@ -548,7 +745,7 @@ impl Prometheus {
 
     fn field_labels(&self, field: &str) -> FieldLabels {
         FieldLabels {
-            element: self.element.clone(),
+            of: self.owner.clone(),
             field: field.to_string(),
         }
     }
@@ -580,7 +777,7 @@ impl Prometheus {
             None => {
                 // Every rule was given at the start; this keeps a change of another one.
                 let labels = RuleLabels {
-                    element: self.element.clone(),
+                    of: self.owner.clone(),
                     rule: rule.to_string(),
                 };
                 self.rules.push(RuleSeries {
@@ -641,7 +838,7 @@ impl Sink for Prometheus {
 
     fn event(&mut self, _env: &Env<'_>, event: &EventRecord) -> Result<(), gst::ErrorMessage> {
         let labels = EventLabels {
-            element: self.element.clone(),
+            of: self.owner.clone(),
             event: event.event.clone(),
             input: event.input.clone(),
         };
@@ -680,14 +877,14 @@ impl Drop for Prometheus {
         let mut endpoints = ENDPOINTS.lock().unwrap_or_else(PoisonError::into_inner);
         let f = &self.families;
         let of_element = ElementLabels {
-            element: self.element.clone(),
+            of: self.owner.clone(),
         };
         f.pairs.remove(&of_element);
         f.skipped.remove(&of_element);
         f.scoring.remove(&of_element);
         for pad in ["ref_sink", "dist_sink"] {
             f.unmatched.remove(&PadLabels {
-                element: self.element.clone(),
+                of: self.owner.clone(),
                 pad: pad.to_string(),
             });
         }
@@ -699,7 +896,7 @@ impl Drop for Prometheus {
         }
         for r in &self.rules {
             let labels = RuleLabels {
-                element: self.element.clone(),
+                of: self.owner.clone(),
                 rule: r.rule.clone(),
             };
             f.alert_active.remove(&labels);
@@ -709,14 +906,9 @@ impl Drop for Prometheus {
             f.event_active.remove(labels);
             f.events.remove(labels);
         }
-        if let Some(endpoint) = endpoints.get_mut(&self.address) {
-            endpoint.elements.retain(|e| *e != self.element);
-            if endpoint.elements.is_empty() {
-                // Under the lock: an element starting on this address meanwhile binds after
-                // the port is free.
-                endpoints.remove(&self.address);
-            }
-        }
+        release(&mut endpoints, &self.address, |e| {
+            e.elements.retain(|e| *e != self.element)
+        });
     }
 }
 
@@ -757,7 +949,7 @@ mod tests {
     }
 
     fn open_err(address: &str, element: &str) -> String {
-        match Prometheus::open(address, element, &[]) {
+        match Prometheus::open(address, element, None, &[]) {
             Ok(_) => panic!("{address} for {element}: expected an error"),
             Err(e) => e.to_string(),
         }
@@ -789,12 +981,12 @@ mod tests {
         let mut registry = Registry::default();
         let f = Families::register(&mut registry);
         let labels = ElementLabels {
-            element: "m".into(),
+            of: Owner::new("m", None),
         };
         f.pairs.get_or_create(&labels).inc();
         f.scoring.get_or_create(&labels).observe(0.003);
         let psnr = FieldLabels {
-            element: "m".into(),
+            of: Owner::new("m", None),
             field: "psnr-y".into(),
         };
         f.score.get_or_create(&psnr).set(f64::INFINITY);
@@ -841,7 +1033,8 @@ mod tests {
     fn an_element_exports_its_events_and_takes_the_endpoint_along_when_it_stops() {
         let address = free_address();
         with_env(|env| {
-            let mut sink = Prometheus::open(&address, "m", &["psnr-y<35", "psnr-y>100"]).unwrap();
+            let mut sink =
+                Prometheus::open(&address, "m", None, &["psnr-y<35", "psnr-y>100"]).unwrap();
             let body = metrics(&address);
             for line in [
                 "gpumetrics_pairs_total{element=\"m\"} 0",
@@ -950,8 +1143,8 @@ mod tests {
     fn elements_share_an_endpoint_until_the_last_one_stops() {
         let address = free_address();
         with_env(|env| {
-            let mut a = Prometheus::open(&address, "a", &[]).unwrap();
-            let mut b = Prometheus::open(&address, "b", &[]).unwrap();
+            let mut a = Prometheus::open(&address, "a", None, &[]).unwrap();
+            let mut b = Prometheus::open(&address, "b", None, &[]).unwrap();
             record(&mut a, env, 0, 31.0);
             record(&mut b, env, 0, 32.0);
             record(&mut b, env, 1, 33.0);
@@ -982,16 +1175,61 @@ mod tests {
             let e = get(&address, "/metrics").expect_err("the endpoint is gone");
             assert_eq!(e.kind(), std::io::ErrorKind::ConnectionRefused, "{e}");
             // The port is free again at once: a new element binds it.
-            let c = Prometheus::open(&address, "a", &[]).unwrap();
+            let c = Prometheus::open(&address, "a", None, &[]).unwrap();
             assert!(metrics(&address).contains("gpumetrics_pairs_total{element=\"a\"} 0"));
             drop(c);
         });
     }
 
     #[test]
+    fn a_channel_labels_its_elements_series_and_a_service_holds_the_endpoint() {
+        let address = free_address();
+        let service = Channels::open(&address).unwrap();
+        service.set_up("news", false);
+        // Served with no element started.
+        let text = metrics(&address);
+        assert!(
+            text.contains("gpumetrics_channel_up{channel=\"news\"} 0"),
+            "{text}"
+        );
+        assert!(
+            text.contains("gpumetrics_channel_restarts_total{channel=\"news\"} 0"),
+            "{text}"
+        );
+        let sink = Prometheus::open(&address, "news", Some("news"), &[]).unwrap();
+        service.set_up("news", true);
+        service.restarted("news");
+        let text = metrics(&address);
+        assert!(
+            text.contains("gpumetrics_pairs_total{element=\"news\",channel=\"news\"} 0"),
+            "{text}"
+        );
+        assert!(
+            text.contains("gpumetrics_channel_up{channel=\"news\"} 1"),
+            "{text}"
+        );
+        assert!(
+            text.contains("gpumetrics_channel_restarts_total{channel=\"news\"} 1"),
+            "{text}"
+        );
+        drop(sink);
+        // The element's series went with it; the service's stay, and so does the endpoint.
+        let text = metrics(&address);
+        assert!(!text.contains("gpumetrics_pairs_total{"), "{text}");
+        assert!(
+            text.contains("gpumetrics_channel_up{channel=\"news\"} 1"),
+            "{text}"
+        );
+        service.remove("news");
+        assert!(!metrics(&address).contains("channel=\"news\""));
+        drop(service);
+        assert!(!ENDPOINTS.lock().unwrap().contains_key(&address));
+    }
+
+    #[test]
     fn a_request_that_is_no_http_gets_400_and_the_endpoint_goes_on() {
         let address = free_address();
-        let sink = Prometheus::open(&address, "m", &[]).unwrap();
+        let sink = Prometheus::open(&address, "m", None, &[]).unwrap();
         let mut s = TcpStream::connect(&address).unwrap();
         s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
         s.write_all(b"hello\r\n\r\n").unwrap();
