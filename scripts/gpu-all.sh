@@ -114,7 +114,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 d=.gpu/all
 B=$d/bin
-ALL_STEPS="selftest psnr ssim ssimulacra2 butteraugli siti blur blockiness blackfreeze nr inflight streams elements vmaf cambi aomctc element throughput cudamem colour cli libvmaf libvmaf32 vship"
+ALL_STEPS="selftest psnr ssim ssimulacra2 butteraugli siti blur blockiness blackfreeze nr inflight streams elements vmaf cambi aomctc element throughput cudamem colour cli monitor libvmaf libvmaf32 vship"
 # Not in ALL_STEPS (it needs `pack-base` after pack): ab.
 
 # ---------------------------------------------------------------------------------------------
@@ -142,7 +142,7 @@ bins() {
     aomctc) echo $e:test:cuda_kernels $e:test:aom_ctc_reference $e:bench:throughput ;;
     element) echo $g:test:element $g:test:harness $g:test:hardening $g:test:cuda_context $g:test:no_gstcuda $g:test:reliability $g:test:monitoring $g:test:roi $g:test:in_flight ;;
     throughput) echo $e:bench:throughput ;;
-    cli) echo gpumetrics-cli:bin:gpumetrics ;;
+    cli | monitor) echo gpumetrics-cli:bin:gpumetrics ;;
     vship) echo $e:bench:throughput $e:bench:streams ;;
     cudamem | colour | libvmaf | libvmaf32) ;;
     *) echo "gpu-all: unknown step '$1' (steps: $ALL_STEPS)" >&2; exit 2 ;;
@@ -152,7 +152,7 @@ bins() {
 # The inputs of a step (folders of .gpu/inputs).
 inputs() {
   case $1 in
-    cudamem | colour | cli) echo "$1" ;;
+    cudamem | colour | cli | monitor) echo "$1" ;;
     elements) echo cudamem ;;
     ssim) echo whl ;;
     butteraugli | vmaf | blackfreeze | cambi | aomctc) echo "ffmpeg-cache-$1.tar.xz" ;;
@@ -179,10 +179,12 @@ pack() {
     specs+=("${more[@]}")
     if uses_gst "$s"; then gst=1; fi
     case $s in
-      cudamem | colour | cli | elements)
+      cudamem | colour | cli | elements | monitor)
         plugins="$plugins debug playback typefindfunctions matroska isomp4 videoparsersbad rawparse"
         plugins="$plugins y4mdec png pbtypes" ;;
     esac
+    # The channels' live senders and receivers: MPEG-TS over UDP.
+    [ "$s" = monitor ] && plugins="$plugins udp mpegtsdemux mpegtsmux"
     [ "$s" = cudamem ] && plugins="$plugins openh264"
     # roi compares the element's rectangle with videocrop's.
     [ "$s" = element ] && plugins="$plugins videocrop"
@@ -224,6 +226,7 @@ pack() {
       cudamem | elements) [ -f $in/cudamem/avdec.jsonl ] || make_cudamem_clips $in/cudamem ;;
       colour) [ -f $in/colour/pq-cpu.jsonl ] || scripts/make-colour-clips.sh $in/colour ;;
       cli) [ -f $in/cli/dist.mp4 ] || make_cli_clips $in/cli ;;
+      monitor) [ -f $in/monitor/dist.ts ] || make_monitor_clips $in/monitor ;;
       vship) [ "$(cat $in/vship-src/COMMIT 2>/dev/null)" = "$VSHIP_REV" ] || make_vship_src $in/vship-src ;;
     esac
     for name in $(inputs "$s"); do
@@ -271,6 +274,20 @@ make_cudamem_clips() {
     filesrc location="$dir/ref.mp4" ! parsebin ! avdec_h264 ! queue ! m.ref_sink \
     filesrc location="$dir/dist.mp4" ! parsebin ! avdec_h264 ! queue ! m.dist_sink \
     gpumetrics name=m backend=cpu stats-file="$dir/avdec.jsonl" ! fakesink
+  ls -l "$dir"
+}
+
+# monitor's clips: 20 s of FFmpeg's testsrc2, 1080p30, x264 in MPEG-TS at 4000 (reference)
+# and 800 (distorted) kbit/s, a key frame a second, what a channel's sender replays live.
+make_monitor_clips() {
+  local dir=$1 c rate
+  mkdir -p "$dir"
+  for c in ref dist; do
+    rate=4000k; [ $c = dist ] && rate=800k
+    ffmpeg -hide_banner -v error -y -f lavfi -i testsrc2=size=1920x1080:rate=30 -t 20 \
+      -pix_fmt yuv420p -c:v libx264 -preset veryfast -g 30 -b:v $rate -maxrate $rate \
+      -bufsize $rate -f mpegts "$dir/$c.ts"
+  done
   ls -l "$dir"
 }
 
@@ -546,6 +563,98 @@ step_elements() {
       python3 -c "w=$t1-$t0; print(f'| $set | $n | {w:.2f} | {300*$n/w:,.0f} | {300/w:,.0f} |')"
     done
   done
+}
+
+# gpumetrics monitor's capacity: N channels of live 1080p30 H.264 MPEG-TS over loopback UDP
+# (one sender per input, replaying monitor's clips at their own pace), decoded by NVDEC and
+# measured on the GPU in one service process, for the no-reference set (distorted only) and
+# for PSNR+SSIM+VMAF (with the reference); per N: the channels up, each channel's pairs per
+# second over the steady windows (30 keeps up), and the service's CPU use per channel; and
+# the decoders' own rate in the same call (N nvh264dec decoding the clip as fast as they can
+# in one gst-launch).
+step_monitor() {
+  local c=$d/data/monitor n set i
+  need $B/gpumetrics $d/gst/env.sh || return 0
+  have $c/ref.ts $c/dist.ts || return 0
+  bench || return 0
+  step "monitor: the decoders' own rate, N nvh264dec on the 1080p30 clip in one gst-launch"
+  echo "| decoders | wall s | frames/s in all | frames/s each |"
+  echo "| --- | --- | --- | --- |"
+  for n in 8 16 32 48; do
+    local launch=() t0 t1
+    for i in $(seq 1 $n); do
+      launch+=(filesrc location=$c/dist.ts ! tsdemux ! h264parse ! nvh264dec ! fakesink sync=false)
+    done
+    t0=$(date +%s.%N)
+    gst-launch-1.0 -q "${launch[@]}" >/dev/null 2>&1 || { echo "FAILED: $n decoders"; fail=1; continue; }
+    t1=$(date +%s.%N)
+    python3 -c "w=$t1-$t0; print(f'| $n | {w:.2f} | {600*$n/w:,.0f} | {600/w:,.0f} |')"
+  done
+  monitor_run() { # set channels with_reference
+    local set=$1 n=$2 refs=$3 dir port pids=() cfg out i
+    dir=$(mktemp -d)
+    cfg=$dir/monitor.toml
+    printf '[defaults]\nbackend = "cuda"\ndecode = "nvdec"\nwindow = "1s"\nsignal-timeout = "5s"\nmetrics = "%s"\n' "$set" >$cfg
+    port=$((20000 + RANDOM % 20000))
+    for i in $(seq 1 $n); do
+      printf '[[channel]]\nname = "c%d"\ndistorted = "udp://127.0.0.1:%d"\n' $i $port >>$cfg
+      gst-launch-1.0 -q filesrc location=$c/dist.ts ! tsdemux ! h264parse config-interval=-1 ! \
+        mpegtsmux ! udpsink host=127.0.0.1 port=$port sync=true >/dev/null 2>&1 &
+      pids+=($!)
+      port=$((port + 1))
+      if [ "$refs" = 1 ]; then
+        printf 'reference = "udp://127.0.0.1:%d"\n' $port >>$cfg
+        gst-launch-1.0 -q filesrc location=$c/ref.ts ! tsdemux ! h264parse config-interval=-1 ! \
+          mpegtsmux ! udpsink host=127.0.0.1 port=$port sync=true >/dev/null 2>&1 &
+        pids+=($!)
+        port=$((port + 1))
+      fi
+    done
+    sleep 1
+    out=$dir/events.jsonl
+    # 16 s, then SIGINT; the service's CPU time from the kernel's accounting of the child.
+    python3 - "$B/gpumetrics" "$cfg" "$out" "$dir/err" "$dir/time" <<'PY'
+import resource, signal, subprocess, sys, time
+exe, cfg, out, err, times = sys.argv[1:]
+t = time.time()
+p = subprocess.Popen([exe, "monitor", cfg], stdout=open(out, "w"), stderr=open(err, "w"))
+time.sleep(16)
+p.send_signal(signal.SIGINT)
+try:
+    p.wait(60)
+except subprocess.TimeoutExpired:
+    p.kill()
+    p.wait()
+r = resource.getrusage(resource.RUSAGE_CHILDREN)
+open(times, "w").write(f"{r.ru_utime} {r.ru_stime} {time.time() - t}")
+PY
+    kill "${pids[@]}" 2>/dev/null; wait "${pids[@]}" 2>/dev/null
+    python3 - "$out" "$dir/time" "$set" "$n" <<'PY'
+import json, sys, collections
+events = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+user, system, wall = map(float, open(sys.argv[2]).read().split()[-3:])
+up = {e["channel"] for e in events if e["event"] == "up"}
+down = {e["channel"] for e in events if e["event"] == "down"}
+windows = collections.defaultdict(list)
+for e in events:
+    if e["event"] == "window":
+        windows[e["channel"]].append(e["pairs"])
+# The steady windows: from the third of each channel, less its last (cut by the stop).
+rates = [sum(w[2:-1]) / len(w[2:-1]) for w in windows.values() if len(w) > 3]
+n = int(sys.argv[4])
+if rates:
+    print(f"| {sys.argv[3]} | {n} | {len(up)} | {len(down)} | {sum(rates)/len(rates):.1f} | "
+          f"{min(rates):.1f} | {sum(rates):,.0f} | {100*(user+system)/wall/n:.1f} % |")
+else:
+    print(f"| {sys.argv[3]} | {n} | {len(up)} | {len(down)} | - | - | - | - |")
+PY
+    rm -rf $dir
+  }
+  step "monitor: N channels of live 1080p30 over UDP, NVDEC, one gpumetrics monitor"
+  echo "| metrics | channels | up | went down | pairs/s per channel (mean) | slowest channel | pairs/s in all | CPU per channel |"
+  echo "| --- | --- | --- | --- | --- | --- | --- | --- |"
+  for n in 8 16 32 48; do monitor_run blur,blockiness,black,freeze $n 0; done
+  for n in 4 8 16 24; do monitor_run psnr,ssim,vmaf $n 1; done
 }
 
 step_streams() {

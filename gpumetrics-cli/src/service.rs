@@ -127,7 +127,7 @@ pub fn main(argv: Vec<OsString>) -> i32 {
         },
         None => None,
     };
-    let shared = Arc::new(Shared { events, prometheus });
+    let shared = Arc::new(Shared::new(events, prometheus));
     let mut running: Vec<Handle> = Vec::new();
     for spec in config.channels {
         match Handle::start(spec, shared.clone()) {

@@ -196,7 +196,10 @@ impl Drop for Prometheus {
 struct Service {
     child: Child,
     events: mpsc::Receiver<Value>,
-    seen: Vec<Value>,
+    /// Every event received, when, and whether a wait took it.
+    seen: Vec<(Value, Instant, bool)>,
+    /// When it started: every event is after.
+    born: Instant,
 }
 
 impl Service {
@@ -222,30 +225,49 @@ impl Service {
             child,
             events,
             seen: Vec::new(),
+            born: Instant::now(),
         }
     }
 
-    /// Waits for an event of `channel` named `event`: when it came.
-    fn wait(&mut self, channel: Option<&str>, event: &str) -> (Value, Instant) {
+    /// The first event of `channel` named `event` that no earlier wait took, received at
+    /// or after `since` (waiting for it): the event and when it came.
+    fn wait_since(
+        &mut self,
+        channel: Option<&str>,
+        event: &str,
+        since: Instant,
+    ) -> (Value, Instant) {
+        let matches = |e: &Value| e["event"] == event && e["channel"].as_str() == channel;
+        if let Some(entry) = self
+            .seen
+            .iter_mut()
+            .find(|(e, at, taken)| !*taken && *at >= since && matches(e))
+        {
+            entry.2 = true;
+            return (entry.0.clone(), entry.1);
+        }
         let deadline = Instant::now() + PATIENCE;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
-            let e = self.events.recv_timeout(left).unwrap_or_else(|_| {
+            let Ok(e) = self.events.recv_timeout(left) else {
+                let seen: Vec<String> = self.seen.iter().map(|(e, _, _)| e.to_string()).collect();
                 panic!(
                     "no {event} event of {channel:?} in {PATIENCE:?}; seen:\n{}",
-                    self.seen
-                        .iter()
-                        .map(Value::to_string)
-                        .collect::<Vec<_>>()
-                        .join("\n")
-                )
-            });
+                    seen.join("\n")
+                );
+            };
             let at = Instant::now();
-            self.seen.push(e.clone());
-            if e["event"] == event && e["channel"].as_str() == channel {
+            let found = matches(&e);
+            self.seen.push((e.clone(), at, found));
+            if found {
                 return (e, at);
             }
         }
+    }
+
+    /// [`Service::wait_since`] any time.
+    fn wait(&mut self, channel: Option<&str>, event: &str) -> (Value, Instant) {
+        self.wait_since(channel, event, self.born)
     }
 
     fn signal(&self, name: &str) {
@@ -335,7 +357,7 @@ fn channels_go_down_come_back_are_added_on_sighup_and_stop_on_sigint() {
     );
     // a and c measured windows meanwhile, and none of them went down.
     for name in ["a", "c"] {
-        service.wait(Some(name), "window");
+        service.wait_since(Some(name), "window", stopped);
     }
 
     // b's sender comes back: b is up again, with its rebuilds counted.
@@ -358,6 +380,29 @@ fn channels_go_down_come_back_are_added_on_sighup_and_stop_on_sigint() {
     assert_eq!(reloaded["changed"], serde_json::json!([]), "{reloaded}");
     service.wait(Some("d"), "up");
 
+    // c removed and a changed, SIGHUP: c stops and its series go; a restarts; b and d run on.
+    let mut next: Vec<String> = [0, 1, 3]
+        .iter()
+        .map(|&i| channel(names[i], ports[i]))
+        .collect();
+    next[0].push_str("subsample = 2\n");
+    write_config(&config, &endpoint, &next);
+    service.signal("HUP");
+    let (reloaded, _) = service.wait(None, "reloaded");
+    assert_eq!(reloaded["added"], serde_json::json!([]), "{reloaded}");
+    assert_eq!(reloaded["removed"], serde_json::json!(["c"]), "{reloaded}");
+    assert_eq!(reloaded["changed"], serde_json::json!(["a"]), "{reloaded}");
+    service.wait(Some("a"), "up");
+    prometheus.wait_for("gpumetrics_channel_up", |s| {
+        let mut names: Vec<&str> = s
+            .iter()
+            .filter_map(|(l, _)| l["channel"].as_str())
+            .collect();
+        names.sort();
+        names == ["a", "b", "d"]
+    });
+    prometheus.wait_for("gpumetrics_pairs_total{channel=\"c\"}", |s| s.is_empty());
+
     // SIGINT: every channel stops with its summary, and the service exits 0.
     service.signal("INT");
     let (_, _) = service.wait(None, "stopped");
@@ -375,9 +420,10 @@ fn channels_go_down_come_back_are_added_on_sighup_and_stop_on_sigint() {
     let all: Vec<Value> = service
         .seen
         .iter()
-        .cloned()
+        .map(|(e, _, _)| e.clone())
         .chain(service.events.iter())
         .collect();
+    // Every channel ended with a summary: c when it was removed, a when it changed.
     for name in names {
         assert!(
             all.iter()

@@ -4,7 +4,7 @@
 //! and rebuilds it when it fails.
 //!
 //! The channel is **up** from its first frame; it is **down** when no frame came for its
-//! `signal-timeout`, when its source cannot be opened or decoded, when the pipeline posts
+//! `signal-timeout` (a new build has [`FIRST_FRAME_GRACE`] more for its first frame), when its source cannot be opened or decoded, when the pipeline posts
 //! an error, or when its input ends. Down, it says so (an event, `gpumetrics_channel_up`
 //! 0, the `no-signal` alert raised), stops the pipeline and builds it again after a
 //! backoff of 1 s that doubles up to 30 s, until frames flow again (the alert cleared, the
@@ -39,12 +39,43 @@ const DRAIN: Duration = Duration::from_secs(5);
 const POLL: gst::ClockTime = gst::ClockTime::from_mseconds(50);
 /// The service's rule raised while a channel is down.
 const NO_SIGNAL: &str = "no-signal";
+/// What a new build of a channel's pipeline has beyond `signal-timeout` for its first
+/// frame: joining a live stream waits for its next key frame, and the decoder and the
+/// element start.
+pub const FIRST_FRAME_GRACE: Duration = Duration::from_secs(3);
 
 /// What the channels of a service share.
 pub struct Shared {
     pub events: Arc<Events>,
     /// `[prometheus] address` and the service's hold on its endpoint.
     pub prometheus: Option<(String, Arc<Channels>)>,
+    /// One CUDA context per GPU for every channel on it (made when the first channel of a
+    /// device is built), set on each channel's pipeline: its decoders and element share
+    /// it instead of each pipeline making its own, which would time-slice the GPU.
+    pub cuda: std::sync::Mutex<Vec<(u32, gstgpumetrics::gstcuda::Context, gst::Context)>>,
+}
+
+impl Shared {
+    pub fn new(events: Arc<Events>, prometheus: Option<(String, Arc<Channels>)>) -> Shared {
+        Shared {
+            events,
+            prometheus,
+            cuda: Default::default(),
+        }
+    }
+
+    /// The `gst.cuda.context` of device `device`; none without libgstcuda or a device.
+    fn cuda_context(&self, device: u32) -> Option<gst::Context> {
+        let api = gstgpumetrics::gstcuda::api().ok()?;
+        let mut contexts = self.cuda.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, _, c)) = contexts.iter().find(|(d, _, _)| *d == device) {
+            return Some(c.clone());
+        }
+        let context = gstgpumetrics::gstcuda::Context::new(api, device)?;
+        let gst_context = context.to_gst_context(api)?;
+        contexts.push((device, context, gst_context.clone()));
+        Some(gst_context)
+    }
 }
 
 /// A running channel.
@@ -251,6 +282,11 @@ fn run_once(spec: &Channel, shared: &Shared, stop: &AtomicBool, no_signal: &mut 
         Ok(b) => b,
         Err(e) => return down(format!("{e:#}")),
     };
+    if args.backend != gpumetrics_engine::BackendChoice::Cpu
+        && let Some(context) = shared.cuda_context(args.device)
+    {
+        built.pipeline.set_context(&context);
+    }
     let ended = watch(spec, shared, stop, &built, &gates_stop, no_signal);
     let _ = built.pipeline.set_state(gst::State::Null);
     ended
@@ -340,12 +376,20 @@ fn watch(
             return Ended::Stopped;
         }
         if stopping.is_none() {
-            let quiet_since = last_frame.unwrap_or(started);
-            if quiet_since.elapsed() > spec.signal_timeout {
+            let (quiet_since, allowed) = match last_frame {
+                Some(t) => (t, spec.signal_timeout),
+                None => (started, spec.signal_timeout + FIRST_FRAME_GRACE),
+            };
+            if quiet_since.elapsed() > allowed {
                 return Ended::Down {
                     reason: format!(
-                        "no signal: no frame for {} s",
-                        spec.signal_timeout.as_secs_f64()
+                        "no signal: no frame for {} s{}",
+                        allowed.as_secs_f64(),
+                        if last_frame.is_some() {
+                            ""
+                        } else {
+                            " since the pipeline started"
+                        }
                     ),
                     flowed: last_frame.is_some(),
                 };
