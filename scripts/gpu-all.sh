@@ -277,14 +277,14 @@ make_cudamem_clips() {
   ls -l "$dir"
 }
 
-# monitor's clips: 20 s of FFmpeg's testsrc2, 1080p30, x264 in MPEG-TS at 4000 (reference)
-# and 800 (distorted) kbit/s, a key frame a second, what a channel's sender replays live.
+# monitor's clips: 60 s of FFmpeg's testsrc2, 1080p30, x264 in MPEG-TS at 1000 (reference)
+# and 400 (distorted) kbit/s, a key frame a second, what a channel's sender replays live.
 make_monitor_clips() {
   local dir=$1 c rate
   mkdir -p "$dir"
   for c in ref dist; do
-    rate=4000k; [ $c = dist ] && rate=800k
-    ffmpeg -hide_banner -v error -y -f lavfi -i testsrc2=size=1920x1080:rate=30 -t 20 \
+    rate=1000k; [ $c = dist ] && rate=400k
+    ffmpeg -hide_banner -v error -y -f lavfi -i testsrc2=size=1920x1080:rate=30 -t 60 \
       -pix_fmt yuv420p -c:v libx264 -preset veryfast -g 30 -b:v $rate -maxrate $rate \
       -bufsize $rate -f mpegts "$dir/$c.ts"
   done
@@ -577,24 +577,24 @@ step_monitor() {
   need $B/gpumetrics $d/gst/env.sh || return 0
   have $c/ref.ts $c/dist.ts || return 0
   bench || return 0
-  step "monitor: the decoders' own rate, N nvh264dec on the 1080p30 clip in one gst-launch"
+  step "monitor: the decoders' own rate, N nvh264dec on the 1080p30 clip in one gst-launch (900 frames each)"
   echo "| decoders | wall s | frames/s in all | frames/s each |"
   echo "| --- | --- | --- | --- |"
-  for n in 8 16 32 48; do
+  for n in 16 32 48; do
     local launch=() t0 t1
     for i in $(seq 1 $n); do
-      launch+=(filesrc location=$c/dist.ts ! tsdemux ! h264parse ! nvh264dec ! fakesink sync=false)
+      launch+=(filesrc location=$c/dist.ts ! tsdemux ! h264parse ! nvh264dec ! identity eos-after=900 ! fakesink sync=false)
     done
     t0=$(date +%s.%N)
     gst-launch-1.0 -q "${launch[@]}" >/dev/null 2>&1 || { echo "FAILED: $n decoders"; fail=1; continue; }
     t1=$(date +%s.%N)
-    python3 -c "w=$t1-$t0; print(f'| $n | {w:.2f} | {600*$n/w:,.0f} | {600/w:,.0f} |')"
+    python3 -c "w=$t1-$t0; print(f'| $n | {w:.2f} | {900*$n/w:,.0f} | {900/w:,.0f} |')"
   done
   monitor_run() { # set channels with_reference
     local set=$1 n=$2 refs=$3 dir port pids=() cfg out i
     dir=$(mktemp -d)
     cfg=$dir/monitor.toml
-    printf '[defaults]\nbackend = "cuda"\ndecode = "nvdec"\nwindow = "1s"\nsignal-timeout = "5s"\nmetrics = "%s"\n' "$set" >$cfg
+    printf '[defaults]\nbackend = "cuda"\ndecode = "nvdec"\nwindow = "1s"\nsignal-timeout = "10s"\nmetrics = "%s"\n' "$set" >$cfg
     port=$((20000 + RANDOM % 20000))
     for i in $(seq 1 $n); do
       printf '[[channel]]\nname = "c%d"\ndistorted = "udp://127.0.0.1:%d"\n' $i $port >>$cfg
@@ -618,7 +618,7 @@ import resource, signal, subprocess, sys, time
 exe, cfg, out, err, times = sys.argv[1:]
 t = time.time()
 p = subprocess.Popen([exe, "monitor", cfg], stdout=open(out, "w"), stderr=open(err, "w"))
-time.sleep(16)
+time.sleep(float(__import__("os").environ.get("MONITOR_SECONDS", "45")))
 p.send_signal(signal.SIGINT)
 try:
     p.wait(60)
@@ -634,6 +634,12 @@ import json, sys, collections
 events = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 user, system, wall = map(float, open(sys.argv[2]).read().split()[-3:])
 up = {e["channel"] for e in events if e["event"] == "up"}
+start = min((e["time"] for e in events if e["event"] == "started"), default=None)
+last_up = max((e["time"] for e in events if e["event"] == "up"), default=None)
+def secs(t):
+    h, m, s = t[11:-1].split(":")
+    return int(h) * 3600 + int(m) * 60 + float(s)
+all_up = f"{secs(last_up) - secs(start):.1f} s" if start and last_up and len(up) == int(sys.argv[4]) else "-"
 down = {e["channel"] for e in events if e["event"] == "down"}
 windows = collections.defaultdict(list)
 for e in events:
@@ -641,20 +647,22 @@ for e in events:
         windows[e["channel"]].append(e["pairs"])
 # The steady windows: from the third of each channel, less its last (cut by the stop).
 rates = [sum(w[2:-1]) / len(w[2:-1]) for w in windows.values() if len(w) > 3]
+steady = [len(w) - 3 for w in windows.values() if len(w) > 3]
 n = int(sys.argv[4])
 if rates:
-    print(f"| {sys.argv[3]} | {n} | {len(up)} | {len(down)} | {sum(rates)/len(rates):.1f} | "
-          f"{min(rates):.1f} | {sum(rates):,.0f} | {100*(user+system)/wall/n:.1f} % |")
+    print(f"| {sys.argv[3]} | {n} | {len(up)} | {all_up} | {len(down)} | {min(steady)}–{max(steady)} | "
+          f"{sum(rates)/len(rates):.1f} | {min(rates):.1f} | {sum(rates):,.0f} | "
+          f"{100*(user+system)/wall/n:.1f} % |")
 else:
-    print(f"| {sys.argv[3]} | {n} | {len(up)} | {len(down)} | - | - | - | - |")
+    print(f"| {sys.argv[3]} | {n} | {len(up)} | {all_up} | {len(down)} | - | - | - | - | - |")
 PY
     rm -rf $dir
   }
   step "monitor: N channels of live 1080p30 over UDP, NVDEC, one gpumetrics monitor"
-  echo "| metrics | channels | up | went down | pairs/s per channel (mean) | slowest channel | pairs/s in all | CPU per channel |"
-  echo "| --- | --- | --- | --- | --- | --- | --- | --- |"
-  for n in 8 16 32 48; do monitor_run blur,blockiness,black,freeze $n 0; done
-  for n in 4 8 16 24; do monitor_run psnr,ssim,vmaf $n 1; done
+  echo "| metrics | channels | up | all up after | went down | steady windows | pairs/s per channel (mean) | slowest channel | pairs/s in all | CPU per channel |"
+  echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+  for n in ${MONITOR_NR:-16 32 48}; do monitor_run blur,blockiness,black,freeze $n 0; done
+  for n in ${MONITOR_FR:-8 16}; do monitor_run psnr,ssim,vmaf $n 1; done
 }
 
 step_streams() {

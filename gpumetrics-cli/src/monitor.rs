@@ -145,6 +145,9 @@ pub struct Monitoring {
     pub channel: Option<String>,
     /// `stats-file` (a channel's).
     pub stats_file: Option<std::path::PathBuf>,
+    /// `post-messages`, when the run reads the records from the element's subscription
+    /// alone (a service's channels): no bus message per pair.
+    pub post_messages: Option<bool>,
 }
 
 impl Monitoring {
@@ -169,6 +172,9 @@ impl Monitoring {
         }
         if let Some(f) = &self.stats_file {
             element.set_property("stats-file", f.to_string_lossy().as_ref());
+        }
+        if let Some(p) = self.post_messages {
+            element.set_property("post-messages", p);
         }
     }
 }

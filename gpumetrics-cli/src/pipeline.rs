@@ -693,6 +693,7 @@ mod tests {
                 prometheus: Some("127.0.0.1:9464".into()),
                 channel: Some("news".into()),
                 stats_file: None,
+                post_messages: None,
             },
             ..psnr_config(Decoding::Software)
         };

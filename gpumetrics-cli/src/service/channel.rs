@@ -263,6 +263,8 @@ fn run_once(spec: &Channel, shared: &Shared, stop: &AtomicBool, no_signal: &mut 
     config.monitoring.prometheus = shared.prometheus.as_ref().map(|(a, _)| a.clone());
     config.monitoring.channel = Some(name.to_string());
     config.monitoring.stats_file = spec.stats_file.clone();
+    // The records come from the element's subscription; no bus message per pair.
+    config.monitoring.post_messages = Some(false);
     let each: Vec<pipeline::Distorted> = lineup
         .distorted
         .iter()
