@@ -319,7 +319,16 @@ fn channels_go_down_come_back_are_added_on_sighup_and_stop_on_sigint() {
         .map(|(&p, pattern)| Some(Sender::start(p, pattern)))
         .collect();
     std::thread::sleep(Duration::from_millis(500));
-    let three: Vec<String> = (0..3).map(|i| channel(names[i], ports[i])).collect();
+    // e's input is no video: it cannot be opened, goes down and is rebuilt with backoff,
+    // beside the others.
+    let not_video = dir.path().join("not-video.txt");
+    std::fs::write(&not_video, "no video here\n").unwrap();
+    let e = format!(
+        "[[channel]]\nname = \"e\"\ndistorted = \"{}\"\n",
+        not_video.display()
+    );
+    let mut three: Vec<String> = (0..3).map(|i| channel(names[i], ports[i])).collect();
+    three.push(e.clone());
     write_config(&config, &endpoint, &three);
     let prometheus = Prometheus::start(&endpoint);
     let mut service = Service::start(&config);
@@ -327,7 +336,17 @@ fn channels_go_down_come_back_are_added_on_sighup_and_stop_on_sigint() {
         service.wait(Some(name), "up");
     }
     prometheus.wait_for("gpumetrics_channel_up", |s| {
-        s.len() == 3 && s.iter().all(|(_, v)| *v == 1.0)
+        s.len() == 4
+            && s.iter()
+                .all(|(l, v)| *v == if l["channel"] == "e" { 0.0 } else { 1.0 })
+    });
+    let (down, _) = service.wait(Some("e"), "down");
+    assert!(
+        down["reason"].as_str().unwrap().contains("not-video.txt"),
+        "{down}"
+    );
+    prometheus.wait_for("gpumetrics_channel_restarts_total{channel=\"e\"}", |s| {
+        s.len() == 1 && s[0].1 >= 1.0
     });
     // The elements' series carry the channel label.
     prometheus.wait_for("gpumetrics_pairs_total{channel=\"b\"}", |s| {
@@ -371,7 +390,8 @@ fn channels_go_down_come_back_are_added_on_sighup_and_stop_on_sigint() {
     });
 
     // A fourth channel in the file, and SIGHUP: it starts; the others run on.
-    let four: Vec<String> = (0..4).map(|i| channel(names[i], ports[i])).collect();
+    let mut four: Vec<String> = (0..4).map(|i| channel(names[i], ports[i])).collect();
+    four.push(e.clone());
     write_config(&config, &endpoint, &four);
     service.signal("HUP");
     let (reloaded, _) = service.wait(None, "reloaded");
@@ -386,6 +406,7 @@ fn channels_go_down_come_back_are_added_on_sighup_and_stop_on_sigint() {
         .map(|&i| channel(names[i], ports[i]))
         .collect();
     next[0].push_str("subsample = 2\n");
+    next.push(e.clone());
     write_config(&config, &endpoint, &next);
     service.signal("HUP");
     let (reloaded, _) = service.wait(None, "reloaded");
@@ -399,9 +420,24 @@ fn channels_go_down_come_back_are_added_on_sighup_and_stop_on_sigint() {
             .filter_map(|(l, _)| l["channel"].as_str())
             .collect();
         names.sort();
-        names == ["a", "b", "d"]
+        names == ["a", "b", "d", "e"]
     });
     prometheus.wait_for("gpumetrics_pairs_total{channel=\"c\"}", |s| s.is_empty());
+
+    // A file refused on reload: said, and the channels run on as they were.
+    let good = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(&config, format!("{good}window = \"soon\"\n")).unwrap();
+    service.signal("HUP");
+    let (refused, _) = service.wait(None, "reload-refused");
+    assert!(
+        refused["error"].as_str().unwrap().contains("window"),
+        "{refused}"
+    );
+    let after = Instant::now();
+    for name in ["a", "b", "d"] {
+        service.wait_since(Some(name), "window", after);
+    }
+    std::fs::write(&config, good).unwrap();
 
     // SIGINT: every channel stops with its summary, and the service exits 0.
     service.signal("INT");
