@@ -17,7 +17,7 @@ use predicates::prelude::*;
 use serde_json::Value;
 
 mod common;
-use common::{Clips, ffmpeg, gpumetrics};
+use common::{Clips, Sender, ffmpeg, free_udp_port, gpumetrics};
 
 /// Frames of the main reference clip.
 const FRAMES: usize = 45;
@@ -1153,55 +1153,24 @@ fn bad_monitoring_options_are_usage_errors() {
     );
 }
 
-/// A UDP port free on 127.0.0.1 now.
-fn free_udp_port() -> u16 {
-    std::net::UdpSocket::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// A gst-launch-1.0 sending one live test picture as two MPEG-TS streams over UDP: the
-/// reference at 2 Mbit/s to `ports[0]`, the distorted at 100 kbit/s to `ports[1]`. Killed
-/// when dropped.
-struct Sender(std::process::Child);
-
-impl Sender {
-    fn start(ports: [u16; 2]) -> Sender {
-        let stream = |bitrate: u32, port: u16| {
-            format!(
-                "t. ! queue ! x264enc tune=zerolatency speed-preset=ultrafast key-int-max=15 \
-                 bitrate={bitrate} ! mpegtsmux ! udpsink host=127.0.0.1 port={port}"
-            )
-        };
-        let launch = format!(
+/// reference at 2 Mbit/s to `ports[0]`, the distorted at 100 kbit/s to `ports[1]`.
+fn two_streams(ports: [u16; 2]) -> Sender {
+    let stream = |bitrate: u32, port: u16| {
+        format!(
+            "t. ! queue ! x264enc tune=zerolatency speed-preset=ultrafast key-int-max=15 \
+             bitrate={bitrate} ! mpegtsmux ! udpsink host=127.0.0.1 port={port}"
+        )
+    };
+    Sender::launch(
+        &format!(
             "videotestsrc is-live=true ! video/x-raw,format=I420,width=320,height=180,\
-             framerate=30/1 ! tee name=t {} {}",
+         framerate=30/1 ! tee name=t {} {}",
             stream(2000, ports[0]),
             stream(100, ports[1])
-        );
-        let child = StdCommand::new("gst-launch-1.0")
-            .arg("-q")
-            .args(launch.split_whitespace())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap_or_else(|e| {
-                panic!(
-                    "gst-launch-1.0 runs ({e}; gstreamer1.0-tools and the x264enc of \
-                     gstreamer1.0-plugins-ugly: scripts/setup-deps.sh installs them)"
-                )
-            });
-        Sender(child)
-    }
-}
-
-impl Drop for Sender {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
+        ),
+        true,
+    )
 }
 
 /// Reads `reader` line by line into a channel (ends when the stream does).
@@ -1220,7 +1189,7 @@ fn line_channel(reader: impl Read + Send + 'static) -> mpsc::Receiver<String> {
 #[test]
 fn live_udp_inputs_run_until_ctrl_c_with_windows_and_alerts() {
     let ports = [free_udp_port(), free_udp_port()];
-    let mut sender = Sender::start(ports);
+    let mut sender = two_streams(ports);
     // The sender is running before the command opens the streams.
     std::thread::sleep(Duration::from_millis(500));
     if let Some(status) = sender.0.try_wait().unwrap() {

@@ -19,6 +19,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+mod common;
+use common::{Sender, free_udp_port};
+
 const PROMETHEUS: &str = "/usr/bin/prometheus";
 /// The channels' `signal-timeout`.
 const SIGNAL_TIMEOUT: Duration = Duration::from_secs(2);
@@ -33,46 +36,17 @@ fn free_port() -> u16 {
         .port()
 }
 
-fn free_udp_port() -> u16 {
-    std::net::UdpSocket::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// A live test picture as MPEG-TS over UDP to `port` (small, so that four senders and
-/// four channels fit a 2-core machine). Killed when dropped.
-struct Sender(Child);
-
-impl Sender {
-    fn start(port: u16, pattern: &str) -> Sender {
-        let launch = format!(
+/// four channels fit a 2-core machine).
+fn sender(port: u16, pattern: &str) -> Sender {
+    Sender::launch(
+        &format!(
             "videotestsrc is-live=true pattern={pattern} ! video/x-raw,format=I420,width=128,\
-             height=72,framerate=15/1 ! x264enc tune=zerolatency speed-preset=ultrafast \
-             key-int-max=15 bitrate=300 ! mpegtsmux ! udpsink host=127.0.0.1 port={port}"
-        );
-        let child = Command::new("gst-launch-1.0")
-            .arg("-q")
-            .args(launch.split_whitespace())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap_or_else(|e| {
-                panic!(
-                    "gst-launch-1.0 runs ({e}; gstreamer1.0-tools and the x264enc of \
-                     gstreamer1.0-plugins-ugly: scripts/setup-deps.sh installs them)"
-                )
-            });
-        Sender(child)
-    }
-}
-
-impl Drop for Sender {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
+         height=72,framerate=15/1 ! x264enc tune=zerolatency speed-preset=ultrafast \
+         key-int-max=15 bitrate=300 ! mpegtsmux ! udpsink host=127.0.0.1 port={port}"
+        ),
+        false,
+    )
 }
 
 /// GET `path` from `address` (HTTP/1.0): status and body.
@@ -316,7 +290,7 @@ fn channels_go_down_come_back_are_added_on_sighup_and_stop_on_sigint() {
     let mut senders: Vec<Option<Sender>> = ports
         .iter()
         .zip(["smpte", "ball", "snow", "bar"])
-        .map(|(&p, pattern)| Some(Sender::start(p, pattern)))
+        .map(|(&p, pattern)| Some(sender(p, pattern)))
         .collect();
     std::thread::sleep(Duration::from_millis(500));
     // e's input is no video: it cannot be opened, goes down and is rebuilt with backoff,
@@ -380,7 +354,7 @@ fn channels_go_down_come_back_are_added_on_sighup_and_stop_on_sigint() {
     }
 
     // b's sender comes back: b is up again, with its rebuilds counted.
-    senders[1] = Some(Sender::start(ports[1], "ball"));
+    senders[1] = Some(sender(ports[1], "ball"));
     service.wait(Some("b"), "up");
     prometheus.wait_for("gpumetrics_channel_restarts_total{channel=\"b\"}", |s| {
         s.len() == 1 && s[0].1 >= 1.0

@@ -398,33 +398,21 @@ fn watch(
             }
         }
         let Some(msg) = msg else { continue };
-        match msg.view() {
-            gst::MessageView::Error(e) => {
-                // What the element had measured is said before the channel goes down.
-                while let Ok((_, output)) = feed.try_recv() {
-                    take(output, &mut last_frame);
-                }
-                if stopping.is_some() {
-                    return Ended::Stopped;
-                }
-                return Ended::Down {
-                    reason: crate::advice::error_text(e),
-                    flowed: last_frame.is_some(),
-                };
-            }
-            gst::MessageView::Eos(_) => {
-                while let Ok((_, output)) = feed.try_recv() {
-                    take(output, &mut last_frame);
-                }
-                if stopping.is_some() {
-                    return Ended::Stopped;
-                }
-                return Ended::Down {
-                    reason: "the input ended".into(),
-                    flowed: last_frame.is_some(),
-                };
-            }
-            _ => {}
+        let reason = match msg.view() {
+            gst::MessageView::Error(e) => crate::advice::error_text(e),
+            gst::MessageView::Eos(_) => "the input ended".to_string(),
+            _ => continue,
+        };
+        // What the element had measured is said before the channel goes down or stops.
+        while let Ok((_, output)) = feed.try_recv() {
+            take(output, &mut last_frame);
         }
+        if stopping.is_some() {
+            return Ended::Stopped;
+        }
+        return Ended::Down {
+            reason,
+            flowed: last_frame.is_some(),
+        };
     }
 }
