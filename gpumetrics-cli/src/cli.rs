@@ -54,6 +54,9 @@ gpumetrics udp://127.0.0.1:5000 udp://127.0.0.1:5001 --window 1s --alert psnr-y<
 A live input (udp://, srt://, rtsp://, ... or a source that does not preroll) runs until \
 Ctrl-C or the end of its stream; progress then shows the running time and the latest \
 window instead of an ETA.\n\n\
+Many channels as a service: gpumetrics monitor CONFIG runs every channel of a TOML file in one \
+process, rebuilding a channel whose input stops, with one Prometheus endpoint and events as JSON \
+lines (gpumetrics monitor --help; examples/monitor.toml).\n\n\
 One input (gpumetrics DIST) is measured alone with the no-reference metrics (by default all \
 of them); a full-reference metric, and the options that need a reference (--offset, --align, \
 --align-range, --align-frames, --scale, --pairing), are then usage errors.\n\n\

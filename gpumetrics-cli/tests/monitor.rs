@@ -481,4 +481,19 @@ fn a_bad_file_is_refused_before_anything_starts_with_its_line_and_key() {
         .output()
         .unwrap();
     assert_eq!(check.status.code(), Some(2));
+    // The command's help names the service; the service's help says its signals.
+    let help = |args: &[&str]| {
+        let out = Command::new(assert_cmd::cargo::cargo_bin("gpumetrics"))
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{args:?}");
+        String::from_utf8_lossy(&out.stdout).to_string()
+    };
+    assert!(help(&["--help"]).contains("gpumetrics monitor CONFIG"));
+    let monitor = help(&["monitor", "--help"]);
+    assert!(
+        monitor.contains("SIGHUP") && monitor.contains("--check"),
+        "{monitor}"
+    );
 }
