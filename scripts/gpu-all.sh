@@ -596,23 +596,23 @@ step_monitor() {
     cfg=$dir/monitor.toml
     printf '[defaults]\nbackend = "cuda"\ndecode = "nvdec"\nwindow = "1s"\nsignal-timeout = "10s"\nmetrics = "%s"\n' "$set" >$cfg
     port=$((20000 + RANDOM % 20000))
-    for i in $(seq 1 $n); do
-      printf '[[channel]]\nname = "c%d"\ndistorted = "udp://127.0.0.1:%d"\n' $i $port >>$cfg
-      gst-launch-1.0 -q filesrc location=$c/dist.ts ! tsdemux ! h264parse config-interval=-1 ! \
+    # A sender replaying clip $1 live to the next port, named in the channel as key $2.
+    send() {
+      printf '%s = "udp://127.0.0.1:%d"\n' "$2" $port >>$cfg
+      gst-launch-1.0 -q filesrc location=$c/$1.ts ! tsdemux ! h264parse config-interval=-1 ! \
         mpegtsmux ! udpsink host=127.0.0.1 port=$port sync=true >/dev/null 2>&1 &
       pids+=($!)
       port=$((port + 1))
-      if [ "$refs" = 1 ]; then
-        printf 'reference = "udp://127.0.0.1:%d"\n' $port >>$cfg
-        gst-launch-1.0 -q filesrc location=$c/ref.ts ! tsdemux ! h264parse config-interval=-1 ! \
-          mpegtsmux ! udpsink host=127.0.0.1 port=$port sync=true >/dev/null 2>&1 &
-        pids+=($!)
-        port=$((port + 1))
-      fi
+    }
+    for i in $(seq 1 $n); do
+      printf '[[channel]]\nname = "c%d"\n' $i >>$cfg
+      send dist distorted
+      if [ "$refs" = 1 ]; then send ref reference; fi
     done
     sleep 1
     out=$dir/events.jsonl
-    # 16 s, then SIGINT; the service's CPU time from the kernel's accounting of the child.
+    # MONITOR_SECONDS (default 45), then SIGINT; the service's CPU time from the kernel's
+    # accounting of the child.
     python3 - "$B/gpumetrics" "$cfg" "$out" "$dir/err" "$dir/time" <<'PY'
 import resource, signal, subprocess, sys, time
 exe, cfg, out, err, times = sys.argv[1:]

@@ -64,6 +64,20 @@ impl Shared {
         }
     }
 
+    /// The service's `no-signal` alert of channel `name` raised or cleared: an `alert`
+    /// event and the alert series.
+    fn no_signal(&self, name: &str, raised: bool) {
+        let state = if raised { "raised" } else { "cleared" };
+        self.events.emit(
+            Some(name),
+            "alert",
+            events::keys([("rule", json!(NO_SIGNAL)), ("state", json!(state))]),
+        );
+        if let Some((_, s)) = &self.prometheus {
+            s.alert(name, NO_SIGNAL, raised);
+        }
+    }
+
     /// The `gst.cuda.context` of device `device`; none without libgstcuda or a device.
     fn cuda_context(&self, device: u32) -> Option<gst::Context> {
         let api = gstgpumetrics::gstcuda::api().ok()?;
@@ -178,14 +192,7 @@ fn supervise(spec: &Channel, shared: &Shared, stop: &AtomicBool) {
         );
         if !no_signal {
             no_signal = true;
-            shared.events.emit(
-                Some(name),
-                "alert",
-                events::keys([("rule", json!(NO_SIGNAL)), ("state", json!("raised"))]),
-            );
-            if let Some(s) = &service {
-                s.alert(name, NO_SIGNAL, true);
-            }
+            shared.no_signal(name, true);
         }
         if wait(stop, backoff) {
             break;
@@ -343,14 +350,7 @@ fn watch(
                 }
                 if *no_signal {
                     *no_signal = false;
-                    events.emit(
-                        Some(name),
-                        "alert",
-                        events::keys([("rule", json!(NO_SIGNAL)), ("state", json!("cleared"))]),
-                    );
-                    if let Some(s) = &service {
-                        s.alert(name, NO_SIGNAL, false);
-                    }
+                    shared.no_signal(name, false);
                 }
             }
             *flowing = Some(Instant::now());

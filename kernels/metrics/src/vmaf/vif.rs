@@ -61,7 +61,8 @@ pub struct VifScale {
     pub reference: Plane,
     pub distorted: Plane,
     /// Five consecutive `u32` planes of this scale's size: μ₁, μ₂, x², y², xy after the
-    /// vertical pass.
+    /// vertical pass ([`vertical_store`], [`pixel`]: the host's passes). `vmaf_vif_fused`
+    /// keeps the pass in shared memory and does not read it.
     pub tmp: Plane,
     /// The log₂ table ([`LOG2_LEN`] `u16` values).
     pub log2: u64,
@@ -132,30 +133,16 @@ pub unsafe fn log2_64(table: *const u16, v: u64) -> i32 {
 /// The images must be readable.
 #[inline(always)]
 pub unsafe fn vertical(s: &VifScale, x: u32, y: u32) -> [u32; 5] {
-    let fw = WIDTHS[s.scale as usize] as i32;
+    let scale = s.scale as usize;
+    let fw = WIDTHS[scale] as i32;
     let h = s.reference.height as i32;
-    vertical_taps(s.scale, s.bpc, |k| {
-        let row = reflect(y as i32 - fw / 2 + k as i32, h) as u32;
-        unsafe {
-            (
-                s.reference.get::<u16>(x, row),
-                s.distorted.get::<u16>(x, row),
-            )
-        }
-    })
-}
-
-/// [`vertical`] from the samples under each tap: `sample(k)` gives the reference's and the
-/// distorted image's samples of the row `y − width/2 + k` (reflected).
-#[inline(always)]
-pub fn vertical_taps(scale: u32, bpc: u32, sample: impl Fn(u32) -> (u16, u16)) -> [u32; 5] {
-    let scale = scale as usize;
     let (mut m1, mut m2) = (0u32, 0u32);
     let (mut xx, mut yy, mut xy) = (0u64, 0u64, 0u64);
-    for k in 0..WIDTHS[scale] {
+    for k in 0..fw {
+        let row = reflect(y as i32 - fw / 2 + k, h) as u32;
         let f = FILTERS[scale][k as usize] as u32;
-        let (a, b) = sample(k);
-        let (a, b) = (a as u32, b as u32);
+        let a = unsafe { s.reference.get::<u16>(x, row) } as u32;
+        let b = unsafe { s.distorted.get::<u16>(x, row) } as u32;
         let (fa, fb) = (f * a, f * b);
         m1 = m1.wrapping_add(fa);
         m2 = m2.wrapping_add(fb);
@@ -164,10 +151,10 @@ pub fn vertical_taps(scale: u32, bpc: u32, sample: impl Fn(u32) -> (u16, u16)) -
         xy += fa as u64 * b as u64;
     }
     let (shift, round, sq_shift, sq_round) = if scale == 0 {
-        let sq = 2 * (bpc - 8);
+        let sq = 2 * (s.bpc - 8);
         (
-            bpc,
-            1u32 << (bpc - 1),
+            s.bpc,
+            1u32 << (s.bpc - 1),
             sq,
             if sq == 0 { 0 } else { 1u64 << (sq - 1) },
         )
