@@ -1,6 +1,7 @@
 //! gpumetrics engine: frame pairs in, scores out. No GStreamer here: the element adapts
 //! caps and buffers to [`FrameLayout`] and [`Frame`], and publishes [`Scores`].
 
+pub mod align;
 mod backend;
 mod color;
 pub mod cuda;

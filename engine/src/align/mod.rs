@@ -1,0 +1,665 @@
+//! Live alignment by content: which reference frame each distorted frame shows, when the
+//! two inputs come from different boxes with unrelated timestamps and a delay that changes
+//! when either side drops or repeats frames.
+//!
+//! Every frame is reduced to a [`Thumbnail`] (its luma as 32×18 cell means). The
+//! [`Aligner`] keeps the reference frames of the last `range` and the recent distorted
+//! thumbnails, and tries every offset `δ` (distorted running time minus reference running
+//! time) on the lattice of the reference frames within `±range`: an offset's cost is the
+//! mean [`Thumbnail::distance`] of the newest [`WINDOW`] distorted frames to the reference
+//! frames `δ` earlier. The cheapest offset wins when it is clearly cheaper than any offset
+//! two or more frames away: `confidence = 1 − best / second` of at least
+//! [`LOCK_CONFIDENCE`], and a second best of at least [`MIN_CONTRAST`] (still pictures and
+//! slates make every offset alike: the state stays `searching`, with a low confidence).
+//!
+//! Once locked, each distorted frame is paired with the reference frame nearest its running
+//! time minus `δ` (within half a frame), whatever the timestamps: a reference frame that
+//! had no distorted partner (a frame the distorted side dropped, or one shown before it
+//! started) is unmatched. Every pair is checked against the offsets up to [`NEAR`] frames
+//! either side: a pair that another of them fits clearly better (a repeated or dropped
+//! frame moved the content) is not measured (it counts as unaligned), and the lock is lost
+//! when half of the last [`WINDOW`] pairs are such misfits or far worse than the lock's
+//! usual cost (a splice), or when over them an offset a frame or two away fits twice as
+//! well (drift). A jump of more than [`NEAR`] frames is measured against the old offset
+//! until that (at most [`WINDOW`]/2 pairs). The search then starts over on the frames
+//! that follow, and locks again without a restart.
+//!
+//! Memory: while searching, the reference frames of the last `range` are held (their
+//! buffers: 5 s at 30 frames/s is 150 frames); once locked only those that a later
+//! distorted frame can still pair with (about the offset's worth). When the distorted
+//! input is ahead (a negative offset), its frames wait for their partners, at most `range`.
+//!
+//! Pure logic, generic over the frames' payload `B` (the element's buffers): the element
+//! computes the thumbnails and carries out the [`Step`]s.
+
+pub mod thumbnail;
+
+use std::collections::VecDeque;
+
+pub use thumbnail::{Thumbnail, of_host};
+
+/// Distorted frames an offset is judged on, and pairs the lock is checked on.
+pub const WINDOW: usize = 16;
+/// Lowest confidence that locks.
+pub const LOCK_CONFIDENCE: f64 = 0.5;
+/// Lowest cost of the second best offset that locks (mean squared difference of the
+/// thumbnails' 8-bit cell means): below it the picture hardly changes from frame to frame.
+pub const MIN_CONTRAST: f32 = 1.0;
+/// A pair is far off the lock when its cost exceeds this many times the lock's usual cost
+/// (plus [`BAD_MARGIN`]).
+const BAD_FACTOR: f32 = 4.0;
+const BAD_MARGIN: f32 = 2.0;
+/// Offsets either side of the lock's that each pair is checked against (frames): a drop
+/// or repeat that moves the content by up to this many frames is seen at its first pair.
+const NEAR: i64 = 12;
+/// A pair misfits when an offset nearby fits it this much better (and by at least
+/// [`MIN_CONTRAST`]).
+const MISFIT: f32 = 0.5;
+/// While searching, a `searching` change is reported this often (ns of running time).
+const SEARCH_REPORT: u64 = 1_000_000_000;
+/// Frames held on either input, whatever the timestamps say.
+const MAX_FRAMES: usize = 4096;
+
+/// Where the alignment is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AlignState {
+    /// No offset found yet: distorted frames pass unmeasured.
+    Searching,
+    /// Pairs are measured at the found offset.
+    Locked,
+    /// The offset stopped fitting: the search starts over.
+    Lost,
+}
+
+impl AlignState {
+    pub fn name(self) -> &'static str {
+        match self {
+            AlignState::Searching => "searching",
+            AlignState::Locked => "locked",
+            AlignState::Lost => "lost",
+        }
+    }
+}
+
+/// A change of the alignment (and, while searching, its progress).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Change {
+    pub state: AlignState,
+    /// Distorted minus reference running time (ns): the lock's, the one lost, or the best
+    /// candidate while searching (none before the first try).
+    pub offset: Option<i64>,
+    /// `offset` in frames of the reference (rounded).
+    pub offset_frames: Option<i64>,
+    /// 0..1: how much better the offset fits than the others.
+    pub confidence: f64,
+    /// Running time (distorted input) of the frame that decided the change.
+    pub running_time: u64,
+    /// Locks after the first one, so far.
+    pub relocks: u64,
+}
+
+/// What the element does next, in this order.
+#[derive(Debug)]
+pub enum Step<B> {
+    /// Measure this pair.
+    Pair {
+        reference: B,
+        distorted: B,
+        /// Running times of both frames.
+        reference_time: u64,
+        distorted_time: u64,
+    },
+    /// A reference frame that never had a distorted partner.
+    UnmatchedReference { buffer: B, running_time: u64 },
+    /// A distorted frame whose reference partner is missing (dropped upstream, or older than
+    /// what is held).
+    UnmatchedDistorted { buffer: B, running_time: u64 },
+    /// A distorted frame that passed while no offset was locked: counted, never measured.
+    Unaligned { buffer: B, running_time: u64 },
+    /// The lock is lost: pairs measured so far end their sequence (temporal metrics).
+    SequenceEnd,
+    /// Report a change.
+    Change(Change),
+}
+
+/// A frame handed to the aligner.
+#[derive(Debug)]
+pub struct Incoming<B> {
+    pub running_time: u64,
+    /// Its duration, when known (buffer or caps).
+    pub duration: Option<u64>,
+    pub thumbnail: Thumbnail,
+    pub buffer: B,
+}
+
+struct Reference<B> {
+    time: u64,
+    thumbnail: Thumbnail,
+    /// The buffer, while a distorted frame may still pair with it.
+    buffer: Option<B>,
+    paired: bool,
+}
+
+struct Distorted {
+    time: u64,
+    thumbnail: Thumbnail,
+}
+
+struct Lock {
+    offset: i64,
+    /// The usual cost of a pair: the lock's, then followed as pairs come.
+    baseline: f32,
+    /// Per recent pair: its cost at offsets `offset + k·frame`, k = −NEAR..=NEAR (NaN
+    /// where that reference frame is missing).
+    checks: VecDeque<[f32; (2 * NEAR + 1) as usize]>,
+    /// Per recent pair: whether a nearby offset fitted it clearly better.
+    misfits: VecDeque<bool>,
+    confidence: f64,
+    /// When the last `locked` progress was reported.
+    reported: u64,
+}
+
+/// The alignment state of one pair of inputs. See the module documentation.
+pub struct Aligner<B> {
+    range: u64,
+    /// The reference's frame duration (ns): from the durations given, else the spacing of
+    /// its first frames.
+    frame: Option<u64>,
+    references: VecDeque<Reference<B>>,
+    /// Distorted thumbnails since the last loss, for the search.
+    distorted: VecDeque<Distorted>,
+    /// Distorted frames waiting for their reference partner (negative offsets).
+    waiting: VecDeque<Incoming<B>>,
+    lock: Option<Lock>,
+    /// Locks so far.
+    locks: u64,
+    lost: bool,
+    /// When the last `searching` progress was reported.
+    search_reported: Option<u64>,
+}
+
+impl<B: Clone> Aligner<B> {
+    /// Searches offsets within `±range` ns.
+    pub fn new(range: u64) -> Aligner<B> {
+        Aligner {
+            range,
+            frame: None,
+            references: VecDeque::new(),
+            distorted: VecDeque::new(),
+            waiting: VecDeque::new(),
+            lock: None,
+            locks: 0,
+            lost: false,
+            search_reported: None,
+        }
+    }
+
+    /// The state now.
+    pub fn state(&self) -> AlignState {
+        match (&self.lock, self.lost) {
+            (Some(_), _) => AlignState::Locked,
+            (None, true) => AlignState::Lost,
+            (None, false) => AlignState::Searching,
+        }
+    }
+
+    /// The locked offset (ns), if any.
+    pub fn offset(&self) -> Option<i64> {
+        self.lock.as_ref().map(|l| l.offset)
+    }
+
+    /// Reference frames whose buffers are held.
+    pub fn held(&self) -> usize {
+        self.references
+            .iter()
+            .filter(|r| r.buffer.is_some())
+            .count()
+            + self.waiting.len()
+    }
+
+    fn note_duration(&mut self, duration: Option<u64>, time: u64) {
+        if self.frame.is_none() {
+            self.frame = duration.filter(|d| *d > 0).or_else(|| {
+                self.references
+                    .back()
+                    .map(|r| time.saturating_sub(r.time))
+                    .filter(|d| *d > 0)
+            });
+        }
+    }
+
+    /// A reference frame arrived.
+    pub fn push_reference(&mut self, f: Incoming<B>) -> Vec<Step<B>> {
+        let mut steps = Vec::new();
+        if self
+            .references
+            .back()
+            .is_some_and(|r| f.running_time <= r.time)
+        {
+            // Time went back (a new segment): what was held cannot pair across it.
+            self.restart(&mut steps, f.running_time);
+        }
+        self.note_duration(f.duration, f.running_time);
+        self.references.push_back(Reference {
+            time: f.running_time,
+            thumbnail: f.thumbnail,
+            buffer: Some(f.buffer),
+            paired: false,
+        });
+        self.evict(&mut steps);
+        self.pair_waiting(&mut steps, false);
+        steps
+    }
+
+    /// A distorted frame arrived.
+    pub fn push_distorted(&mut self, f: Incoming<B>) -> Vec<Step<B>> {
+        let mut steps = Vec::new();
+        if self
+            .distorted
+            .back()
+            .is_some_and(|d| f.running_time <= d.time)
+        {
+            self.restart(&mut steps, f.running_time);
+        }
+        self.distorted.push_back(Distorted {
+            time: f.running_time,
+            thumbnail: f.thumbnail.clone(),
+        });
+        let keep = self.range + 2 * WINDOW as u64 * self.frame.unwrap_or(0);
+        while self.distorted.len() > MAX_FRAMES
+            || self
+                .distorted
+                .front()
+                .is_some_and(|d| d.time + keep < f.running_time)
+        {
+            self.distorted.pop_front();
+        }
+        if self.lock.is_none() {
+            self.search(&mut steps, f.running_time);
+        }
+        if self.lock.is_some() {
+            self.waiting.push_back(f);
+            self.pair_waiting(&mut steps, false);
+            self.evict(&mut steps);
+        } else {
+            steps.push(Step::Unaligned {
+                buffer: f.buffer,
+                running_time: f.running_time,
+            });
+        }
+        steps
+    }
+
+    /// Both inputs ended: the waiting frames are paired where they can be, the rest is
+    /// unmatched.
+    pub fn finish(&mut self) -> Vec<Step<B>> {
+        let mut steps = Vec::new();
+        self.pair_waiting(&mut steps, true);
+        for r in self.references.drain(..) {
+            if let (Some(buffer), false) = (r.buffer, r.paired) {
+                steps.push(Step::UnmatchedReference {
+                    buffer,
+                    running_time: r.time,
+                });
+            }
+        }
+        steps
+    }
+
+    /// Drops what is held (a flushing seek, or time going back): the reference frames are
+    /// unmatched, the waiting distorted ones unaligned, and the search starts over.
+    fn restart(&mut self, steps: &mut Vec<Step<B>>, time: u64) {
+        if self.lock.is_some() {
+            self.lose(steps, time);
+        }
+        for r in self.references.drain(..) {
+            if let (Some(buffer), false) = (r.buffer, r.paired) {
+                steps.push(Step::UnmatchedReference {
+                    buffer,
+                    running_time: r.time,
+                });
+            }
+        }
+        self.distorted.clear();
+    }
+
+    /// Forgets reference frames older than the range, and, locked, lets go of the buffers
+    /// no later distorted frame can pair with.
+    fn evict(&mut self, steps: &mut Vec<Step<B>>) {
+        let Some(newest) = self.references.back().map(|r| r.time) else {
+            return;
+        };
+        let frame = self.frame.unwrap_or(0);
+        let keep = self.range + 2 * frame + WINDOW as u64 * frame;
+        // The oldest reference time a distorted frame still to come can pair with.
+        let needed = self.lock.as_ref().and_then(|l| {
+            let last = self.distorted.back()?.time;
+            let oldest_waiting = self.waiting.front().map_or(last, |w| w.running_time);
+            Some((oldest_waiting as i64 - l.offset - frame as i64 / 2).max(0) as u64)
+        });
+        while self.references.len() > MAX_FRAMES
+            || self
+                .references
+                .front()
+                .is_some_and(|r| r.time + keep < newest)
+        {
+            let r = self.references.pop_front().expect("checked");
+            if let (Some(buffer), false) = (r.buffer, r.paired) {
+                steps.push(Step::UnmatchedReference {
+                    buffer,
+                    running_time: r.time,
+                });
+            }
+        }
+        if let Some(needed) = needed {
+            for r in self.references.iter_mut() {
+                if r.time >= needed {
+                    break;
+                }
+                if let Some(buffer) = r.buffer.take()
+                    && !r.paired
+                {
+                    steps.push(Step::UnmatchedReference {
+                        buffer,
+                        running_time: r.time,
+                    });
+                }
+            }
+        } else if self.lock.is_none() {
+            // Searching: buffers older than the range are of no use to any offset.
+            let oldest = newest.saturating_sub(self.range + frame);
+            for r in self.references.iter_mut() {
+                if r.time >= oldest {
+                    break;
+                }
+                if let Some(buffer) = r.buffer.take()
+                    && !r.paired
+                {
+                    steps.push(Step::UnmatchedReference {
+                        buffer,
+                        running_time: r.time,
+                    });
+                }
+            }
+        }
+    }
+
+    /// The index of the reference frame nearest `time`, within half a frame.
+    fn nearest(&self, time: i64) -> Option<usize> {
+        let half = (self.frame? / 2) as i64;
+        let i = self.references.partition_point(|r| (r.time as i64) < time);
+        [i.checked_sub(1), Some(i)]
+            .into_iter()
+            .flatten()
+            .filter(|&j| j < self.references.len())
+            .map(|j| (j, (self.references[j].time as i64 - time).abs()))
+            .filter(|&(_, d)| d <= half)
+            .min_by_key(|&(_, d)| d)
+            .map(|(j, _)| j)
+    }
+
+    /// Pairs the waiting distorted frames whose partner time has been reached by the
+    /// reference input (all of them with `all`).
+    fn pair_waiting(&mut self, steps: &mut Vec<Step<B>>, all: bool) {
+        loop {
+            let Some(lock) = &self.lock else {
+                // No lock (it was lost): the waiting frames pass unmeasured.
+                for w in self.waiting.drain(..) {
+                    steps.push(Step::Unaligned {
+                        buffer: w.buffer,
+                        running_time: w.running_time,
+                    });
+                }
+                return;
+            };
+            let Some(w) = self.waiting.front() else {
+                return;
+            };
+            let want = w.running_time as i64 - lock.offset;
+            let half = (self.frame.unwrap_or(0) / 2) as i64;
+            let newest = self.references.back().map_or(i64::MIN, |r| r.time as i64);
+            if !all && want > newest + half && w.running_time as i64 - newest <= self.range as i64 {
+                // Its partner has not arrived yet.
+                return;
+            }
+            let w = self.waiting.pop_front().expect("checked");
+            match self.nearest(want) {
+                Some(i) if self.references[i].buffer.is_some() => {
+                    if !self.check(steps, &w, i) {
+                        // Another offset fits this pair better (or it lost the lock): it
+                        // is not measured.
+                        steps.push(Step::Unaligned {
+                            buffer: w.buffer,
+                            running_time: w.running_time,
+                        });
+                        continue;
+                    }
+                    let r = &mut self.references[i];
+                    r.paired = true;
+                    steps.push(Step::Pair {
+                        reference: r.buffer.clone().expect("checked"),
+                        distorted: w.buffer,
+                        reference_time: r.time,
+                        distorted_time: w.running_time,
+                    });
+                }
+                _ => steps.push(Step::UnmatchedDistorted {
+                    buffer: w.buffer,
+                    running_time: w.running_time,
+                }),
+            }
+        }
+    }
+
+    /// Checks a pair against the nearby offsets; reports progress, or the loss. Returns
+    /// whether the pair is measured: not when a nearby offset fits it clearly better (a
+    /// repeated or dropped frame moved the content), nor when it ends the lock.
+    fn check(&mut self, steps: &mut Vec<Step<B>>, w: &Incoming<B>, partner: usize) -> bool {
+        let frame = self.frame.unwrap_or(0) as i64;
+        let Some(lock) = &self.lock else {
+            return false;
+        };
+        let mut costs = [f32::NAN; (2 * NEAR + 1) as usize];
+        for (k, c) in (-NEAR..=NEAR).zip(costs.iter_mut()) {
+            let i = if k == 0 {
+                Some(partner)
+            } else {
+                self.nearest(w.running_time as i64 - lock.offset - k * frame)
+            };
+            if let Some(i) = i {
+                *c = w.thumbnail.distance(&self.references[i].thumbnail);
+            }
+        }
+        let own = costs[NEAR as usize];
+        let best_near = costs
+            .iter()
+            .enumerate()
+            .filter(|&(k, c)| k != NEAR as usize && !c.is_nan())
+            .map(|(_, c)| *c)
+            .fold(f32::INFINITY, f32::min);
+        let misfit = best_near < MISFIT * own && own - best_near >= MIN_CONTRAST;
+        let lock = self.lock.as_mut().expect("checked");
+        lock.checks.push_back(costs);
+        lock.misfits.push_back(misfit);
+        if lock.misfits.len() > WINDOW {
+            lock.misfits.pop_front();
+        }
+        if lock.checks.len() > WINDOW {
+            lock.checks.pop_front();
+        }
+        let bad_over = BAD_FACTOR * lock.baseline + BAD_MARGIN;
+        if costs[NEAR as usize] <= bad_over {
+            lock.baseline = 0.95 * lock.baseline + 0.05 * costs[NEAR as usize];
+        }
+        let sums: Vec<f32> = (0..costs.len())
+            .map(|k| {
+                lock.checks
+                    .iter()
+                    .map(|c| c[k])
+                    .filter(|v| !v.is_nan())
+                    .sum()
+            })
+            .collect();
+        let own = sums[NEAR as usize];
+        // Only the offsets next to the lock's: a drift of a frame or two.
+        let nearby = sums
+            .iter()
+            .enumerate()
+            .filter(|&(k, _)| k != NEAR as usize && (k as i64 - NEAR).abs() <= 2)
+            .filter(|&(k, _)| lock.checks.iter().all(|c| !c[k].is_nan()))
+            .map(|(_, s)| *s)
+            .fold(f32::INFINITY, f32::min);
+        lock.confidence = if nearby.is_finite() && nearby > 0.0 {
+            (1.0 - own / nearby).clamp(0.0, 1.0) as f64
+        } else {
+            lock.confidence
+        };
+        let bad = lock
+            .checks
+            .iter()
+            .zip(&lock.misfits)
+            .filter(|(c, m)| **m || c[NEAR as usize] > bad_over)
+            .count();
+        let full = lock.checks.len() == WINDOW;
+        if bad * 2 >= WINDOW || (full && nearby.is_finite() && nearby < MISFIT * own) {
+            self.lose(steps, w.running_time);
+            return false;
+        } else if w.running_time >= lock.reported + SEARCH_REPORT {
+            lock.reported = w.running_time;
+            let change = self.change(AlignState::Locked, w.running_time);
+            steps.push(Step::Change(change));
+        }
+        !misfit
+    }
+
+    fn change(&self, state: AlignState, time: u64) -> Change {
+        let offset = self.lock.as_ref().map(|l| l.offset);
+        Change {
+            state,
+            offset,
+            offset_frames: offset.and_then(|o| self.frames(o)),
+            confidence: self.lock.as_ref().map_or(0.0, |l| l.confidence),
+            running_time: time,
+            relocks: self.locks.saturating_sub(1),
+        }
+    }
+
+    fn frames(&self, offset: i64) -> Option<i64> {
+        let f = self.frame? as f64;
+        Some((offset as f64 / f).round() as i64)
+    }
+
+    /// Ends the lock: the sequence ends, `lost` is reported, the search starts over on the
+    /// frames that follow.
+    fn lose(&mut self, steps: &mut Vec<Step<B>>, time: u64) {
+        let change = self.change(AlignState::Lost, time);
+        self.lock = None;
+        self.lost = true;
+        self.search_reported = None;
+        self.distorted.clear();
+        steps.push(Step::SequenceEnd);
+        steps.push(Step::Change(change));
+    }
+
+    /// The mean cost of offset `offset` over the newest [`WINDOW`] distorted frames that
+    /// have reference frames at it, if enough do.
+    fn cost(&self, offset: i64) -> Option<f32> {
+        let half = (self.frame? / 2) as i64;
+        let newest = self.references.back()?.time as i64;
+        let oldest = self.references.front()?.time as i64;
+        let mut sum = 0f32;
+        let mut n = 0;
+        let mut tried = 0;
+        for d in self.distorted.iter().rev() {
+            let want = d.time as i64 - offset;
+            if want > newest + half {
+                continue;
+            }
+            if want < oldest - half || tried == WINDOW {
+                break;
+            }
+            tried += 1;
+            if let Some(i) = self.nearest(want) {
+                sum += d.thumbnail.distance(&self.references[i].thumbnail);
+                n += 1;
+            }
+        }
+        (n * 4 >= WINDOW * 3).then(|| sum / n as f32)
+    }
+
+    /// One search step at distorted time `time`: tries every offset, locks on a clear
+    /// winner, and reports progress now and then.
+    fn search(&mut self, steps: &mut Vec<Step<B>>, time: u64) {
+        let Some(frame) = self.frame.map(|f| f as i64) else {
+            return;
+        };
+        if self.distorted.len() < WINDOW || self.references.len() < WINDOW {
+            return;
+        }
+        // The lattice of the reference frames' times, seen from the newest distorted frame.
+        let newest = self.distorted.back().expect("checked").time as i64;
+        let near = self
+            .references
+            .partition_point(|r| (r.time as i64) < newest);
+        let anchor = self.references[near.min(self.references.len() - 1)].time as i64;
+        let base = newest - anchor;
+        let range = self.range as i64;
+        let k_min = (-range - base).div_euclid(frame);
+        let k_max = (range - base).div_euclid(frame);
+        let mut costs: Vec<(i64, f32)> = Vec::new();
+        for k in k_min..=k_max {
+            let offset = base + k * frame;
+            if offset.abs() > range {
+                continue;
+            }
+            if let Some(c) = self.cost(offset) {
+                costs.push((offset, c));
+            }
+        }
+        let Some(&(best, c1)) = costs.iter().min_by(|a, b| a.1.total_cmp(&b.1)) else {
+            return;
+        };
+        let c2 = costs
+            .iter()
+            .filter(|(o, _)| (o - best).abs() >= 2 * frame - frame / 2)
+            .map(|(_, c)| *c)
+            .fold(f32::INFINITY, f32::min);
+        let confidence = if c2.is_finite() && c2 > 0.0 {
+            (1.0 - c1 / c2).clamp(0.0, 1.0) as f64
+        } else {
+            0.0
+        };
+        if confidence >= LOCK_CONFIDENCE && c2 >= MIN_CONTRAST {
+            self.locks += 1;
+            self.lost = false;
+            self.lock = Some(Lock {
+                offset: best,
+                baseline: c1,
+                checks: VecDeque::new(),
+                misfits: VecDeque::new(),
+                confidence,
+                reported: time,
+            });
+            let change = self.change(AlignState::Locked, time);
+            steps.push(Step::Change(change));
+            return;
+        }
+        if self
+            .search_reported
+            .is_none_or(|t| time >= t + SEARCH_REPORT)
+        {
+            self.search_reported = Some(time);
+            steps.push(Step::Change(Change {
+                state: AlignState::Searching,
+                offset: Some(best),
+                offset_frames: self.frames(best),
+                confidence,
+                running_time: time,
+                relocks: self.locks.saturating_sub(1),
+            }));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
