@@ -27,7 +27,7 @@ pub mod quote;
 pub mod records;
 pub mod roi;
 
-pub use gpumetrics::{Backend, Channels, GpuMetrics, Metrics, Output, Pairing, StatsFormat};
+pub use gpumetrics::{Align, Backend, Channels, GpuMetrics, Metrics, Output, Pairing, StatsFormat};
 
 fn plugin_init(plugin: &gst::Plugin) -> Result<(), glib::BoolError> {
     meta::register();

@@ -46,6 +46,8 @@ pub const WINDOW_MESSAGE_NAME: &str = "gpumetrics-window";
 pub const ALERT_MESSAGE_NAME: &str = "gpumetrics-alert";
 /// Element message of a black or freeze interval starting or ending.
 pub const EVENT_MESSAGE_NAME: &str = "gpumetrics-event";
+/// Element message name of an alignment change (`align=auto`): [`AlignRecord`].
+pub const ALIGN_MESSAGE_NAME: &str = "gpumetrics-align";
 
 /// Fields of a per-pair record that are not scores.
 pub const FRAME_FIELD: &str = "frame";
@@ -238,6 +240,9 @@ pub struct Summary {
     pub unmatched_dist: u64,
     /// Matched pairs left unscored by `subsample` (not in `frames`).
     pub skipped: u64,
+    /// `align=auto`: distorted frames that passed while no offset was locked (or that a
+    /// nearby offset fitted better), counted, never scored. Written only when not zero.
+    pub unaligned: u64,
     /// Per metric field, in the engine's stable order.
     pub fields: Vec<(String, FieldStats)>,
     /// Per alert rule, in the order of the `alerts` property.
@@ -374,6 +379,76 @@ impl EventRecord {
     }
 }
 
+/// Where `align=auto` is (`gpumetrics-align`): posted when the state changes, and every
+/// second of running time while searching or locked (with the confidence then).
+#[derive(Debug, Clone, PartialEq)]
+pub struct AlignRecord {
+    /// `searching`, `locked` or `lost`.
+    pub state: String,
+    /// Distorted minus reference running time (ns) of the pairs: the lock's, the lost one,
+    /// or while searching the best candidate so far (none before the first try).
+    pub offset: Option<i64>,
+    /// `offset` in frames (rounded).
+    pub offset_frames: Option<i64>,
+    /// 0..1: how much better the offset fits the pictures than the others.
+    pub confidence: f64,
+    /// Running time (distorted input) of the frame that decided it.
+    pub running_time: u64,
+    /// Locks after the first one, so far.
+    pub relocks: u64,
+}
+
+impl AlignRecord {
+    /// The record of an engine change.
+    pub fn of(c: &gpumetrics_engine::align::Change) -> AlignRecord {
+        AlignRecord {
+            state: c.state.name().into(),
+            offset: c.offset,
+            offset_frames: c.offset_frames,
+            confidence: c.confidence,
+            running_time: c.running_time,
+            relocks: c.relocks,
+        }
+    }
+
+    pub fn to_structure(&self) -> gst::Structure {
+        let mut s = gst::Structure::builder(ALIGN_MESSAGE_NAME)
+            .field("state", &self.state)
+            .field("confidence", self.confidence)
+            .field(RUNNING_TIME_FIELD, self.running_time)
+            .field("relocks", self.relocks)
+            .build();
+        if let Some(o) = self.offset {
+            s.set("offset", o);
+        }
+        if let Some(o) = self.offset_frames {
+            s.set("offset-frames", o);
+        }
+        s
+    }
+
+    pub fn from_structure(s: &gst::StructureRef) -> Result<Self, ParseError> {
+        let err = |f: &str, e: &dyn std::fmt::Display| {
+            ParseError(format!("{}: field `{f}`: {e}", s.name()))
+        };
+        Ok(AlignRecord {
+            state: s.get("state").map_err(|e| err("state", &e))?,
+            offset: s.get_optional("offset").ok().flatten(),
+            offset_frames: s.get_optional("offset-frames").ok().flatten(),
+            confidence: s.get("confidence").map_err(|e| err("confidence", &e))?,
+            running_time: s
+                .get(RUNNING_TIME_FIELD)
+                .map_err(|e| err(RUNNING_TIME_FIELD, &e))?,
+            relocks: s.get("relocks").map_err(|e| err("relocks", &e))?,
+        })
+    }
+
+    /// Reads a `gpumetrics-align` element message; `None` for any other message.
+    pub fn from_message(msg: &gst::MessageRef) -> Option<Self> {
+        element_structure(msg, ALIGN_MESSAGE_NAME).and_then(|s| Self::from_structure(s).ok())
+    }
+}
+
 /// Time in alert of one rule, over a run or a window.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct AlertCount {
@@ -439,6 +514,9 @@ impl Summary {
         s.set("unmatched-ref", self.unmatched_ref);
         s.set("unmatched-dist", self.unmatched_dist);
         s.set("skipped", self.skipped);
+        if self.unaligned > 0 {
+            s.set("unaligned", self.unaligned);
+        }
         if !self.decode.is_empty() {
             for (name, n) in self.decode.entries() {
                 s.set(name, n);
@@ -512,6 +590,7 @@ impl Summary {
             unmatched_ref: count("unmatched-ref")?,
             unmatched_dist: count("unmatched-dist")?,
             skipped: optional("skipped"),
+            unaligned: optional("unaligned"),
             fields,
             alerts,
         })

@@ -96,7 +96,7 @@ use gpumetrics_engine::{Field, MetricSet};
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use crate::message::{EventRecord, FieldStats, FrameScores, Summary, Window};
+use crate::message::{AlignRecord, EventRecord, FieldStats, FrameScores, Summary, Window};
 
 /// File layout.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -272,6 +272,9 @@ fn summary_entries(o: Object, s: &Summary, style: Style) -> Object {
         .put("unmatched-ref", s.unmatched_ref)
         .put("unmatched-dist", s.unmatched_dist)
         .put("skipped", s.skipped);
+    if s.unaligned > 0 {
+        o = o.put("unaligned", s.unaligned);
+    }
     if !s.decode.is_empty() {
         for (name, n) in s.decode.entries() {
             o = o.put(name, n);
@@ -312,6 +315,19 @@ fn event_object(e: &EventRecord, distorted: Option<&str>, style: Style) -> Strin
         (d, _) => o.put("duration", d),
     }
     .finish()
+}
+
+/// An alignment change (`align=auto`): the offset and its frames are `null` before the
+/// first try.
+fn align_object(a: &AlignRecord, distorted: Option<&str>) -> String {
+    typed("align", distorted)
+        .put("state", &a.state)
+        .put("offset", a.offset)
+        .put("offset-frames", a.offset_frames)
+        .put("confidence", json_f64(a.confidence))
+        .put("running-time", a.running_time)
+        .put("relocks", a.relocks)
+        .finish()
 }
 
 /// The JSON of a summary record (`type` first, then `distorted` when given).
@@ -692,6 +708,7 @@ impl<W: Write> RecordWriter<W> {
             ("skipped", s.skipped),
         ]
         .into_iter()
+        .chain((s.unaligned > 0).then_some(("unaligned", s.unaligned)))
         .chain(decode.iter().copied())
         {
             let mut row = lead(format!("{prefix}{record}"), count.to_string());
@@ -844,6 +861,39 @@ impl<W: Write> RecordWriter<W> {
                     String::new(),
                     e.running_time.to_string(),
                     e.duration.map_or(String::new(), |d| d.to_string()),
+                ];
+                let columns = self.section.as_ref().map_or(0, Vec::len);
+                row.resize(row.len() + columns, String::new());
+                self.csv_row(&row)
+            }
+            (Format::Csv, Style::Command) => Ok(()),
+        }
+    }
+
+    /// An alignment change's record (`align=auto`): in JSON an object with
+    /// `"type":"align"` (in the command's JSON document, among its `events`); in a stats
+    /// file's CSV a row `align-STATE` (`align-locked`) with the offset in frames in
+    /// `frame`, the offset (ns) in `pts` and the time in `running-time`; not in the
+    /// command's CSV.
+    pub fn align(&mut self, which: usize, a: &AlignRecord) -> io::Result<()> {
+        self.whole(|s| s.write_align(which, a))
+    }
+
+    fn write_align(&mut self, which: usize, a: &AlignRecord) -> io::Result<()> {
+        self.continue_after_summary()?;
+        let label = self.label(which).map(str::to_string);
+        match (self.format, self.style) {
+            (Format::Jsonl | Format::Json, _) => {
+                self.object(align_object(a, label.as_deref()), Some(Held::Event))
+            }
+            (Format::Csv, Style::StatsFile) => {
+                self.section(std::iter::empty())?;
+                let mut row = vec![
+                    format!("align-{}", a.state),
+                    a.offset_frames.map_or(String::new(), |o| o.to_string()),
+                    a.offset.map_or(String::new(), |o| o.to_string()),
+                    a.running_time.to_string(),
+                    String::new(),
                 ];
                 let columns = self.section.as_ref().map_or(0, Vec::len);
                 row.resize(row.len() + columns, String::new());

@@ -25,6 +25,7 @@ use gst::subclass::prelude::*;
 use gst_base::prelude::*;
 use gst_base::subclass::prelude::*;
 
+use super::align::{self as content, Aligner, Incoming, Step};
 use super::cuda::{self, SharedContext};
 use super::decode::Decode;
 use super::input::{self, MemoryStats, PadCaps};
@@ -36,7 +37,7 @@ use super::stall::{self, Stalls};
 use super::{Backend, CAT};
 use crate::caps;
 use crate::gstcuda;
-use crate::message::FrameScores;
+use crate::message::{AlignRecord, FrameScores};
 use crate::pairing::{self, Decision, Head, PadState};
 use crate::quote::quoted;
 use crate::roi::Rect;
@@ -116,6 +117,8 @@ struct State {
     first: [Option<Head>; 2],
     /// A live input's stall in progress and the other input's frames held for it.
     stalls: Stalls<gst::Buffer>,
+    /// `align=auto`: the alignment of the inputs and the frames it holds.
+    aligner: Option<Aligner<gst::Buffer>>,
     /// Where the `prometheus-address` endpoint listens (`prometheus-bound-address`): kept
     /// here, not read from the outputs, whose lock is held while they post messages.
     prometheus_bound: Option<String>,
@@ -666,6 +669,21 @@ impl GpuMetrics {
                     }
                     None
                 }
+                Ready::Unaligned {
+                    buffer,
+                    running_time,
+                } => {
+                    if let Some(o) = outputs.as_mut() {
+                        o.unaligned(&env, Some(running_time)).map_err(failed)?;
+                    }
+                    Some(buffer)
+                }
+                Ready::Align(record) => {
+                    if let Some(o) = outputs.as_mut() {
+                        o.align(&env, &record).map_err(failed)?;
+                    }
+                    None
+                }
                 Ready::Skipped { buffer, pair } => {
                     if let Some(o) = outputs.as_mut() {
                         o.skipped(&env, pair.running_time).map_err(failed)?;
@@ -1172,9 +1190,12 @@ impl AggregatorImpl for GpuMetrics {
             self.obj().upcast_ref(),
             [self.ref_pad.upcast_ref(), self.dist_pad.upcast_ref()],
         );
+        let aligner =
+            (settings.align == super::Align::Auto).then(|| Aligner::new(settings.align_range));
         *self.state.lock().unwrap() = State {
             roi,
             prometheus_bound,
+            aligner,
             ..State::default()
         };
         gst::debug!(CAT, imp = self, "started");
@@ -1191,6 +1212,35 @@ impl AggregatorImpl for GpuMetrics {
                 let mut state = self.state.lock().unwrap();
                 while let Some((side, b, h)) = state.stalls.pop() {
                     push_unmatched(&mut state, side, b, h.running_time);
+                }
+                // The frames the alignment holds are not measured any more.
+                let held = state.aligner.as_mut().map(Aligner::finish);
+                for step in held.into_iter().flatten() {
+                    match step {
+                        Step::Pair {
+                            distorted,
+                            distorted_time,
+                            ..
+                        }
+                        | Step::UnmatchedDistorted {
+                            buffer: distorted,
+                            running_time: distorted_time,
+                        } => push_unmatched(
+                            &mut state,
+                            Input::Distorted,
+                            distorted,
+                            Some(distorted_time),
+                        ),
+                        Step::UnmatchedReference { running_time, .. } => state
+                            .queue
+                            .push_unmatched(None, Input::Reference, Some(running_time)),
+                        Step::Unaligned {
+                            buffer,
+                            running_time,
+                        } => state.queue.push_unaligned(buffer, running_time),
+                        Step::Change(c) => state.queue.push_align(AlignRecord::of(&c)),
+                        Step::SequenceEnd => {}
+                    }
                 }
             }
             let _ = self.drain_held(false);
@@ -1234,6 +1284,11 @@ impl AggregatorImpl for GpuMetrics {
         let at = now.or(state.last_end).unwrap_or(0);
         if let Some(e) = state.stalls.end(at) {
             state.queue.push_stall(e);
+        }
+        if state.aligner.is_some() {
+            // The held frames go with the flushed data; the search starts over.
+            let range = self.settings.lock().unwrap().align_range;
+            state.aligner = Some(Aligner::new(range));
         }
         let flushed = state.stalls.clear().len();
         if flushed > 0 {
@@ -1373,6 +1428,12 @@ impl AggregatorImpl for GpuMetrics {
         let fixed = self.fixed_tolerance();
         let budget = self.settings.lock().unwrap().stall_budget;
         let (rp, dp) = self.heads();
+        if self.state.lock().unwrap().aligner.is_some() {
+            // align=auto: each frame is taken as it arrives (the alignment decides what
+            // pairs); nothing to wait for otherwise.
+            let now = rp.head.is_some() || dp.head.is_some() || (rp.eos && dp.eos);
+            return now.then_some(gst::ClockTime::ZERO);
+        }
         let (held, stall, last_end) = {
             let state = self.state.lock().unwrap();
             (state.stalls.front(), state.stalls.current(), state.last_end)
@@ -1485,6 +1546,139 @@ impl GpuMetrics {
         }
     }
 
+    /// One step of `align=auto`: takes the head frame of each input that has one, hands it
+    /// with its thumbnail to the alignment, and carries out what it says (pairs to measure,
+    /// frames to count); finishes when both inputs ended.
+    fn align_step(&self) -> Result<gst::FlowSuccess, gst::FlowError> {
+        let (rp, dp) = self.heads();
+        let mut steps = Vec::new();
+        let mut took = false;
+        for (side, pad) in [(Input::Reference, rp), (Input::Distorted, dp)] {
+            let Some(head) = pad.head else {
+                continue;
+            };
+            let Some(buffer) = self.pad_of(side).pop_buffer() else {
+                continue;
+            };
+            self.note_end(side, &pad);
+            took = true;
+            let name = side_pad_name(side);
+            let Some(running_time) = head.running_time else {
+                // No place in time: nothing to align it by.
+                let mut state = self.state.lock().unwrap();
+                state.notices.warn_once(format!(
+                    "{name}: frames without a timestamp (no PTS, or outside the segment) \
+                     cannot be aligned: they are counted, never measured"
+                ));
+                state.active = true;
+                push_unmatched(&mut state, side, buffer, None);
+                drop(state);
+                continue;
+            };
+            let caps = {
+                let state = self.state.lock().unwrap();
+                match side {
+                    Input::Reference => state.reference.clone(),
+                    Input::Distorted => state.distorted.clone(),
+                }
+            };
+            let Some(caps) = caps else {
+                gst::element_imp_error!(
+                    self,
+                    gst::CoreError::Negotiation,
+                    ("Received buffers before caps on {name}")
+                );
+                return Err(gst::FlowError::NotNegotiated);
+            };
+            let thumbnail =
+                content::thumbnail(&buffer, &caps, name, &*self.obj()).map_err(|e| {
+                    gst::element_imp_error!(self, gst::StreamError::Format, ("{e}"));
+                    gst::FlowError::Error
+                })?;
+            let incoming = Incoming {
+                running_time,
+                duration: head.duration,
+                thumbnail,
+                buffer,
+            };
+            let mut state = self.state.lock().unwrap();
+            state.active = true;
+            let aligner = state.aligner.as_mut().ok_or(gst::FlowError::Error)?;
+            steps.extend(match side {
+                Input::Reference => aligner.push_reference(incoming),
+                Input::Distorted => aligner.push_distorted(incoming),
+            });
+        }
+        let ended = rp.eos && rp.head.is_none() && dp.eos && dp.head.is_none();
+        if ended && let Some(a) = self.state.lock().unwrap().aligner.as_mut() {
+            steps.extend(a.finish());
+        }
+        self.carry_out(steps)?;
+        if ended {
+            gst::debug!(CAT, imp = self, "both inputs ended: finishing");
+            let drained = self.drain_held(true);
+            self.finish_run();
+            return drained.and(Err(gst::FlowError::Eos));
+        }
+        if took {
+            Ok(gst::FlowSuccess::Ok)
+        } else {
+            Err(gst_base::AGGREGATOR_FLOW_NEED_DATA)
+        }
+    }
+
+    /// Carries out the alignment's steps, in order.
+    fn carry_out(&self, steps: Vec<Step<gst::Buffer>>) -> Result<(), gst::FlowError> {
+        for step in steps {
+            match step {
+                Step::Pair {
+                    reference,
+                    distorted,
+                    distorted_time,
+                    ..
+                } => {
+                    self.obj().selected_samples(
+                        distorted.pts(),
+                        distorted.dts(),
+                        distorted.duration(),
+                        None,
+                    );
+                    self.compare_and_push(Some(reference), distorted, Some(distorted_time))?;
+                }
+                Step::SequenceEnd => {
+                    // The pairs before the loss end their sequence (temporal metrics start
+                    // over with the next lock).
+                    let mut state = self.state.lock().unwrap();
+                    let finished = state.scorer.finish();
+                    self.take_scores(&mut state, finished, true)?;
+                    self.deliver(state, true)?;
+                }
+                step => {
+                    let mut state = self.state.lock().unwrap();
+                    match step {
+                        Step::UnmatchedReference { running_time, .. } => state
+                            .queue
+                            .push_unmatched(None, Input::Reference, Some(running_time)),
+                        Step::UnmatchedDistorted {
+                            buffer,
+                            running_time,
+                        } => {
+                            push_unmatched(&mut state, Input::Distorted, buffer, Some(running_time))
+                        }
+                        Step::Unaligned {
+                            buffer,
+                            running_time,
+                        } => state.queue.push_unaligned(buffer, running_time),
+                        Step::Change(c) => state.queue.push_align(AlignRecord::of(&c)),
+                        Step::Pair { .. } | Step::SequenceEnd => unreachable!("matched above"),
+                    }
+                    self.settle_and_deliver(state, true)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// One step of a run of dist_sink alone: measure its next frame, or finish at its EOS.
     fn measure_alone(&self) -> Result<gst::FlowSuccess, gst::FlowError> {
         let dd = self
@@ -1514,6 +1708,9 @@ impl GpuMetrics {
     fn aggregate_step(&self, timeout: bool) -> Result<gst::FlowSuccess, gst::FlowError> {
         if self.state.lock().unwrap().inputs == Inputs::DistortedOnly {
             return self.measure_alone();
+        }
+        if self.state.lock().unwrap().aligner.is_some() {
+            return self.align_step();
         }
         let (fixed, mode, budget) = {
             let s = self.settings.lock().unwrap();

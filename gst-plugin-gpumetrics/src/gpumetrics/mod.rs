@@ -33,9 +33,10 @@ use gpumetrics_engine::MetricSet;
 use gst::glib;
 use gst::prelude::*;
 
-use crate::message::{AlertChange, EventRecord, FrameScores, Summary, Window};
+use crate::message::{AlertChange, AlignRecord, EventRecord, FrameScores, Summary, Window};
 
 mod advice;
+mod align;
 mod cuda;
 mod decode;
 mod imp;
@@ -253,6 +254,22 @@ pub enum Pairing {
     Sequence = 1,
 }
 
+/// Whether the inputs are lined up by content (`align` property, GType
+/// `GstGpuMetricsAlign`).
+#[derive(Debug, Eq, PartialEq, Ord, PartialOrd, Hash, Clone, Copy, Default, glib::Enum)]
+#[repr(u32)]
+#[enum_type(name = "GstGpuMetricsAlign")]
+pub enum Align {
+    #[default]
+    #[enum_value(name = "None: frames are paired as `pairing` says", nick = "none")]
+    None = 0,
+    #[enum_value(
+        name = "Auto: the offset between the inputs is found by content and followed",
+        nick = "auto"
+    )]
+    Auto = 1,
+}
+
 glib::wrapper! {
     /// The `gpumetrics` element (GType `GstGpuMetrics`).
     pub struct GpuMetrics(ObjectSubclass<imp::GpuMetrics>)
@@ -271,6 +288,8 @@ pub enum Output {
     Event(EventRecord),
     /// An alert rule raised or cleared (`gpumetrics-alert`).
     Alert(AlertChange),
+    /// `align=auto`: the alignment changed, or reports its progress (`gpumetrics-align`).
+    Align(AlignRecord),
     /// The run's summary (`gpumetrics-summary`): at EOS, or when the element stops before
     /// one; again at the next EOS after a flushing seek.
     Summary(Summary),
@@ -310,6 +329,7 @@ pub fn register(plugin: &gst::Plugin) -> Result<(), glib::BoolError> {
     Backend::static_type().mark_as_plugin_api(gst::PluginAPIFlags::empty());
     StatsFormat::static_type().mark_as_plugin_api(gst::PluginAPIFlags::empty());
     Pairing::static_type().mark_as_plugin_api(gst::PluginAPIFlags::empty());
+    Align::static_type().mark_as_plugin_api(gst::PluginAPIFlags::empty());
     // The GEnum types of the metrics' choice options (e.g. GstGpuMetricsChromaUpsampling).
     for (_, type_) in options::choice_types() {
         type_.mark_as_plugin_api(gst::PluginAPIFlags::empty());

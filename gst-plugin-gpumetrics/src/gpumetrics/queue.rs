@@ -20,6 +20,7 @@ use gpumetrics_engine::{Scores, Tag};
 
 use super::outputs::Input;
 use super::stall::StallEvent;
+use crate::message::AlignRecord;
 
 /// What a record says about its pair besides the scores.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,6 +56,11 @@ pub(crate) enum Ready<B> {
     },
     /// An input stalled or resumed: told in order with the frames around it.
     Stall(StallEvent),
+    /// `align=auto`: a distorted frame that passed while no offset was locked (it leaves
+    /// without scores).
+    Unaligned { buffer: B, running_time: u64 },
+    /// `align=auto`: the alignment changed, told in order with the frames around it.
+    Align(AlignRecord),
 }
 
 #[derive(Debug)]
@@ -138,6 +144,20 @@ impl<B> Queue<B> {
     /// A stall's start or end: it leaves after the entries before it.
     pub(crate) fn push_stall(&mut self, event: StallEvent) {
         self.entries.push_back(Entry::Ready(Ready::Stall(event)));
+    }
+
+    /// `align=auto`: a distorted frame passed unmeasured; it leaves after the entries
+    /// before it.
+    pub(crate) fn push_unaligned(&mut self, buffer: B, running_time: u64) {
+        self.entries.push_back(Entry::Ready(Ready::Unaligned {
+            buffer,
+            running_time,
+        }));
+    }
+
+    /// `align=auto`: an alignment change, after the entries before it.
+    pub(crate) fn push_align(&mut self, record: AlignRecord) {
+        self.entries.push_back(Entry::Ready(Ready::Align(record)));
     }
 
     /// A pair `subsample` skips without the engine (no metric needs every frame).

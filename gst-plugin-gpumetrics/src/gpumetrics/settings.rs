@@ -21,6 +21,11 @@ const DEFAULT_ATTACH_META: bool = true;
 /// `in-flight`: the GPU measures one pair while the element prepares the next, for one
 /// frame of latency.
 const DEFAULT_IN_FLIGHT: u32 = 2;
+/// `align-range` by default: 5 s either way.
+pub const DEFAULT_ALIGN_RANGE: u64 = 5_000_000_000;
+/// The smallest `align-range`: 100 ms.
+pub const MIN_ALIGN_RANGE: u64 = 100_000_000;
+
 /// `pairing-tolerance`: half the shorter frame duration.
 const AUTO_TOLERANCE: i64 = -1;
 
@@ -40,6 +45,10 @@ pub(crate) struct Settings {
     /// `stall-budget`: how long (ns of running time past its live deadline) a frame waits
     /// for the partner of an input that stalled.
     pub stall_budget: u64,
+    /// `align`: line the inputs up by content.
+    pub align: super::Align,
+    /// `align-range`: the largest offset (ns, either way) `align=auto` looks for.
+    pub align_range: u64,
     /// The metrics' options (one property each), defaults unless set.
     pub options: Options,
     /// `window`: length of the tumbling windows in ns of running time; 0 = none.
@@ -71,6 +80,8 @@ impl Default for Settings {
             pairing: Pairing::default(),
             pairing_tolerance: None,
             stall_budget: super::stall::DEFAULT_BUDGET,
+            align: super::Align::None,
+            align_range: DEFAULT_ALIGN_RANGE,
             options: Options::new(),
             window: 0,
             alerts: None,
@@ -173,6 +184,29 @@ fn own_properties() -> Vec<glib::ParamSpec> {
             )
             .minimum(AUTO_TOLERANCE)
             .default_value(AUTO_TOLERANCE)
+            .mutable_ready()
+            .build(),
+        glib::ParamSpecEnum::builder::<super::Align>("align")
+            .nick("Align")
+            .blurb(
+                "auto: find the offset between ref_sink and dist_sink by content (luma \
+                 thumbnails), whatever their timestamps, and pair each distorted frame with \
+                 the reference frame at that offset; keep checking it and find it again when \
+                 it changes (messages 'gpumetrics-align' with state searching, locked, lost). \
+                 Frames before the lock are counted, never scored. Needs moving pictures. \
+                 none: pair as 'pairing' says",
+            )
+            .default_value(super::Align::None)
+            .mutable_ready()
+            .build(),
+        glib::ParamSpecUInt64::builder("align-range")
+            .nick("Align range")
+            .blurb(
+                "align=auto: the largest offset looked for, either way (ns). The reference \
+                 frames of this range are held while searching",
+            )
+            .minimum(MIN_ALIGN_RANGE)
+            .default_value(DEFAULT_ALIGN_RANGE)
             .mutable_ready()
             .build(),
         glib::ParamSpecUInt64::builder("stall-budget")
@@ -317,6 +351,8 @@ impl Settings {
                 self.pairing_tolerance = u64::try_from(v).ok();
             }
             "stall-budget" => self.stall_budget = value.get().expect(CHECKED),
+            "align" => self.align = value.get().expect(CHECKED),
+            "align-range" => self.align_range = value.get().expect(CHECKED),
             "window" => self.window = value.get().expect(CHECKED),
             "alerts" => self.alerts = text(value),
             "subsample" => self.subsample = value.get().expect(CHECKED),
@@ -353,6 +389,8 @@ impl Settings {
                 .map_or(AUTO_TOLERANCE, |t| i64::try_from(t).unwrap_or(i64::MAX))
                 .to_value(),
             "stall-budget" => self.stall_budget.to_value(),
+            "align" => self.align.to_value(),
+            "align-range" => self.align_range.to_value(),
             "window" => self.window.to_value(),
             "alerts" => self.alerts.to_value(),
             "subsample" => self.subsample.to_value(),

@@ -9,7 +9,9 @@ use gst::prelude::*;
 
 use super::{Env, Pair, Sink};
 use crate::gpumetrics::CAT;
-use crate::message::{AlertChange, AlertState, EventRecord, FRAME_MESSAGE_NAME, Summary, Window};
+use crate::message::{
+    AlertChange, AlertState, AlignRecord, EventRecord, FRAME_MESSAGE_NAME, Summary, Window,
+};
 
 pub(crate) struct Bus;
 
@@ -61,6 +63,29 @@ impl Sink for Bus {
             ))
         );
         let msg = gst::message::Element::builder(event.to_structure())
+            .src(env.element)
+            .build();
+        let _ = env.element.post_message(msg);
+        Ok(())
+    }
+
+    fn align(&mut self, env: &Env<'_>, a: &AlignRecord) -> Result<(), gst::ErrorMessage> {
+        let text = format!(
+            "align {} at running time {}: offset {} ({} frames), confidence {:.2}, {} re-locks",
+            a.state,
+            gst::ClockTime::from_nseconds(a.running_time),
+            a.offset
+                .map_or("unknown".into(), |o| format!("{:+.3} s", o as f64 / 1e9)),
+            a.offset_frames.map_or("?".into(), |o| format!("{o:+}")),
+            a.confidence,
+            a.relocks
+        );
+        if a.state == "searching" {
+            gst::debug!(CAT, obj = env.element, "{text}");
+        } else {
+            gst::info!(CAT, obj = env.element, "{text}");
+        }
+        let msg = gst::message::Element::builder(a.to_structure())
             .src(env.element)
             .build();
         let _ = env.element.post_message(msg);

@@ -14,7 +14,7 @@ use gst::prelude::*;
 
 use super::{Env, Pair, Sink};
 use crate::gpumetrics::Output;
-use crate::message::{AlertChange, EventRecord, Summary, Window};
+use crate::message::{AlertChange, AlignRecord, EventRecord, Summary, Window};
 
 /// A subscriber: takes each output, in order; `false` ends its subscription.
 pub(crate) type Subscriber = Box<dyn FnMut(&Output) -> bool + Send>;
@@ -91,6 +91,11 @@ impl Sink for Feed {
 
     fn event(&mut self, _: &Env<'_>, event: &EventRecord) -> Result<(), gst::ErrorMessage> {
         self.0.deliver(Output::Event(event.clone()));
+        Ok(())
+    }
+
+    fn align(&mut self, _: &Env<'_>, a: &AlignRecord) -> Result<(), gst::ErrorMessage> {
+        self.0.deliver(Output::Align(a.clone()));
         Ok(())
     }
 

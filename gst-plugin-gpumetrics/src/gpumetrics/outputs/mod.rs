@@ -40,7 +40,7 @@ use gst::prelude::*;
 
 use super::settings::Settings;
 use crate::alerts::{self, Alerts};
-use crate::message::{AlertChange, EventRecord, FrameScores, Summary, Window};
+use crate::message::{AlertChange, AlignRecord, EventRecord, FrameScores, Summary, Window};
 use crate::records;
 
 /// What every sink call may use besides its own state.
@@ -77,6 +77,15 @@ pub(crate) trait Sink: Send {
 
     /// A matched pair that `subsample` left unscored.
     fn skipped(&mut self) {}
+
+    /// `align=auto`: a distorted frame that passed while no offset was locked.
+    fn unaligned(&mut self) {}
+
+    /// `align=auto`: the alignment changed (or reports its progress), in order with the
+    /// records.
+    fn align(&mut self, _env: &Env<'_>, _align: &AlignRecord) -> Result<(), gst::ErrorMessage> {
+        Ok(())
+    }
 
     /// A complete tumbling window (`window`), in order, before the records after it.
     fn window(&mut self, _env: &Env<'_>, _window: &Window) -> Result<(), gst::ErrorMessage> {
@@ -303,6 +312,27 @@ impl Outputs {
             duration: stall.duration,
         };
         self.all().try_for_each(|s| s.event(env, &record))
+    }
+
+    /// `align=auto`: a distorted frame at running time `t` passed unmeasured, no offset
+    /// being locked.
+    pub(crate) fn unaligned(
+        &mut self,
+        env: &Env<'_>,
+        t: Option<u64>,
+    ) -> Result<(), gst::ErrorMessage> {
+        self.advance(env, t)?;
+        self.all().for_each(|s| s.unaligned());
+        Ok(())
+    }
+
+    /// `align=auto`: an alignment change, in order with the records.
+    pub(crate) fn align(
+        &mut self,
+        env: &Env<'_>,
+        align: &AlignRecord,
+    ) -> Result<(), gst::ErrorMessage> {
+        self.all().try_for_each(|s| s.align(env, align))
     }
 
     /// A flushing seek: running time may start over, so the next event may open a window

@@ -12,6 +12,7 @@ pub(crate) struct Pool {
     pooler: Pooler,
     unmatched_ref: u64,
     unmatched_dist: u64,
+    unaligned: u64,
     skipped: u64,
     /// Intervals that ended, per event and input.
     events: Vec<EventCount>,
@@ -39,6 +40,7 @@ impl Pool {
             unmatched_ref: self.unmatched_ref,
             unmatched_dist: self.unmatched_dist,
             skipped: self.skipped,
+            unaligned: self.unaligned,
             events: self.events.clone(),
             ..summary_of(&self.pooler)
         }
@@ -60,6 +62,10 @@ impl Sink for Pool {
 
     fn skipped(&mut self) {
         self.skipped += 1;
+    }
+
+    fn unaligned(&mut self) {
+        self.unaligned += 1;
     }
 
     fn event(&mut self, _: &Env<'_>, e: &EventRecord) -> Result<(), gst::ErrorMessage> {

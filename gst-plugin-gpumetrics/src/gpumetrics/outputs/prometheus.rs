@@ -33,7 +33,7 @@ use prometheus_client::registry::{Registry, Unit};
 
 use super::{Env, Input, Pair, Sink};
 use crate::gpumetrics::CAT;
-use crate::message::{AlertChange, AlertState, EventRecord, Window};
+use crate::message::{AlertChange, AlertState, AlignRecord, EventRecord, Window};
 use crate::quote::quoted;
 
 /// Upper bounds (seconds) of `gpumetrics_scoring_seconds`: 0.1 ms to 1 s, three per decade.
@@ -133,6 +133,11 @@ struct Families {
     scoring: Family<ElementLabels, Histogram, fn() -> Histogram>,
     channel_up: Family<ChannelLabels, Gauge>,
     channel_restarts: Family<ChannelLabels, Counter>,
+    align_offset: Family<ElementLabels, Value>,
+    align_locked: Family<ElementLabels, Gauge>,
+    align_confidence: Family<ElementLabels, Value>,
+    align_relocks: Family<ElementLabels, Counter>,
+    unaligned: Family<ElementLabels, Counter>,
 }
 
 impl Families {
@@ -152,6 +157,11 @@ impl Families {
             scoring: Family::new_with_constructor(scoring_histogram),
             channel_up: Family::default(),
             channel_restarts: Family::default(),
+            align_offset: Family::default(),
+            align_locked: Family::default(),
+            align_confidence: Family::default(),
+            align_relocks: Family::default(),
+            unaligned: Family::default(),
         };
         registry.register("gpumetrics_pairs", "Frame pairs scored", f.pairs.clone());
         registry.register(
@@ -209,6 +219,33 @@ impl Families {
             "gpumetrics_channel_restarts",
             "Times the channel's pipeline was rebuilt (gpumetrics monitor)",
             f.channel_restarts.clone(),
+        );
+        registry.register_with_unit(
+            "gpumetrics_align_offset",
+            "align=auto: distorted minus reference running time of the pairs (the lock's, \
+             else the last one)",
+            Unit::Seconds,
+            f.align_offset.clone(),
+        );
+        registry.register(
+            "gpumetrics_align_locked",
+            "align=auto: 1 while an offset is locked, else 0",
+            f.align_locked.clone(),
+        );
+        registry.register(
+            "gpumetrics_align_confidence",
+            "align=auto: how much better the offset fits than the others (0..1)",
+            f.align_confidence.clone(),
+        );
+        registry.register(
+            "gpumetrics_align_relocks",
+            "align=auto: locks after the first one (the offset was lost and found again)",
+            f.align_relocks.clone(),
+        );
+        registry.register(
+            "gpumetrics_unaligned",
+            "align=auto: distorted frames passed unmeasured while no offset was locked",
+            f.unaligned.clone(),
         );
         f
     }
@@ -667,6 +704,10 @@ pub(crate) struct Prometheus {
     rules: Vec<RuleSeries>,
     /// The (event, input) series this element has set, to remove at its stop.
     event_series: Vec<EventLabels>,
+    /// `align=auto`: its series exist from the first alignment record.
+    aligned: bool,
+    /// Re-locks already counted.
+    relocks: u64,
 }
 
 impl Prometheus {
@@ -734,6 +775,8 @@ impl Prometheus {
             means: Vec::new(),
             rules,
             event_series: Vec::new(),
+            aligned: false,
+            relocks: 0,
             families: f,
         })
     }
@@ -855,6 +898,36 @@ impl Sink for Prometheus {
         Ok(())
     }
 
+    fn align(&mut self, _env: &Env<'_>, a: &AlignRecord) -> Result<(), gst::ErrorMessage> {
+        let of = ElementLabels {
+            of: self.owner.clone(),
+        };
+        let f = &self.families;
+        self.aligned = true;
+        if let Some(o) = a.offset.filter(|_| a.state != "searching") {
+            f.align_offset.get_or_create(&of).set(o as f64 / 1e9);
+        }
+        f.align_locked
+            .get_or_create(&of)
+            .set(i64::from(a.state == "locked"));
+        f.align_confidence.get_or_create(&of).set(a.confidence);
+        let relocks = f.align_relocks.get_or_create(&of);
+        if a.relocks > self.relocks {
+            relocks.inc_by(a.relocks - self.relocks);
+            self.relocks = a.relocks;
+        }
+        drop(f.unaligned.get_or_create(&of));
+        Ok(())
+    }
+
+    fn unaligned(&mut self) {
+        let of = ElementLabels {
+            of: self.owner.clone(),
+        };
+        self.aligned = true;
+        self.families.unaligned.get_or_create(&of).inc();
+    }
+
     fn alert(&mut self, _env: &Env<'_>, change: &AlertChange) -> Result<(), gst::ErrorMessage> {
         let series = self.rule(&change.rule);
         match change.state {
@@ -882,6 +955,13 @@ impl Drop for Prometheus {
         f.pairs.remove(&of_element);
         f.skipped.remove(&of_element);
         f.scoring.remove(&of_element);
+        if self.aligned {
+            f.align_offset.remove(&of_element);
+            f.align_locked.remove(&of_element);
+            f.align_confidence.remove(&of_element);
+            f.align_relocks.remove(&of_element);
+            f.unaligned.remove(&of_element);
+        }
         for pad in ["ref_sink", "dist_sink"] {
             f.unmatched.remove(&PadLabels {
                 of: self.owner.clone(),

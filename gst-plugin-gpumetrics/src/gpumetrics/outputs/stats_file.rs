@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use gpumetrics_engine::MetricSet;
 
 use super::{Env, Pair, Sink};
-use crate::message::{EventRecord, Summary, Window};
+use crate::message::{AlignRecord, EventRecord, Summary, Window};
 use crate::quote::quoted;
 use crate::records::{self, Format, RecordWriter};
 
@@ -79,6 +79,14 @@ impl Sink for StatsFile {
             return Ok(());
         };
         w.event(0, event).map_err(|e| self.failed("an event", e))
+    }
+
+    fn align(&mut self, _: &Env<'_>, a: &AlignRecord) -> Result<(), gst::ErrorMessage> {
+        let Some(w) = self.writer.as_mut() else {
+            return Ok(());
+        };
+        w.align(0, a)
+            .map_err(|e| self.failed("an alignment record", e))
     }
 
     /// Each summary the bus gets is written after the records before it: after a flushing
