@@ -21,7 +21,10 @@ use crate::notes::Notes;
 /// `--offset`'s. `--align` is refused before this with one input, a live one, or several
 /// distorted files (it finds the offset of one pair).
 pub fn chosen_offset(args: &Args, lineup: &Lineup, notes: &Notes) -> Result<i64> {
-    let (Some(AlignArg::Auto), Some(reference)) = (args.align, &lineup.reference) else {
+    let (Some(AlignArg::Auto), Some(reference), false) =
+        (args.align, &lineup.reference, lineup.live)
+    else {
+        // Live inputs are aligned by the element as they flow (`live_range`).
         return Ok(args.offset);
     };
     let a = find(
@@ -49,6 +52,23 @@ pub fn chosen_offset(args: &Args, lineup: &Lineup, notes: &Notes) -> Result<i64>
         );
     }
     Ok(a.offset)
+}
+
+/// Live inputs with `--align auto`: the element's `align-range` (ns): `--align-range`
+/// frames of the reference when given, else `None` (the element's 5 s).
+pub fn live_range(args: &Args, lineup: &Lineup) -> Option<u64> {
+    if !args.align_range_given {
+        return None;
+    }
+    let frame = lineup
+        .reference
+        .as_ref()
+        .and_then(|r| r.framerate)
+        .filter(|f| f.numer() > 0)
+        .map_or(40_000_000, |f| {
+            (1_000_000_000u128 * f.denom() as u128 / f.numer() as u128) as u64
+        });
+    Some((args.align_range as u64 * frame).max(100_000_000))
 }
 
 /// Width of the luma pictures compared (height keeps the reference's aspect ratio).

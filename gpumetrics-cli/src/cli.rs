@@ -155,13 +155,19 @@ pub struct Args {
     pub offset: i64,
 
     /// Find the offset: `auto` tries every offset within ±--align-range frames and applies
-    /// the one with the highest PSNR-Y over the first frames.
+    /// the one with the highest PSNR-Y over the first frames; on live inputs it is found
+    /// and followed as the streams flow (the element's align=auto).
     #[arg(long, value_enum, value_name = "MODE")]
     pub align: Option<AlignArg>,
 
-    /// Largest offset (in frames, either direction) that --align auto tries.
+    /// Largest offset (in frames, either direction) that --align auto tries (live inputs:
+    /// 5 s unless given).
     #[arg(long, default_value_t = 30, value_name = "N")]
     pub align_range: u32,
+
+    /// `--align-range` was given (live inputs take the element's 5 s otherwise).
+    #[arg(skip)]
+    pub align_range_given: bool,
 
     /// Frames compared per candidate offset by --align auto.
     #[arg(long, default_value_t = 30, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
@@ -440,6 +446,8 @@ pub fn from_matches(matches: &ArgMatches) -> Result<Args, clap::Error> {
         let mut cmd = command();
         cmd.error(clap::error::ErrorKind::ArgumentConflict, e)
     })?;
+    args.align_range_given =
+        matches.value_source("align_range") == Some(clap::parser::ValueSource::CommandLine);
     args.reference_only = REFERENCE_ONLY
         .iter()
         .filter(|(id, _)| matches.value_source(id) == Some(clap::parser::ValueSource::CommandLine))

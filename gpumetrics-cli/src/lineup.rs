@@ -113,8 +113,8 @@ pub fn open(args: &Args, notes: &Notes) -> Result<Lineup, Failure> {
     Ok(lineup)
 }
 
-/// Whether an input is live, said; `--align` is refused then (it decodes the first frames
-/// twice, which a live input cannot replay).
+/// Whether an input is live, said; `--align auto` then runs in the element as the streams
+/// flow (a live input cannot be decoded twice).
 fn live(args: &Args, lineup: &Lineup, notes: &Notes) -> Result<bool, Failure> {
     let live: Vec<&str> = lineup
         .reference
@@ -127,10 +127,10 @@ fn live(args: &Args, lineup: &Lineup, notes: &Notes) -> Result<bool, Failure> {
         return Ok(false);
     }
     if args.align.is_some() {
-        return Err(usage(anyhow!(
-            "--align auto decodes the first frames of both inputs twice, which a live \
-             input cannot replay: give the offset with --offset"
-        )));
+        notes.say(
+            "live: --align auto finds the offset by content as the streams flow and follows \
+             it; frames before the lock are counted, not measured",
+        );
     }
     notes.say(format!(
         "live: the {} input{} live; running until Ctrl-C or the end of the stream",

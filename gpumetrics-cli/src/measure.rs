@@ -109,6 +109,8 @@ pub fn config(
             subsample: plan.subsample,
             roi: args.roi,
             prometheus: args.prometheus.clone(),
+            align: (lineup.live && args.align.is_some())
+                .then(|| crate::align::live_range(args, lineup)),
             ..Default::default()
         },
     }

@@ -8,7 +8,7 @@
 use gpumetrics_engine::{MetricSet, metric};
 use gst::prelude::*;
 use gstgpumetrics::alerts::{self, Rule};
-use gstgpumetrics::message::{AlertChange, AlertState, Window};
+use gstgpumetrics::message::{AlertChange, AlertState, AlignRecord, Window};
 use gstgpumetrics::quote::quoted;
 
 use crate::fields;
@@ -148,6 +148,9 @@ pub struct Monitoring {
     /// `post-messages`, when the run reads the records from the element's subscription
     /// alone (a service's channels): no bus message per pair.
     pub post_messages: Option<bool>,
+    /// `align=auto` (live inputs with `--align auto`), with its `align-range` (ns) when
+    /// given.
+    pub align: Option<Option<u64>>,
 }
 
 impl Monitoring {
@@ -169,6 +172,12 @@ impl Monitoring {
         }
         if let Some(c) = &self.channel {
             element.set_property("channel", c);
+        }
+        if let Some(range) = self.align {
+            element.set_property_from_str("align", "auto");
+            if let Some(r) = range {
+                element.set_property("align-range", r);
+            }
         }
         if let Some(f) = &self.stats_file {
             element.set_property("stats-file", f.to_string_lossy().as_ref());
@@ -272,6 +281,37 @@ pub fn alert_line(a: &AlertChange) -> String {
         line.push_str(&format!(" (since {since}, worst {worst})"));
     }
     line
+}
+
+/// A line when live alignment changes (`ALIGN locked: offset +1.302 s (+33 frames: the
+/// distorted video is later), confidence 0.99 at 00:00:02.038`); `None` for the progress
+/// records that repeat the state and offset (in frames) of `last`, the one printed before
+/// (updated).
+pub fn align_line(a: &AlignRecord, last: &mut Option<(String, Option<i64>)>) -> Option<String> {
+    let now = (a.state.clone(), a.offset_frames);
+    if a.state == "searching" || last.as_ref() == Some(&now) {
+        return None;
+    }
+    *last = Some(now);
+    let offset = match (a.offset, a.offset_frames) {
+        (Some(o), Some(f)) => format!(
+            "offset {:+.3} s ({f:+} frames: the distorted video is {})",
+            o as f64 / 1e9,
+            if o >= 0 { "later" } else { "earlier" }
+        ),
+        _ => "offset unknown".into(),
+    };
+    Some(format!(
+        "ALIGN {}: {offset}, confidence {:.2} at {}{}",
+        a.state,
+        a.confidence,
+        clock(a.running_time),
+        if a.relocks > 0 && a.state == "locked" {
+            format!(" (re-lock {})", a.relocks)
+        } else {
+            String::new()
+        }
+    ))
 }
 
 /// The element's warning for a raised alert (`alert raised: RULE (...)`), which the command

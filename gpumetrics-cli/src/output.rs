@@ -9,7 +9,7 @@ use std::path::Path;
 
 use comfy_table::{CellAlignment, ContentArrangement, Table, presets};
 use gpumetrics_engine::Field;
-use gstgpumetrics::message::{EventRecord, FieldStats, FrameScores, Summary, Window};
+use gstgpumetrics::message::{AlignRecord, EventRecord, FieldStats, FrameScores, Summary, Window};
 use serde::Serialize;
 
 use crate::cli::FormatArg;
@@ -418,6 +418,14 @@ impl RecordSink {
         match self {
             RecordSink::None => Ok(()),
             RecordSink::Records(w) => w.event(which, e),
+        }
+    }
+
+    /// An alignment record (live `--align auto`), in the order the element made it.
+    pub fn align(&mut self, which: usize, a: &AlignRecord) -> io::Result<()> {
+        match self {
+            RecordSink::None => Ok(()),
+            RecordSink::Records(w) => w.align(which, a),
         }
     }
 

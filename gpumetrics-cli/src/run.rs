@@ -154,6 +154,8 @@ struct Taken {
     /// Per element: it has measured a pair.
     started: Vec<bool>,
     keep_records: bool,
+    /// The live alignment's state and offset printed last.
+    aligned: Option<(String, Option<i64>)>,
 }
 
 impl Taken {
@@ -166,6 +168,7 @@ impl Taken {
             held: (n > 1).then(Vec::new),
             started: vec![false; n],
             keep_records,
+            aligned: None,
         }
     }
 
@@ -216,6 +219,12 @@ impl Taken {
                 self.events[which].push(e);
             }
             Output::Alert(a) => progress.note(&monitor::alert_line(&a)),
+            Output::Align(a) => {
+                written(sink.align(which, &a), "an alignment record")?;
+                if let Some(line) = monitor::align_line(&a, &mut self.aligned) {
+                    progress.note(&line);
+                }
+            }
             Output::Summary(s) => self.summaries[which] = Some(s),
         }
         Ok(())

@@ -1173,6 +1173,103 @@ fn two_streams(ports: [u16; 2]) -> Sender {
     )
 }
 
+/// `--align auto` on two live streams: the distorted copy 1.3 s late (a delaying relay)
+/// through a lower-bitrate encoder. The command prints the offset it locks on (within a
+/// frame), the records carry `align` records, and Ctrl-C prints the table.
+#[test]
+fn live_align_auto_finds_the_delay_and_measures() {
+    let (reference, distorted) = (free_udp_port(), free_udp_port());
+    let relay = common::Relay::start(distorted, Duration::from_secs_f64(common::ALIGN_DELAY));
+    let mut sender = common::twice(reference, relay.port);
+    std::thread::sleep(Duration::from_millis(500));
+    if let Some(status) = sender.0.try_wait().unwrap() {
+        let mut e = String::new();
+        let _ = sender.0.stderr.take().unwrap().read_to_string(&mut e);
+        panic!("the sender ended at once ({status}): {e}");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let records = dir.path().join("records.jsonl");
+    let uri = |p: u16| format!("udp://127.0.0.1:{p}");
+    let mut child = StdCommand::new(assert_cmd::cargo::cargo_bin("gpumetrics"))
+        .args(["--backend", "cpu", &uri(reference), &uri(distorted)])
+        .args([
+            "--align",
+            "auto",
+            "--metrics",
+            "psnr,ssim",
+            "--format",
+            "jsonl",
+        ])
+        .arg("-o")
+        .arg(&records)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = line_channel(child.stdout.take().unwrap());
+    let stderr = line_channel(child.stderr.take().unwrap());
+    let mut err = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(90);
+    let mut locked_at = None;
+    while locked_at.is_none_or(|t: Instant| t.elapsed() < Duration::from_secs(3)) {
+        match stderr.recv_timeout(Duration::from_millis(200)) {
+            Ok(line) => {
+                if line.starts_with("ALIGN locked") && locked_at.is_none() {
+                    locked_at = Some(Instant::now());
+                }
+                err.push(line);
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(e) => panic!("the command ended ({e}): {}", err.join("\n")),
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("no lock: {}", err.join("\n"));
+        }
+    }
+    let kill = StdCommand::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let status = wait_with_limit(&mut child, Duration::from_secs(60), "after Ctrl-C");
+    drop(sender);
+    err.extend(stderr.iter());
+    let se = err.join("\n");
+    let so = stdout.iter().collect::<Vec<_>>().join("\n");
+    assert_eq!(status.code(), Some(130), "{so}\n{se}");
+    assert!(se.contains("live: --align auto finds the offset"), "{se}");
+    let lock = lines_with(&se, "ALIGN locked: offset +")[0];
+    let offset: f64 = lock["ALIGN locked: offset +".len()..]
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(
+        (offset - common::ALIGN_DELAY).abs() <= common::ALIGN_SLACK,
+        "{lock}"
+    );
+    // The table: the summary of the pairs measured.
+    assert!(so.contains("psnr-y") && so.contains("ssim"), "{so}");
+    let lines: Vec<Value> = std::fs::read_to_string(&records)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let align: Vec<&Value> = lines.iter().filter(|v| v["type"] == "align").collect();
+    assert!(
+        align.iter().any(|a| a["state"] == "locked"
+            && (a["offset"].as_f64().unwrap() / 1e9 - common::ALIGN_DELAY).abs()
+                <= common::ALIGN_SLACK),
+        "{align:?}"
+    );
+    let frames = lines.iter().filter(|v| v["type"] == "frame").count();
+    assert!(frames > 25, "{frames} pairs measured");
+    let summary = lines.iter().find(|v| v["type"] == "summary").unwrap();
+    assert!(summary["unaligned"].as_u64().unwrap() > 0, "{summary}");
+}
+
 /// Reads `reader` line by line into a channel (ends when the stream does).
 fn line_channel(reader: impl Read + Send + 'static) -> mpsc::Receiver<String> {
     let (tx, rx) = mpsc::channel();

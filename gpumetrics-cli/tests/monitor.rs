@@ -497,3 +497,41 @@ fn a_bad_file_is_refused_before_anything_starts_with_its_line_and_key() {
         "{monitor}"
     );
 }
+
+/// A channel with `align = "auto"` on a live reference and its distorted copy 1.3 s late
+/// (a delaying relay): its `align` event says the offset (within a frame), then it
+/// measures; SIGINT stops it with its summary, which counts the frames before the lock.
+#[test]
+fn a_channel_with_align_auto_locks_on_the_delay() {
+    let (reference, distorted) = (free_udp_port(), free_udp_port());
+    let relay = common::Relay::start(distorted, Duration::from_secs_f64(common::ALIGN_DELAY));
+    let sender = common::twice(reference, relay.port);
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("monitor.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[defaults]\nbackend = \"cpu\"\nmetrics = \"psnr\"\nwindow = \"1s\"\n\n[[channel]]\nname = \"al\"\n\
+             reference = \"udp://127.0.0.1:{reference}\"\n\
+             distorted = \"udp://127.0.0.1:{distorted}\"\nalign = \"auto\"\n"
+        ),
+    )
+    .unwrap();
+    let mut service = Service::start(&config);
+    let (locked, at) = service.wait(Some("al"), "align");
+    assert_eq!(locked["state"], "locked", "{locked}");
+    let offset = locked["offset"].as_f64().unwrap();
+    assert!(
+        (offset - common::ALIGN_DELAY).abs() <= common::ALIGN_SLACK,
+        "{locked}"
+    );
+    assert_eq!(
+        locked["offset_frames"].as_i64(),
+        Some((offset / common::ALIGN_FRAME).round() as i64)
+    );
+    service.wait_since(Some("al"), "window", at);
+    service.signal("INT");
+    let (summary, _) = service.wait(Some("al"), "summary");
+    assert!(summary["pairs"].as_u64().unwrap() > 0, "{summary}");
+    drop(sender);
+}

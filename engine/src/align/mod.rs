@@ -10,7 +10,8 @@
 //! frames `δ` earlier. The cheapest offset wins when it is clearly cheaper than any offset
 //! two or more frames away: `confidence = 1 − best / second` of at least
 //! [`LOCK_CONFIDENCE`], and a second best of at least [`MIN_CONTRAST`] (still pictures and
-//! slates make every offset alike: the state stays `searching`, with a low confidence).
+//! slates make every offset alike: the state stays `searching`, with a low confidence),
+//! on [`CONFIRM`] distorted frames in a row.
 //!
 //! Once locked, each distorted frame is paired with the reference frame nearest its running
 //! time minus `δ` (within half a frame), whatever the timestamps: a reference frame that
@@ -41,7 +42,11 @@ pub use thumbnail::{Thumbnail, of_host};
 /// Distorted frames an offset is judged on, and pairs the lock is checked on.
 pub const WINDOW: usize = 16;
 /// Lowest confidence that locks.
-pub const LOCK_CONFIDENCE: f64 = 0.5;
+pub const LOCK_CONFIDENCE: f64 = 0.75;
+/// Searches in a row that must find the same offset before it locks: the first frames of a
+/// stream that just started are often timed unevenly (a demuxer still learning the
+/// sender's clock), which can favour a wrong offset for a few frames.
+pub const CONFIRM: u32 = 4;
 /// Lowest cost of the second best offset that locks (mean squared difference of the
 /// thumbnails' 8-bit cell means): below it the picture hardly changes from frame to frame.
 pub const MIN_CONTRAST: f32 = 1.0;
@@ -154,6 +159,9 @@ struct Lock {
     checks: VecDeque<[f32; (2 * NEAR + 1) as usize]>,
     /// Per recent pair: whether a nearby offset fitted it clearly better.
     misfits: VecDeque<bool>,
+    /// Per recent measured pair: distorted minus reference time. Their median is the
+    /// offset (it follows a slow drift between the senders' clocks).
+    times: VecDeque<i64>,
     confidence: f64,
     /// When the last `locked` progress was reported.
     reported: u64,
@@ -176,6 +184,8 @@ pub struct Aligner<B> {
     lost: bool,
     /// When the last `searching` progress was reported.
     search_reported: Option<u64>,
+    /// The offset the last searches agreed on, and how many in a row.
+    candidate: Option<(i64, u32)>,
 }
 
 impl<B: Clone> Aligner<B> {
@@ -191,6 +201,7 @@ impl<B: Clone> Aligner<B> {
             locks: 0,
             lost: false,
             search_reported: None,
+            candidate: None,
         }
     }
 
@@ -521,6 +532,17 @@ impl<B: Clone> Aligner<B> {
             .filter(|(c, m)| **m || c[NEAR as usize] > bad_over)
             .count();
         let full = lock.checks.len() == WINDOW;
+        if !misfit {
+            lock.times
+                .push_back(w.running_time as i64 - self.references[partner].time as i64);
+            if lock.times.len() > WINDOW {
+                lock.times.pop_front();
+            }
+            if lock.times.len() >= WINDOW / 2 {
+                let mut t: Vec<i64> = lock.times.iter().copied().collect();
+                lock.offset = median(&mut t).unwrap_or(lock.offset);
+            }
+        }
         if bad * 2 >= WINDOW || (full && nearby.is_finite() && nearby < MISFIT * own) {
             self.lose(steps, w.running_time);
             return false;
@@ -556,9 +578,27 @@ impl<B: Clone> Aligner<B> {
         self.lock = None;
         self.lost = true;
         self.search_reported = None;
+        self.candidate = None;
         self.distorted.clear();
         steps.push(Step::SequenceEnd);
         steps.push(Step::Change(change));
+    }
+
+    /// The median time between the newest [`WINDOW`] distorted frames and their reference
+    /// frames at `offset`: the offset as the frames' own times say it (their timestamps
+    /// jitter, the lattice's anchor with them).
+    fn measured_offset(&self, offset: i64) -> i64 {
+        let mut d: Vec<i64> = self
+            .distorted
+            .iter()
+            .rev()
+            .filter_map(|d| {
+                let i = self.nearest(d.time as i64 - offset)?;
+                Some(d.time as i64 - self.references[i].time as i64)
+            })
+            .take(WINDOW)
+            .collect();
+        median(&mut d).unwrap_or(offset)
     }
 
     /// The mean cost of offset `offset` over the newest [`WINDOW`] distorted frames that
@@ -629,11 +669,19 @@ impl<B: Clone> Aligner<B> {
         } else {
             0.0
         };
-        if confidence >= LOCK_CONFIDENCE && c2 >= MIN_CONTRAST {
+        let clear = confidence >= LOCK_CONFIDENCE && c2 >= MIN_CONTRAST;
+        self.candidate = match self.candidate {
+            Some((o, n)) if clear && (o - best).abs() <= frame / 2 => Some((best, n + 1)),
+            _ if clear => Some((best, 1)),
+            _ => None,
+        };
+        if self.candidate.is_some_and(|(_, n)| n >= CONFIRM) {
+            self.candidate = None;
             self.locks += 1;
             self.lost = false;
             self.lock = Some(Lock {
-                offset: best,
+                offset: self.measured_offset(best),
+                times: VecDeque::new(),
                 baseline: c1,
                 checks: VecDeque::new(),
                 misfits: VecDeque::new(),
@@ -659,6 +707,15 @@ impl<B: Clone> Aligner<B> {
             }));
         }
     }
+}
+
+/// The median of `v` (the upper one of an even count).
+fn median(v: &mut [i64]) -> Option<i64> {
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_unstable();
+    Some(v[v.len() / 2])
 }
 
 #[cfg(test)]

@@ -118,18 +118,20 @@ fn pairs_match(steps: &[Step<u64>]) -> usize {
 
 #[test]
 fn a_late_distorted_copy_locks_at_its_delay_and_pairs_the_same_frames() {
-    // The distorted copy shows frame i 1.3 s later, on a clock 7 s ahead (another base).
+    // The distorted copy shows frame i 1.3 s later, on a clock 7 s ahead (another base),
+    // its times jittering by up to ±12 ms (a demuxer's clock recovery).
     let delay = 1_300_000_000 + 7_000_000_000;
     let mut frames = references(300, 0);
     frames.extend((0..300).map(|i| At {
-        time: delay + i * T,
+        time: delay + i * T + hash(i) % 24_000_000 - 12_000_000,
         shows: i,
         reference: false,
     }));
     let steps = run(&mut frames, 10_000_000_000, noisy);
     let c = changes(&steps);
     assert_eq!(c[0].state, AlignState::Locked);
-    assert_eq!(c[0].offset, Some(delay as i64));
+    let offset = c[0].offset.unwrap();
+    assert!((offset - delay as i64).abs() <= 6_000_000, "{offset}");
     assert_eq!(c[0].offset_frames, Some(208)); // 8.3 s / 40 ms = 207.5
     assert!(c[0].confidence > 0.9, "{}", c[0].confidence);
     assert!(
@@ -141,7 +143,7 @@ fn a_late_distorted_copy_locks_at_its_delay_and_pairs_the_same_frames() {
         .iter()
         .filter(|s| matches!(s, Step::Unaligned { .. }))
         .count();
-    assert!(unaligned < WINDOW + 2, "{unaligned}");
+    assert!(unaligned < WINDOW + CONFIRM as usize + 1, "{unaligned}");
     // The reference frames shown before the copy is still within reach are unmatched.
     assert_eq!(pairs_match(&steps), 300 - unaligned);
 }

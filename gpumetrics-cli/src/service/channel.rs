@@ -337,6 +337,7 @@ fn watch(
     let started = Instant::now();
     let mut last_frame: Option<Instant> = None;
     let mut stopping: Option<Instant> = None;
+    let mut aligned = None;
     let mut take = |output: Output, flowing: &mut Option<Instant>| match output {
         Output::Frame(_) => {
             if flowing.is_none() {
@@ -358,6 +359,12 @@ fn watch(
         Output::Window(w) => events.emit(Some(name), "window", events::window(&w)),
         Output::Event(e) => events.emit(Some(name), &e.event, events::interval(&e)),
         Output::Alert(a) => events.emit(Some(name), "alert", events::alert(&a)),
+        Output::Align(a) => {
+            // Changes only: the element repeats its state every second.
+            if crate::monitor::align_line(&a, &mut aligned).is_some() {
+                events.emit(Some(name), "align", events::align(&a));
+            }
+        }
         Output::Summary(s) => events.emit(Some(name), "summary", events::summary(&s)),
     };
     loop {

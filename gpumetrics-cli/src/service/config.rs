@@ -33,9 +33,10 @@ const NOT_KEYS: &[(&str, &str)] = &[
     ("output", "a channel writes its records with `stats-file`"),
     ("plot", "a service draws no plots"),
     ("offset", "live channels are paired by running time"),
-    ("align", "live channels are paired by running time"),
-    ("align-range", "live channels are paired by running time"),
-    ("align-frames", "live channels are paired by running time"),
+    (
+        "align-frames",
+        "live alignment (`align = \"auto\"`) judges each offset on the frames as they come",
+    ),
     ("frames", "a channel runs until the service stops"),
     ("fail", "a service judges with alerts (`alert`)"),
     ("fail-below", "a service judges with alerts (`alert`)"),

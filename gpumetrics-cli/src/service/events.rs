@@ -7,7 +7,7 @@
 use std::io::Write;
 use std::sync::Mutex;
 
-use gstgpumetrics::message::{AlertChange, EventRecord, Summary, Window};
+use gstgpumetrics::message::{AlertChange, AlignRecord, EventRecord, Summary, Window};
 use serde_json::{Map, Value, json};
 
 /// `--format` of `gpumetrics monitor`.
@@ -124,6 +124,18 @@ pub fn interval(e: &EventRecord) -> Map<String, Value> {
     keys
 }
 
+/// The keys of a live alignment change (`align = "auto"`).
+pub fn align(a: &AlignRecord) -> Map<String, Value> {
+    let mut keys = Map::new();
+    keys.insert("state".into(), json!(a.state));
+    keys.insert("offset".into(), json!(a.offset.map(|o| o as f64 / 1e9)));
+    keys.insert("offset_frames".into(), json!(a.offset_frames));
+    keys.insert("confidence".into(), json!(a.confidence));
+    keys.insert("running_time".into(), json!(secs(a.running_time)));
+    keys.insert("relocks".into(), json!(a.relocks));
+    keys
+}
+
 /// The keys of an alert rule raised or cleared.
 pub fn alert(a: &AlertChange) -> Map<String, Value> {
     let mut keys = Map::new();
@@ -149,6 +161,9 @@ pub fn summary(s: &Summary) -> Map<String, Value> {
     keys.insert("pairs".into(), json!(s.frames));
     keys.insert("unmatched_ref".into(), json!(s.unmatched_ref));
     keys.insert("unmatched_dist".into(), json!(s.unmatched_dist));
+    if s.unaligned > 0 {
+        keys.insert("unaligned".into(), json!(s.unaligned));
+    }
     keys.insert("means".into(), Value::Object(means));
     keys
 }

@@ -86,3 +86,77 @@ impl Drop for Sender {
         let _ = self.0.wait();
     }
 }
+
+/// A network path that delays: each UDP packet sent to [`Relay::port`] reaches `to` on
+/// 127.0.0.1 `delay` later (a distorted copy that arrives late, for live alignment).
+/// Stops when dropped.
+pub struct Relay {
+    pub port: u16,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Relay {
+    pub fn start(to: u16, delay: std::time::Duration) -> Relay {
+        use std::sync::atomic::Ordering;
+        let socket = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        socket
+            .set_read_timeout(Some(std::time::Duration::from_millis(5)))
+            .unwrap();
+        let port = socket.local_addr().unwrap().port();
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let done = stop.clone();
+        std::thread::spawn(move || {
+            let out = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+            let mut held = std::collections::VecDeque::new();
+            let mut buf = [0u8; 65536];
+            while !done.load(Ordering::SeqCst) {
+                if let Ok(n) = socket.recv(&mut buf) {
+                    held.push_back((std::time::Instant::now() + delay, buf[..n].to_vec()));
+                }
+                while held
+                    .front()
+                    .is_some_and(|(due, _)| *due <= std::time::Instant::now())
+                {
+                    let (_, data) = held.pop_front().unwrap();
+                    let _ = out.send_to(&data, ("127.0.0.1", to));
+                }
+            }
+        });
+        Relay { port, stop }
+    }
+}
+
+impl Drop for Relay {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// One live picture sent twice as MPEG-TS over UDP: to `reference` at 1.5 Mbit/s and,
+/// through a 150 kbit/s encoder, to `distorted` (a moving ball: content to align by).
+pub fn twice(reference: u16, distorted: u16) -> Sender {
+    let stream = |bitrate: u32, port: u16| {
+        format!(
+            "t. ! queue ! x264enc tune=zerolatency speed-preset=ultrafast key-int-max=25 \
+             bitrate={bitrate} ! mpegtsmux ! udpsink host=127.0.0.1 port={port} sync=false"
+        )
+    };
+    Sender::launch(
+        &format!(
+            "videotestsrc is-live=true pattern=ball ! video/x-raw,format=I420,width=320,\
+             height=180,framerate=25/1 ! tee name=t {} {}",
+            stream(1500, reference),
+            stream(150, distorted)
+        ),
+        true,
+    )
+}
+
+/// The delay of the distorted copy in the live alignment tests, and a frame of them.
+pub const ALIGN_DELAY: f64 = 1.3;
+pub const ALIGN_FRAME: f64 = 0.04;
+/// How far the offset the element reports may be from the relay's delay: the running
+/// times it compares are those the demuxers give, each recovered from its stream's clock
+/// references as they arrive, which shifts each stream by up to about a frame (the element
+/// test measures the true offset from the frames' own indices, within a frame).
+pub const ALIGN_SLACK: f64 = 2.0 * ALIGN_FRAME;
