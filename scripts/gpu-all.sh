@@ -72,6 +72,10 @@
 #   cudamem      NVDEC zero-copy into the element (data/cudamem: pack makes the clips)
 #   colour       NVDEC HEVC Main10 against the CPU backend (data/colour: pack makes the clips)
 #   cli          the gpumetrics command on two 1080p files (data/cli: pack makes the clips)
+#   align        live alignment: cuda_kernels thumb::, the live UDP test (align) on NVDEC
+#                frames with backend=cuda, the cost of align=auto per 1080p pair, and the
+#                monitor's PSNR+SSIM+VMAF channels without and with align = "auto"
+#                (MONITOR_AL: channel counts, default 24; MONITOR_SECONDS)
 #   libvmaf      libvmaf 3.1.0 built with CUDA there and timed (data/lv: laid out by hand,
 #                see step_libvmaf)
 #   libvmaf32    libvmaf 3.2.0's CPU tool (data/lv32/vmaf: built here by
@@ -114,7 +118,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 d=.gpu/all
 B=$d/bin
-ALL_STEPS="selftest psnr ssim ssimulacra2 butteraugli siti blur blockiness blackfreeze nr inflight streams elements vmaf cambi aomctc element throughput cudamem colour cli monitor libvmaf libvmaf32 vship"
+ALL_STEPS="selftest psnr ssim ssimulacra2 butteraugli siti blur blockiness blackfreeze nr inflight streams elements vmaf cambi aomctc element throughput cudamem colour cli monitor align libvmaf libvmaf32 vship"
 # Not in ALL_STEPS (it needs `pack-base` after pack): ab.
 
 # ---------------------------------------------------------------------------------------------
@@ -143,6 +147,7 @@ bins() {
     element) echo $g:test:element $g:test:harness $g:test:hardening $g:test:cuda_context $g:test:no_gstcuda $g:test:reliability $g:test:monitoring $g:test:roi $g:test:in_flight ;;
     throughput) echo $e:bench:throughput ;;
     cli | monitor) echo gpumetrics-cli:bin:gpumetrics ;;
+    align) echo $e:test:cuda_kernels $g:test:align gpumetrics-cli:bin:gpumetrics ;;
     vship) echo $e:bench:throughput $e:bench:streams ;;
     cudamem | colour | libvmaf | libvmaf32) ;;
     *) echo "gpu-all: unknown step '$1' (steps: $ALL_STEPS)" >&2; exit 2 ;;
@@ -153,6 +158,7 @@ bins() {
 inputs() {
   case $1 in
     cudamem | colour | cli | monitor) echo "$1" ;;
+    align) echo monitor ;;
     elements) echo cudamem ;;
     ssim) echo whl ;;
     butteraugli | vmaf | blackfreeze | cambi | aomctc) echo "ffmpeg-cache-$1.tar.xz" ;;
@@ -179,12 +185,14 @@ pack() {
     specs+=("${more[@]}")
     if uses_gst "$s"; then gst=1; fi
     case $s in
-      cudamem | colour | cli | elements | monitor)
+      cudamem | colour | cli | elements | monitor | align)
         plugins="$plugins debug playback typefindfunctions matroska isomp4 videoparsersbad rawparse"
         plugins="$plugins y4mdec png pbtypes" ;;
     esac
     # The channels' live senders and receivers: MPEG-TS over UDP.
     [ "$s" = monitor ] && plugins="$plugins udp mpegtsdemux mpegtsmux"
+    # The live alignment test's sender and receivers.
+    [ "$s" = align ] && plugins="$plugins udp mpegtsdemux mpegtsmux x264 libav videotestsrc app"
     [ "$s" = cudamem ] && plugins="$plugins openh264"
     # roi compares the element's rectangle with videocrop's.
     [ "$s" = element ] && plugins="$plugins videocrop"
@@ -226,7 +234,7 @@ pack() {
       cudamem | elements) [ -f $in/cudamem/avdec.jsonl ] || make_cudamem_clips $in/cudamem ;;
       colour) [ -f $in/colour/pq-cpu.jsonl ] || scripts/make-colour-clips.sh $in/colour ;;
       cli) [ -f $in/cli/dist.mp4 ] || make_cli_clips $in/cli ;;
-      monitor) [ -f $in/monitor/dist.ts ] || make_monitor_clips $in/monitor ;;
+      monitor | align) [ -f $in/monitor/dist.ts ] || make_monitor_clips $in/monitor ;;
       vship) [ "$(cat $in/vship-src/COMMIT 2>/dev/null)" = "$VSHIP_REV" ] || make_vship_src $in/vship-src ;;
     esac
     for name in $(inputs "$s"); do
@@ -577,10 +585,12 @@ step_monitor() {
   need $B/gpumetrics $d/gst/env.sh || return 0
   have $c/ref.ts $c/dist.ts || return 0
   bench || return 0
-  step "monitor: the decoders' own rate, N nvh264dec on the 1080p30 clip in one gst-launch (900 frames each)"
-  echo "| decoders | wall s | frames/s in all | frames/s each |"
-  echo "| --- | --- | --- | --- |"
-  for n in 16 32 48; do
+  [ -n "${SKIP_DECODERS:-}" ] || step "monitor: the decoders' own rate, N nvh264dec on the 1080p30 clip in one gst-launch (900 frames each)"
+  [ -n "${SKIP_DECODERS:-}" ] || echo "| decoders | wall s | frames/s in all | frames/s each |"
+  [ -n "${SKIP_DECODERS:-}" ] || echo "| --- | --- | --- | --- |"
+  local counts="16 32 48"
+  [ -z "${SKIP_DECODERS:-}" ] || counts=""
+  for n in $counts; do
     local launch=() t0 t1
     for i in $(seq 1 $n); do
       launch+=(filesrc location=$c/dist.ts ! tsdemux ! h264parse ! nvh264dec ! identity eos-after=900 ! fakesink sync=false)
@@ -590,8 +600,8 @@ step_monitor() {
     t1=$(date +%s.%N)
     python3 -c "w=$t1-$t0; print(f'| $n | {w:.2f} | {900*$n/w:,.0f} | {900/w:,.0f} |')"
   done
-  monitor_run() { # set channels with_reference
-    local set=$1 n=$2 refs=$3 dir port pids=() cfg out i
+  monitor_run() { # set channels with_reference [align]
+    local set=$1 n=$2 refs=$3 aligned=${4:-} dir port pids=() cfg out i
     dir=$(mktemp -d)
     cfg=$dir/monitor.toml
     printf '[defaults]\nbackend = "cuda"\ndecode = "nvdec"\nwindow = "1s"\nsignal-timeout = "10s"\nmetrics = "%s"\n' "$set" >$cfg
@@ -606,6 +616,7 @@ step_monitor() {
     }
     for i in $(seq 1 $n); do
       printf '[[channel]]\nname = "c%d"\n' $i >>$cfg
+      if [ -n "$aligned" ]; then printf 'align = "auto"\n' >>$cfg; fi
       send dist distorted
       if [ "$refs" = 1 ]; then send ref reference; fi
     done
@@ -629,7 +640,7 @@ r = resource.getrusage(resource.RUSAGE_CHILDREN)
 open(times, "w").write(f"{r.ru_utime} {r.ru_stime} {time.time() - t}")
 PY
     kill "${pids[@]}" 2>/dev/null; wait "${pids[@]}" 2>/dev/null
-    python3 - "$out" "$dir/time" "$set" "$n" <<'PY'
+    python3 - "$out" "$dir/time" "$set${aligned:+ align}" "$n" <<'PY'
 import json, sys, collections
 events = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 user, system, wall = map(float, open(sys.argv[2]).read().split()[-3:])
@@ -661,8 +672,53 @@ PY
   step "monitor: N channels of live 1080p30 over UDP, NVDEC, one gpumetrics monitor"
   echo "| metrics | channels | up | all up after | went down | steady windows | pairs/s per channel (mean) | slowest channel | pairs/s in all | CPU per channel |"
   echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+  if [ -n "${MONITOR_ALIGN_SETS:-}" ]; then
+    for n in $MONITOR_ALIGN_SETS; do
+      monitor_run psnr,ssim,vmaf $n 1
+      monitor_run psnr,ssim,vmaf $n 1 align
+    done
+    return 0
+  fi
   for n in ${MONITOR_NR:-16 32 48}; do monitor_run blur,blockiness,black,freeze $n 0; done
   for n in ${MONITOR_FR:-8 16}; do monitor_run psnr,ssim,vmaf $n 1; done
+}
+
+# The monitor's capacity with PSNR+SSIM+VMAF, without and with align = "auto", at the
+# channel counts of MONITOR_ALIGN_SETS (no decoder timing).
+step_monitor_align() {
+  SKIP_DECODERS=1 step_monitor
+}
+
+# Live alignment (issue 46): the thumbnail kernel under the sanitizers, the live UDP test
+# with NVDEC (CUDA memory into the element: thumbnails on the GPU, backend=cuda), the cost
+# of align=auto per pair at 1080p (two files through NVDEC, as fast as they go, align none
+# and auto, same call), and the monitor's channels with and without align = "auto".
+step_align() {
+  kernels thumb
+  if need $B/align $d/gst/env.sh; then
+    step "align: the live test on NVDEC frames (GPU thumbnails), backend=cuda"
+    GPUMETRICS_TEST_BACKEND=cuda GPUMETRICS_TEST_DECODER=nvh264dec run $B/align --nocapture
+  fi
+  local c=$d/data/monitor set mode t0 t1 w none
+  have $c/ref.ts $c/dist.ts || return 0
+  bench || return 0
+  step "align: cost per pair at 1080p (1800 NVDEC pairs, backend=cuda, align=none then auto)"
+  echo "| metrics | align | wall s | pairs/s | cost per pair |"
+  echo "| --- | --- | --- | --- | --- |"
+  for set in psnr psnr+ssim+vmaf; do
+    for mode in none auto none auto; do
+      t0=$(date +%s.%N)
+      gst-launch-1.0 -q filesrc location=$c/ref.ts ! tsdemux ! h264parse ! nvh264dec ! m.ref_sink \
+        filesrc location=$c/dist.ts ! tsdemux ! h264parse ! nvh264dec ! m.dist_sink \
+        gpumetrics name=m backend=cuda align=$mode metrics=$set ! fakesink sync=false \
+        >/dev/null 2>&1 || { echo "FAILED: align=$mode $set"; fail=1; continue; }
+      t1=$(date +%s.%N)
+      w=$(python3 -c "print($t1-$t0)")
+      [ $mode = none ] && none=$w
+      python3 -c "w=$w; n=$none; d=(w-n)/1800*1e6; print(f'| $set | $mode | {w:.2f} | {1800/w:,.0f} | ' + (f'{d:+.0f} µs' if '$mode'=='auto' else '-') + ' |')"
+    done
+  done
+  MONITOR_ALIGN_SETS=${MONITOR_AL:-24} step_monitor_align
 }
 
 step_streams() {

@@ -33,6 +33,7 @@
 //! Pure logic, generic over the frames' payload `B` (the element's buffers): the element
 //! computes the thumbnails and carries out the [`Step`]s.
 
+pub mod cuda;
 pub mod thumbnail;
 
 use std::collections::VecDeque;

@@ -25,7 +25,7 @@ use gst::subclass::prelude::*;
 use gst_base::prelude::*;
 use gst_base::subclass::prelude::*;
 
-use super::align::{self as content, Aligner, Incoming, Step};
+use super::align::{Aligner, Incoming, Step, Thumbnails};
 use super::cuda::{self, SharedContext};
 use super::decode::Decode;
 use super::input::{self, MemoryStats, PadCaps};
@@ -119,6 +119,8 @@ struct State {
     stalls: Stalls<gst::Buffer>,
     /// `align=auto`: the alignment of the inputs and the frames it holds.
     aligner: Option<Aligner<gst::Buffer>>,
+    /// `align=auto`: where the frames' thumbnails are made.
+    thumbnails: Thumbnails,
     /// Where the `prometheus-address` endpoint listens (`prometheus-bound-address`): kept
     /// here, not read from the outputs, whose lock is held while they post messages.
     prometheus_bound: Option<String>,
@@ -1590,8 +1592,14 @@ impl GpuMetrics {
                 );
                 return Err(gst::FlowError::NotNegotiated);
             };
-            let thumbnail =
-                content::thumbnail(&buffer, &caps, name, &*self.obj()).map_err(|e| {
+            let device = self.settings.lock().unwrap().backend != Backend::Cpu;
+            let thumbnail = self
+                .state
+                .lock()
+                .unwrap()
+                .thumbnails
+                .of(&buffer, &caps, name, device, &*self.obj())
+                .map_err(|e| {
                     gst::element_imp_error!(self, gst::StreamError::Format, ("{e}"));
                     gst::FlowError::Error
                 })?;
