@@ -72,10 +72,11 @@
 #   cudamem      NVDEC zero-copy into the element (data/cudamem: pack makes the clips)
 #   colour       NVDEC HEVC Main10 against the CPU backend (data/colour: pack makes the clips)
 #   cli          the gpumetrics command on two 1080p files (data/cli: pack makes the clips)
+#   monitor      gpumetrics monitor's capacity (MONITOR_NR, MONITOR_FR: channel counts;
+#                MONITOR_SECONDS); with MONITOR_AL (channel counts) instead: PSNR+SSIM+VMAF
+#                channels without and with align = "auto", and align=auto's cost per pair
 #   align        live alignment: cuda_kernels thumb::, the live UDP test (align) on NVDEC
-#                frames with backend=cuda, the cost of align=auto per 1080p pair, and the
-#                monitor's PSNR+SSIM+VMAF channels without and with align = "auto"
-#                (MONITOR_AL: channel counts, default 24; MONITOR_SECONDS)
+#                frames with backend=cuda (its costs: monitor with MONITOR_AL)
 #   libvmaf      libvmaf 3.1.0 built with CUDA there and timed (data/lv: laid out by hand,
 #                see step_libvmaf)
 #   libvmaf32    libvmaf 3.2.0's CPU tool (data/lv32/vmaf: built here by
@@ -147,7 +148,7 @@ bins() {
     element) echo $g:test:element $g:test:harness $g:test:hardening $g:test:cuda_context $g:test:no_gstcuda $g:test:reliability $g:test:monitoring $g:test:roi $g:test:in_flight ;;
     throughput) echo $e:bench:throughput ;;
     cli | monitor) echo gpumetrics-cli:bin:gpumetrics ;;
-    align) echo $e:test:cuda_kernels $g:test:align gpumetrics-cli:bin:gpumetrics ;;
+    align) echo $e:test:cuda_kernels $g:test:align ;;
     vship) echo $e:bench:throughput $e:bench:streams ;;
     cudamem | colour | libvmaf | libvmaf32) ;;
     *) echo "gpu-all: unknown step '$1' (steps: $ALL_STEPS)" >&2; exit 2 ;;
@@ -158,7 +159,6 @@ bins() {
 inputs() {
   case $1 in
     cudamem | colour | cli | monitor) echo "$1" ;;
-    align) echo monitor ;;
     elements) echo cudamem ;;
     ssim) echo whl ;;
     butteraugli | vmaf | blackfreeze | cambi | aomctc) echo "ffmpeg-cache-$1.tar.xz" ;;
@@ -185,14 +185,14 @@ pack() {
     specs+=("${more[@]}")
     if uses_gst "$s"; then gst=1; fi
     case $s in
-      cudamem | colour | cli | elements | monitor | align)
+      cudamem | colour | cli | elements | monitor)
         plugins="$plugins debug playback typefindfunctions matroska isomp4 videoparsersbad rawparse"
         plugins="$plugins y4mdec png pbtypes" ;;
     esac
     # The channels' live senders and receivers: MPEG-TS over UDP.
     [ "$s" = monitor ] && plugins="$plugins udp mpegtsdemux mpegtsmux"
     # The live alignment test's sender and receivers.
-    [ "$s" = align ] && plugins="$plugins udp mpegtsdemux mpegtsmux x264 libav videotestsrc app"
+    [ "$s" = align ] && plugins="$plugins udp mpegtsdemux mpegtsmux x264 videotestsrc app"
     [ "$s" = cudamem ] && plugins="$plugins openh264"
     # roi compares the element's rectangle with videocrop's.
     [ "$s" = element ] && plugins="$plugins videocrop"
@@ -234,7 +234,7 @@ pack() {
       cudamem | elements) [ -f $in/cudamem/avdec.jsonl ] || make_cudamem_clips $in/cudamem ;;
       colour) [ -f $in/colour/pq-cpu.jsonl ] || scripts/make-colour-clips.sh $in/colour ;;
       cli) [ -f $in/cli/dist.mp4 ] || make_cli_clips $in/cli ;;
-      monitor | align) [ -f $in/monitor/dist.ts ] || make_monitor_clips $in/monitor ;;
+      monitor) [ -f $in/monitor/dist.ts ] || make_monitor_clips $in/monitor ;;
       vship) [ "$(cat $in/vship-src/COMMIT 2>/dev/null)" = "$VSHIP_REV" ] || make_vship_src $in/vship-src ;;
     esac
     for name in $(inputs "$s"); do
@@ -585,11 +585,11 @@ step_monitor() {
   need $B/gpumetrics $d/gst/env.sh || return 0
   have $c/ref.ts $c/dist.ts || return 0
   bench || return 0
-  [ -n "${SKIP_DECODERS:-}" ] || step "monitor: the decoders' own rate, N nvh264dec on the 1080p30 clip in one gst-launch (900 frames each)"
-  [ -n "${SKIP_DECODERS:-}" ] || echo "| decoders | wall s | frames/s in all | frames/s each |"
-  [ -n "${SKIP_DECODERS:-}" ] || echo "| --- | --- | --- | --- |"
+  [ -n "${SKIP_DECODERS:-}${MONITOR_AL:-}" ] || step "monitor: the decoders' own rate, N nvh264dec on the 1080p30 clip in one gst-launch (900 frames each)"
+  [ -n "${SKIP_DECODERS:-}${MONITOR_AL:-}" ] || echo "| decoders | wall s | frames/s in all | frames/s each |"
+  [ -n "${SKIP_DECODERS:-}${MONITOR_AL:-}" ] || echo "| --- | --- | --- | --- |"
   local counts="16 32 48"
-  [ -z "${SKIP_DECODERS:-}" ] || counts=""
+  [ -z "${SKIP_DECODERS:-}${MONITOR_AL:-}" ] || counts=""
   for n in $counts; do
     local launch=() t0 t1
     for i in $(seq 1 $n); do
@@ -672,36 +672,34 @@ PY
   step "monitor: N channels of live 1080p30 over UDP, NVDEC, one gpumetrics monitor"
   echo "| metrics | channels | up | all up after | went down | steady windows | pairs/s per channel (mean) | slowest channel | pairs/s in all | CPU per channel |"
   echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
-  if [ -n "${MONITOR_ALIGN_SETS:-}" ]; then
-    for n in $MONITOR_ALIGN_SETS; do
+  if [ -n "${MONITOR_AL:-}" ]; then
+    # Live alignment's cost (issue 46): the same channels without and with align = "auto".
+    for n in $MONITOR_AL; do
       monitor_run psnr,ssim,vmaf $n 1
       monitor_run psnr,ssim,vmaf $n 1 align
     done
+    align_cost
     return 0
   fi
   for n in ${MONITOR_NR:-16 32 48}; do monitor_run blur,blockiness,black,freeze $n 0; done
   for n in ${MONITOR_FR:-8 16}; do monitor_run psnr,ssim,vmaf $n 1; done
 }
 
-# The monitor's capacity with PSNR+SSIM+VMAF, without and with align = "auto", at the
-# channel counts of MONITOR_ALIGN_SETS (no decoder timing).
-step_monitor_align() {
-  SKIP_DECODERS=1 step_monitor
-}
 
-# Live alignment (issue 46): the thumbnail kernel under the sanitizers, the live UDP test
-# with NVDEC (CUDA memory into the element: thumbnails on the GPU, backend=cuda), the cost
-# of align=auto per pair at 1080p (two files through NVDEC, as fast as they go, align none
-# and auto, same call), and the monitor's channels with and without align = "auto".
+# Live alignment (issue 46): the thumbnail kernel under the sanitizers and the live UDP
+# test with NVDEC (CUDA memory into the element: thumbnails on the GPU, backend=cuda). Its
+# costs are measured by the step monitor with MONITOR_AL (align_cost, monitor_run).
 step_align() {
   kernels thumb
-  if need $B/align $d/gst/env.sh; then
-    step "align: the live test on NVDEC frames (GPU thumbnails), backend=cuda"
-    GPUMETRICS_TEST_BACKEND=cuda GPUMETRICS_TEST_DECODER=nvh264dec run $B/align --nocapture
-  fi
+  need $B/align $d/gst/env.sh || return 0
+  step "align: the live test on NVDEC frames (GPU thumbnails), backend=cuda"
+  GPUMETRICS_TEST_BACKEND=cuda GPUMETRICS_TEST_DECODER=nvh264dec run $B/align --nocapture
+}
+
+# The cost of align=auto per pair at 1080p: monitor's two clips through NVDEC into one
+# element as fast as they go, align none then auto, twice, in one call.
+align_cost() {
   local c=$d/data/monitor set mode t0 t1 w none
-  have $c/ref.ts $c/dist.ts || return 0
-  bench || return 0
   step "align: cost per pair at 1080p (1800 NVDEC pairs, backend=cuda, align=none then auto)"
   echo "| metrics | align | wall s | pairs/s | cost per pair |"
   echo "| --- | --- | --- | --- | --- |"
@@ -718,7 +716,6 @@ step_align() {
       python3 -c "w=$w; n=$none; d=(w-n)/1800*1e6; print(f'| $set | $mode | {w:.2f} | {1800/w:,.0f} | ' + (f'{d:+.0f} µs' if '$mode'=='auto' else '-') + ' |')"
     done
   done
-  MONITOR_ALIGN_SETS=${MONITOR_AL:-24} step_monitor_align
 }
 
 step_streams() {

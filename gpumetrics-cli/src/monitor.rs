@@ -323,6 +323,35 @@ pub fn is_alert_warning(text: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_align_line_per_change_not_per_progress_record() {
+        let a = |state: &str, frames: Option<i64>, relocks| AlignRecord {
+            state: state.into(),
+            offset: frames.map(|f| f * 40_000_000 + 1_000_000),
+            offset_frames: frames,
+            confidence: 0.987,
+            running_time: 2_000_000_000,
+            relocks,
+        };
+        let mut last = None;
+        assert_eq!(align_line(&a("searching", Some(3), 0), &mut last), None);
+        assert_eq!(
+            align_line(&a("locked", Some(33), 0), &mut last).as_deref(),
+            Some(
+                "ALIGN locked: offset +1.321 s (+33 frames: the distorted video is later), \
+                 confidence 0.99 at 00:00:02.000"
+            )
+        );
+        assert_eq!(align_line(&a("locked", Some(33), 0), &mut last), None);
+        assert!(align_line(&a("lost", Some(33), 0), &mut last).is_some());
+        let relock = align_line(&a("locked", Some(-5), 1), &mut last).unwrap();
+        assert!(
+            relock.contains("-0.199 s (-5 frames: the distorted video is earlier)")
+                && relock.ends_with("(re-lock 1)"),
+            "{relock}"
+        );
+    }
     use gstgpumetrics::message::{AlertCount, FieldStats, Summary};
 
     const MS: u64 = 1_000_000;

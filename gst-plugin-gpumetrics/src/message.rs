@@ -788,6 +788,44 @@ mod tests {
     }
 
     #[test]
+    fn align_records_roundtrip_and_searching_may_have_no_offset() {
+        init();
+        let locked = AlignRecord {
+            state: "locked".into(),
+            offset: Some(-1_300_000_000),
+            offset_frames: Some(-39),
+            confidence: 0.97,
+            running_time: 2_000_000_000,
+            relocks: 2,
+        };
+        let s = locked.to_structure();
+        assert_eq!(s.name(), ALIGN_MESSAGE_NAME);
+        assert_eq!(s.get::<i64>("offset").unwrap(), -1_300_000_000);
+        assert_eq!(AlignRecord::from_structure(&s).unwrap(), locked);
+        let searching = AlignRecord {
+            state: "searching".into(),
+            offset: None,
+            offset_frames: None,
+            confidence: 0.0,
+            relocks: 0,
+            ..locked
+        };
+        let s = searching.to_structure();
+        assert!(!s.has_field("offset"));
+        assert_eq!(AlignRecord::from_structure(&s).unwrap(), searching);
+        // The summary's `unaligned` only when there were such frames.
+        let summary = Summary {
+            unaligned: 5,
+            ..Summary::default()
+        };
+        assert_eq!(
+            Summary::from_structure(&summary.to_structure()).unwrap(),
+            summary
+        );
+        assert!(!Summary::default().to_structure().has_field("unaligned"));
+    }
+
+    #[test]
     fn a_record_of_the_engines_scores_has_the_registrys_fields() {
         let mut scores = Scores::new();
         scores.push("psnr-y", 30.0);

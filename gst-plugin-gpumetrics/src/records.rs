@@ -1653,6 +1653,54 @@ mod tests {
     }
 
     #[test]
+    fn align_records_in_every_format() {
+        let a = AlignRecord {
+            state: "locked".into(),
+            offset: Some(1_300_000_000),
+            offset_frames: Some(39),
+            confidence: 0.5,
+            running_time: 2_000_000_000,
+            relocks: 1,
+        };
+        let with_unaligned = Summary {
+            unaligned: 7,
+            ..summary()
+        };
+        for format in [Format::Jsonl, Format::Json, Format::Csv] {
+            let mut w = RecordWriter::in_memory(format).columns(fields(&["psnr-y"]));
+            w.align(0, &a).unwrap();
+            w.frame(0, &rec(0, 30.0)).unwrap();
+            w.summary(&with_unaligned).unwrap();
+            let text = text(w.into_inner());
+            match format {
+                Format::Csv => {
+                    assert!(
+                        text.contains("\nalign-locked,39,1300000000,2000000000,,\n"),
+                        "{text}"
+                    );
+                    assert!(text.contains("\nunaligned,7,"), "{text}");
+                }
+                Format::Jsonl => {
+                    let v: Vec<Value> = text
+                        .lines()
+                        .map(|l| serde_json::from_str(l).unwrap())
+                        .collect();
+                    assert_eq!(v[0]["type"], "align");
+                    assert_eq!(v[0]["offset"], 1_300_000_000i64);
+                    assert_eq!(v[0]["offset-frames"], 39);
+                    assert_eq!(v[0]["relocks"], 1);
+                    assert_eq!(v[2]["unaligned"], 7);
+                }
+                Format::Json => {
+                    let v: Value = serde_json::from_str(&text).unwrap();
+                    assert_eq!(v["frames"][0]["type"], "align");
+                    assert_eq!(v["summary"]["unaligned"], 7);
+                }
+            }
+        }
+    }
+
+    #[test]
     fn json_summary_without_records_after_it_is_replaced() {
         let mut w = RecordWriter::in_memory(Format::Json);
         w.summary(&summary()).unwrap();

@@ -1220,6 +1220,45 @@ mod tests {
     }
 
     #[test]
+    fn live_alignment_exports_its_offset_state_and_relocks() {
+        let address = free_address();
+        with_env(|env| {
+            let mut sink = Prometheus::open(&address, "m", None, &[]).unwrap();
+            assert!(!metrics(&address).contains("gpumetrics_align"));
+            let record = |state: &str, offset, relocks| AlignRecord {
+                state: state.into(),
+                offset: Some(offset),
+                offset_frames: Some(offset / 40_000_000),
+                confidence: 0.9,
+                running_time: 0,
+                relocks,
+            };
+            sink.unaligned();
+            sink.align(env, &record("searching", 99_000_000, 0))
+                .unwrap();
+            sink.align(env, &record("locked", 1_300_000_000, 0))
+                .unwrap();
+            sink.align(env, &record("lost", 1_300_000_000, 0)).unwrap();
+            sink.align(env, &record("locked", 1_500_000_000, 1))
+                .unwrap();
+            // Progress records repeat the count: it is not counted again.
+            sink.align(env, &record("locked", 1_500_000_000, 1))
+                .unwrap();
+            let body = metrics(&address);
+            for line in [
+                "gpumetrics_align_offset_seconds{element=\"m\"} 1.5",
+                "gpumetrics_align_locked{element=\"m\"} 1",
+                "gpumetrics_align_confidence{element=\"m\"} 0.9",
+                "gpumetrics_align_relocks_total{element=\"m\"} 1",
+                "gpumetrics_unaligned_total{element=\"m\"} 1",
+            ] {
+                assert!(body.lines().any(|l| l == line), "{line}:\n{body}");
+            }
+            drop(sink);
+        });
+    }
+
+    #[test]
     fn elements_share_an_endpoint_until_the_last_one_stops() {
         let address = free_address();
         with_env(|env| {
