@@ -192,7 +192,7 @@ pack() {
     # The channels' live senders and receivers: MPEG-TS over UDP.
     [ "$s" = monitor ] && plugins="$plugins udp mpegtsdemux mpegtsmux"
     # The live alignment test's sender and receivers.
-    [ "$s" = align ] && plugins="$plugins udp mpegtsdemux mpegtsmux x264 videotestsrc app"
+    [ "$s" = align ] && plugins="$plugins udp mpegtsdemux mpegtsmux x264 videotestsrc app videoparsersbad"
     [ "$s" = cudamem ] && plugins="$plugins openh264"
     # roi compares the element's rectangle with videocrop's.
     [ "$s" = element ] && plugins="$plugins videocrop"

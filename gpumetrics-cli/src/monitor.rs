@@ -513,6 +513,7 @@ mod tests {
                 unmatched_ref: 1,
                 unmatched_dist: 0,
                 skipped: 3,
+                unaligned: 0,
                 decode: Default::default(),
                 fields: vec![
                     ("psnr-y".into(), stats(35.12345)),

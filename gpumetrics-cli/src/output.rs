@@ -474,6 +474,7 @@ mod tests {
             unmatched_ref: 2,
             unmatched_dist: 0,
             skipped: 7,
+            unaligned: 0,
             decode: Default::default(),
             fields: vec![
                 ("psnr-y".into(), stats(38.25, Some(38.1))),

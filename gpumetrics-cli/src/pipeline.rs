@@ -694,6 +694,7 @@ mod tests {
                 channel: Some("news".into()),
                 stats_file: None,
                 post_messages: None,
+                align: Some(Some(2_000_000_000)),
             },
             ..psnr_config(Decoding::Software)
         };
@@ -714,6 +715,11 @@ mod tests {
                 .as_deref(),
             Some("127.0.0.1:9464")
         );
+        assert_eq!(
+            e.property::<gstgpumetrics::Align>("align"),
+            gstgpumetrics::Align::Auto
+        );
+        assert_eq!(e.property::<u64>("align-range"), 2_000_000_000);
         // A channel of `gpumetrics monitor`: the element named after it.
         assert_eq!(e.name(), "news");
         assert_eq!(

@@ -859,6 +859,7 @@ mod tests {
             unmatched_ref: 1,
             unmatched_dist: 2,
             skipped: 3,
+            unaligned: 0,
             decode: DecodeCounts {
                 warnings: [4, 0],
                 corrupted: [0, 5],

@@ -297,6 +297,8 @@ mod tests {
                 Ready::Unmatched { side, .. } => format!("{side:?}:u"),
                 Ready::Skipped { buffer, pair } => format!("{buffer}:s{}", pair.frame),
                 Ready::Stall(e) => format!("stall:{}", if e.end { "end" } else { "start" }),
+                Ready::Unaligned { buffer, .. } => format!("{buffer}:a"),
+                Ready::Align(a) => format!("align:{}", a.state),
             })
             .collect()
     }
