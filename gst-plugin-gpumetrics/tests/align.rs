@@ -189,10 +189,10 @@ struct Seen {
     buffer: gst::Buffer,
 }
 
-fn capture(
-    pipeline: &gst::Pipeline,
-    name: &str,
-) -> (Arc<Mutex<Vec<Seen>>>, Arc<Mutex<Option<gst::Caps>>>) {
+/// The frames an appsink received, as they came.
+type Captured = Arc<Mutex<Vec<Seen>>>;
+
+fn capture(pipeline: &gst::Pipeline, name: &str) -> (Captured, Arc<Mutex<Option<gst::Caps>>>) {
     let seen = Arc::new(Mutex::new(Vec::new()));
     let caps = Arc::new(Mutex::new(None));
     let (s, c) = (seen.clone(), caps.clone());

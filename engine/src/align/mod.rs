@@ -36,7 +36,7 @@
 pub mod cuda;
 pub mod thumbnail;
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 
 pub use thumbnail::{Thumbnail, of_host};
 
@@ -149,6 +149,9 @@ struct Reference<B> {
 struct Distorted {
     time: u64,
     thumbnail: Thumbnail,
+    /// Its distance to the reference frames the search compared it with, by their time:
+    /// consecutive searches share all their frames but one.
+    distances: HashMap<u64, f32>,
 }
 
 struct Lock {
@@ -276,6 +279,7 @@ impl<B: Clone> Aligner<B> {
         self.distorted.push_back(Distorted {
             time: f.running_time,
             thumbnail: f.thumbnail.clone(),
+            distances: HashMap::new(),
         });
         let keep = self.range + 2 * WINDOW as u64 * self.frame.unwrap_or(0);
         while self.distorted.len() > MAX_FRAMES
@@ -398,16 +402,7 @@ impl<B: Clone> Aligner<B> {
 
     /// The index of the reference frame nearest `time`, within half a frame.
     fn nearest(&self, time: i64) -> Option<usize> {
-        let half = (self.frame? / 2) as i64;
-        let i = self.references.partition_point(|r| (r.time as i64) < time);
-        [i.checked_sub(1), Some(i)]
-            .into_iter()
-            .flatten()
-            .filter(|&j| j < self.references.len())
-            .map(|j| (j, (self.references[j].time as i64 - time).abs()))
-            .filter(|&(_, d)| d <= half)
-            .min_by_key(|&(_, d)| d)
-            .map(|(j, _)| j)
+        nearest(&self.references, self.frame?, time)
     }
 
     /// Pairs the waiting distorted frames whose partner time has been reached by the
@@ -604,14 +599,16 @@ impl<B: Clone> Aligner<B> {
 
     /// The mean cost of offset `offset` over the newest [`WINDOW`] distorted frames that
     /// have reference frames at it, if enough do.
-    fn cost(&self, offset: i64) -> Option<f32> {
-        let half = (self.frame? / 2) as i64;
-        let newest = self.references.back()?.time as i64;
-        let oldest = self.references.front()?.time as i64;
+    fn cost(&mut self, offset: i64) -> Option<f32> {
+        let frame = self.frame?;
+        let half = (frame / 2) as i64;
+        let refs = &self.references;
+        let newest = refs.back()?.time as i64;
+        let oldest = refs.front()?.time as i64;
         let mut sum = 0f32;
         let mut n = 0;
         let mut tried = 0;
-        for d in self.distorted.iter().rev() {
+        for d in self.distorted.iter_mut().rev() {
             let want = d.time as i64 - offset;
             if want > newest + half {
                 continue;
@@ -620,8 +617,12 @@ impl<B: Clone> Aligner<B> {
                 break;
             }
             tried += 1;
-            if let Some(i) = self.nearest(want) {
-                sum += d.thumbnail.distance(&self.references[i].thumbnail);
+            if let Some(i) = nearest(refs, frame, want) {
+                let r = &refs[i];
+                sum += *d
+                    .distances
+                    .entry(r.time)
+                    .or_insert_with(|| d.thumbnail.distance(&r.thumbnail));
                 n += 1;
             }
         }
@@ -708,6 +709,21 @@ impl<B: Clone> Aligner<B> {
             }));
         }
     }
+}
+
+/// The index of the reference frame nearest `time` in `refs` (by time), within half of
+/// `frame`.
+fn nearest<B>(refs: &VecDeque<Reference<B>>, frame: u64, time: i64) -> Option<usize> {
+    let half = (frame / 2) as i64;
+    let i = refs.partition_point(|r| (r.time as i64) < time);
+    [i.checked_sub(1), Some(i)]
+        .into_iter()
+        .flatten()
+        .filter(|&j| j < refs.len())
+        .map(|j| (j, (refs[j].time as i64 - time).abs()))
+        .filter(|&(_, d)| d <= half)
+        .min_by_key(|&(_, d)| d)
+        .map(|(j, _)| j)
 }
 
 /// The median of `v` (the upper one of an even count).

@@ -20,7 +20,7 @@ fn picture(i: u64, noise: u64) -> Thumbnail {
     let mut cells = [0f32; CELLS];
     for (c, v) in cells.iter_mut().enumerate() {
         let still = (hash(c as u64) % 160) as f32 + 40.0;
-        let moving = if hash(i * 131 + c as u64) % 8 == 0 {
+        let moving = if hash(i * 131 + c as u64).is_multiple_of(8) {
             (hash(i * 7 + c as u64) % 100) as f32
         } else {
             0.0
