@@ -1181,33 +1181,22 @@ fn live_align_auto_finds_the_delay_and_measures() {
     let (reference, distorted) = (free_udp_port(), free_udp_port());
     let relay = common::Relay::start(distorted, Duration::from_secs_f64(common::ALIGN_DELAY));
     let mut sender = common::twice(reference, relay.port);
-    std::thread::sleep(Duration::from_millis(500));
-    if let Some(status) = sender.0.try_wait().unwrap() {
-        let mut e = String::new();
-        let _ = sender.0.stderr.take().unwrap().read_to_string(&mut e);
-        panic!("the sender ended at once ({status}): {e}");
-    }
+    running(&mut sender);
     let dir = tempfile::tempdir().unwrap();
     let records = dir.path().join("records.jsonl");
-    let uri = |p: u16| format!("udp://127.0.0.1:{p}");
-    let mut child = StdCommand::new(assert_cmd::cargo::cargo_bin("gpumetrics"))
-        .args(["--backend", "cpu", &uri(reference), &uri(distorted)])
-        .args([
+    let (mut child, stdout, stderr) = live_command(
+        [reference, distorted],
+        &[
             "--align",
             "auto",
             "--metrics",
             "psnr,ssim",
             "--format",
             "jsonl",
-        ])
-        .arg("-o")
-        .arg(&records)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stdout = line_channel(child.stdout.take().unwrap());
-    let stderr = line_channel(child.stderr.take().unwrap());
+            "-o",
+            records.to_str().unwrap(),
+        ],
+    );
     let mut err = Vec::new();
     let deadline = Instant::now() + Duration::from_secs(90);
     let mut locked_at = None;
@@ -1270,6 +1259,40 @@ fn live_align_auto_finds_the_delay_and_measures() {
     assert!(summary["unaligned"].as_u64().unwrap() > 0, "{summary}");
 }
 
+/// Waits until the sender is running (before the command opens its streams), or fails with
+/// its report when it ended at once.
+fn running(sender: &mut Sender) {
+    std::thread::sleep(Duration::from_millis(500));
+    if let Some(status) = sender.0.try_wait().unwrap() {
+        let mut e = String::new();
+        let _ = sender.0.stderr.take().unwrap().read_to_string(&mut e);
+        panic!("the sender ended at once ({status}): {e}");
+    }
+}
+
+/// The command on the live streams of `ports` (reference, distorted) with `args`: the
+/// child and its stdout and stderr, line by line.
+fn live_command(
+    ports: [u16; 2],
+    args: &[&str],
+) -> (
+    std::process::Child,
+    mpsc::Receiver<String>,
+    mpsc::Receiver<String>,
+) {
+    let uri = |p: u16| format!("udp://127.0.0.1:{p}");
+    let mut child = StdCommand::new(assert_cmd::cargo::cargo_bin("gpumetrics"))
+        .args(["--backend", "cpu", &uri(ports[0]), &uri(ports[1])])
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = line_channel(child.stdout.take().unwrap());
+    let stderr = line_channel(child.stderr.take().unwrap());
+    (child, stdout, stderr)
+}
+
 /// Reads `reader` line by line into a channel (ends when the stream does).
 fn line_channel(reader: impl Read + Send + 'static) -> mpsc::Receiver<String> {
     let (tx, rx) = mpsc::channel();
@@ -1287,23 +1310,9 @@ fn line_channel(reader: impl Read + Send + 'static) -> mpsc::Receiver<String> {
 fn live_udp_inputs_run_until_ctrl_c_with_windows_and_alerts() {
     let ports = [free_udp_port(), free_udp_port()];
     let mut sender = two_streams(ports);
-    // The sender is running before the command opens the streams.
-    std::thread::sleep(Duration::from_millis(500));
-    if let Some(status) = sender.0.try_wait().unwrap() {
-        let mut e = String::new();
-        let _ = sender.0.stderr.take().unwrap().read_to_string(&mut e);
-        panic!("the sender ended at once ({status}): {e}");
-    }
-    let uri = |p: u16| format!("udp://127.0.0.1:{p}");
-    let mut child = StdCommand::new(assert_cmd::cargo::cargo_bin("gpumetrics"))
-        .args(["--backend", "cpu", &uri(ports[0]), &uri(ports[1])])
-        .args(["--window", "500ms", "--alert", "psnr-y<45:200ms"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stdout = line_channel(child.stdout.take().unwrap());
-    let stderr = line_channel(child.stderr.take().unwrap());
+    running(&mut sender);
+    let (mut child, stdout, stderr) =
+        live_command(ports, &["--window", "500ms", "--alert", "psnr-y<45:200ms"]);
     // SIGINT after the first window with pairs in alert: the run is live and measuring, and
     // the rule has been raised.
     let mut out = Vec::new();

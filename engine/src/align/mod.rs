@@ -146,6 +146,17 @@ struct Reference<B> {
     paired: bool,
 }
 
+impl<B> Reference<B> {
+    /// Lets go of its buffer: unmatched when no distorted frame was paired with it.
+    fn release(&mut self) -> Option<Step<B>> {
+        let buffer = self.buffer.take()?;
+        (!self.paired).then_some(Step::UnmatchedReference {
+            buffer,
+            running_time: self.time,
+        })
+    }
+}
+
 struct Distorted {
     time: u64,
     thumbnail: Thumbnail,
@@ -311,13 +322,8 @@ impl<B: Clone> Aligner<B> {
     pub fn finish(&mut self) -> Vec<Step<B>> {
         let mut steps = Vec::new();
         self.pair_waiting(&mut steps, true);
-        for r in self.references.drain(..) {
-            if let (Some(buffer), false) = (r.buffer, r.paired) {
-                steps.push(Step::UnmatchedReference {
-                    buffer,
-                    running_time: r.time,
-                });
-            }
+        for mut r in self.references.drain(..) {
+            steps.extend(r.release());
         }
         steps
     }
@@ -328,13 +334,8 @@ impl<B: Clone> Aligner<B> {
         if self.lock.is_some() {
             self.lose(steps, time);
         }
-        for r in self.references.drain(..) {
-            if let (Some(buffer), false) = (r.buffer, r.paired) {
-                steps.push(Step::UnmatchedReference {
-                    buffer,
-                    running_time: r.time,
-                });
-            }
+        for mut r in self.references.drain(..) {
+            steps.extend(r.release());
         }
         self.distorted.clear();
     }
@@ -359,43 +360,22 @@ impl<B: Clone> Aligner<B> {
                 .front()
                 .is_some_and(|r| r.time + keep < newest)
         {
-            let r = self.references.pop_front().expect("checked");
-            if let (Some(buffer), false) = (r.buffer, r.paired) {
-                steps.push(Step::UnmatchedReference {
-                    buffer,
-                    running_time: r.time,
-                });
-            }
+            let mut r = self.references.pop_front().expect("checked");
+            steps.extend(r.release());
         }
-        if let Some(needed) = needed {
+        // Locked: what no later distorted frame can pair with; searching: what is older
+        // than the range, of no use to any offset.
+        let release_before = needed.or_else(|| {
+            self.lock
+                .is_none()
+                .then(|| newest.saturating_sub(self.range + frame))
+        });
+        if let Some(before) = release_before {
             for r in self.references.iter_mut() {
-                if r.time >= needed {
+                if r.time >= before {
                     break;
                 }
-                if let Some(buffer) = r.buffer.take()
-                    && !r.paired
-                {
-                    steps.push(Step::UnmatchedReference {
-                        buffer,
-                        running_time: r.time,
-                    });
-                }
-            }
-        } else if self.lock.is_none() {
-            // Searching: buffers older than the range are of no use to any offset.
-            let oldest = newest.saturating_sub(self.range + frame);
-            for r in self.references.iter_mut() {
-                if r.time >= oldest {
-                    break;
-                }
-                if let Some(buffer) = r.buffer.take()
-                    && !r.paired
-                {
-                    steps.push(Step::UnmatchedReference {
-                        buffer,
-                        running_time: r.time,
-                    });
-                }
+                steps.extend(r.release());
             }
         }
     }
