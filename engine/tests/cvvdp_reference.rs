@@ -1,0 +1,128 @@
+//! ColorVideoVDP 0.5.7 (gfxdisp/ColorVideoVDP), the reference of the coming `cvvdp` metric:
+//! the values it gave (tests/data/cvvdp/values.json, made by scripts/cvvdp-reference.sh,
+//! which runs tests/cvvdp/generate.py in a virtual environment with `cvvdp==0.5.7`) and the
+//! clips it measured, made again here from the same integer formulas. That the bytes are
+//! the generator's (FNV-1a of each clip, recorded by it) is what lets the metric be checked
+//! against the recorded JOD without torch.
+
+use serde_json::Value;
+
+fn values() -> Value {
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/data/cvvdp/values.json");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| {
+        panic!(
+            "{}: {e} (scripts/cvvdp-reference.sh makes it)",
+            path.display()
+        )
+    });
+    serde_json::from_str(&text).expect("values.json is JSON")
+}
+
+/// One clip of the generator: its size, depth, subsampling and frames.
+struct Clip {
+    width: u32,
+    height: u32,
+    frames: u32,
+    bits: u32,
+    /// 4:4:4 (else 4:2:0, chroma sizes halved downwards as the reference's reader does).
+    full_chroma: bool,
+}
+
+/// -3..3 from a hash of the sample's place (the generator's `noise`).
+fn noise(x: i64, y: i64, t: i64, seed: i64) -> i64 {
+    let mask = 0xFFFF_FFFFi64;
+    let h =
+        ((x * 73_856_093) & mask) ^ ((y * 19_349_663) & mask) ^ ((t * 83_492_791 + seed) & mask);
+    h % 7 - 3
+}
+
+/// Sample (x, y) of plane `which` of frame t (the generator's `plane`).
+fn sample(x: i64, y: i64, t: i64, bits: u32, which: i64, distorted: bool) -> u16 {
+    let mut v = match which {
+        0 => 16 + (((x * 5 + t * 3) ^ (y * 7)) * 37 % 200),
+        1 => 108 + (x * 3 + y * 5 + t * 2) % 40,
+        _ => 113 + (x * 2 + y * 3 + t * 7) % 30,
+    };
+    if distorted {
+        v += noise(x, y, t, which) + if which == 0 && t % 4 == 3 { 4 } else { 0 };
+    }
+    let v = v.clamp(0, 255);
+    if bits == 10 {
+        (v * 4 + ((x + y + t) & 3)) as u16
+    } else {
+        v as u16
+    }
+}
+
+impl Clip {
+    /// The clip's raw bytes as the generator wrote them (planar, 16-bit little-endian
+    /// samples above 8 bits).
+    fn bytes(&self, distorted: bool) -> Vec<u8> {
+        let (w, h) = (self.width as i64, self.height as i64);
+        let (cw, ch, step) = if self.full_chroma {
+            (w, h, 1)
+        } else {
+            (w / 2, h / 2, 2)
+        };
+        let mut out = Vec::new();
+        for t in 0..self.frames as i64 {
+            for which in 0..3 {
+                let (pw, ph, s) = if which == 0 {
+                    (w, h, 1)
+                } else {
+                    (cw, ch, step)
+                };
+                for y in 0..ph {
+                    for x in 0..pw {
+                        let v = sample(x * s, y * s, t, self.bits, which, distorted);
+                        if self.bits > 8 {
+                            out.extend_from_slice(&v.to_le_bytes());
+                        } else {
+                            out.push(v as u8);
+                        }
+                    }
+                }
+            }
+        }
+        out
+    }
+}
+
+fn fnv1a64(data: &[u8]) -> u64 {
+    data.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ b as u64).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}
+
+#[test]
+fn the_clips_are_the_generators_bytes() {
+    let v = values();
+    assert_eq!(v["reference"], "cvvdp 0.5.7");
+    let cases = v["cases"].as_array().expect("cases");
+    assert!(cases.len() >= 6);
+    for c in cases {
+        let clip = Clip {
+            width: c["width"].as_u64().unwrap() as u32,
+            height: c["height"].as_u64().unwrap() as u32,
+            frames: c["frames"].as_u64().unwrap() as u32,
+            bits: c["bit_depth"].as_u64().unwrap() as u32,
+            full_chroma: c["subsampling"] == "444",
+        };
+        for (side, distorted) in [("reference", false), ("distorted", true)] {
+            let got = format!("{:016x}", fnv1a64(&clip.bytes(distorted)));
+            assert_eq!(
+                got, c["fnv1a64"][side],
+                "{} {side}: the clip differs from the generator's",
+                c["name"]
+            );
+        }
+        // JOD values of growing spans, each within the scale (10 = no visible difference).
+        let jod = c["jod"].as_array().unwrap();
+        assert_eq!(jod.last().unwrap()["frames"], c["frames"]);
+        for j in jod {
+            let v = j["jod"].as_f64().unwrap();
+            assert!((0.0..=10.0).contains(&v), "{}: {v}", c["name"]);
+        }
+    }
+}

@@ -1,0 +1,147 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MPL-2.0
+"""ColorVideoVDP 0.5.7's JOD on synthetic clips: tests/data/cvvdp/values.json.
+
+Run through scripts/cvvdp-reference.sh, which installs `cvvdp==0.5.7` (and the torch it
+brings) in a virtual environment first. CI reads the committed values and needs neither.
+
+Each clip is a reference and a distorted video made of integer formulas (`frame` below),
+which the engine's tests compute again bit for bit, written as the raw .yuv files the
+reference reads (their names carry size, depth, subsampling, colour space and frame
+rate). For each clip the reference's JOD is recorded on its first k frames for several k
+(the `cvvdp` field of frame k-1 is the JOD of the frames since the start), with the display
+model named in the case, on the CPU (`--device cpu`, `temp_padding="replicate"`, the
+reference's defaults otherwise).
+"""
+
+import json
+import os
+import sys
+import tempfile
+
+import numpy as np
+
+# name, width, height, frames, bit depth, subsampling, colour space, fps, display model.
+# Odd sizes are 4:4:4: the reference's .yuv reader halves 4:2:0 chroma sizes downwards.
+CASES = [
+    ("sdr8-420", 96, 64, 10, 8, "420", "709", 30, "standard_fhd"),
+    ("sdr8-444-odd", 101, 75, 24, 8, "444", "709", 25, "standard_fhd"),
+    ("sdr10-420", 128, 72, 30, 10, "420", "709", 30, "standard_4k"),
+    ("pq10-420", 96, 54, 24, 10, "420", "2020", 24, "standard_hdr_pq"),
+    ("pq10-444-odd", 77, 45, 12, 10, "444", "2020", 30, "standard_hdr_pq"),
+    ("sdr8-420-long", 64, 48, 120, 8, "420", "709", 60, "standard_fhd"),
+]
+
+MASK = 0xFFFFFFFF
+
+
+def noise(x, y, t, seed):
+    """-3..3 from a hash of the sample's place (u32 arithmetic, as in the Rust tests)."""
+    h = ((x * 73856093) & MASK) ^ ((y * 19349663) & MASK) ^ ((t * 83492791 + seed) & MASK)
+    return h % 7 - 3
+
+
+def plane(w, h, t, bits, which, distorted):
+    """One plane of frame t: a moving XOR texture (luma) or slow ramps (chroma), and for the
+    distorted clip a little noise and, every 4th frame, a lighter picture."""
+    ys, xs = np.mgrid[0:h, 0:w].astype(np.int64)
+    if which == 0:
+        v = 16 + (((xs * 5 + t * 3) ^ (ys * 7)) * 37 % 200)
+    elif which == 1:
+        v = 108 + (xs * 3 + ys * 5 + t * 2) % 40
+    else:
+        v = 113 + (xs * 2 + ys * 3 + t * 7) % 30
+    if distorted:
+        n = np.vectorize(noise)(xs, ys, t, which)
+        v = v + n + (4 if (which == 0 and t % 4 == 3) else 0)
+    v = np.clip(v, 0, 255)
+    if bits == 10:
+        v = v * 4 + ((xs + ys + t) & 3)
+    return v
+
+
+def frame(w, h, t, bits, ss, distorted):
+    cw, ch = (w, h) if ss == "444" else (w // 2, h // 2)
+    out = [plane(w, h, t, bits, 0, distorted)]
+    for c in (1, 2):
+        full = plane(w, h, t, bits, c, distorted)
+        out.append(full[:ch, :cw] if ss == "444" else full[0 : 2 * ch : 2, 0 : 2 * cw : 2])
+    dtype = "<u2" if bits > 8 else "u1"
+    return b"".join(p.astype(dtype).tobytes() for p in out)
+
+
+def fnv1a64(data, h=0xCBF29CE484222325):
+    """FNV-1a (64 bits) of `data` continuing from `h`: what the Rust tests compute over the
+    clips they make, to show that they made the same bytes."""
+    for b in data:
+        h = ((h ^ b) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+    return h
+
+
+def write_clip(path, case, distorted):
+    """Writes the clip and returns the FNV-1a of its bytes."""
+    name, w, h, n, bits, ss, cs, fps, _ = case
+    digest = 0xCBF29CE484222325
+    with open(path, "wb") as f:
+        for t in range(n):
+            data = frame(w, h, t, bits, ss, distorted)
+            digest = fnv1a64(data, digest)
+            f.write(data)
+    return digest
+
+
+def main():
+    import torch
+    import pycvvdp
+
+    out = sys.argv[1] if len(sys.argv) > 1 else "tests/data/cvvdp/values.json"
+    results = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for case in CASES:
+            name, w, h, n, bits, ss, cs, fps, display = case
+            stem = f"{w}x{h}_{bits}b_{ss}_{cs}_{fps}fps.yuv"
+            ref = os.path.join(tmp, f"ref_{stem}")
+            dist = os.path.join(tmp, f"dist_{stem}")
+            ref_fnv = write_clip(ref, case, False)
+            dist_fnv = write_clip(dist, case, True)
+            metric = pycvvdp.cvvdp(display_name=display, device=torch.device("cpu"), quiet=True)
+            prefixes = sorted({1, 2, 5, n // 2, n})
+            values = []
+            for k in prefixes:
+                vs = pycvvdp.video_source_yuv_file(dist, ref, display_photometry=display, frames=k)
+                jod, _ = metric.predict_video_source(vs)
+                values.append({"frames": k, "jod": float(jod)})
+                print(f"{name}: {k} frames: {float(jod):.6f} JOD", flush=True)
+            results.append(
+                {
+                    "name": name,
+                    "width": w,
+                    "height": h,
+                    "frames": n,
+                    "bit_depth": bits,
+                    "subsampling": ss,
+                    "colour_space": cs,
+                    "fps": fps,
+                    "display": display,
+                    "fnv1a64": {"reference": f"{ref_fnv:016x}", "distorted": f"{dist_fnv:016x}"},
+                    "jod": values,
+                }
+            )
+    os.makedirs(os.path.dirname(out), exist_ok=True)
+    with open(out, "w") as f:
+        json.dump(
+            {
+                "reference": f"cvvdp {pycvvdp.__version__ if hasattr(pycvvdp, '__version__') else '0.5.7'}",
+                "torch": torch.__version__,
+                "device": "cpu",
+                "generator": "tests/cvvdp/generate.py",
+                "cases": results,
+            },
+            f,
+            indent=1,
+        )
+        f.write("\n")
+
+
+if __name__ == "__main__":
+    main()
