@@ -6,7 +6,8 @@
 //! test knows which reference frame each received distorted frame shows: the element must
 //! lock within 3 s, report the offset within a frame, measure only true pairs (their
 //! PSNR/SSIM/VMAF equal those of the same frames lined up here by their index, measured
-//! by an element in `pairing=sequence`), lose the lock at the repeat and find it again.
+//! by an element in `pairing=sequence`), lose the lock at the repeat and find it again; its
+//! stats file carries the same alignment records and its endpoint the lock.
 
 mod common;
 
@@ -267,11 +268,14 @@ fn two_live_streams_are_aligned_by_content_and_realigned_after_a_repeat() {
              appsink name={tee}cap sync=false"
         )
     };
+    let stats = temp_path("align.jsonl");
     let launch = format!(
-        "{} {} gpumetrics name=m backend={} align=auto metrics=psnr+ssim+vmaf ! fakesink sync=false",
+        "{} {} gpumetrics name=m backend={} align=auto metrics=psnr+ssim+vmaf \
+         stats-file={} prometheus-address=127.0.0.1:0 ! fakesink sync=false",
         source(rport, "ref"),
         source(dport, "dist"),
-        test_backend()
+        test_backend(),
+        stats.display()
     );
     let receiver = gst::parse::launch(&launch)
         .unwrap()
@@ -287,8 +291,17 @@ fn two_live_streams_are_aligned_by_content_and_realigned_after_a_repeat() {
     let (sender, sent) = sender(rport, relayed);
     sender.set_state(gst::State::Playing).unwrap();
     let deadline = Instant::now() + Duration::from_secs(60);
+    let endpoint: String = receiver
+        .by_name("m")
+        .unwrap()
+        .property("prometheus-bound-address");
+    let mut scraped = String::new();
     while sent.load(Ordering::SeqCst) < END && Instant::now() < deadline {
         collect(&bus, &received, Duration::from_millis(100));
+        // While locked, before the repeat: the endpoint says so.
+        if scraped.is_empty() && sent.load(Ordering::SeqCst) > DROP {
+            scraped = scrape(&endpoint);
+        }
     }
     sender.set_state(gst::State::Null).unwrap();
     // Let the last frames arrive, then end both inputs.
@@ -315,6 +328,46 @@ fn two_live_streams_are_aligned_by_content_and_realigned_after_a_repeat() {
     let dists = dists.lock().unwrap().clone();
     let caps = ref_caps.lock().unwrap().clone().unwrap();
     check(&received, summary, &refs, &dists, &caps);
+
+    // The endpoint while locked, and the stats file: the same alignment records as the
+    // messages, the summary's count of frames before the lock.
+    for series in [
+        "gpumetrics_align_locked{element=\"m\"} 1",
+        "gpumetrics_align_relocks_total{element=\"m\"} 0",
+    ] {
+        assert!(scraped.lines().any(|l| l == series), "{series}:\n{scraped}");
+    }
+    let offset = scraped
+        .lines()
+        .find_map(|l| l.strip_prefix("gpumetrics_align_offset_seconds{element=\"m\"} "))
+        .and_then(|v| v.parse::<f64>().ok())
+        .expect("the offset gauge");
+    assert!((offset - DELAY as f64 / 1e9).abs() < 0.1, "{offset}");
+    let lines: Vec<serde_json::Value> = std::fs::read_to_string(&stats)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let in_file: Vec<(String, Option<i64>)> = lines
+        .iter()
+        .filter(|v| v["type"] == "align")
+        .map(|v| {
+            (
+                v["state"].as_str().unwrap().to_string(),
+                v["offset"].as_i64(),
+            )
+        })
+        .collect();
+    let in_messages: Vec<(String, Option<i64>)> = received
+        .align
+        .iter()
+        .map(|a| (a.state.clone(), a.offset))
+        .collect();
+    assert_eq!(in_file, in_messages);
+    let last = lines.last().unwrap();
+    assert_eq!(last["type"], "summary");
+    assert_eq!(last["unaligned"].as_u64(), Some(summary.unaligned));
+    let _ = std::fs::remove_file(&stats);
 }
 
 /// Takes the element's messages for `wait`.
