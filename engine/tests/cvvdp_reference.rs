@@ -126,3 +126,67 @@ fn the_clips_are_the_generators_bytes() {
         }
     }
 }
+
+/// Every display model of the reference: pixels per degree, black level, reflected light and
+/// the light of the recorded display-encoded triples (the reference in float32: 1e-5
+/// relative).
+#[test]
+fn display_models_equal_the_references() {
+    use gpumetrics_engine::metric::cvvdp::display::Display;
+    let v = values();
+    let triples: Vec<[f32; 3]> = v["triples"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            let t: Vec<f32> = t
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|x| x.as_f64().unwrap() as f32)
+                .collect();
+            [t[0], t[1], t[2]]
+        })
+        .collect();
+    let displays = v["displays"].as_array().unwrap();
+    assert!(displays.len() >= 6);
+    let close = |a: f64, b: f64, rel: f64| (a - b).abs() <= rel * b.abs().max(1e-3);
+    for d in displays {
+        let name = d["name"].as_str().unwrap();
+        let model = Display::named(name).unwrap();
+        assert!(
+            close(model.ppd, d["ppd"].as_f64().unwrap(), 1e-12),
+            "{name}: ppd {}",
+            model.ppd
+        );
+        let (black, refl) = model.black_and_reflection();
+        assert!(
+            close(black, d["black"].as_f64().unwrap(), 1e-12),
+            "{name}: black {black}"
+        );
+        assert!(
+            close(refl, d["reflection"].as_f64().unwrap(), 1e-12),
+            "{name}: reflection {refl}"
+        );
+        for (t, want) in triples.iter().zip(d["light"].as_array().unwrap()) {
+            let got = model.forward(*t);
+            for c in 0..3 {
+                let w = want[c].as_f64().unwrap();
+                assert!(
+                    close(got[c] as f64, w, 1e-5),
+                    "{name}: {t:?} channel {c}: {} here, {w} in the reference",
+                    got[c]
+                );
+            }
+        }
+    }
+    for name in [
+        "standard_fhd",
+        "standard_4k",
+        "standard_hdr_pq",
+        "standard_hdr_hlg",
+        "standard_hdr_linear",
+    ] {
+        assert!(displays.iter().any(|d| d["name"] == name), "{name}");
+    }
+}

@@ -90,6 +90,45 @@ def write_clip(path, case, distorted):
     return digest
 
 
+# Display-encoded RGB triples each display model is asked for the light of.
+TRIPLES = [
+    (0.0, 0.0, 0.0),
+    (0.01, 0.01, 0.01),
+    (0.04, 0.04, 0.04),
+    (0.1, 0.1, 0.1),
+    (0.25, 0.5, 0.75),
+    (0.5, 0.5, 0.5),
+    (0.6, 0.3, 0.9),
+    (0.9, 0.9, 0.9),
+    (1.0, 1.0, 1.0),
+]
+
+
+def displays():
+    """Each display model's pixels per degree, black level, reflection and the light of
+    `TRIPLES`, as the reference's display model classes give them."""
+    import torch
+    from pycvvdp.display_model import vvdp_display_geometry, vvdp_display_photometry
+
+    names = json.load(open(os.path.join(os.path.dirname(__import__("pycvvdp").__file__),
+                                        "vvdp_data", "display_models.json")))
+    out = []
+    for name in names:
+        photometry = vvdp_display_photometry.load(name, [])
+        geometry = vvdp_display_geometry.load(name, [])
+        v = torch.tensor(TRIPLES, dtype=torch.float32).view(len(TRIPLES), 3, 1, 1, 1)
+        light = photometry.forward(v).view(len(TRIPLES), 3)
+        black, refl = photometry.get_black_level()
+        out.append({
+            "name": name,
+            "ppd": geometry.get_ppd(),
+            "black": black,
+            "reflection": refl,
+            "light": [[float(x) for x in row] for row in light.tolist()],
+        })
+    return out
+
+
 def main():
     import torch
     import pycvvdp
@@ -136,6 +175,8 @@ def main():
                 "device": "cpu",
                 "generator": "tests/cvvdp/generate.py",
                 "cases": results,
+                "triples": TRIPLES,
+                "displays": displays(),
             },
             f,
             indent=1,

@@ -14,6 +14,7 @@ pub mod blur;
 pub mod butteraugli;
 pub mod cambi;
 pub mod ciede2000;
+pub mod cvvdp;
 #[cfg(test)]
 mod example_entry;
 pub mod field;

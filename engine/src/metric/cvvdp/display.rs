@@ -1,0 +1,246 @@
+//! ColorVideoVDP's display models (the reference's `display_models.json`, by name): how
+//! display-encoded values become the light the display emits (photometry: the EOTF of the
+//! model's colour space, peak luminance, black level from the contrast, and the ambient light
+//! the screen reflects) and how many pixels a degree of visual angle holds (geometry: from
+//! the resolution, the diagonal and the viewing distance). As the reference's
+//! `vvdp_display_photo_eotf` and `vvdp_display_geometry`, in f64 for the per-model
+//! constants and f32 per sample (the reference computes in torch's float32).
+
+use std::sync::LazyLock;
+
+use serde_json::Value;
+
+/// The reference's display models.
+static MODELS: LazyLock<serde_json::Map<String, Value>> = LazyLock::new(|| {
+    serde_json::from_str(include_str!("display_models.json"))
+        .expect("the reference's display_models.json is a JSON object")
+});
+
+/// The reference's colour spaces (the EOTF of each).
+static COLOUR_SPACES: LazyLock<serde_json::Map<String, Value>> = LazyLock::new(|| {
+    serde_json::from_str(include_str!("color_spaces.json"))
+        .expect("the reference's color_spaces.json is a JSON object")
+});
+
+/// How a display decodes its input.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Eotf {
+    Srgb,
+    Pq,
+    Hlg,
+    Linear,
+    /// A power law with this exponent.
+    Gamma(f32),
+}
+
+/// A display model of the reference.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Display {
+    pub name: String,
+    pub eotf: Eotf,
+    /// cd/m².
+    pub peak: f64,
+    pub contrast: f64,
+    /// Ambient illuminance (lux) and the screen's reflectivity.
+    pub ambient: f64,
+    pub reflectivity: f64,
+    pub exposure: f64,
+    /// Pixels per degree at the centre of the screen.
+    pub ppd: f64,
+}
+
+impl Display {
+    /// The model named `name` (`standard_fhd`, `standard_4k`, `standard_hdr_pq`, ...), or
+    /// the names there are.
+    pub fn named(name: &str) -> Result<Display, String> {
+        let model = MODELS
+            .get(name)
+            .ok_or_else(|| format!("no display model '{name}' (models: {})", names().join(", ")))?;
+        let num = |k: &str| model.get(k).and_then(Value::as_f64);
+        let peak = num("max_luminance").ok_or("max_luminance")?;
+        let contrast = num("min_luminance")
+            .map(|min| peak / min)
+            .or_else(|| num("contrast"))
+            .unwrap_or(500.0);
+        let space = model
+            .get("colorspace")
+            .and_then(Value::as_str)
+            .unwrap_or("sRGB");
+        let eotf = COLOUR_SPACES
+            .get(space)
+            .and_then(|s| s.get("EOTF"))
+            .and_then(Value::as_str)
+            .ok_or_else(|| format!("{name}: colour space '{space}' has no EOTF"))?;
+        let eotf = match eotf {
+            "sRGB" => Eotf::Srgb,
+            "PQ" => Eotf::Pq,
+            "HLG" => Eotf::Hlg,
+            "linear" => Eotf::Linear,
+            g => Eotf::Gamma(g.parse().map_err(|_| format!("{name}: EOTF '{g}'"))?),
+        };
+        Ok(Display {
+            name: name.to_string(),
+            eotf,
+            peak,
+            contrast,
+            ambient: num("E_ambient").unwrap_or(0.0),
+            reflectivity: num("k_refl").unwrap_or(0.005),
+            exposure: num("exposure").unwrap_or(1.0),
+            ppd: ppd(model).map_err(|e| format!("{name}: {e}"))?,
+        })
+    }
+
+    /// Black level and reflected ambient light (cd/m²).
+    pub fn black_and_reflection(&self) -> (f64, f64) {
+        (
+            self.peak / self.contrast,
+            self.ambient / std::f64::consts::PI * self.reflectivity,
+        )
+    }
+
+    /// The light (cd/m²) of display-encoded RGB `v` (0..1, clamped as the reference does).
+    pub fn forward(&self, v: [f32; 3]) -> [f32; 3] {
+        let (black, refl) = self.black_and_reflection();
+        let (peak, black, refl, exposure) = (
+            self.peak as f32,
+            black as f32,
+            refl as f32,
+            self.exposure as f32,
+        );
+        let v = v.map(|c| {
+            if self.eotf == Eotf::Linear {
+                c
+            } else {
+                c.clamp(0.0, 1.0)
+            }
+        });
+        let scaled = |lin: f32| {
+            let lin = if exposure == 1.0 {
+                lin
+            } else {
+                (lin * exposure).clamp(0.0, 1.0)
+            };
+            (peak - black) * lin + black + refl
+        };
+        match self.eotf {
+            Eotf::Srgb => v.map(|c| scaled(srgb_to_linear(c))),
+            Eotf::Pq => v.map(|c| (pq_to_linear(c) * exposure).clamp(0.005, peak) + black + refl),
+            Eotf::Linear => v.map(|c| (c * exposure).clamp(0.005f32.max(black), peak) + refl),
+            Eotf::Gamma(g) => {
+                v.map(|c| (peak - black) * (c.powf(g) * exposure).clamp(0.0, 1.0) + black + refl)
+            }
+            Eotf::Hlg => {
+                let mut gamma = 1.2f64;
+                if self.peak > 1000.0 {
+                    gamma = 1.2 + 0.42 * (self.peak / 1000.0).log10()
+                        - 0.076_23 * (self.ambient / 5.0).log10();
+                }
+                hlg_to_linear(v, gamma as f32).map(scaled)
+            }
+        }
+    }
+}
+
+/// The reference's display model names, in its file's order.
+pub fn names() -> Vec<&'static str> {
+    MODELS.keys().map(String::as_str).collect()
+}
+
+/// Pixels per degree at the centre, from the model's geometry.
+fn ppd(model: &Value) -> Result<f64, String> {
+    let num = |k: &str| model.get(k).and_then(Value::as_f64);
+    let res = model
+        .get("resolution")
+        .and_then(Value::as_array)
+        .filter(|r| r.len() == 2)
+        .and_then(|r| Some((r[0].as_f64()?, r[1].as_f64()?)))
+        .ok_or("no resolution")?;
+    if let Some(ppd) = num("pixels_per_degree") {
+        return Ok(ppd);
+    }
+    const INCH: f64 = 0.0254;
+    let ar = res.0 / res.1;
+    let diagonal = num("diagonal_size_meters")
+        .map(|m| m / INCH)
+        .or_else(|| num("diagonal_size_inches"));
+    let mut size = diagonal.map(|d| {
+        let h = ((d * 25.4).powi(2) / (1.0 + ar * ar)).sqrt();
+        (ar * h / 1000.0, h / 1000.0)
+    });
+    // The reference's loader passes a diagonal field of view only.
+    let fov = [None, None, num("fov_diagonal")];
+    let distance = match num("viewing_distance_meters")
+        .or_else(|| num("viewing_distance_inches").map(|i| i * INCH))
+    {
+        Some(m) => m,
+        None if fov.iter().any(Option::is_some) => 3.0,
+        None => return Err("no viewing distance".into()),
+    };
+    let tan_half = |deg: f64| (deg / 2.0).to_radians().tan();
+    if let Some(h) = fov[0] {
+        let w = 2.0 * tan_half(h) * distance;
+        size = Some((w, w / ar));
+    } else if let Some(v) = fov[1] {
+        let h = 2.0 * tan_half(v) * distance;
+        size = Some((h * ar, h));
+    } else if let Some(d) = fov[2] {
+        let distance_px = (res.0 * res.0 + res.1 * res.1).sqrt() / (2.0 * tan_half(d));
+        let height_deg = (res.1 / 2.0 / distance_px).atan().to_degrees() * 2.0;
+        let h = 2.0 * tan_half(height_deg) * distance;
+        size = Some((h * ar, h));
+    }
+    let width = size.ok_or("no display size")?.0;
+    let pix_deg = 2.0 * (0.5 * width / res.0 / distance).atan().to_degrees();
+    Ok(1.0 / pix_deg)
+}
+
+/// sRGB's EOTF.
+pub fn srgb_to_linear(p: f32) -> f32 {
+    if p > 0.04045 {
+        ((p + 0.055) / 1.055).powf(2.4)
+    } else {
+        p / 12.92
+    }
+}
+
+/// PQ (SMPTE ST 2084) to cd/m².
+pub fn pq_to_linear(v: f32) -> f32 {
+    const N: f32 = 0.159_301_76;
+    const M: f32 = 78.843_75;
+    const C1: f32 = 0.835_937_5;
+    const C2: f32 = 18.851_563;
+    const C3: f32 = 18.6875;
+    let t = v.powf(1.0 / M);
+    10000.0 * ((t - C1).max(0.0) / (C2 - C3 * t)).powf(1.0 / N)
+}
+
+/// HLG's inverse OETF and the OOTF of system gamma `gamma` (relative, 0..1).
+pub fn hlg_to_linear(rgb: [f32; 3], gamma: f32) -> [f32; 3] {
+    const A: f32 = 0.178_832_77;
+    let b = 1.0 - 4.0 * A;
+    let c = 0.5 - A * (4.0 * A).ln();
+    let s = rgb.map(|v| {
+        if v <= 0.5 {
+            v * v / 3.0
+        } else {
+            (((v - c) / A).exp() + b) / 12.0
+        }
+    });
+    let y = 0.2627 * s[0] + 0.6780 * s[1] + 0.0593 * s[2];
+    let k = y.powf(gamma - 1.0);
+    s.map(|v| k * v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_model_of_the_reference_loads() {
+        for name in names() {
+            let d = Display::named(name).unwrap();
+            assert!(d.ppd > 10.0 && d.peak > 0.0, "{d:?}");
+        }
+        assert!(Display::named("nope").unwrap_err().contains("standard_fhd"));
+    }
+}
