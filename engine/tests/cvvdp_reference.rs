@@ -190,3 +190,33 @@ fn display_models_equal_the_references() {
         assert!(displays.iter().any(|d| d["name"] == name), "{name}");
     }
 }
+
+/// The temporal filters' taps at frame rates from 1 to 120 (the reference in float32: 1e-5
+/// of the largest tap).
+#[test]
+fn temporal_filters_equal_the_references() {
+    use gpumetrics_engine::metric::cvvdp::temporal::filters;
+    let v = values();
+    let rates = v["temporal_filters"].as_array().unwrap();
+    assert!(rates.len() >= 6);
+    for r in rates {
+        let fps = r["fps"].as_f64().unwrap();
+        let got = filters(fps);
+        for (c, want) in r["taps"].as_array().unwrap().iter().enumerate() {
+            let want: Vec<f64> = want
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|x| x.as_f64().unwrap())
+                .collect();
+            assert_eq!(got[c].len(), want.len(), "{fps} fps, filter {c}");
+            let scale = want.iter().fold(0f64, |m, x| m.max(x.abs()));
+            for (t, (g, w)) in got[c].iter().zip(&want).enumerate() {
+                assert!(
+                    (*g as f64 - w).abs() <= 1e-5 * scale,
+                    "{fps} fps, filter {c}, tap {t}: {g} here, {w} in the reference"
+                );
+            }
+        }
+    }
+}

@@ -129,6 +129,19 @@ def displays():
     return out
 
 
+def temporal_filters():
+    """The four temporal filters' taps at several frame rates."""
+    import torch
+    import pycvvdp
+
+    metric = pycvvdp.cvvdp(display_name="standard_fhd", device=torch.device("cpu"), quiet=True)
+    out = []
+    for fps in (1, 10, 24, 25, 29.97, 30, 50, 60, 120):
+        taps, _ = metric.get_temporal_filters(fps)
+        out.append({"fps": fps, "taps": [[float(x) for x in t.tolist()] for t in taps]})
+    return out
+
+
 def main():
     import torch
     import pycvvdp
@@ -177,6 +190,7 @@ def main():
                 "cases": results,
                 "triples": TRIPLES,
                 "displays": displays(),
+                "temporal_filters": temporal_filters(),
             },
             f,
             indent=1,
