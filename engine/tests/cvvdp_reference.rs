@@ -220,3 +220,35 @@ fn temporal_filters_equal_the_references() {
         }
     }
 }
+
+/// castleCSF's sensitivity per channel at spatial frequencies and background luminances
+/// within and past its table (the reference in float32: 1e-5 relative).
+#[test]
+fn contrast_sensitivity_equals_the_references() {
+    use gpumetrics_engine::metric::cvvdp::csf::AtFrequency;
+    let v = values();
+    let csf = &v["csf"];
+    let floats = |v: &Value| -> Vec<f64> {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_f64().unwrap())
+            .collect()
+    };
+    let (rhos, log_ls) = (floats(&csf["rho"]), floats(&csf["log_l_bkg"]));
+    let channels = csf["channels"].as_array().unwrap();
+    assert_eq!(channels.len(), 4);
+    for ch in channels {
+        let c = ch["channel"].as_u64().unwrap() as usize;
+        for (rho, want) in rhos.iter().zip(ch["s"].as_array().unwrap()) {
+            let at = AtFrequency::new(c, *rho as f32);
+            for (log_l, w) in log_ls.iter().zip(floats(want)) {
+                let got = at.sensitivity(*log_l as f32) as f64;
+                assert!(
+                    (got - w).abs() <= 1e-5 * w.abs(),
+                    "channel {c}, rho {rho}, log L {log_l}: {got} here, {w} in the reference"
+                );
+            }
+        }
+    }
+}

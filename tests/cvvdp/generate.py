@@ -142,6 +142,30 @@ def temporal_filters():
     return out
 
 
+# Spatial frequencies (cycles per degree) and log10 background luminances the CSF is
+# looked up at, past both ends of its table included.
+CSF_RHO = (0.05, 0.5, 1.0, 2.0, 4.0, 8.3, 16.0, 32.0, 64.0, 200.0)
+CSF_LOG_L = (-4.0, -2.0, -1.0, -0.3, 0.0, 0.7, 1.0, 2.0, 3.0, 4.5, 6.0)
+
+
+def csf():
+    """castleCSF's sensitivity per channel (sustained Y, RG, VY; transient Y) at `CSF_RHO`
+    × `CSF_LOG_L`, as the metric looks it up."""
+    import torch
+    import pycvvdp
+
+    metric = pycvvdp.cvvdp(display_name="standard_fhd", device=torch.device("cpu"), quiet=True)
+    out = []
+    for channel, (omega, cc) in enumerate([(0, 0), (0, 1), (0, 2), (5, 0)]):
+        rows = []
+        for rho in CSF_RHO:
+            log_l = torch.tensor(CSF_LOG_L, dtype=torch.float32)
+            s = metric.csf.sensitivity(rho, omega, log_l, cc, metric.csf_sigma)
+            rows.append([float(x) for x in s.flatten().tolist()])
+        out.append({"channel": channel, "s": rows})
+    return {"rho": CSF_RHO, "log_l_bkg": CSF_LOG_L, "channels": out}
+
+
 def main():
     import torch
     import pycvvdp
@@ -191,6 +215,7 @@ def main():
                 "triples": TRIPLES,
                 "displays": displays(),
                 "temporal_filters": temporal_filters(),
+                "csf": csf(),
             },
             f,
             indent=1,

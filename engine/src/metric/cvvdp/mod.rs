@@ -1,10 +1,11 @@
 //! ColorVideoVDP (issue 47), being built: not a metric of the registry yet. What exists is
 //! checked against ColorVideoVDP 0.5.7 (tests/data/cvvdp/values.json, made by
-//! scripts/cvvdp-reference.sh): the display models ([`display`]) and the temporal filters
-//! ([`temporal`]).
+//! scripts/cvvdp-reference.sh): the display models ([`display`]), the temporal filters
+//! ([`temporal`]) and the contrast sensitivity ([`csf`]).
 //!
 //! The reference's data files used here are copied unchanged from its `vvdp_data/`, with
 //! its licence (LICENSE-ColorVideoVDP in this folder).
 
+pub mod csf;
 pub mod display;
 pub mod temporal;
