@@ -252,3 +252,85 @@ fn contrast_sensitivity_equals_the_references() {
         }
     }
 }
+
+/// Frame 0 of three clips (both videos) read as the reference reads it: display-encoded RGB
+/// (limited range, chroma upsampled bilinearly, the clip's matrix) and, through the display
+/// model, DKL (the reference in float32: 1e-5 relative, 1e-6 absolute near 0).
+#[test]
+fn frames_read_into_dkl_equal_the_references() {
+    use gpumetrics_engine::metric::cvvdp::display::{Display, to_dkl};
+    use gpumetrics_engine::metric::cvvdp::yuv::{Planes, Subsampling};
+    let v = values();
+    let cases = v["cases"].as_array().unwrap();
+    let colours = v["colours"].as_array().unwrap();
+    assert!(colours.len() >= 6);
+    for entry in colours {
+        let c = cases.iter().find(|c| c["name"] == entry["case"]).unwrap();
+        let clip = Clip {
+            width: c["width"].as_u64().unwrap() as u32,
+            height: c["height"].as_u64().unwrap() as u32,
+            frames: 1,
+            bits: c["bit_depth"].as_u64().unwrap() as u32,
+            full_chroma: c["subsampling"] == "444",
+        };
+        let bytes = clip.bytes(entry["side"] == "distorted");
+        let samples: Vec<u16> = if clip.bits > 8 {
+            bytes
+                .chunks(2)
+                .map(|b| u16::from_le_bytes([b[0], b[1]]))
+                .collect()
+        } else {
+            bytes.iter().map(|&b| b as u16).collect()
+        };
+        let (w, h) = (clip.width as usize, clip.height as usize);
+        let (cw, ch) = if clip.full_chroma {
+            (w, h)
+        } else {
+            (w / 2, h / 2)
+        };
+        let planes = Planes {
+            y: &samples[..w * h],
+            cb: &samples[w * h..w * h + cw * ch],
+            cr: &samples[w * h + cw * ch..w * h + 2 * cw * ch],
+            width: w,
+            height: h,
+            bits: clip.bits,
+            subsampling: if clip.full_chroma {
+                Subsampling::S444
+            } else {
+                Subsampling::S420
+            },
+            bt2020: c["colour_space"] == "2020",
+        };
+        let rgb = planes.rgb();
+        let display = Display::named(c["display"].as_str().unwrap()).unwrap();
+        let m = display.rgb_to_dkl().unwrap();
+        let close = |a: f32, b: f64| (a as f64 - b).abs() <= 1e-5 * b.abs() + 1e-6;
+        for p in entry["pixels"].as_array().unwrap() {
+            let (x, y) = (
+                p["x"].as_u64().unwrap() as usize,
+                p["y"].as_u64().unwrap() as usize,
+            );
+            let got = rgb[y * w + x];
+            let dkl = to_dkl(&m, display.forward(got));
+            for k in 0..3 {
+                let (want_rgb, want_dkl) =
+                    (p["rgb"][k].as_f64().unwrap(), p["dkl"][k].as_f64().unwrap());
+                assert!(
+                    close(got[k], want_rgb),
+                    "{} {} ({x}, {y}) RGB {k}: {} here, {want_rgb} in the reference",
+                    entry["case"],
+                    entry["side"],
+                    got[k]
+                );
+                assert!(
+                    close(dkl[k], want_dkl),
+                    "{} {} ({x}, {y}) DKL {k}: {} here, {want_dkl} in the reference",
+                    entry["case"],
+                    entry["side"],
+                    dkl[k]
+                );
+            }
+        }
+    }
+}

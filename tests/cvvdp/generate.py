@@ -166,6 +166,44 @@ def csf():
     return {"rho": CSF_RHO, "log_l_bkg": CSF_LOG_L, "channels": out}
 
 
+# Pixels (x, y) whose colour the generator records, from frame 0 of some clips.
+PIXELS = ((0, 0), (1, 0), (0, 1), (1, 1), (5, 7), (-1, 0), (0, -1), (-1, -1), (-2, -3))
+
+
+def colours(tmp):
+    """Frame 0 of three clips (both videos) as the reference reads it: display-encoded RGB
+    and DKL (D65, cd/m²) at `PIXELS` (negative: from the far edge)."""
+    import torch
+    import pycvvdp
+
+    out = []
+    for case in CASES:
+        name, w, h, n, bits, ss, cs, fps, display = case
+        if name not in ("sdr8-420", "pq10-420", "pq10-444-odd"):
+            continue
+        stem = f"{w}x{h}_{bits}b_{ss}_{cs}_{fps}fps.yuv"
+        ref = os.path.join(tmp, f"ref_{stem}")
+        dist = os.path.join(tmp, f"dist_{stem}")
+        vs = pycvvdp.video_source_yuv_file(dist, ref, display_photometry=display, frames=1)
+        for side, reader, get in (
+            ("reference", vs.reference_vidr, vs.get_reference_frame),
+            ("distorted", vs.test_vidr, vs.get_test_frame),
+        ):
+            rgb = reader.get_frame_rgb_tensor(0, torch.device("cpu"))  # H, W, 3
+            dkl = get(0, device=torch.device("cpu"), colorspace="DKLd65")  # 1, 3, 1, H, W
+            px = []
+            for x, y in PIXELS:
+                x, y = x % w, y % h
+                px.append({
+                    "x": x,
+                    "y": y,
+                    "rgb": [float(c) for c in rgb[y, x, :].tolist()],
+                    "dkl": [float(dkl[0, c, 0, y, x]) for c in range(3)],
+                })
+            out.append({"case": name, "side": side, "pixels": px})
+    return out
+
+
 def main():
     import torch
     import pycvvdp
@@ -203,6 +241,7 @@ def main():
                     "jod": values,
                 }
             )
+        colour = colours(tmp)
     os.makedirs(os.path.dirname(out), exist_ok=True)
     with open(out, "w") as f:
         json.dump(
@@ -216,6 +255,7 @@ def main():
                 "displays": displays(),
                 "temporal_filters": temporal_filters(),
                 "csf": csf(),
+                "colours": colour,
             },
             f,
             indent=1,

@@ -141,6 +141,62 @@ impl Display {
     }
 }
 
+/// XYZ to LMS (CIE 2006) and LMS to DKL (D65), the reference's matrices.
+const XYZ_TO_LMS2006: [[f32; 3]; 3] = f32s([
+    [0.187596268556126, 0.585168649077728, -0.026384263306304],
+    [-0.133397430663221, 0.405505777260049, 0.034502127690364],
+    [0.000244379021663, -0.000542995890619, 0.019406849066323],
+]);
+const LMS2006_TO_DKLD65: [[f32; 3]; 3] = f32s([
+    [1.0, 1.0, 0.0],
+    [1.0, -2.311130179947035, 0.0],
+    [-1.0, -1.0, 50.97757132871878],
+]);
+
+/// The reference's float64 constants as torch makes them float32 (rounded to nearest).
+const fn f32s(m: [[f64; 3]; 3]) -> [[f32; 3]; 3] {
+    let mut out = [[0f32; 3]; 3];
+    let mut i = 0;
+    while i < 9 {
+        out[i / 3][i % 3] = m[i / 3][i % 3] as f32;
+        i += 1;
+    }
+    out
+}
+
+fn matmul(a: &[[f32; 3]; 3], b: &[[f32; 3]; 3]) -> [[f32; 3]; 3] {
+    std::array::from_fn(|i| std::array::from_fn(|j| (0..3).map(|k| a[i][k] * b[k][j]).sum()))
+}
+
+impl Display {
+    /// The matrix from the display's linear RGB to DKL (D65), as the reference multiplies
+    /// it out in float32: LMS→DKL · XYZ→LMS · RGB→XYZ (the colour space's rows).
+    pub fn rgb_to_dkl(&self) -> Result<[[f32; 3]; 3], String> {
+        let space = MODELS[&self.name]
+            .get("colorspace")
+            .and_then(Value::as_str)
+            .unwrap_or("sRGB");
+        let cs = &COLOUR_SPACES[space];
+        let row = |k: &str| -> Result<[f32; 3], String> {
+            let a = cs
+                .get(k)
+                .and_then(Value::as_array)
+                .ok_or(format!("{space}: {k}"))?;
+            Ok(std::array::from_fn(|i| a[i].as_f64().unwrap_or(0.0) as f32))
+        };
+        let rgb2xyz = [row("RGB2X")?, row("RGB2Y")?, row("RGB2Z")?];
+        Ok(matmul(
+            &matmul(&LMS2006_TO_DKLD65, &XYZ_TO_LMS2006),
+            &rgb2xyz,
+        ))
+    }
+}
+
+/// A pixel's DKL from its linear RGB (the reference's per-channel dot products).
+pub fn to_dkl(m: &[[f32; 3]; 3], rgb: [f32; 3]) -> [f32; 3] {
+    m.map(|row| rgb[0] * row[0] + rgb[1] * row[1] + rgb[2] * row[2])
+}
+
 /// The reference's display model names, in its file's order.
 pub fn names() -> Vec<&'static str> {
     MODELS.keys().map(String::as_str).collect()
