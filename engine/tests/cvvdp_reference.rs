@@ -334,3 +334,74 @@ fn frames_read_into_dkl_equal_the_references() {
         }
     }
 }
+
+/// The decimated Laplacian pyramid of a plane with detail at every scale, at sizes of every
+/// parity: band count, frequencies, level sizes and every sample (the reference in float32:
+/// 1e-5 of the level's largest magnitude).
+#[test]
+fn laplacian_pyramids_equal_the_references() {
+    use gpumetrics_engine::metric::cvvdp::pyramid::{Plane, bands, laplacian};
+    let v = values();
+    let pyramids = v["pyramids"].as_array().unwrap();
+    assert!(pyramids.len() >= 5);
+    for p in pyramids {
+        let (w, h) = (
+            p["width"].as_u64().unwrap() as usize,
+            p["height"].as_u64().unwrap() as usize,
+        );
+        let ppd = p["ppd"].as_f64().unwrap();
+        let (levels, freqs) = bands(w, h, ppd);
+        assert_eq!(levels as u64, p["levels"].as_u64().unwrap(), "{w}x{h}");
+        let want_freqs: Vec<f64> = p["freqs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f.as_f64().unwrap())
+            .collect();
+        assert_eq!(freqs.len(), want_freqs.len());
+        for (a, b) in freqs.iter().zip(&want_freqs) {
+            assert!((a - b).abs() <= 1e-12 * b.abs(), "{w}x{h}: {a} vs {b}");
+        }
+        let image = Plane::new(
+            w,
+            h,
+            (0..h)
+                .flat_map(|y| {
+                    (0..w).map(move |x| {
+                        let (x, y) = (x as i64, y as i64);
+                        let v = ((x * 7 + y * 3) ^ (x * y)) % 97 + (x / 8 + y / 5) % 13 * 10;
+                        v as f32 / 10.0
+                    })
+                })
+                .collect(),
+        );
+        let (lap, _) = laplacian(&image, levels + 1);
+        let want = p["laplacian"].as_array().unwrap();
+        assert_eq!(lap.len(), want.len(), "{w}x{h}");
+        for (l, (got, want)) in lap.iter().zip(want).enumerate() {
+            assert_eq!(
+                (got.width as u64, got.height as u64),
+                (
+                    want["width"].as_u64().unwrap(),
+                    want["height"].as_u64().unwrap()
+                ),
+                "{w}x{h} level {l}"
+            );
+            let data: Vec<f64> = want["data"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|x| x.as_f64().unwrap())
+                .collect();
+            let scale = data.iter().fold(0f64, |m, x| m.max(x.abs()));
+            for (i, (g, x)) in got.data.iter().zip(&data).enumerate() {
+                assert!(
+                    (*g as f64 - x).abs() <= 1e-5 * scale,
+                    "{w}x{h} level {l} sample ({}, {}): {g} here, {x} in the reference",
+                    i % got.width,
+                    i / got.width
+                );
+            }
+        }
+    }
+}

@@ -204,6 +204,40 @@ def colours(tmp):
     return out
 
 
+def pyramid_image(w, h):
+    """A plane with detail at every scale (integer formula, as in the Rust tests)."""
+    ys, xs = np.mgrid[0:h, 0:w].astype(np.int64)
+    v = ((xs * 7 + ys * 3) ^ (xs * ys)) % 97 + (xs // 8 + ys // 5) % 13 * 10
+    return v.astype(np.float32) / 10.0
+
+
+def pyramids():
+    """The decimated Laplacian pyramid (`lpyr_dec`) of `pyramid_image` at several sizes,
+    every parity of rows and columns: band count and frequencies, and per level its size
+    and every sample."""
+    import torch
+    from pycvvdp.lpyr_dec import lpyr_dec
+
+    out = []
+    for w, h, ppd in ((96, 64, 60.0), (101, 75, 37.7), (64, 45, 75.4), (33, 50, 20.0), (40, 41, 2.0)):
+        p = lpyr_dec(w, h, ppd, torch.device("cpu"))
+        img = torch.tensor(pyramid_image(w, h)).view(1, 1, h, w)
+        lpyr, gpyr = p.laplacian_pyramid_dec(img, p.height + 1)
+        out.append({
+            "width": w,
+            "height": h,
+            "ppd": ppd,
+            "levels": int(p.height),
+            "freqs": [float(f) for f in p.get_freqs()],
+            "laplacian": [
+                {"width": int(l.shape[-1]), "height": int(l.shape[-2]),
+                 "data": [float(x) for x in l.flatten().tolist()]}
+                for l in lpyr
+            ],
+        })
+    return out
+
+
 def main():
     import torch
     import pycvvdp
@@ -256,6 +290,7 @@ def main():
                 "temporal_filters": temporal_filters(),
                 "csf": csf(),
                 "colours": colour,
+                "pyramids": pyramids(),
             },
             f,
             indent=1,

@@ -1,0 +1,177 @@
+//! ColorVideoVDP's decimated Laplacian pyramid (`lpyr_dec`): how many bands a frame of a
+//! size and pixels-per-degree has and their frequencies, and the Gaussian reduce and expand
+//! with the 5-tap kernel (a = 0.4), as the reference computes them: a reduce sums the
+//! kernel over the samples inside the frame and then adds the mirrored ones at both ends;
+//! an expand upsamples with zeros, repeats the edge samples and filters with twice the
+//! kernel. Both as the reference writes them, including its one quirk: the horizontal
+//! reduce picks its right-edge terms by the parity of the frame's *rows*.
+
+/// A single-channel plane of f32 samples, row by row.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Plane {
+    pub width: usize,
+    pub height: usize,
+    pub data: Vec<f32>,
+}
+
+impl Plane {
+    pub fn new(width: usize, height: usize, data: Vec<f32>) -> Plane {
+        assert_eq!(data.len(), width * height);
+        Plane {
+            width,
+            height,
+            data,
+        }
+    }
+
+    fn at(&self, x: usize, y: usize) -> f32 {
+        self.data[y * self.width + x]
+    }
+}
+
+/// The 5-tap kernel of the reference (a = 0.4), in float32.
+fn kernel() -> [f32; 5] {
+    let a = 0.4f64;
+    [0.25 - a / 2.0, 0.25, a, 0.25, 0.25 - a / 2.0].map(|k| k as f32)
+}
+
+/// The bands of a `width`×`height` frame seen at `ppd` pixels per degree: the number of
+/// levels (the Laplacian bands; the pyramid has one more, the base band) and the peak
+/// frequency of each band (cycles per degree), as `lpyr_dec` sets them.
+pub fn bands(width: usize, height: usize, ppd: f64) -> (usize, Vec<f64>) {
+    let max_levels = (width.min(height) as f64).log2().floor() as i64 - 1;
+    let freqs = |n: usize| -> Vec<f64> {
+        std::iter::once(1.0)
+            .chain((0..n).map(|f| 0.3228 * 2f64.powi(-(f as i32))))
+            .map(|b| b * ppd / 2.0)
+            .collect()
+    };
+    let candidates = freqs(14);
+    let max_band = candidates
+        .iter()
+        .position(|&b| b <= 0.2)
+        .map_or(max_levels, |i| i as i64);
+    let levels = (max_band + 1).clamp(0, max_levels.max(0)) as usize;
+    (levels, freqs(levels))
+}
+
+/// One reduce step: filter and decimate rows, then columns (`gausspyr_reduce`).
+pub fn reduce(x: &Plane) -> Plane {
+    let k = kernel();
+    let (w, h) = (x.width, x.height);
+    let ho = h.div_ceil(2);
+    // Vertical: output row i centred on input row 2i, zero outside, then the mirrored ends.
+    let mut ya = vec![0f32; ho * w];
+    for i in 0..ho {
+        for c in 0..w {
+            let mut s = 0f32;
+            for (t, kt) in k.iter().enumerate() {
+                let r = 2 * i as i64 + t as i64 - 2;
+                if r >= 0 && (r as usize) < h {
+                    s += kt * x.at(c, r as usize);
+                }
+            }
+            ya[i * w + c] = s;
+        }
+    }
+    for c in 0..w {
+        ya[c] += x.at(c, 0) * k[1] + x.at(c, 1.min(h - 1)) * k[0];
+        let last = (ho - 1) * w + c;
+        if h % 2 == 1 {
+            ya[last] += x.at(c, h - 1) * k[3] + x.at(c, h.saturating_sub(2)) * k[4];
+        } else {
+            ya[last] += x.at(c, h - 1) * k[4];
+        }
+    }
+    let ya = Plane::new(w, ho, ya);
+    let wo = w.div_ceil(2);
+    let mut y = vec![0f32; ho * wo];
+    for r in 0..ho {
+        for j in 0..wo {
+            let mut s = 0f32;
+            for (t, kt) in k.iter().enumerate() {
+                let c = 2 * j as i64 + t as i64 - 2;
+                if c >= 0 && (c as usize) < w {
+                    s += kt * ya.at(c as usize, r);
+                }
+            }
+            y[r * wo + j] = s;
+        }
+        y[r * wo] += ya.at(0, r) * k[1] + ya.at(1.min(w - 1), r) * k[0];
+        // The reference tests the parity of the input's rows here, not of its columns.
+        if h % 2 == 1 {
+            y[r * wo + wo - 1] += ya.at(w - 1, r) * k[3] + ya.at(w.saturating_sub(2), r) * k[4];
+        } else {
+            y[r * wo + wo - 1] += ya.at(w - 1, r) * k[4];
+        }
+    }
+    Plane::new(wo, ho, y)
+}
+
+/// Upsamples `x` along one axis to `n` samples (`interleave_zeros_and_pad`, then the
+/// kernel ×2 with no padding): `line(i)` reads sample i of the input line of length `m`.
+fn expand_line(m: usize, n: usize, line: impl Fn(usize) -> f32, out: &mut [f32]) {
+    let k = kernel().map(|v| v * 2.0);
+    let mut z = vec![0f32; n + 4];
+    for i in 0..m {
+        let p = 2 + 2 * i;
+        if p < n + 2 {
+            z[p] = line(i);
+        }
+    }
+    z[0] = line(0);
+    let last = if n % 2 == 1 { n + 3 } else { n + 2 };
+    z[last] = line(m - 1);
+    for (i, o) in out.iter_mut().enumerate().take(n) {
+        *o = (0..5).map(|t| k[t] * z[i + t]).sum();
+    }
+}
+
+/// One expand step to `width`×`height` (`gausspyr_expand`): rows first, then columns.
+pub fn expand(x: &Plane, width: usize, height: usize) -> Plane {
+    let mut ya = vec![0f32; height * x.width];
+    let mut col = vec![0f32; height];
+    for c in 0..x.width {
+        expand_line(x.height, height, |i| x.at(c, i), &mut col);
+        for (r, v) in col.iter().enumerate() {
+            ya[r * x.width + c] = *v;
+        }
+    }
+    let ya = Plane::new(x.width, height, ya);
+    let mut y = vec![0f32; height * width];
+    for r in 0..height {
+        expand_line(
+            x.width,
+            width,
+            |i| ya.at(i, r),
+            &mut y[r * width..(r + 1) * width],
+        );
+    }
+    Plane::new(width, height, y)
+}
+
+/// The Laplacian pyramid of `image` with `levels` levels (the last one the Gaussian base
+/// band), and its Gaussian pyramid (`laplacian_pyramid_dec`).
+pub fn laplacian(image: &Plane, levels: usize) -> (Vec<Plane>, Vec<Plane>) {
+    let mut gauss = vec![image.clone()];
+    for i in 1..levels {
+        let next = reduce(&gauss[i - 1]);
+        gauss.push(next);
+    }
+    let mut lap = Vec::with_capacity(levels);
+    for i in 0..gauss.len() {
+        if i + 1 == gauss.len() {
+            lap.push(gauss[i].clone());
+        } else {
+            let ex = expand(&gauss[i + 1], gauss[i].width, gauss[i].height);
+            let data = gauss[i]
+                .data
+                .iter()
+                .zip(&ex.data)
+                .map(|(a, b)| a - b)
+                .collect();
+            lap.push(Plane::new(gauss[i].width, gauss[i].height, data));
+        }
+    }
+    (lap, gauss)
+}
