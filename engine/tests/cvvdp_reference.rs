@@ -405,3 +405,73 @@ fn laplacian_pyramids_equal_the_references() {
         }
     }
 }
+
+/// Weber contrast per band of eight channels of a pair (every 7th sample of each channel's
+/// contrast and of both log backgrounds; the reference in float32: 1e-4 of the band's
+/// largest magnitude, as the quotient amplifies the pyramid's rounding).
+#[test]
+fn weber_contrast_pyramids_equal_the_references() {
+    use gpumetrics_engine::metric::cvvdp::pyramid::{CHANNELS, Plane, bands, weber_contrast};
+    let v = values();
+    let cases = v["contrasts"].as_array().unwrap();
+    assert!(cases.len() >= 2);
+    for p in cases {
+        let (w, h) = (
+            p["width"].as_u64().unwrap() as usize,
+            p["height"].as_u64().unwrap() as usize,
+        );
+        let (levels, _) = bands(w, h, p["ppd"].as_f64().unwrap());
+        assert_eq!(levels as u64, p["levels"].as_u64().unwrap());
+        let channels: Vec<Plane> = (0..CHANNELS as i64)
+            .map(|c| {
+                let data = (0..h as i64)
+                    .flat_map(|y| {
+                        (0..w as i64).map(move |x| {
+                            let mut v = ((x * (3 + c) + y * 5) ^ (x * y + c * 11)) % 89;
+                            v = if c < 2 { v * 2 + 1 + c } else { v - 44 };
+                            v as f32 / 4.0
+                        })
+                    })
+                    .collect();
+                Plane::new(w, h, data)
+            })
+            .collect();
+        let got = weber_contrast(&channels, levels);
+        let want = p["bands"].as_array().unwrap();
+        assert_eq!(got.len(), want.len());
+        let check = |what: String, got: &Plane, want: &Value| {
+            let want: Vec<f64> = want
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|x| x.as_f64().unwrap())
+                .collect();
+            let got: Vec<f32> = got.data.iter().copied().step_by(7).collect();
+            assert_eq!(got.len(), want.len(), "{what}");
+            let scale = want.iter().fold(1e-3f64, |m, x| m.max(x.abs()));
+            for (i, (g, x)) in got.iter().zip(&want).enumerate() {
+                assert!(
+                    (*g as f64 - x).abs() <= 1e-4 * scale,
+                    "{what} sample {}: {g} here, {x} in the reference",
+                    i * 7
+                );
+            }
+        };
+        for (b, (band, want)) in got.iter().zip(want).enumerate() {
+            for c in 0..CHANNELS {
+                check(
+                    format!("{w}x{h} band {b} channel {c}"),
+                    &band.contrast[c],
+                    &want["contrast"][c],
+                );
+            }
+            for s in 0..2 {
+                check(
+                    format!("{w}x{h} band {b} background {s}"),
+                    &band.log_background[s],
+                    &want["log_background"][s],
+                );
+            }
+        }
+    }
+}

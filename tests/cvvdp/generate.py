@@ -238,6 +238,50 @@ def pyramids():
     return out
 
 
+def contrast_channels(w, h):
+    """Eight channels (test and reference interleaved: sustained Y, RG, VY, transient Y) of
+    a pair, as luminance-like values (integer formulas, as in the Rust tests)."""
+    ys, xs = np.mgrid[0:h, 0:w].astype(np.int64)
+    out = []
+    for c in range(8):
+        v = ((xs * (3 + c) + ys * 5) ^ (xs * ys + c * 11)) % 89
+        if c in (0, 1):
+            v = v * 2 + 1 + c  # luminance: positive, the reference's a little brighter
+        else:
+            v = v - 44  # opponent and transient channels: signed
+        out.append(v.astype(np.float32) / 4.0)
+    return np.stack(out)
+
+
+def contrasts():
+    """Weber contrast per band (`weber_contrast_pyr`, `weber_g1`) of `contrast_channels`:
+    per band every 7th sample of each channel's contrast and of both log backgrounds."""
+    import torch
+    from pycvvdp.lpyr_dec import weber_contrast_pyr
+
+    out = []
+    for w, h, ppd in ((48, 36, 30.0), (37, 29, 60.0)):
+        p = weber_contrast_pyr(w, h, ppd, torch.device("cpu"), "weber_g1")
+        img = torch.tensor(contrast_channels(w, h)).view(1, 8, 1, h, w)
+        lpyr, lbkg = p.decompose(img)
+        out.append({
+            "width": w,
+            "height": h,
+            "ppd": ppd,
+            "levels": int(p.height),
+            "bands": [
+                {
+                    "width": int(l.shape[-1]),
+                    "height": int(l.shape[-2]),
+                    "contrast": [[float(x) for x in l[0, c, 0].flatten()[::7].tolist()] for c in range(8)],
+                    "log_background": [[float(x) for x in b[0, s, 0].flatten()[::7].tolist()] for s in range(2)],
+                }
+                for l, b in zip(lpyr, lbkg)
+            ],
+        })
+    return out
+
+
 def main():
     import torch
     import pycvvdp
@@ -291,6 +335,7 @@ def main():
                 "csf": csf(),
                 "colours": colour,
                 "pyramids": pyramids(),
+                "contrasts": contrasts(),
             },
             f,
             indent=1,

@@ -5,6 +5,9 @@
 //! an expand upsamples with zeros, repeats the edge samples and filters with twice the
 //! kernel. Both as the reference writes them, including its one quirk: the horizontal
 //! reduce picks its right-edge terms by the parity of the frame's *rows*.
+//!
+//! [`weber_contrast`] turns the pyramids of the eight channels of a pair of frames into
+//! Weber contrast per band (`weber_contrast_pyr` with contrast `weber_g1`).
 
 /// A single-channel plane of f32 samples, row by row.
 #[derive(Clone, Debug, PartialEq)]
@@ -174,4 +177,75 @@ pub fn laplacian(image: &Plane, levels: usize) -> (Vec<Plane>, Vec<Plane>) {
         }
     }
     (lap, gauss)
+}
+
+/// The channels of a pair of frames the metric decomposes, in the reference's order: test
+/// and reference interleaved, for sustained Y, sustained RG, sustained VY and transient Y.
+pub const CHANNELS: usize = 8;
+
+/// One band of the contrast pyramid: the contrast of each channel and the log10 background
+/// luminance of the test (0) and the reference (1) (on the base band one value each, the
+/// frame's mean).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ContrastBand {
+    pub contrast: Vec<Plane>,
+    pub log_background: [Plane; 2],
+}
+
+/// Weber contrast per band (`weber_contrast_pyr.decompose`, contrast `weber_g1`): each
+/// channel's Laplacian band divided by the background of its side, the sustained Y of the
+/// next coarser Gaussian level expanded to the band (clamped at 0.01 cd/m²), the quotient
+/// clamped at 1000; the base band divided by the side's mean sustained Y. `levels`
+/// Laplacian bands and the base band.
+pub fn weber_contrast(channels: &[Plane], levels: usize) -> Vec<ContrastBand> {
+    assert_eq!(channels.len(), CHANNELS);
+    let pyramids: Vec<(Vec<Plane>, Vec<Plane>)> =
+        channels.iter().map(|c| laplacian(c, levels + 1)).collect();
+    let height = pyramids[0].0.len();
+    (0..height)
+        .map(|i| {
+            let base = i + 1 == height;
+            let background: [Plane; 2] = std::array::from_fn(|side| {
+                let g = &pyramids[side].1;
+                if base {
+                    let b = &g[i];
+                    let sum: f32 = b.data.iter().map(|v| v.max(0.01)).sum();
+                    Plane::new(1, 1, vec![sum / b.data.len() as f32])
+                } else {
+                    let ex = expand(&g[i + 1], g[i].width, g[i].height);
+                    Plane::new(
+                        ex.width,
+                        ex.height,
+                        ex.data.iter().map(|v| v.max(0.01)).collect(),
+                    )
+                }
+            });
+            let contrast = pyramids
+                .iter()
+                .enumerate()
+                .map(|(c, (lap, _))| {
+                    let l = &lap[i];
+                    let bkg = &background[c % 2];
+                    let data = l
+                        .data
+                        .iter()
+                        .enumerate()
+                        .map(|(k, v)| (v / bkg.data[if base { 0 } else { k }]).min(1000.0))
+                        .collect();
+                    Plane::new(l.width, l.height, data)
+                })
+                .collect();
+            let log_background = background.map(|b| {
+                Plane::new(
+                    b.width,
+                    b.height,
+                    b.data.iter().map(|v| v.log10()).collect(),
+                )
+            });
+            ContrastBand {
+                contrast,
+                log_background,
+            }
+        })
+        .collect()
 }
