@@ -475,3 +475,61 @@ fn weber_contrast_pyramids_equal_the_references() {
         }
     }
 }
+
+/// The masking of one band (`mult-mutual`) at sizes the phase uncertainty blurs and leaves
+/// alone: every sample of each channel (the reference in float32: 1e-4 of the channel's
+/// largest value, 1e-7 absolute).
+#[test]
+fn band_masking_equals_the_references() {
+    use gpumetrics_engine::metric::cvvdp::masking::{BAND_CHANNELS, band_difference};
+    use gpumetrics_engine::metric::cvvdp::pyramid::Plane;
+    let v = values();
+    let cases = v["maskings"].as_array().unwrap();
+    assert!(cases.len() >= 3);
+    for m in cases {
+        let (w, h) = (
+            m["width"].as_u64().unwrap() as usize,
+            m["height"].as_u64().unwrap() as usize,
+        );
+        let plane = |f: &dyn Fn(i64, i64) -> f32| {
+            Plane::new(
+                w,
+                h,
+                (0..h as i64)
+                    .flat_map(|y| (0..w as i64).map(move |x| (x, y)))
+                    .map(|(x, y)| f(x, y))
+                    .collect(),
+            )
+        };
+        let test: [Plane; BAND_CHANNELS] = std::array::from_fn(|c| {
+            let c = c as i64;
+            plane(&|x, y| ((((x * 5 + y * (c + 2)) ^ (x + c)) % 41 - 20) as f64 / 40.0) as f32)
+        });
+        let reference: [Plane; BAND_CHANNELS] = std::array::from_fn(|c| {
+            let c = c as i64;
+            plane(&|x, y| ((((x * 3 + y * 7 + c) ^ (y * 2)) % 37 - 18) as f64 / 45.0) as f32)
+        });
+        let s: [Plane; BAND_CHANNELS] = std::array::from_fn(|c| {
+            let c = c as i64;
+            plane(&|x, y| (1.0 + ((x + 2 * y + 5 * c) % 23) as f64 * 4.0) as f32)
+        });
+        let d = band_difference(&test, &reference, &s);
+        for (c, want) in m["d"].as_array().unwrap().iter().enumerate() {
+            let want: Vec<f64> = want
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|x| x.as_f64().unwrap())
+                .collect();
+            let scale = want.iter().fold(0f64, |a, x| a.max(x.abs()));
+            for (i, (g, x)) in d[c].data.iter().zip(&want).enumerate() {
+                assert!(
+                    (*g as f64 - x).abs() <= 1e-4 * scale + 1e-7,
+                    "{w}x{h} channel {c} sample ({}, {}): {g} here, {x} in the reference",
+                    i % w,
+                    i / w
+                );
+            }
+        }
+    }
+}

@@ -282,6 +282,37 @@ def contrasts():
     return out
 
 
+def masking_inputs(w, h):
+    """Test and reference contrasts (signed) and sensitivities (positive) of one band's four
+    channels (integer formulas, as in the Rust tests)."""
+    import torch
+
+    ys, xs = np.mgrid[0:h, 0:w].astype(np.int64)
+    t, r, s = [], [], []
+    for c in range(4):
+        t.append((((xs * 5 + ys * (c + 2)) ^ (xs + c)) % 41 - 20) / 40.0)
+        r.append((((xs * 3 + ys * 7 + c) ^ (ys * 2)) % 37 - 18) / 45.0)
+        s.append(1.0 + ((xs + 2 * ys + 5 * c) % 23) * 4.0)
+    f = lambda a: torch.tensor(np.stack(a).astype(np.float32)).view(1, 4, 1, h, w)
+    return f(t), f(r), f(s)
+
+
+def maskings():
+    """`apply_masking_model` (mult-mutual) of `masking_inputs` at a size the phase
+    uncertainty blurs and at one it leaves alone: every sample of each channel."""
+    import torch
+    import pycvvdp
+
+    metric = pycvvdp.cvvdp(display_name="standard_fhd", device=torch.device("cpu"), quiet=True)
+    out = []
+    for w, h in ((20, 15), (9, 7), (5, 4)):
+        t, r, s = masking_inputs(w, h)
+        d = metric.apply_masking_model(t, r, s)
+        out.append({"width": w, "height": h,
+                    "d": [[float(x) for x in d[0, c, 0].flatten().tolist()] for c in range(4)]})
+    return out
+
+
 def main():
     import torch
     import pycvvdp
@@ -320,26 +351,25 @@ def main():
                 }
             )
         colour = colours(tmp)
+    # Everything first: a failure leaves the committed file as it was.
+    document = {
+        "reference": f"cvvdp {pycvvdp.__version__ if hasattr(pycvvdp, '__version__') else '0.5.7'}",
+        "torch": torch.__version__,
+        "device": "cpu",
+        "generator": "tests/cvvdp/generate.py",
+        "cases": results,
+        "triples": TRIPLES,
+        "displays": displays(),
+        "temporal_filters": temporal_filters(),
+        "csf": csf(),
+        "colours": colour,
+        "pyramids": pyramids(),
+        "contrasts": contrasts(),
+        "maskings": maskings(),
+    }
     os.makedirs(os.path.dirname(out), exist_ok=True)
     with open(out, "w") as f:
-        json.dump(
-            {
-                "reference": f"cvvdp {pycvvdp.__version__ if hasattr(pycvvdp, '__version__') else '0.5.7'}",
-                "torch": torch.__version__,
-                "device": "cpu",
-                "generator": "tests/cvvdp/generate.py",
-                "cases": results,
-                "triples": TRIPLES,
-                "displays": displays(),
-                "temporal_filters": temporal_filters(),
-                "csf": csf(),
-                "colours": colour,
-                "pyramids": pyramids(),
-                "contrasts": contrasts(),
-            },
-            f,
-            indent=1,
-        )
+        json.dump(document, f, indent=1)
         f.write("\n")
 
 
