@@ -533,3 +533,42 @@ fn band_masking_equals_the_references() {
         }
     }
 }
+
+/// Pooling to JOD of per-channel, per-frame, per-band differences: images (3 and 4
+/// channels), short and longer videos, and differences small enough for the linear part
+/// (the reference in float32: 1e-5 JOD).
+#[test]
+fn pooling_to_jod_equals_the_references() {
+    use gpumetrics_engine::metric::cvvdp::pool::jod;
+    let v = values();
+    let cases = v["poolings"].as_array().unwrap();
+    assert!(cases.len() >= 5);
+    for p in cases {
+        let q: Vec<Vec<Vec<f32>>> = p["q"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| {
+                c.as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|f| {
+                        f.as_array()
+                            .unwrap()
+                            .iter()
+                            .map(|b| b.as_f64().unwrap() as f32)
+                            .collect()
+                    })
+                    .collect()
+            })
+            .collect();
+        let want = p["jod"].as_f64().unwrap();
+        let got = jod(&q) as f64;
+        assert!(
+            (got - want).abs() <= 1e-5,
+            "{} channels × {} frames: {got} here, {want} in the reference",
+            q.len(),
+            q[0].len()
+        );
+    }
+}

@@ -313,6 +313,25 @@ def maskings():
     return out
 
 
+def poolings():
+    """`do_pooling_and_jods` of per-channel, per-frame, per-band differences (integer
+    formulas, as in the Rust tests; small ones too, for the linear part of `met2jod`)."""
+    import torch
+    import pycvvdp
+
+    metric = pycvvdp.cvvdp(display_name="standard_fhd", device=torch.device("cpu"), quiet=True)
+    out = []
+    for channels, frames, bands, scale in ((4, 1, 5, 1.0), (4, 3, 6, 1.0), (4, 10, 4, 0.01), (3, 1, 5, 0.5), (4, 25, 7, 3.0)):
+        q = np.zeros((channels, frames, bands), dtype=np.float32)
+        for c in range(channels):
+            for f in range(frames):
+                for b in range(bands):
+                    q[c, f, b] = ((c * 7 + f * 3 + b * 5) % 11 + 1) * scale / 10.0
+        jod = metric.do_pooling_and_jods(torch.tensor(q).view(1, channels, frames, bands))
+        out.append({"q": q.tolist(), "jod": float(jod)})
+    return out
+
+
 def main():
     import torch
     import pycvvdp
@@ -366,6 +385,7 @@ def main():
         "pyramids": pyramids(),
         "contrasts": contrasts(),
         "maskings": maskings(),
+        "poolings": poolings(),
     }
     os.makedirs(os.path.dirname(out), exist_ok=True)
     with open(out, "w") as f:

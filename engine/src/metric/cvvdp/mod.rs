@@ -2,8 +2,8 @@
 //! checked against ColorVideoVDP 0.5.7 (tests/data/cvvdp/values.json, made by
 //! scripts/cvvdp-reference.sh): the display models and their colour path ([`display`]), the temporal
 //! filters ([`temporal`]), the contrast sensitivity ([`csf`]), the decimated Laplacian pyramid
-//! ([`pyramid`]), the masking of a band ([`masking`]) and the reading of Y'CbCr frames
-//! ([`yuv`]).
+//! ([`pyramid`]), the masking of a band ([`masking`]), the pooling to JOD ([`pool`]) and
+//! the reading of Y'CbCr frames ([`yuv`]).
 //!
 //! The reference's data files used here are copied unchanged from its `vvdp_data/`, with
 //! its licence (LICENSE-ColorVideoVDP in this folder).
@@ -11,6 +11,7 @@
 pub mod csf;
 pub mod display;
 pub mod masking;
+pub mod pool;
 pub mod pyramid;
 pub mod temporal;
 pub mod yuv;
