@@ -572,3 +572,105 @@ fn pooling_to_jod_equals_the_references() {
         );
     }
 }
+
+impl Clip {
+    /// Frame `t`'s samples (Y, Cb, Cr planes one after the other).
+    fn frame_samples(&self, t: u32, distorted: bool) -> Vec<u16> {
+        let (w, h) = (self.width as i64, self.height as i64);
+        let (cw, ch, step) = if self.full_chroma {
+            (w, h, 1)
+        } else {
+            (w / 2, h / 2, 2)
+        };
+        let mut out = Vec::new();
+        for which in 0..3 {
+            let (pw, ph, s) = if which == 0 {
+                (w, h, 1)
+            } else {
+                (cw, ch, step)
+            };
+            for y in 0..ph {
+                for x in 0..pw {
+                    out.push(sample(x * s, y * s, t as i64, self.bits, which, distorted));
+                }
+            }
+        }
+        out
+    }
+}
+
+/// The whole metric on each clip of the generator, frame after frame: the JOD after frame
+/// k−1 is the reference's on the clip's first k frames (a single frame as an image), within
+/// 0.001 JOD (a tenth of the tolerance: the reference computes in float32, and
+/// this path gives its values to about 1e-6).
+#[test]
+fn the_jod_of_each_span_equals_the_references() {
+    use gpumetrics_engine::metric::cvvdp::model::Model;
+    use gpumetrics_engine::metric::cvvdp::yuv::{Planes, Subsampling};
+    let v = values();
+    let mut worst = 0f64;
+    let mut failed = Vec::new();
+    for c in v["cases"].as_array().unwrap() {
+        let clip = Clip {
+            width: c["width"].as_u64().unwrap() as u32,
+            height: c["height"].as_u64().unwrap() as u32,
+            frames: c["frames"].as_u64().unwrap() as u32,
+            bits: c["bit_depth"].as_u64().unwrap() as u32,
+            full_chroma: c["subsampling"] == "444",
+        };
+        let (w, h) = (clip.width as usize, clip.height as usize);
+        let (cw, ch) = if clip.full_chroma {
+            (w, h)
+        } else {
+            (w / 2, h / 2)
+        };
+        let mut model = Model::new(
+            c["display"].as_str().unwrap(),
+            w,
+            h,
+            c["fps"].as_f64().unwrap(),
+        )
+        .unwrap();
+        let mut got = Vec::new();
+        for t in 0..clip.frames {
+            let mut sides = [true, false].map(|distorted| {
+                let s = clip.frame_samples(t, distorted);
+                let planes = Planes {
+                    y: &s[..w * h],
+                    cb: &s[w * h..w * h + cw * ch],
+                    cr: &s[w * h + cw * ch..w * h + 2 * cw * ch],
+                    width: w,
+                    height: h,
+                    bits: clip.bits,
+                    subsampling: if clip.full_chroma {
+                        Subsampling::S444
+                    } else {
+                        Subsampling::S420
+                    },
+                    bt2020: c["colour_space"] == "2020",
+                };
+                Some(model.dkl(&planes.rgb()))
+            });
+            let (test, reference) = (sides[0].take().unwrap(), sides[1].take().unwrap());
+            got.push(model.push(test, reference) as f64);
+        }
+        for j in c["jod"].as_array().unwrap() {
+            let k = j["frames"].as_u64().unwrap() as usize;
+            let want = j["jod"].as_f64().unwrap();
+            let here = got[k - 1];
+            eprintln!(
+                "{} {k} frames: {here:.6} here, {want:.6} in the reference",
+                c["name"]
+            );
+            worst = worst.max((here - want).abs());
+            if (here - want).abs() > 0.001 {
+                failed.push(format!(
+                    "{} on {k} frames: {here} JOD here, {want} in the reference",
+                    c["name"]
+                ));
+            }
+        }
+    }
+    eprintln!("largest difference: {worst:.2e} JOD");
+    assert!(failed.is_empty(), "{failed:#?}");
+}

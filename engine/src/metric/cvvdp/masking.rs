@@ -52,12 +52,11 @@ pub fn phase_blur(m: &Plane) -> Plane {
 
 /// The visible difference of one band (not the base band): `test`, `reference` and the
 /// sensitivity `s` per channel (the CSF of the reference's background, with the
-/// sensitivity correction), all of one size.
-pub fn band_difference(
-    test: &[Plane; BAND_CHANNELS],
-    reference: &[Plane; BAND_CHANNELS],
-    s: &[Plane; BAND_CHANNELS],
-) -> [Plane; BAND_CHANNELS] {
+/// sensitivity correction), all of one size. Four channels for video, three (no transient
+/// one) for an image: the cross-channel pooling takes the first rows of its matrix.
+pub fn band_difference(test: &[Plane], reference: &[Plane], s: &[Plane]) -> Vec<Plane> {
+    let channels = test.len();
+    assert!(channels <= BAND_CHANNELS && reference.len() == channels && s.len() == channels);
     let p = parameter("mask_p")[0] as f32;
     let q: Vec<f32> = parameter("mask_q").iter().map(|&v| v as f32).collect();
     let mask_c = 10f32.powf(parameter("mask_c")[0] as f32);
@@ -71,13 +70,11 @@ pub fn band_difference(
     let weighted = |c: usize, x: &Plane| -> Vec<f32> {
         (0..n).map(|i| x.data[i] * s[c].data[i] * GAIN[c]).collect()
     };
-    let tp: Vec<Vec<f32>> = (0..BAND_CHANNELS).map(|c| weighted(c, &test[c])).collect();
-    let rp: Vec<Vec<f32>> = (0..BAND_CHANNELS)
-        .map(|c| weighted(c, &reference[c]))
-        .collect();
+    let tp: Vec<Vec<f32>> = (0..channels).map(|c| weighted(c, &test[c])).collect();
+    let rp: Vec<Vec<f32>> = (0..channels).map(|c| weighted(c, &reference[c])).collect();
     let blur = w > 6 && h > 6;
     // The masker of each channel, to the power q.
-    let mq: Vec<Vec<f32>> = (0..BAND_CHANNELS)
+    let mq: Vec<Vec<f32>> = (0..channels)
         .map(|c| {
             let common = Plane::new(
                 w,
@@ -91,18 +88,20 @@ pub fn band_difference(
                 .collect()
         })
         .collect();
-    std::array::from_fn(|c| {
-        let data = (0..n)
-            .map(|i| {
-                // Cross-channel pooling: weights 2^xcm as a 4×4 matrix, column `c`.
-                let mut m = 0f32;
-                for (k, mk) in mq.iter().enumerate() {
-                    m += mk[i] * xcm[k * BAND_CHANNELS + c];
-                }
-                let du = safe_pow((tp[c][i] - rp[c][i]).abs(), p) / (1.0 + m);
-                d_max * du / (d_max + du)
-            })
-            .collect();
-        Plane::new(w, h, data)
-    })
+    (0..channels)
+        .map(|c| {
+            let data = (0..n)
+                .map(|i| {
+                    // Cross-channel pooling: weights 2^xcm as a 4×4 matrix, column `c`.
+                    let mut m = 0f32;
+                    for (k, mk) in mq.iter().enumerate() {
+                        m += mk[i] * xcm[k * BAND_CHANNELS + c];
+                    }
+                    let du = safe_pow((tp[c][i] - rp[c][i]).abs(), p) / (1.0 + m);
+                    d_max * du / (d_max + du)
+                })
+                .collect();
+            Plane::new(w, h, data)
+        })
+        .collect()
 }

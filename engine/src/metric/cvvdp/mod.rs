@@ -11,6 +11,7 @@
 pub mod csf;
 pub mod display;
 pub mod masking;
+pub mod model;
 pub mod pool;
 pub mod pyramid;
 pub mod temporal;

@@ -20,40 +20,70 @@ fn lp_norm(values: impl Iterator<Item = f32>, p: f32, n: f32) -> f32 {
     safe_pow(sum / n, 1.0 / p)
 }
 
-/// The JOD of differences `q[channel][frame][band]` (channels: sustained Y, RG, VY and, for
-/// video, transient Y; the last band the base band).
-pub fn jod(q: &[Vec<Vec<f32>>]) -> f32 {
+/// A band's differences of one channel pooled over its pixels (β, normalised by their
+/// count).
+pub fn spatial(d: &[f32]) -> f32 {
+    let beta = parameter("beta")[0] as f32;
+    let sum: f64 = d.iter().map(|&x| safe_pow(x, beta) as f64).sum();
+    safe_pow((sum / d.len() as f64) as f32, 1.0 / beta)
+}
+
+/// One frame's differences `q[channel][band]` pooled over bands (β_sch, the chromatic and
+/// transient channels' weights, the base band's) and channels (β_tch): the value the frames
+/// are pooled over.
+pub fn frame(q: &[Vec<f32>]) -> f32 {
     let p = |name: &str| parameter(name)[0] as f32;
-    let channels = q.len();
-    let frames = q[0].len();
     let chrom = p("ch_chrom_w");
     let channel_w = [1.0, chrom, chrom, p("ch_trans_w")];
     let baseband: Vec<f32> = parameter("baseband_weight")
         .iter()
         .map(|&v| v as f32)
         .collect();
+    let per_channel = q.iter().enumerate().map(|(c, bands)| {
+        let n = bands.len();
+        lp_norm(
+            bands.iter().enumerate().map(|(b, &v)| {
+                let band_w = if b + 1 == n { baseband[c] } else { 1.0 };
+                v * channel_w[c] * band_w
+            }),
+            p("beta_sch"),
+            1.0,
+        )
+    });
+    lp_norm(per_channel, p("beta_tch"), 1.0)
+}
+
+/// What a frame adds to the pooling over frames: its [`frame`] value to the power β_t (the
+/// reference's `safe_pow`). Sums of these over a span give its JOD ([`span_jod`]).
+pub fn frame_term(frame: f32) -> f64 {
+    safe_pow(frame, parameter("beta_t")[0] as f32) as f64
+}
+
+/// The JOD of a span of `frames` video frames (two or more, or one frame of a longer
+/// video) whose [`frame_term`]s sum to `sum`.
+pub fn span_jod(sum: f64, frames: u64) -> f32 {
+    let beta_t = parameter("beta_t")[0] as f32;
+    met2jod(safe_pow((sum / frames as f64) as f32, 1.0 / beta_t))
+}
+
+/// The JOD of an image (a single-frame video): its [`frame`] value times the image
+/// integration factor.
+pub fn image_jod(frame: f32) -> f32 {
+    met2jod(frame * parameter("image_int")[0] as f32)
+}
+
+/// The JOD of differences `q[channel][frame][band]` (channels: sustained Y, RG, VY and, for
+/// video, transient Y; the last band the base band).
+pub fn jod(q: &[Vec<Vec<f32>>]) -> f32 {
+    let frames = q[0].len();
     let per_frame: Vec<f32> = (0..frames)
-        .map(|f| {
-            let per_channel = (0..channels).map(|c| {
-                let bands = q[c][f].len();
-                lp_norm(
-                    q[c][f].iter().enumerate().map(|(b, &v)| {
-                        let band_w = if b + 1 == bands { baseband[c] } else { 1.0 };
-                        v * channel_w[c] * band_w
-                    }),
-                    p("beta_sch"),
-                    1.0,
-                )
-            });
-            lp_norm(per_channel, p("beta_tch"), 1.0)
-        })
+        .map(|f| frame(&q.iter().map(|c| c[f].clone()).collect::<Vec<_>>()))
         .collect();
-    let total = if frames == 1 {
-        per_frame[0] * p("image_int")
+    if frames == 1 {
+        image_jod(per_frame[0])
     } else {
-        lp_norm(per_frame.into_iter(), p("beta_t"), frames as f32)
-    };
-    met2jod(total)
+        span_jod(per_frame.into_iter().map(frame_term).sum(), frames as u64)
+    }
 }
 
 /// Differences to JOD (`met2jod`).

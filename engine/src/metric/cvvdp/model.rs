@@ -1,0 +1,240 @@
+//! The whole of ColorVideoVDP on a stream of frame pairs, as the reference's
+//! `predict_video_source` computes it frame by frame (`--temp-padding replicate`, its
+//! default): each frame's light to DKL, the temporal channels over the frames before (the
+//! first frame replicated into the past), the Weber-contrast pyramid, the sensitivity of
+//! each band at the reference's background, masking (the base band without), spatial
+//! pooling per band and channel, and the pooling over frames to JOD.
+//!
+//! The reference treats a single frame as an image (no temporal channels, the image
+//! integration factor): [`Model::push`] gives that JOD for the first frame and the video's
+//! from the second on, so that the value after frame k is the reference's on frames 0..=k.
+
+use std::collections::VecDeque;
+
+use super::csf::AtFrequency;
+use super::display::{Display, to_dkl};
+use super::masking::{BAND_CHANNELS, band_difference};
+use super::pool;
+use super::pyramid::{CHANNELS, Plane, bands, weber_contrast};
+use super::temporal::{filters, parameter};
+
+/// The spatial frequency the reference gives the base band's sensitivity (cycles per
+/// degree).
+const BASE_BAND_RHO: f32 = 0.1;
+
+/// A frame in DKL (D65, cd/m²): achromatic, red-green, yellow-violet planes.
+pub type DklFrame = [Vec<f32>; 3];
+
+/// The metric's state for frames of one size, display and frame rate.
+pub struct Model {
+    display: Display,
+    rgb_to_dkl: [[f32; 3]; 3],
+    width: usize,
+    height: usize,
+    levels: usize,
+    /// Per band (the base band last), the sensitivity of each band channel along log
+    /// luminance.
+    csf: Vec<[AtFrequency; BAND_CHANNELS]>,
+    /// 10^(sensitivity_correction / 20).
+    gain: f32,
+    /// The temporal filters' taps (sustained Y, RG, VY, transient Y).
+    taps: [Vec<f32>; 4],
+    /// The last frames of each side (test, reference), oldest first, at most a filter long.
+    history: [VecDeque<DklFrame>; 2],
+    /// The first frame's per-frame value as an image, for the JOD of a one-frame span.
+    first: Option<f32>,
+    /// The frames pushed and the sum of their terms of the pooling over frames.
+    frames: u64,
+    sum: f64,
+}
+
+/// What one frame pair adds: the per-channel, per-band differences and their pooled value.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FrameDifferences {
+    /// `[channel][band]`, channels sustained Y, RG, VY and transient Y.
+    pub q: Vec<Vec<f32>>,
+    /// Pooled over bands and channels ([`pool::frame`]).
+    pub frame: f32,
+}
+
+impl Model {
+    /// The metric for `width`×`height` frames shown on the reference's display model
+    /// `display` at `fps` frames per second.
+    pub fn new(display: &str, width: usize, height: usize, fps: f64) -> Result<Model, String> {
+        if width == 0 || height == 0 {
+            return Err(format!("cvvdp: a {width}x{height} frame has no pixels"));
+        }
+        if !(fps.is_finite() && fps > 0.0) {
+            return Err(format!("cvvdp: frame rate {fps} is not positive"));
+        }
+        let display = Display::named(display)?;
+        let rgb_to_dkl = display.rgb_to_dkl()?;
+        let (levels, freqs) = bands(width, height, display.ppd);
+        let n = freqs.len();
+        let csf = freqs
+            .iter()
+            .enumerate()
+            .map(|(b, &f)| {
+                let rho = if b + 1 == n { BASE_BAND_RHO } else { f as f32 };
+                std::array::from_fn(|c| AtFrequency::new(c, rho))
+            })
+            .collect();
+        let gain = 10f32.powf(parameter("sensitivity_correction")[0] as f32 / 20.0);
+        Ok(Model {
+            display,
+            rgb_to_dkl,
+            width,
+            height,
+            levels,
+            csf,
+            gain,
+            taps: filters(fps),
+            history: [VecDeque::new(), VecDeque::new()],
+            first: None,
+            frames: 0,
+            sum: 0.0,
+        })
+    }
+
+    /// The display model's light of display-encoded RGB pixels (row by row), in DKL.
+    pub fn dkl(&self, rgb: &[[f32; 3]]) -> DklFrame {
+        assert_eq!(rgb.len(), self.width * self.height);
+        let mut out: DklFrame = std::array::from_fn(|_| Vec::with_capacity(rgb.len()));
+        for &p in rgb {
+            let d = to_dkl(&self.rgb_to_dkl, self.display.forward(p));
+            for (plane, v) in out.iter_mut().zip(d) {
+                plane.push(v);
+            }
+        }
+        out
+    }
+
+    /// Adds the next pair (test, reference) and returns the JOD of every frame so far.
+    pub fn push(&mut self, test: DklFrame, reference: DklFrame) -> f32 {
+        for f in test.iter().chain(&reference) {
+            assert_eq!(f.len(), self.width * self.height, "a frame of another size");
+        }
+        let first = self.history[0].is_empty();
+        if first {
+            let image = self.image(&test, &reference);
+            self.first = Some(image.frame);
+        }
+        let len = self.taps[0].len();
+        for (h, f) in self.history.iter_mut().zip([test, reference]) {
+            if h.len() == len {
+                h.pop_front();
+            }
+            h.push_back(f);
+        }
+        let video = self.video_frame();
+        self.sum += pool::frame_term(video.frame);
+        self.frames += 1;
+        self.jod()
+    }
+
+    /// The JOD of the frames pushed so far (10 before any).
+    pub fn jod(&self) -> f32 {
+        match (self.frames, self.first) {
+            (0, _) | (_, None) => 10.0,
+            (1, Some(image)) => pool::image_jod(image),
+            (n, _) => pool::span_jod(self.sum, n),
+        }
+    }
+
+    /// The differences of a single frame pair seen as an image (three channels, no
+    /// temporal filtering).
+    pub fn image(&self, test: &DklFrame, reference: &DklFrame) -> FrameDifferences {
+        let zero = vec![0f32; self.width * self.height];
+        let channels = [
+            &test[0],
+            &reference[0],
+            &test[1],
+            &reference[1],
+            &test[2],
+            &reference[2],
+            &zero,
+            &zero,
+        ];
+        self.differences(channels.map(|c| self.plane(c.clone())), 3)
+    }
+
+    /// The differences of the newest pair in the history, through the temporal filters.
+    fn video_frame(&self) -> FrameDifferences {
+        let len = self.taps[0].len();
+        let channels: [Plane; CHANNELS] = std::array::from_fn(|i| {
+            let (cc, side) = (i / 2, i % 2);
+            let colour = if cc == 3 { 0 } else { cc };
+            let h = &self.history[side];
+            // Frames before the first are the first (replicate padding): tap k of the
+            // reversed filter meets frame `k − (len − h.len())` of the history, clamped.
+            let missing = len - h.len();
+            let taps = &self.taps[cc];
+            let mut out = vec![0f32; self.width * self.height];
+            for k in 0..len {
+                let frame = &h[k.saturating_sub(missing)][colour];
+                let w = taps[len - 1 - k];
+                for (o, v) in out.iter_mut().zip(frame) {
+                    *o += v * w;
+                }
+            }
+            self.plane(out)
+        });
+        self.differences(channels, BAND_CHANNELS)
+    }
+
+    fn plane(&self, data: Vec<f32>) -> Plane {
+        Plane::new(self.width, self.height, data)
+    }
+
+    /// The differences of `channels` (test and reference interleaved) on every band, for
+    /// the first `used` band channels.
+    fn differences(&self, channels: [Plane; CHANNELS], used: usize) -> FrameDifferences {
+        let pyramid = weber_contrast(&channels, self.levels);
+        let bands = pyramid.len();
+        let mut q = vec![vec![0f32; bands]; used];
+        for (b, band) in pyramid.iter().enumerate() {
+            let base = b + 1 == bands;
+            let bkg = &band.log_background[1];
+            let s: Vec<Plane> = (0..used)
+                .map(|c| {
+                    let data = bkg
+                        .data
+                        .iter()
+                        .map(|&l| self.csf[b][c].sensitivity(l) * self.gain)
+                        .collect();
+                    Plane::new(bkg.width, bkg.height, data)
+                })
+                .collect();
+            // The reference reads the bands between the finest and the base band doubled
+            // (`lpyr_dec.get_band`).
+            let mul = if b == 0 || base { 1.0 } else { 2.0 };
+            let side = |k: usize| -> Plane {
+                let p = &band.contrast[k];
+                Plane::new(p.width, p.height, p.data.iter().map(|v| v * mul).collect())
+            };
+            let test: Vec<Plane> = (0..used).map(|c| side(2 * c)).collect();
+            let reference: Vec<Plane> = (0..used).map(|c| side(2 * c + 1)).collect();
+            let d: Vec<Plane> = if base {
+                (0..used)
+                    .map(|c| {
+                        let s = s[c].data[0];
+                        let data = test[c]
+                            .data
+                            .iter()
+                            .zip(&reference[c].data)
+                            .map(|(t, r)| (t - r).abs() * s)
+                            .collect();
+                        Plane::new(test[c].width, test[c].height, data)
+                    })
+                    .collect()
+            } else {
+                band_difference(&test, &reference, &s)
+            };
+            for (c, plane) in d.iter().enumerate() {
+                q[c][b] = pool::spatial(&plane.data);
+            }
+        }
+        let frame = pool::frame(&q);
+        FrameDifferences { q, frame }
+    }
+}
