@@ -55,6 +55,7 @@ pub struct EngineBuilder<'a> {
     reference: Option<FrameLayout>,
     distorted: FrameLayout,
     colorimetry: Option<[Colorimetry; 2]>,
+    frame_rate: Option<f64>,
     context: Option<crate::cuda::ExternalContext>,
     in_flight: usize,
 }
@@ -88,6 +89,14 @@ impl EngineBuilder<'_> {
         self
     }
 
+    /// The inputs' frame rate in frames per second (default: none), which metrics with
+    /// temporal filters (ColorVideoVDP) read; without one they assume a rate and say so in
+    /// [`Engine::metric_notes`].
+    pub fn frame_rate(mut self, fps: f64) -> Self {
+        self.frame_rate = Some(fps);
+        self
+    }
+
     /// Runs the CUDA backend in `context` (e.g. the context that upstream decoded into, so
     /// that its device frames can be read in place); `device_id` is then ignored.
     /// `backend=cpu` ignores the context.
@@ -102,6 +111,7 @@ impl EngineBuilder<'_> {
     pub fn build(self) -> Result<Engine, EngineError> {
         let options = PlanOptions {
             colorimetry: self.colorimetry,
+            frame_rate: self.frame_rate,
         };
         let set = self.config.metrics;
         let plan = match self.reference {
@@ -179,6 +189,7 @@ impl Engine {
             reference: Some(reference),
             distorted,
             colorimetry: None,
+            frame_rate: None,
             context: None,
             in_flight: 1,
         }
@@ -194,6 +205,7 @@ impl Engine {
             reference: None,
             distorted,
             colorimetry: None,
+            frame_rate: None,
             context: None,
             in_flight: 1,
         }
@@ -237,6 +249,13 @@ impl Engine {
     /// ([`Engine::in_flight`]).
     pub fn lag(&self) -> usize {
         self.scheduler.lag()
+    }
+
+    /// Whether every frame must reach the engine even when only some pairs are scored
+    /// (`subsample`): a metric holds pairs back ([`Engine::lag`]) or filters over the frames
+    /// before ([`crate::metric::EVERY_FRAME`]).
+    pub fn needs_every_frame(&self) -> bool {
+        self.lag() > 0 || self.metrics.bits() & crate::metric::EVERY_FRAME.bits() != 0
     }
 
     /// Pairs the engine may have in flight, their work queued on the GPU and their scores

@@ -27,6 +27,9 @@ pub struct Plan {
     /// the distorted input alone, with no-reference metrics only; its `reference` layout
     /// and colorimetry are the distorted input's, so that code reading them stays valid.
     pub has_reference: bool,
+    /// Frames per second of the inputs (the reference's, else the distorted one's), for
+    /// metrics with temporal filters (ColorVideoVDP); `None` when the caps declare none.
+    pub frame_rate: Option<f64>,
 }
 
 /// What a [`Plan`] is built from besides the two layouts. (How each metric measures is
@@ -36,6 +39,8 @@ pub struct PlanOptions {
     /// Colorimetry of the reference and distorted inputs; `None`:
     /// [`Colorimetry::default_for`] their formats.
     pub colorimetry: Option<[Colorimetry; 2]>,
+    /// Frames per second ([`Plan::frame_rate`]); `None`: unknown or variable.
+    pub frame_rate: Option<f64>,
 }
 
 impl Plan {
@@ -103,6 +108,7 @@ impl Plan {
                 Colorimetry::default_for(df.family()),
             ]),
             has_reference: true,
+            frame_rate: options.frame_rate.filter(|f| f.is_finite() && *f > 0.0),
         })
     }
 
@@ -119,6 +125,7 @@ impl Plan {
             distorted,
             PlanOptions {
                 colorimetry: Some([colorimetry, colorimetry]),
+                frame_rate: options.frame_rate,
             },
         )?;
         plan.has_reference = false;

@@ -19,6 +19,10 @@ pub enum PoolTerms {
     /// FFmpeg's XPSNR average (`xpsnr-*`): the root of the pair's weighted distortion and
     /// what it is compared with (samples · peak²).
     Xpsnr { root: f64, scale: f64 },
+    /// ColorVideoVDP's JOD of a span (`cvvdp`): the sum of its pairs' terms of the pooling
+    /// over frames, their count, and the first pair's value as an image when the span
+    /// begins with the sequence (NaN otherwise), which a one-pair span pools to.
+    Cvvdp { sum: f64, frames: u64, image: f64 },
 }
 
 impl Scores {

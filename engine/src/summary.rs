@@ -317,6 +317,16 @@ impl FieldPool {
                     scale,
                 }
             }
+            (
+                Some(PoolTerms::Cvvdp { sum, frames, image }),
+                PoolTerms::Cvvdp {
+                    sum: s, frames: n, ..
+                },
+            ) => PoolTerms::Cvvdp {
+                sum: sum + s,
+                frames: frames + n,
+                image,
+            },
             (_, t) => t,
         });
     }
@@ -381,6 +391,9 @@ impl FieldPool {
                     n,
                     values_mean,
                 ))
+            }
+            Some(PoolTerms::Cvvdp { sum, frames, image }) => {
+                Some(crate::metric::cvvdp::pool::terms_jod(sum, frames, image))
             }
             None => self.mse.map(|sum| -10.0 * (sum / n).log10()),
         };

@@ -652,7 +652,7 @@ fn the_jod_of_each_span_equals_the_references() {
                 Some(model.dkl(&planes.rgb()))
             });
             let (test, reference) = (sides[0].take().unwrap(), sides[1].take().unwrap());
-            got.push(model.push(test, reference) as f64);
+            got.push(model.push(test, reference).jod as f64);
         }
         for j in c["jod"].as_array().unwrap() {
             let k = j["frames"].as_u64().unwrap() as usize;
@@ -672,5 +672,202 @@ fn the_jod_of_each_span_equals_the_references() {
         }
     }
     eprintln!("largest difference: {worst:.2e} JOD");
+    assert!(failed.is_empty(), "{failed:#?}");
+}
+
+/// Runs the engine (CPU backend, `metrics=cvvdp`, `cvvdp-display` = `display`) on the pairs
+/// `frames` gives (reference, distorted bytes of one frame as `planes` lays them out), and
+/// returns each pair's `cvvdp` and the summary's pooled JOD.
+fn engine_jods(
+    layout: gpumetrics_engine::FrameLayout,
+    colorimetry: gpumetrics_engine::Colorimetry,
+    display: &str,
+    fps: f64,
+    frames: usize,
+    frame: impl Fn(usize, bool) -> Vec<u8>,
+    planes: impl for<'a> Fn(&'a [u8]) -> Vec<gpumetrics_engine::Plane<'a>>,
+) -> (Vec<f64>, f64) {
+    use gpumetrics_engine::{
+        BackendChoice, Engine, EngineConfig, Frame, HostFrame, MetricSet, Options, Pooler,
+    };
+    let mut options = Options::new();
+    options.parse("cvvdp-display", display).unwrap();
+    let cfg = EngineConfig {
+        metrics: MetricSet::named("cvvdp").unwrap(),
+        backend: BackendChoice::Cpu,
+        options,
+        ..Default::default()
+    };
+    let mut engine = Engine::builder(&cfg, layout, layout)
+        .colorimetry(colorimetry, colorimetry)
+        .frame_rate(fps)
+        .build()
+        .unwrap();
+    assert!(engine.needs_every_frame());
+    let mut pool = Pooler::new();
+    let mut jods = Vec::new();
+    for t in 0..frames {
+        let (r, d) = (frame(t, false), frame(t, true));
+        let (rp, dp) = (planes(&r), planes(&d));
+        let scores = engine
+            .push(
+                &Frame::Host(HostFrame::new(&rp)),
+                &Frame::Host(HostFrame::new(&dp)),
+            )
+            .unwrap()
+            .expect("cvvdp holds no pair back");
+        jods.push(scores.get("cvvdp").expect("a cvvdp field"));
+        pool.push(&scores);
+    }
+    let pooled = pool.summary().get("cvvdp").unwrap().pooled.unwrap();
+    (jods, pooled)
+}
+
+/// The element's path through the engine: the RGB clips as the reference's `predict` reads
+/// uint8 arrays, and the `.yuv` clips as Y'CbCr frames whose caps say BT.601 (the matrix
+/// the reference's `.yuv` reader applies to SDR files) or BT.2020 with PQ. Each pair's
+/// `cvvdp` is the reference's JOD of the span to it, and the summary's `pooled` that of
+/// the whole clip, within 0.001 JOD.
+#[test]
+fn the_engine_reports_the_references_jod_per_span_and_pooled() {
+    use gpumetrics_engine::{Colorimetry, FrameLayout, Matrix, PixelFormat, Plane, Transfer};
+    let v = values();
+    let mut failed = Vec::new();
+    let mut check = |name: &str, jods: &[f64], pooled: f64, want: &[Value]| {
+        for j in want {
+            let k = j["frames"].as_u64().unwrap() as usize;
+            let w = j["jod"].as_f64().unwrap();
+            if (jods[k - 1] - w).abs() > 1e-3 {
+                failed.push(format!("{name} on {k} frames: {} vs {w}", jods[k - 1]));
+            }
+        }
+        let whole = want.last().unwrap()["jod"].as_f64().unwrap();
+        if (pooled - whole).abs() > 1e-3 {
+            failed.push(format!("{name}: pooled {pooled} vs {whole}"));
+        }
+    };
+    for c in v["rgb_cases"].as_array().unwrap() {
+        let (w, h) = (
+            c["width"].as_u64().unwrap() as usize,
+            c["height"].as_u64().unwrap() as usize,
+        );
+        let n = c["frames"].as_u64().unwrap() as usize;
+        let frame = |t: usize, distorted: bool| -> Vec<u8> {
+            let mut out = Vec::with_capacity(w * h * 3);
+            for y in 0..h as i64 {
+                for x in 0..w as i64 {
+                    for which in 0..3 {
+                        out.push(sample(x, y, t as i64, 8, which, distorted) as u8);
+                    }
+                }
+            }
+            out
+        };
+        for (side, distorted) in [("reference", false), ("distorted", true)] {
+            let all: Vec<u8> = (0..n).flat_map(|t| frame(t, distorted)).collect();
+            assert_eq!(
+                format!("{:016x}", fnv1a64(&all)),
+                c["fnv1a64"][side],
+                "{} {side}: not the generator's clip",
+                c["name"]
+            );
+        }
+        let layout = FrameLayout {
+            format: PixelFormat::Rgb,
+            width: w as u32,
+            height: h as u32,
+        };
+        let (jods, pooled) = engine_jods(
+            layout,
+            Colorimetry::default_for(PixelFormat::Rgb.family()),
+            c["display"].as_str().unwrap(),
+            c["fps"].as_f64().unwrap(),
+            n,
+            frame,
+            |data| {
+                vec![Plane {
+                    data,
+                    stride: 3 * w,
+                }]
+            },
+        );
+        check(
+            c["name"].as_str().unwrap(),
+            &jods,
+            pooled,
+            c["jod"].as_array().unwrap(),
+        );
+    }
+    for c in v["cases"].as_array().unwrap() {
+        let clip = Clip {
+            width: c["width"].as_u64().unwrap() as u32,
+            height: c["height"].as_u64().unwrap() as u32,
+            frames: c["frames"].as_u64().unwrap() as u32,
+            bits: c["bit_depth"].as_u64().unwrap() as u32,
+            full_chroma: c["subsampling"] == "444",
+        };
+        let (w, h) = (clip.width as usize, clip.height as usize);
+        let (cw, ch) = if clip.full_chroma {
+            (w, h)
+        } else {
+            (w / 2, h / 2)
+        };
+        let format = match (clip.bits, clip.full_chroma) {
+            (8, false) => PixelFormat::I420,
+            (8, true) => PixelFormat::Y444,
+            (_, false) => PixelFormat::I420_10Le,
+            (_, true) => PixelFormat::Y444_10Le,
+        };
+        let bytes = if clip.bits > 8 { 2 } else { 1 };
+        let pq = c["colour_space"] == "2020";
+        let colorimetry = Colorimetry {
+            matrix: if pq { Matrix::Bt2020 } else { Matrix::Bt601 },
+            transfer: if pq { Transfer::Pq } else { Transfer::Bt1886 },
+            ..Colorimetry::default()
+        };
+        let layout = FrameLayout {
+            format,
+            width: w as u32,
+            height: h as u32,
+        };
+        let (jods, pooled) = engine_jods(
+            layout,
+            colorimetry,
+            c["display"].as_str().unwrap(),
+            c["fps"].as_f64().unwrap(),
+            clip.frames as usize,
+            |t, distorted| {
+                let s = clip.frame_samples(t as u32, distorted);
+                if bytes == 2 {
+                    s.iter().flat_map(|v| v.to_le_bytes()).collect()
+                } else {
+                    s.iter().map(|&v| v as u8).collect()
+                }
+            },
+            |data| {
+                let (y, c) = (w * h * bytes, cw * ch * bytes);
+                vec![
+                    Plane {
+                        data: &data[..y],
+                        stride: w * bytes,
+                    },
+                    Plane {
+                        data: &data[y..y + c],
+                        stride: cw * bytes,
+                    },
+                    Plane {
+                        data: &data[y + c..],
+                        stride: cw * bytes,
+                    },
+                ]
+            },
+        );
+        check(
+            c["name"].as_str().unwrap(),
+            &jods,
+            pooled,
+            c["jod"].as_array().unwrap(),
+        );
+    }
     assert!(failed.is_empty(), "{failed:#?}");
 }

@@ -332,6 +332,43 @@ def poolings():
     return out
 
 
+# RGB clips given to `predict` as uint8 arrays (display-encoded, dim_order "FHWC"): what the
+# element measures on RGB caps. name, width, height, frames, fps, display model.
+RGB_CASES = [
+    ("rgb8-odd", 67, 41, 12, 25, "standard_fhd"),
+    ("rgb8-hdr-pq", 48, 36, 8, 30, "standard_hdr_pq"),
+]
+
+
+def rgb_frame(w, h, t, distorted):
+    """Frame t as H×W×3 uint8: the `plane` formulas of the three channels as R, G, B."""
+    return np.stack([plane(w, h, t, 8, c, distorted) for c in range(3)], axis=-1).astype(np.uint8)
+
+
+def rgb_cases():
+    """`predict` on the RGB clips' first k frames for several k."""
+    import torch
+    import pycvvdp
+
+    out = []
+    for name, w, h, n, fps, display in RGB_CASES:
+        ref = np.stack([rgb_frame(w, h, t, False) for t in range(n)])
+        dist = np.stack([rgb_frame(w, h, t, True) for t in range(n)])
+        metric = pycvvdp.cvvdp(display_name=display, device=torch.device("cpu"), quiet=True)
+        values = []
+        for k in sorted({1, 2, n // 2, n}):
+            jod, _ = metric.predict(dist[:k], ref[:k], dim_order="FHWC", frames_per_second=fps)
+            values.append({"frames": k, "jod": float(jod)})
+            print(f"{name}: {k} frames: {float(jod):.6f} JOD", flush=True)
+        out.append({
+            "name": name, "width": w, "height": h, "frames": n, "fps": fps, "display": display,
+            "fnv1a64": {"reference": f"{fnv1a64(ref.tobytes()):016x}",
+                        "distorted": f"{fnv1a64(dist.tobytes()):016x}"},
+            "jod": values,
+        })
+    return out
+
+
 def main():
     import torch
     import pycvvdp
@@ -377,6 +414,7 @@ def main():
         "device": "cpu",
         "generator": "tests/cvvdp/generate.py",
         "cases": results,
+        "rgb_cases": rgb_cases(),
         "triples": TRIPLES,
         "displays": displays(),
         "temporal_filters": temporal_filters(),

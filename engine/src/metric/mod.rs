@@ -76,8 +76,14 @@ pub(crate) const REGISTRY: &[Entry] = &[
     black::ENTRY,
     freeze::ENTRY,
     cambi::ENTRY,
+    cvvdp::ENTRY,
     vmaf::ENTRY,
 ];
+
+/// The metrics whose state needs every frame even when `subsample` scores only some (their
+/// temporal channels filter over the frames before). Metrics that hold pairs back
+/// ([`crate::Engine::lag`]) need every frame as well.
+pub const EVERY_FRAME: MetricSet = cvvdp::FLAG;
 
 /// A name that stands for several registered metrics (`aom-ctc`): what users ask for when
 /// they follow a standard set of measurements rather than pick metrics one by one.

@@ -545,7 +545,7 @@ impl GpuMetrics {
             let r = reference.as_ref().unwrap_or(&distorted);
             self.prepare_engine(st, &settings, r, &distorted)?
         };
-        let Some(lag) = st.scorer.engine().map(|e| e.lag()) else {
+        let Some(every_frame) = st.scorer.engine().map(|e| e.needs_every_frame()) else {
             return Err(gst::FlowError::NotNegotiated);
         };
         let pair = PairInfo {
@@ -558,8 +558,9 @@ impl GpuMetrics {
                 .is_multiple_of(u64::from(settings.subsample.max(1))),
         };
         st.frame += 1;
-        if pair.skip && lag == 0 {
-            // No metric needs every frame: a skipped pair costs nothing. It queues behind
+        if pair.skip && !every_frame {
+            // No metric needs every frame (none holds pairs back or filters over the frames
+            // before): a skipped pair costs nothing. It queues behind
             // the pairs in flight, which are completed now rather than at the next scored
             // pair, `subsample` frames later.
             st.queue.push_skipped(distorted, pair);

@@ -189,6 +189,16 @@ impl Scorer {
         }
         .colorimetry(r.colorimetry, d.colorimetry)
         .in_flight(req.settings.in_flight as usize);
+        // The frame rate of the caps (the reference's, else the distorted input's), for the
+        // metrics with temporal filters (cvvdp); 0/1, a variable rate, is none.
+        let rate = |i: &gst_video::VideoInfo| {
+            let f = i.fps();
+            (f.numer() > 0 && f.denom() > 0).then(|| f.numer() as f64 / f.denom() as f64)
+        };
+        let inputs = if req.single { vec![d] } else { vec![r, d] };
+        if let Some(fps) = inputs.iter().find_map(|c| rate(&c.info)) {
+            builder = builder.frame_rate(fps);
+        }
         if let (Some(ctx), Ok(api)) = (&context, gstcuda::api()) {
             // SAFETY: the handle stays valid while the context object lives, and the
             // engine keeps a reference to it.

@@ -48,6 +48,18 @@ pub struct Model {
     sum: f64,
 }
 
+/// What [`Model::push`] gives for a pair.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Step {
+    /// The JOD of every pair since the start.
+    pub jod: f32,
+    /// The pair's term of the pooling over frames ([`pool::frame_term`]).
+    pub term: f64,
+    /// For the first pair, its per-frame value as an image (what a one-frame span pools
+    /// to, [`pool::image_jod`]).
+    pub image: Option<f32>,
+}
+
 /// What one frame pair adds: the per-channel, per-band differences and their pooled value.
 #[derive(Clone, Debug, PartialEq)]
 pub struct FrameDifferences {
@@ -109,8 +121,17 @@ impl Model {
         out
     }
 
-    /// Adds the next pair (test, reference) and returns the JOD of every frame so far.
-    pub fn push(&mut self, test: DklFrame, reference: DklFrame) -> f32 {
+    /// Forgets every frame: the next pair is the first of a new sequence.
+    pub fn restart(&mut self) {
+        self.history = [VecDeque::new(), VecDeque::new()];
+        self.first = None;
+        self.frames = 0;
+        self.sum = 0.0;
+    }
+
+    /// Adds the next pair (test, reference): the JOD of every frame so far, and what the
+    /// pair adds to the pooling of a span.
+    pub fn push(&mut self, test: DklFrame, reference: DklFrame) -> Step {
         for f in test.iter().chain(&reference) {
             assert_eq!(f.len(), self.width * self.height, "a frame of another size");
         }
@@ -127,9 +148,14 @@ impl Model {
             h.push_back(f);
         }
         let video = self.video_frame();
-        self.sum += pool::frame_term(video.frame);
+        let term = pool::frame_term(video.frame);
+        self.sum += term;
         self.frames += 1;
-        self.jod()
+        Step {
+            jod: self.jod(),
+            term,
+            image: if first { self.first } else { None },
+        }
     }
 
     /// The JOD of the frames pushed so far (10 before any).

@@ -66,6 +66,18 @@ pub fn span_jod(sum: f64, frames: u64) -> f32 {
     met2jod(safe_pow((sum / frames as f64) as f32, 1.0 / beta_t))
 }
 
+/// The JOD of a span from its pooling terms ([`crate::scores::PoolTerms::Cvvdp`]): a
+/// one-pair span that begins the sequence is an image, as the reference sees one frame.
+pub fn terms_jod(sum: f64, frames: u64, image: f64) -> f64 {
+    if frames == 1 && image.is_finite() {
+        image_jod(image as f32) as f64
+    } else if frames == 0 {
+        10.0
+    } else {
+        span_jod(sum, frames) as f64
+    }
+}
+
 /// The JOD of an image (a single-frame video): its [`frame`] value times the image
 /// integration factor.
 pub fn image_jod(frame: f32) -> f32 {
