@@ -79,19 +79,32 @@ fn pooled_line(summary: &Summary) -> String {
             Row::Field(..) => None,
         })
         .collect();
-    let pooled: Vec<String> = summary
-        .fields
-        .iter()
-        .filter(|(name, _)| !shown.contains(&name.as_str()))
-        .filter_map(|(name, st)| Some(format!("{name} {}", fields::format(name, st.pooled?))))
-        .collect();
-    if pooled.is_empty() {
-        return String::new();
+    // A JOD field's pooled value is the JOD of the whole run (ColorVideoVDP's result on
+    // it), not a PSNR: a line of its own.
+    let jod = |name: &str| fields::meta(name).unit == "JOD";
+    let pooled = |of_jod: bool| -> Vec<String> {
+        summary
+            .fields
+            .iter()
+            .filter(|(name, _)| !shown.contains(&name.as_str()) && jod(name) == of_jod)
+            .filter_map(|(name, st)| Some(format!("{name} {}", fields::format(name, st.pooled?))))
+            .collect()
+    };
+    let (psnr, jods) = (pooled(false), pooled(true));
+    let mut out = String::new();
+    if !psnr.is_empty() {
+        out += &format!(
+            "pooled (PSNR of the mean MSE, as FFmpeg's psnr summary): {}\n",
+            psnr.join(", ")
+        );
     }
-    format!(
-        "pooled (PSNR of the mean MSE, as FFmpeg's psnr summary): {}\n",
-        pooled.join(", ")
-    )
+    if !jods.is_empty() {
+        out += &format!(
+            "pooled (JOD of the whole run, as ColorVideoVDP reports it): {}\n",
+            jods.join(", ")
+        );
+    }
+    out
 }
 
 /// Fields the table leaves out when they repeat another row: (`shown`, `left out`) where

@@ -17,9 +17,12 @@ fn safe_pow(x: f32, p: f32) -> f32 {
     (x + 1e-5).powf(p) - 1e-5f32.powf(p)
 }
 
-/// torchvision's `GaussianBlur(13, 3)` (the phase uncertainty, `pu_dilate` 3): one 13×13
-/// kernel (the outer product of the normalised 1-D Gaussian) with reflected edges.
+/// torchvision's `GaussianBlur(13, 3)` (the phase uncertainty, `pu_dilate` 3): the outer
+/// product of the normalised 1-D Gaussian with reflected edges, applied as its two 1-D
+/// passes (the same sums in another order: float32 rounding apart, the reference's 2-D
+/// convolution).
 pub fn phase_blur(m: &Plane) -> Plane {
+    use rayon::prelude::*;
     const R: i64 = 6;
     let sigma = parameter("pu_dilate")[0] as f32;
     let pdf: Vec<f32> = (-R..=R)
@@ -27,27 +30,36 @@ pub fn phase_blur(m: &Plane) -> Plane {
         .collect();
     let sum: f32 = pdf.iter().sum();
     let k: Vec<f32> = pdf.iter().map(|v| v / sum).collect();
-    let (w, h) = (m.width as i64, m.height as i64);
+    let (w, h) = (m.width, m.height);
     // Reflect without repeating the edge (torch's `reflect` padding).
-    let reflect = |i: i64, n: i64| {
+    let reflect = |i: i64, n: usize| -> usize {
+        let n = n as i64;
         let i = if i < 0 { -i } else { i };
-        if i >= n { 2 * (n - 1) - i } else { i }
+        (if i >= n { 2 * (n - 1) - i } else { i }) as usize
     };
-    let mut out = vec![0f32; m.data.len()];
-    for y in 0..h {
-        for x in 0..w {
-            let mut s = 0f32;
-            for dy in -R..=R {
-                let row = reflect(y + dy, h) * w;
-                for dx in -R..=R {
-                    let weight = k[(dy + R) as usize] * k[(dx + R) as usize];
-                    s += weight * m.data[(row + reflect(x + dx, w)) as usize];
+    let mut across = vec![0f32; m.data.len()];
+    across
+        .par_chunks_mut(w)
+        .zip(m.data.par_chunks(w))
+        .for_each(|(out, row)| {
+            for (x, o) in out.iter_mut().enumerate() {
+                let mut s = 0f32;
+                for (t, kt) in k.iter().enumerate() {
+                    s += kt * row[reflect(x as i64 + t as i64 - R, w)];
                 }
+                *o = s;
             }
-            out[(y * w + x) as usize] = s;
+        });
+    let mut out = vec![0f32; m.data.len()];
+    out.par_chunks_mut(w).enumerate().for_each(|(y, row)| {
+        for (t, kt) in k.iter().enumerate() {
+            let src = &across[reflect(y as i64 + t as i64 - R, h) * w..][..w];
+            for (o, v) in row.iter_mut().zip(src) {
+                *o += kt * v;
+            }
         }
-    }
-    Plane::new(m.width, m.height, out)
+    });
+    Plane::new(w, h, out)
 }
 
 /// The visible difference of one band (not the base band): `test`, `reference` and the
@@ -55,6 +67,7 @@ pub fn phase_blur(m: &Plane) -> Plane {
 /// sensitivity correction), all of one size. Four channels for video, three (no transient
 /// one) for an image: the cross-channel pooling takes the first rows of its matrix.
 pub fn band_difference(test: &[Plane], reference: &[Plane], s: &[Plane]) -> Vec<Plane> {
+    use rayon::prelude::*;
     let channels = test.len();
     assert!(channels <= BAND_CHANNELS && reference.len() == channels && s.len() == channels);
     let p = parameter("mask_p")[0] as f32;
@@ -68,7 +81,11 @@ pub fn band_difference(test: &[Plane], reference: &[Plane], s: &[Plane]) -> Vec<
     let (w, h) = (test[0].width, test[0].height);
     let n = w * h;
     let weighted = |c: usize, x: &Plane| -> Vec<f32> {
-        (0..n).map(|i| x.data[i] * s[c].data[i] * GAIN[c]).collect()
+        x.data
+            .par_iter()
+            .zip(&s[c].data)
+            .map(|(v, s)| v * s * GAIN[c])
+            .collect()
     };
     let tp: Vec<Vec<f32>> = (0..channels).map(|c| weighted(c, &test[c])).collect();
     let rp: Vec<Vec<f32>> = (0..channels).map(|c| weighted(c, &reference[c])).collect();
@@ -79,11 +96,15 @@ pub fn band_difference(test: &[Plane], reference: &[Plane], s: &[Plane]) -> Vec<
             let common = Plane::new(
                 w,
                 h,
-                (0..n).map(|i| tp[c][i].abs().min(rp[c][i].abs())).collect(),
+                tp[c]
+                    .par_iter()
+                    .zip(&rp[c])
+                    .map(|(t, r)| t.abs().min(r.abs()))
+                    .collect(),
             );
             let m = if blur { phase_blur(&common) } else { common };
             m.data
-                .iter()
+                .par_iter()
                 .map(|v| safe_pow((v * mask_c).abs(), q[c]))
                 .collect()
         })
@@ -91,6 +112,7 @@ pub fn band_difference(test: &[Plane], reference: &[Plane], s: &[Plane]) -> Vec<
     (0..channels)
         .map(|c| {
             let data = (0..n)
+                .into_par_iter()
                 .map(|i| {
                     // Cross-channel pooling: weights 2^xcm as a 4×4 matrix, column `c`.
                     let mut m = 0f32;

@@ -179,7 +179,7 @@ pub(crate) const ENTRY: Entry = Entry {
     provides: &[Info {
         flag: FLAG,
         name: "cvvdp",
-        title: "ColorVideoVDP",
+        title: "CVVDP (ColorVideoVDP)",
         description: "ColorVideoVDP 0.5.7 in JOD (10 = no visible difference): temporal \
                       channels, colour, the display model of cvvdp-display; per pair the \
                       JOD of the sequence so far",

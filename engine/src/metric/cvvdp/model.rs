@@ -110,15 +110,13 @@ impl Model {
 
     /// The display model's light of display-encoded RGB pixels (row by row), in DKL.
     pub fn dkl(&self, rgb: &[[f32; 3]]) -> DklFrame {
+        use rayon::prelude::*;
         assert_eq!(rgb.len(), self.width * self.height);
-        let mut out: DklFrame = std::array::from_fn(|_| Vec::with_capacity(rgb.len()));
-        for &p in rgb {
-            let d = to_dkl(&self.rgb_to_dkl, self.display.forward(p));
-            for (plane, v) in out.iter_mut().zip(d) {
-                plane.push(v);
-            }
-        }
-        out
+        let pixels: Vec<[f32; 3]> = rgb
+            .par_iter()
+            .map(|&p| to_dkl(&self.rgb_to_dkl, self.display.forward(p)))
+            .collect();
+        std::array::from_fn(|c| pixels.iter().map(|p| p[c]).collect())
     }
 
     /// Forgets every frame: the next pair is the first of a new sequence.
@@ -186,25 +184,32 @@ impl Model {
 
     /// The differences of the newest pair in the history, through the temporal filters.
     fn video_frame(&self) -> FrameDifferences {
+        use rayon::prelude::*;
         let len = self.taps[0].len();
-        let channels: [Plane; CHANNELS] = std::array::from_fn(|i| {
-            let (cc, side) = (i / 2, i % 2);
-            let colour = if cc == 3 { 0 } else { cc };
-            let h = &self.history[side];
-            // Frames before the first are the first (replicate padding): tap k of the
-            // reversed filter meets frame `k − (len − h.len())` of the history, clamped.
-            let missing = len - h.len();
-            let taps = &self.taps[cc];
-            let mut out = vec![0f32; self.width * self.height];
-            for k in 0..len {
-                let frame = &h[k.saturating_sub(missing)][colour];
-                let w = taps[len - 1 - k];
-                for (o, v) in out.iter_mut().zip(frame) {
-                    *o += v * w;
+        let filtered: Vec<Vec<f32>> = (0..CHANNELS)
+            .into_par_iter()
+            .map(|i| {
+                let (cc, side) = (i / 2, i % 2);
+                let colour = if cc == 3 { 0 } else { cc };
+                let h = &self.history[side];
+                // Frames before the first are the first (replicate padding): tap k of the
+                // reversed filter meets frame `k − (len − h.len())` of the history, clamped.
+                let missing = len - h.len();
+                let taps = &self.taps[cc];
+                let mut out = vec![0f32; self.width * self.height];
+                for k in 0..len {
+                    let frame = &h[k.saturating_sub(missing)][colour];
+                    let w = taps[len - 1 - k];
+                    for (o, v) in out.iter_mut().zip(frame) {
+                        *o += v * w;
+                    }
                 }
-            }
-            self.plane(out)
-        });
+                out
+            })
+            .collect();
+        let mut filtered = filtered.into_iter();
+        let channels: [Plane; CHANNELS] =
+            std::array::from_fn(|_| self.plane(filtered.next().expect("eight channels")));
         self.differences(channels, BAND_CHANNELS)
     }
 
@@ -215,6 +220,7 @@ impl Model {
     /// The differences of `channels` (test and reference interleaved) on every band, for
     /// the first `used` band channels.
     fn differences(&self, channels: [Plane; CHANNELS], used: usize) -> FrameDifferences {
+        use rayon::prelude::*;
         let pyramid = weber_contrast(&channels, self.levels);
         let bands = pyramid.len();
         let mut q = vec![vec![0f32; bands]; used];
@@ -225,7 +231,7 @@ impl Model {
                 .map(|c| {
                     let data = bkg
                         .data
-                        .iter()
+                        .par_iter()
                         .map(|&l| self.csf[b][c].sensitivity(l) * self.gain)
                         .collect();
                     Plane::new(bkg.width, bkg.height, data)

@@ -24,7 +24,8 @@ fn lp_norm(values: impl Iterator<Item = f32>, p: f32, n: f32) -> f32 {
 /// count).
 pub fn spatial(d: &[f32]) -> f32 {
     let beta = parameter("beta")[0] as f32;
-    let sum: f64 = d.iter().map(|&x| safe_pow(x, beta) as f64).sum();
+    use rayon::prelude::*;
+    let sum: f64 = d.par_iter().map(|&x| safe_pow(x, beta) as f64).sum();
     safe_pow((sum / d.len() as f64) as f32, 1.0 / beta)
 }
 

@@ -199,8 +199,12 @@ pub struct ContrastBand {
 /// Laplacian bands and the base band.
 pub fn weber_contrast(channels: &[Plane], levels: usize) -> Vec<ContrastBand> {
     assert_eq!(channels.len(), CHANNELS);
-    let pyramids: Vec<(Vec<Plane>, Vec<Plane>)> =
-        channels.iter().map(|c| laplacian(c, levels + 1)).collect();
+    use rayon::prelude::*;
+    // The channels' pyramids side by side (a frame pair has eight).
+    let pyramids: Vec<(Vec<Plane>, Vec<Plane>)> = channels
+        .par_iter()
+        .map(|c| laplacian(c, levels + 1))
+        .collect();
     let height = pyramids[0].0.len();
     (0..height)
         .map(|i| {
