@@ -679,6 +679,7 @@ fn the_jod_of_each_span_equals_the_references() {
 /// `frames` gives (reference, distorted bytes of one frame as `planes` lays them out), and
 /// returns each pair's `cvvdp` and the summary's pooled JOD.
 fn engine_jods(
+    backend: gpumetrics_engine::BackendChoice,
     layout: gpumetrics_engine::FrameLayout,
     colorimetry: gpumetrics_engine::Colorimetry,
     display: &str,
@@ -687,14 +688,12 @@ fn engine_jods(
     frame: impl Fn(usize, bool) -> Vec<u8>,
     planes: impl for<'a> Fn(&'a [u8]) -> Vec<gpumetrics_engine::Plane<'a>>,
 ) -> (Vec<f64>, f64) {
-    use gpumetrics_engine::{
-        BackendChoice, Engine, EngineConfig, Frame, HostFrame, MetricSet, Options, Pooler,
-    };
+    use gpumetrics_engine::{Engine, EngineConfig, Frame, HostFrame, MetricSet, Options, Pooler};
     let mut options = Options::new();
     options.parse("cvvdp-display", display).unwrap();
     let cfg = EngineConfig {
         metrics: MetricSet::named("cvvdp").unwrap(),
-        backend: BackendChoice::Cpu,
+        backend,
         options,
         ..Default::default()
     };
@@ -704,6 +703,13 @@ fn engine_jods(
         .build()
         .unwrap();
     assert!(engine.needs_every_frame());
+    assert_eq!(
+        engine.backend_name(),
+        match backend {
+            gpumetrics_engine::BackendChoice::Cuda => "cuda",
+            _ => "cpu",
+        }
+    );
     let mut pool = Pooler::new();
     let mut jods = Vec::new();
     for t in 0..frames {
@@ -730,6 +736,17 @@ fn engine_jods(
 /// the whole clip, within 0.001 JOD.
 #[test]
 fn the_engine_reports_the_references_jod_per_span_and_pooled() {
+    engine_on(gpumetrics_engine::BackendChoice::Cpu);
+}
+
+/// The same on the CUDA backend (host frames uploaded, then measured).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn the_cuda_backend_reports_the_references_jod() {
+    engine_on(gpumetrics_engine::BackendChoice::Cuda);
+}
+
+fn engine_on(backend: gpumetrics_engine::BackendChoice) {
     use gpumetrics_engine::{Colorimetry, FrameLayout, Matrix, PixelFormat, Plane, Transfer};
     let v = values();
     let mut failed = Vec::new();
@@ -778,6 +795,7 @@ fn the_engine_reports_the_references_jod_per_span_and_pooled() {
             height: h as u32,
         };
         let (jods, pooled) = engine_jods(
+            backend,
             layout,
             Colorimetry::default_for(PixelFormat::Rgb.family()),
             c["display"].as_str().unwrap(),
@@ -831,6 +849,7 @@ fn the_engine_reports_the_references_jod_per_span_and_pooled() {
             height: h as u32,
         };
         let (jods, pooled) = engine_jods(
+            backend,
             layout,
             colorimetry,
             c["display"].as_str().unwrap(),

@@ -1387,3 +1387,50 @@ fn live_udp_inputs_run_until_ctrl_c_with_windows_and_alerts() {
     assert!(so.contains("alert psnr-y<45:200ms: 1 episode, "), "{so}");
     assert!(table_mean(&so, "psnr-y") < 45.0, "{so}");
 }
+
+/// `--metrics cvvdp`: each record's `cvvdp` is the JOD of the run so far, the summary's
+/// `pooled` (printed under the table) the whole run's, which is the last record's;
+/// `--cvvdp-display` changes the display model (a 4K monitor at the same distance makes the
+/// same encode look better: more pixels per degree).
+#[test]
+fn cvvdp_reports_the_runs_jod() {
+    let c = clips();
+    let run = |display: &str| {
+        let (out, err) = run_ok(&[
+            &c.get("ref.mp4"),
+            &c.get("dist.mp4"),
+            "--metrics",
+            "cvvdp",
+            "--cvvdp-display",
+            display,
+            "--frames",
+            "6",
+            "--format",
+            "jsonl",
+        ]);
+        let lines: Vec<Value> = out
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let frames: Vec<f64> = lines
+            .iter()
+            .filter(|l| l["type"] == "frame")
+            .map(|l| l["cvvdp"].as_f64().unwrap())
+            .collect();
+        let summary = lines.iter().find(|l| l["type"] == "summary").unwrap();
+        let pooled = summary["fields"]["cvvdp"]["pooled"].as_f64().unwrap();
+        (frames, pooled, err)
+    };
+    let (frames, pooled, err) = run("standard_fhd");
+    assert_eq!(frames.len(), 6);
+    for v in &frames {
+        assert!((0.0..10.0).contains(v), "an 80 kbit/s encode: {v}");
+    }
+    assert!((pooled - frames[5]).abs() < 1e-4, "{pooled} {frames:?}");
+    assert!(
+        err.contains("pooled (JOD of the whole run, as ColorVideoVDP reports it): cvvdp"),
+        "{err}"
+    );
+    let (frames_4k, _, _) = run("standard_4k");
+    assert!(frames_4k[5] > frames[5], "{frames_4k:?} {frames:?}");
+}

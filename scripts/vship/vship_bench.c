@@ -7,7 +7,8 @@
  *   vship_bench [--seconds S] [--handlers N] [--intensity NITS]
  *
  * For Butteraugli (Qnorm 2, intensity target NITS, default 203: Vship's own default; the
- * engine's is libjxl's 80) and SSIMULACRA2, one row per input kind, each timed for S seconds
+ * engine's is libjxl's 80), SSIMULACRA2 and CVVDP (display model `standard_fhd`, 30 fps, no
+ * resize to the display: the engine's `cvvdp` defaults), one row per input kind, each timed for S seconds
  * (default 2) after 3 warm-up pairs per handler:
  *   device         frames in GPU memory (cudaMalloc). Vship's API has no device-frame entry:
  *                  it copies every plane with cudaMemcpyAsync(..., cudaMemcpyHostToDevice),
@@ -18,7 +19,9 @@
  *   device, N ...  N handlers (default 8) on N threads, all on the same device frames
  *   pinned, N ...  the same with the pinned frames
  * A handler scores one pair at a time and returns the score (the call waits for the GPU),
- * so one handler is one pair in flight; N handlers are Vship's way to fill the GPU.
+ * so one handler is one pair in flight; N handlers are Vship's way to fill the GPU. CVVDP is
+ * temporal: a handler's pairs are successive frames of one sequence (the same pair again),
+ * its score the running JOD of the sequence, as the engine's `cvvdp` field.
  * pairs/s is the pairs scored by all handlers over the longest handler's time.
  *
  * Output: markdown rows `| vship VERSION | metric | frames | pairs/s | score |`, then the
@@ -45,8 +48,8 @@
 #define CH (H / 2)
 #define FRAME_BYTES ((size_t)W * H + 2 * (size_t)CW * CH)
 
-enum metric { BUTTERAUGLI, SSIMULACRA2 };
-static const char *metric_name[] = {"butteraugli", "ssimulacra2"};
+enum metric { BUTTERAUGLI, SSIMULACRA2, CVVDP };
+static const char *metric_name[] = {"butteraugli", "ssimulacra2", "cvvdp"};
 
 static double seconds = 2.0;
 static int handlers = 8;
@@ -154,6 +157,7 @@ typedef struct {
     enum metric metric;
     Vship_SSIMU2Handler ssimu2;
     Vship_ButteraugliHandler butter;
+    Vship_CVVDPHandler cvvdp;
 } handler_t;
 
 static Vship_Colorspace_t colorspace(void) {
@@ -181,22 +185,30 @@ static void handler_init(handler_t *h, enum metric m) {
     h->metric = m;
     if (m == SSIMULACRA2)
         e = Vship_SSIMU2Init(&h->ssimu2, c, c);
+    else if (m == CVVDP)
+        e = Vship_CVVDPInit(&h->cvvdp, c, c, 30.0f, false, "standard_fhd");
     else
         e = Vship_ButteraugliInit(&h->butter, c, c, 2, intensity);
-    if (e != Vship_NoError) vship_fail(m == SSIMULACRA2 ? "Vship_SSIMU2Init" : "Vship_ButteraugliInit", e);
+    if (e != Vship_NoError)
+        vship_fail(m == SSIMULACRA2 ? "Vship_SSIMU2Init" : m == CVVDP ? "Vship_CVVDPInit" : "Vship_ButteraugliInit", e);
 }
 
 static void handler_free(handler_t *h) {
-    Vship_Exception e = h->metric == SSIMULACRA2 ? Vship_SSIMU2Free(h->ssimu2) : Vship_ButteraugliFree(h->butter);
+    Vship_Exception e = h->metric == SSIMULACRA2 ? Vship_SSIMU2Free(h->ssimu2)
+                        : h->metric == CVVDP   ? Vship_CVVDPFree(h->cvvdp)
+                                               : Vship_ButteraugliFree(h->butter);
     if (e != Vship_NoError) vship_fail("freeing a handler", e);
 }
 
-/* One pair: 0 and the score (SSIMULACRA2's score; Butteraugli's 3-norm in score[0] and max
- * norm in score[1]), or the error in err. */
+/* One pair: 0 and the score (SSIMULACRA2's score, CVVDP's running JOD; Butteraugli's 3-norm
+ * in score[0] and max norm in score[1]), or the error in err. */
 static int handler_score(handler_t *h, frame_t *r, frame_t *d, double score[2], char *err, int len) {
     Vship_Exception e;
     if (h->metric == SSIMULACRA2) {
         e = Vship_ComputeSSIMU2(h->ssimu2, &score[0], r->planes, d->planes, strides, strides);
+        score[1] = 0;
+    } else if (h->metric == CVVDP) {
+        e = Vship_ComputeCVVDP(h->cvvdp, &score[0], NULL, 0, r->planes, d->planes, strides, strides);
         score[1] = 0;
     } else {
         Vship_ButteraugliScore s;
@@ -206,13 +218,14 @@ static int handler_score(handler_t *h, frame_t *r, frame_t *d, double score[2], 
     }
     if (e == Vship_NoError) return 0;
     int n = h->metric == SSIMULACRA2 ? Vship_SSIMU2GetDetailedLastError(h->ssimu2, err, len)
+            : h->metric == CVVDP     ? Vship_CVVDPGetDetailedLastError(h->cvvdp, err, len)
                                      : Vship_ButteraugliGetDetailedLastError(h->butter, err, len);
     if (n == 0) Vship_GetDetailedLastError(err, len);
     return (int)e;
 }
 
 static void format_score(enum metric m, const double s[2], char *out, size_t len) {
-    if (m == SSIMULACRA2)
+    if (m == SSIMULACRA2 || m == CVVDP)
         snprintf(out, len, "%.4f", s[0]);
     else
         snprintf(out, len, "3-norm %.4f, max %.4f", s[0], s[1]);
@@ -341,7 +354,7 @@ int main(int argc, char **argv) {
     printf("Vship %s (%s backend) on %s, %d SMs; CUDA runtime %d, driver %d\n", version,
            v.backend == Vship_Cuda ? "CUDA" : "HIP", info.name, info.MultiProcessorCount, runtime, driver);
     printf("1920x1080 I420 8-bit, limited range, BT.709; Butteraugli Qnorm 2, intensity %.0f nits; "
-           "%.1f s per row; N = %d\n\n",
+           "CVVDP standard_fhd, 30 fps; %.1f s per row; N = %d\n\n",
            intensity, seconds, handlers);
 
     /* The pair in pageable, pinned and device memory (two frames in one buffer each). */
@@ -359,7 +372,7 @@ int main(int argc, char **argv) {
 
     printf("| implementation | metric | frames | pairs/s | score |\n");
     printf("| --- | --- | --- | --- | --- |\n");
-    for (int m = BUTTERAUGLI; m <= SSIMULACRA2; m++) {
+    for (int m = BUTTERAUGLI; m <= CVVDP; m++) {
         double dev[2], pin[2], pag[2], devn[2], pinn[2];
         row(m, "device", 1, device, device + FRAME_BYTES, dev);
         row(m, "pinned", 1, pinned, pinned + FRAME_BYTES, pin);
@@ -377,7 +390,7 @@ int main(int argc, char **argv) {
     engine_pattern(pageable + FRAME_BYTES, FRAME_BYTES, 2);
     memcpy(pinned, pageable, 2 * FRAME_BYTES);
     printf("\nScores of the engine benches' frames (engine/benches/common, pattern seeds 1 and 2):\n");
-    for (int m = BUTTERAUGLI; m <= SSIMULACRA2; m++) {
+    for (int m = BUTTERAUGLI; m <= CVVDP; m++) {
         handler_t h;
         frame_t r = frame_at(pinned), d = frame_at(pinned + FRAME_BYTES);
         double s[2];

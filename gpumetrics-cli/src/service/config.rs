@@ -579,6 +579,34 @@ subsample = 2
         assert!(news.same_as(&parsed(GOOD).unwrap().channels[0]));
     }
 
+    /// A metric option is a channel key like any other: `cvvdp-display` takes the reference's
+    /// display model names and refuses others with the line and key.
+    #[test]
+    fn a_channel_takes_cvvdp_display() {
+        let c = parsed(
+            "[[channel]]\nname = \"a\"\ndistorted = \"x.mp4\"\nreference = \"y.mp4\"\n\
+             metrics = \"cvvdp\"\ncvvdp-display = \"standard_hdr_pq\"\n",
+        )
+        .unwrap();
+        let (args, plan) = c.channels[0].arguments().unwrap();
+        assert_eq!(plan.metrics, "cvvdp");
+        let display = args
+            .metric_options
+            .iter()
+            .find(|(spec, _)| spec.name == "cvvdp-display")
+            .map(|(spec, v)| spec.format(v));
+        assert_eq!(display.as_deref(), Some("standard_hdr_pq"));
+        let e = refused(
+            "[[channel]]\nname = \"a\"\ndistorted = \"x.mp4\"\nreference = \"y.mp4\"\n\
+             metrics = \"cvvdp\"\ncvvdp-display = \"crt\"\n",
+        );
+        assert_eq!(
+            (e.line, e.key.as_deref()),
+            (Some(6), Some("cvvdp-display")),
+            "{e}"
+        );
+    }
+
     #[test]
     fn a_bad_file_is_refused_with_its_line_and_key() {
         let e = refused("[[channel]]\nname = \"a\"\ndistorted = \"x.mp4\"\nwindow = \"soon\"\n");

@@ -3,6 +3,7 @@
 //! uncertainty) and pooled across channels as the masker, the difference raised to `mask_p`
 //! over one plus the masker, softly clamped. In float32, as the reference computes.
 
+use super::pool::SafePow;
 use super::pyramid::Plane;
 use super::temporal::parameter;
 
@@ -11,11 +12,6 @@ pub const BAND_CHANNELS: usize = 4;
 
 /// The per-channel gains of the sensitivity-weighted contrast.
 const GAIN: [f32; BAND_CHANNELS] = [1.0, 1.45, 1.0, 1.0];
-
-/// The reference's `safe_pow`: `(x + 1e-5)^p − 1e-5^p`.
-fn safe_pow(x: f32, p: f32) -> f32 {
-    (x + 1e-5).powf(p) - 1e-5f32.powf(p)
-}
 
 /// torchvision's `GaussianBlur(13, 3)` (the phase uncertainty, `pu_dilate` 3): the outer
 /// product of the normalised 1-D Gaussian with reflected edges, applied as its two 1-D
@@ -103,12 +99,14 @@ pub fn band_difference(test: &[Plane], reference: &[Plane], s: &[Plane]) -> Vec<
                     .collect(),
             );
             let m = if blur { phase_blur(&common) } else { common };
+            let pow = SafePow::new(q[c]);
             m.data
                 .par_iter()
-                .map(|v| safe_pow((v * mask_c).abs(), q[c]))
+                .map(|v| pow.of((v * mask_c).abs()))
                 .collect()
         })
         .collect();
+    let pow_p = SafePow::new(p);
     (0..channels)
         .map(|c| {
             let data = (0..n)
@@ -119,7 +117,7 @@ pub fn band_difference(test: &[Plane], reference: &[Plane], s: &[Plane]) -> Vec<
                     for (k, mk) in mq.iter().enumerate() {
                         m += mk[i] * xcm[k * BAND_CHANNELS + c];
                     }
-                    let du = safe_pow((tp[c][i] - rp[c][i]).abs(), p) / (1.0 + m);
+                    let du = pow_p.of((tp[c][i] - rp[c][i]).abs()) / (1.0 + m);
                     d_max * du / (d_max + du)
                 })
                 .collect();

@@ -10,8 +10,31 @@ use super::temporal::parameter;
 
 const EPS: f32 = 1e-5;
 
-fn safe_pow(x: f32, p: f32) -> f32 {
+/// The reference's `safe_pow`: `(x + ε)^p − ε^p`, ε = 1e-5.
+pub(super) fn safe_pow(x: f32, p: f32) -> f32 {
     (x + EPS).powf(p) - EPS.powf(p)
+}
+
+/// [`safe_pow`] to one exponent, its `ε^p` computed once (what a loop over a band's
+/// samples calls).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct SafePow {
+    p: f32,
+    eps_p: f32,
+}
+
+impl SafePow {
+    pub(super) fn new(p: f32) -> SafePow {
+        SafePow {
+            p,
+            eps_p: EPS.powf(p),
+        }
+    }
+
+    #[inline]
+    pub(super) fn of(self, x: f32) -> f32 {
+        (x + EPS).powf(self.p) - self.eps_p
+    }
 }
 
 /// The reference's `lp_norm` with a tensor exponent: over `values`, divided by `n` first.
@@ -25,7 +48,8 @@ fn lp_norm(values: impl Iterator<Item = f32>, p: f32, n: f32) -> f32 {
 pub fn spatial(d: &[f32]) -> f32 {
     let beta = parameter("beta")[0] as f32;
     use rayon::prelude::*;
-    let sum: f64 = d.par_iter().map(|&x| safe_pow(x, beta) as f64).sum();
+    let pow = SafePow::new(beta);
+    let sum: f64 = d.par_iter().map(|&x| pow.of(x) as f64).sum();
     safe_pow((sum / d.len() as f64) as f32, 1.0 / beta)
 }
 
