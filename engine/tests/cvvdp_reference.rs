@@ -682,8 +682,7 @@ fn engine_jods(
     backend: gpumetrics_engine::BackendChoice,
     layout: gpumetrics_engine::FrameLayout,
     colorimetry: gpumetrics_engine::Colorimetry,
-    display: &str,
-    fps: f64,
+    (display, fps): (&str, f64),
     frames: usize,
     frame: impl Fn(usize, bool) -> Vec<u8>,
     planes: impl for<'a> Fn(&'a [u8]) -> Vec<gpumetrics_engine::Plane<'a>>,
@@ -798,8 +797,7 @@ fn engine_on(backend: gpumetrics_engine::BackendChoice) {
             backend,
             layout,
             Colorimetry::default_for(PixelFormat::Rgb.family()),
-            c["display"].as_str().unwrap(),
-            c["fps"].as_f64().unwrap(),
+            (c["display"].as_str().unwrap(), c["fps"].as_f64().unwrap()),
             n,
             frame,
             |data| {
@@ -852,8 +850,7 @@ fn engine_on(backend: gpumetrics_engine::BackendChoice) {
             backend,
             layout,
             colorimetry,
-            c["display"].as_str().unwrap(),
-            c["fps"].as_f64().unwrap(),
+            (c["display"].as_str().unwrap(), c["fps"].as_f64().unwrap()),
             clip.frames as usize,
             |t, distorted| {
                 let s = clip.frame_samples(t as u32, distorted);
