@@ -12,6 +12,7 @@ pub mod events;
 mod format;
 mod frame;
 mod input;
+pub mod map;
 pub mod metric;
 mod metric_set;
 mod plan;
