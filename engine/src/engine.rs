@@ -56,6 +56,7 @@ pub struct EngineBuilder<'a> {
     distorted: FrameLayout,
     colorimetry: Option<[Colorimetry; 2]>,
     frame_rate: Option<f64>,
+    map: Option<crate::map::MapKind>,
     context: Option<crate::cuda::ExternalContext>,
     in_flight: usize,
 }
@@ -97,6 +98,13 @@ impl EngineBuilder<'_> {
         self
     }
 
+    /// Makes the distortion map `kind` of each pair ([`crate::map`]), which its scores carry
+    /// ([`Scores::map`]); not for an engine without a reference input (`build` refuses it).
+    pub fn map(mut self, kind: crate::map::MapKind) -> Self {
+        self.map = Some(kind);
+        self
+    }
+
     /// Runs the CUDA backend in `context` (e.g. the context that upstream decoded into, so
     /// that its device frames can be read in place); `device_id` is then ignored.
     /// `backend=cpu` ignores the context.
@@ -112,6 +120,7 @@ impl EngineBuilder<'_> {
         let options = PlanOptions {
             colorimetry: self.colorimetry,
             frame_rate: self.frame_rate,
+            map: self.map,
         };
         let set = self.config.metrics;
         let plan = match self.reference {
@@ -125,6 +134,13 @@ impl EngineBuilder<'_> {
                         metrics: full.join(", "),
                         available: crate::metric::no_reference_names(),
                     });
+                }
+                if let Some(kind) = self.map {
+                    return Err(EngineError::Unsupported(format!(
+                        "the {} map compares a distorted frame with its reference: link \
+                         ref_sink, or leave map unset",
+                        kind.name()
+                    )));
                 }
                 Plan::single(self.distorted, options)?
             }
@@ -190,6 +206,7 @@ impl Engine {
             distorted,
             colorimetry: None,
             frame_rate: None,
+            map: None,
             context: None,
             in_flight: 1,
         }
@@ -206,6 +223,7 @@ impl Engine {
             distorted,
             colorimetry: None,
             frame_rate: None,
+            map: None,
             context: None,
             in_flight: 1,
         }

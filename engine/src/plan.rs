@@ -30,6 +30,8 @@ pub struct Plan {
     /// Frames per second of the inputs (the reference's, else the distorted one's), for
     /// metrics with temporal filters (ColorVideoVDP); `None` when the caps declare none.
     pub frame_rate: Option<f64>,
+    /// The distortion map made of each pair, if any ([`crate::map`]).
+    pub map: Option<crate::map::MapKind>,
 }
 
 /// What a [`Plan`] is built from besides the two layouts. (How each metric measures is
@@ -41,6 +43,8 @@ pub struct PlanOptions {
     pub colorimetry: Option<[Colorimetry; 2]>,
     /// Frames per second ([`Plan::frame_rate`]); `None`: unknown or variable.
     pub frame_rate: Option<f64>,
+    /// The distortion map made of each pair, if any ([`crate::map`]).
+    pub map: Option<crate::map::MapKind>,
 }
 
 impl Plan {
@@ -109,6 +113,7 @@ impl Plan {
             ]),
             has_reference: true,
             frame_rate: options.frame_rate.filter(|f| f.is_finite() && *f > 0.0),
+            map: options.map,
         })
     }
 
@@ -126,6 +131,7 @@ impl Plan {
             PlanOptions {
                 colorimetry: Some([colorimetry, colorimetry]),
                 frame_rate: options.frame_rate,
+                map: None,
             },
         )?;
         plan.has_reference = false;

@@ -7,6 +7,11 @@ pub struct Scores {
     /// Per field whose summary pools more than its values ([`PoolTerms`]): this pair's
     /// terms (not fields of the record).
     pool_terms: Vec<(&'static str, PoolTerms)>,
+    /// The pair's distortion map, when the engine makes one ([`crate::EngineBuilder::map`]).
+    map: Option<(
+        crate::map::MapKind,
+        std::sync::Arc<crate::map::DistortionMap>,
+    )>,
 }
 
 /// What a field's summary pools besides its values, where its `pooled` statistic is an
@@ -49,10 +54,27 @@ impl Scores {
         self.entries.iter().copied()
     }
 
-    /// Appends every field of `other`, in its order.
+    /// Appends every field of `other`, in its order (and its map, if it has one).
     pub fn append(&mut self, other: Scores) {
         self.entries.extend(other.entries);
         self.pool_terms.extend(other.pool_terms);
+        if other.map.is_some() {
+            self.map = other.map;
+        }
+    }
+
+    /// Gives the pair its distortion map.
+    pub fn set_map(
+        &mut self,
+        kind: crate::map::MapKind,
+        map: std::sync::Arc<crate::map::DistortionMap>,
+    ) {
+        self.map = Some((kind, map));
+    }
+
+    /// The pair's distortion map and which it is, when the engine makes one.
+    pub fn map(&self) -> Option<(crate::map::MapKind, &crate::map::DistortionMap)> {
+        self.map.as_ref().map(|(k, m)| (*k, &**m))
     }
 
     pub fn get(&self, field: &str) -> Option<f64> {

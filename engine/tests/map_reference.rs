@@ -74,3 +74,143 @@ fn maps_equal_their_references() {
         );
     }
 }
+
+/// A raw frame's planes: one gray plane, or I420's three.
+fn planes(
+    data: &[u8],
+    w: usize,
+    h: usize,
+    bytes: usize,
+    gray: bool,
+) -> Vec<gpumetrics_engine::Plane<'_>> {
+    use gpumetrics_engine::Plane;
+    if gray {
+        return vec![Plane { data, stride: w }];
+    }
+    let (cw, ch) = (w.div_ceil(2), h.div_ceil(2));
+    let (y, c) = (w * h * bytes, cw * ch * bytes);
+    vec![
+        Plane {
+            data: &data[..y],
+            stride: w * bytes,
+        },
+        Plane {
+            data: &data[y..y + c],
+            stride: cw * bytes,
+        },
+        Plane {
+            data: &data[y + c..],
+            stride: cw * bytes,
+        },
+    ]
+}
+
+/// The engine's maps (`EngineBuilder::map`) on the same pairs as frames of their formats
+/// (GRAY8, I420, I420_10LE: luma): each pair's scores carry the map, equal to
+/// scikit-image's at the recorded pixels, with `metrics=psnr` alongside.
+fn engine_maps(backend: gpumetrics_engine::BackendChoice) {
+    use gpumetrics_engine::map::MapKind;
+    use gpumetrics_engine::{
+        Engine, EngineConfig, Frame, FrameLayout, HostFrame, MetricSet, PixelFormat,
+    };
+    let text = std::fs::read_to_string(repo("tests/data/maps/values.json")).unwrap();
+    let v: Value = serde_json::from_str(&text).unwrap();
+    for c in v["cases"].as_array().unwrap() {
+        let name = c["name"].as_str().unwrap();
+        let (w, h) = (
+            c["width"].as_u64().unwrap() as usize,
+            c["height"].as_u64().unwrap() as usize,
+        );
+        let bytes = c["bytes"].as_u64().unwrap() as usize;
+        let gray = c["reference"].as_str().unwrap().ends_with(".gray");
+        let format = match (gray, bytes) {
+            (true, _) => PixelFormat::Gray8,
+            (false, 1) => PixelFormat::I420,
+            _ => PixelFormat::I420_10Le,
+        };
+        let read = |f: &str| std::fs::read(repo(&format!("tests/data/ssim/{f}"))).unwrap();
+        let (r, d) = (
+            read(c["reference"].as_str().unwrap()),
+            read(c["distorted"].as_str().unwrap()),
+        );
+        let layout = FrameLayout {
+            format,
+            width: w as u32,
+            height: h as u32,
+        };
+        let cfg = EngineConfig {
+            metrics: MetricSet::PSNR,
+            backend,
+            ..Default::default()
+        };
+        for kind in MapKind::ALL {
+            let mut engine = Engine::builder(&cfg, layout, layout)
+                .map(kind)
+                .build()
+                .unwrap();
+            let (rp, dp) = (planes(&r, w, h, bytes, gray), planes(&d, w, h, bytes, gray));
+            let scores = engine
+                .compare(
+                    &Frame::Host(HostFrame::new(&rp)),
+                    &Frame::Host(HostFrame::new(&dp)),
+                )
+                .unwrap();
+            assert!(scores.get("psnr-y").is_some(), "{name}");
+            let (got_kind, m) = scores.map().expect("a map");
+            assert_eq!(got_kind, kind);
+            assert_eq!((m.width, m.height), (w, h), "{name}");
+            match kind {
+                MapKind::Ssim => {
+                    for p in c["ssim"]["pixels"].as_array().unwrap() {
+                        let (x, y) = (
+                            p[0].as_u64().unwrap() as usize,
+                            p[1].as_u64().unwrap() as usize,
+                        );
+                        let want = p[2].as_f64().unwrap();
+                        let got = m.values[y * w + x] as f64;
+                        assert!(
+                            (got - want).abs() <= 1e-5,
+                            "{name} ({x}, {y}): {got} vs {want}"
+                        );
+                    }
+                }
+                MapKind::SquaredError => {
+                    let sum: f64 = m.values.iter().map(|&v| v as f64).sum();
+                    assert_eq!(sum, c["squared-error"]["sum"].as_f64().unwrap(), "{name}");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn the_engine_gives_each_pair_its_map() {
+    engine_maps(gpumetrics_engine::BackendChoice::Cpu);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn the_cuda_backend_gives_the_same_maps() {
+    engine_maps(gpumetrics_engine::BackendChoice::Cuda);
+}
+
+#[test]
+fn a_map_needs_a_reference() {
+    use gpumetrics_engine::{Engine, EngineConfig, FrameLayout, MetricSet, PixelFormat};
+    let layout = FrameLayout {
+        format: PixelFormat::I420,
+        width: 64,
+        height: 48,
+    };
+    let cfg = EngineConfig {
+        metrics: MetricSet::named("blur").unwrap(),
+        backend: gpumetrics_engine::BackendChoice::Cpu,
+        ..Default::default()
+    };
+    let e = Engine::single_builder(&cfg, layout)
+        .map(gpumetrics_engine::map::MapKind::Ssim)
+        .build()
+        .err()
+        .expect("refused");
+    assert!(e.to_string().contains("ssim map"), "{e}");
+}

@@ -18,10 +18,13 @@ pub(crate) struct CpuBackend {
 
 impl CpuBackend {
     pub(crate) fn new(plan: &Plan, set: MetricSet, configured: &[Configured]) -> CpuBackend {
-        let metrics = configured
+        let mut metrics: Vec<Box<dyn CpuMetric>> = configured
             .iter()
             .filter_map(|c| (c.entry.cpu)(&c.setup(plan, set)))
             .collect();
+        if let Some(kind) = plan.map {
+            metrics.push(Box::new(crate::map::metric::MapCpu::new(kind)));
+        }
         CpuBackend {
             metrics: Lineup::new(metrics),
             done: None,

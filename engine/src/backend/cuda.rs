@@ -212,6 +212,13 @@ impl CudaBackend {
                     metrics.push(m);
                 }
             }
+            if let Some(kind) = plan.map {
+                // On a lane of its own, as a full-reference metric (it waits for the uploads).
+                let map = Laned::make(&gpu, depth, |_| {
+                    Ok(Some(Box::new(crate::map::metric::MapCuda::new(kind))))
+                })?;
+                metrics.extend(map);
+            }
             let metrics = Lineup::new(metrics);
             gpu.stream.synchronize()?;
             Ok(CudaBackend {

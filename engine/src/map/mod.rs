@@ -1,5 +1,7 @@
-//! Distortion maps (issue 48, being built: not offered by the engine or the element yet):
-//! per pixel, where in the picture a metric finds its differences. Each map is defined in
+//! Distortion maps (issue 48, being built): per pixel, where in the picture a metric finds
+//! its differences. An engine built with [`crate::EngineBuilder::map`] adds the map of
+//! each pair to its scores ([`crate::Scores::map`]), computed on the host from the pair's
+//! planes (the CUDA backend copies them there first: [`metric`]). Each map is defined in
 //! docs/METRICS.md ("Distortion maps") and checked against its reference
 //! (engine/tests/map_reference.rs, values made by tests/maps/generate.py):
 //!
@@ -11,7 +13,115 @@
 //! [`Stats`] are what buffer meta and alerts will carry: the maximum and where it is, and
 //! the share of pixels past a threshold.
 
+pub(crate) mod metric;
 pub mod ssim;
+
+use gpumetrics_kernels::channel::{Channel, load, rescale};
+
+use crate::format::ColorFamily;
+use crate::frame::PlanePtrs;
+use crate::plan::Plan;
+
+/// The maps there are.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum MapKind {
+    /// [`squared_error`].
+    SquaredError,
+    /// [`ssim::map`].
+    Ssim,
+}
+
+impl MapKind {
+    pub const ALL: [MapKind; 2] = [MapKind::SquaredError, MapKind::Ssim];
+
+    /// As users write it (`squared-error`, `ssim`).
+    pub fn name(self) -> &'static str {
+        match self {
+            MapKind::SquaredError => "squared-error",
+            MapKind::Ssim => "ssim",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<MapKind> {
+        Self::ALL.into_iter().find(|k| k.name() == name)
+    }
+
+    /// Whether larger values are worse (squared error), or smaller (SSIM).
+    pub fn worse_above(self) -> bool {
+        matches!(self, MapKind::SquaredError)
+    }
+}
+
+/// One channel of a frame as samples, the distorted side's rescaled to the reference's
+/// depth (as PSNR compares them).
+///
+/// # Safety
+/// `ptrs` must address planes validated for the plan's layouts.
+unsafe fn samples(plan: &Plan, channel: usize, ptrs: &PlanePtrs, reference: bool) -> Vec<u16> {
+    let (rc, dc) = &plan.channels[channel];
+    let (spec, layout) = if reference {
+        (rc, &plan.reference)
+    } else {
+        (dc, &plan.distorted)
+    };
+    let (w, h) = layout.channel_size(spec);
+    let (from, to) = (layout.format.peak(), plan.reference.format.peak());
+    let c: Channel = ptrs.channel(spec, from);
+    let mut out = Vec::with_capacity(w as usize * h as usize);
+    for y in 0..h {
+        let row = (c.ptr + y as u64 * c.pitch as u64) as *const u8;
+        for x in 0..w {
+            // SAFETY: (x, y) lies inside the channel, which the caller's validation covers.
+            out.push(rescale(unsafe { load(row, x, &c) }, from, to) as u16);
+        }
+    }
+    out
+}
+
+/// The map `kind` of a pair: of luma for Y'CbCr and gray frames, the mean of the R, G and
+/// B channels' maps for RGB ones (as the `ssim` field of RGB is their mean).
+///
+/// # Safety
+/// `r` and `d` must address planes validated for the plan's layouts.
+pub(crate) unsafe fn of_pair(
+    kind: MapKind,
+    plan: &Plan,
+    r: &PlanePtrs,
+    d: &PlanePtrs,
+) -> DistortionMap {
+    let channels = match plan.reference.format.family() {
+        ColorFamily::Rgb => plan.channels.len(),
+        _ => 1,
+    };
+    let peak = plan.reference.format.peak() as f64;
+    let (w, h) = plan.reference.channel_size(&plan.channels[0].0);
+    let (w, h) = (w as usize, h as usize);
+    let mut sum: Option<DistortionMap> = None;
+    for c in 0..channels {
+        // SAFETY: the caller's.
+        let (a, b) = unsafe { (samples(plan, c, r, true), samples(plan, c, d, false)) };
+        let m = match kind {
+            MapKind::SquaredError => squared_error(&a, &b, w, h),
+            MapKind::Ssim => ssim::map(&a, &b, w, h, peak),
+        };
+        sum = Some(match sum {
+            None => m,
+            Some(mut s) => {
+                s.values
+                    .iter_mut()
+                    .zip(&m.values)
+                    .for_each(|(a, b)| *a += b);
+                s
+            }
+        });
+    }
+    let mut m = sum.expect("a plan has a channel");
+    if channels > 1 {
+        let n = channels as f32;
+        m.values.iter_mut().for_each(|v| *v /= n);
+    }
+    m
+}
 
 /// A map of one pair: one value per luma pixel, row by row.
 #[derive(Clone, Debug, PartialEq)]

@@ -6,12 +6,11 @@
 
 use std::collections::VecDeque;
 
-use cudarc::driver::{CudaEvent, DriverError};
+use cudarc::driver::CudaEvent;
 
 use super::cpu::CvvdpCpu;
-use crate::cuda::Gpu;
+use crate::cuda::{Gpu, HostCopy, pair_to_host};
 use crate::error::EngineError;
-use crate::format::FrameLayout;
 use crate::frame::PlanePtrs;
 use crate::metric::{CpuMetric, CudaMetric};
 use crate::plan::Plan;
@@ -20,7 +19,7 @@ use crate::scores::Scores;
 pub(super) struct CvvdpHost {
     cpu: CvvdpCpu,
     /// Host copies of each side's planes (reference, distorted), reused pair after pair.
-    host: [Vec<Vec<u8>>; 2],
+    host: [HostCopy; 2],
     /// Scores of the pairs queued and not read, oldest first.
     ready: VecDeque<Scores>,
 }
@@ -29,41 +28,10 @@ impl CvvdpHost {
     pub(super) fn new(cpu: CvvdpCpu) -> CvvdpHost {
         CvvdpHost {
             cpu,
-            host: [Vec::new(), Vec::new()],
+            host: Default::default(),
             ready: VecDeque::new(),
         }
     }
-}
-
-/// Copies the planes of a frame at `ptrs` (device addresses) into `host` and gives their
-/// host addresses.
-fn download(
-    gpu: &Gpu,
-    layout: &FrameLayout,
-    ptrs: &PlanePtrs,
-    host: &mut Vec<Vec<u8>>,
-) -> Result<PlanePtrs, DriverError> {
-    let planes = layout.format.n_planes();
-    host.resize_with(planes, Vec::new);
-    let mut out = *ptrs;
-    for (p, buf) in host.iter_mut().enumerate().take(planes) {
-        let rows = layout.plane_rows(p) as usize;
-        let pitch = ptrs.pitch[p] as usize;
-        let bytes = (rows - 1) * pitch + layout.min_row_bytes(p);
-        buf.resize(bytes, 0);
-        // SAFETY: the backend validated the plane against the layout: `rows` rows of
-        // `pitch` bytes, the last one at least `min_row_bytes` long, are readable on the
-        // device; the host buffer holds `bytes`.
-        unsafe {
-            cudarc::driver::result::memcpy_dtoh_async(
-                &mut buf[..],
-                ptrs.ptr[p],
-                gpu.stream.cu_stream(),
-            )
-        }?;
-        out.ptr[p] = buf.as_ptr() as u64;
-    }
-    Ok(out)
 }
 
 impl crate::metric::temporal::Sequenced for CvvdpHost {
@@ -86,11 +54,7 @@ impl CudaMetric for CvvdpHost {
         d: &PlanePtrs,
         _uploaded: Option<&CudaEvent>,
     ) -> Result<(), EngineError> {
-        let [hr, hd] = &mut self.host;
-        let copied = download(gpu, &plan.reference, r, hr)
-            .and_then(|hr| Ok((hr, download(gpu, &plan.distorted, d, hd)?)))
-            .and_then(|p| gpu.stream.synchronize().map(|()| p));
-        let (hr, hd) = copied
+        let (hr, hd) = pair_to_host(gpu, plan, r, d, &mut self.host)
             .map_err(|e| EngineError::Cuda(format!("copying a pair to the host for cvvdp: {e}")))?;
         let mut scores = Scores::new();
         self.cpu.measure(plan, &hr, &hd, &mut scores);
