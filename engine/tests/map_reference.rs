@@ -207,10 +207,11 @@ fn a_map_needs_a_reference() {
         backend: gpumetrics_engine::BackendChoice::Cpu,
         ..Default::default()
     };
-    let e = Engine::single_builder(&cfg, layout)
+    let Err(e) = Engine::single_builder(&cfg, layout)
         .map(gpumetrics_engine::map::MapKind::Ssim)
         .build()
-        .err()
-        .expect("refused");
+    else {
+        panic!("a map without a reference was not refused")
+    };
     assert!(e.to_string().contains("ssim map"), "{e}");
 }
