@@ -77,6 +77,16 @@ impl Scores {
         self.map.as_ref().map(|(k, m)| (*k, &**m))
     }
 
+    /// The same, shared (what outputs keep after the pair has left).
+    pub fn shared_map(
+        &self,
+    ) -> Option<(
+        crate::map::MapKind,
+        std::sync::Arc<crate::map::DistortionMap>,
+    )> {
+        self.map.clone()
+    }
+
     pub fn get(&self, field: &str) -> Option<f64> {
         self.entries
             .iter()

@@ -143,6 +143,12 @@ pub struct Args {
     #[arg(long, value_name = "FILE")]
     pub plot: Option<PathBuf>,
 
+    /// Write each measured pair's distortion map NAME (squared-error, ssim) to DIR as
+    /// NAME-FRAME.pfm (FRAME zero-padded to six digits): little-endian grayscale PFM, the
+    /// exact values, rows bottom to top. DIR is created. One pair (REF and DIST).
+    #[arg(long, value_name = "NAME:DIR", value_parser = crate::maps::parse)]
+    pub map: Option<crate::maps::MapArg>,
+
     /// Skip frames at the start of one input: N > 0 skips the first N distorted frames
     /// (the distorted video starts N frames late), N < 0 skips the first -N reference frames.
     #[arg(

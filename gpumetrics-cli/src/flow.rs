@@ -71,6 +71,7 @@ pub fn run(
         windows_to_stdout: args.format == FormatArg::Table || to_file,
         alerts: plan.alerts.is_some(),
         frame_base: measure::skips(offset).0,
+        map_dir: args.map.as_ref().map(|m| m.dir.clone()),
     };
     let (built, outcomes) = measure::measure(&setup, &mut sink, &report, keep, stop)?;
     drop(sink);

@@ -34,6 +34,7 @@ mod gate;
 mod header;
 mod input;
 mod lineup;
+mod maps;
 mod measure;
 mod metric_names;
 mod monitor;

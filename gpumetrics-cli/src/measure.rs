@@ -96,6 +96,7 @@ pub fn config(
         device: args.device,
         pairing: pairing(args),
         options: args.metric_options.clone(),
+        map: args.map.as_ref().map(|m| m.kind.name()),
         scale_to: None,
         convert_to: None,
         decoding: [

@@ -71,6 +71,8 @@ pub struct PipelineConfig {
     pub pairing: &'static str,
     /// The metrics' options given, set on the element's properties of the same names.
     pub options: Vec<crate::options::Given>,
+    /// The element's `map` (`--map`), if any.
+    pub map: Option<&'static str>,
     /// Scale the distorted input to this size.
     pub scale_to: Option<(u32, u32)>,
     /// Convert the distorted input to this raw format (the reference's, e.g. `I420`).
@@ -304,6 +306,9 @@ fn measuring_element(pipeline: &gst::Pipeline, config: &PipelineConfig) -> Resul
     element.set_property("post-messages", true);
     element.set_property_from_str("pairing", config.pairing);
     crate::options::set_on(&element, &config.options)?;
+    if let Some(map) = config.map {
+        element.set_property_from_str("map", map);
+    }
     config.monitoring.set_on(&element);
     let sink = gst::ElementFactory::make("fakesink")
         .property("sync", false)
@@ -642,6 +647,7 @@ mod tests {
             device: 0,
             pairing: "timestamp",
             options: Vec::new(),
+            map: None,
             scale_to: None,
             convert_to: None,
             decoding: [decoding.clone(), decoding],

@@ -109,6 +109,16 @@ pub fn check(args: &Args) -> Result<Plan, Failure> {
             )));
         }
     }
+    if let Some(m) = &args.map {
+        if single {
+            return Err(usage(anyhow!(
+                "--map {}: a distortion map compares the distorted video with its reference: \
+                 give REF and DIST",
+                m.kind.name()
+            )));
+        }
+        crate::maps::prepare(m).map_err(usage)?;
+    }
     for (flag, path) in [("-o", &args.output), ("--plot", &args.plot)] {
         if let Some(p) = path {
             check_writable(p)

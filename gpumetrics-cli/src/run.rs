@@ -49,6 +49,8 @@ pub struct Report {
     /// reference frames a negative offset dropped), so that records count the input's
     /// frames.
     pub frame_base: u64,
+    /// `--map NAME:DIR`: where the maps go.
+    pub map_dir: Option<std::path::PathBuf>,
 }
 
 impl Report {
@@ -226,6 +228,11 @@ impl Taken {
                 }
             }
             Output::Summary(s) => self.summaries[which] = Some(s),
+            Output::Map(m) => {
+                if let Some(dir) = &report.map_dir {
+                    crate::maps::write(dir, m.kind, m.frame + report.frame_base, &m.map)?;
+                }
+            }
         }
         Ok(())
     }
@@ -409,6 +416,7 @@ mod tests {
             device: 0,
             pairing: "timestamp",
             options: vec![(min_duration, OptionValue::Float(0.1))],
+            map: None,
             scale_to: None,
             convert_to: None,
             decoding: [Decoding::Software, Decoding::Software],
@@ -438,6 +446,7 @@ mod tests {
             windows_to_stdout: false,
             alerts: false,
             frame_base: 0,
+            map_dir: None,
         };
         let outcome = run(
             &built,

@@ -26,6 +26,7 @@ fn one_pair_flags(args: &Args) -> Vec<&'static str> {
         (args.window.is_some(), "--window"),
         (!args.alerts.is_empty(), "--alert"),
         (args.prometheus.is_some(), "--prometheus"),
+        (args.map.is_some(), "--map"),
     ]
     .into_iter()
     .filter_map(|(given, flag)| given.then_some(flag))

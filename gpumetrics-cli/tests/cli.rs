@@ -1434,3 +1434,82 @@ fn cvvdp_reports_the_runs_jod() {
     let (frames_4k, _, _) = run("standard_4k");
     assert!(frames_4k[5] > frames[5], "{frames_4k:?} {frames:?}");
 }
+
+/// Reads a little-endian grayscale PFM: (width, height, rows top to bottom).
+fn read_pfm(path: &std::path::Path) -> (usize, usize, Vec<f32>) {
+    let bytes = std::fs::read(path).unwrap();
+    let mut fields = Vec::new();
+    let mut at = 0;
+    while fields.len() < 4 {
+        let end = at
+            + bytes[at..]
+                .iter()
+                .position(|b| b.is_ascii_whitespace())
+                .unwrap();
+        fields.push(String::from_utf8(bytes[at..end].to_vec()).unwrap());
+        at = end + 1;
+    }
+    assert_eq!(fields[0], "Pf", "{}", path.display());
+    assert_eq!(fields[3], "-1.0", "little-endian");
+    let (w, h): (usize, usize) = (fields[1].parse().unwrap(), fields[2].parse().unwrap());
+    let floats: Vec<f32> = bytes[at..]
+        .chunks(4)
+        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect();
+    assert_eq!(floats.len(), w * h);
+    // Stored bottom row first.
+    let rows: Vec<f32> = floats.chunks(w).rev().flatten().copied().collect();
+    (w, h, rows)
+}
+
+/// `--map ssim:DIR`: one PFM per measured pair, named by frame number, the luma SSIM map
+/// whose mean away from the 5-pixel border is the pair's `ssim-y`.
+#[test]
+fn map_files_hold_each_pairs_exact_map() {
+    let c = clips();
+    let dir = tempfile::tempdir().unwrap();
+    let maps = dir.path().join("maps");
+    let (out, _) = run_ok(&[
+        &c.get("ref.mp4"),
+        &c.get("dist.mp4"),
+        "--metrics",
+        "ssim",
+        "--map",
+        &format!("ssim:{}", maps.display()),
+        "--frames",
+        "3",
+        "--format",
+        "jsonl",
+    ]);
+    let records: Vec<Value> = out
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|l| l["type"] == "frame")
+        .collect();
+    assert_eq!(records.len(), 3);
+    for r in &records {
+        let frame = r["frame"].as_u64().unwrap();
+        let (w, h, m) = read_pfm(&maps.join(format!("ssim-{frame:06}.pfm")));
+        assert_eq!((w, h), (320, 180));
+        assert!(m.iter().all(|v| (-1.0..=1.0).contains(v)));
+        let mut sum = 0f64;
+        for y in 5..h - 5 {
+            for x in 5..w - 5 {
+                sum += m[y * w + x] as f64;
+            }
+        }
+        let mean = sum / ((w - 10) * (h - 10)) as f64;
+        let ssim = r["ssim-y"].as_f64().unwrap();
+        assert!(
+            (mean - ssim).abs() < 1e-4,
+            "frame {frame}: {mean} vs {ssim}"
+        );
+    }
+    assert_eq!(std::fs::read_dir(&maps).unwrap().count(), 3);
+    // One input alone has no map to make.
+    let out = gpumetrics(&[&c.get("dist.mp4"), "--map", "ssim:/tmp/x"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("give REF and DIST"));
+}

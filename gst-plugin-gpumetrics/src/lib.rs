@@ -19,6 +19,7 @@ use gst::glib;
 pub mod alerts;
 pub mod caps;
 mod gpumetrics;
+pub use gpumetrics::map_render;
 pub mod gstcuda;
 pub mod message;
 pub mod meta;
@@ -27,7 +28,10 @@ pub mod quote;
 pub mod records;
 pub mod roi;
 
-pub use gpumetrics::{Align, Backend, Channels, GpuMetrics, Metrics, Output, Pairing, StatsFormat};
+pub use gpumetrics::{
+    Align, Backend, Channels, GpuMetrics, Map, MapRecord, MapStyle, Metrics, Output, Pairing,
+    StatsFormat,
+};
 
 fn plugin_init(plugin: &gst::Plugin) -> Result<(), glib::BoolError> {
     meta::register();

@@ -339,6 +339,8 @@ fn watch(
     let mut stopping: Option<Instant> = None;
     let mut aligned = None;
     let mut take = |output: Output, flowing: &mut Option<Instant>| match output {
+        // A channel takes no `map` (config::NOT_KEYS).
+        Output::Map(_) => {}
         Output::Frame(_) => {
             if flowing.is_none() {
                 events.emit(

@@ -653,8 +653,18 @@ impl GpuMetrics {
             self.post_error_message(e);
             gst::FlowError::Error
         };
+        // With a `map`, a scored pair leaves as its map frame (the reference's sample scale
+        // sets the squared error's), and frames without a scored pair have none to leave as.
+        let map_peak = settings.map.kind().map(|_| {
+            let state = self.state.lock().unwrap();
+            state
+                .reference
+                .as_ref()
+                .map_or(255.0, |c| c.layout.format.peak() as f64)
+        });
         for r in ready {
             let mut outputs = self.outputs.lock().unwrap();
+            let was_scored = matches!(r, Ready::Scored { .. });
             let buffer = match r {
                 Ready::Unmatched {
                     buffer,
@@ -698,6 +708,24 @@ impl GpuMetrics {
                     pair,
                     scores,
                 } => {
+                    if let (Some(peak), Some((kind, map))) = (map_peak, scores.map()) {
+                        let mut frame =
+                            super::map_render::render(kind, map, settings.map_style, peak)
+                                .map_err(|e| {
+                                    failed(gst::error_msg!(
+                                        gst::CoreError::Failed,
+                                        ("rendering the {} map: {e}", kind.name())
+                                    ))
+                                })?;
+                        {
+                            let f = frame.get_mut().expect("a new buffer is writable");
+                            f.set_pts(buffer.pts());
+                            f.set_dts(buffer.dts());
+                            f.set_duration(buffer.duration());
+                            f.set_offset(buffer.offset());
+                        }
+                        buffer = frame;
+                    }
                     let record = FrameScores::of_scores(
                         pair.frame,
                         buffer.pts(),
@@ -718,6 +746,9 @@ impl GpuMetrics {
                 }
             };
             drop(outputs);
+            // A frame without a scored pair has no map: with `map` set, src carries map
+            // frames only (a scored pair whose map is missing would be the engine's fault).
+            let buffer = buffer.filter(|_| map_peak.is_none() || was_scored);
             if let Some(buffer) = buffer
                 && push
                 && result.is_ok()
@@ -897,6 +928,14 @@ impl GpuMetrics {
             }
         };
         gst::debug!(CAT, obj = pad, "caps {caps}");
+        // With a `map`, src carries map frames of the measured picture's size.
+        let map_caps = {
+            let s = self.settings.lock().unwrap();
+            s.map.kind().map(|_| {
+                let m = caps_of.measured();
+                super::map_render::caps(s.map_style, m.width, m.height, &caps_of.info)
+            })
+        };
         let mut state = self.state.lock().unwrap();
         if pad == &self.ref_pad {
             state.reference = Some(caps_of);
@@ -905,7 +944,10 @@ impl GpuMetrics {
         }
         drop(state);
         if pad == &self.dist_pad {
-            self.obj().set_src_caps(caps);
+            match map_caps {
+                Some(map_caps) => self.obj().set_src_caps(&map_caps),
+                None => self.obj().set_src_caps(caps),
+            }
         }
         true
     }
@@ -1385,7 +1427,9 @@ impl AggregatorImpl for GpuMetrics {
             gst::QueryViewMut::Caps(q) => {
                 let templ = pad.pad_template_caps();
                 let mut result = templ.clone();
-                if pad == &self.dist_pad {
+                // With a `map`, src carries map frames, not the distorted stream.
+                let passes_through = self.settings.lock().unwrap().map == super::Map::None;
+                if pad == &self.dist_pad && passes_through {
                     // The distorted stream goes out on src: ask downstream what it takes.
                     if let Some(peer) = self.obj().src_pad().peer() {
                         let downstream = peer.query_caps(Some(&templ));
@@ -1410,7 +1454,8 @@ impl AggregatorImpl for GpuMetrics {
                 true
             }
             gst::QueryViewMut::Allocation(q) => {
-                if pad == &self.dist_pad {
+                let passes_through = self.settings.lock().unwrap().map == super::Map::None;
+                if pad == &self.dist_pad && passes_through {
                     // Buffers leave through src: let downstream decide the allocation.
                     if self.obj().src_pad().peer_query(query) {
                         return true;

@@ -41,6 +41,7 @@ mod cuda;
 mod decode;
 mod imp;
 mod input;
+pub mod map_render;
 mod options;
 mod outputs;
 
@@ -270,6 +271,54 @@ pub enum Align {
     Auto = 1,
 }
 
+/// Which distortion map src carries in place of the distorted frames (`map` property,
+/// GType `GstGpuMetricsMap`; docs/METRICS.md, "Distortion maps").
+#[derive(Debug, Eq, PartialEq, Ord, PartialOrd, Hash, Clone, Copy, Default, glib::Enum)]
+#[repr(u32)]
+#[enum_type(name = "GstGpuMetricsMap")]
+pub enum Map {
+    #[default]
+    #[enum_value(name = "None: src carries the distorted frames", nick = "none")]
+    None = 0,
+    #[enum_value(name = "Squared error: luma (x - y)^2", nick = "squared-error")]
+    SquaredError = 1,
+    #[enum_value(
+        name = "SSIM: the luma SSIM map (scikit-image's full=True map)",
+        nick = "ssim"
+    )]
+    Ssim = 2,
+}
+
+impl Map {
+    /// The engine's map, or none.
+    pub fn kind(self) -> Option<gpumetrics_engine::map::MapKind> {
+        use gpumetrics_engine::map::MapKind;
+        match self {
+            Map::None => None,
+            Map::SquaredError => Some(MapKind::SquaredError),
+            Map::Ssim => Some(MapKind::Ssim),
+        }
+    }
+}
+
+/// How src carries the map (`map-style` property, GType `GstGpuMetricsMapStyle`).
+#[derive(Debug, Eq, PartialEq, Ord, PartialOrd, Hash, Clone, Copy, Default, glib::Enum)]
+#[repr(u32)]
+#[enum_type(name = "GstGpuMetricsMapStyle")]
+pub enum MapStyle {
+    #[default]
+    #[enum_value(
+        name = "Gray16: GRAY16_LE, the map's values on a linear scale",
+        nick = "gray16"
+    )]
+    Gray16 = 0,
+    #[enum_value(
+        name = "Heat: RGBA, a false-colour scale, transparent where nothing differs",
+        nick = "heat"
+    )]
+    Heat = 1,
+}
+
 glib::wrapper! {
     /// The `gpumetrics` element (GType `GstGpuMetrics`).
     pub struct GpuMetrics(ObjectSubclass<imp::GpuMetrics>)
@@ -293,6 +342,18 @@ pub enum Output {
     /// The run's summary (`gpumetrics-summary`): at EOS, or when the element stops before
     /// one; again at the next EOS after a flushing seek.
     Summary(Summary),
+    /// With `map` set: a measured pair's distortion map, its exact values, right after
+    /// the pair's [`Output::Frame`] (not posted on the bus: src carries it as video).
+    Map(MapRecord),
+}
+
+/// A pair's distortion map as subscribers receive it ([`Output::Map`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct MapRecord {
+    /// The pair's frame number (as its record's `frame`).
+    pub frame: u64,
+    pub kind: gpumetrics_engine::map::MapKind,
+    pub map: std::sync::Arc<gpumetrics_engine::map::DistortionMap>,
 }
 
 impl GpuMetrics {
@@ -330,6 +391,8 @@ pub fn register(plugin: &gst::Plugin) -> Result<(), glib::BoolError> {
     StatsFormat::static_type().mark_as_plugin_api(gst::PluginAPIFlags::empty());
     Pairing::static_type().mark_as_plugin_api(gst::PluginAPIFlags::empty());
     Align::static_type().mark_as_plugin_api(gst::PluginAPIFlags::empty());
+    Map::static_type().mark_as_plugin_api(gst::PluginAPIFlags::empty());
+    MapStyle::static_type().mark_as_plugin_api(gst::PluginAPIFlags::empty());
     // The GEnum types of the metrics' choice options (e.g. GstGpuMetricsChromaUpsampling).
     for (_, type_) in options::choice_types() {
         type_.mark_as_plugin_api(gst::PluginAPIFlags::empty());

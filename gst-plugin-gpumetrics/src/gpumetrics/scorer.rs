@@ -195,6 +195,9 @@ impl Scorer {
             let f = i.fps();
             (f.numer() > 0 && f.denom() > 0).then(|| f.numer() as f64 / f.denom() as f64)
         };
+        if let Some(kind) = req.settings.map.kind() {
+            builder = builder.map(kind);
+        }
         let inputs = if req.single { vec![d] } else { vec![r, d] };
         if let Some(fps) = inputs.iter().find_map(|c| rate(&c.info)) {
             builder = builder.frame_rate(fps);

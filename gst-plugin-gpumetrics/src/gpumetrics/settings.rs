@@ -65,6 +65,10 @@ pub(crate) struct Settings {
     pub channel: Option<String>,
     /// `in-flight`: pairs the engine may have in flight (1..=[`MAX_IN_FLIGHT`]).
     pub in_flight: u32,
+    /// `map`: the distortion map src carries instead of the distorted frames.
+    pub map: super::Map,
+    /// `map-style`: how src carries it.
+    pub map_style: super::MapStyle,
 }
 
 impl Default for Settings {
@@ -82,6 +86,8 @@ impl Default for Settings {
             stall_budget: super::stall::DEFAULT_BUDGET,
             align: super::Align::None,
             align_range: DEFAULT_ALIGN_RANGE,
+            map: super::Map::None,
+            map_style: super::MapStyle::Gray16,
             options: Options::new(),
             window: 0,
             alerts: None,
@@ -207,6 +213,28 @@ fn own_properties() -> Vec<glib::ParamSpec> {
             )
             .minimum(MIN_ALIGN_RANGE)
             .default_value(DEFAULT_ALIGN_RANGE)
+            .mutable_ready()
+            .build(),
+        glib::ParamSpecEnum::builder::<super::Map>("map")
+            .nick("Distortion map")
+            .blurb(
+                "Which map of each pair src carries in place of the distorted frames, with \
+                 their timestamps: squared-error (luma (x - y)^2) or ssim (the luma SSIM \
+                 map); as map-style says (docs/METRICS.md, \"Distortion maps\"). Frames \
+                 without a scored pair (unmatched, skipped) have no map and are not pushed. \
+                 none: src carries the distorted frames",
+            )
+            .default_value(super::Map::None)
+            .mutable_ready()
+            .build(),
+        glib::ParamSpecEnum::builder::<super::MapStyle>("map-style")
+            .nick("Map style")
+            .blurb(
+                "map: gray16 = GRAY16_LE, the map's values on its linear scale; heat = RGBA, \
+                 a false-colour scale whose alpha grows with the difference (for \
+                 compositor)",
+            )
+            .default_value(super::MapStyle::Gray16)
             .mutable_ready()
             .build(),
         glib::ParamSpecUInt64::builder("stall-budget")
@@ -353,6 +381,8 @@ impl Settings {
             "stall-budget" => self.stall_budget = value.get().expect(CHECKED),
             "align" => self.align = value.get().expect(CHECKED),
             "align-range" => self.align_range = value.get().expect(CHECKED),
+            "map" => self.map = value.get().expect(CHECKED),
+            "map-style" => self.map_style = value.get().expect(CHECKED),
             "window" => self.window = value.get().expect(CHECKED),
             "alerts" => self.alerts = text(value),
             "subsample" => self.subsample = value.get().expect(CHECKED),
@@ -391,6 +421,8 @@ impl Settings {
             "stall-budget" => self.stall_budget.to_value(),
             "align" => self.align.to_value(),
             "align-range" => self.align_range.to_value(),
+            "map" => self.map.to_value(),
+            "map-style" => self.map_style.to_value(),
             "window" => self.window.to_value(),
             "alerts" => self.alerts.to_value(),
             "subsample" => self.subsample.to_value(),

@@ -81,6 +81,13 @@ impl Sink for Feed {
     /// Every pair's record, with or without `post-messages` (a subscriber asked for them).
     fn record(&mut self, _: &Env<'_>, pair: &mut Pair<'_>) -> Result<(), gst::ErrorMessage> {
         self.0.deliver(Output::Frame(pair.record.clone()));
+        if let Some((kind, map)) = pair.scores.shared_map() {
+            self.0.deliver(Output::Map(crate::gpumetrics::MapRecord {
+                frame: pair.record.frame,
+                kind,
+                map,
+            }));
+        }
         Ok(())
     }
 

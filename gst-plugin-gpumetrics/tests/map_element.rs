@@ -1,0 +1,180 @@
+// SPDX-License-Identifier: MPL-2.0
+//! Distortion maps through the element (`map`, `map-style`; issue 48): the SSIM
+//! references' natural image pairs (tests/data/ssim/) pushed as GRAY8 and I420 buffers give
+//! src frames of the documented caps and scales, read back here against scikit-image's SSIM
+//! map (tests/data/maps/values.json) and NumPy's squared error, with the pairs' timestamps
+//! and meta; a map without a reference is an element error.
+
+mod common;
+
+use common::*;
+use gpumetrics_engine::map::MapKind;
+use gstgpumetrics::map_render::{gray16, heat_position, heat_rgba};
+use serde_json::Value;
+
+fn repo(path: &str) -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join(path)
+}
+
+fn case(name: &str) -> Value {
+    let text = std::fs::read_to_string(repo("tests/data/maps/values.json")).unwrap();
+    let v: Value = serde_json::from_str(&text).unwrap();
+    v["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == name)
+        .unwrap()
+        .clone()
+}
+
+/// A raw file of tests/data/ssim/ as `n` buffers of `info`'s layout (25 fps).
+fn buffers(info: &gst_video::VideoInfo, file: &str, n: u64) -> Vec<gst::Buffer> {
+    let raw = std::fs::read(repo(&format!("tests/data/ssim/{file}"))).unwrap();
+    let (w, h) = (info.width() as usize, info.height() as usize);
+    (0..n)
+        .map(|t| {
+            let mut buf = gst::Buffer::with_size(info.size()).unwrap();
+            {
+                let b = buf.get_mut().unwrap();
+                b.set_pts(gst::ClockTime::from_mseconds(40 * t));
+                b.set_duration(gst::ClockTime::from_mseconds(40));
+                let mut map = b.map_writable().unwrap();
+                let data = map.as_mut_slice();
+                let mut src = 0;
+                for p in 0..info.n_planes() as usize {
+                    let (pw, ph) = if p == 0 {
+                        (w, h)
+                    } else {
+                        (w.div_ceil(2), h.div_ceil(2))
+                    };
+                    let (off, stride) = (info.offset()[p], info.stride()[p] as usize);
+                    for y in 0..ph {
+                        data[off + y * stride..][..pw].copy_from_slice(&raw[src..src + pw]);
+                        src += pw;
+                    }
+                }
+            }
+            buf
+        })
+        .collect()
+}
+
+fn run_map(format: gst_video::VideoFormat, c: &Value, props: &str) -> Run {
+    init();
+    let (w, h) = (
+        c["width"].as_u64().unwrap() as u32,
+        c["height"].as_u64().unwrap() as u32,
+    );
+    let info = gst_video::VideoInfo::builder(format, w, h)
+        .fps(gst::Fraction::new(25, 1))
+        .build()
+        .unwrap();
+    let caps = info.to_caps().unwrap().to_string();
+    run_buffers(
+        &caps,
+        &format!("metrics=psnr {props}"),
+        buffers(&info, c["reference"].as_str().unwrap(), 2),
+        buffers(&info, c["distorted"].as_str().unwrap(), 2),
+    )
+}
+
+/// Pixel (x, y) of an output frame: its bytes at the caps' layout.
+fn pixel(run: &Run, frame: usize, x: usize, y: usize, bytes: usize) -> Vec<u8> {
+    let info = gst_video::VideoInfo::from_caps(run.out_caps.as_ref().unwrap()).unwrap();
+    let map = run.out[frame].map_readable().unwrap();
+    let at = y * info.stride()[0] as usize + x * bytes;
+    map[at..at + bytes].to_vec()
+}
+
+#[test]
+fn the_ssim_map_leaves_as_gray16_on_its_scale() {
+    let c = case("camera-q10");
+    let run = run_map(gst_video::VideoFormat::Gray8, &c, "map=ssim");
+    run.expect_ok();
+    let caps = run.out_caps.as_ref().unwrap().structure(0).unwrap();
+    assert_eq!(caps.get::<&str>("format").unwrap(), "GRAY16_LE");
+    assert_eq!(caps.get::<i32>("width").unwrap(), 251);
+    assert_eq!(caps.get::<i32>("height").unwrap(), 187);
+    assert_eq!(run.out.len(), 2);
+    assert_eq!(run.out[1].pts(), Some(gst::ClockTime::from_mseconds(40)));
+    // The scores go on as without a map.
+    assert!(run.frames[0].get("psnr-y").is_some());
+    for p in c["ssim"]["pixels"].as_array().unwrap() {
+        let (x, y) = (
+            p[0].as_u64().unwrap() as usize,
+            p[1].as_u64().unwrap() as usize,
+        );
+        let want = gray16(MapKind::Ssim, p[2].as_f64().unwrap() as f32, 255.0) as i32;
+        let got = pixel(&run, 0, x, y, 2);
+        let got = u16::from_le_bytes([got[0], got[1]]) as i32;
+        assert!((got - want).abs() <= 1, "({x}, {y}): {got} vs {want}");
+    }
+}
+
+#[test]
+fn the_ssim_map_as_heat_is_rgba_on_the_colour_scale() {
+    let c = case("moon-q15");
+    let run = run_map(gst_video::VideoFormat::Gray8, &c, "map=ssim map-style=heat");
+    run.expect_ok();
+    let caps = run.out_caps.as_ref().unwrap().structure(0).unwrap();
+    assert_eq!(caps.get::<&str>("format").unwrap(), "RGBA");
+    for p in c["ssim"]["pixels"].as_array().unwrap() {
+        let (x, y) = (
+            p[0].as_u64().unwrap() as usize,
+            p[1].as_u64().unwrap() as usize,
+        );
+        let want = heat_rgba(heat_position(
+            MapKind::Ssim,
+            p[2].as_f64().unwrap() as f32,
+            255.0,
+        ));
+        let got = pixel(&run, 1, x, y, 4);
+        for k in 0..4 {
+            assert!(
+                (got[k] as i32 - want[k] as i32).abs() <= 1,
+                "({x}, {y}): {got:?} vs {want:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn the_squared_error_map_of_i420_is_luma_on_its_scale() {
+    let c = case("coffee-crf42");
+    let run = run_map(gst_video::VideoFormat::I420, &c, "map=squared-error");
+    run.expect_ok();
+    let (w, h) = (320usize, 240usize);
+    let read = |f: &str| std::fs::read(repo(&format!("tests/data/ssim/{f}"))).unwrap();
+    let (r, d) = (
+        read(c["reference"].as_str().unwrap()),
+        read(c["distorted"].as_str().unwrap()),
+    );
+    let mut nonzero = 0;
+    for y in (0..h).step_by(3) {
+        for x in (0..w).step_by(5) {
+            let e = r[y * w + x] as f32 - d[y * w + x] as f32;
+            let want = gray16(MapKind::SquaredError, e * e, 255.0);
+            let got = pixel(&run, 0, x, y, 2);
+            assert_eq!(u16::from_le_bytes([got[0], got[1]]), want, "({x}, {y})");
+            nonzero += (want > 0) as u32;
+        }
+    }
+    assert!(
+        nonzero > 100,
+        "an H.264 encode differs somewhere: {nonzero}"
+    );
+}
+
+#[test]
+fn a_map_without_a_reference_is_an_element_error() {
+    init();
+    let run = run(
+        "videotestsrc num-buffers=2 ! video/x-raw,format=I420,width=64,height=48 ! m.dist_sink \
+         gpumetrics name=m backend=cpu metrics=blur map=ssim ! fakesink",
+    );
+    let (message, _) = run.error.expect("an error");
+    assert!(message.contains("ssim map"), "{message}");
+}
