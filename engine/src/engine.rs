@@ -145,6 +145,14 @@ impl EngineBuilder<'_> {
                 Plan::single(self.distorted, options)?
             }
         };
+        if let Some(kind) = self.map.filter(|k| !k.from_frames())
+            && !crate::metric::all().any(|i| i.name == kind.name() && set.contains(i.flag))
+        {
+            return Err(EngineError::Unsupported(format!(
+                "the {0} map is made by the {0} metric: add {0} to the metrics",
+                kind.name()
+            )));
+        }
         let configured = Configured::all(set, &self.config.options)?;
         for c in &configured {
             (c.entry.check)(&c.setup(&plan, set))?;

@@ -251,3 +251,87 @@ fn too_small_frames_have_no_score() {
         e.metric_notes()
     );
 }
+
+/// The `butteraugli` map (`EngineBuilder::map`): libjxl's diffmap, per pixel the crate's
+/// (`with_compute_diffmap(true)`), its maximum the `butteraugli` field; refused without the
+/// metric.
+#[test]
+fn the_diffmap_matches_the_crates() {
+    use Distortion::*;
+    use gpumetrics_engine::map::MapKind;
+    let mut worst = 0.0f64;
+    for &(w, h, d) in &[
+        (31u32, 23u32, Jpeg(15)),
+        (97, 61, X264(40)),
+        (257, 129, Noise),
+    ] {
+        let l = layout(PixelFormat::Rgb, w, h);
+        let r = decode(&source(), w, h, "", "rgb24");
+        let dist = distorted(d, w, h, "rgb24");
+        let cfg = EngineConfig {
+            metrics: MetricSet::BUTTERAUGLI,
+            backend: backend(),
+            ..Default::default()
+        };
+        let mut e = Engine::builder(&cfg, l, l)
+            .map(MapKind::Butteraugli)
+            .build()
+            .unwrap();
+        let s = if backend() == BackendChoice::Cuda {
+            on_device(&mut e, l, &r, &dist)
+        } else {
+            let (rp, dp) = (planes(l.format, w, h, &r), planes(l.format, w, h, &dist));
+            e.compare(
+                &Frame::Host(HostFrame::new(&rp)),
+                &Frame::Host(HostFrame::new(&dp)),
+            )
+            .unwrap()
+        };
+        let (kind, map) = s.map().expect("a map");
+        assert_eq!(kind, MapKind::Butteraugli);
+        assert_eq!((map.width, map.height), (w as usize, h as usize));
+        let max = map.values.iter().fold(0f32, |a, &b| a.max(b)) as f64;
+        assert!(
+            (max - s.get("butteraugli").unwrap()).abs() <= 1e-6 * max,
+            "{max}"
+        );
+
+        let c = Colorimetry::default_for(l.format.family());
+        let lin = |data: &[u8]| {
+            let p = planes(l.format, w, h, data);
+            let px = host_linear_rgb(&l, &c, &HostFrame::new(&p)).unwrap();
+            let px: Vec<RGB<f32>> = px.into_iter().map(|[r, g, b]| RGB { r, g, b }).collect();
+            Img::new(px, w as usize, h as usize)
+        };
+        let params = ButteraugliParams::default().with_compute_diffmap(true);
+        let res = butteraugli_linear(lin(&r).as_ref(), lin(&dist).as_ref(), &params).unwrap();
+        let theirs = res.diffmap.expect("the crate's diffmap");
+        let mut here_worst = 0.0f64;
+        for y in 0..h as usize {
+            for x in 0..w as usize {
+                let a = map.values[y * w as usize + x] as f64;
+                let b = theirs[(x, y)] as f64;
+                let rel = (a - b).abs() / b.abs().max(1e-3 * max);
+                here_worst = here_worst.max(rel);
+            }
+        }
+        println!("{w}x{h} {d:?}: largest relative difference {here_worst:.1e}");
+        worst = worst.max(here_worst);
+    }
+    println!("diffmap: largest relative difference {worst:.1e}");
+    assert!(worst <= 1e-3, "{worst}");
+    // The map comes with the metric.
+    let l = layout(PixelFormat::Rgb, 16, 16);
+    let cfg = EngineConfig {
+        metrics: MetricSet::PSNR,
+        backend: BackendChoice::Cpu,
+        ..Default::default()
+    };
+    let Err(e) = Engine::builder(&cfg, l, l)
+        .map(MapKind::Butteraugli)
+        .build()
+    else {
+        panic!("a butteraugli map without the metric was not refused");
+    };
+    assert!(e.to_string().contains("add butteraugli"), "{e}");
+}

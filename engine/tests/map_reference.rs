@@ -143,7 +143,7 @@ fn engine_maps(backend: gpumetrics_engine::BackendChoice) {
             backend,
             ..Default::default()
         };
-        for kind in MapKind::ALL {
+        for kind in [MapKind::SquaredError, MapKind::Ssim] {
             let mut engine = Engine::builder(&cfg, layout, layout)
                 .map(kind)
                 .build()
@@ -174,7 +174,7 @@ fn engine_maps(backend: gpumetrics_engine::BackendChoice) {
                         );
                     }
                 }
-                MapKind::SquaredError => {
+                _ => {
                     let sum: f64 = m.values.iter().map(|&v| v as f64).sum();
                     assert_eq!(sum, c["squared-error"]["sum"].as_f64().unwrap(), "{name}");
                 }

@@ -178,3 +178,34 @@ fn a_map_without_a_reference_is_an_element_error() {
     let (message, _) = run.error.expect("an error");
     assert!(message.contains("ssim map"), "{message}");
 }
+
+/// `map=butteraugli` with the metric: the diffmap on the gray16 scale, its brightest pixel
+/// the `butteraugli` field; without the metric, an element error that says to add it.
+#[test]
+fn the_butteraugli_map_comes_with_its_metric() {
+    let c = case("coffee-crf42");
+    let run = run_map(
+        gst_video::VideoFormat::I420,
+        &c,
+        "metrics=butteraugli map=butteraugli",
+    );
+    run.expect_ok();
+    let info = gst_video::VideoInfo::from_caps(run.out_caps.as_ref().unwrap()).unwrap();
+    let data = run.out[0].map_readable().unwrap();
+    let mut brightest = 0u16;
+    for y in 0..240usize {
+        for x in 0..320usize {
+            let at = y * info.stride()[0] as usize + 2 * x;
+            brightest = brightest.max(u16::from_le_bytes([data[at], data[at + 1]]));
+        }
+    }
+    let field = run.frames[0].get("butteraugli").unwrap();
+    assert_eq!(
+        brightest,
+        gray16(MapKind::Butteraugli, field as f32, 255.0),
+        "{field}"
+    );
+    let refused = run_map(gst_video::VideoFormat::I420, &c, "map=butteraugli");
+    let (message, _) = refused.error.expect("an error");
+    assert!(message.contains("add butteraugli"), "{message}");
+}

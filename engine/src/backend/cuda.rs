@@ -213,9 +213,22 @@ impl CudaBackend {
                 }
             }
             if let Some(kind) = plan.map {
+                use crate::map::metric::MapCuda;
+                // A map its metric makes: that metric's CPU state, on the host copies.
+                let host_metric = || {
+                    configured
+                        .iter()
+                        .find(|c| c.entry.provides.iter().any(|i| i.name == kind.name()))
+                        .and_then(|c| (c.entry.cpu)(&c.setup(plan, set)))
+                };
                 // On a lane of its own, as a full-reference metric (it waits for the uploads).
                 let map = Laned::make(&gpu, depth, |_| {
-                    Ok(Some(Box::new(crate::map::metric::MapCuda::new(kind))))
+                    Ok(if kind.from_frames() {
+                        Some(Box::new(MapCuda::new(kind)) as Box<dyn CudaMetric>)
+                    } else {
+                        host_metric()
+                            .map(|m| Box::new(MapCuda::on_host(kind, m)) as Box<dyn CudaMetric>)
+                    })
                 })?;
                 metrics.extend(map);
             }

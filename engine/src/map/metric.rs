@@ -39,15 +39,28 @@ impl CpuMetric for MapCpu {
 pub(crate) struct MapCuda {
     kind: MapKind,
     host: [HostCopy; 2],
+    /// For a map its metric makes ([`MapKind::from_frames`] false): that metric's CPU
+    /// state, run on the host copies for its map.
+    on_host: Option<Box<dyn CpuMetric>>,
     ready: VecDeque<Arc<DistortionMap>>,
 }
 
 impl MapCuda {
+    /// A map made from the frames.
     pub(crate) fn new(kind: MapKind) -> MapCuda {
         MapCuda {
             kind,
             host: Default::default(),
+            on_host: None,
             ready: VecDeque::new(),
+        }
+    }
+
+    /// A map its metric makes, by `metric`'s CPU state (built for a plan with this map).
+    pub(crate) fn on_host(kind: MapKind, metric: Box<dyn CpuMetric>) -> MapCuda {
+        MapCuda {
+            on_host: Some(metric),
+            ..MapCuda::new(kind)
         }
     }
 }
@@ -73,9 +86,18 @@ impl CudaMetric for MapCuda {
                 self.kind.name()
             ))
         })?;
-        // SAFETY: the host copies hold the planes of frames validated for the layouts.
-        self.ready
-            .push_back(Arc::new(unsafe { of_pair(self.kind, plan, &hr, &hd) }));
+        let map = match &mut self.on_host {
+            Some(metric) => {
+                let mut scores = Scores::new();
+                metric.measure(plan, &hr, &hd, &mut scores);
+                scores.shared_map().map(|(_, m)| m).ok_or_else(|| {
+                    EngineError::Unsupported(format!("the {} metric made no map", self.kind.name()))
+                })?
+            }
+            // SAFETY: the host copies hold the planes of frames validated for the layouts.
+            None => Arc::new(unsafe { of_pair(self.kind, plan, &hr, &hd) }),
+        };
+        self.ready.push_back(map);
         Ok(())
     }
 

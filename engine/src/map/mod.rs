@@ -29,16 +29,20 @@ pub enum MapKind {
     SquaredError,
     /// [`ssim::map`].
     Ssim,
+    /// libjxl's Butteraugli diffmap (its maximum is the `butteraugli` field), made by the
+    /// `butteraugli` metric as it measures the pair.
+    Butteraugli,
 }
 
 impl MapKind {
-    pub const ALL: [MapKind; 2] = [MapKind::SquaredError, MapKind::Ssim];
+    pub const ALL: [MapKind; 3] = [MapKind::SquaredError, MapKind::Ssim, MapKind::Butteraugli];
 
     /// As users write it (`squared-error`, `ssim`).
     pub fn name(self) -> &'static str {
         match self {
             MapKind::SquaredError => "squared-error",
             MapKind::Ssim => "ssim",
+            MapKind::Butteraugli => "butteraugli",
         }
     }
 
@@ -48,7 +52,13 @@ impl MapKind {
 
     /// Whether larger values are worse (squared error), or smaller (SSIM).
     pub fn worse_above(self) -> bool {
-        matches!(self, MapKind::SquaredError)
+        !matches!(self, MapKind::Ssim)
+    }
+
+    /// Whether the map module makes it from the frames ([`of_pair`]); else the metric of
+    /// the same name makes it as it measures.
+    pub(crate) fn from_frames(self) -> bool {
+        !matches!(self, MapKind::Butteraugli)
     }
 }
 
@@ -103,6 +113,7 @@ pub(crate) unsafe fn of_pair(
         let m = match kind {
             MapKind::SquaredError => squared_error(&a, &b, w, h),
             MapKind::Ssim => ssim::map(&a, &b, w, h, peak),
+            MapKind::Butteraugli => unreachable!("the butteraugli metric makes its map"),
         };
         sum = Some(match sum {
             None => m,

@@ -287,6 +287,11 @@ pub enum Map {
         nick = "ssim"
     )]
     Ssim = 2,
+    #[enum_value(
+        name = "Butteraugli: libjxl's diffmap (with metrics including butteraugli)",
+        nick = "butteraugli"
+    )]
+    Butteraugli = 3,
 }
 
 impl Map {
@@ -297,6 +302,7 @@ impl Map {
             Map::None => None,
             Map::SquaredError => Some(MapKind::SquaredError),
             Map::Ssim => Some(MapKind::Ssim),
+            Map::Butteraugli => Some(MapKind::Butteraugli),
         }
     }
 }

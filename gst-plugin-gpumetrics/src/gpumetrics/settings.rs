@@ -219,8 +219,9 @@ fn own_properties() -> Vec<glib::ParamSpec> {
             .nick("Distortion map")
             .blurb(
                 "Which map of each pair src carries in place of the distorted frames, with \
-                 their timestamps: squared-error (luma (x - y)^2) or ssim (the luma SSIM \
-                 map); as map-style says (docs/METRICS.md, \"Distortion maps\"). Frames \
+                 their timestamps: squared-error (luma (x - y)^2), ssim (the luma SSIM \
+                 map) or butteraugli (libjxl's diffmap; metrics must include butteraugli); \
+                 as map-style says (docs/METRICS.md, \"Distortion maps\"). Frames \
                  without a scored pair (unmatched, skipped) have no map and are not pushed. \
                  none: src carries the distorted frames",
             )

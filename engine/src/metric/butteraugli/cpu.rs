@@ -5,6 +5,7 @@ use rayon::prelude::*;
 
 use super::{STEPS, Step, filters, level_len, level_sizes, params, plane_lens};
 use crate::frame::PlanePtrs;
+use crate::map::{DistortionMap, MapKind};
 use crate::metric::CpuMetric;
 use crate::plan::Plan;
 use crate::scores::Scores;
@@ -126,5 +127,31 @@ impl CpuMetric for Butteraugli {
                 },
             );
         super::push_fields(&acc, full.width as u64 * full.height as u64, scores);
+        if plan.map == Some(MapKind::Butteraugli) {
+            scores.set_map(MapKind::Butteraugli, std::sync::Arc::new(self.diffmap()));
+        }
+    }
+}
+
+impl Butteraugli {
+    /// The final diffmap of the pair measured last: libjxl's, whose maximum is the
+    /// `butteraugli` field (the full-resolution level's values plus the half-resolution
+    /// level's, as the fields are pooled from).
+    pub(crate) fn diffmap(&self) -> DistortionMap {
+        let full = self.levels[0];
+        let half = self.levels.get(1);
+        let (w, h) = (full.width as usize, full.height as usize);
+        let mut values = vec![0f32; w * h];
+        values.par_chunks_mut(w).enumerate().for_each(|(y, row)| {
+            for (x, v) in row.iter_mut().enumerate() {
+                // SAFETY: as for the fields: the levels hold the pair's finished planes.
+                *v = unsafe { pixel::final_value(&full, half, x as u32, y as u32) };
+            }
+        });
+        DistortionMap {
+            width: w,
+            height: h,
+            values,
+        }
     }
 }
