@@ -145,7 +145,7 @@ impl EngineBuilder<'_> {
                 Plan::single(self.distorted, options)?
             }
         };
-        if let Some(kind) = self.map.filter(|k| !k.from_frames())
+        if let Some(kind) = self.map.filter(|k| !k.made_from_frames())
             && !crate::metric::all().any(|i| i.name == kind.name() && set.contains(i.flag))
         {
             return Err(EngineError::Unsupported(format!(

@@ -22,7 +22,7 @@ impl CpuBackend {
             .iter()
             .filter_map(|c| (c.entry.cpu)(&c.setup(plan, set)))
             .collect();
-        if let Some(kind) = plan.map.filter(|k| k.from_frames()) {
+        if let Some(kind) = plan.map.filter(|k| k.made_from_frames()) {
             metrics.push(Box::new(crate::map::metric::MapCpu::new(kind)));
         }
         CpuBackend {

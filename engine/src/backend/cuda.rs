@@ -223,7 +223,7 @@ impl CudaBackend {
                 };
                 // On a lane of its own, as a full-reference metric (it waits for the uploads).
                 let map = Laned::make(&gpu, depth, |_| {
-                    Ok(if kind.from_frames() {
+                    Ok(if kind.made_from_frames() {
                         Some(Box::new(MapCuda::new(kind)) as Box<dyn CudaMetric>)
                     } else {
                         host_metric()

@@ -57,7 +57,7 @@ impl MapKind {
 
     /// Whether the map module makes it from the frames ([`of_pair`]); else the metric of
     /// the same name makes it as it measures.
-    pub(crate) fn from_frames(self) -> bool {
+    pub(crate) fn made_from_frames(self) -> bool {
         !matches!(self, MapKind::Butteraugli)
     }
 }
