@@ -39,7 +39,7 @@ impl CpuMetric for MapCpu {
 pub(crate) struct MapCuda {
     kind: MapKind,
     host: [HostCopy; 2],
-    /// For a map its metric makes ([`MapKind::from_frames`] false): that metric's CPU
+    /// For a map its metric makes ([`MapKind::made_from_frames`] false): that metric's CPU
     /// state, run on the host copies for its map.
     on_host: Option<Box<dyn CpuMetric>>,
     ready: VecDeque<Arc<DistortionMap>>,
