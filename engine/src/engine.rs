@@ -56,7 +56,7 @@ pub struct EngineBuilder<'a> {
     distorted: FrameLayout,
     colorimetry: Option<[Colorimetry; 2]>,
     frame_rate: Option<f64>,
-    map: Option<crate::map::MapKind>,
+    map: Option<crate::map::kind::MapKind>,
     context: Option<crate::cuda::ExternalContext>,
     in_flight: usize,
 }
@@ -100,7 +100,7 @@ impl EngineBuilder<'_> {
 
     /// Makes the distortion map `kind` of each pair ([`crate::map`]), which its scores carry
     /// ([`Scores::map`]); not for an engine without a reference input (`build` refuses it).
-    pub fn map(mut self, kind: crate::map::MapKind) -> Self {
+    pub fn map(mut self, kind: crate::map::kind::MapKind) -> Self {
         self.map = Some(kind);
         self
     }

@@ -31,7 +31,7 @@ pub struct Plan {
     /// metrics with temporal filters (ColorVideoVDP); `None` when the caps declare none.
     pub frame_rate: Option<f64>,
     /// The distortion map made of each pair, if any ([`crate::map`]).
-    pub map: Option<crate::map::MapKind>,
+    pub map: Option<crate::map::kind::MapKind>,
 }
 
 /// What a [`Plan`] is built from besides the two layouts. (How each metric measures is
@@ -44,7 +44,7 @@ pub struct PlanOptions {
     /// Frames per second ([`Plan::frame_rate`]); `None`: unknown or variable.
     pub frame_rate: Option<f64>,
     /// The distortion map made of each pair, if any ([`crate::map`]).
-    pub map: Option<crate::map::MapKind>,
+    pub map: Option<crate::map::kind::MapKind>,
 }
 
 impl Plan {

@@ -9,8 +9,8 @@ pub struct Scores {
     pool_terms: Vec<(&'static str, PoolTerms)>,
     /// The pair's distortion map, when the engine makes one ([`crate::EngineBuilder::map`]).
     map: Option<(
-        crate::map::MapKind,
-        std::sync::Arc<crate::map::DistortionMap>,
+        crate::map::kind::MapKind,
+        std::sync::Arc<crate::map::kind::DistortionMap>,
     )>,
 }
 
@@ -66,14 +66,14 @@ impl Scores {
     /// Gives the pair its distortion map.
     pub fn set_map(
         &mut self,
-        kind: crate::map::MapKind,
-        map: std::sync::Arc<crate::map::DistortionMap>,
+        kind: crate::map::kind::MapKind,
+        map: std::sync::Arc<crate::map::kind::DistortionMap>,
     ) {
         self.map = Some((kind, map));
     }
 
     /// The pair's distortion map and which it is, when the engine makes one.
-    pub fn map(&self) -> Option<(crate::map::MapKind, &crate::map::DistortionMap)> {
+    pub fn map(&self) -> Option<(crate::map::kind::MapKind, &crate::map::kind::DistortionMap)> {
         self.map.as_ref().map(|(k, m)| (*k, &**m))
     }
 
@@ -81,8 +81,8 @@ impl Scores {
     pub fn shared_map(
         &self,
     ) -> Option<(
-        crate::map::MapKind,
-        std::sync::Arc<crate::map::DistortionMap>,
+        crate::map::kind::MapKind,
+        std::sync::Arc<crate::map::kind::DistortionMap>,
     )> {
         self.map.clone()
     }

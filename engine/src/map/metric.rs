@@ -7,7 +7,8 @@ use std::sync::Arc;
 
 use cudarc::driver::CudaEvent;
 
-use super::{DistortionMap, MapKind, of_pair};
+use super::frames::of_pair;
+use super::kind::{DistortionMap, MapKind};
 use crate::cuda::{Gpu, HostCopy, pair_to_host};
 use crate::error::EngineError;
 use crate::frame::PlanePtrs;

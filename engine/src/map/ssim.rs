@@ -5,7 +5,7 @@
 //! rows with SciPy's `reflect` edges (`d c b a | a b c d`), then Wang et al.'s formula per
 //! pixel, in f64. Its mean over the pixels at least 5 from every edge is the `ssim` field.
 
-use super::DistortionMap;
+use super::kind::DistortionMap;
 
 /// Radius of the filter: `int(3.5 · 1.5 + 0.5)`.
 const RADIUS: i64 = 5;

@@ -5,7 +5,7 @@ use rayon::prelude::*;
 
 use super::{STEPS, Step, filters, level_len, level_sizes, params, plane_lens};
 use crate::frame::PlanePtrs;
-use crate::map::{DistortionMap, MapKind};
+use crate::map::kind::{DistortionMap, MapKind};
 use crate::metric::CpuMetric;
 use crate::plan::Plan;
 use crate::scores::Scores;
