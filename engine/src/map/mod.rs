@@ -18,5 +18,4 @@ pub mod kind;
 pub(crate) mod metric;
 pub mod ssim;
 
-pub(crate) use frames::of_pair;
 pub use kind::{DistortionMap, MapKind, Stats, squared_error};
