@@ -519,3 +519,56 @@ fn the_monitor_examples_are_a_good_file_good_rules_and_a_unit_that_runs_it() {
     assert_eq!(key("Restart"), "on-failure");
     assert_eq!(key("RestartPreventExitStatus"), "2");
 }
+
+/// examples/heatmap.sh: the distorted video with gpumetrics' SSIM heat map blended over it
+/// (`map=ssim map-style=heat` into `compositor`) written to a Matroska file, which decodes
+/// to every frame, and differs from the same video without the map where the JPEG hurt.
+#[test]
+fn heatmap_sh_writes_a_video_that_decodes() {
+    let plugin = Plugin::new();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("heat.mkv");
+    let mut cmd = Command::new("sh");
+    cmd.arg(examples().join("heatmap.sh"))
+        .arg(&out)
+        .args(["12", "cpu"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    plugin.env(&mut cmd);
+    let run = finish(cmd.spawn().unwrap(), Duration::from_secs(120));
+    assert!(
+        run.status.success(),
+        "heatmap.sh: {}{}",
+        String::from_utf8_lossy(&run.stdout),
+        String::from_utf8_lossy(&run.stderr)
+    );
+    // Decode it to raw frames with FFmpeg: 12 frames of 320x240.
+    let decoded = Command::new("ffmpeg")
+        .args(["-v", "error", "-i"])
+        .arg(&out)
+        .args(["-f", "rawvideo", "-pix_fmt", "rgb24", "-"])
+        .output()
+        .expect("ffmpeg runs (scripts/setup-deps.sh installs it)");
+    assert!(
+        decoded.status.success(),
+        "{}",
+        String::from_utf8_lossy(&decoded.stderr)
+    );
+    let frame = 320 * 240 * 3;
+    assert_eq!(decoded.stdout.len(), 12 * frame);
+    // The SMPTE bars' bottom-right noise, which the JPEG smears, is tinted by the map: its
+    // pixels are greener on average than its grey noise would be.
+    let f = &decoded.stdout[..frame];
+    let (mut g, mut rb) = (0u64, 0u64);
+    for y in 190..240 {
+        for x in 250..320 {
+            let p = &f[(y * 320 + x) * 3..];
+            g += p[1] as u64;
+            rb += (p[0] as u64 + p[2] as u64) / 2;
+        }
+    }
+    assert!(
+        g > rb + 20 * 50 * 70,
+        "no heat over the noise: g {g}, r/b {rb}"
+    );
+}
