@@ -46,6 +46,8 @@ pub struct Engine {
     /// The tag [`Engine::push`] gives the next pair (callers of [`Engine::submit`] choose
     /// their own).
     next_tag: Tag,
+    /// With a map: the threshold of its area statistic.
+    map_threshold: Option<f64>,
 }
 
 /// Everything an [`Engine`] is made from, given before it is built: [`Engine::builder`].
@@ -57,6 +59,7 @@ pub struct EngineBuilder<'a> {
     colorimetry: Option<[Colorimetry; 2]>,
     frame_rate: Option<f64>,
     map: Option<crate::map::kind::MapKind>,
+    map_threshold: Option<f64>,
     context: Option<crate::cuda::ExternalContext>,
     in_flight: usize,
 }
@@ -102,6 +105,13 @@ impl EngineBuilder<'_> {
     /// ([`Scores::map`]); not for an engine without a reference input (`build` refuses it).
     pub fn map(mut self, kind: crate::map::kind::MapKind) -> Self {
         self.map = Some(kind);
+        self
+    }
+
+    /// The threshold of the map's `<name>-area` statistic (default:
+    /// [`crate::map::MapKind::default_threshold`]).
+    pub fn map_threshold(mut self, threshold: f64) -> Self {
+        self.map_threshold = Some(threshold);
         self
     }
 
@@ -166,10 +176,15 @@ impl EngineBuilder<'_> {
             self.context,
             self.in_flight,
         )?;
+        let map_threshold = plan.map.map(|k| {
+            self.map_threshold
+                .unwrap_or_else(|| k.default_threshold(plan.reference.format.peak() as f64))
+        });
         Ok(Engine {
             plan,
             metrics: set,
             configured,
+            map_threshold,
             scheduler: Scheduler::new(backend),
             note,
             next_tag: 0,
@@ -215,6 +230,7 @@ impl Engine {
             colorimetry: None,
             frame_rate: None,
             map: None,
+            map_threshold: None,
             context: None,
             in_flight: 1,
         }
@@ -232,6 +248,7 @@ impl Engine {
             colorimetry: None,
             frame_rate: None,
             map: None,
+            map_threshold: None,
             context: None,
             in_flight: 1,
         }
@@ -336,7 +353,11 @@ impl Engine {
 
     /// The oldest pair whose scores are final, with its tag, in submission order.
     pub fn poll(&mut self) -> Option<(Tag, Scores)> {
-        self.scheduler.poll()
+        let (tag, mut scores) = self.scheduler.poll()?;
+        if let Some(threshold) = self.map_threshold {
+            crate::map::kind::push_stats(&mut scores, threshold);
+        }
+        Some((tag, scores))
     }
 
     /// Whether the engine may still read the frames of the pair submitted as `tag` (it is

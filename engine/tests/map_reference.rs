@@ -68,7 +68,7 @@ fn maps_equal_their_references() {
         let sum: f64 = se.values.iter().map(|&v| v as f64).sum();
         assert_eq!(sum, c["squared-error"]["sum"].as_f64().unwrap(), "{name}");
         assert_eq!(
-            se.stats(0.0, true).max as f64,
+            se.stats(0.0, true).worst as f64,
             c["squared-error"]["max"].as_f64().unwrap(),
             "{name}"
         );
@@ -158,6 +158,35 @@ fn engine_maps(backend: gpumetrics_engine::BackendChoice) {
             assert!(scores.get("psnr-y").is_some(), "{name}");
             let (got_kind, m) = scores.map().expect("a map");
             assert_eq!(got_kind, kind);
+            // The record's statistics of the map: its worst value, where, and the share past
+            // the default threshold.
+            let worse_above = kind.worse_above();
+            let worst = m
+                .values
+                .iter()
+                .fold(None::<f32>, |a, &v| {
+                    Some(match a {
+                        None => v,
+                        Some(a) if worse_above => a.max(v),
+                        Some(a) => a.min(v),
+                    })
+                })
+                .unwrap() as f64;
+            let f = kind.fields();
+            assert_eq!(scores.get(f[0].name), Some(worst), "{name}");
+            let (x, y) = (
+                scores.get(f[1].name).unwrap() as usize,
+                scores.get(f[2].name).unwrap() as usize,
+            );
+            assert_eq!(m.values[y * w + x] as f64, worst, "{name}");
+            let t = kind.default_threshold(c["peak"].as_f64().unwrap()) as f32;
+            let past = m
+                .values
+                .iter()
+                .filter(|&&v| if worse_above { v > t } else { v < t })
+                .count() as f64
+                / m.values.len() as f64;
+            assert_eq!(scores.get(f[3].name), Some(past), "{name}");
             assert_eq!((m.width, m.height), (w, h), "{name}");
             match kind {
                 MapKind::Ssim => {

@@ -163,6 +163,19 @@ pub fn columns_for(metrics: MetricSet) -> Vec<&'static Field> {
         .collect()
 }
 
+/// The CSV columns of a run of `metrics` with the distortion map `map`: [`columns_for`]'s,
+/// then the map's statistics ([`gpumetrics_engine::map::MapKind::fields`]).
+pub fn columns_with_map(
+    metrics: MetricSet,
+    map: Option<gpumetrics_engine::map::MapKind>,
+) -> Vec<&'static Field> {
+    let mut columns = columns_for(metrics);
+    if let Some(kind) = map {
+        columns.extend(kind.fields());
+    }
+    columns
+}
+
 /// A JSON object with its keys in the order given (serde_json's `Map` sorts them).
 #[derive(Default)]
 struct Object(Vec<(String, String)>);

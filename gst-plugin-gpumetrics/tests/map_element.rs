@@ -209,3 +209,40 @@ fn the_butteraugli_map_comes_with_its_metric() {
     let (message, _) = refused.error.expect("an error");
     assert!(message.contains("add butteraugli"), "{message}");
 }
+
+/// The map's statistics in each record (and so in the meta, the stats file and alerts):
+/// `ssim-peak` (its lowest value), where it is, and `ssim-area`, the share of pixels below
+/// `map-threshold`; an alert rule may watch them.
+#[test]
+fn records_carry_the_maps_statistics_for_alerts() {
+    let c = case("camera-q10");
+    let run = run_map(
+        gst_video::VideoFormat::Gray8,
+        &c,
+        "map=ssim map-threshold=0.95 alerts=ssim-area>0.01",
+    );
+    run.expect_ok();
+    let f = &run.frames[0];
+    let (w, h) = (251usize, 187usize);
+    let lowest = c["ssim"]["pixels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p[2].as_f64().unwrap())
+        .fold(f64::INFINITY, f64::min);
+    let peak = f.get("ssim-peak").unwrap();
+    assert!(
+        peak <= lowest + 1e-5,
+        "the lowest value: {peak} vs {lowest} sampled"
+    );
+    let (x, y) = (f.get("ssim-peak-x").unwrap(), f.get("ssim-peak-y").unwrap());
+    assert!((x as usize) < w && (y as usize) < h);
+    let area = f.get("ssim-area").unwrap();
+    assert!(area > 0.01 && area < 1.0, "a JPEG at quality 10: {area}");
+    assert!(run.summary().field("ssim-area").is_some());
+    assert!(
+        run.warnings.iter().any(|w| w.contains("ssim-area")),
+        "the alert is raised: {:?}",
+        run.warnings
+    );
+}

@@ -1,6 +1,8 @@
 //! What a distortion map is: which ([`MapKind`]), its values ([`DistortionMap`]) and
 //! statistics ([`Stats`]), and the squared-error map ([`squared_error`]).
 
+use crate::metric::field::Field;
+
 /// The maps there are.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum MapKind {
@@ -29,6 +31,28 @@ impl MapKind {
         Self::ALL.into_iter().find(|k| k.name() == name)
     }
 
+    /// The fields of its statistics that a pair's record carries ([`Stats`]):
+    /// `<name>-peak` (the worst value), `<name>-peak-x`, `<name>-peak-y` (where),
+    /// `<name>-area` (the share of pixels past the threshold).
+    pub fn fields(self) -> &'static [Field] {
+        let i = Self::ALL
+            .iter()
+            .position(|k| *k == self)
+            .expect("a listed map");
+        &FIELDS[4 * i..4 * i + 4]
+    }
+
+    /// The threshold of `<name>-area` when none is given: squared error (peak / 25)² (a
+    /// difference of 4 % of the range), SSIM 0.9 (below), Butteraugli 1.0 (above: a
+    /// difference just noticed).
+    pub fn default_threshold(self, peak: f64) -> f64 {
+        match self {
+            MapKind::SquaredError => (peak / 25.0).powi(2),
+            MapKind::Ssim => 0.9,
+            MapKind::Butteraugli => 1.0,
+        }
+    }
+
     /// Whether larger values are worse (squared error), or smaller (SSIM).
     pub fn worse_above(self) -> bool {
         !matches!(self, MapKind::Ssim)
@@ -38,6 +62,78 @@ impl MapKind {
     /// the same name makes it as it measures.
     pub(crate) fn made_from_frames(self) -> bool {
         !matches!(self, MapKind::Butteraugli)
+    }
+}
+
+const fn stat_fields(
+    peak: &'static str,
+    x: &'static str,
+    y: &'static str,
+    area: &'static str,
+    title: &'static str,
+    higher_is_better: bool,
+) -> [Field; 4] {
+    let p = Field::new(peak, title).decimals(4);
+    [
+        if higher_is_better {
+            p
+        } else {
+            p.lower_is_better()
+        },
+        Field::new(x, "").decimals(0).unplotted(),
+        Field::new(y, "").decimals(0).unplotted(),
+        Field::new(area, "Map area past the threshold (share)")
+            .decimals(4)
+            .lower_is_better()
+            .unit_interval(),
+    ]
+}
+
+const fn concat(a: [Field; 4], b: [Field; 4], c: [Field; 4]) -> [Field; 12] {
+    [
+        a[0], a[1], a[2], a[3], b[0], b[1], b[2], b[3], c[0], c[1], c[2], c[3],
+    ]
+}
+
+/// The statistics' fields of every map, in [`MapKind::ALL`]'s order, four each.
+pub static FIELDS: [Field; 12] = concat(
+    stat_fields(
+        "squared-error-peak",
+        "squared-error-peak-x",
+        "squared-error-peak-y",
+        "squared-error-area",
+        "Squared-error map peak",
+        false,
+    ),
+    stat_fields(
+        "ssim-peak",
+        "ssim-peak-x",
+        "ssim-peak-y",
+        "ssim-area",
+        "SSIM map low",
+        true,
+    ),
+    stat_fields(
+        "butteraugli-peak",
+        "butteraugli-peak-x",
+        "butteraugli-peak-y",
+        "butteraugli-area",
+        "Butteraugli map peak",
+        false,
+    ),
+);
+
+/// Appends the statistics of the pair's map to its scores ([`MapKind::fields`]), past
+/// `threshold` counting into the area.
+pub(crate) fn push_stats(scores: &mut crate::scores::Scores, threshold: f64) {
+    let Some((kind, map)) = scores.map() else {
+        return;
+    };
+    let s = map.stats(threshold as f32, kind.worse_above());
+    let f = kind.fields();
+    let values = [s.worst as f64, s.worst_x as f64, s.worst_y as f64, s.area];
+    for (field, v) in f.iter().zip(values) {
+        scores.push(field.name, v);
     }
 }
 
@@ -52,10 +148,11 @@ pub struct DistortionMap {
 /// A map's statistics.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Stats {
-    /// The largest value and its pixel (the first in row order when several are equal).
-    pub max: f32,
-    pub max_x: usize,
-    pub max_y: usize,
+    /// The worst value (the largest, or the smallest where lower is worse: SSIM) and its
+    /// pixel (the first in row order when several are equal).
+    pub worst: f32,
+    pub worst_x: usize,
+    pub worst_y: usize,
     /// The share of pixels whose value is past the threshold (above it, or below it for a
     /// map where lower is worse), 0..1.
     pub area: f64,
@@ -65,11 +162,12 @@ impl DistortionMap {
     /// The statistics, with pixels counted as past `threshold` when `worse_above` and
     /// above it, or when not and below it (SSIM: lower is worse).
     pub fn stats(&self, threshold: f32, worse_above: bool) -> Stats {
+        let sign = if worse_above { 1.0 } else { -1.0 };
         let mut best = (f32::NEG_INFINITY, 0usize);
         let mut past = 0u64;
         for (i, &v) in self.values.iter().enumerate() {
-            if v > best.0 {
-                best = (v, i);
+            if sign * v > best.0 {
+                best = (sign * v, i);
             }
             if (worse_above && v > threshold) || (!worse_above && v < threshold) {
                 past += 1;
@@ -77,9 +175,9 @@ impl DistortionMap {
         }
         let w = self.width.max(1);
         Stats {
-            max: best.0,
-            max_x: best.1 % w,
-            max_y: best.1 / w,
+            worst: sign * best.0,
+            worst_x: best.1 % w,
+            worst_y: best.1 / w,
             area: if self.values.is_empty() {
                 0.0
             } else {
@@ -125,9 +223,12 @@ mod tests {
         let m = squared_error(&r, &d, 3, 2);
         assert_eq!(m.values, [0.0, 9.0, 0.0, 16.0, 0.0, 0.0]);
         let s = m.stats(5.0, true);
-        assert_eq!((s.max, s.max_x, s.max_y), (16.0, 0, 1));
+        assert_eq!((s.worst, s.worst_x, s.worst_y), (16.0, 0, 1));
         assert!((s.area - 2.0 / 6.0).abs() < 1e-12);
         let s = m.stats(1.0, false);
+        assert_eq!((s.worst, s.worst_x, s.worst_y), (0.0, 0, 0));
         assert!((s.area - 4.0 / 6.0).abs() < 1e-12);
+        assert_eq!(MapKind::Butteraugli.fields()[3].name, "butteraugli-area");
+        assert_eq!(MapKind::Ssim.fields()[0].name, "ssim-peak");
     }
 }

@@ -242,7 +242,9 @@ pub fn option_spec(name: &str) -> Option<&'static OptionSpec> {
 
 /// Every field the registered metrics can produce, in registry order.
 pub fn fields() -> impl Iterator<Item = &'static Field> {
-    all().flat_map(|i| i.fields.iter())
+    all()
+        .flat_map(|i| i.fields.iter())
+        .chain(crate::map::kind::FIELDS.iter())
 }
 
 /// The field called `name`.

@@ -197,6 +197,9 @@ impl Scorer {
         };
         if let Some(kind) = req.settings.map.kind() {
             builder = builder.map(kind);
+            if let Some(t) = req.settings.map_threshold {
+                builder = builder.map_threshold(t);
+            }
         }
         let inputs = if req.single { vec![d] } else { vec![r, d] };
         if let Some(fps) = inputs.iter().find_map(|c| rate(&c.info)) {

@@ -69,6 +69,8 @@ pub(crate) struct Settings {
     pub map: super::Map,
     /// `map-style`: how src carries it.
     pub map_style: super::MapStyle,
+    /// `map-threshold`: the threshold of the map's `<name>-area`; `None`: the map's own.
+    pub map_threshold: Option<f64>,
 }
 
 impl Default for Settings {
@@ -88,6 +90,7 @@ impl Default for Settings {
             align_range: DEFAULT_ALIGN_RANGE,
             map: super::Map::None,
             map_style: super::MapStyle::Gray16,
+            map_threshold: None,
             options: Options::new(),
             window: 0,
             alerts: None,
@@ -238,6 +241,17 @@ fn own_properties() -> Vec<glib::ParamSpec> {
             .default_value(super::MapStyle::Gray16)
             .mutable_ready()
             .build(),
+        glib::ParamSpecDouble::builder("map-threshold")
+            .nick("Map threshold")
+            .blurb(
+                "map: the value past which a pixel counts into the record's <map>-area (the \
+                 share of such pixels; SSIM: below it, the others above); -1 = the map's \
+                 default: squared-error (peak/25)^2, ssim 0.9, butteraugli 1.0",
+            )
+            .minimum(-1.0)
+            .default_value(-1.0)
+            .mutable_ready()
+            .build(),
         glib::ParamSpecUInt64::builder("stall-budget")
             .nick("Stall budget")
             .blurb(
@@ -384,6 +398,10 @@ impl Settings {
             "align-range" => self.align_range = value.get().expect(CHECKED),
             "map" => self.map = value.get().expect(CHECKED),
             "map-style" => self.map_style = value.get().expect(CHECKED),
+            "map-threshold" => {
+                let v: f64 = value.get().expect(CHECKED);
+                self.map_threshold = (v >= 0.0).then_some(v);
+            }
             "window" => self.window = value.get().expect(CHECKED),
             "alerts" => self.alerts = text(value),
             "subsample" => self.subsample = value.get().expect(CHECKED),
@@ -424,6 +442,7 @@ impl Settings {
             "align-range" => self.align_range.to_value(),
             "map" => self.map.to_value(),
             "map-style" => self.map_style.to_value(),
+            "map-threshold" => self.map_threshold.unwrap_or(-1.0).to_value(),
             "window" => self.window.to_value(),
             "alerts" => self.alerts.to_value(),
             "subsample" => self.subsample.to_value(),
@@ -440,6 +459,12 @@ impl Settings {
     }
 
     /// What the engine computes, where, and the metrics' options.
+    /// Every field a record of this run can have ([`crate::records::columns_with_map`]): the
+    /// stats file's CSV columns, what alert rules may watch.
+    pub(crate) fn columns(&self) -> Vec<&'static gpumetrics_engine::Field> {
+        crate::records::columns_with_map(self.metrics.set(), self.map.kind())
+    }
+
     pub(super) fn engine_config(&self) -> EngineConfig {
         EngineConfig {
             // The flags type is made from the registry (mod.rs): its bits are the engine's.

@@ -41,7 +41,6 @@ use gst::prelude::*;
 use super::settings::Settings;
 use crate::alerts::{self, Alerts};
 use crate::message::{AlertChange, AlignRecord, EventRecord, FrameScores, Summary, Window};
-use crate::records;
 
 /// What every sink call may use besides its own state.
 pub(crate) struct Env<'a> {
@@ -146,7 +145,7 @@ impl Outputs {
         element: &gst::Element,
     ) -> Result<Outputs, gst::ErrorMessage> {
         let rules = match &settings.alerts {
-            Some(text) => alerts::parse(text, &records::columns_for(settings.metrics.set()))
+            Some(text) => alerts::parse(text, &settings.columns())
                 .map_err(|e| gst::error_msg!(gst::LibraryError::Settings, ("{e}")))?,
             None => Vec::new(),
         };
@@ -167,10 +166,10 @@ impl Outputs {
         let mut sinks: Vec<Box<dyn Sink>> = Vec::new();
         if let Some(path) = &settings.stats_file {
             // Before the messages: a record is on disk when its message is posted.
-            sinks.push(Box::new(stats_file::StatsFile::create(
+            sinks.push(Box::new(stats_file::StatsFile::with_columns(
                 path,
                 settings.stats_format(),
-                settings.metrics.set(),
+                settings.columns(),
             )?));
         }
         if let Some(subscribers) = feed::subscribers(element) {

@@ -6,12 +6,10 @@
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
-use gpumetrics_engine::MetricSet;
-
 use super::{Env, Pair, Sink};
 use crate::message::{AlignRecord, EventRecord, Summary, Window};
 use crate::quote::quoted;
-use crate::records::{self, Format, RecordWriter};
+use crate::records::{Format, RecordWriter};
 
 pub(crate) struct StatsFile {
     /// `None` after a write failed (the element stops measuring then).
@@ -23,10 +21,20 @@ pub(crate) struct StatsFile {
 impl StatsFile {
     /// Creates (truncates) `path`, with the CSV columns of every field `metrics` can
     /// produce; the error names it.
+    #[cfg(test)]
     pub(crate) fn create(
         path: &Path,
         format: Format,
-        metrics: MetricSet,
+        metrics: gpumetrics_engine::MetricSet,
+    ) -> Result<StatsFile, gst::ErrorMessage> {
+        Self::with_columns(path, format, crate::records::columns_for(metrics))
+    }
+
+    /// Creates (truncates) `path` with these CSV columns; the error names it.
+    pub(crate) fn with_columns(
+        path: &Path,
+        format: Format,
+        columns: Vec<&'static gpumetrics_engine::Field>,
     ) -> Result<StatsFile, gst::ErrorMessage> {
         let writer = RecordWriter::create(path, format).map_err(|e| {
             gst::error_msg!(
@@ -39,7 +47,7 @@ impl StatsFile {
             )
         })?;
         Ok(StatsFile {
-            writer: Some(writer.columns(records::columns_for(metrics))),
+            writer: Some(writer.columns(columns)),
             path: path.to_path_buf(),
         })
     }
@@ -111,6 +119,7 @@ impl Sink for StatsFile {
 
 #[cfg(test)]
 mod tests {
+    use gpumetrics_engine::MetricSet;
     use gst::prelude::*;
 
     use super::super::tests::pair_of;
