@@ -112,6 +112,17 @@ pub fn check_alerts(
     metrics: MetricSet,
     single: bool,
 ) -> Result<Option<(String, Vec<Rule>)>, String> {
+    check_alerts_with_map(rules, metrics, single, None)
+}
+
+/// [`check_alerts`] for a run that also makes the map `map` (its statistics' fields may be
+/// watched too).
+pub fn check_alerts_with_map(
+    rules: &[String],
+    metrics: MetricSet,
+    single: bool,
+    map: Option<gpumetrics_engine::map::MapKind>,
+) -> Result<Option<(String, Vec<Rule>)>, String> {
     if rules.is_empty() {
         return Ok(None);
     }
@@ -119,6 +130,7 @@ pub fn check_alerts(
     let fields: Vec<_> = fields::of_run(metrics, single)
         .into_iter()
         .filter_map(metric::field)
+        .chain(map.into_iter().flat_map(|k| k.fields().iter()))
         .collect();
     match alerts::parse(&joined, &fields) {
         Ok(parsed) => Ok(Some((joined, parsed))),

@@ -68,7 +68,11 @@ pub fn check(args: &Args) -> Result<Plan, Failure> {
     })?;
     check_options(&metrics, &args.metric_options).map_err(usage)?;
     check_thresholds(&metrics, &args.fail_below, single).map_err(usage)?;
-    let run_fields = fields::of_run(metric_set(&metrics), single);
+    let mut run_fields = fields::of_run(metric_set(&metrics), single);
+    // `--map`: the records carry its statistics too.
+    if let Some(m) = &args.map {
+        run_fields.extend(m.kind.fields().iter().map(|f| f.name));
+    }
     let mut rules: Vec<fail::Rule> = args
         .fail_below
         .iter()
@@ -95,8 +99,13 @@ pub fn check(args: &Args) -> Result<Plan, Failure> {
         (n, _) => (Some(n as u32), "--every"),
     };
     let every = subsample.map_or(1, u64::from);
-    let alerts = monitor::check_alerts(&args.alerts, metric_set(&metrics), single)
-        .map_err(|e| usage(anyhow!(e)))?;
+    let alerts = monitor::check_alerts_with_map(
+        &args.alerts,
+        metric_set(&metrics),
+        single,
+        args.map.as_ref().map(|m| m.kind),
+    )
+    .map_err(|e| usage(anyhow!(e)))?;
     if let Some(p) = &args.plot {
         let ext = p
             .extension()

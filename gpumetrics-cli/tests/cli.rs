@@ -1476,6 +1476,8 @@ fn map_files_hold_each_pairs_exact_map() {
         "ssim",
         "--map",
         &format!("ssim:{}", maps.display()),
+        "--alert",
+        "ssim-area>0.99",
         "--frames",
         "3",
         "--format",
