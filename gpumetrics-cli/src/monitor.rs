@@ -107,6 +107,7 @@ pub fn parse_address(text: &str) -> Result<String, String> {
 /// parse them against the fields `metrics` can produce (with one input, `single`: not the
 /// reference's `ref-` fields); `None` without rules. The error is the element's, naming
 /// `--alert`.
+#[cfg(test)]
 pub fn check_alerts(
     rules: &[String],
     metrics: MetricSet,
