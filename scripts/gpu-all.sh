@@ -75,6 +75,11 @@
 #   monitor      gpumetrics monitor's capacity (MONITOR_NR, MONITOR_FR: channel counts;
 #                MONITOR_SECONDS); with MONITOR_AL (channel counts) instead: PSNR+SSIM+VMAF
 #                channels without and with align = "auto", and align=auto's cost per pair
+#   cvvdp        ColorVideoVDP and the distortion maps on the CUDA backend (issues 47, 48):
+#                cvvdp_reference's and map_reference's CUDA tests (host copies of the pairs,
+#                memcheck), cvvdp's throughput; Vship's CVVDP is in the vship step, the
+#                butteraugli map on device frames in the butteraugli step (butteraugli_crate,
+#                after `pack-ffmpeg-cache` made its new distortions' cache)
 #   align        live alignment: cuda_kernels thumb::, the live UDP test (align) on NVDEC
 #                frames with backend=cuda (its costs: monitor with MONITOR_AL)
 #   libvmaf      libvmaf 3.1.0 built with CUDA there and timed (data/lv: laid out by hand,
@@ -119,7 +124,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 d=.gpu/all
 B=$d/bin
-ALL_STEPS="selftest psnr ssim ssimulacra2 butteraugli siti blur blockiness blackfreeze nr inflight streams elements vmaf cambi aomctc element throughput cudamem colour cli monitor align libvmaf libvmaf32 vship"
+ALL_STEPS="selftest psnr ssim ssimulacra2 butteraugli siti blur blockiness blackfreeze nr inflight streams elements vmaf cambi aomctc element throughput cudamem colour cli monitor align cvvdp libvmaf libvmaf32 vship"
 # Not in ALL_STEPS (it needs `pack-base` after pack): ab.
 
 # ---------------------------------------------------------------------------------------------
@@ -149,6 +154,7 @@ bins() {
     throughput) echo $e:bench:throughput ;;
     cli | monitor) echo gpumetrics-cli:bin:gpumetrics ;;
     align) echo $e:test:cuda_kernels $g:test:align ;;
+    cvvdp) echo $e:test:cvvdp_reference $e:test:map_reference $e:bench:throughput ;;
     vship) echo $e:bench:throughput $e:bench:streams ;;
     cudamem | colour | libvmaf | libvmaf32) ;;
     *) echo "gpu-all: unknown step '$1' (steps: $ALL_STEPS)" >&2; exit 2 ;;
@@ -170,7 +176,7 @@ inputs() {
 }
 
 # Whether a step runs GStreamer (the plugin and the kit are packed for it).
-uses_gst() { case $1 in selftest | ab | throughput | libvmaf | libvmaf32 | blackfreeze | cambi | aomctc | vmafcore | inflight | streams | siti | blur | blockiness | vship) return 1 ;; *) return 0 ;; esac; }
+uses_gst() { case $1 in selftest | ab | throughput | cvvdp | libvmaf | libvmaf32 | blackfreeze | cambi | aomctc | vmafcore | inflight | streams | siti | blur | blockiness | vship) return 1 ;; *) return 0 ;; esac; }
 
 pack() {
   set -e
@@ -694,6 +700,18 @@ step_align() {
   need $B/align $d/gst/env.sh || return 0
   step "align: the live test on NVDEC frames (GPU thumbnails), backend=cuda"
   GPUMETRICS_TEST_BACKEND=cuda GPUMETRICS_TEST_DECODER=nvh264dec run $B/align --nocapture
+}
+
+step_cvvdp() {
+  if need $B/cvvdp_reference $B/map_reference; then
+    step "cvvdp on the CUDA backend vs ColorVideoVDP 0.5.7's values (cvvdp_reference)"
+    run $B/cvvdp_reference --ignored --nocapture the_cuda_backend
+    sanitize memcheck $B/cvvdp_reference --ignored the_cuda_backend
+    step "distortion maps on the CUDA backend vs scikit-image (map_reference)"
+    run $B/map_reference --ignored --nocapture the_cuda_backend
+    sanitize memcheck $B/map_reference --ignored the_cuda_backend
+  fi
+  throughput cvvdp
 }
 
 # The cost of align=auto per pair at 1080p: monitor's two clips through NVDEC into one
