@@ -355,7 +355,7 @@ impl Engine {
     pub fn poll(&mut self) -> Option<(Tag, Scores)> {
         let (tag, mut scores) = self.scheduler.poll()?;
         if let Some(threshold) = self.map_threshold {
-            crate::map::kind::push_stats(&mut scores, threshold);
+            crate::map::stats::push_stats(&mut scores, threshold);
         }
         Some((tag, scores))
     }

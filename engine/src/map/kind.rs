@@ -123,20 +123,6 @@ pub static FIELDS: [Field; 12] = concat(
     ),
 );
 
-/// Appends the statistics of the pair's map to its scores ([`MapKind::fields`]), past
-/// `threshold` counting into the area.
-pub(crate) fn push_stats(scores: &mut crate::scores::Scores, threshold: f64) {
-    let Some((kind, map)) = scores.map() else {
-        return;
-    };
-    let s = map.stats(threshold as f32, kind.worse_above());
-    let f = kind.fields();
-    let values = [s.worst as f64, s.worst_x as f64, s.worst_y as f64, s.area];
-    for (field, v) in f.iter().zip(values) {
-        scores.push(field.name, v);
-    }
-}
-
 /// A map of one pair: one value per luma pixel, row by row.
 #[derive(Clone, Debug, PartialEq)]
 pub struct DistortionMap {

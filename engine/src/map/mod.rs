@@ -17,5 +17,6 @@ mod frames;
 pub mod kind;
 pub(crate) mod metric;
 pub mod ssim;
+pub(crate) mod stats;
 
 pub use kind::{DistortionMap, MapKind, Stats, squared_error};
