@@ -150,6 +150,12 @@ pub struct Args {
     #[arg(long, value_name = "NAME:DIR", value_parser = crate::maps::parse)]
     pub map: Option<crate::maps::MapArg>,
 
+    /// Write the distortion map NAME of each measured pair as a heat-map video to FILE
+    /// (H.264 at a fixed quantiser of 10 in Matroska; the element's map-style=heat over
+    /// black, its colour scale in docs/METRICS.md). One pair; with --map, the same NAME.
+    #[arg(long, value_name = "NAME:FILE.mkv", value_parser = crate::maps::parse)]
+    pub map_video: Option<crate::maps::MapArg>,
+
     /// Skip frames at the start of one input: N > 0 skips the first N distorted frames
     /// (the distorted video starts N frames late), N < 0 skips the first -N reference frames.
     #[arg(

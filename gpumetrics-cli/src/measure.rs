@@ -96,7 +96,12 @@ pub fn config(
         device: args.device,
         pairing: pairing(args),
         options: args.metric_options.clone(),
-        map: args.map.as_ref().map(|m| m.kind.name()),
+        map: args
+            .map
+            .as_ref()
+            .or(args.map_video.as_ref())
+            .map(|m| m.kind.name()),
+        map_video: args.map_video.as_ref().map(|m| m.dir.clone()),
         scale_to: None,
         convert_to: None,
         decoding: [

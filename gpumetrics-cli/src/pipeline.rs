@@ -71,8 +71,10 @@ pub struct PipelineConfig {
     pub pairing: &'static str,
     /// The metrics' options given, set on the element's properties of the same names.
     pub options: Vec<crate::options::Given>,
-    /// The element's `map` (`--map`), if any.
+    /// The element's `map` (`--map`, `--map-video`), if any.
     pub map: Option<&'static str>,
+    /// `--map-video`: the file the heat-map frames are encoded to (instead of a fakesink).
+    pub map_video: Option<std::path::PathBuf>,
     /// Scale the distorted input to this size.
     pub scale_to: Option<(u32, u32)>,
     /// Convert the distorted input to this raw format (the reference's, e.g. `I420`).
@@ -310,6 +312,29 @@ fn measuring_element(pipeline: &gst::Pipeline, config: &PipelineConfig) -> Resul
         element.set_property_from_str("map", map);
     }
     config.monitoring.set_on(&element);
+    if let Some(path) = &config.map_video {
+        // The map frames as a heat-map video: RGBA to I420, H.264 at quantiser 10.
+        element.set_property_from_str("map-style", "heat");
+        let chain = [
+            make("videoconvert")?,
+            gst::ElementFactory::make("x264enc")
+                .property_from_str("pass", "quant")
+                .property("quantizer", 10u32)
+                .property_from_str("speed-preset", "veryfast")
+                .build()
+                .map_err(|_| anyhow!("--map-video needs x264enc (gstreamer1.0-plugins-ugly)"))?,
+            make("matroskamux")?,
+            gst::ElementFactory::make("filesink")
+                .property("location", path.to_string_lossy().as_ref())
+                .property("async", false)
+                .build()?,
+        ];
+        pipeline.add(&element)?;
+        pipeline.add_many(&chain)?;
+        element.link(&chain[0])?;
+        gst::Element::link_many(&chain)?;
+        return Ok(element);
+    }
     let sink = gst::ElementFactory::make("fakesink")
         .property("sync", false)
         .property("async", false)
@@ -648,6 +673,7 @@ mod tests {
             pairing: "timestamp",
             options: Vec::new(),
             map: None,
+            map_video: None,
             scale_to: None,
             convert_to: None,
             decoding: [decoding.clone(), decoding],

@@ -118,6 +118,30 @@ pub fn check(args: &Args) -> Result<Plan, Failure> {
             )));
         }
     }
+    if let (Some(a), Some(b)) = (&args.map, &args.map_video)
+        && a.kind != b.kind
+    {
+        return Err(usage(anyhow!(
+            "--map {} and --map-video {}: the element makes one map; give both the same NAME",
+            a.kind.name(),
+            b.kind.name()
+        )));
+    }
+    if let Some(m) = &args.map_video {
+        if single {
+            return Err(usage(anyhow!(
+                "--map-video {}: a distortion map compares the distorted video with its \
+                 reference: give REF and DIST",
+                m.kind.name()
+            )));
+        }
+        check_writable(&m.dir).map_err(|e| {
+            usage(anyhow!(
+                "--map-video {}: cannot write it: {e}",
+                m.dir.display()
+            ))
+        })?;
+    }
     if let Some(m) = &args.map {
         if single {
             return Err(usage(anyhow!(

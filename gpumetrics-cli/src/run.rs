@@ -417,6 +417,7 @@ mod tests {
             pairing: "timestamp",
             options: vec![(min_duration, OptionValue::Float(0.1))],
             map: None,
+            map_video: None,
             scale_to: None,
             convert_to: None,
             decoding: [Decoding::Software, Decoding::Software],

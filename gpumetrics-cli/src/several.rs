@@ -27,6 +27,7 @@ fn one_pair_flags(args: &Args) -> Vec<&'static str> {
         (!args.alerts.is_empty(), "--alert"),
         (args.prometheus.is_some(), "--prometheus"),
         (args.map.is_some(), "--map"),
+        (args.map_video.is_some(), "--map-video"),
     ]
     .into_iter()
     .filter_map(|(given, flag)| given.then_some(flag))

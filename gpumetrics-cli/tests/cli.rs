@@ -1515,3 +1515,52 @@ fn map_files_hold_each_pairs_exact_map() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("give REF and DIST"));
 }
+
+/// `--map-video ssim:FILE.mkv`: the heat-map frames encoded to a file that decodes, one
+/// frame per measured pair; with a different `--map` NAME, a usage error.
+#[test]
+fn map_video_writes_a_heat_map_video() {
+    let c = clips();
+    let dir = tempfile::tempdir().unwrap();
+    let video = dir.path().join("ssim.mkv");
+    run_ok(&[
+        &c.get("ref.mp4"),
+        &c.get("dist.mp4"),
+        "--metrics",
+        "ssim",
+        "--map-video",
+        &format!("ssim:{}", video.display()),
+        "--frames",
+        "6",
+    ]);
+    let decoded = std::process::Command::new("ffmpeg")
+        .args(["-v", "error", "-i"])
+        .arg(&video)
+        .args(["-f", "rawvideo", "-pix_fmt", "rgb24", "-"])
+        .output()
+        .expect("ffmpeg runs (scripts/setup-deps.sh installs it)");
+    assert!(
+        decoded.status.success(),
+        "{}",
+        String::from_utf8_lossy(&decoded.stderr)
+    );
+    let decoded = decoded.stdout;
+    let frame = 320 * 180 * 3;
+    assert!(
+        !decoded.is_empty() && decoded.len() % frame == 0 && decoded.len() / frame >= 6,
+        "{} bytes",
+        decoded.len()
+    );
+    let out = gpumetrics(&[
+        &c.get("ref.mp4"),
+        &c.get("dist.mp4"),
+        "--map",
+        "squared-error:/tmp/x",
+        "--map-video",
+        "ssim:/tmp/x.mkv",
+    ])
+    .output()
+    .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("the same NAME"));
+}

@@ -33,6 +33,7 @@ const NOT_KEYS: &[(&str, &str)] = &[
     ("output", "a channel writes its records with `stats-file`"),
     ("plot", "a service draws no plots"),
     ("map", "a service writes no map files"),
+    ("map-video", "a service writes no map files"),
     ("offset", "live channels are paired by running time"),
     (
         "align-frames",
