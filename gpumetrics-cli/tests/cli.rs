@@ -1547,7 +1547,7 @@ fn map_video_writes_a_heat_map_video() {
     let decoded = decoded.stdout;
     let frame = 320 * 180 * 3;
     assert!(
-        !decoded.is_empty() && decoded.len() % frame == 0 && decoded.len() / frame >= 6,
+        !decoded.is_empty() && decoded.len().is_multiple_of(frame) && decoded.len() / frame >= 6,
         "{} bytes",
         decoded.len()
     );
