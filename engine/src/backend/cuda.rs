@@ -213,22 +213,23 @@ impl CudaBackend {
                 }
             }
             if let Some(kind) = plan.map {
-                use crate::map::metric::MapCuda;
-                // A map its metric makes: that metric's CPU state, on the host copies.
-                let host_metric = || {
+                use crate::metric::on_host::OnHost;
+                // The map on host copies of the pair: made from the frames, or by its metric's
+                // CPU state (whose fields the GPU gives: only its map is kept).
+                let on_host = || -> Option<OnHost> {
+                    if kind.made_from_frames() {
+                        let map = crate::map::metric::MapCpu::new(kind);
+                        return Some(OnHost::new(Box::new(map), kind.name(), true));
+                    }
                     configured
                         .iter()
                         .find(|c| c.entry.provides.iter().any(|i| i.name == kind.name()))
                         .and_then(|c| (c.entry.cpu)(&c.setup(plan, set)))
+                        .map(|m| OnHost::new(m, kind.name(), true).map_only())
                 };
                 // On a lane of its own, as a full-reference metric (it waits for the uploads).
                 let map = Laned::make(&gpu, depth, |_| {
-                    Ok(if kind.made_from_frames() {
-                        Some(Box::new(MapCuda::new(kind)) as Box<dyn CudaMetric>)
-                    } else {
-                        host_metric()
-                            .map(|m| Box::new(MapCuda::on_host(kind, m)) as Box<dyn CudaMetric>)
-                    })
+                    Ok(on_host().map(|m| Box::new(m) as Box<dyn CudaMetric>))
                 })?;
                 metrics.extend(map);
             }

@@ -21,7 +21,6 @@
 
 mod cpu;
 pub mod csf;
-mod cuda;
 pub mod display;
 pub mod masking;
 pub mod model;
@@ -219,9 +218,10 @@ pub(crate) const ENTRY: Entry = Entry {
             return Ok(None);
         }
         let settings: &Settings = s.settings();
-        Ok(cpu::CvvdpCpu::new(s.plan, &settings.display)
-            .ok()
-            .map(|m| Box::new(cuda::CvvdpHost::new(m)) as Box<dyn super::CudaMetric>))
+        Ok(cpu::CvvdpCpu::new(s.plan, &settings.display).ok().map(|m| {
+            Box::new(super::on_host::OnHost::new(Box::new(m), "cvvdp", false))
+                as Box<dyn super::CudaMetric>
+        }))
     },
 };
 
