@@ -56,6 +56,27 @@ fn sample(x: i64, y: i64, t: i64, bits: u32, which: i64, distorted: bool) -> u16
 }
 
 impl Clip {
+    /// The clip of a case of the generator's `cases`.
+    fn of_case(c: &Value) -> Clip {
+        Clip {
+            width: c["width"].as_u64().unwrap() as u32,
+            height: c["height"].as_u64().unwrap() as u32,
+            frames: c["frames"].as_u64().unwrap() as u32,
+            bits: c["bit_depth"].as_u64().unwrap() as u32,
+            full_chroma: c["subsampling"] == "444",
+        }
+    }
+
+    /// Its chroma planes' size (halved downwards at 4:2:0, as the reference's reader).
+    fn chroma(&self) -> (usize, usize) {
+        let (w, h) = (self.width as usize, self.height as usize);
+        if self.full_chroma {
+            (w, h)
+        } else {
+            (w / 2, h / 2)
+        }
+    }
+
     /// The clip's raw bytes as the generator wrote them (planar, 16-bit little-endian
     /// samples above 8 bits).
     fn bytes(&self, distorted: bool) -> Vec<u8> {
@@ -102,13 +123,7 @@ fn the_clips_are_the_generators_bytes() {
     let cases = v["cases"].as_array().expect("cases");
     assert!(cases.len() >= 6);
     for c in cases {
-        let clip = Clip {
-            width: c["width"].as_u64().unwrap() as u32,
-            height: c["height"].as_u64().unwrap() as u32,
-            frames: c["frames"].as_u64().unwrap() as u32,
-            bits: c["bit_depth"].as_u64().unwrap() as u32,
-            full_chroma: c["subsampling"] == "444",
-        };
+        let clip = Clip::of_case(c);
         for (side, distorted) in [("reference", false), ("distorted", true)] {
             let got = format!("{:016x}", fnv1a64(&clip.bytes(distorted)));
             assert_eq!(
@@ -267,11 +282,8 @@ fn frames_read_into_dkl_equal_the_references() {
     for entry in colours {
         let c = cases.iter().find(|c| c["name"] == entry["case"]).unwrap();
         let clip = Clip {
-            width: c["width"].as_u64().unwrap() as u32,
-            height: c["height"].as_u64().unwrap() as u32,
             frames: 1,
-            bits: c["bit_depth"].as_u64().unwrap() as u32,
-            full_chroma: c["subsampling"] == "444",
+            ..Clip::of_case(c)
         };
         let bytes = clip.bytes(entry["side"] == "distorted");
         let samples: Vec<u16> = if clip.bits > 8 {
@@ -283,11 +295,7 @@ fn frames_read_into_dkl_equal_the_references() {
             bytes.iter().map(|&b| b as u16).collect()
         };
         let (w, h) = (clip.width as usize, clip.height as usize);
-        let (cw, ch) = if clip.full_chroma {
-            (w, h)
-        } else {
-            (w / 2, h / 2)
-        };
+        let (cw, ch) = clip.chroma();
         let planes = Planes {
             y: &samples[..w * h],
             cb: &samples[w * h..w * h + cw * ch],
@@ -611,19 +619,9 @@ fn the_jod_of_each_span_equals_the_references() {
     let mut worst = 0f64;
     let mut failed = Vec::new();
     for c in v["cases"].as_array().unwrap() {
-        let clip = Clip {
-            width: c["width"].as_u64().unwrap() as u32,
-            height: c["height"].as_u64().unwrap() as u32,
-            frames: c["frames"].as_u64().unwrap() as u32,
-            bits: c["bit_depth"].as_u64().unwrap() as u32,
-            full_chroma: c["subsampling"] == "444",
-        };
+        let clip = Clip::of_case(c);
         let (w, h) = (clip.width as usize, clip.height as usize);
-        let (cw, ch) = if clip.full_chroma {
-            (w, h)
-        } else {
-            (w / 2, h / 2)
-        };
+        let (cw, ch) = clip.chroma();
         let mut model = Model::new(
             c["display"].as_str().unwrap(),
             w,
@@ -815,19 +813,9 @@ fn engine_on(backend: gpumetrics_engine::BackendChoice) {
         );
     }
     for c in v["cases"].as_array().unwrap() {
-        let clip = Clip {
-            width: c["width"].as_u64().unwrap() as u32,
-            height: c["height"].as_u64().unwrap() as u32,
-            frames: c["frames"].as_u64().unwrap() as u32,
-            bits: c["bit_depth"].as_u64().unwrap() as u32,
-            full_chroma: c["subsampling"] == "444",
-        };
+        let clip = Clip::of_case(c);
         let (w, h) = (clip.width as usize, clip.height as usize);
-        let (cw, ch) = if clip.full_chroma {
-            (w, h)
-        } else {
-            (w / 2, h / 2)
-        };
+        let (cw, ch) = clip.chroma();
         let format = match (clip.bits, clip.full_chroma) {
             (8, false) => PixelFormat::I420,
             (8, true) => PixelFormat::Y444,
