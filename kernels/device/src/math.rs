@@ -82,6 +82,32 @@ pub fn log2f(x: f32) -> f32 {
     }
 }
 
+/// Approximate `log10(x)`: `log2f(x) · log10(2)` on the device, `std`'s `log10` on the host.
+#[inline(always)]
+pub fn log10f(x: f32) -> f32 {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        log2f(x) * core::f32::consts::LOG10_2
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        x.log10()
+    }
+}
+
+/// Approximate `e^x`: `exp2f(x · log2(e))` on the device, `std`'s `exp` on the host.
+#[inline(always)]
+pub fn expf(x: f32) -> f32 {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        exp2f(x * core::f32::consts::LOG2_E)
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        x.exp()
+    }
+}
+
 /// Approximate `f64` reciprocal `1/x` (`rcp.approx.ftz.f64`, about 20 correct bits: for
 /// corrections that are small next to the value they correct).
 #[inline(always)]

@@ -1,6 +1,7 @@
 //! ColorVideoVDP on the CPU: the engine's frames read as the reference reads video (display-
 //! encoded RGB from Y'CbCr by the input's matrix and range, chroma upsampled bilinearly;
-//! RGB and gray as they are), then [`Model`] pair after pair.
+//! RGB and gray as they are, by the kernels' [`display_rgb`](cvvdp::display_rgb)), then
+//! [`Model`] pair after pair.
 
 use super::model::{DklFrame, Model};
 use super::yuv::{self, Ycbcr};
@@ -10,7 +11,7 @@ use crate::frame::PlanePtrs;
 use crate::metric::CpuMetric;
 use crate::plan::Plan;
 use crate::scores::{PoolTerms, Scores};
-use gpumetrics_kernels::channel::{Channel, load};
+use gpumetrics_kernels::cvvdp::{self, Source};
 
 pub(super) struct CvvdpCpu {
     display: String,
@@ -24,49 +25,37 @@ impl CvvdpCpu {
         Ok(CvvdpCpu {
             display: display.to_string(),
             fps,
-            model: model(plan, display, fps)?,
+            model: model_at(plan, display, fps)?,
         })
     }
 }
 
-fn model(plan: &Plan, display: &str, fps: f64) -> Result<Model, String> {
+fn model_at(plan: &Plan, display: &str, fps: f64) -> Result<Model, String> {
     let (w, h) = (plan.reference.width, plan.reference.height);
     Model::new(display, w as usize, h as usize, fps)
 }
 
-/// One side's frame as display-encoded RGB, row by row.
-///
-/// # Safety
-/// `ptrs` must address planes valid for `layout` (the backend validated them).
-unsafe fn display_rgb(
+/// The model of `plan`'s frames on display `display` at the plan's frame rate (30 fps
+/// when it declares none).
+pub(super) fn model(plan: &Plan, display: &str) -> Result<Model, String> {
+    model_at(plan, display, plan.frame_rate.unwrap_or(super::DEFAULT_FPS))
+}
+
+/// How the kernels read one side's frame as display-encoded RGB: Y'CbCr by the input's
+/// matrix and range, chroma upsampled bilinearly; RGB and gray as they are (`ptrs` host or
+/// device addresses).
+pub(super) fn source(
     layout: &FrameLayout,
     colorimetry: &Colorimetry,
     specs: &[&ChannelSpec],
     ptrs: &PlanePtrs,
-) -> Vec<[f32; 3]> {
+) -> Source {
     let peak = layout.format.peak();
     let (w, h) = (layout.width as usize, layout.height as usize);
-    let channel = |c: &ChannelSpec| -> (Channel, usize, usize) {
-        let (cw, ch) = layout.channel_size(c);
-        (ptrs.channel(c, peak), cw as usize, ch as usize)
-    };
-    // SAFETY (of the closures' reads): (x, y) stays inside the channel's size, which the
-    // caller's validation covers.
-    let at = |c: &Channel| {
-        let c = *c;
-        move |x: usize, y: usize| unsafe {
-            load(
-                (c.ptr as usize + y * c.pitch as usize) as *const u8,
-                x as u32,
-                &c,
-            )
-        }
-    };
+    let channel = |c: &ChannelSpec| ptrs.channel(c, peak);
     match layout.format.family() {
         ColorFamily::Yuv => {
-            let (y, _, _) = channel(specs[0]);
-            let (cb, cw, ch) = channel(specs[1]);
-            let (cr, _, _) = channel(specs[2]);
+            let (cw, ch) = layout.channel_size(specs[1]);
             let matrix = match colorimetry.matrix {
                 Matrix::Bt709 => yuv::BT709,
                 Matrix::Bt2020 => yuv::BT2020,
@@ -80,24 +69,30 @@ unsafe fn display_rgb(
                 matrix,
                 sub_x: 1 << specs[1].sub_x,
                 sub_y: 1 << specs[1].sub_y,
-                chroma_width: cw,
-                chroma_height: ch,
+                chroma_width: cw as usize,
+                chroma_height: ch as usize,
             };
-            conversion.rgb(w, h, at(&y), at(&cb), at(&cr))
+            conversion.source(w, h, [0, 1, 2].map(|i| channel(specs[i])))
         }
         ColorFamily::Rgb | ColorFamily::Gray => {
-            let scale = 1.0 / peak as f32;
-            let channels: Vec<Channel> = specs.iter().map(|c| channel(c).0).collect();
             // RGB in the format's order of r, g, b; gray is the same sample three times.
-            let order: [usize; 3] = if channels.len() == 1 {
+            let order: [usize; 3] = if specs.len() == 1 {
                 [0, 0, 0]
             } else {
                 ["r", "g", "b"].map(|n| specs.iter().position(|c| c.name == n).unwrap_or(0))
             };
-            let readers: Vec<_> = channels.iter().map(at).collect();
-            (0..w * h)
-                .map(|i| order.map(|k| readers[k](i % w, i / w) as f32 * scale))
-                .collect()
+            Source {
+                c: order.map(|k| channel(specs[k])),
+                width: w as u32,
+                height: h as u32,
+                family: cvvdp::FAMILY_RGB,
+                sub_x: 1,
+                sub_y: 1,
+                chroma_width: w as u32,
+                chroma_height: h as u32,
+                y_scale: 1.0 / peak as f32,
+                ..Source::default()
+            }
         }
     }
 }
@@ -116,7 +111,7 @@ impl crate::metric::temporal::Sequenced for CvvdpCpu {
 
 impl CvvdpCpu {
     fn reset_for(&mut self, plan: &Plan) {
-        match model(plan, &self.display, self.fps) {
+        match model_at(plan, &self.display, self.fps) {
             Ok(m) => self.model = m,
             Err(_) => self.model.restart(),
         }
@@ -133,8 +128,9 @@ impl CvvdpCpu {
             .iter()
             .map(|(r, d)| if side == 0 { r } else { d })
             .collect();
+        let source = source(layout, &plan.colorimetry[side], &specs, ptrs);
         // SAFETY: the backend validated both frames against the plan's layouts.
-        let rgb = unsafe { display_rgb(layout, &plan.colorimetry[side], &specs, ptrs) };
+        let rgb = unsafe { yuv::rgb(&source) };
         self.model.dkl(&rgb)
     }
 }

@@ -11,7 +11,7 @@ use std::sync::LazyLock;
 use serde_json::Value;
 
 /// Points of the table along each axis.
-pub const GRID: usize = 32;
+pub const GRID: usize = gpumetrics_kernels::cvvdp::GRID;
 
 struct Table {
     log_l_bkg: [f32; GRID],
@@ -77,13 +77,18 @@ impl AtFrequency {
 
     /// The sensitivity at background luminance 10^`log_l_bkg` cd/m².
     pub fn sensitivity(&self, log_l_bkg: f32) -> f32 {
-        let l = &TABLE.log_l_bkg;
-        let ind = ((log_l_bkg - l[0]) / (l[GRID - 1] - l[0]) * (GRID - 1) as f32)
-            .clamp(0.0, (GRID - 1) as f32);
-        let lo = ind as usize;
-        let hi = (lo + 1).min(GRID - 1);
-        let f = ind.fract();
-        let log_s = self.log_s[lo] * (1.0 - f) + self.log_s[hi] * f;
-        10f32.powf(log_s)
+        let (l0, l_last) = luminance_axis();
+        gpumetrics_kernels::cvvdp::sensitivity(|i| self.log_s[i], l0, l_last, log_l_bkg)
     }
+
+    /// The log sensitivities along the luminance axis, as the kernels read them.
+    pub fn log_s(&self) -> &[f32; GRID] {
+        &self.log_s
+    }
+}
+
+/// The ends of the table's log luminance axis (log10 cd/m²), whose steps are uniform.
+pub fn luminance_axis() -> (f32, f32) {
+    let l = &TABLE.log_l_bkg;
+    (l[0], l[GRID - 1])
 }

@@ -8,6 +8,7 @@
 
 use std::sync::LazyLock;
 
+use gpumetrics_kernels::cvvdp;
 use serde_json::Value;
 
 /// The reference's display models.
@@ -98,45 +99,40 @@ impl Display {
         )
     }
 
-    /// The light (cd/m²) of display-encoded RGB `v` (0..1, clamped as the reference does).
+    /// The light (cd/m²) of display-encoded RGB `v` (0..1, clamped as the reference does):
+    /// the kernels' [`light`](gpumetrics_kernels::cvvdp::light) of [`Display::photometry`].
     pub fn forward(&self, v: [f32; 3]) -> [f32; 3] {
+        cvvdp::light(&self.photometry([0.0; 9]), v)
+    }
+
+    /// The model's photometry as the kernels take it, with the linear RGB → DKL matrix
+    /// `rgb_to_dkl` (row-major), in float32 as the reference applies it per sample.
+    pub fn photometry(&self, rgb_to_dkl: [f32; 9]) -> cvvdp::Display {
         let (black, refl) = self.black_and_reflection();
-        let (peak, black, refl, exposure) = (
-            self.peak as f32,
-            black as f32,
-            refl as f32,
-            self.exposure as f32,
-        );
-        let v = v.map(|c| {
-            if self.eotf == Eotf::Linear {
-                c
-            } else {
-                c.clamp(0.0, 1.0)
-            }
-        });
-        let scaled = |lin: f32| {
-            let lin = if exposure == 1.0 {
-                lin
-            } else {
-                (lin * exposure).clamp(0.0, 1.0)
-            };
-            (peak - black) * lin + black + refl
-        };
-        match self.eotf {
-            Eotf::Srgb => v.map(|c| scaled(srgb_to_linear(c))),
-            Eotf::Pq => v.map(|c| (pq_to_linear(c) * exposure).clamp(0.005, peak) + black + refl),
-            Eotf::Linear => v.map(|c| (c * exposure).clamp(0.005f32.max(black), peak) + refl),
-            Eotf::Gamma(g) => {
-                v.map(|c| (peak - black) * (c.powf(g) * exposure).clamp(0.0, 1.0) + black + refl)
-            }
+        let (eotf, gamma) = match self.eotf {
+            Eotf::Srgb => (cvvdp::EOTF_SRGB, 1.0),
+            Eotf::Pq => (cvvdp::EOTF_PQ, 1.0),
+            Eotf::Linear => (cvvdp::EOTF_LINEAR, 1.0),
+            Eotf::Gamma(g) => (cvvdp::EOTF_GAMMA, g),
             Eotf::Hlg => {
                 let mut gamma = 1.2f64;
                 if self.peak > 1000.0 {
                     gamma = 1.2 + 0.42 * (self.peak / 1000.0).log10()
                         - 0.076_23 * (self.ambient / 5.0).log10();
                 }
-                hlg_to_linear(v, gamma as f32).map(scaled)
+                (cvvdp::EOTF_HLG, gamma as f32)
             }
+        };
+        let a = cvvdp::HLG_A;
+        cvvdp::Display {
+            eotf,
+            peak: self.peak as f32,
+            black: black as f32,
+            reflection: refl as f32,
+            exposure: self.exposure as f32,
+            gamma,
+            hlg_c: 0.5 - a * (4.0 * a).ln(),
+            rgb_to_dkl,
         }
     }
 }
@@ -194,7 +190,12 @@ impl Display {
 
 /// A pixel's DKL from its linear RGB (the reference's per-channel dot products).
 pub fn to_dkl(m: &[[f32; 3]; 3], rgb: [f32; 3]) -> [f32; 3] {
-    m.map(|row| rgb[0] * row[0] + rgb[1] * row[1] + rgb[2] * row[2])
+    cvvdp::to_dkl(&flat(m), rgb)
+}
+
+/// A 3×3 matrix row-major, as the kernels take it.
+pub fn flat(m: &[[f32; 3]; 3]) -> [f32; 9] {
+    std::array::from_fn(|i| m[i / 3][i % 3])
 }
 
 /// The reference's display model names, in its file's order.
@@ -248,43 +249,6 @@ fn ppd(model: &Value) -> Result<f64, String> {
     let width = size.ok_or("no display size")?.0;
     let pix_deg = 2.0 * (0.5 * width / res.0 / distance).atan().to_degrees();
     Ok(1.0 / pix_deg)
-}
-
-/// sRGB's EOTF.
-pub fn srgb_to_linear(p: f32) -> f32 {
-    if p > 0.04045 {
-        ((p + 0.055) / 1.055).powf(2.4)
-    } else {
-        p / 12.92
-    }
-}
-
-/// PQ (SMPTE ST 2084) to cd/m².
-pub fn pq_to_linear(v: f32) -> f32 {
-    const N: f32 = 0.159_301_76;
-    const M: f32 = 78.843_75;
-    const C1: f32 = 0.835_937_5;
-    const C2: f32 = 18.851_563;
-    const C3: f32 = 18.6875;
-    let t = v.powf(1.0 / M);
-    10000.0 * ((t - C1).max(0.0) / (C2 - C3 * t)).powf(1.0 / N)
-}
-
-/// HLG's inverse OETF and the OOTF of system gamma `gamma` (relative, 0..1).
-pub fn hlg_to_linear(rgb: [f32; 3], gamma: f32) -> [f32; 3] {
-    const A: f32 = 0.178_832_77;
-    let b = 1.0 - 4.0 * A;
-    let c = 0.5 - A * (4.0 * A).ln();
-    let s = rgb.map(|v| {
-        if v <= 0.5 {
-            v * v / 3.0
-        } else {
-            (((v - c) / A).exp() + b) / 12.0
-        }
-    });
-    let y = 0.2627 * s[0] + 0.6780 * s[1] + 0.0593 * s[2];
-    let k = y.powf(gamma - 1.0);
-    s.map(|v| k * v)
 }
 
 #[cfg(test)]

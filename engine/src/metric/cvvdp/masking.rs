@@ -3,15 +3,48 @@
 //! uncertainty) and pooled across channels as the masker, the difference raised to `mask_p`
 //! over one plus the masker, softly clamped. In float32, as the reference computes.
 
-use super::pool::SafePow;
+use std::sync::LazyLock;
+
 use super::pyramid::Plane;
 use super::temporal::parameter;
+use gpumetrics_kernels::cvvdp::{self, BLUR_RADIUS, BLUR_TAPS, CHANNEL_GAIN as GAIN, Masking};
 
-/// Channels of a band: sustained Y, RG, VY, transient Y.
-pub const BAND_CHANNELS: usize = 4;
+pub use gpumetrics_kernels::cvvdp::BAND_CHANNELS;
 
-/// The per-channel gains of the sensitivity-weighted contrast.
-const GAIN: [f32; BAND_CHANNELS] = [1.0, 1.45, 1.0, 1.0];
+/// The masking model's constants from the reference's parameters, as the kernels take
+/// them.
+pub static MASKING: LazyLock<Masking> = LazyLock::new(|| {
+    let one = |name: &str| parameter(name)[0] as f32;
+    let eps = |p: f32| cvvdp::EPS.powf(p);
+    let q: [f32; BAND_CHANNELS] = {
+        let q = parameter("mask_q");
+        std::array::from_fn(|c| q[c] as f32)
+    };
+    let xcm = parameter("xcm_weights");
+    let (p, beta) = (one("mask_p"), one("beta"));
+    Masking {
+        p,
+        p_eps: eps(p),
+        q,
+        q_eps: q.map(eps),
+        mask_c: 10f32.powf(one("mask_c")),
+        d_max: 10f32.powf(one("d_max")),
+        xcm: std::array::from_fn(|i| 2f32.powf(xcm[i] as f32)),
+        beta,
+        beta_eps: eps(beta),
+    }
+});
+
+/// The phase-uncertainty blur's taps: the normalised Gaussian of σ `pu_dilate`, 13 taps.
+pub fn blur_taps() -> [f32; BLUR_TAPS] {
+    let sigma = parameter("pu_dilate")[0] as f32;
+    let pdf: [f32; BLUR_TAPS] = std::array::from_fn(|i| {
+        let x = i as i32 - BLUR_RADIUS;
+        (-0.5 * (x as f32 / sigma).powi(2)).exp()
+    });
+    let sum: f32 = pdf.iter().sum();
+    pdf.map(|v| v / sum)
+}
 
 /// torchvision's `GaussianBlur(13, 3)` (the phase uncertainty, `pu_dilate` 3): the outer
 /// product of the normalised 1-D Gaussian with reflected edges, applied as its two 1-D
@@ -19,20 +52,10 @@ const GAIN: [f32; BAND_CHANNELS] = [1.0, 1.45, 1.0, 1.0];
 /// convolution).
 pub fn phase_blur(m: &Plane) -> Plane {
     use rayon::prelude::*;
-    const R: i64 = 6;
-    let sigma = parameter("pu_dilate")[0] as f32;
-    let pdf: Vec<f32> = (-R..=R)
-        .map(|x| (-0.5 * (x as f32 / sigma).powi(2)).exp())
-        .collect();
-    let sum: f32 = pdf.iter().sum();
-    let k: Vec<f32> = pdf.iter().map(|v| v / sum).collect();
+    const R: i32 = BLUR_RADIUS;
+    let k = blur_taps();
     let (w, h) = (m.width, m.height);
-    // Reflect without repeating the edge (torch's `reflect` padding).
-    let reflect = |i: i64, n: usize| -> usize {
-        let n = n as i64;
-        let i = if i < 0 { -i } else { i };
-        (if i >= n { 2 * (n - 1) - i } else { i }) as usize
-    };
+    let reflect = |i: i32, n: usize| cvvdp::reflect(i, n as u32) as usize;
     let mut across = vec![0f32; m.data.len()];
     across
         .par_chunks_mut(w)
@@ -41,7 +64,7 @@ pub fn phase_blur(m: &Plane) -> Plane {
             for (x, o) in out.iter_mut().enumerate() {
                 let mut s = 0f32;
                 for (t, kt) in k.iter().enumerate() {
-                    s += kt * row[reflect(x as i64 + t as i64 - R, w)];
+                    s += kt * row[reflect(x as i32 + t as i32 - R, w)];
                 }
                 *o = s;
             }
@@ -49,7 +72,7 @@ pub fn phase_blur(m: &Plane) -> Plane {
     let mut out = vec![0f32; m.data.len()];
     out.par_chunks_mut(w).enumerate().for_each(|(y, row)| {
         for (t, kt) in k.iter().enumerate() {
-            let src = &across[reflect(y as i64 + t as i64 - R, h) * w..][..w];
+            let src = &across[reflect(y as i32 + t as i32 - R, h) * w..][..w];
             for (o, v) in row.iter_mut().zip(src) {
                 *o += kt * v;
             }
@@ -66,14 +89,7 @@ pub fn band_difference(test: &[Plane], reference: &[Plane], s: &[Plane]) -> Vec<
     use rayon::prelude::*;
     let channels = test.len();
     assert!(channels <= BAND_CHANNELS && reference.len() == channels && s.len() == channels);
-    let p = parameter("mask_p")[0] as f32;
-    let q: Vec<f32> = parameter("mask_q").iter().map(|&v| v as f32).collect();
-    let mask_c = 10f32.powf(parameter("mask_c")[0] as f32);
-    let d_max = 10f32.powf(parameter("d_max")[0] as f32);
-    let xcm: Vec<f32> = parameter("xcm_weights")
-        .iter()
-        .map(|&v| 2f32.powf(v as f32))
-        .collect();
+    let k = &*MASKING;
     let (w, h) = (test[0].width, test[0].height);
     let n = w * h;
     let weighted = |c: usize, x: &Plane| -> Vec<f32> {
@@ -99,26 +115,19 @@ pub fn band_difference(test: &[Plane], reference: &[Plane], s: &[Plane]) -> Vec<
                     .collect(),
             );
             let m = if blur { phase_blur(&common) } else { common };
-            let pow = SafePow::new(q[c]);
-            m.data
-                .par_iter()
-                .map(|v| pow.of((v * mask_c).abs()))
-                .collect()
+            m.data.par_iter().map(|&v| cvvdp::masker(k, c, v)).collect()
         })
         .collect();
-    let pow_p = SafePow::new(p);
     (0..channels)
         .map(|c| {
             let data = (0..n)
                 .into_par_iter()
                 .map(|i| {
-                    // Cross-channel pooling: weights 2^xcm as a 4×4 matrix, column `c`.
-                    let mut m = 0f32;
-                    for (k, mk) in mq.iter().enumerate() {
-                        m += mk[i] * xcm[k * BAND_CHANNELS + c];
+                    let mut m = [0f32; BAND_CHANNELS];
+                    for (v, mk) in m.iter_mut().zip(&mq) {
+                        *v = mk[i];
                     }
-                    let du = pow_p.of((tp[c][i] - rp[c][i]).abs()) / (1.0 + m);
-                    d_max * du / (d_max + du)
+                    cvvdp::difference(k, c, tp[c][i], rp[c][i], &m, channels)
                 })
                 .collect();
             Plane::new(w, h, data)

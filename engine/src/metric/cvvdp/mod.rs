@@ -21,6 +21,7 @@
 
 mod cpu;
 pub mod csf;
+mod cuda;
 pub mod display;
 pub mod masking;
 pub mod model;
@@ -212,16 +213,17 @@ pub(crate) const ENTRY: Entry = Entry {
     },
     events: None,
     reference: Reference::Full,
-    // The CPU path behind a host copy until the GPU kernels come (`cuda`).
-    cuda: |_, s| {
+    cuda: |gpu, s| {
         if !s.set.contains(FLAG) {
             return Ok(None);
         }
         let settings: &Settings = s.settings();
-        Ok(cpu::CvvdpCpu::new(s.plan, &settings.display).ok().map(|m| {
-            Box::new(super::on_host::OnHost::new(Box::new(m), "cvvdp", false))
-                as Box<dyn super::CudaMetric>
-        }))
+        let Ok(model) = cpu::model(s.plan, &settings.display) else {
+            return Ok(None);
+        };
+        Ok(Some(
+            Box::new(cuda::CvvdpCuda::new(gpu, s.plan, model)?) as Box<dyn super::CudaMetric>
+        ))
     },
 };
 

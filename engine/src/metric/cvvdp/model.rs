@@ -12,7 +12,7 @@
 use std::collections::VecDeque;
 
 use super::csf::AtFrequency;
-use super::display::{Display, to_dkl};
+use super::display::Display;
 use super::masking::{BAND_CHANNELS, band_difference};
 use super::pool;
 use super::pyramid::{CHANNELS, Plane, bands, weber_contrast};
@@ -27,8 +27,8 @@ pub type DklFrame = [Vec<f32>; 3];
 
 /// The metric's state for frames of one size, display and frame rate.
 pub struct Model {
-    display: Display,
-    rgb_to_dkl: [[f32; 3]; 3],
+    /// The display's photometry and linear RGB → DKL matrix, as the kernels take them.
+    photometry: gpumetrics_kernels::cvvdp::Display,
     width: usize,
     height: usize,
     levels: usize,
@@ -41,11 +41,51 @@ pub struct Model {
     taps: [Vec<f32>; 4],
     /// The last frames of each side (test, reference), oldest first, at most a filter long.
     history: [VecDeque<DklFrame>; 2],
+    running: Running,
+}
+
+/// The pooling over the frames of a sequence: what each pair adds and the JOD so far
+/// (the CPU's [`Model`] and the GPU's pipeline alike).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Running {
     /// The first frame's per-frame value as an image, for the JOD of a one-frame span.
     first: Option<f32>,
     /// The frames pushed and the sum of their terms of the pooling over frames.
     frames: u64,
     sum: f64,
+}
+
+impl Running {
+    /// Adds a pair's per-frame value of the video (`video`, [`pool::frame`]); the first
+    /// pair of a sequence also its value as an image (`image`).
+    pub fn push(&mut self, image: Option<f32>, video: f32) -> Step {
+        let first = self.frames == 0;
+        if first {
+            self.first = image;
+        }
+        let term = pool::frame_term(video);
+        self.sum += term;
+        self.frames += 1;
+        Step {
+            jod: self.jod(),
+            term,
+            image: if first { self.first } else { None },
+        }
+    }
+
+    /// The JOD of the frames pushed so far (10 before any).
+    pub fn jod(&self) -> f32 {
+        match (self.frames, self.first) {
+            (0, _) | (_, None) => 10.0,
+            (1, Some(image)) => pool::image_jod(image),
+            (n, _) => pool::span_jod(self.sum, n),
+        }
+    }
+
+    /// Frames pushed.
+    pub fn frames(&self) -> u64 {
+        self.frames
+    }
 }
 
 /// What [`Model::push`] gives for a pair.
@@ -80,7 +120,7 @@ impl Model {
             return Err(format!("cvvdp: frame rate {fps} is not positive"));
         }
         let display = Display::named(display)?;
-        let rgb_to_dkl = display.rgb_to_dkl()?;
+        let photometry = display.photometry(super::display::flat(&display.rgb_to_dkl()?));
         let (levels, freqs) = bands(width, height, display.ppd);
         let n = freqs.len();
         let csf = freqs
@@ -93,8 +133,7 @@ impl Model {
             .collect();
         let gain = 10f32.powf(parameter("sensitivity_correction")[0] as f32 / 20.0);
         Ok(Model {
-            display,
-            rgb_to_dkl,
+            photometry,
             width,
             height,
             levels,
@@ -102,9 +141,7 @@ impl Model {
             gain,
             taps: filters(fps),
             history: [VecDeque::new(), VecDeque::new()],
-            first: None,
-            frames: 0,
-            sum: 0.0,
+            running: Running::default(),
         })
     }
 
@@ -114,7 +151,13 @@ impl Model {
         assert_eq!(rgb.len(), self.width * self.height);
         let pixels: Vec<[f32; 3]> = rgb
             .par_iter()
-            .map(|&p| to_dkl(&self.rgb_to_dkl, self.display.forward(p)))
+            .map(|&p| {
+                let ph = &self.photometry;
+                gpumetrics_kernels::cvvdp::to_dkl(
+                    &ph.rgb_to_dkl,
+                    gpumetrics_kernels::cvvdp::light(ph, p),
+                )
+            })
             .collect();
         std::array::from_fn(|c| pixels.iter().map(|p| p[c]).collect())
     }
@@ -122,9 +165,7 @@ impl Model {
     /// Forgets every frame: the next pair is the first of a new sequence.
     pub fn restart(&mut self) {
         self.history = [VecDeque::new(), VecDeque::new()];
-        self.first = None;
-        self.frames = 0;
-        self.sum = 0.0;
+        self.running = Running::default();
     }
 
     /// Adds the next pair (test, reference): the JOD of every frame so far, and what the
@@ -133,11 +174,9 @@ impl Model {
         for f in test.iter().chain(&reference) {
             assert_eq!(f.len(), self.width * self.height, "a frame of another size");
         }
-        let first = self.history[0].is_empty();
-        if first {
-            let image = self.image(&test, &reference);
-            self.first = Some(image.frame);
-        }
+        let image = self.history[0]
+            .is_empty()
+            .then(|| self.image(&test, &reference).frame);
         let len = self.taps[0].len();
         for (h, f) in self.history.iter_mut().zip([test, reference]) {
             if h.len() == len {
@@ -146,23 +185,38 @@ impl Model {
             h.push_back(f);
         }
         let video = self.video_frame();
-        let term = pool::frame_term(video.frame);
-        self.sum += term;
-        self.frames += 1;
-        Step {
-            jod: self.jod(),
-            term,
-            image: if first { self.first } else { None },
-        }
+        self.running.push(image, video.frame)
     }
 
     /// The JOD of the frames pushed so far (10 before any).
     pub fn jod(&self) -> f32 {
-        match (self.frames, self.first) {
-            (0, _) | (_, None) => 10.0,
-            (1, Some(image)) => pool::image_jod(image),
-            (n, _) => pool::span_jod(self.sum, n),
-        }
+        self.running.jod()
+    }
+
+    /// Bands of the pyramid less one (the Laplacian levels; the base band is the last).
+    pub fn levels(&self) -> usize {
+        self.levels
+    }
+
+    /// The display's photometry and RGB → DKL matrix as the kernels take them.
+    pub fn photometry(&self) -> &gpumetrics_kernels::cvvdp::Display {
+        &self.photometry
+    }
+
+    /// Per band (the base band last), each band channel's log sensitivity along the CSF
+    /// table's luminance axis.
+    pub fn csf(&self) -> &[[AtFrequency; BAND_CHANNELS]] {
+        &self.csf
+    }
+
+    /// 10^(sensitivity_correction / 20).
+    pub fn gain(&self) -> f32 {
+        self.gain
+    }
+
+    /// The temporal filters' taps (sustained Y, RG, VY, transient Y).
+    pub fn taps(&self) -> &[Vec<f32>; 4] {
+        &self.taps
     }
 
     /// The differences of a single frame pair seen as an image (three channels, no

@@ -50,7 +50,14 @@ pub fn spatial(d: &[f32]) -> f32 {
     use rayon::prelude::*;
     let pow = SafePow::new(beta);
     let sum: f64 = d.par_iter().map(|&x| pow.of(x) as f64).sum();
-    safe_pow((sum / d.len() as f64) as f32, 1.0 / beta)
+    spatial_of_sum(sum, d.len())
+}
+
+/// [`spatial`] from the sum of `safe_pow(d, β)` over a band's `n` samples (what the GPU's
+/// pooling kernels add up).
+pub fn spatial_of_sum(sum: f64, n: usize) -> f32 {
+    let beta = parameter("beta")[0] as f32;
+    safe_pow((sum / n as f64) as f32, 1.0 / beta)
 }
 
 /// One frame's differences `q[channel][band]` pooled over bands (β_sch, the chromatic and

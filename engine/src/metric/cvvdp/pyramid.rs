@@ -9,6 +9,8 @@
 //! [`weber_contrast`] turns the pyramids of the eight channels of a pair of frames into
 //! Weber contrast per band (`weber_contrast_pyr` with contrast `weber_g1`).
 
+use gpumetrics_kernels::cvvdp::{expand_at, reduce_at};
+
 /// A single-channel plane of f32 samples, row by row.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Plane {
@@ -32,12 +34,6 @@ impl Plane {
     }
 }
 
-/// The 5-tap kernel of the reference (a = 0.4), in float32.
-fn kernel() -> [f32; 5] {
-    let a = 0.4f64;
-    [0.25 - a / 2.0, 0.25, a, 0.25, 0.25 - a / 2.0].map(|k| k as f32)
-}
-
 /// The bands of a `width`×`height` frame seen at `ppd` pixels per degree: the number of
 /// levels (the Laplacian bands; the pyramid has one more, the base band) and the peak
 /// frequency of each band (cycles per degree), as `lpyr_dec` sets them.
@@ -58,98 +54,68 @@ pub fn bands(width: usize, height: usize, ppd: f64) -> (usize, Vec<f64>) {
     (levels, freqs(levels))
 }
 
-/// One reduce step: filter and decimate rows, then columns (`gausspyr_reduce`).
+/// One reduce step: filter and decimate rows, then columns (`gausspyr_reduce`; the
+/// kernels' [`reduce_at`] per sample).
 pub fn reduce(x: &Plane) -> Plane {
-    let k = kernel();
+    use rayon::prelude::*;
     let (w, h) = (x.width, x.height);
-    let ho = h.div_ceil(2);
-    // Vertical: output row i centred on input row 2i, zero outside, then the mirrored ends.
+    let (wo, ho) = (w.div_ceil(2), h.div_ceil(2));
     let mut ya = vec![0f32; ho * w];
-    for i in 0..ho {
-        for c in 0..w {
-            let mut s = 0f32;
-            for (t, kt) in k.iter().enumerate() {
-                let r = 2 * i as i64 + t as i64 - 2;
-                if r >= 0 && (r as usize) < h {
-                    s += kt * x.at(c, r as usize);
-                }
-            }
-            ya[i * w + c] = s;
+    ya.par_chunks_mut(w).enumerate().for_each(|(i, row)| {
+        for (c, v) in row.iter_mut().enumerate() {
+            *v = reduce_at(
+                |r| x.at(c, r as usize),
+                h as u32,
+                ho as u32,
+                h as u32,
+                i as u32,
+            );
         }
-    }
-    for c in 0..w {
-        ya[c] += x.at(c, 0) * k[1] + x.at(c, 1.min(h - 1)) * k[0];
-        let last = (ho - 1) * w + c;
-        if h % 2 == 1 {
-            ya[last] += x.at(c, h - 1) * k[3] + x.at(c, h.saturating_sub(2)) * k[4];
-        } else {
-            ya[last] += x.at(c, h - 1) * k[4];
-        }
-    }
+    });
     let ya = Plane::new(w, ho, ya);
-    let wo = w.div_ceil(2);
     let mut y = vec![0f32; ho * wo];
-    for r in 0..ho {
-        for j in 0..wo {
-            let mut s = 0f32;
-            for (t, kt) in k.iter().enumerate() {
-                let c = 2 * j as i64 + t as i64 - 2;
-                if c >= 0 && (c as usize) < w {
-                    s += kt * ya.at(c as usize, r);
-                }
-            }
-            y[r * wo + j] = s;
+    y.par_chunks_mut(wo).enumerate().for_each(|(r, row)| {
+        for (j, v) in row.iter_mut().enumerate() {
+            // The reference tests the parity of the input's rows here, not of its columns.
+            *v = reduce_at(
+                |c| ya.at(c as usize, r),
+                w as u32,
+                wo as u32,
+                h as u32,
+                j as u32,
+            );
         }
-        y[r * wo] += ya.at(0, r) * k[1] + ya.at(1.min(w - 1), r) * k[0];
-        // The reference tests the parity of the input's rows here, not of its columns.
-        if h % 2 == 1 {
-            y[r * wo + wo - 1] += ya.at(w - 1, r) * k[3] + ya.at(w.saturating_sub(2), r) * k[4];
-        } else {
-            y[r * wo + wo - 1] += ya.at(w - 1, r) * k[4];
-        }
-    }
+    });
     Plane::new(wo, ho, y)
 }
 
-/// Upsamples `x` along one axis to `n` samples (`interleave_zeros_and_pad`, then the
-/// kernel ×2 with no padding): `line(i)` reads sample i of the input line of length `m`.
-fn expand_line(m: usize, n: usize, line: impl Fn(usize) -> f32, out: &mut [f32]) {
-    let k = kernel().map(|v| v * 2.0);
-    let mut z = vec![0f32; n + 4];
-    for i in 0..m {
-        let p = 2 + 2 * i;
-        if p < n + 2 {
-            z[p] = line(i);
-        }
-    }
-    z[0] = line(0);
-    let last = if n % 2 == 1 { n + 3 } else { n + 2 };
-    z[last] = line(m - 1);
-    for (i, o) in out.iter_mut().enumerate().take(n) {
-        *o = (0..5).map(|t| k[t] * z[i + t]).sum();
-    }
-}
-
-/// One expand step to `width`×`height` (`gausspyr_expand`): rows first, then columns.
+/// One expand step to `width`×`height` (`gausspyr_expand`; the kernels' [`expand_at`] per
+/// sample): columns first, then rows.
 pub fn expand(x: &Plane, width: usize, height: usize) -> Plane {
+    use rayon::prelude::*;
     let mut ya = vec![0f32; height * x.width];
-    let mut col = vec![0f32; height];
-    for c in 0..x.width {
-        expand_line(x.height, height, |i| x.at(c, i), &mut col);
-        for (r, v) in col.iter().enumerate() {
-            ya[r * x.width + c] = *v;
+    ya.par_chunks_mut(x.width).enumerate().for_each(|(r, row)| {
+        for (c, v) in row.iter_mut().enumerate() {
+            *v = expand_at(
+                |i| x.at(c, i as usize),
+                x.height as u32,
+                height as u32,
+                r as u32,
+            );
         }
-    }
+    });
     let ya = Plane::new(x.width, height, ya);
     let mut y = vec![0f32; height * width];
-    for r in 0..height {
-        expand_line(
-            x.width,
-            width,
-            |i| ya.at(i, r),
-            &mut y[r * width..(r + 1) * width],
-        );
-    }
+    y.par_chunks_mut(width).enumerate().for_each(|(r, row)| {
+        for (c, v) in row.iter_mut().enumerate() {
+            *v = expand_at(
+                |i| ya.at(i as usize, r),
+                x.width as u32,
+                width as u32,
+                c as u32,
+            );
+        }
+    });
     Plane::new(width, height, y)
 }
 

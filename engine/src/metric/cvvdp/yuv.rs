@@ -9,6 +9,9 @@
 //! planar Y'CbCr) BT.709's ([`BT709`]). The metric follows the colorimetry of its input
 //! ([`Ycbcr`]), which for BT.709 video is the second.
 
+use gpumetrics_kernels::channel::Channel;
+use gpumetrics_kernels::cvvdp::{self, Source};
+
 /// Chroma subsampling of the planes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Subsampling {
@@ -82,18 +85,10 @@ pub struct Ycbcr {
 }
 
 impl Ycbcr {
-    /// Display-encoded RGB (0..1) of a `width`×`height` frame whose samples `y`, `cb` and
-    /// `cr` give at (x, y) of their planes, row by row.
-    pub fn rgb(
-        &self,
-        width: usize,
-        height: usize,
-        luma: impl Fn(usize, usize) -> u32 + Sync,
-        cb: impl Fn(usize, usize) -> u32 + Sync,
-        cr: impl Fn(usize, usize) -> u32 + Sync,
-    ) -> Vec<[f32; 3]> {
-        use rayon::prelude::*;
-        let (yw, yo, cw, co) = if self.full_range {
+    /// Code value to normalised value, `(y_scale, y_offset, c_scale, c_offset)`: luma to
+    /// 0..1 and chroma to −0.5..0.5 (`scale · code − offset`).
+    pub fn scales(&self) -> (f32, f32, f32, f32) {
+        if self.full_range {
             let peak = ((1u64 << self.bits) - 1) as f32;
             let half = (1u32 << (self.bits - 1)) as f32;
             (1.0 / peak, 0.0, 1.0 / peak, half / peak)
@@ -105,43 +100,59 @@ impl Ycbcr {
                 1.0 / (scale * 224.0),
                 128.0f32 / 224.0,
             )
-        };
-        let (chw, chh) = (self.chroma_width, self.chroma_height);
-        let chroma = |p: &(dyn Fn(usize, usize) -> u32 + Sync)| -> Vec<f32> {
-            (0..chw * chh)
-                .map(|i| (cw * p(i % chw, i / chw) as f32 - co).clamp(-0.5, 0.5))
-                .collect()
-        };
-        let (cb, cr) = (chroma(&cb), chroma(&cr));
-        // torch's bilinear source index along one axis of `n` samples, factor `s`.
-        let source = |out: usize, s: usize, n: usize| -> (usize, usize, f32) {
-            if s == 1 {
-                return (out.min(n - 1), out.min(n - 1), 0.0);
-            }
-            let src = ((out as f32 + 0.5) / s as f32 - 0.5).max(0.0);
-            let i0 = (src as usize).min(n - 1);
-            let i1 = (i0 + 1).min(n - 1);
-            (i0, i1, src - i0 as f32)
-        };
-        let m = self.matrix;
-        let mut out = vec![[0f32; 3]; width * height];
-        out.par_chunks_mut(width).enumerate().for_each(|(yy, row)| {
-            let (y0, y1, fy) = source(yy, self.sub_y, chh);
-            for (xx, px) in row.iter_mut().enumerate() {
-                let (x0, x1, fx) = source(xx, self.sub_x, chw);
-                let at = |p: &[f32]| {
-                    let top = p[y0 * chw + x0] * (1.0 - fx) + p[y0 * chw + x1] * fx;
-                    let bottom = p[y1 * chw + x0] * (1.0 - fx) + p[y1 * chw + x1] * fx;
-                    top * (1.0 - fy) + bottom * fy
-                };
-                let l = (yw * luma(xx, yy) as f32 - yo).clamp(0.0, 1.0);
-                let ycc = [l, at(&cb), at(&cr)];
-                *px = m.map(|row| {
-                    (ycc[0] * row[0] + ycc[1] * row[1] + ycc[2] * row[2]).clamp(0.0, 1.0)
-                });
-            }
-        });
-        out
+        }
+    }
+
+    /// How the kernels read a `width`×`height` frame of channels Y', Cb, Cr (`c`).
+    pub fn source(&self, width: usize, height: usize, c: [Channel; 3]) -> Source {
+        let (y_scale, y_offset, c_scale, c_offset) = self.scales();
+        Source {
+            c,
+            width: width as u32,
+            height: height as u32,
+            family: cvvdp::FAMILY_YCBCR,
+            sub_x: self.sub_x as u32,
+            sub_y: self.sub_y as u32,
+            chroma_width: self.chroma_width as u32,
+            chroma_height: self.chroma_height as u32,
+            y_scale,
+            y_offset,
+            c_scale,
+            c_offset,
+            matrix: std::array::from_fn(|i| self.matrix[i / 3][i % 3]),
+            _pad: 0,
+        }
+    }
+}
+
+/// Display-encoded RGB (0..1) of every pixel of `source`, row by row (the kernels'
+/// [`display_rgb`](cvvdp::display_rgb)).
+///
+/// # Safety
+/// `source`'s channels must be readable at their sizes.
+pub unsafe fn rgb(source: &Source) -> Vec<[f32; 3]> {
+    use rayon::prelude::*;
+    let (w, h) = (source.width as usize, source.height as usize);
+    let mut out = vec![[0f32; 3]; w * h];
+    out.par_chunks_mut(w).enumerate().for_each(|(y, row)| {
+        for (x, px) in row.iter_mut().enumerate() {
+            // SAFETY: (x, y) lies inside the frame, whose channels the caller vouches for.
+            *px = unsafe { cvvdp::display_rgb(source, x as u32, y as u32) };
+        }
+    });
+    out
+}
+
+/// A plane of 16-bit samples, `width` a row, as a channel the kernels read.
+fn channel(samples: &[u16], width: usize, bits: u32) -> Channel {
+    Channel {
+        ptr: samples.as_ptr() as u64,
+        pitch: (2 * width) as u32,
+        step: 2,
+        sample_bytes: 2,
+        shift: 0,
+        max: (1u32 << bits) - 1,
+        _pad: 0,
     }
 }
 
@@ -173,13 +184,20 @@ impl Planes<'_> {
             chroma_width: chw,
             chroma_height: chh,
         };
-        let w = self.width;
-        conversion.rgb(
-            self.width,
-            self.height,
-            |x, y| self.y[y * w + x] as u32,
-            |x, y| self.cb[y * chw + x] as u32,
-            |x, y| self.cr[y * chw + x] as u32,
-        )
+        assert!(
+            self.y.len() >= self.width * self.height,
+            "a luma plane too short"
+        );
+        assert!(
+            self.cb.len() >= chw * chh && self.cr.len() >= chw * chh,
+            "a chroma plane too short"
+        );
+        let c = [
+            channel(self.y, self.width, self.bits),
+            channel(self.cb, chw, self.bits),
+            channel(self.cr, chw, self.bits),
+        ];
+        // SAFETY: the planes hold their sizes (checked above) and outlive the call.
+        unsafe { rgb(&conversion.source(self.width, self.height, c)) }
     }
 }

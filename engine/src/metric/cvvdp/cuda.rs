@@ -1,0 +1,395 @@
+//! ColorVideoVDP on the GPU: the CPU's pipeline ([`Model`]) from the same per-sample
+//! functions (`gpumetrics_kernels::cvvdp`), on the backend's stream. Per pair:
+//!
+//! 1. `cvvdp_dkl`, once per side: the frame read in place (device frames) or from its
+//!    upload, to DKL, into the side's slot of the history (the last filter-length frames
+//!    of each side, a ring);
+//! 2. per pass (the video's; the first pair of a sequence also the image's, which the
+//!    reference gives a one-frame span): `cvvdp_temporal`, the eight channels of pyramid
+//!    level 0 and the pass's sums cleared; the Gaussian pyramid (`cvvdp_reduce_v`/`_h`);
+//!    each level's next level expanded (`cvvdp_expand_v`/`_h`); per band the weighted
+//!    contrasts (`cvvdp_band`), the masker's blur (`cvvdp_blur_h`/`_v`) and the pooled
+//!    masked differences (`cvvdp_mask`, f64 sums); the base band (`cvvdp_base`);
+//! 3. one copy of both passes' sums (`2 · PASS_SUMS` f64), read when the pair completes:
+//!    the pooling over bands, channels and frames ([`Running`]) runs on the host, as on
+//!    the CPU.
+//!
+//! Every buffer is allocated once per plan: the history (2 · 3 · filter-length planes),
+//! both pyramids (8 channels), the band planes at full size (`OUT_PLANES`) and the
+//! scratch of the separable passes: about (6 · taps + 46) · 4 bytes a pixel, 0.45 GB at
+//! 1080p30.
+
+use std::collections::VecDeque;
+
+use cudarc::driver::{CudaEvent, CudaSlice, DriverError, LaunchConfig};
+
+use super::cpu;
+use super::csf::luminance_axis;
+use super::masking::{MASKING, blur_taps};
+use super::model::{Model, Running};
+use super::pool;
+use crate::cuda::{DeviceMemory, Gpu, Readback, zeroed};
+use crate::error::EngineError;
+use crate::format::ChannelSpec;
+use crate::frame::PlanePtrs;
+use crate::metric::CudaMetric;
+use crate::plan::Plan;
+use crate::scores::{PoolTerms, Scores};
+use gpumetrics_kernels::cvvdp::{
+    BAND_CHANNELS, BLOCK, Band, CHANNELS, GRID, MAX_BANDS, OUT_PLANES, PASS_SUMS, Planes,
+    SUM_THREADS, Temporal,
+};
+
+/// The pairs' sums: video pass, then image pass.
+const SUMS: usize = 2 * PASS_SUMS;
+
+pub(super) struct CvvdpCuda {
+    /// The constants of the display, size and frame rate (levels, CSF, gain, taps).
+    model: Model,
+    /// Each level's size, level 0 the frame's, the last the base band's.
+    sizes: Vec<(u32, u32)>,
+    /// Every plane below, at offsets (in f32 values) into it.
+    arena: CudaSlice<f32>,
+    history: usize,
+    g: Vec<usize>,
+    ex: Vec<usize>,
+    tmp: usize,
+    out: usize,
+    /// The filters' taps (`[4][len]`) and the CSF's rows (`[band][channel][GRID]`).
+    taps: CudaSlice<f32>,
+    csf: CudaSlice<f32>,
+    /// Where the passes add their sums.
+    sums: CudaSlice<f64>,
+    host: Readback<f64>,
+    /// The history ring: its length (the filters'), the oldest slot, frames held.
+    len: u32,
+    oldest: u32,
+    held: u32,
+    /// Pairs queued since the sequence started.
+    pushed: u64,
+    /// Whether each pair queued and not read had the image pass (the first of a sequence).
+    queued: VecDeque<bool>,
+    running: Running,
+}
+
+impl CvvdpCuda {
+    pub(super) fn new(gpu: &Gpu, plan: &Plan, model: Model) -> Result<CvvdpCuda, DriverError> {
+        let (w, h) = (plan.reference.width, plan.reference.height);
+        let levels = model.levels();
+        let mut sizes = vec![(w, h)];
+        for _ in 0..levels {
+            let (w, h) = *sizes.last().expect("level 0");
+            sizes.push((w.div_ceil(2), h.div_ceil(2)));
+        }
+        let len = model.taps()[0].len();
+        let n = |(w, h): (u32, u32)| w as usize * h as usize;
+        // Offsets, each region 64 values (256 bytes) aligned.
+        let mut offset = 0usize;
+        let mut take = |values: usize| {
+            offset = offset.next_multiple_of(64);
+            let at = offset;
+            offset += values;
+            at
+        };
+        let history = take(2 * len * 3 * n(sizes[0]));
+        let g: Vec<usize> = sizes.iter().map(|&s| take(CHANNELS * n(s))).collect();
+        let ex: Vec<usize> = sizes[..levels]
+            .iter()
+            .map(|&s| take(CHANNELS * n(s)))
+            .collect();
+        // The separable passes' scratch: a reduce's vertical half (level i−1's width, level
+        // i's rows) or an expand's (level i+1's width, level i's rows).
+        let scratch = (1..sizes.len())
+            .map(|i| n((sizes[i - 1].0, sizes[i].1)).max(n((sizes[i].0, sizes[i - 1].1))))
+            .max()
+            .unwrap_or(1);
+        let tmp = take(CHANNELS * scratch);
+        let out = take(OUT_PLANES as usize * n(sizes[0]));
+        let arena = zeroed::<f32>(&gpu.stream, offset.max(1))?;
+        let taps: Vec<f32> = model.taps().iter().flatten().copied().collect();
+        let mut csf = Vec::with_capacity(sizes.len() * BAND_CHANNELS * GRID);
+        for band in model.csf() {
+            for c in band {
+                csf.extend_from_slice(c.log_s());
+            }
+        }
+        let taps = gpu.stream.clone_htod(&taps)?;
+        let csf = gpu.stream.clone_htod(&csf)?;
+        Ok(CvvdpCuda {
+            sizes,
+            arena,
+            history,
+            g,
+            ex,
+            tmp,
+            out,
+            taps,
+            csf,
+            sums: zeroed::<f64>(&gpu.stream, SUMS)?,
+            host: Readback::new(&gpu.ctx, SUMS)?,
+            len: len as u32,
+            oldest: 0,
+            held: 0,
+            pushed: 0,
+            queued: VecDeque::new(),
+            running: Running::default(),
+            model,
+        })
+    }
+
+    fn restart(&mut self) {
+        self.oldest = 0;
+        self.held = 0;
+        self.pushed = 0;
+        self.queued.clear();
+        self.host.clear();
+        self.running = Running::default();
+    }
+
+    fn planes(&self, offset: usize, (width, height): (u32, u32)) -> Planes {
+        Planes {
+            base: self.arena.ptr_at(offset),
+            stride: width as u64 * height as u64,
+            width,
+            height,
+        }
+    }
+
+    /// Queues one pass over the history as it stands (the image pass of its newest frame,
+    /// or the video pass), its sums at `PASS_SUMS · pass`.
+    ///
+    /// # Safety
+    /// The history holds `held` frames written by work queued before on the stream.
+    unsafe fn pass(&self, gpu: &Gpu, image: bool) -> Result<(), DriverError> {
+        let (k, stream) = (&gpu.kernels, &gpu.stream);
+        let per_pixel = |(w, h): (u32, u32), z: u32| LaunchConfig {
+            grid_dim: (w.div_ceil(BLOCK), h.div_ceil(BLOCK), z),
+            block_dim: (BLOCK, BLOCK, 1),
+            shared_mem_bytes: 0,
+        };
+        let sizes = &self.sizes;
+        let levels = sizes.len() - 1;
+        let sums = self.sums.ptr_at(if image { PASS_SUMS } else { 0 });
+        let frame = sizes[0].0 as u64 * sizes[0].1 as u64;
+        let t = Temporal {
+            history: self.arena.ptr_at(self.history),
+            plane_len: frame,
+            taps: self.taps.ptr(),
+            sums,
+            len: self.len,
+            oldest: self.oldest,
+            held: self.held,
+            image: image as u32,
+        };
+        let g0 = self.planes(self.g[0], sizes[0]);
+        // SAFETY (of every launch): each `Planes` lies inside the arena, sized in `new`
+        // for these levels; the kernels check their coordinates against the sizes.
+        unsafe {
+            k.cvvdp_temporal(stream, per_pixel(sizes[0], 1), t, g0)?;
+            let z = CHANNELS as u32;
+            for i in 1..=levels {
+                let src = self.planes(self.g[i - 1], sizes[i - 1]);
+                let tmp = self.planes(self.tmp, (sizes[i - 1].0, sizes[i].1));
+                let dst = self.planes(self.g[i], sizes[i]);
+                k.cvvdp_reduce_v(stream, per_pixel((tmp.width, tmp.height), z), src, tmp)?;
+                k.cvvdp_reduce_h(stream, per_pixel(sizes[i], z), tmp, dst, sizes[i - 1].1)?;
+            }
+            for i in 0..levels {
+                let src = self.planes(self.g[i + 1], sizes[i + 1]);
+                let tmp = self.planes(self.tmp, (sizes[i + 1].0, sizes[i].1));
+                let dst = self.planes(self.ex[i], sizes[i]);
+                k.cvvdp_expand_v(stream, per_pixel((tmp.width, tmp.height), z), src, tmp)?;
+                k.cvvdp_expand_h(stream, per_pixel(sizes[i], z), tmp, dst)?;
+            }
+        }
+        let (l0, l_last) = luminance_axis();
+        let channels = if image { 3 } else { BAND_CHANNELS as u32 };
+        let band = |b: usize| {
+            let size = sizes[b];
+            Band {
+                g: self.planes(self.g[b], size),
+                ex: if b < levels {
+                    self.planes(self.ex[b], size)
+                } else {
+                    Planes::default()
+                },
+                out: self.planes(self.out, size),
+                csf: self.csf.ptr_at(b * BAND_CHANNELS * GRID),
+                l0,
+                l_last,
+                gain: self.model.gain(),
+                // The reference reads the bands between the finest and the base band
+                // doubled (`lpyr_dec.get_band`).
+                mul: if b == 0 || b == levels { 1.0 } else { 2.0 },
+                channels,
+                blur: (size.0 > 6 && size.1 > 6) as u32,
+                blur_taps: blur_taps(),
+                _pad: 0,
+                masking: *MASKING,
+                sums: sums + (8 * b * BAND_CHANNELS) as u64,
+            }
+        };
+        let pool = |n: u32| LaunchConfig {
+            grid_dim: (n.div_ceil(SUM_THREADS).clamp(1, 1024), 1, 1),
+            block_dim: (SUM_THREADS, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        // SAFETY: as above; the sums hold `PASS_SUMS` values per pass.
+        unsafe {
+            for (b, &size) in sizes[..levels].iter().enumerate() {
+                let p = band(b);
+                k.cvvdp_band(stream, per_pixel(size, 1), p)?;
+                if p.blur != 0 {
+                    k.cvvdp_blur_h(stream, per_pixel(size, channels), p)?;
+                }
+                k.cvvdp_blur_v(stream, per_pixel(size, channels), p)?;
+                k.cvvdp_mask(stream, pool(size.0 * size.1), p)?;
+            }
+            let one = LaunchConfig {
+                grid_dim: (1, 1, 1),
+                block_dim: (SUM_THREADS, 1, 1),
+                shared_mem_bytes: 0,
+            };
+            k.cvvdp_base(stream, one, band(levels))?;
+        }
+        Ok(())
+    }
+
+    /// Queues a pair: both frames into the history, the passes, the copy of their sums.
+    fn launch(
+        &mut self,
+        gpu: &Gpu,
+        plan: &Plan,
+        r: &PlanePtrs,
+        d: &PlanePtrs,
+    ) -> Result<bool, DriverError> {
+        let (k, stream) = (&gpu.kernels, &gpu.stream);
+        let slot = if self.held < self.len {
+            self.held += 1;
+            (self.oldest + self.held - 1) % self.len
+        } else {
+            let s = self.oldest;
+            self.oldest = (self.oldest + 1) % self.len;
+            s
+        };
+        let frame = self.sizes[0];
+        let n = frame.0 as usize * frame.1 as usize;
+        let photometry = *self.model.photometry();
+        for (side, (layout, ptrs, colorimetry)) in [
+            (&plan.distorted, d, &plan.colorimetry[1]),
+            (&plan.reference, r, &plan.colorimetry[0]),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let specs: Vec<&ChannelSpec> = plan
+                .channels
+                .iter()
+                .map(|(rs, ds)| if side == 1 { rs } else { ds })
+                .collect();
+            let src = cpu::source(layout, colorimetry, &specs, ptrs);
+            let at = self.history + (side * self.len as usize + slot as usize) * 3 * n;
+            let out = self.planes(at, frame);
+            let cfg = LaunchConfig {
+                grid_dim: (frame.0.div_ceil(BLOCK), frame.1.div_ceil(BLOCK), 1),
+                block_dim: (BLOCK, BLOCK, 1),
+                shared_mem_bytes: 0,
+            };
+            // SAFETY: the frame pointers were validated against the plan's layouts (or are
+            // the backend's upload buffers); the slot's three planes lie in the arena.
+            unsafe { k.cvvdp_dkl(stream, cfg, src, photometry, out) }?;
+        }
+        let first = self.pushed == 0;
+        // SAFETY: the history's frames were written by the launches above and before.
+        unsafe {
+            if first {
+                self.pass(gpu, true)?;
+            }
+            self.pass(gpu, false)?;
+            self.host.copy_in(self.sums.ptr(), SUMS, stream)?;
+        }
+        self.pushed += 1;
+        Ok(first)
+    }
+
+    /// The per-frame value of a pass from its sums.
+    fn frame(&self, sums: &[f64], channels: usize) -> f32 {
+        let q: Vec<Vec<f32>> = (0..channels)
+            .map(|c| {
+                self.sizes
+                    .iter()
+                    .enumerate()
+                    .map(|(b, &(w, h))| {
+                        pool::spatial_of_sum(sums[b * BAND_CHANNELS + c], w as usize * h as usize)
+                    })
+                    .collect()
+            })
+            .collect();
+        pool::frame(&q)
+    }
+}
+
+impl crate::metric::temporal::Sequenced for CvvdpCuda {
+    fn finish(&mut self, _plan: &Plan, _late: &mut [Scores]) {
+        self.restart();
+    }
+
+    fn reset(&mut self) {
+        self.restart();
+    }
+}
+
+impl CudaMetric for CvvdpCuda {
+    fn queue(
+        &mut self,
+        gpu: &Gpu,
+        plan: &Plan,
+        r: &PlanePtrs,
+        d: &PlanePtrs,
+        _uploaded: Option<&CudaEvent>,
+    ) -> Result<(), EngineError> {
+        match self.launch(gpu, plan, r, d) {
+            Ok(first) => {
+                self.queued.push_back(first);
+                Ok(())
+            }
+            Err(e) => {
+                self.restart();
+                Err(EngineError::Cuda(format!("running cvvdp: {e}")))
+            }
+        }
+    }
+
+    fn drop_queued(&mut self) {
+        self.restart();
+    }
+
+    fn read(&mut self, _plan: &Plan, scores: &mut Scores) -> Result<(), EngineError> {
+        let Some(first) = self.queued.pop_front() else {
+            return Err(EngineError::Unsupported(
+                "cvvdp: no pair queued to read".into(),
+            ));
+        };
+        let sums = match self.host.take(SUMS) {
+            Ok(s) => s.to_vec(),
+            Err(e) => {
+                self.restart();
+                return Err(EngineError::Cuda(format!("running cvvdp: {e}")));
+            }
+        };
+        debug_assert!(self.sizes.len() <= MAX_BANDS);
+        let video = self.frame(&sums[..PASS_SUMS], BAND_CHANNELS);
+        let image = first.then(|| self.frame(&sums[PASS_SUMS..], 3));
+        let step = self.running.push(image, video);
+        scores.push(super::FIELD, step.jod as f64);
+        scores.push_pool_terms(
+            super::FIELD,
+            PoolTerms::Cvvdp {
+                sum: step.term,
+                frames: 1,
+                image: step.image.map_or(f64::NAN, f64::from),
+            },
+        );
+        Ok(())
+    }
+}

@@ -1,0 +1,195 @@
+//! The ColorVideoVDP kernels (`cvvdp_*`), as one pipeline through the engine: the CUDA
+//! backend's JOD against the CPU backend's (the host build of the same per-sample code),
+//! frame after frame.
+
+use std::sync::Arc;
+
+use cudarc::driver::{CudaStream, DriverError};
+use gpumetrics_engine::cuda::Kernels;
+use gpumetrics_engine::metric::cvvdp::FLAG;
+use gpumetrics_engine::{
+    BackendChoice, Colorimetry, Engine, EngineConfig, Frame, FrameLayout, HostFrame, Matrix,
+    Options, PixelFormat, Plane, Primaries, Transfer,
+};
+
+use crate::common::Rng;
+use crate::engine::{engine_pipeline, merge};
+use crate::{Check, Outcome};
+
+/// The checks of this module and the kernels each covers.
+pub(crate) const CHECKS: &[(&[&str], Check)] = &[(
+    &[
+        "cvvdp_dkl",
+        "cvvdp_temporal",
+        "cvvdp_reduce_v",
+        "cvvdp_reduce_h",
+        "cvvdp_expand_v",
+        "cvvdp_expand_h",
+        "cvvdp_band",
+        "cvvdp_blur_h",
+        "cvvdp_blur_v",
+        "cvvdp_mask",
+        "cvvdp_base",
+    ],
+    cvvdp_pipeline,
+)];
+
+crate::gpu_tests! {
+    cvvdp_kernels_match_the_cpu_backend => "cvvdp_dkl",
+}
+
+/// JOD: the tolerance is 0.01 against the reference; the two backends of one code
+/// differ by the GPU's approximate pow, exp and log only.
+const TOLERANCE: f64 = 1e-3;
+
+/// One pair on RGB and I420 (173×97: the image pass and the first video pass), then
+/// sequences longer than the filters (the history ring wraps): 8-bit BT.709 I420 at 30
+/// fps (9 taps, 12 frames) and 10-bit BT.2100 PQ at 60 fps on an odd size (17 taps, 20
+/// frames), each frame's JOD from both backends.
+fn cvvdp_pipeline(
+    _k: &Kernels,
+    _s: &Arc<CudaStream>,
+    r: &mut Rng,
+) -> Result<Outcome, DriverError> {
+    Ok(merge(
+        engine_pipeline(r, FLAG, "cvvdp", TOLERANCE, false),
+        sequences(r),
+        "sequences",
+    ))
+}
+
+fn sequences(r: &mut Rng) -> Outcome {
+    let mut out = Outcome {
+        elements: 0,
+        max_err: 0.0,
+        tolerance: TOLERANCE,
+        note: String::new(),
+    };
+    let sdr = Colorimetry::default_for(PixelFormat::I420.family());
+    let pq = Colorimetry {
+        matrix: Matrix::Bt2020,
+        transfer: Transfer::Pq,
+        primaries: Primaries::Bt2020,
+        ..sdr
+    };
+    for (bits, w, h, fps, frames, c, display) in [
+        (8u32, 160u32, 90u32, 30.0, 12usize, sdr, "standard_fhd"),
+        (10, 97, 61, 60.0, 20, pq, "standard_hdr_pq"),
+    ] {
+        let format = if bits == 8 {
+            PixelFormat::I420
+        } else {
+            PixelFormat::I420_10Le
+        };
+        let layout = FrameLayout {
+            format,
+            width: w,
+            height: h,
+        };
+        let (wu, hu) = (w as usize, h as usize);
+        let (cw, ch) = (wu.div_ceil(2), hu.div_ceil(2));
+        let bytes = if bits > 8 { 2 } else { 1 };
+        // A smooth random texture moving one pixel a frame; the distorted adds grain.
+        let (pw, ph) = (wu + frames, hu);
+        let noise = r.bytes(pw * ph);
+        let texture: Vec<f32> = (0..pw * ph)
+            .map(|i| {
+                let (x, y) = (i % pw, i / pw);
+                let n = |dx: usize, dy: usize| noise[((y + dy) % ph) * pw + (x + dx) % pw] as f32;
+                (n(0, 0) + n(1, 0) + n(0, 1) + n(1, 1)) / (4.0 * 255.0)
+            })
+            .collect();
+        let grain = r.bytes(wu * hu * frames);
+        let scale = (1u32 << (bits - 8)) as f32;
+        let frame = |t: usize, distorted: bool| -> Vec<u8> {
+            let mut samples = Vec::with_capacity(wu * hu + 2 * cw * ch);
+            for i in 0..wu * hu {
+                let (x, y) = (i % wu, i / wu);
+                let g = grain[t * wu * hu + i] as f32 / 255.0 - 0.5;
+                let v = texture[y * pw + x + t] + if distorted { 0.06 * g } else { 0.0 };
+                samples.push(((16.0 + 219.0 * v.clamp(0.0, 1.0)) * scale).round() as u16);
+            }
+            for plane in 0..2 {
+                for i in 0..cw * ch {
+                    let (x, y) = (i % cw, i / cw);
+                    let v = texture[2 * y * pw + 2 * x + t] - 0.5;
+                    let c = 128.0 + if plane == 0 { 60.0 * v } else { -40.0 * v };
+                    samples.push((c * scale).round() as u16);
+                }
+            }
+            if bytes == 2 {
+                samples.iter().flat_map(|v| v.to_le_bytes()).collect()
+            } else {
+                samples.iter().map(|&v| v as u8).collect()
+            }
+        };
+        let run = |backend: BackendChoice| -> Result<Vec<f64>, String> {
+            let mut options = Options::new();
+            options
+                .parse("cvvdp-display", display)
+                .map_err(|e| e.to_string())?;
+            let cfg = EngineConfig {
+                metrics: FLAG,
+                backend,
+                options,
+                ..Default::default()
+            };
+            let mut e = Engine::builder(&cfg, layout, layout)
+                .colorimetry(c, c)
+                .frame_rate(fps)
+                .build()
+                .map_err(|e| e.to_string())?;
+            (0..frames)
+                .map(|t| {
+                    let (a, b) = (frame(t, false), frame(t, true));
+                    let (pa, pb) = (yuv420(&a, wu, hu, bytes), yuv420(&b, wu, hu, bytes));
+                    let s = e
+                        .push(&Frame::Host(HostFrame::new(&pa)), &Frame::Host(HostFrame::new(&pb)))
+                        .map_err(|e| e.to_string())?
+                        .ok_or("cvvdp held a pair back")?;
+                    Ok(s.get("cvvdp").unwrap_or(f64::NAN))
+                })
+                .collect()
+        };
+        let label = format!("{} {w}x{h} {fps} fps {display}", format.name());
+        match (run(BackendChoice::Cuda), run(BackendChoice::Cpu)) {
+            (Ok(g), Ok(c)) => {
+                for (a, b) in g.iter().zip(&c) {
+                    let e = (a - b).abs();
+                    out.max_err = out.max_err.max(if e.is_nan() { f64::INFINITY } else { e });
+                    out.elements += 1;
+                }
+                out.note += &format!(
+                    "{label}: last cuda {:.5} cpu {:.5}; ",
+                    g.last().unwrap_or(&f64::NAN),
+                    c.last().unwrap_or(&f64::NAN)
+                );
+            }
+            (g, c) => {
+                out.max_err = f64::INFINITY;
+                out.note += &format!("{label}: {:?} {:?}; ", g.err(), c.err());
+            }
+        }
+    }
+    out
+}
+
+/// The planes of a 4:2:0 frame of `w`×`h`, `bytes` per sample, laid out Y, Cb, Cr.
+fn yuv420(data: &[u8], w: usize, h: usize, bytes: usize) -> Vec<Plane<'_>> {
+    let (cw, ch) = (w.div_ceil(2), h.div_ceil(2));
+    let (y, c) = (w * h * bytes, cw * ch * bytes);
+    vec![
+        Plane {
+            data: &data[..y],
+            stride: w * bytes,
+        },
+        Plane {
+            data: &data[y..y + c],
+            stride: cw * bytes,
+        },
+        Plane {
+            data: &data[y + c..],
+            stride: cw * bytes,
+        },
+    ]
+}

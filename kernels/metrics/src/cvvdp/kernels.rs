@@ -1,0 +1,366 @@
+//! The ColorVideoVDP GPU kernels: thin `kernel!` declarations over device-only bodies that
+//! call the per-sample functions of the module (which the CPU backend calls too). A pair
+//! is, per pass (the video pass; the first pair of a sequence also an image pass): each
+//! side to DKL into the history (`cvvdp_dkl`), the temporal filters (`cvvdp_temporal`), the
+//! Gaussian pyramid (`cvvdp_reduce_v`/`_h`) and each level's next expanded
+//! (`cvvdp_expand_v`/`_h`), per band the contrasts (`cvvdp_band`), the masker's blur
+//! (`cvvdp_blur_h`/`_v`) and the masked differences pooled (`cvvdp_mask`), and the base
+//! band (`cvvdp_base`).
+
+#[cfg(target_arch = "nvptx64")]
+use super::*;
+#[cfg(target_arch = "nvptx64")]
+use gpumetrics_device as dev;
+#[cfg(target_arch = "nvptx64")]
+use gpumetrics_device::math::log10f;
+
+gpumetrics_device::kernel! {
+    /// One side's frame to DKL: `out` planes 0..3 (the side's history slot). Block
+    /// (`BLOCK`, `BLOCK`), a thread per pixel.
+    pub unsafe fn cvvdp_dkl(src: Source, display: Display, out: Planes) => dkl;
+
+    /// The temporal filters of one pass into the eight channels of pyramid level 0 (`out`,
+    /// test and reference interleaved per band channel), and this pass's pooling sums
+    /// zeroed. Block (`BLOCK`, `BLOCK`), a thread per pixel.
+    pub unsafe fn cvvdp_temporal(t: Temporal, out: Planes) => temporal;
+
+    /// The vertical half of a reduce: `dst` (the source's width, half its rows rounded up)
+    /// from `src`. Block (`BLOCK`, `BLOCK`), grid.z = planes.
+    pub unsafe fn cvvdp_reduce_v(src: Planes, dst: Planes) => reduce_v;
+
+    /// The horizontal half of a reduce: `dst` (half the width rounded up) from `src`, the
+    /// mirrored terms by the parity of `rows` (the level's rows before the vertical half).
+    /// Block (`BLOCK`, `BLOCK`), grid.z = planes.
+    pub unsafe fn cvvdp_reduce_h(src: Planes, dst: Planes, rows: u32) => reduce_h;
+
+    /// The vertical half of an expand: `dst` (the source's width, `dst.height` rows).
+    /// Block (`BLOCK`, `BLOCK`), grid.z = planes.
+    pub unsafe fn cvvdp_expand_v(src: Planes, dst: Planes) => expand_v;
+
+    /// The horizontal half of an expand: `dst` (`dst.width` columns). Block (`BLOCK`,
+    /// `BLOCK`), grid.z = planes.
+    pub unsafe fn cvvdp_expand_h(src: Planes, dst: Planes) => expand_h;
+
+    /// A band's weighted contrasts and their common part (`Band::out`). Block (`BLOCK`,
+    /// `BLOCK`), a thread per pixel.
+    pub unsafe fn cvvdp_band(b: Band) => band;
+
+    /// The masker's blur along rows (reflected edges) into the scratch planes. Block
+    /// (`BLOCK`, `BLOCK`), grid.z = channels.
+    pub unsafe fn cvvdp_blur_h(b: Band) => blur_h;
+
+    /// The masker's blur along columns (or none for a band of 6 samples or fewer a side)
+    /// and its power q, into the masker planes. Block (`BLOCK`, `BLOCK`), grid.z =
+    /// channels.
+    pub unsafe fn cvvdp_blur_v(b: Band) => blur_v;
+
+    /// The masked differences of a band, pooled: per channel the sum of `safe_pow(d, β)`
+    /// added to `b.sums`. Block `SUM_THREADS`, any grid (grid-stride over the pixels).
+    pub unsafe fn cvvdp_mask(b: Band) => mask;
+
+    /// The base band: contrast against each side's mean, the sensitivity at the
+    /// reference's mean, and the pooled differences into `b.sums`. One block of
+    /// `SUM_THREADS`.
+    pub unsafe fn cvvdp_base(b: Band) => base;
+}
+
+/// Block-wide sum of each of `N` f64 values, valid in thread 0 (block of `SUM_THREADS`).
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn block_sums(mut v: [f64; BAND_CHANNELS]) -> [f64; BAND_CHANNELS] {
+    const WARPS: usize = (SUM_THREADS / 32) as usize;
+    gpumetrics_device::shared!(static CVVDP_SUMS: [f64; BAND_CHANNELS * (SUM_THREADS as usize / 32)]);
+    for x in v.iter_mut() {
+        let mut delta = 16;
+        while delta > 0 {
+            *x += unsafe { dev::shfl_down(dev::FULL_MASK, *x, delta) };
+            delta /= 2;
+        }
+    }
+    let t = dev::thread_idx_x();
+    let warp = (t / 32) as usize;
+    if dev::lane_id() == 0 {
+        for (c, x) in v.iter().enumerate() {
+            unsafe { CVVDP_SUMS.write(c * WARPS + warp, *x) };
+        }
+    }
+    unsafe { dev::sync_threads() };
+    let mut out = [0f64; BAND_CHANNELS];
+    if t == 0 {
+        for (c, o) in out.iter_mut().enumerate() {
+            for w in 0..WARPS {
+                *o += unsafe { CVVDP_SUMS.read(c * WARPS + w) };
+            }
+        }
+    }
+    out
+}
+
+/// The body of the `cvvdp_dkl` kernel (declared above).
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn dkl(src: Source, display: Display, out: Planes) {
+    let (x, y) = (dev::global_idx_x(), dev::global_idx_y());
+    if x >= src.width || y >= src.height || x >= out.width || y >= out.height {
+        return;
+    }
+    let rgb = unsafe { display_rgb(&src, x, y) };
+    let v = to_dkl(&display.rgb_to_dkl, light(&display, rgb));
+    for (c, v) in v.iter().enumerate() {
+        unsafe { out.set(c as u32, x, y, *v) };
+    }
+}
+
+/// The body of the `cvvdp_temporal` kernel (declared above).
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn temporal(t: Temporal, out: Planes) {
+    let (x, y) = (dev::global_idx_x(), dev::global_idx_y());
+    if dev::block_idx_x() == 0 && dev::block_idx_y() == 0 {
+        let i = (dev::thread_idx_y() * BLOCK + dev::thread_idx_x()) as usize;
+        if i < PASS_SUMS {
+            unsafe { *(t.sums as *mut f64).add(i) = 0.0 };
+        }
+    }
+    if x >= out.width || y >= out.height || t.held == 0 || t.held > t.len {
+        return;
+    }
+    let pixel = (y * out.width + x) as u64;
+    let at = |side: u32, slot: u32, colour: u32| -> f32 {
+        let plane = ((side * t.len + slot) * 3 + colour) as u64;
+        unsafe { *((t.history + 4 * (plane * t.plane_len + pixel)) as *const f32) }
+    };
+    for side in 0..2 {
+        if t.image != 0 {
+            let newest = (t.oldest + t.held - 1) % t.len;
+            for cc in 0..3 {
+                unsafe { out.set(2 * cc + side, x, y, at(side, newest, cc)) };
+            }
+            unsafe { out.set(6 + side, x, y, 0.0) };
+            continue;
+        }
+        let taps = t.taps as *const f32;
+        let missing = t.len - t.held;
+        let mut sum = [0f32; BAND_CHANNELS];
+        for k in 0..t.len {
+            // Frames before the first are the first (replicate padding).
+            let slot = (t.oldest + k.saturating_sub(missing)) % t.len;
+            let v = [at(side, slot, 0), at(side, slot, 1), at(side, slot, 2)];
+            let tap = (t.len - 1 - k) as usize;
+            for (cc, s) in sum.iter_mut().enumerate() {
+                let w = unsafe { *taps.add(cc * t.len as usize + tap) };
+                *s += v[if cc == 3 { 0 } else { cc }] * w;
+            }
+        }
+        for (cc, s) in sum.iter().enumerate() {
+            unsafe { out.set(2 * cc as u32 + side, x, y, *s) };
+        }
+    }
+}
+
+/// The body of the `cvvdp_reduce_v` kernel (declared above).
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn reduce_v(src: Planes, dst: Planes) {
+    let (x, y, p) = (dev::global_idx_x(), dev::global_idx_y(), dev::block_idx_z());
+    if x >= dst.width || y >= dst.height {
+        return;
+    }
+    let read = |r: u32| unsafe { src.at(p, x, r) };
+    let v = reduce_at(read, src.height, dst.height, src.height, y);
+    unsafe { dst.set(p, x, y, v) };
+}
+
+/// The body of the `cvvdp_reduce_h` kernel (declared above).
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn reduce_h(src: Planes, dst: Planes, rows: u32) {
+    let (x, y, p) = (dev::global_idx_x(), dev::global_idx_y(), dev::block_idx_z());
+    if x >= dst.width || y >= dst.height {
+        return;
+    }
+    let read = |c: u32| unsafe { src.at(p, c, y) };
+    let v = reduce_at(read, src.width, dst.width, rows, x);
+    unsafe { dst.set(p, x, y, v) };
+}
+
+/// The body of the `cvvdp_expand_v` kernel (declared above).
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn expand_v(src: Planes, dst: Planes) {
+    let (x, y, p) = (dev::global_idx_x(), dev::global_idx_y(), dev::block_idx_z());
+    if x >= dst.width || y >= dst.height {
+        return;
+    }
+    let read = |r: u32| unsafe { src.at(p, x, r) };
+    let v = expand_at(read, src.height, dst.height, y);
+    unsafe { dst.set(p, x, y, v) };
+}
+
+/// The body of the `cvvdp_expand_h` kernel (declared above).
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn expand_h(src: Planes, dst: Planes) {
+    let (x, y, p) = (dev::global_idx_x(), dev::global_idx_y(), dev::block_idx_z());
+    if x >= dst.width || y >= dst.height {
+        return;
+    }
+    let read = |c: u32| unsafe { src.at(p, c, y) };
+    let v = expand_at(read, src.width, dst.width, x);
+    unsafe { dst.set(p, x, y, v) };
+}
+
+/// The body of the `cvvdp_band` kernel (declared above).
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn band(b: Band) {
+    let (x, y) = (dev::global_idx_x(), dev::global_idx_y());
+    if x >= b.g.width || y >= b.g.height || b.channels as usize > BAND_CHANNELS {
+        return;
+    }
+    let (g, ex) = (&b.g, &b.ex);
+    let bkg = [0, 1].map(|side| unsafe { ex.at(side, x, y) }.max(0.01));
+    let log_bkg = log10f(bkg[1]);
+    let csf = b.csf as *const f32;
+    for c in 0..b.channels {
+        let row = |i: usize| unsafe { *csf.add(c as usize * GRID + i) };
+        let s = sensitivity(row, b.l0, b.l_last, log_bkg) * b.gain;
+        let contrast = |side: u32| {
+            let k = 2 * c + side;
+            let l = unsafe { g.at(k, x, y) - ex.at(k, x, y) };
+            (l / bkg[side as usize]).min(1000.0) * b.mul
+        };
+        let gain = CHANNEL_GAIN[c as usize];
+        let tp = contrast(0) * s * gain;
+        let rp = contrast(1) * s * gain;
+        unsafe {
+            b.out.set(OUT_TEST + c, x, y, tp);
+            b.out.set(OUT_REFERENCE + c, x, y, rp);
+            b.out.set(OUT_COMMON + c, x, y, tp.abs().min(rp.abs()));
+        }
+    }
+}
+
+/// The body of the `cvvdp_blur_h` kernel (declared above).
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn blur_h(b: Band) {
+    let (x, y, c) = (dev::global_idx_x(), dev::global_idx_y(), dev::block_idx_z());
+    let o = &b.out;
+    if x >= o.width || y >= o.height || c >= b.channels {
+        return;
+    }
+    let mut s = 0f32;
+    for (t, kt) in b.blur_taps.iter().enumerate() {
+        let xx = reflect(x as i32 + t as i32 - BLUR_RADIUS, o.width);
+        s += kt * unsafe { o.at(OUT_COMMON + c, xx, y) };
+    }
+    unsafe { o.set(OUT_SCRATCH + c, x, y, s) };
+}
+
+/// The body of the `cvvdp_blur_v` kernel (declared above).
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn blur_v(b: Band) {
+    let (x, y, c) = (dev::global_idx_x(), dev::global_idx_y(), dev::block_idx_z());
+    let o = &b.out;
+    if x >= o.width || y >= o.height || c >= b.channels {
+        return;
+    }
+    let m = if b.blur != 0 {
+        let mut s = 0f32;
+        for (t, kt) in b.blur_taps.iter().enumerate() {
+            let yy = reflect(y as i32 + t as i32 - BLUR_RADIUS, o.height);
+            s += kt * unsafe { o.at(OUT_SCRATCH + c, x, yy) };
+        }
+        s
+    } else {
+        unsafe { o.at(OUT_COMMON + c, x, y) }
+    };
+    unsafe { o.set(OUT_MASKER + c, x, y, masker(&b.masking, c as usize, m)) };
+}
+
+/// The body of the `cvvdp_mask` kernel (declared above).
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn mask(b: Band) {
+    let o = &b.out;
+    let n = o.width * o.height;
+    let channels = (b.channels as usize).min(BAND_CHANNELS);
+    let k = &b.masking;
+    let mut acc = [0f64; BAND_CHANNELS];
+    let mut i = dev::block_idx_x() * SUM_THREADS + dev::thread_idx_x();
+    while i < n {
+        let (x, y) = (i % o.width, i / o.width);
+        let mut mq = [0f32; BAND_CHANNELS];
+        for (c, m) in mq.iter_mut().enumerate().take(channels) {
+            *m = unsafe { o.at(OUT_MASKER + c as u32, x, y) };
+        }
+        for (c, a) in acc.iter_mut().enumerate().take(channels) {
+            let (t, r) = unsafe {
+                (
+                    o.at(OUT_TEST + c as u32, x, y),
+                    o.at(OUT_REFERENCE + c as u32, x, y),
+                )
+            };
+            let d = difference(k, c, t, r, &mq, channels);
+            *a += safe_pow(d, k.beta, k.beta_eps) as f64;
+        }
+        i += dev::grid_dim_x() * SUM_THREADS;
+    }
+    let total = unsafe { block_sums(acc) };
+    if dev::thread_idx_x() == 0 {
+        for (c, v) in total.iter().enumerate().take(channels) {
+            unsafe { dev::atomic_add_f64((b.sums as *mut f64).add(c), *v) };
+        }
+    }
+}
+
+/// The body of the `cvvdp_base` kernel (declared above).
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn base(b: Band) {
+    gpumetrics_device::shared!(static CVVDP_MEANS: [f32; 2]);
+    let g = &b.g;
+    let n = g.width * g.height;
+    let t = dev::thread_idx_x();
+    let channels = (b.channels as usize).min(BAND_CHANNELS);
+    if t < 2 {
+        // The reference's sum in float32, in order.
+        let mut sum = 0f32;
+        for i in 0..n {
+            sum += unsafe { g.at(t, i % g.width, i / g.width) }.max(0.01);
+        }
+        unsafe { CVVDP_MEANS.write(t as usize, sum / n as f32) };
+    }
+    unsafe { dev::sync_threads() };
+    let mean = [0, 1].map(|side| unsafe { CVVDP_MEANS.read(side) });
+    let log_bkg = log10f(mean[1]);
+    let csf = b.csf as *const f32;
+    let mut s = [0f32; BAND_CHANNELS];
+    for (c, s) in s.iter_mut().enumerate().take(channels) {
+        let row = |i: usize| unsafe { *csf.add(c * GRID + i) };
+        *s = sensitivity(row, b.l0, b.l_last, log_bkg) * b.gain;
+    }
+    let k = &b.masking;
+    let mut acc = [0f64; BAND_CHANNELS];
+    let mut i = t;
+    while i < n {
+        let (x, y) = (i % g.width, i / g.width);
+        for (c, a) in acc.iter_mut().enumerate().take(channels) {
+            let contrast = |side: u32| {
+                let v = unsafe { g.at(2 * c as u32 + side, x, y) };
+                (v / mean[side as usize]).min(1000.0)
+            };
+            let d = (contrast(0) - contrast(1)).abs() * s[c];
+            *a += safe_pow(d, k.beta, k.beta_eps) as f64;
+        }
+        i += SUM_THREADS;
+    }
+    let total = unsafe { block_sums(acc) };
+    if t == 0 {
+        for (c, v) in total.iter().enumerate().take(channels) {
+            unsafe { *(b.sums as *mut f64).add(c) = *v };
+        }
+    }
+}

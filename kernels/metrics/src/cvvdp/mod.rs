@@ -1,0 +1,508 @@
+//! ColorVideoVDP's per-sample stages, for the CPU backend and the GPU alike
+//! (engine/src/metric/cvvdp drives them): a frame's display-encoded RGB from its channels
+//! ([`display_rgb`]), the display model's light ([`light`]) in DKL ([`to_dkl`]), the
+//! temporal filters' sum over the frames held, the decimated Laplacian pyramid's reduce and
+//! expand of one sample ([`reduce_at`], [`expand_at`]), the contrast sensitivity of a
+//! background ([`sensitivity`]), the masking of one sample ([`difference`]) and the
+//! reference's `safe_pow` ([`safe_pow`]). Each says which step of the reference it is; the
+//! sums run in the reference's order, so that the host gives ColorVideoVDP 0.5.7's float32
+//! values and the GPU the same up to its approximate `pow`, `exp` and `log`.
+
+mod kernels;
+
+use crate::channel::{Channel, load};
+use gpumetrics_device::math::{expf, powf, trunc_i32};
+
+/// Threads of the per-pixel kernels: `BLOCK`×`BLOCK`.
+pub const BLOCK: u32 = 16;
+/// Threads of the kernels that pool a band's samples (a grid-stride loop, f64 sums).
+pub const SUM_THREADS: u32 = 256;
+/// Channels of a band: sustained Y, RG, VY and transient Y.
+pub const BAND_CHANNELS: usize = 4;
+/// Channels a pair decomposes: test and reference interleaved per band channel.
+pub const CHANNELS: usize = 8;
+/// Points of the CSF table along each axis.
+pub const GRID: usize = 32;
+/// Bands of a pyramid at most (the Laplacian levels and the base band).
+pub const MAX_BANDS: usize = 16;
+/// The pooling sums of one pass: `[band][channel]`.
+pub const PASS_SUMS: usize = MAX_BANDS * BAND_CHANNELS;
+/// Half the phase-uncertainty blur's taps (torchvision's `GaussianBlur(13, ·)`).
+pub const BLUR_RADIUS: i32 = 6;
+/// The blur's taps.
+pub const BLUR_TAPS: usize = 2 * BLUR_RADIUS as usize + 1;
+
+/// `Source::family`: planar or packed Y'CbCr.
+pub const FAMILY_YCBCR: u32 = 0;
+/// `Source::family`: R'G'B' (or gray, one channel three times) in the order r, g, b.
+pub const FAMILY_RGB: u32 = 1;
+
+/// How one side's frame is read as display-encoded RGB, as the reference's readers make it.
+/// Crosses the kernel boundary by value.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Source {
+    /// Y', Cb, Cr, or R', G', B'.
+    pub c: [Channel; 3],
+    pub width: u32,
+    pub height: u32,
+    /// `FAMILY_YCBCR` or `FAMILY_RGB`.
+    pub family: u32,
+    /// Chroma subsampling factors (1 or 2) and the chroma planes' size.
+    pub sub_x: u32,
+    pub sub_y: u32,
+    pub chroma_width: u32,
+    pub chroma_height: u32,
+    /// Code value to normalised value, `scale · code − offset`: Y' to 0..1, Cb and Cr to
+    /// −0.5..0.5 (then clipped there), R'G'B' (`y_scale`, no offset) to 0..1.
+    pub y_scale: f32,
+    pub y_offset: f32,
+    pub c_scale: f32,
+    pub c_offset: f32,
+    /// Y'CbCr → R'G'B', row-major.
+    pub matrix: [f32; 9],
+    pub _pad: u32,
+}
+
+/// Sample (x, y) of channel `c`.
+///
+/// # Safety
+/// (x, y) must lie inside the channel.
+#[inline(always)]
+pub unsafe fn sample(c: &Channel, x: u32, y: u32) -> u32 {
+    let row = (c.ptr + y as u64 * c.pitch as u64) as *const u8;
+    unsafe { load(row, x, c) }
+}
+
+/// torch's bilinear source samples along one axis (`interpolate`, `align_corners` false):
+/// output `out` of a `sub`-times upsampling of `n` samples reads samples `i0` and `i1` with
+/// weight `f` on the second. The position `(out + ½)/sub − ½`, clamped at 0; the next
+/// sample clamped at the edge.
+#[inline(always)]
+pub fn source_index(out: u32, sub: u32, n: u32) -> (u32, u32, f32) {
+    if sub == 1 {
+        let i = if out < n { out } else { n - 1 };
+        return (i, i, 0.0);
+    }
+    let src = ((out as f32 + 0.5) / sub as f32 - 0.5).max(0.0);
+    let i0 = (trunc_i32(src) as u32).min(n - 1);
+    let i1 = (i0 + 1).min(n - 1);
+    (i0, i1, src - i0 as f32)
+}
+
+/// Display-encoded RGB (0..1) of pixel (x, y): Y'CbCr normalised and clipped, chroma
+/// upsampled bilinearly ([`source_index`]), the matrix, clipped; R'G'B' scaled.
+///
+/// # Safety
+/// Every channel of `s` must be readable at its size (the luma's `width`×`height`, the
+/// chroma's `chroma_width`×`chroma_height`), (x, y) inside the frame.
+#[inline(always)]
+pub unsafe fn display_rgb(s: &Source, x: u32, y: u32) -> [f32; 3] {
+    if s.family != FAMILY_YCBCR {
+        return [0, 1, 2].map(|k| unsafe { sample(&s.c[k], x, y) } as f32 * s.y_scale);
+    }
+    let l = (s.y_scale * unsafe { sample(&s.c[0], x, y) } as f32 - s.y_offset).clamp(0.0, 1.0);
+    let (x0, x1, fx) = source_index(x, s.sub_x, s.chroma_width);
+    let (y0, y1, fy) = source_index(y, s.sub_y, s.chroma_height);
+    let chroma = |c: &Channel| {
+        let v = |xx: u32, yy: u32| {
+            (s.c_scale * unsafe { sample(c, xx, yy) } as f32 - s.c_offset).clamp(-0.5, 0.5)
+        };
+        let top = v(x0, y0) * (1.0 - fx) + v(x1, y0) * fx;
+        let bottom = v(x0, y1) * (1.0 - fx) + v(x1, y1) * fx;
+        top * (1.0 - fy) + bottom * fy
+    };
+    let ycc = [l, chroma(&s.c[1]), chroma(&s.c[2])];
+    let m = &s.matrix;
+    [0, 1, 2].map(|r| {
+        (ycc[0] * m[3 * r] + ycc[1] * m[3 * r + 1] + ycc[2] * m[3 * r + 2]).clamp(0.0, 1.0)
+    })
+}
+
+/// `Display::eotf`: sRGB.
+pub const EOTF_SRGB: u32 = 0;
+/// `Display::eotf`: PQ (SMPTE ST 2084).
+pub const EOTF_PQ: u32 = 1;
+/// `Display::eotf`: HLG (ARIB STD-B67) with its OOTF.
+pub const EOTF_HLG: u32 = 2;
+/// `Display::eotf`: linear (cd/m² as given).
+pub const EOTF_LINEAR: u32 = 3;
+/// `Display::eotf`: a power law (`Display::gamma`).
+pub const EOTF_GAMMA: u32 = 4;
+
+/// A display model's photometry (`vvdp_display_photo_eotf`) and its linear RGB → DKL
+/// matrix, in float32 as the reference applies them per sample.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Display {
+    pub eotf: u32,
+    /// cd/m².
+    pub peak: f32,
+    pub black: f32,
+    pub reflection: f32,
+    pub exposure: f32,
+    /// The power law's exponent (`EOTF_GAMMA`) or HLG's system gamma (`EOTF_HLG`).
+    pub gamma: f32,
+    /// HLG's `c = 0.5 − a · ln(4a)`.
+    pub hlg_c: f32,
+    /// Linear RGB → DKL (D65), row-major.
+    pub rgb_to_dkl: [f32; 9],
+}
+
+/// sRGB's EOTF.
+#[inline(always)]
+pub fn srgb_to_linear(p: f32) -> f32 {
+    if p > 0.04045 {
+        powf((p + 0.055) / 1.055, 2.4)
+    } else {
+        p / 12.92
+    }
+}
+
+/// PQ (SMPTE ST 2084) to cd/m².
+#[inline(always)]
+pub fn pq_to_linear(v: f32) -> f32 {
+    const N: f32 = 0.159_301_76;
+    const M: f32 = 78.843_75;
+    const C1: f32 = 0.835_937_5;
+    const C2: f32 = 18.851_563;
+    const C3: f32 = 18.6875;
+    let t = powf(v, 1.0 / M);
+    10000.0 * powf((t - C1).max(0.0) / (C2 - C3 * t), 1.0 / N)
+}
+
+/// HLG's `a`.
+pub const HLG_A: f32 = 0.178_832_77;
+
+/// HLG's inverse OETF and the OOTF of system gamma `gamma` (relative, 0..1); `c` is
+/// [`Display::hlg_c`].
+#[inline(always)]
+pub fn hlg_to_linear(rgb: [f32; 3], gamma: f32, c: f32) -> [f32; 3] {
+    let b = 1.0 - 4.0 * HLG_A;
+    let s = rgb.map(|v| {
+        if v <= 0.5 {
+            v * v / 3.0
+        } else {
+            (expf((v - c) / HLG_A) + b) / 12.0
+        }
+    });
+    let y = 0.2627 * s[0] + 0.6780 * s[1] + 0.0593 * s[2];
+    let k = powf(y, gamma - 1.0);
+    s.map(|v| k * v)
+}
+
+/// The light (cd/m²) the display emits for display-encoded RGB `v` (clamped to 0..1 but
+/// for a linear display), with its black level and the ambient light it reflects.
+#[inline(always)]
+pub fn light(d: &Display, v: [f32; 3]) -> [f32; 3] {
+    let (peak, black, refl, exposure) = (d.peak, d.black, d.reflection, d.exposure);
+    let v = if d.eotf == EOTF_LINEAR {
+        v
+    } else {
+        v.map(|c| c.clamp(0.0, 1.0))
+    };
+    let scaled = |lin: f32| {
+        let lin = if exposure == 1.0 {
+            lin
+        } else {
+            (lin * exposure).clamp(0.0, 1.0)
+        };
+        (peak - black) * lin + black + refl
+    };
+    match d.eotf {
+        EOTF_PQ => v.map(|c| (pq_to_linear(c) * exposure).clamp(0.005, peak) + black + refl),
+        EOTF_LINEAR => {
+            let lo = if black > 0.005 { black } else { 0.005 };
+            v.map(|c| (c * exposure).clamp(lo, peak) + refl)
+        }
+        EOTF_GAMMA => v.map(|c| {
+            (peak - black) * (powf(c, d.gamma) * exposure).clamp(0.0, 1.0) + black + refl
+        }),
+        EOTF_HLG => hlg_to_linear(v, d.gamma, d.hlg_c).map(scaled),
+        _ => v.map(|c| scaled(srgb_to_linear(c))),
+    }
+}
+
+/// A pixel's DKL from its linear RGB (the reference's per-channel dot products).
+#[inline(always)]
+pub fn to_dkl(m: &[f32; 9], rgb: [f32; 3]) -> [f32; 3] {
+    [0, 1, 2].map(|r| rgb[0] * m[3 * r] + rgb[1] * m[3 * r + 1] + rgb[2] * m[3 * r + 2])
+}
+
+/// The pyramid's 5-tap kernel (a = 0.4), the reference's float64 values in float32.
+pub const KERNEL: [f32; 5] = [
+    (0.25 - 0.4 / 2.0) as f32,
+    0.25,
+    0.4,
+    0.25,
+    (0.25 - 0.4 / 2.0) as f32,
+];
+
+/// One output sample `i` of a reduce along one axis (`gausspyr_reduce`): the kernel over
+/// the `n` input samples `read` gives, centred on sample 2i, zero outside; then the
+/// mirrored terms at the first output and at the last (`n_out − 1`), which the reference
+/// picks by the parity of `parity` (the input's rows, on both axes).
+#[inline(always)]
+pub fn reduce_at(read: impl Fn(u32) -> f32, n: u32, n_out: u32, parity: u32, i: u32) -> f32 {
+    let k = KERNEL;
+    let mut s = 0f32;
+    for (t, kt) in k.iter().enumerate() {
+        let r = 2 * i as i32 + t as i32 - 2;
+        if r >= 0 && (r as u32) < n {
+            s += kt * read(r as u32);
+        }
+    }
+    if i == 0 {
+        s += read(0) * k[1] + read(1.min(n - 1)) * k[0];
+    }
+    if i + 1 == n_out {
+        if parity % 2 == 1 {
+            s += read(n - 1) * k[3] + read(n.saturating_sub(2)) * k[4];
+        } else {
+            s += read(n - 1) * k[4];
+        }
+    }
+    s
+}
+
+/// One output sample `i` of an expand along one axis from `m` samples to `n`
+/// (`interleave_zeros_and_pad`, then the kernel ×2 without padding): the zero-interleaved
+/// line `z` has the input at 2 + 2j, the first sample repeated at 0 and the last at `n + 3`
+/// (odd `n`) or `n + 2`.
+#[inline(always)]
+pub fn expand_at(read: impl Fn(u32) -> f32, m: u32, n: u32, i: u32) -> f32 {
+    let last = if n % 2 == 1 { n + 3 } else { n + 2 };
+    let z = |j: u32| -> f32 {
+        if j == last {
+            read(m - 1)
+        } else if j == 0 {
+            read(0)
+        } else if j.is_multiple_of(2) && j < n + 2 && (j - 2) / 2 < m {
+            read((j - 2) / 2)
+        } else {
+            0.0
+        }
+    };
+    let mut s = 0f32;
+    for (t, kt) in KERNEL.iter().enumerate() {
+        s += kt * 2.0 * z(i + t as u32);
+    }
+    s
+}
+
+/// The contrast sensitivity at background luminance 10^`log_l` cd/m² of one channel at
+/// one band's frequency: its log sensitivities `log_s` along the CSF table's uniform log
+/// luminance axis (from `l0` to `l_last`), interpolated linearly (clamped to the ends),
+/// and 10 to that power.
+#[inline(always)]
+pub fn sensitivity(log_s: impl Fn(usize) -> f32, l0: f32, l_last: f32, log_l: f32) -> f32 {
+    let top = (GRID - 1) as f32;
+    let ind = ((log_l - l0) / (l_last - l0) * top).clamp(0.0, top);
+    let lo = trunc_i32(ind) as usize;
+    let hi = if lo + 1 < GRID { lo + 1 } else { GRID - 1 };
+    let f = ind - lo as f32;
+    powf(10.0, log_s(lo) * (1.0 - f) + log_s(hi) * f)
+}
+
+/// The reference's `safe_pow`'s ε.
+pub const EPS: f32 = 1e-5;
+
+/// The reference's `safe_pow`: `(x + ε)^p − ε^p`, with `eps_p` = ε^p.
+#[inline(always)]
+pub fn safe_pow(x: f32, p: f32, eps_p: f32) -> f32 {
+    powf(x + EPS, p) - eps_p
+}
+
+/// The masking model's constants (`mult-mutual`), in float32 as the reference has them.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Masking {
+    /// `mask_p` and ε^`mask_p`.
+    pub p: f32,
+    pub p_eps: f32,
+    /// `mask_q` per channel and ε^q.
+    pub q: [f32; BAND_CHANNELS],
+    pub q_eps: [f32; BAND_CHANNELS],
+    /// 10^`mask_c`, 10^`d_max`.
+    pub mask_c: f32,
+    pub d_max: f32,
+    /// The cross-channel weights 2^`xcm_weights`, a 4×4 matrix, row-major.
+    pub xcm: [f32; BAND_CHANNELS * BAND_CHANNELS],
+    /// The spatial pooling's β and ε^β.
+    pub beta: f32,
+    pub beta_eps: f32,
+}
+
+/// The sensitivity-weighted contrast's per-channel gains.
+pub const CHANNEL_GAIN: [f32; BAND_CHANNELS] = [1.0, 1.45, 1.0, 1.0];
+
+/// A channel's masker to the power q: its blurred common contrast `m`.
+#[inline(always)]
+pub fn masker(k: &Masking, c: usize, m: f32) -> f32 {
+    safe_pow((m * k.mask_c).abs(), k.q[c], k.q_eps[c])
+}
+
+/// The visible difference of channel `c` at one sample: the weighted contrasts `t` and `r`,
+/// and the maskers of the first `channels` channels ([`masker`]) pooled across channels
+/// with column `c` of the cross-channel weights; the difference to the power p over one
+/// plus the masker, softly clamped at d_max.
+#[inline(always)]
+pub fn difference(
+    k: &Masking,
+    c: usize,
+    t: f32,
+    r: f32,
+    mq: &[f32; BAND_CHANNELS],
+    channels: usize,
+) -> f32 {
+    let mut m = 0f32;
+    for (i, v) in mq.iter().enumerate().take(channels) {
+        m += v * k.xcm[i * BAND_CHANNELS + c];
+    }
+    let du = safe_pow((t - r).abs(), k.p, k.p_eps) / (1.0 + m);
+    k.d_max * du / (k.d_max + du)
+}
+
+/// Where the planes of one pyramid level lie in device memory: `count` planes of
+/// `width`×`height` f32 samples, `stride` samples apart.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Planes {
+    pub base: u64,
+    pub stride: u64,
+    pub width: u32,
+    pub height: u32,
+}
+
+impl Planes {
+    /// Plane `i`.
+    #[inline(always)]
+    pub fn plane(&self, i: u32) -> *mut f32 {
+        (self.base + 4 * i as u64 * self.stride) as *mut f32
+    }
+
+    /// Sample (x, y) of plane `i`.
+    ///
+    /// # Safety
+    /// Plane `i` and (x, y) must lie inside the memory the planes were given.
+    #[inline(always)]
+    pub unsafe fn at(&self, i: u32, x: u32, y: u32) -> f32 {
+        unsafe { *self.plane(i).add((y * self.width + x) as usize) }
+    }
+
+    /// Writes sample (x, y) of plane `i`.
+    ///
+    /// # Safety
+    /// As [`Planes::at`], and nothing else may access the sample meanwhile.
+    #[inline(always)]
+    pub unsafe fn set(&self, i: u32, x: u32, y: u32, v: f32) {
+        unsafe { *self.plane(i).add((y * self.width + x) as usize) = v };
+    }
+}
+
+/// The temporal filters of one pass (`cvvdp_temporal`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Temporal {
+    /// The frames held, DKL: `[side][slot][3 planes]`, each plane `plane_len` samples.
+    pub history: u64,
+    pub plane_len: u64,
+    /// The filters' taps, `[4][len]`, the newest frame's last.
+    pub taps: u64,
+    /// Where this pass's pooling sums lie (`PASS_SUMS` f64 values), zeroed by the launch.
+    pub sums: u64,
+    /// Slots of the ring (the filters' length), the oldest frame's slot, frames held.
+    pub len: u32,
+    pub oldest: u32,
+    pub held: u32,
+    /// Not 0: the image pass (the newest frame's three channels unfiltered, no transient
+    /// channel).
+    pub image: u32,
+}
+
+/// One band's inputs to `cvvdp_band`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Band {
+    /// The level's Gaussian planes and the next level's expanded to this size.
+    pub g: Planes,
+    pub ex: Planes,
+    /// Outputs: the weighted contrasts of the test (planes 0..4) and the reference
+    /// (4..8), the common contrast (8..12); then the blur's scratch (12..16) and the
+    /// maskers (16..20). All of this level's size.
+    pub out: Planes,
+    /// The log sensitivities of the band's channels, `[channel][GRID]`.
+    pub csf: u64,
+    /// The CSF table's log luminance axis ends, and 10^(sensitivity_correction / 20).
+    pub l0: f32,
+    pub l_last: f32,
+    pub gain: f32,
+    /// 2 for the bands between the finest and the base band (`lpyr_dec.get_band`), else 1.
+    pub mul: f32,
+    /// Band channels used (4 for video, 3 for an image).
+    pub channels: u32,
+    /// Not 0: blur the common contrast (the band is larger than 6×6).
+    pub blur: u32,
+    /// The blur's taps.
+    pub blur_taps: [f32; BLUR_TAPS],
+    pub _pad: u32,
+    pub masking: Masking,
+    /// Where the band's pooling sums go (`BAND_CHANNELS` f64 values).
+    pub sums: u64,
+}
+
+/// The planes of `Band::out`.
+pub const OUT_TEST: u32 = 0;
+pub const OUT_REFERENCE: u32 = 4;
+pub const OUT_COMMON: u32 = 8;
+pub const OUT_SCRATCH: u32 = 12;
+pub const OUT_MASKER: u32 = 16;
+/// Planes of `Band::out`.
+pub const OUT_PLANES: u32 = 20;
+
+/// Reflects index `i` into 0..n without repeating the edge (torch's `reflect` padding).
+#[inline(always)]
+pub fn reflect(i: i32, n: u32) -> u32 {
+    let n = n as i32;
+    let i = if i < 0 { -i } else { i };
+    (if i >= n { 2 * (n - 1) - i } else { i }) as u32
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reduce_and_expand_keep_a_constant() {
+        // A constant line stays constant through a reduce (both parities) and an expand.
+        for n in [2u32, 3, 7, 8] {
+            let out = n.div_ceil(2);
+            for i in 0..out {
+                let v = reduce_at(|_| 3.0, n, out, n, i);
+                assert!((v - 3.0).abs() < 1e-6, "reduce n={n} i={i}: {v}");
+            }
+            for i in 0..n {
+                let v = expand_at(|_| 3.0, out, n, i);
+                assert!((v - 3.0).abs() < 1e-6, "expand n={n} i={i}: {v}");
+            }
+        }
+    }
+
+    #[test]
+    fn bilinear_source_index_is_torch_s() {
+        // ×2, align_corners false: output 0 → sample 0; output 1 → 0.25 past sample 0;
+        // output 2 → 0.75 past sample 0; the last clamps at the edge.
+        assert_eq!(source_index(0, 2, 4), (0, 1, 0.0));
+        assert_eq!(source_index(1, 2, 4), (0, 1, 0.25));
+        assert_eq!(source_index(2, 2, 4), (0, 1, 0.75));
+        assert_eq!(source_index(7, 2, 4), (3, 3, 0.25));
+        assert_eq!(source_index(5, 1, 4), (3, 3, 0.0));
+    }
+
+    #[test]
+    fn reflection_does_not_repeat_the_edge() {
+        assert_eq!(reflect(-1, 5), 1);
+        assert_eq!(reflect(5, 5), 3);
+        assert_eq!(reflect(2, 5), 2);
+    }
+}
