@@ -154,7 +154,7 @@ bins() {
     throughput) echo $e:bench:throughput ;;
     cli | monitor) echo gpumetrics-cli:bin:gpumetrics ;;
     align) echo $e:test:cuda_kernels $g:test:align ;;
-    cvvdp) echo $e:test:cvvdp_reference $e:test:map_reference $e:bench:throughput ;;
+    cvvdp) echo $e:test:cvvdp_reference $e:test:map_reference $e:bench:throughput $e:test:cuda_kernels ;;
     vship) echo $e:bench:throughput $e:bench:streams ;;
     cudamem | colour | libvmaf | libvmaf32) ;;
     *) echo "gpu-all: unknown step '$1' (steps: $ALL_STEPS)" >&2; exit 2 ;;
@@ -291,14 +291,14 @@ make_cudamem_clips() {
   ls -l "$dir"
 }
 
-# monitor's clips: 60 s of FFmpeg's testsrc2, 1080p30, x264 in MPEG-TS at 1000 (reference)
+# monitor's clips: 50 s (what fits the device tool's 64 MiB beside the kit) of FFmpeg's testsrc2, 1080p30, x264 in MPEG-TS at 1000 (reference)
 # and 400 (distorted) kbit/s, a key frame a second, what a channel's sender replays live.
 make_monitor_clips() {
   local dir=$1 c rate
   mkdir -p "$dir"
   for c in ref dist; do
     rate=1000k; [ $c = dist ] && rate=400k
-    ffmpeg -hide_banner -v error -y -f lavfi -i testsrc2=size=1920x1080:rate=30 -t 60 \
+    ffmpeg -hide_banner -v error -y -f lavfi -i testsrc2=size=1920x1080:rate=30 -t 50 \
       -pix_fmt yuv420p -c:v libx264 -preset veryfast -g 30 -b:v $rate -maxrate $rate \
       -bufsize $rate -f mpegts "$dir/$c.ts"
   done
@@ -646,6 +646,12 @@ r = resource.getrusage(resource.RUSAGE_CHILDREN)
 open(times, "w").write(f"{r.ru_utime} {r.ru_stime} {time.time() - t}")
 PY
     kill "${pids[@]}" 2>/dev/null; wait "${pids[@]}" 2>/dev/null
+    # No channel up: what the service and the events said.
+    if ! grep -q '"event":"up"' $out; then
+      echo "monitor: no channel came up; its stderr and first events:"
+      tail -n 20 $dir/err; head -n 8 $out
+      fail=1
+    fi
     python3 - "$out" "$dir/time" "$set${aligned:+ align}" "$n" <<'PY'
 import json, sys, collections
 events = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
@@ -675,6 +681,10 @@ else:
 PY
     rm -rf $dir
   }
+  # GStreamer's registry once, before dozens of senders and the service start at once (each
+  # would scan the plugins, nvcodec's probe of the GPU included, at the same time: the first
+  # run of 24 channels then saw no channel up within its 45 s).
+  gst-inspect-1.0 nvh264dec >/dev/null 2>&1 || true
   step "monitor: N channels of live 1080p30 over UDP, NVDEC, one gpumetrics monitor"
   echo "| metrics | channels | up | all up after | went down | steady windows | pairs/s per channel (mean) | slowest channel | pairs/s in all | CPU per channel |"
   echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
@@ -684,7 +694,7 @@ PY
       monitor_run psnr,ssim,vmaf $n 1
       monitor_run psnr,ssim,vmaf $n 1 align
     done
-    align_cost
+    [ "${ALIGN_COST:-1}" = 0 ] || align_cost
     return 0
   fi
   for n in ${MONITOR_NR:-16 32 48}; do monitor_run blur,blockiness,black,freeze $n 0; done
@@ -703,6 +713,7 @@ step_align() {
 }
 
 step_cvvdp() {
+  kernels cvvdp
   if need $B/cvvdp_reference $B/map_reference; then
     step "cvvdp on the CUDA backend vs ColorVideoVDP 0.5.7's values (cvvdp_reference)"
     run $B/cvvdp_reference --ignored --nocapture the_cuda_backend
@@ -712,13 +723,44 @@ step_cvvdp() {
     sanitize memcheck $B/map_reference --ignored the_cuda_backend
   fi
   throughput cvvdp
+  throughput psnr+ssim+ms-ssim+ssimulacra2+butteraugli+vmaf+cvvdp
+  ncu_cvvdp
+}
+
+# ncu's time per cvvdp kernel over the first pairs of the 1080p throughput run (the
+# first pair has the image pass too), summed per kernel name.
+ncu_cvvdp() {
+  bench && need $B/throughput || return 0
+  command -v ncu >/dev/null || { echo "skipped: no ncu"; return 0; }
+  step "ncu: the cvvdp kernels of the first 1080p pairs, time per kernel name"
+  ncu --clock-control none -k "regex:cvvdp_" -c 400 --metrics gpu__time_duration.sum --csv \
+    $B/throughput --seconds 0.05 --sizes 1080p --no-cpu --metrics cvvdp 2>/dev/null |
+    python3 -c '
+import csv, sys, collections
+rows = [r for r in csv.reader(l for l in sys.stdin if l.startswith("\""))]
+head, rows = rows[0], rows[1:]
+k, v = head.index("Kernel Name"), head.index("Metric Value")
+t, n = collections.Counter(), collections.Counter()
+for r in rows:
+    name = r[k].split("(")[0]
+    t[name] += float(r[v].replace(",", ""))
+    n[name] += 1
+pairs = max(1, n["cvvdp_dkl"] // 2)
+print(f"{len(rows)} kernels, {pairs} pairs; per pair:")
+print("| kernel | launches | µs |")
+print("| --- | --- | --- |")
+for name, ns in t.most_common():
+    print(f"| {name} | {n[name] / pairs:.1f} | {ns / 1000 / pairs:.1f} |")
+print(f"| all | {sum(n.values()) / pairs:.1f} | {sum(t.values()) / 1000 / pairs:.1f} |")
+' || echo "FAILED: ncu cvvdp"
 }
 
 # The cost of align=auto per pair at 1080p: monitor's two clips through NVDEC into one
 # element as fast as they go, align none then auto, twice, in one call.
 align_cost() {
   local c=$d/data/monitor set mode t0 t1 w none
-  step "align: cost per pair at 1080p (1800 NVDEC pairs, backend=cuda, align=none then auto)"
+  local pairs=1500 # monitor's clips: 50 s at 30 fps
+  step "align: cost per pair at 1080p ($pairs NVDEC pairs, backend=cuda, align=none then auto)"
   echo "| metrics | align | wall s | pairs/s | cost per pair |"
   echo "| --- | --- | --- | --- | --- |"
   for set in psnr psnr+ssim+vmaf; do
@@ -731,7 +773,7 @@ align_cost() {
       t1=$(date +%s.%N)
       w=$(python3 -c "print($t1-$t0)")
       [ $mode = none ] && none=$w
-      python3 -c "w=$w; n=$none; d=(w-n)/1800*1e6; print(f'| $set | $mode | {w:.2f} | {1800/w:,.0f} | ' + (f'{d:+.0f} µs' if '$mode'=='auto' else '-') + ' |')"
+      python3 -c "w=$w; n=$none; d=(w-n)/$pairs*1e6; print(f'| $set | $mode | {w:.2f} | {$pairs/w:,.0f} | ' + (f'{d:+.0f} µs' if '$mode'=='auto' else '-') + ' |')"
     done
   done
 }
@@ -1229,13 +1271,13 @@ step_vship() {
   gcc -O2 -std=c11 -Wall -I$cuda/include -I$src/src scripts/vship/vship_bench.c -o $build/vship_bench \
     -L$lib -lvship -L$cudalib -lcudart -lpthread -lm -Wl,-rpath,$lib:$cudalib ||
     { echo "FAILED: gcc scripts/vship/vship_bench.c"; fail=1; return 0; }
-  step "Vship: Butteraugli and SSIMULACRA2, 1080p I420 (scripts/vship/vship_bench.c)"
+  step "Vship: Butteraugli, SSIMULACRA2 and CVVDP, 1080p I420 (scripts/vship/vship_bench.c)"
   t0=$(date +%s)
   run $build/vship_bench --seconds 2 --handlers 8
   echo "($(($(date +%s) - t0)) s)"
   need $B/throughput $B/streams || return 0
-  step "the engine: throughput of butteraugli and ssimulacra2, 1080p, 2 pairs in flight (device frames; host: pageable, staged by the engine)"
-  run $B/throughput --seconds 2 --no-cpu --sizes 1080p --metrics butteraugli,ssimulacra2 --in-flight 2
+  step "the engine: throughput of butteraugli, ssimulacra2 and cvvdp, 1080p, 2 pairs in flight (device frames; host: pageable, staged by the engine)"
+  run $B/throughput --seconds 2 --no-cpu --sizes 1080p --metrics butteraugli,ssimulacra2,cvvdp --in-flight 2
   step "the engine: 8 engines on 8 threads in one process (streams), 1080p, 2 pairs in flight each"
   run $B/streams --seconds 2 --engines 8 --frames device,host --in-flight 2 --sets butteraugli,ssimulacra2
 }
