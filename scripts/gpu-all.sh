@@ -678,6 +678,17 @@ if rates:
           f"{100*(user+system)/wall/n:.1f} % |")
 else:
     print(f"| {sys.argv[3]} | {n} | {len(up)} | {all_up} | {len(down)} | - | - | - | - | - |")
+# Where pairs went (on stderr, beside the table): the channels' summaries at the stop, and
+# their alignment changes.
+tot = collections.Counter()
+for e in events:
+    if e["event"] == "summary":
+        for k in ("pairs", "unmatched_ref", "unmatched_dist", "unaligned"):
+            tot[k] += e.get(k, 0)
+    if e["event"] == "align":
+        tot["align " + str(e.get("state"))] += 1
+print(f"  ({sys.argv[3]}, {n} channels: " + ", ".join(f"{k} {v}" for k, v in sorted(tot.items())) + ")",
+      file=sys.stderr)
 PY
     rm -rf $dir
   }

@@ -875,3 +875,72 @@ fn engine_on(backend: gpumetrics_engine::BackendChoice) {
     }
     assert!(failed.is_empty(), "{failed:#?}");
 }
+
+/// The `raw` heat map (the distortion map of `map=cvvdp`) of every frame of the RGB heat
+/// map clips, against the reference's float32 maps (`heatmap="raw"`): 1e-5 absolute (the
+/// maps' values are 0..0.03 here), 1e-3 relative.
+#[test]
+fn heat_maps_equal_the_references() {
+    use gpumetrics_engine::metric::cvvdp::model::Model;
+    let v = values();
+    let cases = v["heatmaps"].as_array().unwrap();
+    assert!(cases.len() >= 2);
+    let mut worst = 0f64;
+    for c in cases {
+        let (w, h, n) = (
+            c["width"].as_u64().unwrap() as usize,
+            c["height"].as_u64().unwrap() as usize,
+            c["frames"].as_u64().unwrap() as usize,
+        );
+        let mut model = Model::new(
+            c["display"].as_str().unwrap(),
+            w,
+            h,
+            c["fps"].as_f64().unwrap(),
+        )
+        .unwrap();
+        let rgb = |t: usize, distorted: bool| -> Vec<[f32; 3]> {
+            (0..w * h)
+                .map(|i| {
+                    let (x, y) = ((i % w) as i64, (i / w) as i64);
+                    std::array::from_fn(|k| {
+                        sample(x, y, t as i64, 8, k as i64, distorted) as f32 / 255.0
+                    })
+                })
+                .collect()
+        };
+        let maps = c["maps"].as_array().unwrap();
+        assert_eq!(maps.len(), n);
+        for (t, want) in maps.iter().enumerate() {
+            let (test, reference) = (model.dkl(&rgb(t, true)), model.dkl(&rgb(t, false)));
+            let (_, heat) = model.push_with_map(test, reference, true);
+            let heat = heat.expect("a heat map");
+            let want: Vec<f64> = want
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|v| v.as_f64().unwrap())
+                .collect();
+            assert_eq!(heat.len(), want.len());
+            for (i, (g, x)) in heat.iter().zip(&want).enumerate() {
+                let e = (*g as f64 - x).abs();
+                worst = worst.max(e);
+                assert!(
+                    e <= 1e-5 + 1e-3 * x.abs(),
+                    "{} frame {t} pixel ({}, {}): {g} vs {x}",
+                    c["name"],
+                    i % w,
+                    i / w
+                );
+            }
+        }
+        let jod = model.jod() as f64;
+        let want = c["jod"].as_f64().unwrap();
+        assert!(
+            (jod - want).abs() <= 1e-3,
+            "{}: {jod} vs {want} JOD",
+            c["name"]
+        );
+    }
+    eprintln!("heat maps: worst absolute difference {worst:.2e}");
+}

@@ -210,6 +210,41 @@ fn the_butteraugli_map_comes_with_its_metric() {
     assert!(message.contains("add butteraugli"), "{message}");
 }
 
+/// ColorVideoVDP's heat map (1 − JOD/10 per pixel) comes with its metric: the frames'
+/// brightest GRAY16 value is the record's `cvvdp-peak` on the documented scale (65,535 per
+/// unit, clamped: past 10 JOD lost a pixel's value passes 1, as the reference's does).
+#[test]
+fn the_cvvdp_map_comes_with_its_metric() {
+    let c = case("coffee-crf42");
+    let run = run_map(gst_video::VideoFormat::I420, &c, "metrics=cvvdp map=cvvdp");
+    run.expect_ok();
+    let info = gst_video::VideoInfo::from_caps(run.out_caps.as_ref().unwrap()).unwrap();
+    assert_eq!(info.format(), gst_video::VideoFormat::Gray16Le);
+    for (f, record) in run.frames.iter().enumerate() {
+        let data = run.out[f].map_readable().unwrap();
+        let mut brightest = 0u16;
+        for y in 0..info.height() as usize {
+            for x in 0..info.width() as usize {
+                let at = y * info.stride()[0] as usize + 2 * x;
+                brightest = brightest.max(u16::from_le_bytes([data[at], data[at + 1]]));
+            }
+        }
+        let peak = record
+            .get("cvvdp-peak")
+            .expect("the map's peak in the record");
+        assert!(peak > 0.0, "{peak}");
+        assert_eq!(
+            brightest,
+            gray16(MapKind::Cvvdp, peak as f32, 255.0),
+            "{peak}"
+        );
+        assert!(record.get("cvvdp").is_some());
+    }
+    let refused = run_map(gst_video::VideoFormat::I420, &c, "map=cvvdp");
+    let (message, _) = refused.error.expect("an error");
+    assert!(message.contains("add cvvdp"), "{message}");
+}
+
 /// The map's statistics in each record (and so in the meta, the stats file and alerts):
 /// `ssim-peak` (its lowest value), where it is, and `ssim-area`, the share of pixels below
 /// `map-threshold`; an alert rule may watch them.

@@ -369,11 +369,61 @@ def rgb_cases():
     return out
 
 
+HEATMAP_CASES = [
+    # name, width, height, frames, fps, display
+    ("rgb_48x40_heat", 48, 40, 4, 30.0, "standard_fhd"),
+    ("rgb_37x29_heat", 37, 29, 3, 24.0, "standard_4k"),
+]
+
+
+def heatmaps():
+    """The `raw` heat map (`heatmap="raw"`) of the RGB clips, every frame, in float32: the
+    reference stores it as float16, so the float32 blocks are caught as
+    `process_block_of_frames` returns them."""
+    import torch
+    import pycvvdp
+
+    out = []
+    for name, w, h, n, fps, display in HEATMAP_CASES:
+        ref = np.stack([rgb_frame(w, h, t, False) for t in range(n)])
+        dist = np.stack([rgb_frame(w, h, t, True) for t in range(n)])
+        metric = pycvvdp.cvvdp(display_name=display, device=torch.device("cpu"), quiet=True,
+                               heatmap="raw")
+        blocks = []
+        process = metric.process_block_of_frames
+
+        def caught(*args, **kwargs):
+            q, block = process(*args, **kwargs)
+            blocks.append(block.detach().float().clone())
+            return q, block
+
+        metric.process_block_of_frames = caught
+        jod, stats = metric.predict(dist, ref, dim_order="FHWC", frames_per_second=fps)
+        maps = torch.cat(blocks, dim=2)[0, 0]  # frames × H × W
+        assert maps.shape == (n, h, w), maps.shape
+        print(f"{name}: {float(jod):.6f} JOD, heat map max {float(maps.max()):.6f}", flush=True)
+        out.append({
+            "name": name, "width": w, "height": h, "frames": n, "fps": fps, "display": display,
+            "jod": float(jod),
+            "maps": [[float(f"{v:.7g}") for v in m.flatten().tolist()] for m in maps],
+        })
+    return out
+
+
 def main():
     import torch
     import pycvvdp
 
     out = sys.argv[1] if len(sys.argv) > 1 else "tests/data/cvvdp/values.json"
+    if len(sys.argv) > 2 and sys.argv[2] == "--only-heatmaps":
+        # Adds or replaces the heat maps alone in an existing file.
+        with open(out) as f:
+            document = json.load(f)
+        document["heatmaps"] = heatmaps()
+        with open(out, "w") as f:
+            json.dump(document, f, indent=1)
+            f.write("\n")
+        return
     results = []
     with tempfile.TemporaryDirectory() as tmp:
         for case in CASES:
@@ -424,6 +474,7 @@ def main():
         "contrasts": contrasts(),
         "maskings": maskings(),
         "poolings": poolings(),
+        "heatmaps": heatmaps(),
     }
     os.makedirs(os.path.dirname(out), exist_ok=True)
     with open(out, "w") as f:

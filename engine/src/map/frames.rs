@@ -60,7 +60,9 @@ pub(crate) unsafe fn of_pair(
         let m = match kind {
             MapKind::SquaredError => squared_error(&a, &b, w, h),
             MapKind::Ssim => ssim::map(&a, &b, w, h, peak),
-            MapKind::Butteraugli => unreachable!("the butteraugli metric makes its map"),
+            MapKind::Butteraugli | MapKind::Cvvdp => {
+                unreachable!("the metric of the same name makes its map")
+            }
         };
         sum = Some(match sum {
             None => m,

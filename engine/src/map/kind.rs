@@ -13,10 +13,18 @@ pub enum MapKind {
     /// libjxl's Butteraugli diffmap (its maximum is the `butteraugli` field), made by the
     /// `butteraugli` metric as it measures the pair.
     Butteraugli,
+    /// ColorVideoVDP's `raw` heat map (1 − JOD/10 per pixel: 0 no visible difference),
+    /// made by the `cvvdp` metric as it measures the pair.
+    Cvvdp,
 }
 
 impl MapKind {
-    pub const ALL: [MapKind; 3] = [MapKind::SquaredError, MapKind::Ssim, MapKind::Butteraugli];
+    pub const ALL: [MapKind; 4] = [
+        MapKind::SquaredError,
+        MapKind::Ssim,
+        MapKind::Butteraugli,
+        MapKind::Cvvdp,
+    ];
 
     /// As users write it (`squared-error`, `ssim`).
     pub fn name(self) -> &'static str {
@@ -24,6 +32,7 @@ impl MapKind {
             MapKind::SquaredError => "squared-error",
             MapKind::Ssim => "ssim",
             MapKind::Butteraugli => "butteraugli",
+            MapKind::Cvvdp => "cvvdp",
         }
     }
 
@@ -44,12 +53,13 @@ impl MapKind {
 
     /// The threshold of `<name>-area` when none is given: squared error (peak / 25)² (a
     /// difference of 4 % of the range), SSIM 0.9 (below), Butteraugli 1.0 (above: a
-    /// difference just noticed).
+    /// difference just noticed), ColorVideoVDP 0.1 (above: one JOD lost there).
     pub fn default_threshold(self, peak: f64) -> f64 {
         match self {
             MapKind::SquaredError => (peak / 25.0).powi(2),
             MapKind::Ssim => 0.9,
             MapKind::Butteraugli => 1.0,
+            MapKind::Cvvdp => 0.1,
         }
     }
 
@@ -61,7 +71,7 @@ impl MapKind {
     /// Whether the map module makes it from the frames ([`of_pair`]); else the metric of
     /// the same name makes it as it measures.
     pub(crate) fn made_from_frames(self) -> bool {
-        !matches!(self, MapKind::Butteraugli)
+        !matches!(self, MapKind::Butteraugli | MapKind::Cvvdp)
     }
 }
 
@@ -89,14 +99,15 @@ const fn stat_fields(
     ]
 }
 
-const fn concat(a: [Field; 4], b: [Field; 4], c: [Field; 4]) -> [Field; 12] {
+const fn concat(a: [Field; 4], b: [Field; 4], c: [Field; 4], d: [Field; 4]) -> [Field; 16] {
     [
-        a[0], a[1], a[2], a[3], b[0], b[1], b[2], b[3], c[0], c[1], c[2], c[3],
+        a[0], a[1], a[2], a[3], b[0], b[1], b[2], b[3], c[0], c[1], c[2], c[3], d[0], d[1], d[2],
+        d[3],
     ]
 }
 
 /// The statistics' fields of every map, in [`MapKind::ALL`]'s order, four each.
-pub static FIELDS: [Field; 12] = concat(
+pub static FIELDS: [Field; 16] = concat(
     stat_fields(
         "squared-error-peak",
         "squared-error-peak-x",
@@ -119,6 +130,14 @@ pub static FIELDS: [Field; 12] = concat(
         "butteraugli-peak-y",
         "butteraugli-area",
         "Butteraugli map peak",
+        false,
+    ),
+    stat_fields(
+        "cvvdp-peak",
+        "cvvdp-peak-x",
+        "cvvdp-peak-y",
+        "cvvdp-area",
+        "ColorVideoVDP heat map peak (1 - JOD/10)",
         false,
     ),
 );

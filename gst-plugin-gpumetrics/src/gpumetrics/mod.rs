@@ -292,6 +292,11 @@ pub enum Map {
         nick = "butteraugli"
     )]
     Butteraugli = 3,
+    #[enum_value(
+        name = "ColorVideoVDP: its raw heat map, 1 - JOD/10 per pixel (with metrics including cvvdp)",
+        nick = "cvvdp"
+    )]
+    Cvvdp = 4,
 }
 
 impl Map {
@@ -303,6 +308,7 @@ impl Map {
             Map::SquaredError => Some(MapKind::SquaredError),
             Map::Ssim => Some(MapKind::Ssim),
             Map::Butteraugli => Some(MapKind::Butteraugli),
+            Map::Cvvdp => Some(MapKind::Cvvdp),
         }
     }
 }

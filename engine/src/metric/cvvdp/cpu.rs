@@ -8,6 +8,7 @@ use super::yuv::{self, Ycbcr};
 use crate::color::{Colorimetry, Matrix, Range};
 use crate::format::{ChannelSpec, ColorFamily, FrameLayout};
 use crate::frame::PlanePtrs;
+use crate::map::{DistortionMap, MapKind};
 use crate::metric::CpuMetric;
 use crate::plan::Plan;
 use crate::scores::{PoolTerms, Scores};
@@ -138,7 +139,20 @@ impl CvvdpCpu {
 impl CpuMetric for CvvdpCpu {
     fn measure(&mut self, plan: &Plan, r: &PlanePtrs, d: &PlanePtrs, scores: &mut Scores) {
         let (test, reference) = (self.dkl(plan, 1, d), self.dkl(plan, 0, r));
-        let step = self.model.push(test, reference);
+        let map = plan.map == Some(MapKind::Cvvdp);
+        let (step, heat) = self.model.push_with_map(test, reference, map);
+        if let Some(values) = heat {
+            let (width, height) = (
+                plan.reference.width as usize,
+                plan.reference.height as usize,
+            );
+            let map = DistortionMap {
+                width,
+                height,
+                values,
+            };
+            scores.set_map(MapKind::Cvvdp, std::sync::Arc::new(map));
+        }
         scores.push(super::FIELD, step.jod as f64);
         scores.push_pool_terms(
             super::FIELD,

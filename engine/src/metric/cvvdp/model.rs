@@ -15,7 +15,7 @@ use super::csf::AtFrequency;
 use super::display::Display;
 use super::masking::{BAND_CHANNELS, band_difference};
 use super::pool;
-use super::pyramid::{CHANNELS, Plane, bands, weber_contrast};
+use super::pyramid::{CHANNELS, Plane, bands, expand, weber_contrast};
 use super::temporal::{filters, parameter};
 
 /// The spatial frequency the reference gives the base band's sensitivity (cycles per
@@ -107,6 +107,8 @@ pub struct FrameDifferences {
     pub q: Vec<Vec<f32>>,
     /// Pooled over bands and channels ([`pool::frame`]).
     pub frame: f32,
+    /// The reference's `raw` heat map of the pair, when asked for ([`Model::push_with_map`]).
+    pub heat: Option<Vec<f32>>,
 }
 
 impl Model {
@@ -171,6 +173,19 @@ impl Model {
     /// Adds the next pair (test, reference): the JOD of every frame so far, and what the
     /// pair adds to the pooling of a span.
     pub fn push(&mut self, test: DklFrame, reference: DklFrame) -> Step {
+        self.push_with_map(test, reference, false).0
+    }
+
+    /// [`Model::push`], and with `map` the pair's distortion map: the reference's `raw`
+    /// heat map of the frame in the video (`heatmap="raw"`: per band the masked
+    /// differences pooled over the channels with their weights, the bands' pyramid
+    /// reconstructed, then 1 − JOD/10 per pixel; 0 is no visible difference).
+    pub fn push_with_map(
+        &mut self,
+        test: DklFrame,
+        reference: DklFrame,
+        map: bool,
+    ) -> (Step, Option<Vec<f32>>) {
         for f in test.iter().chain(&reference) {
             assert_eq!(f.len(), self.width * self.height, "a frame of another size");
         }
@@ -184,8 +199,8 @@ impl Model {
             }
             h.push_back(f);
         }
-        let video = self.video_frame();
-        self.running.push(image, video.frame)
+        let video = self.video_frame(map);
+        (self.running.push(image, video.frame), video.heat)
     }
 
     /// The JOD of the frames pushed so far (10 before any).
@@ -233,11 +248,11 @@ impl Model {
             &zero,
             &zero,
         ];
-        self.differences(channels.map(|c| self.plane(c.clone())), 3)
+        self.differences(channels.map(|c| self.plane(c.clone())), 3, false)
     }
 
     /// The differences of the newest pair in the history, through the temporal filters.
-    fn video_frame(&self) -> FrameDifferences {
+    fn video_frame(&self, heat: bool) -> FrameDifferences {
         use rayon::prelude::*;
         let len = self.taps[0].len();
         let filtered: Vec<Vec<f32>> = (0..CHANNELS)
@@ -264,7 +279,7 @@ impl Model {
         let mut filtered = filtered.into_iter();
         let channels: [Plane; CHANNELS] =
             std::array::from_fn(|_| self.plane(filtered.next().expect("eight channels")));
-        self.differences(channels, BAND_CHANNELS)
+        self.differences(channels, BAND_CHANNELS, heat)
     }
 
     fn plane(&self, data: Vec<f32>) -> Plane {
@@ -273,11 +288,17 @@ impl Model {
 
     /// The differences of `channels` (test and reference interleaved) on every band, for
     /// the first `used` band channels.
-    fn differences(&self, channels: [Plane; CHANNELS], used: usize) -> FrameDifferences {
+    fn differences(
+        &self,
+        channels: [Plane; CHANNELS],
+        used: usize,
+        heat: bool,
+    ) -> FrameDifferences {
         use rayon::prelude::*;
         let pyramid = weber_contrast(&channels, self.levels);
         let bands = pyramid.len();
         let mut q = vec![vec![0f32; bands]; used];
+        let mut heat_bands: Vec<Plane> = Vec::new();
         for (b, band) in pyramid.iter().enumerate() {
             let base = b + 1 == bands;
             let bkg = &band.log_background[1];
@@ -319,8 +340,25 @@ impl Model {
             for (c, plane) in d.iter().enumerate() {
                 q[c][b] = pool::spatial(&plane.data);
             }
+            if heat {
+                // The reference's `set_lband`: the band over its `get_band` factor.
+                heat_bands.push(pool::heat_band(&d, base, mul));
+            }
         }
         let frame = pool::frame(&q);
-        FrameDifferences { q, frame }
+        let heat = heat.then(|| {
+            // Bands from the base up: each expanded to the next finer band's size, added.
+            let mut img = heat_bands.pop().expect("the base band");
+            while let Some(band) = heat_bands.pop() {
+                let up = expand(&img, band.width, band.height);
+                let data = up.data.iter().zip(&band.data).map(|(a, b)| a + b).collect();
+                img = Plane::new(band.width, band.height, data);
+            }
+            img.data
+                .iter()
+                .map(|&v| 1.0 - pool::met2jod(v) / 10.0)
+                .collect()
+        });
+        FrameDifferences { q, frame, heat }
     }
 }

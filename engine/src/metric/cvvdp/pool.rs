@@ -85,6 +85,36 @@ pub fn frame(q: &[Vec<f32>]) -> f32 {
     lp_norm(per_channel, p("beta_tch"), 1.0)
 }
 
+/// One band of the video's `raw` heat map: the band's differences `d` (per channel, the
+/// video's four) weighted per channel (the base band's weights too) and pooled over the
+/// channels (β_tch, not normalised), over the band's `get_band` factor `mul` (the
+/// reference's `set_lband`).
+pub fn heat_band(d: &[super::pyramid::Plane], base: bool, mul: f32) -> super::pyramid::Plane {
+    use rayon::prelude::*;
+    let p = |name: &str| parameter(name)[0] as f32;
+    let chrom = p("ch_chrom_w");
+    let baseband = parameter("baseband_weight");
+    let w: Vec<f32> = [1.0, chrom, chrom, p("ch_trans_w")][..d.len()]
+        .iter()
+        .enumerate()
+        .map(|(c, &w)| if base { w * baseband[c] as f32 } else { w })
+        .collect();
+    let beta = p("beta_tch");
+    let (pow, (width, height)) = (SafePow::new(beta), (d[0].width, d[0].height));
+    let data = (0..width * height)
+        .into_par_iter()
+        .map(|i| {
+            let sum: f32 = d
+                .iter()
+                .zip(&w)
+                .map(|(dc, wc)| pow.of(dc.data[i] * wc))
+                .sum();
+            safe_pow(sum, 1.0 / beta) / mul
+        })
+        .collect();
+    super::pyramid::Plane::new(width, height, data)
+}
+
 /// What a frame adds to the pooling over frames: its [`frame`] value to the power β_t (the
 /// reference's `safe_pow`). Sums of these over a span give its JOD ([`span_jod`]).
 pub fn frame_term(frame: f32) -> f64 {
