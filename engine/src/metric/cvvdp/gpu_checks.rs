@@ -46,11 +46,7 @@ const TOLERANCE: f64 = 1e-3;
 /// sequences longer than the filters (the history ring wraps): 8-bit BT.709 I420 at 30
 /// fps (9 taps, 12 frames) and 10-bit BT.2100 PQ at 60 fps on an odd size (17 taps, 20
 /// frames), each frame's JOD from both backends.
-fn cvvdp_pipeline(
-    _k: &Kernels,
-    _s: &Arc<CudaStream>,
-    r: &mut Rng,
-) -> Result<Outcome, DriverError> {
+fn cvvdp_pipeline(_k: &Kernels, _s: &Arc<CudaStream>, r: &mut Rng) -> Result<Outcome, DriverError> {
     Ok(merge(
         engine_pipeline(r, FLAG, "cvvdp", TOLERANCE, false),
         sequences(r),
@@ -144,7 +140,10 @@ fn sequences(r: &mut Rng) -> Outcome {
                     let (a, b) = (frame(t, false), frame(t, true));
                     let (pa, pb) = (yuv420(&a, wu, hu, bytes), yuv420(&b, wu, hu, bytes));
                     let s = e
-                        .push(&Frame::Host(HostFrame::new(&pa)), &Frame::Host(HostFrame::new(&pb)))
+                        .push(
+                            &Frame::Host(HostFrame::new(&pa)),
+                            &Frame::Host(HostFrame::new(&pb)),
+                        )
                         .map_err(|e| e.to_string())?
                         .ok_or("cvvdp held a pair back")?;
                     Ok(s.get("cvvdp").unwrap_or(f64::NAN))

@@ -215,9 +215,9 @@ pub fn light(d: &Display, v: [f32; 3]) -> [f32; 3] {
             let lo = if black > 0.005 { black } else { 0.005 };
             v.map(|c| (c * exposure).clamp(lo, peak) + refl)
         }
-        EOTF_GAMMA => v.map(|c| {
-            (peak - black) * (powf(c, d.gamma) * exposure).clamp(0.0, 1.0) + black + refl
-        }),
+        EOTF_GAMMA => {
+            v.map(|c| (peak - black) * (powf(c, d.gamma) * exposure).clamp(0.0, 1.0) + black + refl)
+        }
         EOTF_HLG => hlg_to_linear(v, d.gamma, d.hlg_c).map(scaled),
         _ => v.map(|c| scaled(srgb_to_linear(c))),
     }
