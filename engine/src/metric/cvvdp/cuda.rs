@@ -8,16 +8,17 @@
 //!    reference gives a one-frame span): `cvvdp_temporal`, the eight channels of pyramid
 //!    level 0 and the pass's sums cleared; the Gaussian pyramid (`cvvdp_reduce_v`/`_h`);
 //!    each level's next level expanded (`cvvdp_expand_v`/`_h`); per band the weighted
-//!    contrasts (`cvvdp_band`), the masker's blur (`cvvdp_blur_h`/`_v`) and the pooled
-//!    masked differences (`cvvdp_mask`, f64 sums); the base band (`cvvdp_base`);
+//!    contrasts (`cvvdp_band`), the masker's blur along rows (`cvvdp_blur_h`), then along
+//!    columns with the masked differences pooled (`cvvdp_mask`, f64 sums); the base band
+//!    (`cvvdp_base`);
 //! 3. one copy of both passes' sums (`2 · PASS_SUMS` f64), read when the pair completes:
 //!    the pooling over bands, channels and frames ([`Running`]) runs on the host, as on
 //!    the CPU.
 //!
 //! Every buffer is allocated once per plan: the history (2 · 3 · filter-length planes),
-//! both pyramids (8 channels), the band planes at full size (`OUT_PLANES`) and the
-//! scratch of the separable passes: about (6 · taps + 46) · 4 bytes a pixel, 0.45 GB at
-//! 1080p30.
+//! both pyramids (8 channels, with each level's next expanded), the band planes at full
+//! size (`OUT_PLANES`) and the scratch of the separable passes: about (6 · taps + 42) · 4
+//! bytes a pixel, 0.8 GB at 1080p30 (9 taps).
 
 use std::collections::VecDeque;
 
@@ -36,8 +37,8 @@ use crate::metric::CudaMetric;
 use crate::plan::Plan;
 use crate::scores::{PoolTerms, Scores};
 use gpumetrics_kernels::cvvdp::{
-    BAND_CHANNELS, BLOCK, Band, CHANNELS, GRID, MAX_BANDS, OUT_PLANES, PASS_SUMS, Planes,
-    SUM_THREADS, Temporal,
+    BAND_CHANNELS, BLOCK_X, BLOCK_Y, Band, CHANNELS, GRID, MAX_BANDS, OUT_PLANES, PASS_SUMS,
+    Planes, SUM_THREADS, Temporal,
 };
 
 /// The pairs' sums: video pass, then image pass.
@@ -163,8 +164,8 @@ impl CvvdpCuda {
     unsafe fn pass(&self, gpu: &Gpu, image: bool) -> Result<(), DriverError> {
         let (k, stream) = (&gpu.kernels, &gpu.stream);
         let per_pixel = |(w, h): (u32, u32), z: u32| LaunchConfig {
-            grid_dim: (w.div_ceil(BLOCK), h.div_ceil(BLOCK), z),
-            block_dim: (BLOCK, BLOCK, 1),
+            grid_dim: (w.div_ceil(BLOCK_X), h.div_ceil(BLOCK_Y), z),
+            block_dim: (BLOCK_X, BLOCK_Y, 1),
             shared_mem_bytes: 0,
         };
         let sizes = &self.sizes;
@@ -229,11 +230,6 @@ impl CvvdpCuda {
                 sums: sums + (8 * b * BAND_CHANNELS) as u64,
             }
         };
-        let pool = |n: u32| LaunchConfig {
-            grid_dim: (n.div_ceil(SUM_THREADS).clamp(1, 1024), 1, 1),
-            block_dim: (SUM_THREADS, 1, 1),
-            shared_mem_bytes: 0,
-        };
         // SAFETY: as above; the sums hold `PASS_SUMS` values per pass.
         unsafe {
             for (b, &size) in sizes[..levels].iter().enumerate() {
@@ -242,8 +238,7 @@ impl CvvdpCuda {
                 if p.blur != 0 {
                     k.cvvdp_blur_h(stream, per_pixel(size, channels), p)?;
                 }
-                k.cvvdp_blur_v(stream, per_pixel(size, channels), p)?;
-                k.cvvdp_mask(stream, pool(size.0 * size.1), p)?;
+                k.cvvdp_mask(stream, per_pixel(size, 1), p)?;
             }
             let one = LaunchConfig {
                 grid_dim: (1, 1, 1),
@@ -291,8 +286,8 @@ impl CvvdpCuda {
             let at = self.history + (side * self.len as usize + slot as usize) * 3 * n;
             let out = self.planes(at, frame);
             let cfg = LaunchConfig {
-                grid_dim: (frame.0.div_ceil(BLOCK), frame.1.div_ceil(BLOCK), 1),
-                block_dim: (BLOCK, BLOCK, 1),
+                grid_dim: (frame.0.div_ceil(BLOCK_X), frame.1.div_ceil(BLOCK_Y), 1),
+                block_dim: (BLOCK_X, BLOCK_Y, 1),
                 shared_mem_bytes: 0,
             };
             // SAFETY: the frame pointers were validated against the plan's layouts (or are

@@ -27,7 +27,6 @@ pub(crate) const CHECKS: &[(&[&str], Check)] = &[(
         "cvvdp_expand_h",
         "cvvdp_band",
         "cvvdp_blur_h",
-        "cvvdp_blur_v",
         "cvvdp_mask",
         "cvvdp_base",
     ],

@@ -3,9 +3,14 @@
 //! is, per pass (the video pass; the first pair of a sequence also an image pass): each
 //! side to DKL into the history (`cvvdp_dkl`), the temporal filters (`cvvdp_temporal`), the
 //! Gaussian pyramid (`cvvdp_reduce_v`/`_h`) and each level's next expanded
-//! (`cvvdp_expand_v`/`_h`), per band the contrasts (`cvvdp_band`), the masker's blur
-//! (`cvvdp_blur_h`/`_v`) and the masked differences pooled (`cvvdp_mask`), and the base
-//! band (`cvvdp_base`).
+//! (`cvvdp_expand_v`/`_h`), per band the contrasts (`cvvdp_band`), the masker's blur along
+//! rows (`cvvdp_blur_h`), then along columns with the masked differences pooled
+//! (`cvvdp_mask`), and the base band (`cvvdp_base`).
+//!
+//! Per-channel values are indexed by constants (`unroll!` over the channels): an index
+//! known only at run time into a by-value parameter struct makes the compiler copy the
+//! whole struct to local memory per thread (it did: 288 bytes in the column blur, 352 in
+//! the pooling, which took half of a pair's time).
 
 #[cfg(target_arch = "nvptx64")]
 use super::*;
@@ -16,46 +21,43 @@ use gpumetrics_device::math::log10f;
 
 gpumetrics_device::kernel! {
     /// One side's frame to DKL: `out` planes 0..3 (the side's history slot). Block
-    /// (`BLOCK`, `BLOCK`), a thread per pixel.
+    /// (`BLOCK_X`, `BLOCK_Y`), a thread per pixel.
     pub unsafe fn cvvdp_dkl(src: Source, display: Display, out: Planes) => dkl;
 
     /// The temporal filters of one pass into the eight channels of pyramid level 0 (`out`,
     /// test and reference interleaved per band channel), and this pass's pooling sums
-    /// zeroed. Block (`BLOCK`, `BLOCK`), a thread per pixel.
+    /// zeroed. Block (`BLOCK_X`, `BLOCK_Y`), a thread per pixel.
     pub unsafe fn cvvdp_temporal(t: Temporal, out: Planes) => temporal;
 
     /// The vertical half of a reduce: `dst` (the source's width, half its rows rounded up)
-    /// from `src`. Block (`BLOCK`, `BLOCK`), grid.z = planes.
+    /// from `src`. Block (`BLOCK_X`, `BLOCK_Y`), grid.z = planes.
     pub unsafe fn cvvdp_reduce_v(src: Planes, dst: Planes) => reduce_v;
 
     /// The horizontal half of a reduce: `dst` (half the width rounded up) from `src`, the
     /// mirrored terms by the parity of `rows` (the level's rows before the vertical half).
-    /// Block (`BLOCK`, `BLOCK`), grid.z = planes.
+    /// Block (`BLOCK_X`, `BLOCK_Y`), grid.z = planes.
     pub unsafe fn cvvdp_reduce_h(src: Planes, dst: Planes, rows: u32) => reduce_h;
 
     /// The vertical half of an expand: `dst` (the source's width, `dst.height` rows).
-    /// Block (`BLOCK`, `BLOCK`), grid.z = planes.
+    /// Block (`BLOCK_X`, `BLOCK_Y`), grid.z = planes.
     pub unsafe fn cvvdp_expand_v(src: Planes, dst: Planes) => expand_v;
 
-    /// The horizontal half of an expand: `dst` (`dst.width` columns). Block (`BLOCK`,
-    /// `BLOCK`), grid.z = planes.
+    /// The horizontal half of an expand: `dst` (`dst.width` columns). Block (`BLOCK_X`,
+    /// `BLOCK_Y`), grid.z = planes.
     pub unsafe fn cvvdp_expand_h(src: Planes, dst: Planes) => expand_h;
 
-    /// A band's weighted contrasts and their common part (`Band::out`). Block (`BLOCK`,
-    /// `BLOCK`), a thread per pixel.
+    /// A band's weighted contrasts and their common part (`Band::out`). Block (`BLOCK_X`,
+    /// `BLOCK_Y`), a thread per pixel.
     pub unsafe fn cvvdp_band(b: Band) => band;
 
     /// The masker's blur along rows (reflected edges) into the scratch planes. Block
-    /// (`BLOCK`, `BLOCK`), grid.z = channels.
+    /// (`BLOCK_X`, `BLOCK_Y`), grid.z = channels.
     pub unsafe fn cvvdp_blur_h(b: Band) => blur_h;
 
     /// The masker's blur along columns (or none for a band of 6 samples or fewer a side)
-    /// and its power q, into the masker planes. Block (`BLOCK`, `BLOCK`), grid.z =
-    /// channels.
-    pub unsafe fn cvvdp_blur_v(b: Band) => blur_v;
-
-    /// The masked differences of a band, pooled: per channel the sum of `safe_pow(d, β)`
-    /// added to `b.sums`. Block `SUM_THREADS`, any grid (grid-stride over the pixels).
+    /// and its power q per channel, the masked differences, and their `safe_pow(d, β)`
+    /// summed per channel into `b.sums` (one atomic add per block and channel). Block
+    /// (`BLOCK_X`, `BLOCK_Y`), a thread per pixel.
     pub unsafe fn cvvdp_mask(b: Band) => mask;
 
     /// The base band: contrast against each side's mean, the sensitivity at the
@@ -64,7 +66,8 @@ gpumetrics_device::kernel! {
     pub unsafe fn cvvdp_base(b: Band) => base;
 }
 
-/// Block-wide sum of each of `N` f64 values, valid in thread 0 (block of `SUM_THREADS`).
+/// Block-wide sum of each of the four f64 values, valid in thread (0, 0) (a block of
+/// `SUM_THREADS` threads, any shape).
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 unsafe fn block_sums(mut v: [f64; BAND_CHANNELS]) -> [f64; BAND_CHANNELS] {
@@ -77,7 +80,7 @@ unsafe fn block_sums(mut v: [f64; BAND_CHANNELS]) -> [f64; BAND_CHANNELS] {
             delta /= 2;
         }
     }
-    let t = dev::thread_idx_x();
+    let t = dev::thread_idx_y() * dev::block_dim_x() + dev::thread_idx_x();
     let warp = (t / 32) as usize;
     if dev::lane_id() == 0 {
         for (c, x) in v.iter().enumerate() {
@@ -117,7 +120,7 @@ unsafe fn dkl(src: Source, display: Display, out: Planes) {
 unsafe fn temporal(t: Temporal, out: Planes) {
     let (x, y) = (dev::global_idx_x(), dev::global_idx_y());
     if dev::block_idx_x() == 0 && dev::block_idx_y() == 0 {
-        let i = (dev::thread_idx_y() * BLOCK + dev::thread_idx_x()) as usize;
+        let i = (dev::thread_idx_y() * BLOCK_X + dev::thread_idx_x()) as usize;
         if i < PASS_SUMS {
             unsafe { *(t.sums as *mut f64).add(i) = 0.0 };
         }
@@ -258,61 +261,52 @@ unsafe fn blur_h(b: Band) {
     unsafe { o.set(OUT_SCRATCH + c, x, y, s) };
 }
 
-/// The body of the `cvvdp_blur_v` kernel (declared above).
-#[cfg(target_arch = "nvptx64")]
-#[inline(always)]
-unsafe fn blur_v(b: Band) {
-    let (x, y, c) = (dev::global_idx_x(), dev::global_idx_y(), dev::block_idx_z());
-    let o = &b.out;
-    if x >= o.width || y >= o.height || c >= b.channels {
-        return;
-    }
-    let m = if b.blur != 0 {
-        let mut s = 0f32;
-        for (t, kt) in b.blur_taps.iter().enumerate() {
-            let yy = reflect(y as i32 + t as i32 - BLUR_RADIUS, o.height);
-            s += kt * unsafe { o.at(OUT_SCRATCH + c, x, yy) };
-        }
-        s
-    } else {
-        unsafe { o.at(OUT_COMMON + c, x, y) }
-    };
-    unsafe { o.set(OUT_MASKER + c, x, y, masker(&b.masking, c as usize, m)) };
-}
-
 /// The body of the `cvvdp_mask` kernel (declared above).
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 unsafe fn mask(b: Band) {
+    let (x, y) = (dev::global_idx_x(), dev::global_idx_y());
     let o = &b.out;
-    let n = o.width * o.height;
-    let channels = (b.channels as usize).min(BAND_CHANNELS);
     let k = &b.masking;
+    let channels = (b.channels as usize).min(BAND_CHANNELS);
     let mut acc = [0f64; BAND_CHANNELS];
-    let mut i = dev::block_idx_x() * SUM_THREADS + dev::thread_idx_x();
-    while i < n {
-        let (x, y) = (i % o.width, i / o.width);
+    if x < o.width && y < o.height {
         let mut mq = [0f32; BAND_CHANNELS];
-        for (c, m) in mq.iter_mut().enumerate().take(channels) {
-            *m = unsafe { o.at(OUT_MASKER + c as u32, x, y) };
-        }
-        for (c, a) in acc.iter_mut().enumerate().take(channels) {
-            let (t, r) = unsafe {
-                (
-                    o.at(OUT_TEST + c as u32, x, y),
-                    o.at(OUT_REFERENCE + c as u32, x, y),
-                )
-            };
-            let d = difference(k, c, t, r, &mq, channels);
-            *a += safe_pow(d, k.beta, k.beta_eps) as f64;
-        }
-        i += dev::grid_dim_x() * SUM_THREADS;
+        unroll!(c in [0 1 2 3] {
+            if c < channels {
+                let m = if b.blur != 0 {
+                    let mut s = 0f32;
+                    for (t, kt) in b.blur_taps.iter().enumerate() {
+                        let yy = reflect(y as i32 + t as i32 - BLUR_RADIUS, o.height);
+                        s += kt * unsafe { o.at(OUT_SCRATCH + c as u32, x, yy) };
+                    }
+                    s
+                } else {
+                    unsafe { o.at(OUT_COMMON + c as u32, x, y) }
+                };
+                mq[c] = masker(k, c, m);
+            }
+        });
+        unroll!(c in [0 1 2 3] {
+            if c < channels {
+                let (t, r) = unsafe {
+                    (
+                        o.at(OUT_TEST + c as u32, x, y),
+                        o.at(OUT_REFERENCE + c as u32, x, y),
+                    )
+                };
+                let d = difference(k, c, t, r, &mq, channels);
+                acc[c] = safe_pow(d, k.beta, k.beta_eps) as f64;
+            }
+        });
     }
     let total = unsafe { block_sums(acc) };
-    if dev::thread_idx_x() == 0 {
-        for (c, v) in total.iter().enumerate().take(channels) {
-            unsafe { dev::atomic_add_f64((b.sums as *mut f64).add(c), *v) };
-        }
+    if dev::thread_idx_x() == 0 && dev::thread_idx_y() == 0 {
+        unroll!(c in [0 1 2 3] {
+            if c < channels {
+                unsafe { dev::atomic_add_f64((b.sums as *mut f64).add(c), total[c]) };
+            }
+        });
     }
 }
 
@@ -334,33 +328,39 @@ unsafe fn base(b: Band) {
         unsafe { CVVDP_MEANS.write(t as usize, sum / n as f32) };
     }
     unsafe { dev::sync_threads() };
-    let mean = [0, 1].map(|side| unsafe { CVVDP_MEANS.read(side) });
-    let log_bkg = log10f(mean[1]);
+    let (mean_t, mean_r) = unsafe { (CVVDP_MEANS.read(0), CVVDP_MEANS.read(1)) };
+    let log_bkg = log10f(mean_r);
     let csf = b.csf as *const f32;
     let mut s = [0f32; BAND_CHANNELS];
-    for (c, s) in s.iter_mut().enumerate().take(channels) {
-        let row = |i: usize| unsafe { *csf.add(c * GRID + i) };
-        *s = sensitivity(row, b.l0, b.l_last, log_bkg) * b.gain;
-    }
+    unroll!(c in [0 1 2 3] {
+        if c < channels {
+            let row = |i: usize| unsafe { *csf.add(c * GRID + i) };
+            s[c] = sensitivity(row, b.l0, b.l_last, log_bkg) * b.gain;
+        }
+    });
     let k = &b.masking;
     let mut acc = [0f64; BAND_CHANNELS];
     let mut i = t;
     while i < n {
         let (x, y) = (i % g.width, i / g.width);
-        for (c, a) in acc.iter_mut().enumerate().take(channels) {
-            let contrast = |side: u32| {
-                let v = unsafe { g.at(2 * c as u32 + side, x, y) };
-                (v / mean[side as usize]).min(1000.0)
-            };
-            let d = (contrast(0) - contrast(1)).abs() * s[c];
-            *a += safe_pow(d, k.beta, k.beta_eps) as f64;
-        }
+        unroll!(c in [0 1 2 3] {
+            if c < channels {
+                let contrast = |side: u32, mean: f32| {
+                    let v = unsafe { g.at(2 * c as u32 + side, x, y) };
+                    (v / mean).min(1000.0)
+                };
+                let d = (contrast(0, mean_t) - contrast(1, mean_r)).abs() * s[c];
+                acc[c] += safe_pow(d, k.beta, k.beta_eps) as f64;
+            }
+        });
         i += SUM_THREADS;
     }
     let total = unsafe { block_sums(acc) };
     if t == 0 {
-        for (c, v) in total.iter().enumerate().take(channels) {
-            unsafe { *(b.sums as *mut f64).add(c) = *v };
-        }
+        unroll!(c in [0 1 2 3] {
+            if c < channels {
+                unsafe { *(b.sums as *mut f64).add(c) = total[c] };
+            }
+        });
     }
 }

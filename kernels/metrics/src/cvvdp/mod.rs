@@ -13,8 +13,9 @@ mod kernels;
 use crate::channel::{Channel, load};
 use gpumetrics_device::math::{expf, powf, trunc_i32};
 
-/// Threads of the per-pixel kernels: `BLOCK`×`BLOCK`.
-pub const BLOCK: u32 = 16;
+/// Threads of the per-pixel kernels: `BLOCK_X`×`BLOCK_Y` (a warp reads 128 bytes of a row).
+pub const BLOCK_X: u32 = 32;
+pub const BLOCK_Y: u32 = 8;
 /// Threads of the kernels that pool a band's samples (a grid-stride loop, f64 sums).
 pub const SUM_THREADS: u32 = 256;
 /// Channels of a band: sustained Y, RG, VY and transient Y.
@@ -356,8 +357,13 @@ pub fn difference(
     channels: usize,
 ) -> f32 {
     let mut m = 0f32;
-    for (i, v) in mq.iter().enumerate().take(channels) {
-        m += v * k.xcm[i * BAND_CHANNELS + c];
+    // A loop of constant length: with `c` constant too (the kernels unroll their channels)
+    // every index is, and nothing goes through local memory.
+    #[allow(clippy::needless_range_loop)]
+    for i in 0..BAND_CHANNELS {
+        if i < channels {
+            m += mq[i] * k.xcm[i * BAND_CHANNELS + c];
+        }
     }
     let du = safe_pow((t - r).abs(), k.p, k.p_eps) / (1.0 + m);
     k.d_max * du / (k.d_max + du)
@@ -428,8 +434,8 @@ pub struct Band {
     pub g: Planes,
     pub ex: Planes,
     /// Outputs: the weighted contrasts of the test (planes 0..4) and the reference
-    /// (4..8), the common contrast (8..12); then the blur's scratch (12..16) and the
-    /// maskers (16..20). All of this level's size.
+    /// (4..8), the common contrast (8..12); then the blur's scratch (12..16). All of this
+    /// level's size.
     pub out: Planes,
     /// The log sensitivities of the band's channels, `[channel][GRID]`.
     pub csf: u64,
@@ -456,9 +462,8 @@ pub const OUT_TEST: u32 = 0;
 pub const OUT_REFERENCE: u32 = 4;
 pub const OUT_COMMON: u32 = 8;
 pub const OUT_SCRATCH: u32 = 12;
-pub const OUT_MASKER: u32 = 16;
 /// Planes of `Band::out`.
-pub const OUT_PLANES: u32 = 20;
+pub const OUT_PLANES: u32 = 16;
 
 /// Reflects index `i` into 0..n without repeating the edge (torch's `reflect` padding).
 #[inline(always)]
