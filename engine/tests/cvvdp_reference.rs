@@ -1,9 +1,11 @@
-//! ColorVideoVDP 0.5.7 (gfxdisp/ColorVideoVDP), the reference of the coming `cvvdp` metric:
+//! ColorVideoVDP 0.5.7 (gfxdisp/ColorVideoVDP), the reference of the `cvvdp` metric:
 //! the values it gave (tests/data/cvvdp/values.json, made by scripts/cvvdp-reference.sh,
 //! which runs tests/cvvdp/generate.py in a virtual environment with `cvvdp==0.5.7`) and the
 //! clips it measured, made again here from the same integer formulas. That the bytes are
 //! the generator's (FNV-1a of each clip, recorded by it) is what lets the metric be checked
 //! against the recorded JOD without torch.
+
+mod common;
 
 use serde_json::Value;
 
@@ -848,23 +850,7 @@ fn engine_on(backend: gpumetrics_engine::BackendChoice) {
                     s.iter().map(|&v| v as u8).collect()
                 }
             },
-            |data| {
-                let (y, c) = (w * h * bytes, cw * ch * bytes);
-                vec![
-                    Plane {
-                        data: &data[..y],
-                        stride: w * bytes,
-                    },
-                    Plane {
-                        data: &data[y..y + c],
-                        stride: cw * bytes,
-                    },
-                    Plane {
-                        data: &data[y + c..],
-                        stride: cw * bytes,
-                    },
-                ]
-            },
+            |data| common::images::ycbcr_planes(data, w, h, (cw, ch), bytes),
         );
         check(
             c["name"].as_str().unwrap(),

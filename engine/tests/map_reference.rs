@@ -5,6 +5,8 @@
 //! every recorded pixel (its reflected border, its corners and pixels inside) and its mean
 //! is the SSIM scikit-image returns; the squared-error map's sum and maximum are NumPy's.
 
+mod common;
+
 use gpumetrics_engine::map::{self, ssim};
 use serde_json::Value;
 
@@ -87,22 +89,7 @@ fn planes(
     if gray {
         return vec![Plane { data, stride: w }];
     }
-    let (cw, ch) = (w.div_ceil(2), h.div_ceil(2));
-    let (y, c) = (w * h * bytes, cw * ch * bytes);
-    vec![
-        Plane {
-            data: &data[..y],
-            stride: w * bytes,
-        },
-        Plane {
-            data: &data[y..y + c],
-            stride: cw * bytes,
-        },
-        Plane {
-            data: &data[y + c..],
-            stride: cw * bytes,
-        },
-    ]
+    common::images::ycbcr_planes(data, w, h, (w.div_ceil(2), h.div_ceil(2)), bytes)
 }
 
 /// The engine's maps (`EngineBuilder::map`) on the same pairs as frames of their formats

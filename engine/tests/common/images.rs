@@ -91,6 +91,32 @@ fn encoded(w: u32, h: u32, codec: &str, enc_fmt: &str, crf: u32, pix_fmt: &str) 
     raw_frame(&f, &vf)
 }
 
+/// The Y′, Cb and Cr planes of a planar frame laid out one after the other without
+/// padding: luma `w`×`h`, chroma `chroma` (width, height), `bytes` per sample.
+pub fn ycbcr_planes(
+    data: &[u8],
+    w: usize,
+    h: usize,
+    (cw, ch): (usize, usize),
+    bytes: usize,
+) -> Vec<Plane<'_>> {
+    let (y, c) = (w * h * bytes, cw * ch * bytes);
+    vec![
+        Plane {
+            data: &data[..y],
+            stride: w * bytes,
+        },
+        Plane {
+            data: &data[y..y + c],
+            stride: cw * bytes,
+        },
+        Plane {
+            data: &data[y + c..],
+            stride: cw * bytes,
+        },
+    ]
+}
+
 /// Planes of a raw frame of `format` as ffmpeg writes it (no padding).
 pub fn planes(format: PixelFormat, w: u32, h: u32, data: &[u8]) -> Vec<Plane<'_>> {
     let (w, h) = (w as usize, h as usize);

@@ -11,7 +11,7 @@ use crate::frame::PlanePtrs;
 use crate::map::{DistortionMap, MapKind};
 use crate::metric::CpuMetric;
 use crate::plan::Plan;
-use crate::scores::{PoolTerms, Scores};
+use crate::scores::Scores;
 use gpumetrics_kernels::cvvdp::{self, Source};
 
 pub(super) struct CvvdpCpu {
@@ -153,14 +153,6 @@ impl CpuMetric for CvvdpCpu {
             };
             scores.set_map(MapKind::Cvvdp, std::sync::Arc::new(map));
         }
-        scores.push(super::FIELD, step.jod as f64);
-        scores.push_pool_terms(
-            super::FIELD,
-            PoolTerms::Cvvdp {
-                sum: step.term,
-                frames: 1,
-                image: step.image.map_or(f64::NAN, f64::from),
-            },
-        );
+        super::push(&step, scores);
     }
 }

@@ -35,7 +35,7 @@ use crate::format::ChannelSpec;
 use crate::frame::PlanePtrs;
 use crate::metric::CudaMetric;
 use crate::plan::Plan;
-use crate::scores::{PoolTerms, Scores};
+use crate::scores::Scores;
 use gpumetrics_kernels::cvvdp::{
     BAND_CHANNELS, BLOCK_X, BLOCK_Y, Band, CHANNELS, GRID, MAX_BANDS, OUT_PLANES, PASS_SUMS,
     Planes, SUM_THREADS, Temporal,
@@ -376,15 +376,7 @@ impl CudaMetric for CvvdpCuda {
         let video = self.frame(&sums[..PASS_SUMS], BAND_CHANNELS);
         let image = first.then(|| self.frame(&sums[PASS_SUMS..], 3));
         let step = self.running.push(image, video);
-        scores.push(super::FIELD, step.jod as f64);
-        scores.push_pool_terms(
-            super::FIELD,
-            PoolTerms::Cvvdp {
-                sum: step.term,
-                frames: 1,
-                image: step.image.map_or(f64::NAN, f64::from),
-            },
-        );
+        super::push(&step, scores);
         Ok(())
     }
 }

@@ -9,10 +9,10 @@ use gpumetrics_engine::cuda::Kernels;
 use gpumetrics_engine::metric::cvvdp::FLAG;
 use gpumetrics_engine::{
     BackendChoice, Colorimetry, Engine, EngineConfig, Frame, FrameLayout, HostFrame, Matrix,
-    Options, PixelFormat, Plane, Primaries, Transfer,
+    Options, PixelFormat, Primaries, Transfer,
 };
 
-use crate::common::Rng;
+use crate::common::{self, Rng};
 use crate::engine::{engine_pipeline, merge};
 use crate::{Check, Outcome};
 
@@ -137,7 +137,8 @@ fn sequences(r: &mut Rng) -> Outcome {
             (0..frames)
                 .map(|t| {
                     let (a, b) = (frame(t, false), frame(t, true));
-                    let (pa, pb) = (yuv420(&a, wu, hu, bytes), yuv420(&b, wu, hu, bytes));
+                    let planes = |d| common::images::ycbcr_planes(d, wu, hu, (cw, ch), bytes);
+                    let (pa, pb) = (planes(&a), planes(&b));
                     let s = e
                         .push(
                             &Frame::Host(HostFrame::new(&pa)),
@@ -170,24 +171,4 @@ fn sequences(r: &mut Rng) -> Outcome {
         }
     }
     out
-}
-
-/// The planes of a 4:2:0 frame of `w`×`h`, `bytes` per sample, laid out Y, Cb, Cr.
-fn yuv420(data: &[u8], w: usize, h: usize, bytes: usize) -> Vec<Plane<'_>> {
-    let (cw, ch) = (w.div_ceil(2), h.div_ceil(2));
-    let (y, c) = (w * h * bytes, cw * ch * bytes);
-    vec![
-        Plane {
-            data: &data[..y],
-            stride: w * bytes,
-        },
-        Plane {
-            data: &data[y..y + c],
-            stride: cw * bytes,
-        },
-        Plane {
-            data: &data[y + c..],
-            stride: cw * bytes,
-        },
-    ]
 }

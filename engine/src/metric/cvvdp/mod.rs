@@ -288,3 +288,16 @@ fn notes(s: &Setup) -> Vec<String> {
     ));
     out
 }
+
+/// A pair's field and its terms of the pooling over a span (both backends).
+fn push(step: &model::Step, scores: &mut crate::scores::Scores) {
+    scores.push(FIELD, step.jod as f64);
+    scores.push_pool_terms(
+        FIELD,
+        crate::scores::PoolTerms::Cvvdp {
+            sum: step.term,
+            frames: 1,
+            image: step.image.map_or(f64::NAN, f64::from),
+        },
+    );
+}
