@@ -1516,6 +1516,62 @@ fn map_files_hold_each_pairs_exact_map() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("give REF and DIST"));
 }
 
+/// `--map cvvdp:DIR` with `--metrics cvvdp`: ColorVideoVDP's heat map per measured pair,
+/// whose largest value is the record's `cvvdp-peak` at `cvvdp-peak-x/-y`; without the
+/// metric, a clear refusal.
+#[test]
+fn cvvdp_map_files_hold_the_heat_map_of_each_pair() {
+    let c = clips();
+    let dir = tempfile::tempdir().unwrap();
+    let maps = dir.path().join("maps");
+    let (out, _) = run_ok(&[
+        &c.get("ref.mp4"),
+        &c.get("dist.mp4"),
+        "--metrics",
+        "cvvdp",
+        "--map",
+        &format!("cvvdp:{}", maps.display()),
+        "--frames",
+        "3",
+        "--format",
+        "jsonl",
+    ]);
+    let records: Vec<Value> = out
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|l| l["type"] == "frame")
+        .collect();
+    assert_eq!(records.len(), 3);
+    for r in &records {
+        let frame = r["frame"].as_u64().unwrap();
+        let (w, h, m) = read_pfm(&maps.join(format!("cvvdp-{frame:06}.pfm")));
+        assert_eq!((w, h), (320, 180));
+        assert!(m.iter().all(|v| v.is_finite() && *v >= 0.0));
+        let (at, peak) = m
+            .iter()
+            .enumerate()
+            .fold((0, f32::MIN), |b, (i, &v)| if v > b.1 { (i, v) } else { b });
+        let want = r["cvvdp-peak"].as_f64().unwrap();
+        assert!(
+            (peak as f64 - want).abs() <= 1e-6 * want.abs(),
+            "{peak} vs {want}"
+        );
+        assert_eq!(at % w, r["cvvdp-peak-x"].as_f64().unwrap() as usize);
+        assert_eq!(at / w, r["cvvdp-peak-y"].as_f64().unwrap() as usize);
+    }
+    let out = gpumetrics(&[
+        &c.get("ref.mp4"),
+        &c.get("dist.mp4"),
+        "--map",
+        &format!("cvvdp:{}", maps.display()),
+    ])
+    .output()
+    .unwrap();
+    assert_ne!(out.status.code(), Some(0));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("add cvvdp to the metrics"), "{err}");
+}
+
 /// `--map-video ssim:FILE.mkv`: the heat-map frames encoded to a file that decodes, one
 /// frame per measured pair; with a different `--map` NAME, a usage error.
 #[test]
