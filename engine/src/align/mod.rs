@@ -22,8 +22,11 @@
 //! when half of the last [`WINDOW`] pairs are such misfits or far worse than the lock's
 //! usual cost (a splice), or when over them an offset a frame or two away fits twice as
 //! well (drift). A jump of more than [`NEAR`] frames is measured against the old offset
-//! until that (at most [`WINDOW`]/2 pairs). The search then starts over on the frames
-//! that follow, and locks again without a restart.
+//! until that (at most [`WINDOW`]/2 pairs). When the misfits that ended the lock agree on
+//! one offset up to [`NEAR`] frames away, it locks there at once (no search): a
+//! live input whose arrival jumps by a frame (a sender's hiccup under load) loses only
+//! those misfits. Otherwise the search starts over on the frames that follow, and locks
+//! again without a restart.
 //!
 //! Memory: while searching, the reference frames of the last `range` are held (their
 //! buffers: 5 s at 30 frames/s is 150 frames); once locked only those that a later
@@ -430,7 +433,13 @@ impl<B: Clone> Aligner<B> {
                         distorted_time: w.running_time,
                     });
                 }
-                _ => steps.push(Step::UnmatchedDistorted {
+                // Its partner's buffer was let go before a relock moved the offset back to
+                // it: the frame cannot be measured, but a reference frame shows it.
+                Some(_) => steps.push(Step::Unaligned {
+                    buffer: w.buffer,
+                    running_time: w.running_time,
+                }),
+                None => steps.push(Step::UnmatchedDistorted {
                     buffer: w.buffer,
                     running_time: w.running_time,
                 }),
@@ -520,7 +529,12 @@ impl<B: Clone> Aligner<B> {
             }
         }
         if bad * 2 >= WINDOW || (full && nearby.is_finite() && nearby < MISFIT * own) {
+            let moved = moved_by(lock)
+                .map(|(k, cost, confidence)| (lock.offset + k * frame, cost, confidence));
             self.lose(steps, w.running_time);
+            if let Some((offset, baseline, confidence)) = moved {
+                self.relock(steps, offset, baseline, confidence, w.running_time);
+            }
             return false;
         } else if w.running_time >= lock.reported + SEARCH_REPORT {
             lock.reported = w.running_time;
@@ -528,6 +542,33 @@ impl<B: Clone> Aligner<B> {
             steps.push(Step::Change(change));
         }
         !misfit
+    }
+
+    /// Locks again at once at `offset`, where the misfits before the loss agreed the
+    /// content moved (a live input's arrival jumped a frame or a few): no search, whose
+    /// frames would pass unmeasured.
+    fn relock(
+        &mut self,
+        steps: &mut Vec<Step<B>>,
+        offset: i64,
+        baseline: f32,
+        confidence: f64,
+        time: u64,
+    ) {
+        self.locks += 1;
+        self.lost = false;
+        self.candidate = None;
+        self.lock = Some(Lock {
+            offset,
+            times: VecDeque::new(),
+            baseline,
+            checks: VecDeque::new(),
+            misfits: VecDeque::new(),
+            confidence,
+            reported: time,
+        });
+        let change = self.change(AlignState::Locked, time);
+        steps.push(Step::Change(change));
     }
 
     fn change(&self, state: AlignState, time: u64) -> Change {
@@ -704,6 +745,38 @@ fn nearest<B>(refs: &VecDeque<Reference<B>>, frame: u64, time: i64) -> Option<us
         .filter(|&(_, d)| d <= half)
         .min_by_key(|&(_, d)| d)
         .map(|(j, _)| j)
+}
+
+/// Where the content moved, when the misfits that end a lock agree: over the trailing run
+/// of misfit pairs (at least a quarter of [`WINDOW`]), the nearby offset (in frames from
+/// the lock's) whose summed cost is the lowest, if every pair of the run has a cost there
+/// and it is under [`MISFIT`] times the lock's own; with its mean cost and a confidence
+/// (1 − its cost over the lock's).
+fn moved_by(lock: &Lock) -> Option<(i64, f32, f64)> {
+    let run = lock.misfits.iter().rev().take_while(|m| **m).count();
+    if run < WINDOW / 4 {
+        return None;
+    }
+    let recent: Vec<&[f32; (2 * NEAR + 1) as usize]> = lock.checks.iter().rev().take(run).collect();
+    let sum = |k: usize| -> Option<f32> {
+        recent
+            .iter()
+            .map(|c| c[k])
+            .try_fold(0f32, |s, v| (!v.is_nan()).then_some(s + v))
+    };
+    let own = sum(NEAR as usize)?;
+    let (k, best) = (0..(2 * NEAR + 1) as usize)
+        .filter(|&k| k != NEAR as usize)
+        .filter_map(|k| Some((k, sum(k)?)))
+        .min_by(|a, b| a.1.total_cmp(&b.1))?;
+    (best < MISFIT * own).then(|| {
+        let confidence = if own > 0.0 {
+            (1.0 - best / own).clamp(0.0, 1.0) as f64
+        } else {
+            0.0
+        };
+        (k as i64 - NEAR, best / run as f32, confidence)
+    })
 }
 
 /// The median of `v` (the upper one of an even count).

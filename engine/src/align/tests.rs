@@ -267,3 +267,48 @@ fn memory_follows_the_offset_once_locked() {
     // About the offset's worth (10 frames) and the frame in between.
     assert!(most_locked <= 12, "{most_locked}");
 }
+
+#[test]
+fn a_live_input_arriving_a_frame_later_relocks_at_once_without_a_search() {
+    // Distorted: 40 frames late; from frame 200 on it arrives one frame later still (a
+    // sender's hiccup: the content goes on, its times jump by a frame).
+    let delay = 1_600_000_000;
+    let mut frames = references(400, 0);
+    frames.extend((0..360u64).map(|i| At {
+        time: delay + i * T + if i >= 200 { T } else { 0 },
+        shows: i,
+        reference: false,
+    }));
+    let steps = run(&mut frames, 5_000_000_000, noisy);
+    let c = changes(&steps);
+    let states: Vec<AlignState> = c
+        .iter()
+        .map(|c| c.state)
+        .filter(|s| *s != AlignState::Locked)
+        .collect();
+    assert_eq!(states, [AlignState::Lost], "{c:?}");
+    let last = c.last().unwrap();
+    assert_eq!(last.state, AlignState::Locked);
+    assert_eq!(last.offset, Some(delay as i64 + T as i64));
+    // No search between the loss and the new lock.
+    let lost_at = steps
+        .iter()
+        .position(|s| matches!(s, Step::Change(c) if c.state == AlignState::Lost))
+        .unwrap();
+    assert!(
+        matches!(&steps[lost_at + 1], Step::Change(c) if c.state == AlignState::Locked),
+        "{:?}",
+        &steps[lost_at + 1..lost_at + 3]
+    );
+    // Only the misfits before the loss (and the first lock's search) go unmeasured.
+    let unaligned_after_lock = steps
+        .iter()
+        .skip_while(|s| !matches!(s, Step::Change(c) if c.state == AlignState::Locked))
+        .filter(|s| matches!(s, Step::Unaligned { .. }))
+        .count();
+    assert!(
+        unaligned_after_lock <= WINDOW / 2 + 2,
+        "{unaligned_after_lock}"
+    );
+    assert!(pairs_match(&steps) > 360 - 2 * WINDOW - CONFIRM as usize - 12);
+}
