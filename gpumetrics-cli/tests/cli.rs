@@ -1483,11 +1483,7 @@ fn map_files_hold_each_pairs_exact_map() {
         "--format",
         "jsonl",
     ]);
-    let records: Vec<Value> = out
-        .lines()
-        .map(|l| serde_json::from_str::<Value>(l).unwrap())
-        .filter(|l| l["type"] == "frame")
-        .collect();
+    let records = common::frame_records(&out);
     assert_eq!(records.len(), 3);
     for r in &records {
         let frame = r["frame"].as_u64().unwrap();
@@ -1536,11 +1532,7 @@ fn cvvdp_map_files_hold_the_heat_map_of_each_pair() {
         "--format",
         "jsonl",
     ]);
-    let records: Vec<Value> = out
-        .lines()
-        .map(|l| serde_json::from_str::<Value>(l).unwrap())
-        .filter(|l| l["type"] == "frame")
-        .collect();
+    let records = common::frame_records(&out);
     assert_eq!(records.len(), 3);
     for r in &records {
         let frame = r["frame"].as_u64().unwrap();
@@ -1589,18 +1581,7 @@ fn map_video_writes_a_heat_map_video() {
         "--frames",
         "6",
     ]);
-    let decoded = std::process::Command::new("ffmpeg")
-        .args(["-v", "error", "-i"])
-        .arg(&video)
-        .args(["-f", "rawvideo", "-pix_fmt", "rgb24", "-"])
-        .output()
-        .expect("ffmpeg runs (scripts/setup-deps.sh installs it)");
-    assert!(
-        decoded.status.success(),
-        "{}",
-        String::from_utf8_lossy(&decoded.stderr)
-    );
-    let decoded = decoded.stdout;
+    let decoded = common::decode_rgb24(&video);
     let frame = 320 * 180 * 3;
     assert!(
         !decoded.is_empty() && decoded.len().is_multiple_of(frame) && decoded.len() / frame >= 6,

@@ -6,6 +6,8 @@
 //! summary; grafana-dashboard.json is a dashboard whose queries use only the series the
 //! element's Prometheus exporter serves.
 
+mod common;
+
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -543,22 +545,12 @@ fn heatmap_sh_writes_a_video_that_decodes() {
         String::from_utf8_lossy(&run.stderr)
     );
     // Decode it to raw frames with FFmpeg: 12 frames of 320x240.
-    let decoded = Command::new("ffmpeg")
-        .args(["-v", "error", "-i"])
-        .arg(&out)
-        .args(["-f", "rawvideo", "-pix_fmt", "rgb24", "-"])
-        .output()
-        .expect("ffmpeg runs (scripts/setup-deps.sh installs it)");
-    assert!(
-        decoded.status.success(),
-        "{}",
-        String::from_utf8_lossy(&decoded.stderr)
-    );
+    let decoded = common::decode_rgb24(&out);
     let frame = 320 * 240 * 3;
-    assert_eq!(decoded.stdout.len(), 12 * frame);
+    assert_eq!(decoded.len(), 12 * frame);
     // The SMPTE bars' bottom-right noise, which the JPEG smears, is tinted by the map: its
     // pixels are greener on average than its grey noise would be.
-    let f = &decoded.stdout[..frame];
+    let f = &decoded[..frame];
     let (mut g, mut rb) = (0u64, 0u64);
     for y in 190..240 {
         for x in 250..320 {

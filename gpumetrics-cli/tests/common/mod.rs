@@ -35,6 +35,32 @@ pub fn ffmpeg(args: &[&str]) {
     );
 }
 
+/// A video file decoded by Debian's `ffmpeg` to packed 8-bit RGB frames, one after the
+/// other; panics with its stderr when it does not decode.
+pub fn decode_rgb24(path: &std::path::Path) -> Vec<u8> {
+    let out = StdCommand::new("ffmpeg")
+        .args(["-v", "error", "-i"])
+        .arg(path)
+        .args(["-f", "rawvideo", "-pix_fmt", "rgb24", "-"])
+        .output()
+        .expect("ffmpeg runs (scripts/setup-deps.sh installs it)");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
+/// The `frame` records of the command's `--format jsonl` output.
+pub fn frame_records(jsonl: &str) -> Vec<serde_json::Value> {
+    jsonl
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|l| l["type"] == "frame")
+        .collect()
+}
+
 /// The built `gpumetrics` command on the CPU backend with `args`.
 pub fn gpumetrics(args: &[&str]) -> Command {
     let mut cmd = Command::cargo_bin("gpumetrics").unwrap();

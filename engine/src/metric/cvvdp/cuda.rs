@@ -37,8 +37,8 @@ use crate::metric::CudaMetric;
 use crate::plan::Plan;
 use crate::scores::Scores;
 use gpumetrics_kernels::cvvdp::{
-    BAND_CHANNELS, BLOCK_X, BLOCK_Y, Band, CHANNELS, GRID, MAX_BANDS, OUT_PLANES, PASS_SUMS,
-    Planes, SUM_THREADS, Temporal,
+    BAND_CHANNELS, BLOCK_X, BLOCK_Y, BLUR_TAPS, Band, CHANNELS, GRID, MAX_BANDS, OUT_PLANES,
+    PASS_SUMS, Planes, SUM_THREADS, Temporal,
 };
 
 /// The pairs' sums: video pass, then image pass.
@@ -68,6 +68,8 @@ pub(super) struct CvvdpCuda {
     held: u32,
     /// Pairs queued since the sequence started.
     pushed: u64,
+    /// The masker blur's taps (the same for every band).
+    blur_taps: [f32; BLUR_TAPS],
     /// Whether each pair queued and not read had the image pass (the first of a sequence).
     queued: VecDeque<bool>,
     running: Running,
@@ -82,6 +84,12 @@ impl CvvdpCuda {
             let (w, h) = *sizes.last().expect("level 0");
             sizes.push((w.div_ceil(2), h.div_ceil(2)));
         }
+        // The pooling sums hold `MAX_BANDS` bands a pass; `bands` makes at most 16.
+        assert!(
+            sizes.len() <= MAX_BANDS,
+            "cvvdp: {} bands past the sums' {MAX_BANDS}",
+            sizes.len()
+        );
         let len = model.taps()[0].len();
         let n = |(w, h): (u32, u32)| w as usize * h as usize;
         // Offsets, each region 64 values (256 bytes) aligned.
@@ -132,6 +140,7 @@ impl CvvdpCuda {
             oldest: 0,
             held: 0,
             pushed: 0,
+            blur_taps: blur_taps(),
             queued: VecDeque::new(),
             running: Running::default(),
             model,
@@ -224,7 +233,7 @@ impl CvvdpCuda {
                 mul: if b == 0 || b == levels { 1.0 } else { 2.0 },
                 channels,
                 blur: (size.0 > 6 && size.1 > 6) as u32,
-                blur_taps: blur_taps(),
+                blur_taps: self.blur_taps,
                 _pad: 0,
                 masking: *MASKING,
                 sums: sums + (8 * b * BAND_CHANNELS) as u64,
@@ -365,14 +374,14 @@ impl CudaMetric for CvvdpCuda {
                 "cvvdp: no pair queued to read".into(),
             ));
         };
-        let sums = match self.host.take(SUMS) {
-            Ok(s) => s.to_vec(),
+        let mut sums = [0f64; SUMS];
+        match self.host.take(SUMS) {
+            Ok(s) => sums.copy_from_slice(s),
             Err(e) => {
                 self.restart();
                 return Err(EngineError::Cuda(format!("running cvvdp: {e}")));
             }
         };
-        debug_assert!(self.sizes.len() <= MAX_BANDS);
         let video = self.frame(&sums[..PASS_SUMS], BAND_CHANNELS);
         let image = first.then(|| self.frame(&sums[PASS_SUMS..], 3));
         let step = self.running.push(image, video);

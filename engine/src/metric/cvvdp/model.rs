@@ -81,11 +81,6 @@ impl Running {
             (n, _) => pool::span_jod(self.sum, n),
         }
     }
-
-    /// Frames pushed.
-    pub fn frames(&self) -> u64 {
-        self.frames
-    }
 }
 
 /// What [`Model::push`] gives for a pair.
