@@ -690,9 +690,9 @@ for e in events:
 print(f"  ({sys.argv[3]}, {n} channels: " + ", ".join(f"{k} {v}" for k, v in sorted(tot.items())) + ")",
       file=sys.stderr)
 PY
-    # The events come back with the run (OUT/monitor-SET[-align]-N.jsonl): the alignment
+    # The events come back with the run (OUT/monitor-SET[-align]-N.jsonl, the metrics joined by -): the alignment
     # changes' running times say when and why a lock was lost.
-    cp $out "${OUT:-/tmp}/monitor-${set//,/+}${aligned:+-align}-$n.jsonl" 2>/dev/null || true
+    cp $out "${OUT:-/tmp}/monitor-${set//,/-}${aligned:+-align}-$n.jsonl" 2>/dev/null || true
     rm -rf $dir
   }
   # GStreamer's registry once, before dozens of senders and the service start at once (each

@@ -20,7 +20,8 @@
 //! either side: a pair that another of them fits clearly better (a repeated or dropped
 //! frame moved the content) is not measured (it counts as unaligned), and the lock is lost
 //! when half of the last [`WINDOW`] pairs are such misfits or far worse than the lock's
-//! usual cost (a splice), or when over them an offset a frame or two away fits twice as
+//! usual cost while fitting no better than the offsets around it (a splice; a distorted
+//! stream whose quality falls costs more too, but its own offset still stands out), or when over them an offset a frame or two away fits twice as
 //! well (drift). A jump of more than [`NEAR`] frames is measured against the old offset
 //! until that (at most [`WINDOW`]/2 pairs). When the misfits that ended the lock agree on
 //! one offset up to [`NEAR`] frames away, it locks there at once (no search): a
@@ -177,6 +178,8 @@ struct Lock {
     checks: VecDeque<[f32; (2 * NEAR + 1) as usize]>,
     /// Per recent pair: whether a nearby offset fitted it clearly better.
     misfits: VecDeque<bool>,
+    /// Per recent pair: whether it was far off (see [`Aligner::check`]).
+    far_off: VecDeque<bool>,
     /// Per recent measured pair: distorted minus reference time. Their median is the
     /// offset (it follows a slow drift between the senders' clocks).
     times: VecDeque<i64>,
@@ -484,7 +487,18 @@ impl<B: Clone> Aligner<B> {
             lock.checks.pop_front();
         }
         let bad_over = BAD_FACTOR * lock.baseline + BAD_MARGIN;
-        if costs[NEAR as usize] <= bad_over {
+        // Far off: far worse than the lock's usual cost and no clear winner over the other
+        // nearby offsets (a splice makes them all alike). A pair that still fits its own
+        // offset clearly better than the others is not: the distorted stream's quality
+        // fell (a starved encoder, the first frames of a lower rung), and the lock's usual
+        // cost follows it.
+        let stands_out = costs[NEAR as usize] < MISFIT * median_of_others(&costs);
+        let far_off = costs[NEAR as usize] > bad_over && !stands_out;
+        lock.far_off.push_back(far_off);
+        if lock.far_off.len() > WINDOW {
+            lock.far_off.pop_front();
+        }
+        if !far_off {
             lock.baseline = 0.95 * lock.baseline + 0.05 * costs[NEAR as usize];
         }
         let sums: Vec<f32> = (0..costs.len())
@@ -511,10 +525,10 @@ impl<B: Clone> Aligner<B> {
             lock.confidence
         };
         let bad = lock
-            .checks
+            .far_off
             .iter()
             .zip(&lock.misfits)
-            .filter(|(c, m)| **m || c[NEAR as usize] > bad_over)
+            .filter(|(f, m)| **m || **f)
             .count();
         let full = lock.checks.len() == WINDOW;
         if !misfit {
@@ -564,6 +578,7 @@ impl<B: Clone> Aligner<B> {
             baseline,
             checks: VecDeque::new(),
             misfits: VecDeque::new(),
+            far_off: VecDeque::new(),
             confidence,
             reported: time,
         });
@@ -708,6 +723,7 @@ impl<B: Clone> Aligner<B> {
                 baseline: c1,
                 checks: VecDeque::new(),
                 misfits: VecDeque::new(),
+                far_off: VecDeque::new(),
                 confidence,
                 reported: time,
             });
@@ -780,6 +796,22 @@ fn moved_by(lock: &Lock) -> Option<(i64, f32, f64)> {
 }
 
 /// The median of `v` (the upper one of an even count).
+/// The median cost of the offsets checked beside the lock's (`costs[NEAR]`); NaN when none
+/// was (a pair is then judged on its cost alone).
+fn median_of_others(costs: &[f32; (2 * NEAR + 1) as usize]) -> f32 {
+    let mut others: Vec<f32> = costs
+        .iter()
+        .enumerate()
+        .filter(|&(k, c)| k != NEAR as usize && !c.is_nan())
+        .map(|(_, c)| *c)
+        .collect();
+    if others.is_empty() {
+        return f32::NAN;
+    }
+    others.sort_unstable_by(f32::total_cmp);
+    others[others.len() / 2]
+}
+
 fn median(v: &mut [i64]) -> Option<i64> {
     if v.is_empty() {
         return None;

@@ -312,3 +312,41 @@ fn a_live_input_arriving_a_frame_later_relocks_at_once_without_a_search() {
     );
     assert!(pairs_match(&steps) > 360 - 2 * WINDOW - CONFIRM as usize - 12);
 }
+
+#[test]
+fn a_distorted_stream_whose_quality_falls_keeps_its_lock() {
+    // From frame 150 on the distorted copy's coding noise is ten times larger (an encoder
+    // starved of bits): its pairs cost far more than the lock's usual, yet their own offset
+    // still fits them far better than any other. Not a splice: every pair is measured.
+    let delay = 600_000_000;
+    let mut frames = references(300, 0);
+    frames.extend((0..300).map(|i| At {
+        time: delay + i * T,
+        shows: i,
+        reference: false,
+    }));
+    let steps = run(&mut frames, 2_000_000_000, |i, distorted| {
+        let mut t = picture(i, 0);
+        if distorted {
+            let amplitude = if i >= 150 { 10.0 } else { 1.0 };
+            let noise = picture(i, 7);
+            let clean = picture(i, 0);
+            let mut cells = [0f32; CELLS];
+            for (c, v) in cells.iter_mut().enumerate() {
+                *v = clean.cells()[c] + amplitude * (noise.cells()[c] - clean.cells()[c]);
+            }
+            t = Thumbnail::from_cells(cells);
+        }
+        t
+    });
+    let c = changes(&steps);
+    assert!(c.iter().all(|c| c.state == AlignState::Locked), "{c:?}");
+    assert_eq!(c[0].offset, Some(delay as i64));
+    let unaligned_after_lock = steps
+        .iter()
+        .skip_while(|s| !matches!(s, Step::Change(c) if c.state == AlignState::Locked))
+        .filter(|s| matches!(s, Step::Unaligned { .. }))
+        .count();
+    assert_eq!(unaligned_after_lock, 0);
+    assert!(pairs_match(&steps) > 300 - WINDOW - CONFIRM as usize - 2);
+}
