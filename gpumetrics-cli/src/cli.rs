@@ -143,8 +143,8 @@ pub struct Args {
     #[arg(long, value_name = "FILE")]
     pub plot: Option<PathBuf>,
 
-    /// Write each measured pair's distortion map NAME (squared-error, ssim, butteraugli or
-    /// cvvdp: with --metrics including that metric) to DIR as
+    /// Write each measured pair's distortion map NAME (squared-error, ssim, or butteraugli,
+    /// cvvdp or ssimulacra2: with --metrics including that metric) to DIR as
     /// NAME-FRAME.pfm (FRAME zero-padded to six digits): little-endian grayscale PFM, the
     /// exact values, rows bottom to top. DIR is created. One pair (REF and DIST).
     #[arg(long, value_name = "NAME:DIR", value_parser = crate::maps::parse)]

@@ -245,6 +245,44 @@ fn the_cvvdp_map_comes_with_its_metric() {
     assert!(message.contains("add cvvdp"), "{message}");
 }
 
+/// `map=ssimulacra2`: each pixel's share of the weighted sum the score is mapped from, in
+/// GRAY16_LE at its documented scale (v / 20), the record's peak the brightest sample.
+#[test]
+fn the_ssimulacra2_map_comes_with_its_metric() {
+    let c = case("coffee-crf42");
+    let run = run_map(
+        gst_video::VideoFormat::I420,
+        &c,
+        "metrics=ssimulacra2 map=ssimulacra2",
+    );
+    run.expect_ok();
+    let info = gst_video::VideoInfo::from_caps(run.out_caps.as_ref().unwrap()).unwrap();
+    assert_eq!(info.format(), gst_video::VideoFormat::Gray16Le);
+    for (f, record) in run.frames.iter().enumerate() {
+        let data = run.out[f].map_readable().unwrap();
+        let mut brightest = 0u16;
+        for y in 0..info.height() as usize {
+            for x in 0..info.width() as usize {
+                let at = y * info.stride()[0] as usize + 2 * x;
+                brightest = brightest.max(u16::from_le_bytes([data[at], data[at + 1]]));
+            }
+        }
+        let peak = record
+            .get("ssimulacra2-peak")
+            .expect("the map's peak in the record");
+        assert!(peak > 0.0, "{peak}");
+        assert_eq!(
+            brightest,
+            gray16(MapKind::Ssimulacra2, peak as f32, 255.0),
+            "{peak}"
+        );
+        assert!(record.get("ssimulacra2").is_some());
+    }
+    let refused = run_map(gst_video::VideoFormat::I420, &c, "map=ssimulacra2");
+    let (message, _) = refused.error.expect("an error");
+    assert!(message.contains("add ssimulacra2"), "{message}");
+}
+
 /// The map's statistics in each record (and so in the meta, the stats file and alerts):
 /// `ssim-peak` (its lowest value), where it is, and `ssim-area`, the share of pixels below
 /// `map-threshold`; an alert rule may watch them.

@@ -60,7 +60,7 @@ pub(crate) unsafe fn of_pair(
         let m = match kind {
             MapKind::SquaredError => squared_error(&a, &b, w, h),
             MapKind::Ssim => ssim::map(&a, &b, w, h, peak),
-            MapKind::Butteraugli | MapKind::Cvvdp => {
+            MapKind::Butteraugli | MapKind::Cvvdp | MapKind::Ssimulacra2 => {
                 unreachable!("the metric of the same name makes its map")
             }
         };

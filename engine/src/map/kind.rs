@@ -16,14 +16,19 @@ pub enum MapKind {
     /// ColorVideoVDP's `raw` heat map (1 − JOD/10 per pixel: 0 no visible difference),
     /// made by the `cvvdp` metric as it measures the pair.
     Cvvdp,
+    /// SSIMULACRA2's per-pixel share of the weighted sum its score is mapped from (its
+    /// references have no map: `crate::metric::ssimulacra2::map` defines it), made by the
+    /// `ssimulacra2` metric as it measures the pair.
+    Ssimulacra2,
 }
 
 impl MapKind {
-    pub const ALL: [MapKind; 4] = [
+    pub const ALL: [MapKind; 5] = [
         MapKind::SquaredError,
         MapKind::Ssim,
         MapKind::Butteraugli,
         MapKind::Cvvdp,
+        MapKind::Ssimulacra2,
     ];
 
     /// As users write it (`squared-error`, `ssim`).
@@ -33,6 +38,7 @@ impl MapKind {
             MapKind::Ssim => "ssim",
             MapKind::Butteraugli => "butteraugli",
             MapKind::Cvvdp => "cvvdp",
+            MapKind::Ssimulacra2 => "ssimulacra2",
         }
     }
 
@@ -53,13 +59,15 @@ impl MapKind {
 
     /// The threshold of `<name>-area` when none is given: squared error (peak / 25)² (a
     /// difference of 4 % of the range), SSIM 0.9 (below), Butteraugli 1.0 (above: a
-    /// difference just noticed), ColorVideoVDP 0.1 (above: one JOD lost there).
+    /// difference just noticed), ColorVideoVDP 0.1 (above: one JOD lost there),
+    /// SSIMULACRA2 [`SSIMULACRA2_THRESHOLD`] (above: worse than "high quality" there).
     pub fn default_threshold(self, peak: f64) -> f64 {
         match self {
             MapKind::SquaredError => (peak / 25.0).powi(2),
             MapKind::Ssim => 0.9,
             MapKind::Butteraugli => 1.0,
             MapKind::Cvvdp => 0.1,
+            MapKind::Ssimulacra2 => SSIMULACRA2_THRESHOLD,
         }
     }
 
@@ -71,9 +79,16 @@ impl MapKind {
     /// Whether the map module makes it from the frames ([`of_pair`]); else the metric of
     /// the same name makes it as it measures.
     pub(crate) fn made_from_frames(self) -> bool {
-        !matches!(self, MapKind::Butteraugli | MapKind::Cvvdp)
+        !matches!(
+            self,
+            MapKind::Butteraugli | MapKind::Cvvdp | MapKind::Ssimulacra2
+        )
     }
 }
+
+/// The SSIMULACRA2 map's default threshold: a frame with this value at every pixel would
+/// score 70, the scale's "high quality" (a test checks it against the score's mapping).
+pub const SSIMULACRA2_THRESHOLD: f64 = 2.647;
 
 const fn stat_fields(
     peak: &'static str,
@@ -99,15 +114,21 @@ const fn stat_fields(
     ]
 }
 
-const fn concat(a: [Field; 4], b: [Field; 4], c: [Field; 4], d: [Field; 4]) -> [Field; 16] {
+const fn concat(
+    a: [Field; 4],
+    b: [Field; 4],
+    c: [Field; 4],
+    d: [Field; 4],
+    e: [Field; 4],
+) -> [Field; 20] {
     [
         a[0], a[1], a[2], a[3], b[0], b[1], b[2], b[3], c[0], c[1], c[2], c[3], d[0], d[1], d[2],
-        d[3],
+        d[3], e[0], e[1], e[2], e[3],
     ]
 }
 
 /// The statistics' fields of every map, in [`MapKind::ALL`]'s order, four each.
-pub static FIELDS: [Field; 16] = concat(
+pub static FIELDS: [Field; 20] = concat(
     stat_fields(
         "squared-error-peak",
         "squared-error-peak-x",
@@ -138,6 +159,14 @@ pub static FIELDS: [Field; 16] = concat(
         "cvvdp-peak-y",
         "cvvdp-area",
         "ColorVideoVDP heat map peak (1 - JOD/10)",
+        false,
+    ),
+    stat_fields(
+        "ssimulacra2-peak",
+        "ssimulacra2-peak-x",
+        "ssimulacra2-peak-y",
+        "ssimulacra2-area",
+        "SSIMULACRA2 map peak (share of the weighted sum)",
         false,
     ),
 );

@@ -19,4 +19,4 @@ pub(crate) mod metric;
 pub mod ssim;
 pub(crate) mod stats;
 
-pub use kind::{DistortionMap, MapKind, Stats, squared_error};
+pub use kind::{DistortionMap, MapKind, SSIMULACRA2_THRESHOLD, Stats, squared_error};

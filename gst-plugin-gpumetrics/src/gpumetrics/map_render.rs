@@ -32,13 +32,16 @@ pub(crate) fn caps(
 /// The GRAY16_LE value of map value `v` (`peak`: the reference's largest sample value):
 /// squared error `min(v / peak², 1) · 65535`; SSIM `clamp((1 − v) / 2, 0, 1) · 65535`
 /// (0 = identical, 65535 = SSIM −1); Butteraugli `min(v / 8, 1) · 65535`; ColorVideoVDP
-/// `min(v, 1) · 65535` (its heat map 1 − JOD/10 as it is: 6,554 per JOD lost); rounded.
+/// `min(v, 1) · 65535` (its heat map 1 − JOD/10 as it is: 6,554 per JOD lost);
+/// SSIMULACRA2 `min(v / 20, 1) · 65535` (20: a frame of that value everywhere would score
+/// about 2); rounded.
 pub fn gray16(kind: MapKind, v: f32, peak: f64) -> u16 {
     let t = match kind {
         MapKind::SquaredError => v as f64 / (peak * peak),
         MapKind::Ssim => (1.0 - v as f64) / 2.0,
         MapKind::Butteraugli => v as f64 / 8.0,
         MapKind::Cvvdp => v as f64,
+        MapKind::Ssimulacra2 => v as f64 / 20.0,
     };
     (t.clamp(0.0, 1.0) * 65535.0).round() as u16
 }
@@ -46,13 +49,15 @@ pub fn gray16(kind: MapKind, v: f32, peak: f64) -> u16 {
 /// Where map value `v` lies on the heat scale, 0..1: squared error `min(4·√v / peak, 1)`
 /// (a difference of a quarter of the range saturates); SSIM `clamp(1 − v, 0, 1)`;
 /// Butteraugli `min(v / 4, 1)` (1, just visible, is a quarter of the scale); ColorVideoVDP
-/// `min(5·v, 1)` (the heat map's 1 − JOD/10: 2 JOD lost saturate).
+/// `min(5·v, 1)` (the heat map's 1 − JOD/10: 2 JOD lost saturate); SSIMULACRA2
+/// `min(v / 11, 1)` (11 everywhere would score 30, the scale's "low quality").
 pub fn heat_position(kind: MapKind, v: f32, peak: f64) -> f64 {
     let t = match kind {
         MapKind::SquaredError => 4.0 * (v.max(0.0) as f64).sqrt() / peak,
         MapKind::Ssim => 1.0 - v as f64,
         MapKind::Butteraugli => v as f64 / 4.0,
         MapKind::Cvvdp => 5.0 * v as f64,
+        MapKind::Ssimulacra2 => v as f64 / 11.0,
     };
     t.clamp(0.0, 1.0)
 }

@@ -297,6 +297,11 @@ pub enum Map {
         nick = "cvvdp"
     )]
     Cvvdp = 4,
+    #[enum_value(
+        name = "SSIMULACRA2: each pixel's share of the weighted sum the score is mapped from (with metrics including ssimulacra2)",
+        nick = "ssimulacra2"
+    )]
+    Ssimulacra2 = 5,
 }
 
 impl Map {
@@ -309,6 +314,7 @@ impl Map {
             Map::Ssim => Some(MapKind::Ssim),
             Map::Butteraugli => Some(MapKind::Butteraugli),
             Map::Cvvdp => Some(MapKind::Cvvdp),
+            Map::Ssimulacra2 => Some(MapKind::Ssimulacra2),
         }
     }
 }

@@ -223,7 +223,9 @@ fn own_properties() -> Vec<glib::ParamSpec> {
             .blurb(
                 "Which map of each pair src carries in place of the distorted frames, with \
                  their timestamps: squared-error (luma (x - y)^2), ssim (the luma SSIM \
-                 map) or butteraugli (libjxl's diffmap; metrics must include butteraugli); \
+                 map), or the map of a metric that metrics must include: butteraugli \
+                 (libjxl's diffmap), cvvdp (ColorVideoVDP's heat map, 1 - JOD/10), \
+                 ssimulacra2 (each pixel's share of the weighted sum its score comes from); \
                  as map-style says (docs/METRICS.md, \"Distortion maps\"). Frames \
                  without a scored pair (unmatched, skipped) have no map and are not pushed. \
                  none: src carries the distorted frames",
@@ -246,7 +248,8 @@ fn own_properties() -> Vec<glib::ParamSpec> {
             .blurb(
                 "map: the value past which a pixel counts into the record's <map>-area (the \
                  share of such pixels; SSIM: below it, the others above); -1 = the map's \
-                 default: squared-error (peak/25)^2, ssim 0.9, butteraugli 1.0",
+                 default: squared-error (peak/25)^2, ssim 0.9, butteraugli 1.0, cvvdp 0.1, \
+                 ssimulacra2 2.647",
             )
             .minimum(-1.0)
             .default_value(-1.0)

@@ -5,14 +5,16 @@
 
 use rayon::prelude::*;
 
+use super::map::{ScaleValues, contribution_map};
 use super::{Sums, scale_sizes};
 use crate::frame::PlanePtrs;
+use crate::map::MapKind;
 use crate::metric::CpuMetric;
 use crate::plan::Plan;
 use crate::scores::Scores;
 use gpumetrics_kernels::color::{ColorSource, linear_rgb};
 use gpumetrics_kernels::ssimulacra2::math::{
-    SUMS_PER_PLANE, SUMS_PER_SCALE, blur_row, column_sums, downsample_at, xyb,
+    SUMS_PER_PLANE, SUMS_PER_SCALE, blur_row, column_sums, column_values, downsample_at, xyb,
 };
 
 /// SSIMULACRA2 on the CPU (no state: scratch images are per pair).
@@ -25,7 +27,17 @@ impl crate::metric::temporal::Sequenced for Ssimu2 {}
 
 impl CpuMetric for Ssimu2 {
     fn measure(&mut self, plan: &Plan, r: &PlanePtrs, d: &PlanePtrs, scores: &mut Scores) {
-        super::push_fields(&sums(plan, r, d, self.upsampling), scores);
+        let map = plan.map == Some(MapKind::Ssimulacra2);
+        let (sums, values) = sums(plan, r, d, self.upsampling, map);
+        if map && sums.scales > 0 {
+            let (w, h) = (
+                plan.reference.width as usize,
+                plan.reference.height as usize,
+            );
+            let map = contribution_map(&sums, &values, w, h);
+            scores.set_map(MapKind::Ssimulacra2, std::sync::Arc::new(map));
+        }
+        super::push_fields(&sums, scores);
     }
 }
 
@@ -89,8 +101,9 @@ fn downsample(p: &Planes, w: usize, h: usize) -> Planes {
     Planes { w, h, data }
 }
 
-/// Map sums of one scale (plane·6 + map·2 + norm).
-fn scale_sums(p: &Planes) -> [f64; SUMS_PER_SCALE] {
+/// Map sums of one scale (plane·6 + map·2 + norm), and with `values` each pixel's map
+/// values.
+fn scale_sums(p: &Planes, mut values: Option<&mut ScaleValues>) -> [f64; SUMS_PER_SCALE] {
     let (w, h) = (p.w, p.h);
     // XYB planes: reference X, Y, B, distorted X, Y, B.
     let mut xyb_data = vec![0.0f32; 6 * w * h];
@@ -126,6 +139,24 @@ fn scale_sums(p: &Planes) -> [f64; SUMS_PER_SCALE] {
             }
         });
         let hb = &hb;
+        if let Some(v) = values.as_deref_mut() {
+            let out = Shared(v.data.as_mut_ptr());
+            (0..w).into_par_iter().for_each(|x| {
+                column_values(
+                    h as u32,
+                    |y| std::array::from_fn(|k| hb[k * w * h + y as usize * w + x]),
+                    |y| (a[y as usize * w + x], b[y as usize * w + x]),
+                    |y, d, d1| {
+                        let i = y as usize * w + x;
+                        // SAFETY: (c, map, y, x) indexes a distinct element of the values.
+                        unsafe {
+                            *out.at(2 * c * w * h + i) = d as f32;
+                            *out.at((2 * c + 1) * w * h + i) = d1 as f32;
+                        }
+                    },
+                )
+            });
+        }
         let plane_sums = (0..w)
             .into_par_iter()
             .map(|x| {
@@ -147,21 +178,24 @@ fn scale_sums(p: &Planes) -> [f64; SUMS_PER_SCALE] {
     sums
 }
 
-/// SSIMULACRA2 sums of a validated host frame pair.
+/// SSIMULACRA2 sums of a validated host frame pair, and with `map` every scale's pixel
+/// values.
 fn sums(
     plan: &Plan,
     r: &PlanePtrs,
     d: &PlanePtrs,
     upsampling: crate::color::ChromaUpsampling,
-) -> Sums {
+    map: bool,
+) -> (Sums, Vec<ScaleValues>) {
     let src = plan.color_sources(r, d, upsampling);
     let sizes = scale_sizes(plan.reference.width, plan.reference.height);
     let mut out = Sums {
         scales: sizes.len(),
         ..Default::default()
     };
+    let mut values = Vec::new();
     let Some(&(w, h)) = sizes.first() else {
-        return out;
+        return (out, values);
     };
     let mut planes = linearize([&src.0, &src.1], w as usize, h as usize);
     for (s, &(w, h)) in sizes.iter().enumerate() {
@@ -169,7 +203,9 @@ fn sums(
             planes = downsample(&planes, w as usize, h as usize);
         }
         out.pixels[s] = w as u64 * h as u64;
-        out.sums[s] = scale_sums(&planes);
+        let mut v = map.then(|| ScaleValues::new(w as usize, h as usize));
+        out.sums[s] = scale_sums(&planes, v.as_mut());
+        values.extend(v);
     }
-    out
+    (out, values)
 }

@@ -4,6 +4,7 @@
 
 mod cpu;
 mod cuda;
+pub mod map;
 
 use super::{CpuMetric, CudaMetric, Entry, Field, Info, Reference};
 use crate::color::ChromaUpsampling;
@@ -103,10 +104,17 @@ pub fn scale_sizes(width: u32, height: u32) -> Vec<(u32, u32)> {
     out
 }
 
-/// The score from the sums. Weights are taken in order over the scales present, as the
-/// reference implementations (libjxl `tools/ssimulacra2.cc`, the `ssimulacra2` crate) do:
-/// with fewer than six scales, plane Y starts at weight `6 * scales`, not at 36.
+/// The score from the sums ([`weighted_sum`], then the reference's mapping:
+/// [`map::score_of_sum`]).
 pub fn score(s: &Sums) -> f64 {
+    map::score_of_sum(weighted_sum(s))
+}
+
+/// The weighted sum of the pair's 108 norms. Weights are taken in order over the scales
+/// present, as the reference implementations (libjxl `tools/ssimulacra2.cc`, the
+/// `ssimulacra2` crate) do: with fewer than six scales, plane Y starts at weight
+/// `6 * scales`, not at 36.
+pub fn weighted_sum(s: &Sums) -> f64 {
     let mut sum = 0.0f64;
     let mut i = 0;
     for c in 0..3 {
@@ -123,16 +131,7 @@ pub fn score(s: &Sums) -> f64 {
             }
         }
     }
-    let s = sum * 0.956_238_261_683_484_4;
-    let p = (6.248_496_625_763_138e-5 * s * s).mul_add(
-        s,
-        2.326_765_642_916_932f64.mul_add(s, -0.020_884_521_182_843_837 * s * s),
-    );
-    if p > 0.0 {
-        p.powf(0.627_633_646_783_138_7).mul_add(-10.0, 100.0)
-    } else {
-        100.0
-    }
+    sum
 }
 
 /// Why `ssimulacra2` is left out for this plan, if it is.

@@ -96,8 +96,22 @@ pub fn column_sums(
     load: impl Fn(u32) -> [f32; 5],
     ab: impl Fn(u32) -> (f32, f32),
 ) -> [f64; SUMS_PER_PLANE] {
-    let mut st = [Iir::default(); 5];
     let mut acc = [0.0f64; SUMS_PER_PLANE];
+    column_values(h, load, ab, |_, d, d1| accumulate(&mut acc, d, d1));
+    acc
+}
+
+/// The vertical pass of [`column_sums`], giving each pixel's values instead of their sums:
+/// `each(y, d, d1)` with the SSIM error ([`ssim_d`]) and the edge difference
+/// ([`edge_d1`]) of row y, in row order (the distortion map is made of them).
+#[inline(always)]
+pub fn column_values(
+    h: u32,
+    load: impl Fn(u32) -> [f32; 5],
+    ab: impl Fn(u32) -> (f32, f32),
+    mut each: impl FnMut(u32, f64, f64),
+) {
+    let mut st = [Iir::default(); 5];
     let h = h as i32;
     for n in 1 - IIR_N..h {
         let (t, b) = (n - IIR_N - 1, n + IIR_N - 1);
@@ -107,14 +121,13 @@ pub fn column_sums(
         if n >= 0 {
             let [s11, s22, s12, mu1, mu2] = m;
             let (a, b) = ab(n as u32);
-            accumulate(
-                &mut acc,
+            each(
+                n as u32,
                 ssim_d(mu1, mu2, s11, s22, s12),
                 edge_d1(a, mu1, b, mu2),
             );
         }
     }
-    acc
 }
 
 /// Sums per plane and scale: L1 and L4 sums of the three maps (ssim, artifact, detail lost).
