@@ -49,8 +49,12 @@
 #                for PSNR+SSIM+VMAF and all metrics (device and host frames), and the five
 #                no-reference metrics on one input (N = 1, 2, 4: whether one engine is bound
 #                by the device or by its host thread)
-#   elements     N gpumetrics instances in one gst-launch on NVDEC inputs (the cudamem clips),
-#                N = 1..16, PSNR+SSIM+VMAF and the six full-reference metrics: pairs/s
+#   capacity     N = 1, 8, 16, 32 gpumetrics pipelines in one gst-launch on NVDEC inputs (the
+#                monitor clips), start-up subtracted (each run to 900 and to 30 frames), for
+#                the no-reference set, PSNR+SSIM+VMAF, VMAF v1, the six and the AOM CTC set;
+#                the decoders alone and the engine alone in the same call: channels at
+#                1080p30 and the share of the decoders' rate (issue 49; CAP_COUNTS, CAP_SETS,
+#                CAP_FRAMES)
 #   blur         cuda_kernels blur:: (the kernels against the host, exact; the CUDA engine
 #                against the CPU engine), its throughput and ncu's kernel times
 #   blockiness   cuda_kernels blockiness:: (the same, over sequences), its throughput, ncu
@@ -124,7 +128,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 d=.gpu/all
 B=$d/bin
-ALL_STEPS="selftest psnr ssim ssimulacra2 butteraugli siti blur blockiness blackfreeze nr inflight streams elements vmaf cambi aomctc element throughput cudamem colour cli monitor align cvvdp libvmaf libvmaf32 vship"
+ALL_STEPS="selftest psnr ssim ssimulacra2 butteraugli siti blur blockiness blackfreeze nr inflight streams capacity vmaf cambi aomctc element throughput cudamem colour cli monitor align cvvdp libvmaf libvmaf32 vship"
 # Not in ALL_STEPS (it needs `pack-base` after pack): ab.
 
 # ---------------------------------------------------------------------------------------------
@@ -145,7 +149,7 @@ bins() {
     inflight) echo $e:test:cuda_kernels $e:bench:throughput ;;
     ab) echo $e:bench:throughput ;;
     streams) echo $e:bench:streams ;;
-    elements) ;;
+    capacity) echo $e:bench:throughput ;;
     vmaf) echo $e:test:cuda_kernels $e:test:vmaf_cuda $e:test:vmaf_reference $e:bench:throughput $g:test:vmaf_element ;;
     vmafcore) echo $e:test:cuda_kernels $e:test:vmaf_cuda $e:test:vmaf_reference $e:bench:throughput ;;
     cambi) echo $e:test:cuda_kernels $e:test:cambi_reference $e:bench:throughput ;;
@@ -165,7 +169,7 @@ bins() {
 inputs() {
   case $1 in
     cudamem | colour | cli | monitor) echo "$1" ;;
-    elements) echo cudamem ;;
+    capacity) echo monitor ;;
     ssim) echo whl ;;
     butteraugli | vmaf | blackfreeze | cambi | aomctc) echo "ffmpeg-cache-$1.tar.xz" ;;
     vmafcore) echo ffmpeg-cache-vmaf.tar.xz ;;
@@ -191,12 +195,13 @@ pack() {
     specs+=("${more[@]}")
     if uses_gst "$s"; then gst=1; fi
     case $s in
-      cudamem | colour | cli | elements | monitor)
+      cudamem | colour | cli | capacity | monitor)
         plugins="$plugins debug playback typefindfunctions matroska isomp4 videoparsersbad rawparse"
         plugins="$plugins y4mdec png pbtypes" ;;
     esac
     # The channels' live senders and receivers: MPEG-TS over UDP.
     [ "$s" = monitor ] && plugins="$plugins udp mpegtsdemux mpegtsmux"
+    [ "$s" = capacity ] && plugins="$plugins mpegtsdemux"
     # The live alignment test's sender and receivers.
     [ "$s" = align ] && plugins="$plugins udp mpegtsdemux mpegtsmux x264 videotestsrc app videoparsersbad"
     [ "$s" = cudamem ] && plugins="$plugins openh264"
@@ -237,10 +242,10 @@ pack() {
   local in=.gpu/inputs name
   for s in "${steps[@]}"; do
     case $s in
-      cudamem | elements) [ -f $in/cudamem/avdec.jsonl ] || make_cudamem_clips $in/cudamem ;;
+      cudamem) [ -f $in/cudamem/avdec.jsonl ] || make_cudamem_clips $in/cudamem ;;
       colour) [ -f $in/colour/pq-cpu.jsonl ] || scripts/make-colour-clips.sh $in/colour ;;
       cli) [ -f $in/cli/dist.mp4 ] || make_cli_clips $in/cli ;;
-      monitor) [ -f $in/monitor/dist.ts ] || make_monitor_clips $in/monitor ;;
+      monitor | capacity) [ -f $in/monitor/dist.ts ] || make_monitor_clips $in/monitor ;;
       vship) [ "$(cat $in/vship-src/COMMIT 2>/dev/null)" = "$VSHIP_REV" ] || make_vship_src $in/vship-src ;;
     esac
     for name in $(inputs "$s"); do
@@ -549,34 +554,88 @@ step_ab() {
   done
 }
 
-# N gpumetrics instances in one gst-launch (one process, one CUDA context), each on its own
-# NVDEC-decoded pair of the cudamem clips (1080p H.264, 300 frames): the element-level
-# counterpart of the streams bench. Prints the wall time and the aggregate and per-instance
-# pairs/s for N = 1, 2, 4, 8, 16, for PSNR+SSIM+VMAF and for the six full-reference metrics. GStreamer
-# 1.22's nvh264dec decodes about 200–400 1080p frames/s per instance, so the cheap set
-# shows how far decoding, not scoring, bounds a channel.
-step_elements() {
-  local c=$d/data/cudamem n set i launch t0 t1
+# Capacity where users run it (issue 49): N = 1, 8, 16, 32 `gpumetrics` pipelines (CAP_COUNTS)
+# in one gst-launch on NVDEC inputs (the monitor step's 1080p30 H.264 clips, 1,500 frames),
+# each set of metrics (CAP_SETS: nr, fr3, vmafv1, six, aomctc): every pipeline run twice, to
+# CAP_FRAMES (default 900) and to 30 frames (`identity eos-after`), so that start-up drops
+# out: pairs/s = N · (CAP_FRAMES − 30) / (wall − wall of 30). In the same call, the decoders
+# alone (the same pipelines without gpumetrics, 1 or 2 inputs each) and the engine alone
+# (the throughput bench, 1080p device frames, 2 pairs in flight): channels at 1080p30 per
+# GPU (pairs/s / 30) and the share of the decoders' rate the pipelines reach. CAP_DECODER
+# and CAP_BACKEND (default nvh264dec, cuda) let a machine without a GPU try the step
+# (avdec_h264, cpu).
+step_capacity() {
+  local c=$d/data/monitor n set frames=${CAP_FRAMES:-900}
+  local decoder=${CAP_DECODER:-nvh264dec} backend=${CAP_BACKEND:-cuda}
   need $d/gst/env.sh $d/plugin/libgstgpumetrics.so || return 0
-  have $c/ref.mp4 $c/dist.mp4 || return 0
+  have $c/ref.ts $c/dist.ts || return 0
   bench || return 0
-  for set in psnr+ssim+vmaf psnr+ssim+ms-ssim+ssimulacra2+butteraugli+vmaf; do
-    step "elements: N gpumetrics metrics=$set in one gst-launch, NVDEC inputs, 300 pairs each"
-    echo "| metrics | instances | wall s | pairs/s in all | pairs/s per instance |"
-    echo "| --- | --- | --- | --- | --- |"
-    for n in 1 2 4 8 16; do
-      launch=()
-      for i in $(seq 0 $((n - 1))); do
-        launch+=(filesrc location=$c/ref.mp4 ! parsebin ! nvh264dec ! queue ! m$i.ref_sink)
-        launch+=(filesrc location=$c/dist.mp4 ! parsebin ! nvh264dec ! queue ! m$i.dist_sink)
-        launch+=(gpumetrics name=m$i backend=cuda metrics=$set ! fakesink sync=false)
+  gst-inspect-1.0 nvh264dec >/dev/null 2>&1 || true
+  # cap_wall N INPUTS ELEMENT FRAMES: the wall seconds of N pipelines of INPUTS inputs (1:
+  # distorted only), into `gpumetrics ELEMENT` (none: the decoders alone, into fakesinks).
+  cap_wall() {
+    local n=$1 inputs=$2 element=$3 k=$4 launch=() i t0 t1 clip
+    for i in $(seq 0 $((n - 1))); do
+      for clip in dist ref; do
+        [ $clip = ref ] && [ "$inputs" = 1 ] && continue
+        launch+=(filesrc location=$c/$clip.ts ! tsdemux ! h264parse ! $decoder ! identity eos-after=$k ! queue)
+        if [ "$element" = none ]; then
+          launch+=(! fakesink sync=false)
+        else
+          launch+=(! m$i.${clip}_sink)
+        fi
       done
-      t0=$(date +%s.%N)
-      gst-launch-1.0 -q "${launch[@]}" >/dev/null 2>&1 || { echo "FAILED: elements $set x$n"; fail=1; continue; }
-      t1=$(date +%s.%N)
-      python3 -c "w=$t1-$t0; print(f'| $set | $n | {w:.2f} | {300*$n/w:,.0f} | {300/w:,.0f} |')"
+      [ "$element" = none ] || launch+=(gpumetrics name=m$i backend=$backend $element ! fakesink sync=false)
+    done
+    t0=$(date +%s.%N)
+    gst-launch-1.0 -q "${launch[@]}" >/dev/null 2>&1 || { echo "FAILED" >&2; return 1; }
+    t1=$(date +%s.%N)
+    python3 -c "print($t1 - $t0)"
+  }
+  # cap_rate N INPUTS ELEMENT: pairs (or frames, per pipeline) per second, start-up out.
+  cap_rate() {
+    local long short
+    long=$(cap_wall "$1" "$2" "$3" $frames) || return 1
+    short=$(cap_wall "$1" "$2" "$3" 30) || return 1
+    python3 -c "print($1 * ($frames - 30) / max($long - $short, 1e-3))"
+  }
+  local counts=${CAP_COUNTS:-1 8 16 32}
+  declare -A dec
+  step "capacity: the decoders alone, N pipelines of 1 and 2 nvh264dec (pipelines/s · frames)"
+  echo "| pipelines | inputs | pipeline frames/s (start-up out) |"
+  echo "| --- | --- | --- |"
+  for n in $counts; do
+    for inputs in 1 2; do
+      dec[$n.$inputs]=$(cap_rate $n $inputs none) || { echo "FAILED: decoders $n x $inputs"; fail=1; dec[$n.$inputs]=0; }
+      python3 -c "print(f'| $n | $inputs | {${dec[$n.$inputs]}:,.0f} |')"
     done
   done
+  local engine_rows=()
+  for set in ${CAP_SETS:-nr fr3 vmafv1 six aomctc}; do
+    local element inputs row
+    case $set in
+      nr) element="metrics=blur+blockiness+siti+black+freeze"; inputs=1; row="blur+blockiness+siti+black+freeze" ;;
+      fr3) element="metrics=psnr+ssim+vmaf"; inputs=2; row="psnr+ssim+vmaf" ;;
+      vmafv1) element="metrics=vmaf vmaf-model=vmaf_v1.0.16_3d0h"; inputs=2; row="vmaf vmaf_v1.0.16_3d0h" ;;
+      six) element="metrics=psnr+ssim+ms-ssim+ssimulacra2+butteraugli+vmaf"; inputs=2; row="psnr+ssim+ms-ssim+ssimulacra2+butteraugli+vmaf" ;;
+      aomctc) element="metrics=aom-ctc"; inputs=2; row="aom-ctc" ;;
+      *) echo "FAILED: capacity: no set $set (nr fr3 vmafv1 six aomctc)"; fail=1; continue ;;
+    esac
+    engine_rows+=("$row")
+    step "capacity: $element, N pipelines on NVDEC inputs ($inputs per pipeline), 1080p30"
+    echo "| set | pipelines | pairs/s in all | channels at 30 fps | decoders alone | share of the decoders' rate |"
+    echo "| --- | --- | --- | --- | --- | --- |"
+    for n in $counts; do
+      local r
+      r=$(cap_rate $n $inputs "$element") || { echo "| $set | $n | FAILED | | | |"; fail=1; continue; }
+      python3 -c "r=$r; dec=${dec[$n.$inputs]:-0}; print(f'| $set | $n | {r:,.0f} | {r/30:.1f} | {dec:,.0f} | ' + (f'{100*r/dec:.0f} %' if dec else '-') + ' |')"
+    done
+  done
+  if need $B/throughput; then
+    step "capacity: the engine alone, the same sets (1080p device frames, 2 pairs in flight)"
+    local IFS=,
+    run $B/throughput --seconds 2 --no-cpu --sizes 1080p --in-flight 2 --metrics "${engine_rows[*]}"
+  fi
 }
 
 # gpumetrics monitor's capacity: N channels of live 1080p30 H.264 MPEG-TS over loopback UDP
