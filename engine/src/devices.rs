@@ -103,8 +103,10 @@ fn free_memory(device: usize) -> Result<u64, String> {
     with_driver(|| {
         use cudarc::driver::result::ctx;
         let before = ctx::get_current().ok().flatten();
-        let ctx = CudaContext::new(device).map_err(|e| format!("device {device}: {e}"))?;
-        let info = ctx.mem_get_info().map_err(|e| format!("device {device}: {e}"));
+        let context = CudaContext::new(device).map_err(|e| format!("device {device}: {e}"))?;
+        let info = context
+            .mem_get_info()
+            .map_err(|e| format!("device {device}: {e}"));
         // SAFETY: `before` was current on this thread a moment ago and is still alive (the
         // caller holds it); a null context unbinds.
         let _ = unsafe { ctx::set_current(before.unwrap_or(std::ptr::null_mut())) };

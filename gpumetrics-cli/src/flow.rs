@@ -205,7 +205,11 @@ fn header(setup: &Setup, cuda: bool) -> header::Header {
         },
         backend: if cuda { "cuda" } else { "cpu" },
         device: cuda.then(|| setup.devices.first().copied().unwrap_or(0)),
-        device_auto: if cuda { setup.device_auto.clone() } else { None },
+        device_auto: if cuda {
+            setup.device_auto.clone()
+        } else {
+            None
+        },
         devices: (cuda && lineup.several()).then(|| setup.devices.clone()),
         threads: (!cuda).then(rayon::current_num_threads),
         decoding: decodings.all().map(decoding::header_name).collect(),

@@ -525,7 +525,11 @@ pub fn build_several(
             let download = make("cudadownload")?;
             pipeline.add(&download)?;
             ref_src
-                .link(&download.static_pad("sink").context("no cudadownload sink")?)
+                .link(
+                    &download
+                        .static_pad("sink")
+                        .context("no cudadownload sink")?,
+                )
                 .map_err(|e| anyhow!("cannot link cudadownload: {e:?}"))?;
             download.static_pad("src").context("no cudadownload src")?
         } else {
@@ -847,7 +851,11 @@ mod tests {
         };
         let two = build_run(&config, reference, &[distorted(&a), on_1], stop).unwrap();
         assert_eq!(two.elements.len(), 2);
-        let ids: Vec<i32> = two.elements.iter().map(|e| e.property("device-id")).collect();
+        let ids: Vec<i32> = two
+            .elements
+            .iter()
+            .map(|e| e.property("device-id"))
+            .collect();
         assert_eq!(ids, [0, 1]);
         assert_eq!((two.decoders.len(), two.gates.len()), (3, 2));
         assert!(has_tee(&two));
