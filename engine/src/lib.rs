@@ -5,6 +5,7 @@ pub mod align;
 mod backend;
 mod color;
 pub mod cuda;
+pub mod devices;
 mod engine;
 mod error;
 mod event;

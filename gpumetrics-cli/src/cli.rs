@@ -115,9 +115,12 @@ pub struct Args {
     #[arg(long, default_value = "auto", value_parser = backend_parser())]
     pub backend: BackendChoice,
 
-    /// CUDA device index (for --backend cuda and auto).
-    #[arg(long, default_value_t = 0, value_name = "N")]
-    pub device: u32,
+    /// CUDA device (for --backend cuda and auto): an index, or auto = the GPU with the most
+    /// free capacity (the fewest gpumetrics engines, then the most free memory). Default 0;
+    /// with several distorted files, the files' elements spread over the GPUs in turn from
+    /// device 0 (from the one auto picks with --device auto; one given index pins them all).
+    #[arg(long, value_name = "N|auto", value_parser = parse_device)]
+    pub device: Option<DeviceArg>,
 
     /// How frames are decoded: auto = NVDEC into CUDA memory when the CUDA backend is usable
     /// and the codec has an NVIDIA decoder, else software.
@@ -291,6 +294,37 @@ impl Args {
 }
 
 /// `--backend`'s values: the engine's choices, by name.
+/// `--device` (and a monitor channel's `device`): a CUDA device index, or `auto`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DeviceArg {
+    /// The GPU with the most free capacity when the run starts.
+    Auto,
+    Index(u32),
+}
+
+impl std::fmt::Display for DeviceArg {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DeviceArg::Auto => f.write_str("auto"),
+            DeviceArg::Index(i) => write!(f, "{i}"),
+        }
+    }
+}
+
+/// `--device N|auto`.
+pub fn parse_device(text: &str) -> Result<DeviceArg, String> {
+    let t = text.trim();
+    if t.eq_ignore_ascii_case("auto") {
+        return Ok(DeviceArg::Auto);
+    }
+    t.parse::<u32>().map(DeviceArg::Index).map_err(|_| {
+        format!(
+            "`{}` is not a CUDA device: give its index (0, 1, ...) or auto",
+            quoted(text)
+        )
+    })
+}
+
 fn backend_parser() -> impl TypedValueParser<Value = BackendChoice> {
     clap::builder::PossibleValuesParser::new(BackendChoice::ALL.map(BackendChoice::name))
         .map(|s| s.parse().expect("a possible value is a backend"))

@@ -21,6 +21,7 @@ use crate::lineup::{self, Lineup};
 use crate::measure;
 use crate::notes::Notes;
 use crate::output::{self, RecordSink};
+use crate::pipeline;
 use crate::plan::Plan;
 use crate::{align, backend, header, monitor, run, several, summary, verdict};
 
@@ -33,6 +34,10 @@ pub struct Setup<'a> {
     /// `--offset`, or the one `--align auto` found.
     pub offset: i64,
     pub notes: &'a Notes,
+    /// The CUDA device of each distorted input's element (0s on the CPU).
+    pub devices: Vec<u32>,
+    /// `--device auto`: what it chose and why.
+    pub device_auto: Option<String>,
 }
 
 /// Runs the command's measurement: the exit status (0, 130 when interrupted, or
@@ -47,9 +52,18 @@ pub fn run(
         several::check(args)?;
     }
     let lineup = lineup::open(args, notes)?;
-    let cuda = backend::choose(args, notes)?;
+    let device = backend::choose(args, notes)?;
+    let cuda = device.as_ref().map(|_| ()).map_err(Clone::clone);
     let decodings = Decodings::choose(args, &lineup, &cuda, notes)?;
     let offset = align::chosen_offset(args, &lineup, notes)?;
+    let n = lineup.distorted.len();
+    let (devices, device_auto) = match &device {
+        Ok(d) => (
+            spread_devices(args, &decodings, d.index, n, notes),
+            d.auto.clone(),
+        ),
+        Err(_) => (vec![0; n], None),
+    };
     let setup = Setup {
         args,
         plan,
@@ -57,6 +71,8 @@ pub fn run(
         decodings: &decodings,
         offset,
         notes,
+        devices,
+        device_auto,
     };
     let mut sink = open_records(&setup, &header(&setup, cuda.is_ok()))?;
     notes.say(metrics_note(&setup));
@@ -81,6 +97,48 @@ pub fn run(
     let labels = several::labels(&lineup.given());
     summary::print(&setup, &built, &outcomes, &labels)?;
     Ok(verdict::judge(&plan.rules, &labels, &outcomes, notes))
+}
+
+/// The device of each distorted file's element ([`backend::spread`] over the CUDA
+/// devices), and a note when they spread: an element away from the reference's GPU gets the
+/// reference's NVDEC frames through system memory (no peer-to-peer copy), which costs a
+/// download and an upload per frame; without `cudadownload` they do not spread.
+fn spread_devices(
+    args: &Args,
+    decodings: &Decodings,
+    first: u32,
+    n: usize,
+    notes: &Notes,
+) -> Vec<u32> {
+    let count = gpumetrics_engine::devices::device_count();
+    let devices = backend::spread(first, args.device, count, n);
+    if devices.iter().all(|&d| d == first) {
+        return devices;
+    }
+    let on_device = matches!(decodings.reference, Some(pipeline::Decoding::Nvdec(_)));
+    if on_device && gst::ElementFactory::find("cudadownload").is_none() {
+        notes.say(format!(
+            "devices: every file on device {first} (cudadownload, which hands the NVDEC \
+             reference to the other GPUs, is missing)"
+        ));
+        return vec![first; n];
+    }
+    let list: Vec<String> = devices.iter().map(u32::to_string).collect();
+    notes.say(if on_device {
+        format!(
+            "devices: the files' elements on CUDA devices {} in turn; the reference is \
+             decoded once on device {first} and reaches the others through system memory \
+             (a download and an upload per frame and device, not peer to peer)",
+            list.join(", ")
+        )
+    } else {
+        format!(
+            "devices: the files' elements on CUDA devices {} in turn (each uploads the \
+             reference's frames itself)",
+            list.join(", ")
+        )
+    });
+    devices
 }
 
 /// Starts the records (`-o FILE` or stdout) with `header`: with several distorted files
@@ -146,7 +204,13 @@ fn header(setup: &Setup, cuda: bool) -> header::Header {
             distorted,
         },
         backend: if cuda { "cuda" } else { "cpu" },
-        device: cuda.then_some(args.device),
+        device: cuda.then(|| setup.devices.first().copied().unwrap_or(0)),
+        device_auto: if cuda {
+            setup.device_auto.clone()
+        } else {
+            None
+        },
+        devices: (cuda && lineup.several()).then(|| setup.devices.clone()),
         threads: (!cuda).then(rayon::current_num_threads),
         decoding: decodings.all().map(decoding::header_name).collect(),
         models: header::models(&metric_names, &options),

@@ -88,8 +88,14 @@ pub struct Header {
     pub inputs: Inputs,
     /// `cpu` or `cuda`: where the metrics ran.
     pub backend: &'static str,
-    /// CUDA device index; `null` on the CPU.
+    /// CUDA device index; `null` on the CPU. With several distorted files, the first's.
     pub device: Option<u32>,
+    /// `--device auto`: the device it chose and why (each device's gpumetrics engines and
+    /// free memory); `null` otherwise.
+    pub device_auto: Option<String>,
+    /// Several distorted files on CUDA: each file's device, in the order given (they
+    /// spread over the GPUs); `null` otherwise.
+    pub devices: Option<Vec<u32>>,
     /// Threads of the CPU backend; `null` on CUDA.
     pub threads: Option<usize>,
     /// Per input (reference, distorted): `software` or the NVIDIA decoder element.

@@ -89,11 +89,12 @@ pub fn config(
     lineup: &Lineup,
     decodings: &Decodings,
     offset: i64,
+    device: u32,
 ) -> PipelineConfig {
     PipelineConfig {
         metrics: plan.metrics.clone(),
         backend: args.backend.name(),
-        device: args.device,
+        device,
         pairing: pairing(args),
         options: args.metric_options.clone(),
         map: args
@@ -149,7 +150,8 @@ pub fn measure(
         notes,
         ..
     } = *setup;
-    let config = config(args, plan, lineup, decodings, setup.offset);
+    let first = setup.devices.first().copied().unwrap_or(0);
+    let config = config(args, plan, lineup, decodings, setup.offset, first);
     let total = total(args, plan, lineup, setup.offset);
     let reference = lineup.reference.as_ref().zip(decodings.reference.as_ref());
     let unit = if plan.single { "frames" } else { "pairs" };
@@ -161,6 +163,7 @@ pub fn measure(
             .enumerate()
             .map(|(i, input)| pipeline::Distorted {
                 input,
+                device: setup.devices.get(i).copied().unwrap_or(first),
                 decoding: decodings.distorted[i].clone(),
                 scale_to: lineup.scale_to[i],
                 convert_to: convert_to[i].clone(),

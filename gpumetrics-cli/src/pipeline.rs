@@ -304,7 +304,11 @@ fn measuring_element(pipeline: &gst::Pipeline, config: &PipelineConfig) -> Resul
         .set_property_from_str_checked("metrics", &config.metrics)
         .map_err(|e| anyhow!("metrics `{}`: {e}", config.metrics))?;
     element.set_property_from_str("backend", config.backend);
-    element.set_property("device-id", config.device);
+    element.set_property(
+        "device-id",
+        i32::try_from(config.device)
+            .map_err(|_| anyhow!("--device {}: not a CUDA device index", config.device))?,
+    );
     element.set_property("post-messages", true);
     element.set_property_from_str("pairing", config.pairing);
     crate::options::set_on(&element, &config.options)?;
@@ -408,6 +412,8 @@ pub fn build(
 #[derive(Debug, Clone)]
 pub struct Distorted<'a> {
     pub input: &'a Input,
+    /// The CUDA device of its element (several files spread over the GPUs).
+    pub device: u32,
     pub decoding: Decoding,
     pub scale_to: Option<(u32, u32)>,
     pub convert_to: Option<String>,
@@ -491,8 +497,19 @@ pub fn build_several(
         decoded: Vec::new(),
         all_decoders,
     };
+    // NVDEC decodes the reference on the first element's device (its context query reaches
+    // that element first through the tee); an element on another device gets the
+    // reference's frames through system memory (cudadownload, then its own upload).
+    let ref_on_device = matches!(reference.1, Decoding::Nvdec(_));
+    let first_device = distorted.first().map_or(config.device, |d| d.device);
     for d in distorted {
-        let element = measuring_element(&pipeline, config)?;
+        let element = measuring_element(
+            &pipeline,
+            &PipelineConfig {
+                device: d.device,
+                ..config.clone()
+            },
+        )?;
         // The reference's frames for this element, with their own gate.
         let queue = make("queue")?;
         queue.set_property("max-size-buffers", 8u32);
@@ -504,6 +521,20 @@ pub fn build_several(
         let ref_gate = Gate::install(&ref_src, config.gates[0], stop.clone());
         let ref_caps = Arc::new(Mutex::new(None));
         keep_caps(&ref_src, ref_caps.clone());
+        let ref_src = if ref_on_device && d.device != first_device {
+            let download = make("cudadownload")?;
+            pipeline.add(&download)?;
+            ref_src
+                .link(
+                    &download
+                        .static_pad("sink")
+                        .context("no cudadownload sink")?,
+                )
+                .map_err(|e| anyhow!("cannot link cudadownload: {e:?}"))?;
+            download.static_pad("src").context("no cudadownload src")?
+        } else {
+            ref_src
+        };
         ref_src
             .link(&element.static_pad("ref_sink").context("no ref_sink pad")?)
             .map_err(|e| anyhow!("cannot link the reference input: {e:?}"))?;
@@ -784,6 +815,7 @@ mod tests {
         let (a, b) = (input("distorted", "a.mp4"), input("distorted", "b.mp4"));
         let distorted = |input| Distorted {
             input,
+            device: 0,
             decoding: Decoding::Software,
             scale_to: None,
             convert_to: None,
@@ -811,8 +843,20 @@ mod tests {
         let element = &alone.elements[0];
         assert!(!element.static_pad("ref_sink").unwrap().is_linked());
 
-        let two = build_run(&config, reference, &[distorted(&a), distorted(&b)], stop).unwrap();
+        // Several files spread over the GPUs: each element on its file's device (software
+        // decoding: no cudadownload, each element uploads the reference itself).
+        let on_1 = Distorted {
+            device: 1,
+            ..distorted(&b)
+        };
+        let two = build_run(&config, reference, &[distorted(&a), on_1], stop).unwrap();
         assert_eq!(two.elements.len(), 2);
+        let ids: Vec<i32> = two
+            .elements
+            .iter()
+            .map(|e| e.property("device-id"))
+            .collect();
+        assert_eq!(ids, [0, 1]);
         assert_eq!((two.decoders.len(), two.gates.len()), (3, 2));
         assert!(has_tee(&two));
         assert!(

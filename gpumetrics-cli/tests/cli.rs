@@ -579,6 +579,12 @@ fn fail_below() {
         .assert()
         .code(2)
         .stderr(predicate::str::contains("FIELD=VALUE"));
+    gpumetrics(&[&r, &d, "--device", "gpu1"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "is not a CUDA device: give its index (0, 1, ...) or auto",
+        ));
 }
 
 #[test]

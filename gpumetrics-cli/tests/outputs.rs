@@ -202,6 +202,8 @@ fn csv_has_only_frame_rows_and_json_only_numbers_or_null() {
     assert_eq!(h["version"], env!("CARGO_PKG_VERSION"));
     assert_eq!(h["backend"], "cpu");
     assert_eq!(h["device"], Value::Null);
+    assert_eq!(h["device-auto"], Value::Null);
+    assert_eq!(h["devices"], Value::Null);
     assert_eq!(h["metrics"], serde_json::json!(["psnr", "vmaf"]));
     assert_eq!(h["inputs"]["reference"]["width"], 64);
     assert_eq!(h["inputs"]["distorted"]["framerate"], "10/1");

@@ -9,6 +9,7 @@
 mod common;
 
 use common::*;
+use gst::glib;
 use gst::prelude::*;
 use gstgpumetrics::gstcuda;
 
@@ -142,4 +143,54 @@ fn memory_stats_count_system_memory_frames() {
     assert_eq!(s.get::<u64>("device-frames"), Ok(0), "{s}");
     assert_eq!(s.get::<u64>("downloaded-frames"), Ok(0), "{s}");
     pipeline.set_state(gst::State::Null).unwrap();
+}
+
+/// `device-id=-1` on one GPU or none behaves as today: the run measures every pair (on the
+/// CPU here, or the one GPU), the property reads back -1, and -1 is its lowest value.
+#[test]
+fn device_id_minus_one_runs_as_device_0_does() {
+    init();
+    let pipeline = gst::parse::launch(&format!(
+        "videotestsrc num-buffers=5 ! {} ! tee name=t t. ! queue ! m.ref_sink \
+         t. ! queue ! m.dist_sink gpumetrics name=m device-id=-1 backend={} ! fakesink",
+        i420_caps(64, 48, 30),
+        test_backend()
+    ))
+    .unwrap()
+    .downcast::<gst::Pipeline>()
+    .unwrap();
+    pipeline.set_state(gst::State::Playing).unwrap();
+    let msg = pipeline
+        .bus()
+        .unwrap()
+        .timed_pop_filtered(
+            gst::ClockTime::from_seconds(30),
+            &[gst::MessageType::Eos, gst::MessageType::Error],
+        )
+        .expect("EOS or error");
+    assert!(matches!(msg.view(), gst::MessageView::Eos(_)), "{msg:?}");
+    let m = pipeline.by_name("m").unwrap();
+    assert_eq!(m.property::<i32>("device-id"), -1);
+    let s = m.property::<gst::Structure>("memory-stats");
+    assert_eq!(s.get::<u64>("system-frames"), Ok(10), "{s}");
+    pipeline.set_state(gst::State::Null).unwrap();
+    let spec = m.find_property("device-id").unwrap();
+    let spec = spec.downcast_ref::<glib::ParamSpecInt>().unwrap();
+    assert_eq!((spec.minimum(), spec.default_value()), (-1, 0));
+}
+
+/// On a GPU machine `device-id=-1` creates its context on a device that exists.
+#[test]
+#[ignore = "GPU-only: needs a GstCuda that reaches a CUDA device (scripts/gpu-all.sh element)"]
+fn device_id_minus_one_creates_its_context_on_an_existing_device() {
+    let e = element("cuda");
+    e.set_property("device-id", -1i32);
+    e.set_state(gst::State::Ready).unwrap();
+    let c = query(&e.static_pad("src").unwrap()).expect("a context");
+    let device = c.structure().get::<u32>("cuda-device-id").unwrap();
+    assert!(
+        (device as usize) < gpumetrics_engine::devices::device_count(),
+        "{device}"
+    );
+    e.set_state(gst::State::Null).unwrap();
 }

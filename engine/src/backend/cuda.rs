@@ -143,6 +143,8 @@ pub(crate) struct CudaBackend {
     /// Recorded on `copies` after a pair's uploads (host frames), for the engine's stream
     /// and the metrics' own streams to wait for.
     uploaded: CudaEvent,
+    /// Counted among the engines of its device ([`crate::devices`]) while it lives.
+    _registered: crate::devices::Registered,
     /// Set when running in a context lent by the caller; last, so it goes after the rest.
     _external: Option<crate::cuda::ExternalGuard>,
 }
@@ -243,6 +245,7 @@ impl CudaBackend {
                 in_flight: 0,
                 copies,
                 uploaded: ctx.new_event(None)?,
+                _registered: crate::devices::Registered::new(ctx.ordinal()),
                 _external: None,
             })
         };

@@ -258,15 +258,17 @@ fn run_once(spec: &Channel, shared: &Shared, stop: &AtomicBool, no_signal: &mut 
         }
     };
     let (args, plan) = (&args, &plan);
-    let cuda = match backend::choose(args, &notes) {
+    let device = match backend::choose(args, &notes) {
         Ok(c) => c,
         Err(e) => return down(format!("{e:#}")),
     };
+    let cuda = device.as_ref().map(|_| ()).map_err(Clone::clone);
+    let device = device.map_or(0, |d| d.index);
     let decodings = match Decodings::choose(args, &lineup, &cuda, &notes) {
         Ok(d) => d,
         Err(e) => return down(format!("{e:#}")),
     };
-    let mut config = measure::config(args, plan, &lineup, &decodings, 0);
+    let mut config = measure::config(args, plan, &lineup, &decodings, 0, device);
     config.monitoring.prometheus = shared.prometheus.as_ref().map(|(a, _)| a.clone());
     config.monitoring.channel = Some(name.to_string());
     config.monitoring.stats_file = spec.stats_file.clone();
@@ -279,6 +281,7 @@ fn run_once(spec: &Channel, shared: &Shared, stop: &AtomicBool, no_signal: &mut 
         .zip(&lineup.scale_to)
         .map(|((input, decoding), scale_to)| pipeline::Distorted {
             input,
+            device,
             decoding: decoding.clone(),
             scale_to: *scale_to,
             convert_to: None,
@@ -292,7 +295,7 @@ fn run_once(spec: &Channel, shared: &Shared, stop: &AtomicBool, no_signal: &mut 
         Err(e) => return down(format!("{e:#}")),
     };
     if args.backend != gpumetrics_engine::BackendChoice::Cpu
-        && let Some(context) = shared.cuda_context(args.device)
+        && let Some(context) = shared.cuda_context(device)
     {
         built.pipeline.set_context(&context);
     }

@@ -114,13 +114,28 @@ pub struct Channel {
     pub signal_timeout: Duration,
     /// The element's `stats-file`.
     pub stats_file: Option<PathBuf>,
+    /// The GPU round robin gave a channel without a `device` key ([`spread`]); not part of
+    /// what tells a changed channel, so that a reload does not move running channels.
+    pub spread_device: Option<u32>,
 }
 
 impl Channel {
     /// The command's arguments and plan of the channel, as the command checks them (they
     /// were checked when the file was read).
     pub fn arguments(&self) -> Result<(Args, Plan), String> {
-        check(&[], &self.argv)
+        match self.spread_device {
+            Some(d) if !self.pins_device() => {
+                let mut argv = self.argv.clone();
+                argv.push(format!("--device={d}"));
+                check(&[], &argv)
+            }
+            _ => check(&[], &self.argv),
+        }
+    }
+
+    /// Whether the channel's `device` key (its own or the defaults') pins it.
+    pub fn pins_device(&self) -> bool {
+        self.argv.iter().any(|a| a.starts_with("--device="))
     }
 
     /// Whether `other` is the same channel with the same settings (a reload leaves it
@@ -141,7 +156,12 @@ pub fn load(path: &Path) -> Result<Config, ConfigError> {
         key: None,
         message: format!("cannot read it: {e}"),
     })?;
-    parse(path, &text)
+    let mut config = parse(path, &text)?;
+    spread(
+        &mut config.channels,
+        gpumetrics_engine::devices::device_count(),
+    );
+    Ok(config)
 }
 
 /// A key with its line, as the file gives it.
@@ -407,7 +427,19 @@ fn channel(
         argv: full,
         signal_timeout,
         stats_file,
+        spread_device: None,
     })
+}
+
+/// Spreads the channels without a `device` key over `count` CUDA devices in turn (round
+/// robin in the file's order); with one device or none, nothing changes.
+pub fn spread(channels: &mut [Channel], count: usize) {
+    if count < 2 {
+        return;
+    }
+    for (i, c) in channels.iter_mut().filter(|c| !c.pins_device()).enumerate() {
+        c.spread_device = Some((i % count) as u32);
+    }
 }
 
 /// `alerts` is `alert`, as the element's property names it.
@@ -685,6 +717,62 @@ subsample = 2
             refused("[[channel]]\nname = \"a\"\ndistorted = \"x.mp4\"\nevery = 2\nsubsample = 3\n");
         assert_eq!((e.line, e.key.as_deref()), (Some(1), None), "{e}");
         assert!(e.message.contains("channel 'a'"), "{e}");
+    }
+
+    /// Channels without `device` spread over the GPUs in turn; `device = N` and
+    /// `device = "auto"` pin a channel; a bad `device` names its line and key.
+    #[test]
+    fn channels_spread_over_the_gpus_unless_device_pins_them() {
+        use crate::cli::DeviceArg;
+        let text = "[[channel]]\nname = \"a\"\ndistorted = \"a.mp4\"\n\
+                    [[channel]]\nname = \"b\"\ndistorted = \"b.mp4\"\ndevice = 3\n\
+                    [[channel]]\nname = \"c\"\ndistorted = \"c.mp4\"\n\
+                    [[channel]]\nname = \"d\"\ndistorted = \"d.mp4\"\ndevice = \"auto\"\n\
+                    [[channel]]\nname = \"e\"\ndistorted = \"e.mp4\"\n";
+        let device = |c: &Channel| c.arguments().unwrap().0.device;
+        // One GPU (or none): as before, no channel gets a device it did not ask for.
+        let mut one = parsed(text).unwrap().channels;
+        spread(&mut one, 1);
+        let got: Vec<_> = one.iter().map(device).collect();
+        assert_eq!(
+            got,
+            [
+                None,
+                Some(DeviceArg::Index(3)),
+                None,
+                Some(DeviceArg::Auto),
+                None
+            ]
+        );
+        // Two GPUs: a, c, e in turn; b and d keep their key.
+        let mut two = parsed(text).unwrap().channels;
+        spread(&mut two, 2);
+        let got: Vec<_> = two.iter().map(device).collect();
+        assert_eq!(
+            got,
+            [
+                Some(DeviceArg::Index(0)),
+                Some(DeviceArg::Index(3)),
+                Some(DeviceArg::Index(1)),
+                Some(DeviceArg::Auto),
+                Some(DeviceArg::Index(0))
+            ]
+        );
+        // Where a channel was spread does not make it a changed channel on reload.
+        assert!(two[2].same_as(&one[2]));
+        // The defaults' device pins every channel.
+        let mut pinned =
+            parsed("[defaults]\ndevice = 1\n[[channel]]\nname = \"a\"\ndistorted = \"a.mp4\"\n")
+                .unwrap()
+                .channels;
+        spread(&mut pinned, 4);
+        assert_eq!(device(&pinned[0]), Some(DeviceArg::Index(1)));
+
+        let e = refused("[[channel]]\nname = \"a\"\ndistorted = \"x.mp4\"\ndevice = \"gpu1\"\n");
+        assert_eq!((e.line, e.key.as_deref()), (Some(4), Some("device")), "{e}");
+        assert!(e.message.contains("index (0, 1, ...) or auto"), "{e}");
+        let e = refused("[[channel]]\nname = \"a\"\ndistorted = \"x.mp4\"\ndevice = -1\n");
+        assert_eq!((e.line, e.key.as_deref()), (Some(4), Some("device")), "{e}");
     }
 
     #[test]

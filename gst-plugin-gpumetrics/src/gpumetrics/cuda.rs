@@ -20,6 +20,10 @@ use crate::gstcuda;
 #[derive(Default)]
 pub(crate) struct SharedContext {
     slot: Mutex<Option<gstcuda::Context>>,
+    /// The device the element runs on, once [`SharedContext::ensure`] knows it: a context
+    /// of another device is not taken (several GPUs: the pipeline's contexts may be
+    /// another element's, on another device).
+    device: Mutex<Option<u32>>,
 }
 
 impl SharedContext {
@@ -34,6 +38,7 @@ impl SharedContext {
     /// Forgets the context (the element goes to NULL).
     pub(crate) fn clear(&self) {
         *self.slot.lock().unwrap() = None;
+        *self.device.lock().unwrap() = None;
     }
 
     /// A context set on the element (`set_context`): taken when it is a
@@ -45,9 +50,22 @@ impl SharedContext {
         let Ok(api) = gstcuda::api() else {
             return;
         };
+        let want = *self.device.lock().unwrap();
         let mut slot = self.slot.lock().unwrap();
         if slot.is_none() {
-            *slot = gstcuda::Context::from_gst_context(api, element.upcast_ref(), context);
+            let offered = gstcuda::Context::from_gst_context(api, element.upcast_ref(), context);
+            if let (Some(c), Some(want)) = (&offered, want)
+                && c.device_id() != want
+            {
+                gst::debug!(
+                    CAT,
+                    obj = element,
+                    "not taking a CUDA context of device {}: the element runs on device {want}",
+                    c.device_id()
+                );
+                return;
+            }
+            *slot = offered;
             if let Some(c) = slot.as_ref() {
                 gst::debug!(
                     CAT,
@@ -59,8 +77,8 @@ impl SharedContext {
         }
     }
 
-    /// Finds the GstCudaContext of the neighbours (a context query on each of `pads`'
-    /// peers, then the application via need-context) or creates one on `device_id` and
+    /// Finds the GstCudaContext of the neighbours on `device_id` (a context query on each of
+    /// `pads`' peers, then the application via need-context) or creates one on it and
     /// announces it (have-context), so that NVDEC decoders feeding the element decode into
     /// the context its kernels run in and two instances on one GPU share it. Does nothing
     /// when the element has one, or without libgstcuda.
@@ -68,6 +86,7 @@ impl SharedContext {
         if self.is_set() {
             return;
         }
+        *self.device.lock().unwrap() = Some(device_id);
         let api = match gstcuda::api() {
             Ok(api) => api,
             Err(why) => {

@@ -344,8 +344,22 @@ impl ElementImpl for GpuMetrics {
     ) -> Result<gst::StateChangeSuccess, gst::StateChangeError> {
         if transition == gst::StateChange::NullToReady {
             let (backend, device_id) = {
-                let s = self.settings.lock().unwrap();
-                (s.backend, s.device_id)
+                let mut s = self.settings.lock().unwrap();
+                if s.device_id == settings::AUTO_DEVICE_ID && s.backend != Backend::Cpu {
+                    let chosen = gpumetrics_engine::devices::auto();
+                    gst::info!(
+                        CAT,
+                        imp = self,
+                        "device-id=-1: {}",
+                        if chosen.found {
+                            format!("chose CUDA {}", chosen.reason)
+                        } else {
+                            chosen.reason.clone()
+                        }
+                    );
+                    s.chosen_device = Some(chosen.device);
+                }
+                (s.backend, s.device())
             };
             if backend != Backend::Cpu {
                 let obj = self.obj();
@@ -360,6 +374,7 @@ impl ElementImpl for GpuMetrics {
         let ret = self.parent_change_state(transition)?;
         if transition == gst::StateChange::ReadyToNull {
             self.cuda.clear();
+            self.settings.lock().unwrap().chosen_device = None;
         }
         Ok(ret)
     }

@@ -15,7 +15,9 @@ use gst::prelude::*;
 use super::{Backend, Metrics, Pairing, StatsFormat, options};
 use crate::records;
 
-const DEFAULT_DEVICE_ID: u32 = 0;
+const DEFAULT_DEVICE_ID: i32 = 0;
+/// `device-id=-1`: the device with the most free capacity when the element starts.
+pub(crate) const AUTO_DEVICE_ID: i32 = -1;
 const DEFAULT_POST_MESSAGES: bool = true;
 const DEFAULT_ATTACH_META: bool = true;
 /// `in-flight`: the GPU measures one pair while the element prepares the next, for one
@@ -34,7 +36,10 @@ const AUTO_TOLERANCE: i64 = -1;
 pub(crate) struct Settings {
     pub metrics: Metrics,
     pub backend: Backend,
-    pub device_id: u32,
+    /// `device-id`: a CUDA device index, or [`AUTO_DEVICE_ID`].
+    pub device_id: i32,
+    /// The device `device-id=-1` chose when the element started (NULL to READY).
+    pub chosen_device: Option<u32>,
     pub stats_file: Option<PathBuf>,
     pub stats_format: StatsFormat,
     pub post_messages: bool,
@@ -79,6 +84,7 @@ impl Default for Settings {
             metrics: Metrics::default(),
             backend: Backend::default(),
             device_id: DEFAULT_DEVICE_ID,
+            chosen_device: None,
             stats_file: None,
             stats_format: StatsFormat::default(),
             post_messages: DEFAULT_POST_MESSAGES,
@@ -134,9 +140,14 @@ fn own_properties() -> Vec<glib::ParamSpec> {
             .default_value(Backend::default())
             .mutable_ready()
             .build(),
-        glib::ParamSpecUInt::builder("device-id")
+        glib::ParamSpecInt::builder("device-id")
             .nick("CUDA device")
-            .blurb("Index of the CUDA device used by the cuda (and auto) backend")
+            .blurb(
+                "Index of the CUDA device used by the cuda (and auto) backend; -1 = the device \
+                 with the most free capacity when the element starts (the fewest gpumetrics \
+                 engines of this process, then the most free memory; logged at INFO)",
+            )
+            .minimum(AUTO_DEVICE_ID)
             .default_value(DEFAULT_DEVICE_ID)
             .mutable_ready()
             .build(),
@@ -468,6 +479,12 @@ impl Settings {
         crate::records::columns_with_map(self.metrics.set(), self.map.kind())
     }
 
+    /// The CUDA device the run uses: `device-id`, or the one `device-id=-1` chose (device 0
+    /// before it has chosen).
+    pub(crate) fn device(&self) -> u32 {
+        u32::try_from(self.device_id).unwrap_or_else(|_| self.chosen_device.unwrap_or(0))
+    }
+
     pub(super) fn engine_config(&self) -> EngineConfig {
         EngineConfig {
             // The flags type is made from the registry (mod.rs): its bits are the engine's.
@@ -477,7 +494,7 @@ impl Settings {
                 Backend::Cuda => BackendChoice::Cuda,
                 Backend::Cpu => BackendChoice::Cpu,
             },
-            device_id: self.device_id,
+            device_id: self.device(),
             options: self.options.clone(),
         }
     }
@@ -514,6 +531,32 @@ impl Settings {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `device-id=-1` uses the device chosen when the element started (0 before); an index
+    /// is used as given, whatever was chosen.
+    #[test]
+    fn device_id_minus_one_is_the_chosen_device() {
+        gst::init().unwrap();
+        let mut s = Settings::default();
+        assert_eq!(s.engine_config().device_id, 0);
+        s.set("device-id", &3i32.to_value());
+        assert_eq!(s.engine_config().device_id, 3);
+        s.chosen_device = Some(1);
+        assert_eq!(s.engine_config().device_id, 3, "an index is not overridden");
+        s.set("device-id", &AUTO_DEVICE_ID.to_value());
+        assert_eq!(s.engine_config().device_id, 1);
+        assert_eq!(s.get("device-id").get::<i32>(), Ok(-1));
+        s.chosen_device = None;
+        assert_eq!(s.engine_config().device_id, 0);
+        let p = properties()
+            .iter()
+            .find(|p| p.name() == "device-id")
+            .unwrap()
+            .downcast_ref::<glib::ParamSpecInt>()
+            .unwrap()
+            .clone();
+        assert_eq!((p.minimum(), p.default_value()), (-1, 0));
+    }
 
     /// Every property but memory-stats reads back what was set, the metric options through
     /// the one `Options` the engine gets.
