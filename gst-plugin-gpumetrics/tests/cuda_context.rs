@@ -115,12 +115,13 @@ fn two_instances_in_one_pipeline_share_the_context() {
     pipeline.set_state(gst::State::Null).unwrap();
 }
 
-#[test]
-fn memory_stats_count_system_memory_frames() {
+/// Runs `frames` test frames into both inputs of `gpumetrics name=m PROPS` (64×48, the
+/// test backend) to EOS; returns the pipeline (still playing) and the element.
+fn run_to_eos(frames: u32, props: &str) -> (gst::Pipeline, gst::Element) {
     init();
     let pipeline = gst::parse::launch(&format!(
-        "videotestsrc num-buffers=7 ! {} ! tee name=t t. ! queue ! m.ref_sink \
-         t. ! queue ! m.dist_sink gpumetrics name=m backend={} ! fakesink",
+        "videotestsrc num-buffers={frames} ! {} ! tee name=t t. ! queue ! m.ref_sink \
+         t. ! queue ! m.dist_sink gpumetrics name=m {props} backend={} ! fakesink",
         i420_caps(64, 48, 30),
         test_backend()
     ))
@@ -138,6 +139,12 @@ fn memory_stats_count_system_memory_frames() {
         .expect("EOS or error");
     assert!(matches!(msg.view(), gst::MessageView::Eos(_)), "{msg:?}");
     let m = pipeline.by_name("m").unwrap();
+    (pipeline, m)
+}
+
+#[test]
+fn memory_stats_count_system_memory_frames() {
+    let (pipeline, m) = run_to_eos(7, "");
     let s = m.property::<gst::Structure>("memory-stats");
     assert_eq!(s.get::<u64>("system-frames"), Ok(14), "{s}");
     assert_eq!(s.get::<u64>("device-frames"), Ok(0), "{s}");
@@ -149,27 +156,7 @@ fn memory_stats_count_system_memory_frames() {
 /// CPU here, or the one GPU), the property reads back -1, and -1 is its lowest value.
 #[test]
 fn device_id_minus_one_runs_as_device_0_does() {
-    init();
-    let pipeline = gst::parse::launch(&format!(
-        "videotestsrc num-buffers=5 ! {} ! tee name=t t. ! queue ! m.ref_sink \
-         t. ! queue ! m.dist_sink gpumetrics name=m device-id=-1 backend={} ! fakesink",
-        i420_caps(64, 48, 30),
-        test_backend()
-    ))
-    .unwrap()
-    .downcast::<gst::Pipeline>()
-    .unwrap();
-    pipeline.set_state(gst::State::Playing).unwrap();
-    let msg = pipeline
-        .bus()
-        .unwrap()
-        .timed_pop_filtered(
-            gst::ClockTime::from_seconds(30),
-            &[gst::MessageType::Eos, gst::MessageType::Error],
-        )
-        .expect("EOS or error");
-    assert!(matches!(msg.view(), gst::MessageView::Eos(_)), "{msg:?}");
-    let m = pipeline.by_name("m").unwrap();
+    let (pipeline, m) = run_to_eos(5, "device-id=-1");
     assert_eq!(m.property::<i32>("device-id"), -1);
     let s = m.property::<gst::Structure>("memory-stats");
     assert_eq!(s.get::<u64>("system-frames"), Ok(10), "{s}");

@@ -183,104 +183,68 @@ fn a_map_without_a_reference_is_an_element_error() {
 /// the `butteraugli` field; without the metric, an element error that says to add it.
 #[test]
 fn the_butteraugli_map_comes_with_its_metric() {
+    let run = a_metrics_map_comes_with_it(MapKind::Butteraugli);
+    for record in &run.frames {
+        let field = record.get("butteraugli").unwrap();
+        let peak = record.get("butteraugli-peak").unwrap();
+        assert_eq!(
+            gray16(MapKind::Butteraugli, field as f32, 255.0),
+            gray16(MapKind::Butteraugli, peak as f32, 255.0),
+            "{field} {peak}"
+        );
+    }
+}
+
+/// A metric's map (`map=NAME` with `metrics=NAME`) in GRAY16_LE: each frame's brightest
+/// value is the record's `NAME-peak` on the map's documented scale ([`gray16`]), the
+/// record has the metric's field, and the map without its metric is refused. Returns the
+/// run with the map.
+fn a_metrics_map_comes_with_it(kind: MapKind) -> Run {
+    let name = kind.name();
     let c = case("coffee-crf42");
     let run = run_map(
         gst_video::VideoFormat::I420,
         &c,
-        "metrics=butteraugli map=butteraugli",
+        &format!("metrics={name} map={name}"),
     );
     run.expect_ok();
     let info = gst_video::VideoInfo::from_caps(run.out_caps.as_ref().unwrap()).unwrap();
-    let data = run.out[0].map_readable().unwrap();
-    let mut brightest = 0u16;
-    for y in 0..240usize {
-        for x in 0..320usize {
-            let at = y * info.stride()[0] as usize + 2 * x;
-            brightest = brightest.max(u16::from_le_bytes([data[at], data[at + 1]]));
+    assert_eq!(info.format(), gst_video::VideoFormat::Gray16Le);
+    for (f, record) in run.frames.iter().enumerate() {
+        let data = run.out[f].map_readable().unwrap();
+        let mut brightest = 0u16;
+        for y in 0..info.height() as usize {
+            for x in 0..info.width() as usize {
+                let at = y * info.stride()[0] as usize + 2 * x;
+                brightest = brightest.max(u16::from_le_bytes([data[at], data[at + 1]]));
+            }
         }
+        let peak = record
+            .get(&format!("{name}-peak"))
+            .expect("the map's peak in the record");
+        assert!(peak > 0.0, "{peak}");
+        assert_eq!(brightest, gray16(kind, peak as f32, 255.0), "{peak}");
+        assert!(record.get(name).is_some());
     }
-    let field = run.frames[0].get("butteraugli").unwrap();
-    assert_eq!(
-        brightest,
-        gray16(MapKind::Butteraugli, field as f32, 255.0),
-        "{field}"
-    );
-    let refused = run_map(gst_video::VideoFormat::I420, &c, "map=butteraugli");
+    let refused = run_map(gst_video::VideoFormat::I420, &c, &format!("map={name}"));
     let (message, _) = refused.error.expect("an error");
-    assert!(message.contains("add butteraugli"), "{message}");
+    assert!(message.contains(&format!("add {name}")), "{message}");
+    run
 }
 
-/// ColorVideoVDP's heat map (1 − JOD/10 per pixel) comes with its metric: the frames'
-/// brightest GRAY16 value is the record's `cvvdp-peak` on the documented scale (65,535 per
-/// unit, clamped: past 10 JOD lost a pixel's value passes 1, as the reference's does).
+/// ColorVideoVDP's heat map (1 − JOD/10 per pixel) comes with its metric, on its scale
+/// (65,535 per unit, clamped: past 10 JOD lost a pixel's value passes 1, as the
+/// reference's does).
 #[test]
 fn the_cvvdp_map_comes_with_its_metric() {
-    let c = case("coffee-crf42");
-    let run = run_map(gst_video::VideoFormat::I420, &c, "metrics=cvvdp map=cvvdp");
-    run.expect_ok();
-    let info = gst_video::VideoInfo::from_caps(run.out_caps.as_ref().unwrap()).unwrap();
-    assert_eq!(info.format(), gst_video::VideoFormat::Gray16Le);
-    for (f, record) in run.frames.iter().enumerate() {
-        let data = run.out[f].map_readable().unwrap();
-        let mut brightest = 0u16;
-        for y in 0..info.height() as usize {
-            for x in 0..info.width() as usize {
-                let at = y * info.stride()[0] as usize + 2 * x;
-                brightest = brightest.max(u16::from_le_bytes([data[at], data[at + 1]]));
-            }
-        }
-        let peak = record
-            .get("cvvdp-peak")
-            .expect("the map's peak in the record");
-        assert!(peak > 0.0, "{peak}");
-        assert_eq!(
-            brightest,
-            gray16(MapKind::Cvvdp, peak as f32, 255.0),
-            "{peak}"
-        );
-        assert!(record.get("cvvdp").is_some());
-    }
-    let refused = run_map(gst_video::VideoFormat::I420, &c, "map=cvvdp");
-    let (message, _) = refused.error.expect("an error");
-    assert!(message.contains("add cvvdp"), "{message}");
+    a_metrics_map_comes_with_it(MapKind::Cvvdp);
 }
 
-/// `map=ssimulacra2`: each pixel's share of the weighted sum the score is mapped from, in
-/// GRAY16_LE at its documented scale (v / 20), the record's peak the brightest sample.
+/// `map=ssimulacra2`: each pixel's share of the weighted sum the score is mapped from, on
+/// its scale (v / 20).
 #[test]
 fn the_ssimulacra2_map_comes_with_its_metric() {
-    let c = case("coffee-crf42");
-    let run = run_map(
-        gst_video::VideoFormat::I420,
-        &c,
-        "metrics=ssimulacra2 map=ssimulacra2",
-    );
-    run.expect_ok();
-    let info = gst_video::VideoInfo::from_caps(run.out_caps.as_ref().unwrap()).unwrap();
-    assert_eq!(info.format(), gst_video::VideoFormat::Gray16Le);
-    for (f, record) in run.frames.iter().enumerate() {
-        let data = run.out[f].map_readable().unwrap();
-        let mut brightest = 0u16;
-        for y in 0..info.height() as usize {
-            for x in 0..info.width() as usize {
-                let at = y * info.stride()[0] as usize + 2 * x;
-                brightest = brightest.max(u16::from_le_bytes([data[at], data[at + 1]]));
-            }
-        }
-        let peak = record
-            .get("ssimulacra2-peak")
-            .expect("the map's peak in the record");
-        assert!(peak > 0.0, "{peak}");
-        assert_eq!(
-            brightest,
-            gray16(MapKind::Ssimulacra2, peak as f32, 255.0),
-            "{peak}"
-        );
-        assert!(record.get("ssimulacra2").is_some());
-    }
-    let refused = run_map(gst_video::VideoFormat::I420, &c, "map=ssimulacra2");
-    let (message, _) = refused.error.expect("an error");
-    assert!(message.contains("add ssimulacra2"), "{message}");
+    a_metrics_map_comes_with_it(MapKind::Ssimulacra2);
 }
 
 /// The map's statistics in each record (and so in the meta, the stats file and alerts):
