@@ -427,7 +427,10 @@ fn elements_of_one_process_share_one_endpoint_until_the_last_one_stops() {
         s.len() == 2 && s.iter().all(|s| s.number() > 0.0)
     });
     for element in ["flipped", "same"] {
-        assert_eq!(the(&pairs, "element", element).label("instance"), address);
+        let series = the(&pairs, "element", element);
+        assert_eq!(series.label("instance"), address);
+        // Where each element measures: backend=cpu.
+        assert_eq!(series.label("device"), "cpu");
     }
     let psnr = prometheus.wait_for(r#"gpumetrics_score{field="psnr-y"}"#, |s| s.len() == 2);
     assert_eq!(the(&psnr, "element", "same").value, "+Inf", "{psnr:#?}");
@@ -439,7 +442,7 @@ fn elements_of_one_process_share_one_endpoint_until_the_last_one_stops() {
     assert_eq!(status, 200, "{body}");
     assert!(!body.contains("element=\"flipped\""), "{body}");
     assert!(
-        body.contains("gpumetrics_pairs_total{element=\"same\"}"),
+        body.contains("gpumetrics_pairs_total{element=\"same\",device=\"cpu\"}"),
         "{body}"
     );
     let before = the(&pairs, "element", "same").number();

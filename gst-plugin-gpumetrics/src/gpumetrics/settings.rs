@@ -485,6 +485,21 @@ impl Settings {
         u32::try_from(self.device_id).unwrap_or_else(|_| self.chosen_device.unwrap_or(0))
     }
 
+    /// Where the element measures, as Prometheus labels it (`device`): the CUDA device's
+    /// index, or `cpu` for `backend=cpu` and for `auto` where no CUDA device is usable.
+    pub(crate) fn device_label(&self) -> String {
+        let cpu = match self.backend {
+            Backend::Cpu => true,
+            Backend::Cuda => false,
+            Backend::Auto => gpumetrics_engine::devices::device_count() == 0,
+        };
+        if cpu {
+            "cpu".into()
+        } else {
+            self.device().to_string()
+        }
+    }
+
     pub(super) fn engine_config(&self) -> EngineConfig {
         EngineConfig {
             // The flags type is made from the registry (mod.rs): its bits are the engine's.
@@ -556,6 +571,22 @@ mod tests {
             .unwrap()
             .clone();
         assert_eq!((p.minimum(), p.default_value()), (-1, 0));
+    }
+
+    /// Prometheus's `device` label: `cpu` for the CPU backend, the device measured on for
+    /// CUDA (the chosen one for `device-id=-1`).
+    #[test]
+    fn the_device_label_says_where_the_element_measures() {
+        gst::init().unwrap();
+        let mut s = Settings::default();
+        s.set("backend", &Backend::Cpu.to_value());
+        s.set("device-id", &2i32.to_value());
+        assert_eq!(s.device_label(), "cpu");
+        s.set("backend", &Backend::Cuda.to_value());
+        assert_eq!(s.device_label(), "2");
+        s.set("device-id", &AUTO_DEVICE_ID.to_value());
+        s.chosen_device = Some(1);
+        assert_eq!(s.device_label(), "1");
     }
 
     /// Every property but memory-stats reads back what was set, the metric options through

@@ -294,8 +294,35 @@ pub fn rss_kib() -> u64 {
     pages * page_kib
 }
 
-/// GET /metrics from `address` (a Prometheus endpoint that answers 200): the body.
+/// GET /metrics from `address` (a Prometheus endpoint that answers 200): the body, without
+/// the `device` labels ([`without_device`]).
 pub fn scrape(address: &str) -> String {
+    without_device(&scrape_with_device(address))
+}
+
+/// `text` without the series' `device` label (`,device="…"`, after `element` and
+/// `channel`): the lines that tests compare then read the same whichever backend and GPU
+/// ran them (tests/prometheus.rs checks the label itself).
+pub fn without_device(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find(",device=\"") {
+        out.push_str(&rest[..i]);
+        let after = &rest[i + ",device=\"".len()..];
+        match after.find('"') {
+            Some(end) => rest = &after[end + 1..],
+            None => {
+                rest = after;
+                break;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// GET /metrics from `address`, the body as the endpoint wrote it.
+pub fn scrape_with_device(address: &str) -> String {
     use std::io::{Read, Write};
     let mut s = std::net::TcpStream::connect(address).expect("the endpoint listens");
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();

@@ -157,6 +157,7 @@ impl Outputs {
                     address,
                     &element.name(),
                     settings.channel.as_deref(),
+                    &settings.device_label(),
                     &rules,
                 )?)
             }

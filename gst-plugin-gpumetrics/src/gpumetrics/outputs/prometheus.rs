@@ -47,22 +47,27 @@ const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=
 const EXAMPLES: &str = "e.g. 127.0.0.1:9464, [::1]:9464, or 0.0.0.0:9464 for every interface";
 
 /// Whose series: the element's name, and its `channel` (the element's property) when it
-/// has one: a label that is absent, not empty, for an element without one.
+/// has one: a label that is absent, not empty, for an element without one; and the
+/// `device` the element measures on (the CUDA device's index, or `cpu`), which a
+/// service's own series (`Channels`: no element of theirs) do not have.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct Owner {
     element: String,
     #[prometheus(flatten)]
     channel: Vec<(&'static str, String)>,
+    #[prometheus(flatten)]
+    device: Vec<(&'static str, String)>,
 }
 
 impl Owner {
-    fn new(element: &str, channel: Option<&str>) -> Owner {
+    fn new(element: &str, channel: Option<&str>, device: Option<&str>) -> Owner {
+        let label = |name: &'static str, v: Option<&str>| -> Vec<(&'static str, String)> {
+            v.map(|v| (name, v.to_string())).into_iter().collect()
+        };
         Owner {
             element: element.to_string(),
-            channel: channel
-                .map(|c| ("channel", c.to_string()))
-                .into_iter()
-                .collect(),
+            channel: label("channel", channel),
+            device: label("device", device),
         }
     }
 }
@@ -634,7 +639,7 @@ impl Channels {
 
     fn rule_labels(channel: &str, rule: &str) -> RuleLabels {
         RuleLabels {
-            of: Owner::new(channel, Some(channel)),
+            of: Owner::new(channel, Some(channel), None),
             rule: rule.to_string(),
         }
     }
@@ -718,6 +723,7 @@ impl Prometheus {
         address: &str,
         element: &str,
         channel: Option<&str>,
+        device: &str,
         rules: &[&str],
     ) -> Result<Prometheus, gst::ErrorMessage> {
         let address = address.trim();
@@ -738,7 +744,7 @@ impl Prometheus {
         endpoint.elements.push(element.to_string());
         let bound = endpoint.server.local;
         let f = endpoint.families.clone();
-        let owner = Owner::new(element, channel);
+        let owner = Owner::new(element, channel, Some(device));
         let of_element = ElementLabels { of: owner.clone() };
         let pad = |pad: &str| {
             f.unmatched.get_or_create_owned(&PadLabels {
@@ -1029,7 +1035,7 @@ mod tests {
     }
 
     fn open_err(address: &str, element: &str) -> String {
-        match Prometheus::open(address, element, None, &[]) {
+        match Prometheus::open(address, element, None, "cpu", &[]) {
             Ok(_) => panic!("{address} for {element}: expected an error"),
             Err(e) => e.to_string(),
         }
@@ -1061,12 +1067,12 @@ mod tests {
         let mut registry = Registry::default();
         let f = Families::register(&mut registry);
         let labels = ElementLabels {
-            of: Owner::new("m", None),
+            of: Owner::new("m", None, Some("cpu")),
         };
         f.pairs.get_or_create(&labels).inc();
         f.scoring.get_or_create(&labels).observe(0.003);
         let psnr = FieldLabels {
-            of: Owner::new("m", None),
+            of: Owner::new("m", None, Some("cpu")),
             field: "psnr-y".into(),
         };
         f.score.get_or_create(&psnr).set(f64::INFINITY);
@@ -1081,12 +1087,12 @@ mod tests {
         assert!(om.body.ends_with("# EOF\n"), "{}", om.body);
         for line in [
             "# TYPE gpumetrics_pairs counter",
-            "gpumetrics_pairs_total{element=\"m\"} 1",
+            "gpumetrics_pairs_total{element=\"m\",device=\"cpu\"} 1",
             "# UNIT gpumetrics_scoring_seconds seconds",
-            "gpumetrics_scoring_seconds_bucket{le=\"0.0025\",element=\"m\"} 0",
-            "gpumetrics_scoring_seconds_bucket{le=\"0.005\",element=\"m\"} 1",
-            "gpumetrics_scoring_seconds_count{element=\"m\"} 1",
-            "gpumetrics_score{element=\"m\",field=\"psnr-y\"} inf",
+            "gpumetrics_scoring_seconds_bucket{le=\"0.0025\",element=\"m\",device=\"cpu\"} 0",
+            "gpumetrics_scoring_seconds_bucket{le=\"0.005\",element=\"m\",device=\"cpu\"} 1",
+            "gpumetrics_scoring_seconds_count{element=\"m\",device=\"cpu\"} 1",
+            "gpumetrics_score{element=\"m\",device=\"cpu\",field=\"psnr-y\"} inf",
         ] {
             assert!(om.body.lines().any(|l| l == line), "{line}:\n{}", om.body);
         }
@@ -1100,7 +1106,7 @@ mod tests {
             plain
                 .body
                 .lines()
-                .any(|l| l == "gpumetrics_pairs_total{element=\"m\"} 1"),
+                .any(|l| l == "gpumetrics_pairs_total{element=\"m\",device=\"cpu\"} 1"),
             "{}",
             plain.body
         );
@@ -1114,14 +1120,14 @@ mod tests {
         let address = free_address();
         with_env(|env| {
             let mut sink =
-                Prometheus::open(&address, "m", None, &["psnr-y<35", "psnr-y>100"]).unwrap();
+                Prometheus::open(&address, "m", None, "cpu", &["psnr-y<35", "psnr-y>100"]).unwrap();
             let body = metrics(&address);
             for line in [
-                "gpumetrics_pairs_total{element=\"m\"} 0",
-                "gpumetrics_skipped_total{element=\"m\"} 0",
-                "gpumetrics_unmatched_total{element=\"m\",pad=\"ref_sink\"} 0",
-                "gpumetrics_alert_active{element=\"m\",rule=\"psnr-y<35\"} 0",
-                "gpumetrics_alerts_total{element=\"m\",rule=\"psnr-y>100\"} 0",
+                "gpumetrics_pairs_total{element=\"m\",device=\"cpu\"} 0",
+                "gpumetrics_skipped_total{element=\"m\",device=\"cpu\"} 0",
+                "gpumetrics_unmatched_total{element=\"m\",device=\"cpu\",pad=\"ref_sink\"} 0",
+                "gpumetrics_alert_active{element=\"m\",device=\"cpu\",rule=\"psnr-y<35\"} 0",
+                "gpumetrics_alerts_total{element=\"m\",device=\"cpu\",rule=\"psnr-y>100\"} 0",
             ] {
                 assert!(body.lines().any(|l| l == line), "{line}:\n{body}");
             }
@@ -1167,17 +1173,17 @@ mod tests {
             sink.alert(env, &raised).unwrap();
             let body = metrics(&address);
             for line in [
-                "gpumetrics_pairs_total{element=\"m\"} 2",
-                "gpumetrics_skipped_total{element=\"m\"} 1",
-                "gpumetrics_unmatched_total{element=\"m\",pad=\"ref_sink\"} 1",
-                "gpumetrics_unmatched_total{element=\"m\",pad=\"dist_sink\"} 2",
-                "gpumetrics_score{element=\"m\",field=\"psnr-y\"} +Inf",
-                "gpumetrics_window_mean{element=\"m\",field=\"psnr-y\"} 30.5",
-                "gpumetrics_window_mean{element=\"m\",field=\"mse-y\"} 2.0",
-                "gpumetrics_alert_active{element=\"m\",rule=\"psnr-y<35\"} 1",
-                "gpumetrics_alerts_total{element=\"m\",rule=\"psnr-y<35\"} 1",
-                "gpumetrics_alert_active{element=\"m\",rule=\"psnr-y>100\"} 0",
-                "gpumetrics_scoring_seconds_count{element=\"m\"} 2",
+                "gpumetrics_pairs_total{element=\"m\",device=\"cpu\"} 2",
+                "gpumetrics_skipped_total{element=\"m\",device=\"cpu\"} 1",
+                "gpumetrics_unmatched_total{element=\"m\",device=\"cpu\",pad=\"ref_sink\"} 1",
+                "gpumetrics_unmatched_total{element=\"m\",device=\"cpu\",pad=\"dist_sink\"} 2",
+                "gpumetrics_score{element=\"m\",device=\"cpu\",field=\"psnr-y\"} +Inf",
+                "gpumetrics_window_mean{element=\"m\",device=\"cpu\",field=\"psnr-y\"} 30.5",
+                "gpumetrics_window_mean{element=\"m\",device=\"cpu\",field=\"mse-y\"} 2.0",
+                "gpumetrics_alert_active{element=\"m\",device=\"cpu\",rule=\"psnr-y<35\"} 1",
+                "gpumetrics_alerts_total{element=\"m\",device=\"cpu\",rule=\"psnr-y<35\"} 1",
+                "gpumetrics_alert_active{element=\"m\",device=\"cpu\",rule=\"psnr-y>100\"} 0",
+                "gpumetrics_scoring_seconds_count{element=\"m\",device=\"cpu\"} 2",
             ] {
                 assert!(body.lines().any(|l| l == line), "{line}:\n{body}");
             }
@@ -1200,16 +1206,16 @@ mod tests {
             };
             sink.event(env, &black("start")).unwrap();
             let body = metrics(&address);
-            let open = "gpumetrics_event_active{element=\"m\",event=\"black\",input=\"ref\"} 1";
+            let open = "gpumetrics_event_active{element=\"m\",device=\"cpu\",event=\"black\",input=\"ref\"} 1";
             assert!(body.lines().any(|l| l == open), "{body}");
             sink.event(env, &black("end")).unwrap();
             let body = metrics(&address);
             assert!(!body.contains("gpumetrics_window_mean{"), "{body}");
             for line in [
-                "gpumetrics_alert_active{element=\"m\",rule=\"psnr-y<35\"} 0",
-                "gpumetrics_alerts_total{element=\"m\",rule=\"psnr-y<35\"} 1",
-                "gpumetrics_event_active{element=\"m\",event=\"black\",input=\"ref\"} 0",
-                "gpumetrics_events_total{element=\"m\",event=\"black\",input=\"ref\"} 1",
+                "gpumetrics_alert_active{element=\"m\",device=\"cpu\",rule=\"psnr-y<35\"} 0",
+                "gpumetrics_alerts_total{element=\"m\",device=\"cpu\",rule=\"psnr-y<35\"} 1",
+                "gpumetrics_event_active{element=\"m\",device=\"cpu\",event=\"black\",input=\"ref\"} 0",
+                "gpumetrics_events_total{element=\"m\",device=\"cpu\",event=\"black\",input=\"ref\"} 1",
             ] {
                 assert!(body.lines().any(|l| l == line), "{line}:\n{body}");
             }
@@ -1223,7 +1229,7 @@ mod tests {
     fn live_alignment_exports_its_offset_state_and_relocks() {
         let address = free_address();
         with_env(|env| {
-            let mut sink = Prometheus::open(&address, "m", None, &[]).unwrap();
+            let mut sink = Prometheus::open(&address, "m", None, "cpu", &[]).unwrap();
             assert!(!metrics(&address).contains("gpumetrics_align"));
             let record = |state: &str, offset, relocks| AlignRecord {
                 state: state.into(),
@@ -1246,11 +1252,11 @@ mod tests {
                 .unwrap();
             let body = metrics(&address);
             for line in [
-                "gpumetrics_align_offset_seconds{element=\"m\"} 1.5",
-                "gpumetrics_align_locked{element=\"m\"} 1",
-                "gpumetrics_align_confidence{element=\"m\"} 0.9",
-                "gpumetrics_align_relocks_total{element=\"m\"} 1",
-                "gpumetrics_unaligned_total{element=\"m\"} 1",
+                "gpumetrics_align_offset_seconds{element=\"m\",device=\"cpu\"} 1.5",
+                "gpumetrics_align_locked{element=\"m\",device=\"cpu\"} 1",
+                "gpumetrics_align_confidence{element=\"m\",device=\"cpu\"} 0.9",
+                "gpumetrics_align_relocks_total{element=\"m\",device=\"cpu\"} 1",
+                "gpumetrics_unaligned_total{element=\"m\",device=\"cpu\"} 1",
             ] {
                 assert!(body.lines().any(|l| l == line), "{line}:\n{body}");
             }
@@ -1262,17 +1268,17 @@ mod tests {
     fn elements_share_an_endpoint_until_the_last_one_stops() {
         let address = free_address();
         with_env(|env| {
-            let mut a = Prometheus::open(&address, "a", None, &[]).unwrap();
-            let mut b = Prometheus::open(&address, "b", None, &[]).unwrap();
+            let mut a = Prometheus::open(&address, "a", None, "cpu", &[]).unwrap();
+            let mut b = Prometheus::open(&address, "b", None, "cpu", &[]).unwrap();
             record(&mut a, env, 0, 31.0);
             record(&mut b, env, 0, 32.0);
             record(&mut b, env, 1, 33.0);
             let body = metrics(&address);
             for line in [
-                "gpumetrics_pairs_total{element=\"a\"} 1",
-                "gpumetrics_pairs_total{element=\"b\"} 2",
-                "gpumetrics_score{element=\"a\",field=\"psnr-y\"} 31.0",
-                "gpumetrics_score{element=\"b\",field=\"psnr-y\"} 33.0",
+                "gpumetrics_pairs_total{element=\"a\",device=\"cpu\"} 1",
+                "gpumetrics_pairs_total{element=\"b\",device=\"cpu\"} 2",
+                "gpumetrics_score{element=\"a\",device=\"cpu\",field=\"psnr-y\"} 31.0",
+                "gpumetrics_score{element=\"b\",device=\"cpu\",field=\"psnr-y\"} 33.0",
             ] {
                 assert!(body.lines().any(|l| l == line), "{line}:\n{body}");
             }
@@ -1287,15 +1293,18 @@ mod tests {
             let body = metrics(&address);
             assert!(!body.contains("element=\"a\""), "{body}");
             assert!(
-                body.contains("gpumetrics_pairs_total{element=\"b\"} 2"),
+                body.contains("gpumetrics_pairs_total{element=\"b\",device=\"cpu\"} 2"),
                 "{body}"
             );
             drop(b);
             let e = get(&address, "/metrics").expect_err("the endpoint is gone");
             assert_eq!(e.kind(), std::io::ErrorKind::ConnectionRefused, "{e}");
             // The port is free again at once: a new element binds it.
-            let c = Prometheus::open(&address, "a", None, &[]).unwrap();
-            assert!(metrics(&address).contains("gpumetrics_pairs_total{element=\"a\"} 0"));
+            let c = Prometheus::open(&address, "a", None, "cpu", &[]).unwrap();
+            assert!(
+                metrics(&address)
+                    .contains("gpumetrics_pairs_total{element=\"a\",device=\"cpu\"} 0")
+            );
             drop(c);
         });
     }
@@ -1315,12 +1324,14 @@ mod tests {
             text.contains("gpumetrics_channel_restarts_total{channel=\"news\"} 0"),
             "{text}"
         );
-        let sink = Prometheus::open(&address, "news", Some("news"), &[]).unwrap();
+        let sink = Prometheus::open(&address, "news", Some("news"), "cpu", &[]).unwrap();
         service.set_up("news", true);
         service.restarted("news");
         let text = metrics(&address);
         assert!(
-            text.contains("gpumetrics_pairs_total{element=\"news\",channel=\"news\"} 0"),
+            text.contains(
+                "gpumetrics_pairs_total{element=\"news\",channel=\"news\",device=\"cpu\"} 0"
+            ),
             "{text}"
         );
         assert!(
@@ -1348,14 +1359,16 @@ mod tests {
     #[test]
     fn a_request_that_is_no_http_gets_400_and_the_endpoint_goes_on() {
         let address = free_address();
-        let sink = Prometheus::open(&address, "m", None, &[]).unwrap();
+        let sink = Prometheus::open(&address, "m", None, "cpu", &[]).unwrap();
         let mut s = TcpStream::connect(&address).unwrap();
         s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
         s.write_all(b"hello\r\n\r\n").unwrap();
         let mut text = String::new();
         s.read_to_string(&mut text).unwrap();
         assert!(text.starts_with("HTTP/1.1 400 Bad Request\r\n"), "{text}");
-        assert!(metrics(&address).contains("gpumetrics_pairs_total{element=\"m\"} 0"));
+        assert!(
+            metrics(&address).contains("gpumetrics_pairs_total{element=\"m\",device=\"cpu\"} 0")
+        );
         drop(sink);
     }
 
