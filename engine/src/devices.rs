@@ -1,12 +1,15 @@
 //! Several GPUs in one host: how many CUDA devices there are, how many gpumetrics engines
 //! of this process run on each (a process-wide registry the CUDA backend joins while it
 //! lives), and the device `device-id=-1` / `--device auto` picks ([`auto`]): the one with
-//! the fewest engines, then the most free memory ([`choose`]).
+//! the fewest engines, then the most free memory ([`choose`]). A choice counts as an engine
+//! of its device until that engine starts (at the first frames), so that elements or
+//! monitor channels started together spread instead of all taking the emptiest device.
 //!
 //! Nothing here panics or fails where no CUDA driver is installed: there are then no
 //! devices, and [`auto`] says why it falls back to device 0.
 
 use std::sync::{LazyLock, Mutex};
+use std::time::{Duration, Instant};
 
 use cudarc::driver::CudaContext;
 
@@ -47,6 +50,27 @@ pub fn live_engines(device: u32) -> usize {
         .unwrap_or(0)
 }
 
+/// Devices [`auto`] chose whose engine has not started yet, and when: a choice counts as an
+/// engine on its device until the first engine there starts (it takes the oldest such
+/// choice) or [`RESERVED_FOR`] passes. So that channels or elements started at the same
+/// moment, none with an engine yet, do not all choose the same device.
+static RESERVED: LazyLock<Mutex<Vec<(usize, Instant)>>> = LazyLock::new(Default::default);
+
+/// How long a choice of [`auto`] waits for its engine (an element that never gets caps
+/// holds none).
+pub const RESERVED_FOR: Duration = Duration::from_secs(60);
+
+/// Choices of [`auto`] on `device` still waiting for their engine.
+pub fn reserved(device: u32) -> usize {
+    let mut r = RESERVED.lock().unwrap_or_else(|e| e.into_inner());
+    prune(&mut r);
+    r.iter().filter(|(d, _)| *d == device as usize).count()
+}
+
+fn prune(r: &mut Vec<(usize, Instant)>) {
+    r.retain(|(_, at)| at.elapsed() < RESERVED_FOR);
+}
+
 /// An engine's place in the registry: counted on its device from [`Registered::new`] until
 /// dropped.
 #[derive(Debug)]
@@ -54,6 +78,13 @@ pub(crate) struct Registered(usize);
 
 impl Registered {
     pub(crate) fn new(device: usize) -> Registered {
+        // The oldest choice of this device waiting for its engine is this engine's (lock
+        // order: RESERVED, then ENGINES, as in `auto`).
+        let mut reserved = RESERVED.lock().unwrap_or_else(|e| e.into_inner());
+        prune(&mut reserved);
+        if let Some(i) = reserved.iter().position(|(d, _)| *d == device) {
+            reserved.remove(i);
+        }
         let mut counts = ENGINES.lock().unwrap_or_else(|e| e.into_inner());
         if counts.len() <= device {
             counts.resize(device + 1, 0);
@@ -139,13 +170,21 @@ pub fn auto() -> AutoChoice {
         Ok(n) => n,
         Err(e) => return fallback(e),
     };
-    let loads: Vec<DeviceLoad> = (0..count)
-        .map(|d| DeviceLoad {
-            engines: live_engines(d as u32),
-            free_bytes: free_memory(d).ok(),
+    // Free memory first (a context per device: slow), then the counts and the choice under
+    // the reservations' lock, so that two choices at once see each other.
+    let free: Vec<Option<u64>> = (0..count).map(|d| free_memory(d).ok()).collect();
+    let mut reserved = RESERVED.lock().unwrap_or_else(|e| e.into_inner());
+    prune(&mut reserved);
+    let loads: Vec<DeviceLoad> = free
+        .into_iter()
+        .enumerate()
+        .map(|(d, free_bytes)| DeviceLoad {
+            engines: live_engines(d as u32) + reserved.iter().filter(|(r, _)| *r == d).count(),
+            free_bytes,
         })
         .collect();
     let device = choose(&loads).unwrap_or(0);
+    reserved.push((device, Instant::now()));
     AutoChoice {
         device: device as u32,
         found: true,
@@ -164,7 +203,7 @@ fn describe(device: usize, loads: &[DeviceLoad]) -> String {
         })
         .collect();
     format!(
-        "device {device} of {} (gpumetrics engines per device {}; free MiB {})",
+        "device {device} of {} (gpumetrics engines, started or chosen, per device {}; free MiB {})",
         loads.len(),
         engines.join(", "),
         free.join(", ")
@@ -174,6 +213,26 @@ fn describe(device: usize, loads: &[DeviceLoad]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A choice waits on its device until that device's first engine starts, which takes
+    /// it: counted once, not twice. (Device indices far past any GPU: the registry is the
+    /// process's, shared with other tests.)
+    #[test]
+    fn a_choice_counts_until_its_engine_starts() {
+        let d = 1000usize;
+        RESERVED.lock().unwrap().push((d, Instant::now()));
+        RESERVED.lock().unwrap().push((d, Instant::now()));
+        assert_eq!(reserved(d as u32), 2);
+        let engine = Registered::new(d);
+        assert_eq!((reserved(d as u32), live_engines(d as u32)), (1, 1));
+        drop(engine);
+        assert_eq!((reserved(d as u32), live_engines(d as u32)), (1, 0));
+        // An old choice whose engine never came no longer counts.
+        if let Some(old) = Instant::now().checked_sub(RESERVED_FOR + Duration::from_secs(1)) {
+            RESERVED.lock().unwrap().push((d + 1, old));
+            assert_eq!(reserved(d as u32 + 1), 0);
+        }
+    }
 
     fn load(engines: usize, free_mib: Option<u64>) -> DeviceLoad {
         DeviceLoad {
@@ -230,7 +289,7 @@ mod tests {
         let text = describe(1, &[load(3, Some(70_000)), load(1, None)]);
         assert_eq!(
             text,
-            "device 1 of 2 (gpumetrics engines per device 3, 1; free MiB 70000, ?)"
+            "device 1 of 2 (gpumetrics engines, started or chosen, per device 3, 1; free MiB 70000, ?)"
         );
     }
 
