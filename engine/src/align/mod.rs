@@ -547,7 +547,7 @@ impl<B: Clone> Aligner<B> {
                 .map(|(k, cost, confidence)| (lock.offset + k * frame, cost, confidence));
             self.lose(steps, w.running_time);
             if let Some((offset, baseline, confidence)) = moved {
-                self.relock(steps, offset, baseline, confidence, w.running_time);
+                self.lock_at(steps, offset, baseline, confidence, w.running_time);
             }
             return false;
         } else if w.running_time >= lock.reported + SEARCH_REPORT {
@@ -558,10 +558,10 @@ impl<B: Clone> Aligner<B> {
         !misfit
     }
 
-    /// Locks again at once at `offset`, where the misfits before the loss agreed the
-    /// content moved (a live input's arrival jumped a frame or a few): no search, whose
-    /// frames would pass unmeasured.
-    fn relock(
+    /// Locks at `offset` (its usual cost `baseline`) and reports it: what a search found,
+    /// or at once where the misfits before a loss agreed the content moved (a live input's
+    /// arrival jumped a frame or a few: no search, whose frames would pass unmeasured).
+    fn lock_at(
         &mut self,
         steps: &mut Vec<Step<B>>,
         offset: i64,
@@ -714,21 +714,8 @@ impl<B: Clone> Aligner<B> {
             _ => None,
         };
         if self.candidate.is_some_and(|(_, n)| n >= CONFIRM) {
-            self.candidate = None;
-            self.locks += 1;
-            self.lost = false;
-            self.lock = Some(Lock {
-                offset: self.measured_offset(best),
-                times: VecDeque::new(),
-                baseline: c1,
-                checks: VecDeque::new(),
-                misfits: VecDeque::new(),
-                far_off: VecDeque::new(),
-                confidence,
-                reported: time,
-            });
-            let change = self.change(AlignState::Locked, time);
-            steps.push(Step::Change(change));
+            let offset = self.measured_offset(best);
+            self.lock_at(steps, offset, c1, confidence, time);
             return;
         }
         if self
