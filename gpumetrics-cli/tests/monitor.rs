@@ -314,6 +314,18 @@ fn channels_go_down_come_back_are_added_on_sighup_and_stop_on_sigint() {
             && s.iter()
                 .all(|(l, v)| *v == if l["channel"] == "e" { 0.0 } else { 1.0 })
     });
+    // A channel that runs says its device, as its element's series do; e never chose one.
+    let up = prometheus.wait_for("gpumetrics_channel_up", |s| {
+        s.iter().filter(|(l, _)| l.contains_key("device")).count() == 3
+    });
+    let pairs = prometheus.wait_for("gpumetrics_pairs_total{channel=\"a\"}", |s| s.len() == 1);
+    for (l, _) in &up {
+        match l["channel"].as_str().unwrap() {
+            "e" => assert!(!l.contains_key("device"), "{l:?}"),
+            "a" => assert_eq!(l["device"], pairs[0].0["device"], "{l:?}"),
+            _ => {}
+        }
+    }
     let (down, _) = service.wait(Some("e"), "down");
     assert!(
         down["reason"].as_str().unwrap().contains("not-video.txt"),

@@ -264,6 +264,14 @@ fn run_once(spec: &Channel, shared: &Shared, stop: &AtomicBool, no_signal: &mut 
     };
     let cuda = device.as_ref().map(|_| ()).map_err(Clone::clone);
     let device = device.map_or(0, |d| d.index);
+    if let Some((_, s)) = &shared.prometheus {
+        // As the element labels its own series: the CUDA device's index, or `cpu`.
+        let label = match cuda {
+            Ok(()) => device.to_string(),
+            Err(_) => "cpu".to_string(),
+        };
+        s.set_device(name, &label);
+    }
     let decodings = match Decodings::choose(args, &lineup, &cuda, &notes) {
         Ok(d) => d,
         Err(e) => return down(format!("{e:#}")),

@@ -48,8 +48,8 @@ const EXAMPLES: &str = "e.g. 127.0.0.1:9464, [::1]:9464, or 0.0.0.0:9464 for eve
 
 /// Whose series: the element's name, and its `channel` (the element's property) when it
 /// has one: a label that is absent, not empty, for an element without one; and the
-/// `device` the element measures on (the CUDA device's index, or `cpu`), which a
-/// service's own series (`Channels`: no element of theirs) do not have.
+/// `device` the element measures on (the CUDA device's index, or `cpu`): a service's own
+/// series (`Channels`) carry it too once their channel's build has chosen its device.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct Owner {
     element: String,
@@ -109,10 +109,19 @@ struct EventLabels {
     input: String,
 }
 
-/// A channel of a service (`gpumetrics monitor`).
+/// A channel of a service (`gpumetrics monitor`), and the device its latest build measures
+/// on (absent until a build chose one, e.g. while its source cannot be opened).
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ChannelLabels {
     channel: String,
+    #[prometheus(flatten)]
+    device: Vec<(&'static str, String)>,
+}
+
+/// A channel whose series exist ([`Channels`]), and the device they are labelled with.
+struct Known {
+    name: String,
+    device: Option<String>,
 }
 
 /// A gauge holding a double (a score may be +inf).
@@ -569,8 +578,8 @@ pub struct Channels {
     address: String,
     bound: SocketAddr,
     families: Families,
-    /// The channels whose series exist, to remove at the end.
-    channels: Mutex<Vec<String>>,
+    /// The channels whose series exist (to remove at the end), with their device label.
+    channels: Mutex<Vec<Known>>,
 }
 
 impl Channels {
@@ -594,20 +603,37 @@ impl Channels {
         self.bound
     }
 
-    fn labels(&self, channel: &str) -> ChannelLabels {
+    /// The labels of `channel`'s series (its device's as [`Channels::set_device`] last
+    /// said); the first call for a channel adds it to those removed at the end.
+    fn labels(&self, channel: &str) -> (ChannelLabels, Option<String>) {
         let mut channels = self.channels.lock().unwrap_or_else(PoisonError::into_inner);
-        if !channels.iter().any(|c| c == channel) {
-            channels.push(channel.to_string());
-        }
+        let device = match channels.iter().find(|c| c.name == channel) {
+            Some(c) => c.device.clone(),
+            None => {
+                channels.push(Known {
+                    name: channel.to_string(),
+                    device: None,
+                });
+                None
+            }
+        };
+        (Self::channel_labels(channel, device.as_deref()), device)
+    }
+
+    fn channel_labels(channel: &str, device: Option<&str>) -> ChannelLabels {
         ChannelLabels {
             channel: channel.to_string(),
+            device: device
+                .map(|d| ("device", d.to_string()))
+                .into_iter()
+                .collect(),
         }
     }
 
     /// `gpumetrics_channel_up{channel}`: 1 while its frames flow, else 0. The first call
     /// for a channel makes its series (its restart counter at 0).
     pub fn set_up(&self, channel: &str, up: bool) {
-        let labels = self.labels(channel);
+        let (labels, _) = self.labels(channel);
         self.families
             .channel_up
             .get_or_create(&labels)
@@ -617,16 +643,57 @@ impl Channels {
 
     /// Counts a rebuild of the channel's pipeline (`gpumetrics_channel_restarts_total`).
     pub fn restarted(&self, channel: &str) {
-        let labels = self.labels(channel);
+        let (labels, _) = self.labels(channel);
         self.families.channel_restarts.get_or_create(&labels).inc();
+    }
+
+    /// The device a build of `channel` measures on (a CUDA device's index, or `cpu`, as the
+    /// element's series say it): the channel's series are labelled with it from now on.
+    /// When it differs from the last build's (`device = "auto"` chose another GPU), the
+    /// series move to the new label with their values (the restart count goes on), so
+    /// that a channel has one series of each, on the device it is on.
+    pub fn set_device(&self, channel: &str, device: &str) {
+        let (old, was) = self.labels(channel);
+        if was.as_deref() == Some(device) {
+            return;
+        }
+        let mut channels = self.channels.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(c) = channels.iter_mut().find(|c| c.name == channel) {
+            c.device = Some(device.to_string());
+        }
+        let new = Self::channel_labels(channel, Some(device));
+        let f = &self.families;
+        let up = f.channel_up.get_or_create(&old).get();
+        let restarts = f.channel_restarts.get_or_create(&old).get();
+        f.channel_up.remove(&old);
+        f.channel_restarts.remove(&old);
+        f.channel_up.get_or_create(&new).set(up);
+        f.channel_restarts.get_or_create(&new).inc_by(restarts);
+        for rule in SERVICE_RULES {
+            let old = Self::rule_labels(channel, was.as_deref(), rule);
+            let (active, raised) = (
+                f.alert_active.get(&old).map(|g| g.get()),
+                f.alerts.get(&old).map(|c| c.get()),
+            );
+            f.alert_active.remove(&old);
+            f.alerts.remove(&old);
+            let new = Self::rule_labels(channel, Some(device), rule);
+            if let Some(v) = active {
+                f.alert_active.get_or_create(&new).set(v);
+            }
+            if let Some(n) = raised {
+                f.alerts.get_or_create(&new).inc_by(n);
+            }
+        }
     }
 
     /// A rule of the service's own (`no-signal`) raised or cleared on `channel`: the
     /// alert series an element's rules have (`gpumetrics_alert_active`,
-    /// `gpumetrics_alerts_total`), labelled as the channel's element (named after it).
+    /// `gpumetrics_alerts_total`), labelled as the channel's element (named after it, on
+    /// its device).
     pub fn alert(&self, channel: &str, rule: &str, raised: bool) {
-        let _ = self.labels(channel);
-        let labels = Self::rule_labels(channel, rule);
+        let (_, device) = self.labels(channel);
+        let labels = Self::rule_labels(channel, device.as_deref(), rule);
         self.families
             .alert_active
             .get_or_create(&labels)
@@ -637,29 +704,29 @@ impl Channels {
         }
     }
 
-    fn rule_labels(channel: &str, rule: &str) -> RuleLabels {
+    fn rule_labels(channel: &str, device: Option<&str>, rule: &str) -> RuleLabels {
         RuleLabels {
-            of: Owner::new(channel, Some(channel), None),
+            of: Owner::new(channel, Some(channel), device),
             rule: rule.to_string(),
         }
     }
 
     /// The channel was removed: its series go (label sets stay bounded).
     pub fn remove(&self, channel: &str) {
-        let labels = ChannelLabels {
-            channel: channel.to_string(),
+        let known = {
+            let mut channels = self.channels.lock().unwrap_or_else(PoisonError::into_inner);
+            let at = channels.iter().position(|c| c.name == channel);
+            at.map(|i| channels.remove(i))
         };
+        let device = known.and_then(|k| k.device);
+        let labels = Self::channel_labels(channel, device.as_deref());
         self.families.channel_up.remove(&labels);
         self.families.channel_restarts.remove(&labels);
         for rule in SERVICE_RULES {
-            let labels = Self::rule_labels(channel, rule);
+            let labels = Self::rule_labels(channel, device.as_deref(), rule);
             self.families.alert_active.remove(&labels);
             self.families.alerts.remove(&labels);
         }
-        self.channels
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .retain(|c| c != channel);
     }
 }
 
@@ -667,9 +734,14 @@ impl Drop for Channels {
     /// The service stops: its channels' series go, and the endpoint when nothing else uses
     /// it.
     fn drop(&mut self) {
-        let channels =
-            std::mem::take(&mut *self.channels.lock().unwrap_or_else(PoisonError::into_inner));
-        for c in channels {
+        let names: Vec<String> = self
+            .channels
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .map(|c| c.name.clone())
+            .collect();
+        for c in names {
             self.remove(&c);
         }
         let mut endpoints = ENDPOINTS.lock().unwrap_or_else(PoisonError::into_inner);
@@ -1350,6 +1422,35 @@ mod tests {
             text.contains("gpumetrics_channel_up{channel=\"news\"} 1"),
             "{text}"
         );
+        // A build chose its device: the series carry it, with their values.
+        service.alert("news", "no-signal", true);
+        service.set_device("news", "cpu");
+        let text = metrics(&address);
+        for line in [
+            "gpumetrics_channel_up{channel=\"news\",device=\"cpu\"} 1",
+            "gpumetrics_channel_restarts_total{channel=\"news\",device=\"cpu\"} 1",
+            "gpumetrics_alert_active{element=\"news\",channel=\"news\",device=\"cpu\",rule=\"no-signal\"} 1",
+            "gpumetrics_alerts_total{element=\"news\",channel=\"news\",device=\"cpu\",rule=\"no-signal\"} 1",
+        ] {
+            assert!(text.contains(line), "{line} in {text}");
+        }
+        assert!(
+            !text.contains("gpumetrics_channel_up{channel=\"news\"}"),
+            "{text}"
+        );
+        // Another build on another device (`device = "auto"`): one series each, moved.
+        service.restarted("news");
+        service.set_device("news", "1");
+        service.alert("news", "no-signal", false);
+        let text = metrics(&address);
+        for line in [
+            "gpumetrics_channel_restarts_total{channel=\"news\",device=\"1\"} 2",
+            "gpumetrics_alert_active{element=\"news\",channel=\"news\",device=\"1\",rule=\"no-signal\"} 0",
+            "gpumetrics_alerts_total{element=\"news\",channel=\"news\",device=\"1\",rule=\"no-signal\"} 1",
+        ] {
+            assert!(text.contains(line), "{line} in {text}");
+        }
+        assert!(!text.contains("device=\"cpu\""), "{text}");
         service.remove("news");
         assert!(!metrics(&address).contains("channel=\"news\""));
         drop(service);
