@@ -55,6 +55,11 @@
 #                the decoders alone and the engine alone in the same call: channels at
 #                1080p30 and the share of the decoders' rate (issue 49; CAP_COUNTS, CAP_SETS,
 #                CAP_FRAMES)
+#   scaling      several GPUs (issue 50; skipped on one): the capacity pipelines of the six
+#                and the no-reference set on GPU 0 and spread over every GPU, and the
+#                command's four-file ladder with --device 0 and --device auto (SCALE_SETS,
+#                SCALE_COUNTS, SCALE_LADDER; SCALE_GPUS=2 with CAP_DECODER, CAP_BACKEND to
+#                try it without GPUs)
 #   blur         cuda_kernels blur:: (the kernels against the host, exact; the CUDA engine
 #                against the CPU engine), its throughput and ncu's kernel times
 #   blockiness   cuda_kernels blockiness:: (the same, over sequences), its throughput, ncu
@@ -128,7 +133,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 d=.gpu/all
 B=$d/bin
-ALL_STEPS="selftest psnr ssim ssimulacra2 butteraugli siti blur blockiness blackfreeze nr inflight streams capacity vmaf cambi aomctc element throughput cudamem colour cli monitor align cvvdp libvmaf libvmaf32 vship"
+ALL_STEPS="selftest psnr ssim ssimulacra2 butteraugli siti blur blockiness blackfreeze nr inflight streams capacity scaling vmaf cambi aomctc element throughput cudamem colour cli monitor align cvvdp libvmaf libvmaf32 vship"
 # Not in ALL_STEPS (it needs `pack-base` after pack): ab.
 
 # ---------------------------------------------------------------------------------------------
@@ -150,6 +155,7 @@ bins() {
     ab) echo $e:bench:throughput ;;
     streams) echo $e:bench:streams ;;
     capacity) echo $e:bench:throughput ;;
+    scaling) echo gpumetrics-cli:bin:gpumetrics ;;
     vmaf) echo $e:test:cuda_kernels $e:test:vmaf_cuda $e:test:vmaf_reference $e:bench:throughput $g:test:vmaf_element ;;
     vmafcore) echo $e:test:cuda_kernels $e:test:vmaf_cuda $e:test:vmaf_reference $e:bench:throughput ;;
     cambi) echo $e:test:cuda_kernels $e:test:cambi_reference $e:bench:throughput ;;
@@ -169,7 +175,7 @@ bins() {
 inputs() {
   case $1 in
     cudamem | colour | cli | monitor) echo "$1" ;;
-    capacity) echo monitor ;;
+    capacity | scaling) echo monitor ;;
     ssim) echo whl ;;
     butteraugli | vmaf | blackfreeze | cambi | aomctc) echo "ffmpeg-cache-$1.tar.xz" ;;
     vmafcore) echo ffmpeg-cache-vmaf.tar.xz ;;
@@ -195,13 +201,13 @@ pack() {
     specs+=("${more[@]}")
     if uses_gst "$s"; then gst=1; fi
     case $s in
-      cudamem | colour | cli | capacity | monitor)
+      cudamem | colour | cli | capacity | scaling | monitor)
         plugins="$plugins debug playback typefindfunctions matroska isomp4 videoparsersbad rawparse"
         plugins="$plugins y4mdec png pbtypes" ;;
     esac
     # The channels' live senders and receivers: MPEG-TS over UDP.
     [ "$s" = monitor ] && plugins="$plugins udp mpegtsdemux mpegtsmux"
-    [ "$s" = capacity ] && plugins="$plugins mpegtsdemux"
+    case $s in capacity | scaling) plugins="$plugins mpegtsdemux" ;; esac
     # The live alignment test's sender and receivers.
     [ "$s" = align ] && plugins="$plugins udp mpegtsdemux mpegtsmux x264 videotestsrc app videoparsersbad"
     [ "$s" = cudamem ] && plugins="$plugins openh264"
@@ -554,6 +560,56 @@ step_ab() {
   done
 }
 
+# cap_wall N INPUTS ELEMENT FRAMES [GPUS]: the wall seconds of N pipelines of INPUTS inputs
+# (1: distorted only), into `gpumetrics ELEMENT` (none: the decoders alone, into
+# fakesinks). With GPUS > 1, pipeline i runs on GPU i mod GPUS: its decoders are that
+# GPU's (nvh264dec is GPU 0's, nvh264deviceKdec GPU K's) and its element has device-id K.
+# Reads c, decoder and backend of the calling step.
+cap_wall() {
+  local n=$1 inputs=$2 element=$3 k=$4 gpus=${5:-1} launch=() i t0 t1 clip dev dec el
+  for i in $(seq 0 $((n - 1))); do
+    dev=$((i % gpus)) dec=$decoder el=$element
+    if [ "$gpus" -gt 1 ]; then
+      [ $dev = 0 ] || [ "$decoder" != nvh264dec ] || dec=nvh264device${dev}dec
+      el="$element device-id=$dev"
+    fi
+    for clip in dist ref; do
+      [ $clip = ref ] && [ "$inputs" = 1 ] && continue
+      launch+=(filesrc location=$c/$clip.ts ! tsdemux ! h264parse ! $dec ! identity eos-after=$k ! queue)
+      if [ "$element" = none ]; then
+        launch+=(! fakesink sync=false)
+      else
+        launch+=(! m$i.${clip}_sink)
+      fi
+    done
+    # shellcheck disable=SC2206 # the element's properties are words
+    [ "$element" = none ] || launch+=(gpumetrics name=m$i backend=$backend $el ! fakesink sync=false)
+  done
+  t0=$(date +%s.%N)
+  gst-launch-1.0 -q "${launch[@]}" >/dev/null 2>&1 || { echo "FAILED" >&2; return 1; }
+  t1=$(date +%s.%N)
+  python3 -c "print($t1 - $t0)"
+}
+# cap_rate N INPUTS ELEMENT [GPUS]: pairs (or frames, per pipeline) per second, start-up
+# out (each run to `frames` and to 30 frames).
+cap_rate() {
+  local long short
+  long=$(cap_wall "$1" "$2" "$3" $frames "${4:-1}") || return 1
+  short=$(cap_wall "$1" "$2" "$3" 30 "${4:-1}") || return 1
+  python3 -c "print($1 * ($frames - 30) / max($long - $short, 1e-3))"
+}
+# The element properties and inputs of a capacity set: sets `element`, `inputs`, `row`.
+cap_set() {
+  case $1 in
+    nr) element="metrics=blur+blockiness+siti+black+freeze"; inputs=1; row="blur+blockiness+siti+black+freeze" ;;
+    fr3) element="metrics=psnr+ssim+vmaf"; inputs=2; row="psnr+ssim+vmaf" ;;
+    vmafv1) element="metrics=vmaf vmaf-model=vmaf_v1.0.16_3d0h"; inputs=2; row="vmaf vmaf_v1.0.16_3d0h" ;;
+    six) element="metrics=psnr+ssim+ms-ssim+ssimulacra2+butteraugli+vmaf"; inputs=2; row="psnr+ssim+ms-ssim+ssimulacra2+butteraugli+vmaf" ;;
+    aomctc) element="metrics=aom-ctc"; inputs=2; row="aom-ctc" ;;
+    *) echo "FAILED: capacity: no set $1 (nr fr3 vmafv1 six aomctc)"; fail=1; return 1 ;;
+  esac
+}
+
 # Capacity where users run it (issue 49): N = 1, 8, 16, 32 `gpumetrics` pipelines (CAP_COUNTS)
 # in one gst-launch on NVDEC inputs (the monitor step's 1080p30 H.264 clips, 1,500 frames),
 # each set of metrics (CAP_SETS: nr, fr3, vmafv1, six, aomctc): every pipeline run twice, to
@@ -571,34 +627,6 @@ step_capacity() {
   have $c/ref.ts $c/dist.ts || return 0
   bench || return 0
   gst-inspect-1.0 nvh264dec >/dev/null 2>&1 || true
-  # cap_wall N INPUTS ELEMENT FRAMES: the wall seconds of N pipelines of INPUTS inputs (1:
-  # distorted only), into `gpumetrics ELEMENT` (none: the decoders alone, into fakesinks).
-  cap_wall() {
-    local n=$1 inputs=$2 element=$3 k=$4 launch=() i t0 t1 clip
-    for i in $(seq 0 $((n - 1))); do
-      for clip in dist ref; do
-        [ $clip = ref ] && [ "$inputs" = 1 ] && continue
-        launch+=(filesrc location=$c/$clip.ts ! tsdemux ! h264parse ! $decoder ! identity eos-after=$k ! queue)
-        if [ "$element" = none ]; then
-          launch+=(! fakesink sync=false)
-        else
-          launch+=(! m$i.${clip}_sink)
-        fi
-      done
-      [ "$element" = none ] || launch+=(gpumetrics name=m$i backend=$backend $element ! fakesink sync=false)
-    done
-    t0=$(date +%s.%N)
-    gst-launch-1.0 -q "${launch[@]}" >/dev/null 2>&1 || { echo "FAILED" >&2; return 1; }
-    t1=$(date +%s.%N)
-    python3 -c "print($t1 - $t0)"
-  }
-  # cap_rate N INPUTS ELEMENT: pairs (or frames, per pipeline) per second, start-up out.
-  cap_rate() {
-    local long short
-    long=$(cap_wall "$1" "$2" "$3" $frames) || return 1
-    short=$(cap_wall "$1" "$2" "$3" 30) || return 1
-    python3 -c "print($1 * ($frames - 30) / max($long - $short, 1e-3))"
-  }
   local counts=${CAP_COUNTS:-1 8 16 32}
   declare -A dec
   step "capacity: the decoders alone, N pipelines of 1 and 2 nvh264dec (pipelines/s · frames)"
@@ -613,14 +641,7 @@ step_capacity() {
   local engine_rows=()
   for set in ${CAP_SETS:-nr fr3 vmafv1 six aomctc}; do
     local element inputs row
-    case $set in
-      nr) element="metrics=blur+blockiness+siti+black+freeze"; inputs=1; row="blur+blockiness+siti+black+freeze" ;;
-      fr3) element="metrics=psnr+ssim+vmaf"; inputs=2; row="psnr+ssim+vmaf" ;;
-      vmafv1) element="metrics=vmaf vmaf-model=vmaf_v1.0.16_3d0h"; inputs=2; row="vmaf vmaf_v1.0.16_3d0h" ;;
-      six) element="metrics=psnr+ssim+ms-ssim+ssimulacra2+butteraugli+vmaf"; inputs=2; row="psnr+ssim+ms-ssim+ssimulacra2+butteraugli+vmaf" ;;
-      aomctc) element="metrics=aom-ctc"; inputs=2; row="aom-ctc" ;;
-      *) echo "FAILED: capacity: no set $set (nr fr3 vmafv1 six aomctc)"; fail=1; continue ;;
-    esac
+    cap_set "$set" || continue
     engine_rows+=("$row")
     step "capacity: $element, N pipelines on NVDEC inputs ($inputs per pipeline), 1080p30"
     echo "| set | pipelines | pairs/s in all | channels at 30 fps | decoders alone | share of the decoders' rate |"
@@ -635,6 +656,77 @@ step_capacity() {
     step "capacity: the engine alone, the same sets (1080p device frames, 2 pairs in flight)"
     local IFS=,
     run $B/throughput --seconds 2 --no-cpu --sizes 1080p --in-flight 2 --metrics "${engine_rows[*]}"
+  fi
+}
+
+# Several GPUs (issue 50): the capacity pipelines of step `capacity` for the six and the
+# no-reference set (SCALE_SETS), N = SCALE_COUNTS (default 16 32) pipelines on GPU 0 alone
+# and spread over every GPU (pipeline i on GPU i mod G, its NVDEC decoders included), in
+# the same call; and the command's ladder, one reference against four distorted files
+# (the capacity clip four times), with --device 0 and with --device auto (the elements
+# spread over the GPUs, the reference decoded once). Prints the aggregate rates and the
+# scaling (issue 50 asks ≥ 1.9× for the sets and ≥ 1.8× for the ladder from one GPU to
+# two). On one GPU it says so and skips. To try the step on a machine without GPUs:
+# SCALE_GPUS=2 CAP_DECODER=avdec_h264 CAP_BACKEND=cpu (the command then decodes in software
+# on the CPU backend).
+step_scaling() {
+  local c=$d/data/monitor frames=${CAP_FRAMES:-900}
+  local decoder=${CAP_DECODER:-nvh264dec} backend=${CAP_BACKEND:-cuda} gpus n set
+  local decode=nvdec
+  [ "$backend" = cuda ] || decode=software
+  need $d/gst/env.sh $d/plugin/libgstgpumetrics.so || return 0
+  have $c/ref.ts $c/dist.ts || return 0
+  bench || return 0
+  gpus=${SCALE_GPUS:-$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')}
+  if [ "${gpus:-0}" -lt 2 ]; then
+    echo "skipped: scaling needs two or more GPUs; this machine has ${gpus:-0}"
+    return 0
+  fi
+  nvidia-smi -L 2>/dev/null || true
+  for set in ${SCALE_SETS:-six nr}; do
+    local element inputs row
+    cap_set "$set" || continue
+    step "scaling: $element, N pipelines on NVDEC inputs, on GPU 0 and over $gpus GPUs"
+    echo "| set | pipelines | pairs/s, GPU 0 | pairs/s, $gpus GPUs | scaling |"
+    echo "| --- | --- | --- | --- | --- |"
+    for n in ${SCALE_COUNTS:-16 32}; do
+      local one all
+      one=$(cap_rate $n $inputs "$element" 1) || { echo "| $set | $n | FAILED | | |"; fail=1; continue; }
+      all=$(cap_rate $n $inputs "$element" "$gpus") || { echo "| $set | $n | ${one%.*} | FAILED | |"; fail=1; continue; }
+      python3 -c "a=$one; b=$all; print(f'| $set | $n | {a:,.0f} | {b:,.0f} | {b/a:.2f}x |')"
+    done
+  done
+  if need $B/gpumetrics; then
+    local set=${SCALE_LADDER:-psnr+ssim+ms-ssim+ssimulacra2+butteraugli+vmaf} dev t0 t1 out
+    local ladder=() i files
+    # Four distinct names of the clip (the command refuses a file given twice).
+    files=$(mktemp -d)
+    for i in 1 2 3 4; do ln -s "$(realpath $c/dist.ts)" "$files/dist$i.ts"; ladder+=("$files/dist$i.ts"); done
+    step "scaling: gpumetrics REF DIST×4 --metrics $set, --device 0 and --device auto ($gpus GPUs)"
+    echo "| --device | wall s | pairs/s in all | header devices |"
+    echo "| --- | --- | --- | --- |"
+    declare -A wall
+    for dev in 0 auto; do
+      out=$(mktemp -d)
+      t0=$(date +%s.%N)
+      if $B/gpumetrics --metrics "$set" --backend $backend --decode $decode --device $dev -f jsonl -o "$out/r.jsonl" \
+        "$c/ref.ts" "${ladder[@]}" >"$out/table" 2>"$out/err"; then
+        t1=$(date +%s.%N)
+        wall[$dev]=$(python3 -c "print($t1 - $t0)")
+        python3 - "$out/r.jsonl" "${wall[$dev]}" "$dev" <<'PY'
+import json, sys
+path, wall, dev = sys.argv[1], float(sys.argv[2]), sys.argv[3]
+recs = [json.loads(line) for line in open(path)]
+frames = sum(r["type"] == "frame" for r in recs)
+header = next(r for r in recs if r["type"] == "header")
+print(f"| {dev} | {wall:.2f} | {frames / wall:,.0f} | {header.get('devices')} |")
+PY
+      else
+        echo "| $dev | FAILED | | |"; sed 's/^/    /' "$out/err" | tail -5; fail=1
+      fi
+    done
+    [ -n "${wall[0]:-}" ] && [ -n "${wall[auto]:-}" ] && \
+      python3 -c "print(f'ladder: --device auto is {${wall[0]}/${wall[auto]}:.2f}x faster than --device 0 (wall, start-up included)')"
   fi
 }
 
