@@ -2,8 +2,8 @@
 //! call the per-sample functions of the module (which the CPU backend calls too). A pair
 //! is, per pass (the video pass; the first pair of a sequence also an image pass): each
 //! side to DKL into the history (`cvvdp_dkl`), the temporal filters (`cvvdp_temporal`), the
-//! Gaussian pyramid (`cvvdp_reduce_v`/`_h`) and each level's next expanded
-//! (`cvvdp_expand_v`/`_h`), per band the contrasts (`cvvdp_band`), the masker's blur along
+//! Gaussian pyramid (`cvvdp_reduce`), per band the contrasts against the next level
+//! expanded as they are read (`cvvdp_band`), the masker's blur along
 //! rows (`cvvdp_blur_h`), then along columns with the masked differences pooled
 //! (`cvvdp_mask`), and the base band (`cvvdp_base`).
 //!
@@ -29,24 +29,12 @@ gpumetrics_device::kernel! {
     /// zeroed. Block (`BLOCK_X`, `BLOCK_Y`), a thread per pixel.
     pub unsafe fn cvvdp_temporal(t: Temporal, out: Planes) => temporal;
 
-    /// The vertical half of a reduce: `dst` (the source's width, half its rows rounded up)
-    /// from `src`. Block (`BLOCK_X`, `BLOCK_Y`), grid.z = planes.
-    pub unsafe fn cvvdp_reduce_v(src: Planes, dst: Planes) => reduce_v;
+    /// A reduce: `dst` (half the size, rounded up) from `src` ([`reduce_2d`]). Block
+    /// (`BLOCK_X`, `BLOCK_Y`), grid.z = planes.
+    pub unsafe fn cvvdp_reduce(src: Planes, dst: Planes) => reduce;
 
-    /// The horizontal half of a reduce: `dst` (half the width rounded up) from `src`, the
-    /// mirrored terms by the parity of `rows` (the level's rows before the vertical half).
-    /// Block (`BLOCK_X`, `BLOCK_Y`), grid.z = planes.
-    pub unsafe fn cvvdp_reduce_h(src: Planes, dst: Planes, rows: u32) => reduce_h;
-
-    /// The vertical half of an expand: `dst` (the source's width, `dst.height` rows).
-    /// Block (`BLOCK_X`, `BLOCK_Y`), grid.z = planes.
-    pub unsafe fn cvvdp_expand_v(src: Planes, dst: Planes) => expand_v;
-
-    /// The horizontal half of an expand: `dst` (`dst.width` columns). Block (`BLOCK_X`,
-    /// `BLOCK_Y`), grid.z = planes.
-    pub unsafe fn cvvdp_expand_h(src: Planes, dst: Planes) => expand_h;
-
-    /// A band's weighted contrasts and their common part (`Band::out`). Block (`BLOCK_X`,
+    /// A band's weighted contrasts against the next level expanded (per sample, nothing
+    /// stored), their difference and their common part (`Band::out`). Block (`BLOCK_X`,
     /// `BLOCK_Y`), a thread per pixel.
     pub unsafe fn cvvdp_band(b: Band) => band;
 
@@ -161,55 +149,15 @@ unsafe fn temporal(t: Temporal, out: Planes) {
     }
 }
 
-/// The body of the `cvvdp_reduce_v` kernel (declared above).
+/// The body of the `cvvdp_reduce` kernel (declared above).
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
-unsafe fn reduce_v(src: Planes, dst: Planes) {
+unsafe fn reduce(src: Planes, dst: Planes) {
     let (x, y, p) = (dev::global_idx_x(), dev::global_idx_y(), dev::block_idx_z());
     if x >= dst.width || y >= dst.height {
         return;
     }
-    let read = |r: u32| unsafe { src.at(p, x, r) };
-    let v = reduce_at(read, src.height, dst.height, src.height, y);
-    unsafe { dst.set(p, x, y, v) };
-}
-
-/// The body of the `cvvdp_reduce_h` kernel (declared above).
-#[cfg(target_arch = "nvptx64")]
-#[inline(always)]
-unsafe fn reduce_h(src: Planes, dst: Planes, rows: u32) {
-    let (x, y, p) = (dev::global_idx_x(), dev::global_idx_y(), dev::block_idx_z());
-    if x >= dst.width || y >= dst.height {
-        return;
-    }
-    let read = |c: u32| unsafe { src.at(p, c, y) };
-    let v = reduce_at(read, src.width, dst.width, rows, x);
-    unsafe { dst.set(p, x, y, v) };
-}
-
-/// The body of the `cvvdp_expand_v` kernel (declared above).
-#[cfg(target_arch = "nvptx64")]
-#[inline(always)]
-unsafe fn expand_v(src: Planes, dst: Planes) {
-    let (x, y, p) = (dev::global_idx_x(), dev::global_idx_y(), dev::block_idx_z());
-    if x >= dst.width || y >= dst.height {
-        return;
-    }
-    let read = |r: u32| unsafe { src.at(p, x, r) };
-    let v = expand_at(read, src.height, dst.height, y);
-    unsafe { dst.set(p, x, y, v) };
-}
-
-/// The body of the `cvvdp_expand_h` kernel (declared above).
-#[cfg(target_arch = "nvptx64")]
-#[inline(always)]
-unsafe fn expand_h(src: Planes, dst: Planes) {
-    let (x, y, p) = (dev::global_idx_x(), dev::global_idx_y(), dev::block_idx_z());
-    if x >= dst.width || y >= dst.height {
-        return;
-    }
-    let read = |c: u32| unsafe { src.at(p, c, y) };
-    let v = expand_at(read, src.width, dst.width, x);
+    let v = unsafe { reduce_2d(&src, p, dst.width, dst.height, x, y) };
     unsafe { dst.set(p, x, y, v) };
 }
 
@@ -221,8 +169,10 @@ unsafe fn band(b: Band) {
     if x >= b.g.width || y >= b.g.height || b.channels as usize > BAND_CHANNELS {
         return;
     }
-    let (g, ex) = (&b.g, &b.ex);
-    let bkg = [0, 1].map(|side| unsafe { ex.at(side, x, y) }.max(0.01));
+    let (g, next) = (&b.g, &b.next);
+    let ex = |k: u32| unsafe { expand_2d(next, k, g.width, g.height, x, y) };
+    let ex0 = [ex(0), ex(1)];
+    let bkg = ex0.map(|v| v.max(0.01));
     let log_bkg = log10f(bkg[1]);
     let csf = b.csf as *const f32;
     for c in 0..b.channels {
@@ -230,15 +180,15 @@ unsafe fn band(b: Band) {
         let s = sensitivity(row, b.l0, b.l_last, log_bkg) * b.gain;
         let contrast = |side: u32| {
             let k = 2 * c + side;
-            let l = unsafe { g.at(k, x, y) - ex.at(k, x, y) };
+            let e = if c == 0 { ex0[side as usize] } else { ex(k) };
+            let l = unsafe { g.at(k, x, y) } - e;
             (l / bkg[side as usize]).min(1000.0) * b.mul
         };
         let gain = CHANNEL_GAIN[c as usize];
         let tp = contrast(0) * s * gain;
         let rp = contrast(1) * s * gain;
         unsafe {
-            b.out.set(OUT_TEST + c, x, y, tp);
-            b.out.set(OUT_REFERENCE + c, x, y, rp);
+            b.out.set(OUT_DIFF + c, x, y, tp - rp);
             b.out.set(OUT_COMMON + c, x, y, tp.abs().min(rp.abs()));
         }
     }
@@ -289,13 +239,8 @@ unsafe fn mask(b: Band) {
         });
         unroll!(c in [0 1 2 3] {
             if c < channels {
-                let (t, r) = unsafe {
-                    (
-                        o.at(OUT_TEST + c as u32, x, y),
-                        o.at(OUT_REFERENCE + c as u32, x, y),
-                    )
-                };
-                let d = difference(k, c, t, r, &mq, channels);
+                let d = unsafe { o.at(OUT_DIFF + c as u32, x, y) };
+                let d = difference(k, c, d, &mq, channels);
                 acc[c] = safe_pow(d, k.beta, k.beta_eps) as f64;
             }
         });
