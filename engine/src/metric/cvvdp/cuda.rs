@@ -8,8 +8,8 @@
 //!    reference gives a one-frame span): `cvvdp_temporal`, the eight channels of pyramid
 //!    level 0 and the pass's sums cleared; the Gaussian pyramid (`cvvdp_reduce`); per band
 //!    the weighted contrasts against the next level, expanded as it is read (no expanded
-//!    planes: `cvvdp_band`), the masker's blur along rows (`cvvdp_blur_h`), then along
-//!    columns with the masked differences pooled (`cvvdp_mask`, f64 sums); the base band
+//!    planes: `cvvdp_band`), the masker's blur (along rows, then columns, in shared memory)
+//!    with the masked differences pooled (`cvvdp_mask`, f64 sums); the base band
 //!    (`cvvdp_base`);
 //! 3. one copy of both passes' sums (`2 · PASS_SUMS` f64), read when the pair completes:
 //!    the pooling over bands, channels and frames ([`Running`]) runs on the host, as on
@@ -17,7 +17,7 @@
 //!
 //! Every buffer is allocated once per plan: the history (2 · 3 · filter-length planes),
 //! both pyramids (8 channels) and the band planes at full size (`OUT_PLANES`): about
-//! (6 · taps + 23) · 4 bytes a pixel, 0.64 GB at 1080p30 (9 taps).
+//! (6 · taps + 19) · 4 bytes a pixel, 0.6 GB at 1080p30 (9 taps).
 
 use std::collections::VecDeque;
 
@@ -219,9 +219,6 @@ impl CvvdpCuda {
             for (b, &size) in sizes[..levels].iter().enumerate() {
                 let p = band(b);
                 k.cvvdp_band(stream, per_pixel(size, 1), p)?;
-                if p.blur != 0 {
-                    k.cvvdp_blur_h(stream, per_pixel(size, channels), p)?;
-                }
                 k.cvvdp_mask(stream, per_pixel(size, 1), p)?;
             }
             let one = LaunchConfig {

@@ -463,8 +463,7 @@ pub struct Band {
     pub g: Planes,
     pub next: Planes,
     /// Outputs: the difference of the weighted contrasts, test minus reference (planes
-    /// 0..4), their common part (4..8); then the blur's scratch (8..12). All of this
-    /// level's size.
+    /// 0..4), and their common part (4..8), of this level's size.
     pub out: Planes,
     /// The log sensitivities of the band's channels, `[channel][GRID]`.
     pub csf: u64,
@@ -489,9 +488,8 @@ pub struct Band {
 /// The planes of `Band::out`.
 pub const OUT_DIFF: u32 = 0;
 pub const OUT_COMMON: u32 = 4;
-pub const OUT_SCRATCH: u32 = 8;
 /// Planes of `Band::out`.
-pub const OUT_PLANES: u32 = 12;
+pub const OUT_PLANES: u32 = 8;
 
 /// Reflects index `i` into 0..n without repeating the edge (torch's `reflect` padding).
 #[inline(always)]
