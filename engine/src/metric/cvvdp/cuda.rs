@@ -6,19 +6,18 @@
 //!    of each side, a ring);
 //! 2. per pass (the video's; the first pair of a sequence also the image's, which the
 //!    reference gives a one-frame span): `cvvdp_temporal`, the eight channels of pyramid
-//!    level 0 and the pass's sums cleared; the Gaussian pyramid (`cvvdp_reduce_v`/`_h`);
-//!    each level's next level expanded (`cvvdp_expand_v`/`_h`); per band the weighted
-//!    contrasts (`cvvdp_band`), the masker's blur along rows (`cvvdp_blur_h`), then along
-//!    columns with the masked differences pooled (`cvvdp_mask`, f64 sums); the base band
+//!    level 0 and the pass's sums cleared; the Gaussian pyramid (`cvvdp_reduce`); per band
+//!    the weighted contrasts against the next level, expanded as it is read (no expanded
+//!    planes: `cvvdp_band`), the masker's blur (along rows, then columns, in shared memory)
+//!    with the masked differences pooled (`cvvdp_mask`, f64 sums); the base band
 //!    (`cvvdp_base`);
 //! 3. one copy of both passes' sums (`2 · PASS_SUMS` f64), read when the pair completes:
 //!    the pooling over bands, channels and frames ([`Running`]) runs on the host, as on
 //!    the CPU.
 //!
 //! Every buffer is allocated once per plan: the history (2 · 3 · filter-length planes),
-//! both pyramids (8 channels, with each level's next expanded), the band planes at full
-//! size (`OUT_PLANES`) and the scratch of the separable passes: about (6 · taps + 42) · 4
-//! bytes a pixel, 0.8 GB at 1080p30 (9 taps).
+//! both pyramids (8 channels) and the band planes at full size (`OUT_PLANES`): about
+//! (6 · taps + 19) · 4 bytes a pixel, 0.6 GB at 1080p30 (9 taps).
 
 use std::collections::VecDeque;
 
@@ -53,8 +52,6 @@ pub(super) struct CvvdpCuda {
     arena: CudaSlice<f32>,
     history: usize,
     g: Vec<usize>,
-    ex: Vec<usize>,
-    tmp: usize,
     out: usize,
     /// The filters' taps (`[4][len]`) and the CSF's rows (`[band][channel][GRID]`).
     taps: CudaSlice<f32>,
@@ -102,17 +99,6 @@ impl CvvdpCuda {
         };
         let history = take(2 * len * 3 * n(sizes[0]));
         let g: Vec<usize> = sizes.iter().map(|&s| take(CHANNELS * n(s))).collect();
-        let ex: Vec<usize> = sizes[..levels]
-            .iter()
-            .map(|&s| take(CHANNELS * n(s)))
-            .collect();
-        // The separable passes' scratch: a reduce's vertical half (level i−1's width, level
-        // i's rows) or an expand's (level i+1's width, level i's rows).
-        let scratch = (1..sizes.len())
-            .map(|i| n((sizes[i - 1].0, sizes[i].1)).max(n((sizes[i].0, sizes[i - 1].1))))
-            .max()
-            .unwrap_or(1);
-        let tmp = take(CHANNELS * scratch);
         let out = take(OUT_PLANES as usize * n(sizes[0]));
         let arena = zeroed::<f32>(&gpu.stream, offset.max(1))?;
         let taps: Vec<f32> = model.taps().iter().flatten().copied().collect();
@@ -129,8 +115,6 @@ impl CvvdpCuda {
             arena,
             history,
             g,
-            ex,
-            tmp,
             out,
             taps,
             csf,
@@ -199,17 +183,8 @@ impl CvvdpCuda {
             let z = CHANNELS as u32;
             for i in 1..=levels {
                 let src = self.planes(self.g[i - 1], sizes[i - 1]);
-                let tmp = self.planes(self.tmp, (sizes[i - 1].0, sizes[i].1));
                 let dst = self.planes(self.g[i], sizes[i]);
-                k.cvvdp_reduce_v(stream, per_pixel((tmp.width, tmp.height), z), src, tmp)?;
-                k.cvvdp_reduce_h(stream, per_pixel(sizes[i], z), tmp, dst, sizes[i - 1].1)?;
-            }
-            for i in 0..levels {
-                let src = self.planes(self.g[i + 1], sizes[i + 1]);
-                let tmp = self.planes(self.tmp, (sizes[i + 1].0, sizes[i].1));
-                let dst = self.planes(self.ex[i], sizes[i]);
-                k.cvvdp_expand_v(stream, per_pixel((tmp.width, tmp.height), z), src, tmp)?;
-                k.cvvdp_expand_h(stream, per_pixel(sizes[i], z), tmp, dst)?;
+                k.cvvdp_reduce(stream, per_pixel(sizes[i], z), src, dst)?;
             }
         }
         let (l0, l_last) = luminance_axis();
@@ -218,8 +193,8 @@ impl CvvdpCuda {
             let size = sizes[b];
             Band {
                 g: self.planes(self.g[b], size),
-                ex: if b < levels {
-                    self.planes(self.ex[b], size)
+                next: if b < levels {
+                    self.planes(self.g[b + 1], sizes[b + 1])
                 } else {
                     Planes::default()
                 },
@@ -244,9 +219,6 @@ impl CvvdpCuda {
             for (b, &size) in sizes[..levels].iter().enumerate() {
                 let p = band(b);
                 k.cvvdp_band(stream, per_pixel(size, 1), p)?;
-                if p.blur != 0 {
-                    k.cvvdp_blur_h(stream, per_pixel(size, channels), p)?;
-                }
                 k.cvvdp_mask(stream, per_pixel(size, 1), p)?;
             }
             let one = LaunchConfig {

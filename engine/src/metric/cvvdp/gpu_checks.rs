@@ -21,12 +21,8 @@ pub(crate) const CHECKS: &[(&[&str], Check)] = &[(
     &[
         "cvvdp_dkl",
         "cvvdp_temporal",
-        "cvvdp_reduce_v",
-        "cvvdp_reduce_h",
-        "cvvdp_expand_v",
-        "cvvdp_expand_h",
+        "cvvdp_reduce",
         "cvvdp_band",
-        "cvvdp_blur_h",
         "cvvdp_mask",
         "cvvdp_base",
     ],

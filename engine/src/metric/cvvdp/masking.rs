@@ -127,7 +127,7 @@ pub fn band_difference(test: &[Plane], reference: &[Plane], s: &[Plane]) -> Vec<
                     for (v, mk) in m.iter_mut().zip(&mq) {
                         *v = mk[i];
                     }
-                    cvvdp::difference(k, c, tp[c][i], rp[c][i], &m, channels)
+                    cvvdp::difference(k, c, tp[c][i] - rp[c][i], &m, channels)
                 })
                 .collect();
             Plane::new(w, h, data)

@@ -219,3 +219,69 @@ pub fn weber_contrast(channels: &[Plane], levels: usize) -> Vec<ContrastBand> {
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gpumetrics_kernels::cvvdp::{Planes, expand_2d, reduce_2d};
+
+    fn noise(w: usize, h: usize, seed: u64) -> Plane {
+        let mut x = seed;
+        let data = (0..w * h)
+            .map(|_| {
+                x = x
+                    .wrapping_mul(6_364_136_223_846_793_005)
+                    .wrapping_add(1_442_695_040_888_963_407);
+                (x >> 40) as f32 / (1u64 << 24) as f32 * 100.0
+            })
+            .collect();
+        Plane::new(w, h, data)
+    }
+
+    fn planes(p: &Plane) -> Planes {
+        Planes {
+            base: p.data.as_ptr() as u64,
+            stride: (p.width * p.height) as u64,
+            width: p.width as u32,
+            height: p.height as u32,
+        }
+    }
+
+    /// The GPU's per-sample 2D reduce and expand (`reduce_2d`, `expand_2d`: no separable
+    /// scratch) give the separable passes' values bit for bit, on every parity.
+    #[test]
+    fn the_per_sample_2d_passes_equal_the_separable_ones() {
+        for (w, h) in [(2usize, 2usize), (7, 5), (8, 9), (33, 18), (64, 31)] {
+            let x = noise(w, h, (w * 131 + h) as u64);
+            let src = planes(&x);
+            let r = reduce(&x);
+            for y in 0..r.height {
+                for i in 0..r.width {
+                    // SAFETY: `src` points at `x`'s samples, of its size.
+                    let v = unsafe {
+                        reduce_2d(&src, 0, r.width as u32, r.height as u32, i as u32, y as u32)
+                    };
+                    assert_eq!(
+                        v.to_bits(),
+                        r.data[y * r.width + i].to_bits(),
+                        "{w}x{h} reduce ({i}, {y})"
+                    );
+                }
+            }
+            let coarse = planes(&r);
+            let e = expand(&r, w, h);
+            for y in 0..h {
+                for i in 0..w {
+                    // SAFETY: `coarse` points at `r`'s samples, of its size.
+                    let v =
+                        unsafe { expand_2d(&coarse, 0, w as u32, h as u32, i as u32, y as u32) };
+                    assert_eq!(
+                        v.to_bits(),
+                        e.data[y * w + i].to_bits(),
+                        "{w}x{h} expand ({i}, {y})"
+                    );
+                }
+            }
+        }
+    }
+}

@@ -2,10 +2,9 @@
 //! call the per-sample functions of the module (which the CPU backend calls too). A pair
 //! is, per pass (the video pass; the first pair of a sequence also an image pass): each
 //! side to DKL into the history (`cvvdp_dkl`), the temporal filters (`cvvdp_temporal`), the
-//! Gaussian pyramid (`cvvdp_reduce_v`/`_h`) and each level's next expanded
-//! (`cvvdp_expand_v`/`_h`), per band the contrasts (`cvvdp_band`), the masker's blur along
-//! rows (`cvvdp_blur_h`), then along columns with the masked differences pooled
-//! (`cvvdp_mask`), and the base band (`cvvdp_base`).
+//! Gaussian pyramid (`cvvdp_reduce`), per band the contrasts against the next level
+//! expanded as they are read (`cvvdp_band`), the masker's blur and the masked differences
+//! pooled (`cvvdp_mask`), and the base band (`cvvdp_base`).
 //!
 //! Per-channel values are indexed by constants (`unroll!` over the channels): an index
 //! known only at run time into a by-value parameter struct makes the compiler copy the
@@ -29,35 +28,20 @@ gpumetrics_device::kernel! {
     /// zeroed. Block (`BLOCK_X`, `BLOCK_Y`), a thread per pixel.
     pub unsafe fn cvvdp_temporal(t: Temporal, out: Planes) => temporal;
 
-    /// The vertical half of a reduce: `dst` (the source's width, half its rows rounded up)
-    /// from `src`. Block (`BLOCK_X`, `BLOCK_Y`), grid.z = planes.
-    pub unsafe fn cvvdp_reduce_v(src: Planes, dst: Planes) => reduce_v;
+    /// A reduce: `dst` (half the size, rounded up) from `src` ([`reduce_2d`]). Block
+    /// (`BLOCK_X`, `BLOCK_Y`), grid.z = planes.
+    pub unsafe fn cvvdp_reduce(src: Planes, dst: Planes) => reduce;
 
-    /// The horizontal half of a reduce: `dst` (half the width rounded up) from `src`, the
-    /// mirrored terms by the parity of `rows` (the level's rows before the vertical half).
-    /// Block (`BLOCK_X`, `BLOCK_Y`), grid.z = planes.
-    pub unsafe fn cvvdp_reduce_h(src: Planes, dst: Planes, rows: u32) => reduce_h;
-
-    /// The vertical half of an expand: `dst` (the source's width, `dst.height` rows).
-    /// Block (`BLOCK_X`, `BLOCK_Y`), grid.z = planes.
-    pub unsafe fn cvvdp_expand_v(src: Planes, dst: Planes) => expand_v;
-
-    /// The horizontal half of an expand: `dst` (`dst.width` columns). Block (`BLOCK_X`,
-    /// `BLOCK_Y`), grid.z = planes.
-    pub unsafe fn cvvdp_expand_h(src: Planes, dst: Planes) => expand_h;
-
-    /// A band's weighted contrasts and their common part (`Band::out`). Block (`BLOCK_X`,
+    /// A band's weighted contrasts against the next level expanded (per sample, nothing
+    /// stored), their difference and their common part (`Band::out`). Block (`BLOCK_X`,
     /// `BLOCK_Y`), a thread per pixel.
     pub unsafe fn cvvdp_band(b: Band) => band;
 
-    /// The masker's blur along rows (reflected edges) into the scratch planes. Block
-    /// (`BLOCK_X`, `BLOCK_Y`), grid.z = channels.
-    pub unsafe fn cvvdp_blur_h(b: Band) => blur_h;
-
-    /// The masker's blur along columns (or none for a band of 6 samples or fewer a side)
-    /// and its power q per channel, the masked differences, and their `safe_pow(d, β)`
-    /// summed per channel into `b.sums` (one atomic add per block and channel). Block
-    /// (`BLOCK_X`, `BLOCK_Y`), a thread per pixel.
+    /// The masker's blur (reflected edges; none for a band of 6 samples or fewer a side):
+    /// the block's common contrasts and the blur's reach either side in shared memory, along
+    /// rows, then along columns; its power q per channel, the masked differences, and their
+    /// `safe_pow(d, β)` summed per channel into `b.sums` (one atomic add per block and
+    /// channel). Block (`BLOCK_X`, `BLOCK_Y`), a thread per pixel.
     pub unsafe fn cvvdp_mask(b: Band) => mask;
 
     /// The base band: contrast against each side's mean, the sensitivity at the
@@ -161,55 +145,15 @@ unsafe fn temporal(t: Temporal, out: Planes) {
     }
 }
 
-/// The body of the `cvvdp_reduce_v` kernel (declared above).
+/// The body of the `cvvdp_reduce` kernel (declared above).
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
-unsafe fn reduce_v(src: Planes, dst: Planes) {
+unsafe fn reduce(src: Planes, dst: Planes) {
     let (x, y, p) = (dev::global_idx_x(), dev::global_idx_y(), dev::block_idx_z());
     if x >= dst.width || y >= dst.height {
         return;
     }
-    let read = |r: u32| unsafe { src.at(p, x, r) };
-    let v = reduce_at(read, src.height, dst.height, src.height, y);
-    unsafe { dst.set(p, x, y, v) };
-}
-
-/// The body of the `cvvdp_reduce_h` kernel (declared above).
-#[cfg(target_arch = "nvptx64")]
-#[inline(always)]
-unsafe fn reduce_h(src: Planes, dst: Planes, rows: u32) {
-    let (x, y, p) = (dev::global_idx_x(), dev::global_idx_y(), dev::block_idx_z());
-    if x >= dst.width || y >= dst.height {
-        return;
-    }
-    let read = |c: u32| unsafe { src.at(p, c, y) };
-    let v = reduce_at(read, src.width, dst.width, rows, x);
-    unsafe { dst.set(p, x, y, v) };
-}
-
-/// The body of the `cvvdp_expand_v` kernel (declared above).
-#[cfg(target_arch = "nvptx64")]
-#[inline(always)]
-unsafe fn expand_v(src: Planes, dst: Planes) {
-    let (x, y, p) = (dev::global_idx_x(), dev::global_idx_y(), dev::block_idx_z());
-    if x >= dst.width || y >= dst.height {
-        return;
-    }
-    let read = |r: u32| unsafe { src.at(p, x, r) };
-    let v = expand_at(read, src.height, dst.height, y);
-    unsafe { dst.set(p, x, y, v) };
-}
-
-/// The body of the `cvvdp_expand_h` kernel (declared above).
-#[cfg(target_arch = "nvptx64")]
-#[inline(always)]
-unsafe fn expand_h(src: Planes, dst: Planes) {
-    let (x, y, p) = (dev::global_idx_x(), dev::global_idx_y(), dev::block_idx_z());
-    if x >= dst.width || y >= dst.height {
-        return;
-    }
-    let read = |c: u32| unsafe { src.at(p, c, y) };
-    let v = expand_at(read, src.width, dst.width, x);
+    let v = unsafe { reduce_2d(&src, p, dst.width, dst.height, x, y) };
     unsafe { dst.set(p, x, y, v) };
 }
 
@@ -221,8 +165,10 @@ unsafe fn band(b: Band) {
     if x >= b.g.width || y >= b.g.height || b.channels as usize > BAND_CHANNELS {
         return;
     }
-    let (g, ex) = (&b.g, &b.ex);
-    let bkg = [0, 1].map(|side| unsafe { ex.at(side, x, y) }.max(0.01));
+    let (g, next) = (&b.g, &b.next);
+    let ex = |k: u32| unsafe { expand_2d(next, k, g.width, g.height, x, y) };
+    let ex0 = [ex(0), ex(1)];
+    let bkg = ex0.map(|v| v.max(0.01));
     let log_bkg = log10f(bkg[1]);
     let csf = b.csf as *const f32;
     for c in 0..b.channels {
@@ -230,72 +176,111 @@ unsafe fn band(b: Band) {
         let s = sensitivity(row, b.l0, b.l_last, log_bkg) * b.gain;
         let contrast = |side: u32| {
             let k = 2 * c + side;
-            let l = unsafe { g.at(k, x, y) - ex.at(k, x, y) };
+            let e = if c == 0 { ex0[side as usize] } else { ex(k) };
+            let l = unsafe { g.at(k, x, y) } - e;
             (l / bkg[side as usize]).min(1000.0) * b.mul
         };
         let gain = CHANNEL_GAIN[c as usize];
         let tp = contrast(0) * s * gain;
         let rp = contrast(1) * s * gain;
         unsafe {
-            b.out.set(OUT_TEST + c, x, y, tp);
-            b.out.set(OUT_REFERENCE + c, x, y, rp);
+            b.out.set(OUT_DIFF + c, x, y, tp - rp);
             b.out.set(OUT_COMMON + c, x, y, tp.abs().min(rp.abs()));
         }
     }
 }
 
-/// The body of the `cvvdp_blur_h` kernel (declared above).
+/// The mask kernel's tile: the block's samples and the blur's reach either side.
+#[cfg(target_arch = "nvptx64")]
+const TILE_W: usize = BLOCK_X as usize + 2 * BLUR_RADIUS as usize;
+#[cfg(target_arch = "nvptx64")]
+const TILE_H: usize = BLOCK_Y as usize + 2 * BLUR_RADIUS as usize;
+
+/// [`reflect`], then clamped into 0..n: the tile of a block at the frame's edge reaches
+/// past the reflection's range; those samples feed no output.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
-unsafe fn blur_h(b: Band) {
-    let (x, y, c) = (dev::global_idx_x(), dev::global_idx_y(), dev::block_idx_z());
-    let o = &b.out;
-    if x >= o.width || y >= o.height || c >= b.channels {
-        return;
-    }
-    let mut s = 0f32;
-    for (t, kt) in b.blur_taps.iter().enumerate() {
-        let xx = reflect(x as i32 + t as i32 - BLUR_RADIUS, o.width);
-        s += kt * unsafe { o.at(OUT_COMMON + c, xx, y) };
-    }
-    unsafe { o.set(OUT_SCRATCH + c, x, y, s) };
+fn reflect_clamped(i: i32, n: u32) -> u32 {
+    let n = n as i32;
+    let i = if i < 0 { -i } else { i };
+    let i = if i >= n { 2 * (n - 1) - i } else { i };
+    i.clamp(0, n - 1) as u32
 }
 
 /// The body of the `cvvdp_mask` kernel (declared above).
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 unsafe fn mask(b: Band) {
+    gpumetrics_device::shared!(static CVVDP_TILE: [f32; BAND_CHANNELS * TILE_H * TILE_W]);
+    gpumetrics_device::shared!(static CVVDP_ROWS: [f32; BAND_CHANNELS * TILE_H * BLOCK_X as usize]);
+    const BX: usize = BLOCK_X as usize;
     let (x, y) = (dev::global_idx_x(), dev::global_idx_y());
+    let (tx, ty) = (dev::thread_idx_x() as usize, dev::thread_idx_y() as usize);
     let o = &b.out;
     let k = &b.masking;
     let channels = (b.channels as usize).min(BAND_CHANNELS);
+    let inside = x < o.width && y < o.height;
+    let mut m = [0f32; BAND_CHANNELS];
+    if b.blur != 0 {
+        // Every thread of the block takes part (the barriers), inside the frame or not.
+        let x0 = (dev::block_idx_x() * BLOCK_X) as i32 - BLUR_RADIUS;
+        let y0 = (dev::block_idx_y() * BLOCK_Y) as i32 - BLUR_RADIUS;
+        let mut i = ty * BX + tx;
+        while i < TILE_H * TILE_W {
+            let xx = reflect_clamped(x0 + (i % TILE_W) as i32, o.width);
+            let yy = reflect_clamped(y0 + (i / TILE_W) as i32, o.height);
+            unroll!(c in [0 1 2 3] {
+                if c < channels {
+                    let v = unsafe { o.at(OUT_COMMON + c as u32, xx, yy) };
+                    unsafe { CVVDP_TILE.write(c * TILE_H * TILE_W + i, v) };
+                }
+            });
+            i += (BLOCK_X * BLOCK_Y) as usize;
+        }
+        unsafe { dev::sync_threads() };
+        let mut r = ty;
+        while r < TILE_H {
+            unroll!(c in [0 1 2 3] {
+                if c < channels {
+                    let row = c * TILE_H * TILE_W + r * TILE_W + tx;
+                    let mut s = 0f32;
+                    for (t, kt) in b.blur_taps.iter().enumerate() {
+                        s += kt * unsafe { CVVDP_TILE.read(row + t) };
+                    }
+                    unsafe { CVVDP_ROWS.write(c * TILE_H * BX + r * BX + tx, s) };
+                }
+            });
+            r += BLOCK_Y as usize;
+        }
+        unsafe { dev::sync_threads() };
+        unroll!(c in [0 1 2 3] {
+            if c < channels {
+                let mut s = 0f32;
+                for (t, kt) in b.blur_taps.iter().enumerate() {
+                    s += kt * unsafe { CVVDP_ROWS.read(c * TILE_H * BX + (ty + t) * BX + tx) };
+                }
+                m[c] = s;
+            }
+        });
+    } else if inside {
+        unroll!(c in [0 1 2 3] {
+            if c < channels {
+                m[c] = unsafe { o.at(OUT_COMMON + c as u32, x, y) };
+            }
+        });
+    }
     let mut acc = [0f64; BAND_CHANNELS];
-    if x < o.width && y < o.height {
+    if inside {
         let mut mq = [0f32; BAND_CHANNELS];
         unroll!(c in [0 1 2 3] {
             if c < channels {
-                let m = if b.blur != 0 {
-                    let mut s = 0f32;
-                    for (t, kt) in b.blur_taps.iter().enumerate() {
-                        let yy = reflect(y as i32 + t as i32 - BLUR_RADIUS, o.height);
-                        s += kt * unsafe { o.at(OUT_SCRATCH + c as u32, x, yy) };
-                    }
-                    s
-                } else {
-                    unsafe { o.at(OUT_COMMON + c as u32, x, y) }
-                };
-                mq[c] = masker(k, c, m);
+                mq[c] = masker(k, c, m[c]);
             }
         });
         unroll!(c in [0 1 2 3] {
             if c < channels {
-                let (t, r) = unsafe {
-                    (
-                        o.at(OUT_TEST + c as u32, x, y),
-                        o.at(OUT_REFERENCE + c as u32, x, y),
-                    )
-                };
-                let d = difference(k, c, t, r, &mq, channels);
+                let d = unsafe { o.at(OUT_DIFF + c as u32, x, y) };
+                let d = difference(k, c, d, &mq, channels);
                 acc[c] = safe_pow(d, k.beta, k.beta_eps) as f64;
             }
         });

@@ -291,6 +291,35 @@ pub fn expand_at(read: impl Fn(u32) -> f32, m: u32, n: u32, i: u32) -> f32 {
     s
 }
 
+/// Sample (x, y) of a reduce of plane `p` (`src`, `parity` its rows) to `n_out_x`×`n_out_y`:
+/// [`reduce_at`] along columns for each column the row's reduce reads, in the order of the
+/// separable passes (columns, then rows), so that each value is the same.
+///
+/// # Safety
+/// Plane `p` of `src` must be readable at its size; (x, y) inside the output.
+#[inline(always)]
+pub unsafe fn reduce_2d(src: &Planes, p: u32, n_out_x: u32, n_out_y: u32, x: u32, y: u32) -> f32 {
+    let column = |c: u32| {
+        let read = |r: u32| unsafe { src.at(p, c, r) };
+        reduce_at(read, src.height, n_out_y, src.height, y)
+    };
+    reduce_at(column, src.width, n_out_x, src.height, x)
+}
+
+/// Sample (x, y) of plane `p` of `src` expanded to `n_x`×`n_y`: [`expand_at`] along columns
+/// for each column the row's expand reads, then along the row (the separable passes' order).
+///
+/// # Safety
+/// Plane `p` of `src` must be readable at its size; (x, y) inside the output.
+#[inline(always)]
+pub unsafe fn expand_2d(src: &Planes, p: u32, n_x: u32, n_y: u32, x: u32, y: u32) -> f32 {
+    let column = |c: u32| {
+        let read = |r: u32| unsafe { src.at(p, c, r) };
+        expand_at(read, src.height, n_y, y)
+    };
+    expand_at(column, src.width, n_x, x)
+}
+
 /// The contrast sensitivity at background luminance 10^`log_l` cd/m² of one channel at
 /// one band's frequency: its log sensitivities `log_s` along the CSF table's uniform log
 /// luminance axis (from `l0` to `l_last`), interpolated linearly (clamped to the ends),
@@ -343,16 +372,15 @@ pub fn masker(k: &Masking, c: usize, m: f32) -> f32 {
     safe_pow((m * k.mask_c).abs(), k.q[c], k.q_eps[c])
 }
 
-/// The visible difference of channel `c` at one sample: the weighted contrasts `t` and `r`,
-/// and the maskers of the first `channels` channels ([`masker`]) pooled across channels
+/// The visible difference of channel `c` at one sample: the difference `d` of the weighted
+/// contrasts (test minus reference), and the maskers of the first `channels` channels ([`masker`]) pooled across channels
 /// with column `c` of the cross-channel weights; the difference to the power p over one
 /// plus the masker, softly clamped at d_max.
 #[inline(always)]
 pub fn difference(
     k: &Masking,
     c: usize,
-    t: f32,
-    r: f32,
+    d: f32,
     mq: &[f32; BAND_CHANNELS],
     channels: usize,
 ) -> f32 {
@@ -365,7 +393,7 @@ pub fn difference(
             m += mq[i] * k.xcm[i * BAND_CHANNELS + c];
         }
     }
-    let du = safe_pow((t - r).abs(), k.p, k.p_eps) / (1.0 + m);
+    let du = safe_pow(d.abs(), k.p, k.p_eps) / (1.0 + m);
     k.d_max * du / (k.d_max + du)
 }
 
@@ -430,12 +458,12 @@ pub struct Temporal {
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Band {
-    /// The level's Gaussian planes and the next level's expanded to this size.
+    /// The level's Gaussian planes and the next level's (expanded to this size per sample:
+    /// [`expand_2d`]).
     pub g: Planes,
-    pub ex: Planes,
-    /// Outputs: the weighted contrasts of the test (planes 0..4) and the reference
-    /// (4..8), the common contrast (8..12); then the blur's scratch (12..16). All of this
-    /// level's size.
+    pub next: Planes,
+    /// Outputs: the difference of the weighted contrasts, test minus reference (planes
+    /// 0..4), and their common part (4..8), of this level's size.
     pub out: Planes,
     /// The log sensitivities of the band's channels, `[channel][GRID]`.
     pub csf: u64,
@@ -458,12 +486,10 @@ pub struct Band {
 }
 
 /// The planes of `Band::out`.
-pub const OUT_TEST: u32 = 0;
-pub const OUT_REFERENCE: u32 = 4;
-pub const OUT_COMMON: u32 = 8;
-pub const OUT_SCRATCH: u32 = 12;
+pub const OUT_DIFF: u32 = 0;
+pub const OUT_COMMON: u32 = 4;
 /// Planes of `Band::out`.
-pub const OUT_PLANES: u32 = 16;
+pub const OUT_PLANES: u32 = 8;
 
 /// Reflects index `i` into 0..n without repeating the edge (torch's `reflect` padding).
 #[inline(always)]
