@@ -84,6 +84,8 @@
 #   monitor      gpumetrics monitor's capacity (MONITOR_NR, MONITOR_FR: channel counts;
 #                MONITOR_SECONDS); with MONITOR_AL (channel counts) instead: PSNR+SSIM+VMAF
 #                channels without and with align = "auto", and align=auto's cost per pair
+#   maps         the distortion maps' kernels (cuda_kernels map::), map_reference on the CUDA
+#                backend, and each map's cost in its metric's throughput (issue 48)
 #   cvvdp        ColorVideoVDP and the distortion maps on the CUDA backend (issues 47, 48):
 #                cvvdp_reference's and map_reference's CUDA tests (host copies of the pairs,
 #                memcheck), cvvdp's throughput; Vship's CVVDP is in the vship step, the
@@ -133,7 +135,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 d=.gpu/all
 B=$d/bin
-ALL_STEPS="selftest psnr ssim ssimulacra2 butteraugli siti blur blockiness blackfreeze nr inflight streams capacity scaling vmaf cambi aomctc element throughput cudamem colour cli monitor align cvvdp libvmaf libvmaf32 vship"
+ALL_STEPS="selftest psnr ssim ssimulacra2 butteraugli siti blur blockiness blackfreeze nr inflight streams capacity scaling vmaf cambi aomctc element throughput cudamem colour cli monitor align cvvdp maps libvmaf libvmaf32 vship"
 # Not in ALL_STEPS (it needs `pack-base` after pack): ab.
 
 # ---------------------------------------------------------------------------------------------
@@ -165,6 +167,7 @@ bins() {
     cli | monitor) echo gpumetrics-cli:bin:gpumetrics ;;
     align) echo $e:test:cuda_kernels $g:test:align ;;
     cvvdp) echo $e:test:cvvdp_reference $e:test:map_reference $e:bench:throughput $e:test:cuda_kernels ;;
+    maps) echo $e:test:cuda_kernels $e:test:map_reference $e:bench:throughput ;;
     vship) echo $e:bench:throughput $e:bench:streams ;;
     cudamem | colour | libvmaf | libvmaf32) ;;
     *) echo "gpu-all: unknown step '$1' (steps: $ALL_STEPS)" >&2; exit 2 ;;
@@ -186,7 +189,7 @@ inputs() {
 }
 
 # Whether a step runs GStreamer (the plugin and the kit are packed for it).
-uses_gst() { case $1 in selftest | ab | throughput | cvvdp | libvmaf | libvmaf32 | blackfreeze | cambi | aomctc | vmafcore | inflight | streams | siti | blur | blockiness | vship) return 1 ;; *) return 0 ;; esac; }
+uses_gst() { case $1 in selftest | ab | throughput | cvvdp | maps | libvmaf | libvmaf32 | blackfreeze | cambi | aomctc | vmafcore | inflight | streams | siti | blur | blockiness | vship) return 1 ;; *) return 0 ;; esac; }
 
 pack() {
   set -e
@@ -890,6 +893,27 @@ step_cvvdp() {
   throughput cvvdp
   throughput psnr+ssim+ms-ssim+ssimulacra2+butteraugli+vmaf+cvvdp
   ncu_cvvdp
+}
+
+# The distortion maps on the GPU (issue 48): the map kernels against the host build
+# (cuda_kernels map::, sanitizers), map_reference's CUDA test (the maps against
+# scikit-image's and the crate's), and each map's cost: the throughput of its metric
+# without and with the map (1080p, 2 pairs in flight; the bound: at most 10 % lower).
+step_maps() {
+  kernels map
+  if need $B/map_reference; then
+    step "distortion maps on the CUDA backend vs scikit-image (map_reference)"
+    run $B/map_reference --ignored --nocapture the_cuda_backend
+    sanitize memcheck $B/map_reference --ignored the_cuda_backend
+  fi
+  bench && need $B/throughput || return 0
+  local pair
+  for pair in "ssim ssim" "psnr squared-error" "psnr+ssim+vmaf ssim" "butteraugli butteraugli" "ssimulacra2 ssimulacra2"; do
+    read -r metrics kind <<<"$pair"
+    step "maps: $metrics without and with map=$kind (1080p, 2 pairs in flight)"
+    run $B/throughput --seconds 2 --no-cpu --sizes 1080p --in-flight 2 --metrics "$metrics"
+    run $B/throughput --seconds 2 --no-cpu --sizes 1080p --in-flight 2 --metrics "$metrics" --map "$kind"
+  done
 }
 
 # ncu's time per cvvdp kernel over the first pairs of the 1080p throughput run (the

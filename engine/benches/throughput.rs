@@ -39,6 +39,12 @@ struct Args {
     /// Comma-separated pairs in flight for the CUDA rows (`EngineBuilder::in_flight`).
     #[arg(long, default_value = "1,2,4", value_delimiter = ',')]
     in_flight: Vec<usize>,
+    /// Make this distortion map with every pair (`squared-error`, `ssim`, or a metric's
+    /// map: `butteraugli`, `cvvdp`, `ssimulacra2`, with that metric in the row): each row's
+    /// rate with it, for what the map costs (issue 48: at most 10 % below the same row
+    /// without). Rows on one input alone have no map and are left out.
+    #[arg(long)]
+    map: Option<String>,
     #[arg(long)]
     bench: bool,
 }
@@ -129,6 +135,15 @@ fn main() {
         }
         rows.push((name.clone(), set, false, None, 8));
     }
+    let map = args.map.as_deref().map(|name| {
+        gpumetrics_engine::map::MapKind::from_name(name).unwrap_or_else(|| {
+            eprintln!("throughput: --map {name}: no such map");
+            std::process::exit(2);
+        })
+    });
+    if map.is_some() {
+        rows.retain(|r| !r.2);
+    }
     println!("| metric | inputs | size | format | backend | in flight | frames | pairs/s |");
     println!("| --- | --- | --- | --- | --- | --- | --- | --- |");
     for s in &args.sizes {
@@ -141,7 +156,11 @@ fn main() {
             }
             let (r, d) = if *bits == 10 { &frames10 } else { &frames8 };
             let format = r.layout.format.name();
-            let inputs = if *single { "dist" } else { "both" };
+            let inputs = match (single, map) {
+                (true, _) => "dist".to_string(),
+                (false, None) => "both".to_string(),
+                (false, Some(k)) => format!("both, map {}", k.name()),
+            };
             let row = |backend: &str, depth: usize, frames: &str, result: Result<f64, String>| {
                 let head = format!("| {name} | {inputs} | {s} | {format} | {backend} | {depth}");
                 match result {
@@ -165,6 +184,10 @@ fn main() {
                     Engine::single_builder(&config, d.layout)
                 } else {
                     Engine::builder(&config, r.layout, d.layout)
+                };
+                let b = match map {
+                    Some(kind) => b.map(kind),
+                    None => b,
                 };
                 b.in_flight(depth).build()
             };

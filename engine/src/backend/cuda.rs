@@ -219,18 +219,20 @@ impl CudaBackend {
                 // The map on host copies of the pair: made from the frames, or by its metric's
                 // CPU state (whose fields the GPU gives: only its map is kept).
                 let on_host = || -> Option<OnHost> {
-                    if kind.made_from_frames() {
-                        let map = crate::map::metric::MapCpu::new(kind);
-                        return Some(OnHost::new(Box::new(map), kind.name(), true));
-                    }
                     configured
                         .iter()
                         .find(|c| c.entry.provides.iter().any(|i| i.name == kind.name()))
                         .and_then(|c| (c.entry.cpu)(&c.setup(plan, set)))
                         .map(|m| OnHost::new(m, kind.name(), true).map_only())
                 };
-                // On a lane of its own, as a full-reference metric (it waits for the uploads).
-                let map = Laned::make(&gpu, depth, |_| {
+                // On a lane of its own, as a full-reference metric (it waits for the uploads):
+                // the maps made from the frames by their kernels, a metric's from its CPU
+                // state on host copies.
+                let map = Laned::make(&gpu, depth, |lane| {
+                    if kind.made_from_frames() {
+                        let m = crate::map::cuda::MapCuda::new(lane, plan, kind)?;
+                        return Ok(Some(Box::new(m) as Box<dyn CudaMetric>));
+                    }
                     Ok(on_host().map(|m| Box::new(m) as Box<dyn CudaMetric>))
                 })?;
                 metrics.extend(map);

@@ -234,10 +234,7 @@ pub fn squared_error(
     let values = reference
         .iter()
         .zip(distorted)
-        .map(|(&r, &d)| {
-            let e = r as i64 - d as i64;
-            (e * e) as f32
-        })
+        .map(|(&r, &d)| gpumetrics_kernels::map::squared_error(r as u32, d as u32))
         .collect();
     DistortionMap {
         width,

@@ -1,7 +1,9 @@
 //! Distortion maps (issue 48, being built): per pixel, where in the picture a metric finds
 //! its differences. An engine built with [`crate::EngineBuilder::map`] adds the map of
-//! each pair to its scores ([`crate::Scores::map`]), computed on the host from the pair's
-//! planes (the CUDA backend copies them there first: [`metric`]). Each map is defined in
+//! each pair to its scores ([`crate::Scores::map`]): the squared-error and SSIM maps from the
+//! pair's planes, on the host ([`metric`]) or by the GPU kernels of
+//! `gpumetrics_kernels::map` ([`cuda`]; the same per-sample code); the maps a metric makes
+//! (Butteraugli, ColorVideoVDP, SSIMULACRA2) by its CPU path. Each map is defined in
 //! docs/METRICS.md ("Distortion maps") and checked against its reference
 //! (engine/tests/map_reference.rs, values made by tests/maps/generate.py):
 //!
@@ -13,6 +15,7 @@
 //! [`Stats`] are what buffer meta and alerts will carry: the maximum and where it is, and
 //! the share of pixels past a threshold.
 
+pub(crate) mod cuda;
 mod frames;
 pub mod kind;
 pub(crate) mod metric;

@@ -6,21 +6,14 @@
 //! pixel, in f64. Its mean over the pixels at least 5 from every edge is the `ssim` field.
 
 use super::kind::DistortionMap;
+use gpumetrics_kernels::map::{reflect, ssim_of};
 
 /// Radius of the filter: `int(3.5 · 1.5 + 0.5)`.
 const RADIUS: i64 = 5;
 const SIGMA: f64 = 1.5;
 
-/// SciPy's `reflect` index of `i` into `n` samples.
-fn reflect(mut i: i64, n: i64) -> usize {
-    // Reflections repeat with period 2n.
-    let period = 2 * n;
-    i = i.rem_euclid(period);
-    (if i < n { i } else { period - 1 - i }) as usize
-}
-
-/// The normalised taps.
-fn taps() -> [f64; 11] {
+/// The normalised taps (the GPU's too).
+pub(crate) fn taps() -> [f64; 11] {
     let mut k = [0f64; 11];
     for (i, v) in k.iter_mut().enumerate() {
         let x = i as f64 - RADIUS as f64;
@@ -37,7 +30,8 @@ fn filter(p: &[f64], w: usize, h: usize) -> Vec<f64> {
     let mut down = vec![0f64; w * h];
     down.par_chunks_mut(w).enumerate().for_each(|(y, row)| {
         for (t, kt) in k.iter().enumerate() {
-            let src = &p[reflect(y as i64 + t as i64 - RADIUS, h as i64) * w..][..w];
+            let src =
+                &p[reflect(y as i32 + t as i32 - RADIUS as i32, h as u32) as usize * w..][..w];
             for (o, v) in row.iter_mut().zip(src) {
                 *o += kt * v;
             }
@@ -50,7 +44,7 @@ fn filter(p: &[f64], w: usize, h: usize) -> Vec<f64> {
             for (x, v) in o.iter_mut().enumerate() {
                 let mut s = 0f64;
                 for (t, kt) in k.iter().enumerate() {
-                    s += kt * row[reflect(x as i64 + t as i64 - RADIUS, w as i64)];
+                    s += kt * row[reflect(x as i32 + t as i32 - RADIUS as i32, w as u32) as usize];
                 }
                 *v = s;
             }
@@ -82,17 +76,7 @@ pub fn map(
     let c1 = (0.01 * peak).powi(2);
     let c2 = (0.03 * peak).powi(2);
     let values = (0..w * h)
-        .map(|i| {
-            let (mx, my) = (ux[i], uy[i]);
-            let vx = uxx[i] - mx * mx;
-            let vy = uyy[i] - my * my;
-            let vxy = uxy[i] - mx * my;
-            let a1 = 2.0 * mx * my + c1;
-            let a2 = 2.0 * vxy + c2;
-            let b1 = mx * mx + my * my + c1;
-            let b2 = vx + vy + c2;
-            ((a1 * a2) / (b1 * b2)) as f32
-        })
+        .map(|i| ssim_of([ux[i], uy[i], uxx[i], uyy[i], uxy[i]], c1, c2))
         .collect();
     DistortionMap {
         width,
@@ -125,7 +109,7 @@ mod tests {
     fn reflect_is_scipys() {
         // d c b a | a b c d | d c b a
         let n = 4;
-        let got: Vec<usize> = (-5..9).map(|i| reflect(i, n)).collect();
+        let got: Vec<u32> = (-5..9).map(|i| reflect(i, n)).collect();
         assert_eq!(got, [3, 3, 2, 1, 0, 0, 1, 2, 3, 3, 2, 1, 0, 0]);
         assert_eq!(reflect(-3, 1), 0);
     }

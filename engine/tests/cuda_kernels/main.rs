@@ -10,7 +10,7 @@
 //! vmaf` runs one metric's. A metric's module is its folder's `gpu_checks.rs`
 //! (`engine/src/metric/<metric>/`), found there by the engine's build script; the modules
 //! here are those of no metric's folder: `selftest` checks the toolchain's own kernels,
-//! `speed` the SpEED kernels VMAF v1 reads, `thumb` the live alignment's thumbnails, `engine` holds the CUDA-versus-CPU engine
+//! `speed` the SpEED kernels VMAF v1 reads, `thumb` the live alignment's thumbnails, `map` the distortion maps, `engine` holds the CUDA-versus-CPU engine
 //! comparison the pipeline checks share and `in_flight` the pairs in flight.
 
 #[path = "../common/mod.rs"]
@@ -36,6 +36,7 @@ pub(crate) use gpu_tests;
 
 mod engine;
 mod in_flight;
+mod map;
 mod selftest;
 mod speed;
 mod thumb;
@@ -53,7 +54,8 @@ pub(crate) struct Outcome {
 pub(crate) type Check = fn(&Kernels, &Arc<CudaStream>, &mut Rng) -> Result<Outcome, DriverError>;
 
 /// The checks of the modules here; the metrics' are `METRIC_CHECKS`.
-const CHECKS: &[&[(&[&str], Check)]] = &[speed::CHECKS, selftest::CHECKS, thumb::CHECKS];
+const CHECKS: &[&[(&[&str], Check)]] =
+    &[speed::CHECKS, selftest::CHECKS, thumb::CHECKS, map::CHECKS];
 
 /// The check of kernel `name`.
 fn check_for(name: &str) -> Option<Check> {

@@ -1,0 +1,178 @@
+//! The maps made from a pair's frames (`squared-error`, `ssim`) on the GPU: the kernels of
+//! `gpumetrics_kernels::map` read the pair where the backend has it (device frames in
+//! place, host frames from their upload), the map is made in device memory, one channel
+//! after the other for RGB, and comes back with one copy per pair into pinned memory
+//! ([`Readback`]). The host's map ([`super::frames::of_pair`]) runs the same per-sample
+//! functions in the same order: both backends give the same values.
+//!
+//! Allocated once per plan: the map (4 bytes a pixel), for SSIM five f64 planes of the
+//! column filter's moments (40 bytes a pixel), and a pinned slot per pair in flight.
+
+use std::sync::Arc;
+
+use cudarc::driver::{CudaEvent, CudaSlice, DriverError, LaunchConfig};
+
+use super::kind::{DistortionMap, MapKind};
+use super::ssim;
+use crate::cuda::{DeviceMemory, Gpu, Readback, zeroed};
+use crate::error::EngineError;
+use crate::format::ColorFamily;
+use crate::frame::PlanePtrs;
+use crate::metric::CudaMetric;
+use crate::plan::Plan;
+use crate::scores::Scores;
+use gpumetrics_kernels::map::{BLOCK_X, BLOCK_Y, MOMENTS, MapChannel, MapOut, SsimFilter};
+
+pub(crate) struct MapCuda {
+    kind: MapKind,
+    width: u32,
+    height: u32,
+    /// Channels mapped: luma, or R, G and B (their mean).
+    channels: usize,
+    out: CudaSlice<f32>,
+    /// The SSIM filter's moments down the columns (SSIM only).
+    down: Option<CudaSlice<f64>>,
+    taps: [f64; gpumetrics_kernels::map::SSIM_TAPS],
+    host: Readback<f32>,
+}
+
+impl MapCuda {
+    /// For a map made from the frames ([`MapKind::made_from_frames`]: squared error, SSIM;
+    /// any other kind is taken as the squared error's, which the backend never asks for).
+    pub(crate) fn new(gpu: &Gpu, plan: &Plan, kind: MapKind) -> Result<MapCuda, DriverError> {
+        let (w, h) = plan.reference.channel_size(&plan.channels[0].0);
+        let n = w as usize * h as usize;
+        let channels = match plan.reference.format.family() {
+            ColorFamily::Rgb => plan.channels.len(),
+            _ => 1,
+        };
+        let out = zeroed::<f32>(&gpu.stream, n.max(1))?;
+        let down = match kind {
+            MapKind::Ssim => Some(zeroed::<f64>(&gpu.stream, (MOMENTS * n).max(1))?),
+            _ => None,
+        };
+        let host = Readback::new(&gpu.ctx, n.max(1))?;
+        Ok(MapCuda {
+            kind,
+            width: w,
+            height: h,
+            channels,
+            out,
+            down,
+            taps: ssim::taps(),
+            host,
+        })
+    }
+
+    fn launch(
+        &mut self,
+        gpu: &Gpu,
+        plan: &Plan,
+        r: &PlanePtrs,
+        d: &PlanePtrs,
+    ) -> Result<(), DriverError> {
+        let (k, stream) = (&gpu.kernels, &gpu.stream);
+        let cfg = LaunchConfig {
+            grid_dim: (
+                self.width.div_ceil(BLOCK_X),
+                self.height.div_ceil(BLOCK_Y),
+                1,
+            ),
+            block_dim: (BLOCK_X, BLOCK_Y, 1),
+            shared_mem_bytes: 0,
+        };
+        let peak = plan.reference.format.peak() as f64;
+        for c in 0..self.channels {
+            let (rs, ds) = &plan.channels[c];
+            let (rmax, dmax) = (plan.reference.format.peak(), plan.distorted.format.peak());
+            let ch = MapChannel {
+                reference: r.channel(rs, rmax),
+                distorted: d.channel(ds, dmax),
+                width: self.width,
+                height: self.height,
+                reference_max: rmax,
+                distorted_max: dmax,
+            };
+            // Both sides of every channel have the luma's size (the plan pairs channels of
+            // equal sizes; RGB's are all full size).
+            debug_assert_eq!(plan.reference.channel_size(rs), (self.width, self.height));
+            let last = c + 1 == self.channels;
+            let o = MapOut {
+                out: self.out.ptr(),
+                add: (c > 0) as u32,
+                divide: if last && self.channels > 1 {
+                    self.channels as u32
+                } else {
+                    0
+                },
+            };
+            // SAFETY: the frames' planes were validated against the plan's layouts (or are
+            // the backend's uploads of them); `out` and `down` hold the map's size.
+            unsafe {
+                match (self.kind, &self.down) {
+                    (MapKind::Ssim, Some(down)) => {
+                        let f = SsimFilter {
+                            taps: self.taps,
+                            c1: (0.01 * peak).powi(2),
+                            c2: (0.03 * peak).powi(2),
+                            down: down.ptr(),
+                            width: self.width,
+                            height: self.height,
+                        };
+                        k.map_ssim_down(stream, cfg, ch, f)?;
+                        k.map_ssim_across(stream, cfg, f, o)?;
+                    }
+                    _ => k.map_squared_error(stream, cfg, ch, o)?,
+                }
+            }
+        }
+        let n = self.width as usize * self.height as usize;
+        // SAFETY: `out` holds n values, written by the kernels queued above.
+        unsafe { self.host.copy_in(self.out.ptr(), n, stream) }
+    }
+}
+
+/// No pairs held back, no state across pairs.
+impl crate::metric::temporal::Sequenced for MapCuda {
+    fn reset(&mut self) {
+        self.host.clear();
+    }
+}
+
+impl CudaMetric for MapCuda {
+    fn queue(
+        &mut self,
+        gpu: &Gpu,
+        plan: &Plan,
+        r: &PlanePtrs,
+        d: &PlanePtrs,
+        _uploaded: Option<&CudaEvent>,
+    ) -> Result<(), EngineError> {
+        self.launch(gpu, plan, r, d)
+            .map_err(|e| EngineError::Cuda(format!("making the {} map: {e}", self.kind.name())))
+    }
+
+    fn drop_queued(&mut self) {
+        self.host.clear();
+    }
+
+    fn independent(&self) -> bool {
+        true
+    }
+
+    fn read(&mut self, _plan: &Plan, scores: &mut Scores) -> Result<(), EngineError> {
+        let n = self.width as usize * self.height as usize;
+        let values = self
+            .host
+            .take(n)
+            .map_err(|e| EngineError::Cuda(format!("reading the {} map: {e}", self.kind.name())))?
+            .to_vec();
+        let map = DistortionMap {
+            width: self.width as usize,
+            height: self.height as usize,
+            values,
+        };
+        scores.set_map(self.kind, Arc::new(map));
+        Ok(())
+    }
+}

@@ -1,0 +1,103 @@
+//! The distortion-map kernels (`map_*`): the CUDA backend's squared-error and SSIM maps
+//! against the CPU backend's (the host build of the same per-sample code), pixel by pixel,
+//! on RGB (the mean of three channels), I420 and gray pairs, one smaller than the SSIM
+//! window (SciPy's reflection past both edges).
+
+use std::sync::Arc;
+
+use cudarc::driver::{CudaStream, DriverError};
+use gpumetrics_engine::cuda::Kernels;
+use gpumetrics_engine::map::MapKind;
+use gpumetrics_engine::{
+    BackendChoice, Engine, EngineConfig, Frame, FrameLayout, HostFrame, MetricSet, PixelFormat,
+};
+
+use crate::common::{self, Rng};
+use crate::{Check, Outcome};
+
+pub(crate) const CHECKS: &[(&[&str], Check)] = &[
+    (&["map_squared_error"], squared_error),
+    (&["map_ssim_down", "map_ssim_across"], ssim),
+];
+
+crate::gpu_tests! {
+    squared_error_map_matches_the_host => "map_squared_error",
+    ssim_map_matches_the_host => "map_ssim_down",
+}
+
+fn squared_error(_k: &Kernels, _s: &Arc<CudaStream>, r: &mut Rng) -> Result<Outcome, DriverError> {
+    Ok(compare(r, MapKind::SquaredError, 0.0))
+}
+
+/// Both backends run the same f64 operations in the same order (no fused multiply-adds):
+/// only the last f32 rounding could differ.
+fn ssim(_k: &Kernels, _s: &Arc<CudaStream>, r: &mut Rng) -> Result<Outcome, DriverError> {
+    Ok(compare(r, MapKind::Ssim, 1e-6))
+}
+
+fn compare(r: &mut Rng, kind: MapKind, tolerance: f64) -> Outcome {
+    let mut out = Outcome {
+        elements: 0,
+        max_err: 0.0,
+        tolerance,
+        note: String::new(),
+    };
+    for (format, w, h) in [
+        (PixelFormat::Rgb, 173usize, 97usize),
+        (PixelFormat::I420, 173, 97),
+        (PixelFormat::Gray8, 7, 5),
+    ] {
+        let len = match format {
+            PixelFormat::Rgb => 3 * w * h,
+            PixelFormat::I420 => w * h + 2 * w.div_ceil(2) * h.div_ceil(2),
+            _ => w * h,
+        };
+        let a = r.bytes(len);
+        let noise = r.bytes(len);
+        let b: Vec<u8> = a
+            .iter()
+            .zip(&noise)
+            .map(|(v, n)| v.saturating_add(n % 32).saturating_sub(16))
+            .collect();
+        let layout = FrameLayout {
+            format,
+            width: w as u32,
+            height: h as u32,
+        };
+        let planes = |d| common::images::planes(format, w as u32, h as u32, d);
+        let (pa, pb) = (planes(&a), planes(&b));
+        let (fa, fb) = (
+            Frame::Host(HostFrame::new(&pa)),
+            Frame::Host(HostFrame::new(&pb)),
+        );
+        let maps = [BackendChoice::Cuda, BackendChoice::Cpu].map(|backend| {
+            let cfg = EngineConfig {
+                metrics: MetricSet::PSNR,
+                backend,
+                ..Default::default()
+            };
+            let s = Engine::builder(&cfg, layout, layout)
+                .map(kind)
+                .build()
+                .and_then(|mut e| e.compare(&fa, &fb));
+            s.map(|s| s.map().map(|(_, m)| m.values.clone()))
+        });
+        match maps {
+            [Ok(Some(gpu)), Ok(Some(cpu))] if gpu.len() == cpu.len() => {
+                let err = gpu
+                    .iter()
+                    .zip(&cpu)
+                    .map(|(g, c)| (*g as f64 - *c as f64).abs())
+                    .fold(0f64, f64::max);
+                out.elements += gpu.len();
+                out.max_err = out.max_err.max(err);
+                out.note += &format!("{} {w}x{h}: {err:.1e}; ", format.name());
+            }
+            other => {
+                out.max_err = f64::INFINITY;
+                out.note += &format!("{} {w}x{h}: {other:?}; ", format.name());
+            }
+        }
+    }
+    out
+}
