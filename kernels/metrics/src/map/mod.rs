@@ -112,7 +112,11 @@ impl MapOut {
     #[inline(always)]
     pub unsafe fn put(&self, i: usize, v: f32) {
         let p = unsafe { (self.out as *mut f32).add(i) };
-        let mut v = if self.add != 0 { (unsafe { *p }) + v } else { v };
+        let mut v = if self.add != 0 {
+            (unsafe { *p }) + v
+        } else {
+            v
+        };
         if self.divide != 0 {
             v /= self.divide as f32;
         }
