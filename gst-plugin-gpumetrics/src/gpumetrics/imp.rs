@@ -34,7 +34,7 @@ use super::queue::{PairInfo, Queue, Ready};
 use super::scorer::{self, Request, Scorer};
 use super::settings::{self, Settings};
 use super::stall::{self, Stalls};
-use super::{Backend, CAT};
+use super::{Backend, CAT, MapStyle};
 use crate::caps;
 use crate::gstcuda;
 use crate::message::{AlignRecord, FrameScores};
@@ -141,6 +141,9 @@ pub struct GpuMetrics {
     /// Between start() and stop(): the properties that are not `GST_PARAM_MUTABLE_PLAYING`
     /// are in effect for the run and refuse changes.
     running: AtomicBool,
+    /// With a `map`: the pool of its frames (made at the first map, remade when the size
+    /// or style changes, ended in stop()).
+    map_frames: Mutex<Option<super::map_render::Frames>>,
 }
 
 #[glib::object_subclass]
@@ -163,6 +166,7 @@ impl ObjectSubclass for GpuMetrics {
             cuda: SharedContext::default(),
             decode: Decode::default(),
             running: AtomicBool::new(false),
+            map_frames: Mutex::new(None),
         }
     }
 }
@@ -641,6 +645,28 @@ impl GpuMetrics {
     /// outputs, then its buffer (and any unmatched one behind it) is pushed. With `push`
     /// false (stopping), the buffers are dropped after their record. Posts the queued
     /// warnings and latency first.
+    /// Pair's `map` as a frame of `style`, from the pool of map frames of its size.
+    fn render_map(
+        &self,
+        kind: gpumetrics_engine::map::MapKind,
+        map: &gpumetrics_engine::map::DistortionMap,
+        style: MapStyle,
+        peak: f64,
+    ) -> Result<gst::Buffer, glib::BoolError> {
+        let mut frames = self.map_frames.lock().unwrap();
+        let fits = frames
+            .as_ref()
+            .is_some_and(|f| f.fits(style, map.width, map.height));
+        if !fits {
+            *frames = Some(super::map_render::Frames::new(
+                style,
+                map.width as u32,
+                map.height as u32,
+            )?);
+        }
+        frames.as_ref().expect("made above").render(kind, map, peak)
+    }
+
     fn deliver(
         &self,
         mut state: MutexGuard<'_, State>,
@@ -724,14 +750,14 @@ impl GpuMetrics {
                     scores,
                 } => {
                     if let (Some(peak), Some((kind, map))) = (map_peak, scores.map()) {
-                        let mut frame =
-                            super::map_render::render(kind, map, settings.map_style, peak)
-                                .map_err(|e| {
-                                    failed(gst::error_msg!(
-                                        gst::CoreError::Failed,
-                                        ("rendering the {} map: {e}", kind.name())
-                                    ))
-                                })?;
+                        let mut frame = self
+                            .render_map(kind, map, settings.map_style, peak)
+                            .map_err(|e| {
+                                failed(gst::error_msg!(
+                                    gst::CoreError::Failed,
+                                    ("rendering the {} map: {e}", kind.name())
+                                ))
+                            })?;
                         {
                             let f = frame.get_mut().expect("a new buffer is writable");
                             f.set_pts(buffer.pts());
@@ -1306,6 +1332,9 @@ impl AggregatorImpl for GpuMetrics {
             let _ = self.drain_held(false);
             self.finish_run();
         }
+        // The map frames' pool ends with the run (frames downstream still holds go when
+        // it releases them).
+        self.map_frames.lock().unwrap().take();
         let outputs = self.outputs.lock().unwrap().take();
         if let Some(outputs) = outputs {
             outputs.end();
