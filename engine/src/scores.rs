@@ -87,6 +87,18 @@ impl Scores {
         self.map.clone()
     }
 
+    /// Sets `field`'s value where the pair has it (its place and its pool terms kept);
+    /// whether it had it.
+    pub fn replace(&mut self, field: &str, value: f64) -> bool {
+        match self.entries.iter_mut().find(|(f, _)| *f == field) {
+            Some((_, v)) => {
+                *v = value;
+                true
+            }
+            None => false,
+        }
+    }
+
     pub fn get(&self, field: &str) -> Option<f64> {
         self.entries
             .iter()
@@ -100,5 +112,23 @@ impl Scores {
 
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replace_sets_a_field_in_its_place() {
+        let mut s = Scores::new();
+        s.push("psnr-y", 30.0);
+        s.push("cvvdp", 9.0);
+        assert!(s.replace("cvvdp", 8.5));
+        assert!(!s.replace("ssim", 1.0));
+        assert_eq!(
+            s.iter().collect::<Vec<_>>(),
+            [("psnr-y", 30.0), ("cvvdp", 8.5)]
+        );
     }
 }

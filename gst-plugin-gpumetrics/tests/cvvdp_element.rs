@@ -225,3 +225,55 @@ fn glib_nick(v: &gst::glib::Value) -> String {
 }
 
 use std::str::FromStr;
+
+/// With `window`, a pair's `cvvdp` is the JOD of the current window's span up to it (issue
+/// 47: "since the start of the run or of the current window"): in the first window the
+/// values without `window`; at each window's last pair its `pooled`; from a later window's
+/// first pair on, its own span (the temporal channels still seeing the frames before).
+#[test]
+fn with_window_each_pair_is_the_jod_of_its_window_so_far() {
+    let v = values();
+    let c = &v["rgb_cases"][0];
+    let (n, fps) = (
+        c["frames"].as_u64().unwrap() as usize,
+        c["fps"].as_u64().unwrap(),
+    );
+    // Four frames a window.
+    let window = 4 * 1_000_000_000 / fps;
+    let path = common::temp_path("cvvdp-windows.jsonl");
+    let run = run_case(c, &format!("window={window} stats-file={}", path.display()));
+    run.expect_ok();
+    let full = run_case(c, "");
+    let got: Vec<f64> = run.frames.iter().map(|f| f.get("cvvdp").unwrap()).collect();
+    let all: Vec<f64> = full
+        .frames
+        .iter()
+        .map(|f| f.get("cvvdp").unwrap())
+        .collect();
+    assert_eq!(got.len(), n);
+    assert_eq!(got[..4], all[..4], "the first window starts with the run");
+    // The windows' pooled JODs, from the stats file.
+    let text = std::fs::read_to_string(&path).unwrap();
+    let pooled: Vec<f64> = text
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|r| r["type"] == "window")
+        .map(|r| {
+            r["fields"]["cvvdp"]["pooled"]
+                .as_f64()
+                .unwrap_or_else(|| panic!("a window's cvvdp pooled: {r}"))
+        })
+        .collect();
+    assert_eq!(pooled.len(), n.div_ceil(4), "{text}");
+    for (k, p) in pooled.iter().enumerate() {
+        let last = (4 * k + 3).min(n - 1);
+        assert_eq!(got[last], *p, "window {k}'s last pair");
+    }
+    // A later window starts over: its first pair is not the run's JOD up to it.
+    assert_ne!(got[4], all[4]);
+    assert!(got.iter().all(|j| (0.0..=10.0).contains(j)), "{got:?}");
+    // The summary still pools the whole run.
+    let whole = full.summary().field("cvvdp").unwrap().pooled.unwrap();
+    assert_eq!(run.summary().field("cvvdp").unwrap().pooled.unwrap(), whole);
+    let _ = std::fs::remove_file(&path);
+}

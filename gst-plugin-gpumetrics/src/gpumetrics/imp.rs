@@ -747,8 +747,12 @@ impl GpuMetrics {
                 Ready::Scored {
                     mut buffer,
                     pair,
-                    scores,
+                    mut scores,
                 } => {
+                    if let Some(o) = outputs.as_mut() {
+                        o.prepare(&env, pair.running_time, &mut scores)
+                            .map_err(failed)?;
+                    }
                     if let (Some(peak), Some((kind, map))) = (map_peak, scores.map()) {
                         let mut frame = self
                             .render_map(kind, map, settings.map_style, peak)

@@ -6,7 +6,8 @@
 //! temporal channels over the frames before, and a span's JOD pools its frames' differences
 //! ([`pool::span_jod`]). The field `cvvdp` of a pair is the JOD of every pair since the
 //! start of the sequence (Vship's running score); a summary's and a window's `pooled` is the
-//! JOD of their span ([`crate::scores::PoolTerms::Cvvdp`]). The filters see every frame:
+//! JOD of their span ([`crate::scores::PoolTerms::Cvvdp`]), and an element with windows
+//! gives each pair that of its window so far ([`crate::Pooler::span_jod_with`]). The filters see every frame:
 //! `subsample` drops scores, not frames ([`EVERY_FRAME`](super::EVERY_FRAME)).
 //!
 //! The steps, each checked against the reference (tests/data/cvvdp/values.json, made by

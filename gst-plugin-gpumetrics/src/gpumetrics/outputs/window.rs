@@ -69,6 +69,14 @@ impl Windows {
         }
     }
 
+    /// The JOD of the current window's pairs and `scores`' pair (not added yet), for a
+    /// field whose per-pair value is that of a span ([`Pooler::span_jod_with`]: `cvvdp`).
+    pub(crate) fn span_jod_with(&self, field: &str, scores: &Scores) -> Option<f64> {
+        self.current
+            .as_ref()
+            .and_then(|c| c.pooler.span_jod_with(field, scores))
+    }
+
     /// A flushing seek: the next event may start running time over.
     pub(crate) fn flushed(&mut self) {
         self.flushed = true;
