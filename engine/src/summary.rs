@@ -109,6 +109,17 @@ impl Pooler {
     }
 
     pub fn push(&mut self, scores: &Scores) {
+        self.push_with_terms(scores, false);
+    }
+
+    /// [`Pooler::push`] for a window's pooling: the pair's window terms
+    /// ([`Scores::window_pool_terms`]) in place of its own, so that a span field's `pooled`
+    /// is its value on the window's frames alone ([`crate::Engine::start_window`]).
+    pub fn push_window(&mut self, scores: &Scores) {
+        self.push_with_terms(scores, true);
+    }
+
+    fn push_with_terms(&mut self, scores: &Scores, window: bool) {
         self.frames += 1;
         for (name, value) in scores.iter() {
             match self.fields.iter_mut().find(|(f, _)| *f == name) {
@@ -136,7 +147,12 @@ impl Pooler {
                 }
             }
         }
-        for (name, terms) in scores.pool_terms() {
+        let terms: Vec<(&'static str, PoolTerms)> = if window {
+            scores.window_pool_terms().collect()
+        } else {
+            scores.pool_terms().collect()
+        };
+        for (name, terms) in terms {
             if let Some((_, pool)) = self.fields.iter_mut().find(|(f, _)| *f == name) {
                 pool.add_terms(terms);
             }
@@ -147,12 +163,12 @@ impl Pooler {
         self.frames
     }
 
-    /// The JOD of the span pooled so far and `scores` (not added), for a field whose pool
-    /// terms are ColorVideoVDP's ([`PoolTerms::Cvvdp`]): a window's `cvvdp` up to a pair
-    /// (the window's `pooled` once that pair is its last). None when `scores` has no such
-    /// terms for `field`.
+    /// The JOD of a window pooled so far ([`Pooler::push_window`]) and `scores` (not
+    /// added; its window terms), for a field whose pool terms are ColorVideoVDP's
+    /// ([`PoolTerms::Cvvdp`]): a window's `cvvdp` up to a pair (the window's `pooled` once
+    /// that pair is its last). None when `scores` has no such terms for `field`.
     pub fn span_jod_with(&self, field: &str, scores: &Scores) -> Option<f64> {
-        let (_, terms) = scores.pool_terms().find(|(f, _)| *f == field)?;
+        let (_, terms) = scores.window_pool_terms().find(|(f, _)| *f == field)?;
         let PoolTerms::Cvvdp { .. } = terms else {
             return None;
         };

@@ -103,6 +103,10 @@ struct State {
     memory: MemoryStats,
     /// Index of the next compared pair.
     frame: u64,
+    /// `window`: the window of the last pair submitted to the engine (its running time
+    /// over the window's length), so that the engine hears where windows start
+    /// (`Engine::start_window`) as the outputs' windows fall.
+    engine_window: Option<u64>,
     /// A frame of this run was seen (decides whether stop() has something to summarise).
     active: bool,
     /// An element error was posted: no further pair is measured in this run.
@@ -598,6 +602,17 @@ impl GpuMetrics {
         // The pair's tag is its index: the queue keeps its buffers under it until the
         // engine hands back its scores.
         let tag = pair.frame;
+        // A pair in a later window than the last one (the outputs' windows never go back
+        // but after a flush): the engine restarts its windows' spans there.
+        if let (Some(t), true) = (dist_rt, settings.window > 0) {
+            let w = t / settings.window;
+            if st.engine_window.is_none_or(|last| w > last) {
+                st.engine_window = Some(w);
+                if let Some(engine) = st.scorer.engine() {
+                    engine.start_window();
+                }
+            }
+        }
         let scored = {
             let obj = self.obj();
             let memory = &mut st.memory;
@@ -1372,6 +1387,8 @@ impl AggregatorImpl for GpuMetrics {
         }
         let dropped = state.scorer.reset();
         debug_assert_eq!(dropped, 0, "finish() left no pair held");
+        // Running time may start over: the next pair starts a window wherever it falls.
+        state.engine_window = None;
         // A stall in progress ends here (every start has its end); the frames held for it
         // go with the flushed data, like the pads' own.
         let at = now.or(state.last_end).unwrap_or(0);

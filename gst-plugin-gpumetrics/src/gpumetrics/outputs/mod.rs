@@ -255,7 +255,9 @@ impl Outputs {
     /// go to every sink, and with `window` a field whose value is that of a span so far
     /// (`cvvdp`: the JOD from the start of the sequence) becomes that of the current
     /// window's span up to this pair, the window's `pooled` as it would end here (issue
-    /// 47: "since the start of the run or of the current window").
+    /// 47: "since the start of the run or of the current window"): from the pairs' window
+    /// terms, which the engine makes as if the sequence started at the window
+    /// (`Engine::start_window`), the reference's result on the window's frames.
     pub(crate) fn prepare(
         &mut self,
         env: &Env<'_>,

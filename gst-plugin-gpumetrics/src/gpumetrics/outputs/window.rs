@@ -152,7 +152,8 @@ impl Windows {
             .current
             .get_or_insert_with(|| Current::new(0, self.length));
         match event {
-            Event::Pair(scores) => c.pooler.push(scores),
+            // A span field's window terms (the engine restarted its span at the window).
+            Event::Pair(scores) => c.pooler.push_window(scores),
             Event::Unmatched(Input::Reference) => c.unmatched_ref += 1,
             Event::Unmatched(Input::Distorted) => c.unmatched_dist += 1,
             Event::Skipped => c.skipped += 1,
