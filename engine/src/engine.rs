@@ -453,6 +453,19 @@ impl Engine {
         Ok(std::iter::from_fn(|| self.poll()).map(|(_, s)| s).collect())
     }
 
+    /// The next pair submitted starts a window of the caller's (the element's tumbling
+    /// windows, `window`): metrics whose per-pair value is that of a span (`cvvdp`, the JOD
+    /// of the sequence so far) also give, for that pair and the ones after it, the terms a
+    /// sequence starting there would have ([`Scores::window_pool_terms`]), so that a window
+    /// pooled from them ([`crate::Pooler::push_window`]) is the reference's result on the
+    /// window's frames: the temporal channels start again at the window as the reference
+    /// run on those frames starts them. Pairs already submitted are not affected; without
+    /// this call, a window's terms are the pair's own. The sequence itself goes on (the
+    /// summary's span is the run's).
+    pub fn start_window(&mut self) {
+        self.scheduler.start_window();
+    }
+
     /// Drops the pairs not ready (held back or in flight) and every state across pairs (a
     /// flush): the next pair starts a new sequence. Returns how many pairs were dropped
     /// (for the caller to count); their tags never come back. Ready pairs stay ready.

@@ -229,4 +229,10 @@ pub(crate) trait Sequenced {
 
     /// Drops the held pairs and any state across pairs (a flush).
     fn reset(&mut self) {}
+
+    /// The next pair starts a window of the caller's ([`crate::Engine::start_window`]): a
+    /// metric whose per-pair value is that of a span (`cvvdp`) gives that pair's and the
+    /// next pairs' terms as if a sequence started there, beside its own
+    /// ([`Scores::push_window_terms`]). Called between two pairs, in submission order.
+    fn window_start(&mut self) {}
 }

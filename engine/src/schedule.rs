@@ -232,6 +232,12 @@ impl Scheduler {
         self.in_flight.len() + self.held.len()
     }
 
+    /// The next pair submitted starts a window of the caller's
+    /// ([`crate::Engine::start_window`]): the metrics hear it before that pair's work.
+    pub(crate) fn start_window(&mut self) {
+        self.backend.lineup().window_start();
+    }
+
     /// Drops every pair not ready and the state across pairs (a flush, or after a device
     /// error); returns the tags dropped, oldest first. Ready pairs stay ready.
     pub(crate) fn reset(&mut self) -> Vec<Tag> {
@@ -280,6 +286,7 @@ mod tests {
         fn reset(&mut self) {
             self.held.clear();
         }
+        fn window_start(&mut self) {}
     }
 
     impl Backend for Counting {

@@ -7,6 +7,9 @@ pub struct Scores {
     /// Per field whose summary pools more than its values ([`PoolTerms`]): this pair's
     /// terms (not fields of the record).
     pool_terms: Vec<(&'static str, PoolTerms)>,
+    /// Per such field, the terms of a window's pooling where they differ from the pair's
+    /// own ([`Scores::push_window_terms`]).
+    window_terms: Vec<(&'static str, PoolTerms)>,
     /// The pair's distortion map, when the engine makes one ([`crate::EngineBuilder::map`]).
     map: Option<(
         crate::map::kind::MapKind,
@@ -50,6 +53,22 @@ impl Scores {
         self.pool_terms.iter().copied()
     }
 
+    /// Records the terms of `field` for the pooling of a window started by
+    /// [`crate::Engine::start_window`], where they differ from the pair's own (a metric
+    /// over a span whose window restarts its temporal channels).
+    pub fn push_window_terms(&mut self, field: &'static str, terms: PoolTerms) {
+        self.window_terms.push((field, terms));
+    }
+
+    /// The terms a window pools ([`crate::Pooler::push_window`]): each field's
+    /// [`Scores::push_window_terms`] where the pair has them, else its own.
+    pub fn window_pool_terms(&self) -> impl Iterator<Item = (&'static str, PoolTerms)> + '_ {
+        self.pool_terms.iter().map(|&(field, own)| {
+            let window = self.window_terms.iter().find(|(f, _)| *f == field);
+            (field, window.map_or(own, |&(_, t)| t))
+        })
+    }
+
     pub fn iter(&self) -> impl Iterator<Item = (&'static str, f64)> + '_ {
         self.entries.iter().copied()
     }
@@ -58,6 +77,7 @@ impl Scores {
     pub fn append(&mut self, other: Scores) {
         self.entries.extend(other.entries);
         self.pool_terms.extend(other.pool_terms);
+        self.window_terms.extend(other.window_terms);
         if other.map.is_some() {
             self.map = other.map;
         }
@@ -87,6 +107,18 @@ impl Scores {
         self.map.clone()
     }
 
+    /// Sets `field`'s value where the pair has it (its place and its pool terms kept);
+    /// whether it had it.
+    pub fn replace(&mut self, field: &str, value: f64) -> bool {
+        match self.entries.iter_mut().find(|(f, _)| *f == field) {
+            Some((_, v)) => {
+                *v = value;
+                true
+            }
+            None => false,
+        }
+    }
+
     pub fn get(&self, field: &str) -> Option<f64> {
         self.entries
             .iter()
@@ -100,5 +132,23 @@ impl Scores {
 
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replace_sets_a_field_in_its_place() {
+        let mut s = Scores::new();
+        s.push("psnr-y", 30.0);
+        s.push("cvvdp", 9.0);
+        assert!(s.replace("cvvdp", 8.5));
+        assert!(!s.replace("ssim", 1.0));
+        assert_eq!(
+            s.iter().collect::<Vec<_>>(),
+            [("psnr-y", 30.0), ("cvvdp", 8.5)]
+        );
     }
 }

@@ -109,6 +109,17 @@ impl Pooler {
     }
 
     pub fn push(&mut self, scores: &Scores) {
+        self.push_with_terms(scores, false);
+    }
+
+    /// [`Pooler::push`] for a window's pooling: the pair's window terms
+    /// ([`Scores::window_pool_terms`]) in place of its own, so that a span field's `pooled`
+    /// is its value on the window's frames alone ([`crate::Engine::start_window`]).
+    pub fn push_window(&mut self, scores: &Scores) {
+        self.push_with_terms(scores, true);
+    }
+
+    fn push_with_terms(&mut self, scores: &Scores, window: bool) {
         self.frames += 1;
         for (name, value) in scores.iter() {
             match self.fields.iter_mut().find(|(f, _)| *f == name) {
@@ -136,7 +147,12 @@ impl Pooler {
                 }
             }
         }
-        for (name, terms) in scores.pool_terms() {
+        let terms: Vec<(&'static str, PoolTerms)> = if window {
+            scores.window_pool_terms().collect()
+        } else {
+            scores.pool_terms().collect()
+        };
+        for (name, terms) in terms {
             if let Some((_, pool)) = self.fields.iter_mut().find(|(f, _)| *f == name) {
                 pool.add_terms(terms);
             }
@@ -145,6 +161,28 @@ impl Pooler {
 
     pub fn frames(&self) -> u64 {
         self.frames
+    }
+
+    /// The JOD of a window pooled so far ([`Pooler::push_window`]) and `scores` (not
+    /// added; its window terms), for a field whose pool terms are ColorVideoVDP's
+    /// ([`PoolTerms::Cvvdp`]): a window's `cvvdp` up to a pair (the window's `pooled` once
+    /// that pair is its last). None when `scores` has no such terms for `field`.
+    pub fn span_jod_with(&self, field: &str, scores: &Scores) -> Option<f64> {
+        let (_, terms) = scores.window_pool_terms().find(|(f, _)| *f == field)?;
+        let PoolTerms::Cvvdp { .. } = terms else {
+            return None;
+        };
+        let so_far = self
+            .fields
+            .iter()
+            .find(|(f, _)| *f == field)
+            .and_then(|(_, p)| p.terms);
+        match combined(so_far, terms) {
+            PoolTerms::Cvvdp { sum, frames, image } => {
+                Some(crate::metric::cvvdp::pool::terms_jod(sum, frames, image))
+            }
+            _ => None,
+        }
     }
 
     pub fn clear(&mut self) {
@@ -295,40 +333,46 @@ impl Values {
 /// The percentiles of the summary, in its order.
 const PERCENTILES: [f64; 5] = [1.0, 5.0, 50.0, 95.0, 99.0];
 
+/// The sums of `so_far` (a span's terms, if any) and one pair's terms `t`; terms of another
+/// kind than the span's start a new sum.
+fn combined(so_far: Option<PoolTerms>, t: PoolTerms) -> PoolTerms {
+    match (so_far, t) {
+        (
+            Some(PoolTerms::Apsnr { sse, samples, .. }),
+            PoolTerms::Apsnr {
+                sse: s,
+                samples: n,
+                peak,
+            },
+        ) => PoolTerms::Apsnr {
+            sse: sse + s,
+            samples: samples + n,
+            peak,
+        },
+        (Some(PoolTerms::Xpsnr { root, .. }), PoolTerms::Xpsnr { root: r, scale }) => {
+            PoolTerms::Xpsnr {
+                root: root + r,
+                scale,
+            }
+        }
+        (
+            Some(PoolTerms::Cvvdp { sum, frames, image }),
+            PoolTerms::Cvvdp {
+                sum: s, frames: n, ..
+            },
+        ) => PoolTerms::Cvvdp {
+            sum: sum + s,
+            frames: frames + n,
+            image,
+        },
+        (_, t) => t,
+    }
+}
+
 impl FieldPool {
     /// Adds one pair's terms to their sums.
     fn add_terms(&mut self, t: PoolTerms) {
-        self.terms = Some(match (self.terms, t) {
-            (
-                Some(PoolTerms::Apsnr { sse, samples, .. }),
-                PoolTerms::Apsnr {
-                    sse: s,
-                    samples: n,
-                    peak,
-                },
-            ) => PoolTerms::Apsnr {
-                sse: sse + s,
-                samples: samples + n,
-                peak,
-            },
-            (Some(PoolTerms::Xpsnr { root, .. }), PoolTerms::Xpsnr { root: r, scale }) => {
-                PoolTerms::Xpsnr {
-                    root: root + r,
-                    scale,
-                }
-            }
-            (
-                Some(PoolTerms::Cvvdp { sum, frames, image }),
-                PoolTerms::Cvvdp {
-                    sum: s, frames: n, ..
-                },
-            ) => PoolTerms::Cvvdp {
-                sum: sum + s,
-                frames: frames + n,
-                image,
-            },
-            (_, t) => t,
-        });
+        self.terms = Some(combined(self.terms, t));
     }
 
     fn push(&mut self, v: f64) {
@@ -757,6 +801,48 @@ mod tests {
         // One identical frame adds no error.
         let s = pool_terms(&[(60.0, t(0.0)), (2.0, t(400.0))]);
         assert!((s.pooled.unwrap() - want).abs() < 1e-12, "{s:?}");
+    }
+
+    /// A span's JOD with one more pair, before it is added, is what the span pools to
+    /// once it is; the first pair of a sequence is an image; a pair without ColorVideoVDP's
+    /// terms has none.
+    #[test]
+    fn the_jod_of_a_span_with_the_next_pair_is_its_pooled_once_added() {
+        let pair = |sum: f64, image: f64| {
+            let mut s = Scores::new();
+            s.push("cvvdp", 9.0);
+            s.push_pool_terms(
+                "cvvdp",
+                PoolTerms::Cvvdp {
+                    sum,
+                    frames: 1,
+                    image,
+                },
+            );
+            s
+        };
+        let mut p = Pooler::new();
+        let first = pair(0.02, 0.3);
+        let got = p.span_jod_with("cvvdp", &first).unwrap();
+        assert_eq!(got, crate::metric::cvvdp::pool::terms_jod(0.02, 1, 0.3));
+        p.push(&first);
+        assert_eq!(Some(got), p.summary().get("cvvdp").unwrap().pooled);
+        for k in 1..5 {
+            let next = pair(0.01 * k as f64, f64::NAN);
+            let got = p.span_jod_with("cvvdp", &next).unwrap();
+            p.push(&next);
+            assert_eq!(Some(got), p.summary().get("cvvdp").unwrap().pooled, "{k}");
+        }
+        // A window that starts later: no image term, its own sums.
+        let mut w = Pooler::new();
+        let later = pair(0.05, f64::NAN);
+        let got = w.span_jod_with("cvvdp", &later).unwrap();
+        w.push(&later);
+        assert_eq!(Some(got), w.summary().get("cvvdp").unwrap().pooled);
+        let mut psnr = Scores::new();
+        psnr.push("psnr-y", 30.0);
+        assert_eq!(p.span_jod_with("cvvdp", &psnr), None);
+        assert_eq!(p.span_jod_with("psnr-y", &first), None);
     }
 
     #[test]

@@ -64,8 +64,14 @@ fn rgb_buffer(info: &gst_video::VideoInfo, t: u64, fps: u64, distorted: bool) ->
 
 /// Runs an RGB case of the generator through the element with `props`.
 fn run_case(c: &Value, props: &str) -> Run {
+    run_frames(c, props, 0..c["frames"].as_u64().unwrap())
+}
+
+/// [`run_case`] on the case's frames `frames` only (a clip of its own: the first of them
+/// starts the sequence).
+fn run_frames(c: &Value, props: &str, frames: std::ops::Range<u64>) -> Run {
     init();
-    let (w, h, n, fps) = (
+    let (w, h, _, fps) = (
         c["width"].as_u64().unwrap() as u32,
         c["height"].as_u64().unwrap() as u32,
         c["frames"].as_u64().unwrap(),
@@ -77,7 +83,8 @@ fn run_case(c: &Value, props: &str) -> Run {
         .unwrap();
     let caps = info.to_caps().unwrap().to_string();
     let make = |distorted| {
-        (0..n)
+        frames
+            .clone()
             .map(|t| rgb_buffer(&info, t, fps, distorted))
             .collect()
     };
@@ -225,3 +232,78 @@ fn glib_nick(v: &gst::glib::Value) -> String {
 }
 
 use std::str::FromStr;
+
+/// With `window`, a pair's `cvvdp` is the JOD of the current window's span up to it (issue
+/// 47: "since the start of the run or of the current window", "the reference's result on
+/// that span"): each pair's value is that of a run of the window's frames alone (its
+/// temporal channels starting at the window, as the reference's on those frames); at each
+/// window's last pair the window's `pooled`; the summary the whole run's.
+#[test]
+fn with_window_each_pair_is_the_jod_of_its_window_so_far() {
+    let v = values();
+    let c = &v["rgb_cases"][0];
+    let (n, fps) = (
+        c["frames"].as_u64().unwrap() as usize,
+        c["fps"].as_u64().unwrap(),
+    );
+    let full = run_case(c, "");
+    let all: Vec<f64> = full
+        .frames
+        .iter()
+        .map(|f| f.get("cvvdp").unwrap())
+        .collect();
+    // Windows of 4 frames (shorter than the filters, 9 taps at 25 fps: the second
+    // instance takes every pair) and of 10 (longer: it stops after 8, the main one's
+    // differences are then the window's).
+    for per_window in [4usize, 10] {
+        let window = per_window as u64 * 1_000_000_000 / fps;
+        let path = common::temp_path("cvvdp-windows.jsonl");
+        let run = run_case(c, &format!("window={window} stats-file={}", path.display()));
+        run.expect_ok();
+        let got: Vec<f64> = run.frames.iter().map(|f| f.get("cvvdp").unwrap()).collect();
+        assert_eq!(got.len(), n);
+        assert_eq!(
+            got[..per_window],
+            all[..per_window],
+            "the first window starts with the run"
+        );
+        // Every window is a run of its own frames.
+        for w0 in (0..n).step_by(per_window) {
+            let w1 = (w0 + per_window).min(n);
+            let alone = run_frames(c, "", w0 as u64..w1 as u64);
+            let want: Vec<f64> = alone
+                .frames
+                .iter()
+                .map(|f| f.get("cvvdp").unwrap())
+                .collect();
+            assert_eq!(
+                got[w0..w1],
+                want[..],
+                "{per_window} a window: frames {w0}..{w1}"
+            );
+        }
+        // A later window starts over: its first pair is not the run's JOD up to it.
+        assert_ne!(got[per_window], all[per_window]);
+        // The windows' pooled JODs (the stats file): their last pair's.
+        let text = std::fs::read_to_string(&path).unwrap();
+        let pooled: Vec<f64> = text
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .filter(|r| r["type"] == "window")
+            .map(|r| {
+                r["fields"]["cvvdp"]["pooled"]
+                    .as_f64()
+                    .unwrap_or_else(|| panic!("a window's cvvdp pooled: {r}"))
+            })
+            .collect();
+        assert_eq!(pooled.len(), n.div_ceil(per_window), "{text}");
+        for (k, p) in pooled.iter().enumerate() {
+            let last = (per_window * k + per_window - 1).min(n - 1);
+            assert_eq!(got[last], *p, "window {k}'s last pair");
+        }
+        // The summary still pools the whole run.
+        let whole = full.summary().field("cvvdp").unwrap().pooled.unwrap();
+        assert_eq!(run.summary().field("cvvdp").unwrap().pooled.unwrap(), whole);
+        let _ = std::fs::remove_file(&path);
+    }
+}

@@ -145,6 +145,10 @@ impl Sequenced for Laned {
     fn reset(&mut self) {
         self.lanes.iter_mut().for_each(|(_, m)| m.reset());
     }
+
+    fn window_start(&mut self) {
+        self.lanes.iter_mut().for_each(|(_, m)| m.window_start());
+    }
 }
 
 impl CudaMetric for Laned {

@@ -66,6 +66,10 @@ impl crate::metric::temporal::Sequenced for OnHost {
         self.ready.clear();
         self.cpu.reset();
     }
+
+    fn window_start(&mut self) {
+        self.cpu.window_start();
+    }
 }
 
 impl CudaMetric for OnHost {

@@ -233,6 +233,8 @@ pub(crate) trait Held: Send {
     fn finish(&mut self, plan: &Plan, late: &mut [Scores]);
     /// As [`Sequenced::reset`], for every metric.
     fn reset(&mut self);
+    /// As [`Sequenced::window_start`], for every metric.
+    fn window_start(&mut self);
 }
 
 impl<M: ?Sized + Sequenced + Send> Held for Lineup<M> {
@@ -247,6 +249,11 @@ impl<M: ?Sized + Sequenced + Send> Held for Lineup<M> {
     fn reset(&mut self) {
         for m in &mut self.metrics {
             m.reset();
+        }
+    }
+    fn window_start(&mut self) {
+        for m in &mut self.metrics {
+            m.window_start();
         }
     }
 }

@@ -34,7 +34,7 @@ use super::queue::{PairInfo, Queue, Ready};
 use super::scorer::{self, Request, Scorer};
 use super::settings::{self, Settings};
 use super::stall::{self, Stalls};
-use super::{Backend, CAT};
+use super::{Backend, CAT, MapStyle};
 use crate::caps;
 use crate::gstcuda;
 use crate::message::{AlignRecord, FrameScores};
@@ -103,6 +103,10 @@ struct State {
     memory: MemoryStats,
     /// Index of the next compared pair.
     frame: u64,
+    /// `window`: the window of the last pair submitted to the engine (its running time
+    /// over the window's length), so that the engine hears where windows start
+    /// (`Engine::start_window`) as the outputs' windows fall.
+    engine_window: Option<u64>,
     /// A frame of this run was seen (decides whether stop() has something to summarise).
     active: bool,
     /// An element error was posted: no further pair is measured in this run.
@@ -141,6 +145,9 @@ pub struct GpuMetrics {
     /// Between start() and stop(): the properties that are not `GST_PARAM_MUTABLE_PLAYING`
     /// are in effect for the run and refuse changes.
     running: AtomicBool,
+    /// With a `map`: the pool of its frames (made at the first map, remade when the size
+    /// or style changes, ended in stop()).
+    map_frames: Mutex<Option<super::map_render::Frames>>,
 }
 
 #[glib::object_subclass]
@@ -163,6 +170,7 @@ impl ObjectSubclass for GpuMetrics {
             cuda: SharedContext::default(),
             decode: Decode::default(),
             running: AtomicBool::new(false),
+            map_frames: Mutex::new(None),
         }
     }
 }
@@ -594,6 +602,17 @@ impl GpuMetrics {
         // The pair's tag is its index: the queue keeps its buffers under it until the
         // engine hands back its scores.
         let tag = pair.frame;
+        // A pair in a later window than the last one (the outputs' windows never go back
+        // but after a flush): the engine restarts its windows' spans there.
+        if let (Some(t), true) = (dist_rt, settings.window > 0) {
+            let w = t / settings.window;
+            if st.engine_window.is_none_or(|last| w > last) {
+                st.engine_window = Some(w);
+                if let Some(engine) = st.scorer.engine() {
+                    engine.start_window();
+                }
+            }
+        }
         let scored = {
             let obj = self.obj();
             let memory = &mut st.memory;
@@ -641,6 +660,28 @@ impl GpuMetrics {
     /// outputs, then its buffer (and any unmatched one behind it) is pushed. With `push`
     /// false (stopping), the buffers are dropped after their record. Posts the queued
     /// warnings and latency first.
+    /// Pair's `map` as a frame of `style`, from the pool of map frames of its size.
+    fn render_map(
+        &self,
+        kind: gpumetrics_engine::map::MapKind,
+        map: &gpumetrics_engine::map::DistortionMap,
+        style: MapStyle,
+        peak: f64,
+    ) -> Result<gst::Buffer, glib::BoolError> {
+        let mut frames = self.map_frames.lock().unwrap();
+        let fits = frames
+            .as_ref()
+            .is_some_and(|f| f.fits(style, map.width, map.height));
+        if !fits {
+            *frames = Some(super::map_render::Frames::new(
+                style,
+                map.width as u32,
+                map.height as u32,
+            )?);
+        }
+        frames.as_ref().expect("made above").render(kind, map, peak)
+    }
+
     fn deliver(
         &self,
         mut state: MutexGuard<'_, State>,
@@ -721,17 +762,21 @@ impl GpuMetrics {
                 Ready::Scored {
                     mut buffer,
                     pair,
-                    scores,
+                    mut scores,
                 } => {
+                    if let Some(o) = outputs.as_mut() {
+                        o.prepare(&env, pair.running_time, &mut scores)
+                            .map_err(failed)?;
+                    }
                     if let (Some(peak), Some((kind, map))) = (map_peak, scores.map()) {
-                        let mut frame =
-                            super::map_render::render(kind, map, settings.map_style, peak)
-                                .map_err(|e| {
-                                    failed(gst::error_msg!(
-                                        gst::CoreError::Failed,
-                                        ("rendering the {} map: {e}", kind.name())
-                                    ))
-                                })?;
+                        let mut frame = self
+                            .render_map(kind, map, settings.map_style, peak)
+                            .map_err(|e| {
+                                failed(gst::error_msg!(
+                                    gst::CoreError::Failed,
+                                    ("rendering the {} map: {e}", kind.name())
+                                ))
+                            })?;
                         {
                             let f = frame.get_mut().expect("a new buffer is writable");
                             f.set_pts(buffer.pts());
@@ -1306,6 +1351,9 @@ impl AggregatorImpl for GpuMetrics {
             let _ = self.drain_held(false);
             self.finish_run();
         }
+        // The map frames' pool ends with the run (frames downstream still holds go when
+        // it releases them).
+        self.map_frames.lock().unwrap().take();
         let outputs = self.outputs.lock().unwrap().take();
         if let Some(outputs) = outputs {
             outputs.end();
@@ -1339,6 +1387,8 @@ impl AggregatorImpl for GpuMetrics {
         }
         let dropped = state.scorer.reset();
         debug_assert_eq!(dropped, 0, "finish() left no pair held");
+        // Running time may start over: the next pair starts a window wherever it falls.
+        state.engine_window = None;
         // A stall in progress ends here (every start has its end); the frames held for it
         // go with the flushed data, like the pads' own.
         let at = now.or(state.last_end).unwrap_or(0);

@@ -5,6 +5,7 @@
 
 use gpumetrics_engine::map::{DistortionMap, MapKind};
 use gst::glib;
+use gst::prelude::*;
 
 use super::MapStyle;
 
@@ -75,49 +76,113 @@ pub const HEAT_STOPS: [(f64, [f64; 3]); 5] = [
 /// alpha `255·t` (rounded): transparent where nothing differs.
 pub fn heat_rgba(t: f64) -> [u8; 4] {
     let t = t.clamp(0.0, 1.0);
-    let i = HEAT_STOPS
-        .windows(2)
-        .position(|w| t <= w[1].0)
-        .unwrap_or(HEAT_STOPS.len() - 2);
+    // The first stop at or past t (a NaN takes the last interval), as a search would.
+    let i = if t <= HEAT_STOPS[1].0 {
+        0
+    } else if t <= HEAT_STOPS[2].0 {
+        1
+    } else if t <= HEAT_STOPS[3].0 {
+        2
+    } else {
+        3
+    };
     let ((t0, c0), (t1, c1)) = (HEAT_STOPS[i], HEAT_STOPS[i + 1]);
     let f = (t - t0) / (t1 - t0);
     let c = |k: usize| (c0[k] + (c1[k] - c0[k]) * f).round() as u8;
     [c(0), c(1), c(2), (255.0 * t).round() as u8]
 }
 
-/// The map as a frame of `style` (rows padded as GStreamer lays the format out).
-pub(crate) fn render(
-    kind: MapKind,
-    map: &DistortionMap,
+/// The map frames of one `map`, `map-style` and size: a buffer pool of their caps, so
+/// that a pair's frame reuses the memory of one that downstream has released instead of
+/// allocating (and faulting in) 4 or 8 MB at 1080p per pair.
+pub(crate) struct Frames {
     style: MapStyle,
-    peak: f64,
-) -> Result<gst::Buffer, glib::BoolError> {
-    let format = match style {
-        MapStyle::Gray16 => gst_video::VideoFormat::Gray16Le,
-        MapStyle::Heat => gst_video::VideoFormat::Rgba,
-    };
-    let info =
-        gst_video::VideoInfo::builder(format, map.width as u32, map.height as u32).build()?;
-    let stride = info.stride()[0] as usize;
-    let mut buffer = gst::Buffer::with_size(info.size())?;
-    {
-        let b = buffer.get_mut().expect("a new buffer is writable");
-        let mut data = b.map_writable()?;
-        let data = data.as_mut_slice();
-        for (y, row) in map.values.chunks(map.width.max(1)).enumerate() {
-            let out = &mut data[y * stride..];
-            for (x, &v) in row.iter().enumerate() {
-                match style {
-                    MapStyle::Gray16 => {
-                        out[2 * x..2 * x + 2].copy_from_slice(&gray16(kind, v, peak).to_le_bytes())
-                    }
-                    MapStyle::Heat => out[4 * x..4 * x + 4]
-                        .copy_from_slice(&heat_rgba(heat_position(kind, v, peak))),
-                }
+    info: gst_video::VideoInfo,
+    pool: gst::BufferPool,
+}
+
+impl Frames {
+    /// Frames of `style` for a `width`×`height` map (the pool started).
+    pub(crate) fn new(style: MapStyle, width: u32, height: u32) -> Result<Frames, glib::BoolError> {
+        let format = match style {
+            MapStyle::Gray16 => gst_video::VideoFormat::Gray16Le,
+            MapStyle::Heat => gst_video::VideoFormat::Rgba,
+        };
+        let info = gst_video::VideoInfo::builder(format, width, height).build()?;
+        let caps = info.to_caps()?;
+        let pool = gst::BufferPool::new();
+        let mut config = pool.config();
+        config.set_params(Some(&caps), info.size() as u32, 0, 0);
+        pool.set_config(config)
+            .map_err(|_| glib::bool_error!("the map frames' pool refused its configuration"))?;
+        pool.set_active(true)?;
+        Ok(Frames { style, info, pool })
+    }
+
+    /// Whether these frames are of `style` and `width`×`height`.
+    pub(crate) fn fits(&self, style: MapStyle, width: usize, height: usize) -> bool {
+        self.style == style
+            && self.info.width() as usize == width
+            && self.info.height() as usize == height
+    }
+
+    /// The map as a frame of the style (rows padded as GStreamer lays the format out),
+    /// rows in parallel.
+    pub(crate) fn render(
+        &self,
+        kind: MapKind,
+        map: &DistortionMap,
+        peak: f64,
+    ) -> Result<gst::Buffer, glib::BoolError> {
+        use rayon::prelude::*;
+        let (w, h) = (map.width, map.height);
+        if !self.fits(self.style, w, h) || map.values.len() != w * h {
+            return Err(glib::bool_error!(
+                "a {w}x{h} map for {}x{} frames",
+                self.info.width(),
+                self.info.height()
+            ));
+        }
+        let stride = self.info.stride()[0] as usize;
+        let mut buffer = self
+            .pool
+            .acquire_buffer(None)
+            .map_err(|e| glib::bool_error!("no map frame from the pool: {e:?}"))?;
+        {
+            let b = buffer
+                .get_mut()
+                .expect("a buffer from the pool is writable");
+            let mut data = b.map_writable()?;
+            let data = data.as_mut_slice();
+            let style = self.style;
+            data.par_chunks_mut(stride)
+                .zip(map.values.par_chunks(w.max(1)))
+                .for_each(|(out, row)| render_row(kind, style, row, out, peak));
+        }
+        Ok(buffer)
+    }
+}
+
+impl Drop for Frames {
+    fn drop(&mut self) {
+        let _ = self.pool.set_active(false);
+    }
+}
+
+/// One row of the map in `style` into `out` (at least the row's bytes).
+fn render_row(kind: MapKind, style: MapStyle, row: &[f32], out: &mut [u8], peak: f64) {
+    match style {
+        MapStyle::Gray16 => {
+            for (o, &v) in out.chunks_exact_mut(2).zip(row) {
+                o.copy_from_slice(&gray16(kind, v, peak).to_le_bytes());
+            }
+        }
+        MapStyle::Heat => {
+            for (o, &v) in out.chunks_exact_mut(4).zip(row) {
+                o.copy_from_slice(&heat_rgba(heat_position(kind, v, peak)));
             }
         }
     }
-    Ok(buffer)
 }
 
 #[cfg(test)]
@@ -140,5 +205,101 @@ mod tests {
             heat_position(MapKind::SquaredError, 64.0f32 * 64.0, 256.0),
             1.0
         );
+    }
+
+    /// The interval chosen by comparisons gives what a search of the stops gives, at the
+    /// stops, between them and for NaN.
+    #[test]
+    fn the_interval_choice_equals_a_search_of_the_stops() {
+        let plain = |t: f64| -> [u8; 4] {
+            let t = t.clamp(0.0, 1.0);
+            let i = HEAT_STOPS
+                .windows(2)
+                .position(|w| t <= w[1].0)
+                .unwrap_or(HEAT_STOPS.len() - 2);
+            let ((t0, c0), (t1, c1)) = (HEAT_STOPS[i], HEAT_STOPS[i + 1]);
+            let f = (t - t0) / (t1 - t0);
+            let c = |k: usize| (c0[k] + (c1[k] - c0[k]) * f).round() as u8;
+            [c(0), c(1), c(2), (255.0 * t).round() as u8]
+        };
+        let mut ts: Vec<f64> = (0..=200_000).map(|i| i as f64 / 200_000.0).collect();
+        ts.extend([
+            -1.0,
+            2.0,
+            f64::NAN,
+            0.25,
+            0.5,
+            0.75,
+            0.5 / 255.0,
+            1.5 / 255.0,
+        ]);
+        ts.extend((0..=255).map(|k| (k as f64 + 0.5) / 255.0));
+        for t in ts {
+            assert_eq!(heat_rgba(t), plain(t), "t {t}");
+        }
+        for v in (0..=70_000).map(|i| i as f32 / 35_000.0 - 0.5) {
+            let t = ((1.0 - v as f64) / 2.0).clamp(0.0, 1.0);
+            assert_eq!(
+                gray16(MapKind::Ssim, v, 255.0),
+                (t * 65535.0).round() as u16
+            );
+        }
+    }
+
+    /// A frame from the pool holds each pixel's documented value in both styles, rows in
+    /// their padded places (odd widths pad GRAY16 rows to four bytes); a released frame's
+    /// memory is used again; a map of another size is refused.
+    #[test]
+    fn pooled_frames_hold_the_documented_values() {
+        gst::init().unwrap();
+        let (w, h) = (301usize, 77usize);
+        let values: Vec<f32> = (0..w * h)
+            .map(|i| ((i * 7919) % 1000) as f32 / 100.0)
+            .collect();
+        let map = DistortionMap {
+            width: w,
+            height: h,
+            values,
+        };
+        for (style, bytes) in [(MapStyle::Gray16, 2usize), (MapStyle::Heat, 4)] {
+            let frames = Frames::new(style, w as u32, h as u32).unwrap();
+            let stride = frames.info.stride()[0] as usize;
+            assert!(stride >= bytes * w);
+            let mut memory = None;
+            for _ in 0..3 {
+                let b = frames.render(MapKind::Butteraugli, &map, 255.0).unwrap();
+                let data = b.map_readable().unwrap();
+                for y in [0, h / 2, h - 1] {
+                    for x in [0, 1, w - 1] {
+                        let v = map.values[y * w + x];
+                        let at = &data[y * stride + bytes * x..][..bytes];
+                        match style {
+                            MapStyle::Gray16 => assert_eq!(
+                                at,
+                                gray16(MapKind::Butteraugli, v, 255.0).to_le_bytes(),
+                                "({x}, {y})"
+                            ),
+                            MapStyle::Heat => assert_eq!(
+                                at,
+                                heat_rgba(heat_position(MapKind::Butteraugli, v, 255.0)),
+                                "({x}, {y})"
+                            ),
+                        }
+                    }
+                }
+                let ptr = data.as_ptr() as usize;
+                drop(data);
+                drop(b);
+                // Released before the next: the pool hands the same memory out again.
+                assert!(memory.is_none_or(|m| m == ptr));
+                memory = Some(ptr);
+            }
+            let small = DistortionMap {
+                width: 2,
+                height: 2,
+                values: vec![0.0; 4],
+            };
+            assert!(frames.render(MapKind::Butteraugli, &small, 255.0).is_err());
+        }
     }
 }

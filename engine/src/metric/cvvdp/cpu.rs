@@ -18,6 +18,10 @@ pub(super) struct CvvdpCpu {
     display: String,
     fps: f64,
     model: Model,
+    /// The windows' second instance ([`super::Shadowing`]), made at the first window that
+    /// needs it and restarted at the next ones.
+    shadow: Option<Model>,
+    shadowing: super::Shadowing,
 }
 
 impl CvvdpCpu {
@@ -27,6 +31,8 @@ impl CvvdpCpu {
             display: display.to_string(),
             fps,
             model: model_at(plan, display, fps)?,
+            shadow: None,
+            shadowing: super::Shadowing::default(),
         })
     }
 }
@@ -103,10 +109,16 @@ pub(super) fn source(
 impl crate::metric::temporal::Sequenced for CvvdpCpu {
     fn finish(&mut self, plan: &Plan, _late: &mut [Scores]) {
         self.reset_for(plan);
+        self.shadowing.clear();
     }
 
     fn reset(&mut self) {
         self.model.restart();
+        self.shadowing.clear();
+    }
+
+    fn window_start(&mut self) {
+        self.shadowing.start();
     }
 }
 
@@ -139,6 +151,21 @@ impl CvvdpCpu {
 impl CpuMetric for CvvdpCpu {
     fn measure(&mut self, plan: &Plan, r: &PlanePtrs, d: &PlanePtrs, scores: &mut Scores) {
         let (test, reference) = (self.dkl(plan, 1, d), self.dkl(plan, 0, r));
+        let taps = self.model.taps()[0].len();
+        let window = match self.shadowing.next(self.model.is_fresh(), taps) {
+            Some(restart) => {
+                if restart {
+                    match &mut self.shadow {
+                        Some(m) => m.restart(),
+                        None => self.shadow = model_at(plan, &self.display, self.fps).ok(),
+                    }
+                }
+                self.shadow
+                    .as_mut()
+                    .map(|m| m.push(test.clone(), reference.clone()))
+            }
+            None => None,
+        };
         let map = plan.map == Some(MapKind::Cvvdp);
         let (step, heat) = self.model.push_with_map(test, reference, map);
         if let Some(values) = heat {
@@ -154,5 +181,8 @@ impl CpuMetric for CvvdpCpu {
             scores.set_map(MapKind::Cvvdp, std::sync::Arc::new(map));
         }
         super::push(&step, scores);
+        if let Some(w) = window {
+            super::push_window(&w, scores);
+        }
     }
 }

@@ -132,12 +132,19 @@ impl CvvdpCuda {
     }
 
     fn restart(&mut self) {
-        self.oldest = 0;
-        self.held = 0;
-        self.pushed = 0;
+        self.start_sequence();
         self.queued.clear();
         self.host.clear();
         self.running = Running::default();
+    }
+
+    /// The next pair queued starts a sequence (its history and image pass), the pairs
+    /// queued before still read as they were (the pooling over frames starts again when
+    /// that pair is read).
+    fn start_sequence(&mut self) {
+        self.oldest = 0;
+        self.held = 0;
+        self.pushed = 0;
     }
 
     fn planes(&self, offset: usize, (width, height): (u32, u32)) -> Planes {
@@ -356,8 +363,121 @@ impl CudaMetric for CvvdpCuda {
         };
         let video = self.frame(&sums[..PASS_SUMS], BAND_CHANNELS);
         let image = first.then(|| self.frame(&sums[PASS_SUMS..], 3));
+        if first {
+            // A sequence's first pair (its image pass): its pooling starts here.
+            self.running = Running::default();
+        }
         let step = self.running.push(image, video);
         super::push(&step, scores);
+        Ok(())
+    }
+}
+
+/// [`CvvdpCuda`] with the windows' second instance ([`super::Shadowing`]): made on the
+/// metric's stream at the first window that needs it (its own history and buffers, as much
+/// device memory again), it takes the pairs the shadowing gives it, after the main
+/// instance's work for the same pair; its terms are the pair's window terms.
+pub(super) struct Windowed {
+    main: CvvdpCuda,
+    shadow: Option<CvvdpCuda>,
+    display: String,
+    shadowing: super::Shadowing,
+    /// Whether each pair queued and not read went to the shadow too.
+    shadowed: VecDeque<bool>,
+}
+
+impl Windowed {
+    pub(super) fn new(main: CvvdpCuda, display: &str) -> Windowed {
+        Windowed {
+            main,
+            shadow: None,
+            display: display.to_string(),
+            shadowing: super::Shadowing::default(),
+            shadowed: VecDeque::new(),
+        }
+    }
+
+    fn restart(&mut self) {
+        self.main.restart();
+        if let Some(s) = &mut self.shadow {
+            s.restart();
+        }
+        self.shadowing.clear();
+        self.shadowed.clear();
+    }
+}
+
+impl crate::metric::temporal::Sequenced for Windowed {
+    fn finish(&mut self, _plan: &Plan, _late: &mut [Scores]) {
+        self.restart();
+    }
+
+    fn reset(&mut self) {
+        self.restart();
+    }
+
+    fn window_start(&mut self) {
+        self.shadowing.start();
+    }
+}
+
+impl CudaMetric for Windowed {
+    fn queue(
+        &mut self,
+        gpu: &Gpu,
+        plan: &Plan,
+        r: &PlanePtrs,
+        d: &PlanePtrs,
+        uploaded: Option<&CudaEvent>,
+    ) -> Result<(), EngineError> {
+        let to_shadow = self
+            .shadowing
+            .next(self.main.pushed == 0, self.main.len as usize);
+        self.main.queue(gpu, plan, r, d, uploaded)?;
+        let took = match to_shadow {
+            None => false,
+            Some(restart) => {
+                if self.shadow.is_none() {
+                    let model =
+                        cpu::model(plan, &self.display).map_err(EngineError::Unsupported)?;
+                    let made = CvvdpCuda::new(gpu, plan, model).map_err(|e| {
+                        EngineError::Cuda(format!("making cvvdp's window instance: {e}"))
+                    })?;
+                    self.shadow = Some(made);
+                }
+                let shadow = self.shadow.as_mut().expect("made above");
+                if restart {
+                    shadow.start_sequence();
+                }
+                shadow.queue(gpu, plan, r, d, uploaded)?;
+                true
+            }
+        };
+        self.shadowed.push_back(took);
+        Ok(())
+    }
+
+    fn drop_queued(&mut self) {
+        self.restart();
+    }
+
+    fn read(&mut self, plan: &Plan, scores: &mut Scores) -> Result<(), EngineError> {
+        let Some(took) = self.shadowed.pop_front() else {
+            return Err(EngineError::Unsupported(
+                "cvvdp: no pair queued to read".into(),
+            ));
+        };
+        self.main.read(plan, scores)?;
+        if took {
+            let mut own = Scores::new();
+            self.shadow
+                .as_mut()
+                .expect("the shadow took the pair")
+                .read(plan, &mut own)?;
+            if let Some((_, t)) = own.pool_terms().find(|(f, _)| *f == super::FIELD) {
+                scores.push_window_terms(super::FIELD, t);
+            }
+        }
         Ok(())
     }
 }

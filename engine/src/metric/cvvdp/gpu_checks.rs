@@ -40,7 +40,9 @@ const TOLERANCE: f64 = 1e-3;
 /// One pair on RGB and I420 (173×97: the image pass and the first video pass), then
 /// sequences longer than the filters (the history ring wraps): 8-bit BT.709 I420 at 30
 /// fps (9 taps, 12 frames) and 10-bit BT.2100 PQ at 60 fps on an odd size (17 taps, 20
-/// frames), each frame's JOD from both backends.
+/// frames), each frame's JOD from both backends; then the same with windows of 5 frames
+/// (`Engine::start_window`: the second instance that restarts the temporal channels at
+/// each window, 2 pairs in flight on the GPU), each pair's JOD of its window so far.
 fn cvvdp_pipeline(_k: &Kernels, _s: &Arc<CudaStream>, r: &mut Rng) -> Result<Outcome, DriverError> {
     Ok(merge(
         engine_pipeline(r, FLAG, "cvvdp", TOLERANCE, false),
@@ -114,7 +116,7 @@ fn sequences(r: &mut Rng) -> Outcome {
                 samples.iter().map(|&v| v as u8).collect()
             }
         };
-        let run = |backend: BackendChoice| -> Result<Vec<f64>, String> {
+        let run = |backend: BackendChoice, windows: bool| -> Result<Vec<f64>, String> {
             let mut options = Options::new();
             options
                 .parse("cvvdp-display", display)
@@ -125,44 +127,80 @@ fn sequences(r: &mut Rng) -> Outcome {
                 options,
                 ..Default::default()
             };
-            let mut e = Engine::builder(&cfg, layout, layout)
+            let mut builder = Engine::builder(&cfg, layout, layout)
                 .colorimetry(c, c)
-                .frame_rate(fps)
-                .build()
-                .map_err(|e| e.to_string())?;
-            (0..frames)
-                .map(|t| {
-                    let (a, b) = (frame(t, false), frame(t, true));
-                    let planes = |d| common::images::ycbcr_planes(d, wu, hu, (cw, ch), bytes);
-                    let (pa, pb) = (planes(&a), planes(&b));
-                    let s = e
-                        .push(
-                            &Frame::Host(HostFrame::new(&pa)),
-                            &Frame::Host(HostFrame::new(&pb)),
-                        )
-                        .map_err(|e| e.to_string())?
-                        .ok_or("cvvdp held a pair back")?;
-                    Ok(s.get("cvvdp").unwrap_or(f64::NAN))
-                })
-                .collect()
-        };
-        let label = format!("{} {w}x{h} {fps} fps {display}", format.name());
-        match (run(BackendChoice::Cuda), run(BackendChoice::Cpu)) {
-            (Ok(g), Ok(c)) => {
-                for (a, b) in g.iter().zip(&c) {
-                    let e = (a - b).abs();
-                    out.max_err = out.max_err.max(if e.is_nan() { f64::INFINITY } else { e });
-                    out.elements += 1;
-                }
-                out.note += &format!(
-                    "{label}: last cuda {:.5} cpu {:.5}; ",
-                    g.last().unwrap_or(&f64::NAN),
-                    c.last().unwrap_or(&f64::NAN)
-                );
+                .frame_rate(fps);
+            if windows {
+                builder = builder.in_flight(2);
             }
-            (g, c) => {
-                out.max_err = f64::INFINITY;
-                out.note += &format!("{label}: {:?} {:?}; ", g.err(), c.err());
+            let mut e = builder.build().map_err(|e| e.to_string())?;
+            let mut scored = Vec::new();
+            for t in 0..frames {
+                if windows && t % 5 == 0 {
+                    e.start_window();
+                }
+                let (a, b) = (frame(t, false), frame(t, true));
+                let planes = |d| common::images::ycbcr_planes(d, wu, hu, (cw, ch), bytes);
+                let (pa, pb) = (planes(&a), planes(&b));
+                let s = e
+                    .push(
+                        &Frame::Host(HostFrame::new(&pa)),
+                        &Frame::Host(HostFrame::new(&pb)),
+                    )
+                    .map_err(|e| e.to_string())?;
+                scored.extend(s);
+            }
+            scored.extend(e.finish().map_err(|e| e.to_string())?);
+            if scored.len() != frames {
+                return Err(format!("{} pairs scored of {frames}", scored.len()));
+            }
+            if !windows {
+                return Ok(scored
+                    .iter()
+                    .map(|s| s.get("cvvdp").unwrap_or(f64::NAN))
+                    .collect());
+            }
+            // Each pair's JOD of its window so far, from its window terms.
+            let mut pool = gpumetrics_engine::Pooler::new();
+            Ok(scored
+                .iter()
+                .enumerate()
+                .map(|(t, s)| {
+                    if t % 5 == 0 {
+                        pool = gpumetrics_engine::Pooler::new();
+                    }
+                    let j = pool.span_jod_with("cvvdp", s).unwrap_or(f64::NAN);
+                    pool.push_window(s);
+                    j
+                })
+                .collect())
+        };
+        for windows in [false, true] {
+            let label = format!(
+                "{} {w}x{h} {fps} fps {display}{}",
+                format.name(),
+                if windows { " windows of 5" } else { "" }
+            );
+            match (
+                run(BackendChoice::Cuda, windows),
+                run(BackendChoice::Cpu, windows),
+            ) {
+                (Ok(g), Ok(c)) => {
+                    for (a, b) in g.iter().zip(&c) {
+                        let e = (a - b).abs();
+                        out.max_err = out.max_err.max(if e.is_nan() { f64::INFINITY } else { e });
+                        out.elements += 1;
+                    }
+                    out.note += &format!(
+                        "{label}: last cuda {:.5} cpu {:.5}; ",
+                        g.last().unwrap_or(&f64::NAN),
+                        c.last().unwrap_or(&f64::NAN)
+                    );
+                }
+                (g, c) => {
+                    out.max_err = f64::INFINITY;
+                    out.note += &format!("{label}: {:?} {:?}; ", g.err(), c.err());
+                }
             }
         }
     }

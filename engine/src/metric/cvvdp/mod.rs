@@ -6,7 +6,11 @@
 //! temporal channels over the frames before, and a span's JOD pools its frames' differences
 //! ([`pool::span_jod`]). The field `cvvdp` of a pair is the JOD of every pair since the
 //! start of the sequence (Vship's running score); a summary's and a window's `pooled` is the
-//! JOD of their span ([`crate::scores::PoolTerms::Cvvdp`]). The filters see every frame:
+//! JOD of their span ([`crate::scores::PoolTerms::Cvvdp`]), and an element with windows
+//! gives each pair that of its window so far ([`crate::Pooler::span_jod_with`]): the
+//! window's terms come from a second instance that starts a sequence at the window
+//! ([`Shadowing`], [`crate::Engine::start_window`]), as the reference run on the window's
+//! frames starts its temporal channels. The filters see every frame:
 //! `subsample` drops scores, not frames ([`EVERY_FRAME`](super::EVERY_FRAME)).
 //!
 //! The steps, each checked against the reference (tests/data/cvvdp/values.json, made by
@@ -221,8 +225,9 @@ pub(crate) const ENTRY: Entry = Entry {
         let Ok(model) = cpu::model(s.plan, &settings.display) else {
             return Ok(None);
         };
+        let main = cuda::CvvdpCuda::new(gpu, s.plan, model)?;
         Ok(Some(
-            Box::new(cuda::CvvdpCuda::new(gpu, s.plan, model)?) as Box<dyn super::CudaMetric>
+            Box::new(cuda::Windowed::new(main, &settings.display)) as Box<dyn super::CudaMetric>
         ))
     },
 };
@@ -289,15 +294,67 @@ fn notes(s: &Setup) -> Vec<String> {
     out
 }
 
+/// A window of the caller's restarts the temporal channels ([`crate::Engine::start_window`]):
+/// a second instance of the metric (the shadow) runs from the window's first pair as a
+/// sequence of its own, for as many pairs as the filters reach back (after that the two
+/// instances' differences are the same frames' alike), and its terms become the pairs'
+/// window terms ([`push_window`]). At least one pair: the window's first is an image when
+/// the window has only it. Both backends keep this count.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Shadowing {
+    /// A window starts at the next pair.
+    pending: bool,
+    /// Pairs the shadow still takes.
+    left: usize,
+}
+
+impl Shadowing {
+    /// The next pair starts a window.
+    pub(crate) fn start(&mut self) {
+        self.pending = true;
+    }
+
+    /// Forgets the window in progress (a sequence's end, a flush).
+    pub(crate) fn clear(&mut self) {
+        *self = Shadowing::default();
+    }
+
+    /// Whether the next pair goes to the shadow, and then whether the shadow restarts
+    /// before it (`Some(true)`: the window's first pair). `fresh`: the main instance's
+    /// next pair starts its sequence, whose terms are then the window's already; `taps`:
+    /// the temporal filters' length.
+    pub(crate) fn next(&mut self, fresh: bool, taps: usize) -> Option<bool> {
+        if std::mem::take(&mut self.pending) {
+            if fresh {
+                self.left = 0;
+                return None;
+            }
+            self.left = taps.saturating_sub(1).max(1) - 1;
+            return Some(true);
+        }
+        if self.left > 0 {
+            self.left -= 1;
+            return Some(false);
+        }
+        None
+    }
+}
+
+/// A pair's window terms from the shadow's step ([`Shadowing`]).
+fn push_window(step: &model::Step, scores: &mut crate::scores::Scores) {
+    scores.push_window_terms(FIELD, terms(step));
+}
+
+fn terms(step: &model::Step) -> crate::scores::PoolTerms {
+    crate::scores::PoolTerms::Cvvdp {
+        sum: step.term,
+        frames: 1,
+        image: step.image.map_or(f64::NAN, f64::from),
+    }
+}
+
 /// A pair's field and its terms of the pooling over a span (both backends).
 fn push(step: &model::Step, scores: &mut crate::scores::Scores) {
     scores.push(FIELD, step.jod as f64);
-    scores.push_pool_terms(
-        FIELD,
-        crate::scores::PoolTerms::Cvvdp {
-            sum: step.term,
-            frames: 1,
-            image: step.image.map_or(f64::NAN, f64::from),
-        },
-    );
+    scores.push_pool_terms(FIELD, terms(step));
 }

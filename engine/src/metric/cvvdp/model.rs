@@ -203,6 +203,12 @@ impl Model {
         self.running.jod()
     }
 
+    /// Whether the next pair starts the sequence (nothing pushed since the start or a
+    /// restart).
+    pub fn is_fresh(&self) -> bool {
+        self.history[0].is_empty()
+    }
+
     /// Bands of the pyramid less one (the Laplacian levels; the base band is the last).
     pub fn levels(&self) -> usize {
         self.levels

@@ -369,6 +369,12 @@ impl<M: ?Sized + super::temporal::Sequenced> super::temporal::Sequenced for Mode
             m.reset();
         }
     }
+
+    fn window_start(&mut self) {
+        for m in &mut self.states {
+            m.window_start();
+        }
+    }
 }
 
 impl super::CpuMetric for Models<dyn super::CpuMetric> {

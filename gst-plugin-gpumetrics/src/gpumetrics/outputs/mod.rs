@@ -251,6 +251,32 @@ impl Outputs {
         }
     }
 
+    /// Before a measured pair's record is made: the windows its running time `t` completes
+    /// go to every sink, and with `window` a field whose value is that of a span so far
+    /// (`cvvdp`: the JOD from the start of the sequence) becomes that of the current
+    /// window's span up to this pair, the window's `pooled` as it would end here (issue
+    /// 47: "since the start of the run or of the current window"): from the pairs' window
+    /// terms, which the engine makes as if the sequence started at the window
+    /// (`Engine::start_window`), the reference's result on the window's frames.
+    pub(crate) fn prepare(
+        &mut self,
+        env: &Env<'_>,
+        t: Option<u64>,
+        scores: &mut gpumetrics_engine::Scores,
+    ) -> Result<(), gst::ErrorMessage> {
+        self.advance(env, t)?;
+        if let Some(w) = &self.windows {
+            let spans: Vec<(&'static str, f64)> = scores
+                .pool_terms()
+                .filter_map(|(field, _)| w.span_jod_with(field, scores).map(|v| (field, v)))
+                .collect();
+            for (field, v) in spans {
+                scores.replace(field, v);
+            }
+        }
+        Ok(())
+    }
+
     /// Hands a measured pair to every sink, then the alert changes it makes; stops at the
     /// first error.
     pub(crate) fn record(

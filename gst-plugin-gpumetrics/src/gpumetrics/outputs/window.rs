@@ -69,6 +69,14 @@ impl Windows {
         }
     }
 
+    /// The JOD of the current window's pairs and `scores`' pair (not added yet), for a
+    /// field whose per-pair value is that of a span ([`Pooler::span_jod_with`]: `cvvdp`).
+    pub(crate) fn span_jod_with(&self, field: &str, scores: &Scores) -> Option<f64> {
+        self.current
+            .as_ref()
+            .and_then(|c| c.pooler.span_jod_with(field, scores))
+    }
+
     /// A flushing seek: the next event may start running time over.
     pub(crate) fn flushed(&mut self) {
         self.flushed = true;
@@ -144,7 +152,8 @@ impl Windows {
             .current
             .get_or_insert_with(|| Current::new(0, self.length));
         match event {
-            Event::Pair(scores) => c.pooler.push(scores),
+            // A span field's window terms (the engine restarted its span at the window).
+            Event::Pair(scores) => c.pooler.push_window(scores),
             Event::Unmatched(Input::Reference) => c.unmatched_ref += 1,
             Event::Unmatched(Input::Distorted) => c.unmatched_dist += 1,
             Event::Skipped => c.skipped += 1,
