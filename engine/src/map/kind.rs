@@ -300,13 +300,7 @@ mod tests {
     /// times, in several blocks) go to the first pixel in row order, NaN never counts.
     #[test]
     fn parallel_stats_equal_one_pass() {
-        let mut seed = 1u32;
-        let mut next = || {
-            seed ^= seed << 13;
-            seed ^= seed >> 17;
-            seed ^= seed << 5;
-            seed
-        };
+        let mut next = super::super::xorshift(1);
         for (w, h) in [
             (1usize, 1usize),
             (7, 3),

@@ -23,3 +23,14 @@ pub mod ssim;
 pub(crate) mod stats;
 
 pub use kind::{DistortionMap, MapKind, SSIMULACRA2_THRESHOLD, Stats, squared_error};
+
+/// The maps' tests' random numbers: xorshift32 from `seed` (not 0).
+#[cfg(test)]
+pub(crate) fn xorshift(mut seed: u32) -> impl FnMut() -> u32 {
+    move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 17;
+        seed ^= seed << 5;
+        seed
+    }
+}

@@ -170,13 +170,7 @@ mod tests {
     /// than the filter (reflected more than once), at 8 and 16 bits.
     #[test]
     fn one_sweep_per_row_is_the_planes_map() {
-        let mut seed = 3u32;
-        let mut next = || {
-            seed ^= seed << 13;
-            seed ^= seed >> 17;
-            seed ^= seed << 5;
-            seed
-        };
+        let mut next = super::super::xorshift(3);
         for (w, h) in [
             (1, 1),
             (3, 2),

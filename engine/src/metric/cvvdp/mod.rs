@@ -358,3 +358,49 @@ fn push(step: &model::Step, scores: &mut crate::scores::Scores) {
     scores.push(FIELD, step.jod as f64);
     scores.push_pool_terms(FIELD, terms(step));
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Shadowing;
+
+    /// The pairs the shadow takes after a window start: the filters' reach (taps − 1), at
+    /// least one; none when the window starts the sequence; a new start restarts it.
+    #[test]
+    fn the_shadow_takes_the_filters_reach() {
+        let takes = |s: &mut Shadowing, fresh: bool, taps: usize, pairs: usize| {
+            (0..pairs)
+                .map(|i| s.next(fresh && i == 0, taps))
+                .collect::<Vec<_>>()
+        };
+        let mut s = Shadowing::default();
+        assert_eq!(takes(&mut s, false, 9, 3), [None, None, None], "no window");
+        s.start();
+        let got = takes(&mut s, false, 9, 10);
+        let mut want = vec![Some(true)];
+        want.extend([Some(false); 7]);
+        want.extend([None; 2]);
+        assert_eq!(got, want, "9 taps: 8 pairs");
+        s.start();
+        assert_eq!(
+            takes(&mut s, true, 9, 2),
+            [None, None],
+            "the sequence's start"
+        );
+        s.start();
+        assert_eq!(
+            takes(&mut s, false, 1, 2),
+            [Some(true), None],
+            "one tap: the image"
+        );
+        s.start();
+        assert_eq!(takes(&mut s, false, 9, 2), [Some(true), Some(false)]);
+        s.start();
+        assert_eq!(
+            s.next(false, 9),
+            Some(true),
+            "a new window restarts the shadow"
+        );
+        s.clear();
+        assert_eq!(s.next(false, 9), None, "cleared");
+    }
+}
