@@ -119,33 +119,57 @@ impl Pooler {
         self.push_with_terms(scores, true);
     }
 
+    /// The pool of field `name`, made where it is missing: in registry order (a field may
+    /// first appear after others that follow it: freeze-diff has none on the first
+    /// frame), unknown names last.
+    fn pool_of(&mut self, name: &'static str) -> &mut FieldPool {
+        let at = match self.fields.iter().position(|(f, _)| *f == name) {
+            Some(at) => at,
+            None => {
+                let pool = FieldPool {
+                    mse: crate::metric::field(name)
+                        .is_some_and(|f| f.mse_pooled)
+                        .then_some(0.0),
+                    ..Default::default()
+                };
+                let rank = |n: &str| crate::metric::fields().position(|f| f.name == n);
+                let at = match rank(name) {
+                    Some(r) => self
+                        .fields
+                        .iter()
+                        .position(|(f, _)| rank(f).is_none_or(|q| q > r))
+                        .unwrap_or(self.fields.len()),
+                    None => self.fields.len(),
+                };
+                self.fields.insert(at, (name, pool));
+                at
+            }
+        };
+        &mut self.fields[at].1
+    }
+
+    /// The terms of a pair that is not pooled (`subsample` skipped it) for the fields
+    /// whose `pooled` is the value of a span of frames (`cvvdp`: every frame of the span
+    /// passed through its temporal channels, scored or not), its own terms or with
+    /// `window` its window terms; its values and other terms are left out, as the pair
+    /// is. A field with terms and no value yet is not in the summary.
+    pub fn push_span_terms(&mut self, scores: &Scores, window: bool) {
+        let terms: Vec<(&'static str, PoolTerms)> = if window {
+            scores.window_pool_terms().collect()
+        } else {
+            scores.pool_terms().collect()
+        };
+        for (name, terms) in terms {
+            if matches!(terms, PoolTerms::Cvvdp { .. }) {
+                self.pool_of(name).add_terms(terms);
+            }
+        }
+    }
+
     fn push_with_terms(&mut self, scores: &Scores, window: bool) {
         self.frames += 1;
         for (name, value) in scores.iter() {
-            match self.fields.iter_mut().find(|(f, _)| *f == name) {
-                Some((_, pool)) => pool.push(value),
-                None => {
-                    let mut pool = FieldPool {
-                        mse: crate::metric::field(name)
-                            .is_some_and(|f| f.mse_pooled)
-                            .then_some(0.0),
-                        ..Default::default()
-                    };
-                    pool.push(value);
-                    // In registry order (a field may first appear after others that follow
-                    // it: freeze-diff has none on the first frame), unknown names last.
-                    let rank = |n: &str| crate::metric::fields().position(|f| f.name == n);
-                    let at = match rank(name) {
-                        Some(r) => self
-                            .fields
-                            .iter()
-                            .position(|(f, _)| rank(f).is_none_or(|q| q > r))
-                            .unwrap_or(self.fields.len()),
-                        None => self.fields.len(),
-                    };
-                    self.fields.insert(at, (name, pool));
-                }
-            }
+            self.pool_of(name).push(value);
         }
         let terms: Vec<(&'static str, PoolTerms)> = if window {
             scores.window_pool_terms().collect()

@@ -307,3 +307,54 @@ fn with_window_each_pair_is_the_jod_of_its_window_so_far() {
         let _ = std::fs::remove_file(&path);
     }
 }
+
+/// With `subsample`, the skipped pairs' frames still belong to the spans: the summary's
+/// and each window's `pooled` are those of every frame (equal to the run without
+/// `subsample`), and a scored pair's value in a window is that of the window so far.
+#[test]
+fn subsample_pools_every_frame_of_a_span() {
+    let v = values();
+    let c = &v["rgb_cases"][0];
+    let fps = c["fps"].as_u64().unwrap();
+    let window = 4 * 1_000_000_000 / fps;
+    let windows_of = |path: &std::path::Path| -> Vec<f64> {
+        std::fs::read_to_string(path)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .filter(|r| r["type"] == "window")
+            .map(|r| r["fields"]["cvvdp"]["pooled"].as_f64().unwrap())
+            .collect()
+    };
+    let pooled = |run: &Run| run.summary().field("cvvdp").unwrap().pooled.unwrap();
+    let (all_path, sub_path) = (
+        common::temp_path("cvvdp-all.jsonl"),
+        common::temp_path("cvvdp-sub.jsonl"),
+    );
+    let all = run_case(
+        c,
+        &format!("window={window} stats-file={}", all_path.display()),
+    );
+    let sub = run_case(
+        c,
+        &format!(
+            "window={window} subsample=3 stats-file={}",
+            sub_path.display()
+        ),
+    );
+    all.expect_ok();
+    sub.expect_ok();
+    assert_eq!(pooled(&sub), pooled(&all), "the summary's span");
+    assert_eq!(
+        windows_of(&sub_path),
+        windows_of(&all_path),
+        "each window's"
+    );
+    let every: Vec<f64> = all.frames.iter().map(|f| f.get("cvvdp").unwrap()).collect();
+    let scored: Vec<f64> = sub.frames.iter().filter_map(|f| f.get("cvvdp")).collect();
+    for (i, got) in scored.iter().enumerate() {
+        assert_eq!(*got, every[3 * i], "pair {}", 3 * i);
+    }
+    let _ = std::fs::remove_file(&all_path);
+    let _ = std::fs::remove_file(&sub_path);
+}

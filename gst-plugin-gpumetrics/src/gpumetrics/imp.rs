@@ -753,9 +753,14 @@ impl GpuMetrics {
                     }
                     None
                 }
-                Ready::Skipped { buffer, pair } => {
+                Ready::Skipped {
+                    buffer,
+                    pair,
+                    scores,
+                } => {
                     if let Some(o) = outputs.as_mut() {
-                        o.skipped(&env, pair.running_time).map_err(failed)?;
+                        o.skipped(&env, pair.running_time, scores.as_ref())
+                            .map_err(failed)?;
                     }
                     Some(buffer)
                 }

@@ -46,7 +46,13 @@ pub(crate) enum Ready<B> {
         scores: Scores,
     },
     /// A matched pair `subsample` left unscored.
-    Skipped { buffer: B, pair: PairInfo },
+    /// `scores`: what the engine gave the pair when a metric needs every frame (the
+    /// pair went through it), for the terms a span's pooling takes of it.
+    Skipped {
+        buffer: B,
+        pair: PairInfo,
+        scores: Option<Scores>,
+    },
     /// A frame without a partner: a distorted one leaves without scores, a reference one
     /// has no buffer here.
     Unmatched {
@@ -162,8 +168,11 @@ impl<B> Queue<B> {
 
     /// A pair `subsample` skips without the engine (no metric needs every frame).
     pub(crate) fn push_skipped(&mut self, buffer: B, pair: PairInfo) {
-        self.entries
-            .push_back(Entry::Ready(Ready::Skipped { buffer, pair }));
+        self.entries.push_back(Entry::Ready(Ready::Skipped {
+            buffer,
+            pair,
+            scores: None,
+        }));
     }
 
     /// Measured pairs still waiting for their scores (held back or in flight).
@@ -236,9 +245,13 @@ impl<B> Queue<B> {
                 Some(Entry::Pair {
                     buffer,
                     pair,
-                    scores: Some(_),
+                    scores: Some(scores),
                     ..
-                }) if pair.skip => out.push(Ready::Skipped { buffer, pair }),
+                }) if pair.skip => out.push(Ready::Skipped {
+                    buffer,
+                    pair,
+                    scores: Some(scores),
+                }),
                 Some(Entry::Pair {
                     buffer,
                     pair,
@@ -295,7 +308,7 @@ mod tests {
                     buffer: Some(b), ..
                 } => format!("{b}:u"),
                 Ready::Unmatched { side, .. } => format!("{side:?}:u"),
-                Ready::Skipped { buffer, pair } => format!("{buffer}:s{}", pair.frame),
+                Ready::Skipped { buffer, pair, .. } => format!("{buffer}:s{}", pair.frame),
                 Ready::Stall(e) => format!("stall:{}", if e.end { "end" } else { "start" }),
                 Ready::Unaligned { buffer, .. } => format!("{buffer}:a"),
                 Ready::Align(a) => format!("align:{}", a.state),

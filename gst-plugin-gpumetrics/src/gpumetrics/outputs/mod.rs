@@ -369,14 +369,20 @@ impl Outputs {
         }
     }
 
-    /// A matched pair at running time `t` that `subsample` left unscored.
+    /// A matched pair at running time `t` that `subsample` left unscored; `scores`: what
+    /// the engine gave it when it went through (a metric needs every frame): a span
+    /// field's `pooled` (`cvvdp`) takes its terms, since the span's frames are all in it.
     pub(crate) fn skipped(
         &mut self,
         env: &Env<'_>,
         t: Option<u64>,
+        scores: Option<&gpumetrics_engine::Scores>,
     ) -> Result<(), gst::ErrorMessage> {
         self.advance(env, t)?;
-        self.add_to_window(window::Event::Skipped);
+        self.add_to_window(window::Event::Skipped(scores));
+        if let Some(s) = scores {
+            self.pool.span_terms(s);
+        }
         self.all().for_each(|s| s.skipped());
         Ok(())
     }

@@ -33,6 +33,11 @@ pub(crate) fn summary_of(pooler: &Pooler) -> Summary {
 }
 
 impl Pool {
+    /// A skipped pair's terms of the span fields ([`Pooler::push_span_terms`]).
+    pub(crate) fn span_terms(&mut self, scores: &gpumetrics_engine::Scores) {
+        self.pooler.push_span_terms(scores, false);
+    }
+
     /// The summary of what was recorded and counted so far (without the alert counts, which
     /// the outputs add).
     pub(crate) fn summary(&self) -> Summary {

@@ -55,7 +55,8 @@ pub(crate) struct Windows {
 pub(crate) enum Event<'a> {
     Pair(&'a Scores),
     Unmatched(Input),
-    Skipped,
+    /// With the engine's scores when the pair went through it (a span field's terms).
+    Skipped(Option<&'a Scores>),
 }
 
 impl Windows {
@@ -156,7 +157,12 @@ impl Windows {
             Event::Pair(scores) => c.pooler.push_window(scores),
             Event::Unmatched(Input::Reference) => c.unmatched_ref += 1,
             Event::Unmatched(Input::Distorted) => c.unmatched_dist += 1,
-            Event::Skipped => c.skipped += 1,
+            Event::Skipped(scores) => {
+                c.skipped += 1;
+                if let Some(s) = scores {
+                    c.pooler.push_span_terms(s, true);
+                }
+            }
         }
     }
 
@@ -206,7 +212,7 @@ mod tests {
         assert!(feed(&mut w, S / 2 + 1, Event::Pair(&scores(40.0))).is_empty());
         assert!(feed(&mut w, S - 1, Event::Unmatched(Input::Reference)).is_empty());
         // 3.2 s: windows [0, 1) with the two pairs, then [1, 2) and [2, 3) empty.
-        let done = feed(&mut w, 3 * S + S / 5, Event::Skipped);
+        let done = feed(&mut w, 3 * S + S / 5, Event::Skipped(None));
         let spans: Vec<(u64, u64, u64)> = done
             .iter()
             .map(|x| (x.start / S, x.end / S, x.stats.frames))
@@ -266,8 +272,8 @@ mod tests {
     #[test]
     fn a_huge_gap_is_one_empty_window() {
         let mut w = Windows::new(1_000_000);
-        feed(&mut w, 0, Event::Skipped);
-        let done = feed(&mut w, 3600 * S, Event::Skipped);
+        feed(&mut w, 0, Event::Skipped(None));
+        let done = feed(&mut w, 3600 * S, Event::Skipped(None));
         assert_eq!(done.len(), 2);
         assert_eq!((done[1].start, done[1].end), (1_000_000, 3600 * S));
     }
@@ -275,7 +281,7 @@ mod tests {
     #[test]
     fn alert_counts_are_taken_at_each_window_end() {
         let mut w = Windows::new(S);
-        feed(&mut w, 0, Event::Skipped);
+        feed(&mut w, 0, Event::Skipped(None));
         let mut ends = Vec::new();
         w.advance(Some(2 * S), |end| {
             ends.push(end);
