@@ -74,7 +74,7 @@
 #                engine), aom_ctc_reference on the CUDA backend with the FFmpeg cache, the
 #                throughput of aom-ctc
 #   element      the element's suites with backend=cuda (element, harness, hardening,
-#                cuda_context, no_gstcuda, reliability, monitoring, roi, in_flight), the latency
+#                cuda_context, no_gstcuda, reliability, monitoring, roi, in_flight, map_element), the latency
 #                tracer, cpu-vs-cuda pipelines, bad property values,
 #                cudaupload memory under memcheck
 #   throughput   every metric and all together, 1080p and 2160p, device and host frames
@@ -162,7 +162,7 @@ bins() {
     vmafcore) echo $e:test:cuda_kernels $e:test:vmaf_cuda $e:test:vmaf_reference $e:bench:throughput ;;
     cambi) echo $e:test:cuda_kernels $e:test:cambi_reference $e:bench:throughput ;;
     aomctc) echo $e:test:cuda_kernels $e:test:aom_ctc_reference $e:bench:throughput ;;
-    element) echo $g:test:element $g:test:harness $g:test:hardening $g:test:cuda_context $g:test:no_gstcuda $g:test:reliability $g:test:monitoring $g:test:roi $g:test:in_flight ;;
+    element) echo $g:test:element $g:test:harness $g:test:hardening $g:test:cuda_context $g:test:no_gstcuda $g:test:reliability $g:test:monitoring $g:test:roi $g:test:in_flight $g:test:map_element ;;
     throughput) echo $e:bench:throughput ;;
     cli | monitor) echo gpumetrics-cli:bin:gpumetrics ;;
     align) echo $e:test:cuda_kernels $g:test:align ;;
@@ -1124,7 +1124,7 @@ step_element() {
   need $d/gst/env.sh $d/plugin/libgstgpumetrics.so || return 0
   step "plugin"
   gst-inspect-1.0 gpumetrics | grep -E "Long-name|Version" || fail=1
-  element_tests element harness hardening cuda_context no_gstcuda reliability monitoring roi in_flight
+  element_tests element harness hardening cuda_context no_gstcuda reliability monitoring roi in_flight map_element
   if need $B/hardening; then
     step "the CUDA-memory hardening cases (GPU-only: they fail without cudaupload or CUDA)"
     GPUMETRICS_TEST_BACKEND=cuda run $B/hardening --include-ignored --test-threads 1 --nocapture cuda_memory

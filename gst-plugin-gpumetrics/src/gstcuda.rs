@@ -58,6 +58,7 @@ pub struct Api {
     ) -> GBool,
     new_context: unsafe extern "C" fn(*mut RawCtx) -> *mut gst::ffi::GstContext,
     is_cuda_memory: unsafe extern "C" fn(*mut gst::ffi::GstMemory) -> GBool,
+    buffer_pool_new: unsafe extern "C" fn(*mut RawCtx) -> *mut gst::ffi::GstBufferPool,
     /// `gst_cuda_memory_sync` (1.24+): waits for the producer's stream. 1.22 memory has no
     /// stream: its producers finish their copies before pushing.
     memory_sync: Option<unsafe extern "C" fn(*mut gst::ffi::GstMemory)>,
@@ -86,6 +87,7 @@ impl Api {
             handle_context_query: sym!("gst_cuda_handle_context_query"),
             new_context: sym!("gst_context_new_cuda_context"),
             is_cuda_memory: sym!("gst_is_cuda_memory"),
+            buffer_pool_new: sym!("gst_cuda_buffer_pool_new"),
             // SAFETY: as above; absent before 1.24.
             memory_sync: unsafe { lib.get(b"gst_cuda_memory_sync\0") }
                 .ok()
@@ -188,6 +190,17 @@ impl Context {
     pub fn handle(&self, api: &Api) -> usize {
         // SAFETY: valid context.
         unsafe { (api.get_handle)(self.0.to_glib_none().0) as usize }
+    }
+
+    /// A new `GstCudaBufferPool` of this context (not configured). Its buffers are one
+    /// pitched CUDA allocation with a video meta; a host write map fills the memory's staging
+    /// copy, which GstCuda uploads when a consumer maps the memory for the device, so a
+    /// producer on the host needs no CUDA call of its own.
+    pub fn buffer_pool(&self, api: &Api) -> Option<gst::BufferPool> {
+        // SAFETY: valid context; returns a new (sunk) reference or NULL.
+        let raw = unsafe { (api.buffer_pool_new)(self.0.to_glib_none().0) };
+        // SAFETY: transfer full.
+        (!raw.is_null()).then(|| unsafe { gst::BufferPool::from_glib_full(raw) })
     }
 
     /// The CUDA device index (`cuda-device-id` property).

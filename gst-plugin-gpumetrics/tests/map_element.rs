@@ -9,6 +9,7 @@ mod common;
 
 use common::*;
 use gpumetrics_engine::map::MapKind;
+use gst::prelude::*;
 use gstgpumetrics::map_render::{gray16, heat_position, heat_rgba};
 use serde_json::Value;
 
@@ -282,4 +283,110 @@ fn records_carry_the_maps_statistics_for_alerts() {
         "the alert is raised: {:?}",
         run.warnings
     );
+}
+
+/// The bytes of each row of `frame`'s first plane, without padding (through its video meta
+/// where it has one: CUDA memory's pitch differs from GStreamer's default stride).
+fn rows(frame: &gst::Buffer, caps: &gst::Caps) -> Vec<u8> {
+    use gst_video::prelude::*;
+    let info = gst_video::VideoInfo::from_caps(caps).unwrap();
+    let f = gst_video::VideoFrameRef::from_buffer_ref_readable(frame.as_ref(), &info).unwrap();
+    let (stride, row) = (
+        f.plane_stride()[0] as usize,
+        info.width() as usize * info.format_info().pixel_stride()[0] as usize,
+    );
+    let data = f.plane_data(0).unwrap();
+    (0..info.height() as usize)
+        .flat_map(|y| data[y * stride..][..row].iter().copied())
+        .collect()
+}
+
+/// On a GPU with `cudadownload` downstream, the map frames leave in CUDA memory (caps
+/// `memory:CUDAMemory`, every buffer a GstCudaMemory) and hold, byte for byte, what the
+/// frames in system memory hold, in both styles; a peer that takes any caps (`appsink`)
+/// gets system memory.
+#[test]
+#[ignore = "GPU-only: needs a GstCuda that reaches a CUDA device (scripts/gpu-all.sh element)"]
+fn map_frames_leave_in_cuda_memory_when_downstream_takes_it() {
+    require_gstcuda();
+    let c = case("camera-q10");
+    let (w, h) = (
+        c["width"].as_u64().unwrap() as u32,
+        c["height"].as_u64().unwrap() as u32,
+    );
+    let info = gst_video::VideoInfo::builder(gst_video::VideoFormat::Gray8, w, h)
+        .fps(gst::Fraction::new(25, 1))
+        .build()
+        .unwrap();
+    let caps = info.to_caps().unwrap().to_string();
+    for style in ["gray16", "heat"] {
+        let props = format!("metrics=psnr backend=cuda map=ssim map-style={style}");
+        let mut runs = Vec::new();
+        for downstream in ["", "cudadownload !"] {
+            let desc = format!(
+                "appsrc name=ref format=time caps=\"{caps}\" ! m.ref_sink \
+                 appsrc name=dist format=time caps=\"{caps}\" ! m.dist_sink \
+                 gpumetrics name=m {props} ! {downstream} appsink name=out"
+            );
+            let seen = std::sync::Arc::new(std::sync::Mutex::new((None, Vec::new())));
+            let (r, d) = (
+                buffers(&info, c["reference"].as_str().unwrap(), 2),
+                buffers(&info, c["distorted"].as_str().unwrap(), 2),
+            );
+            let probe_seen = seen.clone();
+            let run = run_prepared(
+                &desc,
+                std::time::Duration::from_secs(30),
+                move |p| {
+                    let src = p.by_name("m").unwrap().static_pad("src").unwrap();
+                    src.add_probe(
+                        gst::PadProbeType::BUFFER | gst::PadProbeType::EVENT_DOWNSTREAM,
+                        move |_, info| {
+                            let mut s = probe_seen.lock().unwrap();
+                            match &info.data {
+                                Some(gst::PadProbeData::Buffer(b)) => {
+                                    s.1.push(gstgpumetrics::gstcuda::is_cuda_buffer(b.as_ref()))
+                                }
+                                Some(gst::PadProbeData::Event(e)) => {
+                                    if let gst::EventView::Caps(c) = e.view() {
+                                        s.0 = Some(c.caps_owned());
+                                    }
+                                }
+                                _ => {}
+                            }
+                            gst::PadProbeReturn::Ok
+                        },
+                    );
+                },
+                move |p| {
+                    let p2 = p.clone();
+                    let t = std::thread::spawn(move || push_all(&p2, "ref", r));
+                    push_all(p, "dist", d);
+                    t.join().unwrap();
+                },
+            );
+            run.expect_ok();
+            assert_eq!(run.out.len(), 2, "{style} {downstream}");
+            let (src_caps, cuda_buffers) = seen.lock().unwrap().clone();
+            let src_caps = src_caps.expect("src sent caps");
+            let in_cuda = src_caps
+                .features(0)
+                .unwrap()
+                .contains(gstgpumetrics::caps::CUDA_MEMORY_FEATURE);
+            let want_cuda = !downstream.is_empty();
+            assert_eq!(in_cuda, want_cuda, "{style} {downstream}: {src_caps}");
+            assert_eq!(cuda_buffers, vec![want_cuda; 2], "{style} {downstream}");
+            let out_caps = run.out_caps.clone().unwrap();
+            runs.push(
+                run.out
+                    .iter()
+                    .map(|b| rows(b, &out_caps))
+                    .collect::<Vec<_>>(),
+            );
+        }
+        assert_eq!(
+            runs[0], runs[1],
+            "{style}: the same frames in both memories"
+        );
+    }
 }

@@ -148,6 +148,9 @@ pub struct GpuMetrics {
     /// With a `map`: the pool of its frames (made at the first map, remade when the size
     /// or style changes, ended in stop()).
     map_frames: Mutex<Option<super::map_render::Frames>>,
+    /// The CUDA context whose memory the map frames go out in, when src negotiated
+    /// `memory:CUDAMemory` for them (set with src's caps).
+    map_memory: Mutex<Option<crate::gstcuda::Context>>,
 }
 
 #[glib::object_subclass]
@@ -171,6 +174,7 @@ impl ObjectSubclass for GpuMetrics {
             decode: Decode::default(),
             running: AtomicBool::new(false),
             map_frames: Mutex::new(None),
+            map_memory: Mutex::new(None),
         }
     }
 }
@@ -668,15 +672,20 @@ impl GpuMetrics {
         style: MapStyle,
         peak: f64,
     ) -> Result<gst::Buffer, glib::BoolError> {
+        let memory = self.map_memory.lock().unwrap().clone();
         let mut frames = self.map_frames.lock().unwrap();
         let fits = frames
             .as_ref()
-            .is_some_and(|f| f.fits(style, map.width, map.height));
+            .is_some_and(|f| f.fits(style, map.width, map.height, memory.as_ref()));
         if !fits {
+            // The old pool stops first: in CUDA memory its allocations are freed before
+            // the new pool's are made.
+            *frames = None;
             *frames = Some(super::map_render::Frames::new(
                 style,
                 map.width as u32,
                 map.height as u32,
+                memory.as_ref(),
             )?);
         }
         frames.as_ref().expect("made above").render(kind, map, peak)
@@ -998,7 +1007,7 @@ impl GpuMetrics {
             let s = self.settings.lock().unwrap();
             s.map.kind().map(|_| {
                 let m = caps_of.measured();
-                super::map_render::caps(s.map_style, m.width, m.height, &caps_of.info)
+                (s.map_style, m.width, m.height, caps_of.info.clone())
             })
         };
         let mut state = self.state.lock().unwrap();
@@ -1010,11 +1019,41 @@ impl GpuMetrics {
         drop(state);
         if pad == &self.dist_pad {
             match map_caps {
-                Some(map_caps) => self.obj().set_src_caps(&map_caps),
+                Some((style, width, height, input)) => {
+                    let (caps, memory) = self.map_src_caps(style, width, height, &input);
+                    gst::debug!(CAT, imp = self, "map frames: {caps}");
+                    *self.map_memory.lock().unwrap() = memory;
+                    self.obj().set_src_caps(&caps);
+                }
                 None => self.obj().set_src_caps(caps),
             }
         }
         true
+    }
+
+    /// The caps of the map frames on src, and the CUDA context whose memory they go out
+    /// in: CUDA memory when the element has a CUDA context and src's peer names CUDA
+    /// memory among the caps it takes (`cudadownload`, `nvh264enc`, CUDA filters), else
+    /// system memory. A peer that takes any caps (`appsink`, `fakesink`) gets system
+    /// memory, which every reader can map, as NVDEC's decoders decide.
+    fn map_src_caps(
+        &self,
+        style: MapStyle,
+        width: u32,
+        height: u32,
+        input: &gst_video::VideoInfo,
+    ) -> (gst::Caps, Option<crate::gstcuda::Context>) {
+        let system = super::map_render::caps(style, width, height, input, false);
+        let Some(ctx) = self.cuda.get() else {
+            return (system, None);
+        };
+        let cuda = super::map_render::caps(style, width, height, input, true);
+        let takes = self.obj().src_pad().peer_query_caps(None);
+        if !takes.is_any() && takes.can_intersect(&cuda) {
+            (cuda, Some(ctx))
+        } else {
+            (system, None)
+        }
     }
 
     fn pad_of(&self, side: Input) -> &gst_base::AggregatorPad {

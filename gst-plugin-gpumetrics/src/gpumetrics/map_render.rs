@@ -6,28 +6,42 @@
 use gpumetrics_engine::map::{DistortionMap, MapKind};
 use gst::glib;
 use gst::prelude::*;
+use gst_video::prelude::*;
 
 use super::MapStyle;
+use crate::gstcuda;
 
 /// The caps of the map frames of a `width`×`height` measured picture, with the distorted
-/// input's frame rate and pixel aspect ratio (system memory).
+/// input's frame rate and pixel aspect ratio; in CUDA memory (`memory:CUDAMemory`) when
+/// `cuda`.
 pub(crate) fn caps(
     style: MapStyle,
     width: u32,
     height: u32,
     input: &gst_video::VideoInfo,
+    cuda: bool,
 ) -> gst::Caps {
     let format = match style {
         MapStyle::Gray16 => gst_video::VideoFormat::Gray16Le,
         MapStyle::Heat => gst_video::VideoFormat::Rgba,
     };
-    gst_video::VideoInfo::builder(format, width, height)
+    let caps = gst_video::VideoInfo::builder(format, width, height)
         .fps(input.fps())
         .par(input.par())
         .build()
         .ok()
         .and_then(|i| i.to_caps().ok())
-        .unwrap_or_else(|| gst::Caps::new_empty_simple("video/x-raw"))
+        .unwrap_or_else(|| gst::Caps::new_empty_simple("video/x-raw"));
+    if cuda { with_cuda_feature(caps) } else { caps }
+}
+
+/// `caps` with the CUDA memory feature on each structure.
+fn with_cuda_feature(mut caps: gst::Caps) -> gst::Caps {
+    caps.make_mut()
+        .set_features_simple(Some(gst::CapsFeatures::new([
+            crate::caps::CUDA_MEMORY_FEATURE,
+        ])));
+    caps
 }
 
 /// The GRAY16_LE value of map value `v` (`peak`: the reference's largest sample value):
@@ -92,42 +106,75 @@ pub fn heat_rgba(t: f64) -> [u8; 4] {
     [c(0), c(1), c(2), (255.0 * t).round() as u8]
 }
 
-/// The map frames of one `map`, `map-style` and size: a buffer pool of their caps, so
-/// that a pair's frame reuses the memory of one that downstream has released instead of
-/// allocating (and faulting in) 4 or 8 MB at 1080p per pair.
+/// The map frames of one `map`, `map-style`, size and memory: a buffer pool of their caps,
+/// so that a pair's frame reuses the memory of one that downstream has released instead of
+/// allocating (and faulting in) 4 or 8 MB at 1080p per pair. In CUDA memory the pool is a
+/// `GstCudaBufferPool` of the element's context: rows are written through the memory's
+/// host map (its staging copy, uploaded when downstream maps it for the device).
 pub(crate) struct Frames {
     style: MapStyle,
     info: gst_video::VideoInfo,
     pool: gst::BufferPool,
+    cuda: Option<gstcuda::Context>,
 }
 
 impl Frames {
-    /// Frames of `style` for a `width`×`height` map (the pool started).
-    pub(crate) fn new(style: MapStyle, width: u32, height: u32) -> Result<Frames, glib::BoolError> {
+    /// Frames of `style` for a `width`×`height` map (the pool started), in the CUDA memory
+    /// of `cuda` when given.
+    pub(crate) fn new(
+        style: MapStyle,
+        width: u32,
+        height: u32,
+        cuda: Option<&gstcuda::Context>,
+    ) -> Result<Frames, glib::BoolError> {
         let format = match style {
             MapStyle::Gray16 => gst_video::VideoFormat::Gray16Le,
             MapStyle::Heat => gst_video::VideoFormat::Rgba,
         };
         let info = gst_video::VideoInfo::builder(format, width, height).build()?;
         let caps = info.to_caps()?;
-        let pool = gst::BufferPool::new();
+        let (pool, caps) = match cuda {
+            None => (gst::BufferPool::new(), caps),
+            Some(ctx) => {
+                let api = gstcuda::api().map_err(|why| glib::bool_error!("{why}"))?;
+                let pool = ctx.buffer_pool(api).ok_or_else(|| {
+                    glib::bool_error!(
+                        "GstCuda made no buffer pool on CUDA device {}",
+                        ctx.device_id()
+                    )
+                })?;
+                (pool, with_cuda_feature(caps))
+            }
+        };
         let mut config = pool.config();
         config.set_params(Some(&caps), info.size() as u32, 0, 0);
         pool.set_config(config)
             .map_err(|_| glib::bool_error!("the map frames' pool refused its configuration"))?;
         pool.set_active(true)?;
-        Ok(Frames { style, info, pool })
+        Ok(Frames {
+            style,
+            info,
+            pool,
+            cuda: cuda.cloned(),
+        })
     }
 
-    /// Whether these frames are of `style` and `width`×`height`.
-    pub(crate) fn fits(&self, style: MapStyle, width: usize, height: usize) -> bool {
+    /// Whether these frames are of `style`, `width`×`height` and in the memory of `cuda`.
+    pub(crate) fn fits(
+        &self,
+        style: MapStyle,
+        width: usize,
+        height: usize,
+        cuda: Option<&gstcuda::Context>,
+    ) -> bool {
         self.style == style
             && self.info.width() as usize == width
             && self.info.height() as usize == height
+            && self.cuda.as_ref() == cuda
     }
 
-    /// The map as a frame of the style (rows padded as GStreamer lays the format out),
-    /// rows in parallel.
+    /// The map as a frame of the style (rows at the frame's stride: GStreamer's layout in
+    /// system memory, the allocation's pitch in CUDA memory), rows in parallel.
     pub(crate) fn render(
         &self,
         kind: MapKind,
@@ -136,14 +183,16 @@ impl Frames {
     ) -> Result<gst::Buffer, glib::BoolError> {
         use rayon::prelude::*;
         let (w, h) = (map.width, map.height);
-        if !self.fits(self.style, w, h) || map.values.len() != w * h {
+        if self.info.width() as usize != w
+            || self.info.height() as usize != h
+            || map.values.len() != w * h
+        {
             return Err(glib::bool_error!(
                 "a {w}x{h} map for {}x{} frames",
                 self.info.width(),
                 self.info.height()
             ));
         }
-        let stride = self.info.stride()[0] as usize;
         let mut buffer = self
             .pool
             .acquire_buffer(None)
@@ -152,8 +201,15 @@ impl Frames {
             let b = buffer
                 .get_mut()
                 .expect("a buffer from the pool is writable");
-            let mut data = b.map_writable()?;
-            let data = data.as_mut_slice();
+            let mut frame = gst_video::VideoFrameRef::from_buffer_ref_writable(b, &self.info)?;
+            let stride = frame.plane_stride()[0] as usize;
+            let row_bytes = w * self.info.format_info().pixel_stride()[0] as usize;
+            if stride < row_bytes {
+                return Err(glib::bool_error!(
+                    "map frame rows of {stride} bytes for {row_bytes}"
+                ));
+            }
+            let data = frame.plane_data_mut(0)?;
             let style = self.style;
             data.par_chunks_mut(stride)
                 .zip(map.values.par_chunks(w.max(1)))
@@ -262,7 +318,7 @@ mod tests {
             values,
         };
         for (style, bytes) in [(MapStyle::Gray16, 2usize), (MapStyle::Heat, 4)] {
-            let frames = Frames::new(style, w as u32, h as u32).unwrap();
+            let frames = Frames::new(style, w as u32, h as u32, None).unwrap();
             let stride = frames.info.stride()[0] as usize;
             assert!(stride >= bytes * w);
             let mut memory = None;
