@@ -217,7 +217,8 @@ impl CudaBackend {
             if let Some(kind) = plan.map {
                 use crate::metric::on_host::OnHost;
                 // The map on host copies of the pair: made from the frames, or by its metric's
-                // CPU state (whose fields the GPU gives: only its map is kept).
+                // CPU state (whose fields the GPU gives: only its map is kept), unless the
+                // metric's kernels make it (Butteraugli's reduction stores it).
                 let on_host = || -> Option<OnHost> {
                     configured
                         .iter()
@@ -232,6 +233,9 @@ impl CudaBackend {
                     if kind.made_from_frames() {
                         let m = crate::map::cuda::MapCuda::new(lane, plan, kind)?;
                         return Ok(Some(Box::new(m) as Box<dyn CudaMetric>));
+                    }
+                    if kind.made_by_cuda_metric() {
+                        return Ok(None);
                     }
                     Ok(on_host().map(|m| Box::new(m) as Box<dyn CudaMetric>))
                 })?;

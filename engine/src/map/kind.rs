@@ -84,6 +84,13 @@ impl MapKind {
             MapKind::Butteraugli | MapKind::Cvvdp | MapKind::Ssimulacra2
         )
     }
+
+    /// Whether the CUDA backend's metric of the same name makes it with its kernels (the
+    /// others of [`MapKind::made_from_frames`]'s second kind come from the metric's CPU
+    /// state on host copies of the pair).
+    pub(crate) fn made_by_cuda_metric(self) -> bool {
+        matches!(self, MapKind::Butteraugli)
+    }
 }
 
 /// The SSIMULACRA2 map's default threshold: a frame with this value at every pixel would

@@ -1,7 +1,8 @@
 //! The distortion-map kernels (`map_*`): the CUDA backend's squared-error and SSIM maps
 //! against the CPU backend's (the host build of the same per-sample code), pixel by pixel,
 //! on RGB (the mean of three channels), I420 and gray pairs, one smaller than the SSIM
-//! window (SciPy's reflection past both edges).
+//! window (SciPy's reflection past both edges); and the Butteraugli map that `ba_reduce`
+//! stores, against the CPU backend's diffmap (relative to the map's largest value).
 
 use std::sync::Arc;
 
@@ -18,24 +19,52 @@ use crate::{Check, Outcome};
 pub(crate) const CHECKS: &[(&[&str], Check)] = &[
     (&["map_squared_error"], squared_error),
     (&["map_ssim_down", "map_ssim_across"], ssim),
+    (&["ba_reduce"], butteraugli),
 ];
 
 crate::gpu_tests! {
     squared_error_map_matches_the_host => "map_squared_error",
     ssim_map_matches_the_host => "map_ssim_down",
+    butteraugli_map_matches_the_host => "ba_reduce",
 }
 
 fn squared_error(_k: &Kernels, _s: &Arc<CudaStream>, r: &mut Rng) -> Result<Outcome, DriverError> {
-    Ok(compare(r, MapKind::SquaredError, 0.0))
+    Ok(compare(
+        r,
+        MetricSet::PSNR,
+        MapKind::SquaredError,
+        0.0,
+        false,
+    ))
 }
 
 /// Both backends run the same f64 operations in the same order (no fused multiply-adds):
 /// only the last f32 rounding could differ.
 fn ssim(_k: &Kernels, _s: &Arc<CudaStream>, r: &mut Rng) -> Result<Outcome, DriverError> {
-    Ok(compare(r, MapKind::Ssim, 1e-6))
+    Ok(compare(r, MetricSet::PSNR, MapKind::Ssim, 1e-6, false))
 }
 
-fn compare(r: &mut Rng, kind: MapKind, tolerance: f64) -> Outcome {
+/// The kernels and the host build run the same per-pixel code; the Gaussians' sums and
+/// fused multiply-adds may round differently, as for the scores (1e-4 relative there).
+fn butteraugli(_k: &Kernels, _s: &Arc<CudaStream>, r: &mut Rng) -> Result<Outcome, DriverError> {
+    Ok(compare(
+        r,
+        MetricSet::BUTTERAUGLI,
+        MapKind::Butteraugli,
+        1e-4,
+        true,
+    ))
+}
+
+/// The `kind` map of both backends measuring `metrics` with it, the largest difference
+/// per pixel (divided by the CPU map's largest magnitude when `relative`).
+fn compare(
+    r: &mut Rng,
+    metrics: MetricSet,
+    kind: MapKind,
+    tolerance: f64,
+    relative: bool,
+) -> Outcome {
     let mut out = Outcome {
         elements: 0,
         max_err: 0.0,
@@ -72,7 +101,7 @@ fn compare(r: &mut Rng, kind: MapKind, tolerance: f64) -> Outcome {
         );
         let maps = [BackendChoice::Cuda, BackendChoice::Cpu].map(|backend| {
             let cfg = EngineConfig {
-                metrics: MetricSet::PSNR,
+                metrics,
                 backend,
                 ..Default::default()
             };
@@ -84,10 +113,16 @@ fn compare(r: &mut Rng, kind: MapKind, tolerance: f64) -> Outcome {
         });
         match maps {
             [Ok(Some(gpu)), Ok(Some(cpu))] if gpu.len() == cpu.len() => {
+                let scale = if relative {
+                    cpu.iter()
+                        .fold(f64::MIN_POSITIVE, |m, c| m.max((*c as f64).abs()))
+                } else {
+                    1.0
+                };
                 let err = gpu
                     .iter()
                     .zip(&cpu)
-                    .map(|(g, c)| (*g as f64 - *c as f64).abs())
+                    .map(|(g, c)| (*g as f64 - *c as f64).abs() / scale)
                     .fold(0f64, f64::max);
                 out.elements += gpu.len();
                 out.max_err = out.max_err.max(err);

@@ -3,7 +3,8 @@
 //! [`STEPS`] as one launch each (both images or all planes of a stage in one grid, `z`;
 //! the half level on a side stream, beside the full level), and `ba_reduce`, whose
 //! per-block maxima and power sums come back in one copy, queued with the pair
-//! (`CudaMetric::queue`) and read when the pair is completed.
+//! (`CudaMetric::queue`) and read when the pair is completed. With `map=butteraugli` the
+//! reduction also stores each pixel's final value, copied to the host with the partials.
 //!
 //! Every buffer is allocated once per plan: the filter table and the reduction slots per
 //! engine, and the planes, per level 38 planes and 6 padded Malta planes (4 · 38 + 4 · 6 ≈
@@ -20,6 +21,7 @@ use crate::cuda::scratch::{Key, Share};
 use crate::cuda::{Branch, DevPtr, DevPtrMut, DeviceMemory, Gpu, Readback, zeroed};
 use crate::error::EngineError;
 use crate::frame::PlanePtrs;
+use crate::map::kind::{DistortionMap, MapKind};
 use crate::metric::CudaMetric;
 use crate::plan::Plan;
 use crate::scores::Scores;
@@ -47,6 +49,9 @@ pub(super) struct Butteraugli {
     /// Where the half level runs: forked from the stream after the downsampling, joined
     /// back before the reduction.
     side: Branch,
+    /// With `map=butteraugli`: the final diffmap the reduction stores, and its copies on
+    /// the host per pair in flight.
+    map: Option<(CudaSlice<f32>, Readback<f32>)>,
 }
 
 impl Butteraugli {
@@ -110,6 +115,13 @@ impl Butteraugli {
         let slots = reduce_blocks as usize * REDUCE_VALUES;
         let partials = zeroed::<f64>(stream, slots)?;
         let host_partials = Readback::new(&gpu.ctx, slots)?;
+        let map = match plan.map {
+            Some(MapKind::Butteraugli) => Some((
+                zeroed::<f32>(stream, pixels as usize)?,
+                Readback::new(&gpu.ctx, pixels as usize)?,
+            )),
+            _ => None,
+        };
         stream.synchronize()?;
         Ok(Butteraugli {
             scratch,
@@ -121,6 +133,7 @@ impl Butteraugli {
             partials,
             host_partials,
             side: Branch::new(&gpu.stream)?,
+            map,
         })
     }
 
@@ -237,6 +250,7 @@ impl Butteraugli {
                 shared_mem_bytes: 0,
             };
             let out = DevPtrMut::from_raw(self.partials.ptr());
+            let map = DevPtrMut::from_raw(self.map.as_ref().map_or(0, |(m, _)| m.ptr()));
             k.ba_reduce(
                 stream,
                 cfg,
@@ -244,9 +258,13 @@ impl Butteraugli {
                 half.unwrap_or_default(),
                 half.is_some() as u32,
                 out,
+                map,
             )?;
             // The arena is free for the next engine once the reduction has read it.
             lease.end()?;
+            if let Some((map, host)) = &mut self.map {
+                host.copy_in(map.ptr(), map.len(), stream)?;
+            }
             self.host_partials
                 .copy_in(self.partials.ptr(), self.partials.len(), stream)
         }
@@ -282,6 +300,9 @@ impl CudaMetric for Butteraugli {
 
     fn drop_queued(&mut self) {
         self.host_partials.clear();
+        if let Some((_, host)) = &mut self.map {
+            host.clear();
+        }
     }
 
     /// Every plane a pair reads it wrote first (in its arena, or in this instance's
@@ -310,6 +331,18 @@ impl CudaMetric for Butteraugli {
         }
         let full = &self.levels[0];
         super::push_fields(&acc, full.width as u64 * full.height as u64, scores);
+        if let Some((map, host)) = &mut self.map {
+            let values = host
+                .take(map.len())
+                .map_err(|e| EngineError::Cuda(format!("reading the butteraugli map: {e}")))?
+                .to_vec();
+            let map = DistortionMap {
+                width: full.width as usize,
+                height: full.height as usize,
+                values,
+            };
+            scores.set_map(MapKind::Butteraugli, std::sync::Arc::new(map));
+        }
         Ok(())
     }
 }

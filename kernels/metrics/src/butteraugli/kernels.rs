@@ -87,8 +87,10 @@ gpumetrics_device::kernel! {
 
     /// Maximum and power sums of the final diffmap (`half` used when `has_half` ≠ 0): each
     /// block of `REDUCE_THREADS` strides over the pixels and writes its
-    /// `REDUCE_VALUES` at `out + block · REDUCE_VALUES`.
-    pub unsafe fn ba_reduce(full: Level, half: Level, has_half: u32, out: *mut f64) => reduce;
+    /// `REDUCE_VALUES` at `out + block · REDUCE_VALUES`. When `map` is not null (`map=
+    /// butteraugli`), each pixel's final value is also stored there, row after row of
+    /// `full.width`: the distortion map costs a store, not another pass.
+    pub unsafe fn ba_reduce(full: Level, half: Level, has_half: u32, out: *mut f64, map: *mut f32) => reduce;
 }
 
 /// The body of `ba_linearize`: [`pixel::linearize`]'s values, with the block's chroma read
@@ -396,7 +398,7 @@ unsafe fn diffmap(lv: Level, prm: Params) {
 /// The body of `ba_reduce`.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
-unsafe fn reduce(full: Level, half: Level, has_half: u32, out: *mut f64) {
+unsafe fn reduce(full: Level, half: Level, has_half: u32, out: *mut f64, map: *mut f32) {
     gpumetrics_device::shared!(static BA_RED: [f64; RED_LEN]);
     let t = dev::thread_idx_x();
     let n = full.width * full.height;
@@ -406,6 +408,9 @@ unsafe fn reduce(full: Level, half: Level, has_half: u32, out: *mut f64) {
     let sub = if has_half != 0 { Some(&half) } else { None };
     while i < n {
         let v = unsafe { pixel::final_value(&full, sub, i % full.width, i / full.width) };
+        if !map.is_null() {
+            unsafe { *map.add(i as usize) = v };
+        }
         pixel::accumulate(&mut acc, v);
         i += stride;
     }
