@@ -89,7 +89,7 @@ impl MapKind {
     /// others of [`MapKind::made_from_frames`]'s second kind come from the metric's CPU
     /// state on host copies of the pair).
     pub(crate) fn made_by_cuda_metric(self) -> bool {
-        matches!(self, MapKind::Butteraugli)
+        matches!(self, MapKind::Butteraugli | MapKind::Ssimulacra2)
     }
 }
 

@@ -10,7 +10,9 @@
 //!    again all scales in one grid;
 //! 5. `ssimu2_finish`: the per-block sums reduced in f64; one copy of `SUMS_PER_SCALE` (18)
 //!    sums per scale, queued with the pair (`CudaMetric::queue`) and read when the pair is
-//!    completed.
+//!    completed;
+//! 6. with `map=ssimulacra2`, `ssimu2_map`: the map from the values the column pass
+//!    stored and the sums (`super::map`'s definition), copied to the host with the sums.
 //!
 //! Every buffer is allocated once per plan: per scale 6 XYB and 15 moment planes (all
 //! scales at once, so that they run concurrently; the moment planes in whole strips of 32
@@ -22,16 +24,17 @@
 
 use cudarc::driver::{CudaEvent, DriverError, LaunchConfig};
 
-use super::{Sums, scale_sizes};
+use super::{Sums, WEIGHTS, scale_sizes};
 use crate::cuda::scratch::{Key, Share};
 use crate::cuda::{DevPtr, DevPtrMut, Gpu, Readback};
 use crate::error::EngineError;
 use crate::frame::PlanePtrs;
+use crate::map::kind::{DistortionMap, MapKind};
 use crate::metric::CudaMetric;
 use crate::plan::Plan;
 use crate::scores::Scores;
 use gpumetrics_kernels::ssimulacra2::layout::{
-    BLUR_THREADS, FINISH_THREADS, LIN_COLS, LIN_WARPS, Level, PIXEL_BLOCK, Scale,
+    BLUR_THREADS, FINISH_THREADS, LIN_COLS, LIN_WARPS, Level, MAP_BLOCK, PIXEL_BLOCK, Scale,
 };
 use gpumetrics_kernels::ssimulacra2::math::{MAX_SCALES, SUMS_PER_SCALE, half};
 
@@ -55,6 +58,19 @@ pub(super) struct Ssimu2 {
     out: u64,
     /// `out` of each pair in flight, on the host.
     host_out: Readback<f64>,
+    /// With `map=ssimulacra2`: the map's place in the arena (`width`×`height` f32 values,
+    /// `ssimu2_map`'s output), the weights' (the reference's 108), and the map of each pair
+    /// in flight on the host.
+    map: Option<MapBuffers>,
+}
+
+/// The buffers of the SSIMULACRA2 map on the GPU.
+struct MapBuffers {
+    out: u64,
+    weights: u64,
+    width: u32,
+    height: u32,
+    host: Readback<f32>,
 }
 
 impl Ssimu2 {
@@ -65,6 +81,7 @@ impl Ssimu2 {
     ) -> Result<Ssimu2, DriverError> {
         let (w0, h0) = (plan.reference.width, plan.reference.height);
         let n_scales = scale_sizes(w0, h0).len();
+        let with_map = plan.map == Some(MapKind::Ssimulacra2);
         let mut sizes = vec![(w0, h0)];
         while sizes.len() < n_scales.max(2) {
             let (w, h) = *sizes.last().expect("one size");
@@ -113,6 +130,8 @@ impl Ssimu2 {
                 let lv = Level {
                     xyb: xyb[s].base,
                     moments: take(15 * moment_len(s)),
+                    // The map's values: 6 planes (an offset past the first region, never 0).
+                    values: if with_map { take(6 * len(s)) } else { 0 },
                     // An offset until the partials are allocated.
                     partials: n_partials as u64,
                     width: sizes[s].0,
@@ -135,10 +154,14 @@ impl Ssimu2 {
             lv.partials = partials + lv.partials * 8;
         }
         let table = take(std::mem::size_of_val(&levels[..]).div_ceil(4) as u64);
+        // The map and the weights (f64: two f32 slots each).
+        let map_at =
+            with_map.then(|| (take(w0 as u64 * h0 as u64), take(2 * WEIGHTS.len() as u64)));
         let key = Key {
             context: gpu.ctx.cu_ctx() as usize,
             metric: "ssimulacra2",
-            layout: [w0 as u64, h0 as u64, 0],
+            // Arenas with the map's buffers are another layout.
+            layout: [w0 as u64, h0 as u64, with_map as u64],
             bytes: offset as usize * 4,
         };
         // A new arena's table: the levels with the arena's addresses.
@@ -149,9 +172,20 @@ impl Ssimu2 {
                     xyb: base + lv.xyb,
                     moments: base + lv.moments,
                     partials: base + lv.partials,
+                    values: if lv.values != 0 { base + lv.values } else { 0 },
                     ..*lv
                 })
                 .collect();
+            if let Some((_, weights)) = map_at {
+                // SAFETY: the weights' region holds 108 f64; WEIGHTS is a static.
+                unsafe {
+                    cudarc::driver::result::memcpy_htod_async(
+                        base + weights,
+                        &WEIGHTS[..],
+                        stream.cu_stream(),
+                    )
+                }?;
+            }
             // SAFETY: `Level` is `repr(C)` plain data without padding (u64 and u32 fields).
             let bytes = unsafe {
                 std::slice::from_raw_parts(at.as_ptr().cast::<u8>(), std::mem::size_of_val(&at[..]))
@@ -165,6 +199,16 @@ impl Ssimu2 {
         };
         let scratch = Share::join(gpu, key, &init)?;
         let host_out = Readback::new(&gpu.ctx, MAX_SCALES * SUMS_PER_SCALE)?;
+        let map = match map_at {
+            Some((out, weights)) => Some(MapBuffers {
+                out,
+                weights,
+                width: w0,
+                height: h0,
+                host: Readback::new(&gpu.ctx, w0 as usize * h0 as usize)?,
+            }),
+            None => None,
+        };
         Ok(Ssimu2 {
             upsampling,
             scratch,
@@ -176,6 +220,7 @@ impl Ssimu2 {
             v_blocks,
             out,
             host_out,
+            map,
         })
     }
 
@@ -255,6 +300,26 @@ impl Ssimu2 {
                     shared_mem_bytes: 0,
                 };
                 k.ssimu2_finish(stream, cfg, levels, DevPtrMut::from_raw(out))?;
+                if let Some(m) = &mut self.map {
+                    let cfg = LaunchConfig {
+                        grid_dim: (m.width.div_ceil(MAP_BLOCK), m.height.div_ceil(MAP_BLOCK), 1),
+                        block_dim: (MAP_BLOCK, MAP_BLOCK, 1),
+                        shared_mem_bytes: 0,
+                    };
+                    k.ssimu2_map(
+                        stream,
+                        cfg,
+                        levels,
+                        n as u32,
+                        DevPtr::from_raw(out),
+                        DevPtr::from_raw(base + m.weights),
+                        DevPtrMut::from_raw(base + m.out),
+                        m.width,
+                        m.height,
+                    )?;
+                    m.host
+                        .copy_in(base + m.out, m.width as usize * m.height as usize, stream)?;
+                }
                 self.host_out.copy_in(out, values, stream)?;
                 // The arena is free for the next engine once the sums are copied out.
                 lease.end()
@@ -302,6 +367,9 @@ impl CudaMetric for Ssimu2 {
 
     fn drop_queued(&mut self) {
         self.host_out.clear();
+        if let Some(m) = &mut self.map {
+            m.host.clear();
+        }
     }
 
     /// Every plane and sum a pair reads (all in its arena) it wrote first; nothing is kept
@@ -319,6 +387,24 @@ impl CudaMetric for Ssimu2 {
         }
         let sums = self.sums()?;
         super::push_fields(&sums, scores);
+        if let Some(m) = &mut self.map {
+            let n = m.width as usize * m.height as usize;
+            // A frame too small to score has an empty map, as on the CPU.
+            let values = if self.n_scales == 0 {
+                vec![0.0; n]
+            } else {
+                m.host
+                    .take(n)
+                    .map_err(|e| EngineError::Cuda(format!("reading the ssimulacra2 map: {e}")))?
+                    .to_vec()
+            };
+            let map = DistortionMap {
+                width: m.width as usize,
+                height: m.height as usize,
+                values,
+            };
+            scores.set_map(MapKind::Ssimulacra2, std::sync::Arc::new(map));
+        }
         Ok(())
     }
 }

@@ -15,7 +15,7 @@
 
 use super::{Sums, WEIGHTS};
 use crate::map::DistortionMap;
-use gpumetrics_kernels::ssimulacra2::math::SUMS_PER_PLANE;
+use gpumetrics_kernels::ssimulacra2::math::{map_contribution, map_terms};
 
 /// One scale's per-pixel values: per plane (X, Y, B), the SSIM error and the edge
 /// difference d1 (artifact = max(d1, 0), detail lost = max(−d1, 0)), each a `w`×`h` plane.
@@ -49,40 +49,15 @@ pub(super) fn contribution_map(
 ) -> DistortionMap {
     let mut values = vec![0f32; width * height];
     for (s, v) in scales.iter().enumerate().take(sums.scales) {
-        let n = sums.pixels[s] as f64;
-        // Weight index: plane c's terms start at 6 · scales (the reference takes the
-        // weights in order over the scales present), then 6 per scale: L1 of the three
-        // maps, L4 of the three.
-        let terms: Vec<(usize, usize, f64, f64)> = (0..3)
-            .flat_map(|c| (0..3).map(move |m| (c, m)))
-            .map(|(c, m)| {
-                let i = c * 6 * sums.scales + s * 6;
-                let (w1, w4) = (WEIGHTS[i + m], WEIGHTS[i + 3 + m]);
-                let mean4 = sums.sums[s][c * SUMS_PER_PLANE + m * 2 + 1] / n;
-                let k4 = if mean4 > 0.0 {
-                    w4 / mean4.powf(0.75)
-                } else {
-                    0.0
-                };
-                (c, m, w1, k4)
-            })
-            .filter(|&(_, _, w1, k4)| w1 != 0.0 || k4 != 0.0)
-            .collect();
+        let terms = map_terms(
+            &WEIGHTS,
+            sums.scales,
+            s,
+            &sums.sums[s],
+            sums.pixels[s] as f64,
+        );
         let contribution: Vec<f64> = (0..v.w * v.h)
-            .map(|i| {
-                terms
-                    .iter()
-                    .map(|&(c, m, w1, k4)| {
-                        let x = match m {
-                            0 => v.at(c, 0, i) as f64,
-                            1 => (v.at(c, 1, i) as f64).max(0.0),
-                            _ => (-v.at(c, 1, i) as f64).max(0.0),
-                        };
-                        let x2 = x * x;
-                        w1 * x + k4 * x2 * x2
-                    })
-                    .sum()
-            })
+            .map(|i| map_contribution(|t| terms[t], |c, which| v.at(c, which, i)))
             .collect();
         for y in 0..height {
             let row = &contribution[((y >> s).min(v.h - 1)) * v.w..][..v.w];

@@ -66,6 +66,23 @@ gpumetrics_device::kernel! {
     /// `out[s * SUMS_PER_SCALE + k]`. Grid (`SUMS_PER_SCALE`, scales),
     /// `FINISH_THREADS` threads.
     pub unsafe fn ssimu2_finish(levels: *const Level, out: *mut f64) => finish;
+
+    /// The distortion map (`map=ssimulacra2`) from the values the column pass stored
+    /// ([`Level::values`]) and the sums `ssimu2_finish` wrote (`sums`, as its `out`):
+    /// pixel (x, y) of the `width`×`height` map is the sum over the scales of the
+    /// contribution ([`map_contribution`]) of the scale's pixel covering it, (x >> s,
+    /// y >> s) (clamped to the scale), added as `f32` largest scale first. `weights`: the
+    /// reference's 108. Each block's first threads make the scales' terms ([`map_terms`])
+    /// in shared memory. Block `MAP_BLOCK`×`MAP_BLOCK`, grid over the map.
+    pub unsafe fn ssimu2_map(
+        levels: *const Level,
+        n_levels: u32,
+        sums: *const f64,
+        weights: *const f64,
+        out: *mut f32,
+        width: u32,
+        height: u32,
+    ) => map;
 }
 
 /// The body of the `ssimu2_linearize` kernel (declared above).
@@ -306,7 +323,15 @@ unsafe fn vblur(levels: *const Level, n_levels: u32) {
             if p < PIXELS && n >= 0 && (n as u32) < h && x0 + col < w {
                 let at = |mm: u32| unsafe { *buf.add(((mm * VCHUNK + jj) * STRIDE + col) as usize) };
                 let (s11, s22, s12, mu1, mu2) = (at(0), at(1), at(2), at(3), at(4));
-                accumulate(&mut acc, ssim_d(mu1, mu2, s11, s22, s12), edge_d1(a, mu1, b, mu2));
+                let (d, d1) = (ssim_d(mu1, mu2, s11, s22, s12), edge_d1(a, mu1, b, mu2));
+                if lv.values != 0 {
+                    let o = (n as u32 * w + x0 + col) as usize;
+                    unsafe {
+                        *lv.value_plane(2 * c).add(o) = d as f32;
+                        *lv.value_plane(2 * c + 1).add(o) = d1 as f32;
+                    }
+                }
+                accumulate(&mut acc, d, d1);
             }
         });
     }
@@ -357,4 +382,58 @@ unsafe fn finish(levels: *const Level, out: *mut f64) {
         }
         unsafe { *out.add((s * SUMS_PER_SCALE as u32 + k) as usize) = total };
     }
+}
+
+/// The body of the `ssimu2_map` kernel (declared above).
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn map(
+    levels: *const Level,
+    n_levels: u32,
+    sums: *const f64,
+    weights: *const f64,
+    out: *mut f32,
+    width: u32,
+    height: u32,
+) {
+    gpumetrics_device::shared!(static S2_TERMS: [f64; MAP_TERMS_LEN]);
+    let n = (n_levels as usize).min(MAX_SCALES);
+    let t = dev::thread_idx_y() * MAP_BLOCK + dev::thread_idx_x();
+    if (t as usize) < n {
+        let s = t as usize;
+        let lv = unsafe { *levels.add(s) };
+        let w = unsafe { core::slice::from_raw_parts(weights, 108) };
+        let scale_sums =
+            unsafe { core::slice::from_raw_parts(sums.add(s * SUMS_PER_SCALE), SUMS_PER_SCALE) };
+        let terms = map_terms(w, n, s, scale_sums, lv.width as f64 * lv.height as f64);
+        for (i, (w1, k4)) in terms.into_iter().enumerate() {
+            unsafe {
+                S2_TERMS.write(s * 18 + 2 * i, w1);
+                S2_TERMS.write(s * 18 + 2 * i + 1, k4);
+            }
+        }
+    }
+    unsafe { dev::sync_threads() };
+    let (x, y) = (dev::global_idx_x(), dev::global_idx_y());
+    if x >= width || y >= height {
+        return;
+    }
+    let mut acc = 0.0f32;
+    for s in 0..n {
+        let lv = unsafe { *levels.add(s) };
+        let term = |i: usize| unsafe {
+            (
+                S2_TERMS.read(s * 18 + 2 * i),
+                S2_TERMS.read(s * 18 + 2 * i + 1),
+            )
+        };
+        let sx = (x >> s).min(lv.width - 1);
+        let sy = (y >> s).min(lv.height - 1);
+        let o = (sy * lv.width + sx) as usize;
+        let v = map_contribution(term, |c, which| unsafe {
+            *lv.value_plane(2 * c as u32 + which as u32).add(o)
+        });
+        acc += v as f32;
+    }
+    unsafe { *out.add((y * width + x) as usize) = acc };
 }

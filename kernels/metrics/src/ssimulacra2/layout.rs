@@ -59,6 +59,8 @@ pub const HIN_LEN: usize = (2 * LANES * HTILE_STRIDE) as usize;
 pub const VM_LEN: usize = (2 * 5 * VCHUNK * (LANES + 1)) as usize;
 pub const RED_LEN: usize = 5 * SUMS_PER_PLANE;
 pub const FIN_LEN: usize = (FINISH_THREADS / 32) as usize;
+/// `ssimu2_map`'s terms: (w1, k4) of nine terms per scale.
+pub const MAP_TERMS_LEN: usize = 18 * super::math::MAX_SCALES;
 
 /// One scored scale as the blur kernels see it: six XYB planes (reference X, Y, B,
 /// distorted X, Y, B), `width`×`height` row-major; fifteen moment planes (plane·5 +
@@ -73,6 +75,11 @@ pub struct Level {
     pub xyb: u64,
     pub moments: u64,
     pub partials: u64,
+    /// With a distortion map (`map=ssimulacra2`), where the column pass stores each
+    /// pixel's SSIM error and edge difference d1 as `f32`: plane `2·c + which` (c = X, Y,
+    /// B; which 0 = SSIM error, 1 = d1) of `width`×`height` values, row-major (see
+    /// [`Level::value_plane`]); 0 without a map.
+    pub values: u64,
     pub width: u32,
     pub height: u32,
     /// First block of this scale in the grids of `ssimu2_hblur` and `ssimu2_vblur`
@@ -105,7 +112,15 @@ impl Level {
     pub fn moment_plane(&self, i: u32) -> *mut f32 {
         (self.moments + i as u64 * self.moment_len() * 4) as *mut f32
     }
+    /// Value plane `i` (`2·c + which`) of a map's [`Level::values`].
+    #[inline(always)]
+    pub fn value_plane(&self, i: u32) -> *mut f32 {
+        self.plane(self.values, i)
+    }
 }
+
+/// Block size of `ssimu2_map` (16×16 pixels of the full-size map).
+pub const MAP_BLOCK: u32 = 16;
 
 /// The scale that block `b` of a blur grid belongs to (`first` gives a level's first block).
 ///

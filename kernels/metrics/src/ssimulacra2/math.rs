@@ -2,7 +2,7 @@
 //! GPU kernels, the tiled forms of the recursion that the kernels run included.
 
 use super::layout::{RING, VCHUNK};
-use gpumetrics_device::math::{cbrtf, fmaf};
+use gpumetrics_device::math::{cbrtf, fmaf, sqrt};
 
 /// Half-width N of the recursive filter: output n reads inputs n − N − 1 and n + N − 1.
 pub const IIR_N: i32 = 5;
@@ -301,6 +301,74 @@ pub fn vchunk(
     unroll!(j in [0 1 2 3 4 5 6 7 8 9] {
         ring[j] = now[j + RING as usize];
     });
+}
+
+/// Terms of one scale of SSIMULACRA2's distortion map, per plane c (X, Y, B) and map m (0
+/// SSIM error, 1 artifact, 2 detail lost) at `3·c + m`: `(w1, k4)`, so that a pixel whose
+/// map value is v contributes `w1·v + k4·v⁴` (its share of the weighted sum the score
+/// comes from). `weights` are the reference's 108 (plane c's start at `6·c·scales`, then 6
+/// per scale: L1 of the three maps, L4 of the three), `sums` this scale's
+/// `SUMS_PER_SCALE` sums, `pixels` its pixel count: k4 = w4 / mean(v⁴)^¾, the cube of two
+/// square roots (exact on the host and the GPU alike), 0 where mean(v⁴) is 0.
+pub fn map_terms(
+    weights: &[f64],
+    scales: usize,
+    s: usize,
+    sums: &[f64],
+    pixels: f64,
+) -> [(f64, f64); 9] {
+    let mut terms = [(0.0, 0.0); 9];
+    for c in 0..3 {
+        for m in 0..3 {
+            let i = c * 6 * scales + s * 6;
+            let (w1, w4) = (weights[i + m], weights[i + 3 + m]);
+            let mean4 = sums[c * SUMS_PER_PLANE + m * 2 + 1] / pixels;
+            let k4 = if mean4 > 0.0 {
+                let q = sqrt(sqrt(mean4));
+                w4 / (q * q * q)
+            } else {
+                0.0
+            };
+            terms[3 * c + m] = (w1, k4);
+        }
+    }
+    terms
+}
+
+/// One pixel's contribution to the map at its scale: the sum over the nine terms
+/// (`term(3·c + m)`, as [`map_terms`] gives them) of `w1·v + k4·v⁴`, v the plane's map
+/// value from `value(c, which)` (which 0: the SSIM error; 1: d1, whose positive part is the
+/// artifact and negative part the detail lost); terms whose weights are both 0 are left
+/// out. (The terms come through a function so that the kernel reads them from shared
+/// memory rather than copying them to a local array.)
+#[inline(always)]
+pub fn map_contribution(
+    term: impl Fn(usize) -> (f64, f64),
+    value: impl Fn(usize, usize) -> f32,
+) -> f64 {
+    let mut sum = 0.0f64;
+    for c in 0..3 {
+        for m in 0..3 {
+            let (w1, k4) = term(3 * c + m);
+            if w1 == 0.0 && k4 == 0.0 {
+                continue;
+            }
+            let x = match m {
+                0 => value(c, 0) as f64,
+                1 => {
+                    let d1 = value(c, 1) as f64;
+                    if d1 > 0.0 { d1 } else { 0.0 }
+                }
+                _ => {
+                    let d1 = -(value(c, 1) as f64);
+                    if d1 > 0.0 { d1 } else { 0.0 }
+                }
+            };
+            let x2 = x * x;
+            sum += w1 * x + k4 * x2 * x2;
+        }
+    }
+    sum
 }
 
 #[cfg(test)]
