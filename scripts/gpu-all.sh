@@ -85,8 +85,9 @@
 #                MONITOR_SECONDS); with MONITOR_AL (channel counts) instead: PSNR+SSIM+VMAF
 #                channels without and with align = "auto", and align=auto's cost per pair
 #   maps         the distortion maps' kernels (cuda_kernels map::), map_reference on the CUDA
-#                backend, the element's map tests with backend=cuda (map frames in CUDA
-#                memory), and each map's cost in its metric's throughput (issue 48)
+#                backend, and each map's cost in its metric's throughput (issue 48; the
+#                element's map tests with backend=cuda, CUDA memory included, are in the
+#                element step)
 #   cvvdp        ColorVideoVDP and the distortion maps on the CUDA backend (issues 47, 48):
 #                cvvdp_reference's and map_reference's CUDA tests (host copies of the pairs,
 #                memcheck), cvvdp's throughput; Vship's CVVDP is in the vship step, the
@@ -168,7 +169,7 @@ bins() {
     cli | monitor) echo gpumetrics-cli:bin:gpumetrics ;;
     align) echo $e:test:cuda_kernels $g:test:align ;;
     cvvdp) echo $e:test:cvvdp_reference $e:test:map_reference $e:bench:throughput $e:test:cuda_kernels ;;
-    maps) echo $e:test:cuda_kernels $e:test:map_reference $e:bench:throughput $g:test:map_element ;;
+    maps) echo $e:test:cuda_kernels $e:test:map_reference $e:bench:throughput ;;
     vship) echo $e:bench:throughput $e:bench:streams ;;
     cudamem | colour | libvmaf | libvmaf32) ;;
     *) echo "gpu-all: unknown step '$1' (steps: $ALL_STEPS)" >&2; exit 2 ;;
@@ -190,7 +191,7 @@ inputs() {
 }
 
 # Whether a step runs GStreamer (the plugin and the kit are packed for it).
-uses_gst() { case $1 in selftest | ab | throughput | cvvdp | libvmaf | libvmaf32 | blackfreeze | cambi | aomctc | vmafcore | inflight | streams | siti | blur | blockiness | vship) return 1 ;; *) return 0 ;; esac; }
+uses_gst() { case $1 in selftest | ab | throughput | cvvdp | maps | libvmaf | libvmaf32 | blackfreeze | cambi | aomctc | vmafcore | inflight | streams | siti | blur | blockiness | vship) return 1 ;; *) return 0 ;; esac; }
 
 pack() {
   set -e
@@ -907,7 +908,6 @@ step_maps() {
     run $B/map_reference --ignored --nocapture the_cuda_backend
     sanitize memcheck $B/map_reference --ignored the_cuda_backend
   fi
-  element_tests map_element
   bench && need $B/throughput || return 0
   local pair
   for pair in "ssim ssim" "psnr squared-error" "psnr+ssim+vmaf ssim" "butteraugli butteraugli" "ssimulacra2 ssimulacra2"; do
