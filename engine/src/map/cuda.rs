@@ -165,13 +165,8 @@ impl CudaMetric for MapCuda {
         let values = self
             .host
             .take(n)
-            .map_err(|e| EngineError::Cuda(format!("reading the {} map: {e}", self.kind.name())))?
-            .to_vec();
-        let map = DistortionMap {
-            width: self.width as usize,
-            height: self.height as usize,
-            values,
-        };
+            .map_err(|e| EngineError::Cuda(format!("reading the {} map: {e}", self.kind.name())))?;
+        let map = DistortionMap::copied(self.width as usize, self.height as usize, values);
         scores.set_map(self.kind, Arc::new(map));
         Ok(())
     }

@@ -186,7 +186,7 @@ mod tests {
                     .iter()
                     .map(|&v| (v as u32 + next() % 9).min(peak) as u16)
                     .collect();
-                let got = map(&x, &y, w, h, peak as f64).values;
+                let got = map(&x, &y, w, h, peak as f64).values.clone();
                 let want = map_by_planes(&x, &y, w, h, peak as f64);
                 let same = got
                     .iter()

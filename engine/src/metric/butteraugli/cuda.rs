@@ -334,13 +334,8 @@ impl CudaMetric for Butteraugli {
         if let Some((map, host)) = &mut self.map {
             let values = host
                 .take(map.len())
-                .map_err(|e| EngineError::Cuda(format!("reading the butteraugli map: {e}")))?
-                .to_vec();
-            let map = DistortionMap {
-                width: full.width as usize,
-                height: full.height as usize,
-                values,
-            };
+                .map_err(|e| EngineError::Cuda(format!("reading the butteraugli map: {e}")))?;
+            let map = DistortionMap::copied(full.width as usize, full.height as usize, values);
             scores.set_map(MapKind::Butteraugli, std::sync::Arc::new(map));
         }
         Ok(())

@@ -389,19 +389,20 @@ impl CudaMetric for Ssimu2 {
         super::push_fields(&sums, scores);
         if let Some(m) = &mut self.map {
             let n = m.width as usize * m.height as usize;
+            let (w, h) = (m.width as usize, m.height as usize);
             // A frame too small to score has an empty map, as on the CPU.
-            let values = if self.n_scales == 0 {
-                vec![0.0; n]
+            let map = if self.n_scales == 0 {
+                DistortionMap {
+                    width: w,
+                    height: h,
+                    values: vec![0.0; n],
+                }
             } else {
-                m.host
+                let values = m
+                    .host
                     .take(n)
-                    .map_err(|e| EngineError::Cuda(format!("reading the ssimulacra2 map: {e}")))?
-                    .to_vec()
-            };
-            let map = DistortionMap {
-                width: m.width as usize,
-                height: m.height as usize,
-                values,
+                    .map_err(|e| EngineError::Cuda(format!("reading the ssimulacra2 map: {e}")))?;
+                DistortionMap::copied(w, h, values)
             };
             scores.set_map(MapKind::Ssimulacra2, std::sync::Arc::new(map));
         }
