@@ -85,11 +85,14 @@ impl MapKind {
         )
     }
 
-    /// Whether the CUDA backend's metric of the same name makes it with its kernels (the
-    /// others of [`MapKind::made_from_frames`]'s second kind come from the metric's CPU
-    /// state on host copies of the pair).
+    /// Whether the CUDA backend's metric of the same name makes it with its kernels (all of
+    /// those not [`MapKind::made_from_frames`]: none comes from a CPU state on host copies
+    /// of the pair).
     pub(crate) fn made_by_cuda_metric(self) -> bool {
-        matches!(self, MapKind::Butteraugli | MapKind::Ssimulacra2)
+        matches!(
+            self,
+            MapKind::Butteraugli | MapKind::Ssimulacra2 | MapKind::Cvvdp
+        )
     }
 }
 

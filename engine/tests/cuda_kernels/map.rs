@@ -2,8 +2,10 @@
 //! against the CPU backend's (the host build of the same per-sample code), pixel by pixel,
 //! on RGB (the mean of three channels), I420 and gray pairs, one smaller than the SSIM
 //! window (SciPy's reflection past both edges); and the Butteraugli map that `ba_reduce`
-//! stores and SSIMULACRA2's that `ssimu2_map` makes, against the CPU backend's (relative
-//! to the map's largest value; the 7×5 pair is too small for SSIMULACRA2: an empty map).
+//! stores, SSIMULACRA2's that `ssimu2_map` makes and ColorVideoVDP's heat map that
+//! `cvvdp_mask`, `cvvdp_base`, `cvvdp_heat_up` and `cvvdp_heat_jod` make, against the CPU
+//! backend's (relative to the map's largest value; the 7×5 pair is too small for
+//! SSIMULACRA2: an empty map).
 
 use std::sync::Arc;
 
@@ -22,6 +24,7 @@ pub(crate) const CHECKS: &[(&[&str], Check)] = &[
     (&["map_ssim_down", "map_ssim_across"], ssim),
     (&["ba_reduce"], butteraugli),
     (&["ssimu2_map"], ssimulacra2),
+    (&["cvvdp_heat_up", "cvvdp_heat_jod"], cvvdp),
 ];
 
 crate::gpu_tests! {
@@ -29,6 +32,7 @@ crate::gpu_tests! {
     ssim_map_matches_the_host => "map_ssim_down",
     butteraugli_map_matches_the_host => "ba_reduce",
     ssimulacra2_map_matches_the_host => "ssimu2_map",
+    cvvdp_map_matches_the_host => "cvvdp_heat_up",
 }
 
 fn squared_error(_k: &Kernels, _s: &Arc<CudaStream>, r: &mut Rng) -> Result<Outcome, DriverError> {
@@ -67,6 +71,18 @@ fn ssimulacra2(_k: &Kernels, _s: &Arc<CudaStream>, r: &mut Rng) -> Result<Outcom
         MetricSet::SSIMULACRA2,
         MapKind::Ssimulacra2,
         1e-5,
+        true,
+    ))
+}
+
+/// The band heats come from the same per-sample code as the CPU's; the device's powers
+/// (`exp2(y·log2 x)`) differ from the host's in the last bits.
+fn cvvdp(_k: &Kernels, _s: &Arc<CudaStream>, r: &mut Rng) -> Result<Outcome, DriverError> {
+    Ok(compare(
+        r,
+        MetricSet::named("cvvdp").expect("a metric"),
+        MapKind::Cvvdp,
+        1e-4,
         true,
     ))
 }

@@ -32,6 +32,7 @@ use crate::cuda::{DeviceMemory, Gpu, Readback, zeroed};
 use crate::error::EngineError;
 use crate::format::ChannelSpec;
 use crate::frame::PlanePtrs;
+use crate::map::kind::{DistortionMap, MapKind};
 use crate::metric::CudaMetric;
 use crate::plan::Plan;
 use crate::scores::Scores;
@@ -70,10 +71,19 @@ pub(super) struct CvvdpCuda {
     /// Whether each pair queued and not read had the image pass (the first of a sequence).
     queued: VecDeque<bool>,
     running: Running,
+    /// With `map=cvvdp`: each band's heat plane (an offset into the arena, of the band's
+    /// size) and each pair's map on the host.
+    heat: Option<(Vec<usize>, Readback<f32>)>,
 }
 
 impl CvvdpCuda {
-    pub(super) fn new(gpu: &Gpu, plan: &Plan, model: Model) -> Result<CvvdpCuda, DriverError> {
+    /// With `heat`, each pair's heat map too (`map=cvvdp`).
+    pub(super) fn new(
+        gpu: &Gpu,
+        plan: &Plan,
+        model: Model,
+        heat: bool,
+    ) -> Result<CvvdpCuda, DriverError> {
         let (w, h) = (plan.reference.width, plan.reference.height);
         let levels = model.levels();
         let mut sizes = vec![(w, h)];
@@ -100,6 +110,8 @@ impl CvvdpCuda {
         let history = take(2 * len * 3 * n(sizes[0]));
         let g: Vec<usize> = sizes.iter().map(|&s| take(CHANNELS * n(s))).collect();
         let out = take(OUT_PLANES as usize * n(sizes[0]));
+        let heat_planes: Option<Vec<usize>> =
+            heat.then(|| sizes.iter().map(|&s| take(n(s))).collect());
         let arena = zeroed::<f32>(&gpu.stream, offset.max(1))?;
         let taps: Vec<f32> = model.taps().iter().flatten().copied().collect();
         let mut csf = Vec::with_capacity(sizes.len() * BAND_CHANNELS * GRID);
@@ -110,6 +122,7 @@ impl CvvdpCuda {
         }
         let taps = gpu.stream.clone_htod(&taps)?;
         let csf = gpu.stream.clone_htod(&csf)?;
+        let frame0 = sizes[0];
         Ok(CvvdpCuda {
             sizes,
             arena,
@@ -127,6 +140,10 @@ impl CvvdpCuda {
             blur_taps: blur_taps(),
             queued: VecDeque::new(),
             running: Running::default(),
+            heat: match heat_planes {
+                Some(planes) => Some((planes, Readback::new(&gpu.ctx, n(frame0))?)),
+                None => None,
+            },
             model,
         })
     }
@@ -135,6 +152,9 @@ impl CvvdpCuda {
         self.start_sequence();
         self.queued.clear();
         self.host.clear();
+        if let Some((_, host)) = &mut self.heat {
+            host.clear();
+        }
         self.running = Running::default();
     }
 
@@ -219,6 +239,13 @@ impl CvvdpCuda {
                 _pad: 0,
                 masking: *MASKING,
                 sums: sums + (8 * b * BAND_CHANNELS) as u64,
+                // The heat map is the video pass's.
+                heat: match (&self.heat, image) {
+                    (Some((planes, _)), false) => {
+                        pool::heat_constants(b == levels, self.arena.ptr_at(planes[b]))
+                    }
+                    _ => Default::default(),
+                },
             }
         };
         // SAFETY: as above; the sums hold `PASS_SUMS` values per pass.
@@ -289,10 +316,51 @@ impl CvvdpCuda {
                 self.pass(gpu, true)?;
             }
             self.pass(gpu, false)?;
+            self.collapse_heat(gpu)?;
             self.host.copy_in(self.sums.ptr(), SUMS, stream)?;
         }
         self.pushed += 1;
         Ok(first)
+    }
+
+    /// With a heat map: the video pass's band heats collapsed from the base band up, made
+    /// the reference's `raw` map at full size, and its copy to the host queued.
+    ///
+    /// # Safety
+    /// The video pass's band heats were written by work queued before on the stream.
+    unsafe fn collapse_heat(&mut self, gpu: &Gpu) -> Result<(), DriverError> {
+        let Some((planes, host)) = &mut self.heat else {
+            return Ok(());
+        };
+        let (k, stream) = (&gpu.kernels, &gpu.stream);
+        let per_pixel = |(w, h): (u32, u32)| LaunchConfig {
+            grid_dim: (w.div_ceil(BLOCK_X), h.div_ceil(BLOCK_Y), 1),
+            block_dim: (BLOCK_X, BLOCK_Y, 1),
+            shared_mem_bytes: 0,
+        };
+        let plane = |b: usize| {
+            let (width, height) = self.sizes[b];
+            Planes {
+                base: self.arena.ptr_at(planes[b]),
+                stride: width as u64 * height as u64,
+                width,
+                height,
+            }
+        };
+        let (a, e) = pool::jod_constants();
+        // SAFETY: every band's heat plane lies in the arena at its band's size.
+        unsafe {
+            for b in (0..self.sizes.len() - 1).rev() {
+                k.cvvdp_heat_up(stream, per_pixel(self.sizes[b]), plane(b + 1), plane(b))?;
+            }
+            k.cvvdp_heat_jod(stream, per_pixel(self.sizes[0]), plane(0), a, e)?;
+            let (w, h) = self.sizes[0];
+            host.copy_in(
+                self.arena.ptr_at(planes[0]),
+                w as usize * h as usize,
+                stream,
+            )
+        }
     }
 
     /// The per-frame value of a pass from its sums.
@@ -369,6 +437,18 @@ impl CudaMetric for CvvdpCuda {
         }
         let step = self.running.push(image, video);
         super::push(&step, scores);
+        if let Some((_, host)) = &mut self.heat {
+            let (w, h) = self.sizes[0];
+            let values = match host.take(w as usize * h as usize) {
+                Ok(v) => v,
+                Err(e) => {
+                    self.restart();
+                    return Err(EngineError::Cuda(format!("reading the cvvdp map: {e}")));
+                }
+            };
+            let map = DistortionMap::copied(w as usize, h as usize, values);
+            scores.set_map(MapKind::Cvvdp, std::sync::Arc::new(map));
+        }
         Ok(())
     }
 }
@@ -440,7 +520,8 @@ impl CudaMetric for Windowed {
                 if self.shadow.is_none() {
                     let model =
                         cpu::model(plan, &self.display).map_err(EngineError::Unsupported)?;
-                    let made = CvvdpCuda::new(gpu, plan, model).map_err(|e| {
+                    // The shadow's map would be the window's: the pair's is the main one's.
+                    let made = CvvdpCuda::new(gpu, plan, model, false).map_err(|e| {
                         EngineError::Cuda(format!("making cvvdp's window instance: {e}"))
                     })?;
                     self.shadow = Some(made);

@@ -225,7 +225,8 @@ pub(crate) const ENTRY: Entry = Entry {
         let Ok(model) = cpu::model(s.plan, &settings.display) else {
             return Ok(None);
         };
-        let main = cuda::CvvdpCuda::new(gpu, s.plan, model)?;
+        let heat = s.plan.map == Some(crate::map::MapKind::Cvvdp);
+        let main = cuda::CvvdpCuda::new(gpu, s.plan, model, heat)?;
         Ok(Some(
             Box::new(cuda::Windowed::new(main, &settings.display)) as Box<dyn super::CudaMetric>
         ))

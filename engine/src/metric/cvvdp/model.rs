@@ -355,10 +355,7 @@ impl Model {
                 let data = up.data.iter().zip(&band.data).map(|(a, b)| a + b).collect();
                 img = Plane::new(band.width, band.height, data);
             }
-            img.data
-                .iter()
-                .map(|&v| 1.0 - pool::met2jod(v) / 10.0)
-                .collect()
+            img.data.iter().map(|&v| pool::heat_of(v)).collect()
         });
         FrameDifferences { q, frame, heat }
     }

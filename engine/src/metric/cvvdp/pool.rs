@@ -7,6 +7,7 @@
 //! ε = 1e-5. In float32.
 
 use super::temporal::parameter;
+use gpumetrics_kernels::cvvdp::{BAND_CHANNELS, Heat};
 
 const EPS: f32 = 1e-5;
 
@@ -91,28 +92,49 @@ pub fn frame(q: &[Vec<f32>]) -> f32 {
 /// reference's `set_lband`).
 pub fn heat_band(d: &[super::pyramid::Plane], base: bool, mul: f32) -> super::pyramid::Plane {
     use rayon::prelude::*;
-    let p = |name: &str| parameter(name)[0] as f32;
-    let chrom = p("ch_chrom_w");
-    let baseband = parameter("baseband_weight");
-    let w: Vec<f32> = [1.0, chrom, chrom, p("ch_trans_w")][..d.len()]
-        .iter()
-        .enumerate()
-        .map(|(c, &w)| if base { w * baseband[c] as f32 } else { w })
-        .collect();
-    let beta = p("beta_tch");
-    let (pow, (width, height)) = (SafePow::new(beta), (d[0].width, d[0].height));
+    let heat = heat_constants(base, 0);
+    let (width, height) = (d[0].width, d[0].height);
+    let channels = d.len().min(BAND_CHANNELS);
     let data = (0..width * height)
         .into_par_iter()
         .map(|i| {
-            let sum: f32 = d
-                .iter()
-                .zip(&w)
-                .map(|(dc, wc)| pow.of(dc.data[i] * wc))
-                .sum();
-            safe_pow(sum, 1.0 / beta) / mul
+            let mut v = [0f32; BAND_CHANNELS];
+            for (v, dc) in v.iter_mut().zip(d) {
+                *v = dc.data[i];
+            }
+            heat.value(v, channels, mul)
         })
         .collect();
     super::pyramid::Plane::new(width, height, data)
+}
+
+/// The constants of a band's heat ([`Heat`]: the channels' weights, the base band's times
+/// `baseband_weight`, and β_tch's), its plane at device address `plane` (0 on the host).
+pub fn heat_constants(base: bool, plane: u64) -> Heat {
+    let p = |name: &str| parameter(name)[0] as f32;
+    let chrom = p("ch_chrom_w");
+    let baseband = parameter("baseband_weight");
+    let mut w = [1.0, chrom, chrom, p("ch_trans_w")];
+    if base {
+        for (w, b) in w.iter_mut().zip(&baseband) {
+            *w *= *b as f32;
+        }
+    }
+    let beta = p("beta_tch");
+    let inv = 1.0 / beta;
+    Heat {
+        plane,
+        w,
+        beta,
+        beta_eps: EPS.powf(beta),
+        inv,
+        inv_eps: EPS.powf(inv),
+    }
+}
+
+/// The reference's `raw` heat map value of a collapsed heat sample `v`: `1 − met2jod(v) / 10`.
+pub fn heat_of(v: f32) -> f32 {
+    1.0 - met2jod(v) / 10.0
 }
 
 /// What a frame adds to the pooling over frames: its [`frame`] value to the power β_t (the
@@ -162,11 +184,11 @@ pub fn jod(q: &[Vec<Vec<f32>>]) -> f32 {
 
 /// Differences to JOD (`met2jod`).
 pub fn met2jod(q: f32) -> f32 {
-    let (a, e) = (parameter("jod_a")[0] as f32, parameter("jod_exp")[0] as f32);
-    const Q_T: f32 = 0.1;
-    if q <= Q_T {
-        10.0 - a * Q_T.powf(e - 1.0) * q
-    } else {
-        10.0 - a * q.powf(e)
-    }
+    let (a, e) = jod_constants();
+    gpumetrics_kernels::cvvdp::met2jod(q, a, e)
+}
+
+/// `jod_a` and `jod_exp`, as float32.
+pub fn jod_constants() -> (f32, f32) {
+    (parameter("jod_a")[0] as f32, parameter("jod_exp")[0] as f32)
 }

@@ -48,6 +48,43 @@ gpumetrics_device::kernel! {
     /// reference's mean, and the pooled differences into `b.sums`. One block of
     /// `SUM_THREADS`.
     pub unsafe fn cvvdp_base(b: Band) => base;
+
+    /// The heat map's collapse (`map=cvvdp`), one band up: `fine` += `coarse` expanded to
+    /// `fine`'s size ([`expand_2d`]), plane 0 of each. Block (`BLOCK_X`, `BLOCK_Y`), a
+    /// thread per sample of `fine`.
+    pub unsafe fn cvvdp_heat_up(coarse: Planes, fine: Planes) => heat_up;
+
+    /// The collapsed heat to the reference's `raw` heat map, in place: `1 − met2jod(v) / 10`
+    /// (`jod_a`, `jod_exp`). Block (`BLOCK_X`, `BLOCK_Y`), a thread per pixel.
+    pub unsafe fn cvvdp_heat_jod(heat: Planes, jod_a: f32, jod_exp: f32) => heat_jod;
+}
+
+/// The body of the `cvvdp_heat_up` kernel (declared above).
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn heat_up(coarse: Planes, fine: Planes) {
+    let (x, y) = (dev::global_idx_x(), dev::global_idx_y());
+    if x >= fine.width || y >= fine.height {
+        return;
+    }
+    unsafe {
+        let up = expand_2d(&coarse, 0, fine.width, fine.height, x, y);
+        fine.set(0, x, y, up + fine.at(0, x, y));
+    }
+}
+
+/// The body of the `cvvdp_heat_jod` kernel (declared above).
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn heat_jod(heat: Planes, jod_a: f32, jod_exp: f32) {
+    let (x, y) = (dev::global_idx_x(), dev::global_idx_y());
+    if x >= heat.width || y >= heat.height {
+        return;
+    }
+    unsafe {
+        let v = heat.at(0, x, y);
+        heat.set(0, x, y, 1.0 - met2jod(v, jod_a, jod_exp) / 10.0);
+    }
 }
 
 /// Block-wide sum of each of the four f64 values, valid in thread (0, 0) (a block of
@@ -277,13 +314,22 @@ unsafe fn mask(b: Band) {
                 mq[c] = masker(k, c, m[c]);
             }
         });
+        let mut dd = [0f32; BAND_CHANNELS];
         unroll!(c in [0 1 2 3] {
             if c < channels {
                 let d = unsafe { o.at(OUT_DIFF + c as u32, x, y) };
                 let d = difference(k, c, d, &mq, channels);
+                dd[c] = d;
                 acc[c] = safe_pow(d, k.beta, k.beta_eps) as f64;
             }
         });
+        if b.heat.plane != 0 {
+            let heat = Planes {
+                base: b.heat.plane,
+                ..*o
+            };
+            unsafe { heat.set(0, x, y, b.heat.value(dd, channels, b.mul)) };
+        }
     }
     let total = unsafe { block_sums(acc) };
     if dev::thread_idx_x() == 0 && dev::thread_idx_y() == 0 {
@@ -328,6 +374,7 @@ unsafe fn base(b: Band) {
     let mut i = t;
     while i < n {
         let (x, y) = (i % g.width, i / g.width);
+        let mut dd = [0f32; BAND_CHANNELS];
         unroll!(c in [0 1 2 3] {
             if c < channels {
                 let contrast = |side: u32, mean: f32| {
@@ -335,9 +382,17 @@ unsafe fn base(b: Band) {
                     (v / mean).min(1000.0)
                 };
                 let d = (contrast(0, mean_t) - contrast(1, mean_r)).abs() * s[c];
+                dd[c] = d;
                 acc[c] += safe_pow(d, k.beta, k.beta_eps) as f64;
             }
         });
+        if b.heat.plane != 0 {
+            let heat = Planes {
+                base: b.heat.plane,
+                ..*g
+            };
+            unsafe { heat.set(0, x, y, b.heat.value(dd, channels, b.mul)) };
+        }
         i += SUM_THREADS;
     }
     let total = unsafe { block_sums(acc) };

@@ -483,6 +483,53 @@ pub struct Band {
     pub masking: Masking,
     /// Where the band's pooling sums go (`BAND_CHANNELS` f64 values).
     pub sums: u64,
+    /// The heat map's part (`map=cvvdp`; `heat.plane` 0 without one).
+    pub heat: Heat,
+}
+
+/// One band's part of ColorVideoVDP's `raw` heat map (`map=cvvdp`): where its heat plane
+/// lies (of the band's size; 0: no map) and the constants of the reference's pooling
+/// across channels at each sample (`set_lband` of `safe_pow(Σ_c safe_pow(D_c·w_c, β_tch),
+/// 1/β_tch)` over the band's `get_band` factor).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Heat {
+    pub plane: u64,
+    /// The channels' weights (1, `ch_chrom_w`, `ch_chrom_w`, `ch_trans_w`), the base band's
+    /// times `baseband_weight`.
+    pub w: [f32; BAND_CHANNELS],
+    /// β_tch and ε^β_tch; 1/β_tch and ε^(1/β_tch) (`safe_pow`'s offsets).
+    pub beta: f32,
+    pub beta_eps: f32,
+    pub inv: f32,
+    pub inv_eps: f32,
+}
+
+impl Heat {
+    /// The band's heat at one sample from its channels' masked differences `d` (the first
+    /// `channels`), divided by `mul` (the band's `get_band` factor).
+    #[inline(always)]
+    pub fn value(&self, d: [f32; BAND_CHANNELS], channels: usize, mul: f32) -> f32 {
+        let mut sum = 0f32;
+        unroll!(c in [0 1 2 3] {
+            if c < channels {
+                sum += safe_pow(d[c] * self.w[c], self.beta, self.beta_eps);
+            }
+        });
+        safe_pow(sum, self.inv, self.inv_eps) / mul
+    }
+}
+
+/// The reference's `met2jod`: JOD from a pooled difference `q` (`jod_a`, `jod_exp`),
+/// linear below 0.1.
+#[inline(always)]
+pub fn met2jod(q: f32, a: f32, e: f32) -> f32 {
+    const Q_T: f32 = 0.1;
+    if q <= Q_T {
+        10.0 - a * powf(Q_T, e - 1.0) * q
+    } else {
+        10.0 - a * powf(q, e)
+    }
 }
 
 /// The planes of `Band::out`.
