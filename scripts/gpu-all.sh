@@ -910,7 +910,7 @@ step_maps() {
   fi
   bench && need $B/throughput || return 0
   local pair
-  for pair in "ssim ssim" "psnr squared-error" "psnr+ssim+vmaf ssim" "butteraugli butteraugli" "ssimulacra2 ssimulacra2"; do
+  for pair in "ssim ssim" "psnr squared-error" "psnr+ssim+vmaf ssim" "butteraugli butteraugli" "ssimulacra2 ssimulacra2" "cvvdp cvvdp"; do
     read -r metrics kind <<<"$pair"
     step "maps: $metrics without and with map=$kind (1080p, 2 pairs in flight)"
     run $B/throughput --seconds 2 --no-cpu --sizes 1080p --in-flight 2 --metrics "$metrics"
