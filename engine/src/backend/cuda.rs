@@ -216,9 +216,11 @@ impl CudaBackend {
             }
             if let Some(kind) = plan.map {
                 use crate::metric::on_host::OnHost;
-                // The map on host copies of the pair: made from the frames, or by its metric's
-                // CPU state (whose fields the GPU gives: only its map is kept), unless the
-                // metric's kernels make it (Butteraugli's reduction stores it).
+                // The maps made from the frames come from their kernels; the others from
+                // their metrics' kernels (Butteraugli's, SSIMULACRA2's, ColorVideoVDP's).
+                // A kind whose metric had no kernels for it would come from the metric's
+                // CPU state on host copies of the pair (whose fields the GPU gives: only its
+                // map kept); none is left today.
                 let on_host = || -> Option<OnHost> {
                     configured
                         .iter()
@@ -226,9 +228,7 @@ impl CudaBackend {
                         .and_then(|c| (c.entry.cpu)(&c.setup(plan, set)))
                         .map(|m| OnHost::new(m, kind.name(), true).map_only())
                 };
-                // On a lane of its own, as a full-reference metric (it waits for the uploads):
-                // the maps made from the frames by their kernels, a metric's from its CPU
-                // state on host copies.
+                // On a lane of its own, as a full-reference metric (it waits for the uploads).
                 let map = Laned::make(&gpu, depth, |lane| {
                     if kind.made_from_frames() {
                         let m = crate::map::cuda::MapCuda::new(lane, plan, kind)?;
