@@ -63,9 +63,20 @@ impl Scores {
     /// The terms a window pools ([`crate::Pooler::push_window`]): each field's
     /// [`Scores::push_window_terms`] where the pair has them, else its own.
     pub fn window_pool_terms(&self) -> impl Iterator<Item = (&'static str, PoolTerms)> + '_ {
-        self.pool_terms.iter().map(|&(field, own)| {
-            let window = self.window_terms.iter().find(|(f, _)| *f == field);
-            (field, window.map_or(own, |&(_, t)| t))
+        self.terms_for(true)
+    }
+
+    /// The terms a pooling takes of this pair: its own ([`Scores::pool_terms`]), or with
+    /// `window` a window's ([`Scores::window_pool_terms`]).
+    pub(crate) fn terms_for(
+        &self,
+        window: bool,
+    ) -> impl Iterator<Item = (&'static str, PoolTerms)> + '_ {
+        self.pool_terms.iter().map(move |&(field, own)| {
+            let other = window
+                .then(|| self.window_terms.iter().find(|(f, _)| *f == field))
+                .flatten();
+            (field, other.map_or(own, |&(_, t)| t))
         })
     }
 

@@ -154,8 +154,7 @@ impl Pooler {
     /// `window` its window terms; its values and other terms are left out, as the pair
     /// is. A field with terms and no value yet is not in the summary.
     pub fn push_span_terms(&mut self, scores: &Scores, window: bool) {
-        let terms = terms_of(scores, window);
-        for (name, terms) in terms {
+        for (name, terms) in scores.terms_for(window) {
             if matches!(terms, PoolTerms::Cvvdp { .. }) {
                 self.pool_of(name).add_terms(terms);
             }
@@ -167,8 +166,7 @@ impl Pooler {
         for (name, value) in scores.iter() {
             self.pool_of(name).push(value);
         }
-        let terms = terms_of(scores, window);
-        for (name, terms) in terms {
+        for (name, terms) in scores.terms_for(window) {
             if let Some((_, pool)) = self.fields.iter_mut().find(|(f, _)| *f == name) {
                 pool.add_terms(terms);
             }
@@ -348,15 +346,6 @@ impl Values {
 
 /// The percentiles of the summary, in its order.
 const PERCENTILES: [f64; 5] = [1.0, 5.0, 50.0, 95.0, 99.0];
-
-/// A pair's pool terms: its own, or with `window` a window's ([`Scores::window_pool_terms`]).
-fn terms_of(scores: &Scores, window: bool) -> Vec<(&'static str, PoolTerms)> {
-    if window {
-        scores.window_pool_terms().collect()
-    } else {
-        scores.pool_terms().collect()
-    }
-}
 
 /// The sums of `so_far` (a span's terms, if any) and one pair's terms `t`; terms of another
 /// kind than the span's start a new sum.

@@ -21,11 +21,7 @@ pub(crate) fn caps(
     input: &gst_video::VideoInfo,
     cuda: bool,
 ) -> gst::Caps {
-    let format = match style {
-        MapStyle::Gray16 => gst_video::VideoFormat::Gray16Le,
-        MapStyle::Heat => gst_video::VideoFormat::Rgba,
-    };
-    let caps = gst_video::VideoInfo::builder(format, width, height)
+    let caps = gst_video::VideoInfo::builder(format(style), width, height)
         .fps(input.fps())
         .par(input.par())
         .build()
@@ -33,6 +29,14 @@ pub(crate) fn caps(
         .and_then(|i| i.to_caps().ok())
         .unwrap_or_else(|| gst::Caps::new_empty_simple("video/x-raw"));
     if cuda { with_cuda_feature(caps) } else { caps }
+}
+
+/// The video format of map frames of `style`.
+fn format(style: MapStyle) -> gst_video::VideoFormat {
+    match style {
+        MapStyle::Gray16 => gst_video::VideoFormat::Gray16Le,
+        MapStyle::Heat => gst_video::VideoFormat::Rgba,
+    }
 }
 
 /// `caps` with the CUDA memory feature on each structure.
@@ -127,11 +131,7 @@ impl Frames {
         height: u32,
         cuda: Option<&gstcuda::Context>,
     ) -> Result<Frames, glib::BoolError> {
-        let format = match style {
-            MapStyle::Gray16 => gst_video::VideoFormat::Gray16Le,
-            MapStyle::Heat => gst_video::VideoFormat::Rgba,
-        };
-        let info = gst_video::VideoInfo::builder(format, width, height).build()?;
+        let info = gst_video::VideoInfo::builder(format(style), width, height).build()?;
         let caps = info.to_caps()?;
         let (pool, caps) = match cuda {
             None => (gst::BufferPool::new(), caps),
