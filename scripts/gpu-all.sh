@@ -169,7 +169,7 @@ bins() {
     cli | monitor) echo gpumetrics-cli:bin:gpumetrics ;;
     align) echo $e:test:cuda_kernels $g:test:align ;;
     cvvdp) echo $e:test:cvvdp_reference $e:test:map_reference $e:bench:throughput $e:test:cuda_kernels ;;
-    maps) echo $e:test:cuda_kernels $e:test:map_reference $e:bench:throughput ;;
+    maps) echo $e:test:cuda_kernels $e:test:map_reference $e:bench:throughput $e:example:map_copy ;;
     vship) echo $e:bench:throughput $e:bench:streams ;;
     cudamem | colour | libvmaf | libvmaf32) ;;
     *) echo "gpu-all: unknown step '$1' (steps: $ALL_STEPS)" >&2; exit 2 ;;
@@ -907,6 +907,10 @@ step_maps() {
     step "distortion maps on the CUDA backend vs scikit-image (map_reference)"
     run $B/map_reference --ignored --nocapture the_cuda_backend
     sanitize memcheck $B/map_reference --ignored the_cuda_backend
+  fi
+  if need $B/map_copy; then
+    step "maps: a 1080p map's way to the host, part by part (map_copy)"
+    run $B/map_copy 200
   fi
   bench && need $B/throughput || return 0
   local pair

@@ -160,6 +160,7 @@ pub fn planes(format: PixelFormat, w: u32, h: u32, data: &[u8]) -> Vec<Plane<'_>
                 stride: 4 * cw,
             },
         ],
+        PixelFormat::Gray8 => vec![Plane { data, stride: w }],
         other => unreachable!("{other:?}"),
     }
 }

@@ -159,6 +159,10 @@ fn compare(
                 out.max_err = out.max_err.max(err);
                 out.note += &format!("{} {w}x{h}: {err:.1e}; ", format.name());
             }
+            // A pair the metric refuses (too small) must be refused by both, alike.
+            [Err(g), Err(c)] if g.to_string() == c.to_string() => {
+                out.note += &format!("{} {w}x{h}: both refuse ({g}); ", format.name());
+            }
             other => {
                 out.max_err = f64::INFINITY;
                 out.note += &format!("{} {w}x{h}: {other:?}; ", format.name());

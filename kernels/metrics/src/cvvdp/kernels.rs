@@ -194,37 +194,139 @@ unsafe fn reduce(src: Planes, dst: Planes) {
     unsafe { dst.set(p, x, y, v) };
 }
 
-/// The body of the `cvvdp_band` kernel (declared above).
+/// Columns of the next level that a block's row of `BLOCK_X` samples expands from: its
+/// half, one before and one past (`expand_at` reads (i − 2)/2 ..= (i + 2)/2).
+#[cfg(target_arch = "nvptx64")]
+const EXPAND_W: usize = BLOCK_X as usize / 2 + 2;
+
+/// The body of the `cvvdp_band` kernel (declared above). The next level is expanded in two
+/// steps through shared memory: the column expands of the block's rows, once per column
+/// of the next level they read (`EXPAND_W` × `BLOCK_Y` per channel, instead of three
+/// per sample), then each sample's row expand from them. Both are [`expand_at`]'s sums on
+/// the same values in [`expand_2d`]'s order, so each value is the host's, bit for bit.
+/// No closures: ones the compiler did not inline kept their captures in local memory.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 unsafe fn band(b: Band) {
+    const BX: usize = BLOCK_X as usize;
+    const BY: usize = BLOCK_Y as usize;
+    gpumetrics_device::shared!(static CVVDP_EXPAND: [f32; 2 * BAND_CHANNELS * EXPAND_PLANE]);
     let (x, y) = (dev::global_idx_x(), dev::global_idx_y());
-    if x >= b.g.width || y >= b.g.height || b.channels as usize > BAND_CHANNELS {
+    let (tx, ty) = (dev::thread_idx_x() as usize, dev::thread_idx_y() as usize);
+    let (g, next) = (&b.g, &b.next);
+    let channels = b.channels.min(BAND_CHANNELS as u32);
+    // The first column of the next level in the tile, and the block's first row.
+    let c0 = (dev::block_idx_x() * BLOCK_X / 2).saturating_sub(1);
+    let y0 = dev::block_idx_y() * BLOCK_Y;
+    // Every thread takes part (the barrier), inside the level or not.
+    let mut i = ty * BX + tx;
+    while i < 2 * channels as usize * EXPAND_PLANE {
+        let (k, rest) = ((i / EXPAND_PLANE) as u32, i % EXPAND_PLANE);
+        let (r, col) = ((rest / EXPAND_W) as u32, c0 + (rest % EXPAND_W) as u32);
+        if col < next.width && y0 + r < g.height {
+            let v = unsafe { column_expand(next, k, col, g.height, y0 + r) };
+            unsafe { CVVDP_EXPAND.write(i, v) };
+        }
+        i += BX * BY;
+    }
+    unsafe { dev::sync_threads() };
+    if x >= g.width || y >= g.height {
         return;
     }
-    let (g, next) = (&b.g, &b.next);
-    let ex = |k: u32| unsafe { expand_2d(next, k, g.width, g.height, x, y) };
-    let ex0 = [ex(0), ex(1)];
-    let bkg = ex0.map(|v| v.max(0.01));
-    let log_bkg = log10f(bkg[1]);
+    let (e0, e1) = unsafe {
+        (
+            row_expand(&CVVDP_EXPAND, &b, 0, c0, ty, x, y),
+            row_expand(&CVVDP_EXPAND, &b, 1, c0, ty, x, y),
+        )
+    };
+    let (bkg_t, bkg_r) = (e0.max(0.01), e1.max(0.01));
+    let log_bkg = log10f(bkg_r);
     let csf = b.csf as *const f32;
-    for c in 0..b.channels {
-        let row = |i: usize| unsafe { *csf.add(c as usize * GRID + i) };
-        let s = sensitivity(row, b.l0, b.l_last, log_bkg) * b.gain;
-        let contrast = |side: u32| {
-            let k = 2 * c + side;
-            let e = if c == 0 { ex0[side as usize] } else { ex(k) };
-            let l = unsafe { g.at(k, x, y) } - e;
-            (l / bkg[side as usize]).min(1000.0) * b.mul
-        };
-        let gain = CHANNEL_GAIN[c as usize];
-        let tp = contrast(0) * s * gain;
-        let rp = contrast(1) * s * gain;
-        unsafe {
-            b.out.set(OUT_DIFF + c, x, y, tp - rp);
-            b.out.set(OUT_COMMON + c, x, y, tp.abs().min(rp.abs()));
+    unroll!(c in [0 1 2 3] {
+        if (c as u32) < channels {
+            let s = sensitivity(|i| unsafe { *csf.add(c * GRID + i) }, b.l0, b.l_last, log_bkg)
+                * b.gain;
+            let (et, er) = if c == 0 {
+                (e0, e1)
+            } else {
+                let k = 2 * c as u32;
+                unsafe { (row_expand(&CVVDP_EXPAND, &b, k, c0, ty, x, y), row_expand(&CVVDP_EXPAND, &b, k + 1, c0, ty, x, y)) }
+            };
+            let lt = unsafe { g.at(2 * c as u32, x, y) } - et;
+            let lr = unsafe { g.at(2 * c as u32 + 1, x, y) } - er;
+            let gain = CHANNEL_GAIN[c];
+            let tp = (lt / bkg_t).min(1000.0) * b.mul * s * gain;
+            let rp = (lr / bkg_r).min(1000.0) * b.mul * s * gain;
+            unsafe {
+                b.out.set(OUT_DIFF + c as u32, x, y, tp - rp);
+                b.out.set(OUT_COMMON + c as u32, x, y, tp.abs().min(rp.abs()));
+            }
         }
+    });
+}
+
+/// `cvvdp_band`'s shared tile.
+#[cfg(target_arch = "nvptx64")]
+type ExpandTile = dev::SharedArray<f32, { 2 * BAND_CHANNELS * EXPAND_PLANE }>;
+
+/// Values per channel in `cvvdp_band`'s shared tile: `EXPAND_W` columns × `BLOCK_Y` rows.
+#[cfg(target_arch = "nvptx64")]
+const EXPAND_PLANE: usize = EXPAND_W * BLOCK_Y as usize;
+
+/// Plane `k` of `next` at column `col` expanded along the column to row `y` of `n_y`
+/// ([`expand_at`]'s sum).
+///
+/// # Safety
+/// `col` inside `next`.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn column_expand(next: &Planes, k: u32, col: u32, n_y: u32, y: u32) -> f32 {
+    let mut s = 0f32;
+    for (t, kt) in KERNEL.iter().enumerate() {
+        let z = match expand_source(next.height, n_y, y + t as u32) {
+            Some(row) => unsafe { next.at(k, col, row) },
+            None => 0.0,
+        };
+        s += kt * 2.0 * z;
     }
+    s
+}
+
+/// Sample (x, y) of plane `k` of `b.next` expanded to `b.g`'s size ([`expand_2d`]), the
+/// column expands read from `cvvdp_band`'s `tile` (rows of the block: `ty`; first column
+/// `c0`).
+///
+/// # Safety
+/// Called after the tile is filled; (x, y) inside `b.g`.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn row_expand(
+    tile: &ExpandTile,
+    b: &Band,
+    k: u32,
+    c0: u32,
+    ty: usize,
+    x: u32,
+    y: u32,
+) -> f32 {
+    let mut s = 0f32;
+    for (t, kt) in KERNEL.iter().enumerate() {
+        let z = match expand_source(b.next.width, b.g.width, x + t as u32) {
+            Some(col) => {
+                let i = col.wrapping_sub(c0) as usize;
+                if i < EXPAND_W {
+                    unsafe { tile.read(k as usize * EXPAND_PLANE + ty * EXPAND_W + i) }
+                } else {
+                    // Not reached (the tile covers every column a row reads); the
+                    // direct expand keeps the value right if it were.
+                    unsafe { column_expand(&b.next, k, col, b.g.height, y) }
+                }
+            }
+            None => 0.0,
+        };
+        s += kt * 2.0 * z;
+    }
+    s
 }
 
 /// The mask kernel's tile: the block's samples and the blur's reach either side.

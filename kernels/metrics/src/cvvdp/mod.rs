@@ -272,23 +272,31 @@ pub fn reduce_at(read: impl Fn(u32) -> f32, n: u32, n_out: u32, parity: u32, i: 
 /// (odd `n`) or `n + 2`.
 #[inline(always)]
 pub fn expand_at(read: impl Fn(u32) -> f32, m: u32, n: u32, i: u32) -> f32 {
-    let last = if n % 2 == 1 { n + 3 } else { n + 2 };
-    let z = |j: u32| -> f32 {
-        if j == last {
-            read(m - 1)
-        } else if j == 0 {
-            read(0)
-        } else if j.is_multiple_of(2) && j < n + 2 && (j - 2) / 2 < m {
-            read((j - 2) / 2)
-        } else {
-            0.0
-        }
-    };
     let mut s = 0f32;
     for (t, kt) in KERNEL.iter().enumerate() {
-        s += kt * 2.0 * z(i + t as u32);
+        let z = match expand_source(m, n, i + t as u32) {
+            Some(j) => read(j),
+            None => 0.0,
+        };
+        s += kt * 2.0 * z;
     }
     s
+}
+
+/// Which input sample position `j` of [`expand_at`]'s zero-interleaved line holds (`None`:
+/// a zero).
+#[inline(always)]
+pub fn expand_source(m: u32, n: u32, j: u32) -> Option<u32> {
+    let last = if n % 2 == 1 { n + 3 } else { n + 2 };
+    if j == last {
+        Some(m - 1)
+    } else if j == 0 {
+        Some(0)
+    } else if j.is_multiple_of(2) && j < n + 2 && (j - 2) / 2 < m {
+        Some((j - 2) / 2)
+    } else {
+        None
+    }
 }
 
 /// Sample (x, y) of a reduce of plane `p` (`src`, `parity` its rows) to `n_out_x`×`n_out_y`:
