@@ -60,6 +60,20 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         std::hint::black_box(&buffer);
         Ok(())
     })?;
+    time(
+        "pinned to the map's buffer, 1 MB blocks on rayon's threads",
+        &mut || {
+            use rayon::prelude::*;
+            let src = pinned.as_slice()?;
+            buffer.resize(n, 0.0);
+            buffer
+                .par_chunks_mut(1 << 18)
+                .zip(src.par_chunks(1 << 18))
+                .for_each(|(d, s)| d.copy_from_slice(s));
+            std::hint::black_box(&buffer);
+            Ok(())
+        },
+    )?;
     time("pinned to a fresh Vec", &mut || {
         let v = pinned.as_slice()?.to_vec();
         std::hint::black_box(&v);
