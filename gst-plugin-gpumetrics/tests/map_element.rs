@@ -180,6 +180,25 @@ fn a_map_without_a_reference_is_an_element_error() {
     assert!(message.contains("ssim map"), "{message}");
 }
 
+/// Map frames that downstream cannot take (GRAY16_LE into RGBA-only caps): an element error
+/// naming the caps and the fix, not a bare not-negotiated from somewhere upstream.
+#[test]
+fn map_frames_downstream_refuses_are_an_element_error() {
+    init();
+    let run = run(
+        "videotestsrc num-buffers=2 ! video/x-raw,format=I420,width=64,height=48 ! tee name=t \
+         t. ! queue ! m.ref_sink t. ! queue ! m.dist_sink \
+         gpumetrics name=m backend=cpu metrics=psnr map=ssim map-style=gray16 ! \
+         video/x-raw,format=RGBA ! fakesink",
+    );
+    let (message, debug) = run.error.expect("an error");
+    assert!(message.contains("map frames' caps"), "{message}");
+    assert!(
+        debug.contains("map-style=gray16") && debug.contains("videoconvert"),
+        "{debug}"
+    );
+}
+
 /// `map=butteraugli` with the metric: the diffmap on the gray16 scale, its brightest pixel
 /// the `butteraugli` field; without the metric, an element error that says to add it.
 #[test]
@@ -301,10 +320,13 @@ fn rows(frame: &gst::Buffer, caps: &gst::Caps) -> Vec<u8> {
         .collect()
 }
 
-/// On a GPU with `cudadownload` downstream, the map frames leave in CUDA memory (caps
-/// `memory:CUDAMemory`, every buffer a GstCudaMemory) and hold, byte for byte, what the
-/// frames in system memory hold, in both styles; a peer that takes any caps (`appsink`)
-/// gets system memory.
+/// On a GPU with a peer that takes CUDA memory downstream, the map frames leave in CUDA
+/// memory (caps `memory:CUDAMemory`, every buffer a GstCudaMemory) and hold, byte for byte,
+/// what the frames in system memory hold, in both styles; a peer that takes any caps
+/// (`appsink`) gets system memory. The peer: `cudadownload` for RGBA (heat); for GRAY16_LE,
+/// which GStreamer 1.22's `cudadownload` does not list, a CUDA-memory capsfilter (the first
+/// GPU run, with `cudadownload` there, negotiated system memory and stalled until the
+/// test's timeout).
 #[test]
 #[ignore = "GPU-only: needs a GstCuda that reaches a CUDA device (scripts/gpu-all.sh element)"]
 fn map_frames_leave_in_cuda_memory_when_downstream_takes_it() {
@@ -322,7 +344,11 @@ fn map_frames_leave_in_cuda_memory_when_downstream_takes_it() {
     for style in ["gray16", "heat"] {
         let props = format!("metrics=psnr backend=cuda map=ssim map-style={style}");
         let mut runs = Vec::new();
-        for downstream in ["", "cudadownload !"] {
+        let cuda_peer = match style {
+            "heat" => "cudadownload !",
+            _ => "\"video/x-raw(memory:CUDAMemory)\" !",
+        };
+        for downstream in ["", cuda_peer] {
             let desc = format!(
                 "appsrc name=ref format=time caps=\"{caps}\" ! m.ref_sink \
                  appsrc name=dist format=time caps=\"{caps}\" ! m.dist_sink \

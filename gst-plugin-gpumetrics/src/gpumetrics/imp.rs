@@ -1022,6 +1022,26 @@ impl GpuMetrics {
                 Some((style, width, height, input)) => {
                     let (caps, memory) = self.map_src_caps(style, width, height, &input);
                     gst::debug!(CAT, imp = self, "map frames: {caps}");
+                    let takes = self.obj().src_pad().peer_query_caps(None);
+                    if !takes.can_intersect(&caps) {
+                        // Said here, with the fix, instead of a bare not-negotiated later.
+                        gst::element_imp_error!(
+                            self,
+                            gst::CoreError::Negotiation,
+                            ("downstream of src takes none of the map frames' caps"),
+                            [
+                                "map-style={} gives {caps}; downstream takes {takes}. Put \
+                                 videoconvert after gpumetrics (and cudaupload after it for \
+                                 CUDA memory), or choose the other map-style",
+                                match style {
+                                    MapStyle::Gray16 => "gray16",
+                                    MapStyle::Heat => "heat",
+                                }
+                            ]
+                        );
+                        self.state.lock().unwrap().failed = true;
+                        return false;
+                    }
                     *self.map_memory.lock().unwrap() = memory;
                     self.obj().set_src_caps(&caps);
                 }

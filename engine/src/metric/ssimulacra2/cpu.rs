@@ -29,7 +29,8 @@ impl CpuMetric for Ssimu2 {
     fn measure(&mut self, plan: &Plan, r: &PlanePtrs, d: &PlanePtrs, scores: &mut Scores) {
         let map = plan.map == Some(MapKind::Ssimulacra2);
         let (sums, values) = sums(plan, r, d, self.upsampling, map);
-        if map && sums.scales > 0 {
+        // A frame too small to score (no scale) has a map of zeros, as on the GPU.
+        if map {
             let (w, h) = (
                 plan.reference.width as usize,
                 plan.reference.height as usize,
