@@ -215,29 +215,15 @@ impl CudaBackend {
                 }
             }
             if let Some(kind) = plan.map {
-                use crate::metric::on_host::OnHost;
-                // The maps made from the frames come from their kernels; the others from
+                // The maps made from the frames come from their kernels, on a lane of their
+                // own as a full-reference metric (it waits for the uploads); the others from
                 // their metrics' kernels (Butteraugli's, SSIMULACRA2's, ColorVideoVDP's).
-                // A kind whose metric had no kernels for it would come from the metric's
-                // CPU state on host copies of the pair (whose fields the GPU gives: only its
-                // map kept); none is left today.
-                let on_host = || -> Option<OnHost> {
-                    configured
-                        .iter()
-                        .find(|c| c.entry.provides.iter().any(|i| i.name == kind.name()))
-                        .and_then(|c| (c.entry.cpu)(&c.setup(plan, set)))
-                        .map(|m| OnHost::new(m, kind.name(), true).map_only())
-                };
-                // On a lane of its own, as a full-reference metric (it waits for the uploads).
                 let map = Laned::make(&gpu, depth, |lane| {
-                    if kind.made_from_frames() {
-                        let m = crate::map::cuda::MapCuda::new(lane, plan, kind)?;
-                        return Ok(Some(Box::new(m) as Box<dyn CudaMetric>));
-                    }
-                    if kind.made_by_cuda_metric() {
+                    if !kind.made_from_frames() {
                         return Ok(None);
                     }
-                    Ok(on_host().map(|m| Box::new(m) as Box<dyn CudaMetric>))
+                    let m = crate::map::cuda::MapCuda::new(lane, plan, kind)?;
+                    Ok(Some(Box::new(m) as Box<dyn CudaMetric>))
                 })?;
                 metrics.extend(map);
             }

@@ -15,7 +15,6 @@
 mod branch;
 mod buffer;
 mod external;
-mod host_copy;
 mod module;
 pub(crate) mod scratch;
 
@@ -24,7 +23,6 @@ pub(crate) use buffer::{AddSlots, DeviceMemory, Gpu, IN_FLIGHT, Readback, untrac
 
 pub use external::ExternalContext;
 pub(crate) use external::{ExternalGuard, wrap as wrap_external};
-pub(crate) use host_copy::{HostCopy, pair_to_host};
 
 pub use module::{kernels, unload};
 // The runtime of the generated launchers lives in its own crate, so that other host crates

@@ -84,16 +84,6 @@ impl MapKind {
             MapKind::Butteraugli | MapKind::Cvvdp | MapKind::Ssimulacra2
         )
     }
-
-    /// Whether the CUDA backend's metric of the same name makes it with its kernels (all of
-    /// those not [`MapKind::made_from_frames`]: none comes from a CPU state on host copies
-    /// of the pair).
-    pub(crate) fn made_by_cuda_metric(self) -> bool {
-        matches!(
-            self,
-            MapKind::Butteraugli | MapKind::Ssimulacra2 | MapKind::Cvvdp
-        )
-    }
 }
 
 /// The SSIMULACRA2 map's default threshold: a frame with this value at every pixel would

@@ -1,6 +1,6 @@
-//! The map of each pair as a metric of the backends' lineups: [`MapCpu`] from the host
-//! frames, through [`super::frames::of_pair`]; the CUDA backend runs it on host copies of
-//! the pair ([`crate::metric::on_host::OnHost`]), so that both backends give the same map.
+//! The map of each pair made from the frames as a metric of the CPU backend's lineup:
+//! [`MapCpu`] from the host frames, through [`super::frames::of_pair`]. The CUDA backend
+//! runs the same per-sample code in its kernels ([`super::cuda::MapCuda`]).
 
 use std::sync::Arc;
 

@@ -21,7 +21,6 @@ pub mod field;
 pub mod freeze;
 pub(crate) mod lane;
 pub(crate) mod no_reference;
-pub(crate) mod on_host;
 pub mod option;
 pub mod psnr;
 pub mod psnr_hvs;
