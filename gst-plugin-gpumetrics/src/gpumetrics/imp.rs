@@ -1020,11 +1020,13 @@ impl GpuMetrics {
         if pad == &self.dist_pad {
             match map_caps {
                 Some((style, width, height, input)) => {
-                    let (caps, memory) = self.map_src_caps(style, width, height, &input);
-                    gst::debug!(CAT, imp = self, "map frames: {caps}");
                     let takes = self.obj().src_pad().peer_query_caps(None);
+                    let (caps, memory) = self.map_src_caps(style, width, height, &input, &takes);
+                    gst::debug!(CAT, imp = self, "map frames: {caps}");
                     if !takes.can_intersect(&caps) {
                         // Said here, with the fix, instead of a bare not-negotiated later.
+                        let nick = glib::EnumValue::from_value(&style.to_value())
+                            .map_or(String::new(), |(_, v)| v.nick().to_owned());
                         gst::element_imp_error!(
                             self,
                             gst::CoreError::Negotiation,
@@ -1033,10 +1035,7 @@ impl GpuMetrics {
                                 "map-style={} gives {caps}; downstream takes {takes}. Put \
                                  videoconvert after gpumetrics (and cudaupload after it for \
                                  CUDA memory), or choose the other map-style",
-                                match style {
-                                    MapStyle::Gray16 => "gray16",
-                                    MapStyle::Heat => "heat",
-                                }
+                                nick
                             ]
                         );
                         self.state.lock().unwrap().failed = true;
@@ -1055,20 +1054,21 @@ impl GpuMetrics {
     /// in: CUDA memory when the element has a CUDA context and src's peer names CUDA
     /// memory among the caps it takes (`cudadownload`, `nvh264enc`, CUDA filters), else
     /// system memory. A peer that takes any caps (`appsink`, `fakesink`) gets system
-    /// memory, which every reader can map, as NVDEC's decoders decide.
+    /// memory, which every reader can map, as NVDEC's decoders decide. `takes`: the caps
+    /// src's peer takes.
     fn map_src_caps(
         &self,
         style: MapStyle,
         width: u32,
         height: u32,
         input: &gst_video::VideoInfo,
+        takes: &gst::Caps,
     ) -> (gst::Caps, Option<crate::gstcuda::Context>) {
         let system = super::map_render::caps(style, width, height, input, false);
         let Some(ctx) = self.cuda.get() else {
             return (system, None);
         };
         let cuda = super::map_render::caps(style, width, height, input, true);
-        let takes = self.obj().src_pad().peer_query_caps(None);
         if !takes.is_any() && takes.can_intersect(&cuda) {
             (cuda, Some(ctx))
         } else {
