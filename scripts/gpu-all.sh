@@ -900,7 +900,9 @@ step_cvvdp() {
 # The distortion maps on the GPU (issue 48): the map kernels against the host build
 # (cuda_kernels map::, sanitizers), map_reference's CUDA test (the maps against
 # scikit-image's and the crate's), and each map's cost: the throughput of its metric
-# without and with the map (1080p, 2 pairs in flight; the bound: at most 10 % lower).
+# without and with the map (1080p, 2 pairs in flight; the bound: at most 10 % lower), the
+# map used as a heat frame in device memory (src in CUDA memory), its statistics alone, a
+# heat frame on the host, its values on the host (throughput's --map-use).
 step_maps() {
   kernels map
   if need $B/map_reference; then
@@ -916,9 +918,12 @@ step_maps() {
   local pair
   for pair in "ssim ssim" "psnr squared-error" "psnr+ssim+vmaf ssim" "butteraugli butteraugli" "ssimulacra2 ssimulacra2" "cvvdp cvvdp"; do
     read -r metrics kind <<<"$pair"
-    step "maps: $metrics without and with map=$kind (1080p, 2 pairs in flight)"
+    step "maps: $metrics without and with map=$kind (1080p, 2 pairs in flight), each use of the map"
     run $B/throughput --seconds 2 --no-cpu --sizes 1080p --in-flight 2 --metrics "$metrics"
-    run $B/throughput --seconds 2 --no-cpu --sizes 1080p --in-flight 2 --metrics "$metrics" --map "$kind"
+    local use
+    for use in frame stats host-frame values; do
+      run $B/throughput --seconds 2 --no-cpu --sizes 1080p --in-flight 2 --metrics "$metrics" --map "$kind" --map-use $use
+    done
   done
 }
 

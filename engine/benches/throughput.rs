@@ -45,28 +45,115 @@ struct Args {
     /// without). Rows on one input alone have no map and are left out.
     #[arg(long)]
     map: Option<String>,
+    /// What each pair's map is used for (with `--map`): `stats` its statistics only (every
+    /// record has them); `frame` a heat frame drawn into device memory (the element's src
+    /// in CUDA memory; a map on the host is drawn on the host); `host-frame` a heat frame
+    /// on the host (src in system memory); `values` its f32 values on the host (the
+    /// command's `--map` files).
+    #[arg(long, value_enum, default_value_t = MapUse::Frame)]
+    map_use: MapUse,
     #[arg(long)]
     bench: bool,
 }
 
+#[derive(Clone, Copy, Debug, PartialEq, clap::ValueEnum)]
+enum MapUse {
+    Stats,
+    Frame,
+    HostFrame,
+    Values,
+}
+
+/// Where the maps go ([`MapUse`]): a heat frame's memory on the device (device 0's primary
+/// context, the CUDA backend's) and on the host, made once per row.
+struct MapSink {
+    used: MapUse,
+    device: Option<(std::sync::Arc<CudaContext>, CudaSlice<u8>)>,
+    host: Vec<u8>,
+}
+
+impl MapSink {
+    fn new(used: MapUse, w: u32, h: u32) -> MapSink {
+        let bytes = 4 * w as usize * h as usize;
+        let device = (used == MapUse::Frame)
+            .then(|| {
+                let ctx = CudaContext::new(0).ok()?;
+                let b = ctx.default_stream().alloc_zeros::<u8>(bytes).ok()?;
+                Some((ctx, b))
+            })
+            .flatten();
+        MapSink {
+            used,
+            device,
+            host: vec![0; bytes],
+        }
+    }
+
+    fn take(&mut self, scores: Option<gpumetrics_engine::Scores>) -> Result<(), String> {
+        use gpumetrics_engine::map::MapStyle;
+        let Some(map) = scores.as_ref().and_then(|s| s.map()) else {
+            return Ok(());
+        };
+        let stride = 4 * map.width();
+        let drawn = match (self.used, &self.device) {
+            (MapUse::Stats, _) => return Ok(()),
+            (MapUse::Values, _) => return map.values().map(|_| ()).map_err(|e| e.to_string()),
+            (MapUse::Frame, Some((ctx, b))) => {
+                let (ptr, _sync) = b.device_ptr(b.stream());
+                // SAFETY: `b` holds a frame of the map's size in the engine's context, used by
+                // nothing else.
+                unsafe {
+                    map.render_device(
+                        MapStyle::Heat,
+                        255.0,
+                        ptr,
+                        stride,
+                        b.len(),
+                        ctx.cu_ctx() as usize,
+                    )
+                }
+                .map_err(|e| e.to_string())?
+            }
+            _ => false,
+        };
+        if !drawn {
+            map.render(MapStyle::Heat, 255.0, &mut self.host, stride)
+                .map_err(|e| e.to_string())?;
+        }
+        Ok(())
+    }
+}
+
 /// Pairs per second; `push`, so that metrics holding a pair back (VMAF) run as in a stream,
 /// and pairs in flight overlap as in one.
-fn run(engine: &mut Engine, r: &Frame, d: &Frame, seconds: f64) -> Result<f64, String> {
-    let push = |engine: &mut Engine| match engine.has_reference() {
-        true => engine.push(r, d).map(|_| ()),
-        false => engine.push_single(d).map(|_| ()),
+fn run(
+    engine: &mut Engine,
+    r: &Frame,
+    d: &Frame,
+    seconds: f64,
+    sink: &mut MapSink,
+) -> Result<f64, String> {
+    let mut push = |engine: &mut Engine| {
+        let scores = match engine.has_reference() {
+            true => engine.push(r, d),
+            false => engine.push_single(d),
+        }
+        .map_err(|e| e.to_string())?;
+        sink.take(scores)
     };
-    push(engine).map_err(|e| e.to_string())?; // warm-up
+    push(engine)?; // warm-up
     let start = Instant::now();
     let mut n = 0u64;
     while start.elapsed() < Duration::from_secs_f64(seconds) {
         for _ in 0..16 {
-            push(engine).map_err(|e| e.to_string())?;
+            push(engine)?;
         }
         n += 16;
     }
     // The pairs still in flight are part of the run (and their frames are still valid).
-    engine.finish().map_err(|e| e.to_string())?;
+    for s in engine.finish().map_err(|e| e.to_string())? {
+        sink.take(Some(s))?;
+    }
     Ok(n as f64 / start.elapsed().as_secs_f64())
 }
 
@@ -159,7 +246,7 @@ fn main() {
             let inputs = match (single, map) {
                 (true, _) => "dist".to_string(),
                 (false, None) => "both".to_string(),
-                (false, Some(k)) => format!("both, map {}", k.name()),
+                (false, Some(k)) => format!("both, map {} ({:?})", k.name(), args.map_use),
             };
             let row = |backend: &str, depth: usize, frames: &str, result: Result<f64, String>| {
                 let head = format!("| {name} | {inputs} | {s} | {format} | {backend} | {depth}");
@@ -191,13 +278,14 @@ fn main() {
                 };
                 b.in_flight(depth).build()
             };
+            let mut sink = MapSink::new(args.map_use, w, h);
             if !args.no_cpu {
                 let mut e = build(BackendChoice::Cpu, 1).unwrap();
                 row(
                     "cpu",
                     1,
                     "host",
-                    run(&mut e, &r.host(), &d.host(), args.seconds),
+                    run(&mut e, &r.host(), &d.host(), args.seconds, &mut sink),
                 );
             }
             for &depth in &args.in_flight {
@@ -208,13 +296,13 @@ fn main() {
                             "cuda",
                             depth,
                             "host",
-                            run(&mut e, &r.host(), &d.host(), args.seconds),
+                            run(&mut e, &r.host(), &d.host(), args.seconds, &mut sink),
                         );
                         row(
                             "cuda",
                             depth,
                             "device",
-                            on_device(&mut e, r, d, args.seconds),
+                            on_device(&mut e, r, d, args.seconds, &mut sink),
                         );
                     }
                     Err(err) => row("cuda", depth, "-", Err(err.to_string())),
@@ -225,7 +313,13 @@ fn main() {
 }
 
 /// Copies both frames to the GPU once, then measures with device frames.
-fn on_device(engine: &mut Engine, r: &I420, d: &I420, seconds: f64) -> Result<f64, String> {
+fn on_device(
+    engine: &mut Engine,
+    r: &I420,
+    d: &I420,
+    seconds: f64,
+    sink: &mut MapSink,
+) -> Result<f64, String> {
     let ctx = CudaContext::new(0).map_err(|e| e.to_string())?;
     let stream = ctx.default_stream();
     let upload = |f: &I420| -> Result<CudaSlice<u8>, String> {
@@ -235,5 +329,5 @@ fn on_device(engine: &mut Engine, r: &I420, d: &I420, seconds: f64) -> Result<f6
     stream.synchronize().map_err(|e| e.to_string())?;
     let (rp, _g1) = rb.device_ptr(&stream);
     let (dp, _g2) = db.device_ptr(&stream);
-    run(engine, &r.device(rp), &d.device(dp), seconds)
+    run(engine, &r.device(rp), &d.device(dp), seconds, sink)
 }

@@ -131,6 +131,7 @@ impl EngineBuilder<'_> {
             colorimetry: self.colorimetry,
             frame_rate: self.frame_rate,
             map: self.map,
+            map_threshold: self.map_threshold,
         };
         let set = self.config.metrics;
         let plan = match self.reference {
@@ -176,10 +177,7 @@ impl EngineBuilder<'_> {
             self.context,
             self.in_flight,
         )?;
-        let map_threshold = plan.map.map(|k| {
-            self.map_threshold
-                .unwrap_or_else(|| k.default_threshold(plan.reference.format.peak() as f64))
-        });
+        let map_threshold = plan.map.map(|_| plan.map_threshold);
         Ok(Engine {
             plan,
             metrics: set,

@@ -32,6 +32,9 @@ pub struct Plan {
     pub frame_rate: Option<f64>,
     /// The distortion map made of each pair, if any ([`crate::map`]).
     pub map: Option<crate::map::kind::MapKind>,
+    /// With a map: the threshold of its `<name>-area` statistic (given, else
+    /// [`crate::map::MapKind::default_threshold`] of the reference's peak); 0 without.
+    pub map_threshold: f64,
 }
 
 /// What a [`Plan`] is built from besides the two layouts. (How each metric measures is
@@ -45,6 +48,8 @@ pub struct PlanOptions {
     pub frame_rate: Option<f64>,
     /// The distortion map made of each pair, if any ([`crate::map`]).
     pub map: Option<crate::map::kind::MapKind>,
+    /// The threshold of the map's area ([`Plan::map_threshold`]); `None`: the map's default.
+    pub map_threshold: Option<f64>,
 }
 
 impl Plan {
@@ -114,6 +119,11 @@ impl Plan {
             has_reference: true,
             frame_rate: options.frame_rate.filter(|f| f.is_finite() && *f > 0.0),
             map: options.map,
+            map_threshold: options.map.map_or(0.0, |k| {
+                options
+                    .map_threshold
+                    .unwrap_or_else(|| k.default_threshold(rf.peak() as f64))
+            }),
         })
     }
 
@@ -132,6 +142,7 @@ impl Plan {
                 colorimetry: Some([colorimetry, colorimetry]),
                 frame_rate: options.frame_rate,
                 map: None,
+                map_threshold: None,
             },
         )?;
         plan.has_reference = false;

@@ -11,10 +11,7 @@ pub struct Scores {
     /// own ([`Scores::push_window_terms`]).
     window_terms: Vec<(&'static str, PoolTerms)>,
     /// The pair's distortion map, when the engine makes one ([`crate::EngineBuilder::map`]).
-    map: Option<(
-        crate::map::kind::MapKind,
-        std::sync::Arc<crate::map::kind::DistortionMap>,
-    )>,
+    map: Option<std::sync::Arc<crate::map::PairMap>>,
 }
 
 /// What a field's summary pools besides its values, where its `pooled` statistic is an
@@ -95,27 +92,13 @@ impl Scores {
     }
 
     /// Gives the pair its distortion map.
-    pub fn set_map(
-        &mut self,
-        kind: crate::map::kind::MapKind,
-        map: std::sync::Arc<crate::map::kind::DistortionMap>,
-    ) {
-        self.map = Some((kind, map));
+    pub fn set_map(&mut self, map: crate::map::PairMap) {
+        self.map = Some(std::sync::Arc::new(map));
     }
 
-    /// The pair's distortion map and which it is, when the engine makes one.
-    pub fn map(&self) -> Option<(crate::map::kind::MapKind, &crate::map::kind::DistortionMap)> {
-        self.map.as_ref().map(|(k, m)| (*k, &**m))
-    }
-
-    /// The same, shared (what outputs keep after the pair has left).
-    pub fn shared_map(
-        &self,
-    ) -> Option<(
-        crate::map::kind::MapKind,
-        std::sync::Arc<crate::map::kind::DistortionMap>,
-    )> {
-        self.map.clone()
+    /// The pair's distortion map, when the engine makes one.
+    pub fn map(&self) -> Option<&crate::map::PairMap> {
+        self.map.as_deref()
     }
 
     /// Sets `field`'s value where the pair has it (its place and its pool terms kept);

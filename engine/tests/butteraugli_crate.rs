@@ -287,8 +287,9 @@ fn the_diffmap_matches_the_crates() {
             )
             .unwrap()
         };
-        let (kind, map) = s.map().expect("a map");
-        assert_eq!(kind, MapKind::Butteraugli);
+        let map = s.map().expect("a map");
+        assert_eq!(map.kind(), MapKind::Butteraugli);
+        let map = map.values().unwrap();
         assert_eq!((map.width, map.height), (w as usize, h as usize));
         let max = map.values.iter().fold(0f32, |a, &b| a.max(b)) as f64;
         assert!(

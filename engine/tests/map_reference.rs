@@ -143,8 +143,9 @@ fn engine_maps(backend: gpumetrics_engine::BackendChoice) {
                 )
                 .unwrap();
             assert!(scores.get("psnr-y").is_some(), "{name}");
-            let (got_kind, m) = scores.map().expect("a map");
-            assert_eq!(got_kind, kind);
+            let m = scores.map().expect("a map");
+            assert_eq!(m.kind(), kind);
+            let m = m.values().expect("the map's values");
             // The record's statistics of the map: its worst value, where, and the share past
             // the default threshold.
             let worse_above = kind.worse_above();

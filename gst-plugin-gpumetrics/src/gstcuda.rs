@@ -235,6 +235,26 @@ impl<'a> DeviceMap<'a> {
         buffer: &'a gst::BufferRef,
         info: &gst_video::VideoInfo,
     ) -> Result<DeviceMap<'a>, String> {
+        Self::map_with(api, buffer, info, gst::ffi::GST_MAP_READ)
+    }
+
+    /// As [`DeviceMap::map`], for the device to write the memory: GstCuda then takes the
+    /// device's copy as the newest (a later host map downloads it). The caller holds the
+    /// only reference to the buffer (a writable buffer).
+    pub fn map_writable(
+        api: &Api,
+        buffer: &'a gst::BufferRef,
+        info: &gst_video::VideoInfo,
+    ) -> Result<DeviceMap<'a>, String> {
+        Self::map_with(api, buffer, info, gst::ffi::GST_MAP_WRITE)
+    }
+
+    fn map_with(
+        api: &Api,
+        buffer: &'a gst::BufferRef,
+        info: &gst_video::VideoInfo,
+        access: gst::ffi::GstMapFlags,
+    ) -> Result<DeviceMap<'a>, String> {
         if buffer.n_memory() != 1 {
             return Err(format!(
                 "CUDA buffers with {} memories are not supported",
@@ -258,13 +278,10 @@ impl<'a> DeviceMap<'a> {
         }
         // SAFETY: zeroed GstMapInfo is a valid out-parameter.
         let mut map: gst::ffi::GstMapInfo = unsafe { std::mem::zeroed() };
-        // SAFETY: valid memory; read-only device map, undone in Drop.
+        // SAFETY: valid memory; a device map (read, or write on a writable buffer), undone
+        // in Drop.
         let ok = unsafe {
-            gst::ffi::gst_memory_map(
-                mem.as_ptr() as *mut _,
-                &mut map,
-                gst::ffi::GST_MAP_READ | MAP_CUDA,
-            )
+            gst::ffi::gst_memory_map(mem.as_ptr() as *mut _, &mut map, access | MAP_CUDA)
         };
         if ok == 0 || map.data.is_null() {
             return Err(format!(

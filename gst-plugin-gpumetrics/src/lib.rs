@@ -19,7 +19,6 @@ use gst::glib;
 pub mod alerts;
 pub mod caps;
 mod gpumetrics;
-pub use gpumetrics::map_render;
 pub mod gstcuda;
 pub mod message;
 pub mod meta;

@@ -9,8 +9,8 @@ mod common;
 
 use common::*;
 use gpumetrics_engine::map::MapKind;
+use gpumetrics_engine::map::render::{gray16, heat_position, heat_rgba};
 use gst::prelude::*;
-use gstgpumetrics::map_render::{gray16, heat_position, heat_rgba};
 use serde_json::Value;
 
 fn repo(path: &str) -> std::path::PathBuf {

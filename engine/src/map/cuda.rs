@@ -1,20 +1,19 @@
 //! The maps made from a pair's frames (`squared-error`, `ssim`) on the GPU: the kernels of
 //! `gpumetrics_kernels::map` read the pair where the backend has it (device frames in
 //! place, host frames from their upload), the map is made in device memory, one channel
-//! after the other for RGB, and comes back with one copy per pair into pinned memory
-//! ([`Readback`]). The host's map ([`super::frames::of_pair`]) runs the same per-sample
+//! after the other for RGB, and handed out there with its statistics
+//! ([`super::device::MapOut`]). The host's map ([`super::frames::of_pair`]) runs the same per-sample
 //! functions in the same order: both backends give the same values.
 //!
 //! Allocated once per plan: the map (4 bytes a pixel), for SSIM five f64 planes of the
-//! column filter's moments (40 bytes a pixel), and a pinned slot per pair in flight.
-
-use std::sync::Arc;
+//! column filter's moments (40 bytes a pixel), and a map buffer per pair being read.
 
 use cudarc::driver::{CudaEvent, CudaSlice, DriverError, LaunchConfig};
 
-use super::kind::{DistortionMap, MapKind};
+use super::device::MapOut as Handout;
+use super::kind::MapKind;
 use super::ssim;
-use crate::cuda::{DeviceMemory, Gpu, Readback, zeroed};
+use crate::cuda::{DeviceMemory, Gpu, zeroed};
 use crate::error::EngineError;
 use crate::format::ColorFamily;
 use crate::frame::PlanePtrs;
@@ -33,7 +32,7 @@ pub(crate) struct MapCuda {
     /// The SSIM filter's moments down the columns (SSIM only).
     down: Option<CudaSlice<f64>>,
     taps: [f64; gpumetrics_kernels::map::SSIM_TAPS],
-    host: Readback<f32>,
+    handout: Handout,
 }
 
 impl MapCuda {
@@ -51,7 +50,7 @@ impl MapCuda {
             MapKind::Ssim => Some(zeroed::<f64>(&gpu.stream, (MOMENTS * n).max(1))?),
             _ => None,
         };
-        let host = Readback::new(&gpu.ctx, n.max(1))?;
+        let handout = Handout::new(gpu, kind, w, h, plan.map_threshold)?;
         Ok(MapCuda {
             kind,
             width: w,
@@ -60,7 +59,7 @@ impl MapCuda {
             out,
             down,
             taps: ssim::taps(),
-            host,
+            handout,
         })
     }
 
@@ -126,16 +125,15 @@ impl MapCuda {
                 }
             }
         }
-        let n = self.width as usize * self.height as usize;
-        // SAFETY: `out` holds n values, written by the kernels queued above.
-        unsafe { self.host.copy_in(self.out.ptr(), n, stream) }
+        // SAFETY: `out` holds the map, written by the kernels queued above.
+        unsafe { self.handout.copy_in(gpu, stream, self.out.ptr()) }
     }
 }
 
 /// No pairs held back, no state across pairs.
 impl crate::metric::temporal::Sequenced for MapCuda {
     fn reset(&mut self) {
-        self.host.clear();
+        self.handout.clear();
     }
 }
 
@@ -153,7 +151,7 @@ impl CudaMetric for MapCuda {
     }
 
     fn drop_queued(&mut self) {
-        self.host.clear();
+        self.handout.clear();
     }
 
     fn independent(&self) -> bool {
@@ -161,13 +159,11 @@ impl CudaMetric for MapCuda {
     }
 
     fn read(&mut self, _plan: &Plan, scores: &mut Scores) -> Result<(), EngineError> {
-        let n = self.width as usize * self.height as usize;
-        let values = self
-            .host
-            .take(n)
+        let map = self
+            .handout
+            .take()
             .map_err(|e| EngineError::Cuda(format!("reading the {} map: {e}", self.kind.name())))?;
-        let map = DistortionMap::copied(self.width as usize, self.height as usize, values);
-        scores.set_map(self.kind, Arc::new(map));
+        scores.set_map(map);
         Ok(())
     }
 }

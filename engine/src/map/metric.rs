@@ -2,8 +2,6 @@
 //! [`MapCpu`] from the host frames, through [`super::frames::of_pair`]. The CUDA backend
 //! runs the same per-sample code in its kernels ([`super::cuda::MapCuda`]).
 
-use std::sync::Arc;
-
 use super::frames::of_pair;
 use super::kind::MapKind;
 use crate::frame::PlanePtrs;
@@ -28,6 +26,6 @@ impl CpuMetric for MapCpu {
     fn measure(&mut self, plan: &Plan, r: &PlanePtrs, d: &PlanePtrs, scores: &mut Scores) {
         // SAFETY: the backend validated both frames against the plan's layouts.
         let map = unsafe { of_pair(self.kind, plan, r, d) };
-        scores.set_map(self.kind, Arc::new(map));
+        scores.set_map(super::PairMap::on_host(self.kind, map));
     }
 }

@@ -12,17 +12,24 @@
 //!   is the `ssim` field, as scikit-image's `structural_similarity(..., full=True)` gives
 //!   it (its Gaussian filters reflect at the edges, so the border has values too).
 //!
-//! [`Stats`] are what buffer meta and alerts will carry: the maximum and where it is, and
-//! the share of pixels past a threshold.
+//! [`Stats`] are what buffer meta and alerts carry: the maximum and where it is, and the
+//! share of pixels past a threshold. Each pair's map comes as a [`PairMap`]: on the CUDA
+//! backend it stays in device memory ([`device`]) with its statistics made there, and
+//! reaches the host only when a reader asks for its values; [`render`] draws it as a frame.
 
 pub(crate) mod cuda;
+pub(crate) mod device;
 mod frames;
 pub mod kind;
 pub(crate) mod metric;
+mod pair;
+pub mod render;
 pub mod ssim;
 pub(crate) mod stats;
 
 pub use kind::{DistortionMap, MapKind, SSIMULACRA2_THRESHOLD, Stats, squared_error};
+pub use pair::PairMap;
+pub use render::MapStyle;
 
 /// The maps' tests' random numbers: xorshift32 from `seed` (not 0).
 #[cfg(test)]

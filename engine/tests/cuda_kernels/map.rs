@@ -25,6 +25,7 @@ pub(crate) const CHECKS: &[(&[&str], Check)] = &[
     (&["ba_reduce"], butteraugli),
     (&["ssimu2_map"], ssimulacra2),
     (&["cvvdp_heat_up", "cvvdp_heat_jod"], cvvdp),
+    (&["map_stats", "map_gray16", "map_heat"], handout),
 ];
 
 crate::gpu_tests! {
@@ -33,6 +34,7 @@ crate::gpu_tests! {
     butteraugli_map_matches_the_host => "ba_reduce",
     ssimulacra2_map_matches_the_host => "ssimu2_map",
     cvvdp_map_matches_the_host => "cvvdp_heat_up",
+    maps_stats_and_frames_match_the_host => "map_stats",
 }
 
 fn squared_error(_k: &Kernels, _s: &Arc<CudaStream>, r: &mut Rng) -> Result<Outcome, DriverError> {
@@ -85,6 +87,180 @@ fn cvvdp(_k: &Kernels, _s: &Arc<CudaStream>, r: &mut Rng) -> Result<Outcome, Dri
         1e-4,
         true,
     ))
+}
+
+/// A map handed out in device memory (`map_stats`, `map_gray16`, `map_heat`): the
+/// statistics the device made equal the host's of the same values, exactly (largest value,
+/// first pixel holding it, count past the threshold; SSIM counting below it); its frames
+/// rendered on the device, copied to the host and rendered into device memory of the
+/// engine's context, equal the host's rendering of the same values byte for byte, in both
+/// styles, rows at a padded stride. Sizes of one pixel to several times the stats kernel's
+/// stride (264 × 256 values).
+fn handout(_k: &Kernels, s: &Arc<CudaStream>, r: &mut Rng) -> Result<Outcome, DriverError> {
+    use gpumetrics_engine::map::{MapStyle, PairMap};
+    let mut out = Outcome {
+        elements: 0,
+        max_err: 0.0,
+        tolerance: 0.0,
+        note: String::new(),
+    };
+    let fail = |out: &mut Outcome, why: String| {
+        out.max_err = f64::INFINITY;
+        out.note += &why;
+        out.note += "; ";
+    };
+    for (w, h) in [(1usize, 1usize), (173, 97), (640, 360)] {
+        for (metrics, kind) in [
+            (MetricSet::PSNR, MapKind::SquaredError),
+            (MetricSet::PSNR, MapKind::Ssim),
+            (MetricSet::BUTTERAUGLI, MapKind::Butteraugli),
+        ] {
+            if kind == MapKind::Butteraugli && w < 8 {
+                continue;
+            }
+            let format = PixelFormat::I420;
+            let len = w * h + 2 * w.div_ceil(2) * h.div_ceil(2);
+            let a = r.bytes(len);
+            let noise = r.bytes(len);
+            // Flat areas (many equal values: ties for the largest) and noise.
+            let b: Vec<u8> = a
+                .iter()
+                .zip(&noise)
+                .enumerate()
+                .map(|(i, (v, n))| match (i / 4096) % 2 {
+                    0 => *v,
+                    _ => v.saturating_add(n % 32).saturating_sub(16),
+                })
+                .collect();
+            let layout = FrameLayout {
+                format,
+                width: w as u32,
+                height: h as u32,
+            };
+            let planes = |d| common::images::planes(format, w as u32, h as u32, d);
+            let (pa, pb) = (planes(&a), planes(&b));
+            let cfg = EngineConfig {
+                metrics,
+                backend: BackendChoice::Cuda,
+                ..Default::default()
+            };
+            let scores = Engine::builder(&cfg, layout, layout)
+                .map(kind)
+                .build()
+                .and_then(|mut e| {
+                    e.compare(
+                        &Frame::Host(HostFrame::new(&pa)),
+                        &Frame::Host(HostFrame::new(&pb)),
+                    )
+                });
+            let scores = match scores {
+                Ok(s) => s,
+                Err(e) => {
+                    fail(&mut out, format!("{} {w}x{h}: {e}", kind.name()));
+                    continue;
+                }
+            };
+            let Some(map) = scores.map() else {
+                fail(&mut out, format!("{} {w}x{h}: no map", kind.name()));
+                continue;
+            };
+            if !map.on_device() {
+                fail(
+                    &mut out,
+                    format!("{} {w}x{h}: not in device memory", kind.name()),
+                );
+            }
+            let values = match map.values() {
+                Ok(v) => v,
+                Err(e) => {
+                    fail(&mut out, format!("{} {w}x{h}: {e}", kind.name()));
+                    continue;
+                }
+            };
+            let t = kind.default_threshold(255.0) as f32;
+            let want = values.stats(t, kind.worse_above());
+            let f = kind.fields();
+            let got = [0, 1, 2, 3].map(|i| scores.get(f[i].name));
+            let want = [
+                want.worst as f64,
+                want.worst_x as f64,
+                want.worst_y as f64,
+                want.area,
+            ]
+            .map(Some);
+            if got != want {
+                fail(
+                    &mut out,
+                    format!("{} {w}x{h}: statistics {got:?}, host {want:?}", kind.name()),
+                );
+            }
+            let host = PairMap::on_host(kind, (*values).clone());
+            for style in [MapStyle::Gray16, MapStyle::Heat] {
+                let stride = w * style.pixel_bytes() + 8;
+                let (mut a, mut b) = (vec![0u8; stride * h], vec![0u8; stride * h]);
+                let rendered = map
+                    .render(style, 255.0, &mut a, stride)
+                    .and_then(|()| host.render(style, 255.0, &mut b, stride));
+                if let Err(e) = rendered {
+                    fail(&mut out, format!("{} {style:?} {w}x{h}: {e}", kind.name()));
+                    continue;
+                }
+                let row = w * style.pixel_bytes();
+                let rows_equal = |a: &[u8], b: &[u8]| {
+                    (0..h).all(|y| a[y * stride..][..row] == b[y * stride..][..row])
+                };
+                if !rows_equal(&a, &b) {
+                    fail(
+                        &mut out,
+                        format!("{} {style:?} {w}x{h}: frame differs", kind.name()),
+                    );
+                }
+                // Into device memory of the stream's context (the engine's: device 0's
+                // primary context).
+                let mut device = s.alloc_zeros::<u8>(stride * h)?;
+                let ptr = {
+                    let (p, _sync) = cudarc::driver::DevicePtrMut::device_ptr_mut(&mut device, s);
+                    p
+                };
+                // SAFETY: `device` holds stride × h bytes of this context, used by nothing else.
+                let done = unsafe {
+                    map.render_device(
+                        style,
+                        255.0,
+                        ptr,
+                        stride,
+                        stride * h,
+                        s.context().cu_ctx() as usize,
+                    )
+                };
+                match done {
+                    Ok(true) => {
+                        let c = s.clone_dtoh(&device)?;
+                        if !rows_equal(&c, &b) {
+                            fail(
+                                &mut out,
+                                format!("{} {style:?} {w}x{h}: device frame differs", kind.name()),
+                            );
+                        }
+                    }
+                    other => fail(
+                        &mut out,
+                        format!("{} {style:?} {w}x{h}: render_device {other:?}", kind.name()),
+                    ),
+                }
+                // Rows too short are refused, not written past.
+                let short = map.render(style, 255.0, &mut a, row.saturating_sub(1).max(1));
+                if short.is_ok() && w > 1 {
+                    fail(
+                        &mut out,
+                        format!("{} {style:?} {w}x{h}: short rows taken", kind.name()),
+                    );
+                }
+                out.elements += w * h;
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// The `kind` map of both backends measuring `metrics` with it, the largest difference
@@ -140,7 +316,10 @@ fn compare(
                 .map(kind)
                 .build()
                 .and_then(|mut e| e.compare(&fa, &fb));
-            s.map(|s| s.map().map(|(_, m)| m.values.clone()))
+            s.and_then(|s| match s.map() {
+                Some(m) => m.values().map(|v| Some(v.values.clone())),
+                None => Ok(None),
+            })
         });
         match maps {
             [Ok(Some(gpu)), Ok(Some(cpu))] if gpu.len() == cpu.len() => {

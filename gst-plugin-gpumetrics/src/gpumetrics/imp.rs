@@ -667,8 +667,7 @@ impl GpuMetrics {
     /// Pair's `map` as a frame of `style`, from the pool of map frames of its size.
     fn render_map(
         &self,
-        kind: gpumetrics_engine::map::MapKind,
-        map: &gpumetrics_engine::map::DistortionMap,
+        map: &gpumetrics_engine::map::PairMap,
         style: MapStyle,
         peak: f64,
     ) -> Result<gst::Buffer, glib::BoolError> {
@@ -676,19 +675,19 @@ impl GpuMetrics {
         let mut frames = self.map_frames.lock().unwrap();
         let fits = frames
             .as_ref()
-            .is_some_and(|f| f.fits(style, map.width, map.height, memory.as_ref()));
+            .is_some_and(|f| f.fits(style, map.width(), map.height(), memory.as_ref()));
         if !fits {
             // The old pool stops first: in CUDA memory its allocations are freed before
             // the new pool's are made.
             *frames = None;
             *frames = Some(super::map_render::Frames::new(
                 style,
-                map.width as u32,
-                map.height as u32,
+                map.width() as u32,
+                map.height() as u32,
                 memory.as_ref(),
             )?);
         }
-        frames.as_ref().expect("made above").render(kind, map, peak)
+        frames.as_ref().expect("made above").render(map, peak)
     }
 
     fn deliver(
@@ -782,15 +781,15 @@ impl GpuMetrics {
                         o.prepare(&env, pair.running_time, &mut scores)
                             .map_err(failed)?;
                     }
-                    if let (Some(peak), Some((kind, map))) = (map_peak, scores.map()) {
-                        let mut frame = self
-                            .render_map(kind, map, settings.map_style, peak)
-                            .map_err(|e| {
-                                failed(gst::error_msg!(
-                                    gst::CoreError::Failed,
-                                    ("rendering the {} map: {e}", kind.name())
-                                ))
-                            })?;
+                    if let (Some(peak), Some(map)) = (map_peak, scores.map()) {
+                        let mut frame =
+                            self.render_map(map, settings.map_style, peak)
+                                .map_err(|e| {
+                                    failed(gst::error_msg!(
+                                        gst::CoreError::Failed,
+                                        ("rendering the {} map: {e}", map.kind().name())
+                                    ))
+                                })?;
                         {
                             let f = frame.get_mut().expect("a new buffer is writable");
                             f.set_pts(buffer.pts());

@@ -1,9 +1,12 @@
 //! Distortion maps as video frames on src (`map`, `map-style`): GRAY16_LE with each map's
 //! linear scale, or RGBA through a false-colour scale whose alpha grows with the
-//! difference, so that `compositor` can lay it over the video. The scales are documented in
-//! docs/METRICS.md ("Distortion maps"); the tests read them back.
+//! difference, so that `compositor` can lay it over the video. The engine draws them
+//! (`gpumetrics_engine::map::render`: on the GPU for a map in device memory, straight into
+//! the frame's CUDA memory when src negotiated it); this module holds the frames' caps and
+//! pool. The scales are documented in docs/METRICS.md ("Distortion maps"); the tests read
+//! them back.
 
-use gpumetrics_engine::map::{DistortionMap, MapKind};
+use gpumetrics_engine::map::PairMap;
 use gst::glib;
 use gst::prelude::*;
 use gst_video::prelude::*;
@@ -48,66 +51,12 @@ fn with_cuda_feature(mut caps: gst::Caps) -> gst::Caps {
     caps
 }
 
-/// The GRAY16_LE value of map value `v` (`peak`: the reference's largest sample value):
-/// squared error `min(v / peak², 1) · 65535`; SSIM `clamp((1 − v) / 2, 0, 1) · 65535`
-/// (0 = identical, 65535 = SSIM −1); Butteraugli `min(v / 8, 1) · 65535`; ColorVideoVDP
-/// `min(v, 1) · 65535` (its heat map 1 − JOD/10 as it is: 6,554 per JOD lost);
-/// SSIMULACRA2 `min(v / 20, 1) · 65535` (20: a frame of that value everywhere would score
-/// about 2); rounded.
-pub fn gray16(kind: MapKind, v: f32, peak: f64) -> u16 {
-    let t = match kind {
-        MapKind::SquaredError => v as f64 / (peak * peak),
-        MapKind::Ssim => (1.0 - v as f64) / 2.0,
-        MapKind::Butteraugli => v as f64 / 8.0,
-        MapKind::Cvvdp => v as f64,
-        MapKind::Ssimulacra2 => v as f64 / 20.0,
-    };
-    (t.clamp(0.0, 1.0) * 65535.0).round() as u16
-}
-
-/// Where map value `v` lies on the heat scale, 0..1: squared error `min(4·√v / peak, 1)`
-/// (a difference of a quarter of the range saturates); SSIM `clamp(1 − v, 0, 1)`;
-/// Butteraugli `min(v / 4, 1)` (1, just visible, is a quarter of the scale); ColorVideoVDP
-/// `min(5·v, 1)` (the heat map's 1 − JOD/10: 2 JOD lost saturate); SSIMULACRA2
-/// `min(v / 11, 1)` (11 everywhere would score 30, the scale's "low quality").
-pub fn heat_position(kind: MapKind, v: f32, peak: f64) -> f64 {
-    let t = match kind {
-        MapKind::SquaredError => 4.0 * (v.max(0.0) as f64).sqrt() / peak,
-        MapKind::Ssim => 1.0 - v as f64,
-        MapKind::Butteraugli => v as f64 / 4.0,
-        MapKind::Cvvdp => 5.0 * v as f64,
-        MapKind::Ssimulacra2 => v as f64 / 11.0,
-    };
-    t.clamp(0.0, 1.0)
-}
-
-/// The colour scale's stops: (position, R, G, B): blue, cyan, green, yellow, red.
-pub const HEAT_STOPS: [(f64, [f64; 3]); 5] = [
-    (0.0, [0.0, 0.0, 255.0]),
-    (0.25, [0.0, 255.0, 255.0]),
-    (0.5, [0.0, 255.0, 0.0]),
-    (0.75, [255.0, 255.0, 0.0]),
-    (1.0, [255.0, 0.0, 0.0]),
-];
-
-/// The RGBA of position `t` (0..1): the colour interpolated linearly between the stops,
-/// alpha `255·t` (rounded): transparent where nothing differs.
-pub fn heat_rgba(t: f64) -> [u8; 4] {
-    let t = t.clamp(0.0, 1.0);
-    // The first stop at or past t (a NaN takes the last interval), as a search would.
-    let i = if t <= HEAT_STOPS[1].0 {
-        0
-    } else if t <= HEAT_STOPS[2].0 {
-        1
-    } else if t <= HEAT_STOPS[3].0 {
-        2
-    } else {
-        3
-    };
-    let ((t0, c0), (t1, c1)) = (HEAT_STOPS[i], HEAT_STOPS[i + 1]);
-    let f = (t - t0) / (t1 - t0);
-    let c = |k: usize| (c0[k] + (c1[k] - c0[k]) * f).round() as u8;
-    [c(0), c(1), c(2), (255.0 * t).round() as u8]
+/// The engine's style of `style`.
+pub(crate) fn engine_style(style: MapStyle) -> gpumetrics_engine::map::MapStyle {
+    match style {
+        MapStyle::Gray16 => gpumetrics_engine::map::MapStyle::Gray16,
+        MapStyle::Heat => gpumetrics_engine::map::MapStyle::Heat,
+    }
 }
 
 /// The map frames of one `map`, `map-style`, size and memory: a buffer pool of their caps,
@@ -173,47 +122,64 @@ impl Frames {
             && self.cuda.as_ref() == cuda
     }
 
-    /// The map as a frame of the style (rows at the frame's stride: GStreamer's layout in
-    /// system memory, the allocation's pitch in CUDA memory), rows in parallel.
-    pub(crate) fn render(
-        &self,
-        kind: MapKind,
-        map: &DistortionMap,
-        peak: f64,
-    ) -> Result<gst::Buffer, glib::BoolError> {
-        use rayon::prelude::*;
-        let (w, h) = (map.width, map.height);
-        if self.info.width() as usize != w
-            || self.info.height() as usize != h
-            || map.values.len() != w * h
-        {
+    /// The map as a frame of the style. In CUDA memory of the context the map lives in,
+    /// the GPU draws it there (the memory's device pointer and pitch); else the engine
+    /// draws it into the frame's host view (rows at its stride: GStreamer's layout in system
+    /// memory; in CUDA memory the staging copy, uploaded when downstream maps it for the
+    /// device).
+    pub(crate) fn render(&self, map: &PairMap, peak: f64) -> Result<gst::Buffer, glib::BoolError> {
+        let (w, h) = (map.width(), map.height());
+        if self.info.width() as usize != w || self.info.height() as usize != h {
             return Err(glib::bool_error!(
                 "a {w}x{h} map for {}x{} frames",
                 self.info.width(),
                 self.info.height()
             ));
         }
+        let style = engine_style(self.style);
         let mut buffer = self
             .pool
             .acquire_buffer(None)
             .map_err(|e| glib::bool_error!("no map frame from the pool: {e:?}"))?;
-        {
-            let b = buffer
-                .get_mut()
-                .expect("a buffer from the pool is writable");
-            let mut frame = gst_video::VideoFrameRef::from_buffer_ref_writable(b, &self.info)?;
-            let stride = frame.plane_stride()[0] as usize;
-            let row_bytes = w * self.info.format_info().pixel_stride()[0] as usize;
-            if stride < row_bytes {
+        let b = buffer
+            .get_mut()
+            .expect("a buffer from the pool is writable");
+        if let (Some(ctx), true) = (&self.cuda, map.on_device()) {
+            let api = gstcuda::api().map_err(|why| glib::bool_error!("{why}"))?;
+            let memory = gstcuda::DeviceMap::map_writable(api, b, &self.info)
+                .map_err(|e| glib::bool_error!("{e}"))?;
+            let (offset, pitch) = (memory.planes.offsets[0], memory.planes.strides[0]);
+            if pitch <= 0 || offset >= memory.size {
                 return Err(glib::bool_error!(
-                    "map frame rows of {stride} bytes for {row_bytes}"
+                    "a CUDA map frame with rows {pitch} bytes apart at {offset} of {} bytes",
+                    memory.size
                 ));
             }
+            // SAFETY: the frame's memory is mapped for the device's writes (nothing else
+            // holds the buffer), `size − offset` bytes from its first row; the engine checks
+            // the rows against that length.
+            let drawn = unsafe {
+                map.render_device(
+                    style,
+                    peak,
+                    memory.base + offset as u64,
+                    pitch as usize,
+                    memory.size - offset,
+                    ctx.handle(api),
+                )
+            }
+            .map_err(|e| glib::bool_error!("{e}"))?;
+            if drawn {
+                drop(memory);
+                return Ok(buffer);
+            }
+        }
+        {
+            let mut frame = gst_video::VideoFrameRef::from_buffer_ref_writable(b, &self.info)?;
+            let stride = frame.plane_stride()[0] as usize;
             let data = frame.plane_data_mut(0)?;
-            let style = self.style;
-            data.par_chunks_mut(stride)
-                .zip(map.values.par_chunks(w.max(1)))
-                .for_each(|(out, row)| render_row(kind, style, row, out, peak));
+            map.render(style, peak, data, stride)
+                .map_err(|e| glib::bool_error!("{e}"))?;
         }
         Ok(buffer)
     }
@@ -225,82 +191,11 @@ impl Drop for Frames {
     }
 }
 
-/// One row of the map in `style` into `out` (at least the row's bytes).
-fn render_row(kind: MapKind, style: MapStyle, row: &[f32], out: &mut [u8], peak: f64) {
-    match style {
-        MapStyle::Gray16 => {
-            for (o, &v) in out.chunks_exact_mut(2).zip(row) {
-                o.copy_from_slice(&gray16(kind, v, peak).to_le_bytes());
-            }
-        }
-        MapStyle::Heat => {
-            for (o, &v) in out.chunks_exact_mut(4).zip(row) {
-                o.copy_from_slice(&heat_rgba(heat_position(kind, v, peak)));
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_scales_are_as_documented() {
-        assert_eq!(gray16(MapKind::Ssim, 1.0, 255.0), 0);
-        assert_eq!(gray16(MapKind::Ssim, -1.0, 255.0), 65535);
-        assert_eq!(gray16(MapKind::Ssim, 0.0, 255.0), 32768);
-        assert_eq!(gray16(MapKind::SquaredError, 65025.0, 255.0), 65535);
-        assert_eq!(gray16(MapKind::SquaredError, 0.0, 255.0), 0);
-        assert_eq!(heat_rgba(0.0), [0, 0, 255, 0]);
-        assert_eq!(heat_rgba(0.5), [0, 255, 0, 128]);
-        assert_eq!(heat_rgba(1.0), [255, 0, 0, 255]);
-        assert_eq!(heat_rgba(0.125), [0, 128, 255, 32]);
-        // A difference of a quarter of the range saturates the squared-error heat scale.
-        assert_eq!(
-            heat_position(MapKind::SquaredError, 64.0f32 * 64.0, 256.0),
-            1.0
-        );
-    }
-
-    /// The interval chosen by comparisons gives what a search of the stops gives, at the
-    /// stops, between them and for NaN.
-    #[test]
-    fn the_interval_choice_equals_a_search_of_the_stops() {
-        let plain = |t: f64| -> [u8; 4] {
-            let t = t.clamp(0.0, 1.0);
-            let i = HEAT_STOPS
-                .windows(2)
-                .position(|w| t <= w[1].0)
-                .unwrap_or(HEAT_STOPS.len() - 2);
-            let ((t0, c0), (t1, c1)) = (HEAT_STOPS[i], HEAT_STOPS[i + 1]);
-            let f = (t - t0) / (t1 - t0);
-            let c = |k: usize| (c0[k] + (c1[k] - c0[k]) * f).round() as u8;
-            [c(0), c(1), c(2), (255.0 * t).round() as u8]
-        };
-        let mut ts: Vec<f64> = (0..=200_000).map(|i| i as f64 / 200_000.0).collect();
-        ts.extend([
-            -1.0,
-            2.0,
-            f64::NAN,
-            0.25,
-            0.5,
-            0.75,
-            0.5 / 255.0,
-            1.5 / 255.0,
-        ]);
-        ts.extend((0..=255).map(|k| (k as f64 + 0.5) / 255.0));
-        for t in ts {
-            assert_eq!(heat_rgba(t), plain(t), "t {t}");
-        }
-        for v in (0..=70_000).map(|i| i as f32 / 35_000.0 - 0.5) {
-            let t = ((1.0 - v as f64) / 2.0).clamp(0.0, 1.0);
-            assert_eq!(
-                gray16(MapKind::Ssim, v, 255.0),
-                (t * 65535.0).round() as u16
-            );
-        }
-    }
+    use gpumetrics_engine::map::render::{gray16, heat_position, heat_rgba};
+    use gpumetrics_engine::map::{DistortionMap, MapKind};
 
     /// A frame from the pool holds each pixel's documented value in both styles, rows in
     /// their padded places (odd widths pad GRAY16 rows to four bytes); a released frame's
@@ -317,13 +212,14 @@ mod tests {
             height: h,
             values,
         };
+        let pair = PairMap::on_host(MapKind::Butteraugli, map.clone());
         for (style, bytes) in [(MapStyle::Gray16, 2usize), (MapStyle::Heat, 4)] {
             let frames = Frames::new(style, w as u32, h as u32, None).unwrap();
             let stride = frames.info.stride()[0] as usize;
             assert!(stride >= bytes * w);
             let mut memory = None;
             for _ in 0..3 {
-                let b = frames.render(MapKind::Butteraugli, &map, 255.0).unwrap();
+                let b = frames.render(&pair, 255.0).unwrap();
                 let data = b.map_readable().unwrap();
                 for y in [0, h / 2, h - 1] {
                     for x in [0, 1, w - 1] {
@@ -355,7 +251,8 @@ mod tests {
                 height: 2,
                 values: vec![0.0; 4],
             };
-            assert!(frames.render(MapKind::Butteraugli, &small, 255.0).is_err());
+            let small = PairMap::on_host(MapKind::Butteraugli, small);
+            assert!(frames.render(&small, 255.0).is_err());
         }
     }
 }

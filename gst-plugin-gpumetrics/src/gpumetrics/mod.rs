@@ -41,7 +41,7 @@ mod cuda;
 mod decode;
 mod imp;
 mod input;
-pub mod map_render;
+mod map_render;
 mod options;
 mod outputs;
 
@@ -371,6 +371,8 @@ pub struct MapRecord {
     /// The pair's frame number (as its record's `frame`).
     pub frame: u64,
     pub kind: gpumetrics_engine::map::MapKind,
+    /// Its values on the host (copied there from the GPU for this record only when a
+    /// subscriber takes the element's records).
     pub map: std::sync::Arc<gpumetrics_engine::map::DistortionMap>,
 }
 

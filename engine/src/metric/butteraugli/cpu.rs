@@ -128,7 +128,10 @@ impl CpuMetric for Butteraugli {
             );
         super::push_fields(&acc, full.width as u64 * full.height as u64, scores);
         if plan.map == Some(MapKind::Butteraugli) {
-            scores.set_map(MapKind::Butteraugli, std::sync::Arc::new(self.diffmap()));
+            scores.set_map(crate::map::PairMap::on_host(
+                MapKind::Butteraugli,
+                self.diffmap(),
+            ));
         }
     }
 }

@@ -4,7 +4,8 @@
 //! the half level on a side stream, beside the full level), and `ba_reduce`, whose
 //! per-block maxima and power sums come back in one copy, queued with the pair
 //! (`CudaMetric::queue`) and read when the pair is completed. With `map=butteraugli` the
-//! reduction also stores each pixel's final value, copied to the host with the partials.
+//! reduction also stores each pixel's final value, handed out in device memory with its
+//! statistics (`crate::map::device`).
 //!
 //! Every buffer is allocated once per plan: the filter table and the reduction slots per
 //! engine, and the planes, per level 38 planes and 6 padded Malta planes (4 · 38 + 4 · 6 ≈
@@ -21,7 +22,8 @@ use crate::cuda::scratch::{Key, Share};
 use crate::cuda::{Branch, DevPtr, DevPtrMut, DeviceMemory, Gpu, Readback, zeroed};
 use crate::error::EngineError;
 use crate::frame::PlanePtrs;
-use crate::map::kind::{DistortionMap, MapKind};
+use crate::map::device::MapOut;
+use crate::map::kind::MapKind;
 use crate::metric::CudaMetric;
 use crate::plan::Plan;
 use crate::scores::Scores;
@@ -49,9 +51,9 @@ pub(super) struct Butteraugli {
     /// Where the half level runs: forked from the stream after the downsampling, joined
     /// back before the reduction.
     side: Branch,
-    /// With `map=butteraugli`: the final diffmap the reduction stores, and its copies on
-    /// the host per pair in flight.
-    map: Option<(CudaSlice<f32>, Readback<f32>)>,
+    /// With `map=butteraugli`: the final diffmap the reduction stores, and where each
+    /// pair's copy of it is handed out.
+    map: Option<(CudaSlice<f32>, MapOut)>,
 }
 
 impl Butteraugli {
@@ -118,7 +120,13 @@ impl Butteraugli {
         let map = match plan.map {
             Some(MapKind::Butteraugli) => Some((
                 zeroed::<f32>(stream, pixels as usize)?,
-                Readback::new(&gpu.ctx, pixels as usize)?,
+                MapOut::new(
+                    gpu,
+                    MapKind::Butteraugli,
+                    sizes[0].0,
+                    sizes[0].1,
+                    plan.map_threshold,
+                )?,
             )),
             _ => None,
         };
@@ -262,8 +270,8 @@ impl Butteraugli {
             )?;
             // The arena is free for the next engine once the reduction has read it.
             lease.end()?;
-            if let Some((map, host)) = &mut self.map {
-                host.copy_in(map.ptr(), map.len(), stream)?;
+            if let Some((map, handout)) = &mut self.map {
+                handout.copy_in(gpu, stream, map.ptr())?;
             }
             self.host_partials
                 .copy_in(self.partials.ptr(), self.partials.len(), stream)
@@ -331,12 +339,11 @@ impl CudaMetric for Butteraugli {
         }
         let full = &self.levels[0];
         super::push_fields(&acc, full.width as u64 * full.height as u64, scores);
-        if let Some((map, host)) = &mut self.map {
-            let values = host
-                .take(map.len())
+        if let Some((_, handout)) = &mut self.map {
+            let map = handout
+                .take()
                 .map_err(|e| EngineError::Cuda(format!("reading the butteraugli map: {e}")))?;
-            let map = DistortionMap::copied(full.width as usize, full.height as usize, values);
-            scores.set_map(MapKind::Butteraugli, std::sync::Arc::new(map));
+            scores.set_map(map);
         }
         Ok(())
     }

@@ -178,7 +178,7 @@ impl CpuMetric for CvvdpCpu {
                 height,
                 values,
             };
-            scores.set_map(MapKind::Cvvdp, std::sync::Arc::new(map));
+            scores.set_map(crate::map::PairMap::on_host(MapKind::Cvvdp, map));
         }
         super::push(&step, scores);
         if let Some(w) = window {

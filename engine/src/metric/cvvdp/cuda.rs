@@ -32,7 +32,8 @@ use crate::cuda::{DeviceMemory, Gpu, Readback, zeroed};
 use crate::error::EngineError;
 use crate::format::ChannelSpec;
 use crate::frame::PlanePtrs;
-use crate::map::kind::{DistortionMap, MapKind};
+use crate::map::device::MapOut;
+use crate::map::kind::MapKind;
 use crate::metric::CudaMetric;
 use crate::plan::Plan;
 use crate::scores::Scores;
@@ -72,8 +73,8 @@ pub(super) struct CvvdpCuda {
     queued: VecDeque<bool>,
     running: Running,
     /// With `map=cvvdp`: each band's heat plane (an offset into the arena, of the band's
-    /// size) and each pair's map on the host.
-    heat: Option<(Vec<usize>, Readback<f32>)>,
+    /// size) and where each pair's map is handed out.
+    heat: Option<(Vec<usize>, MapOut)>,
 }
 
 impl CvvdpCuda {
@@ -141,7 +142,10 @@ impl CvvdpCuda {
             queued: VecDeque::new(),
             running: Running::default(),
             heat: match heat_planes {
-                Some(planes) => Some((planes, Readback::new(&gpu.ctx, n(frame0))?)),
+                Some(planes) => Some((
+                    planes,
+                    MapOut::new(gpu, MapKind::Cvvdp, frame0.0, frame0.1, plan.map_threshold)?,
+                )),
                 None => None,
             },
             model,
@@ -324,12 +328,12 @@ impl CvvdpCuda {
     }
 
     /// With a heat map: the video pass's band heats collapsed from the base band up, made
-    /// the reference's `raw` map at full size, and its copy to the host queued.
+    /// the reference's `raw` map at full size, and its hand-out queued (`crate::map::device`).
     ///
     /// # Safety
     /// The video pass's band heats were written by work queued before on the stream.
     unsafe fn collapse_heat(&mut self, gpu: &Gpu) -> Result<(), DriverError> {
-        let Some((planes, host)) = &mut self.heat else {
+        let Some((planes, handout)) = &mut self.heat else {
             return Ok(());
         };
         let (k, stream) = (&gpu.kernels, &gpu.stream);
@@ -354,12 +358,7 @@ impl CvvdpCuda {
                 k.cvvdp_heat_up(stream, per_pixel(self.sizes[b]), plane(b + 1), plane(b))?;
             }
             k.cvvdp_heat_jod(stream, per_pixel(self.sizes[0]), plane(0), a, e)?;
-            let (w, h) = self.sizes[0];
-            host.copy_in(
-                self.arena.ptr_at(planes[0]),
-                w as usize * h as usize,
-                stream,
-            )
+            handout.copy_in(gpu, stream, self.arena.ptr_at(planes[0]))
         }
     }
 
@@ -437,17 +436,14 @@ impl CudaMetric for CvvdpCuda {
         }
         let step = self.running.push(image, video);
         super::push(&step, scores);
-        if let Some((_, host)) = &mut self.heat {
-            let (w, h) = self.sizes[0];
-            let values = match host.take(w as usize * h as usize) {
-                Ok(v) => v,
+        if let Some((_, handout)) = &mut self.heat {
+            match handout.take() {
+                Ok(map) => scores.set_map(map),
                 Err(e) => {
                     self.restart();
                     return Err(EngineError::Cuda(format!("reading the cvvdp map: {e}")));
                 }
-            };
-            let map = DistortionMap::copied(w as usize, h as usize, values);
-            scores.set_map(MapKind::Cvvdp, std::sync::Arc::new(map));
+            }
         }
         Ok(())
     }

@@ -36,7 +36,7 @@ impl CpuMetric for Ssimu2 {
                 plan.reference.height as usize,
             );
             let map = contribution_map(&sums, &values, w, h);
-            scores.set_map(MapKind::Ssimulacra2, std::sync::Arc::new(map));
+            scores.set_map(crate::map::PairMap::on_host(MapKind::Ssimulacra2, map));
         }
         super::push_fields(&sums, scores);
     }

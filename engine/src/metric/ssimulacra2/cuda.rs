@@ -12,7 +12,8 @@
 //!    sums per scale, queued with the pair (`CudaMetric::queue`) and read when the pair is
 //!    completed;
 //! 6. with `map=ssimulacra2`, `ssimu2_map`: the map from the values the column pass
-//!    stored and the sums (`super::map`'s definition), copied to the host with the sums.
+//!    stored and the sums (`super::map`'s definition), handed out in device memory with
+//!    its statistics (`crate::map::device`).
 //!
 //! Every buffer is allocated once per plan: per scale 6 XYB and 15 moment planes (all
 //! scales at once, so that they run concurrently; the moment planes in whole strips of 32
@@ -29,6 +30,7 @@ use crate::cuda::scratch::{Key, Share};
 use crate::cuda::{DevPtr, DevPtrMut, Gpu, Readback};
 use crate::error::EngineError;
 use crate::frame::PlanePtrs;
+use crate::map::device::MapOut;
 use crate::map::kind::{DistortionMap, MapKind};
 use crate::metric::CudaMetric;
 use crate::plan::Plan;
@@ -59,8 +61,8 @@ pub(super) struct Ssimu2 {
     /// `out` of each pair in flight, on the host.
     host_out: Readback<f64>,
     /// With `map=ssimulacra2`: the map's place in the arena (`width`×`height` f32 values,
-    /// `ssimu2_map`'s output), the weights' (the reference's 108), and the map of each pair
-    /// in flight on the host.
+    /// `ssimu2_map`'s output), the weights' (the reference's 108), and where each pair's
+    /// map is handed out.
     map: Option<MapBuffers>,
 }
 
@@ -70,7 +72,7 @@ struct MapBuffers {
     weights: u64,
     width: u32,
     height: u32,
-    host: Readback<f32>,
+    handout: MapOut,
 }
 
 impl Ssimu2 {
@@ -205,7 +207,7 @@ impl Ssimu2 {
                 weights,
                 width: w0,
                 height: h0,
-                host: Readback::new(&gpu.ctx, w0 as usize * h0 as usize)?,
+                handout: MapOut::new(gpu, MapKind::Ssimulacra2, w0, h0, plan.map_threshold)?,
             }),
             None => None,
         };
@@ -317,8 +319,7 @@ impl Ssimu2 {
                         m.width,
                         m.height,
                     )?;
-                    m.host
-                        .copy_in(base + m.out, m.width as usize * m.height as usize, stream)?;
+                    m.handout.copy_in(gpu, stream, base + m.out)?;
                 }
                 self.host_out.copy_in(out, values, stream)?;
                 // The arena is free for the next engine once the sums are copied out.
@@ -368,7 +369,7 @@ impl CudaMetric for Ssimu2 {
     fn drop_queued(&mut self) {
         self.host_out.clear();
         if let Some(m) = &mut self.map {
-            m.host.clear();
+            m.handout.clear();
         }
     }
 
@@ -388,23 +389,23 @@ impl CudaMetric for Ssimu2 {
         let sums = self.sums()?;
         super::push_fields(&sums, scores);
         if let Some(m) = &mut self.map {
-            let n = m.width as usize * m.height as usize;
-            let (w, h) = (m.width as usize, m.height as usize);
             // A frame too small to score has an empty map, as on the CPU.
             let map = if self.n_scales == 0 {
-                DistortionMap {
-                    width: w,
-                    height: h,
-                    values: vec![0.0; n],
-                }
+                let (w, h) = (m.width as usize, m.height as usize);
+                crate::map::PairMap::on_host(
+                    MapKind::Ssimulacra2,
+                    DistortionMap {
+                        width: w,
+                        height: h,
+                        values: vec![0.0; w * h],
+                    },
+                )
             } else {
-                let values = m
-                    .host
-                    .take(n)
-                    .map_err(|e| EngineError::Cuda(format!("reading the ssimulacra2 map: {e}")))?;
-                DistortionMap::copied(w, h, values)
+                m.handout
+                    .take()
+                    .map_err(|e| EngineError::Cuda(format!("reading the ssimulacra2 map: {e}")))?
             };
-            scores.set_map(MapKind::Ssimulacra2, std::sync::Arc::new(map));
+            scores.set_map(map);
         }
         Ok(())
     }

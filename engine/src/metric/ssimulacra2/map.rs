@@ -152,8 +152,9 @@ mod tests {
         // 64×48: five scales (64×48 to 4×3), each dividing the size.
         let (w, h) = (64, 48);
         let s = measure(w, h, &frame(w, h, false), &frame(w, h, true));
-        let (kind, map) = s.map().expect("a map");
-        assert_eq!(kind, MapKind::Ssimulacra2);
+        let map = s.map().expect("a map");
+        assert_eq!(map.kind(), MapKind::Ssimulacra2);
+        let map = map.values().unwrap();
         assert_eq!((map.width, map.height), (w, h));
         let mean = map.values.iter().map(|v| *v as f64).sum::<f64>() / (w * h) as f64;
         let score = s.get("ssimulacra2").unwrap();
@@ -177,7 +178,7 @@ mod tests {
         let (w, h) = (33, 17);
         let f = frame(w, h, true);
         let s = measure(w, h, &f, &f);
-        let (_, map) = s.map().expect("a map");
+        let map = s.map().expect("a map").values().unwrap();
         assert!(map.values.iter().all(|v| *v == 0.0));
         assert_eq!(s.get("ssimulacra2"), Some(100.0));
     }

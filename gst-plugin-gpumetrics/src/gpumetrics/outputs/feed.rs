@@ -81,11 +81,19 @@ impl Sink for Feed {
     /// Every pair's record, with or without `post-messages` (a subscriber asked for them).
     fn record(&mut self, _: &Env<'_>, pair: &mut Pair<'_>) -> Result<(), gst::ErrorMessage> {
         self.0.deliver(Output::Frame(pair.record.clone()));
-        if let Some((kind, map)) = pair.scores.shared_map() {
+        if let Some(map) = pair.scores.map() {
+            // The values come to the host here (a map in device memory): a subscriber
+            // reads them after the pair has left, when the engine may be gone.
+            let values = map.values().map_err(|e| {
+                gst::error_msg!(
+                    gst::CoreError::Failed,
+                    ("reading the {} map: {e}", map.kind().name())
+                )
+            })?;
             self.0.deliver(Output::Map(crate::gpumetrics::MapRecord {
                 frame: pair.record.frame,
-                kind,
-                map,
+                kind: map.kind(),
+                map: values,
             }));
         }
         Ok(())

@@ -19,6 +19,114 @@ gpumetrics_device::kernel! {
     /// The SSIM filter along the rows of `f.down`, then SSIM per pixel, joined to `o`.
     /// Block (`BLOCK_X`, `BLOCK_Y`), a thread per pixel.
     pub unsafe fn map_ssim_across(f: SsimFilter, o: MapOut) => ssim_across;
+
+    /// The statistics of the `len` values at `values` (`Partial`): each block's partial,
+    /// its `PARTIAL_WORDS` words at `out[PARTIAL_WORDS · block]`, for the host to join.
+    /// `sign` 1 for a map where larger is worse, −1 where smaller is; `threshold` unsigned.
+    /// Block `STATS_BLOCK`, any grid (`STATS_BLOCKS`): blocks and threads stride over the
+    /// values in order.
+    pub unsafe fn map_stats(values: *const f32, len: u32, sign: f32, threshold: f32, out: *mut u32) => stats;
+
+    /// The map `f.values` as GRAY16_LE samples (`gray16`) at `f.out`. Block (`BLOCK_X`,
+    /// `BLOCK_Y`), a thread per pixel; `f.pitch` even.
+    pub unsafe fn map_gray16(f: MapFrame) => gray16_frame;
+
+    /// The map `f.values` as RGBA heat pixels (`heat_rgba` of `heat_position`) at `f.out`.
+    /// Block (`BLOCK_X`, `BLOCK_Y`), a thread per pixel; `f.out` and `f.pitch` multiples of
+    /// four.
+    pub unsafe fn map_heat(f: MapFrame) => heat_frame;
+}
+
+/// The body of the `map_stats` kernel (declared above): each thread's partial over the
+/// values it strides over, then the block's by halving in shared memory.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn stats(values: *const f32, len: u32, sign: f32, threshold: f32, out: *mut u32) {
+    gpumetrics_device::shared!(static MAP_STATS_LARGEST: [f32; STATS_THREADS]);
+    gpumetrics_device::shared!(static MAP_STATS_AT: [u32; STATS_THREADS]);
+    gpumetrics_device::shared!(static MAP_STATS_PAST: [u32; STATS_THREADS]);
+    let t = dev::thread_idx_x() as usize;
+    let thr = sign * threshold;
+    let mut p = Partial::NONE;
+    let step = dev::grid_dim_x() as u64 * STATS_BLOCK as u64;
+    let mut i = dev::block_idx_x() as u64 * STATS_BLOCK as u64 + t as u64;
+    while i < len as u64 {
+        p.see(sign * unsafe { *values.add(i as usize) }, i as u32, thr);
+        i += step;
+    }
+    unsafe {
+        MAP_STATS_LARGEST.write(t, p.largest);
+        MAP_STATS_AT.write(t, p.at);
+        MAP_STATS_PAST.write(t, p.past);
+        dev::sync_threads();
+    }
+    let mut half = STATS_THREADS / 2;
+    while half > 0 {
+        if t < half {
+            // No closure for the two reads: its captures could stay in local memory.
+            let (mine, other) = unsafe {
+                (
+                    Partial {
+                        largest: MAP_STATS_LARGEST.read(t),
+                        at: MAP_STATS_AT.read(t),
+                        past: MAP_STATS_PAST.read(t),
+                    },
+                    Partial {
+                        largest: MAP_STATS_LARGEST.read(t + half),
+                        at: MAP_STATS_AT.read(t + half),
+                        past: MAP_STATS_PAST.read(t + half),
+                    },
+                )
+            };
+            let j = mine.join(other);
+            unsafe {
+                MAP_STATS_LARGEST.write(t, j.largest);
+                MAP_STATS_AT.write(t, j.at);
+                MAP_STATS_PAST.write(t, j.past);
+            }
+        }
+        unsafe { dev::sync_threads() };
+        half /= 2;
+    }
+    if t == 0 {
+        let w = Partial {
+            largest: unsafe { MAP_STATS_LARGEST.read(0) },
+            at: unsafe { MAP_STATS_AT.read(0) },
+            past: unsafe { MAP_STATS_PAST.read(0) },
+        }
+        .words();
+        let at = dev::block_idx_x() as usize * PARTIAL_WORDS;
+        unroll!(k in [0 1 2] {
+            unsafe { *out.add(at + k) = w[k] };
+        });
+    }
+}
+
+/// The body of the `map_gray16` kernel (declared above).
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn gray16_frame(f: MapFrame) {
+    let (x, y) = (dev::global_idx_x(), dev::global_idx_y());
+    if x >= f.width || y >= f.height {
+        return;
+    }
+    let v = unsafe { *(f.values as *const f32).add((y * f.width + x) as usize) };
+    let at = f.out + y as u64 * f.pitch as u64 + 2 * x as u64;
+    unsafe { *(at as *mut u16) = gray16(f.kind, v, f.peak) };
+}
+
+/// The body of the `map_heat` kernel (declared above).
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn heat_frame(f: MapFrame) {
+    let (x, y) = (dev::global_idx_x(), dev::global_idx_y());
+    if x >= f.width || y >= f.height {
+        return;
+    }
+    let v = unsafe { *(f.values as *const f32).add((y * f.width + x) as usize) };
+    let at = f.out + y as u64 * f.pitch as u64 + 4 * x as u64;
+    let rgba = heat_rgba(heat_position(f.kind, v, f.peak));
+    unsafe { *(at as *mut u32) = u32::from_le_bytes(rgba) };
 }
 
 /// The body of the `map_squared_error` kernel (declared above).

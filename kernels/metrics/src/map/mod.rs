@@ -137,6 +137,173 @@ pub struct SsimFilter {
     pub height: u32,
 }
 
+/// Threads of a `map_stats` block (its shared arrays hold one partial per thread).
+pub const STATS_THREADS: usize = 256;
+/// [`STATS_THREADS`] as a launch dimension.
+pub const STATS_BLOCK: u32 = STATS_THREADS as u32;
+/// Blocks of a `map_stats` launch, each writing one [`Partial`] (two per SM of the largest
+/// GPUs: enough to read a map at the memory's rate, few enough for the host to join).
+pub const STATS_BLOCKS: u32 = 264;
+/// The 32-bit words of one block's partial in `map_stats`' output: the largest `sign · v`
+/// (its bits), its index, the count past the threshold.
+pub const PARTIAL_WORDS: usize = 3;
+
+/// A map's statistics over some of its samples, as `map_stats` and the host build them:
+/// the largest `sign · v` and the first index holding it (`u32::MAX`: none, every sample
+/// NaN or −∞), and how many samples have `sign · v` past `sign · threshold`. The same
+/// comparisons as the host's statistics of a map on the host, so both agree exactly.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Partial {
+    pub largest: f32,
+    pub at: u32,
+    pub past: u32,
+}
+
+impl Partial {
+    /// Nothing seen.
+    pub const NONE: Partial = Partial {
+        largest: f32::NEG_INFINITY,
+        at: u32::MAX,
+        past: 0,
+    };
+
+    /// Sample `i` whose signed value is `x`, `t` the signed threshold; samples seen in
+    /// increasing order keep the first of equal largest values. NaN is never largest nor
+    /// past.
+    #[inline(always)]
+    pub fn see(&mut self, x: f32, i: u32, t: f32) {
+        if x > self.largest {
+            self.largest = x;
+            self.at = i;
+        }
+        self.past += (x > t) as u32;
+    }
+
+    /// Both partials' statistics: the larger value, on a tie the lower index.
+    #[inline(always)]
+    pub fn join(self, o: Partial) -> Partial {
+        let other = o.largest > self.largest || (o.largest == self.largest && o.at < self.at);
+        Partial {
+            largest: if other { o.largest } else { self.largest },
+            at: if other { o.at } else { self.at },
+            past: self.past + o.past,
+        }
+    }
+
+    /// As `map_stats` stores it ([`PARTIAL_WORDS`]).
+    #[inline(always)]
+    pub fn words(self) -> [u32; PARTIAL_WORDS] {
+        [self.largest.to_bits(), self.at, self.past]
+    }
+
+    /// Read back from [`Partial::words`].
+    #[inline(always)]
+    pub fn from_words(w: [u32; PARTIAL_WORDS]) -> Partial {
+        Partial {
+            largest: f32::from_bits(w[0]),
+            at: w[1],
+            past: w[2],
+        }
+    }
+}
+
+/// Which map's scale [`gray16`] and [`heat_position`] apply (the engine's map kinds).
+pub const SCALE_SQUARED_ERROR: u32 = 0;
+pub const SCALE_SSIM: u32 = 1;
+pub const SCALE_BUTTERAUGLI: u32 = 2;
+pub const SCALE_CVVDP: u32 = 3;
+pub const SCALE_SSIMULACRA2: u32 = 4;
+
+/// `x` rounded to the nearest integer, halves up, for `x` ≥ 0 below 2³² (as `f64::round`
+/// gives there; NaN gives 0), without `std`.
+#[inline(always)]
+pub fn round_nonnegative(x: f64) -> u32 {
+    let i = x as u32;
+    if x - i as f64 >= 0.5 { i + 1 } else { i }
+}
+
+/// The GRAY16_LE value of map value `v` of scale `kind` (`peak`: the reference's largest
+/// sample value): squared error `min(v / peak², 1) · 65535`; SSIM
+/// `clamp((1 − v) / 2, 0, 1) · 65535` (0 = identical, 65535 = SSIM −1); Butteraugli
+/// `min(v / 8, 1) · 65535`;
+/// ColorVideoVDP `min(v, 1) · 65535` (its heat map 1 − JOD/10 as it is: 6,554 per JOD
+/// lost); SSIMULACRA2 `min(v / 20, 1) · 65535` (20: a frame of that value everywhere would
+/// score about 2); rounded.
+#[inline(always)]
+pub fn gray16(kind: u32, v: f32, peak: f64) -> u16 {
+    let v = v as f64;
+    let t = match kind {
+        SCALE_SQUARED_ERROR => v / (peak * peak),
+        SCALE_SSIM => (1.0 - v) / 2.0,
+        SCALE_BUTTERAUGLI => v / 8.0,
+        SCALE_CVVDP => v,
+        _ => v / 20.0,
+    };
+    round_nonnegative(t.clamp(0.0, 1.0) * 65535.0) as u16
+}
+
+/// Where map value `v` of scale `kind` lies on the heat scale, 0..1: squared error
+/// `min(4·√v / peak, 1)` (a difference of a quarter of the range saturates); SSIM
+/// `clamp(1 − v, 0, 1)`; Butteraugli `min(v / 4, 1)` (1, just visible, is a quarter of the
+/// scale); ColorVideoVDP `min(5·v, 1)` (the heat map's 1 − JOD/10: 2 JOD lost saturate);
+/// SSIMULACRA2 `min(v / 11, 1)` (11 everywhere would score 30, the scale's "low quality").
+#[inline(always)]
+pub fn heat_position(kind: u32, v: f32, peak: f64) -> f64 {
+    let t = match kind {
+        SCALE_SQUARED_ERROR => 4.0 * gpumetrics_device::math::sqrt(v.max(0.0) as f64) / peak,
+        SCALE_SSIM => 1.0 - v as f64,
+        SCALE_BUTTERAUGLI => v as f64 / 4.0,
+        SCALE_CVVDP => 5.0 * v as f64,
+        _ => v as f64 / 11.0,
+    };
+    t.clamp(0.0, 1.0)
+}
+
+/// The colour scale's stops: (position, R, G, B): blue, cyan, green, yellow, red.
+pub const HEAT_STOPS: [(f64, [f64; 3]); 5] = [
+    (0.0, [0.0, 0.0, 255.0]),
+    (0.25, [0.0, 255.0, 255.0]),
+    (0.5, [0.0, 255.0, 0.0]),
+    (0.75, [255.0, 255.0, 0.0]),
+    (1.0, [255.0, 0.0, 0.0]),
+];
+
+/// The RGBA of position `t` (0..1): the colour interpolated linearly between the stops,
+/// alpha `255·t` (rounded): transparent where nothing differs.
+#[inline(always)]
+pub fn heat_rgba(t: f64) -> [u8; 4] {
+    let t = t.clamp(0.0, 1.0);
+    // The first stop at or past t (a NaN takes the last interval), as a search would; by
+    // comparisons, so that no stop is indexed at run time (local memory on the GPU).
+    let ((t0, c0), (t1, c1)) = if t <= HEAT_STOPS[1].0 {
+        (HEAT_STOPS[0], HEAT_STOPS[1])
+    } else if t <= HEAT_STOPS[2].0 {
+        (HEAT_STOPS[1], HEAT_STOPS[2])
+    } else if t <= HEAT_STOPS[3].0 {
+        (HEAT_STOPS[2], HEAT_STOPS[3])
+    } else {
+        (HEAT_STOPS[3], HEAT_STOPS[4])
+    };
+    let f = (t - t0) / (t1 - t0);
+    let c = |k: usize| round_nonnegative(c0[k] + (c1[k] - c0[k]) * f) as u8;
+    [c(0), c(1), c(2), round_nonnegative(255.0 * t) as u8]
+}
+
+/// A map rendered as a frame (`map_gray16`, `map_heat`): the map's `width`×`height` f32
+/// values at `values`, rows of the frame `pitch` bytes apart at `out`, the scale `kind`
+/// with the reference's largest sample value `peak`. Crosses the kernel boundary by value.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct MapFrame {
+    pub values: u64,
+    pub out: u64,
+    pub width: u32,
+    pub height: u32,
+    pub pitch: u32,
+    pub kind: u32,
+    pub peak: f64,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -148,6 +315,52 @@ mod tests {
         assert_eq!(got, [2, 2, 1, 0, 0, 1, 2, 2, 1, 0]);
         assert_eq!(reflect(-1, 1), 0);
         assert_eq!(reflect(7, 1), 0);
+    }
+
+    /// Rounding without `std` is `f64::round` for the values the scales give.
+    #[test]
+    fn rounding_is_std_s() {
+        for i in 0..=2_000_000u32 {
+            let x = i as f64 * 0.03276750001;
+            assert_eq!(round_nonnegative(x), x.round() as u32, "{x}");
+        }
+        for x in [
+            0.0,
+            0.5,
+            1.5,
+            2.4999999999999996,
+            65534.5,
+            0.49999999999999994,
+        ] {
+            assert_eq!(round_nonnegative(x), x.round() as u32, "{x}");
+        }
+        assert_eq!(round_nonnegative(f64::NAN), 0);
+    }
+
+    /// Joining partials in any grouping gives one pass's statistics.
+    #[test]
+    fn partials_join_as_one_pass() {
+        let values = [3.0f32, f32::NAN, 7.0, 1.0, 7.0, -2.0, 7.0, f32::NAN];
+        for sign in [1.0f32, -1.0] {
+            let t = sign * 2.0;
+            let mut one = Partial::NONE;
+            for (i, &v) in values.iter().enumerate() {
+                one.see(sign * v, i as u32, t);
+            }
+            for split in 0..values.len() {
+                let (mut a, mut b) = (Partial::NONE, Partial::NONE);
+                for (i, &v) in values.iter().enumerate() {
+                    let p = if i < split { &mut a } else { &mut b };
+                    p.see(sign * v, i as u32, t);
+                }
+                assert_eq!(a.join(b), one);
+                assert_eq!(b.join(a), one);
+            }
+            assert_eq!(Partial::from_words(one.words()), one);
+        }
+        let mut none = Partial::NONE;
+        none.see(f32::NAN, 0, 0.0);
+        assert_eq!(none.join(Partial::NONE), Partial::NONE);
     }
 
     #[test]
