@@ -137,7 +137,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 d=.gpu/all
 B=$d/bin
-ALL_STEPS="selftest psnr ssim ssimulacra2 butteraugli siti blur blockiness blackfreeze nr inflight streams capacity scaling vmaf cambi aomctc element throughput cudamem colour cli monitor align cvvdp maps libvmaf libvmaf32 vship"
+ALL_STEPS="selftest psnr ssim ssimulacra2 butteraugli siti blur blockiness blackfreeze nr inflight streams capacity scaling vmaf cambi aomctc element throughput cudamem colour cli monitor align cvvdp maps mapframes libvmaf libvmaf32 vship"
 # Not in ALL_STEPS (it needs `pack-base` after pack): ab.
 
 # ---------------------------------------------------------------------------------------------
@@ -170,6 +170,7 @@ bins() {
     align) echo $e:test:cuda_kernels $g:test:align ;;
     cvvdp) echo $e:test:cvvdp_reference $e:test:map_reference $e:bench:throughput $e:test:cuda_kernels ;;
     maps) echo $e:test:cuda_kernels $e:test:map_reference $e:bench:throughput $e:example:map_copy ;;
+    mapframes) echo $g:test:map_element ;;
     vship) echo $e:bench:throughput $e:bench:streams ;;
     cudamem | colour | libvmaf | libvmaf32) ;;
     *) echo "gpu-all: unknown step '$1' (steps: $ALL_STEPS)" >&2; exit 2 ;;
@@ -925,6 +926,23 @@ step_maps() {
       run $B/throughput --seconds 2 --no-cpu --sizes 1080p --in-flight 2 --metrics "$metrics" --map "$kind" --map-use $use
     done
   done
+}
+
+# The map frames on src with backend=cuda (issue 48): map_element's tests (both styles,
+# system memory and CUDA memory, the heat frames drawn by the GPU straight into the
+# frame's CUDA memory), then a pipeline drawing heat frames into CUDA memory for
+# cudadownload under compute-sanitizer memcheck.
+step_mapframes() {
+  element_tests map_element
+  need $d/gst/env.sh $d/plugin/libgstgpumetrics.so || return 0
+  [ -n "${SKIP_SANITIZERS:-}" ] && return 0
+  step "compute-sanitizer memcheck: map=ssim map-style=heat into cudadownload (1080p, backend=cuda)"
+  run timeout 120 compute-sanitizer --tool memcheck --error-exitcode 9 gst-launch-1.0 -q \
+    videotestsrc num-buffers=10 ! video/x-raw,format=I420,width=1920,height=1080 ! tee name=t \
+    t. ! queue ! m.ref_sink t. ! queue ! videoscale ! video/x-raw,width=960,height=540 ! videoscale ! \
+    video/x-raw,width=1920,height=1080 ! m.dist_sink \
+    gpumetrics name=m backend=cuda metrics=psnr map=ssim map-style=heat ! cudadownload ! \
+    video/x-raw,format=RGBA ! fakesink
 }
 
 # ncu's time per cvvdp kernel over the first pairs of the 1080p throughput run (the

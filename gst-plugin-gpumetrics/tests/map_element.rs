@@ -346,7 +346,9 @@ fn map_frames_leave_in_cuda_memory_when_downstream_takes_it() {
         let mut runs = Vec::new();
         let cuda_peer = match style {
             "heat" => "cudadownload !",
-            _ => "\"video/x-raw(memory:CUDAMemory)\" !",
+            // Unquoted: gst_parse_launch takes the features in the caps as they are (a
+            // quoted string there is a syntax error; the shell's quotes never reach it).
+            _ => "video/x-raw(memory:CUDAMemory) !",
         };
         for downstream in ["", cuda_peer] {
             let desc = format!(

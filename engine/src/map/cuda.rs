@@ -1,12 +1,13 @@
 //! The maps made from a pair's frames (`squared-error`, `ssim`) on the GPU: the kernels of
 //! `gpumetrics_kernels::map` read the pair where the backend has it (device frames in
-//! place, host frames from their upload), the map is made in device memory, one channel
-//! after the other for RGB, and handed out there with its statistics
-//! ([`super::device::MapOut`]). The host's map ([`super::frames::of_pair`]) runs the same per-sample
-//! functions in the same order: both backends give the same values.
+//! place, host frames from their upload), the map is made in device memory (straight into
+//! the pair's own buffer, one channel after the other for RGB) and handed out there with
+//! its statistics ([`super::device::MapOut`]). The host's map ([`super::frames::of_pair`])
+//! runs the same per-sample functions in the same order: both backends give the same
+//! values.
 //!
-//! Allocated once per plan: the map (4 bytes a pixel), for SSIM five f64 planes of the
-//! column filter's moments (40 bytes a pixel), and a map buffer per pair being read.
+//! Allocated once per plan: for SSIM five f64 planes of the column filter's moments (40
+//! bytes a pixel); a map buffer (4 bytes a pixel) per pair in flight or being read.
 
 use cudarc::driver::{CudaEvent, CudaSlice, DriverError, LaunchConfig};
 
@@ -28,7 +29,6 @@ pub(crate) struct MapCuda {
     height: u32,
     /// Channels mapped: luma, or R, G and B (their mean).
     channels: usize,
-    out: CudaSlice<f32>,
     /// The SSIM filter's moments down the columns (SSIM only).
     down: Option<CudaSlice<f64>>,
     taps: [f64; gpumetrics_kernels::map::SSIM_TAPS],
@@ -45,7 +45,6 @@ impl MapCuda {
             ColorFamily::Rgb => plan.channels.len(),
             _ => 1,
         };
-        let out = zeroed::<f32>(&gpu.stream, n.max(1))?;
         let down = match kind {
             MapKind::Ssim => Some(zeroed::<f64>(&gpu.stream, (MOMENTS * n).max(1))?),
             _ => None,
@@ -56,7 +55,6 @@ impl MapCuda {
             width: w,
             height: h,
             channels,
-            out,
             down,
             taps: ssim::taps(),
             handout,
@@ -81,6 +79,8 @@ impl MapCuda {
             shared_mem_bytes: 0,
         };
         let peak = plan.reference.format.peak() as f64;
+        // The map goes straight into the pair's own buffer (handed out with the pair).
+        let out = self.handout.target()?;
         for c in 0..self.channels {
             let (rs, ds) = &plan.channels[c];
             let (rmax, dmax) = (plan.reference.format.peak(), plan.distorted.format.peak());
@@ -97,7 +97,7 @@ impl MapCuda {
             debug_assert_eq!(plan.reference.channel_size(rs), (self.width, self.height));
             let last = c + 1 == self.channels;
             let o = MapOut {
-                out: self.out.ptr(),
+                out,
                 add: (c > 0) as u32,
                 divide: if last && self.channels > 1 {
                     self.channels as u32
@@ -125,8 +125,7 @@ impl MapCuda {
                 }
             }
         }
-        // SAFETY: `out` holds the map, written by the kernels queued above.
-        unsafe { self.handout.copy_in(gpu, stream, self.out.ptr()) }
+        self.handout.commit(gpu, stream)
     }
 }
 

@@ -26,6 +26,7 @@ mod pair;
 pub mod render;
 pub mod ssim;
 pub(crate) mod stats;
+mod values;
 
 pub use kind::{DistortionMap, MapKind, SSIMULACRA2_THRESHOLD, Stats, squared_error};
 pub use pair::PairMap;

@@ -6,9 +6,9 @@
 
 use std::sync::{Arc, OnceLock};
 
-use super::device::Values;
 use super::kind::{DistortionMap, MapKind, Stats};
 use super::render::{self, MapStyle};
+use super::values::Values;
 use crate::error::EngineError;
 
 /// A pair's distortion map.
@@ -105,14 +105,9 @@ impl PairMap {
                 if let Some(m) = host.get() {
                     return Ok(m.clone());
                 }
-                let v = values.to_host().map_err(|e| {
+                let m = Arc::new(values.to_host().map_err(|e| {
                     EngineError::Cuda(format!("reading the {} map: {e}", self.kind.name()))
-                })?;
-                let m = Arc::new(DistortionMap {
-                    width: self.width,
-                    height: self.height,
-                    values: v,
-                });
+                })?);
                 Ok(host.get_or_init(|| m).clone())
             }
         }

@@ -51,9 +51,9 @@ pub(super) struct Butteraugli {
     /// Where the half level runs: forked from the stream after the downsampling, joined
     /// back before the reduction.
     side: Branch,
-    /// With `map=butteraugli`: the final diffmap the reduction stores, and where each
-    /// pair's copy of it is handed out.
-    map: Option<(CudaSlice<f32>, MapOut)>,
+    /// With `map=butteraugli`: where the reduction stores each pair's diffmap, handed out
+    /// with the pair.
+    map: Option<MapOut>,
 }
 
 impl Butteraugli {
@@ -118,16 +118,13 @@ impl Butteraugli {
         let partials = zeroed::<f64>(stream, slots)?;
         let host_partials = Readback::new(&gpu.ctx, slots)?;
         let map = match plan.map {
-            Some(MapKind::Butteraugli) => Some((
-                zeroed::<f32>(stream, pixels as usize)?,
-                MapOut::new(
-                    gpu,
-                    MapKind::Butteraugli,
-                    sizes[0].0,
-                    sizes[0].1,
-                    plan.map_threshold,
-                )?,
-            )),
+            Some(MapKind::Butteraugli) => Some(MapOut::new(
+                gpu,
+                MapKind::Butteraugli,
+                sizes[0].0,
+                sizes[0].1,
+                plan.map_threshold,
+            )?),
             _ => None,
         };
         stream.synchronize()?;
@@ -258,7 +255,10 @@ impl Butteraugli {
                 shared_mem_bytes: 0,
             };
             let out = DevPtrMut::from_raw(self.partials.ptr());
-            let map = DevPtrMut::from_raw(self.map.as_ref().map_or(0, |(m, _)| m.ptr()));
+            let map = DevPtrMut::from_raw(match &mut self.map {
+                Some(handout) => handout.target()?,
+                None => 0,
+            });
             k.ba_reduce(
                 stream,
                 cfg,
@@ -270,8 +270,8 @@ impl Butteraugli {
             )?;
             // The arena is free for the next engine once the reduction has read it.
             lease.end()?;
-            if let Some((map, handout)) = &mut self.map {
-                handout.copy_in(gpu, stream, map.ptr())?;
+            if let Some(handout) = &mut self.map {
+                handout.commit(gpu, stream)?;
             }
             self.host_partials
                 .copy_in(self.partials.ptr(), self.partials.len(), stream)
@@ -308,8 +308,8 @@ impl CudaMetric for Butteraugli {
 
     fn drop_queued(&mut self) {
         self.host_partials.clear();
-        if let Some((_, host)) = &mut self.map {
-            host.clear();
+        if let Some(handout) = &mut self.map {
+            handout.clear();
         }
     }
 
@@ -339,7 +339,7 @@ impl CudaMetric for Butteraugli {
         }
         let full = &self.levels[0];
         super::push_fields(&acc, full.width as u64 * full.height as u64, scores);
-        if let Some((_, handout)) = &mut self.map {
+        if let Some(handout) = &mut self.map {
             let map = handout
                 .take()
                 .map_err(|e| EngineError::Cuda(format!("reading the butteraugli map: {e}")))?;

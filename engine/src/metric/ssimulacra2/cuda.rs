@@ -60,15 +60,13 @@ pub(super) struct Ssimu2 {
     out: u64,
     /// `out` of each pair in flight, on the host.
     host_out: Readback<f64>,
-    /// With `map=ssimulacra2`: the map's place in the arena (`width`×`height` f32 values,
-    /// `ssimu2_map`'s output), the weights' (the reference's 108), and where each pair's
-    /// map is handed out.
+    /// With `map=ssimulacra2`: the weights' place in the arena (the reference's 108), and
+    /// where each pair's map (`ssimu2_map`'s output) is written and handed out.
     map: Option<MapBuffers>,
 }
 
 /// The buffers of the SSIMULACRA2 map on the GPU.
 struct MapBuffers {
-    out: u64,
     weights: u64,
     width: u32,
     height: u32,
@@ -156,9 +154,9 @@ impl Ssimu2 {
             lv.partials = partials + lv.partials * 8;
         }
         let table = take(std::mem::size_of_val(&levels[..]).div_ceil(4) as u64);
-        // The map and the weights (f64: two f32 slots each).
-        let map_at =
-            with_map.then(|| (take(w0 as u64 * h0 as u64), take(2 * WEIGHTS.len() as u64)));
+        // The map's weights (f64: two f32 slots each); the map itself goes straight into
+        // the pair's own buffer (`MapOut::target`).
+        let map_at = with_map.then(|| take(2 * WEIGHTS.len() as u64));
         let key = Key {
             context: gpu.ctx.cu_ctx() as usize,
             metric: "ssimulacra2",
@@ -178,7 +176,7 @@ impl Ssimu2 {
                     ..*lv
                 })
                 .collect();
-            if let Some((_, weights)) = map_at {
+            if let Some(weights) = map_at {
                 // SAFETY: the weights' region holds 108 f64; WEIGHTS is a static.
                 unsafe {
                     cudarc::driver::result::memcpy_htod_async(
@@ -202,8 +200,7 @@ impl Ssimu2 {
         let scratch = Share::join(gpu, key, &init)?;
         let host_out = Readback::new(&gpu.ctx, MAX_SCALES * SUMS_PER_SCALE)?;
         let map = match map_at {
-            Some((out, weights)) => Some(MapBuffers {
-                out,
+            Some(weights) => Some(MapBuffers {
                 weights,
                 width: w0,
                 height: h0,
@@ -315,11 +312,11 @@ impl Ssimu2 {
                         n as u32,
                         DevPtr::from_raw(out),
                         DevPtr::from_raw(base + m.weights),
-                        DevPtrMut::from_raw(base + m.out),
+                        DevPtrMut::from_raw(m.handout.target()?),
                         m.width,
                         m.height,
                     )?;
-                    m.handout.copy_in(gpu, stream, base + m.out)?;
+                    m.handout.commit(gpu, stream)?;
                 }
                 self.host_out.copy_in(out, values, stream)?;
                 // The arena is free for the next engine once the sums are copied out.
