@@ -926,6 +926,39 @@ step_maps() {
       run $B/throughput --seconds 2 --no-cpu --sizes 1080p --in-flight 2 --metrics "$metrics" --map "$kind" --map-use $use
     done
   done
+  ncu_maps
+}
+
+# ncu's time per kernel of a 1080p pair with each map (the map's kernels among the
+# metric's), counted per pair by the metric's kernel that runs once a pair (MAP_PAIR_KERNEL).
+ncu_maps() {
+  bench && need $B/throughput || return 0
+  command -v ncu >/dev/null || { echo "skipped: no ncu"; return 0; }
+  local spec metrics kind once
+  for spec in "ssim ssim map_stats" "psnr squared-error map_stats" "ssimulacra2 ssimulacra2 map_stats"; do
+    read -r metrics kind once <<<"$spec"
+    step "ncu: the kernels of a 1080p pair of $metrics with map=$kind, drawn as heat frames (time per kernel name)"
+    ncu --clock-control none -c 300 --metrics gpu__time_duration.sum --csv \
+      $B/throughput --seconds 0.05 --sizes 1080p --no-cpu --in-flight 1 --metrics "$metrics" \
+      --map "$kind" --map-use frame 2>/dev/null | ONCE=$once python3 -c '
+import csv, os, sys, collections
+rows = [r for r in csv.reader(l for l in sys.stdin if l.startswith("\""))]
+head, rows = rows[0], rows[1:]
+k, v = head.index("Kernel Name"), head.index("Metric Value")
+t, n = collections.Counter(), collections.Counter()
+for r in rows:
+    name = r[k].split("(")[0]
+    t[name] += float(r[v].replace(",", ""))
+    n[name] += 1
+pairs = max(1, n[os.environ["ONCE"]])
+print(f"{len(rows)} kernels, {pairs} pairs; per pair:")
+print("| kernel | launches | µs |")
+print("| --- | --- | --- |")
+for name, ns in t.most_common():
+    print(f"| {name} | {n[name] / pairs:.1f} | {ns / 1000 / pairs:.1f} |")
+print(f"| all | {sum(n.values()) / pairs:.1f} | {sum(t.values()) / 1000 / pairs:.1f} |")
+' || echo "FAILED: ncu maps $metrics"
+  done
 }
 
 # The map frames on src with backend=cuda (issue 48): map_element's tests (both styles,

@@ -6,22 +6,24 @@
 //! runs the same per-sample functions in the same order: both backends give the same
 //! values.
 //!
-//! Allocated once per plan: for SSIM five f64 planes of the column filter's moments (40
-//! bytes a pixel); a map buffer (4 bytes a pixel) per pair in flight or being read.
+//! SSIM in one kernel (`map_ssim`): each block filters the five moments down the columns of
+//! its tile into shared memory, then along its rows (a pass per direction through device
+//! memory wrote and read 40 bytes a pixel of f64 moments). Allocated: a map buffer (4 bytes
+//! a pixel) per pair in flight or being read.
 
-use cudarc::driver::{CudaEvent, CudaSlice, DriverError, LaunchConfig};
+use cudarc::driver::{CudaEvent, DriverError, LaunchConfig};
 
 use super::device::MapOut as Handout;
 use super::kind::MapKind;
 use super::ssim;
-use crate::cuda::{DeviceMemory, Gpu, zeroed};
+use crate::cuda::Gpu;
 use crate::error::EngineError;
 use crate::format::ColorFamily;
 use crate::frame::PlanePtrs;
 use crate::metric::CudaMetric;
 use crate::plan::Plan;
 use crate::scores::Scores;
-use gpumetrics_kernels::map::{BLOCK_X, BLOCK_Y, MOMENTS, MapChannel, MapOut, SsimFilter};
+use gpumetrics_kernels::map::{BLOCK_X, BLOCK_Y, MapChannel, MapOut, SsimFilter};
 
 pub(crate) struct MapCuda {
     kind: MapKind,
@@ -29,8 +31,6 @@ pub(crate) struct MapCuda {
     height: u32,
     /// Channels mapped: luma, or R, G and B (their mean).
     channels: usize,
-    /// The SSIM filter's moments down the columns (SSIM only).
-    down: Option<CudaSlice<f64>>,
     taps: [f64; gpumetrics_kernels::map::SSIM_TAPS],
     handout: Handout,
 }
@@ -40,14 +40,9 @@ impl MapCuda {
     /// any other kind is taken as the squared error's, which the backend never asks for).
     pub(crate) fn new(gpu: &Gpu, plan: &Plan, kind: MapKind) -> Result<MapCuda, DriverError> {
         let (w, h) = plan.reference.channel_size(&plan.channels[0].0);
-        let n = w as usize * h as usize;
         let channels = match plan.reference.format.family() {
             ColorFamily::Rgb => plan.channels.len(),
             _ => 1,
-        };
-        let down = match kind {
-            MapKind::Ssim => Some(zeroed::<f64>(&gpu.stream, (MOMENTS * n).max(1))?),
-            _ => None,
         };
         let handout = Handout::new(gpu, kind, w, h, plan.map_threshold)?;
         Ok(MapCuda {
@@ -55,7 +50,6 @@ impl MapCuda {
             width: w,
             height: h,
             channels,
-            down,
             taps: ssim::taps(),
             handout,
         })
@@ -106,20 +100,18 @@ impl MapCuda {
                 },
             };
             // SAFETY: the frames' planes were validated against the plan's layouts (or are
-            // the backend's uploads of them); `out` and `down` hold the map's size.
+            // the backend's uploads of them); `out` holds the map's size.
             unsafe {
-                match (self.kind, &self.down) {
-                    (MapKind::Ssim, Some(down)) => {
+                match self.kind {
+                    MapKind::Ssim => {
                         let f = SsimFilter {
                             taps: self.taps,
                             c1: (0.01 * peak).powi(2),
                             c2: (0.03 * peak).powi(2),
-                            down: down.ptr(),
                             width: self.width,
                             height: self.height,
                         };
-                        k.map_ssim_down(stream, cfg, ch, f)?;
-                        k.map_ssim_across(stream, cfg, f, o)?;
+                        k.map_ssim(stream, cfg, ch, f, o)?;
                     }
                     _ => k.map_squared_error(stream, cfg, ch, o)?,
                 }

@@ -21,7 +21,7 @@ use crate::{Check, Outcome};
 
 pub(crate) const CHECKS: &[(&[&str], Check)] = &[
     (&["map_squared_error"], squared_error),
-    (&["map_ssim_down", "map_ssim_across"], ssim),
+    (&["map_ssim"], ssim),
     (&["ba_reduce"], butteraugli),
     (&["ssimu2_map"], ssimulacra2),
     (&["cvvdp_heat_up", "cvvdp_heat_jod"], cvvdp),
@@ -30,7 +30,7 @@ pub(crate) const CHECKS: &[(&[&str], Check)] = &[
 
 crate::gpu_tests! {
     squared_error_map_matches_the_host => "map_squared_error",
-    ssim_map_matches_the_host => "map_ssim_down",
+    ssim_map_matches_the_host => "map_ssim",
     butteraugli_map_matches_the_host => "ba_reduce",
     ssimulacra2_map_matches_the_host => "ssimu2_map",
     cvvdp_map_matches_the_host => "cvvdp_heat_up",

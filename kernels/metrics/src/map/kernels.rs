@@ -11,14 +11,11 @@ gpumetrics_device::kernel! {
     /// `BLOCK_Y`), a thread per pixel.
     pub unsafe fn map_squared_error(c: MapChannel, o: MapOut) => squared;
 
-    /// The SSIM filter down the columns (SciPy's `reflect` edges) of the five moments of
-    /// channel `c`, into `f.down` (five planes of `f.width`×`f.height` f64). Block
-    /// (`BLOCK_X`, `BLOCK_Y`), a thread per pixel.
-    pub unsafe fn map_ssim_down(c: MapChannel, f: SsimFilter) => ssim_down;
-
-    /// The SSIM filter along the rows of `f.down`, then SSIM per pixel, joined to `o`.
-    /// Block (`BLOCK_X`, `BLOCK_Y`), a thread per pixel.
-    pub unsafe fn map_ssim_across(f: SsimFilter, o: MapOut) => ssim_across;
+    /// The SSIM map of channel `c`, joined to `o`: per block a tile of `BLOCK_X`×`BLOCK_Y`
+    /// pixels; the five moments filtered down the columns (SciPy's `reflect` edges) for
+    /// the tile's columns and the filter's reach either side, into shared memory, then
+    /// along the rows and SSIM per pixel. Block (`BLOCK_X`, `BLOCK_Y`), grid over the map.
+    pub unsafe fn map_ssim(c: MapChannel, f: SsimFilter, o: MapOut) => ssim_tile;
 
     /// The statistics of the `len` values at `values` (`Partial`): each block's partial,
     /// its `PARTIAL_WORDS` words at `out[PARTIAL_WORDS · block]`, for the host to join.
@@ -141,51 +138,57 @@ unsafe fn squared(c: MapChannel, o: MapOut) {
     unsafe { o.put((y * c.width + x) as usize, squared_error(r, d)) };
 }
 
-/// The body of the `map_ssim_down` kernel (declared above).
+/// The body of the `map_ssim` kernel (declared above): the host's operations in the host's
+/// order (`crate::map` and the engine's `map::ssim`), so the maps agree bit for bit.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
-unsafe fn ssim_down(c: MapChannel, f: SsimFilter) {
-    let (x, y) = (dev::global_idx_x(), dev::global_idx_y());
-    if x >= c.width || y >= c.height || c.width != f.width || c.height != f.height {
+unsafe fn ssim_tile(c: MapChannel, f: SsimFilter, o: MapOut) {
+    gpumetrics_device::shared!(static MAP_SSIM_DOWN: [f64; MOMENTS * SSIM_TILE_ROWS * SSIM_TILE_COLS]);
+    if c.width != f.width || c.height != f.height {
         return;
     }
-    let mut s = [0f64; MOMENTS];
-    // Taps by constant index (a rolled loop would copy `f` to local memory per thread).
-    unroll!(t in [0 1 2 3 4 5 6 7 8 9 10] {
-        let kt = f.taps[t];
-        let row = reflect(y as i32 + t as i32 - SSIM_RADIUS, c.height);
-        let (r, d) = unsafe { c.samples(x, row) };
-        let m = moments(r, d);
-        unroll!(q in [0 1 2 3 4] {
-            s[q] += kt * m[q];
-        });
-    });
-    let plane = f.width as usize * f.height as usize;
-    let i = (y * f.width + x) as usize;
-    let down = f.down as *mut f64;
-    unroll!(q in [0 1 2 3 4] {
-        unsafe { *down.add(q * plane + i) = s[q] };
-    });
-}
-
-/// The body of the `map_ssim_across` kernel (declared above).
-#[cfg(target_arch = "nvptx64")]
-#[inline(always)]
-unsafe fn ssim_across(f: SsimFilter, o: MapOut) {
-    let (x, y) = (dev::global_idx_x(), dev::global_idx_y());
-    if x >= f.width || y >= f.height {
+    let (x0, y0) = (dev::block_idx_x() * BLOCK_X, dev::block_idx_y() * BLOCK_Y);
+    let t = (dev::thread_idx_y() * BLOCK_X + dev::thread_idx_x()) as usize;
+    let per_moment = SSIM_TILE_ROWS * SSIM_TILE_COLS;
+    // Down the columns: the tile's rows, at its columns and SSIM_RADIUS either side
+    // (reflected into the picture), one (row, column) after the other per thread.
+    let mut i = t;
+    while i < per_moment {
+        let (r, j) = (i / SSIM_TILE_COLS, i % SSIM_TILE_COLS);
+        let y = y0 + r as u32;
+        if y < c.height {
+            let x = reflect(x0 as i32 + j as i32 - SSIM_RADIUS, c.width);
+            let mut s = [0f64; MOMENTS];
+            // Taps by constant index (a rolled loop would copy `f` to local memory).
+            unroll!(k in [0 1 2 3 4 5 6 7 8 9 10] {
+                let kt = f.taps[k];
+                let row = reflect(y as i32 + k as i32 - SSIM_RADIUS, c.height);
+                let (a, b) = unsafe { c.samples(x, row) };
+                let m = moments(a, b);
+                unroll!(q in [0 1 2 3 4] {
+                    s[q] += kt * m[q];
+                });
+            });
+            unroll!(q in [0 1 2 3 4] {
+                unsafe { MAP_SSIM_DOWN.write(q * per_moment + i, s[q]) };
+            });
+        }
+        i += (BLOCK_X * BLOCK_Y) as usize;
+    }
+    unsafe { dev::sync_threads() };
+    let (tx, ty) = (dev::thread_idx_x() as usize, dev::thread_idx_y() as usize);
+    let (x, y) = (x0 + tx as u32, y0 + ty as u32);
+    if x >= c.width || y >= c.height {
         return;
     }
-    let plane = f.width as usize * f.height as usize;
-    let row = (y * f.width) as usize;
-    let down = f.down as *const f64;
+    // Along the row: shared column `tx + k` holds column `x + k − SSIM_RADIUS` reflected.
     let mut s = [0f64; MOMENTS];
-    unroll!(t in [0 1 2 3 4 5 6 7 8 9 10] {
-        let kt = f.taps[t];
-        let col = reflect(x as i32 + t as i32 - SSIM_RADIUS, f.width) as usize;
+    unroll!(k in [0 1 2 3 4 5 6 7 8 9 10] {
+        let kt = f.taps[k];
+        let at = ty * SSIM_TILE_COLS + tx + k;
         unroll!(q in [0 1 2 3 4] {
-            s[q] += kt * unsafe { *down.add(q * plane + row + col) };
+            s[q] += kt * unsafe { MAP_SSIM_DOWN.read_unchecked(q * per_moment + at) };
         });
     });
-    unsafe { o.put(row + x as usize, ssim_of(s, f.c1, f.c2)) };
+    unsafe { o.put((y * c.width + x) as usize, ssim_of(s, f.c1, f.c2)) };
 }

@@ -124,18 +124,25 @@ impl MapOut {
     }
 }
 
-/// The SSIM map's filter (`map_ssim_down`, `map_ssim_across`): its taps, the constants, and
-/// the scratch of five f64 moment planes of the channel's size.
+/// The SSIM map's filter (`map_ssim`): its taps, the constants, and the channel's size.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct SsimFilter {
     pub taps: [f64; SSIM_TAPS],
     pub c1: f64,
     pub c2: f64,
-    pub down: u64,
     pub width: u32,
     pub height: u32,
 }
+
+/// `map_ssim`'s tile in shared memory: the block's rows, and its columns with
+/// [`SSIM_RADIUS`] more either side.
+pub const SSIM_TILE_ROWS: usize = 8;
+pub const SSIM_TILE_COLS: usize = 42;
+const _: () = assert!(
+    SSIM_TILE_ROWS == BLOCK_Y as usize
+        && SSIM_TILE_COLS == BLOCK_X as usize + 2 * SSIM_RADIUS as usize
+);
 
 /// Threads of a `map_stats` block (its shared arrays hold one partial per thread).
 pub const STATS_THREADS: usize = 256;
