@@ -959,6 +959,15 @@ for name, ns in t.most_common():
 print(f"| all | {sum(n.values()) / pairs:.1f} | {sum(t.values()) / 1000 / pairs:.1f} |")
 ' || echo "FAILED: ncu maps $metrics"
   done
+  # What bounds the two costliest map kernels: ncu's speed of light, pipes and occupancy.
+  for spec in "ssim ssim map_ssim" "ssimulacra2 ssimulacra2 ssimu2_map"; do
+    read -r metrics kind once <<<"$spec"
+    step "ncu: what bounds $once (1080p, one launch)"
+    ncu --clock-control none -k "$once" -s 2 -c 1 --section SpeedOfLight \
+      --section ComputeWorkloadAnalysis --section Occupancy --section LaunchStats \
+      $B/throughput --seconds 0.05 --sizes 1080p --no-cpu --in-flight 1 --metrics "$metrics" \
+      --map "$kind" --map-use stats 2>/dev/null | grep -vE "^==PROF==|^\| " | sed -n '/Section/,$p' | head -80
+  done
 }
 
 # The map frames on src with backend=cuda (issue 48): map_element's tests (both styles,

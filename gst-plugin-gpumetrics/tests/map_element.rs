@@ -321,12 +321,13 @@ fn rows(frame: &gst::Buffer, caps: &gst::Caps) -> Vec<u8> {
 }
 
 /// On a GPU with a peer that takes CUDA memory downstream, the map frames leave in CUDA
-/// memory (caps `memory:CUDAMemory`, every buffer a GstCudaMemory) and hold, byte for byte,
-/// what the frames in system memory hold, in both styles; a peer that takes any caps
-/// (`appsink`) gets system memory. The peer: `cudadownload` for RGBA (heat); for GRAY16_LE,
-/// which GStreamer 1.22's `cudadownload` does not list, a CUDA-memory capsfilter (the first
-/// GPU run, with `cudadownload` there, negotiated system memory and stalled until the
-/// test's timeout).
+/// memory (caps `memory:CUDAMemory`, every buffer a GstCudaMemory, drawn there by the GPU)
+/// and hold, byte for byte, what the frames in system memory hold; a peer that takes any
+/// caps (`appsink`) gets system memory. Heat (RGBA) goes to `cudadownload`. GRAY16_LE goes
+/// to a CUDA-memory capsfilter (GStreamer 1.22's `cudadownload` does not list it): where
+/// GstCuda cannot allocate GRAY16_LE (1.22's pool refused it on the first GPU run that got
+/// this far), the element offers system memory only and, the capsfilter taking none,
+/// posts its caps error; elsewhere the frames must be in CUDA memory as for heat.
 #[test]
 #[ignore = "GPU-only: needs a GstCuda that reaches a CUDA device (scripts/gpu-all.sh element)"]
 fn map_frames_leave_in_cuda_memory_when_downstream_takes_it() {
@@ -393,6 +394,17 @@ fn map_frames_leave_in_cuda_memory_when_downstream_takes_it() {
                     t.join().unwrap();
                 },
             );
+            if style == "gray16"
+                && !downstream.is_empty()
+                && run.error.as_ref().is_some_and(|(text, _)| {
+                    text.contains("downstream of src takes none of the map frames' caps")
+                })
+            {
+                // GstCuda cannot allocate these frames: refused with the element's error.
+                let (src_caps, buffers) = seen.lock().unwrap().clone();
+                assert!(src_caps.is_none() && buffers.is_empty(), "{src_caps:?}");
+                continue;
+            }
             run.expect_ok();
             assert_eq!(run.out.len(), 2, "{style} {downstream}");
             let (src_caps, cuda_buffers) = seen.lock().unwrap().clone();
@@ -412,9 +424,12 @@ fn map_frames_leave_in_cuda_memory_when_downstream_takes_it() {
                     .collect::<Vec<_>>(),
             );
         }
-        assert_eq!(
-            runs[0], runs[1],
-            "{style}: the same frames in both memories"
-        );
+        if style == "heat" || runs.len() == 2 {
+            assert_eq!(runs.len(), 2, "{style}: both memories ran");
+            assert_eq!(
+                runs[0], runs[1],
+                "{style}: the same frames in both memories"
+            );
+        }
     }
 }

@@ -1050,11 +1050,11 @@ impl GpuMetrics {
     }
 
     /// The caps of the map frames on src, and the CUDA context whose memory they go out
-    /// in: CUDA memory when the element has a CUDA context and src's peer names CUDA
-    /// memory among the caps it takes (`cudadownload`, `nvh264enc`, CUDA filters), else
-    /// system memory. A peer that takes any caps (`appsink`, `fakesink`) gets system
-    /// memory, which every reader can map, as NVDEC's decoders decide. `takes`: the caps
-    /// src's peer takes.
+    /// in: CUDA memory when the element has a CUDA context, src's peer names CUDA memory
+    /// among the caps it takes (`cudadownload`, `nvh264enc`, CUDA filters) and GstCuda can
+    /// allocate frames of the style, else system memory. A peer that takes any caps
+    /// (`appsink`, `fakesink`) gets system memory, which every reader can map, as NVDEC's
+    /// decoders decide. `takes`: the caps src's peer takes.
     fn map_src_caps(
         &self,
         style: MapStyle,
@@ -1068,10 +1068,23 @@ impl GpuMetrics {
             return (system, None);
         };
         let cuda = super::map_render::caps(style, width, height, input, true);
-        if !takes.is_any() && takes.can_intersect(&cuda) {
-            (cuda, Some(ctx))
-        } else {
-            (system, None)
+        if takes.is_any() || !takes.can_intersect(&cuda) {
+            return (system, None);
+        }
+        // GstCuda allocates only the formats it knows (1.22's pool refuses GRAY16_LE): a
+        // pool of these frames is tried once here, so that what cannot be allocated is
+        // never offered (then downstream gets system memory, or the caps error below).
+        match super::map_render::Frames::new(style, width, height, Some(&ctx)) {
+            Ok(_) => (cuda, Some(ctx)),
+            Err(e) => {
+                gst::info!(
+                    CAT,
+                    imp = self,
+                    "no {} map frames in CUDA memory ({e}): system memory",
+                    super::map_render::format(style).to_str()
+                );
+                (system, None)
+            }
         }
     }
 

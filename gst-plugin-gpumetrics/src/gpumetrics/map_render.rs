@@ -35,7 +35,7 @@ pub(crate) fn caps(
 }
 
 /// The video format of map frames of `style`.
-fn format(style: MapStyle) -> gst_video::VideoFormat {
+pub(crate) fn format(style: MapStyle) -> gst_video::VideoFormat {
     match style {
         MapStyle::Gray16 => gst_video::VideoFormat::Gray16Le,
         MapStyle::Heat => gst_video::VideoFormat::Rgba,

@@ -5,6 +5,8 @@
 use super::*;
 #[cfg(target_arch = "nvptx64")]
 use gpumetrics_device as dev;
+#[cfg(target_arch = "nvptx64")]
+use gpumetrics_device::math::fma;
 
 gpumetrics_device::kernel! {
     /// The squared error of channel `c`, joined to `o` (`MapOut::put`). Block (`BLOCK_X`,
@@ -47,6 +49,14 @@ unsafe fn stats(values: *const f32, len: u32, sign: f32, threshold: f32, out: *m
     let mut p = Partial::NONE;
     let step = dev::grid_dim_x() as u64 * STATS_BLOCK as u64;
     let mut i = dev::block_idx_x() as u64 * STATS_BLOCK as u64 + t as u64;
+    // Four loads in flight per thread, then the four in order.
+    while i + 3 * step < len as u64 {
+        let v = [0u64, 1, 2, 3].map(|k| unsafe { *values.add((i + k * step) as usize) });
+        unroll!(k in [0 1 2 3] {
+            p.see(sign * v[k], (i + k as u64 * step) as u32, thr);
+        });
+        i += 4 * step;
+    }
     while i < len as u64 {
         p.see(sign * unsafe { *values.add(i as usize) }, i as u32, thr);
         i += step;
@@ -139,7 +149,9 @@ unsafe fn squared(c: MapChannel, o: MapOut) {
 }
 
 /// The body of the `map_ssim` kernel (declared above): the host's operations in the host's
-/// order (`crate::map` and the engine's `map::ssim`), so the maps agree bit for bit.
+/// order (`crate::map` and the engine's `map::ssim`), with the filters' multiply-adds fused
+/// (f64 issue bounds the kernel: 133 µs a 1080p pair on an H100 without them), so the maps
+/// agree within the last bit of their f64 sums, which the f32 map rounds away but rarely.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 unsafe fn ssim_tile(c: MapChannel, f: SsimFilter, o: MapOut) {
@@ -166,7 +178,7 @@ unsafe fn ssim_tile(c: MapChannel, f: SsimFilter, o: MapOut) {
                 let (a, b) = unsafe { c.samples(x, row) };
                 let m = moments(a, b);
                 unroll!(q in [0 1 2 3 4] {
-                    s[q] += kt * m[q];
+                    s[q] = fma(kt, m[q], s[q]);
                 });
             });
             unroll!(q in [0 1 2 3 4] {
@@ -187,7 +199,8 @@ unsafe fn ssim_tile(c: MapChannel, f: SsimFilter, o: MapOut) {
         let kt = f.taps[k];
         let at = ty * SSIM_TILE_COLS + tx + k;
         unroll!(q in [0 1 2 3 4] {
-            s[q] += kt * unsafe { MAP_SSIM_DOWN.read_unchecked(q * per_moment + at) };
+            let v = unsafe { MAP_SSIM_DOWN.read_unchecked(q * per_moment + at) };
+            s[q] = fma(kt, v, s[q]);
         });
     });
     unsafe { o.put((y * c.width + x) as usize, ssim_of(s, f.c1, f.c2)) };
