@@ -960,7 +960,7 @@ print(f"| all | {sum(n.values()) / pairs:.1f} | {sum(t.values()) / 1000 / pairs:
 ' || echo "FAILED: ncu maps $metrics"
   done
   # What bounds the two costliest map kernels: ncu's speed of light, pipes and occupancy.
-  for spec in "ssim ssim map_ssim" "ssimulacra2 ssimulacra2 ssimu2_map"; do
+  for spec in "ssim ssim map_ssim" "ssimulacra2 ssimulacra2 ssimu2_map_scale"; do
     read -r metrics kind once <<<"$spec"
     step "ncu: what bounds $once (1080p, one launch)"
     ncu --clock-control none -k "$once" -s 2 -c 1 --section SpeedOfLight \

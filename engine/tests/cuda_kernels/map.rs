@@ -1,11 +1,13 @@
 //! The distortion-map kernels (`map_*`): the CUDA backend's squared-error and SSIM maps
 //! against the CPU backend's (the host build of the same per-sample code), pixel by pixel,
 //! on RGB (the mean of three channels), I420 and gray pairs, one smaller than the SSIM
-//! window (SciPy's reflection past both edges); and the Butteraugli map that `ba_reduce`
-//! stores, SSIMULACRA2's that `ssimu2_map` makes and ColorVideoVDP's heat map that
-//! `cvvdp_mask`, `cvvdp_base`, `cvvdp_heat_up` and `cvvdp_heat_jod` make, against the CPU
-//! backend's (relative to the map's largest value; the 7×5 pair is too small for
-//! SSIMULACRA2, a map of zeros from both, and for Butteraugli, no map from either).
+//! window (SciPy's reflection past both edges); the Butteraugli map that `ba_reduce`
+//! stores, SSIMULACRA2's that `ssimu2_map_terms`, `ssimu2_map_scale` and `ssimu2_map_sum`
+//! make and ColorVideoVDP's heat map that `cvvdp_mask`, `cvvdp_base`, `cvvdp_heat_up` and
+//! `cvvdp_heat_jod` make, against the CPU backend's (relative to the map's largest value;
+//! the 7×5 pair is too small for SSIMULACRA2, a map of zeros from both, and for
+//! Butteraugli, no map from either); and a map handed out in device memory: its statistics
+//! (`map_stats`) and frames (`map_gray16`, `map_heat`) against the host's.
 
 use std::sync::Arc;
 
@@ -23,7 +25,10 @@ pub(crate) const CHECKS: &[(&[&str], Check)] = &[
     (&["map_squared_error"], squared_error),
     (&["map_ssim"], ssim),
     (&["ba_reduce"], butteraugli),
-    (&["ssimu2_map"], ssimulacra2),
+    (
+        &["ssimu2_map_terms", "ssimu2_map_scale", "ssimu2_map_sum"],
+        ssimulacra2,
+    ),
     (&["cvvdp_heat_up", "cvvdp_heat_jod"], cvvdp),
     (&["map_stats", "map_gray16", "map_heat"], handout),
 ];
@@ -32,7 +37,7 @@ crate::gpu_tests! {
     squared_error_map_matches_the_host => "map_squared_error",
     ssim_map_matches_the_host => "map_ssim",
     butteraugli_map_matches_the_host => "ba_reduce",
-    ssimulacra2_map_matches_the_host => "ssimu2_map",
+    ssimulacra2_map_matches_the_host => "ssimu2_map_scale",
     cvvdp_map_matches_the_host => "cvvdp_heat_up",
     maps_stats_and_frames_match_the_host => "map_stats",
 }

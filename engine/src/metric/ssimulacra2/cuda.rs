@@ -11,8 +11,10 @@
 //! 5. `ssimu2_finish`: the per-block sums reduced in f64; one copy of `SUMS_PER_SCALE` (18)
 //!    sums per scale, queued with the pair (`CudaMetric::queue`) and read when the pair is
 //!    completed;
-//! 6. with `map=ssimulacra2`, `ssimu2_map`: the map from the values the column pass
-//!    stored and the sums (`super::map`'s definition), handed out in device memory with
+//! 6. with `map=ssimulacra2`, `ssimu2_map_terms`, `ssimu2_map_scale` per scale and
+//!    `ssimu2_map_sum`: the map from the values the column pass stored and the sums
+//!    (`super::map`'s definition: each scale's contributions at its own size, as the host
+//!    makes them, then their sum per full-size pixel), handed out in device memory with
 //!    its statistics (`crate::map::device`).
 //!
 //! Every buffer is allocated once per plan: per scale 6 XYB and 15 moment planes (all
@@ -36,7 +38,8 @@ use crate::metric::CudaMetric;
 use crate::plan::Plan;
 use crate::scores::Scores;
 use gpumetrics_kernels::ssimulacra2::layout::{
-    BLUR_THREADS, FINISH_THREADS, LIN_COLS, LIN_WARPS, Level, MAP_BLOCK, PIXEL_BLOCK, Scale,
+    BLUR_THREADS, FINISH_THREADS, LIN_COLS, LIN_WARPS, Level, MAP_BLOCK, MAP_TERMS_LEN,
+    PIXEL_BLOCK, Scale,
 };
 use gpumetrics_kernels::ssimulacra2::math::{MAX_SCALES, SUMS_PER_SCALE, half};
 
@@ -61,13 +64,16 @@ pub(super) struct Ssimu2 {
     /// `out` of each pair in flight, on the host.
     host_out: Readback<f64>,
     /// With `map=ssimulacra2`: the weights' place in the arena (the reference's 108), and
-    /// where each pair's map (`ssimu2_map`'s output) is written and handed out.
+    /// where each pair's map (`ssimu2_map_sum`'s output) is written and handed out.
     map: Option<MapBuffers>,
 }
 
 /// The buffers of the SSIMULACRA2 map on the GPU.
 struct MapBuffers {
     weights: u64,
+    /// `ssimu2_map_terms`' output and each scale's contributions (arena offsets).
+    terms: u64,
+    contrib: u64,
     width: u32,
     height: u32,
     handout: MapOut,
@@ -154,9 +160,20 @@ impl Ssimu2 {
             lv.partials = partials + lv.partials * 8;
         }
         let table = take(std::mem::size_of_val(&levels[..]).div_ceil(4) as u64);
-        // The map's weights (f64: two f32 slots each); the map itself goes straight into
-        // the pair's own buffer (`MapOut::target`).
-        let map_at = with_map.then(|| take(2 * WEIGHTS.len() as u64));
+        // With the map: its weights and terms (f64: two f32 slots each) and each scale's
+        // contributions, one scale after the other; the map itself goes straight into the
+        // pair's own buffer (`MapOut::target`).
+        let map_at = with_map.then(|| {
+            let weights = take(2 * WEIGHTS.len() as u64);
+            let terms = take(2 * MAP_TERMS_LEN as u64);
+            let contrib = take(
+                levels
+                    .iter()
+                    .map(|lv| lv.width as u64 * lv.height as u64)
+                    .sum(),
+            );
+            (weights, terms, contrib)
+        });
         let key = Key {
             context: gpu.ctx.cu_ctx() as usize,
             metric: "ssimulacra2",
@@ -176,7 +193,7 @@ impl Ssimu2 {
                     ..*lv
                 })
                 .collect();
-            if let Some(weights) = map_at {
+            if let Some((weights, _, _)) = map_at {
                 // SAFETY: the weights' region holds 108 f64; WEIGHTS is a static.
                 unsafe {
                     cudarc::driver::result::memcpy_htod_async(
@@ -200,8 +217,10 @@ impl Ssimu2 {
         let scratch = Share::join(gpu, key, &init)?;
         let host_out = Readback::new(&gpu.ctx, MAX_SCALES * SUMS_PER_SCALE)?;
         let map = match map_at {
-            Some(weights) => Some(MapBuffers {
+            Some((weights, terms, contrib)) => Some(MapBuffers {
                 weights,
+                terms,
+                contrib,
                 width: w0,
                 height: h0,
                 handout: MapOut::new(gpu, MapKind::Ssimulacra2, w0, h0, plan.map_threshold)?,
@@ -300,18 +319,47 @@ impl Ssimu2 {
                 };
                 k.ssimu2_finish(stream, cfg, levels, DevPtrMut::from_raw(out))?;
                 if let Some(m) = &mut self.map {
-                    let cfg = LaunchConfig {
-                        grid_dim: (m.width.div_ceil(MAP_BLOCK), m.height.div_ceil(MAP_BLOCK), 1),
-                        block_dim: (MAP_BLOCK, MAP_BLOCK, 1),
+                    let terms = base + m.terms;
+                    let one = LaunchConfig {
+                        grid_dim: (1, 1, 1),
+                        block_dim: (MAX_SCALES as u32, 1, 1),
                         shared_mem_bytes: 0,
                     };
-                    k.ssimu2_map(
+                    k.ssimu2_map_terms(
                         stream,
-                        cfg,
+                        one,
                         levels,
                         n as u32,
                         DevPtr::from_raw(out),
                         DevPtr::from_raw(base + m.weights),
+                        DevPtrMut::from_raw(terms),
+                    )?;
+                    let tiles = |w: u32, h: u32| LaunchConfig {
+                        grid_dim: (w.div_ceil(MAP_BLOCK), h.div_ceil(MAP_BLOCK), 1),
+                        block_dim: (MAP_BLOCK, MAP_BLOCK, 1),
+                        shared_mem_bytes: 0,
+                    };
+                    // Each scale's contributions at its own size (a full-size pixel of
+                    // scale s shares its contribution with 4^s others), then their sum.
+                    let mut contrib = base + m.contrib;
+                    for (s, scale) in xyb.iter().enumerate().take(n) {
+                        let (w, h) = (scale.width, scale.height);
+                        k.ssimu2_map_scale(
+                            stream,
+                            tiles(w, h),
+                            levels,
+                            s as u32,
+                            DevPtr::from_raw(terms),
+                            DevPtrMut::from_raw(contrib),
+                        )?;
+                        contrib += 4 * w as u64 * h as u64;
+                    }
+                    k.ssimu2_map_sum(
+                        stream,
+                        tiles(m.width, m.height),
+                        levels,
+                        n as u32,
+                        DevPtr::from_raw(base + m.contrib),
                         DevPtrMut::from_raw(m.handout.target()?),
                         m.width,
                         m.height,

@@ -67,22 +67,36 @@ gpumetrics_device::kernel! {
     /// `FINISH_THREADS` threads.
     pub unsafe fn ssimu2_finish(levels: *const Level, out: *mut f64) => finish;
 
-    /// The distortion map (`map=ssimulacra2`) from the values the column pass stored
-    /// ([`Level::values`]) and the sums `ssimu2_finish` wrote (`sums`, as its `out`):
-    /// pixel (x, y) of the `width`×`height` map is the sum over the scales of the
-    /// contribution ([`map_contribution`]) of the scale's pixel covering it, (x >> s,
-    /// y >> s) (clamped to the scale), added as `f32` largest scale first. `weights`: the
-    /// reference's 108. Each block's first threads make the scales' terms ([`map_terms`])
-    /// in shared memory. Block `MAP_BLOCK`×`MAP_BLOCK`, grid over the map.
-    pub unsafe fn ssimu2_map(
+    /// The distortion map's terms (`map=ssimulacra2`): thread s < `n_levels` writes
+    /// scale s's nine (w1, k4) ([`map_terms`]) from the reference's 108 `weights` and the
+    /// sums `ssimu2_finish` wrote (`sums`, as its `out`) at `terms[MAP_TERMS_PER_SCALE·s..]`.
+    /// One block of `MAX_SCALES` threads.
+    pub unsafe fn ssimu2_map_terms(
         levels: *const Level,
         n_levels: u32,
         sums: *const f64,
         weights: *const f64,
+        terms: *mut f64,
+    ) => map_terms_kernel;
+
+    /// The contribution ([`map_contribution`]) of each pixel of scale `s` from the values
+    /// the column pass stored ([`Level::values`]) and the scale's terms, as `f32`, at
+    /// `contrib` (the scale's `width`×`height`, row-major). Block
+    /// `MAP_BLOCK`×`MAP_BLOCK`, grid over the scale.
+    pub unsafe fn ssimu2_map_scale(levels: *const Level, s: u32, terms: *const f64, contrib: *mut f32) => map_scale;
+
+    /// The map: pixel (x, y) of the `width`×`height` map is the sum over the scales of
+    /// the contribution of the scale's pixel covering it, (x >> s, y >> s) (clamped to the
+    /// scale), added as `f32` largest scale first; the scales' contributions follow each
+    /// other at `contrib`. Block `MAP_BLOCK`×`MAP_BLOCK`, grid over the map.
+    pub unsafe fn ssimu2_map_sum(
+        levels: *const Level,
+        n_levels: u32,
+        contrib: *const f32,
         out: *mut f32,
         width: u32,
         height: u32,
-    ) => map;
+    ) => map_sum;
 }
 
 /// The body of the `ssimu2_linearize` kernel (declared above).
@@ -384,56 +398,76 @@ unsafe fn finish(levels: *const Level, out: *mut f64) {
     }
 }
 
-/// The body of the `ssimu2_map` kernel (declared above).
+/// The body of the `ssimu2_map_terms` kernel (declared above).
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
-unsafe fn map(
+unsafe fn map_terms_kernel(
     levels: *const Level,
     n_levels: u32,
     sums: *const f64,
     weights: *const f64,
+    terms: *mut f64,
+) {
+    let n = (n_levels as usize).min(MAX_SCALES);
+    let s = dev::thread_idx_x() as usize;
+    if s >= n {
+        return;
+    }
+    let lv = unsafe { *levels.add(s) };
+    let w = unsafe { core::slice::from_raw_parts(weights, 108) };
+    let scale_sums =
+        unsafe { core::slice::from_raw_parts(sums.add(s * SUMS_PER_SCALE), SUMS_PER_SCALE) };
+    let t = map_terms(w, n, s, scale_sums, lv.width as f64 * lv.height as f64);
+    for (i, (w1, k4)) in t.into_iter().enumerate() {
+        unsafe {
+            *terms.add(s * MAP_TERMS_PER_SCALE + 2 * i) = w1;
+            *terms.add(s * MAP_TERMS_PER_SCALE + 2 * i + 1) = k4;
+        }
+    }
+}
+
+/// The body of the `ssimu2_map_scale` kernel (declared above).
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn map_scale(levels: *const Level, s: u32, terms: *const f64, contrib: *mut f32) {
+    let lv = unsafe { *levels.add(s as usize) };
+    let (x, y) = (dev::global_idx_x(), dev::global_idx_y());
+    if x >= lv.width || y >= lv.height {
+        return;
+    }
+    let t = unsafe { terms.add(s as usize * MAP_TERMS_PER_SCALE) };
+    let o = (y * lv.width + x) as usize;
+    let v = map_contribution(
+        |i| unsafe { (*t.add(2 * i), *t.add(2 * i + 1)) },
+        |c, which| unsafe { *lv.value_plane(2 * c as u32 + which as u32).add(o) },
+    );
+    unsafe { *contrib.add(o) = v as f32 };
+}
+
+/// The body of the `ssimu2_map_sum` kernel (declared above).
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn map_sum(
+    levels: *const Level,
+    n_levels: u32,
+    contrib: *const f32,
     out: *mut f32,
     width: u32,
     height: u32,
 ) {
-    gpumetrics_device::shared!(static S2_TERMS: [f64; MAP_TERMS_LEN]);
-    let n = (n_levels as usize).min(MAX_SCALES);
-    let t = dev::thread_idx_y() * MAP_BLOCK + dev::thread_idx_x();
-    if (t as usize) < n {
-        let s = t as usize;
-        let lv = unsafe { *levels.add(s) };
-        let w = unsafe { core::slice::from_raw_parts(weights, 108) };
-        let scale_sums =
-            unsafe { core::slice::from_raw_parts(sums.add(s * SUMS_PER_SCALE), SUMS_PER_SCALE) };
-        let terms = map_terms(w, n, s, scale_sums, lv.width as f64 * lv.height as f64);
-        for (i, (w1, k4)) in terms.into_iter().enumerate() {
-            unsafe {
-                S2_TERMS.write(s * 18 + 2 * i, w1);
-                S2_TERMS.write(s * 18 + 2 * i + 1, k4);
-            }
-        }
-    }
-    unsafe { dev::sync_threads() };
     let (x, y) = (dev::global_idx_x(), dev::global_idx_y());
     if x >= width || y >= height {
         return;
     }
+    let n = (n_levels as usize).min(MAX_SCALES);
     let mut acc = 0.0f32;
+    let mut at = contrib;
     for s in 0..n {
         let lv = unsafe { *levels.add(s) };
-        let term = |i: usize| unsafe {
-            (
-                S2_TERMS.read(s * 18 + 2 * i),
-                S2_TERMS.read(s * 18 + 2 * i + 1),
-            )
-        };
         let sx = (x >> s).min(lv.width - 1);
         let sy = (y >> s).min(lv.height - 1);
-        let o = (sy * lv.width + sx) as usize;
-        let v = map_contribution(term, |c, which| unsafe {
-            *lv.value_plane(2 * c as u32 + which as u32).add(o)
-        });
-        acc += v as f32;
+        acc += unsafe { *at.add((sy * lv.width + sx) as usize) };
+        at = unsafe { at.add(lv.width as usize * lv.height as usize) };
     }
     unsafe { *out.add((y * width + x) as usize) = acc };
 }

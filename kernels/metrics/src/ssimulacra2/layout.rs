@@ -59,8 +59,9 @@ pub const HIN_LEN: usize = (2 * LANES * HTILE_STRIDE) as usize;
 pub const VM_LEN: usize = (2 * 5 * VCHUNK * (LANES + 1)) as usize;
 pub const RED_LEN: usize = 5 * SUMS_PER_PLANE;
 pub const FIN_LEN: usize = (FINISH_THREADS / 32) as usize;
-/// `ssimu2_map`'s terms: (w1, k4) of nine terms per scale.
-pub const MAP_TERMS_LEN: usize = 18 * super::math::MAX_SCALES;
+/// `ssimu2_map_terms`' terms: (w1, k4) of nine terms per scale.
+pub const MAP_TERMS_PER_SCALE: usize = 18;
+pub const MAP_TERMS_LEN: usize = MAP_TERMS_PER_SCALE * super::math::MAX_SCALES;
 
 /// One scored scale as the blur kernels see it: six XYB planes (reference X, Y, B,
 /// distorted X, Y, B), `width`×`height` row-major; fifteen moment planes (plane·5 +
@@ -119,7 +120,7 @@ impl Level {
     }
 }
 
-/// Block size of `ssimu2_map` (16×16 pixels of the full-size map).
+/// Block size of `ssimu2_map_scale` and `ssimu2_map_sum` (16×16 pixels).
 pub const MAP_BLOCK: u32 = 16;
 
 /// The scale that block `b` of a blur grid belongs to (`first` gives a level's first block).
