@@ -940,24 +940,7 @@ ncu_maps() {
     step "ncu: the kernels of a 1080p pair of $metrics with map=$kind, drawn as heat frames (time per kernel name)"
     ncu --clock-control none -c 300 --metrics gpu__time_duration.sum --csv \
       $B/throughput --seconds 0.05 --sizes 1080p --no-cpu --in-flight 1 --metrics "$metrics" \
-      --map "$kind" --map-use frame 2>/dev/null | ONCE=$once python3 -c '
-import csv, os, sys, collections
-rows = [r for r in csv.reader(l for l in sys.stdin if l.startswith("\""))]
-head, rows = rows[0], rows[1:]
-k, v = head.index("Kernel Name"), head.index("Metric Value")
-t, n = collections.Counter(), collections.Counter()
-for r in rows:
-    name = r[k].split("(")[0]
-    t[name] += float(r[v].replace(",", ""))
-    n[name] += 1
-pairs = max(1, n[os.environ["ONCE"]])
-print(f"{len(rows)} kernels, {pairs} pairs; per pair:")
-print("| kernel | launches | µs |")
-print("| --- | --- | --- |")
-for name, ns in t.most_common():
-    print(f"| {name} | {n[name] / pairs:.1f} | {ns / 1000 / pairs:.1f} |")
-print(f"| all | {sum(n.values()) / pairs:.1f} | {sum(t.values()) / 1000 / pairs:.1f} |")
-' || echo "FAILED: ncu maps $metrics"
+      --map "$kind" --map-use frame 2>/dev/null | ncu_table "$once" 1 || echo "FAILED: ncu maps $metrics"
   done
   # What bounds the two costliest map kernels: ncu's speed of light, pipes and occupancy.
   for spec in "ssim ssim map_ssim" "ssimulacra2 ssimulacra2 ssimu2_map_scale"; do
@@ -987,16 +970,13 @@ step_mapframes() {
     video/x-raw,format=RGBA ! fakesink
 }
 
-# ncu's time per cvvdp kernel over the first pairs of the 1080p throughput run (the
-# first pair has the image pass too), summed per kernel name.
-ncu_cvvdp() {
-  bench && need $B/throughput || return 0
-  command -v ncu >/dev/null || { echo "skipped: no ncu"; return 0; }
-  step "ncu: the cvvdp kernels of the first 1080p pairs, time per kernel name"
-  ncu --clock-control none -k "regex:cvvdp_" -c 400 --metrics gpu__time_duration.sum --csv \
-    $B/throughput --seconds 0.05 --sizes 1080p --no-cpu --metrics cvvdp 2>/dev/null |
-    python3 -c '
+# ncu_table KERNEL LAUNCHES: ncu's CSV of gpu__time_duration.sum on stdin as a table of
+# time per kernel name per pair, the pairs counted as KERNEL's launches / LAUNCHES (a kernel
+# that runs LAUNCHES times a pair).
+ncu_table() {
+  python3 -c '
 import csv, sys, collections
+once, per = sys.argv[1], int(sys.argv[2])
 rows = [r for r in csv.reader(l for l in sys.stdin if l.startswith("\""))]
 head, rows = rows[0], rows[1:]
 k, v = head.index("Kernel Name"), head.index("Metric Value")
@@ -1005,14 +985,25 @@ for r in rows:
     name = r[k].split("(")[0]
     t[name] += float(r[v].replace(",", ""))
     n[name] += 1
-pairs = max(1, n["cvvdp_dkl"] // 2)
+pairs = max(1, n[once] // per)
 print(f"{len(rows)} kernels, {pairs} pairs; per pair:")
 print("| kernel | launches | µs |")
 print("| --- | --- | --- |")
 for name, ns in t.most_common():
     print(f"| {name} | {n[name] / pairs:.1f} | {ns / 1000 / pairs:.1f} |")
 print(f"| all | {sum(n.values()) / pairs:.1f} | {sum(t.values()) / 1000 / pairs:.1f} |")
-' || echo "FAILED: ncu cvvdp"
+' "$@"
+}
+
+# ncu's time per cvvdp kernel over the first pairs of the 1080p throughput run (the
+# first pair has the image pass too), summed per kernel name.
+ncu_cvvdp() {
+  bench && need $B/throughput || return 0
+  command -v ncu >/dev/null || { echo "skipped: no ncu"; return 0; }
+  step "ncu: the cvvdp kernels of the first 1080p pairs, time per kernel name"
+  ncu --clock-control none -k "regex:cvvdp_" -c 400 --metrics gpu__time_duration.sum --csv \
+    $B/throughput --seconds 0.05 --sizes 1080p --no-cpu --metrics cvvdp 2>/dev/null |
+    ncu_table cvvdp_dkl 2 || echo "FAILED: ncu cvvdp"
 }
 
 # The cost of align=auto per pair at 1080p: monitor's two clips through NVDEC into one

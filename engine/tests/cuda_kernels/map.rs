@@ -123,26 +123,9 @@ fn handout(_k: &Kernels, s: &Arc<CudaStream>, r: &mut Rng) -> Result<Outcome, Dr
             if kind == MapKind::Butteraugli && w < 8 {
                 continue;
             }
-            let format = PixelFormat::I420;
-            let len = w * h + 2 * w.div_ceil(2) * h.div_ceil(2);
-            let a = r.bytes(len);
-            let noise = r.bytes(len);
             // Flat areas (many equal values: ties for the largest) and noise.
-            let b: Vec<u8> = a
-                .iter()
-                .zip(&noise)
-                .enumerate()
-                .map(|(i, (v, n))| match (i / 4096) % 2 {
-                    0 => *v,
-                    _ => v.saturating_add(n % 32).saturating_sub(16),
-                })
-                .collect();
-            let layout = FrameLayout {
-                format,
-                width: w as u32,
-                height: h as u32,
-            };
-            let planes = |d| common::images::planes(format, w as u32, h as u32, d);
+            let (layout, a, b) = pair(r, PixelFormat::I420, w, h, true);
+            let planes = |d| common::images::planes(layout.format, w as u32, h as u32, d);
             let (pa, pb) = (planes(&a), planes(&b));
             let cfg = EngineConfig {
                 metrics,
@@ -268,6 +251,39 @@ fn handout(_k: &Kernels, s: &Arc<CudaStream>, r: &mut Rng) -> Result<Outcome, Dr
     Ok(out)
 }
 
+/// A random `w`×`h` frame of `format` (RGB, I420 or gray) and the same with noise of ±16,
+/// its layout; with `flat`, every other run of 4,096 samples left without noise.
+fn pair(
+    r: &mut Rng,
+    format: PixelFormat,
+    w: usize,
+    h: usize,
+    flat: bool,
+) -> (FrameLayout, Vec<u8>, Vec<u8>) {
+    let len = match format {
+        PixelFormat::Rgb => 3 * w * h,
+        PixelFormat::I420 => w * h + 2 * w.div_ceil(2) * h.div_ceil(2),
+        _ => w * h,
+    };
+    let a = r.bytes(len);
+    let noise = r.bytes(len);
+    let b = a
+        .iter()
+        .zip(&noise)
+        .enumerate()
+        .map(|(i, (v, n))| match flat && (i / 4096) % 2 == 0 {
+            true => *v,
+            false => v.saturating_add(n % 32).saturating_sub(16),
+        })
+        .collect();
+    let layout = FrameLayout {
+        format,
+        width: w as u32,
+        height: h as u32,
+    };
+    (layout, a, b)
+}
+
 /// The `kind` map of both backends measuring `metrics` with it, the largest difference
 /// per pixel (divided by the CPU map's largest magnitude when `relative`).
 fn compare(
@@ -288,23 +304,7 @@ fn compare(
         (PixelFormat::I420, 173, 97),
         (PixelFormat::Gray8, 7, 5),
     ] {
-        let len = match format {
-            PixelFormat::Rgb => 3 * w * h,
-            PixelFormat::I420 => w * h + 2 * w.div_ceil(2) * h.div_ceil(2),
-            _ => w * h,
-        };
-        let a = r.bytes(len);
-        let noise = r.bytes(len);
-        let b: Vec<u8> = a
-            .iter()
-            .zip(&noise)
-            .map(|(v, n)| v.saturating_add(n % 32).saturating_sub(16))
-            .collect();
-        let layout = FrameLayout {
-            format,
-            width: w as u32,
-            height: h as u32,
-        };
+        let (layout, a, b) = pair(r, format, w, h, false);
         let planes = |d| common::images::planes(format, w as u32, h as u32, d);
         let (pa, pb) = (planes(&a), planes(&b));
         let (fa, fb) = (
