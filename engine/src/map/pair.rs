@@ -190,8 +190,56 @@ impl PairMap {
             return Ok(false);
         };
         self.check(style, pitch, len)?;
+        if !out.is_multiple_of(style.pixel_bytes() as u64) {
+            return Err(EngineError::Unsupported(format!(
+                "a {} map frame at device address {out:#x}, not aligned to its {}-byte pixels",
+                self.kind.name(),
+                style.pixel_bytes()
+            )));
+        }
         // SAFETY: `out` holds the rows (checked above, the memory by the caller).
         unsafe { values.render_device(self.kind, style, peak, out, pitch, context) }
             .map_err(|e| EngineError::Cuda(format!("rendering the {} map: {e}", self.kind.name())))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A map on the host: its statistics from its values, frames drawn on the host, rows too
+    /// short or too few refused (never written past), and no device drawing.
+    #[test]
+    fn a_host_map_draws_checks_and_declines_the_device() {
+        let m = PairMap::on_host(
+            MapKind::Butteraugli,
+            DistortionMap {
+                width: 3,
+                height: 2,
+                values: vec![0.0, 2.0, 8.0, 1.0, 8.0, 0.5],
+            },
+        );
+        assert!(!m.on_device());
+        let s = m.stats(1.0);
+        assert_eq!((s.worst, s.worst_x, s.worst_y), (8.0, 2, 0));
+        assert!((s.area - 3.0 / 6.0).abs() < 1e-12);
+        let mut out = vec![0u8; 2 * 16];
+        m.render(MapStyle::Heat, 255.0, &mut out, 16).unwrap();
+        assert_eq!(
+            &out[8..12],
+            &[255, 0, 0, 255],
+            "8 is past the heat scale's top"
+        );
+        for (stride, len) in [(11, 32), (14, 32), (16, 31)] {
+            let mut out = vec![0u8; len];
+            assert!(
+                m.render(MapStyle::Heat, 255.0, &mut out, stride).is_err(),
+                "stride {stride}, {len} bytes"
+            );
+        }
+        // SAFETY: declined before any address is used.
+        let drawn = unsafe { m.render_device(MapStyle::Gray16, 255.0, 256, 8, 16, 0) };
+        assert!(!drawn.unwrap());
+        assert_eq!(m.values().unwrap().values[1], 2.0);
     }
 }
