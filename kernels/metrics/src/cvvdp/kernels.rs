@@ -315,7 +315,8 @@ unsafe fn row_expand(
             Some(col) => {
                 let i = col.wrapping_sub(c0) as usize;
                 if i < EXPAND_W {
-                    unsafe { tile.read(k as usize * EXPAND_PLANE + ty * EXPAND_W + i) }
+                    // In bounds: k < 2 · BAND_CHANNELS, ty < BLOCK_Y, i < EXPAND_W (checked).
+                    unsafe { tile.read_unchecked(k as usize * EXPAND_PLANE + ty * EXPAND_W + i) }
                 } else {
                     // Not reached (the tile covers every column a row reads); the
                     // direct expand keeps the value right if it were.
@@ -384,7 +385,8 @@ unsafe fn mask(b: Band) {
                     let row = c * TILE_H * TILE_W + r * TILE_W + tx;
                     let mut s = 0f32;
                     for (t, kt) in b.blur_taps.iter().enumerate() {
-                        s += kt * unsafe { CVVDP_TILE.read(row + t) };
+                        // In bounds: r < TILE_H, tx + t < BLOCK_X + BLUR_TAPS − 1 = TILE_W.
+                        s += kt * unsafe { CVVDP_TILE.read_unchecked(row + t) };
                     }
                     unsafe { CVVDP_ROWS.write(c * TILE_H * BX + r * BX + tx, s) };
                 }
@@ -396,7 +398,9 @@ unsafe fn mask(b: Band) {
             if c < channels {
                 let mut s = 0f32;
                 for (t, kt) in b.blur_taps.iter().enumerate() {
-                    s += kt * unsafe { CVVDP_ROWS.read(c * TILE_H * BX + (ty + t) * BX + tx) };
+                    // In bounds: ty + t < BLOCK_Y + BLUR_TAPS − 1 = TILE_H, tx < BX.
+                    let at = c * TILE_H * BX + (ty + t) * BX + tx;
+                    s += kt * unsafe { CVVDP_ROWS.read_unchecked(at) };
                 }
                 m[c] = s;
             }
