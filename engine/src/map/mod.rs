@@ -1,10 +1,10 @@
-//! Distortion maps (issue 48, being built): per pixel, where in the picture a metric finds
-//! its differences. An engine built with [`crate::EngineBuilder::map`] adds the map of
-//! each pair to its scores ([`crate::Scores::map`]): the squared-error and SSIM maps from the
+//! Distortion maps (issue 48): per pixel, where in the picture a metric finds its
+//! differences. An engine built with [`crate::EngineBuilder::map`] adds the map of each
+//! pair to its scores ([`crate::Scores::map`]): the squared-error and SSIM maps from the
 //! pair's planes, on the host ([`metric`]) or by the GPU kernels of
 //! `gpumetrics_kernels::map` ([`cuda`]; the same per-sample code); the maps a metric makes
-//! (Butteraugli, ColorVideoVDP, SSIMULACRA2) by its CPU path. Each map is defined in
-//! docs/METRICS.md ("Distortion maps") and checked against its reference
+//! (Butteraugli, ColorVideoVDP, SSIMULACRA2) by that metric, on either backend. Each map is
+//! defined in docs/METRICS.md ("Distortion maps") and checked against its reference
 //! (engine/tests/map_reference.rs, values made by tests/maps/generate.py):
 //!
 //! - [`squared_error`]: luma `(x − y)²` in the reference's sample units;
