@@ -11,7 +11,7 @@
 //! memory wrote and read 40 bytes a pixel of f64 moments). Allocated: a map buffer (4 bytes
 //! a pixel) per pair in flight or being read.
 
-use cudarc::driver::{CudaEvent, DriverError, LaunchConfig};
+use cudarc::driver::{CudaEvent, DriverError};
 
 use super::device::MapOut as Handout;
 use super::kind::MapKind;
@@ -23,7 +23,7 @@ use crate::frame::PlanePtrs;
 use crate::metric::CudaMetric;
 use crate::plan::Plan;
 use crate::scores::Scores;
-use gpumetrics_kernels::map::{BLOCK_X, BLOCK_Y, MapChannel, MapOut, SsimFilter};
+use gpumetrics_kernels::map::{MapChannel, MapOut, SsimFilter};
 
 pub(crate) struct MapCuda {
     kind: MapKind,
@@ -63,15 +63,7 @@ impl MapCuda {
         d: &PlanePtrs,
     ) -> Result<(), DriverError> {
         let (k, stream) = (&gpu.kernels, &gpu.stream);
-        let cfg = LaunchConfig {
-            grid_dim: (
-                self.width.div_ceil(BLOCK_X),
-                self.height.div_ceil(BLOCK_Y),
-                1,
-            ),
-            block_dim: (BLOCK_X, BLOCK_Y, 1),
-            shared_mem_bytes: 0,
-        };
+        let cfg = super::render::per_pixel(self.width, self.height);
         let peak = plan.reference.format.peak() as f64;
         // The map goes straight into the pair's own buffer (handed out with the pair).
         let out = self.handout.target()?;

@@ -7,9 +7,9 @@
 //! PCIe carries (docs/BENCHMARKS.md, 2026-12-05).
 //!
 //! [`MapOut`] takes the place of a producer's readback of its map: each metric that makes a
-//! map (the frames' maps, Butteraugli, ColorVideoVDP, SSIMULACRA2) queues the copy of its
-//! finished map into a buffer of its own ([`Slots`]) and the statistics of that copy, and
-//! reads the pair's [`super::PairMap`] back. Buffers handed out return to their
+//! map (the frames' maps, Butteraugli, ColorVideoVDP, SSIMULACRA2) writes it into a buffer
+//! of the pair's own ([`Slots`]; ColorVideoVDP copies its collapsed pyramid there), queues
+//! its statistics, and reads the pair's [`super::PairMap`] back. Buffers handed out return to their
 //! [`Slots`] when the pair's map is dropped; a reader holding maps longer than the pairs
 //! in flight makes new ones (allocated once, kept for reuse: `super::values`).
 
@@ -24,8 +24,9 @@ use super::kind::MapKind;
 use super::values::{Slots, Values};
 use crate::cuda::{DeviceMemory, Gpu, Readback};
 
-/// What a producer of maps queues and reads per pair in place of its map's readback: the
-/// copy of the finished map into a buffer of its own and that copy's statistics.
+/// What a producer of maps queues and reads per pair in place of its map's readback: a
+/// buffer of the pair's own that its kernels write the map into ([`MapOut::target`], or a
+/// copy: [`MapOut::copy_in`]), and that map's statistics.
 pub(crate) struct MapOut {
     kind: MapKind,
     width: usize,
@@ -147,13 +148,11 @@ impl MapOut {
             .chunks_exact(PARTIAL_WORDS)
             .map(|w| Partial::from_words([w[0], w[1], w[2]]))
             .fold(Partial::NONE, Partial::join);
-        let past: u64 = words.chunks_exact(PARTIAL_WORDS).map(|w| w[2] as u64).sum();
         let buffer = self
             .queued
             .pop_front()
             .ok_or(DriverError(sys::cudaError_enum::CUDA_ERROR_ILLEGAL_STATE))?;
-        let stats =
-            super::stats::of_partial(all, past, self.sign, self.width, self.width * self.height);
+        let stats = super::stats::of_partial(all, self.sign, self.width, self.width * self.height);
         let values = Values::new(buffer, self.slots.clone(), self.width, self.height);
         Ok(super::PairMap::in_device_memory(self.kind, values, stats))
     }

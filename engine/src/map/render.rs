@@ -27,6 +27,18 @@ impl MapStyle {
     }
 }
 
+/// The launch of the map kernels that take a thread per pixel of a `width`×`height` map
+/// (those that make the frames' maps and those that draw frames): blocks of
+/// (`BLOCK_X`, `BLOCK_Y`) threads.
+pub(crate) fn per_pixel(width: u32, height: u32) -> cudarc::driver::LaunchConfig {
+    use gpumetrics_kernels::map::{BLOCK_X, BLOCK_Y};
+    cudarc::driver::LaunchConfig {
+        grid_dim: (width.div_ceil(BLOCK_X), height.div_ceil(BLOCK_Y), 1),
+        block_dim: (BLOCK_X, BLOCK_Y, 1),
+        shared_mem_bytes: 0,
+    }
+}
+
 /// The GRAY16_LE value of `kind`'s map value `v` (`peak`: the reference's largest sample
 /// value), as docs/METRICS.md gives each scale.
 pub fn gray16(kind: MapKind, v: f32, peak: f64) -> u16 {

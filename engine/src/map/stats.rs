@@ -21,9 +21,10 @@ pub(crate) fn push_stats(scores: &mut Scores, threshold: f64) {
 
 /// The statistics of a map `width` wide of `len` values whose joined partial is `p` (the
 /// signed largest value and its first index; `u32::MAX`: none, as the host's statistics
-/// give it: the first pixel) with `past` values past the threshold, `sign` 1 or −1 as the
-/// partial was made.
-pub(crate) fn of_partial(p: Partial, past: u64, sign: f32, width: usize, len: usize) -> Stats {
+/// give it: the first pixel; its count past the threshold), `sign` 1 or −1 as the partial
+/// was made. (A plan's maps have at most `crate::plan::MAX_PIXELS` values: the count fits
+/// the partial's u32.)
+pub(crate) fn of_partial(p: Partial, sign: f32, width: usize, len: usize) -> Stats {
     let at = if p.at == u32::MAX { 0 } else { p.at as usize };
     let w = width.max(1);
     Stats {
@@ -33,7 +34,7 @@ pub(crate) fn of_partial(p: Partial, past: u64, sign: f32, width: usize, len: us
         area: if len == 0 {
             0.0
         } else {
-            past as f64 / len as f64
+            p.past as f64 / len as f64
         },
     }
 }
@@ -71,8 +72,7 @@ mod tests {
                         parts[i % (threads * blocks)].see(sign * v, i as u32, sign * t);
                     }
                     let joined = parts.iter().copied().fold(Partial::NONE, Partial::join);
-                    let past = parts.iter().map(|p| p.past as u64).sum();
-                    let got = of_partial(joined, past, sign, w, w * h);
+                    let got = of_partial(joined, sign, w, w * h);
                     let want = m.stats(t, worse_above);
                     assert_eq!(
                         (got.worst.to_bits(), got.worst_x, got.worst_y, got.area),

@@ -5,8 +5,8 @@
 
 use std::sync::{Arc, Mutex};
 
-use cudarc::driver::{CudaSlice, CudaStream, DriverError, LaunchConfig, PinnedHostSlice};
-use gpumetrics_kernels::map::{BLOCK_X, BLOCK_Y, MapFrame};
+use cudarc::driver::{CudaSlice, CudaStream, DriverError, PinnedHostSlice};
+use gpumetrics_kernels::map::MapFrame;
 
 use super::kind::{DistortionMap, MapKind};
 use super::render::MapStyle;
@@ -28,8 +28,8 @@ pub(crate) struct Slots {
     /// A frame rendered for the host is rendered here first (grown to the largest asked).
     staging: Mutex<Option<CudaSlice<u8>>>,
     /// What comes to the host comes through here (grown to the largest asked): a copy into
-    /// pinned memory runs at the bus's rate (0.16 ms for a 1080p map on an H100 host, 0.54
-    /// into pageable memory: `map_copy`), then the host copies it on in parallel.
+    /// pinned memory runs at the bus's rate (0.16 ms for a 1080p map on an H100 host,
+    /// 0.54–0.88 into pageable memory: `map_copy`), then the host copies it on in parallel.
     pinned: Mutex<Option<PinnedHostSlice<u8>>>,
 }
 
@@ -77,7 +77,8 @@ impl Slots {
         if let Some(b) = self.free.lock().unwrap_or_else(|e| e.into_inner()).pop() {
             return Ok(b);
         }
-        // SAFETY: every value is written (the producer's copy) before it is read.
+        // SAFETY: every value is written (by the producer's kernels or copy) before it is
+        // read.
         let b = unsafe { self.stream.alloc::<f32>(self.len.max(1)) }?;
         // The allocation may be ordered on this stream (cudarc allocates asynchronously
         // where it can); the producer's lane writes it next: wait for it here (a new buffer
@@ -177,15 +178,7 @@ impl Values {
     /// Queues the render of `frame` in `style` and waits for it.
     fn launch(&self, style: MapStyle, frame: MapFrame) -> Result<(), DriverError> {
         let (k, stream) = (&self.slots.kernels, &self.slots.stream);
-        let cfg = LaunchConfig {
-            grid_dim: (
-                frame.width.div_ceil(BLOCK_X),
-                frame.height.div_ceil(BLOCK_Y),
-                1,
-            ),
-            block_dim: (BLOCK_X, BLOCK_Y, 1),
-            shared_mem_bytes: 0,
-        };
+        let cfg = super::render::per_pixel(frame.width, frame.height);
         // SAFETY: the values hold width × height f32 (this pair's, complete); the caller
         // checked that `out` holds height rows of `pitch` bytes, each at least the row's
         // pixels, aligned for the style's pixel.
