@@ -5,10 +5,13 @@
 //! above the metrics, which sit above this.
 
 use std::any::Any;
+use std::sync::Arc;
 
 use cudarc::driver::{CudaEvent, DriverError};
 
+use crate::color::ChromaUpsampling;
 use crate::cuda::Gpu;
+use crate::cuda::linear_light::LinearLight;
 use crate::error::EngineError;
 use crate::event::{Detector, EventHook, Input};
 use crate::frame::PlanePtrs;
@@ -75,6 +78,10 @@ pub(crate) struct Setup<'a> {
     /// requested whole measures on the distorted input only
     /// (`crate::metric::distorted_only`).
     pub reference_side: bool,
+    /// The linear light that the CUDA backend computes once per pair for this entry and
+    /// another ([`Entry::linear_light`]); `None` elsewhere (the entry converts the frames
+    /// itself).
+    pub linear_light: Option<&'a Arc<LinearLight>>,
     settings: &'a (dyn Any + Send + Sync),
 }
 
@@ -109,6 +116,11 @@ pub(crate) struct Entry {
     pub reference: Reference,
     /// GPU state for the plan (allocated here, once); `None` as for `cpu`.
     pub cuda: fn(&Gpu, &Setup) -> CudaState,
+    /// Whether its GPU state reads the frames' linear light (`crate::cuda::linear_light`),
+    /// and with which chroma upsampling, for this setup: when two entries of an engine
+    /// read it with the same upsampling, the backend converts each pair once and gives the
+    /// stage to both ([`Setup::linear_light`]).
+    pub linear_light: Option<fn(&Setup) -> Option<ChromaUpsampling>>,
     /// The intervals it reports (black, freeze), if any: the outputs take events from
     /// here ([`crate::events`]).
     pub events: Option<EventHook>,
@@ -153,6 +165,7 @@ impl Configured {
             set,
             in_flight: 1,
             reference_side,
+            linear_light: None,
             settings: &*self.settings,
         }
     }

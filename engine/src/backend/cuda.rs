@@ -22,6 +22,8 @@ use cudarc::driver::{CudaContext, CudaEvent, CudaSlice, CudaStream, DriverError,
 
 use rayon::prelude::*;
 
+use crate::color::ChromaUpsampling;
+use crate::cuda::linear_light::LinearLight;
 use crate::cuda::{DeviceMemory, Gpu, IN_FLIGHT, zeroed};
 use crate::error::EngineError;
 use crate::format::FrameLayout;
@@ -143,6 +145,9 @@ pub(crate) struct CudaBackend {
     /// Recorded on `copies` after a pair's uploads (host frames), for the engine's stream
     /// and the metrics' own streams to wait for.
     uploaded: CudaEvent,
+    /// The frames' linear light, converted once per pair on the engine's stream when two
+    /// metrics read it with the same chroma upsampling (Butteraugli and SSIMULACRA2).
+    linear: Option<(ChromaUpsampling, Arc<LinearLight>)>,
     /// Counted among the engines of its device ([`crate::devices`]) while it lives.
     _registered: crate::devices::Registered,
     /// Set when running in a context lent by the caller; last, so it goes after the rest.
@@ -198,10 +203,32 @@ impl CudaBackend {
                 stream,
                 kernels,
             };
+            // Linear light once per pair for the entries that read it, when two or more
+            // read it with the same upsampling.
+            let wants: Vec<Option<ChromaUpsampling>> = configured
+                .iter()
+                .map(|c| c.entry.linear_light.and_then(|f| f(&c.setup(plan, set))))
+                .collect();
+            let shared = wants
+                .iter()
+                .flatten()
+                .copied()
+                .find(|u| wants.iter().filter(|w| **w == Some(*u)).count() >= 2);
+            let linear = match shared {
+                Some(u) if plan.has_reference => {
+                    let (w, h) = (plan.reference.width, plan.reference.height);
+                    Some((u, LinearLight::new(&gpu, w, h, depth)?))
+                }
+                _ => None,
+            };
             let mut metrics = Vec::new();
-            for c in configured {
+            for (c, want) in configured.iter().zip(&wants) {
                 let mut setup = c.setup(plan, set);
                 setup.in_flight = depth;
+                setup.linear_light = match (&linear, want) {
+                    (Some((u, light)), Some(w)) if u == w => Some(light),
+                    _ => None,
+                };
                 // Each full-reference metric on a lane of its own, so that the metrics of a
                 // pair overlap on the device, and two taking pairs in turn for one whose
                 // pairs are independent (crate::metric::lane); the no-reference ones run
@@ -237,6 +264,7 @@ impl CudaBackend {
                 in_flight: 0,
                 copies,
                 uploaded: ctx.new_event(None)?,
+                linear,
                 _registered: crate::devices::Registered::new(ctx.ordinal()),
                 _external: None,
             })
@@ -329,6 +357,16 @@ impl Backend for CudaBackend {
             } else {
                 None
             };
+            if let Some((upsampling, light)) = &self.linear {
+                let (rs, ds) = plan.color_sources(&r, &d, *upsampling);
+                // SAFETY: the frames were validated against the plan's layouts (or are the
+                // upload buffers), and stay valid until the pair is completed, after its
+                // metrics' reads.
+                if let Err(e) = unsafe { light.convert(gpu, [rs, ds]) } {
+                    self.abandon();
+                    return Err(cuda_err("converting the frames to linear light")(e));
+                }
+            }
             if let Err(e) = self.metrics.each(|m| m.queue(gpu, plan, &r, &d, uploaded)) {
                 self.abandon();
                 return Err(e);

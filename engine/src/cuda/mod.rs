@@ -15,6 +15,7 @@
 mod branch;
 mod buffer;
 mod external;
+pub(crate) mod linear_light;
 mod module;
 pub(crate) mod scratch;
 

@@ -176,3 +176,117 @@ pub(crate) fn merge(a: Outcome, b: Outcome, b_label: &str) -> Outcome {
         note: format!("{}; {b_label}: {}", a.note, b.note),
     }
 }
+
+/// Each of `fields` (a metric and one of its fields) from one CUDA engine measuring
+/// `together`, against the same field from an engine measuring its metric alone: equal bit
+/// for bit (tolerance 0), over four random pairs of each of RGB and I420 173×97 with two
+/// pairs in flight, and over `common::synthetic::out_of_range_frames` (P010, tagged PQ). For
+/// stages that metrics share when they run together (`crate::cuda::linear_light`).
+pub(crate) fn together_equals_alone(
+    r: &mut Rng,
+    together: MetricSet,
+    fields: &[(MetricSet, &str)],
+) -> Outcome {
+    let mut out = Comparison::new(0.0, false);
+    let (w, h) = (173usize, 97usize);
+    for format in [PixelFormat::Rgb, PixelFormat::I420] {
+        let layout = FrameLayout {
+            format,
+            width: w as u32,
+            height: h as u32,
+        };
+        let len = match format {
+            PixelFormat::Rgb => 3 * w * h,
+            _ => w * h + 2 * w.div_ceil(2) * h.div_ceil(2),
+        };
+        let data: Vec<Vec<u8>> = (0..8).map(|_| r.bytes(len)).collect();
+        let planes: Vec<_> = data
+            .iter()
+            .map(|d| common::images::planes(format, w as u32, h as u32, d))
+            .collect();
+        let frames: Vec<Frame> = planes
+            .iter()
+            .map(|p| Frame::Host(HostFrame::new(p)))
+            .collect();
+        let pairs: Vec<(&Frame, &Frame)> = frames.chunks(2).map(|p| (&p[0], &p[1])).collect();
+        let c = Colorimetry::default_for(format.family());
+        compare_sequences(&mut out, format.name(), together, fields, layout, c, &pairs);
+    }
+    let (w, h) = (96usize, 64usize);
+    let format = PixelFormat::P010_10Le;
+    let layout = FrameLayout {
+        format,
+        width: w as u32,
+        height: h as u32,
+    };
+    let (a, b, strides, offsets) = common::synthetic::out_of_range_frames(format, w, h);
+    let (pa, pb) = (
+        common::synthetic::planes(&offsets, &strides, &a),
+        common::synthetic::planes(&offsets, &strides, &b),
+    );
+    let (fa, fb) = (
+        Frame::Host(HostFrame::new(&pa)),
+        Frame::Host(HostFrame::new(&pb)),
+    );
+    let c = Colorimetry {
+        matrix: Matrix::Bt2020,
+        transfer: Transfer::Pq,
+        primaries: Primaries::Bt2020,
+        ..Colorimetry::default()
+    };
+    let pairs = [(&fa, &fb), (&fb, &fa), (&fa, &fb)];
+    compare_sequences(&mut out, "p010 pq", together, fields, layout, c, &pairs);
+    out.outcome()
+}
+
+/// One comparison per pair and field of [`together_equals_alone`].
+fn compare_sequences(
+    out: &mut Comparison,
+    label: &str,
+    together: MetricSet,
+    fields: &[(MetricSet, &str)],
+    layout: FrameLayout,
+    c: Colorimetry,
+    pairs: &[(&Frame, &Frame)],
+) {
+    let run = |metrics: MetricSet| -> Result<Vec<gpumetrics_engine::Scores>, EngineError> {
+        let cfg = EngineConfig {
+            metrics,
+            backend: BackendChoice::Cuda,
+            ..Default::default()
+        };
+        let mut e = Engine::builder(&cfg, layout, layout)
+            .colorimetry(c, c)
+            .in_flight(2)
+            .build()?;
+        let mut scores = Vec::new();
+        for (tag, (reference, distorted)) in pairs.iter().enumerate() {
+            let frames = gpumetrics_engine::Frames::Pair {
+                reference,
+                distorted,
+            };
+            e.submit(frames, tag as u64)?;
+            scores.extend(std::iter::from_fn(|| e.poll()).map(|(_, s)| s));
+        }
+        e.end()?;
+        scores.extend(std::iter::from_fn(|| e.poll()).map(|(_, s)| s));
+        Ok(scores)
+    };
+    let both = run(together);
+    for &(metric, field) in fields {
+        let alone = run(metric);
+        for i in 0..pairs.len() {
+            let get = |r: &Result<Vec<gpumetrics_engine::Scores>, EngineError>| match r {
+                Ok(s) => s
+                    .get(i)
+                    .and_then(|s| s.get(field))
+                    .ok_or_else(|| EngineError::Unsupported(format!("no {field} for pair {i}"))),
+                Err(e) => Err(EngineError::Unsupported(e.to_string())),
+            };
+            out.add(
+                &format!("{label} pair {i} {field} together/alone"),
+                [get(&both), get(&alone)],
+            );
+        }
+    }
+}

@@ -1,8 +1,9 @@
 //! The colour stage of a block of 16 × 8 pixels on the GPU: subsampled chroma read once per
 //! block into shared memory, then each pixel's taps read from there. The kernels that start
-//! from linear light (`ssimu2_linearize`, `ba_linearize`) share it; read per pixel from
+//! from linear light (`ssimu2_linearize`, `linear_light`) share it; read per pixel from
 //! memory, the sixteen taps of both chroma channels (each a clamped, format-dispatched
-//! load and a conversion) were most of `ba_linearize`'s 935 instructions per pixel. The
+//! load and a conversion) were most of the linear-light stage's 935 instructions per pixel
+//! (then Butteraugli's `ba_linearize`). The
 //! values are [`color::nonlinear_rgb`]'s, bit for bit.
 
 #[cfg(target_arch = "nvptx64")]

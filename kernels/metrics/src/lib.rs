@@ -27,6 +27,7 @@ macro_rules! unroll {
 pub mod channel;
 pub mod color;
 pub mod color_tile;
+pub mod linear_light;
 pub mod luma8;
 pub mod selftest;
 

@@ -124,6 +124,7 @@ pub(crate) const ENTRY: Entry = Entry {
             cuda::Black::new(gpu, s.plan, side, threshold_of(s.plan, side, settings)).map(Some)
         })
     },
+    linear_light: None,
     events: Some(events::HOOK),
 };
 

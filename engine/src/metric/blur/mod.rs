@@ -163,6 +163,7 @@ pub(crate) const ENTRY: Entry = Entry {
             Some(cpu::Blur::new(side.layout(s.plan), settings))
         })
     },
+    linear_light: None,
     events: None,
     reference: Reference::None,
     cuda: |gpu, s| {

@@ -37,6 +37,7 @@ impl Butteraugli {
                 height: h,
                 plane_len,
                 padded_len,
+                ..Level::default()
             });
             buffers.push(buf);
         }

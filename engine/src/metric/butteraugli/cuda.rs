@@ -1,4 +1,6 @@
-//! Butteraugli on the GPU: per pair, on the metric's stream, `ba_linearize`, then (when
+//! Butteraugli on the GPU: per pair, on the metric's stream, `linear_light` (or, when
+//! SSIMULACRA2 runs too, nothing: the engine's shared stage converted the frames, and the
+//! full level reads its planes, `crate::cuda::linear_light`), then (when
 //! the frame has a half-resolution level) `ba_downsample`, then for each level the
 //! [`STEPS`] as one launch each (both images or all planes of a stage in one grid, `z`;
 //! the half level on a side stream, beside the full level), and `ba_reduce`, whose
@@ -14,10 +16,14 @@
 //! share (`crate::cuda::scratch`): a pair's planes are written before they are read, and
 //! the padded planes' borders, zeroes, are never written.
 
+use std::sync::Arc;
+
 use cudarc::driver::{CudaEvent, CudaSlice, DriverError, LaunchConfig};
 use gpumetrics_kernels::color_tile as tile;
+use gpumetrics_kernels::linear_light::Planes;
 
 use super::{STEPS, Step, filters, level_len, level_sizes, params, plane_lens};
+use crate::cuda::linear_light::{LinearLight, Reader};
 use crate::cuda::scratch::{Key, Share};
 use crate::cuda::{Branch, DevPtr, DevPtrMut, DeviceMemory, Gpu, Readback, zeroed};
 use crate::error::EngineError;
@@ -54,6 +60,9 @@ pub(super) struct Butteraugli {
     /// With `map=butteraugli`: where the reduction stores each pair's diffmap, handed out
     /// with the pair.
     map: Option<MapOut>,
+    /// The engine's linear light when SSIMULACRA2 reads it too (`crate::cuda::linear_light`):
+    /// the full level reads its linear RGB there instead of converting the frames.
+    linear: Option<Reader>,
 }
 
 impl Butteraugli {
@@ -61,6 +70,7 @@ impl Butteraugli {
         gpu: &Gpu,
         plan: &Plan,
         settings: &super::Settings,
+        linear: Option<Arc<LinearLight>>,
     ) -> Result<Butteraugli, DriverError> {
         let stream = &gpu.stream;
         let sizes = level_sizes(plan);
@@ -93,6 +103,7 @@ impl Butteraugli {
                     height: h,
                     plane_len,
                     padded_len,
+                    ..Level::default()
                 };
                 at += (n_planes + n_padded) as u64 * 4;
                 lv
@@ -139,16 +150,19 @@ impl Butteraugli {
             host_partials,
             side: Branch::new(&gpu.stream)?,
             map,
+            linear: linear.map(|l| l.reader()).transpose()?,
         })
     }
 
-    /// Queues every stage of one pair and the copy of its reduction.
+    /// Queues every stage of one pair and the copy of its reduction; `shared`: the pair's
+    /// linear light from the engine's stage, which `gpu`'s stream already waits for.
     fn run(
         &mut self,
         gpu: &Gpu,
         plan: &Plan,
         r: &PlanePtrs,
         d: &PlanePtrs,
+        shared: Option<Planes>,
     ) -> Result<(), DriverError> {
         let (k, stream) = (&gpu.kernels, &gpu.stream);
         let (rs, ds) = plan.color_sources(r, d, self.upsampling);
@@ -191,8 +205,16 @@ impl Butteraugli {
             padded: lease.base() + lv.padded,
             ..*lv
         };
-        // The full level and, for frames of 15×15 and more, the half level.
-        let full = at(&self.levels[0]);
+        // The full level (its linear RGB in the shared stage's planes when there is one)
+        // and, for frames of 15×15 and more, the half level.
+        let full = match shared {
+            Some(p) => Level {
+                rgb: p.base,
+                rgb_len: p.plane_len,
+                ..at(&self.levels[0])
+            },
+            None => at(&self.levels[0]),
+        };
         let half = self.levels.get(1).map(at);
         // SAFETY: the frame pointers were validated against the plan's layouts (or are the
         // backend's upload buffers); every level, the filter table and the reduction slots
@@ -208,8 +230,18 @@ impl Butteraugli {
                 block_dim: (32, tile::WARPS, 1),
                 shared_mem_bytes: 0,
             };
-            for (img, src) in [rs, ds].into_iter().enumerate() {
-                k.ba_linearize(stream, lin, src, img as u32, full)?;
+            if shared.is_none() {
+                // The level's own linear-RGB planes, as the shared stage writes its own.
+                let out = Planes {
+                    base: full.base,
+                    width: full.width,
+                    height: full.height,
+                    plane_len: full.plane_len,
+                    _pad: 0,
+                };
+                for (img, src) in [rs, ds].into_iter().enumerate() {
+                    k.linear_light(stream, lin, src, img as u32, out)?;
+                }
             }
             if let Some(half) = half {
                 k.ba_downsample(stream, grid(&half, 6), full, half)?;
@@ -226,7 +258,16 @@ impl Butteraugli {
                     let col = col_grid(&lv, z);
                     match step {
                         Step::Blur5Row => k.ba_blur5_row(stream, cfg, lv, prm)?,
-                        Step::Opsin => k.ba_opsin(stream, cfg, lv, prm)?,
+                        Step::Opsin => {
+                            k.ba_opsin(stream, cfg, lv, prm)?;
+                            // The full level's last read of the shared linear light (the
+                            // downsampling and the opsin blur's row pass came before).
+                            if lv.rgb != 0
+                                && let Some(linear) = &mut self.linear
+                            {
+                                linear.done(stream)?;
+                            }
+                        }
                         Step::GaussRow { filter, from } => k.ba_gauss_row(
                             stream,
                             row_grid(&lv, z),
@@ -286,8 +327,16 @@ impl Butteraugli {
         r: &PlanePtrs,
         d: &PlanePtrs,
     ) -> Result<(), EngineError> {
-        self.run(gpu, plan, r, d)
-            .map_err(|e| EngineError::Cuda(format!("running butteraugli: {e}")))
+        let err = |e| EngineError::Cuda(format!("running butteraugli: {e}"));
+        let shared = match &mut self.linear {
+            Some(linear) => Some(linear.wait(&gpu.stream).map_err(err)?.ok_or_else(|| {
+                EngineError::Unsupported(
+                    "butteraugli: the pair's linear light was not converted".into(),
+                )
+            })?),
+            None => None,
+        };
+        self.run(gpu, plan, r, d, shared).map_err(err)
     }
 }
 

@@ -12,7 +12,7 @@ use crate::{Check, Outcome};
 /// The checks of this module and the kernels each covers.
 pub(crate) const CHECKS: &[(&[&str], Check)] = &[(
     &[
-        "ba_linearize",
+        "linear_light",
         "ba_downsample",
         "ba_blur5_row",
         "ba_opsin",
@@ -30,7 +30,7 @@ pub(crate) const CHECKS: &[(&[&str], Check)] = &[(
 )];
 
 crate::gpu_tests! {
-    butteraugli_kernels_match_the_cpu_backend => "ba_linearize",
+    butteraugli_kernels_match_the_cpu_backend => "linear_light",
 }
 
 /// The Butteraugli kernels as the engine runs them, against the CPU backend (both fields,

@@ -53,15 +53,19 @@ pub(crate) const ENTRY: Entry = Entry {
         wanted(s.plan, s.set)
             .then(|| Box::new(cpu::Butteraugli::new(s.plan, s.settings())) as Box<dyn CpuMetric>)
     },
+    linear_light: Some(|s| wanted(s.plan, s.set).then(|| s.settings::<Settings>().upsampling)),
     events: None,
     reference: Reference::Full,
     cuda: |gpu, s| {
         if !wanted(s.plan, s.set) {
             return Ok(None);
         }
-        Ok(Some(
-            Box::new(cuda::Butteraugli::new(gpu, s.plan, s.settings())?) as Box<dyn CudaMetric>,
-        ))
+        Ok(Some(Box::new(cuda::Butteraugli::new(
+            gpu,
+            s.plan,
+            s.settings(),
+            s.linear_light.cloned(),
+        )?) as Box<dyn CudaMetric>))
     },
 };
 

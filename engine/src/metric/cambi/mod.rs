@@ -448,6 +448,7 @@ pub(crate) const ENTRY: Entry = Entry {
                 .map(cpu::Single)
         })
     },
+    linear_light: None,
     events: None,
     reference: Reference::None,
     cuda: |gpu, s| {

@@ -215,6 +215,7 @@ pub(crate) const ENTRY: Entry = Entry {
             .ok()
             .map(|m| Box::new(m) as Box<dyn super::CpuMetric>)
     },
+    linear_light: None,
     events: None,
     reference: Reference::Full,
     cuda: |gpu, s| {

@@ -39,6 +39,7 @@ pub(crate) const ENTRY: Entry = Entry {
         }
         NoReference::boxed(s, |_side| Some(Bar))
     },
+    linear_light: None,
     events: None,
     reference: Reference::None,
     // A real metric: `NoReference::cuda_boxed(gpu, s, 1, |gpu, side| {

@@ -64,6 +64,7 @@ pub(crate) const ENTRY: Entry = Entry {
         let threshold = s.settings::<Settings>().threshold;
         Some(Box::new(Foo { threshold }) as Box<dyn CpuMetric>)
     },
+    linear_light: None,
     events: None,
     reference: Reference::Full,
     // This example has no kernels, so it gives no `foo` on the CUDA backend. A real metric

@@ -92,6 +92,7 @@ pub(crate) const ENTRY: Entry = Entry {
             cuda::Freeze::new(gpu, s.plan, side, noise).map(Some)
         })
     },
+    linear_light: None,
     events: Some(events::HOOK),
 };
 

@@ -47,6 +47,7 @@ pub(crate) const ENTRY: Entry = Entry {
     cpu: |s| {
         wanted(s.plan, s.set).map(|set| Box::new(cpu::Psnr { set }) as Box<dyn super::CpuMetric>)
     },
+    linear_light: None,
     events: None,
     reference: Reference::Full,
     cuda: |gpu, s| {

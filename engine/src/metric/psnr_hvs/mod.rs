@@ -81,6 +81,7 @@ pub(crate) const ENTRY: Entry = Entry {
         (s.set.contains(FLAG) && why_not(s.plan).is_none())
             .then(|| Box::new(cpu::PsnrHvs::default()) as Box<dyn super::CpuMetric>)
     },
+    linear_light: None,
     events: None,
     reference: Reference::Full,
     cuda: |gpu, s| {

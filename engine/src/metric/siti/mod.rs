@@ -59,6 +59,7 @@ pub(crate) const ENTRY: Entry = Entry {
         }
         NoReference::boxed(s, |side| Some(cpu::Siti::new(side.layout(s.plan))))
     },
+    linear_light: None,
     events: None,
     reference: Reference::None,
     cuda: |gpu, s| {

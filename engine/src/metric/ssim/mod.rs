@@ -68,6 +68,7 @@ pub(crate) const ENTRY: Entry = Entry {
         Job::new(s.plan, s.set, chroma)
             .map(|job| Box::new(cpu::Ssim { job, set: s.set }) as Box<dyn CpuMetric>)
     },
+    linear_light: None,
     events: None,
     reference: Reference::Full,
     cuda: |gpu, s| match Job::new(s.plan, s.set, s.settings::<Settings>().chroma) {

@@ -2,6 +2,8 @@
 //!
 //! 1. `ssimu2_linearize`, once per frame: the frame → XYB at scale 0, and its 2×2 average
 //!    at scale 1 in linear RGB and XYB, in one pass (scale 0's linear RGB is never stored);
+//!    when Butteraugli runs too, `ssimu2_xyb_of_linear` does the same from the linear RGB
+//!    that the engine's shared stage converted once for both (`crate::cuda::linear_light`);
 //! 2. `ssimu2_downsample` for scales 2..: linear RGB and XYB of the next scale;
 //! 3. `ssimu2_hblur`: the reference's recursive Gaussian along rows, of the five moments of
 //!    every plane of every scale in one grid (the recursion is sequential, so parallelism
@@ -25,9 +27,12 @@
 //! size share (`crate::cuda::scratch`): a pair writes what it reads, and the table, which
 //! holds addresses inside the arena, is written when the arena is made.
 
+use std::sync::Arc;
+
 use cudarc::driver::{CudaEvent, DriverError, LaunchConfig};
 
 use super::{Sums, WEIGHTS, scale_sizes};
+use crate::cuda::linear_light::{LinearLight, Reader};
 use crate::cuda::scratch::{Key, Share};
 use crate::cuda::{DevPtr, DevPtrMut, Gpu, Readback};
 use crate::error::EngineError;
@@ -66,6 +71,9 @@ pub(super) struct Ssimu2 {
     /// With `map=ssimulacra2`: the weights' place in the arena (the reference's 108), and
     /// where each pair's map (`ssimu2_map_sum`'s output) is written and handed out.
     map: Option<MapBuffers>,
+    /// The engine's linear light when Butteraugli reads it too (`crate::cuda::linear_light`):
+    /// scales 0 and 1 come from its planes (`ssimu2_xyb_of_linear`) instead of the frames.
+    linear: Option<Reader>,
 }
 
 /// The buffers of the SSIMULACRA2 map on the GPU.
@@ -84,6 +92,7 @@ impl Ssimu2 {
         gpu: &Gpu,
         plan: &Plan,
         upsampling: crate::color::ChromaUpsampling,
+        linear: Option<Arc<LinearLight>>,
     ) -> Result<Ssimu2, DriverError> {
         let (w0, h0) = (plan.reference.width, plan.reference.height);
         let n_scales = scale_sizes(w0, h0).len();
@@ -239,6 +248,7 @@ impl Ssimu2 {
             out,
             host_out,
             map,
+            linear: linear.map(|l| l.reader()).transpose()?,
         })
     }
 
@@ -272,6 +282,26 @@ impl Ssimu2 {
         };
         let n = self.n_scales;
         let values = n * SUMS_PER_SCALE;
+        let err = |e| EngineError::Cuda(format!("running ssimulacra2: {e}"));
+        // The pair's linear light from the engine's stage, when there is one: the stream
+        // waits for its conversion.
+        let shared = match &mut self.linear {
+            Some(linear) => {
+                let planes = linear.wait(stream).map_err(err)?.ok_or_else(|| {
+                    EngineError::Unsupported(
+                        "ssimulacra2: the pair's linear light was not converted".into(),
+                    )
+                })?;
+                Some(Scale {
+                    base: planes.base,
+                    width: planes.width,
+                    height: planes.height,
+                    plane_len: planes.plane_len,
+                    _pad: 0,
+                })
+            }
+            None => None,
+        };
         // SAFETY: the frame pointers were validated against the plan's layouts (or are
         // the backend's upload buffers); every plane, level, partials and output slot was
         // sized for this plan in `new`, in the arena lent here.
@@ -295,16 +325,28 @@ impl Ssimu2 {
                     block_dim: (32, LIN_WARPS, 1),
                     shared_mem_bytes: 0,
                 };
-                for (img, src) in [rs, ds].into_iter().enumerate() {
-                    k.ssimu2_linearize(
-                        stream,
-                        lin,
-                        src,
-                        img as u32,
-                        at(&xyb[0]),
-                        at(&rgb[1]),
-                        at(&xyb[1]),
-                    )?;
+                match (shared, &mut self.linear) {
+                    (Some(planes), Some(linear)) => {
+                        for img in 0..2 {
+                            let (xyb0, rgb1, xyb1) = (at(&xyb[0]), at(&rgb[1]), at(&xyb[1]));
+                            k.ssimu2_xyb_of_linear(stream, lin, planes, img, xyb0, rgb1, xyb1)?;
+                        }
+                        // Its only read of the shared planes.
+                        linear.done(stream)?;
+                    }
+                    _ => {
+                        for (img, src) in [rs, ds].into_iter().enumerate() {
+                            k.ssimu2_linearize(
+                                stream,
+                                lin,
+                                src,
+                                img as u32,
+                                at(&xyb[0]),
+                                at(&rgb[1]),
+                                at(&xyb[1]),
+                            )?;
+                        }
+                    }
                 }
                 for i in 2..n {
                     let (prev, cur) = (at(&rgb[i - 1]), at(&rgb[i]));
@@ -371,7 +413,7 @@ impl Ssimu2 {
                 lease.end()
             })()
         };
-        queued.map_err(|e| EngineError::Cuda(format!("running ssimulacra2: {e}")))
+        queued.map_err(err)
     }
 
     /// Waits for the oldest pair queued and gives its sums.

@@ -43,6 +43,10 @@ pub(crate) const ENTRY: Entry = Entry {
             .contains(MetricSet::SSIMULACRA2)
             .then(|| Box::new(cpu::Ssimu2 { upsampling }) as Box<dyn CpuMetric>)
     },
+    linear_light: Some(|s| {
+        (s.set.contains(MetricSet::SSIMULACRA2) && note(s.plan, s.set).is_none())
+            .then(|| *s.settings::<ChromaUpsampling>())
+    }),
     events: None,
     reference: Reference::Full,
     cuda: |gpu, s| {
@@ -50,9 +54,12 @@ pub(crate) const ENTRY: Entry = Entry {
             return Ok(None);
         }
         let upsampling = *s.settings::<ChromaUpsampling>();
-        Ok(Some(
-            Box::new(cuda::Ssimu2::new(gpu, s.plan, upsampling)?) as Box<dyn CudaMetric>
-        ))
+        Ok(Some(Box::new(cuda::Ssimu2::new(
+            gpu,
+            s.plan,
+            upsampling,
+            s.linear_light.cloned(),
+        )?) as Box<dyn CudaMetric>))
     },
 };
 

@@ -237,6 +237,7 @@ pub(crate) const ENTRY: Entry = Entry {
             .collect::<Option<_>>()?;
         Models::of(states, Vec::new()).map(|m| m as Box<dyn super::CpuMetric>)
     },
+    linear_light: None,
     events: None,
     reference: Reference::Full,
     cuda: |gpu, s| {

@@ -113,6 +113,7 @@ pub(crate) const ENTRY: Entry = Entry {
                 as Box<dyn super::CpuMetric>,
         )
     },
+    linear_light: None,
     events: None,
     reference: Reference::Full,
     cuda: |gpu, s| {

@@ -21,10 +21,6 @@ use super::{Level, Params, Taps};
 #[cfg(target_arch = "nvptx64")]
 use super::{RED_LEN, REDUCE_THREADS, REDUCE_VALUES, REDUCE_WARPS, pixel};
 #[cfg(target_arch = "nvptx64")]
-use crate::color::ColorSource;
-#[cfg(target_arch = "nvptx64")]
-use crate::color_tile;
-#[cfg(target_arch = "nvptx64")]
 use gpumetrics_device as dev;
 
 /// The pixel of this thread, if it lies inside `lv`.
@@ -36,12 +32,6 @@ fn pixel_of(lv: &Level) -> Option<(u32, u32)> {
 }
 
 gpumetrics_device::kernel! {
-    /// Linear RGB of image `img` (0 reference, 1 distorted; one launch each, so that the
-    /// kernel reads one source's fields as constants instead of selecting each between
-    /// two). Blocks of the colour stage (`crate::color_tile`): (32, `color_tile::WARPS`)
-    /// threads over 16 × 8 pixels, grid (⌈width / 16⌉, ⌈height / 8⌉).
-    pub unsafe fn ba_linearize(src: ColorSource, img: u32, lv: Level) => linearize;
-
     /// Linear RGB of the half-resolution level (grid over `to`; z = plane, 6).
     pub unsafe fn ba_downsample(from: Level, to: Level) => downsample;
 
@@ -91,23 +81,6 @@ gpumetrics_device::kernel! {
     /// butteraugli`), each pixel's final value is also stored there, row after row of
     /// `full.width`: the distortion map costs a store, not another pass.
     pub unsafe fn ba_reduce(full: Level, half: Level, has_half: u32, out: *mut f64, map: *mut f32) => reduce;
-}
-
-/// The body of `ba_linearize`: [`pixel::linearize`]'s values, with the block's chroma read
-/// once into shared memory (`color_tile`).
-#[cfg(target_arch = "nvptx64")]
-#[inline(always)]
-unsafe fn linearize(src: ColorSource, img: u32, lv: Level) {
-    if img > 1 {
-        return;
-    }
-    let (x, y) = color_tile::pixel();
-    let (w, h) = (lv.width, lv.height);
-    let (cx, cy) = (x.min(w - 1), y.min(h - 1));
-    let rgb = crate::color::to_linear_rgb(&src, unsafe { color_tile::nonlinear_rgb(&src, cx, cy) });
-    if x < w && y < h {
-        unsafe { pixel::put_rgb(&lv, img, x, y, rgb) };
-    }
 }
 
 /// The body of `ba_downsample`.

@@ -157,6 +157,13 @@ pub struct Level {
     pub height: u32,
     pub plane_len: u32,
     pub padded_len: u32,
+    /// Where the level's linear RGB ([`plane::rgb`]) lies when not in its own planes: the
+    /// planes of the engine's shared linear-light stage (`crate::linear_light::Planes`,
+    /// plane stride `rgb_len` values), read by the full level when Butteraugli and
+    /// SSIMULACRA2 both run. 0: the level's own planes.
+    pub rgb: u64,
+    pub rgb_len: u32,
+    pub _pad: u32,
 }
 
 impl Level {
@@ -164,6 +171,16 @@ impl Level {
     #[inline(always)]
     pub fn plane(&self, index: u32) -> *mut f32 {
         (self.base + index as u64 * self.plane_len as u64 * 4) as *mut f32
+    }
+
+    /// Linear RGB plane `index` ([`plane::rgb`]): the level's own, or the shared stage's
+    /// (`rgb`).
+    #[inline(always)]
+    pub fn rgb_plane(&self, index: u32) -> *mut f32 {
+        match self.rgb {
+            0 => self.plane(index),
+            at => (at + index as u64 * self.rgb_len as u64 * 4) as *mut f32,
+        }
     }
 
     /// Row stride of the padded planes ([`padded_stride`]).

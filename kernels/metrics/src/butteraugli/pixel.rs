@@ -151,6 +151,13 @@ unsafe fn at(lv: &Level, p: u32, x: u32, y: u32) -> *mut f32 {
     unsafe { lv.plane(p).add((y * lv.width + x) as usize) }
 }
 
+/// Pixel (x, y) of linear RGB plane `p` ([`Level::rgb_plane`]).
+#[inline(always)]
+unsafe fn rgb_at(lv: &Level, p: u32, x: u32, y: u32) -> *mut f32 {
+    // SAFETY: callers pass a pixel of the level.
+    unsafe { lv.rgb_plane(p).add((y * lv.width + x) as usize) }
+}
+
 #[inline(always)]
 unsafe fn get(lv: &Level, p: u32, x: u32, y: u32) -> f32 {
     // SAFETY: as `at`.
@@ -173,7 +180,7 @@ pub unsafe fn linearize(src: &ColorSource, lv: &Level, img: u32, x: u32, y: u32)
     unsafe { put_rgb(lv, img, x, y, linear_rgb(src, x, y)) }
 }
 
-/// Stores the linear RGB of pixel (x, y) of frame `img` (the GPU's `ba_linearize`
+/// Stores the linear RGB of pixel (x, y) of frame `img` (the GPU's `linear_light`
 /// computes it through `color_tile`).
 ///
 /// # Safety
@@ -183,12 +190,12 @@ pub unsafe fn put_rgb(lv: &Level, img: u32, x: u32, y: u32, rgb: [f32; 3]) {
     // Unrolled: an iterator loop left `rgb` in local memory on the GPU.
     unroll!(c in [0 1 2] {
         // SAFETY: the caller's contract.
-        unsafe { put(lv, plane::rgb(img, c as u32), x, y, rgb[c]) };
+        unsafe { *rgb_at(lv, plane::rgb(img, c as u32), x, y) = rgb[c] };
     });
 }
 
 /// Linear RGB plane `p` of the half-resolution level `to` at (x, y): the mean of the 2×2
-/// block of `from` (of the pixels that exist, at odd sizes).
+/// block of `from`'s linear RGB (of the pixels that exist, at odd sizes).
 ///
 /// # Safety
 /// `to` must be `from` halved (rounded up); (x, y) inside `to`.
@@ -199,7 +206,7 @@ pub unsafe fn downsample(from: &Level, to: &Level, p: u32, x: u32, y: u32) {
     let below = fy + 1 < from.height;
     // SAFETY: every read is inside `from`.
     let v = unsafe {
-        let g = |x, y| get(from, p, x, y);
+        let g = |x, y| *rgb_at(from, p, x, y);
         match (right, below) {
             (true, true) => (g(fx, fy) + g(fx + 1, fy) + g(fx, fy + 1) + g(fx + 1, fy + 1)) * 0.25,
             (false, true) => (g(fx, fy) + g(fx, fy + 1)) * 0.5,
@@ -208,7 +215,7 @@ pub unsafe fn downsample(from: &Level, to: &Level, p: u32, x: u32, y: u32) {
         }
     };
     // SAFETY: (x, y) is inside `to`.
-    unsafe { put(to, p, x, y, v) }
+    unsafe { *rgb_at(to, p, x, y) = v }
 }
 
 /// Row pass of the opsin blur: plane `p` of linear RGB into scratch plane `p`.
@@ -219,7 +226,9 @@ pub unsafe fn downsample(from: &Level, to: &Level, p: u32, x: u32, y: u32) {
 pub unsafe fn blur5_row(lv: &Level, prm: &Params, p: u32, x: u32, y: u32) {
     // SAFETY: reads stay in row y of plane p.
     unsafe {
-        let v = blur5(prm.blur5, x, lv.width, |i| get(lv, plane::rgb(0, p), i, y));
+        let v = blur5(prm.blur5, x, lv.width, |i| {
+            *rgb_at(lv, plane::rgb(0, p), i, y)
+        });
         put(lv, plane::tmp(p), x, y, v);
     }
 }
@@ -238,7 +247,7 @@ pub unsafe fn opsin(lv: &Level, prm: &Params, img: u32, x: u32, y: u32) {
         unsafe {
             let tmp = plane::tmp(img * 3 + c as u32);
             blurred[c] = blur5(prm.blur5, y, lv.height, |j| get(lv, tmp, x, j)) * it;
-            rgb[c] = get(lv, plane::rgb(img, c as u32), x, y) * it;
+            rgb[c] = *rgb_at(lv, plane::rgb(img, c as u32), x, y) * it;
         }
     });
     unroll!(c in [0 1 2] {
@@ -810,6 +819,7 @@ mod tests {
                     height: h,
                     plane_len,
                     padded_len: pad_len,
+                    ..Level::default()
                 };
                 let stride = lv.padded_stride();
                 // SAFETY (every `unsafe` below): the buffer holds the level's planes.

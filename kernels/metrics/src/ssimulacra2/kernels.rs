@@ -39,6 +39,19 @@ gpumetrics_device::kernel! {
         xyb1: Scale,
     ) => linearize;
 
+    /// `ssimu2_linearize`'s outputs for image `img` from its linear RGB already in memory
+    /// (`rgb`: the engine's shared linear-light stage, planes `img · 3 ..` at scale 0's
+    /// size, `crate::linear_light::Planes` as a `Scale`), when Butteraugli runs beside:
+    /// the same values bit for bit, without converting the frame again. The same blocks
+    /// and grid as `ssimu2_linearize`.
+    pub unsafe fn ssimu2_xyb_of_linear(
+        rgb: Scale,
+        img: u32,
+        xyb0: Scale,
+        rgb1: Scale,
+        xyb1: Scale,
+    ) => xyb_of_linear;
+
     /// Scale `dst` = 2×2 box average of `src` in linear RGB, and its XYB (`xyb`). Block
     /// `PIXEL_BLOCK`×`PIXEL_BLOCK`, grid.z = 2 (image).
     pub unsafe fn ssimu2_downsample(
@@ -103,7 +116,6 @@ gpumetrics_device::kernel! {
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 unsafe fn linearize(src: ColorSource, img: u32, xyb0: Scale, rgb1: Scale, xyb1: Scale) {
-    let lane = dev::thread_idx_x();
     let (x, y) = color_tile::pixel();
     if img > 1 {
         return;
@@ -114,6 +126,42 @@ unsafe fn linearize(src: ColorSource, img: u32, xyb0: Scale, rgb1: Scale, xyb1: 
     // Subsampled chroma goes through shared memory, read once per block.
     let p = unsafe { color_tile::nonlinear_rgb(&src, cx, cy) };
     let rgb = color::to_linear_rgb(&src, p);
+    unsafe { scales_0_and_1(rgb, img, xyb0, rgb1, xyb1) }
+}
+
+/// The body of the `ssimu2_xyb_of_linear` kernel (declared above).
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn xyb_of_linear(planes: Scale, img: u32, xyb0: Scale, rgb1: Scale, xyb1: Scale) {
+    let (x, y) = color_tile::pixel();
+    let (w, h) = (xyb0.width, xyb0.height);
+    if img > 1 || planes.width != w || planes.height != h {
+        return;
+    }
+    let cx = if x < w { x } else { w - 1 };
+    let cy = if y < h { y } else { h - 1 };
+    let at = (cy * w + cx) as usize;
+    let mut rgb = [0.0f32; 3];
+    unroll!(c in [0 1 2] {
+        // SAFETY: (cx, cy) is inside the planes, which have scale 0's size.
+        rgb[c] = unsafe { *planes.plane(img * 3 + c as u32).add(at) };
+    });
+    unsafe { scales_0_and_1(rgb, img, xyb0, rgb1, xyb1) }
+}
+
+/// What `ssimu2_linearize` and `ssimu2_xyb_of_linear` store from the linear RGB of this
+/// thread's pixel ([`color_tile::pixel`], clamped to the frame): its XYB at scale 0, and
+/// with the other three lanes of its 2×2 quad the quad's average at scale 1 in linear RGB
+/// and XYB. Every lane of the warp calls it (the quads average through shuffles).
+///
+/// # Safety
+/// The scales are sized for the frame (scale 1 its halves, rounded up).
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn scales_0_and_1(rgb: [f32; 3], img: u32, xyb0: Scale, rgb1: Scale, xyb1: Scale) {
+    let lane = dev::thread_idx_x();
+    let (x, y) = color_tile::pixel();
+    let (w, h) = (xyb0.width, xyb0.height);
     if x < w && y < h {
         let v = xyb(rgb);
         for c in 0..3 {
