@@ -281,6 +281,9 @@ const EXPAND_PLANE: usize = EXPAND_W * BLOCK_Y as usize;
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 unsafe fn column_expand(next: &Planes, k: u32, col: u32, n_y: u32, y: u32) -> f32 {
+    if expand_is_interior(next.height, n_y, y) {
+        return expand_interior(|row| unsafe { next.at(k, col, row) }, y);
+    }
     let mut s = 0f32;
     for (t, kt) in KERNEL.iter().enumerate() {
         let z = match expand_source(next.height, n_y, y + t as u32) {
@@ -309,6 +312,15 @@ unsafe fn row_expand(
     x: u32,
     y: u32,
 ) -> f32 {
+    if expand_is_interior(b.next.width, b.g.width, x) {
+        // The three columns it reads are in the tile: x / 2 − 1 ..= x / 2 + 1 of the next
+        // level, from c0 = the block's first x / 2 − 1.
+        let row = k as usize * EXPAND_PLANE + ty * EXPAND_W;
+        return expand_interior(
+            |col| unsafe { tile.read_unchecked(row + col.wrapping_sub(c0) as usize) },
+            x,
+        );
+    }
     let mut s = 0f32;
     for (t, kt) in KERNEL.iter().enumerate() {
         let z = match expand_source(b.next.width, b.g.width, x + t as u32) {

@@ -266,6 +266,57 @@ pub fn reduce_at(read: impl Fn(u32) -> f32, n: u32, n_out: u32, parity: u32, i: 
     s
 }
 
+/// Whether output `i` of a reduce along one axis (from `n` samples to `n_out`) is inside:
+/// every tap reads a sample and neither mirrored term applies, so [`reduce_interior`] gives
+/// [`reduce_at`]'s value.
+#[inline(always)]
+pub fn reduce_is_interior(n: u32, n_out: u32, i: u32) -> bool {
+    i >= 1 && i + 1 < n_out && 2 * i + 2 < n
+}
+
+/// [`reduce_at`] at an output inside ([`reduce_is_interior`]): the same five terms in the
+/// same order, without the bounds and edge tests (most of the reduce kernel's instructions).
+#[inline(always)]
+pub fn reduce_interior(read: impl Fn(u32) -> f32, i: u32) -> f32 {
+    let k = KERNEL;
+    let r = 2 * i - 2;
+    let mut s = 0f32;
+    s += k[0] * read(r);
+    s += k[1] * read(r + 1);
+    s += k[2] * read(r + 2);
+    s += k[3] * read(r + 3);
+    s += k[4] * read(r + 4);
+    s
+}
+
+/// Whether output `i` of an expand along one axis (from `m` samples to `n`) is inside: its
+/// five taps lie in the zero-interleaved line's body (past the repeated first sample,
+/// before the repeated last one), so [`expand_interior`] gives [`expand_at`]'s value.
+#[inline(always)]
+pub fn expand_is_interior(m: u32, n: u32, i: u32) -> bool {
+    i >= 1 && i + 4 <= n + 1 && (i + 2) / 2 < m
+}
+
+/// [`expand_at`] at an output inside ([`expand_is_interior`]): the taps on zeros add +0.0
+/// as there, the others read inputs (i − 1)/2 + 0, 1 and (even `i`) 2, the same terms in the
+/// same order, without `expand_source`'s tests per tap (most of the band kernel's
+/// instructions). `read` is called with those three indices only (the third is the second
+/// again for odd `i`, so a tile that holds what the taps reach is never read past).
+#[inline(always)]
+pub fn expand_interior(read: impl Fn(u32) -> f32, i: u32) -> f32 {
+    let k = KERNEL;
+    let even = i % 2 == 0;
+    let b = (i - 1) / 2;
+    let (z0, z1, z2) = (read(b), read(b + 1), read(b + 1 + even as u32));
+    let mut s = 0f32;
+    s += if even { k[0] * 2.0 * z0 } else { 0.0 };
+    s += if even { 0.0 } else { k[1] * 2.0 * z0 };
+    s += if even { k[2] * 2.0 * z1 } else { 0.0 };
+    s += if even { 0.0 } else { k[3] * 2.0 * z1 };
+    s += if even { k[4] * 2.0 * z2 } else { 0.0 };
+    s
+}
+
 /// One output sample `i` of an expand along one axis from `m` samples to `n`
 /// (`interleave_zeros_and_pad`, then the kernel ×2 without padding): the zero-interleaved
 /// line `z` has the input at 2 + 2j, the first sample repeated at 0 and the last at `n + 3`
@@ -307,6 +358,10 @@ pub fn expand_source(m: u32, n: u32, j: u32) -> Option<u32> {
 /// Plane `p` of `src` must be readable at its size; (x, y) inside the output.
 #[inline(always)]
 pub unsafe fn reduce_2d(src: &Planes, p: u32, n_out_x: u32, n_out_y: u32, x: u32, y: u32) -> f32 {
+    if reduce_is_interior(src.width, n_out_x, x) && reduce_is_interior(src.height, n_out_y, y) {
+        let column = |c: u32| reduce_interior(|r| unsafe { src.at(p, c, r) }, y);
+        return reduce_interior(column, x);
+    }
     let column = |c: u32| {
         let read = |r: u32| unsafe { src.at(p, c, r) };
         reduce_at(read, src.height, n_out_y, src.height, y)
@@ -583,6 +638,57 @@ mod tests {
         assert_eq!(source_index(2, 2, 4), (0, 1, 0.75));
         assert_eq!(source_index(7, 2, 4), (3, 3, 0.25));
         assert_eq!(source_index(5, 1, 4), (3, 3, 0.0));
+    }
+
+    /// Values with negative zeros, negatives and magnitudes far apart: the fast paths must
+    /// give every bit of the general sums, the sign of a zero included.
+    fn line(n: u32, seed: u32) -> std::vec::Vec<f32> {
+        let mut v = seed.wrapping_mul(2_654_435_761) | 1;
+        (0..n)
+            .map(|i| {
+                v ^= v << 13;
+                v ^= v >> 17;
+                v ^= v << 5;
+                match (v >> 8) % 7 {
+                    0 => -0.0,
+                    1 => 0.0,
+                    2 => -((v >> 9) as f32) * 1e-3,
+                    3 => (i as f32) * 1e6,
+                    _ => ((v >> 9) as f32) * 1e-7,
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_interior_sums_equal_the_general_ones_bit_for_bit() {
+        let (mut reduced, mut expanded) = (0, 0);
+        for n in 1..70u32 {
+            let a = line(n, n);
+            let read = |i: u32| a[i as usize];
+            let n_out = n.div_ceil(2);
+            for i in 0..n_out {
+                if reduce_is_interior(n, n_out, i) {
+                    let (fast, general) =
+                        (reduce_interior(read, i), reduce_at(read, n, n_out, n, i));
+                    assert_eq!(fast.to_bits(), general.to_bits(), "reduce n {n} i {i}");
+                    reduced += 1;
+                }
+            }
+            // Expand the n samples to a line of 2n − 1 and 2n (the finer level's sizes).
+            for out in [2 * n - 1, 2 * n] {
+                for i in 0..out {
+                    if expand_is_interior(n, out, i) {
+                        let fast = expand_interior(read, i);
+                        let general = expand_at(read, n, out, i);
+                        assert_eq!(fast.to_bits(), general.to_bits(), "expand {n}→{out} i {i}");
+                        expanded += 1;
+                    }
+                }
+            }
+        }
+        // Most outputs of a long line are inside.
+        assert!(reduced > 1000 && expanded > 4000, "{reduced} {expanded}");
     }
 
     #[test]
