@@ -134,3 +134,19 @@ pub fn band_difference(test: &[Plane], reference: &[Plane], s: &[Plane]) -> Vec<
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The GPU's masker blur folds the taps in pairs (`cvvdp::blur_sum`): they must be
+    /// symmetric to the bit.
+    #[test]
+    fn the_blur_taps_are_symmetric() {
+        let k = blur_taps();
+        for t in 0..BLUR_TAPS {
+            assert_eq!(k[t].to_bits(), k[BLUR_TAPS - 1 - t].to_bits(), "tap {t}");
+        }
+        assert!(k[BLUR_RADIUS as usize] > k[0]);
+    }
+}

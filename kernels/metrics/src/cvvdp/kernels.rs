@@ -395,11 +395,8 @@ unsafe fn mask(b: Band) {
             unroll!(c in [0 1 2 3] {
                 if c < channels {
                     let row = c * TILE_H * TILE_W + r * TILE_W + tx;
-                    let mut s = 0f32;
-                    for (t, kt) in b.blur_taps.iter().enumerate() {
-                        // In bounds: r < TILE_H, tx + t < BLOCK_X + BLUR_TAPS − 1 = TILE_W.
-                        s += kt * unsafe { CVVDP_TILE.read_unchecked(row + t) };
-                    }
+                    // In bounds: r < TILE_H, tx + t < BLOCK_X + BLUR_TAPS − 1 = TILE_W.
+                    let s = blur_sum(&b.blur_taps, |t| unsafe { CVVDP_TILE.read_unchecked(row + t) });
                     unsafe { CVVDP_ROWS.write(c * TILE_H * BX + r * BX + tx, s) };
                 }
             });
@@ -408,13 +405,9 @@ unsafe fn mask(b: Band) {
         unsafe { dev::sync_threads() };
         unroll!(c in [0 1 2 3] {
             if c < channels {
-                let mut s = 0f32;
-                for (t, kt) in b.blur_taps.iter().enumerate() {
-                    // In bounds: ty + t < BLOCK_Y + BLUR_TAPS − 1 = TILE_H, tx < BX.
-                    let at = c * TILE_H * BX + (ty + t) * BX + tx;
-                    s += kt * unsafe { CVVDP_ROWS.read_unchecked(at) };
-                }
-                m[c] = s;
+                // In bounds: ty + t < BLOCK_Y + BLUR_TAPS − 1 = TILE_H, tx < BX.
+                let at = |t: usize| c * TILE_H * BX + (ty + t) * BX + tx;
+                m[c] = blur_sum(&b.blur_taps, |t| unsafe { CVVDP_ROWS.read_unchecked(at(t)) });
             }
         });
     } else if inside {
