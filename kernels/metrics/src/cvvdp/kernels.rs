@@ -28,8 +28,9 @@ gpumetrics_device::kernel! {
     /// zeroed. Block (`BLOCK_X`, `BLOCK_Y`), a thread per pixel.
     pub unsafe fn cvvdp_temporal(t: Temporal, out: Planes) => temporal;
 
-    /// A reduce: `dst` (half the size, rounded up) from `src` ([`reduce_2d`]). Block
-    /// (`BLOCK_X`, `BLOCK_Y`), grid.z = planes.
+    /// A reduce: `dst` (half the size, rounded up) from `src` ([`reduce_2d`]'s values, its
+    /// column reduces made once per block into shared memory). Block (`BLOCK_X`,
+    /// `BLOCK_Y`), grid.z = planes.
     pub unsafe fn cvvdp_reduce(src: Planes, dst: Planes) => reduce;
 
     /// A band's weighted contrasts against the next level expanded (per sample, nothing
@@ -166,15 +167,41 @@ unsafe fn temporal(t: Temporal, out: Planes) {
         let taps = t.taps as *const f32;
         let missing = t.len - t.held;
         let mut sum = [0f32; BAND_CHANNELS];
-        for k in 0..t.len {
-            // Frames before the first are the first (replicate padding).
-            let slot = (t.oldest + k.saturating_sub(missing)) % t.len;
-            let v = [at(side, slot, 0), at(side, slot, 1), at(side, slot, 2)];
+        // Frames before the first are the first (replicate padding). `oldest` < `len` and
+        // k − missing < `len`: one subtraction wraps the ring.
+        let slot = |k: u32| {
+            let s = t.oldest + k.saturating_sub(missing);
+            if s >= t.len { s - t.len } else { s }
+        };
+        let frame = |k: u32| {
+            let at_slot = slot(k);
+            [
+                at(side, at_slot, 0),
+                at(side, at_slot, 1),
+                at(side, at_slot, 2),
+            ]
+        };
+        let add = |sum: &mut [f32; BAND_CHANNELS], k: u32, v: [f32; 3]| {
             let tap = (t.len - 1 - k) as usize;
-            for (cc, s) in sum.iter_mut().enumerate() {
+            unroll!(cc in [0 1 2 3] {
                 let w = unsafe { *taps.add(cc * t.len as usize + tap) };
-                *s += v[if cc == 3 { 0 } else { cc }] * w;
-            }
+                sum[cc] += v[if cc == 3 { 0 } else { cc }] * w;
+            });
+        };
+        // Three frames' loads issued before their sums (the kernel waits on memory: nine
+        // loads in flight per thread instead of three), the sums in the same order.
+        let mut k = 0;
+        while k + 3 <= t.len {
+            let (a, b, c) = (frame(k), frame(k + 1), frame(k + 2));
+            add(&mut sum, k, a);
+            add(&mut sum, k + 1, b);
+            add(&mut sum, k + 2, c);
+            k += 3;
+        }
+        while k < t.len {
+            let v = frame(k);
+            add(&mut sum, k, v);
+            k += 1;
         }
         for (cc, s) in sum.iter().enumerate() {
             unsafe { out.set(2 * cc as u32 + side, x, y, *s) };
@@ -186,13 +213,54 @@ unsafe fn temporal(t: Temporal, out: Planes) {
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 unsafe fn reduce(src: Planes, dst: Planes) {
+    gpumetrics_device::shared!(static CVVDP_REDUCE: [f32; REDUCE_TILE]);
+    const BX: usize = BLOCK_X as usize;
     let (x, y, p) = (dev::global_idx_x(), dev::global_idx_y(), dev::block_idx_z());
+    let (tx, ty) = (dev::thread_idx_x() as usize, dev::thread_idx_y() as usize);
+    let y0 = dev::block_idx_y() * BLOCK_Y;
+    // The block's outputs read input columns 2·x0 − 2 ..= 2·(x0 + BLOCK_X − 1) + 2 (the
+    // mirrored terms of the first and last outputs too): their column reduces for the
+    // block's rows, once each, into shared memory. Every thread takes part (the barrier).
+    let first = (2 * dev::block_idx_x() * BLOCK_X) as i32 - 2;
+    let mut i = ty * BX + tx;
+    while i < REDUCE_TILE {
+        let (r, j) = ((i / REDUCE_W) as u32, (i % REDUCE_W) as i32);
+        let (c, row) = (first + j, y0 + r);
+        if c >= 0 && (c as u32) < src.width && row < dst.height {
+            let col = c as u32;
+            let read = |r: u32| unsafe { src.at(p, col, r) };
+            let v = if reduce_is_interior(src.height, dst.height, row) {
+                reduce_interior(read, row)
+            } else {
+                reduce_at(read, src.height, dst.height, src.height, row)
+            };
+            unsafe { CVVDP_REDUCE.write(i, v) };
+        }
+        i += BX * BLOCK_Y as usize;
+    }
+    unsafe { dev::sync_threads() };
     if x >= dst.width || y >= dst.height {
         return;
     }
-    let v = unsafe { reduce_2d(&src, p, dst.width, dst.height, x, y) };
+    // `reduce_2d`'s row reduce over those values: the same sums bit for bit.
+    let row = ty * REDUCE_W;
+    // In bounds: the columns read lie in first ..= first + REDUCE_W − 1 (above).
+    let read = |c: u32| unsafe { CVVDP_REDUCE.read_unchecked(row + (c as i32 - first) as usize) };
+    let v = if reduce_is_interior(src.width, dst.width, x) {
+        reduce_interior(read, x)
+    } else {
+        reduce_at(read, src.width, dst.width, src.height, x)
+    };
     unsafe { dst.set(p, x, y, v) };
 }
+
+/// Input columns of a `cvvdp_reduce` block's tile: the `BLOCK_X` outputs' taps, 2·x − 2 ..=
+/// 2·x + 2.
+#[cfg(target_arch = "nvptx64")]
+const REDUCE_W: usize = 2 * BLOCK_X as usize + 3;
+/// Values of that tile: `REDUCE_W` columns × the block's `BLOCK_Y` rows.
+#[cfg(target_arch = "nvptx64")]
+const REDUCE_TILE: usize = REDUCE_W * BLOCK_Y as usize;
 
 /// Columns of the next level that a block's row of `BLOCK_X` samples expands from: its
 /// half, one before and one past (`expand_at` reads (i − 2)/2 ..= (i + 2)/2).
