@@ -305,7 +305,7 @@ pub fn expand_is_interior(m: u32, n: u32, i: u32) -> bool {
 #[inline(always)]
 pub fn expand_interior(read: impl Fn(u32) -> f32, i: u32) -> f32 {
     let k = KERNEL;
-    let even = i % 2 == 0;
+    let even = i.is_multiple_of(2);
     let b = (i - 1) / 2;
     let (z0, z1, z2) = (read(b), read(b + 1), read(b + 1 + even as u32));
     let mut s = 0f32;
