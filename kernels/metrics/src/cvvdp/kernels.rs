@@ -16,7 +16,7 @@ use super::*;
 #[cfg(target_arch = "nvptx64")]
 use gpumetrics_device as dev;
 #[cfg(target_arch = "nvptx64")]
-use gpumetrics_device::math::{div_full, log10f};
+use gpumetrics_device::math::log10f;
 
 gpumetrics_device::kernel! {
     /// One side's frame to DKL: `out` planes 0..3 (the side's history slot). Block
@@ -308,9 +308,6 @@ unsafe fn band(b: Band) {
         )
     };
     let (bkg_t, bkg_r) = (e0.max(0.01), e1.max(0.01));
-    // Two reciprocals for the eight contrasts, `div_full`'s (an IEEE division is a
-    // subroutine on the GPU); the products differ from the quotients by a few ulp.
-    let (inv_t, inv_r) = (div_full(1.0, bkg_t), div_full(1.0, bkg_r));
     let log_bkg = log10f(bkg_r);
     let csf = b.csf as *const f32;
     unroll!(c in [0 1 2 3] {
@@ -326,8 +323,8 @@ unsafe fn band(b: Band) {
             let lt = unsafe { g.at(2 * c as u32, x, y) } - et;
             let lr = unsafe { g.at(2 * c as u32 + 1, x, y) } - er;
             let gain = CHANNEL_GAIN[c];
-            let tp = (lt * inv_t).min(1000.0) * b.mul * s * gain;
-            let rp = (lr * inv_r).min(1000.0) * b.mul * s * gain;
+            let tp = (lt / bkg_t).min(1000.0) * b.mul * s * gain;
+            let rp = (lr / bkg_r).min(1000.0) * b.mul * s * gain;
             unsafe {
                 b.out.set(OUT_DIFF + c as u32, x, y, tp - rp);
                 b.out.set(OUT_COMMON + c as u32, x, y, tp.abs().min(rp.abs()));

@@ -11,7 +11,7 @@
 mod kernels;
 
 use crate::channel::{Channel, load};
-use gpumetrics_device::math::{div_full, expf, fmaf, powf, trunc_i32};
+use gpumetrics_device::math::{expf, fmaf, powf, trunc_i32};
 
 /// Threads of the per-pixel kernels: `BLOCK_X`×`BLOCK_Y` (a warp reads 128 bytes of a row).
 pub const BLOCK_X: u32 = 32;
@@ -390,7 +390,7 @@ pub unsafe fn expand_2d(src: &Planes, p: u32, n_x: u32, n_y: u32, x: u32, y: u32
 #[inline(always)]
 pub fn sensitivity(log_s: impl Fn(usize) -> f32, l0: f32, l_last: f32, log_l: f32) -> f32 {
     let top = (GRID - 1) as f32;
-    let ind = (div_full(log_l - l0, l_last - l0) * top).clamp(0.0, top);
+    let ind = ((log_l - l0) / (l_last - l0) * top).clamp(0.0, top);
     let lo = trunc_i32(ind) as usize;
     let hi = if lo + 1 < GRID { lo + 1 } else { GRID - 1 };
     let f = ind - lo as f32;
@@ -456,9 +456,8 @@ pub fn difference(
             m += mq[i] * k.xcm[i * BAND_CHANNELS + c];
         }
     }
-    // `div_full`: eight quotients a sample in `cvvdp_mask`, each an IEEE division there.
-    let du = div_full(safe_pow(d.abs(), k.p, k.p_eps), 1.0 + m);
-    div_full(k.d_max * du, k.d_max + du)
+    let du = safe_pow(d.abs(), k.p, k.p_eps) / (1.0 + m);
+    k.d_max * du / (k.d_max + du)
 }
 
 /// Where the planes of one pyramid level lie in device memory: `count` planes of
