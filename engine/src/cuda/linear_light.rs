@@ -22,6 +22,16 @@ use gpumetrics_kernels::linear_light::{PLANES, Planes};
 
 use super::{DeviceMemory, Gpu, zeroed};
 
+/// The launch of a colour-stage kernel (`linear_light`, `color_tile`'s blocks) over a
+/// `width` × `height` frame: blocks of 32 × `WARPS` threads over 16 × 8 pixels.
+pub(crate) fn colour_blocks(width: u32, height: u32) -> LaunchConfig {
+    LaunchConfig {
+        grid_dim: (width.div_ceil(tile::COLS), height.div_ceil(tile::ROWS), 1),
+        block_dim: (32, tile::WARPS, 1),
+        shared_mem_bytes: 0,
+    }
+}
+
 /// The shared linear light of one engine's pairs.
 pub(crate) struct LinearLight {
     ctx: Arc<CudaContext>,
@@ -118,15 +128,7 @@ impl LinearLight {
         for event in &state.read[slot] {
             gpu.stream.wait(event)?;
         }
-        let cfg = LaunchConfig {
-            grid_dim: (
-                self.width.div_ceil(tile::COLS),
-                self.height.div_ceil(tile::ROWS),
-                1,
-            ),
-            block_dim: (32, tile::WARPS, 1),
-            shared_mem_bytes: 0,
-        };
+        let cfg = colour_blocks(self.width, self.height);
         let out = self.planes(slot);
         for (img, src) in sources.into_iter().enumerate() {
             // SAFETY: the caller's frames; the slot holds PLANES planes of `plane_len` values

@@ -18,18 +18,10 @@ pub(crate) fn engine_pipeline(
     tolerance: f64,
     relative: bool,
 ) -> Outcome {
-    let (w, h) = (173usize, 97usize);
     let mut out = Comparison::new(tolerance, relative);
     for format in [PixelFormat::Rgb, PixelFormat::I420] {
-        let layout = FrameLayout {
-            format,
-            width: w as u32,
-            height: h as u32,
-        };
-        let len = match format {
-            PixelFormat::Rgb => 3 * w * h,
-            _ => w * h + 2 * w.div_ceil(2) * h.div_ceil(2),
-        };
+        let (layout, len) = random_layout(format);
+        let (w, h) = (layout.width, layout.height);
         // Smooth random image (noise blurred by averaging) and a noisier copy.
         let base = r.bytes(len);
         let a: Vec<u8> = (0..len)
@@ -41,7 +33,7 @@ pub(crate) fn engine_pipeline(
             .zip(&noise)
             .map(|(v, n)| v.saturating_add(n % 16).saturating_sub(8))
             .collect();
-        let planes = |d| common::images::planes(format, w as u32, h as u32, d);
+        let planes = |d| common::images::planes(format, w, h, d);
         let (pa, pb) = (planes(&a), planes(&b));
         let (fa, fb) = (
             Frame::Host(HostFrame::new(&pa)),
@@ -63,35 +55,65 @@ pub(crate) fn out_of_range_pipeline(
     tolerance: f64,
     relative: bool,
 ) -> Outcome {
-    let (w, h) = (96usize, 64usize);
     let mut out = Comparison::new(tolerance, relative);
     for format in [PixelFormat::I420, PixelFormat::P010_10Le] {
-        let layout = FrameLayout {
-            format,
-            width: w as u32,
-            height: h as u32,
-        };
-        let (a, b, strides, offsets) = common::synthetic::out_of_range_frames(format, w, h);
-        let (pa, pb) = (
-            common::synthetic::planes(&offsets, &strides, &a),
-            common::synthetic::planes(&offsets, &strides, &b),
-        );
-        let (fa, fb) = (
-            Frame::Host(HostFrame::new(&pa)),
-            Frame::Host(HostFrame::new(&pb)),
-        );
-        for (name, transfer) in [("pq", Transfer::Pq), ("hlg", Transfer::Hlg)] {
-            let c = Colorimetry {
-                matrix: Matrix::Bt2020,
-                transfer,
-                primaries: Primaries::Bt2020,
-                ..Colorimetry::default()
-            };
-            let label = format!("{} {name}", format.name());
-            out.add(&label, both(metric, field, layout, c, &fa, &fb));
-        }
+        with_out_of_range_pair(format, |layout, fa, fb| {
+            for (name, transfer) in [("pq", Transfer::Pq), ("hlg", Transfer::Hlg)] {
+                let label = format!("{} {name}", format.name());
+                out.add(
+                    &label,
+                    both(metric, field, layout, bt2100(transfer), fa, fb),
+                );
+            }
+        });
     }
     out.outcome()
+}
+
+/// The 173×97 layout of the random pairs in `format` (RGB or 8-bit 4:2:0) and its bytes.
+fn random_layout(format: PixelFormat) -> (FrameLayout, usize) {
+    let (w, h) = (173usize, 97usize);
+    let len = match format {
+        PixelFormat::Rgb => 3 * w * h,
+        _ => w * h + 2 * w.div_ceil(2) * h.div_ceil(2),
+    };
+    let layout = FrameLayout {
+        format,
+        width: w as u32,
+        height: h as u32,
+    };
+    (layout, len)
+}
+
+/// `run` on the 96×64 pair of `common::synthetic::out_of_range_frames` in `format` (legal
+/// codes whose R'G'B' leaves [0, 1]), as host frames of that layout.
+fn with_out_of_range_pair(format: PixelFormat, run: impl FnOnce(FrameLayout, &Frame, &Frame)) {
+    let (w, h) = (96usize, 64usize);
+    let layout = FrameLayout {
+        format,
+        width: w as u32,
+        height: h as u32,
+    };
+    let (a, b, strides, offsets) = common::synthetic::out_of_range_frames(format, w, h);
+    let (pa, pb) = (
+        common::synthetic::planes(&offsets, &strides, &a),
+        common::synthetic::planes(&offsets, &strides, &b),
+    );
+    run(
+        layout,
+        &Frame::Host(HostFrame::new(&pa)),
+        &Frame::Host(HostFrame::new(&pb)),
+    );
+}
+
+/// BT.2100 colorimetry with `transfer` (PQ or HLG).
+fn bt2100(transfer: Transfer) -> Colorimetry {
+    Colorimetry {
+        matrix: Matrix::Bt2020,
+        transfer,
+        primaries: Primaries::Bt2020,
+        ..Colorimetry::default()
+    }
 }
 
 /// `field` of `metric` from the CUDA and the CPU backend on (a, b), both tagged `c`.
@@ -188,21 +210,12 @@ pub(crate) fn together_equals_alone(
     fields: &[(MetricSet, &str)],
 ) -> Outcome {
     let mut out = Comparison::new(0.0, false);
-    let (w, h) = (173usize, 97usize);
     for format in [PixelFormat::Rgb, PixelFormat::I420] {
-        let layout = FrameLayout {
-            format,
-            width: w as u32,
-            height: h as u32,
-        };
-        let len = match format {
-            PixelFormat::Rgb => 3 * w * h,
-            _ => w * h + 2 * w.div_ceil(2) * h.div_ceil(2),
-        };
+        let (layout, len) = random_layout(format);
         let data: Vec<Vec<u8>> = (0..8).map(|_| r.bytes(len)).collect();
         let planes: Vec<_> = data
             .iter()
-            .map(|d| common::images::planes(format, w as u32, h as u32, d))
+            .map(|d| common::images::planes(format, layout.width, layout.height, d))
             .collect();
         let frames: Vec<Frame> = planes
             .iter()
@@ -212,30 +225,11 @@ pub(crate) fn together_equals_alone(
         let c = Colorimetry::default_for(format.family());
         compare_sequences(&mut out, format.name(), together, fields, layout, c, &pairs);
     }
-    let (w, h) = (96usize, 64usize);
-    let format = PixelFormat::P010_10Le;
-    let layout = FrameLayout {
-        format,
-        width: w as u32,
-        height: h as u32,
-    };
-    let (a, b, strides, offsets) = common::synthetic::out_of_range_frames(format, w, h);
-    let (pa, pb) = (
-        common::synthetic::planes(&offsets, &strides, &a),
-        common::synthetic::planes(&offsets, &strides, &b),
-    );
-    let (fa, fb) = (
-        Frame::Host(HostFrame::new(&pa)),
-        Frame::Host(HostFrame::new(&pb)),
-    );
-    let c = Colorimetry {
-        matrix: Matrix::Bt2020,
-        transfer: Transfer::Pq,
-        primaries: Primaries::Bt2020,
-        ..Colorimetry::default()
-    };
-    let pairs = [(&fa, &fb), (&fb, &fa), (&fa, &fb)];
-    compare_sequences(&mut out, "p010 pq", together, fields, layout, c, &pairs);
+    with_out_of_range_pair(PixelFormat::P010_10Le, |layout, fa, fb| {
+        let pairs = [(fa, fb), (fb, fa), (fa, fb)];
+        let c = bt2100(Transfer::Pq);
+        compare_sequences(&mut out, "p010 pq", together, fields, layout, c, &pairs);
+    });
     out.outcome()
 }
 

@@ -19,11 +19,10 @@
 use std::sync::Arc;
 
 use cudarc::driver::{CudaEvent, CudaSlice, DriverError, LaunchConfig};
-use gpumetrics_kernels::color_tile as tile;
 use gpumetrics_kernels::linear_light::Planes;
 
 use super::{STEPS, Step, filters, level_len, level_sizes, params, plane_lens};
-use crate::cuda::linear_light::{LinearLight, Reader};
+use crate::cuda::linear_light::{LinearLight, Reader, colour_blocks};
 use crate::cuda::scratch::{Key, Share};
 use crate::cuda::{Branch, DevPtr, DevPtrMut, DeviceMemory, Gpu, Readback, zeroed};
 use crate::error::EngineError;
@@ -220,16 +219,6 @@ impl Butteraugli {
         // backend's upload buffers); every level, the filter table and the reduction slots
         // were sized for this plan in `new`, and kernels on one stream run in order.
         unsafe {
-            // The colour stage's blocks: 16 × 8 pixels, chroma through shared memory.
-            let lin = LaunchConfig {
-                grid_dim: (
-                    full.width.div_ceil(tile::COLS),
-                    full.height.div_ceil(tile::ROWS),
-                    1,
-                ),
-                block_dim: (32, tile::WARPS, 1),
-                shared_mem_bytes: 0,
-            };
             if shared.is_none() {
                 // The level's own linear-RGB planes, as the shared stage writes its own.
                 let out = Planes {
@@ -239,6 +228,7 @@ impl Butteraugli {
                     plane_len: full.plane_len,
                     _pad: 0,
                 };
+                let lin = colour_blocks(full.width, full.height);
                 for (img, src) in [rs, ds].into_iter().enumerate() {
                     k.linear_light(stream, lin, src, img as u32, out)?;
                 }
