@@ -209,12 +209,7 @@ impl CudaBackend {
                 .iter()
                 .map(|c| c.entry.linear_light.and_then(|f| f(&c.setup(plan, set))))
                 .collect();
-            let shared = wants
-                .iter()
-                .flatten()
-                .copied()
-                .find(|u| wants.iter().filter(|w| **w == Some(*u)).count() >= 2);
-            let linear = match shared {
+            let linear = match shared_linear_light(&wants) {
                 Some(u) if plan.has_reference => {
                     let (w, h) = (plan.reference.width, plan.reference.height);
                     Some((u, LinearLight::new(&gpu, w, h, depth)?))
@@ -427,6 +422,17 @@ impl Backend for CudaBackend {
 
 const _: () = assert!(MAX_PLANES >= 3);
 
+/// The chroma upsampling with which two or more entries read the frames' linear light
+/// (`wants`: each entry's [`crate::metric::Entry::linear_light`] for the plan), if any: the
+/// backend then converts each pair once for those entries.
+fn shared_linear_light(wants: &[Option<ChromaUpsampling>]) -> Option<ChromaUpsampling> {
+    wants
+        .iter()
+        .flatten()
+        .copied()
+        .find(|u| wants.iter().filter(|w| **w == Some(*u)).count() >= 2)
+}
+
 /// The primary context of `device_id` (shared by every engine on that device), or why
 /// there is none. Never panics, also where no CUDA driver is installed.
 pub(crate) fn open_context(device_id: u32) -> Result<Arc<CudaContext>, EngineError> {
@@ -452,4 +458,28 @@ pub(crate) fn open_context(device_id: u32) -> Result<Arc<CudaContext>, EngineErr
     std::panic::catch_unwind(open)
         .unwrap_or_else(|_| Err("the CUDA driver is unusable (missing symbols?)".into()))
         .map_err(EngineError::CudaUnavailable)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ChromaUpsampling::{CatmullRom, Nearest};
+
+    #[test]
+    fn linear_light_is_shared_by_two_entries_with_the_same_upsampling() {
+        assert_eq!(
+            shared_linear_light(&[Some(CatmullRom), None, Some(CatmullRom)]),
+            Some(CatmullRom)
+        );
+        assert_eq!(
+            shared_linear_light(&[Some(Nearest), Some(CatmullRom), Some(Nearest)]),
+            Some(Nearest)
+        );
+        assert_eq!(
+            shared_linear_light(&[Some(CatmullRom), Some(Nearest)]),
+            None
+        );
+        assert_eq!(shared_linear_light(&[Some(Nearest), None]), None);
+        assert_eq!(shared_linear_light(&[None, None, None]), None);
+    }
 }

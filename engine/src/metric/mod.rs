@@ -365,6 +365,52 @@ mod tests {
         }
     }
 
+    /// Which entries read the frames' linear light for a plan of `w`×`h` I420 frames with
+    /// every metric requested and `chroma-upsampling` at `choice`, and with what upsampling.
+    fn linear_light_readers(
+        w: u32,
+        h: u32,
+        choice: usize,
+    ) -> Vec<(&'static str, crate::color::ChromaUpsampling)> {
+        let layout = crate::format::FrameLayout {
+            format: crate::format::PixelFormat::I420,
+            width: w,
+            height: h,
+        };
+        let plan = crate::plan::Plan::new(layout, layout).unwrap();
+        let mut options = Options::new();
+        options
+            .set("chroma-upsampling", OptionValue::Choice(choice))
+            .unwrap();
+        let set = MetricSet::ALL;
+        Configured::all(set, &options)
+            .unwrap()
+            .iter()
+            .filter_map(|c| {
+                let wants = c.entry.linear_light?(&c.setup(&plan, set))?;
+                Some((c.entry.provides[0].name, wants))
+            })
+            .collect()
+    }
+
+    /// The CUDA backend shares the conversion only between entries that declare it: if
+    /// SSIMULACRA2's or Butteraugli's entry stopped declaring it, each would convert the
+    /// frames again (same scores, more time), which nothing else would show.
+    #[test]
+    fn butteraugli_and_ssimulacra2_read_linear_light_with_the_options_upsampling() {
+        use crate::color::ChromaUpsampling::{CatmullRom, Nearest};
+        assert_eq!(
+            linear_light_readers(64, 48, 0),
+            [("ssimulacra2", CatmullRom), ("butteraugli", CatmullRom)]
+        );
+        assert_eq!(
+            linear_light_readers(64, 48, 1),
+            [("ssimulacra2", Nearest), ("butteraugli", Nearest)]
+        );
+        // Frames too small for either metric: neither reads it, so nothing is converted.
+        assert_eq!(linear_light_readers(4, 4, 0), []);
+    }
+
     #[test]
     fn every_field_is_declared_once() {
         let names: Vec<_> = fields().map(|f| f.name).collect();
