@@ -21,6 +21,7 @@ use gpumetrics_kernels::color_tile as tile;
 use gpumetrics_kernels::linear_light::{PLANES, Planes};
 
 use super::{DeviceMemory, Gpu, zeroed};
+use crate::error::EngineError;
 
 /// The launch of a colour-stage kernel (`linear_light`, `color_tile`'s blocks) over a
 /// `width` × `height` frame: blocks of 32 × `WARPS` threads over 16 × 8 pixels.
@@ -153,15 +154,24 @@ pub(crate) struct Reader {
 }
 
 impl Reader {
-    /// Makes `stream` wait for the last pair's conversion and gives its planes; `None` when
-    /// no pair was converted (the backend converts each pair before its metrics queue it).
-    pub(crate) fn wait(&mut self, stream: &CudaStream) -> Result<Option<Planes>, DriverError> {
+    /// Makes `stream` wait for the last pair's conversion and gives its planes; an error
+    /// naming `metric` when the CUDA call fails, or when no pair was converted (the backend
+    /// converts each pair before its metrics queue it).
+    pub(crate) fn wait(
+        &mut self,
+        stream: &CudaStream,
+        metric: &str,
+    ) -> Result<Planes, EngineError> {
         let Some(slot) = self.light.state().current else {
-            return Ok(None);
+            return Err(EngineError::Unsupported(format!(
+                "{metric}: the pair's linear light was not converted"
+            )));
         };
-        stream.wait(&self.light.slots[slot].1)?;
+        stream.wait(&self.light.slots[slot].1).map_err(|e| {
+            EngineError::Cuda(format!("{metric}: waiting for the linear light: {e}"))
+        })?;
         self.slot = Some(slot);
-        Ok(Some(self.light.planes(slot)))
+        Ok(self.light.planes(slot))
     }
 
     /// Records on `stream`, after this reader's last read of the planes [`Reader::wait`]

@@ -317,16 +317,12 @@ impl Butteraugli {
         r: &PlanePtrs,
         d: &PlanePtrs,
     ) -> Result<(), EngineError> {
-        let err = |e| EngineError::Cuda(format!("running butteraugli: {e}"));
         let shared = match &mut self.linear {
-            Some(linear) => Some(linear.wait(&gpu.stream).map_err(err)?.ok_or_else(|| {
-                EngineError::Unsupported(
-                    "butteraugli: the pair's linear light was not converted".into(),
-                )
-            })?),
+            Some(linear) => Some(linear.wait(&gpu.stream, "butteraugli")?),
             None => None,
         };
-        self.run(gpu, plan, r, d, shared).map_err(err)
+        self.run(gpu, plan, r, d, shared)
+            .map_err(|e| EngineError::Cuda(format!("running butteraugli: {e}")))
     }
 }
 

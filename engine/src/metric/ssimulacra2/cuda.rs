@@ -282,16 +282,11 @@ impl Ssimu2 {
         };
         let n = self.n_scales;
         let values = n * SUMS_PER_SCALE;
-        let err = |e| EngineError::Cuda(format!("running ssimulacra2: {e}"));
         // The pair's linear light from the engine's stage, when there is one: the stream
         // waits for its conversion.
         let shared = match &mut self.linear {
             Some(linear) => {
-                let planes = linear.wait(stream).map_err(err)?.ok_or_else(|| {
-                    EngineError::Unsupported(
-                        "ssimulacra2: the pair's linear light was not converted".into(),
-                    )
-                })?;
+                let planes = linear.wait(stream, "ssimulacra2")?;
                 Some(Scale {
                     base: planes.base,
                     width: planes.width,
@@ -413,7 +408,7 @@ impl Ssimu2 {
                 lease.end()
             })()
         };
-        queued.map_err(err)
+        queued.map_err(|e| EngineError::Cuda(format!("running ssimulacra2: {e}")))
     }
 
     /// Waits for the oldest pair queued and gives its sums.
