@@ -127,6 +127,28 @@ pub fn rcp_approx(x: f64) -> f64 {
     }
 }
 
+/// `a / b` within 2 ulp on the device (`div.full.f32`: full range, a few instructions,
+/// where Rust's `/` compiles to the IEEE-rounded division, a subroutine with a slow path);
+/// `/` on the host. For quotients whose last ulp does not matter next to the metric's
+/// tolerance.
+#[inline(always)]
+pub fn div_full(a: f32, b: f32) -> f32 {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let r: f32;
+        // SAFETY: pure arithmetic instruction on registers.
+        unsafe {
+            asm!("div.full.f32 {r}, {a}, {b};", r = out(reg32) r, a = in(reg32) a, b = in(reg32) b,
+                 options(pure, nomem, nostack))
+        };
+        r
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        a / b
+    }
+}
+
 /// `x as i32`: truncated toward zero, saturated at the `i32` range, NaN to 0. On the device
 /// one `cvt.rzi.s32.f32`, which has exactly those semantics (PTX ISA, `cvt`: float to
 /// integer conversions saturate, and NaN gives 0 for a 32-bit destination); Rust's `as`

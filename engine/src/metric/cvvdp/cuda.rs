@@ -38,8 +38,8 @@ use crate::metric::CudaMetric;
 use crate::plan::Plan;
 use crate::scores::Scores;
 use gpumetrics_kernels::cvvdp::{
-    BAND_CHANNELS, BLOCK_X, BLOCK_Y, BLUR_TAPS, Band, CHANNELS, GRID, MAX_BANDS, OUT_PLANES,
-    PASS_SUMS, Planes, SUM_THREADS, Temporal,
+    BAND_CHANNELS, BLOCK_X, BLOCK_Y, BLUR_TAPS, Band, CHANNELS, GRID, MASK_ROWS, MAX_BANDS,
+    OUT_PLANES, PASS_SUMS, Planes, SUM_THREADS, TEMPORAL_VEC, Temporal,
 };
 
 /// The pairs' sums: video pass, then image pass.
@@ -205,12 +205,22 @@ impl CvvdpCuda {
             oldest: self.oldest,
             held: self.held,
             image: image as u32,
+            // Every region of the arena starts 256-byte aligned; the planes of a region are
+            // `frame` samples apart.
+            vec: frame.is_multiple_of(TEMPORAL_VEC as u64) as u32,
+            _pad: 0,
+        };
+        let per_thread = if t.vec != 0 { TEMPORAL_VEC as u64 } else { 1 };
+        let temporal_cfg = LaunchConfig {
+            grid_dim: (frame.div_ceil(per_thread * SUM_THREADS as u64) as u32, 1, 1),
+            block_dim: (SUM_THREADS, 1, 1),
+            shared_mem_bytes: 0,
         };
         let g0 = self.planes(self.g[0], sizes[0]);
         // SAFETY (of every launch): each `Planes` lies inside the arena, sized in `new`
         // for these levels; the kernels check their coordinates against the sizes.
         unsafe {
-            k.cvvdp_temporal(stream, per_pixel(sizes[0], 1), t, g0)?;
+            k.cvvdp_temporal(stream, temporal_cfg, t, g0)?;
             let z = CHANNELS as u32;
             for i in 1..=levels {
                 let src = self.planes(self.g[i - 1], sizes[i - 1]);
@@ -257,7 +267,15 @@ impl CvvdpCuda {
             for (b, &size) in sizes[..levels].iter().enumerate() {
                 let p = band(b);
                 k.cvvdp_band(stream, per_pixel(size, 1), p)?;
-                k.cvvdp_mask(stream, per_pixel(size, 1), p)?;
+                let mask = LaunchConfig {
+                    grid_dim: (
+                        size.0.div_ceil(BLOCK_X),
+                        size.1.div_ceil(BLOCK_Y * MASK_ROWS),
+                        1,
+                    ),
+                    ..per_pixel(size, 1)
+                };
+                k.cvvdp_mask(stream, mask, p)?;
             }
             let one = LaunchConfig {
                 grid_dim: (1, 1, 1),

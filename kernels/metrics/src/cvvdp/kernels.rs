@@ -16,7 +16,7 @@ use super::*;
 #[cfg(target_arch = "nvptx64")]
 use gpumetrics_device as dev;
 #[cfg(target_arch = "nvptx64")]
-use gpumetrics_device::math::log10f;
+use gpumetrics_device::math::{div_full, log10f};
 
 gpumetrics_device::kernel! {
     /// One side's frame to DKL: `out` planes 0..3 (the side's history slot). Block
@@ -25,7 +25,8 @@ gpumetrics_device::kernel! {
 
     /// The temporal filters of one pass into the eight channels of pyramid level 0 (`out`,
     /// test and reference interleaved per band channel), and this pass's pooling sums
-    /// zeroed. Block (`BLOCK_X`, `BLOCK_Y`), a thread per pixel.
+    /// zeroed. One-dimensional blocks of `SUM_THREADS` (at least `PASS_SUMS`), a thread per
+    /// `TEMPORAL_VEC` samples (`Temporal::vec`) or per sample.
     pub unsafe fn cvvdp_temporal(t: Temporal, out: Planes) => temporal;
 
     /// A reduce: `dst` (half the size, rounded up) from `src` ([`reduce_2d`]'s values, its
@@ -42,7 +43,8 @@ gpumetrics_device::kernel! {
     /// the block's common contrasts and the blur's reach either side in shared memory, along
     /// rows, then along columns; its power q per channel, the masked differences, and their
     /// `safe_pow(d, β)` summed per channel into `b.sums` (one atomic add per block and
-    /// channel). Block (`BLOCK_X`, `BLOCK_Y`), a thread per pixel.
+    /// channel). Block (`BLOCK_X`, `BLOCK_Y`), a thread per `MASK_ROWS` pixels of a column
+    /// (grid.y over `BLOCK_Y · MASK_ROWS` rows).
     pub unsafe fn cvvdp_mask(b: Band) => mask;
 
     /// The base band: contrast against each side's mean, the sensitivity at the
@@ -136,37 +138,108 @@ unsafe fn dkl(src: Source, display: Display, out: Planes) {
     }
 }
 
-/// The body of the `cvvdp_temporal` kernel (declared above).
+/// Four f32 values that load and store as one 128-bit access.
+#[cfg(target_arch = "nvptx64")]
+#[repr(C, align(16))]
+#[derive(Clone, Copy)]
+struct F4([f32; 4]);
+
+/// The body of the `cvvdp_temporal` kernel (declared above). The filters are per pixel, so
+/// the planes are read as one line of `plane_len` samples: each thread takes `TEMPORAL_VEC`
+/// consecutive samples with 128-bit accesses when the planes allow it (`t.vec`), else one.
+/// The kernel moves `6 · len + 8` planes and computes little: wide accesses keep more bytes
+/// in flight per instruction (the scalar kernel reached 64 % of the DRAM's bandwidth).
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 unsafe fn temporal(t: Temporal, out: Planes) {
-    let (x, y) = (dev::global_idx_x(), dev::global_idx_y());
-    if dev::block_idx_x() == 0 && dev::block_idx_y() == 0 {
-        let i = (dev::thread_idx_y() * BLOCK_X + dev::thread_idx_x()) as usize;
+    if dev::block_idx_x() == 0 {
+        let i = dev::thread_idx_x() as usize;
         if i < PASS_SUMS {
             unsafe { *(t.sums as *mut f64).add(i) = 0.0 };
         }
     }
-    if x >= out.width || y >= out.height || t.held == 0 || t.held > t.len {
+    if t.held == 0 || t.held > t.len {
         return;
     }
-    let pixel = (y * out.width + x) as u64;
-    let at = |side: u32, slot: u32, colour: u32| -> f32 {
+    let n = t.plane_len;
+    let i = dev::global_idx_x() as u64;
+    if t.vec != 0 {
+        let first = i * TEMPORAL_VEC as u64;
+        if first + TEMPORAL_VEC as u64 <= n {
+            unsafe { temporal_at::<F4>(&t, &out, first) };
+        }
+    } else if i < n {
+        unsafe { temporal_at::<f32>(&t, &out, i) };
+    }
+}
+
+/// A sample or a run of [`TEMPORAL_VEC`] of them, loaded and stored at once.
+#[cfg(target_arch = "nvptx64")]
+trait Lanes: Copy {
+    const N: usize;
+    fn zero() -> Self;
+    fn get(&self, i: usize) -> f32;
+    fn set(&mut self, i: usize, v: f32);
+}
+
+#[cfg(target_arch = "nvptx64")]
+impl Lanes for f32 {
+    const N: usize = 1;
+    #[inline(always)]
+    fn zero() -> Self {
+        0.0
+    }
+    #[inline(always)]
+    fn get(&self, _: usize) -> f32 {
+        *self
+    }
+    #[inline(always)]
+    fn set(&mut self, _: usize, v: f32) {
+        *self = v;
+    }
+}
+
+#[cfg(target_arch = "nvptx64")]
+impl Lanes for F4 {
+    const N: usize = TEMPORAL_VEC as usize;
+    #[inline(always)]
+    fn zero() -> Self {
+        F4([0.0; 4])
+    }
+    #[inline(always)]
+    fn get(&self, i: usize) -> f32 {
+        self.0[i]
+    }
+    #[inline(always)]
+    fn set(&mut self, i: usize, v: f32) {
+        self.0[i] = v;
+    }
+}
+
+/// [`temporal`] at samples `pixel ..` (`L::N` of them) of every plane.
+///
+/// # Safety
+/// The samples lie inside the planes (and are aligned for `L`: `t.vec`).
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn temporal_at<L: Lanes>(t: &Temporal, out: &Planes, pixel: u64) {
+    let at = |side: u32, slot: u32, colour: u32| -> L {
         let plane = ((side * t.len + slot) * 3 + colour) as u64;
-        unsafe { *((t.history + 4 * (plane * t.plane_len + pixel)) as *const f32) }
+        unsafe { *((t.history + 4 * (plane * t.plane_len + pixel)) as *const L) }
     };
+    let put = |p: u32, v: L| unsafe { *(out.plane(p).add(pixel as usize) as *mut L) = v };
     for side in 0..2 {
         if t.image != 0 {
             let newest = (t.oldest + t.held - 1) % t.len;
             for cc in 0..3 {
-                unsafe { out.set(2 * cc + side, x, y, at(side, newest, cc)) };
+                put(2 * cc + side, at(side, newest, cc));
             }
-            unsafe { out.set(6 + side, x, y, 0.0) };
+            put(6 + side, L::zero());
             continue;
         }
         let taps = t.taps as *const f32;
         let missing = t.len - t.held;
-        let mut sum = [0f32; BAND_CHANNELS];
+        let mut sum = [L::zero(); BAND_CHANNELS];
         // Frames before the first are the first (replicate padding). `oldest` < `len` and
         // k − missing < `len`: one subtraction wraps the ring.
         let slot = |k: u32| {
@@ -181,15 +254,18 @@ unsafe fn temporal(t: Temporal, out: Planes) {
                 at(side, at_slot, 2),
             ]
         };
-        let add = |sum: &mut [f32; BAND_CHANNELS], k: u32, v: [f32; 3]| {
+        let add = |sum: &mut [L; BAND_CHANNELS], k: u32, v: [L; 3]| {
             let tap = (t.len - 1 - k) as usize;
             unroll!(cc in [0 1 2 3] {
                 let w = unsafe { *taps.add(cc * t.len as usize + tap) };
-                sum[cc] += v[if cc == 3 { 0 } else { cc }] * w;
+                let src = &v[if cc == 3 { 0 } else { cc }];
+                for j in 0..L::N {
+                    sum[cc].set(j, sum[cc].get(j) + src.get(j) * w);
+                }
             });
         };
-        // Three frames' loads issued before their sums (the kernel waits on memory: nine
-        // loads in flight per thread instead of three), the sums in the same order.
+        // Three frames' loads issued before their sums (the kernel waits on memory), the
+        // sums in the same order.
         let mut k = 0;
         while k + 3 <= t.len {
             let (a, b, c) = (frame(k), frame(k + 1), frame(k + 2));
@@ -204,7 +280,7 @@ unsafe fn temporal(t: Temporal, out: Planes) {
             k += 1;
         }
         for (cc, s) in sum.iter().enumerate() {
-            unsafe { out.set(2 * cc as u32 + side, x, y, *s) };
+            put(2 * cc as u32 + side, *s);
         }
     }
 }
@@ -308,6 +384,9 @@ unsafe fn band(b: Band) {
         )
     };
     let (bkg_t, bkg_r) = (e0.max(0.01), e1.max(0.01));
+    // Two reciprocals for the eight contrasts, `div_full`'s (an IEEE division is a
+    // subroutine on the GPU); the products differ from the quotients by a few ulp.
+    let (inv_t, inv_r) = (div_full(1.0, bkg_t), div_full(1.0, bkg_r));
     let log_bkg = log10f(bkg_r);
     let csf = b.csf as *const f32;
     unroll!(c in [0 1 2 3] {
@@ -323,8 +402,8 @@ unsafe fn band(b: Band) {
             let lt = unsafe { g.at(2 * c as u32, x, y) } - et;
             let lr = unsafe { g.at(2 * c as u32 + 1, x, y) } - er;
             let gain = CHANNEL_GAIN[c];
-            let tp = (lt / bkg_t).min(1000.0) * b.mul * s * gain;
-            let rp = (lr / bkg_r).min(1000.0) * b.mul * s * gain;
+            let tp = (lt * inv_t).min(1000.0) * b.mul * s * gain;
+            let rp = (lr * inv_r).min(1000.0) * b.mul * s * gain;
             unsafe {
                 b.out.set(OUT_DIFF + c as u32, x, y, tp - rp);
                 b.out.set(OUT_COMMON + c as u32, x, y, tp.abs().min(rp.abs()));
@@ -410,11 +489,12 @@ unsafe fn row_expand(
     s
 }
 
-/// The mask kernel's tile: the block's samples and the blur's reach either side.
+/// The mask kernel's tile: the block's samples (`BLOCK_X` × `BLOCK_Y · MASK_ROWS`) and the
+/// blur's reach either side.
 #[cfg(target_arch = "nvptx64")]
 const TILE_W: usize = BLOCK_X as usize + 2 * BLUR_RADIUS as usize;
 #[cfg(target_arch = "nvptx64")]
-const TILE_H: usize = BLOCK_Y as usize + 2 * BLUR_RADIUS as usize;
+const TILE_H: usize = (BLOCK_Y * MASK_ROWS) as usize + 2 * BLUR_RADIUS as usize;
 
 /// [`reflect`], then clamped into 0..n: the tile of a block at the frame's edge reaches
 /// past the reflection's range; those samples feed no output.
@@ -427,24 +507,33 @@ fn reflect_clamped(i: i32, n: u32) -> u32 {
     i.clamp(0, n - 1) as u32
 }
 
-/// The body of the `cvvdp_mask` kernel (declared above).
+/// The body of the `cvvdp_mask` kernel (declared above). Each thread takes `MASK_ROWS`
+/// consecutive samples of a column: the tile's margins and the row pass over them are
+/// shared by twice the samples of a one-row block, and the column blurs of a thread's rows
+/// read one window of `BLUR_TAPS + MASK_ROWS − 1` values.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 unsafe fn mask(b: Band) {
     gpumetrics_device::shared!(static CVVDP_TILE: [f32; BAND_CHANNELS * TILE_H * TILE_W]);
     gpumetrics_device::shared!(static CVVDP_ROWS: [f32; BAND_CHANNELS * TILE_H * BLOCK_X as usize]);
     const BX: usize = BLOCK_X as usize;
-    let (x, y) = (dev::global_idx_x(), dev::global_idx_y());
+    const ROWS: usize = MASK_ROWS as usize;
+    // The rows are unrolled by hand below (`unroll!` over 0 and 1): an index known only at
+    // run time into `m` put it in local memory.
+    const _: () = assert!(ROWS == 2);
+    const WINDOW: usize = BLUR_TAPS + ROWS - 1;
+    let x = dev::global_idx_x();
     let (tx, ty) = (dev::thread_idx_x() as usize, dev::thread_idx_y() as usize);
+    let block_y = dev::block_idx_y() * BLOCK_Y * MASK_ROWS;
+    let y_first = block_y + ty as u32 * MASK_ROWS;
     let o = &b.out;
     let k = &b.masking;
     let channels = (b.channels as usize).min(BAND_CHANNELS);
-    let inside = x < o.width && y < o.height;
-    let mut m = [0f32; BAND_CHANNELS];
+    let mut m = [[0f32; BAND_CHANNELS]; ROWS];
     if b.blur != 0 {
         // Every thread of the block takes part (the barriers), inside the frame or not.
         let x0 = (dev::block_idx_x() * BLOCK_X) as i32 - BLUR_RADIUS;
-        let y0 = (dev::block_idx_y() * BLOCK_Y) as i32 - BLUR_RADIUS;
+        let y0 = block_y as i32 - BLUR_RADIUS;
         let mut i = ty * BX + tx;
         while i < TILE_H * TILE_W {
             let xx = reflect_clamped(x0 + (i % TILE_W) as i32, o.width);
@@ -473,43 +562,57 @@ unsafe fn mask(b: Band) {
         unsafe { dev::sync_threads() };
         unroll!(c in [0 1 2 3] {
             if c < channels {
-                // In bounds: ty + t < BLOCK_Y + BLUR_TAPS − 1 = TILE_H, tx < BX.
-                let at = |t: usize| c * TILE_H * BX + (ty + t) * BX + tx;
-                m[c] = blur_sum(&b.blur_taps, |t| unsafe { CVVDP_ROWS.read_unchecked(at(t)) });
+                // In bounds: ROWS · ty + t < ROWS · BLOCK_Y + BLUR_TAPS − 1 = TILE_H, tx < BX.
+                let first = c * TILE_H * BX + ROWS * ty * BX + tx;
+                let v: [f32; WINDOW] = core::array::from_fn(|t| unsafe {
+                    CVVDP_ROWS.read_unchecked(first + t * BX)
+                });
+                unroll!(j in [0 1] {
+                    m[j][c] = blur_sum(&b.blur_taps, |t| v[j + t]);
+                });
             }
         });
-    } else if inside {
-        unroll!(c in [0 1 2 3] {
-            if c < channels {
-                m[c] = unsafe { o.at(OUT_COMMON + c as u32, x, y) };
+    } else {
+        unroll!(j in [0 1] {
+            let y = y_first + j as u32;
+            if x < o.width && y < o.height {
+                unroll!(c in [0 1 2 3] {
+                    if c < channels {
+                        m[j][c] = unsafe { o.at(OUT_COMMON + c as u32, x, y) };
+                    }
+                });
             }
         });
     }
     let mut acc = [0f64; BAND_CHANNELS];
-    if inside {
-        let mut mq = [0f32; BAND_CHANNELS];
-        unroll!(c in [0 1 2 3] {
-            if c < channels {
-                mq[c] = masker(k, c, m[c]);
+    unroll!(j in [0 1] {
+        let y = y_first + j as u32;
+        let mj = &m[j];
+        if x < o.width && y < o.height {
+            let mut mq = [0f32; BAND_CHANNELS];
+            unroll!(c in [0 1 2 3] {
+                if c < channels {
+                    mq[c] = masker(k, c, mj[c]);
+                }
+            });
+            let mut dd = [0f32; BAND_CHANNELS];
+            unroll!(c in [0 1 2 3] {
+                if c < channels {
+                    let d = unsafe { o.at(OUT_DIFF + c as u32, x, y) };
+                    let d = difference(k, c, d, &mq, channels);
+                    dd[c] = d;
+                    acc[c] += safe_pow(d, k.beta, k.beta_eps) as f64;
+                }
+            });
+            if b.heat.plane != 0 {
+                let heat = Planes {
+                    base: b.heat.plane,
+                    ..*o
+                };
+                unsafe { heat.set(0, x, y, b.heat.value(dd, channels, b.mul)) };
             }
-        });
-        let mut dd = [0f32; BAND_CHANNELS];
-        unroll!(c in [0 1 2 3] {
-            if c < channels {
-                let d = unsafe { o.at(OUT_DIFF + c as u32, x, y) };
-                let d = difference(k, c, d, &mq, channels);
-                dd[c] = d;
-                acc[c] = safe_pow(d, k.beta, k.beta_eps) as f64;
-            }
-        });
-        if b.heat.plane != 0 {
-            let heat = Planes {
-                base: b.heat.plane,
-                ..*o
-            };
-            unsafe { heat.set(0, x, y, b.heat.value(dd, channels, b.mul)) };
         }
-    }
+    });
     let total = unsafe { block_sums(acc) };
     if dev::thread_idx_x() == 0 && dev::thread_idx_y() == 0 {
         unroll!(c in [0 1 2 3] {

@@ -11,11 +11,13 @@
 mod kernels;
 
 use crate::channel::{Channel, load};
-use gpumetrics_device::math::{expf, fmaf, powf, trunc_i32};
+use gpumetrics_device::math::{div_full, expf, fmaf, powf, trunc_i32};
 
 /// Threads of the per-pixel kernels: `BLOCK_X`×`BLOCK_Y` (a warp reads 128 bytes of a row).
 pub const BLOCK_X: u32 = 32;
 pub const BLOCK_Y: u32 = 8;
+/// Consecutive rows of a column that a `cvvdp_mask` thread takes.
+pub const MASK_ROWS: u32 = 2;
 /// Threads of the kernels that pool a band's samples (a grid-stride loop, f64 sums).
 pub const SUM_THREADS: u32 = 256;
 /// Channels of a band: sustained Y, RG, VY and transient Y.
@@ -85,7 +87,15 @@ pub fn source_index(out: u32, sub: u32, n: u32) -> (u32, u32, f32) {
         let i = if out < n { out } else { n - 1 };
         return (i, i, 0.0);
     }
-    let src = ((out as f32 + 0.5) / sub as f32 - 0.5).max(0.0);
+    // Halving by a multiplication: the same value (a power of two), without the IEEE
+    // division's subroutine on the GPU (two per pixel in `cvvdp_dkl`).
+    let half = out as f32 + 0.5;
+    let scaled = if sub == 2 {
+        half * 0.5
+    } else {
+        half / sub as f32
+    };
+    let src = (scaled - 0.5).max(0.0);
     let i0 = (trunc_i32(src) as u32).min(n - 1);
     let i1 = (i0 + 1).min(n - 1);
     (i0, i1, src - i0 as f32)
@@ -390,7 +400,7 @@ pub unsafe fn expand_2d(src: &Planes, p: u32, n_x: u32, n_y: u32, x: u32, y: u32
 #[inline(always)]
 pub fn sensitivity(log_s: impl Fn(usize) -> f32, l0: f32, l_last: f32, log_l: f32) -> f32 {
     let top = (GRID - 1) as f32;
-    let ind = ((log_l - l0) / (l_last - l0) * top).clamp(0.0, top);
+    let ind = (div_full(log_l - l0, l_last - l0) * top).clamp(0.0, top);
     let lo = trunc_i32(ind) as usize;
     let hi = if lo + 1 < GRID { lo + 1 } else { GRID - 1 };
     let f = ind - lo as f32;
@@ -456,8 +466,9 @@ pub fn difference(
             m += mq[i] * k.xcm[i * BAND_CHANNELS + c];
         }
     }
-    let du = safe_pow(d.abs(), k.p, k.p_eps) / (1.0 + m);
-    k.d_max * du / (k.d_max + du)
+    // `div_full`: eight quotients a sample in `cvvdp_mask`, each an IEEE division there.
+    let du = div_full(safe_pow(d.abs(), k.p, k.p_eps), 1.0 + m);
+    div_full(k.d_max * du, k.d_max + du)
 }
 
 /// Where the planes of one pyramid level lie in device memory: `count` planes of
@@ -515,7 +526,14 @@ pub struct Temporal {
     /// Not 0: the image pass (the newest frame's three channels unfiltered, no transient
     /// channel).
     pub image: u32,
+    /// Not 0: every plane (history and output) starts 16-byte aligned and `plane_len` is a
+    /// multiple of [`TEMPORAL_VEC`]: a thread takes that many samples at once.
+    pub vec: u32,
+    pub _pad: u32,
 }
+
+/// Samples a `cvvdp_temporal` thread takes where the planes allow it (`Temporal::vec`).
+pub const TEMPORAL_VEC: u32 = 4;
 
 /// One band's inputs to `cvvdp_band`.
 #[repr(C)]
