@@ -6,10 +6,10 @@
 
 mod common;
 
-use common::synthetic::{out_of_range_frames, planes};
+use common::synthetic::{bt2100, out_of_range_frames, planes};
 use gpumetrics_engine::{
-    BackendChoice, Colorimetry, Engine, EngineConfig, Frame, FrameLayout, HostFrame, Matrix,
-    MetricSet, PixelFormat, Primaries, Transfer,
+    BackendChoice, Colorimetry, Engine, EngineConfig, Frame, FrameLayout, HostFrame, MetricSet,
+    PixelFormat, Transfer,
 };
 
 /// `ssimulacra2`, `butteraugli`, `butteraugli-3norm` of the out-of-range pair (`identical`:
@@ -44,16 +44,6 @@ fn scores(format: PixelFormat, c: Colorimetry, identical: bool) -> [f64; 3] {
     ["ssimulacra2", "butteraugli", "butteraugli-3norm"].map(|f| s.get(f).unwrap())
 }
 
-/// BT.2020 (matrix and primaries) with `transfer`.
-fn bt2020(transfer: Transfer) -> Colorimetry {
-    Colorimetry {
-        matrix: Matrix::Bt2020,
-        transfer,
-        primaries: Primaries::Bt2020,
-        ..Colorimetry::default()
-    }
-}
-
 #[test]
 fn pq_and_hlg_scores_stay_bounded_on_out_of_range_rgb() {
     // Measured: SSIMULACRA2 70.2 / 71.7 under BT.709 (I420 / P010), 58.3 / 57.4 under PQ,
@@ -63,7 +53,7 @@ fn pq_and_hlg_scores_stay_bounded_on_out_of_range_rgb() {
         let sdr = scores(format, Colorimetry::default(), false);
         println!("{format:?} bt709: {sdr:?}");
         for (name, transfer) in [("pq", Transfer::Pq), ("hlg", Transfer::Hlg)] {
-            let s = scores(format, bt2020(transfer), false);
+            let s = scores(format, bt2100(transfer), false);
             println!("{format:?} {name}: {s:?}");
             let [s2, ba, ba3] = s;
             assert!(
@@ -82,7 +72,7 @@ fn pq_and_hlg_scores_stay_bounded_on_out_of_range_rgb() {
                 sdr[2]
             );
             assert_eq!(
-                scores(format, bt2020(transfer), true),
+                scores(format, bt2100(transfer), true),
                 [100.0, 0.0, 0.0],
                 "{format:?} {name}: identical frames"
             );

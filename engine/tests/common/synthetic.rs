@@ -1,7 +1,10 @@
 //! Synthetic frame pairs of every layout the CUDA tests cover, without FFmpeg (the GPU
 //! machine has none): a smooth pattern with edges and texture, and a distorted copy.
 
-use gpumetrics_engine::{DeviceFrame, Engine, Frame, HostFrame, PixelFormat, Plane};
+use gpumetrics_engine::{
+    Colorimetry, DeviceFrame, Engine, Frame, HostFrame, Matrix, PixelFormat, Plane, Primaries,
+    Transfer,
+};
 
 /// A smooth pattern with edges and texture, and a distorted copy (blur-like offset,
 /// quantisation and noise), as raw samples of `format` (no padding).
@@ -205,4 +208,15 @@ pub fn out_of_range_frames(
         }
     }
     (r, d, strides, offsets)
+}
+
+/// BT.2100 colorimetry (BT.2020 matrix and primaries) with `transfer` (PQ or HLG): the
+/// colour of the out-of-range tests' HDR frames.
+pub fn bt2100(transfer: Transfer) -> Colorimetry {
+    Colorimetry {
+        matrix: Matrix::Bt2020,
+        transfer,
+        primaries: Primaries::Bt2020,
+        ..Colorimetry::default()
+    }
 }

@@ -3,7 +3,7 @@
 
 use gpumetrics_engine::{
     BackendChoice, Colorimetry, Engine, EngineConfig, EngineError, Frame, FrameLayout, HostFrame,
-    Matrix, MetricSet, PixelFormat, Primaries, Transfer,
+    MetricSet, PixelFormat, Transfer,
 };
 
 use crate::common::{self, Rng};
@@ -62,7 +62,14 @@ pub(crate) fn out_of_range_pipeline(
                 let label = format!("{} {name}", format.name());
                 out.add(
                     &label,
-                    both(metric, field, layout, bt2100(transfer), fa, fb),
+                    both(
+                        metric,
+                        field,
+                        layout,
+                        common::synthetic::bt2100(transfer),
+                        fa,
+                        fb,
+                    ),
                 );
             }
         });
@@ -104,16 +111,6 @@ fn with_out_of_range_pair(format: PixelFormat, run: impl FnOnce(FrameLayout, &Fr
         &Frame::Host(HostFrame::new(&pa)),
         &Frame::Host(HostFrame::new(&pb)),
     );
-}
-
-/// BT.2100 colorimetry with `transfer` (PQ or HLG).
-fn bt2100(transfer: Transfer) -> Colorimetry {
-    Colorimetry {
-        matrix: Matrix::Bt2020,
-        transfer,
-        primaries: Primaries::Bt2020,
-        ..Colorimetry::default()
-    }
 }
 
 /// `field` of `metric` from the CUDA and the CPU backend on (a, b), both tagged `c`.
@@ -227,7 +224,7 @@ pub(crate) fn together_equals_alone(
     }
     with_out_of_range_pair(PixelFormat::P010_10Le, |layout, fa, fb| {
         let pairs = [(fa, fb), (fb, fa), (fa, fb)];
-        let c = bt2100(Transfer::Pq);
+        let c = common::synthetic::bt2100(Transfer::Pq);
         compare_sequences(&mut out, "p010 pq", together, fields, layout, c, &pairs);
     });
     out.outcome()
