@@ -9,15 +9,17 @@
 //!    level 0 and the pass's sums cleared; the Gaussian pyramid (`cvvdp_reduce`); per band
 //!    the weighted contrasts against the next level, expanded as it is read (no expanded
 //!    planes: `cvvdp_band`), the masker's blur (along rows, then columns, in shared memory)
-//!    with the masked differences pooled (`cvvdp_mask`, f64 sums); the base band
-//!    (`cvvdp_base`);
+//!    with the masked differences pooled (`cvvdp_mask`, f64 sums), each one launch for
+//!    every band of the pass (`Levels`: a table of the bands' parameters, made once, two
+//!    per pass instead of two per band); the base band (`cvvdp_base`);
 //! 3. one copy of both passes' sums (`2 · PASS_SUMS` f64), read when the pair completes:
 //!    the pooling over bands, channels and frames ([`Running`]) runs on the host, as on
 //!    the CPU.
 //!
 //! Every buffer is allocated once per plan: the history (2 · 3 · filter-length planes),
-//! both pyramids (8 channels) and the band planes at full size (`OUT_PLANES`): about
-//! (6 · taps + 19) · 4 bytes a pixel, 0.6 GB at 1080p30 (9 taps).
+//! both pyramids (8 channels) and each band's planes (`OUT_PLANES`, of every level: the
+//! bands of a pass run at once): about (6 · taps + 22) · 4 bytes a pixel, 0.6 GB at
+//! 1080p30 (9 taps).
 
 use std::collections::VecDeque;
 
@@ -38,9 +40,17 @@ use crate::metric::CudaMetric;
 use crate::plan::Plan;
 use crate::scores::Scores;
 use gpumetrics_kernels::cvvdp::{
-    BAND_CHANNELS, BLOCK_X, BLOCK_Y, BLUR_TAPS, Band, CHANNELS, GRID, MASK_ROWS, MAX_BANDS,
+    BAND_CHANNELS, BLOCK_X, BLOCK_Y, BLUR_TAPS, Band, CHANNELS, GRID, Levels, MASK_ROWS, MAX_BANDS,
     OUT_PLANES, PASS_SUMS, Planes, SUM_THREADS, TEMPORAL_VEC, Temporal,
 };
+
+/// A [`Band`]'s bytes, as the kernels read it from a table (`Levels::bands`).
+fn band_bytes(b: &Band) -> Vec<u8> {
+    // SAFETY: `Band` is `repr(C)` plain data without padding (its size is asserted with
+    // the kernels' crate), so each of its bytes is initialised.
+    unsafe { std::slice::from_raw_parts((b as *const Band).cast::<u8>(), size_of::<Band>()) }
+        .to_vec()
+}
 
 /// The pairs' sums: video pass, then image pass.
 const SUMS: usize = 2 * PASS_SUMS;
@@ -54,7 +64,11 @@ pub(super) struct CvvdpCuda {
     arena: CudaSlice<f32>,
     history: usize,
     g: Vec<usize>,
-    out: usize,
+    /// Each band's output planes (`Band::out`, of the band's size), the base band's none.
+    out: Vec<usize>,
+    /// The bands' parameters (`Band`, the base band's not), the video pass's then the image
+    /// pass's, as bytes: `Levels::bands`.
+    bands: CudaSlice<u8>,
     /// The filters' taps (`[4][len]`) and the CSF's rows (`[band][channel][GRID]`).
     taps: CudaSlice<f32>,
     csf: CudaSlice<f32>,
@@ -110,7 +124,10 @@ impl CvvdpCuda {
         };
         let history = take(2 * len * 3 * n(sizes[0]));
         let g: Vec<usize> = sizes.iter().map(|&s| take(CHANNELS * n(s))).collect();
-        let out = take(OUT_PLANES as usize * n(sizes[0]));
+        let out: Vec<usize> = sizes[..levels]
+            .iter()
+            .map(|&s| take(OUT_PLANES as usize * n(s)))
+            .collect();
         let heat_planes: Option<Vec<usize>> =
             heat.then(|| sizes.iter().map(|&s| take(n(s))).collect());
         let arena = zeroed::<f32>(&gpu.stream, offset.max(1))?;
@@ -124,7 +141,8 @@ impl CvvdpCuda {
         let taps = gpu.stream.clone_htod(&taps)?;
         let csf = gpu.stream.clone_htod(&csf)?;
         let frame0 = sizes[0];
-        Ok(CvvdpCuda {
+        let mut me = CvvdpCuda {
+            bands: zeroed::<u8>(&gpu.stream, 2 * levels * size_of::<Band>())?,
             sizes,
             arena,
             history,
@@ -149,7 +167,15 @@ impl CvvdpCuda {
                 None => None,
             },
             model,
-        })
+        };
+        // The tables point into the arena and the sums: made once, as their buffers.
+        let bytes: Vec<u8> = [false, true]
+            .into_iter()
+            .flat_map(|image| (0..levels).map(move |b| (b, image)))
+            .flat_map(|(b, image)| band_bytes(&me.band(b, image)))
+            .collect();
+        gpu.stream.memcpy_htod(&bytes, &mut me.bands)?;
+        Ok(me)
     }
 
     fn restart(&mut self) {
@@ -177,6 +203,48 @@ impl CvvdpCuda {
             stride: width as u64 * height as u64,
             width,
             height,
+        }
+    }
+
+    /// Band `b`'s parameters in a pass (the image pass's or the video's).
+    fn band(&self, b: usize, image: bool) -> Band {
+        let sizes = &self.sizes;
+        let levels = sizes.len() - 1;
+        let sums = self.sums.ptr_at(if image { PASS_SUMS } else { 0 });
+        let (l0, l_last) = luminance_axis();
+        let channels = if image { 3 } else { BAND_CHANNELS as u32 };
+        let size = sizes[b];
+        Band {
+            g: self.planes(self.g[b], size),
+            next: if b < levels {
+                self.planes(self.g[b + 1], sizes[b + 1])
+            } else {
+                Planes::default()
+            },
+            out: match self.out.get(b) {
+                Some(&at) => self.planes(at, size),
+                None => Planes::default(),
+            },
+            csf: self.csf.ptr_at(b * BAND_CHANNELS * GRID),
+            l0,
+            l_last,
+            gain: self.model.gain(),
+            // The reference reads the bands between the finest and the base band
+            // doubled (`lpyr_dec.get_band`).
+            mul: if b == 0 || b == levels { 1.0 } else { 2.0 },
+            channels,
+            blur: (size.0 > 6 && size.1 > 6) as u32,
+            blur_taps: self.blur_taps,
+            _pad: 0,
+            masking: *MASKING,
+            sums: sums + (8 * b * BAND_CHANNELS) as u64,
+            // The heat map is the video pass's.
+            heat: match (&self.heat, image) {
+                (Some((planes, _)), false) => {
+                    pool::heat_constants(b == levels, self.arena.ptr_at(planes[b]))
+                }
+                _ => Default::default(),
+            },
         }
     }
 
@@ -228,61 +296,37 @@ impl CvvdpCuda {
                 k.cvvdp_reduce(stream, per_pixel(sizes[i], z), src, dst)?;
             }
         }
-        let (l0, l_last) = luminance_axis();
-        let channels = if image { 3 } else { BAND_CHANNELS as u32 };
-        let band = |b: usize| {
-            let size = sizes[b];
-            Band {
-                g: self.planes(self.g[b], size),
-                next: if b < levels {
-                    self.planes(self.g[b + 1], sizes[b + 1])
-                } else {
-                    Planes::default()
-                },
-                out: self.planes(self.out, size),
-                csf: self.csf.ptr_at(b * BAND_CHANNELS * GRID),
-                l0,
-                l_last,
-                gain: self.model.gain(),
-                // The reference reads the bands between the finest and the base band
-                // doubled (`lpyr_dec.get_band`).
-                mul: if b == 0 || b == levels { 1.0 } else { 2.0 },
-                channels,
-                blur: (size.0 > 6 && size.1 > 6) as u32,
-                blur_taps: self.blur_taps,
-                _pad: 0,
-                masking: *MASKING,
-                sums: sums + (8 * b * BAND_CHANNELS) as u64,
-                // The heat map is the video pass's.
-                heat: match (&self.heat, image) {
-                    (Some((planes, _)), false) => {
-                        pool::heat_constants(b == levels, self.arena.ptr_at(planes[b]))
-                    }
-                    _ => Default::default(),
-                },
-            }
-        };
-        // SAFETY: as above; the sums hold `PASS_SUMS` values per pass.
+        // SAFETY: as above; the sums hold `PASS_SUMS` values per pass; the tables hold each
+        // pass's `levels` bands, for these sizes.
         unsafe {
-            for (b, &size) in sizes[..levels].iter().enumerate() {
-                let p = band(b);
-                k.cvvdp_band(stream, per_pixel(size, 1), p)?;
-                let mask = LaunchConfig {
-                    grid_dim: (
-                        size.0.div_ceil(BLOCK_X),
-                        size.1.div_ceil(BLOCK_Y * MASK_ROWS),
-                        1,
-                    ),
-                    ..per_pixel(size, 1)
+            let table = self
+                .bands
+                .ptr_at(if image { levels * size_of::<Band>() } else { 0 });
+            // No band but the base: nothing to launch (a grid of no blocks is an error).
+            let kernels = if levels == 0 {
+                &[][..]
+            } else {
+                &[(0, BLOCK_Y), (1, BLOCK_Y * MASK_ROWS)]
+            };
+            for &(kernel, rows) in kernels {
+                let l = Levels::new(table, &sizes[..levels], rows);
+                let cfg = LaunchConfig {
+                    grid_dim: (l.blocks(), 1, 1),
+                    block_dim: (BLOCK_X, BLOCK_Y, 1),
+                    shared_mem_bytes: 0,
                 };
-                k.cvvdp_mask(stream, mask, p)?;
+                if kernel == 0 {
+                    k.cvvdp_band(stream, cfg, l)?;
+                } else {
+                    k.cvvdp_mask(stream, cfg, l)?;
+                }
             }
             let one = LaunchConfig {
                 grid_dim: (1, 1, 1),
                 block_dim: (SUM_THREADS, 1, 1),
                 shared_mem_bytes: 0,
             };
-            k.cvvdp_base(stream, one, band(levels))?;
+            k.cvvdp_base(stream, one, self.band(levels, image))?;
         }
         Ok(())
     }

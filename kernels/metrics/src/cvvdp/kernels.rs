@@ -34,18 +34,20 @@ gpumetrics_device::kernel! {
     /// `BLOCK_Y`), grid.z = planes.
     pub unsafe fn cvvdp_reduce(src: Planes, dst: Planes) => reduce;
 
-    /// A band's weighted contrasts against the next level expanded (per sample, nothing
-    /// stored), their difference and their common part (`Band::out`). Block (`BLOCK_X`,
-    /// `BLOCK_Y`), a thread per pixel.
-    pub unsafe fn cvvdp_band(b: Band) => band;
+    /// Each band's weighted contrasts against the next level expanded (per sample, nothing
+    /// stored), their difference and their common part (`Band::out`), every level of a pass
+    /// in one launch (`Levels`, rows of `BLOCK_Y`). Block (`BLOCK_X`, `BLOCK_Y`), a thread
+    /// per pixel.
+    pub unsafe fn cvvdp_band(l: Levels) => band_levels;
 
     /// The masker's blur (reflected edges; none for a band of 6 samples or fewer a side):
     /// the block's common contrasts and the blur's reach either side in shared memory, along
     /// rows, then along columns; its power q per channel, the masked differences, and their
     /// `safe_pow(d, β)` summed per channel into `b.sums` (one atomic add per block and
-    /// channel). Block (`BLOCK_X`, `BLOCK_Y`), a thread per `MASK_ROWS` pixels of a column
-    /// (grid.y over `BLOCK_Y · MASK_ROWS` rows).
-    pub unsafe fn cvvdp_mask(b: Band) => mask;
+    /// channel). Every level of a pass in one launch (`Levels`, rows of `BLOCK_Y ·
+    /// MASK_ROWS`). Block (`BLOCK_X`, `BLOCK_Y`), a thread per `MASK_ROWS` pixels of a
+    /// column.
+    pub unsafe fn cvvdp_mask(l: Levels) => mask_levels;
 
     /// The base band: contrast against each side's mean, the sensitivity at the
     /// reference's mean, and the pooled differences into `b.sums`. One block of
@@ -123,15 +125,84 @@ unsafe fn block_sums(mut v: [f64; BAND_CHANNELS]) -> [f64; BAND_CHANNELS] {
     out
 }
 
-/// The body of the `cvvdp_dkl` kernel (declared above).
+/// Columns and rows of `cvvdp_dkl`'s chroma tile: what a block's pixels read of subsampled
+/// chroma (18 × 6 at 4:2:0), with room for chroma at full resolution along an axis.
+#[cfg(target_arch = "nvptx64")]
+const DKL_CW: u32 = BLOCK_X + 2;
+#[cfg(target_arch = "nvptx64")]
+const DKL_CH: u32 = BLOCK_Y + 2;
+
+/// The body of the `cvvdp_dkl` kernel (declared above). Subsampled Y'CbCr: the chroma
+/// samples the block's pixels read, normalised ([`chroma_value`]), once per block into
+/// shared memory (a pixel's eight bilinear taps were eight byte loads, each normalised, and
+/// most of the kernel's work); each pixel then reads its taps there, the same values.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 unsafe fn dkl(src: Source, display: Display, out: Planes) {
+    gpumetrics_device::shared!(static CVVDP_CHROMA: [f32; (2 * DKL_CW * DKL_CH) as usize]);
     let (x, y) = (dev::global_idx_x(), dev::global_idx_y());
-    if x >= src.width || y >= src.height || x >= out.width || y >= out.height {
-        return;
-    }
-    let rgb = unsafe { display_rgb(&src, x, y) };
+    let inside = x < src.width && y < src.height && x < out.width && y < out.height;
+    let subsampled = src.family == FAMILY_YCBCR && (src.sub_x != 1 || src.sub_y != 1);
+    // The chroma the block reads: from its first pixel's first taps to its last pixel's
+    // second (`source_index` is monotonic), the same for every thread of the block.
+    let (bx, by) = (dev::block_idx_x() * BLOCK_X, dev::block_idx_y() * BLOCK_Y);
+    // Along one axis: the first chroma sample and how many, for the block's `block`
+    // pixels from `first` (of `n`).
+    let span = |first: u32, block: u32, n: u32, sub: u32, chroma: u32| {
+        let last = (first + block - 1).min(n - 1);
+        let c0 = source_index(first, sub, chroma).0;
+        (c0, source_index(last, sub, chroma).1 + 1 - c0)
+    };
+    let ((cx0, w), (cy0, h)) = if subsampled && bx < src.width && by < src.height {
+        (
+            span(bx, BLOCK_X, src.width, src.sub_x, src.chroma_width),
+            span(by, BLOCK_Y, src.height, src.sub_y, src.chroma_height),
+        )
+    } else {
+        ((0, u32::MAX), (0, u32::MAX))
+    };
+    let rgb = if w <= DKL_CW && h <= DKL_CH {
+        // Every thread of the block takes part (the barrier), inside the frame or not: a
+        // thread per column (two passes past 32), rows `BLOCK_Y` apart; no divisions.
+        let (tx, ty) = (dev::thread_idx_x(), dev::thread_idx_y());
+        let mut r = ty;
+        while r < h {
+            let mut c = tx;
+            while c < w {
+                let at = r * DKL_CW + c;
+                // A constant channel index: one known only at run time copied `src` to
+                // local memory.
+                let (cb, cr) = unsafe {
+                    (
+                        chroma_value(&src, 0, cx0 + c, cy0 + r),
+                        chroma_value(&src, 1, cx0 + c, cy0 + r),
+                    )
+                };
+                unsafe {
+                    CVVDP_CHROMA.write(at as usize, cb);
+                    CVVDP_CHROMA.write((DKL_CW * DKL_CH + at) as usize, cr);
+                }
+                c += BLOCK_X;
+            }
+            r += BLOCK_Y;
+        }
+        unsafe { dev::sync_threads() };
+        if !inside {
+            return;
+        }
+        // In bounds: the taps of the block's pixels lie in cx0 .. cx0 + w, cy0 .. cy0 + h.
+        let tap = |k: usize, xx: u32, yy: u32| unsafe {
+            CVVDP_CHROMA.read_unchecked(
+                (k as u32 * DKL_CW * DKL_CH + (yy - cy0) * DKL_CW + (xx - cx0)) as usize,
+            )
+        };
+        unsafe { display_rgb_with(&src, x, y, tap) }
+    } else {
+        if !inside {
+            return;
+        }
+        unsafe { display_rgb(&src, x, y) }
+    };
     let v = to_dkl(&display.rgb_to_dkl, light(&display, rgb));
     for (c, v) in v.iter().enumerate() {
         unsafe { out.set(c as u32, x, y, *v) };
@@ -351,17 +422,41 @@ const EXPAND_W: usize = BLOCK_X as usize / 2 + 2;
 /// No closures: ones the compiler did not inline kept their captures in local memory.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
-unsafe fn band(b: Band) {
+unsafe fn band_levels(l: Levels) {
+    let (b, (bx, by)) = unsafe { level_block(&l) };
+    unsafe { band(b, bx, by) }
+}
+
+/// A `Levels` launch's block: its level's [`Band`] and its place in the level, (column,
+/// row) of blocks.
+///
+/// # Safety
+/// `l.bands` holds `l.count` `Band`s; the grid is `l.blocks()` blocks.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn level_block(l: &Levels) -> (&'static Band, (u32, u32)) {
+    let (level, i) = l.level_of(dev::block_idx_x());
+    // A reference, not a copy: the fields are read where used (a copy indexed at run time
+    // would go to local memory).
+    let b = unsafe { &*(l.bands as *const Band).add(level) };
+    let row = b.g.width.div_ceil(BLOCK_X);
+    (b, (i % row, i / row))
+}
+
+/// One block (`bx`, `by`) of a band's `cvvdp_band`.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn band(b: &Band, bx: u32, by: u32) {
     const BX: usize = BLOCK_X as usize;
     const BY: usize = BLOCK_Y as usize;
     gpumetrics_device::shared!(static CVVDP_EXPAND: [f32; 2 * BAND_CHANNELS * EXPAND_PLANE]);
-    let (x, y) = (dev::global_idx_x(), dev::global_idx_y());
     let (tx, ty) = (dev::thread_idx_x() as usize, dev::thread_idx_y() as usize);
+    let (x, y) = (bx * BLOCK_X + tx as u32, by * BLOCK_Y + ty as u32);
     let (g, next) = (&b.g, &b.next);
     let channels = b.channels.min(BAND_CHANNELS as u32);
     // The first column of the next level in the tile, and the block's first row.
-    let c0 = (dev::block_idx_x() * BLOCK_X / 2).saturating_sub(1);
-    let y0 = dev::block_idx_y() * BLOCK_Y;
+    let c0 = (bx * BLOCK_X / 2).saturating_sub(1);
+    let y0 = by * BLOCK_Y;
     // Every thread takes part (the barrier), inside the level or not.
     let mut i = ty * BX + tx;
     while i < 2 * channels as usize * EXPAND_PLANE {
@@ -379,8 +474,8 @@ unsafe fn band(b: Band) {
     }
     let (e0, e1) = unsafe {
         (
-            row_expand(&CVVDP_EXPAND, &b, 0, c0, ty, x, y),
-            row_expand(&CVVDP_EXPAND, &b, 1, c0, ty, x, y),
+            row_expand(&CVVDP_EXPAND, b, 0, c0, ty, x, y),
+            row_expand(&CVVDP_EXPAND, b, 1, c0, ty, x, y),
         )
     };
     let (bkg_t, bkg_r) = (e0.max(0.01), e1.max(0.01));
@@ -397,7 +492,7 @@ unsafe fn band(b: Band) {
                 (e0, e1)
             } else {
                 let k = 2 * c as u32;
-                unsafe { (row_expand(&CVVDP_EXPAND, &b, k, c0, ty, x, y), row_expand(&CVVDP_EXPAND, &b, k + 1, c0, ty, x, y)) }
+                unsafe { (row_expand(&CVVDP_EXPAND, b, k, c0, ty, x, y), row_expand(&CVVDP_EXPAND, b, k + 1, c0, ty, x, y)) }
             };
             let lt = unsafe { g.at(2 * c as u32, x, y) } - et;
             let lr = unsafe { g.at(2 * c as u32 + 1, x, y) } - er;
@@ -513,7 +608,15 @@ fn reflect_clamped(i: i32, n: u32) -> u32 {
 /// read one window of `BLUR_TAPS + MASK_ROWS − 1` values.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
-unsafe fn mask(b: Band) {
+unsafe fn mask_levels(l: Levels) {
+    let (b, (bx, by)) = unsafe { level_block(&l) };
+    unsafe { mask(b, bx, by) }
+}
+
+/// One block (`bx`, `by`) of a band's `cvvdp_mask`.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn mask(b: &Band, bx: u32, by: u32) {
     gpumetrics_device::shared!(static CVVDP_TILE: [f32; BAND_CHANNELS * TILE_H * TILE_W]);
     gpumetrics_device::shared!(static CVVDP_ROWS: [f32; BAND_CHANNELS * TILE_H * BLOCK_X as usize]);
     const BX: usize = BLOCK_X as usize;
@@ -522,9 +625,9 @@ unsafe fn mask(b: Band) {
     // run time into `m` put it in local memory.
     const _: () = assert!(ROWS == 2);
     const WINDOW: usize = BLUR_TAPS + ROWS - 1;
-    let x = dev::global_idx_x();
     let (tx, ty) = (dev::thread_idx_x() as usize, dev::thread_idx_y() as usize);
-    let block_y = dev::block_idx_y() * BLOCK_Y * MASK_ROWS;
+    let x = bx * BLOCK_X + tx as u32;
+    let block_y = by * BLOCK_Y * MASK_ROWS;
     let y_first = block_y + ty as u32 * MASK_ROWS;
     let o = &b.out;
     let k = &b.masking;
@@ -532,7 +635,7 @@ unsafe fn mask(b: Band) {
     let mut m = [[0f32; BAND_CHANNELS]; ROWS];
     if b.blur != 0 {
         // Every thread of the block takes part (the barriers), inside the frame or not.
-        let x0 = (dev::block_idx_x() * BLOCK_X) as i32 - BLUR_RADIUS;
+        let x0 = (bx * BLOCK_X) as i32 - BLUR_RADIUS;
         let y0 = block_y as i32 - BLUR_RADIUS;
         let mut i = ty * BX + tx;
         while i < TILE_H * TILE_W {
@@ -628,16 +731,38 @@ unsafe fn mask(b: Band) {
 #[inline(always)]
 unsafe fn base(b: Band) {
     gpumetrics_device::shared!(static CVVDP_MEANS: [f32; 2]);
+    gpumetrics_device::shared!(static CVVDP_CHUNK: [f32; 2 * SUM_THREADS as usize]);
+    const CHUNK: u32 = SUM_THREADS;
     let g = &b.g;
     let n = g.width * g.height;
     let t = dev::thread_idx_x();
     let channels = (b.channels as usize).min(BAND_CHANNELS);
-    if t < 2 {
-        // The reference's sum in float32, in order.
-        let mut sum = 0f32;
-        for i in 0..n {
-            sum += unsafe { g.at(t, i % g.width, i / g.width) }.max(0.01);
+    // The reference's sum in float32, in order, by threads 0 (test) and 1 (reference), over
+    // chunks that every thread loads at once into shared memory (one thread's loads one
+    // after another took most of the kernel's time).
+    let mut sum = 0f32;
+    let mut start = 0;
+    while start < n {
+        let i = start + t;
+        if i < n {
+            let (x, y) = (i % g.width, i / g.width);
+            unsafe {
+                CVVDP_CHUNK.write(t as usize, g.at(0, x, y).max(0.01));
+                CVVDP_CHUNK.write((CHUNK + t) as usize, g.at(1, x, y).max(0.01));
+            }
         }
+        unsafe { dev::sync_threads() };
+        if t < 2 {
+            let end = (n - start).min(CHUNK);
+            for j in 0..end {
+                // In bounds: t < 2, j < CHUNK.
+                sum += unsafe { CVVDP_CHUNK.read_unchecked((t * CHUNK + j) as usize) };
+            }
+        }
+        unsafe { dev::sync_threads() };
+        start += CHUNK;
+    }
+    if t < 2 {
         unsafe { CVVDP_MEANS.write(t as usize, sum / n as f32) };
     }
     unsafe { dev::sync_threads() };

@@ -109,21 +109,43 @@ pub fn source_index(out: u32, sub: u32, n: u32) -> (u32, u32, f32) {
 /// chroma's `chroma_width`×`chroma_height`), (x, y) inside the frame.
 #[inline(always)]
 pub unsafe fn display_rgb(s: &Source, x: u32, y: u32) -> [f32; 3] {
+    unsafe { display_rgb_with(s, x, y, |k, xx, yy| chroma_value(s, k, xx, yy)) }
+}
+
+/// Chroma sample (x, y) of Cb (`k` = 0) or Cr (1) normalised and clipped to −0.5..0.5.
+///
+/// # Safety
+/// (x, y) inside the chroma planes of `s`.
+#[inline(always)]
+pub unsafe fn chroma_value(s: &Source, k: usize, x: u32, y: u32) -> f32 {
+    (s.c_scale * unsafe { sample(&s.c[1 + k], x, y) } as f32 - s.c_offset).clamp(-0.5, 0.5)
+}
+
+/// [`display_rgb`] with the chroma samples ([`chroma_value`]'s) from `chroma(k, x, y)`:
+/// the GPU reads them from a block's tile, made once per block.
+///
+/// # Safety
+/// As [`display_rgb`] (`chroma` is called at chroma samples inside the planes only).
+#[inline(always)]
+pub unsafe fn display_rgb_with(
+    s: &Source,
+    x: u32,
+    y: u32,
+    chroma: impl Fn(usize, u32, u32) -> f32,
+) -> [f32; 3] {
     if s.family != FAMILY_YCBCR {
         return [0, 1, 2].map(|k| unsafe { sample(&s.c[k], x, y) } as f32 * s.y_scale);
     }
     let l = (s.y_scale * unsafe { sample(&s.c[0], x, y) } as f32 - s.y_offset).clamp(0.0, 1.0);
     let (x0, x1, fx) = source_index(x, s.sub_x, s.chroma_width);
     let (y0, y1, fy) = source_index(y, s.sub_y, s.chroma_height);
-    let chroma = |c: &Channel| {
-        let v = |xx: u32, yy: u32| {
-            (s.c_scale * unsafe { sample(c, xx, yy) } as f32 - s.c_offset).clamp(-0.5, 0.5)
-        };
+    let upsampled = |k: usize| {
+        let v = |xx: u32, yy: u32| chroma(k, xx, yy);
         let top = v(x0, y0) * (1.0 - fx) + v(x1, y0) * fx;
         let bottom = v(x0, y1) * (1.0 - fx) + v(x1, y1) * fx;
         top * (1.0 - fy) + bottom * fy
     };
-    let ycc = [l, chroma(&s.c[1]), chroma(&s.c[2])];
+    let ycc = [l, upsampled(0), upsampled(1)];
     let m = &s.matrix;
     [0, 1, 2].map(|r| {
         (ycc[0] * m[3 * r] + ycc[1] * m[3 * r + 1] + ycc[2] * m[3 * r + 2]).clamp(0.0, 1.0)
@@ -165,6 +187,11 @@ pub struct Display {
 pub fn srgb_to_linear(p: f32) -> f32 {
     if p > 0.04045 {
         powf((p + 0.055) / 1.055, 2.4)
+    } else if p == 0.0 {
+        // The quotient (a zero of the same sign) without the division: on the GPU a zero
+        // numerator takes the IEEE division's slow path, a call (black pixels, and every
+        // channel clipped at 0).
+        p
     } else {
         p / 12.92
     }
@@ -568,6 +595,82 @@ pub struct Band {
     pub heat: Heat,
 }
 
+// `Band`s are copied to the device as bytes (`Levels::bands`): no padding between fields
+// (the size is the sum of the fields'; those of `Planes`, `Masking` and `Heat` have none).
+const _: () = assert!(
+    size_of::<Band>()
+        == 3 * size_of::<Planes>()
+            + 8
+            + 6 * 4
+            + 4 * BLUR_TAPS
+            + 4
+            + size_of::<Masking>()
+            + 8
+            + size_of::<Heat>()
+);
+const _: () = assert!(size_of::<Planes>() == 24 && size_of::<Heat>() == 40);
+const _: () = assert!(
+    size_of::<Masking>() == 4 * (2 + 2 * BAND_CHANNELS + 2 + BAND_CHANNELS * BAND_CHANNELS + 2)
+);
+
+/// The bands of one pass in one launch of `cvvdp_band` or `cvvdp_mask`: grid.x is every
+/// level's blocks in turn, level `i`'s from `first[i]` to `first[i + 1]` (a row of
+/// `width.div_ceil(BLOCK_X)` blocks after another). The coarse levels' blocks fill the
+/// waves of the fine ones: launched alone, each took a whole kernel's latency (about 15 µs
+/// on an H100 for a few blocks; eight such launches a pass).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Levels {
+    /// The levels' [`Band`]s in device memory, `count` of them (at most `MAX_BANDS` − 1).
+    pub bands: u64,
+    pub count: u32,
+    /// The first block of each level, and past the last level the grid's size.
+    pub first: [u32; MAX_BANDS + 1],
+    pub _pad: [u32; 2],
+}
+
+impl Levels {
+    /// The table's blocks for `count` levels of the given sizes, `rows` sample rows a block:
+    /// `first` and the grid's size.
+    pub fn new(bands: u64, sizes: &[(u32, u32)], rows: u32) -> Levels {
+        assert!(
+            sizes.len() < MAX_BANDS,
+            "cvvdp: {} levels in one launch",
+            sizes.len()
+        );
+        let mut first = [0u32; MAX_BANDS + 1];
+        for (i, &(w, h)) in sizes.iter().enumerate() {
+            first[i + 1] = first[i] + w.div_ceil(BLOCK_X) * h.div_ceil(rows);
+        }
+        Levels {
+            bands,
+            count: sizes.len() as u32,
+            first,
+            _pad: [0; 2],
+        }
+    }
+
+    /// Blocks of the launch (grid.x).
+    pub fn blocks(&self) -> u32 {
+        self.first[self.count as usize]
+    }
+
+    /// Block `i`'s level and place in it, (column, row) of blocks, in a level of `width`.
+    /// Constant indices only: a run-time index into the parameter copies it to local memory.
+    #[inline(always)]
+    pub fn level_of(&self, i: u32) -> (usize, u32) {
+        let mut level = 0;
+        let mut first = 0;
+        unroll!(k in [1 2 3 4 5 6 7 8 9 10 11 12 13 14 15] {
+            if (k as u32) < self.count && i >= self.first[k] {
+                level = k;
+                first = self.first[k];
+            }
+        });
+        (level, i - first)
+    }
+}
+
 /// One band's part of ColorVideoVDP's `raw` heat map (`map=cvvdp`): where its heat plane
 /// lies (of the band's size; 0: no map) and the constants of the reference's pooling
 /// across channels at each sample (`set_lband` of `safe_pow(Σ_c safe_pow(D_c·w_c, β_tch),
@@ -646,6 +749,43 @@ pub fn reflect(i: i32, n: u32) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn levels_give_each_block_its_level_and_place() {
+        // 1080p's seven bands (mask rows), an odd size's, one band, and fifteen (the most).
+        let fifteen: [(u32, u32); 15] = core::array::from_fn(|i| (4000 >> i, 9 + i as u32));
+        let cases: [&[(u32, u32)]; 4] = [
+            &[
+                (1920, 1080),
+                (960, 540),
+                (480, 270),
+                (240, 135),
+                (120, 68),
+                (60, 34),
+                (30, 17),
+            ],
+            &[(173, 97), (87, 49), (44, 25)],
+            &[(5, 3)],
+            &fifteen,
+        ];
+        for sizes in cases {
+            for rows in [BLOCK_Y, BLOCK_Y * MASK_ROWS] {
+                let l = Levels::new(0, sizes, rows);
+                let mut i = 0;
+                for (level, &(w, h)) in sizes.iter().enumerate() {
+                    for block in 0..w.div_ceil(BLOCK_X) * h.div_ceil(rows) {
+                        assert_eq!(
+                            l.level_of(i),
+                            (level, block),
+                            "{sizes:?} rows {rows} block {i}"
+                        );
+                        i += 1;
+                    }
+                }
+                assert_eq!(l.blocks(), i, "{sizes:?} rows {rows}");
+            }
+        }
+    }
 
     #[test]
     fn reduce_and_expand_keep_a_constant() {
