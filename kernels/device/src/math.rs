@@ -171,6 +171,67 @@ pub fn trunc_i32(x: f32) -> i32 {
     }
 }
 
+/// The IEEE half float nearest `x` (ties to even), as its bits, with values past the half's
+/// range (infinities too) saturated to ±65504 and NaN to a quiet NaN. Integer arithmetic on both
+/// targets, so a stored half is the same bits on the GPU and the host.
+#[inline(always)]
+pub fn half_bits(x: f32) -> u16 {
+    let b = x.to_bits();
+    let sign = ((b >> 16) & 0x8000) as u16;
+    let a = b & 0x7fff_ffff;
+    if a > 0x7f80_0000 {
+        return sign | 0x7e00;
+    }
+    // 65504 and past (its rounding's upper bound is 65520: saturated too).
+    if a >= 0x477f_e000 {
+        return sign | 0x7bff;
+    }
+    if a >= 0x3880_0000 {
+        // A normal half: the exponent rebased (127 − 15), 13 mantissa bits rounded off
+        // (ties to even; a carry into the exponent is the right result).
+        let m = a - (112 << 23);
+        return sign | ((m + 0x0fff + ((m >> 13) & 1)) >> 13) as u16;
+    }
+    // Subnormal or zero: the multiple of 2^−24 nearest |x|, ties to even (1024 of them is
+    // the smallest normal, which the bits give as they are).
+    let e = a >> 23;
+    if e < 102 {
+        // Below 2^−25: zero.
+        return sign;
+    }
+    let mant = (a & 0x7f_ffff) | 0x80_0000;
+    let shift = 126 - e;
+    let (h, rem, halfway) = (mant >> shift, mant & ((1 << shift) - 1), 1 << (shift - 1));
+    let up = rem > halfway || (rem == halfway && h & 1 == 1);
+    sign | (h + up as u32) as u16
+}
+
+/// The value of half float bits `h` (exact: every half is an `f32`); one `cvt.f32.f16` on
+/// the device.
+#[inline(always)]
+pub fn half_value(h: u16) -> f32 {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let r: f32;
+        // SAFETY: pure conversion instruction on registers.
+        unsafe {
+            asm!("cvt.f32.f16 {r}, {h};", r = out(reg32) r, h = in(reg16) h, options(pure, nomem, nostack))
+        };
+        r
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        let sign = if h & 0x8000 != 0 { -1.0 } else { 1.0 };
+        let (e, m) = (((h >> 10) & 0x1f) as u32, (h & 0x3ff) as u32);
+        match e {
+            0 => sign * m as f32 * (1.0 / 16_777_216.0),
+            31 if m == 0 => sign * f32::INFINITY,
+            31 => f32::NAN,
+            _ => f32::from_bits((((h & 0x8000) as u32) << 16) | ((e + 112) << 23) | (m << 13)),
+        }
+    }
+}
+
 /// Fused multiply-add `a * b + c` with one rounding (`fma.rn.f32`).
 #[inline(always)]
 pub fn fmaf(a: f32, b: f32, c: f32) -> f32 {
@@ -336,6 +397,56 @@ pub fn log2_soft(x: f64) -> f64 {
 #[cfg(all(test, not(target_arch = "nvptx64")))]
 mod tests {
     use super::*;
+
+    #[test]
+    fn halves_round_trip_and_round_to_the_nearest_even() {
+        // Every finite half is its own nearest.
+        for h in 0..=u16::MAX {
+            let v = half_value(h);
+            if v.is_finite() {
+                assert_eq!(
+                    half_bits(v),
+                    if v == 0.0 { h & 0x8000 } else { h },
+                    "{h:#06x}"
+                );
+            }
+        }
+        // Floats over the whole range: no half is nearer, and a tie goes to the even one.
+        let nearest = |x: f32| {
+            let h = half_bits(x);
+            let d = |h: u16| (half_value(h) as f64 - x as f64).abs();
+            for n in [h.wrapping_sub(1), h.wrapping_add(1)] {
+                let other = half_value(n);
+                if !other.is_finite() || (n ^ h) & 0x8000 != 0 {
+                    continue;
+                }
+                assert!(
+                    d(h) < d(n) || (d(h) == d(n) && h & 1 == 0),
+                    "{x:e}: {h:#06x} vs {n:#06x}"
+                );
+            }
+        };
+        let mut b = 0u32;
+        while b < 0x477f_e000 {
+            nearest(f32::from_bits(b));
+            nearest(-f32::from_bits(b));
+            b += 977;
+        }
+        // Ties, both parities, in the normal and subnormal ranges.
+        for h in [0x0001u16, 0x0002, 0x03ff, 0x0400, 0x3c00, 0x3c01, 0x7bfe] {
+            let mid = (half_value(h) as f64 + half_value(h + 1) as f64) / 2.0;
+            assert_eq!(
+                half_bits(mid as f32),
+                if h & 1 == 0 { h } else { h + 1 },
+                "{h:#06x}"
+            );
+        }
+        assert_eq!(half_bits(2f32.powi(-25)), 0);
+        assert_eq!(half_bits(65520.0), 0x7bff);
+        assert_eq!(half_bits(-1e9), 0xfbff);
+        assert_eq!(half_bits(f32::INFINITY), 0x7bff);
+        assert!(half_value(half_bits(f32::NAN)).is_nan());
+    }
 
     #[test]
     fn host_math_matches_std() {

@@ -16,10 +16,10 @@
 //!    the pooling over bands, channels and frames ([`Running`]) runs on the host, as on
 //!    the CPU.
 //!
-//! Every buffer is allocated once per plan: the history (2 · 3 · filter-length planes),
-//! both pyramids (8 channels) and each band's planes (`OUT_PLANES`, of every level: the
-//! bands of a pass run at once): about (6 · taps + 22) · 4 bytes a pixel, 0.6 GB at
-//! 1080p30 (9 taps).
+//! Every buffer is allocated once per plan: the history (2 · 3 · filter-length planes; the
+//! chromatic ones kept in half floats where no heat map is made: `Temporal::halves`), both
+//! pyramids (8 channels) and each band's planes (`OUT_PLANES`, of every level: the bands of
+//! a pass run at once): about (6 · taps + 22) · 4 bytes a pixel, 0.6 GB at 1080p30 (9 taps).
 
 use std::collections::VecDeque;
 
@@ -206,6 +206,12 @@ impl CvvdpCuda {
         }
     }
 
+    /// Whether the history keeps its chromatic planes in half floats: where no heat map is
+    /// made (`history_value`, which the CPU's model applies alike).
+    fn halves(&self) -> bool {
+        self.heat.is_none()
+    }
+
     /// Band `b`'s parameters in a pass (the image pass's or the video's).
     fn band(&self, b: usize, image: bool) -> Band {
         let sizes = &self.sizes;
@@ -276,7 +282,7 @@ impl CvvdpCuda {
             // Every region of the arena starts 256-byte aligned; the planes of a region are
             // `frame` samples apart.
             vec: frame.is_multiple_of(TEMPORAL_VEC as u64) as u32,
-            _pad: 0,
+            halves: self.halves() as u32,
         };
         let per_thread = if t.vec != 0 { TEMPORAL_VEC as u64 } else { 1 };
         let temporal_cfg = LaunchConfig {
@@ -373,7 +379,8 @@ impl CvvdpCuda {
             };
             // SAFETY: the frame pointers were validated against the plan's layouts (or are
             // the backend's upload buffers); the slot's three planes lie in the arena.
-            unsafe { k.cvvdp_dkl(stream, cfg, src, photometry, out) }?;
+            let halves = self.halves() as u32;
+            unsafe { k.cvvdp_dkl(stream, cfg, src, photometry, out, halves) }?;
         }
         let first = self.pushed == 0;
         // SAFETY: the history's frames were written by the launches above and before.

@@ -177,12 +177,21 @@ impl Model {
     /// reconstructed, then 1 − JOD/10 per pixel; 0 is no visible difference).
     pub fn push_with_map(
         &mut self,
-        test: DklFrame,
-        reference: DklFrame,
+        mut test: DklFrame,
+        mut reference: DklFrame,
         map: bool,
     ) -> (Step, Option<Vec<f32>>) {
         for f in test.iter().chain(&reference) {
             assert_eq!(f.len(), self.width * self.height, "a frame of another size");
+        }
+        // The history's precision, the GPU's (`history_value`: halves where no heat map is
+        // made), for the image pass too.
+        for frame in [&mut test, &mut reference].into_iter().filter(|_| !map) {
+            for (c, plane) in frame.iter_mut().enumerate().skip(1) {
+                for v in plane.iter_mut() {
+                    *v = gpumetrics_kernels::cvvdp::history_value(c, *v);
+                }
+            }
         }
         let image = self.history[0]
             .is_empty()

@@ -16,12 +16,13 @@ use super::*;
 #[cfg(target_arch = "nvptx64")]
 use gpumetrics_device as dev;
 #[cfg(target_arch = "nvptx64")]
-use gpumetrics_device::math::{div_full, log10f};
+use gpumetrics_device::math::{div_full, half_bits, half_value, log10f};
 
 gpumetrics_device::kernel! {
-    /// One side's frame to DKL: `out` planes 0..3 (the side's history slot). Block
-    /// (`BLOCK_X`, `BLOCK_Y`), a thread per pixel.
-    pub unsafe fn cvvdp_dkl(src: Source, display: Display, out: Planes) => dkl;
+    /// One side's frame to DKL: `out` planes 0..3 (the side's history slot; with `halves`
+    /// not 0 the chromatic planes as half floats, `Temporal::history`). Block (`BLOCK_X`,
+    /// `BLOCK_Y`), a thread per pixel.
+    pub unsafe fn cvvdp_dkl(src: Source, display: Display, out: Planes, halves: u32) => dkl;
 
     /// The temporal filters of one pass into the eight channels of pyramid level 0 (`out`,
     /// test and reference interleaved per band channel), and this pass's pooling sums
@@ -138,7 +139,7 @@ const DKL_CH: u32 = BLOCK_Y + 2;
 /// most of the kernel's work); each pixel then reads its taps there, the same values.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
-unsafe fn dkl(src: Source, display: Display, out: Planes) {
+unsafe fn dkl(src: Source, display: Display, out: Planes, halves: u32) {
     gpumetrics_device::shared!(static CVVDP_CHROMA: [f32; (2 * DKL_CW * DKL_CH) as usize]);
     let (x, y) = (dev::global_idx_x(), dev::global_idx_y());
     let inside = x < src.width && y < src.height && x < out.width && y < out.height;
@@ -204,8 +205,20 @@ unsafe fn dkl(src: Source, display: Display, out: Planes) {
         unsafe { display_rgb(&src, x, y) }
     };
     let v = to_dkl(&display.rgb_to_dkl, light(&display, rgb));
-    for (c, v) in v.iter().enumerate() {
-        unsafe { out.set(c as u32, x, y, *v) };
+    // The history slot's layout (`Temporal::history`).
+    unsafe { out.set(0, x, y, v[0]) };
+    if halves != 0 {
+        let i = (y * out.width + x) as usize;
+        let h = out.plane(1) as *mut u16;
+        unsafe {
+            *h.add(i) = half_bits(v[1]);
+            *h.add(out.stride as usize + i) = half_bits(v[2]);
+        }
+    } else {
+        unsafe {
+            out.set(1, x, y, v[1]);
+            out.set(2, x, y, v[2]);
+        }
     }
 }
 
@@ -251,7 +264,18 @@ trait Lanes: Copy {
     fn zero() -> Self;
     fn get(&self, i: usize) -> f32;
     fn set(&mut self, i: usize, v: f32);
+    /// `N` half floats from `p` (aligned to `2 · N` bytes), as values.
+    ///
+    /// # Safety
+    /// `N` halves readable at `p`.
+    unsafe fn halves(p: *const u16) -> Self;
 }
+
+/// Four half floats that load as one 64-bit access.
+#[cfg(target_arch = "nvptx64")]
+#[repr(C, align(8))]
+#[derive(Clone, Copy)]
+struct H4([u16; 4]);
 
 #[cfg(target_arch = "nvptx64")]
 impl Lanes for f32 {
@@ -267,6 +291,10 @@ impl Lanes for f32 {
     #[inline(always)]
     fn set(&mut self, _: usize, v: f32) {
         *self = v;
+    }
+    #[inline(always)]
+    unsafe fn halves(p: *const u16) -> Self {
+        half_value(unsafe { *p })
     }
 }
 
@@ -285,6 +313,11 @@ impl Lanes for F4 {
     fn set(&mut self, i: usize, v: f32) {
         self.0[i] = v;
     }
+    #[inline(always)]
+    unsafe fn halves(p: *const u16) -> Self {
+        let h = unsafe { *(p as *const H4) };
+        F4(h.0.map(half_value))
+    }
 }
 
 /// [`temporal`] at samples `pixel ..` (`L::N` of them) of every plane.
@@ -294,9 +327,16 @@ impl Lanes for F4 {
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 unsafe fn temporal_at<L: Lanes>(t: &Temporal, out: &Planes, pixel: u64) {
+    // A slot: three f32 planes, or the achromatic one and the chromatic planes' halves
+    // (`Temporal::history`).
     let at = |side: u32, slot: u32, colour: u32| -> L {
-        let plane = ((side * t.len + slot) * 3 + colour) as u64;
-        unsafe { *((t.history + 4 * (plane * t.plane_len + pixel)) as *const L) }
+        let base = t.history + 12 * (side * t.len + slot) as u64 * t.plane_len;
+        if colour == 0 || t.halves == 0 {
+            unsafe { *((base + 4 * (colour as u64 * t.plane_len + pixel)) as *const L) }
+        } else {
+            let half = base + 4 * t.plane_len + 2 * ((colour as u64 - 1) * t.plane_len + pixel);
+            unsafe { L::halves(half as *const u16) }
+        }
     };
     let put = |p: u32, v: L| unsafe { *(out.plane(p).add(pixel as usize) as *mut L) = v };
     for side in 0..2 {

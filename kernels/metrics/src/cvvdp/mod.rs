@@ -11,7 +11,7 @@
 mod kernels;
 
 use crate::channel::{Channel, load};
-use gpumetrics_device::math::{div_full, expf, fmaf, powf, trunc_i32};
+use gpumetrics_device::math::{div_full, expf, fmaf, half_bits, half_value, powf, trunc_i32};
 
 /// Threads of the per-pixel kernels: `BLOCK_X`×`BLOCK_Y` (a warp reads 128 bytes of a row).
 pub const BLOCK_X: u32 = 32;
@@ -259,6 +259,18 @@ pub fn light(d: &Display, v: [f32; 3]) -> [f32; 3] {
         EOTF_HLG => hlg_to_linear(v, d.gamma, d.hlg_c).map(scaled),
         _ => v.map(|c| scaled(srgb_to_linear(c))),
     }
+}
+
+/// DKL channel `c` of a frame as the temporal filters read it from a history of halves
+/// (`Temporal::halves`, without a heat map): the achromatic channel as it is, the chromatic
+/// ones (RG, YV) rounded to half floats ([`half_bits`]: a third less of the filters' reads,
+/// which bound the pass). Against the reference on its clips: 4.6e-5 JOD at most (the
+/// achromatic channel in halves too made it 1e-3 on PQ, so it stays in f32); the per-pixel
+/// heat maps move by up to 1 % (3e-5 on values of 0.004), so a history for a map keeps
+/// every channel in f32.
+#[inline(always)]
+pub fn history_value(c: usize, v: f32) -> f32 {
+    if c == 0 { v } else { half_value(half_bits(v)) }
 }
 
 /// A pixel's DKL from its linear RGB (the reference's per-channel dot products).
@@ -539,7 +551,9 @@ impl Planes {
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Temporal {
-    /// The frames held, DKL: `[side][slot][3 planes]`, each plane `plane_len` samples.
+    /// The frames held, DKL: `[side][slot]` of `12 · plane_len` bytes each, three f32
+    /// planes, or with `halves` the achromatic plane in f32 then the two chromatic planes as
+    /// half floats ([`history_value`]) from where the second f32 plane would start.
     pub history: u64,
     pub plane_len: u64,
     /// The filters' taps, `[4][len]`, the newest frame's last.
@@ -556,7 +570,8 @@ pub struct Temporal {
     /// Not 0: every plane (history and output) starts 16-byte aligned and `plane_len` is a
     /// multiple of [`TEMPORAL_VEC`]: a thread takes that many samples at once.
     pub vec: u32,
-    pub _pad: u32,
+    /// Not 0: the chromatic planes are half floats (`cvvdp_dkl`'s `halves`).
+    pub halves: u32,
 }
 
 /// Samples a `cvvdp_temporal` thread takes where the planes allow it (`Temporal::vec`).
