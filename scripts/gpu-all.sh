@@ -46,7 +46,11 @@
 #   inflight     cuda_kernels in_flight:: (two pairs in flight give the records of one at a
 #                time), the throughput of the no-reference metrics and CAMBI with 1 and 2
 #   ab           the throughput bench against that of another commit in the same call
-#                (after pack: scripts/gpu-all.sh pack-base [REV]; AB_METRICS, AB_ROUNDS)
+#                (after pack: scripts/gpu-all.sh pack-base [REV]; AB_METRICS, AB_ROUNDS;
+#                AB_NCU: ncu's time per kernel of both)
+#   profile      ncu's source-level profile of PROFILE_KERNELS in the throughput bench
+#                (PROFILE_METRICS, PROFILE_SKIP), back as $OUT/profile.tar.gz; read it here
+#                with scripts/ncu-source.py
 #   streams      many engines in one process (engine bench streams): N = 1..32 engines, one
 #                thread each, aggregate and per-engine pairs/s and device memory per engine,
 #                for PSNR+SSIM+VMAF and all metrics (device and host frames), and the five
@@ -141,7 +145,7 @@ cd "$(dirname "$0")/.."
 d=.gpu/all
 B=$d/bin
 ALL_STEPS="selftest psnr ssim ssimulacra2 butteraugli siti blur blockiness blackfreeze nr inflight streams capacity scaling vmaf cambi aomctc element throughput cudamem colour cli monitor align cvvdp maps mapframes libvmaf libvmaf32 vship"
-# Not in ALL_STEPS (it needs `pack-base` after pack): ab.
+# Not in ALL_STEPS: ab (it needs `pack-base` after pack), profile (PROFILE_KERNELS).
 
 # ---------------------------------------------------------------------------------------------
 # Packing (this machine)
@@ -159,7 +163,7 @@ bins() {
     blackfreeze) echo $e:test:cuda_kernels $e:test:black_freeze_ffmpeg $e:bench:throughput ;;
     nr) echo $e:bench:throughput $g:test:no_reference ;;
     inflight) echo $e:test:cuda_kernels $e:bench:throughput ;;
-    ab) echo $e:bench:throughput ;;
+    ab | profile) echo $e:bench:throughput ;;
     streams) echo $e:bench:streams ;;
     capacity) echo $e:bench:throughput ;;
     scaling) echo gpumetrics-cli:bin:gpumetrics ;;
@@ -195,7 +199,7 @@ inputs() {
 }
 
 # Whether a step runs GStreamer (the plugin and the kit are packed for it).
-uses_gst() { case $1 in selftest | ab | throughput | cvvdp | maps | libvmaf | libvmaf32 | blackfreeze | cambi | aomctc | vmafcore | inflight | streams | siti | blur | blockiness | vship) return 1 ;; *) return 0 ;; esac; }
+uses_gst() { case $1 in selftest | ab | profile | throughput | cvvdp | maps | libvmaf | libvmaf32 | blackfreeze | cambi | aomctc | vmafcore | inflight | streams | siti | blur | blockiness | vship) return 1 ;; *) return 0 ;; esac; }
 
 pack() {
   set -e
@@ -572,6 +576,9 @@ step_inflight() {
 # AB_ROUNDS times (default 2), over AB_METRICS (default the five no-reference metrics and
 # siti) at 1080p with 2 and 4 pairs in flight: rows of this size move by a few per cent
 # between calls, so a change is judged against its base in the same call.
+# With AB_NCU=REGEX:ONCE:PER (e.g. cvvdp_:cvvdp_dkl:2), ncu's time per kernel of both
+# binaries too (`ncu_table`: kernels matching REGEX, pairs counted by ONCE's launches,
+# PER of them a pair), over the first metric set of AB_METRICS.
 step_ab() {
   bench && need $B/throughput $B/throughput-base || return 0
   local metrics=${AB_METRICS:-blur+blockiness+siti+black+freeze,siti} i bin
@@ -581,6 +588,50 @@ step_ab() {
       run $B/$bin --seconds 2 --no-cpu --sizes 1080p --metrics "$metrics" --in-flight 2,4
     done
   done
+  [ -n "${AB_NCU:-}" ] || return 0
+  command -v ncu >/dev/null || { echo "skipped: no ncu"; return 0; }
+  local regex=${AB_NCU%%:*} rest=${AB_NCU#*:}
+  for bin in throughput-base throughput; do
+    step "ab: ncu per kernel, $bin ($([ $bin = throughput ] && echo "working tree" || cat $B/throughput-base.rev)), ${metrics%%,*}"
+    ncu --clock-control none -k "regex:$regex" -c 400 --metrics gpu__time_duration.sum --csv \
+      $B/$bin --seconds 0.05 --sizes 1080p --no-cpu --metrics "${metrics%%,*}" 2>/dev/null |
+      ncu_table "${rest%%:*}" "${rest#*:}" || echo "FAILED: ncu $bin"
+  done
+}
+
+# Not in ALL_STEPS: ncu's source-level profile of kernels, for scripts/ncu-source.py here.
+# PROFILE_KERNELS (kernel names), PROFILE_METRICS (the throughput bench's metric set) and
+# PROFILE_SKIP (launches of each kernel skipped first; default 2: past a first pair's
+# extra work). Each kernel's launch gets ncu's SpeedOfLight, Occupancy, LaunchStats,
+# WarpStateStats, InstructionStats and SourceCounters; the SASS source pages and the
+# details come back as one archive, $OUT/profile.tar.gz (the device tool returns a few
+# files only).
+step_profile() {
+  bench && need $B/throughput || return 0
+  command -v ncu >/dev/null || { echo "skipped: no ncu"; return 0; }
+  [ -n "${PROFILE_KERNELS:-}" ] || { echo "skipped: no PROFILE_KERNELS"; return 0; }
+  local dir=/tmp/gpumetrics-profile k
+  rm -rf $dir && mkdir -p $dir
+  for k in $PROFILE_KERNELS; do
+    step "profile: $k (launch ${PROFILE_SKIP:-2} skipped first), ${PROFILE_METRICS:-cvvdp} at 1080p"
+    if ! timeout 300 ncu -k "regex:^$k\$" -s "${PROFILE_SKIP:-2}" -c 1 --section SpeedOfLight \
+      --section Occupancy --section LaunchStats --section WarpStateStats --section InstructionStats \
+      --section SourceCounters -o $dir/$k $B/throughput --seconds 0.05 --sizes 1080p --no-cpu \
+      --metrics "${PROFILE_METRICS:-cvvdp}" >/dev/null 2>&1; then
+      echo "FAILED: ncu profile of $k"; fail=1; continue
+    fi
+    ncu -i $dir/$k.ncu-rep --page source --print-source sass --csv >$dir/$k-source.csv 2>&1
+    ncu -i $dir/$k.ncu-rep --page details --csv >$dir/$k-details.csv 2>&1
+    python3 -c '
+import csv, sys
+want = ("Duration", "Executed Instructions", "DRAM Throughput", "Compute (SM) Throughput",
+        "Registers Per Thread", "Theoretical Occupancy", "Achieved Occupancy")
+for r in csv.reader(open(sys.argv[1])):
+    if len(r) > 14 and r[12] in want:
+        print(f"{r[12]}: {r[14]} {r[13]}")' $dir/$k-details.csv
+  done
+  tar -czf "$out/profile.tar.gz" -C "$(dirname $dir)" "$(basename $dir)"
+  echo "\$OUT/profile.tar.gz: $(du -h "$out/profile.tar.gz" | cut -f1) (scripts/ncu-source.py FILE-source.csv)"
 }
 
 # cap_wall N INPUTS ELEMENT FRAMES [GPUS]: the wall seconds of N pipelines of INPUTS inputs
@@ -1009,6 +1060,19 @@ print("| --- | --- | --- |")
 for name, ns in t.most_common():
     print(f"| {name} | {n[name] / pairs:.1f} | {ns / 1000 / pairs:.1f} |")
 print(f"| all | {sum(n.values()) / pairs:.1f} | {sum(t.values()) / 1000 / pairs:.1f} |")
+# Per launch shape (a kernel launched per level has one row per level): the median past
+# the first two launches, the steady state. A small grid that takes as long as a large
+# one is bound by the latency of one thread, not by the GPU.
+if "Grid Size" in head:
+    g, shapes = head.index("Grid Size"), collections.defaultdict(list)
+    for r in rows:
+        shapes[(r[k].split("(")[0], r[g])].append(float(r[v].replace(",", "")) / 1000)
+    print()
+    print("| kernel | grid | launches | median µs |")
+    print("| --- | --- | --- | --- |")
+    for (name, grid), us in sorted(shapes.items()):
+        steady = sorted(us[2:] if len(us) > 4 else us)
+        print(f"| {name} | {grid} | {len(us)} | {steady[len(steady) // 2]:.1f} |")
 ' "$@"
 }
 
