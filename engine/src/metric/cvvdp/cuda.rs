@@ -308,24 +308,22 @@ impl CvvdpCuda {
             let table = self
                 .bands
                 .ptr_at(if image { levels * size_of::<Band>() } else { 0 });
-            // No band but the base: nothing to launch (a grid of no blocks is an error).
-            let kernels = if levels == 0 {
-                &[][..]
-            } else {
-                &[(0, BLOCK_Y), (1, BLOCK_Y * MASK_ROWS)]
-            };
-            for &(kernel, rows) in kernels {
+            // Every band's blocks in one grid, `rows` sample rows a block.
+            let levels_launch = |rows: u32| {
                 let l = Levels::new(table, &sizes[..levels], rows);
                 let cfg = LaunchConfig {
                     grid_dim: (l.blocks(), 1, 1),
                     block_dim: (BLOCK_X, BLOCK_Y, 1),
                     shared_mem_bytes: 0,
                 };
-                if kernel == 0 {
-                    k.cvvdp_band(stream, cfg, l)?;
-                } else {
-                    k.cvvdp_mask(stream, cfg, l)?;
-                }
+                (l, cfg)
+            };
+            // No band but the base: nothing to launch (a grid of no blocks is an error).
+            if levels > 0 {
+                let (l, cfg) = levels_launch(BLOCK_Y);
+                k.cvvdp_band(stream, cfg, l)?;
+                let (l, cfg) = levels_launch(BLOCK_Y * MASK_ROWS);
+                k.cvvdp_mask(stream, cfg, l)?;
             }
             let one = LaunchConfig {
                 grid_dim: (1, 1, 1),

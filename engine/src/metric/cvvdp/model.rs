@@ -186,10 +186,12 @@ impl Model {
         }
         // The history's precision, the GPU's (`history_value`: halves where no heat map is
         // made), for the image pass too.
-        for frame in [&mut test, &mut reference].into_iter().filter(|_| !map) {
-            for (c, plane) in frame.iter_mut().enumerate().skip(1) {
-                for v in plane.iter_mut() {
-                    *v = gpumetrics_kernels::cvvdp::history_value(c, *v);
+        if !map {
+            for frame in [&mut test, &mut reference] {
+                for (c, plane) in frame.iter_mut().enumerate().skip(1) {
+                    for v in plane.iter_mut() {
+                        *v = gpumetrics_kernels::cvvdp::history_value(c, *v);
+                    }
                 }
             }
         }
