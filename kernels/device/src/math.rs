@@ -172,10 +172,32 @@ pub fn trunc_i32(x: f32) -> i32 {
 }
 
 /// The IEEE half float nearest `x` (ties to even), as its bits, with values past the half's
-/// range (infinities too) saturated to ±65504 and NaN to a quiet NaN. Integer arithmetic on both
-/// targets, so a stored half is the same bits on the GPU and the host.
+/// range (infinities too) saturated to ±65504 and NaN to a quiet NaN. On the device the
+/// range clamp and one `cvt.rn.f16.f32` (IEEE round to nearest even, subnormal halves
+/// kept: the same bits as the host's integer arithmetic for every number; a NaN may be
+/// another NaN).
 #[inline(always)]
 pub fn half_bits(x: f32) -> u16 {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let x = x.clamp(-65504.0, 65504.0);
+        let h: u16;
+        // SAFETY: pure conversion instruction on registers.
+        unsafe {
+            asm!("cvt.rn.f16.f32 {h}, {x};", h = out(reg16) h, x = in(reg32) x, options(pure, nomem, nostack))
+        };
+        h
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        half_bits_soft(x)
+    }
+}
+
+/// [`half_bits`] in integer arithmetic (the host's).
+#[cfg_attr(target_arch = "nvptx64", allow(dead_code))]
+#[inline(always)]
+fn half_bits_soft(x: f32) -> u16 {
     let b = x.to_bits();
     let sign = ((b >> 16) & 0x8000) as u16;
     let a = b & 0x7fff_ffff;

@@ -10,8 +10,9 @@
 //!    the weighted contrasts against the next level, expanded as it is read (no expanded
 //!    planes: `cvvdp_band`), the masker's blur (along rows, then columns, in shared memory)
 //!    with the masked differences pooled (`cvvdp_mask`, f64 sums), each one launch for
-//!    every band of the pass (`Levels`: a table of the bands' parameters, made once, two
-//!    per pass instead of two per band); the base band (`cvvdp_base`);
+//!    every band of the pass (`Levels`: a table of the bands' parameters, made once; the
+//!    band kernel's level 0 apart, `cvvdp_band_one`, its parameters in the parameter space);
+//!    the base band (`cvvdp_base`);
 //! 3. one copy of both passes' sums (`2 · PASS_SUMS` f64), read when the pair completes:
 //!    the pooling over bands, channels and frames ([`Running`]) runs on the host, as on
 //!    the CPU.
@@ -308,9 +309,13 @@ impl CvvdpCuda {
             let table = self
                 .bands
                 .ptr_at(if image { levels * size_of::<Band>() } else { 0 });
-            // Every band's blocks in one grid, `rows` sample rows a block.
-            let levels_launch = |rows: u32| {
-                let l = Levels::new(table, &sizes[..levels], rows);
+            // The bands from `first` on, their blocks in one grid, `rows` sample rows a block.
+            let launch = |first: usize, rows: u32| {
+                let l = Levels::new(
+                    table + (first * size_of::<Band>()) as u64,
+                    &sizes[first..levels],
+                    rows,
+                );
                 let cfg = LaunchConfig {
                     grid_dim: (l.blocks(), 1, 1),
                     block_dim: (BLOCK_X, BLOCK_Y, 1),
@@ -318,11 +323,18 @@ impl CvvdpCuda {
                 };
                 (l, cfg)
             };
-            // No band but the base: nothing to launch (a grid of no blocks is an error).
+            // Level 0 with its parameters in the parameter space (`cvvdp_band_one`), the
+            // coarser bands in one launch; no band but the base: nothing (a grid of no
+            // blocks is an error).
             if levels > 0 {
-                let (l, cfg) = levels_launch(BLOCK_Y);
+                k.cvvdp_band_one(stream, per_pixel(sizes[0], 1), self.band(0, image))?;
+            }
+            if levels > 1 {
+                let (l, cfg) = launch(1, BLOCK_Y);
                 k.cvvdp_band(stream, cfg, l)?;
-                let (l, cfg) = levels_launch(BLOCK_Y * MASK_ROWS);
+            }
+            if levels > 0 {
+                let (l, cfg) = launch(0, BLOCK_Y * MASK_ROWS);
                 k.cvvdp_mask(stream, cfg, l)?;
             }
             let one = LaunchConfig {

@@ -41,6 +41,11 @@ gpumetrics_device::kernel! {
     /// per pixel.
     pub unsafe fn cvvdp_band(l: Levels) => band_levels;
 
+    /// `cvvdp_band` for one band (level 0 of a pass): its parameters in the parameter space,
+    /// the grid (`BLOCK_X`, `BLOCK_Y`) blocks over the band. Read from the levels' table the
+    /// band's planes took 16 more registers (64: 4 blocks an SM instead of 5).
+    pub unsafe fn cvvdp_band_one(b: Band) => band_one;
+
     /// The masker's blur (reflected edges; none for a band of 6 samples or fewer a side):
     /// the block's common contrasts and the blur's reach either side in shared memory, along
     /// rows, then along columns; its power q per channel, the masked differences, and their
@@ -467,6 +472,13 @@ unsafe fn band_levels(l: Levels) {
     unsafe { band(b, bx, by) }
 }
 
+/// The body of the `cvvdp_band_one` kernel (declared above).
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn band_one(b: Band) {
+    unsafe { band(&b, dev::block_idx_x(), dev::block_idx_y()) }
+}
+
 /// A `Levels` launch's block: its level's [`Band`] and its place in the level, (column,
 /// row) of blocks.
 ///
@@ -498,15 +510,79 @@ unsafe fn band(b: &Band, bx: u32, by: u32) {
     let c0 = (bx * BLOCK_X / 2).saturating_sub(1);
     let y0 = by * BLOCK_Y;
     // Every thread takes part (the barrier), inside the level or not.
-    let mut i = ty * BX + tx;
-    while i < 2 * channels as usize * EXPAND_PLANE {
+    // Two places a step: where both are interior (most), their six loads are issued before
+    // either sum ([`expand_interior`]'s terms on the same values: the same bits); the
+    // fill's loads had most of the kernel's stall samples, waited on one place at a time.
+    const STEP: usize = BX * BY;
+    let total = 2 * channels as usize * EXPAND_PLANE;
+    // Place `i` of the tile: plane, column and row of the next level, and whether it is
+    // made (inside the next level's columns and this level's rows).
+    let place = |i: usize| {
         let (k, rest) = ((i / EXPAND_PLANE) as u32, i % EXPAND_PLANE);
         let (r, col) = ((rest / EXPAND_W) as u32, c0 + (rest % EXPAND_W) as u32);
-        if col < next.width && y0 + r < g.height {
-            let v = unsafe { column_expand(next, k, col, g.height, y0 + r) };
-            unsafe { CVVDP_EXPAND.write(i, v) };
+        (
+            k,
+            col,
+            y0 + r,
+            i < total && col < next.width && y0 + r < g.height,
+        )
+    };
+    let mut i = ty * BX + tx;
+    while i < total {
+        let ((ka, ca, ya, a), (kb, cb, yb, b)) = (place(i), place(i + STEP));
+        let interior = |y: u32| expand_is_interior(next.height, g.height, y);
+        if a && b && interior(ya) && interior(yb) {
+            // The three rows `expand_interior` reads: (y − 1)/2, +1 and (even y) +2.
+            let rows = |y: u32| {
+                let first = (y - 1) / 2;
+                (first, first + 1, first + 1 + y.is_multiple_of(2) as u32)
+            };
+            let ((a0, a1, a2), (b0, b1, b2)) = (rows(ya), rows(yb));
+            // In bounds: interior rows read inside the next level; the columns are checked.
+            let (za, zb) = unsafe {
+                (
+                    (
+                        next.at(ka, ca, a0),
+                        next.at(ka, ca, a1),
+                        next.at(ka, ca, a2),
+                    ),
+                    (
+                        next.at(kb, cb, b0),
+                        next.at(kb, cb, b1),
+                        next.at(kb, cb, b2),
+                    ),
+                )
+            };
+            let pick = |first: u32, z: (f32, f32, f32)| {
+                move |row: u32| {
+                    if row == first {
+                        z.0
+                    } else if row == first + 1 {
+                        z.1
+                    } else {
+                        z.2
+                    }
+                }
+            };
+            let (va, vb) = (
+                expand_interior(pick(a0, za), ya),
+                expand_interior(pick(b0, zb), yb),
+            );
+            unsafe {
+                CVVDP_EXPAND.write(i, va);
+                CVVDP_EXPAND.write(i + STEP, vb);
+            }
+        } else {
+            if a {
+                let v = unsafe { column_expand(next, ka, ca, g.height, ya) };
+                unsafe { CVVDP_EXPAND.write(i, v) };
+            }
+            if b {
+                let v = unsafe { column_expand(next, kb, cb, g.height, yb) };
+                unsafe { CVVDP_EXPAND.write(i + STEP, v) };
+            }
         }
-        i += BX * BY;
+        i += 2 * STEP;
     }
     unsafe { dev::sync_threads() };
     if x >= g.width || y >= g.height {
@@ -677,17 +753,37 @@ unsafe fn mask(b: &Band, bx: u32, by: u32) {
         // Every thread of the block takes part (the barriers), inside the frame or not.
         let x0 = (bx * BLOCK_X) as i32 - BLUR_RADIUS;
         let y0 = block_y as i32 - BLUR_RADIUS;
+        // Two places a step, their eight loads issued before any store (the stores waited
+        // on one place's loads at a time: a quarter of the kernel's stalls).
+        const STEP: usize = (BLOCK_X * BLOCK_Y) as usize;
+        let place = |i: usize| {
+            let i = i.min(TILE_H * TILE_W - 1);
+            (
+                reflect_clamped(x0 + (i % TILE_W) as i32, o.width),
+                reflect_clamped(y0 + (i / TILE_W) as i32, o.height),
+            )
+        };
         let mut i = ty * BX + tx;
         while i < TILE_H * TILE_W {
-            let xx = reflect_clamped(x0 + (i % TILE_W) as i32, o.width);
-            let yy = reflect_clamped(y0 + (i / TILE_W) as i32, o.height);
+            let (second, more) = (i + STEP, i + STEP < TILE_H * TILE_W);
+            let ((xa, ya), (xb, yb)) = (place(i), place(second));
+            let mut v = [[0f32; BAND_CHANNELS]; 2];
             unroll!(c in [0 1 2 3] {
                 if c < channels {
-                    let v = unsafe { o.at(OUT_COMMON + c as u32, xx, yy) };
-                    unsafe { CVVDP_TILE.write(c * TILE_H * TILE_W + i, v) };
+                    // In bounds: `place` clamps into the tile, `reflect_clamped` into the band.
+                    v[0][c] = unsafe { o.at(OUT_COMMON + c as u32, xa, ya) };
+                    v[1][c] = unsafe { o.at(OUT_COMMON + c as u32, xb, yb) };
                 }
             });
-            i += (BLOCK_X * BLOCK_Y) as usize;
+            unroll!(c in [0 1 2 3] {
+                if c < channels {
+                    unsafe { CVVDP_TILE.write(c * TILE_H * TILE_W + i, v[0][c]) };
+                    if more {
+                        unsafe { CVVDP_TILE.write(c * TILE_H * TILE_W + second, v[1][c]) };
+                    }
+                }
+            });
+            i += 2 * STEP;
         }
         unsafe { dev::sync_threads() };
         let mut r = ty;
