@@ -17,21 +17,31 @@
 //!    the pooling over bands, channels and frames ([`Running`]) runs on the host, as on
 //!    the CPU.
 //!
+//! Two pairs in flight take two lanes in turn ([`Lane`]): the metric's stream and a branch
+//! of it, each with its own pyramids, band planes and sums, the history shared. One pair's
+//! passes leave most of the device idle at times (the coarse levels, each kernel's last
+//! blocks) and its temporal filter waits on memory where the band kernels wait on their
+//! arithmetic: two engines side by side made 14 % more pairs than one (H100,
+//! docs/BENCHMARKS.md). A lane writes its pair's frames into the ring only after the other
+//! lane's last temporal filter, the one reader of the slot it overwrites (`Lane::filtered`).
+//!
 //! Every buffer is allocated once per plan: the history (2 · 3 · filter-length planes; the
-//! chromatic ones kept in half floats where no heat map is made: `Temporal::halves`), both
-//! pyramids (8 channels) and each band's planes (`OUT_PLANES`, of every level: the bands of
-//! a pass run at once): about (6 · taps + 22) · 4 bytes a pixel, 0.6 GB at 1080p30 (9 taps).
+//! chromatic ones kept in half floats where no heat map is made: `Temporal::halves`), per
+//! lane both pyramids (8 channels) and each band's planes (`OUT_PLANES`, of every level:
+//! the bands of a pass run at once): about (6 · taps + 22 · lanes) · 4 bytes a pixel, 0.6
+//! GB at 1080p30 (9 taps) with one lane, 0.8 with two.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 
-use cudarc::driver::{CudaEvent, CudaSlice, DriverError, LaunchConfig};
+use cudarc::driver::{CudaEvent, CudaSlice, CudaStream, DriverError, LaunchConfig};
 
 use super::cpu;
 use super::csf::luminance_axis;
 use super::masking::{MASKING, blur_taps};
 use super::model::{Model, Running};
 use super::pool;
-use crate::cuda::{DeviceMemory, Gpu, Readback, zeroed};
+use crate::cuda::{Branch, DeviceMemory, Gpu, Readback, zeroed};
 use crate::error::EngineError;
 use crate::format::ChannelSpec;
 use crate::frame::PlanePtrs;
@@ -56,6 +66,31 @@ fn band_bytes(b: &Band) -> Vec<u8> {
 /// The pairs' sums: video pass, then image pass.
 const SUMS: usize = 2 * PASS_SUMS;
 
+/// What a pair's passes write, one set per lane: pairs in flight take the lanes in turn.
+struct Lane {
+    /// The lane's stream: `None` for the metric's own, else a branch of it.
+    branch: Option<Branch>,
+    /// Each level's pyramid (`CHANNELS` planes), at offsets into the arena.
+    g: Vec<usize>,
+    /// Each band's output planes (`Band::out`, of the band's size), the base band's none.
+    out: Vec<usize>,
+    /// The bands' parameters (`Band`, the base band's not), the video pass's then the image
+    /// pass's, as bytes: `Levels::bands`.
+    bands: CudaSlice<u8>,
+    /// Where the passes add their sums.
+    sums: CudaSlice<f64>,
+    /// Recorded after the lane's newest temporal filter: the other lane's next pair
+    /// overwrites a slot of the history that filter reads, so it waits for this first.
+    filtered: CudaEvent,
+}
+
+impl Lane {
+    /// The stream the lane's work goes to.
+    fn stream<'a>(&'a self, gpu: &'a Gpu) -> &'a Arc<CudaStream> {
+        self.branch.as_ref().map_or(&gpu.stream, |b| &b.stream)
+    }
+}
+
 pub(super) struct CvvdpCuda {
     /// The constants of the display, size and frame rate (levels, CSF, gain, taps).
     model: Model,
@@ -64,17 +99,15 @@ pub(super) struct CvvdpCuda {
     /// Every plane below, at offsets (in f32 values) into it.
     arena: CudaSlice<f32>,
     history: usize,
-    g: Vec<usize>,
-    /// Each band's output planes (`Band::out`, of the band's size), the base band's none.
-    out: Vec<usize>,
-    /// The bands' parameters (`Band`, the base band's not), the video pass's then the image
-    /// pass's, as bytes: `Levels::bands`.
-    bands: CudaSlice<u8>,
+    /// One lane, or two (two pairs in flight, no heat map).
+    lanes: Vec<Lane>,
+    /// The lane of the next pair.
+    next_lane: usize,
+    /// The metric's stream, where the buffers are freed (after the branch's work: `Drop`).
+    stream: Arc<CudaStream>,
     /// The filters' taps (`[4][len]`) and the CSF's rows (`[band][channel][GRID]`).
     taps: CudaSlice<f32>,
     csf: CudaSlice<f32>,
-    /// Where the passes add their sums.
-    sums: CudaSlice<f64>,
     host: Readback<f64>,
     /// The history ring: its length (the filters'), the oldest slot, frames held.
     len: u32,
@@ -93,13 +126,16 @@ pub(super) struct CvvdpCuda {
 }
 
 impl CvvdpCuda {
-    /// With `heat`, each pair's heat map too (`map=cvvdp`).
+    /// With `heat`, each pair's heat map too (`map=cvvdp`). Two lanes where `lanes` asks
+    /// for two and no heat map is made (its collapse and hand-out keep one pair's planes).
     pub(super) fn new(
         gpu: &Gpu,
         plan: &Plan,
         model: Model,
         heat: bool,
+        lanes: usize,
     ) -> Result<CvvdpCuda, DriverError> {
+        let lanes = if heat { 1 } else { lanes.clamp(1, 2) };
         let (w, h) = (plan.reference.width, plan.reference.height);
         let levels = model.levels();
         let mut sizes = vec![(w, h)];
@@ -124,10 +160,15 @@ impl CvvdpCuda {
             at
         };
         let history = take(2 * len * 3 * n(sizes[0]));
-        let g: Vec<usize> = sizes.iter().map(|&s| take(CHANNELS * n(s))).collect();
-        let out: Vec<usize> = sizes[..levels]
-            .iter()
-            .map(|&s| take(OUT_PLANES as usize * n(s)))
+        let pyramids: Vec<(Vec<usize>, Vec<usize>)> = (0..lanes)
+            .map(|_| {
+                let g: Vec<usize> = sizes.iter().map(|&s| take(CHANNELS * n(s))).collect();
+                let out: Vec<usize> = sizes[..levels]
+                    .iter()
+                    .map(|&s| take(OUT_PLANES as usize * n(s)))
+                    .collect();
+                (g, out)
+            })
             .collect();
         let heat_planes: Option<Vec<usize>> =
             heat.then(|| sizes.iter().map(|&s| take(n(s))).collect());
@@ -142,16 +183,28 @@ impl CvvdpCuda {
         let taps = gpu.stream.clone_htod(&taps)?;
         let csf = gpu.stream.clone_htod(&csf)?;
         let frame0 = sizes[0];
+        let lanes = pyramids
+            .into_iter()
+            .map(|(g, out)| {
+                Ok(Lane {
+                    branch: None,
+                    g,
+                    out,
+                    bands: zeroed::<u8>(&gpu.stream, 2 * levels * size_of::<Band>())?,
+                    sums: zeroed::<f64>(&gpu.stream, SUMS)?,
+                    filtered: gpu.ctx.new_event(None)?,
+                })
+            })
+            .collect::<Result<Vec<Lane>, DriverError>>()?;
         let mut me = CvvdpCuda {
-            bands: zeroed::<u8>(&gpu.stream, 2 * levels * size_of::<Band>())?,
             sizes,
             arena,
             history,
-            g,
-            out,
+            lanes,
+            next_lane: 0,
+            stream: gpu.stream.clone(),
             taps,
             csf,
-            sums: zeroed::<f64>(&gpu.stream, SUMS)?,
             host: Readback::new(&gpu.ctx, SUMS)?,
             len: len as u32,
             oldest: 0,
@@ -170,12 +223,18 @@ impl CvvdpCuda {
             model,
         };
         // The tables point into the arena and the sums: made once, as their buffers.
-        let bytes: Vec<u8> = [false, true]
-            .into_iter()
-            .flat_map(|image| (0..levels).map(move |b| (b, image)))
-            .flat_map(|(b, image)| band_bytes(&me.band(b, image)))
-            .collect();
-        gpu.stream.memcpy_htod(&bytes, &mut me.bands)?;
+        for i in 0..me.lanes.len() {
+            let bytes: Vec<u8> = [false, true]
+                .into_iter()
+                .flat_map(|image| (0..levels).map(move |b| (b, image)))
+                .flat_map(|(b, image)| band_bytes(&me.band(i, b, image)))
+                .collect();
+            gpu.stream.memcpy_htod(&bytes, &mut me.lanes[i].bands)?;
+        }
+        // The second lane's stream, forked after the buffers' set-up (it waits for it).
+        for lane in me.lanes.iter_mut().skip(1) {
+            lane.branch = Some(Branch::new(&gpu.stream)?);
+        }
         Ok(me)
     }
 
@@ -213,22 +272,23 @@ impl CvvdpCuda {
         self.heat.is_none()
     }
 
-    /// Band `b`'s parameters in a pass (the image pass's or the video's).
-    fn band(&self, b: usize, image: bool) -> Band {
+    /// Band `b`'s parameters in a pass (the image pass's or the video's) on lane `lane`.
+    fn band(&self, lane: usize, b: usize, image: bool) -> Band {
         let sizes = &self.sizes;
         let levels = sizes.len() - 1;
-        let sums = self.sums.ptr_at(if image { PASS_SUMS } else { 0 });
+        let Lane { g, out, sums, .. } = &self.lanes[lane];
+        let sums = sums.ptr_at(if image { PASS_SUMS } else { 0 });
         let (l0, l_last) = luminance_axis();
         let channels = if image { 3 } else { BAND_CHANNELS as u32 };
         let size = sizes[b];
         Band {
-            g: self.planes(self.g[b], size),
+            g: self.planes(g[b], size),
             next: if b < levels {
-                self.planes(self.g[b + 1], sizes[b + 1])
+                self.planes(g[b + 1], sizes[b + 1])
             } else {
                 Planes::default()
             },
-            out: match self.out.get(b) {
+            out: match out.get(b) {
                 Some(&at) => self.planes(at, size),
                 None => Planes::default(),
             },
@@ -256,12 +316,15 @@ impl CvvdpCuda {
     }
 
     /// Queues one pass over the history as it stands (the image pass of its newest frame,
-    /// or the video pass), its sums at `PASS_SUMS · pass`.
+    /// or the video pass) on lane `li`, its sums at `PASS_SUMS · pass` of the lane's; the
+    /// video pass records the lane's `filtered` after its temporal filter.
     ///
     /// # Safety
-    /// The history holds `held` frames written by work queued before on the stream.
-    unsafe fn pass(&self, gpu: &Gpu, image: bool) -> Result<(), DriverError> {
-        let (k, stream) = (&gpu.kernels, &gpu.stream);
+    /// The history holds `held` frames written by work queued before on the lane's stream
+    /// (or ordered before it).
+    unsafe fn pass(&self, gpu: &Gpu, li: usize, image: bool) -> Result<(), DriverError> {
+        let lane = &self.lanes[li];
+        let (k, stream) = (&gpu.kernels, lane.stream(gpu));
         let per_pixel = |(w, h): (u32, u32), z: u32| LaunchConfig {
             grid_dim: (w.div_ceil(BLOCK_X), h.div_ceil(BLOCK_Y), z),
             block_dim: (BLOCK_X, BLOCK_Y, 1),
@@ -269,7 +332,7 @@ impl CvvdpCuda {
         };
         let sizes = &self.sizes;
         let levels = sizes.len() - 1;
-        let sums = self.sums.ptr_at(if image { PASS_SUMS } else { 0 });
+        let sums = lane.sums.ptr_at(if image { PASS_SUMS } else { 0 });
         let frame = sizes[0].0 as u64 * sizes[0].1 as u64;
         let t = Temporal {
             history: self.arena.ptr_at(self.history),
@@ -291,22 +354,25 @@ impl CvvdpCuda {
             block_dim: (SUM_THREADS, 1, 1),
             shared_mem_bytes: 0,
         };
-        let g0 = self.planes(self.g[0], sizes[0]);
+        let g0 = self.planes(lane.g[0], sizes[0]);
         // SAFETY (of every launch): each `Planes` lies inside the arena, sized in `new`
         // for these levels; the kernels check their coordinates against the sizes.
         unsafe {
             k.cvvdp_temporal(stream, temporal_cfg, t, g0)?;
+            if !image {
+                lane.filtered.record(stream)?;
+            }
             let z = CHANNELS as u32;
             for i in 1..=levels {
-                let src = self.planes(self.g[i - 1], sizes[i - 1]);
-                let dst = self.planes(self.g[i], sizes[i]);
+                let src = self.planes(lane.g[i - 1], sizes[i - 1]);
+                let dst = self.planes(lane.g[i], sizes[i]);
                 k.cvvdp_reduce(stream, per_pixel(sizes[i], z), src, dst)?;
             }
         }
         // SAFETY: as above; the sums hold `PASS_SUMS` values per pass; the tables hold each
         // pass's `levels` bands, for these sizes.
         unsafe {
-            let table = self
+            let table = lane
                 .bands
                 .ptr_at(if image { levels * size_of::<Band>() } else { 0 });
             // The bands from `first` on, their blocks in one grid, `rows` sample rows a block.
@@ -327,7 +393,7 @@ impl CvvdpCuda {
             // coarser bands in one launch; no band but the base: nothing (a grid of no
             // blocks is an error).
             if levels > 0 {
-                k.cvvdp_band_one(stream, per_pixel(sizes[0], 1), self.band(0, image))?;
+                k.cvvdp_band_one(stream, per_pixel(sizes[0], 1), self.band(li, 0, image))?;
             }
             if levels > 1 {
                 let (l, cfg) = launch(1, BLOCK_Y);
@@ -342,20 +408,33 @@ impl CvvdpCuda {
                 block_dim: (SUM_THREADS, 1, 1),
                 shared_mem_bytes: 0,
             };
-            k.cvvdp_base(stream, one, self.band(levels, image))?;
+            k.cvvdp_base(stream, one, self.band(li, levels, image))?;
         }
         Ok(())
     }
 
-    /// Queues a pair: both frames into the history, the passes, the copy of their sums.
+    /// Queues a pair on the next lane: both frames into the history, the passes, the copy
+    /// of their sums. `uploaded`: recorded after the pair's uploads (host frames), which a
+    /// branch waits for (the metric's stream waited already).
     fn launch(
         &mut self,
         gpu: &Gpu,
         plan: &Plan,
         r: &PlanePtrs,
         d: &PlanePtrs,
+        uploaded: Option<&CudaEvent>,
     ) -> Result<bool, DriverError> {
-        let (k, stream) = (&gpu.kernels, &gpu.stream);
+        let li = self.next_lane;
+        self.next_lane = (li + 1) % self.lanes.len();
+        let lane = &self.lanes[li];
+        let (k, stream) = (&gpu.kernels, lane.stream(gpu));
+        if let (Some(_), Some(event)) = (&lane.branch, uploaded) {
+            stream.wait(event)?;
+        }
+        if self.lanes.len() > 1 {
+            // The slot written below was last read by the other lane's newest pair.
+            stream.wait(&self.lanes[1 - li].filtered)?;
+        }
         let slot = if self.held < self.len {
             self.held += 1;
             (self.oldest + self.held - 1) % self.len
@@ -396,11 +475,13 @@ impl CvvdpCuda {
         // SAFETY: the history's frames were written by the launches above and before.
         unsafe {
             if first {
-                self.pass(gpu, true)?;
+                self.pass(gpu, li, true)?;
             }
-            self.pass(gpu, false)?;
+            self.pass(gpu, li, false)?;
+            // One lane with a heat map: the metric's stream.
             self.collapse_heat(gpu)?;
-            self.host.copy_in(self.sums.ptr(), SUMS, stream)?;
+            let lane = &self.lanes[li];
+            self.host.copy_in(lane.sums.ptr(), SUMS, lane.stream(gpu))?;
         }
         self.pushed += 1;
         Ok(first)
@@ -458,6 +539,15 @@ impl CvvdpCuda {
     }
 }
 
+impl Drop for CvvdpCuda {
+    fn drop(&mut self) {
+        // The buffers are freed on the metric's stream: after the branch's work too.
+        for b in self.lanes.iter().filter_map(|l| l.branch.as_ref()) {
+            let _ = b.join_into(&self.stream);
+        }
+    }
+}
+
 impl crate::metric::temporal::Sequenced for CvvdpCuda {
     fn finish(&mut self, _plan: &Plan, _late: &mut [Scores]) {
         self.restart();
@@ -475,9 +565,9 @@ impl CudaMetric for CvvdpCuda {
         plan: &Plan,
         r: &PlanePtrs,
         d: &PlanePtrs,
-        _uploaded: Option<&CudaEvent>,
+        uploaded: Option<&CudaEvent>,
     ) -> Result<(), EngineError> {
-        match self.launch(gpu, plan, r, d) {
+        match self.launch(gpu, plan, r, d, uploaded) {
             Ok(first) => {
                 self.queued.push_back(first);
                 Ok(())
@@ -596,7 +686,9 @@ impl CudaMetric for Windowed {
                     let model =
                         cpu::model(plan, &self.display).map_err(EngineError::Unsupported)?;
                     // The shadow's map would be the window's: the pair's is the main one's.
-                    let made = CvvdpCuda::new(gpu, plan, model, false).map_err(|e| {
+                    // One lane: the window's pairs are a share of the main instance's work,
+                    // not worth another set of pyramids.
+                    let made = CvvdpCuda::new(gpu, plan, model, false, 1).map_err(|e| {
                         EngineError::Cuda(format!("making cvvdp's window instance: {e}"))
                     })?;
                     self.shadow = Some(made);

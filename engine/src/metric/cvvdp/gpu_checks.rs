@@ -40,9 +40,11 @@ const TOLERANCE: f64 = 1e-3;
 /// One pair on RGB and I420 (173×97: the image pass and the first video pass), then
 /// sequences longer than the filters (the history ring wraps): 8-bit BT.709 I420 at 30
 /// fps (9 taps, 12 frames) and 10-bit BT.2100 PQ at 60 fps on an odd size (17 taps, 20
-/// frames), each frame's JOD from both backends; then the same with windows of 5 frames
-/// (`Engine::start_window`: the second instance that restarts the temporal channels at
-/// each window, 2 pairs in flight on the GPU), each pair's JOD of its window so far.
+/// frames), each frame's JOD from both backends, one pair in flight and two (on the GPU
+/// the pairs then take two lanes in turn, which share the history); then the same with
+/// windows of 5 frames (`Engine::start_window`: the second instance that restarts the
+/// temporal channels at each window, 2 pairs in flight on the GPU), each pair's JOD of its
+/// window so far.
 fn cvvdp_pipeline(_k: &Kernels, _s: &Arc<CudaStream>, r: &mut Rng) -> Result<Outcome, DriverError> {
     Ok(merge(
         engine_pipeline(r, FLAG, "cvvdp", TOLERANCE, false),
@@ -116,7 +118,10 @@ fn sequences(r: &mut Rng) -> Outcome {
                 samples.iter().map(|&v| v as u8).collect()
             }
         };
-        let run = |backend: BackendChoice, windows: bool| -> Result<Vec<f64>, String> {
+        let run = |backend: BackendChoice,
+                   windows: bool,
+                   in_flight: usize|
+         -> Result<Vec<f64>, String> {
             let mut options = Options::new();
             options
                 .parse("cvvdp-display", display)
@@ -130,8 +135,8 @@ fn sequences(r: &mut Rng) -> Outcome {
             let mut builder = Engine::builder(&cfg, layout, layout)
                 .colorimetry(c, c)
                 .frame_rate(fps);
-            if windows {
-                builder = builder.in_flight(2);
+            if in_flight > 1 {
+                builder = builder.in_flight(in_flight);
             }
             let mut e = builder.build().map_err(|e| e.to_string())?;
             let mut scored = Vec::new();
@@ -175,15 +180,15 @@ fn sequences(r: &mut Rng) -> Outcome {
                 })
                 .collect())
         };
-        for windows in [false, true] {
+        for (windows, in_flight) in [(false, 1), (false, 2), (true, 2)] {
             let label = format!(
-                "{} {w}x{h} {fps} fps {display}{}",
+                "{} {w}x{h} {fps} fps {display}, {in_flight} in flight{}",
                 format.name(),
-                if windows { " windows of 5" } else { "" }
+                if windows { ", windows of 5" } else { "" }
             );
             match (
-                run(BackendChoice::Cuda, windows),
-                run(BackendChoice::Cpu, windows),
+                run(BackendChoice::Cuda, windows, in_flight),
+                run(BackendChoice::Cpu, windows, 1),
             ) {
                 (Ok(g), Ok(c)) => {
                     for (a, b) in g.iter().zip(&c) {

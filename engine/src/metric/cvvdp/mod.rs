@@ -227,7 +227,7 @@ pub(crate) const ENTRY: Entry = Entry {
             return Ok(None);
         };
         let heat = s.plan.map == Some(crate::map::MapKind::Cvvdp);
-        let main = cuda::CvvdpCuda::new(gpu, s.plan, model, heat)?;
+        let main = cuda::CvvdpCuda::new(gpu, s.plan, model, heat, s.in_flight)?;
         Ok(Some(
             Box::new(cuda::Windowed::new(main, &settings.display)) as Box<dyn super::CudaMetric>
         ))
