@@ -118,68 +118,66 @@ fn sequences(r: &mut Rng) -> Outcome {
                 samples.iter().map(|&v| v as u8).collect()
             }
         };
-        let run = |backend: BackendChoice,
-                   windows: bool,
-                   in_flight: usize|
-         -> Result<Vec<f64>, String> {
-            let mut options = Options::new();
-            options
-                .parse("cvvdp-display", display)
-                .map_err(|e| e.to_string())?;
-            let cfg = EngineConfig {
-                metrics: FLAG,
-                backend,
-                options,
-                ..Default::default()
-            };
-            let mut builder = Engine::builder(&cfg, layout, layout)
-                .colorimetry(c, c)
-                .frame_rate(fps);
-            if in_flight > 1 {
-                builder = builder.in_flight(in_flight);
-            }
-            let mut e = builder.build().map_err(|e| e.to_string())?;
-            let mut scored = Vec::new();
-            for t in 0..frames {
-                if windows && t % 5 == 0 {
-                    e.start_window();
-                }
-                let (a, b) = (frame(t, false), frame(t, true));
-                let planes = |d| common::images::ycbcr_planes(d, wu, hu, (cw, ch), bytes);
-                let (pa, pb) = (planes(&a), planes(&b));
-                let s = e
-                    .push(
-                        &Frame::Host(HostFrame::new(&pa)),
-                        &Frame::Host(HostFrame::new(&pb)),
-                    )
+        let run =
+            |backend: BackendChoice, windows: bool, in_flight: usize| -> Result<Vec<f64>, String> {
+                let mut options = Options::new();
+                options
+                    .parse("cvvdp-display", display)
                     .map_err(|e| e.to_string())?;
-                scored.extend(s);
-            }
-            scored.extend(e.finish().map_err(|e| e.to_string())?);
-            if scored.len() != frames {
-                return Err(format!("{} pairs scored of {frames}", scored.len()));
-            }
-            if !windows {
-                return Ok(scored
-                    .iter()
-                    .map(|s| s.get("cvvdp").unwrap_or(f64::NAN))
-                    .collect());
-            }
-            // Each pair's JOD of its window so far, from its window terms.
-            let mut pool = gpumetrics_engine::Pooler::new();
-            Ok(scored
-                .iter()
-                .enumerate()
-                .map(|(t, s)| {
-                    if t % 5 == 0 {
-                        pool = gpumetrics_engine::Pooler::new();
+                let cfg = EngineConfig {
+                    metrics: FLAG,
+                    backend,
+                    options,
+                    ..Default::default()
+                };
+                let mut builder = Engine::builder(&cfg, layout, layout)
+                    .colorimetry(c, c)
+                    .frame_rate(fps);
+                if in_flight > 1 {
+                    builder = builder.in_flight(in_flight);
+                }
+                let mut e = builder.build().map_err(|e| e.to_string())?;
+                let mut scored = Vec::new();
+                for t in 0..frames {
+                    if windows && t % 5 == 0 {
+                        e.start_window();
                     }
-                    let j = pool.span_jod_with("cvvdp", s).unwrap_or(f64::NAN);
-                    pool.push_window(s);
-                    j
-                })
-                .collect())
-        };
+                    let (a, b) = (frame(t, false), frame(t, true));
+                    let planes = |d| common::images::ycbcr_planes(d, wu, hu, (cw, ch), bytes);
+                    let (pa, pb) = (planes(&a), planes(&b));
+                    let s = e
+                        .push(
+                            &Frame::Host(HostFrame::new(&pa)),
+                            &Frame::Host(HostFrame::new(&pb)),
+                        )
+                        .map_err(|e| e.to_string())?;
+                    scored.extend(s);
+                }
+                scored.extend(e.finish().map_err(|e| e.to_string())?);
+                if scored.len() != frames {
+                    return Err(format!("{} pairs scored of {frames}", scored.len()));
+                }
+                if !windows {
+                    return Ok(scored
+                        .iter()
+                        .map(|s| s.get("cvvdp").unwrap_or(f64::NAN))
+                        .collect());
+                }
+                // Each pair's JOD of its window so far, from its window terms.
+                let mut pool = gpumetrics_engine::Pooler::new();
+                Ok(scored
+                    .iter()
+                    .enumerate()
+                    .map(|(t, s)| {
+                        if t % 5 == 0 {
+                            pool = gpumetrics_engine::Pooler::new();
+                        }
+                        let j = pool.span_jod_with("cvvdp", s).unwrap_or(f64::NAN);
+                        pool.push_window(s);
+                        j
+                    })
+                    .collect())
+            };
         for (windows, in_flight) in [(false, 1), (false, 2), (true, 2)] {
             let label = format!(
                 "{} {w}x{h} {fps} fps {display}, {in_flight} in flight{}",
