@@ -23,6 +23,7 @@ pub(crate) const CHECKS: &[(&[&str], Check)] = &[(
         "cvvdp_temporal",
         "cvvdp_reduce",
         "cvvdp_band",
+        "cvvdp_band_one",
         "cvvdp_mask",
         "cvvdp_base",
     ],
