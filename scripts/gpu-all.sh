@@ -46,8 +46,9 @@
 #   inflight     cuda_kernels in_flight:: (two pairs in flight give the records of one at a
 #                time), the throughput of the no-reference metrics and CAMBI with 1 and 2
 #   ab           the throughput bench against that of another commit in the same call
-#                (after pack: scripts/gpu-all.sh pack-base [REV]; AB_METRICS, AB_ROUNDS;
-#                AB_NCU: ncu's time per kernel of both)
+#                (after pack: scripts/gpu-all.sh pack-base [REV]; variants too with
+#                pack-base REV NAME; AB_METRICS, AB_ROUNDS;
+#                AB_NCU: ncu's time per kernel of each)
 #   profile      ncu's source-level profile of PROFILE_KERNELS in the throughput bench
 #                (PROFILE_METRICS, PROFILE_SKIP), back as $OUT/profile.tar.gz; read it here
 #                with scripts/ncu-source.py
@@ -370,9 +371,13 @@ case ${1:-} in
     # temporary worktree with a target directory of its own (target/base: Cargo hashes path
     # crates relative to their workspace, so sharing this tree's would mix the two trees'
     # build-script outputs, the kernel crate's location among them), copied to
-    # bin/throughput-base. Pack the steps first: pack empties bin/.
+    # bin/throughput-base, or with a NAME (`pack-base REV NAME`: a variant, e.g. one of
+    # several kernel changes measured in one call) to bin/throughput-NAME, which `ab` runs
+    # too. Pack the steps first: pack empties bin/.
     set -e
     rev=${2:-HEAD}
+    name=${3:-base}
+    case $name in *[!a-z0-9_]*) echo "pack-base: NAME is lower-case letters, digits and _" >&2; exit 2 ;; esac
     wt=$(mktemp -d)/base
     git worktree add --detach -q "$wt" "$rev"
     trap 'git worktree remove --force "$wt"' EXIT
@@ -385,9 +390,9 @@ for line in sys.stdin:
     if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["name"] == "throughput":
         print(m["executable"])')
     mkdir -p $B
-    cp "$exe" $B/throughput-base && strip $B/throughput-base
-    echo "$(git rev-parse --short "$rev")" >$B/throughput-base.rev
-    echo "gpu-all: $B/throughput-base is the throughput bench of $(cat $B/throughput-base.rev)"
+    cp "$exe" $B/throughput-$name && strip $B/throughput-$name
+    echo "$(git rev-parse --short "$rev")" >$B/throughput-$name.rev
+    echo "gpu-all: $B/throughput-$name is the throughput bench of $(cat $B/throughput-$name.rev)"
     # A pack carried as an archive gets the bench too.
     if [ -f .gpu/all.tar.xz ]; then tar -cf - -C .gpu all | xz -T0 -6 >.gpu/all.tar.xz; fi
     exit ;;
@@ -575,24 +580,32 @@ step_inflight() {
 # (bin/throughput-base, `scripts/gpu-all.sh pack-base REV` after pack), interleaved, each
 # AB_ROUNDS times (default 2), over AB_METRICS (default the five no-reference metrics and
 # siti) at 1080p with 2 and 4 pairs in flight: rows of this size move by a few per cent
-# between calls, so a change is judged against its base in the same call.
-# With AB_NCU=REGEX:ONCE:PER (e.g. cvvdp_:cvvdp_dkl:2), ncu's time per kernel of both
-# binaries too (`ncu_table`: kernels matching REGEX, pairs counted by ONCE's launches,
+# between calls, so a change is judged against its base in the same call. Variants packed
+# with `pack-base REV NAME` run after the working tree's, in each round.
+# With AB_NCU=REGEX:ONCE:PER (e.g. cvvdp_:cvvdp_dkl:2), ncu's time per kernel of every
+# binary too (`ncu_table`: kernels matching REGEX, pairs counted by ONCE's launches,
 # PER of them a pair), over the first metric set of AB_METRICS.
 step_ab() {
   bench && need $B/throughput $B/throughput-base || return 0
-  local metrics=${AB_METRICS:-blur+blockiness+siti+black+freeze,siti} i bin
+  local metrics=${AB_METRICS:-blur+blockiness+siti+black+freeze,siti} i bin f
+  local bins=(throughput-base throughput)
+  for f in $B/throughput-*.rev; do
+    f=$(basename "$f" .rev)
+    [ "$f" = throughput-base ] || [ ! -x "$B/$f" ] || bins+=("$f")
+  done
+  # What a binary is: the working tree or a commit.
+  what() { [ "$1" = throughput ] && echo "working tree" || echo "${1#throughput-} $(cat "$B/$1.rev")"; }
   for i in $(seq "${AB_ROUNDS:-2}"); do
-    for bin in throughput-base throughput; do
-      step "ab round $i: $bin ($([ $bin = throughput ] && echo "working tree" || cat $B/throughput-base.rev))"
+    for bin in "${bins[@]}"; do
+      step "ab round $i: $bin ($(what $bin))"
       run $B/$bin --seconds 2 --no-cpu --sizes 1080p --metrics "$metrics" --in-flight 2,4
     done
   done
   [ -n "${AB_NCU:-}" ] || return 0
   command -v ncu >/dev/null || { echo "skipped: no ncu"; return 0; }
   local regex=${AB_NCU%%:*} rest=${AB_NCU#*:}
-  for bin in throughput-base throughput; do
-    step "ab: ncu per kernel, $bin ($([ $bin = throughput ] && echo "working tree" || cat $B/throughput-base.rev)), ${metrics%%,*}"
+  for bin in "${bins[@]}"; do
+    step "ab: ncu per kernel, $bin ($(what $bin)), ${metrics%%,*}"
     ncu --clock-control none -k "regex:$regex" -c 400 --metrics gpu__time_duration.sum --csv \
       $B/$bin --seconds 0.05 --sizes 1080p --no-cpu --metrics "${metrics%%,*}" 2>/dev/null |
       ncu_table "${rest%%:*}" "${rest#*:}" || echo "FAILED: ncu $bin"
