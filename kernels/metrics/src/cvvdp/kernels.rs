@@ -469,14 +469,17 @@ const EXPAND_W: usize = BLOCK_X as usize / 2 + 2;
 #[inline(always)]
 unsafe fn band_levels(l: Levels) {
     let (b, (bx, by)) = unsafe { level_block(&l) };
-    unsafe { band(b, bx, by) }
+    // Each sample's expands one at a time, its CSF position per channel: with
+    // `band_one`'s paths this kernel took 72 registers (ptxas 12.9), 3 blocks an SM; so,
+    // 62 and 4, as before.
+    unsafe { band(b, bx, by, false) }
 }
 
 /// The body of the `cvvdp_band_one` kernel (declared above).
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 unsafe fn band_one(b: Band) {
-    unsafe { band(&b, dev::block_idx_x(), dev::block_idx_y()) }
+    unsafe { band(&b, dev::block_idx_x(), dev::block_idx_y(), true) }
 }
 
 /// A `Levels` launch's block: its level's [`Band`] and its place in the level, (column,
@@ -495,10 +498,11 @@ unsafe fn level_block(l: &Levels) -> (&'static Band, (u32, u32)) {
     (b, (i % row, i / row))
 }
 
-/// One block (`bx`, `by`) of a band's `cvvdp_band`.
+/// One block (`bx`, `by`) of a band's `cvvdp_band`; with `hoist` (a constant at each call),
+/// the samples whose row expands are inside take them on a path of their own.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
-unsafe fn band(b: &Band, bx: u32, by: u32) {
+unsafe fn band(b: &Band, bx: u32, by: u32, hoist: bool) {
     const BX: usize = BLOCK_X as usize;
     const BY: usize = BLOCK_Y as usize;
     gpumetrics_device::shared!(static CVVDP_EXPAND: [f32; 2 * BAND_CHANNELS * EXPAND_PLANE]);
@@ -588,27 +592,70 @@ unsafe fn band(b: &Band, bx: u32, by: u32) {
     if x >= g.width || y >= g.height {
         return;
     }
-    let (e0, e1) = unsafe {
-        (
-            row_expand(&CVVDP_EXPAND, b, 0, c0, ty, x, y),
-            row_expand(&CVVDP_EXPAND, b, 1, c0, ty, x, y),
-        )
-    };
+    // Whether this sample's row expands are inside (the same for every plane): tested once,
+    // so that the eight expands run without a branch between them and share their
+    // indices; the same sums as `row_expand`'s.
+    if hoist && expand_is_interior(next.width, g.width, x) {
+        let row = ty * EXPAND_W;
+        unsafe {
+            band_sample(b, x, y, channels, true, |k| {
+                // In bounds: the three columns read are in the tile (`row_expand`).
+                expand_interior(
+                    |col| {
+                        CVVDP_EXPAND.read_unchecked(
+                            k as usize * EXPAND_PLANE + row + col.wrapping_sub(c0) as usize,
+                        )
+                    },
+                    x,
+                )
+            })
+        }
+    } else {
+        unsafe {
+            band_sample(b, x, y, channels, hoist, |k| {
+                row_expand(&CVVDP_EXPAND, b, k, c0, ty, x, y)
+            })
+        }
+    }
+}
+
+/// `cvvdp_band` at sample (x, y) inside the band, plane `k` of the next level expanded to it
+/// by `expand(k)`: the weighted contrasts of each channel against the expanded background,
+/// their difference and their common part into `b.out`.
+///
+/// # Safety
+/// (x, y) inside `b.g` and `b.out`; `expand` reads only what the block's tile holds.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn band_sample(
+    b: &Band,
+    x: u32,
+    y: u32,
+    channels: u32,
+    once: bool,
+    expand: impl Fn(u32) -> f32,
+) {
+    let (g, csf) = (&b.g, b.csf as *const f32);
+    let (e0, e1) = (expand(0), expand(1));
     let (bkg_t, bkg_r) = (e0.max(0.01), e1.max(0.01));
     // Two reciprocals for the eight contrasts, `div_full`'s (an IEEE division is a
     // subroutine on the GPU); the products differ from the quotients by a few ulp.
     let (inv_t, inv_r) = (div_full(1.0, bkg_t), div_full(1.0, bkg_r));
     let log_bkg = log10f(bkg_r);
-    let csf = b.csf as *const f32;
+    // The CSF table's position, once for the four channels ([`sensitivity`]'s values)
+    // where `once` (found per channel, it holds fewer registers).
+    let at = once.then(|| CsfPosition::new(b.l0, b.l_last, log_bkg));
     unroll!(c in [0 1 2 3] {
         if (c as u32) < channels {
-            let s = sensitivity(|i| unsafe { *csf.add(c * GRID + i) }, b.l0, b.l_last, log_bkg)
-                * b.gain;
+            let row = |i| unsafe { *csf.add(c * GRID + i) };
+            let s = match at {
+                Some(at) => at.sensitivity(row),
+                None => sensitivity(row, b.l0, b.l_last, log_bkg),
+            } * b.gain;
             let (et, er) = if c == 0 {
                 (e0, e1)
             } else {
-                let k = 2 * c as u32;
-                unsafe { (row_expand(&CVVDP_EXPAND, b, k, c0, ty, x, y), row_expand(&CVVDP_EXPAND, b, k + 1, c0, ty, x, y)) }
+                (expand(2 * c as u32), expand(2 * c as u32 + 1))
             };
             let lt = unsafe { g.at(2 * c as u32, x, y) } - et;
             let lr = unsafe { g.at(2 * c as u32 + 1, x, y) } - er;
@@ -701,11 +748,14 @@ unsafe fn row_expand(
 }
 
 /// The mask kernel's tile: the block's samples (`BLOCK_X` × `BLOCK_Y · MASK_ROWS`) and the
-/// blur's reach either side.
+/// blur's reach either side, of two channels at a time.
 #[cfg(target_arch = "nvptx64")]
 const TILE_W: usize = BLOCK_X as usize + 2 * BLUR_RADIUS as usize;
 #[cfg(target_arch = "nvptx64")]
 const TILE_H: usize = (BLOCK_Y * MASK_ROWS) as usize + 2 * BLUR_RADIUS as usize;
+/// Channels in the mask kernel's tile at once.
+#[cfg(target_arch = "nvptx64")]
+const TILE_CHANNELS: usize = 2;
 
 /// [`reflect`], then clamped into 0..n: the tile of a block at the frame's edge reaches
 /// past the reflection's range; those samples feed no output.
@@ -720,8 +770,10 @@ fn reflect_clamped(i: i32, n: u32) -> u32 {
 
 /// The body of the `cvvdp_mask` kernel (declared above). Each thread takes `MASK_ROWS`
 /// consecutive samples of a column: the tile's margins and the row pass over them are
-/// shared by twice the samples of a one-row block, and the column blurs of a thread's rows
-/// read one window of `BLUR_TAPS + MASK_ROWS − 1` values.
+/// shared by `MASK_ROWS` times the samples of a one-row block, and the column blurs of a
+/// thread's rows read one window of `BLUR_TAPS + MASK_ROWS − 1` values. The blur takes the
+/// channels two at a time (`TILE_CHANNELS`), so that a block's shared memory stays under
+/// the 48 KiB of a static allocation.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 unsafe fn mask_levels(l: Levels) {
@@ -733,14 +785,15 @@ unsafe fn mask_levels(l: Levels) {
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 unsafe fn mask(b: &Band, bx: u32, by: u32) {
-    gpumetrics_device::shared!(static CVVDP_TILE: [f32; BAND_CHANNELS * TILE_H * TILE_W]);
-    gpumetrics_device::shared!(static CVVDP_ROWS: [f32; BAND_CHANNELS * TILE_H * BLOCK_X as usize]);
+    gpumetrics_device::shared!(static CVVDP_TILE: [f32; TILE_CHANNELS * TILE_H * TILE_W]);
+    gpumetrics_device::shared!(static CVVDP_ROWS: [f32; TILE_CHANNELS * TILE_H * BLOCK_X as usize]);
     const BX: usize = BLOCK_X as usize;
     const ROWS: usize = MASK_ROWS as usize;
-    // The rows are unrolled by hand below (`unroll!` over 0 and 1): an index known only at
+    // The rows are unrolled by hand below (`unroll!` over 0 ..= 3): an index known only at
     // run time into `m` put it in local memory.
-    const _: () = assert!(ROWS == 2);
+    const _: () = assert!(ROWS == 4);
     const WINDOW: usize = BLUR_TAPS + ROWS - 1;
+    const PLANE: usize = TILE_H * TILE_W;
     let (tx, ty) = (dev::thread_idx_x() as usize, dev::thread_idx_y() as usize);
     let x = bx * BLOCK_X + tx as u32;
     let block_y = by * BLOCK_Y * MASK_ROWS;
@@ -753,66 +806,78 @@ unsafe fn mask(b: &Band, bx: u32, by: u32) {
         // Every thread of the block takes part (the barriers), inside the frame or not.
         let x0 = (bx * BLOCK_X) as i32 - BLUR_RADIUS;
         let y0 = block_y as i32 - BLUR_RADIUS;
-        // Two places a step, their eight loads issued before any store (the stores waited
-        // on one place's loads at a time: a quarter of the kernel's stalls).
+        // Two places a step, their loads issued before any store.
         const STEP: usize = (BLOCK_X * BLOCK_Y) as usize;
         let place = |i: usize| {
-            let i = i.min(TILE_H * TILE_W - 1);
+            let i = i.min(PLANE - 1);
             (
                 reflect_clamped(x0 + (i % TILE_W) as i32, o.width),
                 reflect_clamped(y0 + (i / TILE_W) as i32, o.height),
             )
         };
-        let mut i = ty * BX + tx;
-        while i < TILE_H * TILE_W {
-            let (second, more) = (i + STEP, i + STEP < TILE_H * TILE_W);
-            let ((xa, ya), (xb, yb)) = (place(i), place(second));
-            let mut v = [[0f32; BAND_CHANNELS]; 2];
-            unroll!(c in [0 1 2 3] {
-                if c < channels {
-                    // In bounds: `place` clamps into the tile, `reflect_clamped` into the band.
-                    v[0][c] = unsafe { o.at(OUT_COMMON + c as u32, xa, ya) };
-                    v[1][c] = unsafe { o.at(OUT_COMMON + c as u32, xb, yb) };
+        unroll!(h in [0 1] {
+            if 2 * h < channels {
+                if h > 0 {
+                    // The first pair's column blurs have read the rows.
+                    unsafe { dev::sync_threads() };
                 }
-            });
-            unroll!(c in [0 1 2 3] {
-                if c < channels {
-                    unsafe { CVVDP_TILE.write(c * TILE_H * TILE_W + i, v[0][c]) };
-                    if more {
-                        unsafe { CVVDP_TILE.write(c * TILE_H * TILE_W + second, v[1][c]) };
+                let mut i = ty * BX + tx;
+                while i < PLANE {
+                    let (second, more) = (i + STEP, i + STEP < PLANE);
+                    let ((xa, ya), (xb, yb)) = (place(i), place(second));
+                    let mut v = [[0f32; TILE_CHANNELS]; 2];
+                    unroll!(cc in [0 1] {
+                        let c = 2 * h + cc;
+                        if c < channels {
+                            // In bounds: `place` clamps into the tile, `reflect_clamped` into
+                            // the band.
+                            v[0][cc] = unsafe { o.at(OUT_COMMON + c as u32, xa, ya) };
+                            v[1][cc] = unsafe { o.at(OUT_COMMON + c as u32, xb, yb) };
+                        }
+                    });
+                    unroll!(cc in [0 1] {
+                        if 2 * h + cc < channels {
+                            unsafe { CVVDP_TILE.write(cc * PLANE + i, v[0][cc]) };
+                            if more {
+                                unsafe { CVVDP_TILE.write(cc * PLANE + second, v[1][cc]) };
+                            }
+                        }
+                    });
+                    i += 2 * STEP;
+                }
+                unsafe { dev::sync_threads() };
+                let mut r = ty;
+                while r < TILE_H {
+                    unroll!(cc in [0 1] {
+                        if 2 * h + cc < channels {
+                            let row = cc * PLANE + r * TILE_W + tx;
+                            // In bounds: r < TILE_H, tx + t < BLOCK_X + BLUR_TAPS − 1 = TILE_W.
+                            let s = blur_sum(&b.blur_taps, |t| unsafe {
+                                CVVDP_TILE.read_unchecked(row + t)
+                            });
+                            unsafe { CVVDP_ROWS.write(cc * TILE_H * BX + r * BX + tx, s) };
+                        }
+                    });
+                    r += BLOCK_Y as usize;
+                }
+                unsafe { dev::sync_threads() };
+                unroll!(cc in [0 1] {
+                    let c = 2 * h + cc;
+                    if c < channels {
+                        // In bounds: ROWS · ty + t < ROWS · BLOCK_Y + BLUR_TAPS − 1 = TILE_H.
+                        let first = cc * TILE_H * BX + ROWS * ty * BX + tx;
+                        let v: [f32; WINDOW] = core::array::from_fn(|t| unsafe {
+                            CVVDP_ROWS.read_unchecked(first + t * BX)
+                        });
+                        unroll!(j in [0 1 2 3] {
+                            m[j][c] = blur_sum(&b.blur_taps, |t| v[j + t]);
+                        });
                     }
-                }
-            });
-            i += 2 * STEP;
-        }
-        unsafe { dev::sync_threads() };
-        let mut r = ty;
-        while r < TILE_H {
-            unroll!(c in [0 1 2 3] {
-                if c < channels {
-                    let row = c * TILE_H * TILE_W + r * TILE_W + tx;
-                    // In bounds: r < TILE_H, tx + t < BLOCK_X + BLUR_TAPS − 1 = TILE_W.
-                    let s = blur_sum(&b.blur_taps, |t| unsafe { CVVDP_TILE.read_unchecked(row + t) });
-                    unsafe { CVVDP_ROWS.write(c * TILE_H * BX + r * BX + tx, s) };
-                }
-            });
-            r += BLOCK_Y as usize;
-        }
-        unsafe { dev::sync_threads() };
-        unroll!(c in [0 1 2 3] {
-            if c < channels {
-                // In bounds: ROWS · ty + t < ROWS · BLOCK_Y + BLUR_TAPS − 1 = TILE_H, tx < BX.
-                let first = c * TILE_H * BX + ROWS * ty * BX + tx;
-                let v: [f32; WINDOW] = core::array::from_fn(|t| unsafe {
-                    CVVDP_ROWS.read_unchecked(first + t * BX)
-                });
-                unroll!(j in [0 1] {
-                    m[j][c] = blur_sum(&b.blur_taps, |t| v[j + t]);
                 });
             }
         });
     } else {
-        unroll!(j in [0 1] {
+        unroll!(j in [0 1 2 3] {
             let y = y_first + j as u32;
             if x < o.width && y < o.height {
                 unroll!(c in [0 1 2 3] {
@@ -824,7 +889,7 @@ unsafe fn mask(b: &Band, bx: u32, by: u32) {
         });
     }
     let mut acc = [0f64; BAND_CHANNELS];
-    unroll!(j in [0 1] {
+    unroll!(j in [0 1 2 3] {
         let y = y_first + j as u32;
         let mj = &m[j];
         if x < o.width && y < o.height {
@@ -843,13 +908,7 @@ unsafe fn mask(b: &Band, bx: u32, by: u32) {
                     acc[c] += safe_pow(d, k.beta, k.beta_eps) as f64;
                 }
             });
-            if b.heat.plane != 0 {
-                let heat = Planes {
-                    base: b.heat.plane,
-                    ..*o
-                };
-                unsafe { heat.set(0, x, y, b.heat.value(dd, channels, b.mul)) };
-            }
+            unsafe { b.heat.store(o, x, y, dd, channels, b.mul) };
         }
     });
     let total = unsafe { block_sums(acc) };
@@ -929,13 +988,7 @@ unsafe fn base(b: Band) {
                 acc[c] += safe_pow(d, k.beta, k.beta_eps) as f64;
             }
         });
-        if b.heat.plane != 0 {
-            let heat = Planes {
-                base: b.heat.plane,
-                ..*g
-            };
-            unsafe { heat.set(0, x, y, b.heat.value(dd, channels, b.mul)) };
-        }
+        unsafe { b.heat.store(g, x, y, dd, channels, b.mul) };
         i += SUM_THREADS;
     }
     let total = unsafe { block_sums(acc) };

@@ -17,7 +17,7 @@ use gpumetrics_device::math::{div_full, expf, fmaf, half_bits, half_value, powf,
 pub const BLOCK_X: u32 = 32;
 pub const BLOCK_Y: u32 = 8;
 /// Consecutive rows of a column that a `cvvdp_mask` thread takes.
-pub const MASK_ROWS: u32 = 2;
+pub const MASK_ROWS: u32 = 4;
 /// Threads of the kernels that pool a band's samples (a grid-stride loop, f64 sums).
 pub const SUM_THREADS: u32 = 256;
 /// Channels of a band: sustained Y, RG, VY and transient Y.
@@ -185,15 +185,13 @@ pub struct Display {
 /// sRGB's EOTF.
 #[inline(always)]
 pub fn srgb_to_linear(p: f32) -> f32 {
+    // Products by the reciprocals, not the reference's quotients (an IEEE division is a
+    // subroutine on the GPU, three a pixel here): within an ulp of them, below what the
+    // approximate power resolves.
     if p > 0.04045 {
-        powf((p + 0.055) / 1.055, 2.4)
-    } else if p == 0.0 {
-        // The quotient (a zero of the same sign) without the division: on the GPU a zero
-        // numerator takes the IEEE division's slow path, a call (black pixels, and every
-        // channel clipped at 0).
-        p
+        powf((p + 0.055) * (1.0 / 1.055), 2.4)
     } else {
-        p / 12.92
+        p * (1.0 / 12.92)
     }
 }
 
@@ -438,12 +436,39 @@ pub unsafe fn expand_2d(src: &Planes, p: u32, n_x: u32, n_y: u32, x: u32, y: u32
 /// and 10 to that power.
 #[inline(always)]
 pub fn sensitivity(log_s: impl Fn(usize) -> f32, l0: f32, l_last: f32, log_l: f32) -> f32 {
-    let top = (GRID - 1) as f32;
-    let ind = (div_full(log_l - l0, l_last - l0) * top).clamp(0.0, top);
-    let lo = trunc_i32(ind) as usize;
-    let hi = if lo + 1 < GRID { lo + 1 } else { GRID - 1 };
-    let f = ind - lo as f32;
-    powf(10.0, log_s(lo) * (1.0 - f) + log_s(hi) * f)
+    CsfPosition::new(l0, l_last, log_l).sensitivity(log_s)
+}
+
+/// Where a background luminance falls on the CSF table's axis ([`sensitivity`]'s first
+/// half): the same for every channel of a band, so a kernel finds it once per sample.
+#[derive(Clone, Copy, Debug)]
+pub struct CsfPosition {
+    lo: usize,
+    hi: usize,
+    f: f32,
+}
+
+impl CsfPosition {
+    /// Log luminance `log_l` on the axis from `l0` to `l_last`, clamped to its ends.
+    #[inline(always)]
+    pub fn new(l0: f32, l_last: f32, log_l: f32) -> CsfPosition {
+        let top = (GRID - 1) as f32;
+        let ind = (div_full(log_l - l0, l_last - l0) * top).clamp(0.0, top);
+        let lo = trunc_i32(ind) as usize;
+        let hi = if lo + 1 < GRID { lo + 1 } else { GRID - 1 };
+        CsfPosition {
+            lo,
+            hi,
+            f: ind - lo as f32,
+        }
+    }
+
+    /// The sensitivity of the channel whose log sensitivities are `log_s` there.
+    #[inline(always)]
+    pub fn sensitivity(&self, log_s: impl Fn(usize) -> f32) -> f32 {
+        let f = self.f;
+        powf(10.0, log_s(self.lo) * (1.0 - f) + log_s(self.hi) * f)
+    }
 }
 
 /// The reference's `safe_pow`'s ε.
@@ -716,6 +741,32 @@ impl Heat {
             }
         });
         safe_pow(sum, self.inv, self.inv_eps) / mul
+    }
+
+    /// Writes [`Heat::value`] at sample (x, y) of the heat plane, a plane of `band`'s
+    /// size; nothing without a heat map (`plane` 0).
+    ///
+    /// # Safety
+    /// With a heat map, `plane` holds `band.width · band.height` f32 values and (x, y) lies
+    /// inside; nothing else accesses the sample meanwhile.
+    #[inline(always)]
+    pub unsafe fn store(
+        &self,
+        band: &Planes,
+        x: u32,
+        y: u32,
+        d: [f32; BAND_CHANNELS],
+        channels: usize,
+        mul: f32,
+    ) {
+        if self.plane == 0 {
+            return;
+        }
+        let heat = Planes {
+            base: self.plane,
+            ..*band
+        };
+        unsafe { heat.set(0, x, y, self.value(d, channels, mul)) };
     }
 }
 
