@@ -1,9 +1,9 @@
 //! ColorVideoVDP on the GPU: the CPU's pipeline ([`Model`]) from the same per-sample
 //! functions (`gpumetrics_kernels::cvvdp`), on the backend's stream. Per pair:
 //!
-//! 1. `cvvdp_dkl`, once per side: the frame read in place (device frames) or from its
-//!    upload, to DKL, into the side's slot of the history (the last filter-length frames
-//!    of each side, a ring);
+//! 1. `cvvdp_dkl` (`cvvdp_dkl_sdr420` for 4:2:0 on an sRGB display), once per side: the
+//!    frame read in place (device frames) or from its upload, to DKL, into the side's slot
+//!    of the history (the last filter-length frames of each side, a ring);
 //! 2. per pass (the video's; the first pair of a sequence also the image's, which the
 //!    reference gives a one-frame span): `cvvdp_temporal`, the eight channels of pyramid
 //!    level 0 and the pass's sums cleared; the Gaussian pyramid (`cvvdp_reduce`); per band
@@ -17,19 +17,19 @@
 //!    the pooling over bands, channels and frames ([`Running`]) runs on the host, as on
 //!    the CPU.
 //!
-//! Two pairs in flight take two lanes in turn ([`Lane`]): the metric's stream and a branch
-//! of it, each with its own pyramids, band planes and sums, the history shared. One pair's
-//! passes leave most of the device idle at times (the coarse levels, each kernel's last
-//! blocks) and its temporal filter waits on memory where the band kernels wait on their
-//! arithmetic: two engines side by side made 14 % more pairs than one (H100,
+//! Pairs in flight take lanes in turn ([`Lane`], up to [`LANES`]): the metric's stream and
+//! branches of it, each with its own pyramids, band planes and sums, the history shared.
+//! One pair's passes leave most of the device idle at times (the coarse levels, each
+//! kernel's last blocks) and its temporal filter waits on memory where the band kernels
+//! wait on their arithmetic: two engines side by side made 14 % more pairs than one (H100,
 //! docs/BENCHMARKS.md). A lane writes its pair's frames into the ring only after the other
-//! lane's last temporal filter, the one reader of the slot it overwrites (`Lane::filtered`).
+//! lanes' last temporal filters, the readers of the slot it overwrites (`Lane::filtered`).
 //!
 //! Every buffer is allocated once per plan: the history (2 · 3 · filter-length planes; the
 //! chromatic ones kept in half floats where no heat map is made: `Temporal::halves`), per
 //! lane both pyramids (8 channels) and each band's planes (`OUT_PLANES`, of every level:
 //! the bands of a pass run at once): about (6 · taps + 22 · lanes) · 4 bytes a pixel, 0.6
-//! GB at 1080p30 (9 taps) with one lane, 0.8 with two.
+//! GB at 1080p30 (9 taps) with one lane, 0.8 with two, 1.0 with three.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -51,8 +51,9 @@ use crate::metric::CudaMetric;
 use crate::plan::Plan;
 use crate::scores::Scores;
 use gpumetrics_kernels::cvvdp::{
-    BAND_CHANNELS, BLOCK_X, BLOCK_Y, BLUR_TAPS, Band, CHANNELS, GRID, Levels, MASK_ROWS, MAX_BANDS,
-    OUT_PLANES, PASS_SUMS, Planes, SUM_THREADS, TEMPORAL_VEC, Temporal,
+    BAND_CHANNELS, BLOCK_X, BLOCK_Y, BLUR_TAPS, Band, CHANNELS, EOTF_SRGB, FAMILY_YCBCR, GRID,
+    Levels, MASK_ROWS, MAX_BANDS, OUT_PLANES, PASS_SUMS, Planes, SUM_THREADS, TEMPORAL_VEC,
+    Temporal,
 };
 
 /// A [`Band`]'s bytes, as the kernels read it from a table (`Levels::bands`).
@@ -62,6 +63,10 @@ fn band_bytes(b: &Band) -> Vec<u8> {
     unsafe { std::slice::from_raw_parts((b as *const Band).cast::<u8>(), size_of::<Band>()) }
         .to_vec()
 }
+
+/// Lanes at most: pairs in flight past it share them. A third lane keeps a third pair's
+/// kernels ready where two lanes both wait on one kind of work (memory or arithmetic).
+const LANES: usize = 3;
 
 /// The pairs' sums: video pass, then image pass.
 const SUMS: usize = 2 * PASS_SUMS;
@@ -79,7 +84,7 @@ struct Lane {
     bands: CudaSlice<u8>,
     /// Where the passes add their sums.
     sums: CudaSlice<f64>,
-    /// Recorded after the lane's newest temporal filter: the other lane's next pair
+    /// Recorded after the lane's newest temporal filter: the other lanes' next pair
     /// overwrites a slot of the history that filter reads, so it waits for this first.
     filtered: CudaEvent,
 }
@@ -99,7 +104,7 @@ pub(super) struct CvvdpCuda {
     /// Every plane below, at offsets (in f32 values) into it.
     arena: CudaSlice<f32>,
     history: usize,
-    /// One lane, or two (two pairs in flight, no heat map).
+    /// One lane, or one per pair in flight up to [`LANES`] (no heat map).
     lanes: Vec<Lane>,
     /// The lane of the next pair.
     next_lane: usize,
@@ -126,8 +131,9 @@ pub(super) struct CvvdpCuda {
 }
 
 impl CvvdpCuda {
-    /// With `heat`, each pair's heat map too (`map=cvvdp`). Two lanes where `lanes` asks
-    /// for two and no heat map is made (its collapse and hand-out keep one pair's planes).
+    /// With `heat`, each pair's heat map too (`map=cvvdp`). As many lanes as `lanes` asks
+    /// for, up to [`LANES`], where no heat map is made (its collapse and hand-out keep one
+    /// pair's planes).
     pub(super) fn new(
         gpu: &Gpu,
         plan: &Plan,
@@ -135,7 +141,7 @@ impl CvvdpCuda {
         heat: bool,
         lanes: usize,
     ) -> Result<CvvdpCuda, DriverError> {
-        let lanes = if heat { 1 } else { lanes.clamp(1, 2) };
+        let lanes = if heat { 1 } else { lanes.clamp(1, LANES) };
         let (w, h) = (plan.reference.width, plan.reference.height);
         let levels = model.levels();
         let mut sizes = vec![(w, h)];
@@ -431,9 +437,13 @@ impl CvvdpCuda {
         if let (Some(_), Some(event)) = (&lane.branch, uploaded) {
             stream.wait(event)?;
         }
-        if self.lanes.len() > 1 {
-            // The slot written below was last read by the other lane's newest pair.
-            stream.wait(&self.lanes[1 - li].filtered)?;
+        // The slot written below was last read by the newest pairs of the other lanes (the
+        // lane's own read it before, in stream order), whose frames this pair's filter
+        // reads too (written before their filters).
+        for (i, other) in self.lanes.iter().enumerate() {
+            if i != li {
+                stream.wait(&other.filtered)?;
+            }
         }
         let slot = if self.held < self.len {
             self.held += 1;
@@ -469,7 +479,18 @@ impl CvvdpCuda {
             // SAFETY: the frame pointers were validated against the plan's layouts (or are
             // the backend's upload buffers); the slot's three planes lie in the arena.
             let halves = self.halves() as u32;
-            unsafe { k.cvvdp_dkl(stream, cfg, src, photometry, out, halves) }?;
+            // The common case (4:2:0 Y'CbCr on an sRGB display) on its own kernel, the
+            // same code with those parameters constant (`cvvdp_dkl_sdr420`).
+            let sdr420 = src.family == FAMILY_YCBCR
+                && (src.sub_x, src.sub_y) == (2, 2)
+                && photometry.eotf == EOTF_SRGB;
+            unsafe {
+                if sdr420 {
+                    k.cvvdp_dkl_sdr420(stream, cfg, src, photometry, out, halves)
+                } else {
+                    k.cvvdp_dkl(stream, cfg, src, photometry, out, halves)
+                }
+            }?;
         }
         let first = self.pushed == 0;
         // SAFETY: the history's frames were written by the launches above and before.

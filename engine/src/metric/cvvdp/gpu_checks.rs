@@ -20,6 +20,7 @@ use crate::{Check, Outcome};
 pub(crate) const CHECKS: &[(&[&str], Check)] = &[(
     &[
         "cvvdp_dkl",
+        "cvvdp_dkl_sdr420",
         "cvvdp_temporal",
         "cvvdp_reduce",
         "cvvdp_band",
@@ -41,8 +42,8 @@ const TOLERANCE: f64 = 1e-3;
 /// One pair on RGB and I420 (173×97: the image pass and the first video pass), then
 /// sequences longer than the filters (the history ring wraps): 8-bit BT.709 I420 at 30
 /// fps (9 taps, 12 frames) and 10-bit BT.2100 PQ at 60 fps on an odd size (17 taps, 20
-/// frames), each frame's JOD from both backends, one pair in flight and two (on the GPU
-/// the pairs then take two lanes in turn, which share the history); then the same with
+/// frames), each frame's JOD from both backends, one pair in flight, two and three (on the
+/// GPU the pairs then take two or three lanes in turn, which share the history); then with
 /// windows of 5 frames (`Engine::start_window`: the second instance that restarts the
 /// temporal channels at each window, 2 pairs in flight on the GPU), each pair's JOD of its
 /// window so far.
@@ -179,7 +180,7 @@ fn sequences(r: &mut Rng) -> Outcome {
                     })
                     .collect())
             };
-        for (windows, in_flight) in [(false, 1), (false, 2), (true, 2)] {
+        for (windows, in_flight) in [(false, 1), (false, 2), (false, 3), (true, 2)] {
             let label = format!(
                 "{} {w}x{h} {fps} fps {display}, {in_flight} in flight{}",
                 format.name(),

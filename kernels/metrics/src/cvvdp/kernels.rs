@@ -24,6 +24,13 @@ gpumetrics_device::kernel! {
     /// `BLOCK_Y`), a thread per pixel.
     pub unsafe fn cvvdp_dkl(src: Source, display: Display, out: Planes, halves: u32) => dkl;
 
+    /// `cvvdp_dkl` for the common case, 4:2:0 Y'CbCr on an sRGB display (`src.family`,
+    /// `sub_x`, `sub_y` and `display.eotf` taken as such): the same code with those
+    /// parameters constant, so that the other formats' and EOTFs' tests and the general
+    /// subsampling's arithmetic drop out of every pixel's path.
+    pub unsafe fn cvvdp_dkl_sdr420(src: Source, display: Display, out: Planes, halves: u32)
+        => dkl_sdr420;
+
     /// The temporal filters of one pass into the eight channels of pyramid level 0 (`out`,
     /// test and reference interleaved per band channel), and this pass's pooling sums
     /// zeroed. One-dimensional blocks of `SUM_THREADS` (at least `PASS_SUMS`), a thread per
@@ -225,6 +232,23 @@ unsafe fn dkl(src: Source, display: Display, out: Planes, halves: u32) {
             out.set(2, x, y, v[2]);
         }
     }
+}
+
+/// The body of the `cvvdp_dkl_sdr420` kernel (declared above).
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn dkl_sdr420(src: Source, display: Display, out: Planes, halves: u32) {
+    let src = Source {
+        family: FAMILY_YCBCR,
+        sub_x: 2,
+        sub_y: 2,
+        ..src
+    };
+    let display = Display {
+        eotf: EOTF_SRGB,
+        ..display
+    };
+    unsafe { dkl(src, display, out, halves) }
 }
 
 /// Four f32 values that load and store as one 128-bit access.
