@@ -1053,7 +1053,8 @@ step_mapframes() {
 
 # ncu_table KERNEL LAUNCHES: ncu's CSV of gpu__time_duration.sum on stdin as a table of
 # time per kernel name per pair, the pairs counted as KERNEL's launches / LAUNCHES (a kernel
-# that runs LAUNCHES times a pair).
+# that runs LAUNCHES times a pair; KERNEL_* counts as KERNEL: cvvdp_dkl_sdr420 is
+# cvvdp_dkl's variant for some formats).
 ncu_table() {
   python3 -c '
 import csv, sys, collections
@@ -1066,7 +1067,7 @@ for r in rows:
     name = r[k].split("(")[0]
     t[name] += float(r[v].replace(",", ""))
     n[name] += 1
-pairs = max(1, n[once] // per)
+pairs = max(1, sum(c for name, c in n.items() if name == once or name.startswith(once + "_")) // per)
 print(f"{len(rows)} kernels, {pairs} pairs; per pair:")
 print("| kernel | launches | µs |")
 print("| --- | --- | --- |")
