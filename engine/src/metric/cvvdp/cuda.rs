@@ -11,7 +11,8 @@
 //!    planes: `cvvdp_band`), the masker's blur (along rows, then columns, in shared memory)
 //!    with the masked differences pooled (`cvvdp_mask`, f64 sums), each one launch for
 //!    every band of the pass (`Levels`: a table of the bands' parameters, made once; the
-//!    band kernel's level 0 apart, `cvvdp_band_one`, its parameters in the parameter space);
+//!    band kernel's levels 0 and 1 apart, `cvvdp_band_one`, its parameters in the
+//!    parameter space);
 //!    the base band (`cvvdp_base`);
 //! 3. one copy of both passes' sums (`2 · PASS_SUMS` f64), read when the pair completes:
 //!    the pooling over bands, channels and frames ([`Running`]) runs on the host, as on
@@ -67,6 +68,10 @@ fn band_bytes(b: &Band) -> Vec<u8> {
 /// Lanes at most: pairs in flight past it share them. A third lane keeps a third pair's
 /// kernels ready where two lanes both wait on one kind of work (memory or arithmetic).
 const LANES: usize = 3;
+
+/// The finest bands, each launched on its own (`cvvdp_band_one`); the coarser ones share
+/// one launch of `cvvdp_band`, whose blocks would be too few apart.
+const ONE_BANDS: usize = 2;
 
 /// The pairs' sums: video pass, then image pass.
 const SUMS: usize = 2 * PASS_SUMS;
@@ -395,14 +400,15 @@ impl CvvdpCuda {
                 };
                 (l, cfg)
             };
-            // Level 0 with its parameters in the parameter space (`cvvdp_band_one`), the
-            // coarser bands in one launch; no band but the base: nothing (a grid of no
-            // blocks is an error).
-            if levels > 0 {
-                k.cvvdp_band_one(stream, per_pixel(sizes[0], 1), self.band(li, 0, image))?;
+            // Levels 0 and 1 each with its parameters in the parameter space
+            // (`cvvdp_band_one`: 44 registers against the table kernel's 62, and the
+            // interior path), the coarser bands in one launch; no band but the base:
+            // nothing (a grid of no blocks is an error).
+            for b in 0..levels.min(ONE_BANDS) {
+                k.cvvdp_band_one(stream, per_pixel(sizes[b], 1), self.band(li, b, image))?;
             }
-            if levels > 1 {
-                let (l, cfg) = launch(1, BLOCK_Y);
+            if levels > ONE_BANDS {
+                let (l, cfg) = launch(ONE_BANDS, BLOCK_Y);
                 k.cvvdp_band(stream, cfg, l)?;
             }
             if levels > 0 {

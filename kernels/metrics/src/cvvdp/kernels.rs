@@ -43,14 +43,14 @@ gpumetrics_device::kernel! {
     pub unsafe fn cvvdp_reduce(src: Planes, dst: Planes) => reduce;
 
     /// Each band's weighted contrasts against the next level expanded (per sample, nothing
-    /// stored), their difference and their common part (`Band::out`), every level of a pass
-    /// in one launch (`Levels`, rows of `BLOCK_Y`). Block (`BLOCK_X`, `BLOCK_Y`), a thread
-    /// per pixel.
+    /// stored), their difference and their common part (`Band::out`), the coarser levels of
+    /// a pass in one launch (`Levels`, rows of `BLOCK_Y`). Block (`BLOCK_X`, `BLOCK_Y`), a
+    /// thread per pixel.
     pub unsafe fn cvvdp_band(l: Levels) => band_levels;
 
-    /// `cvvdp_band` for one band (level 0 of a pass): its parameters in the parameter space,
-    /// the grid (`BLOCK_X`, `BLOCK_Y`) blocks over the band. Read from the levels' table the
-    /// band's planes took 16 more registers (64: 4 blocks an SM instead of 5).
+    /// `cvvdp_band` for one band (levels 0 and 1 of a pass): its parameters in the parameter
+    /// space, the grid (`BLOCK_X`, `BLOCK_Y`) blocks over the band. Read from the levels' table
+    /// the band's planes took 16 more registers (64: 4 blocks an SM instead of 5).
     pub unsafe fn cvvdp_band_one(b: Band) => band_one;
 
     /// The masker's blur (reflected edges; none for a band of 6 samples or fewer a side):
