@@ -404,8 +404,8 @@ impl CvvdpCuda {
             // (`cvvdp_band_one`: 44 registers against the table kernel's 62, and the
             // interior path), the coarser bands in one launch; no band but the base:
             // nothing (a grid of no blocks is an error).
-            for b in 0..levels.min(ONE_BANDS) {
-                k.cvvdp_band_one(stream, per_pixel(sizes[b], 1), self.band(li, b, image))?;
+            for (b, &size) in sizes.iter().enumerate().take(levels.min(ONE_BANDS)) {
+                k.cvvdp_band_one(stream, per_pixel(size, 1), self.band(li, b, image))?;
             }
             if levels > ONE_BANDS {
                 let (l, cfg) = launch(ONE_BANDS, BLOCK_Y);
