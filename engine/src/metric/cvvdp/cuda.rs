@@ -52,9 +52,8 @@ use crate::metric::CudaMetric;
 use crate::plan::Plan;
 use crate::scores::Scores;
 use gpumetrics_kernels::cvvdp::{
-    BAND_CHANNELS, BLOCK_X, BLOCK_Y, BLUR_TAPS, Band, CHANNELS, EOTF_SRGB, FAMILY_YCBCR, GRID,
-    Levels, MASK_ROWS, MAX_BANDS, OUT_PLANES, PASS_SUMS, Planes, SUM_THREADS, TEMPORAL_VEC,
-    Temporal,
+    BAND_CHANNELS, BLOCK_X, BLOCK_Y, BLUR_TAPS, Band, CHANNELS, GRID, Levels, MASK_ROWS, MAX_BANDS,
+    OUT_PLANES, PASS_SUMS, Planes, SUM_THREADS, TEMPORAL_VEC, Temporal, sdr420,
 };
 
 /// A [`Band`]'s bytes, as the kernels read it from a table (`Levels::bands`).
@@ -69,8 +68,8 @@ fn band_bytes(b: &Band) -> Vec<u8> {
 /// kernels ready where two lanes both wait on one kind of work (memory or arithmetic).
 const LANES: usize = 3;
 
-/// The finest bands, each launched on its own (`cvvdp_band_one`); the coarser ones share
-/// one launch of `cvvdp_band`, whose blocks would be too few apart.
+/// The finest bands, each launched on its own (`cvvdp_band_one`); the coarser ones, each
+/// too small to fill the device alone, share one launch of `cvvdp_band`.
 const ONE_BANDS: usize = 2;
 
 /// The pairs' sums: video pass, then image pass.
@@ -242,7 +241,7 @@ impl CvvdpCuda {
                 .collect();
             gpu.stream.memcpy_htod(&bytes, &mut me.lanes[i].bands)?;
         }
-        // The second lane's stream, forked after the buffers' set-up (it waits for it).
+        // The other lanes' streams, forked after the buffers' set-up (they wait for it).
         for lane in me.lanes.iter_mut().skip(1) {
             lane.branch = Some(Branch::new(&gpu.stream)?);
         }
@@ -487,11 +486,8 @@ impl CvvdpCuda {
             let halves = self.halves() as u32;
             // The common case (4:2:0 Y'CbCr on an sRGB display) on its own kernel, the
             // same code with those parameters constant (`cvvdp_dkl_sdr420`).
-            let sdr420 = src.family == FAMILY_YCBCR
-                && (src.sub_x, src.sub_y) == (2, 2)
-                && photometry.eotf == EOTF_SRGB;
             unsafe {
-                if sdr420 {
+                if sdr420(&src, &photometry) {
                     k.cvvdp_dkl_sdr420(stream, cfg, src, photometry, out, halves)
                 } else {
                     k.cvvdp_dkl(stream, cfg, src, photometry, out, halves)

@@ -234,7 +234,8 @@ unsafe fn dkl(src: Source, display: Display, out: Planes, halves: u32) {
     }
 }
 
-/// The body of the `cvvdp_dkl_sdr420` kernel (declared above).
+/// The body of the `cvvdp_dkl_sdr420` kernel (declared above): for the sides that
+/// [`sdr420`] accepts, whose parameters it sets here as constants.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 unsafe fn dkl_sdr420(src: Source, display: Display, out: Planes, halves: u32) {

@@ -182,6 +182,14 @@ pub struct Display {
     pub rgb_to_dkl: [f32; 9],
 }
 
+/// Whether `cvvdp_dkl_sdr420` reads this side as `cvvdp_dkl` does: 4:2:0 Y'CbCr on an sRGB
+/// display, the parameters that kernel takes as constants. The one place both the kernel
+/// and the engine, which picks it, name them.
+#[inline(always)]
+pub fn sdr420(src: &Source, display: &Display) -> bool {
+    src.family == FAMILY_YCBCR && (src.sub_x, src.sub_y) == (2, 2) && display.eotf == EOTF_SRGB
+}
+
 /// sRGB's EOTF.
 #[inline(always)]
 pub fn srgb_to_linear(p: f32) -> f32 {
