@@ -582,9 +582,9 @@ step_inflight() {
 # siti) at 1080p with 2 and 4 pairs in flight: rows of this size move by a few per cent
 # between calls, so a change is judged against its base in the same call. Variants packed
 # with `pack-base REV NAME` run after the working tree's, in each round.
-# With AB_NCU=REGEX:ONCE:PER (e.g. cvvdp_:cvvdp_dkl:2), ncu's time per kernel of every
-# binary too (`ncu_table`: kernels matching REGEX, pairs counted by ONCE's launches,
-# PER of them a pair), over the first metric set of AB_METRICS.
+# With AB_NCU=REGEX:ONCE:PER[:EXTRA] (e.g. cvvdp_:cvvdp_base:1:1), ncu's time per kernel
+# of every binary too (`ncu_table`: kernels matching REGEX, pairs counted by ONCE's
+# launches, PER of them a pair and EXTRA more), over the first metric set of AB_METRICS.
 step_ab() {
   bench && need $B/throughput $B/throughput-base || return 0
   local metrics=${AB_METRICS:-blur+blockiness+siti+black+freeze,siti} i bin f
@@ -613,9 +613,9 @@ step_ab() {
 }
 
 # Not in ALL_STEPS: ncu's source-level profile of kernels, for scripts/ncu-source.py here.
-# PROFILE_KERNELS (kernel names), PROFILE_METRICS (the throughput bench's metric set) and
-# PROFILE_SKIP (launches of each kernel skipped first; default 2: past a first pair's
-# extra work). Each kernel's launch gets ncu's SpeedOfLight, Occupancy, LaunchStats,
+# PROFILE_KERNELS (kernel names, each NAME or NAME@SKIP), PROFILE_METRICS (the throughput
+# bench's metric set) and PROFILE_SKIP (launches of each kernel skipped first where its
+# name gives none; default 2: past a first pair's extra work). Each kernel's launch gets ncu's SpeedOfLight, Occupancy, LaunchStats,
 # WarpStateStats, InstructionStats and SourceCounters; the SASS source pages and the
 # details come back as one archive, $OUT/profile.tar.gz (the device tool returns a few
 # files only).
@@ -623,11 +623,13 @@ step_profile() {
   bench && need $B/throughput || return 0
   command -v ncu >/dev/null || { echo "skipped: no ncu"; return 0; }
   [ -n "${PROFILE_KERNELS:-}" ] || { echo "skipped: no PROFILE_KERNELS"; return 0; }
-  local dir=/tmp/gpumetrics-profile k
+  local dir=/tmp/gpumetrics-profile k skip
   rm -rf $dir && mkdir -p $dir
   for k in $PROFILE_KERNELS; do
-    step "profile: $k (launch ${PROFILE_SKIP:-2} skipped first), ${PROFILE_METRICS:-cvvdp} at 1080p"
-    if ! timeout 300 ncu -k "regex:^$k\$" -s "${PROFILE_SKIP:-2}" -c 1 --section SpeedOfLight \
+    skip=${PROFILE_SKIP:-2}
+    case $k in *@*) skip=${k#*@} k=${k%@*} ;; esac
+    step "profile: $k (launch $skip skipped first), ${PROFILE_METRICS:-cvvdp} at 1080p"
+    if ! timeout 300 ncu -k "regex:^$k\$" -s "$skip" -c 1 --section SpeedOfLight \
       --section Occupancy --section LaunchStats --section WarpStateStats --section InstructionStats \
       --section SourceCounters -o $dir/$k $B/throughput --seconds 0.05 --sizes 1080p --no-cpu \
       --metrics "${PROFILE_METRICS:-cvvdp}" >/dev/null 2>&1; then
@@ -1051,14 +1053,15 @@ step_mapframes() {
     video/x-raw,format=RGBA ! fakesink
 }
 
-# ncu_table KERNEL LAUNCHES: ncu's CSV of gpu__time_duration.sum on stdin as a table of
-# time per kernel name per pair, the pairs counted as KERNEL's launches / LAUNCHES (a kernel
-# that runs LAUNCHES times a pair; KERNEL_* counts as KERNEL: cvvdp_dkl_sdr420 is
-# cvvdp_dkl's variant for some formats).
+# ncu_table KERNEL LAUNCHES[:EXTRA]: ncu's CSV of gpu__time_duration.sum on stdin as a
+# table of time per kernel name per pair, the pairs counted as (KERNEL's launches − EXTRA)
+# / LAUNCHES (a kernel that runs LAUNCHES times a pair, EXTRA more in all: cvvdp_base runs
+# once a pass, and the first pair has two; KERNEL_* counts as KERNEL).
 ncu_table() {
   python3 -c '
 import csv, sys, collections
-once, per = sys.argv[1], int(sys.argv[2])
+once = sys.argv[1]
+per, extra = (int(p) for p in (sys.argv[2] + ":0").split(":")[:2])
 rows = [r for r in csv.reader(l for l in sys.stdin if l.startswith("\""))]
 head, rows = rows[0], rows[1:]
 k, v = head.index("Kernel Name"), head.index("Metric Value")
@@ -1067,7 +1070,7 @@ for r in rows:
     name = r[k].split("(")[0]
     t[name] += float(r[v].replace(",", ""))
     n[name] += 1
-pairs = max(1, sum(c for name, c in n.items() if name == once or name.startswith(once + "_")) // per)
+pairs = max(1, (sum(c for name, c in n.items() if name == once or name.startswith(once + "_")) - extra) // per)
 print(f"{len(rows)} kernels, {pairs} pairs; per pair:")
 print("| kernel | launches | µs |")
 print("| --- | --- | --- |")
@@ -1098,7 +1101,7 @@ ncu_cvvdp() {
   step "ncu: the cvvdp kernels of the first 1080p pairs, time per kernel name"
   ncu --clock-control none -k "regex:cvvdp_" -c 400 --metrics gpu__time_duration.sum --csv \
     $B/throughput --seconds 0.05 --sizes 1080p --no-cpu --metrics cvvdp 2>/dev/null |
-    ncu_table cvvdp_dkl 2 || echo "FAILED: ncu cvvdp"
+    ncu_table cvvdp_base 1:1 || echo "FAILED: ncu cvvdp"
 }
 
 # The cost of align=auto per pair at 1080p: monitor's two clips through NVDEC into one
