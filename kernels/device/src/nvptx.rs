@@ -62,6 +62,18 @@ pub fn lane_id() -> u32 {
     r
 }
 
+/// Asks for the cache line holding `*ptr` in the L2 cache (`prefetch.L2`, generic
+/// addressing): a later load of it then waits on the L2, not on device memory. Changes no
+/// value; for loads known well before they are made.
+///
+/// # Safety
+/// `ptr` must point into memory the kernel may read.
+#[inline(always)]
+pub unsafe fn prefetch_l2<T>(ptr: *const T) {
+    // SAFETY: forwarded to the caller; a prefetch reads nothing into registers.
+    unsafe { asm!("prefetch.L2 [{p}];", p = in(reg64) ptr, options(nostack, readonly)) };
+}
+
 /// Block-wide barrier (`__syncthreads`, `bar.sync 0`); also orders shared-memory accesses.
 ///
 /// # Safety

@@ -3,7 +3,7 @@
 //!
 //! 1. `cvvdp_dkl` (`cvvdp_dkl_sdr420` for 4:2:0 on an sRGB display), once per side: the
 //!    frame read in place (device frames) or from its upload, to DKL, into the side's slot
-//!    of the history (the last filter-length frames of each side, a ring);
+//!    of the history (the last frames of each side, a ring);
 //! 2. per pass (the video's; the first pair of a sequence also the image's, which the
 //!    reference gives a one-frame span): `cvvdp_temporal`, the eight channels of pyramid
 //!    level 0 and the pass's sums cleared; the Gaussian pyramid (`cvvdp_reduce`); per band
@@ -18,19 +18,30 @@
 //!    the pooling over bands, channels and frames ([`Running`]) runs on the host, as on
 //!    the CPU.
 //!
+//! Past a sequence's first pair, the common case (4:2:0 Y′CbCr on an sRGB display, rows of
+//! whole runs of `DKL_TEMPORAL_VEC` pixels: `dkl_temporal_takes`) makes steps 1 and the
+//! video pass's `cvvdp_temporal` one launch, `cvvdp_dkl_temporal`: the DKL kernels'
+//! arithmetic then runs beside the filters' loads, and the newest frames are read back
+//! from the L2 cache, not from device memory (H100, 1080p: 2,023 → 2,144 pairs/s at 2 in
+//! flight, docs/BENCHMARKS.md ~09:00–09:50).
+//!
 //! Pairs in flight take lanes in turn ([`Lane`], up to [`LANES`]): the metric's stream and
 //! branches of it, each with its own pyramids, band planes and sums, the history shared.
 //! One pair's passes leave most of the device idle at times (the coarse levels, each
 //! kernel's last blocks) and its temporal filter waits on memory where the band kernels
 //! wait on their arithmetic: two engines side by side made 14 % more pairs than one (H100,
-//! docs/BENCHMARKS.md). A lane writes its pair's frames into the ring only after the other
-//! lanes' last temporal filters, the readers of the slot it overwrites (`Lane::filtered`).
+//! docs/BENCHMARKS.md). The ring has a slot more per lane past the first: the slot a pair
+//! writes was last read by the pair a lap of the lanes before, on its own lane, so a pair
+//! waits only for the previous pair's frames (`Lane::written`), which its filters read;
+//! a pair that starts a sequence (slots from 0 again) waits for the other lanes' last
+//! filters too (`Lane::filtered`).
 //!
-//! Every buffer is allocated once per plan: the history (2 · 3 · filter-length planes; the
-//! chromatic ones kept in half floats where no heat map is made: `Temporal::halves`), per
-//! lane both pyramids (8 channels) and each band's planes (`OUT_PLANES`, of every level:
-//! the bands of a pass run at once): about (6 · taps + 22 · lanes) · 4 bytes a pixel, 0.6
-//! GB at 1080p30 (9 taps) with one lane, 0.8 with two, 1.0 with three.
+//! Every buffer is allocated once per plan: the history (2 · 3 planes a slot, the filters'
+//! length and lanes − 1 more slots; the chromatic planes kept in half floats where no heat
+//! map is made: `Temporal::halves`), per lane both pyramids (8 channels) and each band's
+//! planes (`OUT_PLANES`, of every level: the bands of a pass run at once): about (6 ·
+//! (taps + lanes − 1) + 22 · lanes) · 4 bytes a pixel, 0.6 GB at 1080p30 (9 taps) with one
+//! lane, 0.9 with two, 1.1 with three.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -52,8 +63,9 @@ use crate::metric::CudaMetric;
 use crate::plan::Plan;
 use crate::scores::Scores;
 use gpumetrics_kernels::cvvdp::{
-    BAND_CHANNELS, BLOCK_X, BLOCK_Y, BLUR_TAPS, Band, CHANNELS, GRID, Levels, MASK_ROWS, MAX_BANDS,
-    OUT_PLANES, PASS_SUMS, Planes, SUM_THREADS, TEMPORAL_VEC, Temporal, sdr420,
+    BAND_CHANNELS, BLOCK_X, BLOCK_Y, BLUR_TAPS, Band, CHANNELS, DKL_TEMPORAL_VEC, GRID, Levels,
+    MASK_ROWS, MAX_BANDS, OUT_PLANES, PASS_SUMS, Planes, SUM_THREADS, Source, TEMPORAL_VEC,
+    Temporal, dkl_temporal_takes, sdr420,
 };
 
 /// A [`Band`]'s bytes, as the kernels read it from a table (`Levels::bands`).
@@ -65,7 +77,9 @@ fn band_bytes(b: &Band) -> Vec<u8> {
 }
 
 /// Lanes at most: pairs in flight past it share them. A third lane keeps a third pair's
-/// kernels ready where two lanes both wait on one kind of work (memory or arithmetic).
+/// kernels ready where two lanes both wait on one kind of work (memory or arithmetic). (A
+/// fourth made 1.2 % more pairs at 4 in flight, H100, docs/BENCHMARKS.md ~09:50, but has
+/// not been through the GPU checks.)
 const LANES: usize = 3;
 
 /// The finest bands, each launched on its own (`cvvdp_band_one`); the coarser ones, each
@@ -88,9 +102,12 @@ struct Lane {
     bands: CudaSlice<u8>,
     /// Where the passes add their sums.
     sums: CudaSlice<f64>,
-    /// Recorded after the lane's newest temporal filter: the other lanes' next pair
-    /// overwrites a slot of the history that filter reads, so it waits for this first.
+    /// Recorded after the lane's newest temporal filter: a pair that starts a sequence
+    /// overwrites slots of the history that filter may read, so it waits for this first.
     filtered: CudaEvent,
+    /// Recorded after the lane's newest frames went into the history: the next pair (on the
+    /// next lane) reads them, so it waits for this first.
+    written: CudaEvent,
 }
 
 impl Lane {
@@ -118,8 +135,11 @@ pub(super) struct CvvdpCuda {
     taps: CudaSlice<f32>,
     csf: CudaSlice<f32>,
     host: Readback<f64>,
-    /// The history ring: its length (the filters'), the oldest slot, frames held.
+    /// The filters' length; the history ring's slots (`len` and one more per lane past the
+    /// first: the slot a pair writes was last read by the pair a lap of the lanes before,
+    /// on its own lane), the oldest slot, frames held.
     len: u32,
+    slots: u32,
     oldest: u32,
     held: u32,
     /// Pairs queued since the sequence started.
@@ -160,6 +180,7 @@ impl CvvdpCuda {
             sizes.len()
         );
         let len = model.taps()[0].len();
+        let slots = len + lanes - 1;
         let n = |(w, h): (u32, u32)| w as usize * h as usize;
         // Offsets, each region 64 values (256 bytes) aligned.
         let mut offset = 0usize;
@@ -169,7 +190,7 @@ impl CvvdpCuda {
             offset += values;
             at
         };
-        let history = take(2 * len * 3 * n(sizes[0]));
+        let history = take(2 * slots * 3 * n(sizes[0]));
         let pyramids: Vec<(Vec<usize>, Vec<usize>)> = (0..lanes)
             .map(|_| {
                 let g: Vec<usize> = sizes.iter().map(|&s| take(CHANNELS * n(s))).collect();
@@ -203,6 +224,7 @@ impl CvvdpCuda {
                     bands: zeroed::<u8>(&gpu.stream, 2 * levels * size_of::<Band>())?,
                     sums: zeroed::<f64>(&gpu.stream, SUMS)?,
                     filtered: gpu.ctx.new_event(None)?,
+                    written: gpu.ctx.new_event(None)?,
                 })
             })
             .collect::<Result<Vec<Lane>, DriverError>>()?;
@@ -217,6 +239,7 @@ impl CvvdpCuda {
             csf,
             host: Readback::new(&gpu.ctx, SUMS)?,
             len: len as u32,
+            slots: slots as u32,
             oldest: 0,
             held: 0,
             pushed: 0,
@@ -327,12 +350,22 @@ impl CvvdpCuda {
 
     /// Queues one pass over the history as it stands (the image pass of its newest frame,
     /// or the video pass) on lane `li`, its sums at `PASS_SUMS · pass` of the lane's; the
-    /// video pass records the lane's `filtered` after its temporal filter.
+    /// video pass records the lane's `filtered` after its temporal filter. With `fused`
+    /// (the test and reference sides, of the video pass), the newest frames are not in the
+    /// history yet: `cvvdp_dkl_temporal` writes them there as it filters, and the lane's
+    /// `written` is recorded after it.
     ///
     /// # Safety
     /// The history holds `held` frames written by work queued before on the lane's stream
-    /// (or ordered before it).
-    unsafe fn pass(&self, gpu: &Gpu, li: usize, image: bool) -> Result<(), DriverError> {
+    /// (or ordered before it), but the newest where `fused`, whose frame pointers are valid
+    /// for the plan's layouts.
+    unsafe fn pass(
+        &self,
+        gpu: &Gpu,
+        li: usize,
+        image: bool,
+        fused: Option<&[Source; 2]>,
+    ) -> Result<(), DriverError> {
         let lane = &self.lanes[li];
         let (k, stream) = (&gpu.kernels, lane.stream(gpu));
         let per_pixel = |(w, h): (u32, u32), z: u32| LaunchConfig {
@@ -344,19 +377,23 @@ impl CvvdpCuda {
         let levels = sizes.len() - 1;
         let sums = lane.sums.ptr_at(if image { PASS_SUMS } else { 0 });
         let frame = sizes[0].0 as u64 * sizes[0].1 as u64;
+        // The newest `len` frames held.
+        let held = self.held.min(self.len);
         let t = Temporal {
             history: self.arena.ptr_at(self.history),
             plane_len: frame,
             taps: self.taps.ptr(),
             sums,
             len: self.len,
-            oldest: self.oldest,
-            held: self.held,
+            slots: self.slots,
+            oldest: (self.oldest + self.held - held) % self.slots,
+            held,
             image: image as u32,
             // Every region of the arena starts 256-byte aligned; the planes of a region are
             // `frame` samples apart.
             vec: frame.is_multiple_of(TEMPORAL_VEC as u64) as u32,
             halves: self.halves() as u32,
+            _pad: 0,
         };
         let per_thread = if t.vec != 0 { TEMPORAL_VEC as u64 } else { 1 };
         let temporal_cfg = LaunchConfig {
@@ -368,7 +405,24 @@ impl CvvdpCuda {
         // SAFETY (of every launch): each `Planes` lies inside the arena, sized in `new`
         // for these levels; the kernels check their coordinates against the sizes.
         unsafe {
-            k.cvvdp_temporal(stream, temporal_cfg, t, g0)?;
+            match fused {
+                Some([test, reference]) => {
+                    let (w, h) = sizes[0];
+                    let cfg = LaunchConfig {
+                        grid_dim: (
+                            (w / DKL_TEMPORAL_VEC).div_ceil(BLOCK_X),
+                            h.div_ceil(BLOCK_Y),
+                            1,
+                        ),
+                        block_dim: (BLOCK_X, BLOCK_Y, 1),
+                        shared_mem_bytes: 0,
+                    };
+                    let photometry = *self.model.photometry();
+                    k.cvvdp_dkl_temporal(stream, cfg, *test, *reference, photometry, t, g0)?;
+                    lane.written.record(stream)?;
+                }
+                None => k.cvvdp_temporal(stream, temporal_cfg, t, g0)?,
+            }
             if !image {
                 lane.filtered.record(stream)?;
             }
@@ -442,39 +496,55 @@ impl CvvdpCuda {
         if let (Some(_), Some(event)) = (&lane.branch, uploaded) {
             stream.wait(event)?;
         }
-        // The slot written below was last read by the newest pairs of the other lanes (the
-        // lane's own read it before, in stream order), whose frames this pair's filter
-        // reads too (written before their filters).
-        for (i, other) in self.lanes.iter().enumerate() {
-            if i != li {
-                stream.wait(&other.filtered)?;
+        // The previous pair's frames, which this pair's filters read, and through that pair's
+        // own wait every older one. In a sequence, the slot written below was last read by
+        // the pair a lap of the lanes before, earlier on this lane's stream; a pair that
+        // starts a sequence takes slots from 0 again, which the other lanes' newest filters
+        // may still read.
+        let lanes = self.lanes.len();
+        if lanes > 1 {
+            stream.wait(&self.lanes[(li + lanes - 1) % lanes].written)?;
+        }
+        if self.pushed == 0 {
+            for (i, other) in self.lanes.iter().enumerate() {
+                if i != li {
+                    stream.wait(&other.filtered)?;
+                }
             }
         }
-        let slot = if self.held < self.len {
+        let slot = if self.held < self.slots {
             self.held += 1;
-            (self.oldest + self.held - 1) % self.len
+            (self.oldest + self.held - 1) % self.slots
         } else {
             let s = self.oldest;
-            self.oldest = (self.oldest + 1) % self.len;
+            self.oldest = (self.oldest + 1) % self.slots;
             s
         };
         let frame = self.sizes[0];
         let n = frame.0 as usize * frame.1 as usize;
         let photometry = *self.model.photometry();
-        for (side, (layout, ptrs, colorimetry)) in [
+        // Side 0 the test (distorted), 1 the reference, as the history holds them.
+        let sides = [
             (&plan.distorted, d, &plan.colorimetry[1]),
             (&plan.reference, r, &plan.colorimetry[0]),
-        ]
-        .into_iter()
-        .enumerate()
-        {
+        ];
+        let sources: [Source; 2] = [0, 1].map(|side| {
+            let (layout, ptrs, colorimetry) = sides[side];
             let specs: Vec<&ChannelSpec> = plan
                 .channels
                 .iter()
                 .map(|(rs, ds)| if side == 1 { rs } else { ds })
                 .collect();
-            let src = cpu::source(layout, colorimetry, &specs, ptrs);
-            let at = self.history + (side * self.len as usize + slot as usize) * 3 * n;
+            cpu::source(layout, colorimetry, &specs, ptrs)
+        });
+        let first = self.pushed == 0;
+        // The common case past a sequence's first pair: both sides to DKL in the video
+        // pass's temporal launch (`cvvdp_dkl_temporal`).
+        let [test, reference] = &sources;
+        let fuse = !first && dkl_temporal_takes(test, reference, &photometry, frame.0, frame.1);
+        for (side, src) in sources.iter().enumerate().filter(|_| !fuse) {
+            let src = *src;
+            let at = self.history + (side * self.slots as usize + slot as usize) * 3 * n;
             let out = self.planes(at, frame);
             let cfg = LaunchConfig {
                 grid_dim: (frame.0.div_ceil(BLOCK_X), frame.1.div_ceil(BLOCK_Y), 1),
@@ -494,13 +564,16 @@ impl CvvdpCuda {
                 }
             }?;
         }
-        let first = self.pushed == 0;
-        // SAFETY: the history's frames were written by the launches above and before.
+        if !fuse {
+            self.lanes[li].written.record(stream)?;
+        }
+        // SAFETY: the history's frames were written by the launches above and before, but
+        // the newest where `fuse`, whose pointers were validated as above.
         unsafe {
             if first {
-                self.pass(gpu, li, true)?;
+                self.pass(gpu, li, true, None)?;
             }
-            self.pass(gpu, li, false)?;
+            self.pass(gpu, li, false, fuse.then_some(&sources))?;
             // One lane with a heat map: the metric's stream.
             self.collapse_heat(gpu)?;
             let lane = &self.lanes[li];

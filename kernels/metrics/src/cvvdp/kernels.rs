@@ -1,10 +1,11 @@
 //! The ColorVideoVDP GPU kernels: thin `kernel!` declarations over device-only bodies that
 //! call the per-sample functions of the module (which the CPU backend calls too). A pair
 //! is, per pass (the video pass; the first pair of a sequence also an image pass): each
-//! side to DKL into the history (`cvvdp_dkl`), the temporal filters (`cvvdp_temporal`), the
-//! Gaussian pyramid (`cvvdp_reduce`), per band the contrasts against the next level
-//! expanded as they are read (`cvvdp_band`), the masker's blur and the masked differences
-//! pooled (`cvvdp_mask`), and the base band (`cvvdp_base`).
+//! side to DKL into the history (`cvvdp_dkl`), the temporal filters (`cvvdp_temporal`;
+//! both in one launch, `cvvdp_dkl_temporal`, for the common case past a sequence's first
+//! pair), the Gaussian pyramid (`cvvdp_reduce`), per band the contrasts against the next
+//! level expanded as they are read (`cvvdp_band`), the masker's blur and the masked
+//! differences pooled (`cvvdp_mask`), and the base band (`cvvdp_base`).
 //!
 //! Per-channel values are indexed by constants (`unroll!` over the channels): an index
 //! known only at run time into a by-value parameter struct makes the compiler copy the
@@ -30,6 +31,20 @@ gpumetrics_device::kernel! {
     /// subsampling's arithmetic drop out of every pixel's path.
     pub unsafe fn cvvdp_dkl_sdr420(src: Source, display: Display, out: Planes, halves: u32)
         => dkl_sdr420;
+
+    /// `cvvdp_dkl_sdr420` on both sides (`test`, `reference`) and the video pass's
+    /// `cvvdp_temporal` in one launch: each thread's `DKL_TEMPORAL_VEC` pixels of a row to
+    /// DKL, into the newest slot of each side's history, then filtered with the older
+    /// frames. For the pairs [`dkl_temporal_takes`] accepts, past a sequence's first (whose
+    /// image pass reads the history). Block (`BLOCK_X`, `BLOCK_Y`), a thread per
+    /// `DKL_TEMPORAL_VEC` pixels.
+    pub unsafe fn cvvdp_dkl_temporal(
+        test: Source,
+        reference: Source,
+        display: Display,
+        t: Temporal,
+        out: Planes,
+    ) => dkl_temporal;
 
     /// The temporal filters of one pass into the eight channels of pyramid level 0 (`out`,
     /// test and reference interleaved per band channel), and this pass's pooling sums
@@ -272,7 +287,7 @@ unsafe fn temporal(t: Temporal, out: Planes) {
             unsafe { *(t.sums as *mut f64).add(i) = 0.0 };
         }
     }
-    if t.held == 0 || t.held > t.len {
+    if t.held == 0 || t.held > t.len || t.len > t.slots || t.oldest >= t.slots {
         return;
     }
     let n = t.plane_len;
@@ -299,6 +314,11 @@ trait Lanes: Copy {
     /// # Safety
     /// `N` halves readable at `p`.
     unsafe fn halves(p: *const u16) -> Self;
+    /// The values as `N` half floats at `p` (aligned to `2 · N` bytes).
+    ///
+    /// # Safety
+    /// `N` halves writable at `p`.
+    unsafe fn store_halves(self, p: *mut u16);
 }
 
 /// Four half floats that load as one 64-bit access.
@@ -326,6 +346,10 @@ impl Lanes for f32 {
     unsafe fn halves(p: *const u16) -> Self {
         half_value(unsafe { *p })
     }
+    #[inline(always)]
+    unsafe fn store_halves(self, p: *mut u16) {
+        unsafe { *p = half_bits(self) };
+    }
 }
 
 #[cfg(target_arch = "nvptx64")]
@@ -348,6 +372,38 @@ impl Lanes for F4 {
         let h = unsafe { *(p as *const H4) };
         F4(h.0.map(half_value))
     }
+    #[inline(always)]
+    unsafe fn store_halves(self, p: *mut u16) {
+        unsafe { *(p as *mut H4) = H4(self.0.map(half_bits)) };
+    }
+}
+
+/// Where history plane `colour` of `side`'s `slot` holds sample `pixel`: three f32 planes,
+/// or the achromatic one and the chromatic planes' halves (`Temporal::history`).
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+fn history_at(t: &Temporal, side: u32, slot: u32, colour: u32, pixel: u64) -> u64 {
+    let base = t.history + 12 * (side * t.slots + slot) as u64 * t.plane_len;
+    if colour == 0 || t.halves == 0 {
+        base + 4 * (colour as u64 * t.plane_len + pixel)
+    } else {
+        base + 4 * t.plane_len + 2 * ((colour as u64 - 1) * t.plane_len + pixel)
+    }
+}
+
+/// History plane `colour` of `side`'s `slot` at samples `pixel ..` (`L::N` of them).
+///
+/// # Safety
+/// As [`temporal_at`].
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn history_load<L: Lanes>(t: &Temporal, side: u32, slot: u32, colour: u32, pixel: u64) -> L {
+    let p = history_at(t, side, slot, colour, pixel);
+    if colour == 0 || t.halves == 0 {
+        unsafe { *(p as *const L) }
+    } else {
+        unsafe { L::halves(p as *const u16) }
+    }
 }
 
 /// [`temporal`] at samples `pixel ..` (`L::N` of them) of every plane.
@@ -357,74 +413,187 @@ impl Lanes for F4 {
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 unsafe fn temporal_at<L: Lanes>(t: &Temporal, out: &Planes, pixel: u64) {
-    // A slot: three f32 planes, or the achromatic one and the chromatic planes' halves
-    // (`Temporal::history`).
-    let at = |side: u32, slot: u32, colour: u32| -> L {
-        let base = t.history + 12 * (side * t.len + slot) as u64 * t.plane_len;
-        if colour == 0 || t.halves == 0 {
-            unsafe { *((base + 4 * (colour as u64 * t.plane_len + pixel)) as *const L) }
-        } else {
-            let half = base + 4 * t.plane_len + 2 * ((colour as u64 - 1) * t.plane_len + pixel);
-            unsafe { L::halves(half as *const u16) }
-        }
-    };
-    let put = |p: u32, v: L| unsafe { *(out.plane(p).add(pixel as usize) as *mut L) = v };
     for side in 0..2 {
         if t.image != 0 {
-            let newest = (t.oldest + t.held - 1) % t.len;
+            let newest = t.newest();
             for cc in 0..3 {
-                put(2 * cc + side, at(side, newest, cc));
+                let v = unsafe { history_load::<L>(t, side, newest, cc, pixel) };
+                unsafe { put(out, 2 * cc + side, pixel, v) };
             }
-            put(6 + side, L::zero());
+            unsafe { put(out, 6 + side, pixel, L::zero()) };
             continue;
         }
-        let taps = t.taps as *const f32;
-        let missing = t.len - t.held;
-        let mut sum = [L::zero(); BAND_CHANNELS];
-        // Frames before the first are the first (replicate padding). `oldest` < `len` and
-        // k − missing < `len`: one subtraction wraps the ring.
-        let slot = |k: u32| {
-            let s = t.oldest + k.saturating_sub(missing);
-            if s >= t.len { s - t.len } else { s }
-        };
-        let frame = |k: u32| {
-            let at_slot = slot(k);
-            [
-                at(side, at_slot, 0),
-                at(side, at_slot, 1),
-                at(side, at_slot, 2),
-            ]
-        };
-        let add = |sum: &mut [L; BAND_CHANNELS], k: u32, v: [L; 3]| {
-            let tap = (t.len - 1 - k) as usize;
-            unroll!(cc in [0 1 2 3] {
-                let w = unsafe { *taps.add(cc * t.len as usize + tap) };
-                let src = &v[if cc == 3 { 0 } else { cc }];
-                for j in 0..L::N {
-                    sum[cc].set(j, sum[cc].get(j) + src.get(j) * w);
-                }
-            });
-        };
-        // Three frames' loads issued before their sums (the kernel waits on memory), the
-        // sums in the same order.
-        let mut k = 0;
-        while k + 3 <= t.len {
-            let (a, b, c) = (frame(k), frame(k + 1), frame(k + 2));
-            add(&mut sum, k, a);
-            add(&mut sum, k + 1, b);
-            add(&mut sum, k + 2, c);
-            k += 3;
-        }
-        while k < t.len {
-            let v = frame(k);
-            add(&mut sum, k, v);
-            k += 1;
-        }
-        for (cc, s) in sum.iter().enumerate() {
-            put(2 * cc as u32 + side, *s);
-        }
+        unsafe { filter_side::<L>(t, out, side, pixel) };
     }
 }
+
+/// Samples `pixel ..` of level-0 plane `p`.
+///
+/// # Safety
+/// As [`temporal_at`].
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn put<L: Lanes>(out: &Planes, p: u32, pixel: u64, v: L) {
+    unsafe { *(out.plane(p).add(pixel as usize) as *mut L) = v };
+}
+
+/// The video pass's filters of `side` at samples `pixel ..` into its four channels of
+/// level 0.
+///
+/// # Safety
+/// As [`temporal_at`].
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn filter_side<L: Lanes>(t: &Temporal, out: &Planes, side: u32, pixel: u64) {
+    let taps = t.taps as *const f32;
+    let mut sum = [L::zero(); BAND_CHANNELS];
+    // Frames before the first are the first (replicate padding).
+    let frame = |k: u32| {
+        let at_slot = t.slot(k);
+        [0, 1, 2].map(|cc| unsafe { history_load::<L>(t, side, at_slot, cc, pixel) })
+    };
+    let add = |sum: &mut [L; BAND_CHANNELS], k: u32, v: [L; 3]| {
+        let tap = (t.len - 1 - k) as usize;
+        unroll!(cc in [0 1 2 3] {
+            let w = unsafe { *taps.add(cc * t.len as usize + tap) };
+            let src = &v[if cc == 3 { 0 } else { cc }];
+            for j in 0..L::N {
+                sum[cc].set(j, sum[cc].get(j) + src.get(j) * w);
+            }
+        });
+    };
+    // Three frames' loads issued before their sums (the kernel waits on memory), the
+    // sums in the same order.
+    let mut k = 0;
+    while k + 3 <= t.len {
+        let (a, b, c) = (frame(k), frame(k + 1), frame(k + 2));
+        add(&mut sum, k, a);
+        add(&mut sum, k + 1, b);
+        add(&mut sum, k + 2, c);
+        k += 3;
+    }
+    while k < t.len {
+        let v = frame(k);
+        add(&mut sum, k, v);
+        k += 1;
+    }
+    for (cc, s) in sum.iter().enumerate() {
+        unsafe { put(out, 2 * cc as u32 + side, pixel, *s) };
+    }
+}
+
+/// The body of the `cvvdp_dkl_temporal` kernel (declared above). A thread's N pixels read
+/// N/2 + 2 columns of chroma (the bilinear taps of pixels Nj ..= Nj + N − 1 lie in columns
+/// Nj/2 − 1 ..= Nj/2 + N/2) on two rows, each sample loaded and normalised once into
+/// registers; each pixel picks its taps there ([`display_rgb_with`], the same values as
+/// `cvvdp_dkl_sdr420`'s tile).
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn dkl_temporal(
+    test: Source,
+    reference: Source,
+    display: Display,
+    t: Temporal,
+    out: Planes,
+) {
+    type L = Fused;
+    const N: u32 = DKL_TEMPORAL_VEC;
+    const _: () = assert!(<L as Lanes>::N == N as usize && N <= 4);
+    if dev::block_idx_x() == 0 && dev::block_idx_y() == 0 {
+        let i = (dev::thread_idx_y() * dev::block_dim_x() + dev::thread_idx_x()) as usize;
+        if i < PASS_SUMS {
+            unsafe { *(t.sums as *mut f64).add(i) = 0.0 };
+        }
+    }
+    let (w, h) = (out.width, out.height);
+    // The launch's conditions, checked: anything else reads nothing.
+    if t.held == 0
+        || t.held > t.len
+        || t.len > t.slots
+        || t.oldest >= t.slots
+        || t.image != 0
+        || t.plane_len != w as u64 * h as u64
+        || !dkl_temporal_takes(&test, &reference, &display, w, h)
+    {
+        return;
+    }
+    let (x, y) = (dev::global_idx_x() * N, dev::global_idx_y());
+    if x >= w || y >= h {
+        return;
+    }
+    let pixel = (y * w + x) as u64;
+    let newest = t.newest();
+    let display = Display {
+        eotf: EOTF_SRGB,
+        ..display
+    };
+    for side in 0..2 {
+        let src = Source {
+            family: FAMILY_YCBCR,
+            sub_x: 2,
+            sub_y: 2,
+            ..if side == 0 { test } else { reference }
+        };
+        // The older frames the filters read, asked of the L2 cache before the arithmetic
+        // below (the loads cannot move above this side's stores to the history: the
+        // compiler cannot tell the slots apart).
+        for k in 0..t.len {
+            let slot = t.slot(k);
+            if slot != newest {
+                for cc in 0..3 {
+                    unsafe { dev::prefetch_l2(history_at(&t, side, slot, cc, pixel) as *const u8) };
+                }
+            }
+        }
+        // Four chroma columns from Nj/2 − 1 (the last unread where N is 2), clamped into the
+        // plane as `source_index` clamps its taps, and the two rows. Pixel Nj + i reads
+        // columns (i + 1)/2 and the next of these: where `source_index` clamps at the left
+        // edge, the first two are the same column.
+        let first = (x / 2) as i32 - 1;
+        let last = src.chroma_width as i32 - 1;
+        let cols = [0, 1, 2, 3].map(|i| (first + i).clamp(0, last) as u32);
+        let (y0, y1, _) = source_index(y, 2, src.chroma_height);
+        // In bounds: the columns and rows are clamped into the chroma planes.
+        let load = |k: usize, row: u32| cols.map(|col| unsafe { chroma_value(&src, k, col, row) });
+        let (cb0, cb1, cr0, cr1) = (load(0, y0), load(0, y1), load(1, y0), load(1, y1));
+        let mut v = [L::zero(); 3];
+        unroll!(j in [0 1 2 3] {
+            if j < N as usize {
+            let (a, b) = ((j + 1) / 2, (j + 1) / 2 + 1);
+            let (x0, _, _) = source_index(x + j as u32, 2, src.chroma_width);
+            // Scalars picked by selects: an array picked, then indexed, went through local
+            // memory.
+            let tap = |k: usize, xx: u32, yy: u32| {
+                let (p, q) = if k == 0 { (&cb0, &cb1) } else { (&cr0, &cr1) };
+                let pick = |r: &[f32; 4]| if xx == x0 { r[a] } else { r[b] };
+                if yy == y0 { pick(p) } else { pick(q) }
+            };
+            let rgb = unsafe { display_rgb_with(&src, x + j as u32, y, tap) };
+            let d = to_dkl(&display.rgb_to_dkl, light(&display, rgb));
+            unroll!(cc in [0 1 2] {
+                v[cc].set(j, d[cc]);
+            });
+            }
+        });
+        // The newest slot, as `cvvdp_dkl` writes it.
+        unroll!(cc in [0 1 2] {
+            let p = history_at(&t, side, newest, cc as u32, pixel);
+            if cc == 0 || t.halves == 0 {
+                unsafe { *(p as *mut L) = v[cc] };
+            } else {
+                unsafe { v[cc].store_halves(p as *mut u16) };
+            }
+        });
+        // Read back with the older frames (by this thread: its own stores, from the L2
+        // cache): kept in registers through the filters' loads instead, they took 95
+        // registers a thread, 2 blocks an SM.
+        unsafe { filter_side::<L>(&t, &out, side, pixel) };
+    }
+}
+
+/// `cvvdp_dkl_temporal`'s pixels a thread ([`DKL_TEMPORAL_VEC`] of them).
+#[cfg(target_arch = "nvptx64")]
+type Fused = F4;
 
 /// The body of the `cvvdp_reduce` kernel (declared above).
 #[cfg(target_arch = "nvptx64")]
@@ -538,6 +707,13 @@ unsafe fn band(b: &Band, bx: u32, by: u32, hoist: bool) {
     // The first column of the next level in the tile, and the block's first row.
     let c0 = (bx * BLOCK_X / 2).saturating_sub(1);
     let y0 = by * BLOCK_Y;
+    // The sample's own values, read after the tile's fill, asked of the L2 cache before it
+    // (`cvvdp_band_one`'s: `cvvdp_band` took 4 more registers, 3 blocks an SM instead of 4).
+    if hoist && x < g.width && y < g.height {
+        for k in 0..2 * channels {
+            unsafe { dev::prefetch_l2(g.plane(k).add((y * g.width + x) as usize)) };
+        }
+    }
     // Every thread takes part (the barrier), inside the level or not.
     // Two places a step: where both are interior (most), their six loads are issued before
     // either sum ([`expand_interior`]'s terms on the same values: the same bits); the

@@ -593,8 +593,12 @@ pub struct Temporal {
     pub taps: u64,
     /// Where this pass's pooling sums lie (`PASS_SUMS` f64 values), zeroed by the launch.
     pub sums: u64,
-    /// Slots of the ring (the filters' length), the oldest frame's slot, frames held.
+    /// The filters' length; the ring's slots (at least `len`: pairs in flight on other
+    /// lanes may still read the slots a pair does not); the slot of the oldest frame the
+    /// filters read, and how many frames they read (1 ..= `len`; the frames before the
+    /// oldest are taken as it).
     pub len: u32,
+    pub slots: u32,
     pub oldest: u32,
     pub held: u32,
     /// Not 0: the image pass (the newest frame's three channels unfiltered, no transient
@@ -605,10 +609,50 @@ pub struct Temporal {
     pub vec: u32,
     /// Not 0: the chromatic planes are half floats (`cvvdp_dkl`'s `halves`).
     pub halves: u32,
+    pub _pad: u32,
+}
+
+impl Temporal {
+    /// The slot of the history that tap `k` (0 the oldest, `len − 1` the newest frame)
+    /// reads.
+    #[inline(always)]
+    pub fn slot(&self, k: u32) -> u32 {
+        // `oldest` < `slots` and k − missing < `len` ≤ `slots`: one subtraction wraps the
+        // ring.
+        let s = self.oldest + k.saturating_sub(self.len - self.held);
+        if s >= self.slots { s - self.slots } else { s }
+    }
+
+    /// The newest frame's slot.
+    #[inline(always)]
+    pub fn newest(&self) -> u32 {
+        self.slot(self.len - 1)
+    }
 }
 
 /// Samples a `cvvdp_temporal` thread takes where the planes allow it (`Temporal::vec`).
 pub const TEMPORAL_VEC: u32 = 4;
+
+/// Pixels of a row a `cvvdp_dkl_temporal` thread takes, loaded and stored at once (4 or 2:
+/// two took 34 registers to four's 72, but half again the instructions, and 171 µs a
+/// 1080p launch to 166 on an H100; docs/BENCHMARKS.md ~09:25).
+pub const DKL_TEMPORAL_VEC: u32 = 4;
+
+/// Whether `cvvdp_dkl_temporal` takes a pair of `width`×`height` frames (the video pass past
+/// a sequence's first pair): both sides [`sdr420`] at that size, and rows of whole runs of
+/// [`DKL_TEMPORAL_VEC`] pixels (every plane then starts aligned for a run). The one place
+/// the kernel, which checks it, and the engine, which picks the kernel, name it.
+#[inline(always)]
+pub fn dkl_temporal_takes(
+    test: &Source,
+    reference: &Source,
+    display: &Display,
+    width: u32,
+    height: u32,
+) -> bool {
+    let fits = |s: &Source| s.width == width && s.height == height && sdr420(s, display);
+    width.is_multiple_of(DKL_TEMPORAL_VEC) && fits(test) && fits(reference)
+}
 
 /// One band's inputs to `cvvdp_band`.
 #[repr(C)]
@@ -823,6 +867,77 @@ pub fn reflect(i: i32, n: u32) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A pass's `Temporal` over a ring of `slots` whose filters read `held` frames from
+    /// slot `oldest`.
+    fn ring(len: u32, slots: u32, oldest: u32, held: u32) -> Temporal {
+        Temporal {
+            len,
+            slots,
+            oldest,
+            held,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn the_filters_taps_read_the_newest_frames_of_the_ring() {
+        // A full filter on a ring of 11 slots (9 taps, 3 lanes) that wraps: taps 0..9 read
+        // slots 7, 8, 9, 10, 0, 1, 2, 3, 4 (the newest).
+        let t = ring(9, 11, 7, 9);
+        let slots: [u32; 9] = core::array::from_fn(|k| t.slot(k as u32));
+        assert_eq!(slots, [7, 8, 9, 10, 0, 1, 2, 3, 4]);
+        assert_eq!(t.newest(), 4);
+        // Three frames held from slot 9: the six taps before them read the oldest (the
+        // reference's replicate padding), then 9, 10, 0.
+        let t = ring(9, 11, 9, 3);
+        let slots: [u32; 9] = core::array::from_fn(|k| t.slot(k as u32));
+        assert_eq!(slots, [9, 9, 9, 9, 9, 9, 9, 10, 0]);
+        assert_eq!(t.newest(), 0);
+        // One frame: every tap reads it; one lane: the ring is the filter.
+        assert!((0..9).all(|k| ring(9, 9, 5, 1).slot(k) == 5));
+        let t = ring(9, 9, 3, 9);
+        assert_eq!((t.slot(0), t.slot(5), t.slot(6), t.newest()), (3, 8, 0, 2));
+    }
+
+    #[test]
+    fn the_fused_kernel_takes_4_2_0_srgb_pairs_of_whole_runs() {
+        let side = |width, height| Source {
+            width,
+            height,
+            family: FAMILY_YCBCR,
+            sub_x: 2,
+            sub_y: 2,
+            ..Default::default()
+        };
+        let srgb = Display::default();
+        let (a, b) = (side(1920, 1080), side(1920, 1080));
+        assert!(dkl_temporal_takes(&a, &b, &srgb, 1920, 1080));
+        // A width that is not whole runs of `DKL_TEMPORAL_VEC` pixels.
+        let w = 1920 - DKL_TEMPORAL_VEC / 2;
+        assert!(!dkl_temporal_takes(
+            &side(w, 1080),
+            &side(w, 1080),
+            &srgb,
+            w,
+            1080
+        ));
+        // Another size, another subsampling, another EOTF.
+        assert!(!dkl_temporal_takes(
+            &a,
+            &side(1920, 1078),
+            &srgb,
+            1920,
+            1080
+        ));
+        let full = Source { sub_x: 1, ..b };
+        assert!(!dkl_temporal_takes(&a, &full, &srgb, 1920, 1080));
+        let pq = Display {
+            eotf: EOTF_PQ,
+            ..srgb
+        };
+        assert!(!dkl_temporal_takes(&a, &b, &pq, 1920, 1080));
+    }
 
     #[test]
     fn levels_give_each_block_its_level_and_place() {
