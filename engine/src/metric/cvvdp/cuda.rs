@@ -20,10 +20,10 @@
 //!
 //! Past a sequence's first pair, the common case (4:2:0 Y′CbCr on an sRGB display, rows of
 //! whole runs of `DKL_TEMPORAL_VEC` pixels: `dkl_temporal_takes`) makes steps 1 and the
-//! video pass's `cvvdp_temporal` one launch, `cvvdp_dkl_temporal`: the DKL kernels'
-//! arithmetic then runs beside the filters' loads, and the newest frames are read back
-//! from the L2 cache, not from device memory (H100, 1080p: 2,023 → 2,144 pairs/s at 2 in
-//! flight, docs/BENCHMARKS.md ~09:00–09:50).
+//! video pass's `cvvdp_temporal` one launch, `cvvdp_dkl_temporal`, whose threads read
+//! back the newest frames right after writing them. Per launch it takes about the time of
+//! the three it replaces; the pairs gained (H100, 1080p: 2,023 → 2,144 pairs/s at 2 in
+//! flight, docs/BENCHMARKS.md ~09:33) are in how the lanes overlap.
 //!
 //! Pairs in flight take lanes in turn ([`Lane`], up to [`LANES`]): the metric's stream and
 //! branches of it, each with its own pyramids, band planes and sums, the history shared.

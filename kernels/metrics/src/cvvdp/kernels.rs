@@ -545,10 +545,10 @@ unsafe fn dkl_temporal(
                 }
             }
         }
-        // Four chroma columns from Nj/2 − 1 (the last unread where N is 2), clamped into the
-        // plane as `source_index` clamps its taps, and the two rows. Pixel Nj + i reads
-        // columns (i + 1)/2 and the next of these: where `source_index` clamps at the left
-        // edge, the first two are the same column.
+        // Four chroma columns from Nj/2 − 1, clamped into the plane as `source_index` clamps
+        // its taps, and the two rows. Pixel Nj + i reads columns (i + 1)/2 and the next of
+        // these: where `source_index` clamps at the left edge, the first two are the same
+        // column.
         let first = (x / 2) as i32 - 1;
         let last = src.chroma_width as i32 - 1;
         let cols = [0, 1, 2, 3].map(|i| (first + i).clamp(0, last) as u32);

@@ -633,9 +633,9 @@ impl Temporal {
 /// Samples a `cvvdp_temporal` thread takes where the planes allow it (`Temporal::vec`).
 pub const TEMPORAL_VEC: u32 = 4;
 
-/// Pixels of a row a `cvvdp_dkl_temporal` thread takes, loaded and stored at once (4 or 2:
-/// two took 34 registers to four's 72, but half again the instructions, and 171 µs a
-/// 1080p launch to 166 on an H100; docs/BENCHMARKS.md ~09:25).
+/// Pixels of a row a `cvvdp_dkl_temporal` thread takes, loaded and stored at once (two a
+/// thread, measured on the branch, took 34 registers to four's 72, but half again the
+/// instructions, and 171 µs a 1080p launch to 166 on an H100; docs/BENCHMARKS.md ~09:17).
 pub const DKL_TEMPORAL_VEC: u32 = 4;
 
 /// Whether `cvvdp_dkl_temporal` takes a pair of `width`×`height` frames (the video pass past
