@@ -330,6 +330,7 @@ mod tests {
                 .collect(),
             docs: vec![" Doc.".into()],
             file: PathBuf::from("k.rs"),
+            max_registers: None,
         }
     }
 

@@ -24,7 +24,8 @@
 //!    cdylib` of the nightly toolchain in its own target dir (`OUT_DIR/nvptx`), with the
 //!    outer build's cargo/rustc variables removed, the driver as linker;
 //! 5. parse the PTX ([`ptx`]), compare its entries and parameter sizes with the declarations,
-//!    and write `OUT_DIR/kernels.rs` ([`codegen`]).
+//!    give the entries declared with `max_registers = N` ptxas's `.maxnreg N`
+//!    ([`ptx::cap_registers`]), and write `OUT_DIR/kernels.rs` ([`codegen`]).
 //!
 //! Environment: `GPUMETRICS_TOOLCHAIN` (default `nightly`; `stable` works too through
 //! `RUSTC_BOOTSTRAP=1`, which is always set for the nested build), `GPUMETRICS_EXTRA_SM`
@@ -417,6 +418,13 @@ impl Builder {
             let dst = ptx_dir.join(format!("{lib_name}.sm_{sm}.ptx"));
             codegen::check(&found.kernels, &entries, &format!("the sm_{sm} PTX"))
                 .map_err(|e| Error(format!("the kernels and the PTX differ:\n{e}")))?;
+            let mut text = text;
+            for k in &found.kernels {
+                if let Some(n) = k.max_registers {
+                    text = ptx::cap_registers(&text, &k.name, n)
+                        .map_err(|e| Error(format!("{}: max_registers: {e}", src.display())))?;
+                }
+            }
             write_if_changed(&dst, &text)?;
             first_entries.get_or_insert(entries);
             ptx_files.push((sm, dst));

@@ -103,6 +103,36 @@ fn find_entry(s: &str) -> Option<usize> {
     None
 }
 
+/// `ptx` with entry `name`'s registers capped at `n` a thread: ptxas's `.maxnreg n`
+/// between its parameter list and its body (a kernel's `max_registers = N`).
+pub fn cap_registers(ptx: &str, name: &str, n: u32) -> Result<String, String> {
+    let mut offset = 0;
+    let mut in_entry = false;
+    for line in ptx.split_inclusive('\n') {
+        let code = line.split("//").next().unwrap_or("").trim();
+        if !in_entry {
+            let mut words = code
+                .split_whitespace()
+                .skip_while(|w| matches!(*w, ".visible" | ".weak" | ".extern"));
+            if words.next() == Some(".entry") {
+                let after = code.split(".entry").nth(1).unwrap_or("").trim_start();
+                let entry = after.split(['(', ' ', '\t']).next().unwrap_or("");
+                in_entry = entry == name;
+            }
+        } else if code.starts_with(".maxnreg") {
+            return Err(format!("entry `{name}` already has `{code}`"));
+        } else if code.starts_with('{') {
+            let mut out = String::with_capacity(ptx.len() + 16);
+            out.push_str(&ptx[..offset]);
+            out.push_str(&format!(".maxnreg {n}\n"));
+            out.push_str(&ptx[offset..]);
+            return Ok(out);
+        }
+        offset += line.len();
+    }
+    Err(format!("no entry `{name}` with a body in the PTX"))
+}
+
 /// True when the module declares block-shared memory (`.shared` variables, static or
 /// `.extern` dynamic).
 pub fn uses_shared_memory(ptx: &str) -> bool {
@@ -171,6 +201,23 @@ mod tests {
         assert!(!uses_shared_memory(
             ".visible .entry k()\n{\n}\n// .shared in a comment\n"
         ));
+    }
+
+    #[test]
+    fn caps_one_entrys_registers() {
+        let capped = cap_registers(PTX, "affine", 64).unwrap();
+        assert!(capped.contains("affine_param_1\n)\n.maxnreg 64\n{\n"));
+        assert_eq!(capped.matches(".maxnreg").count(), 1);
+        // The other entries as they were, and the entries' parameters still parse.
+        assert_eq!(capped.replace(".maxnreg 64\n", ""), PTX);
+        assert_eq!(parse_entries(&capped), parse_entries(PTX));
+        let capped = cap_registers(PTX, "noparams", 40).unwrap();
+        assert!(capped.contains(".entry noparams()\n.maxnreg 40\n{"));
+        // A name that is only a prefix of an entry's, twice the same cap, no such entry.
+        assert!(cap_registers(PTX, "aff", 64).is_err());
+        let twice = cap_registers(&cap_registers(PTX, "small", 32).unwrap(), "small", 32);
+        assert!(twice.is_err());
+        assert!(cap_registers(PTX, "helper", 32).is_err());
     }
 
     #[test]

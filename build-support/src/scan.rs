@@ -69,6 +69,8 @@ pub struct KernelDecl {
     pub docs: Vec<String>,
     /// The source file.
     pub file: PathBuf,
+    /// `max_registers = N` of the declaration: the entry's `.maxnreg` in the PTX.
+    pub max_registers: Option<u32>,
 }
 
 /// One `shared!(static NAME: [T; N])` declaration.
@@ -144,6 +146,8 @@ pub fn module_of(src_dir: &Path, file: &Path) -> Vec<String> {
 struct KernelItem {
     attrs: Vec<syn::Attribute>,
     sig: syn::Signature,
+    /// `=> body, max_registers = N;`
+    max_registers: Option<u32>,
     /// The body of the older form (scanned for `shared!` like any other code).
     block: Option<syn::Block>,
 }
@@ -157,15 +161,33 @@ impl Parse for KernelItems {
             let attrs = input.call(syn::Attribute::parse_outer)?;
             input.parse::<syn::Visibility>()?;
             let sig: syn::Signature = input.parse()?;
+            let mut max_registers = None;
             let block = if input.peek(syn::Token![=>]) {
                 input.parse::<syn::Token![=>]>()?;
                 input.parse::<syn::Path>()?;
+                if input.peek(syn::Token![,]) {
+                    input.parse::<syn::Token![,]>()?;
+                    let key: syn::Ident = input.parse()?;
+                    if key != "max_registers" {
+                        return Err(syn::Error::new(
+                            key.span(),
+                            format!("unknown `{key}`; expected `max_registers = N`"),
+                        ));
+                    }
+                    input.parse::<syn::Token![=]>()?;
+                    max_registers = Some(input.parse::<syn::LitInt>()?.base10_parse::<u32>()?);
+                }
                 input.parse::<syn::Token![;]>()?;
                 None
             } else {
                 Some(input.parse()?)
             };
-            v.push(KernelItem { attrs, sig, block });
+            v.push(KernelItem {
+                attrs,
+                sig,
+                max_registers,
+                block,
+            });
         }
         Ok(Self(v))
     }
@@ -485,7 +507,10 @@ impl<'ast> Visit<'ast> for Visitor<'_> {
                 Ok(items) => {
                     for item in &items.0 {
                         match self.kernel(&item.attrs, &item.sig) {
-                            Ok(k) => self.kernels.push(k),
+                            Ok(k) => self.kernels.push(KernelDecl {
+                                max_registers: item.max_registers,
+                                ..k
+                            }),
                             Err(e) => self.errors.push(format!(
                                 "{}: kernel `{}`: {e}",
                                 self.file.display(),
@@ -570,6 +595,7 @@ impl Visitor<'_> {
             params,
             docs,
             file: self.file.clone(),
+            max_registers: None,
         })
     }
 
@@ -964,6 +990,8 @@ mod tests {
                 /// Old form, still accepted.
                 pub unsafe fn psnr_old(n: u32) { shared!(static OLD: [u8; 4]); }
                 pub unsafe fn psnr_other(x: *const crate::psnr::Planes) => super::psnr::other;
+                /// Capped.
+                pub unsafe fn psnr_capped(n: u32) => sse, max_registers = 40;
             }
             #[cfg(target_arch = "nvptx64")]
             unsafe fn sse(p: Planes, out: *mut u64) {
@@ -973,8 +1001,10 @@ mod tests {
         )
         .unwrap();
         let names: Vec<_> = s.kernels.iter().map(|k| k.name.as_str()).collect();
-        assert_eq!(names, ["psnr_sse", "psnr_old", "psnr_other"]);
+        assert_eq!(names, ["psnr_sse", "psnr_old", "psnr_other", "psnr_capped"]);
         assert_eq!(s.kernels[0].docs, [" Sums."]);
+        let caps: Vec<_> = s.kernels.iter().map(|k| k.max_registers).collect();
+        assert_eq!(caps, [None, None, None, Some(40)]);
         assert_eq!(
             s.kernels[0].params[0].kind,
             ParamKind::Struct {
@@ -992,6 +1022,9 @@ mod tests {
                 .unwrap_err()
                 .contains("body;")
         );
+        let bad = scan("kernel! { pub unsafe fn k(n: u32) => b, max_threads = 64; }");
+        assert!(bad.unwrap_err().contains("max_registers = N"));
+        assert!(scan("kernel! { pub unsafe fn k(n: u32) => b, max_registers = x; }").is_err());
     }
 
     #[test]

@@ -65,11 +65,29 @@ pub use nvptx::*;
 /// `name: Type` with `Type` a primitive scalar, a raw pointer, or a `#[repr(C)] Copy` struct
 /// named by a `crate::...` path (or a name defined or imported in the same module).
 ///
+/// A declaration may end `=> body, max_registers = N;` instead: `gpumetrics-build` gives the
+/// entry ptxas's `.maxnreg N` (CUDA's `__maxnreg__`), for a kernel whose registers, not its
+/// work, keep blocks off the SMs. Check with `ptxas -v` that the cap spills nothing.
+///
 /// The older form with the body inside the macro (`pub unsafe fn k(..) { .. }`) still works
 /// and may be mixed with the new one, but rustfmt does not format code inside macros.
 #[macro_export]
 macro_rules! kernel {
     () => {};
+    (
+        $(#[$attr:meta])*
+        $vis:vis unsafe fn $name:ident ( $($arg:ident : $ty:ty),* $(,)? ) => $body:path,
+            max_registers = $n:literal;
+        $($rest:tt)*
+    ) => {
+        // ptxas takes 16 ..= 255 registers a thread.
+        const _: () = assert!($n >= 16 && $n <= 255, "max_registers: 16 ..= 255");
+        $crate::kernel! {
+            $(#[$attr])*
+            $vis unsafe fn $name($($arg: $ty),*) => $body;
+            $($rest)*
+        }
+    };
     (
         $(#[$attr:meta])*
         $vis:vis unsafe fn $name:ident ( $($arg:ident : $ty:ty),* $(,)? ) => $body:path;
