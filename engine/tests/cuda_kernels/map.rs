@@ -83,15 +83,88 @@ fn ssimulacra2(_k: &Kernels, _s: &Arc<CudaStream>, r: &mut Rng) -> Result<Outcom
 }
 
 /// The band heats come from the same per-sample code as the CPU's; the device's powers
-/// (`exp2(y·log2 x)`) differ from the host's in the last bits.
+/// (`exp2(y·log2 x)`) differ from the host's in the last bits. Then each map of a sequence
+/// of four I420 160×90 pairs: past the first, `cvvdp_dkl_temporal` makes them, on a
+/// history in f32 (a heat map's).
 fn cvvdp(_k: &Kernels, _s: &Arc<CudaStream>, r: &mut Rng) -> Result<Outcome, DriverError> {
-    Ok(compare(
+    let single = compare(
         r,
         MetricSet::named("cvvdp").expect("a metric"),
         MapKind::Cvvdp,
         1e-4,
         true,
+    );
+    Ok(crate::engine::merge(
+        single,
+        cvvdp_sequence(r),
+        "I420 160x90, four pairs",
     ))
+}
+
+/// [`cvvdp`]'s sequence: each pair's map from both backends, relative to the CPU map's
+/// largest magnitude.
+fn cvvdp_sequence(r: &mut Rng) -> Outcome {
+    let mut out = Outcome {
+        elements: 0,
+        max_err: 0.0,
+        tolerance: 1e-4,
+        note: String::new(),
+    };
+    let (w, h) = (160usize, 90usize);
+    let pairs: Vec<_> = (0..4)
+        .map(|_| pair(r, PixelFormat::I420, w, h, false))
+        .collect();
+    let layout = pairs[0].0;
+    let maps = [BackendChoice::Cuda, BackendChoice::Cpu].map(|backend| {
+        let cfg = EngineConfig {
+            metrics: MetricSet::named("cvvdp").expect("a metric"),
+            backend,
+            ..Default::default()
+        };
+        let mut e = Engine::builder(&cfg, layout, layout)
+            .map(MapKind::Cvvdp)
+            .build()
+            .map_err(|e| e.to_string())?;
+        let mut maps = Vec::new();
+        for (_, a, b) in &pairs {
+            let planes = |d| common::images::planes(PixelFormat::I420, w as u32, h as u32, d);
+            let (pa, pb) = (planes(a), planes(b));
+            let s = e
+                .compare(
+                    &Frame::Host(HostFrame::new(&pa)),
+                    &Frame::Host(HostFrame::new(&pb)),
+                )
+                .map_err(|e| e.to_string())?;
+            let map = s.map().ok_or("no map")?;
+            maps.push(map.values().map_err(|e| e.to_string())?.values.clone());
+        }
+        Ok::<_, String>(maps)
+    });
+    match maps {
+        [Ok(gpu), Ok(cpu)] if gpu.len() == cpu.len() => {
+            for (t, (g, c)) in gpu.iter().zip(&cpu).enumerate() {
+                let scale = c
+                    .iter()
+                    .fold(f64::MIN_POSITIVE, |m, v| m.max((*v as f64).abs()));
+                let err = if g.len() == c.len() {
+                    g.iter()
+                        .zip(c)
+                        .map(|(a, b)| (*a as f64 - *b as f64).abs() / scale)
+                        .fold(0f64, f64::max)
+                } else {
+                    f64::INFINITY
+                };
+                out.elements += g.len();
+                out.max_err = out.max_err.max(err);
+                out.note += &format!("pair {t}: {err:.1e}; ");
+            }
+        }
+        other => {
+            out.max_err = f64::INFINITY;
+            out.note += &format!("{:?}", other.map(|m| m.map(|v| v.len())));
+        }
+    }
+    out
 }
 
 /// A map handed out in device memory (`map_stats`, `map_gray16`, `map_heat`): the

@@ -37,11 +37,14 @@
 //! filters too (`Lane::filtered`).
 //!
 //! Every buffer is allocated once per plan: the history (2 · 3 planes a slot, the filters'
-//! length and lanes − 1 more slots; the chromatic planes kept in half floats where no heat
-//! map is made: `Temporal::halves`), per lane both pyramids (8 channels) and each band's
-//! planes (`OUT_PLANES`, of every level: the bands of a pass run at once): about (6 ·
-//! (taps + lanes − 1) + 22 · lanes) · 4 bytes a pixel, 0.6 GB at 1080p30 (9 taps) with one
-//! lane, 0.9 with two, 1.1 with three.
+//! length and lanes − 1 more slots; half floats where no heat map is made, the chromatic
+//! planes, and on an sRGB display the achromatic one too: `history_layout`; the
+//! achromatic plane's halves took the fused kernel from 152 to 117 µs a 1080p launch and
+//! the pairs from 2,330 to 2,530 a second at 4 in flight, H100, docs/BENCHMARKS.md
+//! 2026-12-06 ~12:15), per lane both pyramids (8 channels) and each band's planes
+//! (`OUT_PLANES`, of every level: the bands of a pass run at once): about (6 · (taps +
+//! lanes − 1) + 22 · lanes) · 4 bytes a pixel, 0.6 GB at 1080p30 (9 taps) with one lane,
+//! 0.9 with two, 1.1 with three, 1.3 with four.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -65,7 +68,7 @@ use crate::scores::Scores;
 use gpumetrics_kernels::cvvdp::{
     BAND_CHANNELS, BLOCK_X, BLOCK_Y, BLUR_TAPS, Band, CHANNELS, DKL_TEMPORAL_VEC, GRID, Levels,
     MASK_ROWS, MAX_BANDS, OUT_PLANES, PASS_SUMS, Planes, SUM_THREADS, Source, TEMPORAL_VEC,
-    Temporal, dkl_temporal_takes, sdr420,
+    Temporal, dkl_temporal_takes, history_layout, sdr420,
 };
 
 /// A [`Band`]'s bytes, as the kernels read it from a table (`Levels::bands`).
@@ -77,10 +80,10 @@ fn band_bytes(b: &Band) -> Vec<u8> {
 }
 
 /// Lanes at most: pairs in flight past it share them. A third lane keeps a third pair's
-/// kernels ready where two lanes both wait on one kind of work (memory or arithmetic). (A
-/// fourth made 1.2 % more pairs at 4 in flight, H100, docs/BENCHMARKS.md ~09:50, but has
-/// not been through the GPU checks.)
-const LANES: usize = 3;
+/// kernels ready where two lanes both wait on one kind of work (memory or arithmetic); a
+/// fourth made 1.1 % more pairs at 4 in flight (H100, 2,277 → 2,302, docs/BENCHMARKS.md
+/// 2026-12-06 ~11:30).
+const LANES: usize = 4;
 
 /// The finest bands, each launched on its own (`cvvdp_band_one`); the coarser ones, each
 /// too small to fill the device alone, share one launch of `cvvdp_band`.
@@ -299,10 +302,10 @@ impl CvvdpCuda {
         }
     }
 
-    /// Whether the history keeps its chromatic planes in half floats: where no heat map is
-    /// made (`history_value`, which the CPU's model applies alike).
-    fn halves(&self) -> bool {
-        self.heat.is_none()
+    /// The history's layout (`history_layout`: half floats where no heat map is made, the
+    /// achromatic plane too on an sRGB display; the CPU's model rounds alike).
+    fn layout(&self) -> u32 {
+        history_layout(self.model.photometry(), self.heat.is_some())
     }
 
     /// Band `b`'s parameters in a pass (the image pass's or the video's) on lane `lane`.
@@ -392,7 +395,7 @@ impl CvvdpCuda {
             // Every region of the arena starts 256-byte aligned; the planes of a region are
             // `frame` samples apart.
             vec: frame.is_multiple_of(TEMPORAL_VEC as u64) as u32,
-            halves: self.halves() as u32,
+            halves: self.layout(),
             _pad: 0,
         };
         let per_thread = if t.vec != 0 { TEMPORAL_VEC as u64 } else { 1 };
@@ -553,7 +556,7 @@ impl CvvdpCuda {
             };
             // SAFETY: the frame pointers were validated against the plan's layouts (or are
             // the backend's upload buffers); the slot's three planes lie in the arena.
-            let halves = self.halves() as u32;
+            let halves = self.layout();
             // The common case (4:2:0 Y'CbCr on an sRGB display) on its own kernel, the
             // same code with those parameters constant (`cvvdp_dkl_sdr420`).
             unsafe {

@@ -41,12 +41,12 @@ crate::gpu_tests! {
 const TOLERANCE: f64 = 1e-3;
 
 /// One pair on RGB and I420 (173×97: the image pass and the first video pass), then
-/// sequences longer than the filters (the history ring, of 9 to 11 slots, wraps): 8-bit
-/// BT.709 I420 at 30 fps (9 taps, 12 frames; 160×91, past the first pair on
+/// sequences longer than the filters (the history ring, of 9 to 12 slots, wraps): 8-bit
+/// BT.709 I420 at 30 fps (9 taps, 14 frames; 160×91, past the first pair on
 /// `cvvdp_dkl_temporal`, and 151×90, of odd width, on `cvvdp_dkl_sdr420` and
-/// `cvvdp_temporal`) and 10-bit BT.2100 PQ at 60 fps on an odd size (17 taps, 20 frames),
-/// each frame's JOD from both backends, one pair in flight, two and three (on the GPU the
-/// pairs then take two or three lanes in turn, which share the history); then with
+/// `cvvdp_temporal`) and 10-bit BT.2100 PQ at 60 fps on an odd size (17 taps, 22 frames),
+/// each frame's JOD from both backends, one pair in flight, two, three and four (on the GPU
+/// the pairs then take as many lanes in turn, which share the history); then with
 /// windows of 5 frames (`Engine::start_window`: the second instance that restarts the
 /// temporal channels at each window, 2 pairs in flight on the GPU), each pair's JOD of its
 /// window so far.
@@ -73,9 +73,9 @@ fn sequences(r: &mut Rng) -> Outcome {
         ..sdr
     };
     for (bits, w, h, fps, frames, c, display) in [
-        (8u32, 160u32, 91u32, 30.0, 12usize, sdr, "standard_fhd"),
-        (8, 151, 90, 30.0, 12, sdr, "standard_fhd"),
-        (10, 97, 61, 60.0, 20, pq, "standard_hdr_pq"),
+        (8u32, 160u32, 91u32, 30.0, 14usize, sdr, "standard_fhd"),
+        (8, 151, 90, 30.0, 14, sdr, "standard_fhd"),
+        (10, 97, 61, 60.0, 22, pq, "standard_hdr_pq"),
     ] {
         let format = if bits == 8 {
             PixelFormat::I420
@@ -184,7 +184,7 @@ fn sequences(r: &mut Rng) -> Outcome {
                     })
                     .collect())
             };
-        for (windows, in_flight) in [(false, 1), (false, 2), (false, 3), (true, 2)] {
+        for (windows, in_flight) in [(false, 1), (false, 2), (false, 3), (false, 4), (true, 2)] {
             let label = format!(
                 "{} {w}x{h} {fps} fps {display}, {in_flight} in flight{}",
                 format.name(),

@@ -184,13 +184,14 @@ impl Model {
         for f in test.iter().chain(&reference) {
             assert_eq!(f.len(), self.width * self.height, "a frame of another size");
         }
-        // The history's precision, the GPU's (`history_value`: halves where no heat map is
+        // The history's precision, the GPU's (`history_layout`: halves where no heat map is
         // made), for the image pass too.
-        if !map {
-            for frame in [&mut test, &mut reference] {
-                for (c, plane) in frame.iter_mut().enumerate().skip(1) {
+        let layout = gpumetrics_kernels::cvvdp::history_layout(&self.photometry, map);
+        for frame in [&mut test, &mut reference] {
+            for (c, plane) in frame.iter_mut().enumerate() {
+                if gpumetrics_kernels::cvvdp::history_in_halves(layout, c) {
                     for v in plane.iter_mut() {
-                        *v = gpumetrics_kernels::cvvdp::history_value(c, *v);
+                        *v = gpumetrics_kernels::cvvdp::history_value(layout, c, *v);
                     }
                 }
             }

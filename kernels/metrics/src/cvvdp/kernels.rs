@@ -17,12 +17,12 @@ use super::*;
 #[cfg(target_arch = "nvptx64")]
 use gpumetrics_device as dev;
 #[cfg(target_arch = "nvptx64")]
-use gpumetrics_device::math::{div_full, half_bits, half_value, log10f};
+use gpumetrics_device::math::{div_full, fmaf, half_bits, half_value, log10f};
 
 gpumetrics_device::kernel! {
-    /// One side's frame to DKL: `out` planes 0..3 (the side's history slot; with `halves`
-    /// not 0 the chromatic planes as half floats, `Temporal::history`). Block (`BLOCK_X`,
-    /// `BLOCK_Y`), a thread per pixel.
+    /// One side's frame to DKL: `out` planes 0..3 (the side's history slot, in the layout
+    /// `halves` names: `HISTORY_F32` and the others, `Temporal::history`). Block
+    /// (`BLOCK_X`, `BLOCK_Y`), a thread per pixel.
     pub unsafe fn cvvdp_dkl(src: Source, display: Display, out: Planes, halves: u32) => dkl;
 
     /// `cvvdp_dkl` for the common case, 4:2:0 Y'CbCr on an sRGB display (`src.family`,
@@ -37,20 +37,23 @@ gpumetrics_device::kernel! {
     /// DKL, into the newest slot of each side's history, then filtered with the older
     /// frames. For the pairs [`dkl_temporal_takes`] accepts, past a sequence's first (whose
     /// image pass reads the history). Block (`BLOCK_X`, `BLOCK_Y`), a thread per
-    /// `DKL_TEMPORAL_VEC` pixels.
+    /// `DKL_TEMPORAL_VEC` pixels. Capped at 64 registers (ptxas gave it 80, 3 blocks an SM;
+    /// at 64 it spills nothing and 4 fit: 160.6 → 153.2 µs a 1080p launch, H100, ~11:30).
     pub unsafe fn cvvdp_dkl_temporal(
         test: Source,
         reference: Source,
         display: Display,
         t: Temporal,
         out: Planes,
-    ) => dkl_temporal;
+    ) => dkl_temporal, max_registers = 64;
 
     /// The temporal filters of one pass into the eight channels of pyramid level 0 (`out`,
     /// test and reference interleaved per band channel), and this pass's pooling sums
     /// zeroed. One-dimensional blocks of `SUM_THREADS` (at least `PASS_SUMS`), a thread per
-    /// `TEMPORAL_VEC` samples (`Temporal::vec`) or per sample.
-    pub unsafe fn cvvdp_temporal(t: Temporal, out: Planes) => temporal;
+    /// `TEMPORAL_VEC` samples (`Temporal::vec`) or per sample. Capped at 64 registers: with
+    /// a path per history layout ptxas gave it 72 (3 blocks an SM); at 64 it spills nothing
+    /// and 4 fit.
+    pub unsafe fn cvvdp_temporal(t: Temporal, out: Planes) => temporal, max_registers = 64;
 
     /// A reduce: `dst` (half the size, rounded up) from `src` ([`reduce_2d`]'s values, its
     /// column reduces made once per block into shared memory). Block (`BLOCK_X`,
@@ -65,7 +68,8 @@ gpumetrics_device::kernel! {
 
     /// `cvvdp_band` for one band (levels 0 and 1 of a pass): its parameters in the parameter
     /// space, the grid (`BLOCK_X`, `BLOCK_Y`) blocks over the band. Read from the levels' table
-    /// the band's planes took 16 more registers (64: 4 blocks an SM instead of 5).
+    /// the band's planes took 16 more registers (64: 4 blocks an SM instead of 5). (Capped at
+    /// 40 registers, 6 blocks an SM with 12 bytes spilled, it was no faster: H100, ~11:30.)
     pub unsafe fn cvvdp_band_one(b: Band) => band_one;
 
     /// The masker's blur (reflected edges; none for a band of 6 samples or fewer a side):
@@ -74,8 +78,11 @@ gpumetrics_device::kernel! {
     /// `safe_pow(d, β)` summed per channel into `b.sums` (one atomic add per block and
     /// channel). Every level of a pass in one launch (`Levels`, rows of `BLOCK_Y ·
     /// MASK_ROWS`). Block (`BLOCK_X`, `BLOCK_Y`), a thread per `MASK_ROWS` pixels of a
-    /// column.
-    pub unsafe fn cvvdp_mask(l: Levels) => mask_levels;
+    /// column. Capped at 40 registers (ptxas gave it 48, 5 blocks an SM; at 40 it spills
+    /// nothing and 6 fit: 118.6 → 116.1 µs a 1080p launch, H100, ~11:30). (Its tile filled
+    /// by columns and rows, each reflected once, took 56 registers, spilled at 40, and was
+    /// slower: 121 µs, ~12:00.)
+    pub unsafe fn cvvdp_mask(l: Levels) => mask_levels, max_registers = 40;
 
     /// The base band: contrast against each side's mean, the sensitivity at the
     /// reference's mean, and the pooled differences into `b.sums`. One block of
@@ -233,8 +240,13 @@ unsafe fn dkl(src: Source, display: Display, out: Planes, halves: u32) {
     };
     let v = to_dkl(&display.rgb_to_dkl, light(&display, rgb));
     // The history slot's layout (`Temporal::history`).
-    unsafe { out.set(0, x, y, v[0]) };
-    if halves != 0 {
+    if halves == HISTORY_HALVES {
+        let i = (y * out.width + x) as usize;
+        unsafe { *(out.plane(0) as *mut u16).add(i) = half_bits(v[0]) };
+    } else {
+        unsafe { out.set(0, x, y, v[0]) };
+    }
+    if halves != HISTORY_F32 {
         let i = (y * out.width + x) as usize;
         let h = out.plane(1) as *mut u16;
         unsafe {
@@ -287,7 +299,7 @@ unsafe fn temporal(t: Temporal, out: Planes) {
             unsafe { *(t.sums as *mut f64).add(i) = 0.0 };
         }
     }
-    if t.held == 0 || t.held > t.len || t.len > t.slots || t.oldest >= t.slots {
+    if !t.is_consistent() {
         return;
     }
     let n = t.plane_len;
@@ -378,13 +390,16 @@ impl Lanes for F4 {
     }
 }
 
-/// Where history plane `colour` of `side`'s `slot` holds sample `pixel`: three f32 planes,
-/// or the achromatic one and the chromatic planes' halves (`Temporal::history`).
+/// Where history plane `colour` of `side`'s `slot` holds sample `pixel`, in the layout
+/// `t.halves` says (`Temporal::history`).
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 fn history_at(t: &Temporal, side: u32, slot: u32, colour: u32, pixel: u64) -> u64 {
     let base = t.history + 12 * (side * t.slots + slot) as u64 * t.plane_len;
-    if colour == 0 || t.halves == 0 {
+    if colour == 0 {
+        let bytes = if t.halves == HISTORY_HALVES { 2 } else { 4 };
+        base + bytes * pixel
+    } else if t.halves == HISTORY_F32 {
         base + 4 * (colour as u64 * t.plane_len + pixel)
     } else {
         base + 4 * t.plane_len + 2 * ((colour as u64 - 1) * t.plane_len + pixel)
@@ -399,10 +414,10 @@ fn history_at(t: &Temporal, side: u32, slot: u32, colour: u32, pixel: u64) -> u6
 #[inline(always)]
 unsafe fn history_load<L: Lanes>(t: &Temporal, side: u32, slot: u32, colour: u32, pixel: u64) -> L {
     let p = history_at(t, side, slot, colour, pixel);
-    if colour == 0 || t.halves == 0 {
-        unsafe { *(p as *const L) }
-    } else {
+    if history_in_halves(t.halves, colour as usize) {
         unsafe { L::halves(p as *const u16) }
+    } else {
+        unsafe { *(p as *const L) }
     }
 }
 
@@ -423,7 +438,13 @@ unsafe fn temporal_at<L: Lanes>(t: &Temporal, out: &Planes, pixel: u64) {
             unsafe { put(out, 6 + side, pixel, L::zero()) };
             continue;
         }
-        unsafe { filter_side::<L>(t, out, side, pixel) };
+        match t.halves {
+            HISTORY_HALVES => unsafe { filter_side::<L, HISTORY_HALVES>(t, out, side, pixel) },
+            HISTORY_CHROMA_HALVES => unsafe {
+                filter_side::<L, HISTORY_CHROMA_HALVES>(t, out, side, pixel)
+            },
+            _ => unsafe { filter_side::<L, HISTORY_F32>(t, out, side, pixel) },
+        }
     }
 }
 
@@ -437,20 +458,81 @@ unsafe fn put<L: Lanes>(out: &Planes, p: u32, pixel: u64, v: L) {
     unsafe { *(out.plane(p).add(pixel as usize) as *mut L) = v };
 }
 
+/// Where `side`'s history planes hold samples `pixel ..` in slot 0, as byte addresses
+/// (achromatic, RG, YV; `history_at`'s in layout `LAYOUT`), and the bytes from one slot to
+/// the next: a tap's samples are these plus its slot's offset.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+fn side_planes<const LAYOUT: u32>(t: &Temporal, side: u32, pixel: u64) -> ([u64; 3], u64) {
+    let slot = 12 * t.plane_len;
+    let base = t.history + side as u64 * t.slots as u64 * slot;
+    if LAYOUT == HISTORY_F32 {
+        let y = base + 4 * pixel;
+        ([y, y + 4 * t.plane_len, y + 8 * t.plane_len], slot)
+    } else {
+        let y = base + if LAYOUT == HISTORY_HALVES { 2 } else { 4 } * pixel;
+        let rg = base + 4 * t.plane_len + 2 * pixel;
+        ([y, rg, rg + 2 * t.plane_len], slot)
+    }
+}
+
+/// Samples `pixel ..` (`L::N` of them) of history plane `colour` at `p`, in layout `LAYOUT`.
+///
+/// # Safety
+/// As [`temporal_at`]; `p` is [`side_planes`]' address plus a slot's offset.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn plane_load<L: Lanes, const LAYOUT: u32>(colour: usize, p: u64) -> L {
+    if history_in_halves(LAYOUT, colour) {
+        unsafe { L::halves(p as *const u16) }
+    } else {
+        unsafe { *(p as *const L) }
+    }
+}
+
+/// Stores samples `v` of history plane `colour` at `p`, in layout `LAYOUT`.
+///
+/// # Safety
+/// As [`plane_load`], and nothing else may access the samples meanwhile.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn plane_store<L: Lanes, const LAYOUT: u32>(colour: usize, p: u64, v: L) {
+    if history_in_halves(LAYOUT, colour) {
+        unsafe { v.store_halves(p as *mut u16) }
+    } else {
+        unsafe { *(p as *mut L) = v }
+    }
+}
+
 /// The video pass's filters of `side` at samples `pixel ..` into its four channels of
-/// level 0.
+/// level 0; `LAYOUT`: `t.halves`, a constant, so that no load picks its width at run time.
+/// Each tap's sample addresses are the side's plus the tap's slot offset ([`side_planes`]),
+/// and each product is fused into its sum (`fma.rn`; the CPU rounds the product and the sum
+/// apart: the two differ by an ulp or so of each sum).
 ///
 /// # Safety
 /// As [`temporal_at`].
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
-unsafe fn filter_side<L: Lanes>(t: &Temporal, out: &Planes, side: u32, pixel: u64) {
+unsafe fn filter_side<L: Lanes, const LAYOUT: u32>(
+    t: &Temporal,
+    out: &Planes,
+    side: u32,
+    pixel: u64,
+) {
     let taps = t.taps as *const f32;
     let mut sum = [L::zero(); BAND_CHANNELS];
+    let ([py, prg, pyv], slot_bytes) = side_planes::<LAYOUT>(t, side, pixel);
     // Frames before the first are the first (replicate padding).
     let frame = |k: u32| {
-        let at_slot = t.slot(k);
-        [0, 1, 2].map(|cc| unsafe { history_load::<L>(t, side, at_slot, cc, pixel) })
+        let at = t.slot(k) as u64 * slot_bytes;
+        unsafe {
+            [
+                plane_load::<L, LAYOUT>(0, py + at),
+                plane_load::<L, LAYOUT>(1, prg + at),
+                plane_load::<L, LAYOUT>(2, pyv + at),
+            ]
+        }
     };
     let add = |sum: &mut [L; BAND_CHANNELS], k: u32, v: [L; 3]| {
         let tap = (t.len - 1 - k) as usize;
@@ -458,7 +540,7 @@ unsafe fn filter_side<L: Lanes>(t: &Temporal, out: &Planes, side: u32, pixel: u6
             let w = unsafe { *taps.add(cc * t.len as usize + tap) };
             let src = &v[if cc == 3 { 0 } else { cc }];
             for j in 0..L::N {
-                sum[cc].set(j, sum[cc].get(j) + src.get(j) * w);
+                sum[cc].set(j, fmaf(src.get(j), w, sum[cc].get(j)));
             }
         });
     };
@@ -507,10 +589,7 @@ unsafe fn dkl_temporal(
     }
     let (w, h) = (out.width, out.height);
     // The launch's conditions, checked: anything else reads nothing.
-    if t.held == 0
-        || t.held > t.len
-        || t.len > t.slots
-        || t.oldest >= t.slots
+    if !t.is_consistent()
         || t.image != 0
         || t.plane_len != w as u64 * h as u64
         || !dkl_temporal_takes(&test, &reference, &display, w, h)
@@ -521,7 +600,37 @@ unsafe fn dkl_temporal(
     if x >= w || y >= h {
         return;
     }
-    let pixel = (y * w + x) as u64;
+    // The history's layout a constant on each path (`filter_side`'s `LAYOUT`).
+    match t.halves {
+        HISTORY_HALVES => unsafe {
+            dkl_temporal_at::<HISTORY_HALVES>(test, reference, display, &t, &out, x, y)
+        },
+        HISTORY_CHROMA_HALVES => unsafe {
+            dkl_temporal_at::<HISTORY_CHROMA_HALVES>(test, reference, display, &t, &out, x, y)
+        },
+        _ => unsafe { dkl_temporal_at::<HISTORY_F32>(test, reference, display, &t, &out, x, y) },
+    }
+}
+
+/// `cvvdp_dkl_temporal` at pixels (x, y) ..= (x + N − 1, y), inside the frame, of a launch
+/// whose conditions hold; `LAYOUT`: `t.halves`.
+///
+/// # Safety
+/// As the kernel's declaration; the launch's conditions checked.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn dkl_temporal_at<const LAYOUT: u32>(
+    test: Source,
+    reference: Source,
+    display: Display,
+    t: &Temporal,
+    out: &Planes,
+    x: u32,
+    y: u32,
+) {
+    type L = Fused;
+    const N: u32 = DKL_TEMPORAL_VEC;
+    let pixel = (y * out.width + x) as u64;
     let newest = t.newest();
     let display = Display {
         eotf: EOTF_SRGB,
@@ -537,12 +646,14 @@ unsafe fn dkl_temporal(
         // The older frames the filters read, asked of the L2 cache before the arithmetic
         // below (the loads cannot move above this side's stores to the history: the
         // compiler cannot tell the slots apart).
+        let (planes, slot_bytes) = side_planes::<LAYOUT>(t, side, pixel);
         for k in 0..t.len {
             let slot = t.slot(k);
             if slot != newest {
-                for cc in 0..3 {
-                    unsafe { dev::prefetch_l2(history_at(&t, side, slot, cc, pixel) as *const u8) };
-                }
+                let at = slot as u64 * slot_bytes;
+                unroll!(cc in [0 1 2] {
+                    unsafe { dev::prefetch_l2((planes[cc] + at) as *const u8) };
+                });
             }
         }
         // Four chroma columns from Nj/2 − 1, clamped into the plane as `source_index` clamps
@@ -576,18 +687,14 @@ unsafe fn dkl_temporal(
             }
         });
         // The newest slot, as `cvvdp_dkl` writes it.
+        let at = newest as u64 * slot_bytes;
         unroll!(cc in [0 1 2] {
-            let p = history_at(&t, side, newest, cc as u32, pixel);
-            if cc == 0 || t.halves == 0 {
-                unsafe { *(p as *mut L) = v[cc] };
-            } else {
-                unsafe { v[cc].store_halves(p as *mut u16) };
-            }
+            unsafe { plane_store::<L, LAYOUT>(cc, planes[cc] + at, v[cc]) };
         });
         // Read back with the older frames (by this thread: its own stores, from the L2
         // cache): kept in registers through the filters' loads instead, they took 95
         // registers a thread, 2 blocks an SM.
-        unsafe { filter_side::<L>(&t, &out, side, pixel) };
+        unsafe { filter_side::<L, LAYOUT>(t, out, side, pixel) };
     }
 }
 

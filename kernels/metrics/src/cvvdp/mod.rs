@@ -267,16 +267,52 @@ pub fn light(d: &Display, v: [f32; 3]) -> [f32; 3] {
     }
 }
 
-/// DKL channel `c` of a frame as the temporal filters read it from a history of halves
-/// (`Temporal::halves`, without a heat map): the achromatic channel as it is, the chromatic
-/// ones (RG, YV) rounded to half floats ([`half_bits`]: a third less of the filters' reads,
-/// which bound the pass). Against the reference on its clips: 4.6e-5 JOD at most (the
-/// achromatic channel in halves too made it 1e-3 on PQ, so it stays in f32); the per-pixel
-/// heat maps move by up to 1 % (3e-5 on values of 0.004), so a history for a map keeps
-/// every channel in f32.
+/// The history's layouts (`Temporal::halves`, `cvvdp_dkl`'s `halves`): three f32 planes a
+/// slot; the chromatic planes (RG, YV) as half floats; every plane as half floats. A slot
+/// spans 12 bytes a pixel in each: the achromatic plane from its start, the chromatic ones
+/// from its second f32 plane's start ([`history_layout`] picks one).
+pub const HISTORY_F32: u32 = 0;
+pub const HISTORY_CHROMA_HALVES: u32 = 1;
+pub const HISTORY_HALVES: u32 = 2;
+
+/// The history's layout for a display and whether a heat map is made, the one place the
+/// GPU (its history) and the CPU ([`history_value`]) pick it. Half floats, a third less of
+/// the temporal filters' reads for the chromatic planes and half for the achromatic one,
+/// bound the video pass's memory traffic. Against the reference on its clips, JOD at most:
+/// f32 4.6e-5 (PQ), 2e-6 (SDR); chromatic halves the same; every plane 1.1e-4 on SDR, but
+/// 1.0e-3 on PQ, so halves for the achromatic plane are for the sRGB display models only.
+/// The per-pixel heat maps move by up to 1 % with halves (3e-5 on values of 0.004), so a
+/// history for a map keeps every channel in f32.
 #[inline(always)]
-pub fn history_value(c: usize, v: f32) -> f32 {
-    if c == 0 { v } else { half_value(half_bits(v)) }
+pub fn history_layout(display: &Display, map: bool) -> u32 {
+    if map {
+        HISTORY_F32
+    } else if display.eotf == EOTF_SRGB {
+        HISTORY_HALVES
+    } else {
+        HISTORY_CHROMA_HALVES
+    }
+}
+
+/// Whether DKL channel `c` (0 achromatic, 1 RG, 2 YV) is held in half floats in `layout`.
+#[inline(always)]
+pub fn history_in_halves(layout: u32, c: usize) -> bool {
+    match layout {
+        HISTORY_HALVES => true,
+        HISTORY_CHROMA_HALVES => c != 0,
+        _ => false,
+    }
+}
+
+/// DKL channel `c` of a frame as the temporal filters read it from a history of `layout`
+/// ([`history_layout`]): rounded to a half float ([`half_bits`]) where it is held as one.
+#[inline(always)]
+pub fn history_value(layout: u32, c: usize, v: f32) -> f32 {
+    if history_in_halves(layout, c) {
+        half_value(half_bits(v))
+    } else {
+        v
+    }
 }
 
 /// A pixel's DKL from its linear RGB (the reference's per-channel dot products).
@@ -584,9 +620,10 @@ impl Planes {
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Temporal {
-    /// The frames held, DKL: `[side][slot]` of `12 · plane_len` bytes each, three f32
-    /// planes, or with `halves` the achromatic plane in f32 then the two chromatic planes as
-    /// half floats ([`history_value`]) from where the second f32 plane would start.
+    /// The frames held, DKL: `[side][slot]` of `12 · plane_len` bytes each, laid out as
+    /// `halves` says ([`HISTORY_F32`]: three f32 planes; with halves, the achromatic plane
+    /// from the slot's start, in f32 or halves, and the two chromatic planes as half floats
+    /// from where the second f32 plane would start).
     pub history: u64,
     pub plane_len: u64,
     /// The filters' taps, `[4][len]`, the newest frame's last.
@@ -607,7 +644,8 @@ pub struct Temporal {
     /// Not 0: every plane (history and output) starts 16-byte aligned and `plane_len` is a
     /// multiple of [`TEMPORAL_VEC`]: a thread takes that many samples at once.
     pub vec: u32,
-    /// Not 0: the chromatic planes are half floats (`cvvdp_dkl`'s `halves`).
+    /// The history's layout: [`HISTORY_F32`], [`HISTORY_CHROMA_HALVES`] or
+    /// [`HISTORY_HALVES`] (`cvvdp_dkl`'s `halves`).
     pub halves: u32,
     pub _pad: u32,
 }
@@ -627,6 +665,17 @@ impl Temporal {
     #[inline(always)]
     pub fn newest(&self) -> u32 {
         self.slot(self.len - 1)
+    }
+
+    /// Whether the ring's fields agree (1 ..= `len` frames held, `len` ≤ `slots`, the
+    /// oldest slot inside the ring): [`Temporal::slot`] then names a slot of the ring for
+    /// every tap. The kernels read nothing otherwise.
+    #[inline(always)]
+    pub fn is_consistent(&self) -> bool {
+        self.held != 0
+            && self.held <= self.len
+            && self.len <= self.slots
+            && self.oldest < self.slots
     }
 }
 
@@ -898,6 +947,22 @@ mod tests {
         assert!((0..9).all(|k| ring(9, 9, 5, 1).slot(k) == 5));
         let t = ring(9, 9, 3, 9);
         assert_eq!((t.slot(0), t.slot(5), t.slot(6), t.newest()), (3, 8, 0, 2));
+    }
+
+    #[test]
+    fn the_kernels_read_only_a_consistent_ring() {
+        // 9 taps on 12 slots (four lanes), full or one frame held, the oldest at either end.
+        for (oldest, held) in [(0, 9), (11, 9), (11, 1), (5, 4)] {
+            let t = ring(9, 12, oldest, held);
+            assert!(t.is_consistent(), "{oldest} {held}");
+            assert!((0..9).all(|k| t.slot(k) < 12));
+        }
+        // Nothing held, more held than taps, fewer slots than taps, the oldest past the ring.
+        for (len, slots, oldest, held) in
+            [(9, 12, 0, 0), (9, 12, 0, 10), (9, 8, 0, 8), (9, 12, 12, 9)]
+        {
+            assert!(!ring(len, slots, oldest, held).is_consistent());
+        }
     }
 
     #[test]
