@@ -143,14 +143,8 @@ fn cvvdp_sequence(r: &mut Rng) -> Outcome {
     match maps {
         [Ok(gpu), Ok(cpu)] if gpu.len() == cpu.len() => {
             for (t, (g, c)) in gpu.iter().zip(&cpu).enumerate() {
-                let scale = c
-                    .iter()
-                    .fold(f64::MIN_POSITIVE, |m, v| m.max((*v as f64).abs()));
                 let err = if g.len() == c.len() {
-                    g.iter()
-                        .zip(c)
-                        .map(|(a, b)| (*a as f64 - *b as f64).abs() / scale)
-                        .fold(0f64, f64::max)
+                    largest_difference(g, c, true)
                 } else {
                     f64::INFINITY
                 };
@@ -357,6 +351,21 @@ fn pair(
     (layout, a, b)
 }
 
+/// The largest difference per pixel of two maps of one size, divided by the CPU map's
+/// largest magnitude when `relative`.
+fn largest_difference(gpu: &[f32], cpu: &[f32], relative: bool) -> f64 {
+    let scale = if relative {
+        cpu.iter()
+            .fold(f64::MIN_POSITIVE, |m, c| m.max((*c as f64).abs()))
+    } else {
+        1.0
+    };
+    gpu.iter()
+        .zip(cpu)
+        .map(|(g, c)| (*g as f64 - *c as f64).abs() / scale)
+        .fold(0f64, f64::max)
+}
+
 /// The `kind` map of both backends measuring `metrics` with it, the largest difference
 /// per pixel (divided by the CPU map's largest magnitude when `relative`).
 fn compare(
@@ -401,17 +410,7 @@ fn compare(
         });
         match maps {
             [Ok(Some(gpu)), Ok(Some(cpu))] if gpu.len() == cpu.len() => {
-                let scale = if relative {
-                    cpu.iter()
-                        .fold(f64::MIN_POSITIVE, |m, c| m.max((*c as f64).abs()))
-                } else {
-                    1.0
-                };
-                let err = gpu
-                    .iter()
-                    .zip(&cpu)
-                    .map(|(g, c)| (*g as f64 - *c as f64).abs() / scale)
-                    .fold(0f64, f64::max);
+                let err = largest_difference(&gpu, &cpu, relative);
                 out.elements += gpu.len();
                 out.max_err = out.max_err.max(err);
                 out.note += &format!("{} {w}x{h}: {err:.1e}; ", format.name());

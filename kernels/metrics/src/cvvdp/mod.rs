@@ -279,7 +279,7 @@ pub const HISTORY_HALVES: u32 = 2;
 /// GPU (its history) and the CPU ([`history_value`]) pick it. Half floats, a third less of
 /// the temporal filters' reads for the chromatic planes and half for the achromatic one,
 /// bound the video pass's memory traffic. Against the reference on its clips, JOD at most:
-/// f32 4.6e-5 (PQ), 2e-6 (SDR); chromatic halves the same; every plane 1.1e-4 on SDR, but
+/// the chromatic planes in halves 4.6e-5 (PQ), 2e-6 (SDR); every plane 1.1e-4 on SDR, but
 /// 1.0e-3 on PQ, so halves for the achromatic plane are for the sRGB display models only.
 /// The per-pixel heat maps move by up to 1 % with halves (3e-5 on values of 0.004), so a
 /// history for a map keeps every channel in f32.
@@ -947,6 +947,25 @@ mod tests {
         assert!((0..9).all(|k| ring(9, 9, 5, 1).slot(k) == 5));
         let t = ring(9, 9, 3, 9);
         assert_eq!((t.slot(0), t.slot(5), t.slot(6), t.newest()), (3, 8, 0, 2));
+    }
+
+    #[test]
+    fn the_history_is_in_halves_without_a_map_the_achromatic_plane_on_srgb_only() {
+        let srgb = Display::default();
+        let pq = Display {
+            eotf: EOTF_PQ,
+            ..srgb
+        };
+        assert_eq!(history_layout(&srgb, false), HISTORY_HALVES);
+        assert_eq!(history_layout(&pq, false), HISTORY_CHROMA_HALVES);
+        assert_eq!(history_layout(&srgb, true), HISTORY_F32);
+        assert_eq!(history_layout(&pq, true), HISTORY_F32);
+        // 1 + 2^-12 is not a half float: rounded where the layout holds halves.
+        let v = 1.0 + 1.0 / 4096.0;
+        let held = |layout| [0, 1, 2].map(|c| history_value(layout, c, v));
+        assert_eq!(held(HISTORY_F32), [v; 3]);
+        assert_eq!(held(HISTORY_CHROMA_HALVES), [v, 1.0, 1.0]);
+        assert_eq!(held(HISTORY_HALVES), [1.0; 3]);
     }
 
     #[test]
