@@ -39,6 +39,9 @@ gpumetrics_device::kernel! {
     /// image pass reads the history). Block (`BLOCK_X`, `BLOCK_Y`), a thread per
     /// `DKL_TEMPORAL_VEC` pixels. Capped at 64 registers (ptxas gave it 80, 3 blocks an SM;
     /// at 64 it spills nothing and 4 fit: 160.6 → 153.2 µs a 1080p launch, H100, ~11:30).
+    /// No L2 prefetches of the older frames' samples: issued before the arithmetic, they
+    /// took an eighth of its instructions, and it was 118.3 µs a 1080p launch with them,
+    /// 104.2 without (H100, 2026-12-06 ~15:15).
     pub unsafe fn cvvdp_dkl_temporal(
         test: Source,
         reference: Source,
@@ -57,7 +60,9 @@ gpumetrics_device::kernel! {
 
     /// A reduce: `dst` (half the size, rounded up) from `src` ([`reduce_2d`]'s values, its
     /// column reduces made once per block into shared memory). Block (`BLOCK_X`,
-    /// `BLOCK_Y`), grid.z = planes.
+    /// `BLOCK_Y`), grid.z = planes. (The block's input loaded once into shared memory, the
+    /// column reduces made from there, was slower: 44.7 → 83.5 µs a 1080p launch, each
+    /// thread's loads one after another; H100, ~15:15.)
     pub unsafe fn cvvdp_reduce(src: Planes, dst: Planes) => reduce;
 
     /// Each band's weighted contrasts against the next level expanded (per sample, nothing
@@ -81,7 +86,9 @@ gpumetrics_device::kernel! {
     /// column. Capped at 40 registers (ptxas gave it 48, 5 blocks an SM; at 40 it spills
     /// nothing and 6 fit: 118.6 → 116.1 µs a 1080p launch, H100, ~11:30). (Its tile filled
     /// by columns and rows, each reflected once, took 56 registers, spilled at 40, and was
-    /// slower: 121 µs, ~12:00.)
+    /// slower: 121 µs, ~12:00. Filled by rows, each row and the thread's two columns
+    /// reflected once, it spilled 16 bytes at 40 registers and was no faster: 116.5 → 118.2
+    /// µs, ~15:15.)
     pub unsafe fn cvvdp_mask(l: Levels) => mask_levels, max_registers = 40;
 
     /// The base band: contrast against each side's mean, the sensitivity at the
@@ -175,6 +182,10 @@ const DKL_CH: u32 = BLOCK_Y + 2;
 #[inline(always)]
 unsafe fn dkl(src: Source, display: Display, out: Planes, halves: u32) {
     gpumetrics_device::shared!(static CVVDP_CHROMA: [f32; (2 * DKL_CW * DKL_CH) as usize]);
+    // The same for every thread of the launch: none reaches the barrier below.
+    if !is_history_layout(halves) {
+        return;
+    }
     let (x, y) = (dev::global_idx_x(), dev::global_idx_y());
     let inside = x < src.width && y < src.height && x < out.width && y < out.height;
     let subsampled = src.family == FAMILY_YCBCR && (src.sub_x != 1 || src.sub_y != 1);
@@ -239,14 +250,15 @@ unsafe fn dkl(src: Source, display: Display, out: Planes, halves: u32) {
         unsafe { display_rgb(&src, x, y) }
     };
     let v = to_dkl(&display.rgb_to_dkl, light(&display, rgb));
-    // The history slot's layout (`Temporal::history`).
-    if halves == HISTORY_HALVES {
+    // The history slot's layout (`Temporal::history`), as the filters read it
+    // (`history_in_halves`); the kernel returned above for a value that names none.
+    if history_in_halves(halves, 0) {
         let i = (y * out.width + x) as usize;
         unsafe { *(out.plane(0) as *mut u16).add(i) = half_bits(v[0]) };
     } else {
         unsafe { out.set(0, x, y, v[0]) };
     }
-    if halves != HISTORY_F32 {
+    if history_in_halves(halves, 1) {
         let i = (y * out.width + x) as usize;
         let h = out.plane(1) as *mut u16;
         unsafe {
@@ -397,9 +409,9 @@ impl Lanes for F4 {
 fn history_at(t: &Temporal, side: u32, slot: u32, colour: u32, pixel: u64) -> u64 {
     let base = t.history + 12 * (side * t.slots + slot) as u64 * t.plane_len;
     if colour == 0 {
-        let bytes = if t.halves == HISTORY_HALVES { 2 } else { 4 };
+        let bytes = if history_in_halves(t.halves, 0) { 2 } else { 4 };
         base + bytes * pixel
-    } else if t.halves == HISTORY_F32 {
+    } else if !history_in_halves(t.halves, 1) {
         base + 4 * (colour as u64 * t.plane_len + pixel)
     } else {
         base + 4 * t.plane_len + 2 * ((colour as u64 - 1) * t.plane_len + pixel)
@@ -643,19 +655,7 @@ unsafe fn dkl_temporal_at<const LAYOUT: u32>(
             sub_y: 2,
             ..if side == 0 { test } else { reference }
         };
-        // The older frames the filters read, asked of the L2 cache before the arithmetic
-        // below (the loads cannot move above this side's stores to the history: the
-        // compiler cannot tell the slots apart).
         let (planes, slot_bytes) = side_planes::<LAYOUT>(t, side, pixel);
-        for k in 0..t.len {
-            let slot = t.slot(k);
-            if slot != newest {
-                let at = slot as u64 * slot_bytes;
-                unroll!(cc in [0 1 2] {
-                    unsafe { dev::prefetch_l2((planes[cc] + at) as *const u8) };
-                });
-            }
-        }
         // Four chroma columns from Nj/2 − 1, clamped into the plane as `source_index` clamps
         // its taps, and the two rows. Pixel Nj + i reads columns (i + 1)/2 and the next of
         // these: where `source_index` clamps at the left edge, the first two are the same
@@ -805,7 +805,6 @@ unsafe fn level_block(l: &Levels) -> (&'static Band, (u32, u32)) {
 #[inline(always)]
 unsafe fn band(b: &Band, bx: u32, by: u32, hoist: bool) {
     const BX: usize = BLOCK_X as usize;
-    const BY: usize = BLOCK_Y as usize;
     gpumetrics_device::shared!(static CVVDP_EXPAND: [f32; 2 * BAND_CHANNELS * EXPAND_PLANE]);
     let (tx, ty) = (dev::thread_idx_x() as usize, dev::thread_idx_y() as usize);
     let (x, y) = (bx * BLOCK_X + tx as u32, by * BLOCK_Y + ty as u32);
@@ -822,79 +821,68 @@ unsafe fn band(b: &Band, bx: u32, by: u32, hoist: bool) {
         }
     }
     // Every thread takes part (the barrier), inside the level or not.
-    // Two places a step: where both are interior (most), their six loads are issued before
-    // either sum ([`expand_interior`]'s terms on the same values: the same bits); the
-    // fill's loads had most of the kernel's stall samples, waited on one place at a time.
-    const STEP: usize = BX * BY;
-    let total = 2 * channels as usize * EXPAND_PLANE;
-    // Place `i` of the tile: plane, column and row of the next level, and whether it is
-    // made (inside the next level's columns and this level's rows).
-    let place = |i: usize| {
-        let (k, rest) = ((i / EXPAND_PLANE) as u32, i % EXPAND_PLANE);
-        let (r, col) = ((rest / EXPAND_W) as u32, c0 + (rest % EXPAND_W) as u32);
-        (
-            k,
-            col,
-            y0 + r,
-            i < total && col < next.width && y0 + r < g.height,
-        )
-    };
-    let mut i = ty * BX + tx;
-    while i < total {
-        let ((ka, ca, ya, a), (kb, cb, yb, b)) = (place(i), place(i + STEP));
-        let interior = |y: u32| expand_is_interior(next.height, g.height, y);
-        if a && b && interior(ya) && interior(yb) {
-            // The three rows `expand_interior` reads: (y − 1)/2, +1 and (even y) +2.
-            let rows = |y: u32| {
-                let first = (y - 1) / 2;
-                (first, first + 1, first + 1 + y.is_multiple_of(2) as u32)
-            };
-            let ((a0, a1, a2), (b0, b1, b2)) = (rows(ya), rows(yb));
-            // In bounds: interior rows read inside the next level; the columns are checked.
-            let (za, zb) = unsafe {
-                (
-                    (
-                        next.at(ka, ca, a0),
-                        next.at(ka, ca, a1),
-                        next.at(ka, ca, a2),
-                    ),
-                    (
-                        next.at(kb, cb, b0),
-                        next.at(kb, cb, b1),
-                        next.at(kb, cb, b2),
-                    ),
-                )
-            };
-            let pick = |first: u32, z: (f32, f32, f32)| {
-                move |row: u32| {
-                    if row == first {
-                        z.0
-                    } else if row == first + 1 {
-                        z.1
-                    } else {
-                        z.2
-                    }
-                }
-            };
-            let (va, vb) = (
-                expand_interior(pick(a0, za), ya),
-                expand_interior(pick(b0, zb), yb),
-            );
-            unsafe {
-                CVVDP_EXPAND.write(i, va);
-                CVVDP_EXPAND.write(i + STEP, vb);
+    // Each thread fills row `ty` of the tile (its own row of the block): places j = tx,
+    // tx + BLOCK_X, ... of the row's 2 · channels · EXPAND_W (plane j / EXPAND_W, column
+    // c0 + j % EXPAND_W), the rows of the next level it reads found once for all of them;
+    // where they are interior (most rows), every place's three loads are issued before any
+    // sum ([`expand_interior`]'s terms on the same values: the same bits). Places by index
+    // over the whole tile, each found anew, took a third of the kernel's instructions
+    // (`cvvdp_band_one` at 1080p: 92.7 → 82.0 µs a launch at level 0, 34.8 → 32.3 at level 1;
+    // H100, ~15:15).
+    const ITEMS: usize = (2 * BAND_CHANNELS * EXPAND_W).div_ceil(BX);
+    const _: () = assert!(ITEMS == 5);
+    let places = 2 * channels as usize * EXPAND_W;
+    let yr = y0 + ty as u32;
+    let place = |j: usize| (j / EXPAND_W, c0 + (j % EXPAND_W) as u32);
+    let slot = |j: usize| (j / EXPAND_W) * EXPAND_PLANE + ty * EXPAND_W + j % EXPAND_W;
+    if yr < g.height && expand_is_interior(next.height, g.height, yr) {
+        // The three rows `expand_interior` reads: (y − 1)/2, +1 and (even y) +2.
+        let r0 = (yr - 1) / 2;
+        let (r1, r2) = (r0 + 1, r0 + 1 + yr.is_multiple_of(2) as u32);
+        let mut z = [[0f32; 3]; ITEMS];
+        unroll!(m in [0 1 2 3 4] {
+            let j = tx + m * BX;
+            let (k, col) = place(j);
+            if j < places && col < next.width {
+                // In bounds: interior rows read inside the next level; the column is checked.
+                z[m] = unsafe {
+                    [
+                        next.at(k as u32, col, r0),
+                        next.at(k as u32, col, r1),
+                        next.at(k as u32, col, r2),
+                    ]
+                };
             }
-        } else {
-            if a {
-                let v = unsafe { column_expand(next, ka, ca, g.height, ya) };
-                unsafe { CVVDP_EXPAND.write(i, v) };
+        });
+        unroll!(m in [0 1 2 3 4] {
+            let j = tx + m * BX;
+            if j < places && place(j).1 < next.width {
+                let zm = z[m];
+                let v = expand_interior(
+                    |row| {
+                        if row == r0 {
+                            zm[0]
+                        } else if row == r1 {
+                            zm[1]
+                        } else {
+                            zm[2]
+                        }
+                    },
+                    yr,
+                );
+                unsafe { CVVDP_EXPAND.write(slot(j), v) };
             }
-            if b {
-                let v = unsafe { column_expand(next, kb, cb, g.height, yb) };
-                unsafe { CVVDP_EXPAND.write(i + STEP, v) };
+        });
+    } else if yr < g.height {
+        let mut j = tx;
+        while j < places {
+            let (k, col) = place(j);
+            if col < next.width {
+                let v = unsafe { column_expand(next, k as u32, col, g.height, yr) };
+                unsafe { CVVDP_EXPAND.write(slot(j), v) };
             }
+            j += BX;
         }
-        i += 2 * STEP;
     }
     unsafe { dev::sync_threads() };
     if x >= g.width || y >= g.height {

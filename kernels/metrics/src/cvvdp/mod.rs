@@ -304,6 +304,14 @@ pub fn history_in_halves(layout: u32, c: usize) -> bool {
     }
 }
 
+/// Whether `layout` is one of [`HISTORY_F32`], [`HISTORY_CHROMA_HALVES`] and
+/// [`HISTORY_HALVES`]: the kernels write and read nothing for any other value (a plane's
+/// width would be a guess).
+#[inline(always)]
+pub fn is_history_layout(layout: u32) -> bool {
+    matches!(layout, HISTORY_F32 | HISTORY_CHROMA_HALVES | HISTORY_HALVES)
+}
+
 /// DKL channel `c` of a frame as the temporal filters read it from a history of `layout`
 /// ([`history_layout`]): rounded to a half float ([`half_bits`]) where it is held as one.
 #[inline(always)]
@@ -668,14 +676,16 @@ impl Temporal {
     }
 
     /// Whether the ring's fields agree (1 ..= `len` frames held, `len` ≤ `slots`, the
-    /// oldest slot inside the ring): [`Temporal::slot`] then names a slot of the ring for
-    /// every tap. The kernels read nothing otherwise.
+    /// oldest slot inside the ring) and `halves` names a layout: [`Temporal::slot`] then
+    /// names a slot of the ring for every tap, and every plane's width is known. The kernels
+    /// read nothing otherwise.
     #[inline(always)]
     pub fn is_consistent(&self) -> bool {
         self.held != 0
             && self.held <= self.len
             && self.len <= self.slots
             && self.oldest < self.slots
+            && is_history_layout(self.halves)
     }
 }
 
@@ -981,6 +991,20 @@ mod tests {
             [(9, 12, 0, 0), (9, 12, 0, 10), (9, 8, 0, 8), (9, 12, 12, 9)]
         {
             assert!(!ring(len, slots, oldest, held).is_consistent());
+        }
+        // Each layout, and a value that names none.
+        for (halves, named) in [
+            (HISTORY_F32, true),
+            (HISTORY_CHROMA_HALVES, true),
+            (HISTORY_HALVES, true),
+            (HISTORY_HALVES + 1, false),
+        ] {
+            let t = Temporal {
+                halves,
+                ..ring(9, 12, 0, 9)
+            };
+            assert_eq!(t.is_consistent(), named, "{halves}");
+            assert_eq!(is_history_layout(halves), named);
         }
     }
 
