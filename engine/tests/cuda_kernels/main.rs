@@ -51,6 +51,19 @@ pub(crate) struct Outcome {
     pub note: String,
 }
 
+impl Outcome {
+    /// Nothing compared yet, against `tolerance`: a check's start, which adds its elements,
+    /// worst error and notes as it goes.
+    pub(crate) fn new(tolerance: f64) -> Self {
+        Outcome {
+            elements: 0,
+            max_err: 0.0,
+            tolerance,
+            note: String::new(),
+        }
+    }
+}
+
 pub(crate) type Check = fn(&Kernels, &Arc<CudaStream>, &mut Rng) -> Result<Outcome, DriverError>;
 
 /// The checks of the modules here; the metrics' are `METRIC_CHECKS`.

@@ -104,12 +104,7 @@ fn cvvdp(_k: &Kernels, _s: &Arc<CudaStream>, r: &mut Rng) -> Result<Outcome, Dri
 /// [`cvvdp`]'s sequence: each pair's map from both backends, relative to the CPU map's
 /// largest magnitude.
 fn cvvdp_sequence(r: &mut Rng) -> Outcome {
-    let mut out = Outcome {
-        elements: 0,
-        max_err: 0.0,
-        tolerance: 1e-4,
-        note: String::new(),
-    };
+    let mut out = Outcome::new(1e-4);
     let (w, h) = (160usize, 90usize);
     let pairs: Vec<_> = (0..4)
         .map(|_| pair(r, PixelFormat::I420, w, h, false))
@@ -170,12 +165,7 @@ fn cvvdp_sequence(r: &mut Rng) -> Outcome {
 /// stride (264 × 256 values).
 fn handout(_k: &Kernels, s: &Arc<CudaStream>, r: &mut Rng) -> Result<Outcome, DriverError> {
     use gpumetrics_engine::map::{MapStyle, PairMap};
-    let mut out = Outcome {
-        elements: 0,
-        max_err: 0.0,
-        tolerance: 0.0,
-        note: String::new(),
-    };
+    let mut out = Outcome::new(0.0);
     let fail = |out: &mut Outcome, why: String| {
         out.max_err = f64::INFINITY;
         out.note += &why;
@@ -375,12 +365,7 @@ fn compare(
     tolerance: f64,
     relative: bool,
 ) -> Outcome {
-    let mut out = Outcome {
-        elements: 0,
-        max_err: 0.0,
-        tolerance,
-        note: String::new(),
-    };
+    let mut out = Outcome::new(tolerance);
     for (format, w, h) in [
         (PixelFormat::Rgb, 173usize, 97usize),
         (PixelFormat::I420, 173, 97),

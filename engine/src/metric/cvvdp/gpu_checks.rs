@@ -59,12 +59,7 @@ fn cvvdp_pipeline(_k: &Kernels, _s: &Arc<CudaStream>, r: &mut Rng) -> Result<Out
 }
 
 fn sequences(r: &mut Rng) -> Outcome {
-    let mut out = Outcome {
-        elements: 0,
-        max_err: 0.0,
-        tolerance: TOLERANCE,
-        note: String::new(),
-    };
+    let mut out = Outcome::new(TOLERANCE);
     let sdr = Colorimetry::default_for(PixelFormat::I420.family());
     let pq = Colorimetry {
         matrix: Matrix::Bt2020,
